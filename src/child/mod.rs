@@ -1,0 +1,215 @@
+//! The child supervisor: starts the command behind its shim, signals its
+//! process group, renews its lease and waits until the group is gone.
+//!
+//! The process tree is `neli-run -> shim -> command -> ...`, where the shim
+//! leads a new process group that the command and its descendants share (see
+//! `shim.rs` for what the shim guarantees on its own). neli-run never waits
+//! on a specific child handle: it is a child subreaper (or PID 1) and reaps
+//! every exited process itself, so `std::process::Child` is not kept.
+
+pub mod shim;
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+use nix::sys::signal::{killpg, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+use crate::clock::BootTime;
+use crate::exit::{self, ChildStatus};
+
+/// What to run and how to stop it.
+#[derive(Clone, Debug)]
+pub struct Command {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub stop_signal: Signal,
+    pub grace: Duration,
+    /// Extra environment for the child (NELI_GROUP and friends).
+    pub env: Vec<(String, String)>,
+}
+
+/// Checks, before joining any group, that the command can be executed, so a
+/// typo is an immediate error and not a leader that fails every restart.
+/// Errors carry the shell's exit codes (127 not found, 126 not executable).
+pub fn check_executable(program: &OsStr) -> Result<PathBuf, (u8, String)> {
+    let name = Path::new(program);
+    let found = if name.components().count() > 1 || program.to_string_lossy().contains('/') {
+        name.exists().then(|| name.to_path_buf())
+    } else {
+        std::env::var_os("PATH")
+            .map(|path| {
+                std::env::split_paths(&path)
+                    .map(|dir| dir.join(name))
+                    .find(|p| p.is_file())
+            })
+            .unwrap_or(None)
+    };
+    let Some(path) = found else {
+        return Err((
+            exit::NOT_FOUND,
+            format!(
+                "command not found: {} (give a path, or check PATH)",
+                name.display()
+            ),
+        ));
+    };
+    let executable = path
+        .metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false);
+    if !executable {
+        return Err((
+            exit::NOT_EXECUTABLE,
+            format!("not an executable file: {} (chmod +x it?)", path.display()),
+        ));
+    }
+    Ok(path)
+}
+
+/// A started child: its shim's pid, which is also the process group id.
+#[derive(Debug)]
+pub struct Running {
+    pgid: Pid,
+    lease: File,
+}
+
+impl Running {
+    /// Starts the shim and, through it, the command; the child may run until
+    /// `lease` unless the lease is renewed.
+    pub fn spawn(cmd: &Command, token: i64, lease: BootTime) -> io::Result<Running> {
+        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let mut shim = std::process::Command::new("/proc/self/exe");
+        shim.arg0("neli-run-shim")
+            .arg(shim::ARG)
+            .arg((cmd.stop_signal as i32).to_string())
+            .arg(cmd.grace.as_millis().to_string())
+            .arg("--")
+            .arg(&cmd.program)
+            .args(&cmd.args)
+            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+            .env("NELI_FENCING_TOKEN", token.to_string())
+            .process_group(0);
+        let fd = read.as_raw_fd();
+        // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and
+        // exec, on an fd that stays open in the parent until spawn returns.
+        unsafe {
+            shim.pre_exec(move || {
+                if fd == shim::LEASE_FD {
+                    fcntl(fd, FcntlArg::F_SETFD(FdFlag::empty()))?;
+                } else {
+                    nix::unistd::dup2(fd, shim::LEASE_FD)?;
+                }
+                close_inherited_fds();
+                Ok(())
+            });
+        }
+        let child = shim.spawn()?;
+        drop::<OwnedFd>(read);
+        let mut running = Running {
+            pgid: Pid::from_raw(child.id() as i32),
+            lease: File::from(write),
+        };
+        running.renew(lease)?;
+        fcntl(
+            running.lease.as_raw_fd(),
+            FcntlArg::F_SETFL(OFlag::O_NONBLOCK),
+        )?;
+        Ok(running)
+    }
+
+    /// The shim's pid and the group's id.
+    pub fn pgid(&self) -> Pid {
+        self.pgid
+    }
+
+    /// Moves the lease forward. A full pipe (a shim that stopped reading)
+    /// drops the renewal: the lease then expires, which is the safe side.
+    pub fn renew(&mut self, until: BootTime) -> io::Result<()> {
+        match self.lease.write(&until.as_nanos().to_le_bytes()) {
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+
+    /// Sends `sig` to the whole group (the shim ignores it).
+    pub fn signal(&self, sig: Signal) {
+        match killpg(self.pgid, sig) {
+            Ok(()) | Err(Errno::ESRCH) => {}
+            Err(err) => tracing::warn!(%err, %sig, "could not signal the child's group"),
+        }
+    }
+}
+
+/// Closes every fd above the lease pipe: librdkafka opens its wake-up pipes
+/// without O_CLOEXEC, and the user's command must not inherit them.
+/// Async-signal-safe (runs between fork and exec).
+fn close_inherited_fds() {
+    let first = shim::LEASE_FD as libc::c_uint + 1;
+    // SAFETY: close_range only closes descriptors; no memory is touched.
+    let closed = unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) } == 0;
+    if !closed {
+        // Kernels before 5.9: close them one by one.
+        for fd in first as i32..4096 {
+            // SAFETY: as above.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+/// Makes this process a child subreaper, so that descendants of a dying
+/// child group come back to us to be reaped (as they would to PID 1), and
+/// `group_gone` does not wait on whatever init does with orphans.
+pub fn become_subreaper() -> nix::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true)
+}
+
+/// Reaps every exited child without blocking (we are a subreaper, or PID 1,
+/// so orphans are ours to reap). Returns the status of `shim` if it was among
+/// them.
+pub fn reap(shim: Option<Pid>) -> Option<ChildStatus> {
+    let mut found = None;
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) if Some(pid) == shim => {
+                found = Some(ChildStatus::Exited(code as u8))
+            }
+            Ok(WaitStatus::Signaled(pid, sig, _)) if Some(pid) == shim => {
+                found = Some(ChildStatus::Signaled(sig as i32))
+            }
+            Ok(WaitStatus::StillAlive) | Err(_) => return found,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Waits until no process is left in group `pgid`, SIGKILLing stragglers.
+/// The shim has exited by now, so anything left was already condemned. A
+/// process that has been sent SIGKILL never runs user code again, so after a
+/// bound (uninterruptible sleep, or zombies nobody reaps) we go on.
+pub async fn group_gone(pgid: Pid) {
+    let started = std::time::Instant::now();
+    loop {
+        match killpg(pgid, None) {
+            Err(Errno::ESRCH) => return,
+            _ => {
+                let _ = killpg(pgid, Signal::SIGKILL);
+                reap(None);
+            }
+        }
+        if started.elapsed() > Duration::from_secs(5) {
+            tracing::error!(pgid = pgid.as_raw(), "processes of the child's group were sent SIGKILL but still exist (uninterruptible sleep, or unreaped zombies)");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

@@ -1,0 +1,198 @@
+//! The command line as the user types it: clap definitions only, no side
+//! effects. `config.rs` turns these raw values into a checked `Config`; the
+//! man page and shell completions are generated from this file.
+
+use std::ffi::OsString;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::leader::Restart;
+
+/// Run a command on exactly one machine of a group, elected through Kafka.
+///
+/// Every machine runs the same `neli-run --group G -- COMMAND`. They all join
+/// the Kafka consumer group G on the topic `G.neli`; the member that Kafka
+/// assigns partition 0 becomes leader once it reads its own heartbeat back
+/// from that partition, and only the leader runs COMMAND. The others wait as
+/// hot standbys and take over when the leader stops, crashes or loses Kafka.
+///
+/// COMMAND gets NELI_GROUP, NELI_TOPIC, NELI_NAME and NELI_FENCING_TOKEN (a
+/// number that grows with every new leadership: pass it to the systems the
+/// command writes to, so they can refuse a deposed leader).
+///
+/// Try it without Kafka: `neli-run dev-broker` in one terminal, then
+/// `neli-run -g demo -- sh -c 'echo leading; sleep 30'` in two others.
+#[derive(Debug, Parser)]
+#[command(
+    name = "neli-run",
+    version,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Exit status: the command's own, 128+N if signal N killed it; 2 usage error; \
+                  75 not leader within --acquire-timeout; 77 Kafka denied access; \
+                  78 Kafka configuration rejected; 126/127 command not executable/not found."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub subcommand: Option<Sub>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Commands other than running a child.
+#[derive(Debug, Subcommand)]
+pub enum Sub {
+    /// Run a Kafka-protocol broker in memory, to try neli-run without Kafka.
+    ///
+    /// It is librdkafka's mock cluster (one broker) behind a fixed address.
+    /// Topics are created with one partition on first use. Everything lives
+    /// in this process's memory and is lost when it stops; group timing is
+    /// not Kafka's (a rebalance takes about the session timeout minus one
+    /// second). For development and tests only. Stops on Ctrl-C.
+    DevBroker(DevBrokerArgs),
+}
+
+/// Options of `neli-run dev-broker`.
+#[derive(Debug, Args)]
+pub struct DevBrokerArgs {
+    /// Address to listen on and advertise to clients.
+    #[arg(
+        long,
+        env = "NELI_DEV_BROKER_LISTEN",
+        default_value = "127.0.0.1:9092",
+        value_name = "HOST:PORT"
+    )]
+    pub listen: String,
+}
+
+/// Options for running a command (the default mode).
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Kafka bootstrap brokers, comma-separated.
+    #[arg(
+        short,
+        long,
+        env = "NELI_BROKERS",
+        default_value = "localhost:9092",
+        value_name = "HOST:PORT,..."
+    )]
+    pub brokers: String,
+
+    /// The group: members of the same group elect one leader among them.
+    #[arg(short, long, env = "NELI_GROUP", required = true)]
+    pub group: Option<String>,
+
+    /// Topic for heartbeats [default: <GROUP>.neli].
+    ///
+    /// Created with one partition and one hour of retention if missing.
+    #[arg(long, env = "NELI_TOPIC")]
+    pub topic: Option<String>,
+
+    /// This member's name in logs and heartbeats [default: <HOSTNAME>-<PID>].
+    #[arg(long, env = "NELI_NAME")]
+    pub name: Option<String>,
+
+    /// A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable).
+    ///
+    /// How TLS, SASL and tuning are set. The environment variable
+    /// NELI_KAFKA_PROPERTIES takes a ';'-separated list; -X wins over it.
+    #[arg(short = 'X', value_name = "KEY=VALUE")]
+    pub kafka_properties: Vec<String>,
+
+    /// Kafka group session timeout: how long a crashed leader blocks takeover.
+    ///
+    /// Most brokers refuse less than 6s (group.min.session.timeout.ms).
+    #[arg(
+        long,
+        env = "NELI_SESSION_TIMEOUT",
+        default_value = "6s",
+        value_name = "DURATION"
+    )]
+    pub session_timeout: String,
+
+    /// How often the leader writes a heartbeat record to partition 0.
+    #[arg(
+        long,
+        env = "NELI_HEARTBEAT_INTERVAL",
+        default_value = "500ms",
+        value_name = "DURATION"
+    )]
+    pub heartbeat_interval: String,
+
+    /// Kill the command when no own heartbeat has come back for this long.
+    ///
+    /// This is the fence: a leader cut off from Kafka kills its command
+    /// before the group can elect another. Must leave room within
+    /// --session-timeout (checked at start-up).
+    #[arg(
+        long,
+        env = "NELI_HEARTBEAT_DEADLINE",
+        default_value = "3s",
+        value_name = "DURATION"
+    )]
+    pub heartbeat_deadline: String,
+
+    /// Time between the stop signal and SIGKILL.
+    ///
+    /// A new leader waits for this stop, so it must fit within
+    /// --session-timeout (checked at start-up).
+    #[arg(
+        long,
+        env = "NELI_GRACE",
+        default_value = "3s",
+        value_name = "DURATION"
+    )]
+    pub grace: String,
+
+    /// Signal that asks the command to stop (name or number).
+    #[arg(
+        long,
+        env = "NELI_STOP_SIGNAL",
+        default_value = "SIGTERM",
+        value_name = "SIGNAL"
+    )]
+    pub stop_signal: String,
+
+    /// What to do when the command exits while leader.
+    ///
+    /// never: exit with its status and let a standby take over.
+    #[arg(long, env = "NELI_RESTART", value_enum, default_value = "never")]
+    pub restart: Restart,
+
+    /// Pause before restarting the command.
+    #[arg(
+        long,
+        env = "NELI_RESTART_DELAY",
+        default_value = "1s",
+        value_name = "DURATION"
+    )]
+    pub restart_delay: String,
+
+    /// Give up (exit 75) if not leader within this time [default: wait forever].
+    #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION")]
+    pub acquire_timeout: Option<String>,
+
+    /// More log output (-v debug, -vv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, env = "NELI_VERBOSE")]
+    pub verbose: u8,
+
+    /// Less log output (-q warnings and errors only, -qq errors only).
+    #[arg(short, long, action = clap::ArgAction::Count, env = "NELI_QUIET", conflicts_with = "verbose")]
+    pub quiet: u8,
+
+    /// The command to run while leader, and its arguments (no shell).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,499 @@
+//! The Kafka adapter: the only module that knows rdkafka.
+//!
+//! - A consumer joins the group on a thread of its own (`neli-kafka`). Its
+//!   rebalance hooks turn assignments of partition 0 into events; on revoke
+//!   the hook *blocks* until the run loop says the child is gone. That block
+//!   inside librdkafka's rebalance callback is the barrier that keeps the next
+//!   leader from starting early: the group cannot finish the rebalance while
+//!   we have not given the partition up. librdkafka keeps heartbeating the
+//!   coordinator meanwhile (join state WAIT_UNASSIGN_CALL), and config.rs
+//!   bounds the barrier by the session timeout for brokers that ignore that.
+//! - The same thread reads partition 0 and reports every heartbeat record.
+//! - A producer (with librdkafka's own thread) writes our heartbeats. It is
+//!   separate from the consumer so that a blocked poll cannot delay them.
+//!
+//! Fencing does not live here: the run loop's timer and the shim's lease do
+//! it, so nothing stuck inside librdkafka can delay it.
+
+pub mod heartbeat;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::ClientContext;
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseRecord, DeliveryResult, ProducerContext, ThreadedProducer};
+use tokio::sync::mpsc::UnboundedSender;
+use tracing::{debug, error, info, warn};
+
+use crate::clock::BootTime;
+use crate::config::Config;
+use crate::exit;
+use heartbeat::{Heartbeat, Member};
+
+/// What the Kafka side reports to the run loop.
+#[derive(Debug)]
+pub enum Event {
+    Assigned,
+    /// Partition 0 is being taken away. The rebalance callback is blocked
+    /// until `release` is sent to (or dropped).
+    Revoked {
+        lost: bool,
+        release: mpsc::SyncSender<()>,
+    },
+    Heartbeat {
+        offset: i64,
+        own: bool,
+        sent: BootTime,
+    },
+    /// Kafka refused us for good; exit with `code`.
+    Fatal {
+        code: u8,
+        message: String,
+    },
+}
+
+/// A fatal problem found while connecting.
+#[derive(Debug)]
+pub struct Fatal {
+    pub code: u8,
+    pub message: String,
+}
+
+/// Classifies errors that no retry will fix.
+fn fatal_code(code: RDKafkaErrorCode) -> Option<u8> {
+    use RDKafkaErrorCode::*;
+    match code {
+        Authentication
+        | SaslAuthenticationFailed
+        | TopicAuthorizationFailed
+        | GroupAuthorizationFailed
+        | ClusterAuthorizationFailed => Some(exit::KAFKA_DENIED),
+        Fatal
+        | InvalidArgument
+        | UnsupportedFeature
+        | InvalidSessionTimeout
+        | InconsistentGroupProtocol => Some(exit::KAFKA_CONFIG),
+        _ => None,
+    }
+}
+
+fn denied_hint(cfg: &Config) -> String {
+    format!(
+        "neli-run needs, on topic {t}: DESCRIBE, READ and WRITE (and CREATE if it does not exist yet); on group \
+         {g}: READ. Check the credentials and ACLs, e.g. kafka-acls.sh --add --allow-principal User:... \
+         --operation Read --operation Write --operation Describe --topic {t}",
+        t = cfg.topic,
+        g = cfg.group
+    )
+}
+
+/// Shared by both clients: routes librdkafka's log and errors into tracing,
+/// once per change of reachability instead of once per retry.
+struct Context {
+    events: UnboundedSender<Event>,
+    topic: String,
+    /// Set when we leave: the revoke on close must not block.
+    closing: Arc<AtomicBool>,
+    unreachable: AtomicBool,
+    /// The producer's librdkafka warns about every consumer-only property.
+    quiet_conf_warnings: bool,
+}
+
+impl Context {
+    fn reachable(&self) {
+        if self.unreachable.swap(false, Ordering::Relaxed) {
+            info!("Kafka is reachable again");
+        }
+    }
+}
+
+impl ClientContext for Context {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        match level {
+            RDKafkaLogLevel::Emerg
+            | RDKafkaLogLevel::Alert
+            | RDKafkaLogLevel::Critical
+            | RDKafkaLogLevel::Error => {
+                debug!(target: "librdkafka", "{fac} {message}")
+            }
+            RDKafkaLogLevel::Warning if fac == "CONFWARN" && self.quiet_conf_warnings => {}
+            RDKafkaLogLevel::Warning if fac == "CONFWARN" => {
+                warn!(target: "librdkafka", "{message}")
+            }
+            _ => debug!(target: "librdkafka", "{fac} {message}"),
+        }
+    }
+
+    fn error(&self, err: KafkaError, reason: &str) {
+        let code = err.rdkafka_error_code();
+        if let Some(fatal) = code.and_then(fatal_code) {
+            let _ = self.events.send(Event::Fatal {
+                code: fatal,
+                message: format!("{err}: {reason}"),
+            });
+            return;
+        }
+        match code {
+            Some(RDKafkaErrorCode::AllBrokersDown)
+            | Some(RDKafkaErrorCode::BrokerTransportFailure)
+            | Some(RDKafkaErrorCode::Resolve) => {
+                if !self.unreachable.swap(true, Ordering::Relaxed) {
+                    warn!(%reason, "Kafka unreachable; retrying (the command runs only with fresh heartbeats)");
+                }
+            }
+            _ => debug!(%err, %reason, "librdkafka error"),
+        }
+    }
+}
+
+impl ConsumerContext for Context {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let Rebalance::Revoke(tpl) = rebalance else {
+            return;
+        };
+        if self.closing.load(Ordering::Relaxed) || tpl.find_partition(&self.topic, 0).is_none() {
+            return;
+        }
+        let lost = consumer.assignment_lost();
+        let (release, released) = mpsc::sync_channel(1);
+        if self.events.send(Event::Revoked { lost, release }).is_ok() {
+            // The barrier. An error means the run loop is gone: nothing runs.
+            let _ = released.recv();
+        }
+    }
+
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Assign(tpl) if tpl.find_partition(&self.topic, 0).is_some() => {
+                self.reachable();
+                let _ = self.events.send(Event::Assigned);
+            }
+            Rebalance::Error(err) => debug!(%err, "rebalance error"),
+            _ => {}
+        }
+    }
+}
+
+impl ProducerContext for Context {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        match result {
+            Ok(_) => self.reachable(),
+            Err((err, _)) => match err.rdkafka_error_code().and_then(fatal_code) {
+                Some(code) => {
+                    let _ = self.events.send(Event::Fatal {
+                        code,
+                        message: format!("writing heartbeats: {err}"),
+                    });
+                }
+                None => debug!(%err, "heartbeat not delivered"),
+            },
+        }
+    }
+}
+
+/// The connection to Kafka: a producer we write heartbeats with and a
+/// consumer thread that reports events.
+pub struct Kafka {
+    producer: ThreadedProducer<Context>,
+    member: Member,
+    topic: String,
+    seq: u64,
+    closing: Arc<AtomicBool>,
+    consumer: Option<JoinHandle<()>>,
+}
+
+fn base_config(cfg: &Config) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &cfg.brokers)
+        .set("client.id", &cfg.name);
+    c
+}
+
+fn with_user_properties(mut c: ClientConfig, cfg: &Config) -> ClientConfig {
+    for (k, v) in &cfg.kafka_properties {
+        c.set(k, v);
+    }
+    c
+}
+
+fn creation_error(err: KafkaError) -> Fatal {
+    Fatal {
+        code: exit::KAFKA_CONFIG,
+        message: format!("Kafka client configuration rejected: {err} (check the -X properties)"),
+    }
+}
+
+impl Kafka {
+    /// Creates both clients, makes sure the topic exists, and joins the
+    /// group. Retries while Kafka is unreachable (logging once); fails only
+    /// on errors that retrying cannot fix.
+    pub async fn connect(
+        cfg: &Config,
+        member: Member,
+        events: UnboundedSender<Event>,
+    ) -> Result<Kafka, Fatal> {
+        let closing = Arc::new(AtomicBool::new(false));
+        let context = |quiet| Context {
+            events: events.clone(),
+            topic: cfg.topic.clone(),
+            closing: closing.clone(),
+            unreachable: AtomicBool::new(false),
+            quiet_conf_warnings: quiet,
+        };
+
+        let mut consumer_config = base_config(cfg);
+        consumer_config
+            .set("group.id", &cfg.group)
+            .set(
+                "session.timeout.ms",
+                cfg.session_timeout.as_millis().to_string(),
+            )
+            .set(
+                "heartbeat.interval.ms",
+                cfg.coordinator_heartbeat.as_millis().to_string(),
+            )
+            .set(
+                "max.poll.interval.ms",
+                cfg.max_poll_interval.as_millis().to_string(),
+            )
+            // Sticky: a member joining never takes partition 0 from a leader.
+            .set("partition.assignment.strategy", "cooperative-sticky")
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "latest")
+            .set("allow.auto.create.topics", "false")
+            .set("enable.partition.eof", "false")
+            // Brokers that do not answer a fetch when data arrives (the mock,
+            // tansu) would otherwise delay every heartbeat read-back by 500ms.
+            .set("fetch.wait.max.ms", "100");
+        let consumer_config = with_user_properties(consumer_config, cfg);
+        let consumer: BaseConsumer<Context> = consumer_config
+            .create_with_context(context(false))
+            .map_err(creation_error)?;
+
+        let mut producer_config = base_config(cfg);
+        let deadline_ms = cfg.leader.heartbeat_deadline.as_millis().max(1).to_string();
+        producer_config
+            .set("acks", "all")
+            .set("linger.ms", "0")
+            // A heartbeat delivered after the deadline proves nothing.
+            .set("message.timeout.ms", &deadline_ms)
+            .set("request.timeout.ms", &deadline_ms);
+        let producer_config = with_user_properties(producer_config, cfg);
+        let producer: ThreadedProducer<Context> = producer_config
+            .create_with_context(context(true))
+            .map_err(creation_error)?;
+
+        ensure_topic(cfg, &consumer).await?;
+        consumer.subscribe(&[&cfg.topic]).map_err(creation_error)?;
+
+        let topic = cfg.topic.clone();
+        let reader_member = member.clone();
+        let reader_closing = closing.clone();
+        let thread = std::thread::Builder::new()
+            .name("neli-kafka".into())
+            .spawn(move || consume(consumer, &topic, &reader_member, &reader_closing, &events))
+            .map_err(|e| Fatal {
+                code: exit::INTERNAL,
+                message: format!("cannot start the Kafka thread: {e}"),
+            })?;
+
+        Ok(Kafka {
+            producer,
+            member,
+            topic: cfg.topic.clone(),
+            seq: 0,
+            closing,
+            consumer: Some(thread),
+        })
+    }
+
+    /// Queues one heartbeat stamped with `now`. Never blocks.
+    pub fn send_heartbeat(&mut self, now: BootTime) {
+        self.seq += 1;
+        let value = Heartbeat::new(&self.member, self.seq, now).encode();
+        let record = BaseRecord::to(&self.topic)
+            .partition(0)
+            .key(self.member.name.as_bytes())
+            .payload(&value);
+        if let Err((err, _)) = self.producer.send(record) {
+            debug!(%err, "heartbeat not queued");
+        }
+    }
+
+    /// Leaves the group so that a standby takes over at once, then closes
+    /// both clients. Call only once the child is gone.
+    pub fn leave(mut self) {
+        self.closing.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.consumer.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The consumer thread: polls until asked to close, then closes the consumer
+/// (which sends LeaveGroup).
+fn consume(
+    consumer: BaseConsumer<Context>,
+    topic: &str,
+    me: &Member,
+    closing: &AtomicBool,
+    events: &UnboundedSender<Event>,
+) {
+    while !closing.load(Ordering::Relaxed) {
+        match consumer.poll(Duration::from_millis(100)) {
+            None => {}
+            Some(Ok(msg)) => {
+                consumer.context().reachable();
+                if msg.topic() != topic || msg.partition() != 0 {
+                    continue;
+                }
+                let Some(hb) = msg.payload().and_then(Heartbeat::decode) else {
+                    continue;
+                };
+                let own = hb.is_from(me);
+                let event = Event::Heartbeat {
+                    offset: msg.offset(),
+                    own,
+                    sent: BootTime::from_nanos(hb.sent_ns),
+                };
+                if events.send(event).is_err() {
+                    break;
+                }
+            }
+            Some(Err(err)) => match err.rdkafka_error_code().and_then(fatal_code) {
+                Some(code) => {
+                    let _ = events.send(Event::Fatal {
+                        code,
+                        message: err.to_string(),
+                    });
+                }
+                None => debug!(%err, "consumer error"),
+            },
+        }
+    }
+    // Dropping closes the consumer: it leaves the group and waits for that.
+    drop(consumer);
+}
+
+/// Makes sure the topic exists: metadata first (any broker), CreateTopics
+/// when missing. Retries while Kafka is unreachable.
+async fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fatal> {
+    let mut warned = false;
+    loop {
+        let metadata = tokio::task::block_in_place(|| {
+            consumer.fetch_metadata(Some(&cfg.topic), Duration::from_secs(5))
+        });
+        match metadata {
+            Ok(md) => {
+                let Some(topic) = md.topics().iter().find(|t| t.name() == cfg.topic) else {
+                    continue;
+                };
+                match topic.error().map(RDKafkaErrorCode::from) {
+                    None if !topic.partitions().is_empty() => {
+                        if topic.partitions().len() > 1 {
+                            warn!(topic = %cfg.topic, partitions = topic.partitions().len(), "topic has more than one partition; only partition 0 elects, the others add needless assignments");
+                        }
+                        if warned {
+                            info!("Kafka is reachable again");
+                        }
+                        return Ok(());
+                    }
+                    None
+                    | Some(RDKafkaErrorCode::UnknownTopicOrPartition)
+                    | Some(RDKafkaErrorCode::LeaderNotAvailable) => {
+                        create_topic(cfg).await?;
+                    }
+                    Some(code) => {
+                        if let Some(fatal) = fatal_code(code) {
+                            return Err(Fatal {
+                                code: fatal,
+                                message: format!(
+                                    "topic {}: {code}. {}",
+                                    cfg.topic,
+                                    denied_hint(cfg)
+                                ),
+                            });
+                        }
+                        debug!(%code, "topic metadata error; retrying");
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                }
+            }
+            Err(err) => {
+                if let Some(code) = err.rdkafka_error_code().and_then(fatal_code) {
+                    return Err(Fatal {
+                        code,
+                        message: format!("{err}. {}", denied_hint(cfg)),
+                    });
+                }
+                if !warned {
+                    warn!(brokers = %cfg.brokers, %err, "Kafka unreachable; retrying (nothing runs until it answers)");
+                    warned = true;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+}
+
+async fn create_topic(cfg: &Config) -> Result<(), Fatal> {
+    info!(topic = %cfg.topic, "creating the topic (1 partition, 1 hour retention)");
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> =
+        with_user_properties(base_config(cfg), cfg)
+            .create()
+            .map_err(creation_error)?;
+    let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
+    let mut replication = -1; // the broker's default.replication.factor (KIP-464)
+    loop {
+        let topic = NewTopic::new(&cfg.topic, 1, TopicReplication::Fixed(replication))
+            .set("retention.ms", "3600000")
+            .set("segment.ms", "600000");
+        let result = admin.create_topics([&topic], &opts).await;
+        let code = match result {
+            Ok(results) => match results.into_iter().next() {
+                Some(Ok(_)) | None => return Ok(()),
+                Some(Err((_, code))) => code,
+            },
+            Err(err) => err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail),
+        };
+        match code {
+            RDKafkaErrorCode::TopicAlreadyExists => return Ok(()),
+            RDKafkaErrorCode::InvalidReplicationFactor | RDKafkaErrorCode::UnsupportedVersion
+                if replication == -1 =>
+            {
+                replication = 1;
+            }
+            code if fatal_code(code) == Some(exit::KAFKA_DENIED) => {
+                return Err(Fatal {
+                    code: exit::KAFKA_DENIED,
+                    message: format!(
+                        "topic {t} does not exist and this principal may not create it ({code}). Ask an admin to \
+                         create it (kafka-topics.sh --create --topic {t} --partitions 1 --config retention.ms=3600000) \
+                         or grant CREATE on it.",
+                        t = cfg.topic
+                    ),
+                });
+            }
+            code => {
+                error!(topic = %cfg.topic, %code, "could not create the topic");
+                return Err(Fatal {
+                    code: exit::KAFKA_CONFIG,
+                    message: format!(
+                        "topic {t} does not exist and could not be created ({code}). Create it with one \
+                         partition (kafka-topics.sh --create --topic {t} --partitions 1) or pass --topic.",
+                        t = cfg.topic
+                    ),
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,761 @@
+//! The leadership state machine: the pure core of neli-run.
+//!
+//! Events go in through [`Leader::step`] with the time they happened; actions
+//! come out as data for the shell to carry out. The core never reads a clock,
+//! a socket or a process: that is what lets the tests below walk through
+//! every interleaving of rebalances, heartbeats, child exits and signals.
+//!
+//! Theory of operation (Fast NELI):
+//! - Owning partition 0 makes us a *candidate*. A candidate produces a
+//!   heartbeat record every `heartbeat_interval` and reads partition 0 back.
+//! - The first of its own heartbeats read back while fresh makes it *leader*;
+//!   that record's offset is the fencing token, and only now is the child
+//!   spawned.
+//! - Freshness is `now - sent` of the newest own heartbeat read back, where
+//!   `sent` is the instant the record was produced (our own clock). A backlog
+//!   read after a pause is old by that measure, so it cannot extend anything.
+//! - When freshness exceeds `heartbeat_deadline`, the leader is *fenced*: the
+//!   child's group is killed at once. A fresh heartbeat while we still own the
+//!   partition resumes leadership with a new token.
+//! - On revoke, the child is stopped (stop signal, grace, SIGKILL) and the
+//!   rebalance callback is released only once the child is gone.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use tracing::{info, warn};
+
+use crate::clock::BootTime;
+use crate::exit::{self, ChildStatus};
+
+/// What to do when the child exits on its own while we lead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Restart {
+    /// Exit with the child's status (and leave the group).
+    Never,
+    /// Start it again unless it exited with status 0.
+    OnFailure,
+    /// Start it again whatever its status.
+    Always,
+}
+
+/// The timing and policy the core needs; validated by `config`.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub heartbeat_interval: Duration,
+    pub heartbeat_deadline: Duration,
+    pub grace: Duration,
+    pub stop_signal: Signal,
+    pub restart: Restart,
+    pub restart_delay: Duration,
+    pub acquire_timeout: Option<Duration>,
+}
+
+/// Something that happened, as the shell reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The group assigned us partition 0.
+    Assigned,
+    /// Partition 0 was taken from us. `lost` means the group already moved
+    /// on without us (session expired), so there is no time for grace.
+    Revoked { lost: bool },
+    /// A heartbeat record was read back from partition 0.
+    HeartbeatRead {
+        offset: i64,
+        /// Written by this very process (same member and incarnation).
+        own: bool,
+        /// When it was produced; meaningful only when `own`.
+        sent: BootTime,
+    },
+    /// The child's whole process group is gone.
+    ChildExited(ChildStatus),
+    /// SIGTERM or SIGINT: stop the child, leave the group, exit. A second
+    /// one kills the child at once.
+    Shutdown,
+    /// Kafka said something we cannot recover from; exit with this code
+    /// after stopping the child.
+    Fatal(u8),
+    /// A signal to pass on to the child's group.
+    Forward(Signal),
+    /// Nothing but the passing of time (the shell's timer fired).
+    Tick,
+}
+
+/// Something for the shell to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Produce one heartbeat record now.
+    SendHeartbeat,
+    /// Start the child with this fencing token; the shim must kill it by
+    /// itself at `lease` unless the lease is extended.
+    Spawn { token: i64, lease: BootTime },
+    /// Move the running child's lease forward.
+    Lease(BootTime),
+    /// Send a signal to the child's process group.
+    Signal(Signal),
+    /// SIGKILL the child's process group.
+    Kill,
+    /// Let the blocked rebalance callback return: the child is gone.
+    ReleaseRevoke,
+    /// Leave the group and exit with this status.
+    Exit(u8),
+}
+
+/// Where we stand in the group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Standby,
+    Candidate,
+    Leader { token: i64 },
+    Fenced,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Child {
+    Idle,
+    Running,
+    /// Stop requested; `kill_at` is when grace runs out (None once killed).
+    Stopping {
+        kill_at: Option<BootTime>,
+    },
+}
+
+/// Our ownership of partition 0, from assignment to revoke.
+#[derive(Clone, Copy, Debug)]
+struct Tenure {
+    since: BootTime,
+    /// Since when the current role holds (for "took X" in logs).
+    role_since: BootTime,
+    next_heartbeat: BootTime,
+    /// Send time of the newest own heartbeat read back in this tenure.
+    fresh: Option<BootTime>,
+    role: Role,
+}
+
+/// The state machine. One per neli-run process.
+#[derive(Debug)]
+pub struct Leader {
+    settings: Settings,
+    started: BootTime,
+    tenure: Option<Tenure>,
+    child: Child,
+    restart_at: Option<BootTime>,
+    revoke_pending: bool,
+    /// Shutting down: exit once the child is gone. `Some(code)` overrides
+    /// the child's status (fatal errors, acquire timeout).
+    shutdown: Option<Option<u8>>,
+    ever_led: bool,
+    done: bool,
+    out: Vec<Action>,
+}
+
+impl Leader {
+    /// A standby that has just started at `now`.
+    pub fn new(settings: Settings, now: BootTime) -> Leader {
+        Leader {
+            settings,
+            started: now,
+            tenure: None,
+            child: Child::Idle,
+            restart_at: None,
+            revoke_pending: false,
+            shutdown: None,
+            ever_led: false,
+            done: false,
+            out: Vec::new(),
+        }
+    }
+
+    /// Our role now (for logs, status and tests).
+    pub fn role(&self) -> Role {
+        self.tenure.map_or(Role::Standby, |t| t.role)
+    }
+
+    /// Feeds one event; returns what to do, in order.
+    pub fn step(&mut self, input: Input, now: BootTime) -> Vec<Action> {
+        if self.done {
+            // After Exit the shell only tears down; a revoke from closing the
+            // consumer must still be released.
+            if let Input::Revoked { .. } = input {
+                return vec![Action::ReleaseRevoke];
+            }
+            return Vec::new();
+        }
+        match input {
+            Input::Assigned => self.on_assigned(now),
+            Input::Revoked { lost } => self.on_revoked(lost, now),
+            Input::HeartbeatRead { offset, own, sent } => self.on_heartbeat(offset, own, sent, now),
+            Input::ChildExited(status) => self.on_child_exited(status, now),
+            Input::Shutdown => self.on_shutdown(None, now),
+            Input::Fatal(code) => self.on_shutdown(Some(code), now),
+            Input::Forward(sig) => {
+                if self.child != Child::Idle {
+                    self.out.push(Action::Signal(sig));
+                }
+            }
+            Input::Tick => {}
+        }
+        self.on_time(now);
+        std::mem::take(&mut self.out)
+    }
+
+    /// When the shell must call `step(Input::Tick, ..)` next, at the latest.
+    pub fn next_deadline(&self) -> Option<BootTime> {
+        if self.done {
+            return None;
+        }
+        let mut next: Option<BootTime> = None;
+        let mut consider = |t: Option<BootTime>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        };
+        if let Some(t) = self.tenure {
+            consider(Some(t.next_heartbeat));
+            if let Role::Leader { .. } = t.role {
+                consider(t.fresh.map(|f| f + self.settings.heartbeat_deadline));
+            }
+        }
+        if let Child::Stopping { kill_at } = self.child {
+            consider(kill_at);
+        }
+        consider(self.restart_at);
+        consider(self.acquire_deadline());
+        next
+    }
+
+    fn acquire_deadline(&self) -> Option<BootTime> {
+        match (self.ever_led, self.shutdown, self.settings.acquire_timeout) {
+            (false, None, Some(t)) => Some(self.started + t),
+            _ => None,
+        }
+    }
+
+    fn on_assigned(&mut self, now: BootTime) {
+        if self.tenure.is_some() {
+            return;
+        }
+        info!(after = ?now.since(self.started), "candidate: assigned partition 0, confirming with a heartbeat");
+        self.tenure = Some(Tenure {
+            since: now,
+            role_since: now,
+            next_heartbeat: now,
+            fresh: None,
+            role: Role::Candidate,
+        });
+    }
+
+    fn on_revoked(&mut self, lost: bool, now: BootTime) {
+        let Some(tenure) = self.tenure.take() else {
+            self.out.push(Action::ReleaseRevoke);
+            return;
+        };
+        self.restart_at = None;
+        info!(role = ?tenure.role, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
+        match self.child {
+            Child::Idle => self.out.push(Action::ReleaseRevoke),
+            Child::Running | Child::Stopping { .. } => {
+                self.revoke_pending = true;
+                if lost {
+                    self.kill();
+                } else {
+                    self.stop(now);
+                }
+            }
+        }
+    }
+
+    fn on_heartbeat(&mut self, offset: i64, own: bool, sent: BootTime, now: BootTime) {
+        let deadline = self.settings.heartbeat_deadline;
+        let Some(tenure) = self.tenure.as_mut() else {
+            return;
+        };
+        if !own || sent < tenure.since {
+            return;
+        }
+        if tenure.fresh.is_some_and(|f| f >= sent) {
+            return;
+        }
+        tenure.fresh = Some(sent);
+        if now.since(sent) >= deadline {
+            return; // read back too late: it proves nothing about now
+        }
+        match tenure.role {
+            Role::Candidate | Role::Fenced => {
+                let was = tenure.role;
+                let took = now.since(tenure.role_since);
+                tenure.role = Role::Leader { token: offset };
+                tenure.role_since = now;
+                self.ever_led = true;
+                if was == Role::Fenced {
+                    info!(token = offset, fenced_for = ?took, "resumed: own heartbeats are back");
+                } else {
+                    info!(token = offset, took = ?took, "leader: read own heartbeat back");
+                }
+                if self.child == Child::Idle && self.shutdown.is_none() {
+                    self.spawn(offset, sent + deadline);
+                }
+            }
+            Role::Leader { .. } => {
+                if self.child == Child::Running {
+                    self.out.push(Action::Lease(sent + deadline));
+                }
+            }
+            Role::Standby => unreachable!("a tenure is never in the standby role"),
+        }
+    }
+
+    fn on_child_exited(&mut self, status: ChildStatus, now: BootTime) {
+        let was = self.child;
+        self.child = Child::Idle;
+        if self.revoke_pending {
+            self.revoke_pending = false;
+            info!(%status, "child stopped; releasing partition 0");
+            self.out.push(Action::ReleaseRevoke);
+        }
+        if let Some(code) = self.shutdown {
+            self.exit(code.unwrap_or(status.code()));
+            return;
+        }
+        let Some(tenure) = self.tenure else { return };
+        let Role::Leader { token } = tenure.role else {
+            return; // fenced: we wait for our heartbeats to resume
+        };
+        if was != Child::Running {
+            // We stopped it (fence) and have since resumed: start it again.
+            self.spawn(
+                token,
+                tenure.fresh.expect("a leader has read a heartbeat")
+                    + self.settings.heartbeat_deadline,
+            );
+            return;
+        }
+        let again = match self.settings.restart {
+            Restart::Never => false,
+            Restart::OnFailure => !status.success(),
+            Restart::Always => true,
+        };
+        if again {
+            info!(%status, delay = ?self.settings.restart_delay, "child exited; restarting");
+            self.restart_at = Some(now + self.settings.restart_delay);
+        } else {
+            info!(%status, "child exited; leaving the group");
+            self.shutdown = Some(None);
+            self.exit(status.code());
+        }
+    }
+
+    fn on_shutdown(&mut self, code: Option<u8>, now: BootTime) {
+        if self.shutdown.is_some() {
+            if self.child != Child::Idle {
+                warn!("asked again: killing the child now");
+                self.kill();
+            }
+            return;
+        }
+        self.shutdown = Some(code);
+        self.restart_at = None;
+        match self.child {
+            Child::Idle => self.exit(code.unwrap_or(0)),
+            Child::Running => self.stop(now),
+            Child::Stopping { .. } => {}
+        }
+    }
+
+    /// Deadlines that have passed by `now`.
+    fn on_time(&mut self, now: BootTime) {
+        if self.done {
+            return;
+        }
+        let deadline = self.settings.heartbeat_deadline;
+        if let Some(tenure) = self.tenure.as_mut() {
+            // Heartbeats go on while a shutdown stops the child: we still own
+            // the partition, and a cut network must still fence.
+            if now >= tenure.next_heartbeat {
+                self.out.push(Action::SendHeartbeat);
+                tenure.next_heartbeat = now + self.settings.heartbeat_interval;
+            }
+            if let (Role::Leader { .. }, Some(fresh)) = (tenure.role, tenure.fresh) {
+                if now >= fresh + deadline {
+                    warn!(age = ?now.since(fresh), deadline = ?deadline, "fenced: own heartbeats stopped arriving; killing the child");
+                    tenure.role = Role::Fenced;
+                    tenure.role_since = now;
+                    self.restart_at = None;
+                    if self.child != Child::Idle {
+                        self.kill();
+                    }
+                }
+            }
+        }
+        if let Child::Stopping { kill_at: Some(t) } = self.child {
+            if now >= t {
+                warn!(grace = ?self.settings.grace, "child still running after the grace period; sending SIGKILL");
+                self.kill();
+            }
+        }
+        if self.restart_at.is_some_and(|t| now >= t) {
+            self.restart_at = None;
+            if let Some(Tenure {
+                role: Role::Leader { token },
+                fresh: Some(fresh),
+                ..
+            }) = self.tenure
+            {
+                if self.child == Child::Idle {
+                    self.spawn(token, fresh + deadline);
+                }
+            }
+        }
+        if self.acquire_deadline().is_some_and(|t| now >= t) && self.child == Child::Idle {
+            warn!(timeout = ?self.settings.acquire_timeout.unwrap_or_default(), "not leader within --acquire-timeout; giving up");
+            self.shutdown = Some(Some(exit::ACQUIRE_TIMEOUT));
+            self.exit(exit::ACQUIRE_TIMEOUT);
+        }
+    }
+
+    fn spawn(&mut self, token: i64, lease: BootTime) {
+        self.child = Child::Running;
+        self.out.push(Action::Spawn { token, lease });
+    }
+
+    fn stop(&mut self, now: BootTime) {
+        if self.child == Child::Running {
+            self.out.push(Action::Signal(self.settings.stop_signal));
+            self.child = Child::Stopping {
+                kill_at: Some(now + self.settings.grace),
+            };
+        }
+    }
+
+    fn kill(&mut self) {
+        self.out.push(Action::Kill);
+        self.child = Child::Stopping { kill_at: None };
+    }
+
+    fn exit(&mut self, code: u8) {
+        self.done = true;
+        self.tenure = None;
+        self.out.push(Action::Exit(code));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Action::*;
+
+    const HB: Duration = Duration::from_millis(200);
+    const DEADLINE: Duration = Duration::from_millis(1000);
+    const GRACE: Duration = Duration::from_millis(500);
+
+    fn ms(n: u64) -> BootTime {
+        BootTime::from_nanos(n * 1_000_000)
+    }
+
+    fn settings(restart: Restart) -> Settings {
+        Settings {
+            heartbeat_interval: HB,
+            heartbeat_deadline: DEADLINE,
+            grace: GRACE,
+            stop_signal: Signal::SIGTERM,
+            restart,
+            restart_delay: Duration::from_millis(100),
+            acquire_timeout: None,
+        }
+    }
+
+    fn hb(offset: i64, sent: u64) -> Input {
+        Input::HeartbeatRead {
+            offset,
+            own: true,
+            sent: ms(sent),
+        }
+    }
+
+    /// A leader with a running child: assigned at 1000, own heartbeat sent
+    /// at 1000 read back at 1010 with offset 7.
+    fn leading(restart: Restart) -> Leader {
+        let mut l = Leader::new(settings(restart), ms(0));
+        assert_eq!(l.step(Input::Assigned, ms(1000)), vec![SendHeartbeat]);
+        assert_eq!(l.role(), Role::Candidate);
+        assert_eq!(
+            l.step(hb(7, 1000), ms(1010)),
+            vec![Spawn {
+                token: 7,
+                lease: ms(2000)
+            }]
+        );
+        assert_eq!(l.role(), Role::Leader { token: 7 });
+        l
+    }
+
+    #[test]
+    fn standby_does_nothing_and_has_no_deadline() {
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        assert_eq!(l.step(Input::Tick, ms(50_000)), vec![]);
+        assert_eq!(l.next_deadline(), None);
+        assert_eq!(l.role(), Role::Standby);
+    }
+
+    #[test]
+    fn candidate_heartbeats_on_its_interval_until_it_reads_one_back() {
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(1000));
+        assert_eq!(l.next_deadline(), Some(ms(1200)));
+        assert_eq!(l.step(Input::Tick, ms(1100)), vec![]);
+        assert_eq!(l.step(Input::Tick, ms(1200)), vec![SendHeartbeat]);
+        // A candidate never fences: there is no child and nothing to expire.
+        assert_eq!(l.step(Input::Tick, ms(9000)), vec![SendHeartbeat]);
+        assert_eq!(l.role(), Role::Candidate);
+    }
+
+    #[test]
+    fn records_of_others_or_from_before_the_tenure_never_count() {
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(1000));
+        let foreign = Input::HeartbeatRead {
+            offset: 3,
+            own: false,
+            sent: ms(1001),
+        };
+        assert_eq!(l.step(foreign, ms(1002)), vec![]);
+        assert_eq!(
+            l.step(hb(4, 999), ms(1003)),
+            vec![],
+            "sent before we were assigned"
+        );
+        assert_eq!(l.role(), Role::Candidate);
+    }
+
+    #[test]
+    fn a_heartbeat_read_back_after_the_deadline_does_not_elect() {
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(1000));
+        assert_eq!(l.step(hb(5, 1000), ms(2000)), vec![SendHeartbeat]);
+        assert_eq!(l.role(), Role::Candidate);
+    }
+
+    #[test]
+    fn fresh_heartbeats_extend_the_lease_and_the_fence_deadline() {
+        let mut l = leading(Restart::Never);
+        assert_eq!(
+            l.step(hb(8, 1200), ms(1210)),
+            vec![Lease(ms(2200)), SendHeartbeat]
+        );
+        assert_eq!(l.next_deadline(), Some(ms(1410)));
+        // An older record arriving late changes nothing.
+        assert_eq!(l.step(hb(6, 1100), ms(1300)), vec![]);
+    }
+
+    #[test]
+    fn stale_heartbeats_fence_with_sigkill_and_fresh_ones_resume_with_a_new_token() {
+        let mut l = leading(Restart::Never);
+        // Freshness is measured from the send instant, so deadline = 2000.
+        assert!(!l.step(Input::Tick, ms(1999)).contains(&Kill));
+        assert_eq!(l.step(Input::Tick, ms(2000)), vec![Kill]);
+        assert_eq!(l.role(), Role::Fenced);
+        assert_eq!(
+            l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2005)),
+            vec![]
+        );
+        // A backlog: old own heartbeats read now do not resume.
+        assert_eq!(l.step(hb(9, 1500), ms(2600)), vec![SendHeartbeat]);
+        assert_eq!(l.role(), Role::Fenced);
+        assert_eq!(
+            l.step(hb(12, 2550), ms(2610)),
+            vec![Spawn {
+                token: 12,
+                lease: ms(3550)
+            }]
+        );
+        assert_eq!(l.role(), Role::Leader { token: 12 });
+    }
+
+    #[test]
+    fn resuming_while_the_fenced_child_still_dies_spawns_once_it_is_gone() {
+        let mut l = leading(Restart::Never);
+        assert_eq!(l.step(Input::Tick, ms(2000)), vec![SendHeartbeat, Kill]);
+        assert_eq!(
+            l.step(hb(12, 2010), ms(2020)),
+            vec![],
+            "no spawn while the old child lives"
+        );
+        assert_eq!(
+            l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2030)),
+            vec![Spawn {
+                token: 12,
+                lease: ms(3010)
+            }]
+        );
+    }
+
+    #[test]
+    fn graceful_revoke_holds_the_callback_until_the_child_is_gone() {
+        let mut l = leading(Restart::Always);
+        assert_eq!(
+            l.step(Input::Revoked { lost: false }, ms(1100)),
+            vec![Signal(Signal::SIGTERM)]
+        );
+        assert_eq!(l.role(), Role::Standby);
+        assert_eq!(l.next_deadline(), Some(ms(1600)));
+        assert_eq!(l.step(Input::Tick, ms(1600)), vec![Kill]);
+        assert_eq!(
+            l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1601)),
+            vec![ReleaseRevoke],
+            "released, and no restart: we are no longer leader"
+        );
+        assert_eq!(l.next_deadline(), None);
+    }
+
+    #[test]
+    fn lost_partition_kills_without_grace() {
+        let mut l = leading(Restart::Never);
+        assert_eq!(l.step(Input::Revoked { lost: true }, ms(1100)), vec![Kill]);
+        assert_eq!(
+            l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1101)),
+            vec![ReleaseRevoke]
+        );
+    }
+
+    #[test]
+    fn revoke_without_a_child_releases_at_once() {
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        assert_eq!(
+            l.step(Input::Revoked { lost: false }, ms(5)),
+            vec![ReleaseRevoke]
+        );
+        l.step(Input::Assigned, ms(10));
+        assert_eq!(
+            l.step(Input::Revoked { lost: false }, ms(20)),
+            vec![ReleaseRevoke]
+        );
+    }
+
+    #[test]
+    fn restart_policies_decide_what_a_child_exit_means() {
+        let cases = [
+            (Restart::Never, ChildStatus::Exited(0), Some(0)),
+            (Restart::Never, ChildStatus::Exited(3), Some(3)),
+            (Restart::Never, ChildStatus::Signaled(11), Some(139)),
+            (Restart::OnFailure, ChildStatus::Exited(0), Some(0)),
+            (Restart::OnFailure, ChildStatus::Exited(1), None),
+            (Restart::Always, ChildStatus::Exited(0), None),
+            (Restart::Always, ChildStatus::Exited(1), None),
+        ];
+        for (restart, status, exit) in cases {
+            let mut l = leading(restart);
+            let out = l.step(Input::ChildExited(status), ms(1100));
+            match exit {
+                Some(code) => assert_eq!(out, vec![Exit(code)], "{restart:?} {status:?}"),
+                None => {
+                    assert_eq!(out, vec![], "{restart:?} {status:?}");
+                    assert_eq!(l.next_deadline(), Some(ms(1200)));
+                    // Restarts keep the token: it is the same leadership.
+                    l.step(hb(8, 1150), ms(1160));
+                    assert_eq!(
+                        l.step(Input::Tick, ms(1200)),
+                        vec![
+                            SendHeartbeat,
+                            Spawn {
+                                token: 7,
+                                lease: ms(2150)
+                            }
+                        ]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pending_restart_waits_for_a_fresh_heartbeat_and_is_dropped_on_revoke() {
+        let mut l = leading(Restart::Always);
+        l.step(Input::ChildExited(ChildStatus::Exited(1)), ms(1100));
+        l.step(Input::Revoked { lost: false }, ms(1150));
+        assert_eq!(l.step(Input::Tick, ms(1300)), vec![]);
+        assert_eq!(l.next_deadline(), None);
+    }
+
+    #[test]
+    fn shutdown_stops_the_child_and_exits_with_its_status() {
+        let mut l = leading(Restart::Always);
+        assert_eq!(
+            l.step(Input::Shutdown, ms(1100)),
+            vec![Signal(Signal::SIGTERM)]
+        );
+        assert_eq!(
+            l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1200)),
+            vec![Exit(143)]
+        );
+        assert_eq!(l.step(Input::Tick, ms(5000)), vec![]);
+        assert_eq!(
+            l.step(Input::Revoked { lost: false }, ms(5000)),
+            vec![ReleaseRevoke]
+        );
+    }
+
+    #[test]
+    fn a_second_shutdown_kills_at_once() {
+        let mut l = leading(Restart::Never);
+        l.step(Input::Shutdown, ms(1100));
+        assert_eq!(l.step(Input::Shutdown, ms(1150)), vec![Kill]);
+    }
+
+    #[test]
+    fn shutdown_of_a_standby_exits_zero_and_fatal_uses_its_code() {
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        assert_eq!(l.step(Input::Shutdown, ms(10)), vec![Exit(0)]);
+        let mut l = leading(Restart::Never);
+        l.step(Input::Fatal(exit::KAFKA_DENIED), ms(1100));
+        assert_eq!(
+            l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1200)),
+            vec![Exit(exit::KAFKA_DENIED)]
+        );
+    }
+
+    #[test]
+    fn signals_are_forwarded_only_to_a_live_child() {
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        assert_eq!(l.step(Input::Forward(Signal::SIGHUP), ms(1)), vec![]);
+        let mut l = leading(Restart::Never);
+        assert_eq!(
+            l.step(Input::Forward(Signal::SIGHUP), ms(1020)),
+            vec![Signal(Signal::SIGHUP)]
+        );
+    }
+
+    #[test]
+    fn acquire_timeout_exits_only_if_never_leader() {
+        let mut s = settings(Restart::Never);
+        s.acquire_timeout = Some(Duration::from_secs(5));
+        let mut l = Leader::new(s.clone(), ms(0));
+        assert_eq!(l.next_deadline(), Some(ms(5000)));
+        assert_eq!(
+            l.step(Input::Tick, ms(5000)),
+            vec![Exit(exit::ACQUIRE_TIMEOUT)]
+        );
+
+        let mut l = Leader::new(s, ms(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(hb(1, 1000), ms(1010));
+        assert!(!l
+            .step(Input::Tick, ms(5000))
+            .iter()
+            .any(|a| matches!(a, Exit(_))));
+    }
+
+    #[test]
+    fn tokens_increase_across_leaderships() {
+        let mut l = leading(Restart::Never);
+        l.step(Input::Revoked { lost: false }, ms(1100));
+        l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1200));
+        l.step(Input::Assigned, ms(3000));
+        assert_eq!(
+            l.step(hb(40, 3000), ms(3010)),
+            vec![Spawn {
+                token: 40,
+                lease: ms(4000)
+            }]
+        );
+    }
+}

@@ -1,0 +1,64 @@
+//! The `neli-run` binary: parse, set up logging, run, exit with one status.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+use neli_run::cli::{Cli, Sub};
+use neli_run::{child, config, dev_broker, exit, run};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == child::shim::ARG) {
+        child::shim::main(&argv[2..]);
+    }
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() { exit::USAGE } else { 0 });
+        }
+    };
+    init_logging(cli.run.verbose, cli.run.quiet);
+    let run_args = match cli.subcommand {
+        Some(Sub::DevBroker(args)) => return dev_broker::main(args),
+        None => cli.run,
+    };
+    let config =
+        match config::Config::from_args(run_args, std::env::var("NELI_KAFKA_PROPERTIES").ok()) {
+            Ok(config) => config,
+            Err(err) => {
+                eprintln!("error: {err}");
+                return ExitCode::from(exit::USAGE);
+            }
+        };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build();
+    match runtime {
+        Ok(runtime) => ExitCode::from(runtime.block_on(run::run(config))),
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            ExitCode::from(exit::INTERNAL)
+        }
+    }
+}
+
+fn init_logging(verbose: u8, quiet: u8) {
+    let level = match (verbose, quiet) {
+        (0, 0) => "info",
+        (1, _) => "debug",
+        (v, _) if v >= 2 => "trace",
+        (_, 1) => "warn",
+        _ => "error",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .init();
+}

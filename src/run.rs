@@ -1,0 +1,205 @@
+//! The imperative shell: one loop that feeds the leadership core with what
+//! happens (Kafka events, signals, the child's exit, its own timer) and
+//! carries out the actions it returns.
+//!
+//! The loop's timer is armed at `Leader::next_deadline()` (quinn's
+//! `poll_timeout` pattern), so fencing happens here on time whatever the
+//! Kafka thread is doing; the shim's lease backs it up if this process
+//! itself is frozen.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::SyncSender;
+
+use nix::sys::signal::Signal;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc::unbounded_channel;
+use tracing::{error, info};
+
+use crate::child::{self, Running};
+use crate::clock::BootTime;
+use crate::config::Config;
+use crate::exit::{self, ChildStatus};
+use crate::kafka::heartbeat::Member;
+use crate::kafka::{Event, Kafka};
+use crate::leader::{Action, Input, Leader};
+
+/// Runs `cfg` until the child's run ends; returns the exit status.
+pub async fn run(cfg: Config) -> u8 {
+    if let Err((code, message)) = child::check_executable(&cfg.program) {
+        error!("{message}");
+        return code;
+    }
+    let (Ok(mut signals), Ok(mut sigchld)) = (Signals::new(), signal(SignalKind::child())) else {
+        error!("cannot install signal handlers");
+        return exit::INTERNAL;
+    };
+    if let Err(err) = child::become_subreaper() {
+        error!(%err, "cannot become a child subreaper");
+        return exit::INTERNAL;
+    }
+    let command = child::Command {
+        program: cfg.program.clone(),
+        args: cfg.args.clone(),
+        stop_signal: cfg.leader.stop_signal,
+        grace: cfg.leader.grace,
+        env: vec![
+            ("NELI_GROUP".into(), cfg.group.clone()),
+            ("NELI_TOPIC".into(), cfg.topic.clone()),
+            ("NELI_NAME".into(), cfg.name.clone()),
+        ],
+    };
+
+    let (events_tx, mut events) = unbounded_channel();
+    let member = Member::this_process(cfg.name.clone());
+    info!(group = %cfg.group, topic = %cfg.topic, name = %cfg.name, brokers = %cfg.brokers, "joining");
+    let mut kafka = tokio::select! {
+        kafka = Kafka::connect(&cfg, member, events_tx) => match kafka {
+            Ok(kafka) => kafka,
+            Err(fatal) => {
+                error!("{}", fatal.message);
+                return fatal.code;
+            }
+        },
+        _ = signals.shutdown() => return 0,
+    };
+
+    let mut core = Leader::new(cfg.leader.clone(), BootTime::now());
+    let mut running: Option<Running> = None;
+    let mut release: Option<SyncSender<()>> = None;
+    let mut pending: VecDeque<Input> = VecDeque::new();
+    loop {
+        let input = match pending.pop_front() {
+            Some(input) => input,
+            None => {
+                let sleep = core.next_deadline().map(|t| t.since(BootTime::now()));
+                tokio::select! {
+                    event = events.recv() => match event {
+                        Some(Event::Assigned) => Input::Assigned,
+                        Some(Event::Revoked { lost, release: r }) => {
+                            release = Some(r);
+                            Input::Revoked { lost }
+                        }
+                        Some(Event::Heartbeat { offset, own, sent }) => Input::HeartbeatRead { offset, own, sent },
+                        Some(Event::Fatal { code, message }) => {
+                            error!("Kafka: {message}");
+                            Input::Fatal(code)
+                        }
+                        None => {
+                            error!("the Kafka thread stopped");
+                            Input::Fatal(exit::INTERNAL)
+                        }
+                    },
+                    input = signals.next() => input,
+                    _ = sigchld.recv() => {
+                        let Some(pgid) = running.as_ref().map(Running::pgid) else {
+                            child::reap(None);
+                            continue;
+                        };
+                        let Some(status) = child::reap(Some(pgid)) else { continue };
+                        child::group_gone(pgid).await;
+                        running = None;
+                        info!(%status, "child exited");
+                        Input::ChildExited(status)
+                    }
+                    _ = sleep_for(sleep) => Input::Tick,
+                }
+            }
+        };
+        for action in core.step(input, BootTime::now()) {
+            match action {
+                Action::SendHeartbeat => kafka.send_heartbeat(BootTime::now()),
+                Action::Spawn { token, lease } => match Running::spawn(&command, token, lease) {
+                    Ok(child) => {
+                        info!(pid = child.pgid().as_raw(), token, "child started");
+                        running = Some(child);
+                    }
+                    Err(err) => {
+                        error!(%err, "cannot start the child");
+                        pending.push_back(Input::ChildExited(ChildStatus::Exited(exit::INTERNAL)));
+                    }
+                },
+                Action::Lease(until) => {
+                    if let Some(child) = running.as_mut() {
+                        if let Err(err) = child.renew(until) {
+                            error!(%err, "cannot renew the child's lease; it will be fenced");
+                        }
+                    }
+                }
+                Action::Signal(sig) => running.iter().for_each(|c| c.signal(sig)),
+                Action::Kill => running.iter().for_each(|c| c.signal(Signal::SIGKILL)),
+                Action::ReleaseRevoke => {
+                    if let Some(r) = release.take() {
+                        let _ = r.send(());
+                    }
+                }
+                Action::Exit(code) => {
+                    info!(code, "leaving the group");
+                    tokio::task::block_in_place(|| kafka.leave());
+                    return code;
+                }
+            }
+        }
+    }
+}
+
+async fn sleep_for(d: Option<std::time::Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The signals neli-run handles, as streams.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    forwarded: Vec<(Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        let forwarded = [
+            (Signal::SIGHUP, SignalKind::hangup()),
+            (Signal::SIGUSR1, SignalKind::user_defined1()),
+            (Signal::SIGUSR2, SignalKind::user_defined2()),
+            (Signal::SIGWINCH, SignalKind::window_change()),
+        ];
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+            forwarded: forwarded
+                .into_iter()
+                .map(|(sig, kind)| Ok((sig, signal(kind)?)))
+                .collect::<std::io::Result<_>>()?,
+        })
+    }
+
+    async fn shutdown(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
+
+    /// The next shutdown or forwarded signal, as core input.
+    async fn next(&mut self) -> Input {
+        let forwarded = any_of(&mut self.forwarded);
+        tokio::select! {
+            _ = self.term.recv() => Input::Shutdown,
+            _ = self.int.recv() => Input::Shutdown,
+            sig = forwarded => Input::Forward(sig),
+        }
+    }
+}
+
+async fn any_of(streams: &mut [(Signal, tokio::signal::unix::Signal)]) -> Signal {
+    std::future::poll_fn(|cx| {
+        for (sig, stream) in streams.iter_mut() {
+            if stream.poll_recv(cx).is_ready() {
+                return std::task::Poll::Ready(*sig);
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}

@@ -28,6 +28,7 @@ use crate::leader::Restart;
     version,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
+    args_override_self = true,
     after_help = "Exit status: the command's own, 128+N if signal N killed it; 2 usage error; \
                   75 not leader within --acquire-timeout; 77 Kafka denied access; \
                   78 Kafka configuration rejected; 126/127 command not executable/not found."
@@ -57,12 +58,7 @@ pub enum Sub {
 #[derive(Debug, Args)]
 pub struct DevBrokerArgs {
     /// Address to listen on and advertise to clients.
-    #[arg(
-        long,
-        env = "NELI_DEV_BROKER_LISTEN",
-        default_value = "127.0.0.1:9092",
-        value_name = "HOST:PORT"
-    )]
+    #[arg(long, env = "NELI_DEV_BROKER_LISTEN", default_value = "127.0.0.1:9092", value_name = "HOST:PORT")]
     pub listen: String,
 }
 
@@ -70,13 +66,7 @@ pub struct DevBrokerArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Kafka bootstrap brokers, comma-separated.
-    #[arg(
-        short,
-        long,
-        env = "NELI_BROKERS",
-        default_value = "localhost:9092",
-        value_name = "HOST:PORT,..."
-    )]
+    #[arg(short, long, env = "NELI_BROKERS", default_value = "localhost:9092", value_name = "HOST:PORT,...")]
     pub brokers: String,
 
     /// The group: members of the same group elect one leader among them.
@@ -103,21 +93,11 @@ pub struct RunArgs {
     /// Kafka group session timeout: how long a crashed leader blocks takeover.
     ///
     /// Most brokers refuse less than 6s (group.min.session.timeout.ms).
-    #[arg(
-        long,
-        env = "NELI_SESSION_TIMEOUT",
-        default_value = "6s",
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "NELI_SESSION_TIMEOUT", default_value = "6s", value_name = "DURATION")]
     pub session_timeout: String,
 
     /// How often the leader writes a heartbeat record to partition 0.
-    #[arg(
-        long,
-        env = "NELI_HEARTBEAT_INTERVAL",
-        default_value = "500ms",
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "NELI_HEARTBEAT_INTERVAL", default_value = "500ms", value_name = "DURATION")]
     pub heartbeat_interval: String,
 
     /// Kill the command when no own heartbeat has come back for this long.
@@ -125,33 +105,18 @@ pub struct RunArgs {
     /// This is the fence: a leader cut off from Kafka kills its command
     /// before the group can elect another. Must leave room within
     /// --session-timeout (checked at start-up).
-    #[arg(
-        long,
-        env = "NELI_HEARTBEAT_DEADLINE",
-        default_value = "3s",
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "NELI_HEARTBEAT_DEADLINE", default_value = "3s", value_name = "DURATION")]
     pub heartbeat_deadline: String,
 
     /// Time between the stop signal and SIGKILL.
     ///
     /// A new leader waits for this stop, so it must fit within
     /// --session-timeout (checked at start-up).
-    #[arg(
-        long,
-        env = "NELI_GRACE",
-        default_value = "3s",
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "NELI_GRACE", default_value = "3s", value_name = "DURATION")]
     pub grace: String,
 
     /// Signal that asks the command to stop (name or number).
-    #[arg(
-        long,
-        env = "NELI_STOP_SIGNAL",
-        default_value = "SIGTERM",
-        value_name = "SIGNAL"
-    )]
+    #[arg(long, env = "NELI_STOP_SIGNAL", default_value = "SIGTERM", value_name = "SIGNAL")]
     pub stop_signal: String,
 
     /// What to do when the command exits while leader.
@@ -161,12 +126,7 @@ pub struct RunArgs {
     pub restart: Restart,
 
     /// Pause before restarting the command.
-    #[arg(
-        long,
-        env = "NELI_RESTART_DELAY",
-        default_value = "1s",
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "NELI_RESTART_DELAY", default_value = "1s", value_name = "DURATION")]
     pub restart_delay: String,
 
     /// Give up (exit 75) if not leader within this time [default: wait forever].

@@ -63,10 +63,7 @@ mod tests {
     fn nanos_round_trip_and_since_saturates() {
         let t = BootTime::from_nanos(5_000_000_000);
         assert_eq!(BootTime::from_nanos(t.as_nanos()), t);
-        assert_eq!(
-            (t + Duration::from_secs(2)).since(t),
-            Duration::from_secs(2)
-        );
+        assert_eq!((t + Duration::from_secs(2)).since(t), Duration::from_secs(2));
         assert_eq!(t.since(t + Duration::from_secs(2)), Duration::ZERO);
     }
 

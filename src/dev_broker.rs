@@ -54,10 +54,7 @@ pub fn main(args: DevBrokerArgs) -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
     let runtime = match runtime {
         Ok(rt) => rt,
         Err(err) => {
@@ -87,11 +84,7 @@ async fn serve(listen: SocketAddr, advertised: &str) -> ExitCode {
     let inner = unsafe { CStr::from_ptr(rdkafka_sys::rd_kafka_mock_cluster_bootstraps(mock.raw)) }
         .to_string_lossy()
         .into_owned();
-    let Some(inner) = inner
-        .split(',')
-        .next()
-        .and_then(|a| a.to_socket_addrs().ok()?.next())
-    else {
+    let Some(inner) = inner.split(',').next().and_then(|a| a.to_socket_addrs().ok()?.next()) else {
         error!(%inner, "the mock cluster gave no usable address");
         return ExitCode::from(exit::INTERNAL);
     };
@@ -130,16 +123,11 @@ impl rdkafka::producer::ProducerContext for Quiet {
 fn start_mock(advertised: &str) -> Result<Mock, String> {
     let (host, port) = advertised.rsplit_once(':').ok_or("no port")?;
     let port: i32 = port.parse().map_err(|_| "bad port")?;
-    let owner: BaseProducer<Quiet> = ClientConfig::new()
-        .set("test.mock.num.brokers", "1")
-        .create_with_context(Quiet)
-        .map_err(|e| e.to_string())?;
+    let owner: BaseProducer<Quiet> =
+        ClientConfig::new().set("test.mock.num.brokers", "1").create_with_context(Quiet).map_err(|e| e.to_string())?;
     // SAFETY: the producer was created with a mock cluster, which it owns.
-    let raw = unsafe {
-        rdkafka_sys::rd_kafka_handle_mock_cluster(
-            rdkafka::producer::Producer::client(&owner).native_ptr(),
-        )
-    };
+    let raw =
+        unsafe { rdkafka_sys::rd_kafka_handle_mock_cluster(rdkafka::producer::Producer::client(&owner).native_ptr()) };
     if raw.is_null() {
         return Err("librdkafka created no mock cluster".into());
     }
@@ -173,10 +161,7 @@ async fn forward(mut client: TcpStream, inner: SocketAddr, mock: Arc<Mock>) {
             buf.extend_from_slice(&chunk[..n]);
             // Look at each complete request, then pass the bytes on as they are.
             let mut at = 0;
-            while let Some(len) = buf
-                .get(at..at + 4)
-                .map(|b| u32::from_be_bytes(b.try_into().unwrap()) as usize)
-            {
+            while let Some(len) = buf.get(at..at + 4).map(|b| u32::from_be_bytes(b.try_into().unwrap()) as usize) {
                 let Some(frame) = buf.get(at + 4..at + 4 + len) else {
                     break;
                 };
@@ -212,21 +197,13 @@ fn metadata_topics(frame: &[u8]) -> Vec<String> {
         if flexible {
             r.tagged_fields()?;
         }
-        let count = if flexible {
-            r.uvarint()? as i64 - 1
-        } else {
-            i64::from(r.i32()?)
-        };
+        let count = if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i32()?) };
         let mut topics = Vec::new();
         for _ in 0..count.max(0) {
             if version >= 10 {
                 r.skip(16)?;
             }
-            let len = if flexible {
-                r.uvarint()? as i64 - 1
-            } else {
-                i64::from(r.i16()?)
-            };
+            let len = if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i16()?) };
             if len >= 0 {
                 topics.push(String::from_utf8_lossy(r.take(len as usize)?).into_owned());
             }

@@ -92,9 +92,9 @@ pub enum Action {
     /// Move the running child's lease forward.
     Lease(BootTime),
     /// Send a signal to the child's process group.
-    Signal(Signal),
+    SignalGroup(Signal),
     /// SIGKILL the child's process group.
-    Kill,
+    KillGroup,
     /// Let the blocked rebalance callback return: the child is gone.
     ReleaseRevoke,
     /// Leave the group and exit with this status.
@@ -181,6 +181,9 @@ impl Leader {
             }
             return Vec::new();
         }
+        // Deadlines that passed before this event come first: a child that
+        // died after its lease ran out was fenced, not exiting by itself.
+        self.on_time(now);
         match input {
             Input::Assigned => self.on_assigned(now),
             Input::Revoked { lost } => self.on_revoked(lost, now),
@@ -190,7 +193,7 @@ impl Leader {
             Input::Fatal(code) => self.on_shutdown(Some(code), now),
             Input::Forward(sig) => {
                 if self.child != Child::Idle {
-                    self.out.push(Action::Signal(sig));
+                    self.out.push(Action::SignalGroup(sig));
                 }
             }
             Input::Tick => {}
@@ -236,13 +239,8 @@ impl Leader {
             return;
         }
         info!(after = ?now.since(self.started), "candidate: assigned partition 0, confirming with a heartbeat");
-        self.tenure = Some(Tenure {
-            since: now,
-            role_since: now,
-            next_heartbeat: now,
-            fresh: None,
-            role: Role::Candidate,
-        });
+        self.tenure =
+            Some(Tenure { since: now, role_since: now, next_heartbeat: now, fresh: None, role: Role::Candidate });
     }
 
     fn on_revoked(&mut self, lost: bool, now: BootTime) {
@@ -323,11 +321,7 @@ impl Leader {
         };
         if was != Child::Running {
             // We stopped it (fence) and have since resumed: start it again.
-            self.spawn(
-                token,
-                tenure.fresh.expect("a leader has read a heartbeat")
-                    + self.settings.heartbeat_deadline,
-            );
+            self.spawn(token, tenure.fresh.expect("a leader has read a heartbeat") + self.settings.heartbeat_deadline);
             return;
         }
         let again = match self.settings.restart {
@@ -395,12 +389,7 @@ impl Leader {
         }
         if self.restart_at.is_some_and(|t| now >= t) {
             self.restart_at = None;
-            if let Some(Tenure {
-                role: Role::Leader { token },
-                fresh: Some(fresh),
-                ..
-            }) = self.tenure
-            {
+            if let Some(Tenure { role: Role::Leader { token }, fresh: Some(fresh), .. }) = self.tenure {
                 if self.child == Child::Idle {
                     self.spawn(token, fresh + deadline);
                 }
@@ -420,15 +409,13 @@ impl Leader {
 
     fn stop(&mut self, now: BootTime) {
         if self.child == Child::Running {
-            self.out.push(Action::Signal(self.settings.stop_signal));
-            self.child = Child::Stopping {
-                kill_at: Some(now + self.settings.grace),
-            };
+            self.out.push(Action::SignalGroup(self.settings.stop_signal));
+            self.child = Child::Stopping { kill_at: Some(now + self.settings.grace) };
         }
     }
 
     fn kill(&mut self) {
-        self.out.push(Action::Kill);
+        self.out.push(Action::KillGroup);
         self.child = Child::Stopping { kill_at: None };
     }
 
@@ -465,11 +452,7 @@ mod tests {
     }
 
     fn hb(offset: i64, sent: u64) -> Input {
-        Input::HeartbeatRead {
-            offset,
-            own: true,
-            sent: ms(sent),
-        }
+        Input::HeartbeatRead { offset, own: true, sent: ms(sent) }
     }
 
     /// A leader with a running child: assigned at 1000, own heartbeat sent
@@ -478,13 +461,7 @@ mod tests {
         let mut l = Leader::new(settings(restart), ms(0));
         assert_eq!(l.step(Input::Assigned, ms(1000)), vec![SendHeartbeat]);
         assert_eq!(l.role(), Role::Candidate);
-        assert_eq!(
-            l.step(hb(7, 1000), ms(1010)),
-            vec![Spawn {
-                token: 7,
-                lease: ms(2000)
-            }]
-        );
+        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }]);
         assert_eq!(l.role(), Role::Leader { token: 7 });
         l
     }
@@ -513,17 +490,9 @@ mod tests {
     fn records_of_others_or_from_before_the_tenure_never_count() {
         let mut l = Leader::new(settings(Restart::Never), ms(0));
         l.step(Input::Assigned, ms(1000));
-        let foreign = Input::HeartbeatRead {
-            offset: 3,
-            own: false,
-            sent: ms(1001),
-        };
+        let foreign = Input::HeartbeatRead { offset: 3, own: false, sent: ms(1001) };
         assert_eq!(l.step(foreign, ms(1002)), vec![]);
-        assert_eq!(
-            l.step(hb(4, 999), ms(1003)),
-            vec![],
-            "sent before we were assigned"
-        );
+        assert_eq!(l.step(hb(4, 999), ms(1003)), vec![], "sent before we were assigned");
         assert_eq!(l.role(), Role::Candidate);
     }
 
@@ -538,10 +507,7 @@ mod tests {
     #[test]
     fn fresh_heartbeats_extend_the_lease_and_the_fence_deadline() {
         let mut l = leading(Restart::Never);
-        assert_eq!(
-            l.step(hb(8, 1200), ms(1210)),
-            vec![Lease(ms(2200)), SendHeartbeat]
-        );
+        assert_eq!(l.step(hb(8, 1200), ms(1210)), vec![SendHeartbeat, Lease(ms(2200))]);
         assert_eq!(l.next_deadline(), Some(ms(1410)));
         // An older record arriving late changes nothing.
         assert_eq!(l.step(hb(6, 1100), ms(1300)), vec![]);
@@ -551,54 +517,45 @@ mod tests {
     fn stale_heartbeats_fence_with_sigkill_and_fresh_ones_resume_with_a_new_token() {
         let mut l = leading(Restart::Never);
         // Freshness is measured from the send instant, so deadline = 2000.
-        assert!(!l.step(Input::Tick, ms(1999)).contains(&Kill));
-        assert_eq!(l.step(Input::Tick, ms(2000)), vec![Kill]);
+        assert!(!l.step(Input::Tick, ms(1999)).contains(&KillGroup));
+        assert_eq!(l.step(Input::Tick, ms(2000)), vec![KillGroup]);
         assert_eq!(l.role(), Role::Fenced);
-        assert_eq!(
-            l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2005)),
-            vec![]
-        );
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2005)), vec![]);
         // A backlog: old own heartbeats read now do not resume.
         assert_eq!(l.step(hb(9, 1500), ms(2600)), vec![SendHeartbeat]);
         assert_eq!(l.role(), Role::Fenced);
-        assert_eq!(
-            l.step(hb(12, 2550), ms(2610)),
-            vec![Spawn {
-                token: 12,
-                lease: ms(3550)
-            }]
-        );
+        assert_eq!(l.step(hb(12, 2550), ms(2610)), vec![Spawn { token: 12, lease: ms(3550) }]);
         assert_eq!(l.role(), Role::Leader { token: 12 });
+    }
+
+    #[test]
+    fn a_child_dying_after_its_lease_ran_out_was_fenced_not_exiting() {
+        // neli-run was frozen (SIGSTOP) while the shim enforced the lease;
+        // on waking, the expired deadline is handled before the exit.
+        let mut l = leading(Restart::Never);
+        let out = l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(5000));
+        assert_eq!(out, vec![SendHeartbeat, KillGroup]);
+        assert_eq!(l.role(), Role::Fenced);
     }
 
     #[test]
     fn resuming_while_the_fenced_child_still_dies_spawns_once_it_is_gone() {
         let mut l = leading(Restart::Never);
-        assert_eq!(l.step(Input::Tick, ms(2000)), vec![SendHeartbeat, Kill]);
-        assert_eq!(
-            l.step(hb(12, 2010), ms(2020)),
-            vec![],
-            "no spawn while the old child lives"
-        );
+        assert_eq!(l.step(Input::Tick, ms(2000)), vec![SendHeartbeat, KillGroup]);
+        assert_eq!(l.step(hb(12, 2010), ms(2020)), vec![], "no spawn while the old child lives");
         assert_eq!(
             l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2030)),
-            vec![Spawn {
-                token: 12,
-                lease: ms(3010)
-            }]
+            vec![Spawn { token: 12, lease: ms(3010) }]
         );
     }
 
     #[test]
     fn graceful_revoke_holds_the_callback_until_the_child_is_gone() {
         let mut l = leading(Restart::Always);
-        assert_eq!(
-            l.step(Input::Revoked { lost: false }, ms(1100)),
-            vec![Signal(Signal::SIGTERM)]
-        );
+        assert_eq!(l.step(Input::Revoked { lost: false }, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
         assert_eq!(l.role(), Role::Standby);
         assert_eq!(l.next_deadline(), Some(ms(1600)));
-        assert_eq!(l.step(Input::Tick, ms(1600)), vec![Kill]);
+        assert_eq!(l.step(Input::Tick, ms(1600)), vec![KillGroup]);
         assert_eq!(
             l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1601)),
             vec![ReleaseRevoke],
@@ -610,25 +567,16 @@ mod tests {
     #[test]
     fn lost_partition_kills_without_grace() {
         let mut l = leading(Restart::Never);
-        assert_eq!(l.step(Input::Revoked { lost: true }, ms(1100)), vec![Kill]);
-        assert_eq!(
-            l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1101)),
-            vec![ReleaseRevoke]
-        );
+        assert_eq!(l.step(Input::Revoked { lost: true }, ms(1100)), vec![KillGroup]);
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1101)), vec![ReleaseRevoke]);
     }
 
     #[test]
     fn revoke_without_a_child_releases_at_once() {
         let mut l = Leader::new(settings(Restart::Never), ms(0));
-        assert_eq!(
-            l.step(Input::Revoked { lost: false }, ms(5)),
-            vec![ReleaseRevoke]
-        );
+        assert_eq!(l.step(Input::Revoked { lost: false }, ms(5)), vec![ReleaseRevoke]);
         l.step(Input::Assigned, ms(10));
-        assert_eq!(
-            l.step(Input::Revoked { lost: false }, ms(20)),
-            vec![ReleaseRevoke]
-        );
+        assert_eq!(l.step(Input::Revoked { lost: false }, ms(20)), vec![ReleaseRevoke]);
     }
 
     #[test]
@@ -652,16 +600,7 @@ mod tests {
                     assert_eq!(l.next_deadline(), Some(ms(1200)));
                     // Restarts keep the token: it is the same leadership.
                     l.step(hb(8, 1150), ms(1160));
-                    assert_eq!(
-                        l.step(Input::Tick, ms(1200)),
-                        vec![
-                            SendHeartbeat,
-                            Spawn {
-                                token: 7,
-                                lease: ms(2150)
-                            }
-                        ]
-                    );
+                    assert_eq!(l.step(Input::Tick, ms(1200)), vec![SendHeartbeat, Spawn { token: 7, lease: ms(2150) }]);
                 }
             }
         }
@@ -679,26 +618,18 @@ mod tests {
     #[test]
     fn shutdown_stops_the_child_and_exits_with_its_status() {
         let mut l = leading(Restart::Always);
-        assert_eq!(
-            l.step(Input::Shutdown, ms(1100)),
-            vec![Signal(Signal::SIGTERM)]
-        );
-        assert_eq!(
-            l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1200)),
-            vec![Exit(143)]
-        );
+        assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+        // Heartbeats go on while the child stops: we still own the partition.
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1200)), vec![SendHeartbeat, Exit(143)]);
         assert_eq!(l.step(Input::Tick, ms(5000)), vec![]);
-        assert_eq!(
-            l.step(Input::Revoked { lost: false }, ms(5000)),
-            vec![ReleaseRevoke]
-        );
+        assert_eq!(l.step(Input::Revoked { lost: false }, ms(5000)), vec![ReleaseRevoke]);
     }
 
     #[test]
     fn a_second_shutdown_kills_at_once() {
         let mut l = leading(Restart::Never);
         l.step(Input::Shutdown, ms(1100));
-        assert_eq!(l.step(Input::Shutdown, ms(1150)), vec![Kill]);
+        assert_eq!(l.step(Input::Shutdown, ms(1150)), vec![KillGroup]);
     }
 
     #[test]
@@ -707,10 +638,7 @@ mod tests {
         assert_eq!(l.step(Input::Shutdown, ms(10)), vec![Exit(0)]);
         let mut l = leading(Restart::Never);
         l.step(Input::Fatal(exit::KAFKA_DENIED), ms(1100));
-        assert_eq!(
-            l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1200)),
-            vec![Exit(exit::KAFKA_DENIED)]
-        );
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1100)), vec![Exit(exit::KAFKA_DENIED)]);
     }
 
     #[test]
@@ -718,10 +646,7 @@ mod tests {
         let mut l = Leader::new(settings(Restart::Never), ms(0));
         assert_eq!(l.step(Input::Forward(Signal::SIGHUP), ms(1)), vec![]);
         let mut l = leading(Restart::Never);
-        assert_eq!(
-            l.step(Input::Forward(Signal::SIGHUP), ms(1020)),
-            vec![Signal(Signal::SIGHUP)]
-        );
+        assert_eq!(l.step(Input::Forward(Signal::SIGHUP), ms(1020)), vec![SignalGroup(Signal::SIGHUP)]);
     }
 
     #[test]
@@ -730,18 +655,12 @@ mod tests {
         s.acquire_timeout = Some(Duration::from_secs(5));
         let mut l = Leader::new(s.clone(), ms(0));
         assert_eq!(l.next_deadline(), Some(ms(5000)));
-        assert_eq!(
-            l.step(Input::Tick, ms(5000)),
-            vec![Exit(exit::ACQUIRE_TIMEOUT)]
-        );
+        assert_eq!(l.step(Input::Tick, ms(5000)), vec![Exit(exit::ACQUIRE_TIMEOUT)]);
 
         let mut l = Leader::new(s, ms(0));
         l.step(Input::Assigned, ms(1000));
         l.step(hb(1, 1000), ms(1010));
-        assert!(!l
-            .step(Input::Tick, ms(5000))
-            .iter()
-            .any(|a| matches!(a, Exit(_))));
+        assert!(!l.step(Input::Tick, ms(5000)).iter().any(|a| matches!(a, Exit(_))));
     }
 
     #[test]
@@ -750,12 +669,6 @@ mod tests {
         l.step(Input::Revoked { lost: false }, ms(1100));
         l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1200));
         l.step(Input::Assigned, ms(3000));
-        assert_eq!(
-            l.step(hb(40, 3000), ms(3010)),
-            vec![Spawn {
-                token: 40,
-                lease: ms(4000)
-            }]
-        );
+        assert_eq!(l.step(hb(40, 3000), ms(3010)), vec![Spawn { token: 40, lease: ms(4000) }]);
     }
 }

@@ -25,18 +25,14 @@ fn main() -> ExitCode {
         Some(Sub::DevBroker(args)) => return dev_broker::main(args),
         None => cli.run,
     };
-    let config =
-        match config::Config::from_args(run_args, std::env::var("NELI_KAFKA_PROPERTIES").ok()) {
-            Ok(config) => config,
-            Err(err) => {
-                eprintln!("error: {err}");
-                return ExitCode::from(exit::USAGE);
-            }
-        };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build();
+    let config = match config::Config::from_args(run_args, std::env::var("NELI_KAFKA_PROPERTIES").ok()) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
     match runtime {
         Ok(runtime) => ExitCode::from(runtime.block_on(run::run(config))),
         Err(err) => {

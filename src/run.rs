@@ -61,6 +61,10 @@ pub async fn run(cfg: Config) -> u8 {
             }
         },
         _ = signals.shutdown() => return 0,
+        _ = sleep_for(cfg.leader.acquire_timeout) => {
+            error!("not leader within --acquire-timeout (Kafka never answered)");
+            return exit::ACQUIRE_TIMEOUT;
+        }
     };
 
     let mut core = Leader::new(cfg.leader.clone(), BootTime::now());
@@ -125,8 +129,8 @@ pub async fn run(cfg: Config) -> u8 {
                         }
                     }
                 }
-                Action::Signal(sig) => running.iter().for_each(|c| c.signal(sig)),
-                Action::Kill => running.iter().for_each(|c| c.signal(Signal::SIGKILL)),
+                Action::SignalGroup(sig) => running.iter().for_each(|c| c.signal(sig)),
+                Action::KillGroup => running.iter().for_each(|c| c.signal(Signal::SIGKILL)),
                 Action::ReleaseRevoke => {
                     if let Some(r) = release.take() {
                         let _ = r.send(());

@@ -1,1 +1,10 @@
+//! Integration tests: the real binary, real processes, real signals and a
+//! real Kafka-protocol broker over TCP. One test binary (see Cargo.toml).
 
+mod util;
+
+mod cli;
+mod docs;
+mod election;
+mod faults;
+mod supervision;

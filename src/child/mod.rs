@@ -47,31 +47,15 @@ pub fn check_executable(program: &OsStr) -> Result<PathBuf, (u8, String)> {
         name.exists().then(|| name.to_path_buf())
     } else {
         std::env::var_os("PATH")
-            .map(|path| {
-                std::env::split_paths(&path)
-                    .map(|dir| dir.join(name))
-                    .find(|p| p.is_file())
-            })
+            .map(|path| std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file()))
             .unwrap_or(None)
     };
     let Some(path) = found else {
-        return Err((
-            exit::NOT_FOUND,
-            format!(
-                "command not found: {} (give a path, or check PATH)",
-                name.display()
-            ),
-        ));
+        return Err((exit::NOT_FOUND, format!("command not found: {} (give a path, or check PATH)", name.display())));
     };
-    let executable = path
-        .metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false);
+    let executable = path.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
     if !executable {
-        return Err((
-            exit::NOT_EXECUTABLE,
-            format!("not an executable file: {} (chmod +x it?)", path.display()),
-        ));
+        return Err((exit::NOT_EXECUTABLE, format!("not an executable file: {} (chmod +x it?)", path.display())));
     }
     Ok(path)
 }
@@ -115,15 +99,9 @@ impl Running {
         }
         let child = shim.spawn()?;
         drop::<OwnedFd>(read);
-        let mut running = Running {
-            pgid: Pid::from_raw(child.id() as i32),
-            lease: File::from(write),
-        };
+        let mut running = Running { pgid: Pid::from_raw(child.id() as i32), lease: File::from(write) };
         running.renew(lease)?;
-        fcntl(
-            running.lease.as_raw_fd(),
-            FcntlArg::F_SETFL(OFlag::O_NONBLOCK),
-        )?;
+        fcntl(running.lease.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
         Ok(running)
     }
 
@@ -180,9 +158,7 @@ pub fn reap(shim: Option<Pid>) -> Option<ChildStatus> {
     let mut found = None;
     loop {
         match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(pid, code)) if Some(pid) == shim => {
-                found = Some(ChildStatus::Exited(code as u8))
-            }
+            Ok(WaitStatus::Exited(pid, code)) if Some(pid) == shim => found = Some(ChildStatus::Exited(code as u8)),
             Ok(WaitStatus::Signaled(pid, sig, _)) if Some(pid) == shim => {
                 found = Some(ChildStatus::Signaled(sig as i32))
             }

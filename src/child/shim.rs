@@ -44,15 +44,8 @@ pub const LEASE_FD: i32 = 3;
 
 /// Signals that report a fault in the shim itself; blocking them would hide a
 /// crash (tini leaves them alone too).
-const FAULTS: [Signal; 7] = [
-    Signal::SIGSEGV,
-    Signal::SIGBUS,
-    Signal::SIGFPE,
-    Signal::SIGILL,
-    Signal::SIGABRT,
-    Signal::SIGTRAP,
-    Signal::SIGSYS,
-];
+const FAULTS: [Signal; 7] =
+    [Signal::SIGSEGV, Signal::SIGBUS, Signal::SIGFPE, Signal::SIGILL, Signal::SIGABRT, Signal::SIGTRAP, Signal::SIGSYS];
 
 /// Entry point: `neli-run __shim <stop-signal> <grace-ms> -- <cmd> [args]`.
 pub fn main(args: &[OsString]) -> ! {
@@ -76,14 +69,11 @@ fn parse(args: &[OsString]) -> Option<(Signal, Duration, &OsString, &[OsString])
 }
 
 fn run(args: &[OsString]) -> io::Result<ChildStatus> {
-    let (stop_signal, grace, program, rest) = parse(args)
-        .ok_or_else(|| io::Error::other("bad arguments (the shim is started by neli-run only)"))?;
+    let (stop_signal, grace, program, rest) =
+        parse(args).ok_or_else(|| io::Error::other("bad arguments (the shim is started by neli-run only)"))?;
     // SAFETY: neli-run placed the lease pipe at this fd; nothing else owns it.
     let mut lease = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(LEASE_FD) });
-    nix::fcntl::fcntl(
-        LEASE_FD,
-        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-    )?;
+    nix::fcntl::fcntl(LEASE_FD, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
     nix::sys::prctl::set_child_subreaper(true)?;
 
     let mut blocked = SigSet::all();
@@ -100,9 +90,7 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
     let lease_timer = TimerFd::new(ClockId::CLOCK_BOOTTIME, TimerFlags::TFD_CLOEXEC)?;
     let mut buf = [0u8; 8];
     if lease.read_exact(&mut buf).is_err() {
-        return Err(io::Error::other(
-            "neli-run went away before the first lease",
-        ));
+        return Err(io::Error::other("neli-run went away before the first lease"));
     }
     arm_at(&lease_timer, u64::from_le_bytes(buf))?;
 
@@ -145,27 +133,18 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
             Ok(_) => {}
         }
         let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
-        let (lease_ready, lease_expired, signalled, drained) = (
-            ready(&fds[0]),
-            ready(&fds[1]),
-            ready(&fds[2]),
-            ready(&fds[3]),
-        );
+        let (lease_ready, lease_expired, signalled, drained) =
+            (ready(&fds[0]), ready(&fds[1]), ready(&fds[2]), ready(&fds[3]));
         if lease_ready {
             let mut many = [0u8; 8 * 64];
             match lease.read(&mut many) {
                 Ok(0) | Err(_) => {
-                    eprintln!(
-                        "neli-run: shim: neli-run is gone; killing the command's process group"
-                    );
+                    eprintln!("neli-run: shim: neli-run is gone; killing the command's process group");
                     kill_group();
                 }
                 Ok(n) if n >= 8 => {
                     let last = &many[(n / 8 - 1) * 8..n / 8 * 8];
-                    arm_at(
-                        &lease_timer,
-                        u64::from_le_bytes(last.try_into().expect("8 bytes")),
-                    )?;
+                    arm_at(&lease_timer, u64::from_le_bytes(last.try_into().expect("8 bytes")))?;
                 }
                 Ok(_) => {}
             }
@@ -206,9 +185,7 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
                     group_signalled = true;
                     let _ = killpg(Pid::from_raw(0), stop_signal);
                     drain_timer.set(
-                        Expiration::OneShot(TimeSpec::from_duration(
-                            grace.max(Duration::from_millis(1)),
-                        )),
+                        Expiration::OneShot(TimeSpec::from_duration(grace.max(Duration::from_millis(1)))),
                         TimerSetTimeFlags::empty(),
                     )?;
                 }
@@ -220,10 +197,7 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
 fn arm_at(timer: &TimerFd, nanos: u64) -> io::Result<()> {
     // An absolute expiry of 0 would disarm the timer; 1 ns has long passed.
     let at = TimeSpec::from_duration(Duration::from_nanos(nanos.max(1)));
-    timer.set(
-        Expiration::OneShot(at),
-        TimerSetTimeFlags::TFD_TIMER_ABSTIME,
-    )?;
+    timer.set(Expiration::OneShot(at), TimerSetTimeFlags::TFD_TIMER_ABSTIME)?;
     Ok(())
 }
 

@@ -24,18 +24,11 @@ impl Member {
     pub fn this_process(name: String) -> Member {
         let incarnation = std::fs::read_to_string("/proc/sys/kernel/random/uuid")
             .map(|uuid| uuid.trim().replace('-', "")[..16].to_string())
-            .unwrap_or_else(|_| {
-                format!(
-                    "{:016x}",
-                    BootTime::now().as_nanos() ^ u64::from(std::process::id()) << 40
-                )
-            });
+            .unwrap_or_else(|_| format!("{:016x}", BootTime::now().as_nanos() ^ u64::from(std::process::id()) << 40));
         Member {
             name,
             incarnation,
-            host: nix::unistd::gethostname()
-                .map(|h| h.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            host: nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
             pid: std::process::id(),
         }
     }

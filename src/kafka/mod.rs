@@ -75,11 +75,9 @@ fn fatal_code(code: RDKafkaErrorCode) -> Option<u8> {
         | TopicAuthorizationFailed
         | GroupAuthorizationFailed
         | ClusterAuthorizationFailed => Some(exit::KAFKA_DENIED),
-        Fatal
-        | InvalidArgument
-        | UnsupportedFeature
-        | InvalidSessionTimeout
-        | InconsistentGroupProtocol => Some(exit::KAFKA_CONFIG),
+        Fatal | InvalidArgument | UnsupportedFeature | InvalidSessionTimeout | InconsistentGroupProtocol => {
+            Some(exit::KAFKA_CONFIG)
+        }
         _ => None,
     }
 }
@@ -101,7 +99,8 @@ struct Context {
     topic: String,
     /// Set when we leave: the revoke on close must not block.
     closing: Arc<AtomicBool>,
-    unreachable: AtomicBool,
+    /// Shared by both clients, so that each change is logged once.
+    unreachable: Arc<AtomicBool>,
     /// The producer's librdkafka warns about every consumer-only property.
     quiet_conf_warnings: bool,
 }
@@ -112,15 +111,18 @@ impl Context {
             info!("Kafka is reachable again");
         }
     }
+
+    fn unreachable(&self, reason: &str) {
+        if !self.unreachable.swap(true, Ordering::Relaxed) {
+            warn!(%reason, "Kafka unreachable; retrying (the command runs only with fresh heartbeats)");
+        }
+    }
 }
 
 impl ClientContext for Context {
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
         match level {
-            RDKafkaLogLevel::Emerg
-            | RDKafkaLogLevel::Alert
-            | RDKafkaLogLevel::Critical
-            | RDKafkaLogLevel::Error => {
+            RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical | RDKafkaLogLevel::Error => {
                 debug!(target: "librdkafka", "{fac} {message}")
             }
             RDKafkaLogLevel::Warning if fac == "CONFWARN" && self.quiet_conf_warnings => {}
@@ -134,20 +136,13 @@ impl ClientContext for Context {
     fn error(&self, err: KafkaError, reason: &str) {
         let code = err.rdkafka_error_code();
         if let Some(fatal) = code.and_then(fatal_code) {
-            let _ = self.events.send(Event::Fatal {
-                code: fatal,
-                message: format!("{err}: {reason}"),
-            });
+            let _ = self.events.send(Event::Fatal { code: fatal, message: format!("{err}: {reason}") });
             return;
         }
         match code {
             Some(RDKafkaErrorCode::AllBrokersDown)
             | Some(RDKafkaErrorCode::BrokerTransportFailure)
-            | Some(RDKafkaErrorCode::Resolve) => {
-                if !self.unreachable.swap(true, Ordering::Relaxed) {
-                    warn!(%reason, "Kafka unreachable; retrying (the command runs only with fresh heartbeats)");
-                }
-            }
+            | Some(RDKafkaErrorCode::Resolve) => self.unreachable(reason),
             _ => debug!(%err, %reason, "librdkafka error"),
         }
     }
@@ -189,10 +184,7 @@ impl ProducerContext for Context {
             Ok(_) => self.reachable(),
             Err((err, _)) => match err.rdkafka_error_code().and_then(fatal_code) {
                 Some(code) => {
-                    let _ = self.events.send(Event::Fatal {
-                        code,
-                        message: format!("writing heartbeats: {err}"),
-                    });
+                    let _ = self.events.send(Event::Fatal { code, message: format!("writing heartbeats: {err}") });
                 }
                 None => debug!(%err, "heartbeat not delivered"),
             },
@@ -213,8 +205,7 @@ pub struct Kafka {
 
 fn base_config(cfg: &Config) -> ClientConfig {
     let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", &cfg.brokers)
-        .set("client.id", &cfg.name);
+    c.set("bootstrap.servers", &cfg.brokers).set("client.id", &cfg.name);
     c
 }
 
@@ -236,35 +227,23 @@ impl Kafka {
     /// Creates both clients, makes sure the topic exists, and joins the
     /// group. Retries while Kafka is unreachable (logging once); fails only
     /// on errors that retrying cannot fix.
-    pub async fn connect(
-        cfg: &Config,
-        member: Member,
-        events: UnboundedSender<Event>,
-    ) -> Result<Kafka, Fatal> {
+    pub async fn connect(cfg: &Config, member: Member, events: UnboundedSender<Event>) -> Result<Kafka, Fatal> {
         let closing = Arc::new(AtomicBool::new(false));
+        let unreachable = Arc::new(AtomicBool::new(false));
         let context = |quiet| Context {
             events: events.clone(),
             topic: cfg.topic.clone(),
             closing: closing.clone(),
-            unreachable: AtomicBool::new(false),
+            unreachable: unreachable.clone(),
             quiet_conf_warnings: quiet,
         };
 
         let mut consumer_config = base_config(cfg);
         consumer_config
             .set("group.id", &cfg.group)
-            .set(
-                "session.timeout.ms",
-                cfg.session_timeout.as_millis().to_string(),
-            )
-            .set(
-                "heartbeat.interval.ms",
-                cfg.coordinator_heartbeat.as_millis().to_string(),
-            )
-            .set(
-                "max.poll.interval.ms",
-                cfg.max_poll_interval.as_millis().to_string(),
-            )
+            .set("session.timeout.ms", cfg.session_timeout.as_millis().to_string())
+            .set("heartbeat.interval.ms", cfg.coordinator_heartbeat.as_millis().to_string())
+            .set("max.poll.interval.ms", cfg.max_poll_interval.as_millis().to_string())
             // Sticky: a member joining never takes partition 0 from a leader.
             .set("partition.assignment.strategy", "cooperative-sticky")
             .set("enable.auto.commit", "false")
@@ -275,9 +254,8 @@ impl Kafka {
             // tansu) would otherwise delay every heartbeat read-back by 500ms.
             .set("fetch.wait.max.ms", "100");
         let consumer_config = with_user_properties(consumer_config, cfg);
-        let consumer: BaseConsumer<Context> = consumer_config
-            .create_with_context(context(false))
-            .map_err(creation_error)?;
+        let consumer: BaseConsumer<Context> =
+            consumer_config.create_with_context(context(false)).map_err(creation_error)?;
 
         let mut producer_config = base_config(cfg);
         let deadline_ms = cfg.leader.heartbeat_deadline.as_millis().max(1).to_string();
@@ -288,9 +266,8 @@ impl Kafka {
             .set("message.timeout.ms", &deadline_ms)
             .set("request.timeout.ms", &deadline_ms);
         let producer_config = with_user_properties(producer_config, cfg);
-        let producer: ThreadedProducer<Context> = producer_config
-            .create_with_context(context(true))
-            .map_err(creation_error)?;
+        let producer: ThreadedProducer<Context> =
+            producer_config.create_with_context(context(true)).map_err(creation_error)?;
 
         ensure_topic(cfg, &consumer).await?;
         consumer.subscribe(&[&cfg.topic]).map_err(creation_error)?;
@@ -301,29 +278,16 @@ impl Kafka {
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
             .spawn(move || consume(consumer, &topic, &reader_member, &reader_closing, &events))
-            .map_err(|e| Fatal {
-                code: exit::INTERNAL,
-                message: format!("cannot start the Kafka thread: {e}"),
-            })?;
+            .map_err(|e| Fatal { code: exit::INTERNAL, message: format!("cannot start the Kafka thread: {e}") })?;
 
-        Ok(Kafka {
-            producer,
-            member,
-            topic: cfg.topic.clone(),
-            seq: 0,
-            closing,
-            consumer: Some(thread),
-        })
+        Ok(Kafka { producer, member, topic: cfg.topic.clone(), seq: 0, closing, consumer: Some(thread) })
     }
 
     /// Queues one heartbeat stamped with `now`. Never blocks.
     pub fn send_heartbeat(&mut self, now: BootTime) {
         self.seq += 1;
         let value = Heartbeat::new(&self.member, self.seq, now).encode();
-        let record = BaseRecord::to(&self.topic)
-            .partition(0)
-            .key(self.member.name.as_bytes())
-            .payload(&value);
+        let record = BaseRecord::to(&self.topic).partition(0).key(self.member.name.as_bytes()).payload(&value);
         if let Err((err, _)) = self.producer.send(record) {
             debug!(%err, "heartbeat not queued");
         }
@@ -360,21 +324,14 @@ fn consume(
                     continue;
                 };
                 let own = hb.is_from(me);
-                let event = Event::Heartbeat {
-                    offset: msg.offset(),
-                    own,
-                    sent: BootTime::from_nanos(hb.sent_ns),
-                };
+                let event = Event::Heartbeat { offset: msg.offset(), own, sent: BootTime::from_nanos(hb.sent_ns) };
                 if events.send(event).is_err() {
                     break;
                 }
             }
             Some(Err(err)) => match err.rdkafka_error_code().and_then(fatal_code) {
                 Some(code) => {
-                    let _ = events.send(Event::Fatal {
-                        code,
-                        message: err.to_string(),
-                    });
+                    let _ = events.send(Event::Fatal { code, message: err.to_string() });
                 }
                 None => debug!(%err, "consumer error"),
             },
@@ -387,11 +344,9 @@ fn consume(
 /// Makes sure the topic exists: metadata first (any broker), CreateTopics
 /// when missing. Retries while Kafka is unreachable.
 async fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fatal> {
-    let mut warned = false;
     loop {
-        let metadata = tokio::task::block_in_place(|| {
-            consumer.fetch_metadata(Some(&cfg.topic), Duration::from_secs(5))
-        });
+        let metadata =
+            tokio::task::block_in_place(|| consumer.fetch_metadata(Some(&cfg.topic), Duration::from_secs(5)));
         match metadata {
             Ok(md) => {
                 let Some(topic) = md.topics().iter().find(|t| t.name() == cfg.topic) else {
@@ -402,9 +357,7 @@ async fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<
                         if topic.partitions().len() > 1 {
                             warn!(topic = %cfg.topic, partitions = topic.partitions().len(), "topic has more than one partition; only partition 0 elects, the others add needless assignments");
                         }
-                        if warned {
-                            info!("Kafka is reachable again");
-                        }
+                        consumer.context().reachable();
                         return Ok(());
                     }
                     None
@@ -416,11 +369,7 @@ async fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<
                         if let Some(fatal) = fatal_code(code) {
                             return Err(Fatal {
                                 code: fatal,
-                                message: format!(
-                                    "topic {}: {code}. {}",
-                                    cfg.topic,
-                                    denied_hint(cfg)
-                                ),
+                                message: format!("topic {}: {code}. {}", cfg.topic, denied_hint(cfg)),
                             });
                         }
                         debug!(%code, "topic metadata error; retrying");
@@ -430,15 +379,9 @@ async fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<
             }
             Err(err) => {
                 if let Some(code) = err.rdkafka_error_code().and_then(fatal_code) {
-                    return Err(Fatal {
-                        code,
-                        message: format!("{err}. {}", denied_hint(cfg)),
-                    });
+                    return Err(Fatal { code, message: format!("{err}. {}", denied_hint(cfg)) });
                 }
-                if !warned {
-                    warn!(brokers = %cfg.brokers, %err, "Kafka unreachable; retrying (nothing runs until it answers)");
-                    warned = true;
-                }
+                consumer.context().unreachable(&err.to_string());
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
         }
@@ -448,9 +391,7 @@ async fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<
 async fn create_topic(cfg: &Config) -> Result<(), Fatal> {
     info!(topic = %cfg.topic, "creating the topic (1 partition, 1 hour retention)");
     let admin: AdminClient<rdkafka::client::DefaultClientContext> =
-        with_user_properties(base_config(cfg), cfg)
-            .create()
-            .map_err(creation_error)?;
+        with_user_properties(base_config(cfg), cfg).create().map_err(creation_error)?;
     let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
     let mut replication = -1; // the broker's default.replication.factor (KIP-464)
     loop {
@@ -467,9 +408,7 @@ async fn create_topic(cfg: &Config) -> Result<(), Fatal> {
         };
         match code {
             RDKafkaErrorCode::TopicAlreadyExists => return Ok(()),
-            RDKafkaErrorCode::InvalidReplicationFactor | RDKafkaErrorCode::UnsupportedVersion
-                if replication == -1 =>
-            {
+            RDKafkaErrorCode::InvalidReplicationFactor | RDKafkaErrorCode::UnsupportedVersion if replication == -1 => {
                 replication = 1;
             }
             code if fatal_code(code) == Some(exit::KAFKA_DENIED) => {

@@ -1,0 +1,51 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_neli_run_global_optspecs
+    string join \n b/brokers= g/group= topic= name= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= acquire-timeout= v/verbose q/quiet h/help V/version
+end
+
+function __fish_neli_run_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_neli_run_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_neli_run_using_subcommand
+    set -l cmd (__fish_neli_run_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c neli-run -n "__fish_neli_run_needs_command" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l name -d 'This member\'s name in logs and heartbeats [default: <HOSTNAME>-<PID>]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable)' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l session-timeout -d 'Kafka group session timeout: how long a crashed leader blocks takeover' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l heartbeat-interval -d 'How often the leader writes a heartbeat record to partition 0' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l heartbeat-deadline -d 'Kill the command when no own heartbeat has come back for this long' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l grace -d 'Time between the stop signal and SIGKILL' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l stop-signal -d 'Signal that asks the command to stop (name or number)' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l restart -d 'What to do when the command exits while leader' -r -f -a "never\t'Exit with the child\'s status (and leave the group)'
+on-failure\t'Start it again unless it exited with status 0'
+always\t'Start it again whatever its status'"
+complete -c neli-run -n "__fish_neli_run_needs_command" -l restart-delay -d 'Pause before restarting the command' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l acquire-timeout -d 'Give up (exit 75) if not leader within this time [default: wait forever]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_needs_command" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
+complete -c neli-run -n "__fish_neli_run_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_needs_command" -s V -l version -d 'Print version'
+complete -c neli-run -n "__fish_neli_run_needs_command" -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
+complete -c neli-run -n "__fish_neli_run_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l listen -d 'Address to listen on and advertise to clients' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

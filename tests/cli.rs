@@ -1,0 +1,94 @@
+//! Command-line contract: help, and every input a user can get wrong.
+
+use crate::util::run;
+
+#[test]
+fn help_teaches_usage_and_exit_codes() {
+    let (code, out) = run(&["--help"]);
+    assert_eq!(code, 0);
+    for needle in ["--group", "--heartbeat-deadline", "NELI_FENCING_TOKEN", "dev-broker", "75"] {
+        assert!(out.contains(needle), "--help lacks {needle}:\n{out}");
+    }
+}
+
+#[test]
+fn unknown_flag_is_a_usage_error() {
+    let (code, out) = run(&["--frobnicate", "-g", "g", "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--frobnicate"), "{out}");
+}
+
+#[test]
+fn missing_group_is_a_usage_error() {
+    let (code, out) = run(&["--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--group"), "{out}");
+}
+
+#[test]
+fn missing_command_is_a_usage_error() {
+    let (code, out) = run(&["-g", "g"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("COMMAND"), "{out}");
+}
+
+#[test]
+fn bad_duration_names_the_flag() {
+    let (code, out) = run(&["-g", "g", "--grace", "soon", "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--grace") && out.contains("500ms"), "{out}");
+}
+
+#[test]
+fn unsafe_timing_is_refused_with_the_fix() {
+    let (code, out) = run(&["-g", "g", "--heartbeat-deadline", "8s", "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--session-timeout") && out.contains("at least"), "{out}");
+}
+
+#[test]
+fn bad_broker_address_is_a_usage_error() {
+    let (code, out) = run(&["-g", "g", "-b", "localhost:ninety", "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("localhost:ninety"), "{out}");
+}
+
+#[test]
+fn command_not_found_exits_127_before_joining() {
+    // Port 1 is closed: were Kafka reached first, this would hang.
+    let (code, out) = run(&["-g", "g", "-b", "127.0.0.1:1", "--", "no-such-command-neli"]);
+    assert_eq!(code, 127, "{out}");
+    assert!(out.contains("command not found: no-such-command-neli"), "{out}");
+}
+
+#[test]
+fn command_not_executable_exits_126() {
+    let dir = crate::util::tempdir::Dir::new("not-executable");
+    let file = dir.path().join("data.txt");
+    std::fs::write(&file, "not a program").unwrap();
+    let (code, out) = run(&["-g", "g", "-b", "127.0.0.1:1", "--", file.to_str().unwrap()]);
+    assert_eq!(code, 126, "{out}");
+    assert!(out.contains("not an executable"), "{out}");
+}
+
+#[test]
+fn unknown_kafka_property_is_a_config_error() {
+    let (code, out) = run(&["-g", "g", "-X", "no.such.property=1", "--", "true"]);
+    assert_eq!(code, 78, "{out}");
+    assert!(out.contains("no.such.property"), "{out}");
+}
+
+#[test]
+fn unreachable_broker_retries_quietly_then_gives_up_at_acquire_timeout() {
+    let (code, out) = run(&["-g", "g", "-b", "127.0.0.1:1", "--acquire-timeout", "3s", "--", "true"]);
+    assert_eq!(code, 75, "{out}");
+    assert_eq!(out.matches("unreachable").count(), 1, "one line per state change:\n{out}");
+    assert!(out.contains("--acquire-timeout"), "{out}");
+}
+
+#[test]
+fn bad_dev_broker_address_is_a_usage_error() {
+    let (code, out) = run(&["dev-broker", "--listen", "nowhere"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("HOST:PORT"), "{out}");
+}

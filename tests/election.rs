@@ -1,0 +1,62 @@
+//! Several members of one group: exactly one leader, handover, failover and
+//! fencing tokens, checked by the independent overlap detector.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::util::{stays_false, wait_until, Group, Member};
+
+fn three(g: &Group) -> Vec<Member> {
+    ["a", "b", "c"].iter().map(|n| g.member(n, &[], &["sleep", "1000"])).collect()
+}
+
+fn leader_index(g: &Group, members: &[Member]) -> usize {
+    let (name, _) = g.starts().last().cloned().expect("someone started");
+    members.iter().position(|m| m.name == name).expect("a member of ours leads")
+}
+
+#[test]
+fn one_leader_among_three() {
+    let g = Group::new("one-of-three");
+    let members = three(&g);
+    let t = g.broker.timing;
+    wait_until(t.takeover(), "a leader runs its child", || g.lock_held());
+    assert!(stays_false(t.session * 2, || g.starts().len() > 1), "a second child started: {:?}", g.starts());
+    g.assert_no_overlap();
+    drop(members);
+}
+
+#[test]
+fn graceful_handover_and_increasing_tokens() {
+    let g = Group::new("handover");
+    let mut members = three(&g);
+    let t = g.broker.timing;
+    for round in 1..=2 {
+        wait_until(t.takeover(), "a leader runs its child", || g.starts().len() == round && g.lock_held());
+        let i = leader_index(&g, &members);
+        members[i].signal(Signal::SIGTERM);
+        assert_eq!(members[i].wait_exit(t.takeover()).code(), Some(143), "{}", members[i].log());
+        members.remove(i);
+    }
+    wait_until(t.takeover(), "the last member leads", || g.starts().len() == 3);
+    let tokens: Vec<i64> = g.starts().iter().map(|s| s.1).collect();
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens must increase: {tokens:?}");
+    g.assert_no_overlap();
+}
+
+#[test]
+fn kill_9_of_the_leader_fails_over_within_the_session_timeout() {
+    let g = Group::new("failover");
+    let mut members = three(&g);
+    let t = g.broker.timing;
+    wait_until(t.takeover(), "a leader runs its child", || g.lock_held());
+    let i = leader_index(&g, &members);
+    members[i].signal(Signal::SIGKILL);
+    members[i].wait_exit(t.takeover());
+    // The shim kills the child at once: no orphan holds the lock.
+    wait_until(Duration::from_secs(5), "the dead leader's child is gone", || !g.lock_held());
+    wait_until(t.takeover(), "a standby takes over", || g.starts().len() == 2 && g.lock_held());
+    assert_ne!(g.starts()[1].0, members[i].name);
+    g.assert_no_overlap();
+}

@@ -1,0 +1,64 @@
+//! Faults: a frozen leader, a frozen broker, and a leader cut off from the
+//! network. In each, the child must die within the heartbeat deadline, no
+//! two children may overlap, and leadership must come back.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::util::{wait_until, Broker, Group, Member};
+
+fn pair(g: &Group) -> Vec<Member> {
+    ["a", "b"].iter().map(|n| g.member(n, &[], &["sleep", "1000"])).collect()
+}
+
+fn leader_of(g: &Group, members: &[Member]) -> usize {
+    let (name, _) = g.starts().last().cloned().expect("someone started");
+    members.iter().position(|m| m.name == name).expect("a member of ours leads")
+}
+
+/// Bound for "the child died because heartbeats stopped": the deadline plus
+/// generous room for a loaded machine.
+fn fence_bound(g: &Group) -> Duration {
+    g.broker.timing.deadline + Duration::from_secs(3)
+}
+
+#[test]
+fn sigstop_of_the_leader_fences_through_the_shim_and_sigcont_does_not_overlap() {
+    let g = Group::new("sigstop");
+    let members = pair(&g);
+    let t = g.broker.timing;
+    wait_until(t.takeover(), "a leader runs its child", || g.lock_held());
+    let i = leader_of(&g, &members);
+    let stopped = Instant::now();
+    members[i].signal(Signal::SIGSTOP);
+    // neli-run is frozen: only the shim's lease can kill the child.
+    wait_until(fence_bound(&g), "the frozen leader's child is fenced", || !g.lock_held());
+    assert!(stopped.elapsed() >= t.deadline / 2, "fenced too early: {:?}", stopped.elapsed());
+    wait_until(t.takeover(), "the standby takes over", || g.starts().len() == 2 && g.lock_held());
+    members[i].signal(Signal::SIGCONT);
+    // The old leader wakes up revoked; the new one keeps leading.
+    assert!(
+        crate::util::stays_false(t.session * 2, || g.starts().len() > 2),
+        "leadership moved again: {:?}",
+        g.starts()
+    );
+    assert!(g.lock_held(), "nobody leads after SIGCONT");
+    g.assert_no_overlap();
+    assert!(members[i].log().contains("lease expired"), "{}", members[i].log());
+}
+
+#[test]
+fn paused_broker_fences_the_leader_and_leadership_returns() {
+    let g = Group::on(Broker::dev(), "broker-pause");
+    let _members = pair(&g);
+    let t = g.broker.timing;
+    wait_until(t.takeover(), "a leader runs its child", || g.lock_held());
+    g.broker.signal(Signal::SIGSTOP);
+    wait_until(fence_bound(&g), "the leader fences while the broker is frozen", || !g.lock_held());
+    g.broker.signal(Signal::SIGCONT);
+    wait_until(t.takeover(), "someone leads again", || g.lock_held());
+    let tokens: Vec<i64> = g.starts().iter().map(|s| s.1).collect();
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens must increase: {tokens:?}");
+    g.assert_no_overlap();
+}

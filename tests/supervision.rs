@@ -1,0 +1,153 @@
+//! One member and its child: exit statuses, stop signals, grace, process
+//! groups, forwarded signals and restart policies.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::util::{wait_until, Group};
+
+const LONG: Duration = Duration::from_secs(60);
+
+#[test]
+fn exit_code_of_the_child_is_ours() {
+    let g = Group::new("exit-code");
+    let mut m = g.member("a", &[], &["sh", "-c", "exit 7"]);
+    assert_eq!(m.wait_exit(LONG).code(), Some(7), "{}", m.log());
+    g.assert_no_overlap();
+}
+
+#[test]
+fn child_killed_by_a_signal_exits_128_plus_n() {
+    let g = Group::new("signal-code");
+    let mut m = g.member("a", &[], &["sh", "-c", "kill -SEGV $$"]);
+    // The wrapper shell reports its child's SIGSEGV death as 139.
+    assert_eq!(m.wait_exit(LONG).code(), Some(139), "{}", m.log());
+}
+
+#[test]
+fn child_env_carries_group_name_and_token() {
+    let g = Group::new("env");
+    let out = g.dir.path().join("env");
+    let script = format!("env | grep ^NELI_ > {}", out.display());
+    let mut m = g.member("a", &[], &["sh", "-c", &script]);
+    assert_eq!(m.wait_exit(LONG).code(), Some(0), "{}", m.log());
+    let env = std::fs::read_to_string(out).unwrap();
+    assert!(env.contains(&format!("NELI_GROUP={}", g.name)), "{env}");
+    assert!(env.contains(&format!("NELI_TOPIC={}.neli", g.name)), "{env}");
+    assert!(env.contains("NELI_NAME=a"), "{env}");
+    let token = g.starts()[0].1;
+    assert!(env.contains(&format!("NELI_FENCING_TOKEN={token}")), "{env}");
+}
+
+#[test]
+fn sigterm_stops_the_child_and_exits_with_its_status() {
+    let g = Group::new("sigterm");
+    let mut m = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(LONG, "the child runs", || g.lock_held());
+    m.signal(Signal::SIGTERM);
+    // flock reports its child's SIGTERM death as 128+15.
+    assert_eq!(m.wait_exit(LONG).code(), Some(143), "{}", m.log());
+    g.assert_no_orphan();
+}
+
+#[test]
+fn child_ignoring_sigterm_is_killed_after_grace() {
+    let g = Group::new("ignore-term");
+    let mut m = g.member("a", &["--grace", "1s"], &["sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"]);
+    wait_until(LONG, "the child runs", || g.lock_held());
+    let asked = std::time::Instant::now();
+    m.signal(Signal::SIGTERM);
+    m.wait_exit(LONG);
+    assert!(asked.elapsed() >= Duration::from_millis(900), "killed before the grace ran out");
+    assert!(m.log().contains("grace"), "{}", m.log());
+    g.assert_no_orphan();
+}
+
+#[test]
+fn grandchildren_die_with_the_child() {
+    let g = Group::new("grandchildren");
+    let mut m = g.member("a", &[], &["sh", "-c", "sleep 1000 & sleep 1000 & wait"]);
+    wait_until(LONG, "the child runs", || g.lock_held());
+    m.signal(Signal::SIGTERM);
+    m.wait_exit(LONG);
+    g.assert_no_orphan();
+}
+
+#[test]
+fn grandchildren_left_behind_by_an_exiting_child_are_stopped() {
+    let g = Group::new("leftovers");
+    let mut m = g.member("a", &[], &["sh", "-c", "sleep 1000 & exit 4"]);
+    assert_eq!(m.wait_exit(LONG).code(), Some(4), "{}", m.log());
+    g.assert_no_orphan();
+}
+
+#[test]
+fn kill_9_of_neli_run_kills_the_whole_group() {
+    let g = Group::new("kill9");
+    let mut m = g.member("a", &[], &["sh", "-c", "sleep 1000 & sleep 1000 & wait"]);
+    wait_until(LONG, "the child runs", || g.lock_held());
+    m.signal(Signal::SIGKILL);
+    m.wait_exit(LONG);
+    g.assert_no_orphan();
+}
+
+#[test]
+fn hup_usr1_usr2_winch_are_forwarded_to_the_child() {
+    let g = Group::new("forward");
+    let seen = g.dir.path().join("seen");
+    let script = format!(
+        "for s in HUP USR1 USR2 WINCH; do trap \"echo $s >> {0}\" $s; done; echo ready >> {0}; while :; do sleep 0.05; done",
+        seen.display()
+    );
+    // Unguarded: the detector's flock would die of HUP like any process of
+    // the group that does not handle it.
+    let mut m = g.member_unguarded("a", &[], &["sh", "-c", &script]);
+    let read = || std::fs::read_to_string(&seen).unwrap_or_default();
+    wait_until(LONG, "the child is ready", || read().contains("ready"));
+    for (sig, name) in
+        [(Signal::SIGHUP, "HUP"), (Signal::SIGUSR1, "USR1"), (Signal::SIGUSR2, "USR2"), (Signal::SIGWINCH, "WINCH")]
+    {
+        m.signal(sig);
+        wait_until(LONG, &format!("the child saw {name}"), || read().contains(name));
+    }
+    m.signal(Signal::SIGTERM);
+    m.wait_exit(LONG);
+}
+
+#[test]
+fn restart_never_exits_after_one_run() {
+    let g = Group::new("restart-never");
+    let mut m = g.member("a", &["--restart", "never"], &["sh", "-c", "exit 1"]);
+    assert_eq!(m.wait_exit(LONG).code(), Some(1));
+    assert_eq!(g.starts().len(), 1);
+}
+
+/// A child that fails twice, then succeeds (counting its runs in a file).
+fn flaky(g: &Group) -> String {
+    let count = g.dir.path().join("count");
+    format!("n=$(cat {0} 2>/dev/null || echo 0); echo $((n+1)) > {0}; [ $n -ge 2 ]", count.display())
+}
+
+#[test]
+fn restart_on_failure_runs_until_success() {
+    let g = Group::new("restart-on-failure");
+    let script = flaky(&g);
+    let mut m = g.member("a", &["--restart", "on-failure", "--restart-delay", "100ms"], &["sh", "-c", &script]);
+    assert_eq!(m.wait_exit(LONG).code(), Some(0), "{}", m.log());
+    let starts = g.starts();
+    assert_eq!(starts.len(), 3, "{starts:?}");
+    assert!(starts.iter().all(|s| s.1 == starts[0].1), "restarts keep the token: {starts:?}");
+}
+
+#[test]
+fn restart_always_runs_again_after_success() {
+    let g = Group::new("restart-always");
+    let mut m = g.member("a", &["--restart", "always", "--restart-delay", "100ms"], &["true"]);
+    wait_until(LONG, "three runs", || g.starts().len() >= 3);
+    assert!(!m.exited(), "always never exits by itself");
+    m.signal(Signal::SIGTERM);
+    // 0 when the signal falls between runs, 143 when it stops a run.
+    let code = m.wait_exit(LONG).code();
+    assert!(matches!(code, Some(0) | Some(143)), "{code:?}\n{}", m.log());
+}

@@ -1,0 +1,353 @@
+//! Test harness: real `neli-run` processes against a real Kafka-protocol
+//! broker over TCP, with an overlap detector that does not trust neli-run.
+//!
+//! The broker is a fresh `neli-run dev-broker` per test, unless
+//! `NELI_TEST_BROKERS` names another (tansu in CI, or any Kafka); then each
+//! test uses a group and topic of its own.
+
+use std::fs;
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_neli-run")
+}
+
+/// The overlap-detecting wrapper (see the script's header).
+pub fn guarded() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/guarded.sh")
+}
+
+/// Polls `cond` every 20 ms until it holds; panics with `what` after
+/// `within`. Tests wait on events this way, never on a fixed sleep.
+pub fn wait_until(within: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < within, "timed out after {within:?} waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether the condition stays false for all of `window`. Used only for the
+/// claims that need a period ("no second leader appears").
+pub fn stays_false(window: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < window {
+        if cond() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Timing used by every member in tests. The dev broker accepts any session
+/// timeout; real brokers usually refuse less than 6 s, so with
+/// NELI_TEST_BROKERS the defaults are scaled up.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    pub session: Duration,
+    pub coordinator_heartbeat: Duration,
+    pub heartbeat: Duration,
+    pub deadline: Duration,
+    pub grace: Duration,
+}
+
+impl Timing {
+    pub fn args(&self) -> Vec<String> {
+        let ms = |d: Duration| format!("{}ms", d.as_millis());
+        vec![
+            "--session-timeout".into(),
+            ms(self.session),
+            "--heartbeat-interval".into(),
+            ms(self.heartbeat),
+            "--heartbeat-deadline".into(),
+            ms(self.deadline),
+            "--grace".into(),
+            ms(self.grace),
+            "-X".into(),
+            format!("heartbeat.interval.ms={}", self.coordinator_heartbeat.as_millis()),
+        ]
+    }
+
+    /// A generous bound for one takeover: a full session expiry, a rebalance
+    /// and a heartbeat round trip, with room for a loaded CI machine.
+    pub fn takeover(&self) -> Duration {
+        self.session * 4 + Duration::from_secs(10)
+    }
+}
+
+/// A broker for one test.
+pub struct Broker {
+    pub address: String,
+    /// Our own dev broker, if we started one (None for NELI_TEST_BROKERS).
+    process: Option<Child>,
+    pub timing: Timing,
+}
+
+impl Broker {
+    /// A dev broker of our own, or the external one.
+    pub fn start() -> Broker {
+        if let Ok(address) = std::env::var("NELI_TEST_BROKERS") {
+            let session = std::env::var("NELI_TEST_SESSION_TIMEOUT")
+                .ok()
+                .and_then(|s| humantime::parse_duration(&s).ok())
+                .unwrap_or(Duration::from_secs(6));
+            let hb = session / 10;
+            return Broker {
+                address,
+                process: None,
+                timing: Timing {
+                    session,
+                    coordinator_heartbeat: hb,
+                    heartbeat: hb,
+                    deadline: session / 2,
+                    grace: session / 4,
+                },
+            };
+        }
+        Broker::dev()
+    }
+
+    /// Always our own dev broker (for tests that pause or kill it).
+    pub fn dev() -> Broker {
+        let port = free_port();
+        let address = format!("127.0.0.1:{port}");
+        let process = Command::new(bin())
+            .args(["dev-broker", "--listen", &address])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the dev broker");
+        wait_until(Duration::from_secs(20), "the dev broker accepts connections", || {
+            TcpStream::connect(&address).is_ok()
+        });
+        Broker {
+            address,
+            process: Some(process),
+            // Short, for fast tests, yet with a deadline that a loaded
+            // two-core CI machine running many tests at once still meets.
+            timing: Timing {
+                session: Duration::from_millis(3000),
+                coordinator_heartbeat: Duration::from_millis(300),
+                heartbeat: Duration::from_millis(250),
+                deadline: Duration::from_millis(1500),
+                grace: Duration::from_millis(1000),
+            },
+        }
+    }
+
+    /// Sends a signal to our dev broker.
+    pub fn signal(&self, sig: Signal) {
+        let child = self.process.as_ref().expect("only our own dev broker can be signalled");
+        kill(Pid::from_raw(child.id() as i32), sig).expect("signal the dev broker");
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        if let Some(child) = self.process.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+static GROUPS: AtomicU32 = AtomicU32::new(0);
+
+/// A group of members sharing a broker, a group name and an overlap detector.
+pub struct Group {
+    pub broker: Broker,
+    pub name: String,
+    pub dir: tempdir::Dir,
+}
+
+impl Group {
+    pub fn new(test: &str) -> Group {
+        Group::on(Broker::start(), test)
+    }
+
+    pub fn on(broker: Broker, test: &str) -> Group {
+        let n = GROUPS.fetch_add(1, Ordering::Relaxed);
+        let name = format!("t-{test}-{}-{n}", std::process::id());
+        let dir = tempdir::Dir::new(&name);
+        Group { broker, name, dir }
+    }
+
+    /// A member running `command` under the overlap detector.
+    pub fn member(&self, name: &str, extra: &[&str], command: &[&str]) -> Member {
+        let dir = self.dir.path().display().to_string();
+        let guarded = guarded().display().to_string();
+        let mut wrapped = vec![guarded.as_str(), dir.as_str()];
+        wrapped.extend_from_slice(command);
+        self.member_unguarded(name, extra, &wrapped)
+    }
+
+    /// A member running `command` as it is (for tests where the detector's
+    /// own processes would get in the way, e.g. signals sent to the group).
+    pub fn member_unguarded(&self, name: &str, extra: &[&str], command: &[&str]) -> Member {
+        let mut argv: Vec<String> = vec!["-b".into(), self.broker.address.clone(), "-g".into(), self.name.clone()];
+        argv.extend(["--name".into(), name.into()]);
+        argv.extend(self.broker.timing.args());
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        argv.push("--".into());
+        argv.extend(command.iter().map(|s| s.to_string()));
+        Member::spawn(name, &argv, &self.dir.path().join(format!("{name}.log")))
+    }
+
+    /// Names and tokens of every child start, in order.
+    pub fn starts(&self) -> Vec<(String, i64)> {
+        read_lines(&self.dir.path().join("starts"))
+            .iter()
+            .filter_map(|l| {
+                let (name, token) = l.split_once(' ')?;
+                Some((name.to_string(), token.parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// Overlaps the detector saw (must stay empty).
+    pub fn overlaps(&self) -> Vec<String> {
+        read_lines(&self.dir.path().join("overlaps"))
+    }
+
+    /// Whether some child (or a descendant of one) holds the lock now.
+    pub fn lock_held(&self) -> bool {
+        let lock = self.dir.path().join("lock");
+        if !lock.exists() {
+            return false;
+        }
+        !Command::new("flock").args(["-n", "-E", "99"]).arg(&lock).arg("true").status().unwrap().success()
+    }
+
+    /// Asserts no overlap happened and, once every member has exited, that
+    /// no orphan holds the lock.
+    pub fn assert_no_overlap(&self) {
+        assert_eq!(self.overlaps(), Vec::<String>::new(), "two children ran at once");
+    }
+
+    pub fn assert_no_orphan(&self) {
+        wait_until(Duration::from_secs(5), "no process holds the lock after every member exited", || !self.lock_held());
+    }
+}
+
+fn read_lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path).unwrap_or_default().lines().map(str::to_string).collect()
+}
+
+/// One neli-run process.
+pub struct Member {
+    pub name: String,
+    child: Child,
+    log: PathBuf,
+    status: Option<ExitStatus>,
+}
+
+impl Member {
+    pub fn spawn(name: &str, argv: &[String], log: &Path) -> Member {
+        let file = fs::File::create(log).unwrap();
+        let child = Command::new(bin())
+            .args(argv)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .expect("start neli-run");
+        Member { name: name.to_string(), child, log: log.to_path_buf(), status: None }
+    }
+
+    pub fn pid(&self) -> Pid {
+        Pid::from_raw(self.child.id() as i32)
+    }
+
+    pub fn signal(&self, sig: Signal) {
+        kill(self.pid(), sig).expect("signal neli-run");
+    }
+
+    pub fn log(&self) -> String {
+        let mut s = String::new();
+        if let Ok(mut f) = fs::File::open(&self.log) {
+            let _ = f.read_to_string(&mut s);
+        }
+        s
+    }
+
+    /// Waits for the process to exit and returns its status.
+    pub fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+        let mut status = self.status;
+        wait_until(within, &format!("{} exits", self.name), || {
+            if status.is_none() {
+                status = self.child.try_wait().unwrap();
+            }
+            status.is_some()
+        });
+        self.status = status;
+        status.unwrap()
+    }
+
+    pub fn exited(&mut self) -> bool {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().unwrap();
+        }
+        self.status.is_some()
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        if !self.exited() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("---- log of {} ----\n{}", self.name, self.log());
+        }
+    }
+}
+
+/// A temporary directory removed on drop (kept when the test fails).
+pub mod tempdir {
+    use std::path::{Path, PathBuf};
+
+    pub struct Dir(PathBuf);
+
+    impl Dir {
+        pub fn new(name: &str) -> Dir {
+            let path = std::env::temp_dir().join(format!("neli-run-tests/{name}"));
+            let _ = std::fs::remove_dir_all(&path);
+            std::fs::create_dir_all(&path).unwrap();
+            Dir(path)
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            if !std::thread::panicking() {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+}
+
+/// Runs neli-run to completion with `args` (for command-line checks).
+pub fn run(args: &[&str]) -> (i32, String) {
+    let out = Command::new(bin()).args(args).stdin(Stdio::null()).output().expect("run neli-run");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}

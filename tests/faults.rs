@@ -62,3 +62,57 @@ fn paused_broker_fences_the_leader_and_leadership_returns() {
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens must increase: {tokens:?}");
     g.assert_no_overlap();
 }
+
+/// The leader runs in a network namespace; the standby does not.
+fn cut_setup(test: &str, session: &str) -> Option<(crate::util::NetNs, Group, Member)> {
+    let ns = crate::util::NetNs::create()?;
+    let mut broker = Broker::dev_at(&ns.host_ip);
+    broker.timing.session = humantime::parse_duration(session).unwrap();
+    let g = Group::on(broker, test);
+    let a = g.member_in(Some(ns.exec_prefix()), "a", &[], &["sleep", "1000"]);
+    wait_until(g.broker.timing.takeover(), "the member in the namespace leads", || {
+        g.starts().first().is_some_and(|s| s.0 == "a") && g.lock_held()
+    });
+    Some((ns, g, a))
+}
+
+#[test]
+fn network_cut_shorter_than_the_session_fences_then_resumes_with_a_new_token() {
+    // A session long enough that the group keeps us while we are cut off.
+    let Some((ns, g, a)) = cut_setup("cut-short", "8s") else { return };
+    let b = g.member("b", &[], &["sleep", "1000"]);
+    wait_until(Duration::from_secs(30), "b is a standby", || b.log().contains("standby"));
+    let cut = Instant::now();
+    ns.cut();
+    wait_until(fence_bound(&g), "the cut-off leader fences its child", || !g.lock_held());
+    let fenced_after = cut.elapsed();
+    assert!(fenced_after >= g.broker.timing.deadline / 2, "fenced too early: {fenced_after:?}");
+    ns.heal();
+    wait_until(g.broker.timing.takeover(), "the leader resumes", || g.starts().len() == 2 && g.lock_held());
+    let starts = g.starts();
+    assert_eq!(starts[1].0, "a", "the same member resumes: {starts:?}");
+    assert!(starts[1].1 > starts[0].1, "with a new, larger token: {starts:?}");
+    assert!(a.log().contains("fenced") && a.log().contains("resumed"), "{}", a.log());
+    g.assert_no_overlap();
+}
+
+#[test]
+fn network_cut_longer_than_the_session_hands_over_without_overlap() {
+    let Some((ns, g, a)) = cut_setup("cut-long", "3s") else { return };
+    let b = g.member("b", &[], &["sleep", "1000"]);
+    wait_until(Duration::from_secs(30), "b is a standby", || b.log().contains("standby"));
+    ns.cut();
+    wait_until(fence_bound(&g), "the cut-off leader fences its child", || !g.lock_held());
+    wait_until(g.broker.timing.takeover(), "the standby takes over", || {
+        g.starts().last().is_some_and(|s| s.0 == "b") && g.lock_held()
+    });
+    ns.heal();
+    // a comes back to find its session gone: it must stand by, not overlap.
+    wait_until(g.broker.timing.takeover(), "a rejoins as a standby", || a.log().matches("standby").count() >= 1);
+    assert!(
+        crate::util::stays_false(g.broker.timing.session * 2, || g.starts().len() > 2),
+        "leadership moved again: {:?}",
+        g.starts()
+    );
+    g.assert_no_overlap();
+}

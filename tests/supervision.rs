@@ -151,3 +151,29 @@ fn restart_always_runs_again_after_success() {
     let code = m.wait_exit(LONG).code();
     assert!(matches!(code, Some(0) | Some(143)), "{code:?}\n{}", m.log());
 }
+
+#[test]
+fn as_pid_1_it_handles_sigterm_and_leaves_nothing_behind() {
+    // A container entrypoint: neli-run is PID 1 of a new PID namespace, where
+    // signals without a handler are ignored and orphans are its to reap.
+    let g = Group::new("pid1");
+    let prefix = ["unshare", "--pid", "--fork", "--mount-proc"].map(String::from).to_vec();
+    let ok =
+        std::process::Command::new("unshare").args(["--pid", "--fork", "true"]).status().is_ok_and(|s| s.success());
+    if !ok {
+        assert!(std::env::var_os("NELI_REQUIRE_NETNS").is_none(), "unshare --pid is not permitted here");
+        eprintln!("SKIPPED: unshare --pid is not permitted here");
+        return;
+    }
+    let pidfile = g.dir.path().join("pid");
+    let script = format!("echo $PPID > {}; sleep 1000 & sleep 1000 & wait", pidfile.display());
+    let mut m = g.member_in(Some(prefix), "a", &[], &["sh", "-c", &script]);
+    wait_until(LONG, "the child runs", || g.lock_held());
+    let neli = m.forked_pid().expect("unshare forked neli-run");
+    let status = std::fs::read_to_string(format!("/proc/{neli}/status")).unwrap();
+    assert!(status.lines().any(|l| l.starts_with("NSpid:") && l.trim_end().ends_with("\t1")), "{status}");
+    nix::sys::signal::kill(neli, Signal::SIGTERM).unwrap();
+    // unshare passes on its child's status.
+    assert_eq!(m.wait_exit(LONG).code(), Some(143), "{}", m.log());
+    g.assert_no_orphan();
+}

@@ -119,8 +119,13 @@ impl Broker {
 
     /// Always our own dev broker (for tests that pause or kill it).
     pub fn dev() -> Broker {
-        let port = free_port();
-        let address = format!("127.0.0.1:{port}");
+        Broker::dev_at("127.0.0.1")
+    }
+
+    /// Our own dev broker listening on `ip` (e.g. a veth address).
+    pub fn dev_at(ip: &str) -> Broker {
+        let port = TcpListener::bind((ip, 0)).unwrap().local_addr().unwrap().port();
+        let address = format!("{ip}:{port}");
         let process = Command::new(bin())
             .args(["dev-broker", "--listen", &address])
             .stdout(Stdio::null())
@@ -161,10 +166,6 @@ impl Drop for Broker {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 static GROUPS: AtomicU32 = AtomicU32::new(0);
 
 /// A group of members sharing a broker, a group name and an overlap detector.
@@ -188,23 +189,32 @@ impl Group {
 
     /// A member running `command` under the overlap detector.
     pub fn member(&self, name: &str, extra: &[&str], command: &[&str]) -> Member {
+        self.member_in(None, name, extra, command)
+    }
+
+    /// A guarded member started behind `prefix` (e.g. `ip netns exec NS`).
+    pub fn member_in(&self, prefix: Option<Vec<String>>, name: &str, extra: &[&str], command: &[&str]) -> Member {
         let dir = self.dir.path().display().to_string();
         let guarded = guarded().display().to_string();
         let mut wrapped = vec![guarded.as_str(), dir.as_str()];
         wrapped.extend_from_slice(command);
-        self.member_unguarded(name, extra, &wrapped)
+        self.spawn(prefix, name, extra, &wrapped)
     }
 
     /// A member running `command` as it is (for tests where the detector's
     /// own processes would get in the way, e.g. signals sent to the group).
     pub fn member_unguarded(&self, name: &str, extra: &[&str], command: &[&str]) -> Member {
+        self.spawn(None, name, extra, command)
+    }
+
+    fn spawn(&self, prefix: Option<Vec<String>>, name: &str, extra: &[&str], command: &[&str]) -> Member {
         let mut argv: Vec<String> = vec!["-b".into(), self.broker.address.clone(), "-g".into(), self.name.clone()];
         argv.extend(["--name".into(), name.into()]);
         argv.extend(self.broker.timing.args());
         argv.extend(extra.iter().map(|s| s.to_string()));
         argv.push("--".into());
         argv.extend(command.iter().map(|s| s.to_string()));
-        Member::spawn(name, &argv, &self.dir.path().join(format!("{name}.log")))
+        Member::spawn(name, &prefix.unwrap_or_default(), &argv, &self.dir.path().join(format!("{name}.log")))
     }
 
     /// Names and tokens of every child start, in order.
@@ -256,9 +266,19 @@ pub struct Member {
 }
 
 impl Member {
-    pub fn spawn(name: &str, argv: &[String], log: &Path) -> Member {
+    /// Starts neli-run with `argv`, behind `prefix` (e.g. `ip netns exec`,
+    /// which execs, so the pid is still neli-run's).
+    pub fn spawn(name: &str, prefix: &[String], argv: &[String], log: &Path) -> Member {
         let file = fs::File::create(log).unwrap();
-        let child = Command::new(bin())
+        let mut command = match prefix.split_first() {
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(bin());
+                c
+            }
+            None => Command::new(bin()),
+        };
+        let child = command
             .args(argv)
             .stdin(Stdio::null())
             .stdout(file.try_clone().unwrap())
@@ -270,6 +290,13 @@ impl Member {
 
     pub fn pid(&self) -> Pid {
         Pid::from_raw(self.child.id() as i32)
+    }
+
+    /// The first child of the process we started (neli-run, when a prefix
+    /// such as `unshare --fork` runs it as a child).
+    pub fn forked_pid(&self) -> Option<Pid> {
+        let children = fs::read_to_string(format!("/proc/{0}/task/{0}/children", self.child.id())).ok()?;
+        Some(Pid::from_raw(children.split_whitespace().next()?.parse().ok()?))
     }
 
     pub fn signal(&self, sig: Signal) {
@@ -350,4 +377,110 @@ pub fn run(args: &[&str]) -> (i32, String) {
     let out = Command::new(bin()).args(args).stdin(Stdio::null()).output().expect("run neli-run");
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.code().unwrap_or(-1), text)
+}
+
+static NETNS: AtomicU32 = AtomicU32::new(0);
+
+/// A test host: a network namespace joined to this one by a veth pair, whose
+/// link we can cut by dropping its packets (sockets stay open, as in a real
+/// partition). Needs root, `ip` and `nft`.
+pub struct NetNs {
+    name: String,
+    host_if: String,
+    /// The host side's address: where a broker for the namespace listens.
+    pub host_ip: String,
+}
+
+impl NetNs {
+    /// The namespace, or None with a note when this machine cannot make one
+    /// (unless NELI_REQUIRE_NETNS is set, as in CI: then that is a failure).
+    pub fn create() -> Option<NetNs> {
+        let n = (std::process::id() % 50) * 5 + NETNS.fetch_add(1, Ordering::Relaxed) % 5;
+        let ns = NetNs { name: format!("neli-t{n}"), host_if: format!("nrh{n}"), host_ip: format!("10.231.{n}.1") };
+        let peer = format!("nrn{n}");
+        let _ = Command::new("ip").args(["netns", "del", &ns.name]).stderr(Stdio::null()).status();
+        let _ = Command::new("ip").args(["link", "del", &ns.host_if]).stderr(Stdio::null()).status();
+        let steps: Vec<Vec<String>> = vec![
+            vec!["netns".into(), "add".into(), ns.name.clone()],
+            vec![
+                "link".into(),
+                "add".into(),
+                ns.host_if.clone(),
+                "type".into(),
+                "veth".into(),
+                "peer".into(),
+                "name".into(),
+                peer.clone(),
+            ],
+            vec!["link".into(), "set".into(), peer.clone(), "netns".into(), ns.name.clone()],
+            vec!["addr".into(), "add".into(), format!("{}/24", ns.host_ip), "dev".into(), ns.host_if.clone()],
+            vec!["link".into(), "set".into(), ns.host_if.clone(), "up".into()],
+            vec![
+                "-n".into(),
+                ns.name.clone(),
+                "addr".into(),
+                "add".into(),
+                format!("10.231.{n}.2/24"),
+                "dev".into(),
+                peer.clone(),
+            ],
+            vec!["-n".into(), ns.name.clone(), "link".into(), "set".into(), peer, "up".into()],
+            vec!["-n".into(), ns.name.clone(), "link".into(), "set".into(), "lo".into(), "up".into()],
+        ];
+        for step in steps {
+            let ok = Command::new("ip").args(&step).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+            if !ok {
+                let why = format!(
+                    "cannot create a network namespace (`ip {}` failed; needs root and iproute2)",
+                    step.join(" ")
+                );
+                assert!(std::env::var_os("NELI_REQUIRE_NETNS").is_none(), "{why}");
+                eprintln!("SKIPPED: {why}");
+                return None;
+            }
+        }
+        let nft = Command::new("nft").arg("--version").stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+        if !nft {
+            assert!(std::env::var_os("NELI_REQUIRE_NETNS").is_none(), "nft (nftables) is not installed");
+            eprintln!("SKIPPED: nft (nftables) is not installed");
+            return None;
+        }
+        Some(ns)
+    }
+
+    /// Runs a command inside the namespace (`ip netns exec` execs it).
+    pub fn exec_prefix(&self) -> Vec<String> {
+        vec!["ip".into(), "netns".into(), "exec".into(), self.name.clone()]
+    }
+
+    fn table(&self) -> String {
+        format!("neli_cut_{}", self.host_if)
+    }
+
+    /// Drops every packet between the namespace and the host, both ways.
+    pub fn cut(&self) {
+        let t = self.table();
+        let rules = format!(
+            "table inet {t} {{\n chain input {{ type filter hook input priority -300; iifname \"{i}\" drop; }}\n \
+             chain output {{ type filter hook output priority -300; oifname \"{i}\" drop; }}\n}}\n",
+            i = self.host_if
+        );
+        let mut nft = Command::new("nft").args(["-f", "-"]).stdin(Stdio::piped()).spawn().expect("run nft");
+        use std::io::Write;
+        nft.stdin.take().unwrap().write_all(rules.as_bytes()).unwrap();
+        assert!(nft.wait().unwrap().success(), "nft could not install the cut");
+    }
+
+    /// Lets packets through again.
+    pub fn heal(&self) {
+        let _ = Command::new("nft").args(["delete", "table", "inet", &self.table()]).stderr(Stdio::null()).status();
+    }
+}
+
+impl Drop for NetNs {
+    fn drop(&mut self) {
+        self.heal();
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
+        let _ = Command::new("ip").args(["link", "del", &self.host_if]).stderr(Stdio::null()).status();
+    }
 }

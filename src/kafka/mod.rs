@@ -101,6 +101,8 @@ struct Context {
     closing: Arc<AtomicBool>,
     /// Shared by both clients, so that each change is logged once.
     unreachable: Arc<AtomicBool>,
+    /// Whether "standby" was logged since we last owned partition 0.
+    standby: AtomicBool,
     /// The producer's librdkafka warns about every consumer-only property.
     quiet_conf_warnings: bool,
 }
@@ -156,6 +158,7 @@ impl ConsumerContext for Context {
         if self.closing.load(Ordering::Relaxed) || tpl.find_partition(&self.topic, 0).is_none() {
             return;
         }
+        self.standby.store(false, Ordering::Relaxed);
         let lost = consumer.assignment_lost();
         let (release, released) = mpsc::sync_channel(1);
         if self.events.send(Event::Revoked { lost, release }).is_ok() {
@@ -164,11 +167,19 @@ impl ConsumerContext for Context {
         }
     }
 
-    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         match rebalance {
             Rebalance::Assign(tpl) if tpl.find_partition(&self.topic, 0).is_some() => {
                 self.reachable();
+                self.standby.store(false, Ordering::Relaxed);
                 let _ = self.events.send(Event::Assigned);
+            }
+            Rebalance::Assign(_) => {
+                self.reachable();
+                let owns = consumer.assignment().is_ok_and(|a| a.find_partition(&self.topic, 0).is_some());
+                if !owns && !self.standby.swap(true, Ordering::Relaxed) {
+                    info!("standby: in the group, another member holds partition 0");
+                }
             }
             Rebalance::Error(err) => debug!(%err, "rebalance error"),
             _ => {}
@@ -235,6 +246,7 @@ impl Kafka {
             topic: cfg.topic.clone(),
             closing: closing.clone(),
             unreachable: unreachable.clone(),
+            standby: AtomicBool::new(false),
             quiet_conf_warnings: quiet,
         };
 

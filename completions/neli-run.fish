@@ -46,6 +46,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -s V -l version -d 'Prin
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l listen -d 'Address to listen on and advertise to clients' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l deny-topic -d 'Refuse access to TOPIC, as a broker with ACLs refuses a principal without permission (repeatable): to see what clients do then' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -60,6 +60,11 @@ pub struct DevBrokerArgs {
     /// Address to listen on and advertise to clients.
     #[arg(long, env = "NELI_DEV_BROKER_LISTEN", default_value = "127.0.0.1:9092", value_name = "HOST:PORT")]
     pub listen: String,
+
+    /// Refuse access to TOPIC, as a broker with ACLs refuses a principal
+    /// without permission (repeatable): to see what clients do then.
+    #[arg(long, env = "NELI_DEV_BROKER_DENY_TOPIC", value_name = "TOPIC")]
+    pub deny_topic: Vec<String>,
 }
 
 /// Options for running a command (the default mode).

@@ -62,10 +62,10 @@ pub fn main(args: DevBrokerArgs) -> ExitCode {
             return ExitCode::from(exit::INTERNAL);
         }
     };
-    runtime.block_on(serve(listen, &args.listen))
+    runtime.block_on(serve(listen, &args.listen, &args.deny_topic))
 }
 
-async fn serve(listen: SocketAddr, advertised: &str) -> ExitCode {
+async fn serve(listen: SocketAddr, advertised: &str, denied: &[String]) -> ExitCode {
     let listener = match TcpListener::bind(listen).await {
         Ok(l) => l,
         Err(err) => {
@@ -73,7 +73,7 @@ async fn serve(listen: SocketAddr, advertised: &str) -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     };
-    let mock = match start_mock(advertised) {
+    let mock = match start_mock(advertised, denied) {
         Ok(mock) => Arc::new(mock),
         Err(err) => {
             error!(%err, "cannot start the mock cluster");
@@ -120,7 +120,7 @@ impl rdkafka::producer::ProducerContext for Quiet {
     fn delivery(&self, _: &rdkafka::producer::DeliveryResult<'_>, _: ()) {}
 }
 
-fn start_mock(advertised: &str) -> Result<Mock, String> {
+fn start_mock(advertised: &str, denied: &[String]) -> Result<Mock, String> {
     let (host, port) = advertised.rsplit_once(':').ok_or("no port")?;
     let port: i32 = port.parse().map_err(|_| "bad port")?;
     let owner: BaseProducer<Quiet> =
@@ -138,6 +138,18 @@ fn start_mock(advertised: &str) -> Result<Mock, String> {
         // Real brokers wait 3s for more members before the first rebalance;
         // for trying things out, starting at once is nicer.
         rdkafka_sys::rd_kafka_mock_group_initial_rebalance_delay_ms(raw, 0);
+    }
+    for topic in denied {
+        let name = CString::new(topic.as_str()).map_err(|_| "bad topic name")?;
+        // SAFETY: valid handle and C string.
+        unsafe {
+            rdkafka_sys::rd_kafka_mock_topic_set_error(
+                raw,
+                name.as_ptr(),
+                rdkafka_sys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+            );
+        }
+        info!(topic, "denying access to topic");
     }
     Ok(Mock { raw, _owner: owner })
 }

@@ -92,3 +92,11 @@ fn bad_dev_broker_address_is_a_usage_error() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("HOST:PORT"), "{out}");
 }
+
+#[test]
+fn topic_without_permission_exits_77_naming_the_acls() {
+    let broker = crate::util::Broker::dev_with("127.0.0.1", &["--deny-topic", "secret.neli"]);
+    let (code, out) = run(&["-g", "secret", "-b", &broker.address, "--", "true"]);
+    assert_eq!(code, 77, "{out}");
+    assert!(out.contains("secret.neli") && out.contains("DESCRIBE, READ and WRITE"), "{out}");
+}

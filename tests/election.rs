@@ -60,3 +60,16 @@ fn kill_9_of_the_leader_fails_over_within_the_session_timeout() {
     assert_ne!(g.starts()[1].0, members[i].name);
     g.assert_no_overlap();
 }
+
+#[test]
+fn a_standby_gives_up_at_acquire_timeout() {
+    let g = Group::new("acquire-timeout");
+    let leader = g.member("a", &[], &["sleep", "1000"]);
+    let t = g.broker.timing;
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let mut standby = g.member("b", &["--acquire-timeout", "2s"], &["sleep", "1000"]);
+    assert_eq!(standby.wait_exit(t.takeover()).code(), Some(75), "{}", standby.log());
+    assert!(standby.log().contains("--acquire-timeout"), "{}", standby.log());
+    assert_eq!(g.starts().len(), 1);
+    drop(leader);
+}

@@ -124,10 +124,16 @@ impl Broker {
 
     /// Our own dev broker listening on `ip` (e.g. a veth address).
     pub fn dev_at(ip: &str) -> Broker {
+        Broker::dev_with(ip, &[])
+    }
+
+    /// Our own dev broker on `ip` with extra dev-broker options.
+    pub fn dev_with(ip: &str, extra: &[&str]) -> Broker {
         let port = TcpListener::bind((ip, 0)).unwrap().local_addr().unwrap().port();
         let address = format!("{ip}:{port}");
         let process = Command::new(bin())
             .args(["dev-broker", "--listen", &address])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -75,21 +75,36 @@ fn fatal_code(code: RDKafkaErrorCode) -> Option<u8> {
         | TopicAuthorizationFailed
         | GroupAuthorizationFailed
         | ClusterAuthorizationFailed => Some(exit::KAFKA_DENIED),
-        Fatal | InvalidArgument | UnsupportedFeature | InvalidSessionTimeout | InconsistentGroupProtocol => {
-            Some(exit::KAFKA_CONFIG)
-        }
+        Fatal | InvalidSessionTimeout | InconsistentGroupProtocol => Some(exit::KAFKA_CONFIG),
         _ => None,
     }
 }
 
-fn denied_hint(cfg: &Config) -> String {
-    format!(
-        "neli-run needs, on topic {t}: DESCRIBE, READ and WRITE (and CREATE if it does not exist yet); on group \
-         {g}: READ. Check the credentials and ACLs, e.g. kafka-acls.sh --add --allow-principal User:... \
-         --operation Read --operation Write --operation Describe --topic {t}",
-        t = cfg.topic,
-        g = cfg.group
-    )
+/// What the user can do about a fatal error.
+fn advice(code: RDKafkaErrorCode, topic: &str, group: &str) -> String {
+    use RDKafkaErrorCode::*;
+    match code {
+        TopicAuthorizationFailed | GroupAuthorizationFailed | ClusterAuthorizationFailed => format!(
+            "neli-run needs, on topic {topic}: DESCRIBE, READ and WRITE (and CREATE while it does not exist); on \
+             group {group}: READ. Grant them (kafka-acls.sh --add --allow-principal User:... --operation Read \
+             --operation Write --operation Describe --topic {topic}; --operation Read --group {group}) or use \
+             other credentials."
+        ),
+        Authentication | SaslAuthenticationFailed => {
+            "Check the credentials and mechanism (-X sasl.mechanism, sasl.username, sasl.password) and \
+             -X security.protocol."
+                .into()
+        }
+        InvalidSessionTimeout => "The broker refuses this --session-timeout: it must lie within the broker's \
+             group.min.session.timeout.ms and group.max.session.timeout.ms (6s and 30m by default)."
+            .into(),
+        _ => String::new(),
+    }
+}
+
+fn fatal_event(code: RDKafkaErrorCode, what: String, topic: &str, group: &str) -> Option<Event> {
+    let exit = fatal_code(code)?;
+    Some(Event::Fatal { code: exit, message: format!("{what}. {}", advice(code, topic, group)).trim().into() })
 }
 
 /// Shared by both clients: routes librdkafka's log and errors into tracing,
@@ -97,6 +112,7 @@ fn denied_hint(cfg: &Config) -> String {
 struct Context {
     events: UnboundedSender<Event>,
     topic: String,
+    group: String,
     /// Set when we leave: the revoke on close must not block.
     closing: Arc<AtomicBool>,
     /// Shared by both clients, so that each change is logged once.
@@ -137,8 +153,8 @@ impl ClientContext for Context {
 
     fn error(&self, err: KafkaError, reason: &str) {
         let code = err.rdkafka_error_code();
-        if let Some(fatal) = code.and_then(fatal_code) {
-            let _ = self.events.send(Event::Fatal { code: fatal, message: format!("{err}: {reason}") });
+        if let Some(event) = code.and_then(|c| fatal_event(c, format!("{err}: {reason}"), &self.topic, &self.group)) {
+            let _ = self.events.send(event);
             return;
         }
         match code {
@@ -193,12 +209,15 @@ impl ProducerContext for Context {
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
         match result {
             Ok(_) => self.reachable(),
-            Err((err, _)) => match err.rdkafka_error_code().and_then(fatal_code) {
-                Some(code) => {
-                    let _ = self.events.send(Event::Fatal { code, message: format!("writing heartbeats: {err}") });
+            Err((err, _)) => {
+                let what = format!("writing heartbeats: {err}");
+                match err.rdkafka_error_code().and_then(|c| fatal_event(c, what, &self.topic, &self.group)) {
+                    Some(event) => {
+                        let _ = self.events.send(event);
+                    }
+                    None => debug!(%err, "heartbeat not delivered"),
                 }
-                None => debug!(%err, "heartbeat not delivered"),
-            },
+            }
         }
     }
 }
@@ -244,6 +263,7 @@ impl Kafka {
         let context = |quiet| Context {
             events: events.clone(),
             topic: cfg.topic.clone(),
+            group: cfg.group.clone(),
             closing: closing.clone(),
             unreachable: unreachable.clone(),
             standby: AtomicBool::new(false),
@@ -341,12 +361,15 @@ fn consume(
                     break;
                 }
             }
-            Some(Err(err)) => match err.rdkafka_error_code().and_then(fatal_code) {
-                Some(code) => {
-                    let _ = events.send(Event::Fatal { code, message: err.to_string() });
+            Some(Err(err)) => {
+                let ctx = consumer.context();
+                match err.rdkafka_error_code().and_then(|c| fatal_event(c, err.to_string(), &ctx.topic, &ctx.group)) {
+                    Some(event) => {
+                        let _ = events.send(event);
+                    }
+                    None => debug!(%err, "consumer error"),
                 }
-                None => debug!(%err, "consumer error"),
-            },
+            }
         }
     }
     // Dropping closes the consumer: it leaves the group and waits for that.
@@ -378,11 +401,10 @@ async fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<
                         create_topic(cfg).await?;
                     }
                     Some(code) => {
-                        if let Some(fatal) = fatal_code(code) {
-                            return Err(Fatal {
-                                code: fatal,
-                                message: format!("topic {}: {code}. {}", cfg.topic, denied_hint(cfg)),
-                            });
+                        if let Some(Event::Fatal { code, message }) =
+                            fatal_event(code, format!("topic {}: {code}", cfg.topic), &cfg.topic, &cfg.group)
+                        {
+                            return Err(Fatal { code, message });
                         }
                         debug!(%code, "topic metadata error; retrying");
                         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -390,8 +412,10 @@ async fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<
                 }
             }
             Err(err) => {
-                if let Some(code) = err.rdkafka_error_code().and_then(fatal_code) {
-                    return Err(Fatal { code, message: format!("{err}. {}", denied_hint(cfg)) });
+                if let Some(Event::Fatal { code, message }) =
+                    err.rdkafka_error_code().and_then(|c| fatal_event(c, err.to_string(), &cfg.topic, &cfg.group))
+                {
+                    return Err(Fatal { code, message });
                 }
                 consumer.context().unreachable(&err.to_string());
                 tokio::time::sleep(Duration::from_millis(500)).await;

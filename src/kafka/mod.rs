@@ -29,6 +29,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DeliveryResult, ProducerContext, ThreadedProducer};
+use rdkafka::Offset;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, error, info, warn};
 
@@ -130,6 +131,19 @@ impl Context {
         }
     }
 
+    /// Pins the read position of partition 0 to its current end before our
+    /// first heartbeat is written. Left to `auto.offset.reset=latest`, the
+    /// offset lookup can finish after that heartbeat lands, skip it, and
+    /// delay leadership by one heartbeat interval.
+    fn start_at_end(&self, consumer: &BaseConsumer<Self>) {
+        let pinned = consumer
+            .fetch_watermarks(&self.topic, 0, Duration::from_secs(2))
+            .and_then(|(_, end)| consumer.seek(&self.topic, 0, Offset::Offset(end), Duration::from_secs(2)));
+        if let Err(err) = pinned {
+            debug!(%err, "could not pin partition 0's start; relying on auto.offset.reset");
+        }
+    }
+
     fn unreachable(&self, reason: &str) {
         if !self.unreachable.swap(true, Ordering::Relaxed) {
             warn!(%reason, "Kafka unreachable; retrying (the command runs only with fresh heartbeats)");
@@ -188,6 +202,7 @@ impl ConsumerContext for Context {
             Rebalance::Assign(tpl) if tpl.find_partition(&self.topic, 0).is_some() => {
                 self.reachable();
                 self.standby.store(false, Ordering::Relaxed);
+                self.start_at_end(consumer);
                 let _ = self.events.send(Event::Assigned);
             }
             Rebalance::Assign(_) => {

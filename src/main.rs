@@ -34,7 +34,12 @@ fn main() -> ExitCode {
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
     match runtime {
-        Ok(runtime) => ExitCode::from(runtime.block_on(run::run(config))),
+        Ok(runtime) => {
+            let code = runtime.block_on(run::run(config));
+            // Do not wait for a connection attempt still blocked in librdkafka.
+            runtime.shutdown_background();
+            ExitCode::from(code)
+        }
         Err(err) => {
             eprintln!("error: cannot start the async runtime: {err}");
             ExitCode::from(exit::INTERNAL)

@@ -52,12 +52,20 @@ pub async fn run(cfg: Config) -> u8 {
     let (events_tx, mut events) = unbounded_channel();
     let member = Member::this_process(cfg.name.clone());
     info!(group = %cfg.group, topic = %cfg.topic, name = %cfg.name, brokers = %cfg.brokers, "joining");
+    let connecting = {
+        let cfg = cfg.clone();
+        tokio::task::spawn_blocking(move || Kafka::connect(&cfg, member, events_tx))
+    };
     let mut kafka = tokio::select! {
-        kafka = Kafka::connect(&cfg, member, events_tx) => match kafka {
-            Ok(kafka) => kafka,
-            Err(fatal) => {
+        kafka = connecting => match kafka {
+            Ok(Ok(kafka)) => kafka,
+            Ok(Err(fatal)) => {
                 error!("{}", fatal.message);
                 return fatal.code;
+            }
+            Err(err) => {
+                error!(%err, "connecting to Kafka failed");
+                return exit::INTERNAL;
             }
         },
         _ = signals.shutdown() => return 0,

@@ -271,8 +271,9 @@ fn creation_error(err: KafkaError) -> Fatal {
 impl Kafka {
     /// Creates both clients, makes sure the topic exists, and joins the
     /// group. Retries while Kafka is unreachable (logging once); fails only
-    /// on errors that retrying cannot fix.
-    pub async fn connect(cfg: &Config, member: Member, events: UnboundedSender<Event>) -> Result<Kafka, Fatal> {
+    /// on errors that retrying cannot fix. Blocking: run it on a blocking
+    /// thread so that signals and --acquire-timeout are answered meanwhile.
+    pub fn connect(cfg: &Config, member: Member, events: UnboundedSender<Event>) -> Result<Kafka, Fatal> {
         let closing = Arc::new(AtomicBool::new(false));
         let unreachable = Arc::new(AtomicBool::new(false));
         let context = |quiet| Context {
@@ -316,7 +317,7 @@ impl Kafka {
         let producer: ThreadedProducer<Context> =
             producer_config.create_with_context(context(true)).map_err(creation_error)?;
 
-        ensure_topic(cfg, &consumer).await?;
+        ensure_topic(cfg, &consumer)?;
         consumer.subscribe(&[&cfg.topic]).map_err(creation_error)?;
 
         let topic = cfg.topic.clone();
@@ -393,10 +394,9 @@ fn consume(
 
 /// Makes sure the topic exists: metadata first (any broker), CreateTopics
 /// when missing. Retries while Kafka is unreachable.
-async fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fatal> {
+fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fatal> {
     loop {
-        let metadata =
-            tokio::task::block_in_place(|| consumer.fetch_metadata(Some(&cfg.topic), Duration::from_secs(5)));
+        let metadata = consumer.fetch_metadata(Some(&cfg.topic), Duration::from_secs(5));
         match metadata {
             Ok(md) => {
                 let Some(topic) = md.topics().iter().find(|t| t.name() == cfg.topic) else {
@@ -413,7 +413,7 @@ async fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<
                     None
                     | Some(RDKafkaErrorCode::UnknownTopicOrPartition)
                     | Some(RDKafkaErrorCode::LeaderNotAvailable) => {
-                        create_topic(cfg).await?;
+                        create_topic(cfg)?;
                     }
                     Some(code) => {
                         if let Some(Event::Fatal { code, message }) =
@@ -422,7 +422,7 @@ async fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<
                             return Err(Fatal { code, message });
                         }
                         debug!(%code, "topic metadata error; retrying");
-                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        std::thread::sleep(Duration::from_millis(500));
                     }
                 }
             }
@@ -433,13 +433,13 @@ async fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<
                     return Err(Fatal { code, message });
                 }
                 consumer.context().unreachable(&err.to_string());
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                std::thread::sleep(Duration::from_millis(500));
             }
         }
     }
 }
 
-async fn create_topic(cfg: &Config) -> Result<(), Fatal> {
+fn create_topic(cfg: &Config) -> Result<(), Fatal> {
     info!(topic = %cfg.topic, "creating the topic (1 partition, 1 hour retention)");
     let admin: AdminClient<rdkafka::client::DefaultClientContext> =
         with_user_properties(base_config(cfg), cfg).create().map_err(creation_error)?;
@@ -449,7 +449,7 @@ async fn create_topic(cfg: &Config) -> Result<(), Fatal> {
         let topic = NewTopic::new(&cfg.topic, 1, TopicReplication::Fixed(replication))
             .set("retention.ms", "3600000")
             .set("segment.ms", "600000");
-        let result = admin.create_topics([&topic], &opts).await;
+        let result = futures_executor::block_on(admin.create_topics([&topic], &opts));
         let code = match result {
             Ok(results) => match results.into_iter().next() {
                 Some(Ok(_)) | None => return Ok(()),

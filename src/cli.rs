@@ -29,6 +29,8 @@ use crate::leader::Restart;
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     args_override_self = true,
+    subcommand_value_name = "SUBCOMMAND",
+    subcommand_help_heading = "Subcommands",
     after_help = "Exit status: the command's own, 128+N if signal N killed it; 2 usage error; \
                   75 not leader within --acquire-timeout; 77 Kafka denied access; \
                   78 Kafka configuration rejected; 126/127 command not executable/not found."

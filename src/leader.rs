@@ -110,6 +110,14 @@ pub enum Role {
     Fenced,
 }
 
+/// A tenure's phase: what `Role` is while we own partition 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Candidate,
+    Leader { token: i64 },
+    Fenced,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Child {
     Idle,
@@ -129,7 +137,7 @@ struct Tenure {
     next_heartbeat: BootTime,
     /// Send time of the newest own heartbeat read back in this tenure.
     fresh: Option<BootTime>,
-    role: Role,
+    role: Phase,
 }
 
 /// The state machine. One per neli-run process.
@@ -168,7 +176,12 @@ impl Leader {
 
     /// Our role now (for logs, status and tests).
     pub fn role(&self) -> Role {
-        self.tenure.map_or(Role::Standby, |t| t.role)
+        match self.tenure.map(|t| t.role) {
+            None => Role::Standby,
+            Some(Phase::Candidate) => Role::Candidate,
+            Some(Phase::Leader { token }) => Role::Leader { token },
+            Some(Phase::Fenced) => Role::Fenced,
+        }
     }
 
     /// Feeds one event; returns what to do, in order.
@@ -215,7 +228,7 @@ impl Leader {
         };
         if let Some(t) = self.tenure {
             consider(Some(t.next_heartbeat));
-            if let Role::Leader { .. } = t.role {
+            if let Phase::Leader { .. } = t.role {
                 consider(t.fresh.map(|f| f + self.settings.heartbeat_deadline));
             }
         }
@@ -240,7 +253,7 @@ impl Leader {
         }
         info!(after = ?now.since(self.started), "candidate: assigned partition 0, confirming with a heartbeat");
         self.tenure =
-            Some(Tenure { since: now, role_since: now, next_heartbeat: now, fresh: None, role: Role::Candidate });
+            Some(Tenure { since: now, role_since: now, next_heartbeat: now, fresh: None, role: Phase::Candidate });
     }
 
     fn on_revoked(&mut self, lost: bool, now: BootTime) {
@@ -279,13 +292,13 @@ impl Leader {
             return; // read back too late: it proves nothing about now
         }
         match tenure.role {
-            Role::Candidate | Role::Fenced => {
+            Phase::Candidate | Phase::Fenced => {
                 let was = tenure.role;
                 let took = now.since(tenure.role_since);
-                tenure.role = Role::Leader { token: offset };
+                tenure.role = Phase::Leader { token: offset };
                 tenure.role_since = now;
                 self.ever_led = true;
-                if was == Role::Fenced {
+                if was == Phase::Fenced {
                     info!(token = offset, fenced_for = ?took, "resumed: own heartbeats are back");
                 } else {
                     info!(token = offset, took = ?took, "leader: read own heartbeat back");
@@ -294,12 +307,11 @@ impl Leader {
                     self.spawn(offset, sent + deadline);
                 }
             }
-            Role::Leader { .. } => {
+            Phase::Leader { .. } => {
                 if self.child == Child::Running {
                     self.out.push(Action::Lease(sent + deadline));
                 }
             }
-            Role::Standby => unreachable!("a tenure is never in the standby role"),
         }
     }
 
@@ -308,7 +320,7 @@ impl Leader {
         self.child = Child::Idle;
         if self.revoke_pending {
             self.revoke_pending = false;
-            info!(%status, "child stopped; releasing partition 0");
+            info!("child stopped; releasing partition 0 to the group");
             self.out.push(Action::ReleaseRevoke);
         }
         if let Some(code) = self.shutdown {
@@ -316,7 +328,7 @@ impl Leader {
             return;
         }
         let Some(tenure) = self.tenure else { return };
-        let Role::Leader { token } = tenure.role else {
+        let Phase::Leader { token } = tenure.role else {
             return; // fenced: we wait for our heartbeats to resume
         };
         if was != Child::Running {
@@ -330,10 +342,10 @@ impl Leader {
             Restart::Always => true,
         };
         if again {
-            info!(%status, delay = ?self.settings.restart_delay, "child exited; restarting");
+            info!(%status, delay = ?self.settings.restart_delay, "restarting the child (--restart)");
             self.restart_at = Some(now + self.settings.restart_delay);
         } else {
-            info!(%status, "child exited; leaving the group");
+            info!(%status, "the child's run is over; leaving the group");
             self.shutdown = Some(None);
             self.exit(status.code());
         }
@@ -369,10 +381,10 @@ impl Leader {
                 self.out.push(Action::SendHeartbeat);
                 tenure.next_heartbeat = now + self.settings.heartbeat_interval;
             }
-            if let (Role::Leader { .. }, Some(fresh)) = (tenure.role, tenure.fresh) {
+            if let (Phase::Leader { .. }, Some(fresh)) = (tenure.role, tenure.fresh) {
                 if now >= fresh + deadline {
                     warn!(age = ?now.since(fresh), deadline = ?deadline, "fenced: own heartbeats stopped arriving; killing the child");
-                    tenure.role = Role::Fenced;
+                    tenure.role = Phase::Fenced;
                     tenure.role_since = now;
                     self.restart_at = None;
                     if self.child != Child::Idle {
@@ -389,7 +401,7 @@ impl Leader {
         }
         if self.restart_at.is_some_and(|t| now >= t) {
             self.restart_at = None;
-            if let Some(Tenure { role: Role::Leader { token }, fresh: Some(fresh), .. }) = self.tenure {
+            if let Some(Tenure { role: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure {
                 if self.child == Child::Idle {
                     self.spawn(token, fresh + deadline);
                 }

@@ -79,13 +79,14 @@ pub async fn run(cfg: Config) -> u8 {
     let mut running: Option<Running> = None;
     let mut release: Option<SyncSender<()>> = None;
     let mut pending: VecDeque<Input> = VecDeque::new();
+    let mut kafka_alive = true;
     loop {
         let input = match pending.pop_front() {
             Some(input) => input,
             None => {
                 let sleep = core.next_deadline().map(|t| t.since(BootTime::now()));
                 tokio::select! {
-                    event = events.recv() => match event {
+                    event = events.recv(), if kafka_alive => match event {
                         Some(Event::Assigned) => Input::Assigned,
                         Some(Event::Revoked { lost, release: r }) => {
                             release = Some(r);
@@ -98,6 +99,7 @@ pub async fn run(cfg: Config) -> u8 {
                         }
                         None => {
                             error!("the Kafka thread stopped");
+                            kafka_alive = false;
                             Input::Fatal(exit::INTERNAL)
                         }
                     },

@@ -40,24 +40,24 @@ pub struct Command {
 
 /// Checks, before joining any group, that the command can be executed, so a
 /// typo is an immediate error and not a leader that fails every restart.
-/// Errors carry the shell's exit codes (127 not found, 126 not executable).
-pub fn check_executable(program: &OsStr) -> Result<PathBuf, (u8, String)> {
+/// Searches PATH as execvp does. Errors carry the shell's exit codes (127 not
+/// found, 126 not executable).
+pub fn check_executable(program: &OsStr) -> Result<(), (u8, String)> {
     let name = Path::new(program);
-    let found = if name.components().count() > 1 || program.to_string_lossy().contains('/') {
-        name.exists().then(|| name.to_path_buf())
+    let candidates: Vec<PathBuf> = if program.to_string_lossy().contains('/') {
+        vec![name.to_path_buf()]
     } else {
-        std::env::var_os("PATH")
-            .map(|path| std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file()))
-            .unwrap_or(None)
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path).map(|dir| dir.join(name)).collect()
     };
-    let Some(path) = found else {
-        return Err((exit::NOT_FOUND, format!("command not found: {} (give a path, or check PATH)", name.display())));
-    };
-    let executable = path.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
-    if !executable {
-        return Err((exit::NOT_EXECUTABLE, format!("not an executable file: {} (chmod +x it?)", path.display())));
+    let executable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if candidates.iter().any(|p| executable(p)) {
+        return Ok(());
     }
-    Ok(path)
+    match candidates.iter().find(|p| p.exists()) {
+        Some(p) => Err((exit::NOT_EXECUTABLE, format!("not an executable file: {} (chmod +x it?)", p.display()))),
+        None => Err((exit::NOT_FOUND, format!("command not found: {} (give a path, or check PATH)", name.display()))),
+    }
 }
 
 /// A started child: its shim's pid, which is also the process group id.

@@ -120,6 +120,7 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
     let drain_timer = TimerFd::new(ClockId::CLOCK_BOOTTIME, TimerFlags::TFD_CLOEXEC)?;
     let mut status: Option<ChildStatus> = None;
     let mut group_signalled = false;
+    let mut draining = false;
     loop {
         let mut fds = [
             PollFd::new(lease.as_fd(), PollFlags::POLLIN),
@@ -179,11 +180,14 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
                     },
                     Err(err) => return Err(err.into()),
                 }
-                if status.is_some() && !group_signalled {
+                if status.is_some() && !draining {
                     // The command is gone; whatever it left in the group
-                    // must go too (dumb-init does the same).
-                    group_signalled = true;
-                    let _ = killpg(Pid::from_raw(0), stop_signal);
+                    // must go too (dumb-init does the same), within grace.
+                    draining = true;
+                    if !group_signalled {
+                        group_signalled = true;
+                        let _ = killpg(Pid::from_raw(0), stop_signal);
+                    }
                     drain_timer.set(
                         Expiration::OneShot(TimeSpec::from_duration(grace.max(Duration::from_millis(1)))),
                         TimerSetTimeFlags::empty(),

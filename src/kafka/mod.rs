@@ -320,12 +320,11 @@ impl Kafka {
         ensure_topic(cfg, &consumer)?;
         consumer.subscribe(&[&cfg.topic]).map_err(creation_error)?;
 
-        let topic = cfg.topic.clone();
         let reader_member = member.clone();
         let reader_closing = closing.clone();
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
-            .spawn(move || consume(consumer, &topic, &reader_member, &reader_closing, &events))
+            .spawn(move || consume(consumer, &reader_member, &reader_closing, &events))
             .map_err(|e| Fatal { code: exit::INTERNAL, message: format!("cannot start the Kafka thread: {e}") })?;
 
         Ok(Kafka { producer, member, topic: cfg.topic.clone(), seq: 0, closing, consumer: Some(thread) })
@@ -353,19 +352,14 @@ impl Kafka {
 
 /// The consumer thread: polls until asked to close, then closes the consumer
 /// (which sends LeaveGroup).
-fn consume(
-    consumer: BaseConsumer<Context>,
-    topic: &str,
-    me: &Member,
-    closing: &AtomicBool,
-    events: &UnboundedSender<Event>,
-) {
+fn consume(consumer: BaseConsumer<Context>, me: &Member, closing: &AtomicBool, events: &UnboundedSender<Event>) {
+    let ctx = consumer.context();
     while !closing.load(Ordering::Relaxed) {
         match consumer.poll(Duration::from_millis(100)) {
             None => {}
             Some(Ok(msg)) => {
-                consumer.context().reachable();
-                if msg.topic() != topic || msg.partition() != 0 {
+                ctx.reachable();
+                if msg.topic() != ctx.topic || msg.partition() != 0 {
                     continue;
                 }
                 let Some(hb) = msg.payload().and_then(Heartbeat::decode) else {
@@ -378,7 +372,6 @@ fn consume(
                 }
             }
             Some(Err(err)) => {
-                let ctx = consumer.context();
                 match err.rdkafka_error_code().and_then(|c| fatal_event(c, err.to_string(), &ctx.topic, &ctx.group)) {
                     Some(event) => {
                         let _ = events.send(event);

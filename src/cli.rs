@@ -54,6 +54,53 @@ pub enum Sub {
     /// not Kafka's (a rebalance takes about the session timeout minus one
     /// second). For development and tests only. Stops on Ctrl-C.
     DevBroker(DevBrokerArgs),
+
+    /// Show who leads a group now, read from its heartbeat records.
+    ///
+    /// Works on any broker (it needs no group APIs) and does not join the
+    /// group. Exit status: 0 when a fresh leader exists, 1 when none does.
+    Status(StatusArgs),
+}
+
+/// Options of `neli-run status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// Print JSON instead of text.
+    #[arg(long, env = "NELI_JSON")]
+    pub json: bool,
+
+    /// Keep watching; print a line each time the leader or its freshness
+    /// changes (until Ctrl-C).
+    #[arg(long, env = "NELI_WATCH")]
+    pub watch: bool,
+}
+
+/// How to reach the group's topic (shared by running and `status`).
+#[derive(Debug, Args)]
+pub struct KafkaArgs {
+    /// Kafka bootstrap brokers, comma-separated.
+    #[arg(short, long, env = "NELI_BROKERS", default_value = "localhost:9092", value_name = "HOST:PORT,...")]
+    pub brokers: String,
+
+    /// The group: members of the same group elect one leader among them.
+    #[arg(short, long, env = "NELI_GROUP", required = true)]
+    pub group: Option<String>,
+
+    /// Topic for heartbeats [default: <GROUP>.neli].
+    ///
+    /// Created with one partition and one hour of retention if missing.
+    #[arg(long, env = "NELI_TOPIC")]
+    pub topic: Option<String>,
+
+    /// A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable).
+    ///
+    /// How TLS, SASL and tuning are set. The environment variable
+    /// NELI_KAFKA_PROPERTIES takes a ';'-separated list; -X wins over it.
+    #[arg(short = 'X', value_name = "KEY=VALUE")]
+    pub kafka_properties: Vec<String>,
 }
 
 /// Options of `neli-run dev-broker`.
@@ -72,30 +119,12 @@ pub struct DevBrokerArgs {
 /// Options for running a command (the default mode).
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Kafka bootstrap brokers, comma-separated.
-    #[arg(short, long, env = "NELI_BROKERS", default_value = "localhost:9092", value_name = "HOST:PORT,...")]
-    pub brokers: String,
-
-    /// The group: members of the same group elect one leader among them.
-    #[arg(short, long, env = "NELI_GROUP", required = true)]
-    pub group: Option<String>,
-
-    /// Topic for heartbeats [default: <GROUP>.neli].
-    ///
-    /// Created with one partition and one hour of retention if missing.
-    #[arg(long, env = "NELI_TOPIC")]
-    pub topic: Option<String>,
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
 
     /// This member's name in logs and heartbeats [default: <HOSTNAME>-<PID>].
     #[arg(long, env = "NELI_NAME")]
     pub name: Option<String>,
-
-    /// A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable).
-    ///
-    /// How TLS, SASL and tuning are set. The environment variable
-    /// NELI_KAFKA_PROPERTIES takes a ';'-separated list; -X wins over it.
-    #[arg(short = 'X', value_name = "KEY=VALUE")]
-    pub kafka_properties: Vec<String>,
 
     /// Kafka group session timeout: how long a crashed leader blocks takeover.
     ///

@@ -23,7 +23,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use thiserror::Error;
 
-use crate::cli::RunArgs;
+use crate::cli::{KafkaArgs, RunArgs};
 use crate::leader::Settings;
 
 /// Slack for the timer, the kill and the scheduler in every inequality.
@@ -73,13 +73,7 @@ pub struct Config {
 impl Config {
     /// Checks `args`; `env_properties` is NELI_KAFKA_PROPERTIES, if set.
     pub fn from_args(args: RunArgs, env_properties: Option<String>) -> Result<Config, ConfigError> {
-        let group = args.group.unwrap_or_default();
-        if group.is_empty() {
-            return err("--group must not be empty");
-        }
-        let brokers = parse_brokers(&args.brokers)?;
-        let topic = args.topic.unwrap_or_else(|| format!("{group}.neli"));
-        check_topic_name(&topic)?;
+        let Target { brokers, group, topic, kafka_properties } = Target::from_args(args.kafka, env_properties)?;
         let name = match args.name {
             Some(name) if name.trim().is_empty() => return err("--name must not be empty"),
             Some(name) => name,
@@ -89,12 +83,6 @@ impl Config {
                 std::process::id()
             ),
         };
-
-        let mut kafka_properties = Vec::new();
-        let from_env = env_properties.iter().flat_map(|s| s.split(';')).filter(|s| !s.trim().is_empty());
-        for prop in from_env.chain(args.kafka_properties.iter().map(String::as_str)) {
-            kafka_properties.push(parse_property(prop)?);
-        }
         let property = |key: &str| kafka_properties.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
         let coordinator_heartbeat = match property("heartbeat.interval.ms") {
             Some(v) => millis_property("heartbeat.interval.ms", v)?,
@@ -210,6 +198,35 @@ impl Config {
             ));
         }
         Ok(())
+    }
+}
+
+/// Where a group's topic is: what both running and `status` need.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub brokers: String,
+    pub group: String,
+    pub topic: String,
+    /// `-X` properties, in order, after NELI_KAFKA_PROPERTIES.
+    pub kafka_properties: Vec<(String, String)>,
+}
+
+impl Target {
+    /// Checks `args`; `env_properties` is NELI_KAFKA_PROPERTIES, if set.
+    pub fn from_args(args: KafkaArgs, env_properties: Option<String>) -> Result<Target, ConfigError> {
+        let group = args.group.unwrap_or_default();
+        if group.is_empty() {
+            return err("--group must not be empty");
+        }
+        let brokers = parse_brokers(&args.brokers)?;
+        let topic = args.topic.unwrap_or_else(|| format!("{group}.neli"));
+        check_topic_name(&topic)?;
+        let mut kafka_properties = Vec::new();
+        let from_env = env_properties.iter().flat_map(|s| s.split(';')).filter(|s| !s.trim().is_empty());
+        for prop in from_env.chain(args.kafka_properties.iter().map(String::as_str)) {
+            kafka_properties.push(parse_property(prop)?);
+        }
+        Ok(Target { brokers, group, topic, kafka_properties })
     }
 }
 

@@ -15,13 +15,13 @@ use std::sync::Arc;
 
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::BaseProducer;
-use rdkafka::ClientContext;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, error, info};
 
 use crate::cli::DevBrokerArgs;
 use crate::exit;
+use crate::kafka::Quiet;
 
 /// The raw mock cluster handle. The mock's API posts operations to its own
 /// thread, so calling it from any thread is safe.
@@ -106,18 +106,6 @@ async fn serve(listen: SocketAddr, advertised: &str, denied: &[String]) -> ExitC
     }
     info!("dev broker stopped");
     ExitCode::SUCCESS
-}
-
-/// Sends the mock's own log lines to debug level.
-struct Quiet;
-impl ClientContext for Quiet {
-    fn log(&self, _: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
-        debug!(target: "librdkafka", "{fac} {message}");
-    }
-}
-impl rdkafka::producer::ProducerContext for Quiet {
-    type DeliveryOpaque = ();
-    fn delivery(&self, _: &rdkafka::producer::DeliveryResult<'_>, _: ()) {}
 }
 
 fn start_mock(advertised: &str, denied: &[String]) -> Result<Mock, String> {

@@ -297,6 +297,8 @@ impl Leader {
                 let took = now.since(tenure.role_since);
                 tenure.role = Phase::Leader { token: offset };
                 tenure.role_since = now;
+                // Announce the token at once (for `neli-run status`).
+                tenure.next_heartbeat = now;
                 self.ever_led = true;
                 if was == Phase::Fenced {
                     info!(token = offset, fenced_for = ?took, "resumed: own heartbeats are back");
@@ -473,7 +475,8 @@ mod tests {
         let mut l = Leader::new(settings(restart), ms(0));
         assert_eq!(l.step(Input::Assigned, ms(1000)), vec![SendHeartbeat]);
         assert_eq!(l.role(), Role::Candidate);
-        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }]);
+        // The new leader announces its token with a heartbeat at once.
+        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }, SendHeartbeat]);
         assert_eq!(l.role(), Role::Leader { token: 7 });
         l
     }
@@ -536,7 +539,7 @@ mod tests {
         // A backlog: old own heartbeats read now do not resume.
         assert_eq!(l.step(hb(9, 1500), ms(2600)), vec![SendHeartbeat]);
         assert_eq!(l.role(), Role::Fenced);
-        assert_eq!(l.step(hb(12, 2550), ms(2610)), vec![Spawn { token: 12, lease: ms(3550) }]);
+        assert_eq!(l.step(hb(12, 2550), ms(2610)), vec![Spawn { token: 12, lease: ms(3550) }, SendHeartbeat]);
         assert_eq!(l.role(), Role::Leader { token: 12 });
     }
 
@@ -554,7 +557,7 @@ mod tests {
     fn resuming_while_the_fenced_child_still_dies_spawns_once_it_is_gone() {
         let mut l = leading(Restart::Never);
         assert_eq!(l.step(Input::Tick, ms(2000)), vec![SendHeartbeat, KillGroup]);
-        assert_eq!(l.step(hb(12, 2010), ms(2020)), vec![], "no spawn while the old child lives");
+        assert_eq!(l.step(hb(12, 2010), ms(2020)), vec![SendHeartbeat], "no spawn while the old child lives");
         assert_eq!(
             l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2030)),
             vec![Spawn { token: 12, lease: ms(3010) }]
@@ -612,7 +615,7 @@ mod tests {
                     assert_eq!(l.next_deadline(), Some(ms(1200)));
                     // Restarts keep the token: it is the same leadership.
                     l.step(hb(8, 1150), ms(1160));
-                    assert_eq!(l.step(Input::Tick, ms(1200)), vec![SendHeartbeat, Spawn { token: 7, lease: ms(2150) }]);
+                    assert_eq!(l.step(Input::Tick, ms(1200)), vec![Spawn { token: 7, lease: ms(2150) }]);
                 }
             }
         }
@@ -632,7 +635,7 @@ mod tests {
         let mut l = leading(Restart::Always);
         assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
         // Heartbeats go on while the child stops: we still own the partition.
-        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1200)), vec![SendHeartbeat, Exit(143)]);
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1210)), vec![SendHeartbeat, Exit(143)]);
         assert_eq!(l.step(Input::Tick, ms(5000)), vec![]);
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(5000)), vec![ReleaseRevoke]);
     }
@@ -681,6 +684,6 @@ mod tests {
         l.step(Input::Revoked { lost: false }, ms(1100));
         l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1200));
         l.step(Input::Assigned, ms(3000));
-        assert_eq!(l.step(hb(40, 3000), ms(3010)), vec![Spawn { token: 40, lease: ms(4000) }]);
+        assert_eq!(l.step(hb(40, 3000), ms(3010)), vec![Spawn { token: 40, lease: ms(4000) }, SendHeartbeat]);
     }
 }

@@ -8,6 +8,7 @@
 //! - `child`: the supervisor and its shim (process group, lease, reaping).
 //! - `cli` / `config`: the command line, and the checks that make it safe.
 //! - `dev_broker`: an in-memory Kafka-protocol broker for trying and testing.
+//! - `status`: who leads a group, read from its heartbeat records.
 
 pub mod child;
 pub mod cli;
@@ -18,3 +19,4 @@ pub mod exit;
 pub mod kafka;
 pub mod leader;
 pub mod run;
+pub mod status;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use neli_run::cli::{Cli, Sub};
-use neli_run::{child, config, dev_broker, exit, run};
+use neli_run::{child, config, dev_broker, exit, run, status};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -23,6 +23,7 @@ fn main() -> ExitCode {
     init_logging(cli.run.verbose, cli.run.quiet);
     let run_args = match cli.subcommand {
         Some(Sub::DevBroker(args)) => return dev_broker::main(args),
+        Some(Sub::Status(args)) => return status::main(args, std::env::var("NELI_KAFKA_PROPERTIES").ok()),
         None => cli.run,
     };
     let config = match config::Config::from_args(run_args, std::env::var("NELI_KAFKA_PROPERTIES").ok()) {

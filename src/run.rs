@@ -21,7 +21,7 @@ use crate::config::Config;
 use crate::exit::{self, ChildStatus};
 use crate::kafka::heartbeat::Member;
 use crate::kafka::{Event, Kafka};
-use crate::leader::{Action, Input, Leader};
+use crate::leader::{Action, Input, Leader, Role};
 
 /// Runs `cfg` until the child's run ends; returns the exit status.
 pub async fn run(cfg: Config) -> u8 {
@@ -121,7 +121,13 @@ pub async fn run(cfg: Config) -> u8 {
         };
         for action in core.step(input, BootTime::now()) {
             match action {
-                Action::SendHeartbeat => kafka.send_heartbeat(BootTime::now()),
+                Action::SendHeartbeat => {
+                    let token = match core.role() {
+                        Role::Leader { token } => Some(token),
+                        _ => None,
+                    };
+                    kafka.send_heartbeat(BootTime::now(), token);
+                }
                 Action::Spawn { token, lease } => match Running::spawn(&command, token, lease) {
                     Ok(child) => {
                         info!(pid = child.pgid().as_raw(), token, "child started");

@@ -7,4 +7,5 @@ mod cli;
 mod docs;
 mod election;
 mod faults;
+mod status;
 mod supervision;

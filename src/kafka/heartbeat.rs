@@ -1,6 +1,6 @@
 //! The heartbeat record: what a candidate or leader writes to partition 0.
 //!
-//! JSON, so that `kcat` and future `neli-run status` can read it. A member is
+//! JSON, so that `kcat` and `neli-run status` can read it. A member is
 //! its name plus a random incarnation: a restarted process with the same
 //! name (the default name is reused when a PID is) must never mistake the
 //! previous incarnation's records for its own. `sent_ns` is CLOCK_BOOTTIME
@@ -45,11 +45,37 @@ pub struct Heartbeat {
     pub pid: u32,
     pub seq: u64,
     pub sent_ns: u64,
+    /// Wall clock (ms since the Unix epoch) when sent: for other machines.
+    #[serde(default)]
+    pub at_ms: u64,
+    /// The writer's fencing token while it leads; None while a candidate or
+    /// fenced.
+    #[serde(default)]
+    pub token: Option<i64>,
+    /// Wall clock (ms since the epoch) when this leadership began.
+    #[serde(default)]
+    pub since_ms: Option<u64>,
+    /// The writer's --heartbeat-deadline: older than this, it is not fresh.
+    #[serde(default)]
+    pub deadline_ms: u64,
+}
+
+/// What a heartbeat says about its writer's leadership.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim {
+    pub token: Option<i64>,
+    pub since_ms: Option<u64>,
+    pub deadline_ms: u64,
+}
+
+/// Wall-clock milliseconds since the Unix epoch.
+pub fn wall_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Heartbeat {
     /// The record `member` sends as its `seq`th heartbeat at `sent`.
-    pub fn new(member: &Member, seq: u64, sent: BootTime) -> Heartbeat {
+    pub fn new(member: &Member, seq: u64, sent: BootTime, claim: Claim) -> Heartbeat {
         Heartbeat {
             v: 1,
             name: member.name.clone(),
@@ -58,6 +84,10 @@ impl Heartbeat {
             pid: member.pid,
             seq,
             sent_ns: sent.as_nanos(),
+            at_ms: wall_ms(),
+            token: claim.token,
+            since_ms: claim.since_ms,
+            deadline_ms: claim.deadline_ms,
         }
     }
 
@@ -84,7 +114,8 @@ mod tests {
     #[test]
     fn round_trips_and_recognises_only_its_own_incarnation() {
         let me = Member::this_process("a".into());
-        let hb = Heartbeat::new(&me, 3, BootTime::from_nanos(42));
+        let claim = Claim { token: Some(9), since_ms: Some(1), deadline_ms: 3000 };
+        let hb = Heartbeat::new(&me, 3, BootTime::from_nanos(42), claim);
         let back = Heartbeat::decode(&hb.encode()).unwrap();
         assert_eq!(back, hb);
         assert!(back.is_from(&me));

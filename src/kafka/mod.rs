@@ -36,7 +36,7 @@ use tracing::{debug, error, info, warn};
 use crate::clock::BootTime;
 use crate::config::Config;
 use crate::exit;
-use heartbeat::{Heartbeat, Member};
+use heartbeat::{Claim, Heartbeat, Member};
 
 /// What the Kafka side reports to the run loop.
 #[derive(Debug)]
@@ -106,6 +106,27 @@ fn advice(code: RDKafkaErrorCode, topic: &str, group: &str) -> String {
 fn fatal_event(code: RDKafkaErrorCode, what: String, topic: &str, group: &str) -> Option<Event> {
     let exit = fatal_code(code)?;
     Some(Event::Fatal { code: exit, message: format!("{what}. {}", advice(code, topic, group)).trim().into() })
+}
+
+/// A context for helper clients (the dev broker's, `status`'s): their
+/// librdkafka chatter goes to debug level, where -v shows it.
+pub struct Quiet;
+
+impl ClientContext for Quiet {
+    fn log(&self, _: RDKafkaLogLevel, fac: &str, message: &str) {
+        debug!(target: "librdkafka", "{fac} {message}");
+    }
+
+    fn error(&self, err: KafkaError, reason: &str) {
+        debug!(target: "librdkafka", %err, "{reason}");
+    }
+}
+
+impl ConsumerContext for Quiet {}
+
+impl ProducerContext for Quiet {
+    type DeliveryOpaque = ();
+    fn delivery(&self, _: &DeliveryResult<'_>, _: ()) {}
 }
 
 /// Shared by both clients: routes librdkafka's log and errors into tracing,
@@ -244,6 +265,9 @@ pub struct Kafka {
     member: Member,
     topic: String,
     seq: u64,
+    deadline_ms: u64,
+    /// The token we last wrote, and since when (wall clock) we hold it.
+    leading: Option<(i64, u64)>,
     closing: Arc<AtomicBool>,
     consumer: Option<JoinHandle<()>>,
 }
@@ -327,13 +351,29 @@ impl Kafka {
             .spawn(move || consume(consumer, &reader_member, &reader_closing, &events))
             .map_err(|e| Fatal { code: exit::INTERNAL, message: format!("cannot start the Kafka thread: {e}") })?;
 
-        Ok(Kafka { producer, member, topic: cfg.topic.clone(), seq: 0, closing, consumer: Some(thread) })
+        Ok(Kafka {
+            producer,
+            member,
+            topic: cfg.topic.clone(),
+            seq: 0,
+            deadline_ms: cfg.leader.heartbeat_deadline.as_millis() as u64,
+            leading: None,
+            closing,
+            consumer: Some(thread),
+        })
     }
 
-    /// Queues one heartbeat stamped with `now`. Never blocks.
-    pub fn send_heartbeat(&mut self, now: BootTime) {
+    /// Queues one heartbeat stamped with `now`, carrying `token` while we
+    /// lead (for `neli-run status`). Never blocks.
+    pub fn send_heartbeat(&mut self, now: BootTime, token: Option<i64>) {
         self.seq += 1;
-        let value = Heartbeat::new(&self.member, self.seq, now).encode();
+        self.leading = match (token, self.leading) {
+            (Some(t), Some((held, since))) if t == held => Some((held, since)),
+            (Some(t), _) => Some((t, heartbeat::wall_ms())),
+            (None, _) => None,
+        };
+        let claim = Claim { token, since_ms: self.leading.map(|(_, since)| since), deadline_ms: self.deadline_ms };
+        let value = Heartbeat::new(&self.member, self.seq, now, claim).encode();
         let record = BaseRecord::to(&self.topic).partition(0).key(self.member.name.as_bytes()).payload(&value);
         if let Err((err, _)) = self.producer.send(record) {
             debug!(%err, "heartbeat not queued");

@@ -9,6 +9,7 @@
 //! - `cli` / `config`: the command line, and the checks that make it safe.
 //! - `dev_broker`: an in-memory Kafka-protocol broker for trying and testing.
 //! - `status`: who leads a group, read from its heartbeat records.
+//! - `notify`: systemd's `Type=notify` protocol.
 
 pub mod child;
 pub mod cli;
@@ -18,5 +19,6 @@ pub mod dev_broker;
 pub mod exit;
 pub mod kafka;
 pub mod leader;
+pub mod notify;
 pub mod run;
 pub mod status;

@@ -22,6 +22,7 @@ use crate::exit::{self, ChildStatus};
 use crate::kafka::heartbeat::Member;
 use crate::kafka::{Event, Kafka};
 use crate::leader::{Action, Input, Leader, Role};
+use crate::notify::Notifier;
 
 /// Runs `cfg` until the child's run ends; returns the exit status.
 pub async fn run(cfg: Config) -> u8 {
@@ -75,6 +76,13 @@ pub async fn run(cfg: Config) -> u8 {
         }
     };
 
+    let notifier = Notifier::from_env();
+    let notify = |message: &str| notifier.iter().for_each(|n| n.send(message));
+    let mut watchdog = Notifier::watchdog_interval().filter(|_| notifier.is_some()).map(tokio::time::interval);
+    let mut joined = false;
+    let mut ready = false;
+    let mut shown_role = None;
+
     let mut core = Leader::new(cfg.leader.clone(), BootTime::now());
     let mut running: Option<Running> = None;
     let mut release: Option<SyncSender<()>> = None;
@@ -87,7 +95,14 @@ pub async fn run(cfg: Config) -> u8 {
                 let sleep = core.next_deadline().map(|t| t.since(BootTime::now()));
                 tokio::select! {
                     event = events.recv(), if kafka_alive => match event {
-                        Some(Event::Assigned) => Input::Assigned,
+                        Some(Event::Standby) => {
+                            joined = true;
+                            Input::Tick
+                        }
+                        Some(Event::Assigned) => {
+                            joined = true;
+                            Input::Assigned
+                        }
                         Some(Event::Revoked { lost, release: r }) => {
                             release = Some(r);
                             Input::Revoked { lost }
@@ -116,6 +131,10 @@ pub async fn run(cfg: Config) -> u8 {
                         Input::ChildExited(status)
                     }
                     _ = sleep_for(sleep) => Input::Tick,
+                    _ = async { watchdog.as_mut().expect("guarded").tick().await }, if watchdog.is_some() => {
+                        notify("WATCHDOG=1");
+                        continue;
+                    }
                 }
             }
         };
@@ -153,11 +172,26 @@ pub async fn run(cfg: Config) -> u8 {
                     }
                 }
                 Action::Exit(code) => {
+                    notify("STOPPING=1");
                     info!(code, "leaving the group");
                     tokio::task::block_in_place(|| kafka.leave());
                     return code;
                 }
             }
+        }
+        if joined && !ready {
+            ready = true;
+            notify("READY=1");
+        }
+        let role = core.role();
+        if ready && shown_role != Some(role) {
+            shown_role = Some(role);
+            notify(&match role {
+                Role::Standby => "STATUS=standby".to_string(),
+                Role::Candidate => "STATUS=candidate: confirming leadership".to_string(),
+                Role::Leader { token } => format!("STATUS=leader, fencing token {token}"),
+                Role::Fenced => "STATUS=fenced: no fresh heartbeat, command killed".to_string(),
+            });
         }
     }
 }

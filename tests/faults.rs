@@ -78,8 +78,9 @@ fn cut_setup(test: &str, session: &str) -> Option<(crate::util::NetNs, Group, Me
 
 #[test]
 fn network_cut_shorter_than_the_session_fences_then_resumes_with_a_new_token() {
-    // A session long enough that the group keeps us while we are cut off.
-    let Some((ns, g, a)) = cut_setup("cut-short", "8s") else { return };
+    // A session long enough that the group keeps us while we are cut off,
+    // and while TCP backs off its retransmissions after the heal.
+    let Some((ns, g, a)) = cut_setup("cut-short", "15s") else { return };
     let b = g.member("b", &[], &["sleep", "1000"]);
     wait_until(Duration::from_secs(30), "b is a standby", || b.log().contains("standby"));
     let cut = Instant::now();

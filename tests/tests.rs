@@ -9,3 +9,4 @@ mod election;
 mod faults;
 mod status;
 mod supervision;
+mod systemd;

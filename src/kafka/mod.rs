@@ -41,6 +41,8 @@ use heartbeat::{Claim, Heartbeat, Member};
 /// What the Kafka side reports to the run loop.
 #[derive(Debug)]
 pub enum Event {
+    /// We are in the group, but another member holds partition 0.
+    Standby,
     Assigned,
     /// Partition 0 is being taken away. The rebalance callback is blocked
     /// until `release` is sent to (or dropped).
@@ -231,6 +233,7 @@ impl ConsumerContext for Context {
                 let owns = consumer.assignment().is_ok_and(|a| a.find_partition(&self.topic, 0).is_some());
                 if !owns && !self.standby.swap(true, Ordering::Relaxed) {
                     info!("standby: in the group, another member holds partition 0");
+                    let _ = self.events.send(Event::Standby);
                 }
             }
             Rebalance::Error(err) => debug!(%err, "rebalance error"),

@@ -1,0 +1,73 @@
+//! systemd's notify protocol, with a test socket standing in for systemd
+//! (the protocol is one datagram per message to NOTIFY_SOCKET).
+
+use std::os::unix::net::UnixDatagram;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::util::Group;
+
+/// Collects datagrams until `until` holds for what was received, or panics.
+fn receive_until(socket: &UnixDatagram, within: Duration, until: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let start = Instant::now();
+    let mut got = Vec::new();
+    socket.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let mut buf = [0u8; 512];
+    while !until(&got) {
+        assert!(start.elapsed() < within, "timed out; received {got:?}");
+        if let Ok(n) = socket.recv(&mut buf) {
+            got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    }
+    got
+}
+
+#[test]
+fn notify_reports_ready_role_watchdog_and_stopping() {
+    let g = Group::new("notify");
+    let path = g.dir.path().join("notify.sock");
+    let socket = UnixDatagram::bind(&path).unwrap();
+    let prefix =
+        vec!["env".to_string(), format!("NOTIFY_SOCKET={}", path.display()), "WATCHDOG_USEC=200000".to_string()];
+    let mut m = g.member_in(Some(prefix), "a", &[], &["sleep", "1000"]);
+    let t = g.broker.timing;
+    let got = receive_until(&socket, t.takeover(), |got| {
+        got.iter().any(|m| m.starts_with("STATUS=leader")) && got.iter().filter(|m| *m == "WATCHDOG=1").count() >= 2
+    });
+    let ready = got.iter().position(|m| m == "READY=1").expect("READY=1 was sent");
+    let leader = got.iter().position(|m| m.starts_with("STATUS=leader")).unwrap();
+    assert!(ready < leader, "READY=1 comes first: {got:?}");
+    crate::util::wait_until(t.takeover(), "the child runs", || g.lock_held());
+    assert!(got[leader].contains(&g.starts()[0].1.to_string()), "{got:?}");
+    m.signal(Signal::SIGTERM);
+    receive_until(&socket, t.takeover(), |got| got.iter().any(|m| m == "STOPPING=1"));
+    m.wait_exit(t.takeover());
+}
+
+#[test]
+fn without_notify_socket_nothing_is_sent_and_all_works() {
+    // The common case: every other test runs without NOTIFY_SOCKET.
+    let g = Group::new("no-notify");
+    let mut m = g.member("a", &[], &["true"]);
+    assert_eq!(m.wait_exit(g.broker.timing.takeover()).code(), Some(0));
+}
+
+#[test]
+fn the_contrib_unit_file_is_valid() {
+    if std::process::Command::new("systemd-analyze").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: systemd-analyze is not installed");
+        return;
+    }
+    let g = Group::new("unit");
+    let unit = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/contrib/neli-run@.service")).unwrap();
+    let path = g.dir.path().join("neli-run@.service");
+    std::fs::write(&path, unit.replace("/usr/local/bin/neli-run", crate::util::bin())).unwrap();
+    let out = std::process::Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(g.dir.path().join("neli-run@billing.service"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.trim().is_empty(), "systemd-analyze verify: {stderr}");
+}

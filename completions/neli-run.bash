@@ -41,12 +41,16 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-b -g -X -v -q -h -V --brokers --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --acquire-timeout --verbose --quiet --help --version dev-broker status help"
+            opts="-v -q -b -g -X -h -V --verbose --quiet --log-format --brokers --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --acquire-timeout --help --version dev-broker status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 --brokers)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -115,7 +119,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__dev__subcmd__broker)
-            opts="-h --listen --deny-topic --help"
+            opts="-v -q -h --listen --deny-topic --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -127,6 +131,10 @@ _neli__run() {
                     ;;
                 --deny-topic)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -193,7 +201,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__status)
-            opts="-b -g -X -h --brokers --group --topic --json --watch --help"
+            opts="-b -g -X -v -q -h --brokers --group --topic --json --watch --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -221,6 +229,10 @@ _neli__run() {
                     ;;
                 -X)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

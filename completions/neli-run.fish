@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n b/brokers= g/group= topic= X= name= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= acquire-timeout= v/verbose q/quiet h/help V/version
+    string join \n v/verbose q/quiet log-format= b/brokers= g/group= topic= X= name= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= acquire-timeout= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -24,6 +24,8 @@ function __fish_neli_run_using_subcommand
     contains -- $cmd[1] $argv
 end
 
+complete -c neli-run -n "__fish_neli_run_needs_command" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
 complete -c neli-run -n "__fish_neli_run_needs_command" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
@@ -48,13 +50,21 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -a "status" -d 'Show who
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l listen -d 'Address to listen on and advertise to clients' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l deny-topic -d 'Refuse access to TOPIC, as a broker with ACLs refuses a principal without permission (repeatable): to see what clients do then' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
+complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l json -d 'Print JSON instead of text'
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l watch -d 'Keep watching; print a line each time the leader or its freshness changes (until Ctrl-C)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status help" -f -a "status" -d 'Show who leads a group now, read from its heartbeat records'

@@ -40,7 +40,34 @@ pub struct Cli {
     pub subcommand: Option<Sub>,
 
     #[command(flatten)]
+    pub log: LogArgs,
+
+    #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// Logging, for every subcommand.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// More log output (-v debug, -vv trace); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, env = "NELI_VERBOSE")]
+    pub verbose: u8,
+
+    /// Less log output (-q warnings and errors only, -qq errors only).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, env = "NELI_QUIET", conflicts_with = "verbose")]
+    pub quiet: u8,
+
+    /// Log format: text for people, json (one object per line) for
+    /// collectors.
+    #[arg(long, global = true, env = "NELI_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+/// How log lines look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// Commands other than running a child.
@@ -168,14 +195,6 @@ pub struct RunArgs {
     /// Give up (exit 75) if not leader within this time [default: wait forever].
     #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION")]
     pub acquire_timeout: Option<String>,
-
-    /// More log output (-v debug, -vv trace); RUST_LOG overrides.
-    #[arg(short, long, action = clap::ArgAction::Count, env = "NELI_VERBOSE")]
-    pub verbose: u8,
-
-    /// Less log output (-q warnings and errors only, -qq errors only).
-    #[arg(short, long, action = clap::ArgAction::Count, env = "NELI_QUIET", conflicts_with = "verbose")]
-    pub quiet: u8,
 
     /// The command to run while leader, and its arguments (no shell).
     #[arg(last = true, required = true, value_name = "COMMAND")]

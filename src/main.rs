@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::Parser;
-use neli_run::cli::{Cli, Sub};
+use neli_run::cli::{Cli, LogArgs, LogFormat, Sub};
 use neli_run::{child, config, dev_broker, exit, run, status};
 use tracing_subscriber::EnvFilter;
 
@@ -20,7 +20,7 @@ fn main() -> ExitCode {
             return ExitCode::from(if err.use_stderr() { exit::USAGE } else { 0 });
         }
     };
-    init_logging(cli.run.verbose, cli.run.quiet);
+    init_logging(&cli.log);
     let run_args = match cli.subcommand {
         Some(Sub::DevBroker(args)) => return dev_broker::main(args),
         Some(Sub::Status(args)) => return status::main(args, std::env::var("NELI_KAFKA_PROPERTIES").ok()),
@@ -48,8 +48,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(verbose: u8, quiet: u8) {
-    let level = match (verbose, quiet) {
+fn init_logging(args: &LogArgs) {
+    let level = match (args.verbose, args.quiet) {
         (0, 0) => "info",
         (1, _) => "debug",
         (v, _) if v >= 2 => "trace",
@@ -57,10 +57,9 @@ fn init_logging(verbose: u8, quiet: u8) {
         _ => "error",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false);
+    match args.log_format {
+        LogFormat::Text => logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
+        LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
 }

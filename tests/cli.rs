@@ -100,3 +100,35 @@ fn topic_without_permission_exits_77_naming_the_acls() {
     assert_eq!(code, 77, "{out}");
     assert!(out.contains("secret.neli") && out.contains("DESCRIBE, READ and WRITE"), "{out}");
 }
+
+#[test]
+fn logs_never_show_secrets_even_at_full_debug() {
+    let (code, out) = run(&[
+        "-vv",
+        "--log-format",
+        "json",
+        "-g",
+        "g",
+        "-b",
+        "127.0.0.1:1",
+        "--acquire-timeout",
+        "2s",
+        "-X",
+        "security.protocol=sasl_plaintext",
+        "-X",
+        "sasl.mechanism=PLAIN",
+        "-X",
+        "sasl.username=neli",
+        "-X",
+        "sasl.password=hunter2-secret",
+        "-X",
+        "debug=all",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, 75, "{out}");
+    assert!(out.lines().count() > 10, "debug logging was on:\n{out}");
+    assert!(!out.contains("hunter2-secret"), "a secret reached the log:\n{out}");
+    let first = out.lines().next().unwrap();
+    assert!(serde_json::from_str::<serde_json::Value>(first).is_ok(), "not JSON: {first}");
+}

@@ -41,7 +41,7 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-v -q -b -g -X -h -V --verbose --quiet --log-format --brokers --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --acquire-timeout --help --version dev-broker status help"
+            opts="-v -q -b -g -X -h -V --verbose --quiet --log-format --brokers --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --acquire-timeout --metrics-addr --help --version dev-broker status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -108,6 +108,10 @@ _neli__run() {
                     return 0
                     ;;
                 --acquire-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-addr)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n v/verbose q/quiet log-format= b/brokers= g/group= topic= X= name= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= acquire-timeout= h/help V/version
+    string join \n v/verbose q/quiet log-format= b/brokers= g/group= topic= X= name= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= acquire-timeout= metrics-addr= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -41,6 +41,7 @@ on-failure\t'Start it again unless it exited with status 0'
 always\t'Start it again whatever its status'"
 complete -c neli-run -n "__fish_neli_run_needs_command" -l restart-delay -d 'Pause before restarting the command' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l acquire-timeout -d 'Give up (exit 75) if not leader within this time [default: wait forever]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l metrics-addr -d 'Serve /metrics (Prometheus), /healthz and /leader on this address' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -196,6 +196,13 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION")]
     pub acquire_timeout: Option<String>,
 
+    /// Serve /metrics (Prometheus), /healthz and /leader on this address.
+    ///
+    /// /leader answers 200 only on the member running the command: point a
+    /// load balancer's health check or a readiness probe at it.
+    #[arg(long, env = "NELI_METRICS_ADDR", value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
+
     /// The command to run while leader, and its arguments (no shell).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,

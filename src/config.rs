@@ -68,6 +68,7 @@ pub struct Config {
     pub leader: Settings,
     pub program: OsString,
     pub args: Vec<OsString>,
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 impl Config {
@@ -103,6 +104,13 @@ impl Config {
             acquire_timeout: args.acquire_timeout.as_deref().map(|v| duration("--acquire-timeout", v)).transpose()?,
         };
         let session_timeout = duration("--session-timeout", &args.session_timeout)?;
+        let metrics_addr = match args.metrics_addr.as_deref() {
+            None => None,
+            Some(addr) => match std::net::ToSocketAddrs::to_socket_addrs(addr).map(|mut a| a.next()) {
+                Ok(Some(addr)) => Some(addr),
+                _ => return err(format!("--metrics-addr '{addr}': expected HOST:PORT, e.g. 0.0.0.0:9464")),
+            },
+        };
         let Some((program, rest)) = args.command.split_first() else {
             return err("no command given: neli-run [OPTIONS] -- COMMAND [ARGS]...");
         };
@@ -118,6 +126,7 @@ impl Config {
             leader,
             program: program.clone(),
             args: rest.to_vec(),
+            metrics_addr,
         };
         config.check_timing()?;
         Ok(config)

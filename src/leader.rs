@@ -184,6 +184,12 @@ impl Leader {
         }
     }
 
+    /// Send time of the newest own heartbeat read back, while we own
+    /// partition 0 (for the heartbeat-age metric).
+    pub fn fresh(&self) -> Option<BootTime> {
+        self.tenure.and_then(|t| t.fresh)
+    }
+
     /// Feeds one event; returns what to do, in order.
     pub fn step(&mut self, input: Input, now: BootTime) -> Vec<Action> {
         if self.done {

@@ -9,7 +9,7 @@
 //! - `cli` / `config`: the command line, and the checks that make it safe.
 //! - `dev_broker`: an in-memory Kafka-protocol broker for trying and testing.
 //! - `status`: who leads a group, read from its heartbeat records.
-//! - `notify`: systemd's `Type=notify` protocol.
+//! - `notify`: systemd's `Type=notify` protocol; `metrics`: /metrics, /healthz, /leader.
 
 pub mod child;
 pub mod cli;
@@ -19,6 +19,7 @@ pub mod dev_broker;
 pub mod exit;
 pub mod kafka;
 pub mod leader;
+pub mod metrics;
 pub mod notify;
 pub mod run;
 pub mod status;

@@ -22,6 +22,7 @@ use crate::exit::{self, ChildStatus};
 use crate::kafka::heartbeat::Member;
 use crate::kafka::{Event, Kafka};
 use crate::leader::{Action, Input, Leader, Role};
+use crate::metrics;
 use crate::notify::Notifier;
 
 /// Runs `cfg` until the child's run ends; returns the exit status.
@@ -49,6 +50,14 @@ pub async fn run(cfg: Config) -> u8 {
             ("NELI_NAME".into(), cfg.name.clone()),
         ],
     };
+
+    let metrics: metrics::Shared = Default::default();
+    if let Some(addr) = cfg.metrics_addr {
+        if let Err(err) = metrics::serve(addr, metrics.clone()).await {
+            error!(%addr, %err, "cannot serve --metrics-addr");
+            return exit::USAGE;
+        }
+    }
 
     let (events_tx, mut events) = unbounded_channel();
     let member = Member::this_process(cfg.name.clone());
@@ -151,6 +160,7 @@ pub async fn run(cfg: Config) -> u8 {
                     Ok(child) => {
                         info!(pid = child.pgid().as_raw(), token, "child started");
                         running = Some(child);
+                        metrics.lock().expect("metrics lock").child_started(token);
                     }
                     Err(err) => {
                         error!(%err, "cannot start the child");
@@ -178,6 +188,13 @@ pub async fn run(cfg: Config) -> u8 {
                     return code;
                 }
             }
+        }
+        {
+            let mut m = metrics.lock().expect("metrics lock");
+            m.set_role(core.role());
+            m.fresh = core.fresh();
+            m.child_up = running.is_some();
+            m.kafka_reachable = kafka.reachable();
         }
         if joined && !ready {
             ready = true;

@@ -7,6 +7,7 @@ mod cli;
 mod docs;
 mod election;
 mod faults;
+mod metrics;
 mod status;
 mod supervision;
 mod systemd;

@@ -271,6 +271,7 @@ pub struct Kafka {
     deadline_ms: u64,
     /// The token we last wrote, and since when (wall clock) we hold it.
     leading: Option<(i64, u64)>,
+    unreachable: Arc<AtomicBool>,
     closing: Arc<AtomicBool>,
     consumer: Option<JoinHandle<()>>,
 }
@@ -361,6 +362,7 @@ impl Kafka {
             seq: 0,
             deadline_ms: cfg.leader.heartbeat_deadline.as_millis() as u64,
             leading: None,
+            unreachable,
             closing,
             consumer: Some(thread),
         })
@@ -381,6 +383,11 @@ impl Kafka {
         if let Err((err, _)) = self.producer.send(record) {
             debug!(%err, "heartbeat not queued");
         }
+    }
+
+    /// Whether Kafka answered last time we tried.
+    pub fn reachable(&self) -> bool {
+        !self.unreachable.load(Ordering::Relaxed)
     }
 
     /// Leaves the group so that a standby takes over at once, then closes

@@ -94,7 +94,9 @@ impl Config {
             None => DEFAULT_MAX_POLL_INTERVAL,
         };
 
+        let session_timeout = duration("--session-timeout", &args.session_timeout)?;
         let leader = Settings {
+            resume_window: session_timeout.saturating_sub(coordinator_heartbeat + MARGIN),
             heartbeat_interval: duration("--heartbeat-interval", &args.heartbeat_interval)?,
             heartbeat_deadline: duration("--heartbeat-deadline", &args.heartbeat_deadline)?,
             grace: duration("--grace", &args.grace)?,
@@ -103,7 +105,6 @@ impl Config {
             restart_delay: duration("--restart-delay", &args.restart_delay)?,
             acquire_timeout: args.acquire_timeout.as_deref().map(|v| duration("--acquire-timeout", v)).transpose()?,
         };
-        let session_timeout = duration("--session-timeout", &args.session_timeout)?;
         let metrics_addr = match args.metrics_addr.as_deref() {
             None => None,
             Some(addr) => match std::net::ToSocketAddrs::to_socket_addrs(addr).map(|mut a| a.next()) {

@@ -49,6 +49,12 @@ pub struct Settings {
     pub restart: Restart,
     pub restart_delay: Duration,
     pub acquire_timeout: Option<Duration>,
+    /// The longest gap in our own heartbeats after which we may still
+    /// trust that the group kept partition 0 for us: session timeout minus
+    /// a coordinator heartbeat and the margin. After a longer gap the
+    /// coordinator may already have given the partition to another member,
+    /// so we rejoin the group instead of resuming.
+    pub resume_window: Duration,
 }
 
 /// Something that happened, as the shell reports it.
@@ -97,6 +103,9 @@ pub enum Action {
     KillGroup,
     /// Let the blocked rebalance callback return: the child is gone.
     ReleaseRevoke,
+    /// Leave the group and join it again: our claim on partition 0 is
+    /// too old to trust, so get a fresh assignment from the coordinator.
+    Rejoin,
     /// Leave the group and exit with this status.
     Exit(u8),
 }
@@ -263,12 +272,11 @@ impl Leader {
     }
 
     fn on_revoked(&mut self, lost: bool, now: BootTime) {
-        let Some(tenure) = self.tenure.take() else {
-            self.out.push(Action::ReleaseRevoke);
-            return;
-        };
-        self.restart_at = None;
-        info!(role = ?tenure.role, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
+        if let Some(tenure) = self.tenure.take() {
+            self.restart_at = None;
+            info!(role = ?tenure.role, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
+        }
+        // Whatever our role was, the partition goes only once the child has.
         match self.child {
             Child::Idle => self.out.push(Action::ReleaseRevoke),
             Child::Running | Child::Stopping { .. } => {
@@ -293,9 +301,21 @@ impl Leader {
         if tenure.fresh.is_some_and(|f| f >= sent) {
             return;
         }
+        // Our last evidence of holding the partition: the assignment, or the
+        // previous own heartbeat read back.
+        let evidence = tenure.fresh.unwrap_or(tenure.since);
         tenure.fresh = Some(sent);
         if now.since(sent) >= deadline {
             return; // read back too late: it proves nothing about now
+        }
+        let gap = sent.since(evidence);
+        if gap > self.settings.resume_window {
+            // The coordinator may have expired our session in that gap and
+            // moved the partition on; its verdict may not have reached us.
+            warn!(gap = ?gap, window = ?self.settings.resume_window, "own heartbeats were gone longer than the group waits; rejoining instead of resuming");
+            self.tenure = None;
+            self.out.push(Action::Rejoin);
+            return;
         }
         match tenure.role {
             Phase::Candidate | Phase::Fenced => {
@@ -468,6 +488,7 @@ mod tests {
             restart,
             restart_delay: Duration::from_millis(100),
             acquire_timeout: None,
+            resume_window: Duration::from_millis(2200),
         }
     }
 
@@ -557,6 +578,37 @@ mod tests {
         let out = l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(5000));
         assert_eq!(out, vec![SendHeartbeat, KillGroup]);
         assert_eq!(l.role(), Role::Fenced);
+    }
+
+    #[test]
+    fn heartbeats_returning_after_the_resume_window_rejoin_instead_of_resuming() {
+        // Found by neli-soak: the broker paused for a whole session timeout;
+        // on its return our backlog heartbeat was fresh, but the group had
+        // expired our session and handed partition 0 to another member.
+        let mut l = leading(Restart::Never);
+        l.step(Input::Tick, ms(2000)); // fenced: last fresh heartbeat sent at 1000
+        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
+        let out = l.step(hb(30, 3300), ms(3310)); // a 2.3s gap > the 2.2s window
+        assert_eq!(out, vec![SendHeartbeat, Rejoin]);
+        assert_eq!(l.role(), Role::Standby);
+        assert_eq!(l.step(Input::Revoked { lost: false }, ms(3320)), vec![ReleaseRevoke]);
+        // Within the window, the same return resumes.
+        let mut l = leading(Restart::Never);
+        l.step(Input::Tick, ms(2000));
+        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
+        assert_eq!(
+            l.step(hb(30, 3100), ms(3110)),
+            vec![SendHeartbeat, Spawn { token: 30, lease: ms(4100) }, SendHeartbeat]
+        );
+    }
+
+    #[test]
+    fn a_revoke_while_the_child_still_stops_waits_for_it_even_without_a_tenure() {
+        let mut l = leading(Restart::Never);
+        l.step(Input::Tick, ms(2000)); // fenced, child being killed
+        l.step(hb(30, 3300), ms(3310)); // rejoin: tenure dropped, child not yet reaped
+        assert_eq!(l.step(Input::Revoked { lost: false }, ms(3320)), vec![]);
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(3330)), vec![ReleaseRevoke]);
     }
 
     #[test]

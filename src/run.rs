@@ -176,6 +176,7 @@ pub async fn run(cfg: Config) -> u8 {
                 }
                 Action::SignalGroup(sig) => running.iter().for_each(|c| c.signal(sig)),
                 Action::KillGroup => running.iter().for_each(|c| c.signal(Signal::SIGKILL)),
+                Action::Rejoin => kafka.rejoin(),
                 Action::ReleaseRevoke => {
                     if let Some(r) = release.take() {
                         let _ = r.send(());

@@ -132,3 +132,27 @@ fn logs_never_show_secrets_even_at_full_debug() {
     let first = out.lines().next().unwrap();
     assert!(serde_json::from_str::<serde_json::Value>(first).is_ok(), "not JSON: {first}");
 }
+
+#[test]
+fn tls_and_sasl_are_built_in() {
+    // Without OpenSSL in the build, librdkafka refuses these at start (78).
+    let (code, out) = run(&[
+        "-g",
+        "g",
+        "-b",
+        "127.0.0.1:1",
+        "--acquire-timeout",
+        "1s",
+        "-X",
+        "security.protocol=SASL_SSL",
+        "-X",
+        "sasl.mechanism=SCRAM-SHA-256",
+        "-X",
+        "sasl.username=u",
+        "-X",
+        "sasl.password=p",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, 75, "{out}");
+}

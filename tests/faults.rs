@@ -117,3 +117,26 @@ fn network_cut_longer_than_the_session_hands_over_without_overlap() {
     );
     g.assert_no_overlap();
 }
+
+/// Regression (found by neli-soak, seed 11): the broker paused for a whole
+/// session timeout. On its return the fenced leader read a backlog heartbeat
+/// that was still fresh and resumed, while the coordinator had expired its
+/// session and given partition 0 to another member: two leaders. A gap in
+/// our own heartbeats longer than the group waits now means rejoin, never
+/// resume.
+#[test]
+fn regression_broker_paused_for_a_session_the_old_leader_does_not_resume() {
+    let g = Group::on(Broker::dev(), "pause-session");
+    let t = g.broker.timing;
+    let _members: Vec<Member> = ["a", "b", "c"].iter().map(|n| g.member(n, &[], &["sleep", "1000"])).collect();
+    for round in 1..=3 {
+        wait_until(t.takeover(), "someone leads", || g.lock_held());
+        let before = g.starts().len();
+        g.broker.signal(Signal::SIGSTOP);
+        std::thread::sleep(t.session); // the fault itself: a pause of one session
+        g.broker.signal(Signal::SIGCONT);
+        wait_until(t.takeover(), "someone leads again", || g.starts().len() > before && g.lock_held());
+        g.assert_no_overlap();
+        eprintln!("round {round}: {:?}", g.starts());
+    }
+}

@@ -273,6 +273,7 @@ pub struct Kafka {
     leading: Option<(i64, u64)>,
     unreachable: Arc<AtomicBool>,
     closing: Arc<AtomicBool>,
+    rejoin: Arc<AtomicBool>,
     consumer: Option<JoinHandle<()>>,
 }
 
@@ -350,9 +351,11 @@ impl Kafka {
 
         let reader_member = member.clone();
         let reader_closing = closing.clone();
+        let rejoin = Arc::new(AtomicBool::new(false));
+        let reader_rejoin = rejoin.clone();
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
-            .spawn(move || consume(consumer, &reader_member, &reader_closing, &events))
+            .spawn(move || consume(consumer, &reader_member, &reader_closing, &reader_rejoin, &events))
             .map_err(|e| Fatal { code: exit::INTERNAL, message: format!("cannot start the Kafka thread: {e}") })?;
 
         Ok(Kafka {
@@ -364,6 +367,7 @@ impl Kafka {
             leading: None,
             unreachable,
             closing,
+            rejoin,
             consumer: Some(thread),
         })
     }
@@ -385,6 +389,11 @@ impl Kafka {
         }
     }
 
+    /// Leaves the group and joins again, for a fresh assignment.
+    pub fn rejoin(&self) {
+        self.rejoin.store(true, Ordering::Relaxed);
+    }
+
     /// Whether Kafka answered last time we tried.
     pub fn reachable(&self) -> bool {
         !self.unreachable.load(Ordering::Relaxed)
@@ -402,9 +411,22 @@ impl Kafka {
 
 /// The consumer thread: polls until asked to close, then closes the consumer
 /// (which sends LeaveGroup).
-fn consume(consumer: BaseConsumer<Context>, me: &Member, closing: &AtomicBool, events: &UnboundedSender<Event>) {
+fn consume(
+    consumer: BaseConsumer<Context>,
+    me: &Member,
+    closing: &AtomicBool,
+    rejoin: &AtomicBool,
+    events: &UnboundedSender<Event>,
+) {
     let ctx = consumer.context();
     while !closing.load(Ordering::Relaxed) {
+        if rejoin.swap(false, Ordering::Relaxed) {
+            // The revoke this causes goes through the barrier as any other.
+            consumer.unsubscribe();
+            if let Err(err) = consumer.subscribe(&[&ctx.topic]) {
+                let _ = events.send(Event::Fatal { code: exit::INTERNAL, message: format!("rejoining: {err}") });
+            }
+        }
         match consumer.poll(Duration::from_millis(100)) {
             None => {}
             Some(Ok(msg)) => {

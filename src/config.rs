@@ -32,8 +32,14 @@ pub const MARGIN: Duration = Duration::from_millis(500);
 /// otherwise. Short, because standbys learn of a leader leaving only at their
 /// next coordinator heartbeat: it bounds graceful handover.
 pub const DEFAULT_COORDINATOR_HEARTBEAT: Duration = Duration::from_millis(500);
-/// librdkafka's default `max.poll.interval.ms`.
-pub const DEFAULT_MAX_POLL_INTERVAL: Duration = Duration::from_secs(300);
+/// `max.poll.interval.ms` unless set with -X: Kafka's rebalance timeout,
+/// which is also how long librdkafka waits for a JoinGroup answer. Its
+/// default of 5 minutes left members stuck that long after a broker pause
+/// (found by neli-soak); the consumer thread polls every 100 ms and blocks
+/// at most for the revoke barrier, so a short one is safe.
+pub fn default_max_poll_interval(session: Duration, grace: Duration) -> Duration {
+    (2 * session).max(session + grace + MARGIN)
+}
 
 /// Properties that have a flag of their own; setting them with -X would let
 /// the two disagree.
@@ -89,10 +95,6 @@ impl Config {
             Some(v) => millis_property("heartbeat.interval.ms", v)?,
             None => DEFAULT_COORDINATOR_HEARTBEAT,
         };
-        let max_poll_interval = match property("max.poll.interval.ms") {
-            Some(v) => millis_property("max.poll.interval.ms", v)?,
-            None => DEFAULT_MAX_POLL_INTERVAL,
-        };
 
         let session_timeout = duration("--session-timeout", &args.session_timeout)?;
         let leader = Settings {
@@ -104,6 +106,10 @@ impl Config {
             restart: args.restart,
             restart_delay: duration("--restart-delay", &args.restart_delay)?,
             acquire_timeout: args.acquire_timeout.as_deref().map(|v| duration("--acquire-timeout", v)).transpose()?,
+        };
+        let max_poll_interval = match property("max.poll.interval.ms") {
+            Some(v) => millis_property("max.poll.interval.ms", v)?,
+            None => default_max_poll_interval(session_timeout, leader.grace),
         };
         let metrics_addr = match args.metrics_addr.as_deref() {
             None => None,
@@ -343,6 +349,7 @@ mod tests {
         assert_eq!(c.topic, "billing.neli");
         assert!(c.name.ends_with(&format!("-{}", std::process::id())));
         assert_eq!(c.session_timeout, Duration::from_secs(6));
+        assert_eq!(c.max_poll_interval, Duration::from_secs(12));
         assert_eq!(c.leader.stop_signal, Signal::SIGTERM);
     }
 

@@ -140,3 +140,24 @@ fn regression_broker_paused_for_a_session_the_old_leader_does_not_resume() {
         eprintln!("round {round}: {:?}", g.starts());
     }
 }
+
+/// Regression (found by neli-soak): the broker paused while members were
+/// joining. The mock never answered their pending JoinGroup, and librdkafka
+/// waits for that answer as long as the rebalance timeout (then 5 minutes):
+/// no standby could take over. The default rebalance timeout is now short.
+#[test]
+fn regression_broker_paused_during_joins_members_are_not_stuck() {
+    let g = Group::on(Broker::dev(), "pause-joins");
+    let t = g.broker.timing;
+    let members: Vec<Member> = ["a", "b", "c"].iter().map(|n| g.member(n, &[], &["sleep", "1000"])).collect();
+    wait_until(t.takeover(), "all are joining", || members.iter().all(|m| m.log().contains("joining")));
+    std::thread::sleep(Duration::from_millis(300)); // let the JoinGroup requests go out
+    g.broker.signal(Signal::SIGSTOP);
+    std::thread::sleep(t.session); // the fault: a pause of one session
+    g.broker.signal(Signal::SIGCONT);
+    let settled = |m: &Member| m.log().contains("standby") || m.log().contains("child started");
+    // 5 minutes before the fix; the default rebalance timeout is 2 × session now.
+    wait_until(t.session * 6 + Duration::from_secs(10), "every member has joined", || members.iter().all(settled));
+    wait_until(t.takeover(), "someone leads", || g.lock_held());
+    g.assert_no_overlap();
+}

@@ -27,6 +27,7 @@ use crate::notify::Notifier;
 
 /// Runs `cfg` until the child's run ends; returns the exit status.
 pub async fn run(cfg: Config) -> u8 {
+    let started = BootTime::now();
     if let Err((code, message)) = child::check_executable(&cfg.program) {
         error!("{message}");
         return code;
@@ -79,7 +80,7 @@ pub async fn run(cfg: Config) -> u8 {
             }
         },
         _ = signals.shutdown() => return 0,
-        _ = sleep_for(cfg.leader.acquire_timeout) => {
+        _ = sleep_for(cfg.leader.acquire_timeout.map(|t| (started + t).since(BootTime::now()))) => {
             error!("not leader within --acquire-timeout (Kafka never answered)");
             return exit::ACQUIRE_TIMEOUT;
         }
@@ -92,7 +93,8 @@ pub async fn run(cfg: Config) -> u8 {
     let mut ready = false;
     let mut shown_role = None;
 
-    let mut core = Leader::new(cfg.leader.clone(), BootTime::now());
+    // Started before connecting: --acquire-timeout counts from here.
+    let mut core = Leader::new(cfg.leader.clone(), started);
     let mut running: Option<Running> = None;
     let mut release: Option<SyncSender<()>> = None;
     let mut pending: VecDeque<Input> = VecDeque::new();

@@ -11,11 +11,6 @@ fn three(g: &Group) -> Vec<Member> {
     ["a", "b", "c"].iter().map(|n| g.member(n, &[], &["sleep", "1000"])).collect()
 }
 
-fn leader_index(g: &Group, members: &[Member]) -> usize {
-    let (name, _) = g.starts().last().cloned().expect("someone started");
-    members.iter().position(|m| m.name == name).expect("a member of ours leads")
-}
-
 #[test]
 fn one_leader_among_three() {
     let g = Group::new("one-of-three");
@@ -34,7 +29,7 @@ fn graceful_handover_and_increasing_tokens() {
     let t = g.broker.timing;
     for round in 1..=2 {
         wait_until(t.takeover(), "a leader runs its child", || g.starts().len() == round && g.lock_held());
-        let i = leader_index(&g, &members);
+        let i = g.leader_among(&members);
         members[i].signal(Signal::SIGTERM);
         assert_eq!(members[i].wait_exit(t.takeover()).code(), Some(143), "{}", members[i].log());
         members.remove(i);
@@ -51,7 +46,7 @@ fn kill_9_of_the_leader_fails_over_within_the_session_timeout() {
     let mut members = three(&g);
     let t = g.broker.timing;
     wait_until(t.takeover(), "a leader runs its child", || g.lock_held());
-    let i = leader_index(&g, &members);
+    let i = g.leader_among(&members);
     members[i].signal(Signal::SIGKILL);
     members[i].wait_exit(t.takeover());
     // The shim kills the child at once: no orphan holds the lock.

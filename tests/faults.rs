@@ -12,11 +12,6 @@ fn pair(g: &Group) -> Vec<Member> {
     ["a", "b"].iter().map(|n| g.member(n, &[], &["sleep", "1000"])).collect()
 }
 
-fn leader_of(g: &Group, members: &[Member]) -> usize {
-    let (name, _) = g.starts().last().cloned().expect("someone started");
-    members.iter().position(|m| m.name == name).expect("a member of ours leads")
-}
-
 /// Bound for "the child died because heartbeats stopped": the deadline plus
 /// generous room for a loaded machine.
 fn fence_bound(g: &Group) -> Duration {
@@ -29,7 +24,7 @@ fn sigstop_of_the_leader_fences_through_the_shim_and_sigcont_does_not_overlap() 
     let members = pair(&g);
     let t = g.broker.timing;
     wait_until(t.takeover(), "a leader runs its child", || g.lock_held());
-    let i = leader_of(&g, &members);
+    let i = g.leader_among(&members);
     let stopped = Instant::now();
     members[i].signal(Signal::SIGSTOP);
     // neli-run is frozen: only the shim's lease can kill the child.

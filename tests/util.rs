@@ -234,6 +234,12 @@ impl Group {
             .collect()
     }
 
+    /// Which of `members` started the latest child.
+    pub fn leader_among(&self, members: &[Member]) -> usize {
+        let (name, _) = self.starts().last().cloned().expect("someone started");
+        members.iter().position(|m| m.name == name).expect("a member of ours leads")
+    }
+
     /// Overlaps the detector saw (must stay empty).
     pub fn overlaps(&self) -> Vec<String> {
         read_lines(&self.dir.path().join("overlaps"))

@@ -41,7 +41,7 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-v -q -b -g -X -h -V --verbose --quiet --log-format --brokers --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --acquire-timeout --metrics-addr --help --version dev-broker status help"
+            opts="-v -q -b -g -X -h -V --verbose --quiet --log-format --brokers --kafka-config --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --acquire-timeout --metrics-addr --help --version dev-broker status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -56,6 +56,10 @@ _neli__run() {
                     return 0
                     ;;
                 -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -205,7 +209,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__status)
-            opts="-b -g -X -v -q -h --brokers --group --topic --json --watch --verbose --quiet --log-format --help"
+            opts="-b -g -X -v -q -h --brokers --kafka-config --group --topic --json --watch --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -216,6 +220,10 @@ _neli__run() {
                     return 0
                     ;;
                 -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -108,9 +108,16 @@ pub struct StatusArgs {
 /// How to reach the group's topic (shared by running and `status`).
 #[derive(Debug, Args)]
 pub struct KafkaArgs {
-    /// Kafka bootstrap brokers, comma-separated.
-    #[arg(short, long, env = "NELI_BROKERS", default_value = "localhost:9092", value_name = "HOST:PORT,...")]
-    pub brokers: String,
+    /// Kafka bootstrap brokers, comma-separated [default: the
+    /// --kafka-config file's bootstrap.servers, or localhost:9092].
+    #[arg(short, long, env = "NELI_BROKERS", value_name = "HOST:PORT,...")]
+    pub brokers: Option<String>,
+
+    /// A Java-style client properties file (the client.properties Kafka
+    /// users already have): security.protocol, sasl.mechanism,
+    /// sasl.jaas.config, ssl.ca.location ... Merged under -X.
+    #[arg(long, env = "NELI_KAFKA_CONFIG", value_name = "FILE")]
+    pub kafka_config: Option<std::path::PathBuf>,
 
     /// The group: members of the same group elect one leader among them.
     #[arg(short, long, env = "NELI_GROUP", required = true)]

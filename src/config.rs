@@ -234,15 +234,90 @@ impl Target {
         if group.is_empty() {
             return err("--group must not be empty");
         }
-        let brokers = parse_brokers(&args.brokers)?;
         let topic = args.topic.unwrap_or_else(|| format!("{group}.neli"));
         check_topic_name(&topic)?;
         let mut kafka_properties = Vec::new();
+        let mut file_brokers = None;
+        if let Some(path) = &args.kafka_config {
+            let text = std::fs::read_to_string(path)
+                .or_else(|e| err(format!("--kafka-config {}: cannot read it ({e})", path.display())))?;
+            for (key, value) in java_properties(&text) {
+                match key.as_str() {
+                    "bootstrap.servers" => file_brokers = Some(value),
+                    _ => kafka_properties.extend(translate_java_property(&key, value, path)?),
+                }
+            }
+        }
+        let brokers = args.brokers.or(file_brokers).unwrap_or_else(|| "localhost:9092".into());
+        let brokers = parse_brokers(&brokers)?;
         let from_env = env_properties.iter().flat_map(|s| s.split(';')).filter(|s| !s.trim().is_empty());
         for prop in from_env.chain(args.kafka_properties.iter().map(String::as_str)) {
             kafka_properties.push(parse_property(prop)?);
         }
         Ok(Target { brokers, group, topic, kafka_properties })
+    }
+}
+
+/// Reads Java's `.properties` format: `key=value`, `key: value` or
+/// `key value`; `#` and `!` comments; a trailing `\` continues the line.
+fn java_properties(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut logical = String::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        if logical.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!')) {
+            continue;
+        }
+        match line.strip_suffix('\\') {
+            Some(head) if !head.ends_with('\\') => {
+                logical.push_str(head);
+                continue;
+            }
+            _ => logical.push_str(line),
+        }
+        let entry = std::mem::take(&mut logical);
+        let split = entry.find(['=', ':', ' ', '\t']).unwrap_or(entry.len());
+        let key = entry[..split].trim().to_string();
+        let rest = entry[split..].trim_start();
+        let value = rest.strip_prefix(['=', ':']).unwrap_or(rest).trim().to_string();
+        out.push((key, value.replace("\\:", ":").replace("\\=", "=").replace("\\\\", "\\")));
+    }
+    out
+}
+
+/// Maps a Java client property to librdkafka's, where they differ.
+fn translate_java_property(
+    key: &str,
+    value: String,
+    file: &std::path::Path,
+) -> Result<Vec<(String, String)>, ConfigError> {
+    let at = file.display();
+    match key {
+        // Java's way to give SASL credentials.
+        "sasl.jaas.config" => {
+            let field = |name: &str| {
+                let start = value.find(&format!("{name}=\""))? + name.len() + 2;
+                let len = value[start..].find('"')?;
+                Some(value[start..start + len].to_string())
+            };
+            match (field("username"), field("password")) {
+                (Some(user), Some(password)) => {
+                    Ok(vec![("sasl.username".into(), user), ("sasl.password".into(), password)])
+                }
+                _ => err(format!(
+                    "--kafka-config {at}: sasl.jaas.config has no username=\"...\" password=\"...\"; for \
+                     Kerberos or OAuth set librdkafka's sasl.* properties instead"
+                )),
+            }
+        }
+        "ssl.truststore.location" | "ssl.truststore.password" | "ssl.truststore.type" => err(format!(
+            "--kafka-config {at}: {key} (a Java truststore) is not supported by librdkafka; export the CA \
+             certificate as PEM (keytool -exportcert -rfc) and set ssl.ca.location"
+        )),
+        // Java-only settings that have no meaning here.
+        k if k.ends_with(".serializer") || k.ends_with(".deserializer") || k.ends_with(".class") => Ok(vec![]),
+        _ => Ok(vec![parse_property(&format!("{key}={value}"))
+            .map_err(|e| ConfigError(format!("--kafka-config {at}: {}", e.0.trim_start_matches("-X "))))?]),
     }
 }
 
@@ -405,6 +480,26 @@ mod tests {
             c.kafka_properties,
             vec![("a".into(), "1".into()), ("b".into(), "3".into()), ("a".into(), "2".into())]
         );
+    }
+
+    #[test]
+    fn java_properties_files_are_read_and_translated() {
+        let text = "# client.properties\n! also a comment\nbootstrap.servers=k1:9092,\\\n  k2:9092\n\
+                    security.protocol = SASL_SSL\nsasl.mechanism: SCRAM-SHA-512\n\
+                    sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
+                    username=\"alice\" password=\"s3cret\";\nkey.serializer=org.apache.StringSerializer\n";
+        let props = java_properties(text);
+        assert_eq!(props[0], ("bootstrap.servers".into(), "k1:9092,k2:9092".into()));
+        assert_eq!(props[1], ("security.protocol".into(), "SASL_SSL".into()));
+        assert_eq!(props[2], ("sasl.mechanism".into(), "SCRAM-SHA-512".into()));
+        let path = std::path::Path::new("client.properties");
+        let jaas = translate_java_property(&props[3].0, props[3].1.clone(), path).unwrap();
+        assert_eq!(jaas, vec![("sasl.username".into(), "alice".into()), ("sasl.password".into(), "s3cret".into())]);
+        assert_eq!(translate_java_property(&props[4].0, props[4].1.clone(), path).unwrap(), vec![]);
+        let e = translate_java_property("ssl.truststore.location", "x.jks".into(), path).unwrap_err();
+        assert!(e.0.contains("ssl.ca.location"), "{e}");
+        let e = translate_java_property("group.id", "x".into(), path).unwrap_err();
+        assert!(e.0.contains("--group"), "{e}");
     }
 
     #[test]

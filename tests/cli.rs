@@ -156,3 +156,27 @@ fn tls_and_sasl_are_built_in() {
     ]);
     assert_eq!(code, 75, "{out}");
 }
+
+#[test]
+fn kafka_config_file_supplies_brokers_and_properties() {
+    let broker = crate::util::Broker::dev();
+    let dir = crate::util::tempdir::Dir::new("kafka-config");
+    let file = dir.path().join("client.properties");
+    let props = format!(
+        "# what a Java client would use\nbootstrap.servers={}\nsecurity.protocol=PLAINTEXT\nkey.serializer=org.example.S\n",
+        broker.address
+    );
+    std::fs::write(&file, props).unwrap();
+    let (code, out) = run(&["-g", "from-file", "--kafka-config", file.to_str().unwrap(), "--", "true"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&format!("brokers={}", broker.address)), "{out}");
+
+    std::fs::write(&file, "ssl.truststore.location=/etc/kafka/truststore.jks\n").unwrap();
+    let (code, out) = run(&["-g", "g", "--kafka-config", file.to_str().unwrap(), "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("ssl.ca.location"), "{out}");
+
+    let (code, out) = run(&["-g", "g", "--kafka-config", "/nonexistent/client.properties", "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("/nonexistent/client.properties"), "{out}");
+}

@@ -25,6 +25,9 @@ _neli__run() {
             neli__run,status)
                 cmd="neli__run__subcmd__status"
                 ;;
+            neli__run,yield)
+                cmd="neli__run__subcmd__yield"
+                ;;
             neli__run__subcmd__help,dev-broker)
                 cmd="neli__run__subcmd__help__subcmd__dev__subcmd__broker"
                 ;;
@@ -34,6 +37,9 @@ _neli__run() {
             neli__run__subcmd__help,status)
                 cmd="neli__run__subcmd__help__subcmd__status"
                 ;;
+            neli__run__subcmd__help,yield)
+                cmd="neli__run__subcmd__help__subcmd__yield"
+                ;;
             *)
                 ;;
         esac
@@ -41,7 +47,7 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-v -q -b -g -X -h -V --verbose --quiet --log-format --brokers --kafka-config --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --acquire-timeout --metrics-addr --help --version dev-broker status help"
+            opts="-v -q -b -g -X -h -V --verbose --quiet --log-format --brokers --kafka-config --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --acquire-timeout --metrics-addr --help --version dev-broker status yield help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -153,7 +159,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__help)
-            opts="dev-broker status help"
+            opts="dev-broker status yield help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -208,6 +214,20 @@ _neli__run() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        neli__subcmd__run__subcmd__help__subcmd__yield)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         neli__subcmd__run__subcmd__status)
             opts="-b -g -X -v -q -h --brokers --kafka-config --group --topic --json --watch --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -240,6 +260,60 @@ _neli__run() {
                     return 0
                     ;;
                 -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__yield)
+            opts="-b -g -X -v -q -h --brokers --kafka-config --group --topic --name --timeout --verbose --quiet --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -g)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -49,6 +49,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -s h -l help -d 'Print h
 complete -c neli-run -n "__fish_neli_run_needs_command" -s V -l version -d 'Print version'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "status" -d 'Show who leads a group now, read from its heartbeat records'
+complete -c neli-run -n "__fish_neli_run_needs_command" -a "yield" -d 'Ask the leader to hand over to another member'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l listen -d 'Address to listen on and advertise to clients' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l deny-topic -d 'Refuse access to TOPIC, as a broker with ACLs refuses a principal without permission (repeatable): to see what clients do then' -r
@@ -69,6 +70,19 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l watch -d 'K
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status help" -f -a "status" -d 'Show who leads a group now, read from its heartbeat records'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l name -d 'Only if this member leads (its --name)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l timeout -d 'How long to wait for another member to lead' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield help" -f -a "status" -d 'Show who leads a group now, read from its heartbeat records'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield help" -f -a "yield" -d 'Ask the leader to hand over to another member'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -87,6 +87,30 @@ pub enum Sub {
     /// Works on any broker (it needs no group APIs) and does not join the
     /// group. Exit status: 0 when a fresh leader exists, 1 when none does.
     Status(StatusArgs),
+
+    /// Ask the leader to hand over to another member.
+    ///
+    /// Writes a control record to partition 0; the leader (the one named by
+    /// --name, if given) stops its command as on a revoke, leaves the group
+    /// and rejoins only once another member leads (or, if it is alone, after
+    /// three session timeouts). Waits for the new leader and names it.
+    /// Exit status: 0 when leadership moved, 1 when it did not.
+    Yield(YieldArgs),
+}
+
+/// Options of `neli-run yield`.
+#[derive(Debug, Args)]
+pub struct YieldArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// Only if this member leads (its --name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// How long to wait for another member to lead.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
 }
 
 /// Options of `neli-run status`.

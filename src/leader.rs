@@ -83,6 +83,8 @@ pub enum Input {
     Fatal(u8),
     /// A signal to pass on to the child's group.
     Forward(Signal),
+    /// `neli-run yield` asked us to hand leadership over.
+    Yield,
     /// Nothing but the passing of time (the shell's timer fired).
     Tick,
 }
@@ -106,6 +108,9 @@ pub enum Action {
     /// Leave the group and join it again: our claim on partition 0 is
     /// too old to trust, so get a fresh assignment from the coordinator.
     Rejoin,
+    /// Leave the group and rejoin only once another member leads (or after
+    /// a while, if none does): the end of a yield, once the child is gone.
+    StandAside,
     /// Leave the group and exit with this status.
     Exit(u8),
 }
@@ -158,6 +163,8 @@ pub struct Leader {
     child: Child,
     restart_at: Option<BootTime>,
     revoke_pending: bool,
+    /// A yield is stopping the child; stand aside once it is gone.
+    yielding: bool,
     /// Shutting down: exit once the child is gone. `Some(code)` overrides
     /// the child's status (fatal errors, acquire timeout).
     shutdown: Option<Option<u8>>,
@@ -176,6 +183,7 @@ impl Leader {
             child: Child::Idle,
             restart_at: None,
             revoke_pending: false,
+            yielding: false,
             shutdown: None,
             ever_led: false,
             done: false,
@@ -224,6 +232,7 @@ impl Leader {
                     self.out.push(Action::SignalGroup(sig));
                 }
             }
+            Input::Yield => self.on_yield(now),
             Input::Tick => {}
         }
         self.on_time(now);
@@ -355,6 +364,10 @@ impl Leader {
             self.exit(code.unwrap_or(status.code()));
             return;
         }
+        if self.yielding {
+            self.stand_aside();
+            return;
+        }
         let Some(tenure) = self.tenure else { return };
         let Phase::Leader { token } = tenure.role else {
             return; // fenced: we wait for our heartbeats to resume
@@ -377,6 +390,27 @@ impl Leader {
             self.shutdown = Some(None);
             self.exit(status.code());
         }
+    }
+
+    fn on_yield(&mut self, now: BootTime) {
+        let Some(tenure) = self.tenure else { return };
+        if self.yielding || self.shutdown.is_some() {
+            return;
+        }
+        info!(role = ?tenure.role, "yielding: stopping the child, then standing aside for another member");
+        self.yielding = true;
+        self.restart_at = None;
+        match self.child {
+            Child::Idle => self.stand_aside(),
+            Child::Running => self.stop(now),
+            Child::Stopping { .. } => {}
+        }
+    }
+
+    fn stand_aside(&mut self) {
+        self.yielding = false;
+        self.tenure = None;
+        self.out.push(Action::StandAside);
     }
 
     fn on_shutdown(&mut self, code: Option<u8>, now: BootTime) {
@@ -609,6 +643,23 @@ mod tests {
         l.step(hb(30, 3300), ms(3310)); // rejoin: tenure dropped, child not yet reaped
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(3320)), vec![]);
         assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(3330)), vec![ReleaseRevoke]);
+    }
+
+    #[test]
+    fn yield_stops_the_child_then_stands_aside_without_restart_or_exit() {
+        let mut l = leading(Restart::Always);
+        assert_eq!(l.step(Input::Yield, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![StandAside]);
+        assert_eq!(l.role(), Role::Standby);
+        assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke]);
+        assert_eq!(l.next_deadline(), None, "no restart pending");
+        // A standby has nothing to yield.
+        assert_eq!(l.step(Input::Yield, ms(1200)), vec![]);
+        // A fenced leader has no child: it stands aside at once.
+        let mut l = leading(Restart::Never);
+        l.step(Input::Tick, ms(2000));
+        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
+        assert_eq!(l.step(Input::Yield, ms(2002)), vec![StandAside]);
     }
 
     #[test]

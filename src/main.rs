@@ -24,6 +24,7 @@ fn main() -> ExitCode {
     let run_args = match cli.subcommand {
         Some(Sub::DevBroker(args)) => return dev_broker::main(args),
         Some(Sub::Status(args)) => return status::main(args, std::env::var("NELI_KAFKA_PROPERTIES").ok()),
+        Some(Sub::Yield(args)) => return status::yield_main(args, std::env::var("NELI_KAFKA_PROPERTIES").ok()),
         None => cli.run,
     };
     let config = match config::Config::from_args(run_args, std::env::var("NELI_KAFKA_PROPERTIES").ok()) {

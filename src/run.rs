@@ -119,6 +119,7 @@ pub async fn run(cfg: Config) -> u8 {
                             Input::Revoked { lost }
                         }
                         Some(Event::Heartbeat { offset, own, sent }) => Input::HeartbeatRead { offset, own, sent },
+                        Some(Event::Yield) => Input::Yield,
                         Some(Event::Fatal { code, message }) => {
                             error!("Kafka: {message}");
                             Input::Fatal(code)
@@ -179,6 +180,7 @@ pub async fn run(cfg: Config) -> u8 {
                 Action::SignalGroup(sig) => running.iter().for_each(|c| c.signal(sig)),
                 Action::KillGroup => running.iter().for_each(|c| c.signal(Signal::SIGKILL)),
                 Action::Rejoin => kafka.rejoin(),
+                Action::StandAside => kafka.stand_aside(),
                 Action::ReleaseRevoke => {
                     if let Some(r) = release.take() {
                         let _ = r.send(());

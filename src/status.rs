@@ -1,4 +1,4 @@
-//! `neli-run status`: who leads a group, read from the heartbeat records on
+//! `neli-run status` and `neli-run yield`: who leads a group, read from the heartbeat records on
 //! partition 0 rather than from the group coordinator, so it works on any
 //! broker (including ones without DescribeGroups) and never joins the group.
 //!
@@ -14,13 +14,14 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::json;
 
-use crate::cli::StatusArgs;
+use crate::cli::{StatusArgs, YieldArgs};
 use crate::config::Target;
 use crate::exit;
-use crate::kafka::heartbeat::{wall_ms, Heartbeat};
+use crate::kafka::heartbeat::{wall_ms, Heartbeat, Yield};
 use crate::kafka::Quiet;
 
 /// How many of the newest records to read: with a 500 ms interval, about
@@ -136,7 +137,8 @@ pub fn main(args: StatusArgs, env_properties: Option<String>) -> ExitCode {
     }
 }
 
-fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, (u8, String)> {
+/// A reader of partition 0 outside the group, caught up to its end.
+fn read_partition(target: &Target) -> Result<(BaseConsumer<Quiet>, View), (u8, String)> {
     let mut config = ClientConfig::new();
     config
         .set("bootstrap.servers", &target.brokers)
@@ -181,6 +183,11 @@ fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, (u8, Str
             None => {}
         }
     }
+    Ok((consumer, view))
+}
+
+fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, (u8, String)> {
+    let (consumer, mut view) = read_partition(target)?;
     if !watch {
         println!("{}", render(target, &view, json_out));
         return Ok(view.fresh_leader(wall_ms()).is_some());
@@ -202,6 +209,75 @@ fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, (u8, Str
             Some(Err(e)) => eprintln!("warning: {e}"),
         }
     }
+}
+
+/// Runs `neli-run yield`.
+pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> ExitCode {
+    let timeout: Duration = args.timeout.into();
+    let target = match Target::from_args(args.kafka, env_properties) {
+        Ok(t) => t,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    match handover(&target, args.name, timeout) {
+        Ok(message) => {
+            println!("{message}");
+            ExitCode::SUCCESS
+        }
+        Err((code, message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// Asks the leader to hand over and waits until another member leads.
+fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<String, (u8, String)> {
+    let (consumer, mut view) = read_partition(target)?;
+    let Some(old) = view.fresh_leader(wall_ms()).cloned() else {
+        return Err((1, format!("group {}: no fresh leader to yield", target.group)));
+    };
+    if let Some(name) = &name {
+        if *name != old.name {
+            return Err((1, format!("{name} does not lead group {} ({} does)", target.group, old.name)));
+        }
+    }
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", &target.brokers).set("acks", "all");
+    for (k, v) in &target.kafka_properties {
+        config.set(k, v);
+    }
+    let producer: BaseProducer<Quiet> = config
+        .create_with_context(Quiet)
+        .map_err(|e| (exit::KAFKA_CONFIG, format!("Kafka client configuration rejected: {e}")))?;
+    let request = Yield::new(name).encode();
+    producer
+        .send(BaseRecord::<(), _>::to(&target.topic).partition(0).payload(&request))
+        .map_err(|(e, _)| (1, format!("cannot write the yield request: {e}")))?;
+    producer.flush(Duration::from_secs(10)).map_err(|e| (1, format!("cannot write the yield request: {e}")))?;
+    let until = SystemTime::now() + timeout;
+    while SystemTime::now() < until {
+        if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
+            if let Some(hb) = msg.payload().and_then(Heartbeat::decode) {
+                view.add(hb);
+            }
+        }
+        if let Some(new) = view.fresh_leader(wall_ms()) {
+            if new.token != old.token && new.name != old.name {
+                return Ok(format!(
+                    "group {}: leadership moved from {} (token {}) to {} (token {})",
+                    target.group,
+                    old.name,
+                    old.token.unwrap_or_default(),
+                    new.name,
+                    new.token.unwrap_or_default()
+                ));
+            }
+        }
+    }
+    Err((1, format!("group {}: no other member took over within {:?} (is {} alone?)", target.group, timeout, old.name)))
 }
 
 #[cfg(test)]

@@ -77,3 +77,38 @@ fn status_of_an_unreachable_broker_fails_clearly() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("cannot read g.neli from 127.0.0.1:1"), "{out}");
 }
+
+#[test]
+fn yield_hands_over_to_another_member_and_the_old_leader_stays_a_standby() {
+    let g = Group::new("yield");
+    let t = g.broker.timing;
+    let mut a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let b = g.member("b", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "b is a standby", || b.log().contains("standby"));
+    wait_until(t.takeover(), "status sees a", || status(&g).0 == 0);
+
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--name", "b"]);
+    assert_eq!(code, 1, "b does not lead: {out}");
+    assert!(out.contains("a does"), "{out}");
+
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name]);
+    assert_eq!(code, 0, "{out}\n{}", a.log());
+    assert!(out.contains("from a") && out.contains("to b"), "{out}");
+    assert_eq!(g.starts().last().unwrap().0, "b");
+    assert!(!a.exited(), "a yields, it does not exit:\n{}", a.log());
+    wait_until(t.takeover(), "a rejoins as a standby", || a.log().matches("standby").count() >= 1);
+    g.assert_no_overlap();
+}
+
+#[test]
+fn yield_of_a_lone_leader_times_out_and_it_leads_again() {
+    let g = Group::new("yield-alone");
+    let t = g.broker.timing;
+    let _a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "status sees a", || status(&g).0 == 0);
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", "3s"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no other member took over"), "{out}");
+    wait_until(t.takeover() * 2, "a leads again", || g.starts().len() == 2 && g.lock_held());
+}

@@ -125,3 +125,59 @@ mod tests {
         assert_eq!(Heartbeat::decode(b"not json"), None);
     }
 }
+
+/// A control record on partition 0: `neli-run yield` asks the leader (any
+/// leader, or the one named) to hand over.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Yield {
+    /// Always "yield": what tells this record from a heartbeat.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub v: u32,
+    /// The member asked, or None for whoever leads.
+    pub target: Option<String>,
+    pub at_ms: u64,
+}
+
+impl Yield {
+    /// A request to `target` (or whoever leads).
+    pub fn new(target: Option<String>) -> Yield {
+        Yield { kind: "yield".into(), v: 1, target, at_ms: wall_ms() }
+    }
+
+    /// Serialized record value.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a yield always serializes")
+    }
+
+    /// Parses a record value that is a yield request.
+    pub fn decode(bytes: &[u8]) -> Option<Yield> {
+        serde_json::from_slice::<Yield>(bytes).ok().filter(|y| y.kind == "yield")
+    }
+
+    /// Whether it asks the member named `name`.
+    pub fn applies_to(&self, name: &str) -> bool {
+        self.target.as_deref().is_none_or(|t| t == name)
+    }
+}
+
+#[cfg(test)]
+mod yield_tests {
+    use super::*;
+
+    #[test]
+    fn yield_records_are_not_heartbeats_and_name_their_target() {
+        let any = Yield::new(None).encode();
+        let named = Yield::new(Some("b".into())).encode();
+        assert!(Heartbeat::decode(&any).is_none());
+        assert!(Yield::decode(&any).unwrap().applies_to("a"));
+        assert!(!Yield::decode(&named).unwrap().applies_to("a"));
+        let hb = Heartbeat::new(
+            &Member::this_process("a".into()),
+            1,
+            BootTime::from_nanos(1),
+            Claim { token: None, since_ms: None, deadline_ms: 1 },
+        );
+        assert!(Yield::decode(&hb.encode()).is_none());
+    }
+}

@@ -36,7 +36,7 @@ use tracing::{debug, error, info, warn};
 use crate::clock::BootTime;
 use crate::config::Config;
 use crate::exit;
-use heartbeat::{Claim, Heartbeat, Member};
+use heartbeat::{Claim, Heartbeat, Member, Yield};
 
 /// What the Kafka side reports to the run loop.
 #[derive(Debug)]
@@ -55,6 +55,8 @@ pub enum Event {
         own: bool,
         sent: BootTime,
     },
+    /// `neli-run yield` asked us (while we own partition 0) to hand over.
+    Yield,
     /// Kafka refused us for good; exit with `code`.
     Fatal {
         code: u8,
@@ -274,6 +276,7 @@ pub struct Kafka {
     unreachable: Arc<AtomicBool>,
     closing: Arc<AtomicBool>,
     rejoin: Arc<AtomicBool>,
+    stand_aside: Arc<AtomicBool>,
     consumer: Option<JoinHandle<()>>,
 }
 
@@ -350,12 +353,13 @@ impl Kafka {
         consumer.subscribe(&[&cfg.topic]).map_err(creation_error)?;
 
         let reader_member = member.clone();
-        let reader_closing = closing.clone();
         let rejoin = Arc::new(AtomicBool::new(false));
-        let reader_rejoin = rejoin.clone();
+        let stand_aside = Arc::new(AtomicBool::new(false));
+        let requests = Requests { closing: closing.clone(), rejoin: rejoin.clone(), stand_aside: stand_aside.clone() };
+        let watch = 3 * cfg.session_timeout;
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
-            .spawn(move || consume(consumer, &reader_member, &reader_closing, &reader_rejoin, &events))
+            .spawn(move || consume(consumer, &reader_member, &requests, watch, &events))
             .map_err(|e| Fatal { code: exit::INTERNAL, message: format!("cannot start the Kafka thread: {e}") })?;
 
         Ok(Kafka {
@@ -368,6 +372,7 @@ impl Kafka {
             unreachable,
             closing,
             rejoin,
+            stand_aside,
             consumer: Some(thread),
         })
     }
@@ -394,6 +399,12 @@ impl Kafka {
         self.rejoin.store(true, Ordering::Relaxed);
     }
 
+    /// Leaves the group and rejoins once another member leads (the end of
+    /// a yield).
+    pub fn stand_aside(&self) {
+        self.stand_aside.store(true, Ordering::Relaxed);
+    }
+
     /// Whether Kafka answered last time we tried.
     pub fn reachable(&self) -> bool {
         !self.unreachable.load(Ordering::Relaxed)
@@ -409,23 +420,32 @@ impl Kafka {
     }
 }
 
+/// What the run loop asks of the consumer thread.
+struct Requests {
+    closing: Arc<AtomicBool>,
+    rejoin: Arc<AtomicBool>,
+    stand_aside: Arc<AtomicBool>,
+}
+
 /// The consumer thread: polls until asked to close, then closes the consumer
 /// (which sends LeaveGroup).
 fn consume(
     consumer: BaseConsumer<Context>,
     me: &Member,
-    closing: &AtomicBool,
-    rejoin: &AtomicBool,
+    asks: &Requests,
+    watch: Duration,
     events: &UnboundedSender<Event>,
 ) {
     let ctx = consumer.context();
-    while !closing.load(Ordering::Relaxed) {
-        if rejoin.swap(false, Ordering::Relaxed) {
+    while !asks.closing.load(Ordering::Relaxed) {
+        if asks.rejoin.swap(false, Ordering::Relaxed) {
             // The revoke this causes goes through the barrier as any other.
             consumer.unsubscribe();
-            if let Err(err) = consumer.subscribe(&[&ctx.topic]) {
-                let _ = events.send(Event::Fatal { code: exit::INTERNAL, message: format!("rejoining: {err}") });
-            }
+            subscribe(&consumer, events);
+        }
+        if asks.stand_aside.swap(false, Ordering::Relaxed) {
+            stand_aside(&consumer, me, &asks.closing, watch);
+            subscribe(&consumer, events);
         }
         match consumer.poll(Duration::from_millis(100)) {
             None => {}
@@ -434,11 +454,16 @@ fn consume(
                 if msg.topic() != ctx.topic || msg.partition() != 0 {
                     continue;
                 }
-                let Some(hb) = msg.payload().and_then(Heartbeat::decode) else {
-                    continue;
+                let Some(payload) = msg.payload() else { continue };
+                let event = match (Heartbeat::decode(payload), Yield::decode(payload)) {
+                    (Some(hb), _) => Event::Heartbeat {
+                        offset: msg.offset(),
+                        own: hb.is_from(me),
+                        sent: BootTime::from_nanos(hb.sent_ns),
+                    },
+                    (None, Some(y)) if y.applies_to(&me.name) => Event::Yield,
+                    _ => continue,
                 };
-                let own = hb.is_from(me);
-                let event = Event::Heartbeat { offset: msg.offset(), own, sent: BootTime::from_nanos(hb.sent_ns) };
                 if events.send(event).is_err() {
                     break;
                 }
@@ -455,6 +480,48 @@ fn consume(
     }
     // Dropping closes the consumer: it leaves the group and waits for that.
     drop(consumer);
+}
+
+fn subscribe(consumer: &BaseConsumer<Context>, events: &UnboundedSender<Event>) {
+    if let Err(err) = consumer.subscribe(&[&consumer.context().topic]) {
+        let _ = events.send(Event::Fatal { code: exit::INTERNAL, message: format!("rejoining: {err}") });
+    }
+}
+
+/// Leaves the group and watches partition 0 from outside it until another
+/// member's heartbeat carries a token (it leads), or `watch` passes (we may
+/// be alone). Rejoining at once would let the sticky assignor hand the
+/// partition straight back to us.
+fn stand_aside(consumer: &BaseConsumer<Context>, me: &Member, closing: &AtomicBool, watch: Duration) {
+    let topic = consumer.context().topic.clone();
+    consumer.unsubscribe();
+    // The cooperative protocol takes only incremental assignments, and
+    // librdkafka refuses them until the revoke this causes has been served:
+    // poll until then.
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    if tpl.add_partition_offset(&topic, 0, Offset::End).is_err() {
+        return;
+    }
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while let Err(err) = consumer.incremental_assign(&tpl) {
+        if std::time::Instant::now() > until {
+            warn!(%err, "cannot watch partition 0 from outside the group; rejoining at once");
+            return;
+        }
+        consumer.poll(Duration::from_millis(50));
+    }
+    let until = std::time::Instant::now() + watch;
+    while !closing.load(Ordering::Relaxed) && std::time::Instant::now() < until {
+        if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
+            let other_leads =
+                msg.payload().and_then(Heartbeat::decode).is_some_and(|hb| !hb.is_from(me) && hb.token.is_some());
+            if other_leads {
+                info!("another member leads now; rejoining the group as a standby");
+                break;
+            }
+        }
+    }
+    let _ = consumer.incremental_unassign(&tpl);
 }
 
 /// Makes sure the topic exists: metadata first (any broker), CreateTopics

@@ -28,6 +28,9 @@ use crate::leader::Settings;
 
 /// Slack for the timer, the kill and the scheduler in every inequality.
 pub const MARGIN: Duration = Duration::from_millis(500);
+/// Added to --heartbeat-interval for how long a new owner watches partition
+/// 0 before leading: the fetch that reads another claimant's heartbeat.
+pub const OBSERVE_SLACK: Duration = Duration::from_millis(250);
 /// Coordinator heartbeat interval unless `-X heartbeat.interval.ms` says
 /// otherwise. Short, because standbys learn of a leader leaving only at their
 /// next coordinator heartbeat: it bounds graceful handover.
@@ -97,9 +100,12 @@ impl Config {
         };
 
         let session_timeout = duration("--session-timeout", &args.session_timeout)?;
+        let heartbeat_interval = duration("--heartbeat-interval", &args.heartbeat_interval)?;
         let leader = Settings {
             resume_window: session_timeout.saturating_sub(coordinator_heartbeat + MARGIN),
-            heartbeat_interval: duration("--heartbeat-interval", &args.heartbeat_interval)?,
+            // One heartbeat of another claimant, and the fetch that reads it.
+            observe: heartbeat_interval + OBSERVE_SLACK,
+            heartbeat_interval,
             heartbeat_deadline: duration("--heartbeat-deadline", &args.heartbeat_deadline)?,
             grace: duration("--grace", &args.grace)?,
             stop_signal: parse_signal(&args.stop_signal)?,

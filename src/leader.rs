@@ -55,6 +55,11 @@ pub struct Settings {
     /// coordinator may already have given the partition to another member,
     /// so we rejoin the group instead of resuming.
     pub resume_window: Duration,
+    /// How long a new owner of partition 0 watches it before leading: long
+    /// enough to read one heartbeat of a member that still claims it. Some
+    /// brokers (tansu) have been seen giving the partition to a second member
+    /// while the first still held it.
+    pub observe: Duration,
 }
 
 /// Something that happened, as the shell reports it.
@@ -72,6 +77,9 @@ pub enum Input {
         own: bool,
         /// When it was produced; meaningful only when `own`.
         sent: BootTime,
+        /// The fencing token another member's record claims (it believes
+        /// it leads); None for our own records and for candidates.
+        claim: Option<i64>,
     },
     /// The child's whole process group is gone.
     ChildExited(ChildStatus),
@@ -148,9 +156,16 @@ struct Tenure {
     since: BootTime,
     /// Since when the current role holds (for "took X" in logs).
     role_since: BootTime,
+    /// When we last read another member's record claiming leadership while
+    /// we held the partition: the broker gave it to two members at once
+    /// (tansu does), or the other one is stale. We lead only once such
+    /// claims have been quiet for a whole heartbeat deadline.
+    contested: Option<BootTime>,
     next_heartbeat: BootTime,
     /// Send time of the newest own heartbeat read back in this tenure.
     fresh: Option<BootTime>,
+    /// The offset of that heartbeat: the token if it makes us leader.
+    fresh_offset: i64,
     role: Phase,
 }
 
@@ -223,7 +238,10 @@ impl Leader {
         match input {
             Input::Assigned => self.on_assigned(now),
             Input::Revoked { lost } => self.on_revoked(lost, now),
-            Input::HeartbeatRead { offset, own, sent } => self.on_heartbeat(offset, own, sent, now),
+            Input::HeartbeatRead { offset, own, sent, claim } => match claim {
+                Some(token) if !own => self.on_foreign_claim(token, now),
+                _ => self.on_heartbeat(offset, own, sent, now),
+            },
             Input::ChildExited(status) => self.on_child_exited(status, now),
             Input::Shutdown => self.on_shutdown(None, now),
             Input::Fatal(code) => self.on_shutdown(Some(code), now),
@@ -261,6 +279,7 @@ impl Leader {
         }
         consider(self.restart_at);
         consider(self.acquire_deadline());
+        consider(self.promotion_at());
         next
     }
 
@@ -276,8 +295,15 @@ impl Leader {
             return;
         }
         info!(after = ?now.since(self.started), "candidate: assigned partition 0, confirming with a heartbeat");
-        self.tenure =
-            Some(Tenure { since: now, role_since: now, next_heartbeat: now, fresh: None, role: Phase::Candidate });
+        self.tenure = Some(Tenure {
+            since: now,
+            role_since: now,
+            next_heartbeat: now,
+            fresh: None,
+            fresh_offset: -1,
+            contested: None,
+            role: Phase::Candidate,
+        });
     }
 
     fn on_revoked(&mut self, lost: bool, now: BootTime) {
@@ -326,27 +352,73 @@ impl Leader {
             self.out.push(Action::Rejoin);
             return;
         }
+        tenure.fresh_offset = offset;
         match tenure.role {
-            Phase::Candidate | Phase::Fenced => {
-                let was = tenure.role;
-                let took = now.since(tenure.role_since);
-                tenure.role = Phase::Leader { token: offset };
-                tenure.role_since = now;
-                // Announce the token at once (for `neli-run status`).
-                tenure.next_heartbeat = now;
-                self.ever_led = true;
-                if was == Phase::Fenced {
-                    info!(token = offset, fenced_for = ?took, "resumed: own heartbeats are back");
-                } else {
-                    info!(token = offset, took = ?took, "leader: read own heartbeat back");
-                }
-                if self.child == Child::Idle && self.shutdown.is_none() {
-                    self.spawn(offset, sent + deadline);
-                }
-            }
+            Phase::Candidate | Phase::Fenced => self.try_promote(now),
             Phase::Leader { .. } => {
                 if self.child == Child::Running {
                     self.out.push(Action::Lease(sent + deadline));
+                }
+            }
+        }
+    }
+
+    /// When a candidate (or fenced leader) may lead: its newest own heartbeat
+    /// is fresh, it has watched the partition for `observe`, and no other
+    /// member has claimed it for a whole deadline.
+    fn promotion_at(&self) -> Option<BootTime> {
+        let tenure = self.tenure?;
+        if tenure.role == Phase::Candidate || tenure.role == Phase::Fenced {
+            let fresh = tenure.fresh?;
+            let quiet = tenure.contested.map_or(tenure.since, |c| c + self.settings.heartbeat_deadline);
+            let at = (tenure.since + self.settings.observe).max(quiet);
+            return (at < fresh + self.settings.heartbeat_deadline).then_some(at);
+        }
+        None
+    }
+
+    fn try_promote(&mut self, now: BootTime) {
+        if self.promotion_at().is_none_or(|at| now < at) {
+            return;
+        }
+        let deadline = self.settings.heartbeat_deadline;
+        let Some(tenure) = self.tenure.as_mut() else { return };
+        let (Some(fresh), offset) = (tenure.fresh, tenure.fresh_offset) else { return };
+        if now.since(fresh) >= deadline {
+            return;
+        }
+        let was = tenure.role;
+        let took = now.since(tenure.role_since);
+        tenure.role = Phase::Leader { token: offset };
+        tenure.role_since = now;
+        // Announce the token at once (for `neli-run status`).
+        tenure.next_heartbeat = now;
+        self.ever_led = true;
+        if was == Phase::Fenced {
+            info!(token = offset, fenced_for = ?took, "resumed: own heartbeats are back");
+        } else {
+            info!(token = offset, took = ?took, "leader: read own heartbeat back");
+        }
+        if self.child == Child::Idle && self.shutdown.is_none() {
+            self.spawn(offset, fresh + deadline);
+        }
+    }
+
+    /// Another member's record claims leadership with `token`. Of two
+    /// claimants the newer leadership (larger token) is the coordinator's
+    /// latest word: the older one fences; the newer one keeps its child and
+    /// the other stops claiming once fenced.
+    fn on_foreign_claim(&mut self, token: i64, now: BootTime) {
+        let Some(tenure) = self.tenure.as_mut() else { return };
+        tenure.contested = Some(now);
+        if let Phase::Leader { token: mine } = tenure.role {
+            if token > mine {
+                warn!(mine, theirs = token, "another member claims partition 0 with a newer token; fencing");
+                tenure.role = Phase::Fenced;
+                tenure.role_since = now;
+                self.restart_at = None;
+                if self.child != Child::Idle {
+                    self.kill();
                 }
             }
         }
@@ -436,6 +508,7 @@ impl Leader {
             return;
         }
         let deadline = self.settings.heartbeat_deadline;
+        self.try_promote(now);
         if let Some(tenure) = self.tenure.as_mut() {
             // Heartbeats go on while a shutdown stops the child: we still own
             // the partition, and a cut network must still fence.
@@ -523,11 +596,12 @@ mod tests {
             restart_delay: Duration::from_millis(100),
             acquire_timeout: None,
             resume_window: Duration::from_millis(2200),
+            observe: Duration::ZERO,
         }
     }
 
     fn hb(offset: i64, sent: u64) -> Input {
-        Input::HeartbeatRead { offset, own: true, sent: ms(sent) }
+        Input::HeartbeatRead { offset, own: true, sent: ms(sent), claim: None }
     }
 
     /// A leader with a running child: assigned at 1000, own heartbeat sent
@@ -566,7 +640,7 @@ mod tests {
     fn records_of_others_or_from_before_the_tenure_never_count() {
         let mut l = Leader::new(settings(Restart::Never), ms(0));
         l.step(Input::Assigned, ms(1000));
-        let foreign = Input::HeartbeatRead { offset: 3, own: false, sent: ms(1001) };
+        let foreign = Input::HeartbeatRead { offset: 3, own: false, sent: ms(1001), claim: None };
         assert_eq!(l.step(foreign, ms(1002)), vec![]);
         assert_eq!(l.step(hb(4, 999), ms(1003)), vec![], "sent before we were assigned");
         assert_eq!(l.role(), Role::Candidate);
@@ -660,6 +734,69 @@ mod tests {
         l.step(Input::Tick, ms(2000));
         l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
         assert_eq!(l.step(Input::Yield, ms(2002)), vec![StandAside]);
+    }
+
+    fn claim(token: i64) -> Input {
+        Input::HeartbeatRead { offset: 99, own: false, sent: ms(0), claim: Some(token) }
+    }
+
+    #[test]
+    fn a_candidate_waits_until_other_claims_have_been_quiet_for_a_deadline() {
+        // Found in CI on tansu: the broker assigned partition 0 to a second
+        // member while the first still held it and went on heartbeating.
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(claim(5), ms(1005));
+        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "contested: no leadership");
+        assert_eq!(l.role(), Role::Candidate);
+        l.step(claim(5), ms(1200));
+        assert_eq!(l.step(hb(9, 1400), ms(2100)), vec![SendHeartbeat], "still within a deadline of the claim");
+        // The claims stop (the other member fenced or left): a deadline after
+        // the last one we lead, on the newest own heartbeat (offset 9).
+        assert_eq!(l.next_deadline(), Some(ms(2200)));
+        assert_eq!(l.step(Input::Tick, ms(2200)), vec![Spawn { token: 9, lease: ms(2400) }, SendHeartbeat]);
+    }
+
+    #[test]
+    fn a_leader_keeps_renewing_its_lease_while_an_older_claim_arrives() {
+        // Found in CI: a cut-off old leader's buffered heartbeats arrive
+        // after the heal; the new leader must not stop renewing its lease.
+        let mut l = leading(Restart::Never);
+        l.step(claim(3), ms(1020));
+        assert_eq!(l.step(hb(8, 1200), ms(1210)), vec![SendHeartbeat, Lease(ms(2200))]);
+    }
+
+    #[test]
+    fn a_new_owner_watches_the_partition_before_leading() {
+        let mut s = settings(Restart::Never);
+        s.observe = Duration::from_millis(450);
+        let mut l = Leader::new(s, ms(0));
+        l.step(Input::Assigned, ms(1000));
+        assert_eq!(l.step(hb(7, 1000), ms(1100)), vec![], "still watching");
+        assert_eq!(l.next_deadline(), Some(ms(1200)), "the next heartbeat comes first");
+        l.step(Input::Tick, ms(1200));
+        assert_eq!(l.next_deadline(), Some(ms(1400)));
+        assert_eq!(l.step(Input::Tick, ms(1450)), vec![Spawn { token: 7, lease: ms(2000) }, SendHeartbeat]);
+        // A claim seen while watching keeps us waiting a whole deadline.
+        let mut s = settings(Restart::Never);
+        s.observe = Duration::from_millis(450);
+        let mut l = Leader::new(s, ms(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(hb(7, 1000), ms(1100));
+        l.step(claim(3), ms(1300));
+        assert_eq!(l.step(Input::Tick, ms(1450)), vec![]);
+        assert_eq!(l.role(), Role::Candidate);
+    }
+
+    #[test]
+    fn of_two_leaders_the_older_token_fences() {
+        let mut l = leading(Restart::Never); // token 7
+        assert_eq!(l.step(claim(3), ms(1020)), vec![], "an older claim: the other one must yield");
+        assert_eq!(l.role(), Role::Leader { token: 7 });
+        assert_eq!(l.step(claim(12), ms(1030)), vec![KillGroup]);
+        assert_eq!(l.role(), Role::Fenced);
+        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1040));
+        assert_eq!(l.step(hb(13, 1100), ms(1110)), vec![], "no resume while the other claims");
     }
 
     #[test]

@@ -118,7 +118,9 @@ pub async fn run(cfg: Config) -> u8 {
                             release = Some(r);
                             Input::Revoked { lost }
                         }
-                        Some(Event::Heartbeat { offset, own, sent }) => Input::HeartbeatRead { offset, own, sent },
+                        Some(Event::Heartbeat { offset, own, sent, claim }) => {
+                            Input::HeartbeatRead { offset, own, sent, claim }
+                        }
                         Some(Event::Yield) => Input::Yield,
                         Some(Event::Fatal { code, message }) => {
                             error!("Kafka: {message}");

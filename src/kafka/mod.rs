@@ -54,6 +54,8 @@ pub enum Event {
         offset: i64,
         own: bool,
         sent: BootTime,
+        /// The token another member's record claims.
+        claim: Option<i64>,
     },
     /// `neli-run yield` asked us (while we own partition 0) to hand over.
     Yield,
@@ -456,11 +458,11 @@ fn consume(
                 }
                 let Some(payload) = msg.payload() else { continue };
                 let event = match (Heartbeat::decode(payload), Yield::decode(payload)) {
-                    (Some(hb), _) => Event::Heartbeat {
-                        offset: msg.offset(),
-                        own: hb.is_from(me),
-                        sent: BootTime::from_nanos(hb.sent_ns),
-                    },
+                    (Some(hb), _) => {
+                        let own = hb.is_from(me);
+                        let claim = if own { None } else { hb.token };
+                        Event::Heartbeat { offset: msg.offset(), own, sent: BootTime::from_nanos(hb.sent_ns), claim }
+                    }
                     (None, Some(y)) if y.applies_to(&me.name) => Event::Yield,
                     _ => continue,
                 };

@@ -5,16 +5,12 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{stays_false, wait_until, Group, Member};
-
-fn three(g: &Group) -> Vec<Member> {
-    ["a", "b", "c"].iter().map(|n| g.member(n, &[], &["sleep", "1000"])).collect()
-}
+use crate::util::{stays_false, wait_until, Group};
 
 #[test]
 fn one_leader_among_three() {
     let g = Group::new("one-of-three");
-    let members = three(&g);
+    let members = g.sleepers(&["a", "b", "c"]);
     let t = g.broker.timing;
     wait_until(t.takeover(), "a leader runs its child", || g.lock_held());
     assert!(stays_false(t.session * 2, || g.starts().len() > 1), "a second child started: {:?}", g.starts());
@@ -25,7 +21,7 @@ fn one_leader_among_three() {
 #[test]
 fn graceful_handover_and_increasing_tokens() {
     let g = Group::new("handover");
-    let mut members = three(&g);
+    let mut members = g.sleepers(&["a", "b", "c"]);
     let t = g.broker.timing;
     for round in 1..=2 {
         wait_until(t.takeover(), "a leader runs its child", || g.starts().len() == round && g.lock_held());
@@ -43,7 +39,7 @@ fn graceful_handover_and_increasing_tokens() {
 #[test]
 fn kill_9_of_the_leader_fails_over_within_the_session_timeout() {
     let g = Group::new("failover");
-    let mut members = three(&g);
+    let mut members = g.sleepers(&["a", "b", "c"]);
     let t = g.broker.timing;
     wait_until(t.takeover(), "a leader runs its child", || g.lock_held());
     let i = g.leader_among(&members);

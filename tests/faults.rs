@@ -8,10 +8,6 @@ use nix::sys::signal::Signal;
 
 use crate::util::{wait_until, Broker, Group, Member};
 
-fn pair(g: &Group) -> Vec<Member> {
-    ["a", "b"].iter().map(|n| g.member(n, &[], &["sleep", "1000"])).collect()
-}
-
 /// Bound for "the child died because heartbeats stopped": the deadline plus
 /// generous room for a loaded machine.
 fn fence_bound(g: &Group) -> Duration {
@@ -21,7 +17,7 @@ fn fence_bound(g: &Group) -> Duration {
 #[test]
 fn sigstop_of_the_leader_fences_through_the_shim_and_sigcont_does_not_overlap() {
     let g = Group::new("sigstop");
-    let members = pair(&g);
+    let members = g.sleepers(&["a", "b"]);
     let t = g.broker.timing;
     wait_until(t.takeover(), "a leader runs its child", || g.lock_held());
     let i = g.leader_among(&members);
@@ -46,7 +42,7 @@ fn sigstop_of_the_leader_fences_through_the_shim_and_sigcont_does_not_overlap() 
 #[test]
 fn paused_broker_fences_the_leader_and_leadership_returns() {
     let g = Group::on(Broker::dev(), "broker-pause");
-    let _members = pair(&g);
+    let _members = g.sleepers(&["a", "b"]);
     let t = g.broker.timing;
     wait_until(t.takeover(), "a leader runs its child", || g.lock_held());
     g.broker.signal(Signal::SIGSTOP);
@@ -123,7 +119,7 @@ fn network_cut_longer_than_the_session_hands_over_without_overlap() {
 fn regression_broker_paused_for_a_session_the_old_leader_does_not_resume() {
     let g = Group::on(Broker::dev(), "pause-session");
     let t = g.broker.timing;
-    let _members: Vec<Member> = ["a", "b", "c"].iter().map(|n| g.member(n, &[], &["sleep", "1000"])).collect();
+    let _members: Vec<Member> = g.sleepers(&["a", "b", "c"]);
     for round in 1..=3 {
         wait_until(t.takeover(), "someone leads", || g.lock_held());
         let before = g.starts().len();
@@ -144,7 +140,7 @@ fn regression_broker_paused_for_a_session_the_old_leader_does_not_resume() {
 fn regression_broker_paused_during_joins_members_are_not_stuck() {
     let g = Group::on(Broker::dev(), "pause-joins");
     let t = g.broker.timing;
-    let members: Vec<Member> = ["a", "b", "c"].iter().map(|n| g.member(n, &[], &["sleep", "1000"])).collect();
+    let members: Vec<Member> = g.sleepers(&["a", "b", "c"]);
     wait_until(t.takeover(), "all are joining", || members.iter().all(|m| m.log().contains("joining")));
     std::thread::sleep(Duration::from_millis(300)); // let the JoinGroup requests go out
     g.broker.signal(Signal::SIGSTOP);

@@ -234,6 +234,11 @@ impl Group {
             .collect()
     }
 
+    /// Guarded members with these names, each running `sleep 1000`.
+    pub fn sleepers(&self, names: &[&str]) -> Vec<Member> {
+        names.iter().map(|n| self.member(n, &[], &["sleep", "1000"])).collect()
+    }
+
     /// Which of `members` started the latest child.
     pub fn leader_among(&self, members: &[Member]) -> usize {
         let (name, _) = self.starts().last().cloned().expect("someone started");

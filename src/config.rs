@@ -65,12 +65,9 @@ fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
 /// Everything `run` needs, checked.
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub brokers: String,
-    pub group: String,
-    pub topic: String,
+    /// Where the group's topic is.
+    pub kafka: Target,
     pub name: String,
-    /// `-X` properties, in order, after NELI_KAFKA_PROPERTIES.
-    pub kafka_properties: Vec<(String, String)>,
     pub session_timeout: Duration,
     pub coordinator_heartbeat: Duration,
     pub max_poll_interval: Duration,
@@ -83,7 +80,7 @@ pub struct Config {
 impl Config {
     /// Checks `args`; `env_properties` is NELI_KAFKA_PROPERTIES, if set.
     pub fn from_args(args: RunArgs, env_properties: Option<String>) -> Result<Config, ConfigError> {
-        let Target { brokers, group, topic, kafka_properties } = Target::from_args(args.kafka, env_properties)?;
+        let kafka = Target::from_args(args.kafka, env_properties)?;
         let name = match args.name {
             Some(name) if name.trim().is_empty() => return err("--name must not be empty"),
             Some(name) => name,
@@ -93,7 +90,7 @@ impl Config {
                 std::process::id()
             ),
         };
-        let property = |key: &str| kafka_properties.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+        let property = |key: &str| kafka.properties.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
         let coordinator_heartbeat = match property("heartbeat.interval.ms") {
             Some(v) => millis_property("heartbeat.interval.ms", v)?,
             None => DEFAULT_COORDINATOR_HEARTBEAT,
@@ -128,11 +125,8 @@ impl Config {
             return err("no command given: neli-run [OPTIONS] -- COMMAND [ARGS]...");
         };
         let config = Config {
-            brokers,
-            group,
-            topic,
+            kafka,
             name,
-            kafka_properties,
             session_timeout,
             coordinator_heartbeat,
             max_poll_interval,
@@ -229,8 +223,9 @@ pub struct Target {
     pub brokers: String,
     pub group: String,
     pub topic: String,
-    /// `-X` properties, in order, after NELI_KAFKA_PROPERTIES.
-    pub kafka_properties: Vec<(String, String)>,
+    /// The --kafka-config file's properties, then NELI_KAFKA_PROPERTIES,
+    /// then -X: later ones win.
+    pub properties: Vec<(String, String)>,
 }
 
 impl Target {
@@ -242,7 +237,7 @@ impl Target {
         }
         let topic = args.topic.unwrap_or_else(|| format!("{group}.neli"));
         check_topic_name(&topic)?;
-        let mut kafka_properties = Vec::new();
+        let mut properties = Vec::new();
         let mut file_brokers = None;
         if let Some(path) = &args.kafka_config {
             let text = std::fs::read_to_string(path)
@@ -250,7 +245,7 @@ impl Target {
             for (key, value) in java_properties(&text) {
                 match key.as_str() {
                     "bootstrap.servers" => file_brokers = Some(value),
-                    _ => kafka_properties.extend(translate_java_property(&key, value, path)?),
+                    _ => properties.extend(translate_java_property(&key, value, path)?),
                 }
             }
         }
@@ -258,9 +253,20 @@ impl Target {
         let brokers = parse_brokers(&brokers)?;
         let from_env = env_properties.iter().flat_map(|s| s.split(';')).filter(|s| !s.trim().is_empty());
         for prop in from_env.chain(args.kafka_properties.iter().map(String::as_str)) {
-            kafka_properties.push(parse_property(prop)?);
+            properties.push(parse_property(prop)?);
         }
-        Ok(Target { brokers, group, topic, kafka_properties })
+        Ok(Target { brokers, group, topic, properties })
+    }
+
+    /// A client config for these brokers: `ours` first, then the user's
+    /// properties, which win.
+    pub fn client_config(&self, ours: &[(&str, &str)]) -> rdkafka::ClientConfig {
+        let mut config = rdkafka::ClientConfig::new();
+        config.set("bootstrap.servers", &self.brokers);
+        for (k, v) in ours.iter().copied().chain(self.properties.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+            config.set(k, v);
+        }
+        config
     }
 }
 
@@ -427,7 +433,7 @@ mod tests {
     #[test]
     fn defaults_are_safe_and_derive_topic_and_name() {
         let c = config(&[]).unwrap();
-        assert_eq!(c.topic, "billing.neli");
+        assert_eq!(c.kafka.topic, "billing.neli");
         assert!(c.name.ends_with(&format!("-{}", std::process::id())));
         assert_eq!(c.session_timeout, Duration::from_secs(6));
         assert_eq!(c.max_poll_interval, Duration::from_secs(12));
@@ -483,7 +489,7 @@ mod tests {
         let cli = Cli::try_parse_from(["neli-run", "-g", "g", "-X", "a=2", "--", "true"]).unwrap();
         let c = Config::from_args(cli.run, Some("a=1;b=3;".into())).unwrap();
         assert_eq!(
-            c.kafka_properties,
+            c.kafka.properties,
             vec![("a".into(), "1".into()), ("b".into(), "3".into()), ("a".into(), "2".into())]
         );
     }

@@ -340,6 +340,7 @@ impl Leader {
         // previous own heartbeat read back.
         let evidence = tenure.fresh.unwrap_or(tenure.since);
         tenure.fresh = Some(sent);
+        tenure.fresh_offset = offset;
         if now.since(sent) >= deadline {
             return; // read back too late: it proves nothing about now
         }
@@ -352,7 +353,6 @@ impl Leader {
             self.out.push(Action::Rejoin);
             return;
         }
-        tenure.fresh_offset = offset;
         match tenure.role {
             Phase::Candidate | Phase::Fenced => self.try_promote(now),
             Phase::Leader { .. } => {

@@ -46,8 +46,8 @@ pub async fn run(cfg: Config) -> u8 {
         stop_signal: cfg.leader.stop_signal,
         grace: cfg.leader.grace,
         env: vec![
-            ("NELI_GROUP".into(), cfg.group.clone()),
-            ("NELI_TOPIC".into(), cfg.topic.clone()),
+            ("NELI_GROUP".into(), cfg.kafka.group.clone()),
+            ("NELI_TOPIC".into(), cfg.kafka.topic.clone()),
             ("NELI_NAME".into(), cfg.name.clone()),
         ],
     };
@@ -62,7 +62,7 @@ pub async fn run(cfg: Config) -> u8 {
 
     let (events_tx, mut events) = unbounded_channel();
     let member = Member::this_process(cfg.name.clone());
-    info!(group = %cfg.group, topic = %cfg.topic, name = %cfg.name, brokers = %cfg.brokers, "joining");
+    info!(group = %cfg.kafka.group, topic = %cfg.kafka.topic, name = %cfg.name, brokers = %cfg.kafka.brokers, "joining");
     let connecting = {
         let cfg = cfg.clone();
         tokio::task::spawn_blocking(move || Kafka::connect(&cfg, member, events_tx))
@@ -122,9 +122,9 @@ pub async fn run(cfg: Config) -> u8 {
                             Input::HeartbeatRead { offset, own, sent, claim }
                         }
                         Some(Event::Yield) => Input::Yield,
-                        Some(Event::Fatal { code, message }) => {
-                            error!("Kafka: {message}");
-                            Input::Fatal(code)
+                        Some(Event::Fatal(fatal)) => {
+                            error!("Kafka: {}", fatal.message);
+                            Input::Fatal(fatal.code)
                         }
                         None => {
                             error!("the Kafka thread stopped");

@@ -10,7 +10,6 @@
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
@@ -33,16 +32,13 @@ const HISTORY: i64 = 4096;
 struct View {
     /// The newest record carrying a token.
     leader: Option<Heartbeat>,
-    /// The newest record of all.
-    latest: Option<Heartbeat>,
 }
 
 impl View {
     fn add(&mut self, hb: Heartbeat) {
         if hb.token.is_some() {
-            self.leader = Some(hb.clone());
+            self.leader = Some(hb);
         }
-        self.latest = Some(hb);
     }
 
     /// The leader, if its newest heartbeat is within its own deadline.
@@ -60,8 +56,7 @@ impl View {
 }
 
 fn ago(now_ms: u64, then_ms: u64) -> String {
-    let d = Duration::from_millis(now_ms.saturating_sub(then_ms));
-    humantime::format_duration(Duration::from_millis(d.as_millis() as u64)).to_string()
+    humantime::format_duration(Duration::from_millis(now_ms.saturating_sub(then_ms))).to_string()
 }
 
 fn rfc3339(ms: u64) -> String {
@@ -139,17 +134,14 @@ pub fn main(args: StatusArgs, env_properties: Option<String>) -> ExitCode {
 
 /// A reader of partition 0 outside the group, caught up to its end.
 fn read_partition(target: &Target) -> Result<(BaseConsumer<Quiet>, View), (u8, String)> {
-    let mut config = ClientConfig::new();
-    config
-        .set("bootstrap.servers", &target.brokers)
-        // librdkafka wants a group for assign(); assign() never joins it.
-        .set("group.id", format!("{}.status", target.group))
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "true")
-        .set("fetch.wait.max.ms", "100");
-    for (k, v) in &target.kafka_properties {
-        config.set(k, v);
-    }
+    // librdkafka wants a group for assign(); assign() never joins it.
+    let group = format!("{}.status", target.group);
+    let config = target.client_config(&[
+        ("group.id", &group),
+        ("enable.auto.commit", "false"),
+        ("enable.partition.eof", "true"),
+        ("fetch.wait.max.ms", "100"),
+    ]);
     let consumer: BaseConsumer<Quiet> = config
         .create_with_context(Quiet)
         .map_err(|e| (exit::KAFKA_CONFIG, format!("Kafka client configuration rejected: {e}")))?;
@@ -196,7 +188,7 @@ fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, (u8, Str
     loop {
         let key = view.key(wall_ms());
         if key != shown {
-            println!("{}", render(target, &view, json_out).replace('\n', if json_out { "" } else { "\n" }));
+            println!("{}", render(target, &view, json_out));
             shown = key;
         }
         match consumer.poll(Duration::from_millis(250)) {
@@ -244,12 +236,8 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
             return Err((1, format!("{name} does not lead group {} ({} does)", target.group, old.name)));
         }
     }
-    let mut config = ClientConfig::new();
-    config.set("bootstrap.servers", &target.brokers).set("acks", "all");
-    for (k, v) in &target.kafka_properties {
-        config.set(k, v);
-    }
-    let producer: BaseProducer<Quiet> = config
+    let producer: BaseProducer<Quiet> = target
+        .client_config(&[("acks", "all")])
         .create_with_context(Quiet)
         .map_err(|e| (exit::KAFKA_CONFIG, format!("Kafka client configuration rejected: {e}")))?;
     let request = Yield::new(name).encode();

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::ClientContext;
-use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
@@ -59,14 +59,11 @@ pub enum Event {
     },
     /// `neli-run yield` asked us (while we own partition 0) to hand over.
     Yield,
-    /// Kafka refused us for good; exit with `code`.
-    Fatal {
-        code: u8,
-        message: String,
-    },
+    /// Kafka refused us for good.
+    Fatal(Fatal),
 }
 
-/// A fatal problem found while connecting.
+/// A problem no retry will fix: exit with `code` after saying `message`.
 #[derive(Debug)]
 pub struct Fatal {
     pub code: u8,
@@ -109,9 +106,10 @@ fn advice(code: RDKafkaErrorCode, topic: &str, group: &str) -> String {
     }
 }
 
-fn fatal_event(code: RDKafkaErrorCode, what: String, topic: &str, group: &str) -> Option<Event> {
+/// `Some` when `code` is fatal: `what` happened, plus what to do about it.
+fn fatal(code: RDKafkaErrorCode, what: String, topic: &str, group: &str) -> Option<Fatal> {
     let exit = fatal_code(code)?;
-    Some(Event::Fatal { code: exit, message: format!("{what}. {}", advice(code, topic, group)).trim().into() })
+    Some(Fatal { code: exit, message: format!("{what}. {}", advice(code, topic, group)).trim().into() })
 }
 
 /// A context for helper clients (the dev broker's, `status`'s): their
@@ -141,8 +139,8 @@ struct Context {
     events: UnboundedSender<Event>,
     topic: String,
     group: String,
-    /// Set when we leave: the revoke on close must not block.
-    closing: Arc<AtomicBool>,
+    /// `closing` is set when we leave: the revoke on close must not block.
+    requests: Arc<Requests>,
     /// Shared by both clients, so that each change is logged once.
     unreachable: Arc<AtomicBool>,
     /// Whether "standby" was logged since we last owned partition 0.
@@ -194,8 +192,8 @@ impl ClientContext for Context {
 
     fn error(&self, err: KafkaError, reason: &str) {
         let code = err.rdkafka_error_code();
-        if let Some(event) = code.and_then(|c| fatal_event(c, format!("{err}: {reason}"), &self.topic, &self.group)) {
-            let _ = self.events.send(event);
+        if let Some(fatal) = code.and_then(|c| fatal(c, format!("{err}: {reason}"), &self.topic, &self.group)) {
+            let _ = self.events.send(Event::Fatal(fatal));
             return;
         }
         match code {
@@ -212,7 +210,7 @@ impl ConsumerContext for Context {
         let Rebalance::Revoke(tpl) = rebalance else {
             return;
         };
-        if self.closing.load(Ordering::Relaxed) || tpl.find_partition(&self.topic, 0).is_none() {
+        if self.requests.closing.load(Ordering::Relaxed) || tpl.find_partition(&self.topic, 0).is_none() {
             return;
         }
         self.standby.store(false, Ordering::Relaxed);
@@ -254,9 +252,9 @@ impl ProducerContext for Context {
             Ok(_) => self.reachable(),
             Err((err, _)) => {
                 let what = format!("writing heartbeats: {err}");
-                match err.rdkafka_error_code().and_then(|c| fatal_event(c, what, &self.topic, &self.group)) {
-                    Some(event) => {
-                        let _ = self.events.send(event);
+                match err.rdkafka_error_code().and_then(|c| fatal(c, what, &self.topic, &self.group)) {
+                    Some(fatal) => {
+                        let _ = self.events.send(Event::Fatal(fatal));
                     }
                     None => debug!(%err, "heartbeat not delivered"),
                 }
@@ -276,23 +274,8 @@ pub struct Kafka {
     /// The token we last wrote, and since when (wall clock) we hold it.
     leading: Option<(i64, u64)>,
     unreachable: Arc<AtomicBool>,
-    closing: Arc<AtomicBool>,
-    rejoin: Arc<AtomicBool>,
-    stand_aside: Arc<AtomicBool>,
+    requests: Arc<Requests>,
     consumer: Option<JoinHandle<()>>,
-}
-
-fn base_config(cfg: &Config) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", &cfg.brokers).set("client.id", &cfg.name);
-    c
-}
-
-fn with_user_properties(mut c: ClientConfig, cfg: &Config) -> ClientConfig {
-    for (k, v) in &cfg.kafka_properties {
-        c.set(k, v);
-    }
-    c
 }
 
 fn creation_error(err: KafkaError) -> Fatal {
@@ -308,73 +291,70 @@ impl Kafka {
     /// on errors that retrying cannot fix. Blocking: run it on a blocking
     /// thread so that signals and --acquire-timeout are answered meanwhile.
     pub fn connect(cfg: &Config, member: Member, events: UnboundedSender<Event>) -> Result<Kafka, Fatal> {
-        let closing = Arc::new(AtomicBool::new(false));
+        let requests = Arc::new(Requests::default());
         let unreachable = Arc::new(AtomicBool::new(false));
         let context = |quiet| Context {
             events: events.clone(),
-            topic: cfg.topic.clone(),
-            group: cfg.group.clone(),
-            closing: closing.clone(),
+            topic: cfg.kafka.topic.clone(),
+            group: cfg.kafka.group.clone(),
+            requests: requests.clone(),
             unreachable: unreachable.clone(),
             standby: AtomicBool::new(false),
             quiet_conf_warnings: quiet,
         };
 
-        let mut consumer_config = base_config(cfg);
-        consumer_config
-            .set("group.id", &cfg.group)
-            .set("session.timeout.ms", cfg.session_timeout.as_millis().to_string())
-            .set("heartbeat.interval.ms", cfg.coordinator_heartbeat.as_millis().to_string())
-            .set("max.poll.interval.ms", cfg.max_poll_interval.as_millis().to_string())
+        let ms = |d: Duration| d.as_millis().to_string();
+        let consumer_config = cfg.kafka.client_config(&[
+            ("client.id", &cfg.name),
+            ("group.id", &cfg.kafka.group),
+            ("session.timeout.ms", &ms(cfg.session_timeout)),
+            ("heartbeat.interval.ms", &ms(cfg.coordinator_heartbeat)),
+            ("max.poll.interval.ms", &ms(cfg.max_poll_interval)),
             // Sticky: a member joining never takes partition 0 from a leader.
-            .set("partition.assignment.strategy", "cooperative-sticky")
-            .set("enable.auto.commit", "false")
-            .set("auto.offset.reset", "latest")
-            .set("allow.auto.create.topics", "false")
-            .set("enable.partition.eof", "false")
+            ("partition.assignment.strategy", "cooperative-sticky"),
+            ("enable.auto.commit", "false"),
+            ("auto.offset.reset", "latest"),
+            ("allow.auto.create.topics", "false"),
+            ("enable.partition.eof", "false"),
             // Brokers that do not answer a fetch when data arrives (the mock,
             // tansu) would otherwise delay every heartbeat read-back by 500ms.
-            .set("fetch.wait.max.ms", "100");
-        let consumer_config = with_user_properties(consumer_config, cfg);
+            ("fetch.wait.max.ms", "100"),
+        ]);
         let consumer: BaseConsumer<Context> =
             consumer_config.create_with_context(context(false)).map_err(creation_error)?;
 
-        let mut producer_config = base_config(cfg);
-        let deadline_ms = cfg.leader.heartbeat_deadline.as_millis().max(1).to_string();
-        producer_config
-            .set("acks", "all")
-            .set("linger.ms", "0")
+        let deadline_ms = (cfg.leader.heartbeat_deadline.as_millis() as u64).max(1);
+        let producer_config = cfg.kafka.client_config(&[
+            ("client.id", &cfg.name),
+            ("acks", "all"),
+            ("linger.ms", "0"),
             // A heartbeat delivered after the deadline proves nothing.
-            .set("message.timeout.ms", &deadline_ms)
-            .set("request.timeout.ms", &deadline_ms);
-        let producer_config = with_user_properties(producer_config, cfg);
+            ("message.timeout.ms", &deadline_ms.to_string()),
+            ("request.timeout.ms", &deadline_ms.to_string()),
+        ]);
         let producer: ThreadedProducer<Context> =
             producer_config.create_with_context(context(true)).map_err(creation_error)?;
 
         ensure_topic(cfg, &consumer)?;
-        consumer.subscribe(&[&cfg.topic]).map_err(creation_error)?;
+        consumer.subscribe(&[&cfg.kafka.topic]).map_err(creation_error)?;
 
         let reader_member = member.clone();
-        let rejoin = Arc::new(AtomicBool::new(false));
-        let stand_aside = Arc::new(AtomicBool::new(false));
-        let requests = Requests { closing: closing.clone(), rejoin: rejoin.clone(), stand_aside: stand_aside.clone() };
+        let reader_requests = requests.clone();
         let watch = 3 * cfg.session_timeout;
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
-            .spawn(move || consume(consumer, &reader_member, &requests, watch, &events))
+            .spawn(move || consume(consumer, &reader_member, &reader_requests, watch, &events))
             .map_err(|e| Fatal { code: exit::INTERNAL, message: format!("cannot start the Kafka thread: {e}") })?;
 
         Ok(Kafka {
             producer,
             member,
-            topic: cfg.topic.clone(),
+            topic: cfg.kafka.topic.clone(),
             seq: 0,
-            deadline_ms: cfg.leader.heartbeat_deadline.as_millis() as u64,
+            deadline_ms,
             leading: None,
             unreachable,
-            closing,
-            rejoin,
-            stand_aside,
+            requests,
             consumer: Some(thread),
         })
     }
@@ -398,13 +378,13 @@ impl Kafka {
 
     /// Leaves the group and joins again, for a fresh assignment.
     pub fn rejoin(&self) {
-        self.rejoin.store(true, Ordering::Relaxed);
+        self.requests.rejoin.store(true, Ordering::Relaxed);
     }
 
     /// Leaves the group and rejoins once another member leads (the end of
     /// a yield).
     pub fn stand_aside(&self) {
-        self.stand_aside.store(true, Ordering::Relaxed);
+        self.requests.stand_aside.store(true, Ordering::Relaxed);
     }
 
     /// Whether Kafka answered last time we tried.
@@ -415,7 +395,7 @@ impl Kafka {
     /// Leaves the group so that a standby takes over at once, then closes
     /// both clients. Call only once the child is gone.
     pub fn leave(mut self) {
-        self.closing.store(true, Ordering::Relaxed);
+        self.requests.closing.store(true, Ordering::Relaxed);
         if let Some(thread) = self.consumer.take() {
             let _ = thread.join();
         }
@@ -423,10 +403,11 @@ impl Kafka {
 }
 
 /// What the run loop asks of the consumer thread.
+#[derive(Default)]
 struct Requests {
-    closing: Arc<AtomicBool>,
-    rejoin: Arc<AtomicBool>,
-    stand_aside: Arc<AtomicBool>,
+    closing: AtomicBool,
+    rejoin: AtomicBool,
+    stand_aside: AtomicBool,
 }
 
 /// The consumer thread: polls until asked to close, then closes the consumer
@@ -471,9 +452,9 @@ fn consume(
                 }
             }
             Some(Err(err)) => {
-                match err.rdkafka_error_code().and_then(|c| fatal_event(c, err.to_string(), &ctx.topic, &ctx.group)) {
-                    Some(event) => {
-                        let _ = events.send(event);
+                match err.rdkafka_error_code().and_then(|c| fatal(c, err.to_string(), &ctx.topic, &ctx.group)) {
+                    Some(fatal) => {
+                        let _ = events.send(Event::Fatal(fatal));
                     }
                     None => debug!(%err, "consumer error"),
                 }
@@ -486,7 +467,7 @@ fn consume(
 
 fn subscribe(consumer: &BaseConsumer<Context>, events: &UnboundedSender<Event>) {
     if let Err(err) = consumer.subscribe(&[&consumer.context().topic]) {
-        let _ = events.send(Event::Fatal { code: exit::INTERNAL, message: format!("rejoining: {err}") });
+        let _ = events.send(Event::Fatal(Fatal { code: exit::INTERNAL, message: format!("rejoining: {err}") }));
     }
 }
 
@@ -530,16 +511,16 @@ fn stand_aside(consumer: &BaseConsumer<Context>, me: &Member, closing: &AtomicBo
 /// when missing. Retries while Kafka is unreachable.
 fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fatal> {
     loop {
-        let metadata = consumer.fetch_metadata(Some(&cfg.topic), Duration::from_secs(5));
+        let metadata = consumer.fetch_metadata(Some(&cfg.kafka.topic), Duration::from_secs(5));
         match metadata {
             Ok(md) => {
-                let Some(topic) = md.topics().iter().find(|t| t.name() == cfg.topic) else {
+                let Some(topic) = md.topics().iter().find(|t| t.name() == cfg.kafka.topic) else {
                     continue;
                 };
                 match topic.error().map(RDKafkaErrorCode::from) {
                     None if !topic.partitions().is_empty() => {
                         if topic.partitions().len() > 1 {
-                            warn!(topic = %cfg.topic, partitions = topic.partitions().len(), "topic has more than one partition; only partition 0 elects, the others add needless assignments");
+                            warn!(topic = %cfg.kafka.topic, partitions = topic.partitions().len(), "topic has more than one partition; only partition 0 elects, the others add needless assignments");
                         }
                         consumer.context().reachable();
                         return Ok(());
@@ -550,10 +531,13 @@ fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fa
                         create_topic(cfg)?;
                     }
                     Some(code) => {
-                        if let Some(Event::Fatal { code, message }) =
-                            fatal_event(code, format!("topic {}: {code}", cfg.topic), &cfg.topic, &cfg.group)
-                        {
-                            return Err(Fatal { code, message });
+                        if let Some(fatal) = fatal(
+                            code,
+                            format!("topic {}: {code}", cfg.kafka.topic),
+                            &cfg.kafka.topic,
+                            &cfg.kafka.group,
+                        ) {
+                            return Err(fatal);
                         }
                         debug!(%code, "topic metadata error; retrying");
                         std::thread::sleep(Duration::from_millis(500));
@@ -561,10 +545,10 @@ fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fa
                 }
             }
             Err(err) => {
-                if let Some(Event::Fatal { code, message }) =
-                    err.rdkafka_error_code().and_then(|c| fatal_event(c, err.to_string(), &cfg.topic, &cfg.group))
+                if let Some(fatal) =
+                    err.rdkafka_error_code().and_then(|c| fatal(c, err.to_string(), &cfg.kafka.topic, &cfg.kafka.group))
                 {
-                    return Err(Fatal { code, message });
+                    return Err(fatal);
                 }
                 consumer.context().unreachable(&err.to_string());
                 std::thread::sleep(Duration::from_millis(500));
@@ -574,13 +558,13 @@ fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fa
 }
 
 fn create_topic(cfg: &Config) -> Result<(), Fatal> {
-    info!(topic = %cfg.topic, "creating the topic (1 partition, 1 hour retention)");
+    info!(topic = %cfg.kafka.topic, "creating the topic (1 partition, 1 hour retention)");
     let admin: AdminClient<rdkafka::client::DefaultClientContext> =
-        with_user_properties(base_config(cfg), cfg).create().map_err(creation_error)?;
+        cfg.kafka.client_config(&[("client.id", &cfg.name)]).create().map_err(creation_error)?;
     let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
     let mut replication = -1; // the broker's default.replication.factor (KIP-464)
     loop {
-        let topic = NewTopic::new(&cfg.topic, 1, TopicReplication::Fixed(replication))
+        let topic = NewTopic::new(&cfg.kafka.topic, 1, TopicReplication::Fixed(replication))
             .set("retention.ms", "3600000")
             .set("segment.ms", "600000");
         let result = futures_executor::block_on(admin.create_topics([&topic], &opts));
@@ -603,18 +587,18 @@ fn create_topic(cfg: &Config) -> Result<(), Fatal> {
                         "topic {t} does not exist and this principal may not create it ({code}). Ask an admin to \
                          create it (kafka-topics.sh --create --topic {t} --partitions 1 --config retention.ms=3600000) \
                          or grant CREATE on it.",
-                        t = cfg.topic
+                        t = cfg.kafka.topic
                     ),
                 });
             }
             code => {
-                error!(topic = %cfg.topic, %code, "could not create the topic");
+                error!(topic = %cfg.kafka.topic, %code, "could not create the topic");
                 return Err(Fatal {
                     code: exit::KAFKA_CONFIG,
                     message: format!(
                         "topic {t} does not exist and could not be created ({code}). Create it with one \
                          partition (kafka-topics.sh --create --topic {t} --partitions 1) or pass --topic.",
-                        t = cfg.topic
+                        t = cfg.kafka.topic
                     ),
                 });
             }

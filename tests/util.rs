@@ -129,18 +129,28 @@ impl Broker {
 
     /// Our own dev broker on `ip` with extra dev-broker options.
     pub fn dev_with(ip: &str, extra: &[&str]) -> Broker {
-        let port = TcpListener::bind((ip, 0)).unwrap().local_addr().unwrap().port();
-        let address = format!("{ip}:{port}");
-        let process = Command::new(bin())
-            .args(["dev-broker", "--listen", &address])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the dev broker");
-        wait_until(Duration::from_secs(20), "the dev broker accepts connections", || {
-            TcpStream::connect(&address).is_ok()
-        });
+        // A port found free can be taken by another test before the broker
+        // binds it; then the broker exits and something else answers there.
+        // So a broker counts as up only while its own process lives.
+        let (address, process) = (0..5)
+            .find_map(|_| {
+                let port = TcpListener::bind((ip, 0)).unwrap().local_addr().unwrap().port();
+                let address = format!("{ip}:{port}");
+                let mut process = Command::new(bin())
+                    .args(["dev-broker", "--listen", &address])
+                    .args(extra)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("start the dev broker");
+                let mut exited = false;
+                wait_until(Duration::from_secs(20), "the dev broker accepts connections or exits", || {
+                    exited = process.try_wait().unwrap().is_some();
+                    exited || TcpStream::connect(&address).is_ok()
+                });
+                (!exited && process.try_wait().unwrap().is_none()).then_some((address, process))
+            })
+            .expect("a dev broker on a free port");
         Broker {
             address,
             process: Some(process),

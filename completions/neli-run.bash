@@ -133,13 +133,17 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__dev__subcmd__broker)
-            opts="-v -q -h --listen --deny-topic --verbose --quiet --log-format --help"
+            opts="-v -q -h --listen --advertise --deny-topic --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --advertise)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -52,6 +52,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -a "status" -d 'Show who
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "yield" -d 'Ask the leader to hand over to another member'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l listen -d 'Address to listen on and advertise to clients' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l advertise -d 'Address to advertise to clients, when it differs from --listen (e.g. listening on 0.0.0.0 for clients in other network namespaces)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l deny-topic -d 'Refuse access to TOPIC, as a broker with ACLs refuses a principal without permission (repeatable): to see what clients do then' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"

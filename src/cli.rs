@@ -168,6 +168,11 @@ pub struct DevBrokerArgs {
     #[arg(long, env = "NELI_DEV_BROKER_LISTEN", default_value = "127.0.0.1:9092", value_name = "HOST:PORT")]
     pub listen: String,
 
+    /// Address to advertise to clients, when it differs from --listen
+    /// (e.g. listening on 0.0.0.0 for clients in other network namespaces).
+    #[arg(long, env = "NELI_DEV_BROKER_ADVERTISE", value_name = "HOST:PORT")]
+    pub advertise: Option<String>,
+
     /// Refuse access to TOPIC, as a broker with ACLs refuses a principal
     /// without permission (repeatable): to see what clients do then.
     #[arg(long, env = "NELI_DEV_BROKER_DENY_TOPIC", value_name = "TOPIC")]

@@ -263,6 +263,10 @@ impl Target {
     pub fn client_config(&self, ours: &[(&str, &str)]) -> rdkafka::ClientConfig {
         let mut config = rdkafka::ClientConfig::new();
         config.set("bootstrap.servers", &self.brokers);
+        // librdkafka backs off up to 10 s between reconnects; after a broker
+        // restart that is up to 10 s more with nobody leading. Java clients
+        // wait at most 1 s.
+        config.set("reconnect.backoff.max.ms", "1000");
         for (k, v) in ours.iter().copied().chain(self.properties.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
             config.set(k, v);
         }

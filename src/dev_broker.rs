@@ -62,7 +62,8 @@ pub fn main(args: DevBrokerArgs) -> ExitCode {
             return ExitCode::from(exit::INTERNAL);
         }
     };
-    runtime.block_on(serve(listen, &args.listen, &args.deny_topic))
+    let advertised = args.advertise.as_deref().unwrap_or(&args.listen);
+    runtime.block_on(serve(listen, advertised, &args.deny_topic))
 }
 
 async fn serve(listen: SocketAddr, advertised: &str, denied: &[String]) -> ExitCode {
@@ -156,7 +157,7 @@ async fn forward(mut client: TcpStream, inner: SocketAddr, mock: Arc<Mock>) {
         loop {
             let n = client_rx.read(&mut chunk).await?;
             if n == 0 {
-                return broker_tx.shutdown().await;
+                return Ok::<(), std::io::Error>(());
             }
             buf.extend_from_slice(&chunk[..n]);
             // Look at each complete request, then pass the bytes on as they are.
@@ -175,7 +176,14 @@ async fn forward(mut client: TcpStream, inner: SocketAddr, mock: Arc<Mock>) {
         }
     };
     let responses = tokio::io::copy(&mut broker_rx, &mut client_tx);
-    let _ = tokio::try_join!(requests, async { responses.await.map(|_| ()) });
+    // Whichever side closes first closes both. A client that hung up gets
+    // no more responses, and the mock must see the close before the client's
+    // next connection: with a JoinGroup response still pending on the old
+    // one, a JoinGroup on the new one fails an assertion in the mock.
+    tokio::select! {
+        _ = requests => {}
+        _ = responses => {}
+    }
 }
 
 /// The topic names of a Metadata request frame (without its length), or

@@ -185,6 +185,9 @@ pub struct Leader {
     shutdown: Option<Option<u8>>,
     ever_led: bool,
     done: bool,
+    /// The time of the latest step: a deadline at or before it has been
+    /// handled, and returning it from `next_deadline` would spin the shell.
+    now: BootTime,
     out: Vec<Action>,
 }
 
@@ -202,6 +205,7 @@ impl Leader {
             shutdown: None,
             ever_led: false,
             done: false,
+            now,
             out: Vec::new(),
         }
     }
@@ -232,6 +236,7 @@ impl Leader {
             }
             return Vec::new();
         }
+        self.now = self.now.max(now);
         // Deadlines that passed before this event come first: a child that
         // died after its lease ran out was fenced, not exiting by itself.
         self.on_time(now);
@@ -270,8 +275,9 @@ impl Leader {
         };
         if let Some(t) = self.tenure {
             consider(Some(t.next_heartbeat));
-            if let Phase::Leader { .. } = t.role {
-                consider(t.fresh.map(|f| f + self.settings.heartbeat_deadline));
+            match t.role {
+                Phase::Leader { .. } => consider(t.fresh.map(|f| f + self.settings.heartbeat_deadline)),
+                Phase::Candidate | Phase::Fenced => consider(Some(self.give_back_at(&t))),
             }
         }
         if let Child::Stopping { kill_at } = self.child {
@@ -279,8 +285,20 @@ impl Leader {
         }
         consider(self.restart_at);
         consider(self.acquire_deadline());
-        consider(self.promotion_at());
+        // A promotion moment already passed was tried then and failed (the
+        // heartbeat was stale); only a new heartbeat can change that.
+        consider(self.promotion_at().filter(|&at| at > self.now));
         next
+    }
+
+    /// When an owner of partition 0 that does not lead gives it back: once
+    /// its own heartbeats have been gone for the resume window. After that
+    /// the coordinator may have expired our session and moved the partition
+    /// on without its verdict reaching us, so resuming would be unsafe; and
+    /// holding on (data path broken, coordinator reachable) would leave the
+    /// group leaderless for as long as the fault lasts. Found by neli-soak.
+    fn give_back_at(&self, tenure: &Tenure) -> BootTime {
+        tenure.fresh.unwrap_or(tenure.since) + self.settings.resume_window
     }
 
     fn acquire_deadline(&self) -> Option<BootTime> {
@@ -336,22 +354,12 @@ impl Leader {
         if tenure.fresh.is_some_and(|f| f >= sent) {
             return;
         }
-        // Our last evidence of holding the partition: the assignment, or the
-        // previous own heartbeat read back.
-        let evidence = tenure.fresh.unwrap_or(tenure.since);
+        // (A gap longer than the resume window never gets here: `on_time`
+        // gave the partition back first.)
         tenure.fresh = Some(sent);
         tenure.fresh_offset = offset;
         if now.since(sent) >= deadline {
             return; // read back too late: it proves nothing about now
-        }
-        let gap = sent.since(evidence);
-        if gap > self.settings.resume_window {
-            // The coordinator may have expired our session in that gap and
-            // moved the partition on; its verdict may not have reached us.
-            warn!(gap = ?gap, window = ?self.settings.resume_window, "own heartbeats were gone longer than the group waits; rejoining instead of resuming");
-            self.tenure = None;
-            self.out.push(Action::Rejoin);
-            return;
         }
         match tenure.role {
             Phase::Candidate | Phase::Fenced => self.try_promote(now),
@@ -528,6 +536,14 @@ impl Leader {
                 }
             }
         }
+        if let Some(tenure) = self.tenure.filter(|t| !matches!(t.role, Phase::Leader { .. })) {
+            if now >= self.give_back_at(&tenure) {
+                warn!(role = ?tenure.role, window = ?self.settings.resume_window, "no own heartbeat read back for the whole resume window; giving partition 0 back to the group");
+                self.tenure = None;
+                self.restart_at = None;
+                self.out.push(Action::Rejoin);
+            }
+        }
         if let Child::Stopping { kill_at: Some(t) } = self.child {
             if now >= t {
                 warn!(grace = ?self.settings.grace, "child still running after the grace period; sending SIGKILL");
@@ -631,8 +647,9 @@ mod tests {
         assert_eq!(l.next_deadline(), Some(ms(1200)));
         assert_eq!(l.step(Input::Tick, ms(1100)), vec![]);
         assert_eq!(l.step(Input::Tick, ms(1200)), vec![SendHeartbeat]);
-        // A candidate never fences: there is no child and nothing to expire.
-        assert_eq!(l.step(Input::Tick, ms(9000)), vec![SendHeartbeat]);
+        // A candidate never fences: it has no child. (Without a heartbeat
+        // for the resume window it gives the partition back: tested below.)
+        assert_eq!(l.step(Input::Tick, ms(3000)), vec![SendHeartbeat]);
         assert_eq!(l.role(), Role::Candidate);
     }
 
@@ -683,7 +700,7 @@ mod tests {
         // neli-run was frozen (SIGSTOP) while the shim enforced the lease;
         // on waking, the expired deadline is handled before the exit.
         let mut l = leading(Restart::Never);
-        let out = l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(5000));
+        let out = l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2500));
         assert_eq!(out, vec![SendHeartbeat, KillGroup]);
         assert_eq!(l.role(), Role::Fenced);
     }
@@ -708,6 +725,37 @@ mod tests {
             l.step(hb(30, 3100), ms(3110)),
             vec![SendHeartbeat, Spawn { token: 30, lease: ms(4100) }, SendHeartbeat]
         );
+    }
+
+    #[test]
+    fn a_fenced_owner_gives_partition_0_back_after_the_resume_window_without_any_heartbeat() {
+        // Found by neli-soak: after a broker restart the leader's fetches hung
+        // while its coordinator heartbeats went through; it stayed fenced,
+        // holding partition 0, and the group had no leader for a minute.
+        let mut l = leading(Restart::Never);
+        l.step(Input::Tick, ms(2000)); // fenced: last fresh heartbeat sent at 1000
+        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
+        // Not the promotion moment that passed at 1000 (that would spin).
+        assert_eq!(l.next_deadline(), Some(ms(2200)), "the next heartbeat comes first");
+        l.step(Input::Tick, ms(3000));
+        assert_eq!(l.next_deadline(), Some(ms(3200)), "1000 + the 2.2s resume window");
+        assert_eq!(l.step(Input::Tick, ms(3199)), vec![]);
+        assert_eq!(l.step(Input::Tick, ms(3200)), vec![SendHeartbeat, Rejoin]);
+        assert_eq!(l.role(), Role::Standby);
+        assert_eq!(l.next_deadline(), None);
+        assert_eq!(l.step(Input::Revoked { lost: false }, ms(3300)), vec![ReleaseRevoke]);
+    }
+
+    #[test]
+    fn a_candidate_that_never_reads_its_heartbeat_back_gives_partition_0_back() {
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(Input::Tick, ms(3100));
+        assert_eq!(l.step(Input::Tick, ms(3200)), vec![Rejoin]);
+        assert_eq!(l.role(), Role::Standby);
+        // Assigned again later: a new tenure, a new window.
+        assert_eq!(l.step(Input::Assigned, ms(4000)), vec![SendHeartbeat]);
+        assert_eq!(l.step(hb(40, 4000), ms(4010)), vec![Spawn { token: 40, lease: ms(5000) }, SendHeartbeat]);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! - `cli` / `config`: the command line, and the checks that make it safe.
 //! - `dev_broker`: an in-memory Kafka-protocol broker for trying and testing.
 //! - `status`: who leads a group, read from its heartbeat records.
+//! - `proof`: the harness of neli-soak, neli-bench and the tests.
 //! - `notify`: systemd's `Type=notify` protocol; `metrics`: /metrics, /healthz, /leader.
 
 pub mod child;
@@ -21,5 +22,7 @@ pub mod kafka;
 pub mod leader;
 pub mod metrics;
 pub mod notify;
+#[doc(hidden)]
+pub mod proof;
 pub mod run;
 pub mod status;

@@ -56,7 +56,7 @@ fn paused_broker_fences_the_leader_and_leadership_returns() {
 
 /// The leader runs in a network namespace; the standby does not.
 fn cut_setup(test: &str, session: &str) -> Option<(crate::util::NetNs, Group, Member)> {
-    let ns = crate::util::NetNs::create()?;
+    let ns = crate::util::netns()?;
     let mut broker = Broker::dev_at(&ns.host_ip);
     broker.timing.session = humantime::parse_duration(session).unwrap();
     let g = Group::on(broker, test);
@@ -150,5 +150,21 @@ fn regression_broker_paused_during_joins_members_are_not_stuck() {
     // 5 minutes before the fix; the default rebalance timeout is 2 × session now.
     wait_until(t.session * 6 + Duration::from_secs(10), "every member has joined", || members.iter().all(settled));
     wait_until(t.takeover(), "someone leads", || g.lock_held());
+    g.assert_no_overlap();
+}
+
+/// Found by neli-soak: the leader's network cut for longer than the resume
+/// window but less than the session. It gives partition 0 back (a resume
+/// could no longer be trusted) while still cut off; once healed, the group
+/// must elect someone promptly, without overlap.
+#[test]
+fn network_cut_past_the_resume_window_gives_partition_0_back_and_someone_leads() {
+    let Some((ns, g, a)) = cut_setup("cut-window", "3s") else { return };
+    let b = g.member("b", &[], &["sleep", "1000"]);
+    wait_until(Duration::from_secs(30), "b is a standby", || b.log().contains("standby"));
+    ns.cut();
+    wait_until(g.broker.timing.takeover(), "a gives partition 0 back", || a.log().contains("giving partition 0 back"));
+    ns.heal();
+    wait_until(g.broker.timing.takeover(), "someone leads again", || g.starts().len() == 2 && g.lock_held());
     g.assert_no_overlap();
 }

@@ -11,3 +11,4 @@ mod metrics;
 mod status;
 mod supervision;
 mod systemd;
+mod tls;

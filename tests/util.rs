@@ -16,14 +16,12 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+pub use neli_run::proof::detector::Detector;
+pub use neli_run::proof::netns::NetNs;
+
 /// The binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_neli-run")
-}
-
-/// The overlap-detecting wrapper (see the script's header).
-pub fn guarded() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/guarded.sh")
 }
 
 /// Polls `cond` every 20 ms until it holds; panics with `what` after
@@ -189,6 +187,8 @@ pub struct Group {
     pub broker: Broker,
     pub name: String,
     pub dir: tempdir::Dir,
+    /// The overlap detector, in `dir` (see `neli_run::proof::detector`).
+    pub detector: Detector,
 }
 
 impl Group {
@@ -200,7 +200,8 @@ impl Group {
         let n = GROUPS.fetch_add(1, Ordering::Relaxed);
         let name = format!("t-{test}-{}-{n}", std::process::id());
         let dir = tempdir::Dir::new(&name);
-        Group { broker, name, dir }
+        let detector = Detector::new(dir.path().to_path_buf()).expect("the detector's work dir");
+        Group { broker, name, dir, detector }
     }
 
     /// A member running `command` under the overlap detector.
@@ -210,9 +211,8 @@ impl Group {
 
     /// A guarded member started behind `prefix` (e.g. `ip netns exec NS`).
     pub fn member_in(&self, prefix: Option<Vec<String>>, name: &str, extra: &[&str], command: &[&str]) -> Member {
-        let dir = self.dir.path().display().to_string();
-        let guarded = guarded().display().to_string();
-        let mut wrapped = vec![guarded.as_str(), dir.as_str()];
+        let wrap = self.detector.wrap();
+        let mut wrapped: Vec<&str> = wrap.iter().map(String::as_str).collect();
         wrapped.extend_from_slice(command);
         self.spawn(prefix, name, extra, &wrapped)
     }
@@ -235,13 +235,7 @@ impl Group {
 
     /// Names and tokens of every child start, in order.
     pub fn starts(&self) -> Vec<(String, i64)> {
-        read_lines(&self.dir.path().join("starts"))
-            .iter()
-            .filter_map(|l| {
-                let (name, token) = l.split_once(' ')?;
-                Some((name.to_string(), token.parse().ok()?))
-            })
-            .collect()
+        self.detector.starts()
     }
 
     /// Guarded members with these names, each running `sleep 1000`.
@@ -257,16 +251,12 @@ impl Group {
 
     /// Overlaps the detector saw (must stay empty).
     pub fn overlaps(&self) -> Vec<String> {
-        read_lines(&self.dir.path().join("overlaps"))
+        self.detector.overlaps()
     }
 
     /// Whether some child (or a descendant of one) holds the lock now.
     pub fn lock_held(&self) -> bool {
-        let lock = self.dir.path().join("lock");
-        if !lock.exists() {
-            return false;
-        }
-        !Command::new("flock").args(["-n", "-E", "99"]).arg(&lock).arg("true").status().unwrap().success()
+        self.detector.lock_held()
     }
 
     /// Asserts no overlap happened and, once every member has exited, that
@@ -278,10 +268,6 @@ impl Group {
     pub fn assert_no_orphan(&self) {
         wait_until(Duration::from_secs(5), "no process holds the lock after every member exited", || !self.lock_held());
     }
-}
-
-fn read_lines(path: &Path) -> Vec<String> {
-    fs::read_to_string(path).unwrap_or_default().lines().map(str::to_string).collect()
 }
 
 /// One neli-run process.
@@ -406,108 +392,16 @@ pub fn run(args: &[&str]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), text)
 }
 
-static NETNS: AtomicU32 = AtomicU32::new(0);
-
-/// A test host: a network namespace joined to this one by a veth pair, whose
-/// link we can cut by dropping its packets (sockets stay open, as in a real
-/// partition). Needs root, `ip` and `nft`.
-pub struct NetNs {
-    name: String,
-    host_if: String,
-    /// The host side's address: where a broker for the namespace listens.
-    pub host_ip: String,
-}
-
-impl NetNs {
-    /// The namespace, or None with a note when this machine cannot make one
-    /// (unless NELI_REQUIRE_NETNS is set, as in CI: then that is a failure).
-    pub fn create() -> Option<NetNs> {
-        let n = (std::process::id() % 50) * 5 + NETNS.fetch_add(1, Ordering::Relaxed) % 5;
-        let ns = NetNs { name: format!("neli-t{n}"), host_if: format!("nrh{n}"), host_ip: format!("10.231.{n}.1") };
-        let peer = format!("nrn{n}");
-        let _ = Command::new("ip").args(["netns", "del", &ns.name]).stderr(Stdio::null()).status();
-        let _ = Command::new("ip").args(["link", "del", &ns.host_if]).stderr(Stdio::null()).status();
-        let steps: Vec<Vec<String>> = vec![
-            vec!["netns".into(), "add".into(), ns.name.clone()],
-            vec![
-                "link".into(),
-                "add".into(),
-                ns.host_if.clone(),
-                "type".into(),
-                "veth".into(),
-                "peer".into(),
-                "name".into(),
-                peer.clone(),
-            ],
-            vec!["link".into(), "set".into(), peer.clone(), "netns".into(), ns.name.clone()],
-            vec!["addr".into(), "add".into(), format!("{}/24", ns.host_ip), "dev".into(), ns.host_if.clone()],
-            vec!["link".into(), "set".into(), ns.host_if.clone(), "up".into()],
-            vec![
-                "-n".into(),
-                ns.name.clone(),
-                "addr".into(),
-                "add".into(),
-                format!("10.231.{n}.2/24"),
-                "dev".into(),
-                peer.clone(),
-            ],
-            vec!["-n".into(), ns.name.clone(), "link".into(), "set".into(), peer, "up".into()],
-            vec!["-n".into(), ns.name.clone(), "link".into(), "set".into(), "lo".into(), "up".into()],
-        ];
-        for step in steps {
-            let ok = Command::new("ip").args(&step).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
-            if !ok {
-                let why = format!(
-                    "cannot create a network namespace (`ip {}` failed; needs root and iproute2)",
-                    step.join(" ")
-                );
-                assert!(std::env::var_os("NELI_REQUIRE_NETNS").is_none(), "{why}");
-                eprintln!("SKIPPED: {why}");
-                return None;
-            }
+/// A network namespace for a test, or None with a note when this machine
+/// cannot make one (unless NELI_REQUIRE_NETNS is set, as in CI: then that is
+/// a failure).
+pub fn netns() -> Option<NetNs> {
+    match NetNs::create() {
+        Ok(ns) => Some(ns),
+        Err(why) => {
+            assert!(std::env::var_os("NELI_REQUIRE_NETNS").is_none(), "{why}");
+            eprintln!("SKIPPED: {why}");
+            None
         }
-        let nft = Command::new("nft").arg("--version").stdout(Stdio::null()).status().is_ok_and(|s| s.success());
-        if !nft {
-            assert!(std::env::var_os("NELI_REQUIRE_NETNS").is_none(), "nft (nftables) is not installed");
-            eprintln!("SKIPPED: nft (nftables) is not installed");
-            return None;
-        }
-        Some(ns)
-    }
-
-    /// Runs a command inside the namespace (`ip netns exec` execs it).
-    pub fn exec_prefix(&self) -> Vec<String> {
-        vec!["ip".into(), "netns".into(), "exec".into(), self.name.clone()]
-    }
-
-    fn table(&self) -> String {
-        format!("neli_cut_{}", self.host_if)
-    }
-
-    /// Drops every packet between the namespace and the host, both ways.
-    pub fn cut(&self) {
-        let t = self.table();
-        let rules = format!(
-            "table inet {t} {{\n chain input {{ type filter hook input priority -300; iifname \"{i}\" drop; }}\n \
-             chain output {{ type filter hook output priority -300; oifname \"{i}\" drop; }}\n}}\n",
-            i = self.host_if
-        );
-        let mut nft = Command::new("nft").args(["-f", "-"]).stdin(Stdio::piped()).spawn().expect("run nft");
-        use std::io::Write;
-        nft.stdin.take().unwrap().write_all(rules.as_bytes()).unwrap();
-        assert!(nft.wait().unwrap().success(), "nft could not install the cut");
-    }
-
-    /// Lets packets through again.
-    pub fn heal(&self) {
-        let _ = Command::new("nft").args(["delete", "table", "inet", &self.table()]).stderr(Stdio::null()).status();
-    }
-}
-
-impl Drop for NetNs {
-    fn drop(&mut self) {
-        self.heal();
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
-        let _ = Command::new("ip").args(["link", "del", &self.host_if]).stderr(Stdio::null()).status();
     }
 }

@@ -1,29 +1,38 @@
 //! neli-soak: a chaos soak of the real `neli-run` binary.
 //!
-//! Starts N candidates in one group against a broker (a fresh
-//! `neli-run dev-broker` unless --brokers is given) and, until the requested
-//! number of leadership transitions, injects a random fault into the current
-//! leader. The overlap detector is independent of neli-run: every child runs
-//! under `flock -n` on one shared file (tests/fixtures/guarded.sh), so two
-//! children at once, or a child that outlives its neli-run, is caught by the
-//! kernel's lock, not by neli-run's opinion of itself.
+//! Starts N candidates in one group against a broker it starts itself (the
+//! dev broker or tansu; or an external one with --brokers) and, until the
+//! requested number of leadership transitions, injects a random fault into
+//! the current leader or the broker. When run as root each candidate lives in
+//! a network namespace of its own, so a network cut is a real one: packets
+//! dropped, sockets left open.
 //!
-//! Prints one summary and exits 1 on any overlap or orphan.
+//! The overlap detector is independent of neli-run (see `proof::detector`):
+//! two children at once, or a child that outlives its neli-run, is caught by
+//! the kernel's lock. "Leaderless" is measured on that lock too: the time
+//! from the moment no child held it until one held it again.
 //!
-//! usage: cargo run --release --bin neli-soak -- --transitions 500
+//! Prints one summary and exits 1 on any overlap, orphan or fencing token
+//! that did not increase.
+//!
+//! usage: cargo run --release --bin neli-soak -- --transitions 500 [--broker tansu]
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-const GUARDED: &str = include_str!("../../tests/fixtures/guarded.sh");
+use neli_run::proof::brokers::Broker;
+use neli_run::proof::detector::{read_lines, Detector};
+use neli_run::proof::netns::NetNs;
+use neli_run::proof::{percentile, Rng};
 
 /// The child: what it does is chosen by the soak before each start.
 const CHILD: &str = r#"mode=$(cat "$0/mode" 2>/dev/null || echo normal)
@@ -37,52 +46,100 @@ esac"#;
 /// Chaos soak of neli-run: random faults until N leadership transitions.
 #[derive(Debug, Parser)]
 struct Args {
-    /// Leadership transitions to reach.
+    /// Leadership transitions (a child starting on another member) to reach.
     #[arg(long, default_value_t = 500)]
     transitions: usize,
     /// Candidates in the group.
     #[arg(long, default_value_t = 5)]
     candidates: usize,
-    /// An external broker (e.g. tansu); default: a fresh dev broker.
-    #[arg(long)]
+    /// The broker the soak starts (and pauses and restarts).
+    #[arg(long, value_enum, default_value_t = BrokerKind::Dev)]
+    broker: BrokerKind,
+    /// An external broker instead (no broker faults, no network cuts).
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "broker")]
     brokers: Option<String>,
-    /// Group session timeout for every candidate.
+    /// No network namespaces (and so no network cuts), e.g. when not root.
+    #[arg(long)]
+    no_netns: bool,
+    /// Group session timeout for every candidate; the other timings scale
+    /// with it.
     #[arg(long, default_value = "3s")]
     session_timeout: humantime::Duration,
     /// Seed for the fault sequence (default: from the clock).
     #[arg(long)]
     seed: Option<u64>,
-    /// Give up waiting for any one transition after this long.
+    /// Give up waiting for a leader after one fault after this long.
     #[arg(long, default_value = "60s")]
     stall: humantime::Duration,
 }
 
-/// The faults, injected into the current leader.
-const FAULTS: [&str; 5] = ["kill-9", "sigterm", "sigstop-cont", "child-crash", "broker-pause"];
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum BrokerKind {
+    /// `neli-run dev-broker` (librdkafka's mock cluster).
+    Dev,
+    /// tansu, found on PATH or in ~/.cargo/bin.
+    Tansu,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Fault {
+    /// kill -9 of the leader's neli-run.
+    Kill9,
+    /// A graceful stop of the leader's neli-run.
+    Sigterm,
+    /// The leader's neli-run frozen until another leads, then thawed.
+    SigstopCont,
+    /// The child's whole process tree killed (the shim survives).
+    ChildCrash,
+    /// The leader's network cut until another leads, then healed.
+    NetCut,
+    /// The leader's network cut for 0.2-0.8 session timeouts.
+    NetBlip,
+    /// The broker frozen for 0.2-1.5 session timeouts.
+    BrokerPause,
+}
+
+impl Fault {
+    fn name(self) -> &'static str {
+        match self {
+            Fault::Kill9 => "kill-9",
+            Fault::Sigterm => "sigterm",
+            Fault::SigstopCont => "sigstop-cont",
+            Fault::ChildCrash => "child-crash",
+            Fault::NetCut => "net-cut",
+            Fault::NetBlip => "net-blip",
+            Fault::BrokerPause => "broker-pause",
+        }
+    }
+
+    /// How long a timed disruption lasts; None for faults that last until
+    /// another member leads.
+    fn length(self, rng: &mut Rng, session: Duration) -> Option<Duration> {
+        match self {
+            Fault::NetBlip => Some(rng.between(session / 5, session * 4 / 5)),
+            Fault::BrokerPause => Some(rng.between(session / 5, session * 3 / 2)),
+            _ => None,
+        }
+    }
+}
+
 /// How the next child behaves; weighted towards the plain one.
 const MODES: [&str; 4] = ["normal", "normal", "ignore-term", "grandchildren"];
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*: plenty for picking faults reproducibly.
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[(self.next() % items.len() as u64) as usize]
-    }
+/// One candidate slot: its namespace (if any) and its current process.
+struct Slot {
+    ns: Option<NetNs>,
+    member: Option<(String, Child)>,
 }
 
 struct Soak {
     neli: PathBuf,
-    dir: PathBuf,
+    detector: Detector,
+    group: String,
     brokers: String,
-    broker: Option<Child>,
+    broker: Option<Broker>,
     session: Duration,
-    slots: Vec<Option<(String, Child)>>,
+    slots: Vec<Slot>,
     started: usize,
 }
 
@@ -104,71 +161,90 @@ impl Soak {
         ]
     }
 
-    /// Starts a candidate in every empty slot (and reaps exited ones).
+    /// Starts a candidate in every slot whose neli-run has exited.
     fn fill(&mut self) {
         for i in 0..self.slots.len() {
-            if let Some((_, child)) = self.slots[i].as_mut() {
+            if let Some((_, child)) = self.slots[i].member.as_mut() {
                 if child.try_wait().ok().flatten().is_none() {
                     continue;
                 }
             }
             self.started += 1;
             let name = format!("c{}-{}", i, self.started);
-            let log = fs::File::create(self.dir.join(format!("{name}.log"))).expect("log file");
-            let child = Command::new(&self.neli)
-                .args(["-b", &self.brokers, "-g", "soak", "--name", &name])
+            let log = fs::File::create(self.detector.dir.join(format!("{name}.log"))).expect("log file");
+            let mut argv = self.slots[i].ns.as_ref().map(NetNs::exec_prefix).unwrap_or_default();
+            argv.push(self.neli.display().to_string());
+            let child = Command::new(&argv[0])
+                .args(&argv[1..])
+                .args(["-b", &self.brokers, "-g", &self.group, "--name", &name])
                 .args(self.timing())
                 .arg("--")
-                .arg(self.dir.join("guarded.sh"))
-                .arg(&self.dir)
+                .args(self.detector.wrap())
                 .args(["sh", "-c", CHILD])
-                .arg(&self.dir)
+                .arg(&self.detector.dir)
                 .stdin(Stdio::null())
                 .stdout(log.try_clone().expect("log file"))
                 .stderr(log)
                 .spawn()
                 .expect("start neli-run");
-            self.slots[i] = Some((name, child));
+            self.slots[i].member = Some((name, child));
         }
     }
 
-    fn starts(&self) -> Vec<(String, i64)> {
-        read_lines(&self.dir.join("starts"))
-            .iter()
-            .filter_map(|l| {
-                let (n, t) = l.split_once(' ')?;
-                Some((n.to_string(), t.parse().ok()?))
-            })
-            .collect()
+    /// The slot of the member whose child started last.
+    fn leader_slot(&self) -> Option<usize> {
+        let (name, _) = self.detector.starts().pop()?;
+        self.slots.iter().position(|s| s.member.as_ref().is_some_and(|(n, _)| *n == name))
     }
 
-    fn lock_held(&self) -> bool {
-        !Command::new("flock")
-            .args(["-n", "-E", "99"])
-            .arg(self.dir.join("lock"))
-            .arg("true")
-            .status()
-            .is_ok_and(|s| s.success())
+    fn pid(&self, slot: usize) -> Pid {
+        Pid::from_raw(self.slots[slot].member.as_ref().expect("a member").1.id() as i32)
     }
 
-    fn leader_pid(&self) -> Option<Pid> {
-        let (name, _) = self.starts().pop()?;
-        self.slots.iter().flatten().find(|(n, _)| *n == name).map(|(_, c)| Pid::from_raw(c.id() as i32))
+    /// Leadership transitions so far: starts on a member other than the
+    /// previous start's (a fenced leader resuming is not one).
+    fn transitions(&self) -> usize {
+        self.detector.starts().windows(2).filter(|w| w[0].0 != w[1].0).count()
     }
 
-    fn signal_broker(&self, sig: Signal) {
-        if let Some(b) = &self.broker {
-            let _ = kill(Pid::from_raw(b.id() as i32), sig);
+    fn inject(&self, fault: Fault, slot: usize) {
+        let pid = self.pid(slot);
+        match fault {
+            Fault::Kill9 => drop(kill(pid, Signal::SIGKILL)),
+            Fault::Sigterm => drop(kill(pid, Signal::SIGTERM)),
+            Fault::SigstopCont => drop(kill(pid, Signal::SIGSTOP)),
+            Fault::ChildCrash => {
+                for p in shim_of(pid).map(child_tree).unwrap_or_default() {
+                    let _ = kill(p, Signal::SIGKILL);
+                }
+            }
+            Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").cut(),
+            Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGSTOP),
+        }
+    }
+
+    /// Ends a fault's disruption (a no-op for the one-shot faults).
+    fn end(&self, fault: Fault, slot: usize) {
+        match fault {
+            Fault::SigstopCont => drop(kill(self.pid(slot), Signal::SIGCONT)),
+            Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").heal(),
+            Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGCONT),
+            _ => {}
         }
     }
 
     fn stop_all(&mut self) {
-        for (_, child) in self.slots.iter_mut().flatten() {
-            let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGCONT);
-            let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+        for slot in &mut self.slots {
+            if let Some(ns) = &slot.ns {
+                ns.heal();
+            }
+            if let Some((_, child)) = &slot.member {
+                let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGCONT);
+                let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+            }
         }
         let deadline = Instant::now() + Duration::from_secs(30);
-        for (_, child) in self.slots.iter_mut().flatten() {
+        for (_, child) in self.slots.iter_mut().filter_map(|s| s.member.as_mut()) {
             while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -176,10 +252,6 @@ impl Soak {
             let _ = child.wait();
         }
     }
-}
-
-fn read_lines(path: &Path) -> Vec<String> {
-    fs::read_to_string(path).unwrap_or_default().lines().map(str::to_string).collect()
 }
 
 /// Every process of group `pgid` but its leader (the shim): the child's
@@ -198,25 +270,34 @@ fn child_tree(pgid: i32) -> Vec<Pid> {
     found
 }
 
+/// The shim: neli-run's only child.
+fn shim_of(neli: Pid) -> Option<i32> {
+    let children = fs::read_to_string(format!("/proc/{0}/task/{0}/children", neli)).ok()?;
+    children.split_whitespace().next()?.parse().ok()
+}
+
 /// The mode the child with fencing token `token` started in.
-fn mode_of(dir: &Path, token: i64) -> String {
-    read_lines(&dir.join("modes"))
+fn mode_of(detector: &Detector, token: i64) -> String {
+    read_lines(&detector.dir.join("modes"))
         .iter()
         .rev()
         .find_map(|l| l.split_once(' ').filter(|(t, _)| t.parse() == Ok(token)).map(|(_, m)| m.to_string()))
         .unwrap_or_else(|| "normal".into())
 }
 
-fn shim_of(neli: Pid) -> Option<i32> {
-    let children = fs::read_to_string(format!("/proc/{0}/task/{0}/children", neli)).ok()?;
-    children.split_whitespace().next()?.parse().ok()
+/// A wall-clock time as the candidates' logs print it (UTC, HH:MM:SS.mmm).
+fn wall(t: std::time::SystemTime) -> String {
+    let ms = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() % 86_400_000;
+    format!("{:02}:{:02}:{:02}.{:03}Z", ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+/// What one fault did.
+#[derive(Default)]
+struct Outcome {
+    /// Leaderless times, one per injection.
+    leaderless: Vec<Duration>,
+    /// Injections after which another member led.
+    handovers: usize,
 }
 
 fn main() -> ExitCode {
@@ -226,150 +307,208 @@ fn main() -> ExitCode {
     });
     let mut rng = Rng(seed);
     let neli = std::env::current_exe().expect("own path").with_file_name("neli-run");
-    assert!(neli.exists(), "{} not found: build it (cargo build --release)", neli.display());
+    if !neli.exists() {
+        eprintln!("neli-soak: {} not found: build it first (cargo build --release)", neli.display());
+        return ExitCode::FAILURE;
+    }
     let dir = std::env::temp_dir().join(format!("neli-soak-{}", std::process::id()));
-    fs::create_dir_all(&dir).expect("work dir");
-    fs::write(dir.join("guarded.sh"), GUARDED).expect("write the detector");
-    let _ = Command::new("chmod").arg("+x").arg(dir.join("guarded.sh")).status();
+    let detector = Detector::new(dir.clone()).expect("work dir");
 
-    let (brokers, broker) = match &args.brokers {
-        Some(b) => (b.clone(), None),
-        None => {
-            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-            let addr = format!("127.0.0.1:{port}");
-            let child = Command::new(&neli)
-                .args(["dev-broker", "--listen", &addr])
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start the dev broker");
-            while TcpStream::connect(&addr).is_err() {
-                std::thread::sleep(Duration::from_millis(20));
+    let mut slots: Vec<Slot> = (0..args.candidates).map(|_| Slot { ns: None, member: None }).collect();
+    if args.brokers.is_none() && !args.no_netns {
+        for slot in &mut slots {
+            match NetNs::create() {
+                Ok(ns) => slot.ns = Some(ns),
+                Err(why) => {
+                    eprintln!("neli-soak: {why}; no network cuts in this run (--no-netns silences this)");
+                    slots.iter_mut().for_each(|s| s.ns = None);
+                    break;
+                }
             }
-            (addr, Some(child))
+        }
+    }
+    // With namespaces, the broker listens everywhere and is reached through
+    // the first namespace's host address (routed from every namespace).
+    let (listen, advertise) = match slots[0].ns.as_ref() {
+        Some(ns) => ("0.0.0.0", ns.host_ip.clone()),
+        None => ("127.0.0.1", "127.0.0.1".to_string()),
+    };
+    let broker = match (&args.brokers, args.broker) {
+        (Some(_), _) => None,
+        (None, BrokerKind::Dev) => Some(Broker::dev(&neli, listen, &advertise, &dir.join("broker.log"))),
+        (None, BrokerKind::Tansu) => Some(Broker::tansu(listen, &advertise, &dir.join("broker.log"))),
+    };
+    let broker = match broker.transpose() {
+        Ok(b) => b,
+        Err(why) => {
+            eprintln!("neli-soak: {why}");
+            return ExitCode::FAILURE;
         }
     };
-    let external = broker.is_none();
+    let brokers = args.brokers.clone().unwrap_or_else(|| broker.as_ref().expect("started").address.clone());
+    let mut faults = vec![Fault::Kill9, Fault::Sigterm, Fault::SigstopCont, Fault::ChildCrash];
+    if slots[0].ns.is_some() {
+        faults.extend([Fault::NetCut, Fault::NetBlip]);
+    }
+    if broker.is_some() {
+        faults.push(Fault::BrokerPause);
+    }
+    // No broker restart: a restart that keeps state needs a persistent log,
+    // and neither broker here has one that survives restarts with a group
+    // (tansu's memory storage is wiped; the dev broker's mock cluster fails
+    // an assertion when members rejoin after its connections drop).
     let mut soak = Soak {
         neli,
-        dir: dir.clone(),
+        detector,
+        group: format!("soak-{}", std::process::id()),
         brokers,
         broker,
         session: args.session_timeout.into(),
-        slots: (0..args.candidates).map(|_| None).collect(),
+        slots,
         started: 0,
     };
     println!(
-        "neli-soak: seed {seed}, {} candidates, session {}, work dir {}",
+        "neli-soak: seed {seed}, {} candidates, broker {}, session {}, faults: {}, work dir {}",
         args.candidates,
+        args.brokers.as_deref().unwrap_or(match args.broker {
+            BrokerKind::Dev => "dev",
+            BrokerKind::Tansu => "tansu",
+        }),
         args.session_timeout,
+        faults.iter().map(|f| f.name()).collect::<Vec<_>>().join(" "),
         dir.display()
     );
 
+    // Ctrl-C ends the soak early with a summary, and still cleans up
+    // (namespaces, cuts, candidates, broker).
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, interrupted.clone()).expect("signal handler");
+    }
     let stall: Duration = args.stall.into();
-    let mut faults: BTreeMap<String, Vec<Duration>> = BTreeMap::new();
+    let mut outcomes: BTreeMap<(Fault, String), Outcome> = BTreeMap::new();
     let mut stalls = 0;
+    let mut reported = 0;
     soak.fill();
-    while soak.starts().len() < args.transitions + 1 {
+    while soak.transitions() < args.transitions && !interrupted.load(Ordering::Relaxed) {
         // Wait for a leader whose child runs.
         let waited = Instant::now();
-        while !(soak.lock_held() && soak.leader_pid().is_some()) && waited.elapsed() < stall {
-            soak.fill();
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let Some(leader) = soak.leader_pid() else {
-            stalls += 1;
-            continue;
-        };
-        let before = soak.starts().len();
-        let token = soak.starts().last().map_or(-1, |s| s.1);
-        let mut fault = rng.pick(&FAULTS);
-        if external && fault == "broker-pause" {
-            fault = "kill-9";
-        }
-        // How the next leader's child will behave (renamed into place, so a
-        // child starting now never reads a half-written file).
-        let _ = fs::write(dir.join("mode.new"), rng.pick(&MODES));
-        let _ = fs::rename(dir.join("mode.new"), dir.join("mode"));
-        let injected = Instant::now();
-        let mut stopped = None;
-        match fault {
-            "kill-9" => {
-                let _ = kill(leader, Signal::SIGKILL);
-            }
-            "sigterm" => {
-                let _ = kill(leader, Signal::SIGTERM);
-            }
-            "sigstop-cont" => {
-                let _ = kill(leader, Signal::SIGSTOP);
-                stopped = Some(leader);
-            }
-            "child-crash" => {
-                for pid in shim_of(leader).map(child_tree).unwrap_or_default() {
-                    let _ = kill(pid, Signal::SIGKILL);
-                }
-            }
-            "broker-pause" => {
-                soak.signal_broker(Signal::SIGSTOP);
-                std::thread::sleep(soak.session);
-                soak.signal_broker(Signal::SIGCONT);
-            }
-            _ => unreachable!(),
-        }
-        let label = format!("{fault} ({} child)", mode_of(&dir, token));
-        while soak.starts().len() == before && injected.elapsed() < stall {
+        while !(soak.detector.lock_held() && soak.leader_slot().is_some())
+            && waited.elapsed() < stall
+            && !interrupted.load(Ordering::Relaxed)
+        {
             soak.fill();
             std::thread::sleep(Duration::from_millis(10));
         }
-        if let Some(pid) = stopped {
-            let _ = kill(pid, Signal::SIGCONT);
-        }
-        if soak.starts().len() == before {
+        let Some(slot) = soak.leader_slot() else {
             stalls += 1;
-            eprintln!("neli-soak: no new leader {stall:?} after {fault}");
+            eprintln!("neli-soak: no leader for {stall:?}");
             continue;
-        }
-        faults.entry(label).or_default().push(injected.elapsed());
-        let done = soak.starts().len() - 1;
-        if done % 10 == 0 {
-            println!("neli-soak: {done} transitions");
+        };
+        let before = soak.detector.starts();
+        let token = before.last().map_or(-1, |s| s.1);
+        let fault = rng.pick(&faults);
+        let length = fault.length(&mut rng, soak.session);
+        // How the next child will behave (renamed into place, so a child
+        // starting now never reads a half-written file).
+        let _ = fs::write(dir.join("mode.new"), rng.pick(&MODES));
+        let _ = fs::rename(dir.join("mode.new"), dir.join("mode"));
+
+        let injected = Instant::now();
+        let injected_at = std::time::SystemTime::now();
+        soak.inject(fault, slot);
+        let (mut lost, mut ended, mut moved) = (None, false, false);
+        let leaderless = loop {
+            let now = Instant::now();
+            let held = soak.detector.lock_held();
+            if !held && lost.is_none() {
+                lost = Some(now);
+            }
+            let starts = soak.detector.starts();
+            moved |=
+                starts.len() > before.len() && starts[before.len()..].iter().any(|s| s.0 != before[before.len() - 1].0);
+            if !ended && length.is_some_and(|d| now >= injected + d) {
+                soak.end(fault, slot);
+                ended = true;
+            }
+            // A one-shot fault is over once another member's child runs; a
+            // timed one once it has ended and some child runs again.
+            let over = held && if length.is_some() { ended } else { moved };
+            if over {
+                if !ended {
+                    soak.end(fault, slot);
+                }
+                break lost.map(|l| now - l);
+            }
+            if injected.elapsed() > stall || interrupted.load(Ordering::Relaxed) {
+                if !ended {
+                    soak.end(fault, slot);
+                }
+                stalls += 1;
+                eprintln!(
+                    "neli-soak: no child running {stall:?} after {} injected at {} into {} (held {held}, new leader {moved})",
+                    fault.name(),
+                    wall(injected_at),
+                    before[before.len() - 1].0
+                );
+                break None;
+            }
+            soak.fill();
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let outcome = outcomes.entry((fault, mode_of(&soak.detector, token))).or_default();
+        outcome.handovers += usize::from(moved);
+        outcome.leaderless.push(leaderless.unwrap_or(stall));
+        let done = soak.transitions();
+        if done >= reported + 25 {
+            reported = done;
+            println!("neli-soak: {done} transitions, {} overlaps", soak.detector.overlaps().len());
         }
     }
     soak.stop_all();
-    soak.signal_broker(Signal::SIGKILL);
+    drop(soak.broker.take());
     let orphans = {
         let deadline = Instant::now() + Duration::from_secs(5);
-        while soak.lock_held() && Instant::now() < deadline {
+        while soak.detector.lock_held() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        usize::from(soak.lock_held())
+        usize::from(soak.detector.lock_held())
     };
-    let overlaps = read_lines(&dir.join("overlaps"));
-    let starts = soak.starts();
-    let tokens_increase = starts.windows(2).all(|w| w[0].1 < w[1].1) || external;
+    let overlaps = soak.detector.overlaps();
+    let starts = soak.detector.starts();
+    let tokens_increase = starts.windows(2).all(|w| w[0].1 < w[1].1);
 
     println!("\n## neli-soak summary (seed {seed})\n");
-    println!("transitions: {}", starts.len().saturating_sub(1));
+    println!("transitions: {} ({} child starts)", soak.transitions(), starts.len());
+    println!("faults injected: {}", outcomes.values().map(|o| o.leaderless.len()).sum::<usize>());
     println!("overlaps: {}", overlaps.len());
     println!("orphans left: {orphans}");
-    println!("stalls (no new leader within {}): {stalls}", args.stall);
     println!("fencing tokens strictly increasing: {tokens_increase}");
-    println!("\n| fault | count | leaderless p50 | p99 | max |\n|---|---|---|---|---|");
-    for (fault, mut times) in faults {
-        times.sort();
+    println!("stalls (no child running {} after a fault; liveness): {stalls}", args.stall);
+    println!("\nLeaderless: from the moment no child held the lock until one held it again.\n");
+    println!("| fault | child | count | new leader | leaderless p50 | p99 | max |\n|---|---|---|---|---|---|---|");
+    for ((fault, mode), mut o) in outcomes {
+        o.leaderless.sort();
         let f = |d: Duration| format!("{:.2}s", d.as_secs_f64());
         println!(
-            "| {fault} | {} | {} | {} | {} |",
-            times.len(),
-            f(percentile(&times, 0.5)),
-            f(percentile(&times, 0.99)),
-            f(*times.last().unwrap())
+            "| {} | {mode} | {} | {} | {} | {} | {} |",
+            fault.name(),
+            o.leaderless.len(),
+            o.handovers,
+            f(percentile(&o.leaderless, 0.5)),
+            f(percentile(&o.leaderless, 0.99)),
+            f(*o.leaderless.last().expect("one sample"))
         );
     }
-    if overlaps.is_empty() && orphans == 0 && tokens_increase {
+    let safe = overlaps.is_empty() && orphans == 0 && tokens_increase;
+    if safe && stalls == 0 {
         let _ = fs::remove_dir_all(&dir);
+    } else {
+        println!("\n{}: logs kept in {}", if safe { "STALLED" } else { "FAILED" }, dir.display());
+    }
+    if safe {
         ExitCode::SUCCESS
     } else {
-        println!("\nFAILED: logs kept in {}", dir.display());
         ExitCode::FAILURE
     }
 }

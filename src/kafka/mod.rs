@@ -200,6 +200,9 @@ impl ClientContext for Context {
             Some(RDKafkaErrorCode::AllBrokersDown)
             | Some(RDKafkaErrorCode::BrokerTransportFailure)
             | Some(RDKafkaErrorCode::Resolve) => self.unreachable(reason),
+            // librdkafka's reason names the cause and the setting to fix
+            // (e.g. "certificate verify failed ... ssl.ca.location").
+            Some(RDKafkaErrorCode::SSL) => self.unreachable(&format!("TLS handshake failed: {reason}")),
             _ => debug!(%err, %reason, "librdkafka error"),
         }
     }

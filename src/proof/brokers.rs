@@ -1,0 +1,123 @@
+//! Brokers started by the harness on a free port: neli-run's dev broker,
+//! tansu (a separate Kafka-compatible broker, `cargo install tansu`), and
+//! etcd for the side-by-side comparison. Each is killed on drop.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// A broker process of ours.
+pub struct Broker {
+    /// What clients connect to (HOST:PORT).
+    pub address: String,
+    process: Child,
+}
+
+impl Broker {
+    /// `neli-run dev-broker` listening on `listen_ip`, advertising
+    /// `advertise_ip` (the same, unless clients sit in other namespaces).
+    pub fn dev(neli: &Path, listen_ip: &str, advertise_ip: &str, log: &Path) -> Result<Broker, String> {
+        Broker::start("dev broker", listen_ip, advertise_ip, log, |listen, advertise| {
+            let mut c = Command::new(neli);
+            c.args(["dev-broker", "-v", "--listen", listen, "--advertise", advertise]);
+            c
+        })
+    }
+
+    /// tansu with in-memory storage (found on PATH or in ~/.cargo/bin).
+    pub fn tansu(listen_ip: &str, advertise_ip: &str, log: &Path) -> Result<Broker, String> {
+        let tansu = find("tansu").ok_or("tansu not found: cargo install tansu --version 0.6.0 --features dynostore")?;
+        Broker::start("tansu", listen_ip, advertise_ip, log, |listen, advertise| {
+            let mut c = Command::new(&tansu);
+            c.args(["broker", "--listener-url", &format!("tcp://{listen}")])
+                .args(["--advertised-listener-url", &format!("tcp://{advertise}")])
+                .args(["--storage-engine", "memory://tansu/"]);
+            c
+        })
+    }
+
+    /// A single-node etcd with its data in `data_dir`, its peer port on
+    /// loopback.
+    pub fn etcd(data_dir: &Path, listen_ip: &str, advertise_ip: &str, log: &Path) -> Result<Broker, String> {
+        let etcd = find("etcd").ok_or("etcd not found: apt-get install etcd-server etcd-client")?;
+        let peer = free_port("127.0.0.1");
+        Broker::start("etcd", listen_ip, advertise_ip, log, |listen, advertise| {
+            let mut c = Command::new(&etcd);
+            c.arg("--data-dir")
+                .arg(data_dir)
+                .args(["--listen-client-urls", &format!("http://{listen}")])
+                .args(["--advertise-client-urls", &format!("http://{advertise}")])
+                .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+                .args(["--initial-advertise-peer-urls", &format!("http://127.0.0.1:{peer}")])
+                .args(["--initial-cluster", &format!("default=http://127.0.0.1:{peer}")]);
+            c
+        })
+    }
+
+    /// Starts `command(listen, advertise)` on a free port, its output going
+    /// to `log`. A port found free
+    /// can be taken before the broker binds it, so a broker counts as up only
+    /// while its own process lives; five tries.
+    fn start(
+        what: &str,
+        listen_ip: &str,
+        advertise_ip: &str,
+        log: &Path,
+        command: impl Fn(&str, &str) -> Command,
+    ) -> Result<Broker, String> {
+        for _ in 0..5 {
+            let port = free_port(listen_ip);
+            let (listen, advertise) = (format!("{listen_ip}:{port}"), format!("{advertise_ip}:{port}"));
+            let connect = format!("{}:{port}", if listen_ip == "0.0.0.0" { "127.0.0.1" } else { listen_ip });
+            let out = std::fs::File::create(log).map_err(|e| format!("cannot write {}: {e}", log.display()))?;
+            let mut process = command(&listen, &advertise)
+                .stdin(Stdio::null())
+                .stdout(out.try_clone().map_err(|e| e.to_string())?)
+                .stderr(out)
+                .spawn()
+                .map_err(|e| format!("cannot start {what}: {e}"))?;
+            let up = super::wait_for(Duration::from_secs(30), || {
+                process.try_wait().ok().flatten().is_some() || TcpStream::connect(&connect).is_ok()
+            });
+            if up && process.try_wait().ok().flatten().is_none() {
+                return Ok(Broker { address: advertise, process });
+            }
+            let _ = process.kill();
+            let _ = process.wait();
+        }
+        Err(format!("{what} did not come up on a free port in five tries"))
+    }
+
+    pub fn pid(&self) -> Pid {
+        Pid::from_raw(self.process.id() as i32)
+    }
+
+    pub fn signal(&self, sig: Signal) {
+        let _ = kill(self.pid(), sig);
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+fn free_port(ip: &str) -> u16 {
+    TcpListener::bind((ip, 0)).and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
+}
+
+/// `name` on PATH, else in ~/.cargo/bin.
+pub fn find(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let cargo = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .map(|c| c.join("bin"));
+    std::env::split_paths(&path).chain(cargo).map(|d| d.join(name)).find(|p| p.is_file())
+}

@@ -1,0 +1,72 @@
+//! The overlap detector: every child runs under `flock -n` on one shared
+//! file (tests/fixtures/guarded.sh), and every process it forks inherits
+//! the lock. A start while the lock is held is an overlap; a lock still held
+//! once every neli-run has exited is an orphan. The kernel keeps the score,
+//! not neli-run.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The wrapper script; `Detector::new` writes it into the work directory.
+pub const GUARDED: &str = include_str!("../../tests/fixtures/guarded.sh");
+
+/// A work directory holding the lock, the start log and the overlap log.
+pub struct Detector {
+    pub dir: PathBuf,
+}
+
+impl Detector {
+    /// Creates `dir` with an executable `guarded.sh` in it.
+    pub fn new(dir: PathBuf) -> std::io::Result<Detector> {
+        use std::os::unix::fs::PermissionsExt;
+        fs::create_dir_all(&dir)?;
+        let script = dir.join("guarded.sh");
+        fs::write(&script, GUARDED)?;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755))?;
+        Ok(Detector { dir })
+    }
+
+    /// The command prefix that runs a child under the detector.
+    pub fn wrap(&self) -> Vec<String> {
+        vec![self.dir.join("guarded.sh").display().to_string(), self.dir.display().to_string()]
+    }
+
+    /// Every child start so far: (member name, fencing token), in order.
+    pub fn starts(&self) -> Vec<(String, i64)> {
+        read_lines(&self.dir.join("starts"))
+            .iter()
+            .filter_map(|l| {
+                let (n, t) = l.split_once(' ')?;
+                Some((n.to_string(), t.parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// Every start refused because another child held the lock.
+    pub fn overlaps(&self) -> Vec<String> {
+        read_lines(&self.dir.join("overlaps"))
+    }
+
+    /// Whether some child (or a process it forked) holds the lock now.
+    /// Read from /proc/locks, never by taking the lock: a probe that held it
+    /// for a moment would make a child starting then look like an overlap.
+    pub fn lock_held(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = fs::metadata(self.dir.join("lock")) else {
+            return false; // no child has ever run
+        };
+        // "1: FLOCK  ADVISORY  WRITE 4242 08:01:131090 0 EOF"; the device is
+        // major:minor in hex.
+        let (major, minor) = (libc::major(meta.dev()), libc::minor(meta.dev()));
+        let id = format!("{major:02x}:{minor:02x}:{}", meta.ino());
+        fs::read_to_string("/proc/locks")
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.contains(" FLOCK ") && l.split_whitespace().nth(5) == Some(id.as_str()))
+    }
+}
+
+/// The lines of a file; none if it does not exist.
+pub fn read_lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path).unwrap_or_default().lines().map(str::to_string).collect()
+}

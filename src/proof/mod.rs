@@ -1,0 +1,57 @@
+//! The proof harness: what `neli-soak`, `neli-bench` and the integration
+//! tests share to run real processes against real brokers and judge them
+//! without trusting neli-run's opinion of itself.
+//!
+//! - `detector`: the `flock` overlap detector every child runs under.
+//! - `netns`: network namespaces whose link can be cut (a real partition).
+//! - `brokers`: a dev broker, tansu or etcd, started on a free port.
+
+pub mod brokers;
+pub mod detector;
+pub mod netns;
+
+use std::time::{Duration, Instant};
+
+/// Polls `cond` every 10 ms until it holds or `within` passes; whether it held.
+pub fn wait_for(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if cond() {
+            return true;
+        }
+        if start.elapsed() >= within {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The `p` quantile (0.0..=1.0) of sorted samples (nearest rank).
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// A small reproducible generator (xorshift64*): a seed printed by a run
+/// replays its fault sequence.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[(self.next_u64() % items.len() as u64) as usize]
+    }
+
+    /// Uniform in [lo, hi).
+    pub fn between(&mut self, lo: Duration, hi: Duration) -> Duration {
+        lo + (hi - lo).mul_f64((self.next_u64() % 10_000) as f64 / 10_000.0)
+    }
+}

@@ -80,6 +80,10 @@ pub enum Sub {
     /// in this process's memory and is lost when it stops; group timing is
     /// not Kafka's (a rebalance takes about the session timeout minus one
     /// second). For development and tests only. Stops on Ctrl-C.
+    ///
+    /// SIGUSR1 takes it down (every connection closed, new ones refused) and
+    /// SIGUSR2 brings it back with its state, as a Kafka broker restarting
+    /// over its log: to see what clients do then.
     DevBroker(DevBrokerArgs),
 
     /// Show who leads a group now, read from its heartbeat records.

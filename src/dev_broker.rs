@@ -7,6 +7,10 @@
 //! and creates each topic they name with ONE partition first: the mock does
 //! not implement CreateTopics and would auto-create four partitions, and a
 //! member joining a four-partition group can take partition 0 from a leader.
+//!
+//! SIGUSR1 and SIGUSR2 take the broker down and up again, as a Kafka broker
+//! restarting over its log: while down every connection is closed and new
+//! ones are refused; once up, topics, offsets and groups are as they were.
 
 use std::ffi::{CStr, CString};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -33,6 +37,18 @@ unsafe impl Send for Mock {}
 unsafe impl Sync for Mock {}
 
 impl Mock {
+    /// Takes the broker down (closing every connection) or brings it up.
+    fn set_up(&self, up: bool) {
+        // SAFETY: `raw` lives as long as `_owner`; broker 1 exists.
+        unsafe {
+            if up {
+                rdkafka_sys::rd_kafka_mock_broker_set_up(self.raw, 1);
+            } else {
+                rdkafka_sys::rd_kafka_mock_broker_set_down(self.raw, 1);
+            }
+        }
+    }
+
     fn create_topic(&self, topic: &str) {
         let Ok(name) = CString::new(topic) else {
             return;
@@ -91,18 +107,36 @@ async fn serve(listen: SocketAddr, advertised: &str, denied: &[String]) -> ExitC
     };
     info!(%listen, "dev broker ready: use --brokers {advertised} (in memory, one broker; Ctrl-C stops it)");
 
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut down), Ok(mut up)) =
+        (signal(SignalKind::terminate()), signal(SignalKind::user_defined1()), signal(SignalKind::user_defined2()))
+    else {
+        error!("cannot install signal handlers");
+        return ExitCode::from(exit::INTERNAL);
+    };
+    let pending = Arc::new(Pending::default());
+    let mut is_up = true;
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
+                // Refused while down: the client sees the connection close.
+                Ok((_, peer)) if !is_up => debug!(%peer, "client refused: broker down"),
                 Ok((client, peer)) => {
                     debug!(%peer, "client connected");
-                    tokio::spawn(forward(client, inner, mock.clone()));
+                    tokio::spawn(forward(client, inner, mock.clone(), pending.clone()));
                 }
                 Err(err) => debug!(%err, "accept failed"),
             },
+            _ = down.recv() => if std::mem::replace(&mut is_up, false) {
+                mock.set_up(false);
+                info!("broker down (SIGUSR1): connections closed, new ones refused until SIGUSR2");
+            },
+            _ = up.recv() => if !std::mem::replace(&mut is_up, true) {
+                mock.set_up(true);
+                info!("broker up again (SIGUSR2), with its topics, offsets and groups");
+            },
             _ = tokio::signal::ctrl_c() => break,
-            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => break,
+            _ = term.recv() => break,
         }
     }
     info!("dev broker stopped");
@@ -143,39 +177,112 @@ fn start_mock(advertised: &str, denied: &[String]) -> Result<Mock, String> {
     Ok(Mock { raw, _owner: owner })
 }
 
-async fn forward(mut client: TcpStream, inner: SocketAddr, mock: Arc<Mock>) {
+/// Group requests (JoinGroup, SyncGroup) the mock is still answering, by
+/// member id: the mock fails an assertion and aborts when a member sends
+/// another while one is pending, which clients do when they rejoin quickly
+/// or reconnect (Kafka itself answers the older one). So a member's next
+/// group request waits here until the mock has answered the previous one.
+#[derive(Default)]
+struct Pending {
+    /// member id -> (connection, correlation id) of its request in flight.
+    by_member: std::sync::Mutex<std::collections::HashMap<String, (u64, i32)>>,
+    changed: tokio::sync::Notify,
+    connections: std::sync::atomic::AtomicU64,
+}
+
+impl Pending {
+    /// Waits until `member` has no group request in flight, then records
+    /// this one.
+    async fn enter(&self, member: &str, conn: u64, correlation: i32) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let mut map = self.by_member.lock().expect("pending lock");
+                if !map.contains_key(member) {
+                    map.insert(member.to_string(), (conn, correlation));
+                    return;
+                }
+            }
+            changed.await;
+        }
+    }
+
+    /// The response to (`conn`, `correlation`) has passed: or, with None,
+    /// the connection is gone and so is everything it had in flight.
+    fn leave(&self, conn: u64, correlation: Option<i32>) {
+        let mut map = self.by_member.lock().expect("pending lock");
+        let before = map.len();
+        map.retain(|_, (c, corr)| !(*c == conn && correlation.is_none_or(|x| x == *corr)));
+        if map.len() != before {
+            self.changed.notify_waiters();
+        }
+    }
+}
+
+/// Reads one length-prefixed Kafka frame (without its length), or None at
+/// the end of the stream.
+async fn read_frame(rx: &mut (impl AsyncReadExt + Unpin)) -> std::io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    match rx.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
+    rx.read_exact(&mut frame).await?;
+    Ok(Some(frame))
+}
+
+async fn forward(mut client: TcpStream, inner: SocketAddr, mock: Arc<Mock>, pending: Arc<Pending>) {
     let Ok(mut broker) = TcpStream::connect(inner).await else {
         return;
     };
+    let conn = pending.connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let _ = client.set_nodelay(true);
     let _ = broker.set_nodelay(true);
-    let (mut client_rx, mut client_tx) = client.split();
-    let (mut broker_rx, mut broker_tx) = broker.split();
-    let requests = async {
-        let mut buf = Vec::with_capacity(64 * 1024);
-        let mut chunk = vec![0u8; 64 * 1024];
-        loop {
-            let n = client_rx.read(&mut chunk).await?;
-            if n == 0 {
-                return Ok::<(), std::io::Error>(());
-            }
-            buf.extend_from_slice(&chunk[..n]);
-            // Look at each complete request, then pass the bytes on as they are.
-            let mut at = 0;
-            while let Some(len) = buf.get(at..at + 4).map(|b| u32::from_be_bytes(b.try_into().unwrap()) as usize) {
-                let Some(frame) = buf.get(at + 4..at + 4 + len) else {
-                    break;
-                };
-                for topic in metadata_topics(frame) {
-                    mock.create_topic(&topic);
-                }
-                at += 4 + len;
-            }
-            broker_tx.write_all(&buf[..at]).await?;
-            buf.drain(..at);
-        }
+    let (client_rx, client_tx) = client.split();
+    let (broker_rx, mut broker_tx) = broker.split();
+    let (mut client_rx, mut broker_rx) = (tokio::io::BufReader::new(client_rx), tokio::io::BufReader::new(broker_rx));
+    // Responses come from the mock and from us: one frame at a time.
+    let client_tx = &tokio::sync::Mutex::new(client_tx);
+    let respond = |frame: Vec<u8>| async move {
+        let mut tx = client_tx.lock().await;
+        tx.write_all(&(frame.len() as u32).to_be_bytes()).await?;
+        tx.write_all(&frame).await
     };
-    let responses = tokio::io::copy(&mut broker_rx, &mut client_tx);
+    // Each request is looked at, then passed on as it is.
+    let requests = async {
+        while let Some(frame) = read_frame(&mut client_rx).await? {
+            for topic in metadata_topics(&frame) {
+                mock.create_topic(&topic);
+            }
+            match GroupRequest::parse(&frame) {
+                Some(first) if first.member.is_empty() => {
+                    if let Some(answer) = first.member_id_required(&next_member_id(&first.client_id)) {
+                        respond(answer).await?;
+                        continue;
+                    }
+                }
+                Some(req) => pending.enter(&req.member, conn, req.correlation).await,
+                None => {}
+            }
+            broker_tx.write_all(&(frame.len() as u32).to_be_bytes()).await?;
+            broker_tx.write_all(&frame).await?;
+        }
+        Ok::<(), std::io::Error>(())
+    };
+    let responses = async {
+        while let Some(frame) = read_frame(&mut broker_rx).await? {
+            let correlation = frame.get(..4).map(|c| i32::from_be_bytes(c.try_into().expect("4 bytes")));
+            respond(frame).await?;
+            if let Some(correlation) = correlation {
+                pending.leave(conn, Some(correlation));
+            }
+        }
+        Ok::<(), std::io::Error>(())
+    };
     // Whichever side closes first closes both. A client that hung up gets
     // no more responses, and the mock must see the close before the client's
     // next connection: with a JoinGroup response still pending on the old
@@ -183,6 +290,96 @@ async fn forward(mut client: TcpStream, inner: SocketAddr, mock: Arc<Mock>) {
     tokio::select! {
         _ = requests => {}
         _ = responses => {}
+    }
+    // Close the mock's side before a waiting request of the same member may
+    // go out on another connection.
+    drop(broker);
+    pending.leave(conn, None);
+}
+
+/// A unique member id, as Kafka makes them (client id and a suffix). The
+/// mock would name a member after its address in memory, which the next
+/// member to join reuses as soon as one is expelled: the expelled client's
+/// next request then lands on the new member's state (and a JoinGroup on
+/// one still joining fails an assertion and aborts the mock).
+fn next_member_id(client_id: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    format!("{client_id}-dev-{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+/// What the forwarder needs of a JoinGroup or SyncGroup request frame.
+/// Both are flexible (compact strings, tagged fields) from JoinGroup v6 /
+/// SyncGroup v4.
+struct GroupRequest {
+    api_key: i16,
+    version: i16,
+    correlation: i32,
+    client_id: String,
+    /// Empty on a member's first JoinGroup.
+    member: String,
+}
+
+impl GroupRequest {
+    fn parse(frame: &[u8]) -> Option<GroupRequest> {
+        let mut r = Reader { buf: frame, at: 0 };
+        let api_key = r.i16()?;
+        let version = r.i16()?;
+        let flexible = match api_key {
+            11 => version >= 6,
+            14 => version >= 4,
+            _ => return None,
+        };
+        let correlation = r.i32()?;
+        let client_id = r.i16()?;
+        let client_id = String::from_utf8_lossy(r.take(client_id.max(0) as usize)?).into_owned();
+        if flexible {
+            r.tagged_fields()?;
+        }
+        let string = |r: &mut Reader| -> Option<String> {
+            let len = if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i16()?) };
+            Some(String::from_utf8_lossy(r.take(len.max(0) as usize)?).into_owned())
+        };
+        string(&mut r)?; // group id
+        if api_key == 11 {
+            r.skip(if version >= 1 { 8 } else { 4 })?; // session (and rebalance) timeout
+        } else {
+            r.skip(4)?; // generation id
+        }
+        let member = string(&mut r)?;
+        Some(GroupRequest { api_key, version, correlation, client_id, member })
+    }
+
+    /// For a first JoinGroup (v4 to v6, the mock's range), the answer Kafka
+    /// gives since KIP-394: MEMBER_ID_REQUIRED with the id to join with.
+    fn member_id_required(&self, member: &str) -> Option<Vec<u8>> {
+        if self.api_key != 11 || !(4..=6).contains(&self.version) {
+            return None;
+        }
+        let flexible = self.version >= 6;
+        let mut f = self.correlation.to_be_bytes().to_vec();
+        let string = |f: &mut Vec<u8>, s: &str| {
+            if flexible {
+                f.push(s.len() as u8 + 1); // a uvarint: member ids stay short
+            } else {
+                f.extend_from_slice(&(s.len() as i16).to_be_bytes());
+            }
+            f.extend_from_slice(s.as_bytes());
+        };
+        if flexible {
+            f.push(0); // response header tagged fields
+        }
+        f.extend_from_slice(&0i32.to_be_bytes()); // throttle time
+        f.extend_from_slice(&79i16.to_be_bytes()); // MEMBER_ID_REQUIRED
+        f.extend_from_slice(&(-1i32).to_be_bytes()); // generation
+        string(&mut f, ""); // protocol name
+        string(&mut f, ""); // leader
+        string(&mut f, member);
+        if flexible {
+            f.extend_from_slice(&[1, 0]); // no members; tagged fields
+        } else {
+            f.extend_from_slice(&0i32.to_be_bytes()); // no members
+        }
+        Some(f)
     }
 }
 
@@ -300,6 +497,53 @@ mod tests {
         f.extend_from_slice(&6i16.to_be_bytes());
         f.extend_from_slice(b"g.neli");
         assert_eq!(metadata_topics(&f), vec!["g.neli"]);
+    }
+
+    #[test]
+    fn reads_the_member_of_join_and_sync_group_requests() {
+        // JoinGroup v5 (classic strings): group, session, rebalance, member.
+        let mut join = vec![0, 11, 0, 5];
+        join.extend_from_slice(&42i32.to_be_bytes());
+        join.extend_from_slice(&3i16.to_be_bytes());
+        join.extend_from_slice(b"cli");
+        join.extend_from_slice(&1i16.to_be_bytes());
+        join.extend_from_slice(b"g");
+        join.extend_from_slice(&[0u8; 8]);
+        join.extend_from_slice(&2i16.to_be_bytes());
+        join.extend_from_slice(b"m1");
+        let parsed = |f: &[u8]| GroupRequest::parse(f).map(|r| (r.member, r.correlation));
+        assert_eq!(parsed(&join), Some(("m1".into(), 42)));
+        // SyncGroup v4 (flexible): compact strings and tagged fields.
+        let mut sync = vec![0, 14, 0, 4];
+        sync.extend_from_slice(&7i32.to_be_bytes());
+        sync.extend_from_slice(&(-1i16).to_be_bytes()); // null client id
+        sync.push(0); // header tagged fields
+        sync.extend_from_slice(&[2, b'g']);
+        sync.extend_from_slice(&[0u8; 4]);
+        sync.extend_from_slice(&[3, b'm', b'2']);
+        assert_eq!(parsed(&sync), Some(("m2".into(), 7)));
+        // A first join has no member id; other requests are not looked at.
+        let mut first = join.clone();
+        first.truncate(join.len() - 4);
+        first.extend_from_slice(&0i16.to_be_bytes());
+        assert_eq!(parsed(&first), Some((String::new(), 42)));
+        assert!(GroupRequest::parse(&header(1)).is_none());
+    }
+
+    #[test]
+    fn a_first_join_is_answered_member_id_required_with_a_unique_id() {
+        let first = GroupRequest { api_key: 11, version: 5, correlation: 9, client_id: "a".into(), member: "".into() };
+        let mut want = 9i32.to_be_bytes().to_vec();
+        want.extend_from_slice(&[0, 0, 0, 0, 0, 79, 255, 255, 255, 255, 0, 0, 0, 0, 0, 3]);
+        want.extend_from_slice(b"a-1");
+        want.extend_from_slice(&[0, 0, 0, 0]);
+        assert_eq!(first.member_id_required("a-1"), Some(want));
+        let flexible = GroupRequest { version: 6, ..first };
+        let answer = flexible.member_id_required("a-1").unwrap();
+        assert_eq!(&answer[4..], &[0, 0, 0, 0, 0, 0, 79, 255, 255, 255, 255, 1, 1, 4, b'a', b'-', b'1', 1, 0]);
+        // Versions the mock does not serve are left to it.
+        assert!(GroupRequest { version: 3, ..flexible }.member_id_required("x").is_none());
+        assert_ne!(next_member_id("a"), next_member_id("a"));
     }
 
     #[test]

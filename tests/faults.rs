@@ -54,6 +54,30 @@ fn paused_broker_fences_the_leader_and_leadership_returns() {
     g.assert_no_overlap();
 }
 
+/// The broker restarts (it keeps its log, as Kafka does): once for less
+/// than a session, once for longer, so that the coordinator expires every
+/// session while it is down. The leader must fence while it is away, and
+/// leadership come back with a larger token.
+#[test]
+fn broker_restart_fences_the_leader_and_leadership_returns() {
+    let mut g = Group::on(Broker::dev(), "broker-restart");
+    let t = g.broker.timing;
+    let _members: Vec<Member> = g.sleepers(&["a", "b", "c"]);
+    for down_for in [Duration::ZERO, t.session] {
+        wait_until(t.takeover(), "someone leads", || g.lock_held());
+        let before = g.starts().len();
+        g.broker.signal(Signal::SIGUSR1);
+        wait_until(fence_bound(&g), "the leader fences while the broker is down", || !g.lock_held());
+        std::thread::sleep(down_for); // the fault itself: how long the broker stays down
+        g.broker.signal(Signal::SIGUSR2);
+        wait_until(t.takeover(), "someone leads again", || g.starts().len() > before && g.lock_held());
+        assert!(g.broker.running(), "the dev broker survived its restart");
+    }
+    let tokens: Vec<i64> = g.starts().iter().map(|s| s.1).collect();
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens must increase: {tokens:?}");
+    g.assert_no_overlap();
+}
+
 /// The leader runs in a network namespace; the standby does not.
 fn cut_setup(test: &str, session: &str) -> Option<(crate::util::NetNs, Group, Member)> {
     let ns = crate::util::netns()?;

@@ -164,6 +164,12 @@ impl Broker {
         }
     }
 
+    /// Whether our dev broker still runs.
+    pub fn running(&mut self) -> bool {
+        let child = self.process.as_mut().expect("only our own dev broker");
+        child.try_wait().unwrap().is_none()
+    }
+
     /// Sends a signal to our dev broker.
     pub fn signal(&self, sig: Signal) {
         let child = self.process.as_ref().expect("only our own dev broker can be signalled");

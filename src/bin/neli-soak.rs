@@ -97,6 +97,10 @@ enum Fault {
     NetBlip,
     /// The broker frozen for 0.2-1.5 session timeouts.
     BrokerPause,
+    /// The broker down (connections closed, new ones refused) for 0.2-1.5
+    /// session timeouts, then back with its state, as a Kafka broker
+    /// restarting over its log.
+    BrokerRestart,
 }
 
 impl Fault {
@@ -109,6 +113,7 @@ impl Fault {
             Fault::NetCut => "net-cut",
             Fault::NetBlip => "net-blip",
             Fault::BrokerPause => "broker-pause",
+            Fault::BrokerRestart => "broker-restart",
         }
     }
 
@@ -117,7 +122,7 @@ impl Fault {
     fn length(self, rng: &mut Rng, session: Duration) -> Option<Duration> {
         match self {
             Fault::NetBlip => Some(rng.between(session / 5, session * 4 / 5)),
-            Fault::BrokerPause => Some(rng.between(session / 5, session * 3 / 2)),
+            Fault::BrokerPause | Fault::BrokerRestart => Some(rng.between(session / 5, session * 3 / 2)),
             _ => None,
         }
     }
@@ -220,6 +225,7 @@ impl Soak {
             }
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").cut(),
             Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGSTOP),
+            Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR1),
         }
     }
 
@@ -229,6 +235,7 @@ impl Soak {
             Fault::SigstopCont => drop(kill(self.pid(slot), Signal::SIGCONT)),
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").heal(),
             Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGCONT),
+            Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR2),
             _ => {}
         }
     }
@@ -353,10 +360,12 @@ fn main() -> ExitCode {
     if broker.is_some() {
         faults.push(Fault::BrokerPause);
     }
-    // No broker restart: a restart that keeps state needs a persistent log,
-    // and neither broker here has one that survives restarts with a group
-    // (tansu's memory storage is wiped; the dev broker's mock cluster fails
-    // an assertion when members rejoin after its connections drop).
+    // A restart must keep the broker's log, as Kafka's does. The dev broker
+    // goes down and up in place (SIGUSR1, SIGUSR2); tansu's in-memory
+    // storage would be wiped by a restart, so tansu gets no restarts.
+    if broker.is_some() && args.broker == BrokerKind::Dev {
+        faults.push(Fault::BrokerRestart);
+    }
     let mut soak = Soak {
         neli,
         detector,

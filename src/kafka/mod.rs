@@ -227,16 +227,23 @@ impl ConsumerContext for Context {
 
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         match rebalance {
-            Rebalance::Assign(tpl) if tpl.find_partition(&self.topic, 0).is_some() => {
+            Rebalance::Assign(added) => {
                 self.reachable();
-                self.standby.store(false, Ordering::Relaxed);
-                self.start_at_end(consumer);
-                let _ = self.events.send(Event::Assigned);
-            }
-            Rebalance::Assign(_) => {
-                self.reachable();
+                // Ownership is judged on the whole assignment, which the
+                // coordinator has just confirmed, not on what this rebalance
+                // added: a rejoin asked for while librdkafka was already
+                // joining is merged into that join, and we come out of it
+                // still owning partition 0 with nothing newly added. The core
+                // ignores Assigned while it holds a tenure. (Found by the
+                // broker-restart fault: nobody led again.)
                 let owns = consumer.assignment().is_ok_and(|a| a.find_partition(&self.topic, 0).is_some());
-                if !owns && !self.standby.swap(true, Ordering::Relaxed) {
+                if owns {
+                    self.standby.store(false, Ordering::Relaxed);
+                    if added.find_partition(&self.topic, 0).is_some() {
+                        self.start_at_end(consumer);
+                    }
+                    let _ = self.events.send(Event::Assigned);
+                } else if !self.standby.swap(true, Ordering::Relaxed) {
                     info!("standby: in the group, another member holds partition 0");
                     let _ = self.events.send(Event::Standby);
                 }

@@ -133,7 +133,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__dev__subcmd__broker)
-            opts="-v -q -h --listen --advertise --deny-topic --verbose --quiet --log-format --help"
+            opts="-v -q -h --listen --advertise --deny-topic --sasl-user --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -148,6 +148,10 @@ _neli__run() {
                     return 0
                     ;;
                 --deny-topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sasl-user)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

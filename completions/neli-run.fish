@@ -54,6 +54,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -a "help" -d 'Print this
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l listen -d 'Address to listen on and advertise to clients' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l advertise -d 'Address to advertise to clients, when it differs from --listen (e.g. listening on 0.0.0.0 for clients in other network namespaces)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l deny-topic -d 'Refuse access to TOPIC, as a broker with ACLs refuses a principal without permission (repeatable): to see what clients do then' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l sasl-user -d 'Require a SASL login as USER with PASSWORD (repeatable)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'

@@ -181,6 +181,15 @@ pub struct DevBrokerArgs {
     /// without permission (repeatable): to see what clients do then.
     #[arg(long, env = "NELI_DEV_BROKER_DENY_TOPIC", value_name = "TOPIC")]
     pub deny_topic: Vec<String>,
+
+    /// Require a SASL login as USER with PASSWORD (repeatable).
+    ///
+    /// Clients then need -X security.protocol=SASL_PLAINTEXT and
+    /// sasl.mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, as with a Kafka
+    /// listener that requires SASL: to try credentials and --kafka-config
+    /// files before using them against Kafka.
+    #[arg(long, env = "NELI_DEV_BROKER_SASL_USER", value_name = "USER:PASSWORD")]
+    pub sasl_user: Vec<String>,
 }
 
 /// Options for running a command (the default mode).

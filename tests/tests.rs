@@ -8,6 +8,7 @@ mod docs;
 mod election;
 mod faults;
 mod metrics;
+mod sasl;
 mod status;
 mod supervision;
 mod systemd;

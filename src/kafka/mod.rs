@@ -64,7 +64,7 @@ pub enum Event {
 }
 
 /// A problem no retry will fix: exit with `code` after saying `message`.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Fatal {
     pub code: u8,
     pub message: String,
@@ -143,6 +143,10 @@ struct Context {
     requests: Arc<Requests>,
     /// Shared by both clients, so that each change is logged once.
     unreachable: Arc<AtomicBool>,
+    /// The first fatal error either client saw: connecting reads it here,
+    /// since the run loop reads events only once connected (a wrong
+    /// password would otherwise look like an unreachable broker forever).
+    fatal: Arc<std::sync::Mutex<Option<Fatal>>>,
     /// Whether "standby" was logged since we last owned partition 0.
     standby: AtomicBool,
     /// The producer's librdkafka warns about every consumer-only property.
@@ -193,6 +197,7 @@ impl ClientContext for Context {
     fn error(&self, err: KafkaError, reason: &str) {
         let code = err.rdkafka_error_code();
         if let Some(fatal) = code.and_then(|c| fatal(c, format!("{err}: {reason}"), &self.topic, &self.group)) {
+            self.fatal.lock().expect("fatal lock").get_or_insert_with(|| fatal.clone());
             let _ = self.events.send(Event::Fatal(fatal));
             return;
         }
@@ -303,12 +308,14 @@ impl Kafka {
     pub fn connect(cfg: &Config, member: Member, events: UnboundedSender<Event>) -> Result<Kafka, Fatal> {
         let requests = Arc::new(Requests::default());
         let unreachable = Arc::new(AtomicBool::new(false));
+        let fatal = Arc::new(std::sync::Mutex::new(None));
         let context = |quiet| Context {
             events: events.clone(),
             topic: cfg.kafka.topic.clone(),
             group: cfg.kafka.group.clone(),
             requests: requests.clone(),
             unreachable: unreachable.clone(),
+            fatal: fatal.clone(),
             standby: AtomicBool::new(false),
             quiet_conf_warnings: quiet,
         };
@@ -521,6 +528,9 @@ fn stand_aside(consumer: &BaseConsumer<Context>, me: &Member, closing: &AtomicBo
 /// when missing. Retries while Kafka is unreachable.
 fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fatal> {
     loop {
+        if let Some(fatal) = consumer.context().fatal.lock().expect("fatal lock").take() {
+            return Err(fatal);
+        }
         let metadata = consumer.fetch_metadata(Some(&cfg.kafka.topic), Duration::from_secs(5));
         match metadata {
             Ok(md) => {

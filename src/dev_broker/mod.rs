@@ -27,6 +27,16 @@ use crate::cli::DevBrokerArgs;
 use crate::exit;
 use crate::kafka::Quiet;
 
+mod sasl;
+
+/// What every forwarded connection shares.
+struct Shared {
+    mock: Mock,
+    pending: Pending,
+    /// With --sasl-user: the users who may log in; nobody else gets through.
+    users: Option<sasl::Users>,
+}
+
 /// The raw mock cluster handle. The mock's API posts operations to its own
 /// thread, so calling it from any thread is safe.
 struct Mock {
@@ -78,11 +88,20 @@ pub fn main(args: DevBrokerArgs) -> ExitCode {
             return ExitCode::from(exit::INTERNAL);
         }
     };
+    let mut users = sasl::Users::default();
+    for entry in &args.sasl_user {
+        let Some((user, password)) = entry.split_once(':').filter(|(u, _)| !u.is_empty()) else {
+            error!("--sasl-user takes USER:PASSWORD (got a value without a user and a colon)");
+            return ExitCode::from(exit::USAGE);
+        };
+        users.0.insert(user.to_string(), password.to_string());
+    }
+    let users = (!users.0.is_empty()).then_some(users);
     let advertised = args.advertise.as_deref().unwrap_or(&args.listen);
-    runtime.block_on(serve(listen, advertised, &args.deny_topic))
+    runtime.block_on(serve(listen, advertised, &args.deny_topic, users))
 }
 
-async fn serve(listen: SocketAddr, advertised: &str, denied: &[String]) -> ExitCode {
+async fn serve(listen: SocketAddr, advertised: &str, denied: &[String], users: Option<sasl::Users>) -> ExitCode {
     let listener = match TcpListener::bind(listen).await {
         Ok(l) => l,
         Err(err) => {
@@ -91,7 +110,7 @@ async fn serve(listen: SocketAddr, advertised: &str, denied: &[String]) -> ExitC
         }
     };
     let mock = match start_mock(advertised, denied) {
-        Ok(mock) => Arc::new(mock),
+        Ok(mock) => mock,
         Err(err) => {
             error!(%err, "cannot start the mock cluster");
             return ExitCode::from(exit::INTERNAL);
@@ -106,6 +125,11 @@ async fn serve(listen: SocketAddr, advertised: &str, denied: &[String]) -> ExitC
         return ExitCode::from(exit::INTERNAL);
     };
     info!(%listen, "dev broker ready: use --brokers {advertised} (in memory, one broker; Ctrl-C stops it)");
+    if let Some(users) = &users {
+        let names: Vec<&str> = users.0.keys().map(String::as_str).collect();
+        info!(users = ?names, mechanisms = ?sasl::MECHANISMS, "SASL required (security.protocol=SASL_PLAINTEXT)");
+    }
+    let shared = Arc::new(Shared { mock, pending: Pending::default(), users });
 
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut down), Ok(mut up)) =
@@ -114,7 +138,6 @@ async fn serve(listen: SocketAddr, advertised: &str, denied: &[String]) -> ExitC
         error!("cannot install signal handlers");
         return ExitCode::from(exit::INTERNAL);
     };
-    let pending = Arc::new(Pending::default());
     let mut is_up = true;
     loop {
         tokio::select! {
@@ -123,16 +146,16 @@ async fn serve(listen: SocketAddr, advertised: &str, denied: &[String]) -> ExitC
                 Ok((_, peer)) if !is_up => debug!(%peer, "client refused: broker down"),
                 Ok((client, peer)) => {
                     debug!(%peer, "client connected");
-                    tokio::spawn(forward(client, inner, mock.clone(), pending.clone()));
+                    tokio::spawn(forward(client, inner, shared.clone()));
                 }
                 Err(err) => debug!(%err, "accept failed"),
             },
             _ = down.recv() => if std::mem::replace(&mut is_up, false) {
-                mock.set_up(false);
+                shared.mock.set_up(false);
                 info!("broker down (SIGUSR1): connections closed, new ones refused until SIGUSR2");
             },
             _ = up.recv() => if !std::mem::replace(&mut is_up, true) {
-                mock.set_up(true);
+                shared.mock.set_up(true);
                 info!("broker up again (SIGUSR2), with its topics, offsets and groups");
             },
             _ = tokio::signal::ctrl_c() => break,
@@ -235,10 +258,15 @@ async fn read_frame(rx: &mut (impl AsyncReadExt + Unpin)) -> std::io::Result<Opt
     Ok(Some(frame))
 }
 
-async fn forward(mut client: TcpStream, inner: SocketAddr, mock: Arc<Mock>, pending: Arc<Pending>) {
+async fn forward(mut client: TcpStream, inner: SocketAddr, shared: Arc<Shared>) {
     let Ok(mut broker) = TcpStream::connect(inner).await else {
         return;
     };
+    let (mock, pending) = (&shared.mock, &shared.pending);
+    let mut login = sasl::Login::default();
+    // The ApiVersions request whose response must offer SASL: (correlation
+    // id, version).
+    let api_versions = &std::sync::Mutex::new(None);
     let conn = pending.connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let _ = client.set_nodelay(true);
     let _ = broker.set_nodelay(true);
@@ -255,6 +283,20 @@ async fn forward(mut client: TcpStream, inner: SocketAddr, mock: Arc<Mock>, pend
     // Each request is looked at, then passed on as it is.
     let requests = async {
         while let Some(frame) = read_frame(&mut client_rx).await? {
+            if let Some(users) = shared.users.as_ref().filter(|_| !login.done()) {
+                match login.step(users, &frame) {
+                    sasl::Step::Forward => *api_versions.lock().expect("lock") = sasl::api_versions_request(&frame),
+                    sasl::Step::Reply(answer) => {
+                        respond(answer).await?;
+                        continue;
+                    }
+                    sasl::Step::Refuse(answer) => {
+                        debug!("SASL login refused; closing the connection");
+                        return respond(answer).await;
+                    }
+                    sasl::Step::Close => return Ok(()),
+                }
+            }
             for topic in metadata_topics(&frame) {
                 mock.create_topic(&topic);
             }
@@ -276,6 +318,11 @@ async fn forward(mut client: TcpStream, inner: SocketAddr, mock: Arc<Mock>, pend
     let responses = async {
         while let Some(frame) = read_frame(&mut broker_rx).await? {
             let correlation = frame.get(..4).map(|c| i32::from_be_bytes(c.try_into().expect("4 bytes")));
+            let offer = api_versions.lock().expect("lock").filter(|(c, _)| Some(*c) == correlation);
+            let frame = match offer.and_then(|(_, version)| sasl::advertise(&frame, version)) {
+                Some(with_sasl) => with_sasl,
+                None => frame,
+            };
             respond(frame).await?;
             if let Some(correlation) = correlation {
                 pending.leave(conn, Some(correlation));

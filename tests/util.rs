@@ -249,8 +249,11 @@ impl Group {
         names.iter().map(|n| self.member(n, &[], &["sleep", "1000"])).collect()
     }
 
-    /// Which of `members` started the latest child.
+    /// Which of `members` started the latest child. The wrapper records a
+    /// start just after taking the lock, so a caller that saw the lock held
+    /// may be a moment early: wait for the record.
     pub fn leader_among(&self, members: &[Member]) -> usize {
+        wait_until(Duration::from_secs(5), "the child's start is recorded", || !self.starts().is_empty());
         let (name, _) = self.starts().last().cloned().expect("someone started");
         members.iter().position(|m| m.name == name).expect("a member of ours leads")
     }

@@ -7,7 +7,8 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-static COUNTER: AtomicU32 = AtomicU32::new(0);
+/// Where this process starts looking for a free namespace number.
+static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// One namespace; deleted (and its cut healed) on drop.
 pub struct NetNs {
@@ -19,18 +20,39 @@ pub struct NetNs {
 }
 
 impl NetNs {
-    /// Creates a namespace, or says why this machine cannot. Up to ten per
-    /// process, and distinct between concurrent processes.
+    /// Creates a namespace, or says why this machine cannot. Its number is
+    /// claimed with `ip netns add`, which fails if another process (a test
+    /// run, a soak) holds it: never taken over, which would cut that
+    /// process's hosts off.
     pub fn create() -> Result<NetNs, String> {
-        let n = (std::process::id() % 25) * 10 + COUNTER.fetch_add(1, Ordering::Relaxed) % 10;
+        let start = std::process::id() % 250 + NEXT.fetch_add(1, Ordering::Relaxed) % 250;
+        let mut claimed = None;
+        for n in (0..250).map(|i| (start + i) % 250) {
+            let add = Command::new("ip").args(["netns", "add", &format!("neli-t{n}")]).output();
+            match add {
+                Ok(out) if out.status.success() => {
+                    claimed = Some(n);
+                    break;
+                }
+                Ok(out) if String::from_utf8_lossy(&out.stderr).contains("File exists") => continue,
+                Ok(out) => {
+                    return Err(format!(
+                        "cannot create a network namespace (`ip netns add`: {}; needs root)",
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    ))
+                }
+                Err(err) => return Err(format!("cannot run `ip` ({err}); install iproute2")),
+            }
+        }
+        let n = claimed.ok_or("every test network namespace name is taken (ip netns list; delete stale neli-t*)")?;
         let ns = NetNs { name: format!("neli-t{n}"), host_if: format!("nrh{n}"), host_ip: format!("10.231.{n}.1") };
         let peer = format!("nrn{n}");
-        let _ = Command::new("ip").args(["netns", "del", &ns.name]).stderr(Stdio::null()).status();
+        // A veth of this number left by a process that died without cleaning
+        // up: the namespace number is ours now, so the link is too.
         let _ = Command::new("ip").args(["link", "del", &ns.host_if]).stderr(Stdio::null()).status();
         let inner = format!("10.231.{n}.2/24");
         let host = format!("{}/24", ns.host_ip);
-        let steps: [&[&str]; 9] = [
-            &["netns", "add", &ns.name],
+        let steps: [&[&str]; 8] = [
             &["link", "add", &ns.host_if, "type", "veth", "peer", "name", &peer],
             &["link", "set", &peer, "netns", &ns.name],
             &["addr", "add", &host, "dev", &ns.host_if],

@@ -33,7 +33,7 @@ use nix::unistd::Pid;
 use neli_run::proof::brokers::{find, Broker};
 use neli_run::proof::detector::read_lines;
 use neli_run::proof::netns::NetNs;
-use neli_run::proof::wait_for;
+use neli_run::proof::{timing_args, wait_for};
 
 /// The child: records "NAME PID START_NS" and sleeps. $0 = name, $1 = dir.
 const CHILD: &str = r#"echo "$0 $$ $(date +%s%N)" >> "$1/starts"; exec sleep 100000"#;
@@ -98,7 +98,6 @@ impl Contender {
     /// `name` and records into `dir`.
     fn argv(&self, group: &str, name: &str, dir: &Path) -> Vec<String> {
         let s = self.session;
-        let ms = |d: Duration| format!("{}ms", d.as_millis());
         let mut argv: Vec<String> = match &self.etcdctl {
             Some(etcdctl) => vec![
                 etcdctl.display().to_string(),
@@ -108,26 +107,13 @@ impl Contender {
                 group.into(),
                 "--".into(),
             ],
-            None => vec![
-                self.neli.display().to_string(),
-                "-b".into(),
-                self.broker.address.clone(),
-                "-g".into(),
-                group.into(),
-                "--name".into(),
-                name.into(),
-                "--session-timeout".into(),
-                ms(s),
-                "--heartbeat-interval".into(),
-                ms(s / 12),
-                "--heartbeat-deadline".into(),
-                ms(s / 2),
-                "--grace".into(),
-                ms(s / 3),
-                "-X".into(),
-                format!("heartbeat.interval.ms={}", (s / 10).as_millis()),
-                "--".into(),
-            ],
+            None => {
+                let mut argv = vec![self.neli.display().to_string(), "-b".into(), self.broker.address.clone()];
+                argv.extend(["-g".into(), group.into(), "--name".into(), name.into()]);
+                argv.extend(timing_args(s));
+                argv.push("--".into());
+                argv
+            }
         };
         argv.extend(["sh".into(), "-c".into(), CHILD.into(), name.into(), dir.display().to_string()]);
         argv

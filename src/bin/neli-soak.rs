@@ -32,7 +32,7 @@ use nix::unistd::Pid;
 use neli_run::proof::brokers::Broker;
 use neli_run::proof::detector::{read_lines, Detector};
 use neli_run::proof::netns::NetNs;
-use neli_run::proof::{percentile, Rng};
+use neli_run::proof::{percentile, timing_args, Rng};
 
 /// The child: what it does is chosen by the soak before each start.
 const CHILD: &str = r#"mode=$(cat "$0/mode" 2>/dev/null || echo normal)
@@ -149,23 +149,6 @@ struct Soak {
 }
 
 impl Soak {
-    fn timing(&self) -> Vec<String> {
-        let s = self.session;
-        let ms = |d: Duration| format!("{}ms", d.as_millis());
-        vec![
-            "--session-timeout".into(),
-            ms(s),
-            "--heartbeat-interval".into(),
-            ms(s / 12),
-            "--heartbeat-deadline".into(),
-            ms(s / 2),
-            "--grace".into(),
-            ms(s / 3),
-            "-X".into(),
-            format!("heartbeat.interval.ms={}", (s / 10).as_millis()),
-        ]
-    }
-
     /// Starts a candidate in every slot whose neli-run has exited.
     fn fill(&mut self) {
         for i in 0..self.slots.len() {
@@ -182,7 +165,7 @@ impl Soak {
             let child = Command::new(&argv[0])
                 .args(&argv[1..])
                 .args(["-b", &self.brokers, "-g", &self.group, "--name", &name])
-                .args(self.timing())
+                .args(timing_args(self.session))
                 .arg("--")
                 .args(self.detector.wrap())
                 .args(["sh", "-c", CHILD])

@@ -28,6 +28,9 @@ use crate::exit;
 use crate::kafka::Quiet;
 
 mod sasl;
+mod wire;
+
+use wire::Reader;
 
 /// What every forwarded connection shares.
 struct Shared {
@@ -466,47 +469,6 @@ fn metadata_topics(frame: &[u8]) -> Vec<String> {
         Some(topics)
     })()
     .unwrap_or_default()
-}
-
-struct Reader<'a> {
-    buf: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.buf.get(self.at..self.at + n)?;
-        self.at += n;
-        Some(s)
-    }
-    fn skip(&mut self, n: usize) -> Option<()> {
-        self.take(n).map(|_| ())
-    }
-    fn i16(&mut self) -> Option<i16> {
-        Some(i16::from_be_bytes(self.take(2)?.try_into().ok()?))
-    }
-    fn i32(&mut self) -> Option<i32> {
-        Some(i32::from_be_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn uvarint(&mut self) -> Option<u64> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = *self.take(1)?.first()?;
-            value |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Some(value);
-            }
-        }
-        None
-    }
-    fn tagged_fields(&mut self) -> Option<()> {
-        for _ in 0..self.uvarint()? {
-            self.uvarint()?;
-            let size = self.uvarint()?;
-            self.skip(size as usize)?;
-        }
-        Some(())
-    }
 }
 
 #[cfg(test)]

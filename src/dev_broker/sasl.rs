@@ -13,6 +13,8 @@ use std::collections::HashMap;
 
 use openssl::hash::MessageDigest;
 
+use super::wire::{put_string, put_uvarint, Reader};
+
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const ILLEGAL_SASL_STATE: i16 = 34;
 const SASL_AUTHENTICATION_FAILED: i16 = 58;
@@ -205,8 +207,8 @@ fn hmac(digest: MessageDigest, key: &[u8], data: &[u8]) -> Option<Vec<u8>> {
 pub fn advertise(frame: &[u8], version: i16) -> Option<Vec<u8>> {
     let flexible = version >= 3;
     // correlation id, error code, then the array of APIs.
-    let (head, rest) = frame.split_at_checked(6)?;
-    let mut r = Cursor(rest);
+    let head = frame.get(..6)?;
+    let mut r = Reader { buf: frame, at: 6 };
     let count = if flexible { r.uvarint()?.checked_sub(1)? } else { u64::try_from(r.i32()?).ok()? };
     let mut out = head.to_vec();
     if flexible {
@@ -222,7 +224,7 @@ pub fn advertise(frame: &[u8], version: i16) -> Option<Vec<u8>> {
             out.push(0); // tagged fields
         }
     }
-    out.extend_from_slice(r.0);
+    out.extend_from_slice(r.rest());
     Some(out)
 }
 
@@ -238,12 +240,12 @@ struct Request<'a> {
     api_key: i16,
     version: i16,
     correlation: i32,
-    body: Cursor<'a>,
+    body: Reader<'a>,
 }
 
 impl<'a> Request<'a> {
     fn parse(frame: &'a [u8]) -> Option<Request<'a>> {
-        let mut r = Cursor(frame);
+        let mut r = Reader { buf: frame, at: 0 };
         let (api_key, version, correlation) = (r.i16()?, r.i16()?, r.i32()?);
         let client_id = r.i16()?;
         r.take(client_id.max(0) as usize)?;
@@ -266,59 +268,6 @@ impl<'a> Request<'a> {
         }
         out
     }
-}
-
-struct Cursor<'a>(&'a [u8]);
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, tail) = self.0.split_at_checked(n)?;
-        self.0 = tail;
-        Some(head)
-    }
-    fn i16(&mut self) -> Option<i16> {
-        Some(i16::from_be_bytes(self.take(2)?.try_into().ok()?))
-    }
-    fn i32(&mut self) -> Option<i32> {
-        Some(i32::from_be_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn uvarint(&mut self) -> Option<u64> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.take(1)?[0];
-            value |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Some(value);
-            }
-        }
-        None
-    }
-    fn string(&mut self) -> Option<String> {
-        let len = self.i16()?;
-        Some(String::from_utf8_lossy(self.take(len.max(0) as usize)?).into_owned())
-    }
-    fn bytes(&mut self) -> Option<Vec<u8>> {
-        let len = self.i32()?;
-        Some(self.take(len.max(0) as usize)?.to_vec())
-    }
-}
-
-fn put_string(out: &mut Vec<u8>, s: Option<&str>) {
-    match s {
-        Some(s) => {
-            out.extend_from_slice(&(s.len() as i16).to_be_bytes());
-            out.extend_from_slice(s.as_bytes());
-        }
-        None => out.extend_from_slice(&(-1i16).to_be_bytes()),
-    }
-}
-
-fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8 & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 #[cfg(test)]
@@ -353,7 +302,7 @@ mod tests {
     /// The error code and token of a SaslAuthenticate v1 response.
     fn answer(step: &Step) -> (i16, Vec<u8>) {
         let (Step::Reply(f) | Step::Refuse(f)) = step else { panic!("no answer: {step:?}") };
-        let mut r = Cursor(&f[4..]);
+        let mut r = Reader { buf: f, at: 4 };
         let error = r.i16().unwrap();
         let len = r.i16().unwrap();
         r.take(len.max(0) as usize).unwrap();

@@ -12,6 +12,23 @@ pub mod netns;
 
 use std::time::{Duration, Instant};
 
+/// The timing flags every proof run gives neli-run, scaled from the session
+/// timeout (the defaults' proportions: deadline S/2, grace S/3, heartbeats
+/// every S/12, coordinator heartbeats every S/10).
+pub fn timing_args(session: Duration) -> Vec<String> {
+    let ms = |d: Duration| format!("{}ms", d.as_millis());
+    [
+        ("--session-timeout", ms(session)),
+        ("--heartbeat-interval", ms(session / 12)),
+        ("--heartbeat-deadline", ms(session / 2)),
+        ("--grace", ms(session / 3)),
+        ("-X", format!("heartbeat.interval.ms={}", (session / 10).as_millis())),
+    ]
+    .into_iter()
+    .flat_map(|(flag, value)| [flag.to_string(), value])
+    .collect()
+}
+
 /// Polls `cond` every 10 ms until it holds or `within` passes; whether it held.
 pub fn wait_for(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();

@@ -102,6 +102,7 @@ impl Config {
             resume_window: session_timeout.saturating_sub(coordinator_heartbeat + MARGIN),
             // One heartbeat of another claimant, and the fetch that reads it.
             observe: heartbeat_interval + OBSERVE_SLACK,
+            claim_margin: MARGIN,
             heartbeat_interval,
             heartbeat_deadline: duration("--heartbeat-deadline", &args.heartbeat_deadline)?,
             grace: duration("--grace", &args.grace)?,

@@ -60,6 +60,25 @@ pub struct Settings {
     /// brokers (tansu) have been seen giving the partition to a second member
     /// while the first still held it.
     pub observe: Duration,
+    /// How long past its writer's deadline another member's claim still
+    /// holds us back: room for the writers' wall clocks to disagree and for
+    /// a kill to land.
+    pub claim_margin: Duration,
+}
+
+/// Another member's heartbeat record, as the core needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Other {
+    /// Its name and incarnation.
+    pub writer: String,
+    /// The fencing token it claims while it leads. None withdraws its
+    /// earlier claims: it runs no command.
+    pub token: Option<i64>,
+    /// How long ago it was written: our wall clock against the writer's.
+    pub age: Duration,
+    /// The writer's heartbeat deadline: its command is dead this long after
+    /// its newest record was written, unless it writes another.
+    pub deadline: Duration,
 }
 
 /// Something that happened, as the shell reports it.
@@ -70,17 +89,11 @@ pub enum Input {
     /// Partition 0 was taken from us. `lost` means the group already moved
     /// on without us (session expired), so there is no time for grace.
     Revoked { lost: bool },
-    /// A heartbeat record was read back from partition 0.
-    HeartbeatRead {
-        offset: i64,
-        /// Written by this very process (same member and incarnation).
-        own: bool,
-        /// When it was produced; meaningful only when `own`.
-        sent: BootTime,
-        /// The fencing token another member's record claims (it believes
-        /// it leads); None for our own records and for candidates.
-        claim: Option<i64>,
-    },
+    /// One of our own heartbeat records (this very incarnation) was read
+    /// back from partition 0; `sent` is when we produced it.
+    OwnHeartbeat { offset: i64, sent: BootTime },
+    /// Another member's heartbeat record was read from partition 0.
+    OtherHeartbeat(Other),
     /// The child's whole process group is gone.
     ChildExited(ChildStatus),
     /// SIGTERM or SIGINT: stop the child, leave the group, exit. A second
@@ -121,6 +134,10 @@ pub enum Action {
     StandAside,
     /// Leave the group and exit with this status.
     Exit(u8),
+    /// Write one heartbeat that claims nothing, and give it a moment to
+    /// land: the next owner then reads that our command is gone instead of
+    /// waiting out our last claim. Comes before giving partition 0 up.
+    Disclaim,
 }
 
 /// Where we stand in the group.
@@ -156,11 +173,6 @@ struct Tenure {
     since: BootTime,
     /// Since when the current role holds (for "took X" in logs).
     role_since: BootTime,
-    /// When we last read another member's record claiming leadership while
-    /// we held the partition: the broker gave it to two members at once
-    /// (tansu does), or the other one is stale. We lead only once such
-    /// claims have been quiet for a whole heartbeat deadline.
-    contested: Option<BootTime>,
     next_heartbeat: BootTime,
     /// Send time of the newest own heartbeat read back in this tenure.
     fresh: Option<BootTime>,
@@ -184,6 +196,14 @@ pub struct Leader {
     /// the child's status (fatal errors, acquire timeout).
     shutdown: Option<Option<u8>>,
     ever_led: bool,
+    /// Our records have claimed leadership since we last disclaimed.
+    claimed: bool,
+    /// Other members' live claims on partition 0 read in this tenure, by
+    /// writer: until when each may still be running its command. A broker
+    /// can hand the partition to a second member while the first still
+    /// leads (tansu does: caught by neli-soak), so we lead only once every
+    /// such claim has run out.
+    claims: std::collections::BTreeMap<String, BootTime>,
     done: bool,
     /// The time of the latest step: a deadline at or before it has been
     /// handled, and returning it from `next_deadline` would spin the shell.
@@ -204,6 +224,8 @@ impl Leader {
             yielding: false,
             shutdown: None,
             ever_led: false,
+            claimed: false,
+            claims: Default::default(),
             done: false,
             now,
             out: Vec::new(),
@@ -243,10 +265,8 @@ impl Leader {
         match input {
             Input::Assigned => self.on_assigned(now),
             Input::Revoked { lost } => self.on_revoked(lost, now),
-            Input::HeartbeatRead { offset, own, sent, claim } => match claim {
-                Some(token) if !own => self.on_foreign_claim(token, now),
-                _ => self.on_heartbeat(offset, own, sent, now),
-            },
+            Input::OwnHeartbeat { offset, sent } => self.on_heartbeat(offset, sent, now),
+            Input::OtherHeartbeat(other) => self.on_other(other, now),
             Input::ChildExited(status) => self.on_child_exited(status, now),
             Input::Shutdown => self.on_shutdown(None, now),
             Input::Fatal(code) => self.on_shutdown(Some(code), now),
@@ -313,13 +333,13 @@ impl Leader {
             return;
         }
         info!(after = ?now.since(self.started), "candidate: assigned partition 0, confirming with a heartbeat");
+        self.claims.clear();
         self.tenure = Some(Tenure {
             since: now,
             role_since: now,
             next_heartbeat: now,
             fresh: None,
             fresh_offset: -1,
-            contested: None,
             role: Phase::Candidate,
         });
     }
@@ -331,7 +351,7 @@ impl Leader {
         }
         // Whatever our role was, the partition goes only once the child has.
         match self.child {
-            Child::Idle => self.out.push(Action::ReleaseRevoke),
+            Child::Idle => self.release(),
             Child::Running | Child::Stopping { .. } => {
                 self.revoke_pending = true;
                 if lost {
@@ -343,12 +363,12 @@ impl Leader {
         }
     }
 
-    fn on_heartbeat(&mut self, offset: i64, own: bool, sent: BootTime, now: BootTime) {
+    fn on_heartbeat(&mut self, offset: i64, sent: BootTime, now: BootTime) {
         let deadline = self.settings.heartbeat_deadline;
         let Some(tenure) = self.tenure.as_mut() else {
             return;
         };
-        if !own || sent < tenure.since {
+        if sent < tenure.since {
             return;
         }
         if tenure.fresh.is_some_and(|f| f >= sent) {
@@ -372,13 +392,13 @@ impl Leader {
     }
 
     /// When a candidate (or fenced leader) may lead: its newest own heartbeat
-    /// is fresh, it has watched the partition for `observe`, and no other
-    /// member has claimed it for a whole deadline.
+    /// is fresh, it has watched the partition for `observe`, and every other
+    /// member's claim has run out.
     fn promotion_at(&self) -> Option<BootTime> {
         let tenure = self.tenure?;
         if tenure.role == Phase::Candidate || tenure.role == Phase::Fenced {
             let fresh = tenure.fresh?;
-            let quiet = tenure.contested.map_or(tenure.since, |c| c + self.settings.heartbeat_deadline);
+            let quiet = self.claims.values().max().copied().unwrap_or(tenure.since);
             let at = (tenure.since + self.settings.observe).max(quiet);
             return (at < fresh + self.settings.heartbeat_deadline).then_some(at);
         }
@@ -402,6 +422,7 @@ impl Leader {
         // Announce the token at once (for `neli-run status`).
         tenure.next_heartbeat = now;
         self.ever_led = true;
+        self.claimed = true;
         if was == Phase::Fenced {
             info!(token = offset, fenced_for = ?took, "resumed: own heartbeats are back");
         } else {
@@ -412,13 +433,23 @@ impl Leader {
         }
     }
 
-    /// Another member's record claims leadership with `token`. Of two
-    /// claimants the newer leadership (larger token) is the coordinator's
-    /// latest word: the older one fences; the newer one keeps its child and
-    /// the other stops claiming once fenced.
-    fn on_foreign_claim(&mut self, token: i64, now: BootTime) {
+    /// Another member's record. A claim holds us back until its writer's
+    /// command must be dead: its deadline after it was written, with the
+    /// margin. Its writer's later record without a claim withdraws it. Of
+    /// two leaders the newer leadership (larger token) is the coordinator's
+    /// latest word: the older one fences.
+    fn on_other(&mut self, other: Other, now: BootTime) {
         let Some(tenure) = self.tenure.as_mut() else { return };
-        tenure.contested = Some(now);
+        let Some(token) = other.token else {
+            self.claims.remove(&other.writer);
+            return;
+        };
+        let until = (now - other.age) + other.deadline + self.settings.claim_margin;
+        if until > now && !matches!(tenure.role, Phase::Leader { .. }) && !self.claims.contains_key(&other.writer) {
+            info!(writer = %other.writer, token, age = ?other.age, holds_until = ?until.since(now), "another member claims partition 0; waiting until its command must be gone");
+        }
+        let held = self.claims.entry(other.writer).or_insert(until);
+        *held = (*held).max(until);
         if let Phase::Leader { token: mine } = tenure.role {
             if token > mine {
                 warn!(mine, theirs = token, "another member claims partition 0 with a newer token; fencing");
@@ -438,7 +469,7 @@ impl Leader {
         if self.revoke_pending {
             self.revoke_pending = false;
             info!("child stopped; releasing partition 0 to the group");
-            self.out.push(Action::ReleaseRevoke);
+            self.release();
         }
         if let Some(code) = self.shutdown {
             self.exit(code.unwrap_or(status.code()));
@@ -490,7 +521,21 @@ impl Leader {
     fn stand_aside(&mut self) {
         self.yielding = false;
         self.tenure = None;
+        self.disclaim();
         self.out.push(Action::StandAside);
+    }
+
+    /// Lets the revoke go: our command is gone.
+    fn release(&mut self) {
+        self.disclaim();
+        self.out.push(Action::ReleaseRevoke);
+    }
+
+    /// Says, before giving partition 0 up, that our command is gone.
+    fn disclaim(&mut self) {
+        if std::mem::take(&mut self.claimed) {
+            self.out.push(Action::Disclaim);
+        }
     }
 
     fn on_shutdown(&mut self, code: Option<u8>, now: BootTime) {
@@ -541,6 +586,7 @@ impl Leader {
                 warn!(role = ?tenure.role, window = ?self.settings.resume_window, "no own heartbeat read back for the whole resume window; giving partition 0 back to the group");
                 self.tenure = None;
                 self.restart_at = None;
+                self.disclaim();
                 self.out.push(Action::Rejoin);
             }
         }
@@ -585,6 +631,7 @@ impl Leader {
     fn exit(&mut self, code: u8) {
         self.done = true;
         self.tenure = None;
+        self.disclaim();
         self.out.push(Action::Exit(code));
     }
 }
@@ -613,11 +660,22 @@ mod tests {
             acquire_timeout: None,
             resume_window: Duration::from_millis(2200),
             observe: Duration::ZERO,
+            claim_margin: Duration::ZERO,
         }
     }
 
     fn hb(offset: i64, sent: u64) -> Input {
-        Input::HeartbeatRead { offset, own: true, sent: ms(sent), claim: None }
+        Input::OwnHeartbeat { offset, sent: ms(sent) }
+    }
+
+    /// Member `writer`'s record, written `age` ms ago, claiming `token`.
+    fn other(writer: &str, token: Option<i64>, age: u64) -> Input {
+        Input::OtherHeartbeat(Other {
+            writer: writer.into(),
+            token,
+            age: Duration::from_millis(age),
+            deadline: DEADLINE,
+        })
     }
 
     /// A leader with a running child: assigned at 1000, own heartbeat sent
@@ -657,8 +715,7 @@ mod tests {
     fn records_of_others_or_from_before_the_tenure_never_count() {
         let mut l = Leader::new(settings(Restart::Never), ms(0));
         l.step(Input::Assigned, ms(1000));
-        let foreign = Input::HeartbeatRead { offset: 3, own: false, sent: ms(1001), claim: None };
-        assert_eq!(l.step(foreign, ms(1002)), vec![]);
+        assert_eq!(l.step(other("x", None, 0), ms(1002)), vec![]);
         assert_eq!(l.step(hb(4, 999), ms(1003)), vec![], "sent before we were assigned");
         assert_eq!(l.role(), Role::Candidate);
     }
@@ -714,7 +771,7 @@ mod tests {
         l.step(Input::Tick, ms(2000)); // fenced: last fresh heartbeat sent at 1000
         l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
         let out = l.step(hb(30, 3300), ms(3310)); // a 2.3s gap > the 2.2s window
-        assert_eq!(out, vec![SendHeartbeat, Rejoin]);
+        assert_eq!(out, vec![SendHeartbeat, Disclaim, Rejoin]);
         assert_eq!(l.role(), Role::Standby);
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(3320)), vec![ReleaseRevoke]);
         // Within the window, the same return resumes.
@@ -740,7 +797,7 @@ mod tests {
         l.step(Input::Tick, ms(3000));
         assert_eq!(l.next_deadline(), Some(ms(3200)), "1000 + the 2.2s resume window");
         assert_eq!(l.step(Input::Tick, ms(3199)), vec![]);
-        assert_eq!(l.step(Input::Tick, ms(3200)), vec![SendHeartbeat, Rejoin]);
+        assert_eq!(l.step(Input::Tick, ms(3200)), vec![SendHeartbeat, Disclaim, Rejoin]);
         assert_eq!(l.role(), Role::Standby);
         assert_eq!(l.next_deadline(), None);
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(3300)), vec![ReleaseRevoke]);
@@ -771,7 +828,7 @@ mod tests {
     fn yield_stops_the_child_then_stands_aside_without_restart_or_exit() {
         let mut l = leading(Restart::Always);
         assert_eq!(l.step(Input::Yield, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
-        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![StandAside]);
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![Disclaim, StandAside]);
         assert_eq!(l.role(), Role::Standby);
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke]);
         assert_eq!(l.next_deadline(), None, "no restart pending");
@@ -781,11 +838,11 @@ mod tests {
         let mut l = leading(Restart::Never);
         l.step(Input::Tick, ms(2000));
         l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
-        assert_eq!(l.step(Input::Yield, ms(2002)), vec![StandAside]);
+        assert_eq!(l.step(Input::Yield, ms(2002)), vec![Disclaim, StandAside]);
     }
 
     fn claim(token: i64) -> Input {
-        Input::HeartbeatRead { offset: 99, own: false, sent: ms(0), claim: Some(token) }
+        other("x", Some(token), 0)
     }
 
     #[test]
@@ -803,6 +860,59 @@ mod tests {
         // the last one we lead, on the newest own heartbeat (offset 9).
         assert_eq!(l.next_deadline(), Some(ms(2200)));
         assert_eq!(l.step(Input::Tick, ms(2200)), vec![Spawn { token: 9, lease: ms(2400) }, SendHeartbeat]);
+    }
+
+    #[test]
+    fn regression_a_claim_written_just_before_our_assignment_holds_us_back_until_it_runs_out() {
+        // Found by neli-soak on tansu: the broker gave partition 0 to c2-31
+        // 0.26 s after c1-59 had resumed and written a claim, c1-59's
+        // heartbeats were stalled, and c2-31 (reading from the end) led while
+        // c1-59's command still ran. Now the new owner reads the tail of the
+        // partition: a claim written 300 ms ago by a member whose deadline is
+        // 1000 ms holds us back until 700 ms from now, plus the margin.
+        let mut s = settings(Restart::Never);
+        s.claim_margin = Duration::from_millis(100);
+        let mut l = Leader::new(s, ms(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(other("c1", Some(5), 300), ms(1001));
+        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "c1's command may still run");
+        l.step(Input::Tick, ms(1200));
+        assert_eq!(l.step(hb(9, 1700), ms(1710)), vec![SendHeartbeat]);
+        assert_eq!(l.next_deadline(), Some(ms(1801)), "300 ms old at 1001, deadline 1000, margin 100");
+        assert_eq!(l.step(Input::Tick, ms(1801)), vec![Spawn { token: 9, lease: ms(2700) }, SendHeartbeat]);
+    }
+
+    #[test]
+    fn old_claims_and_withdrawn_claims_do_not_hold_us_back() {
+        // A crashed leader's last claim, read long after: its command is gone.
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(5000));
+        l.step(other("dead", Some(5), 4000), ms(5001));
+        assert_eq!(l.step(hb(7, 5000), ms(5010)), vec![Spawn { token: 7, lease: ms(6000) }, SendHeartbeat]);
+        // A leader that stopped gracefully disclaimed after its claim.
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(other("old", Some(5), 100), ms(1001));
+        l.step(other("old", None, 50), ms(1002));
+        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }, SendHeartbeat]);
+        // Each writer counts on its own: another's disclaimer withdraws nothing.
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(other("a", Some(5), 0), ms(1001));
+        l.step(other("b", None, 0), ms(1002));
+        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![]);
+    }
+
+    #[test]
+    fn a_leader_disclaims_once_before_giving_partition_0_up() {
+        let mut l = leading(Restart::Never);
+        assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![Disclaim, Exit(143)]);
+        assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke], "said once");
+        // A member that never led has nothing to disclaim.
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(1000));
+        assert_eq!(l.step(Input::Revoked { lost: false }, ms(1100)), vec![ReleaseRevoke]);
     }
 
     #[test]
@@ -867,7 +977,7 @@ mod tests {
         assert_eq!(l.step(Input::Tick, ms(1600)), vec![KillGroup]);
         assert_eq!(
             l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1601)),
-            vec![ReleaseRevoke],
+            vec![Disclaim, ReleaseRevoke],
             "released, and no restart: we are no longer leader"
         );
         assert_eq!(l.next_deadline(), None);
@@ -877,7 +987,7 @@ mod tests {
     fn lost_partition_kills_without_grace() {
         let mut l = leading(Restart::Never);
         assert_eq!(l.step(Input::Revoked { lost: true }, ms(1100)), vec![KillGroup]);
-        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1101)), vec![ReleaseRevoke]);
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1101)), vec![Disclaim, ReleaseRevoke]);
     }
 
     #[test]
@@ -903,7 +1013,7 @@ mod tests {
             let mut l = leading(restart);
             let out = l.step(Input::ChildExited(status), ms(1100));
             match exit {
-                Some(code) => assert_eq!(out, vec![Exit(code)], "{restart:?} {status:?}"),
+                Some(code) => assert_eq!(out, vec![Disclaim, Exit(code)], "{restart:?} {status:?}"),
                 None => {
                     assert_eq!(out, vec![], "{restart:?} {status:?}");
                     assert_eq!(l.next_deadline(), Some(ms(1200)));
@@ -929,7 +1039,10 @@ mod tests {
         let mut l = leading(Restart::Always);
         assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
         // Heartbeats go on while the child stops: we still own the partition.
-        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1210)), vec![SendHeartbeat, Exit(143)]);
+        assert_eq!(
+            l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1210)),
+            vec![SendHeartbeat, Disclaim, Exit(143)]
+        );
         assert_eq!(l.step(Input::Tick, ms(5000)), vec![]);
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(5000)), vec![ReleaseRevoke]);
     }
@@ -947,7 +1060,10 @@ mod tests {
         assert_eq!(l.step(Input::Shutdown, ms(10)), vec![Exit(0)]);
         let mut l = leading(Restart::Never);
         l.step(Input::Fatal(exit::KAFKA_DENIED), ms(1100));
-        assert_eq!(l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1100)), vec![Exit(exit::KAFKA_DENIED)]);
+        assert_eq!(
+            l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1100)),
+            vec![Disclaim, Exit(exit::KAFKA_DENIED)]
+        );
     }
 
     #[test]

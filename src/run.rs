@@ -118,9 +118,8 @@ pub async fn run(cfg: Config) -> u8 {
                             release = Some(r);
                             Input::Revoked { lost }
                         }
-                        Some(Event::Heartbeat { offset, own, sent, claim }) => {
-                            Input::HeartbeatRead { offset, own, sent, claim }
-                        }
+                        Some(Event::OwnHeartbeat { offset, sent }) => Input::OwnHeartbeat { offset, sent },
+                        Some(Event::OtherHeartbeat(other)) => Input::OtherHeartbeat(other),
                         Some(Event::Yield) => Input::Yield,
                         Some(Event::Fatal(fatal)) => {
                             error!("Kafka: {}", fatal.message);
@@ -181,6 +180,10 @@ pub async fn run(cfg: Config) -> u8 {
                 }
                 Action::SignalGroup(sig) => running.iter().for_each(|c| c.signal(sig)),
                 Action::KillGroup => running.iter().for_each(|c| c.signal(Signal::SIGKILL)),
+                Action::Disclaim => {
+                    kafka.send_heartbeat(BootTime::now(), None);
+                    tokio::task::block_in_place(|| kafka.flush(DISCLAIM_WAIT));
+                }
                 Action::Rejoin => kafka.rejoin(),
                 Action::StandAside => kafka.stand_aside(),
                 Action::ReleaseRevoke => {
@@ -219,6 +222,11 @@ pub async fn run(cfg: Config) -> u8 {
         }
     }
 }
+
+/// How long a disclaimer may hold up giving partition 0 away. A healthy
+/// broker takes milliseconds; when it is unreachable the next owner waits
+/// out our last claim instead.
+const DISCLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 
 async fn sleep_for(d: Option<std::time::Duration>) {
     match d {

@@ -197,3 +197,45 @@ fn network_cut_past_the_resume_window_gives_partition_0_back_and_someone_leads()
     wait_until(g.broker.timing.takeover(), "someone leads again", || g.starts().len() == 2 && g.lock_held());
     g.assert_no_overlap();
 }
+
+/// Writes a heartbeat of member `ghost` to the group's partition 0, as a
+/// leader would: claiming `token` (or nothing), sent now, with a deadline.
+fn write_record(g: &Group, ghost: &neli_run::kafka::heartbeat::Member, token: Option<i64>, deadline_ms: u64) {
+    use neli_run::kafka::heartbeat::{Claim, Heartbeat};
+    use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+    let producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext> =
+        rdkafka::ClientConfig::new().set("bootstrap.servers", &g.broker.address).create().unwrap();
+    let claim = Claim { token, since_ms: None, deadline_ms };
+    let value = Heartbeat::new(ghost, 1, neli_run::clock::BootTime::now(), claim).encode();
+    let topic = format!("{}.neli", g.name);
+    producer.send(BaseRecord::<(), _>::to(&topic).partition(0).payload(&value)).unwrap();
+    producer.flush(Duration::from_secs(20)).unwrap();
+}
+
+/// Regression (found by neli-soak on tansu): the broker gave partition 0 to
+/// a new member 0.26 s after the old leader had written a claim, while that
+/// leader's heartbeats were stalled and its command still ran; the new
+/// member read partition 0 from the end, never saw the claim, and started
+/// its command too. The test plays the stalled old leader: a fresh claim
+/// with a 4 s deadline is in the partition when the new member is assigned.
+/// Its command must not start before the claim has run out.
+#[test]
+fn regression_a_new_owner_waits_out_a_claim_written_just_before_its_assignment() {
+    let g = Group::on(Broker::dev(), "claim-before");
+    let ghost = neli_run::kafka::heartbeat::Member::this_process("ghost".into());
+    write_record(&g, &ghost, Some(1_000_000), 4000);
+    let written = Instant::now();
+    let a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(g.broker.timing.takeover() + Duration::from_secs(5), "a leads once the claim ran out", || g.lock_held());
+    // The claim's deadline: its command is dead 4 s after it was written.
+    assert!(written.elapsed() >= Duration::from_secs(4), "led {:?} after the claim", written.elapsed());
+    assert!(a.log().contains("waiting until its command must be gone"), "{}", a.log());
+
+    // A claim its writer withdrew (a graceful stop disclaims) holds nobody back.
+    let g = Group::on(Broker::dev(), "claim-withdrawn");
+    write_record(&g, &ghost, Some(1_000_000), 60_000);
+    write_record(&g, &ghost, None, 60_000);
+    let _a = g.member("a", &[], &["sleep", "1000"]);
+    // Well within the 60 s the claim would hold it back.
+    wait_until(g.broker.timing.takeover(), "a leads without waiting out the withdrawn claim", || g.lock_held());
+}

@@ -101,6 +101,19 @@ impl Heartbeat {
         serde_json::from_slice(bytes).ok()
     }
 
+    /// What the leadership core needs of another member's record. A record
+    /// without a send time or deadline (older versions) is taken as just
+    /// written with `ours`: the cautious reading.
+    pub fn as_other(&self, ours: std::time::Duration) -> crate::leader::Other {
+        let ms = std::time::Duration::from_millis;
+        crate::leader::Other {
+            writer: format!("{}/{}", self.name, self.incarnation),
+            token: self.token,
+            age: if self.at_ms == 0 { ms(0) } else { ms(wall_ms().saturating_sub(self.at_ms)) },
+            deadline: if self.deadline_ms == 0 { ours } else { ms(self.deadline_ms) },
+        }
+    }
+
     /// Whether `member` wrote this record.
     pub fn is_from(&self, member: &Member) -> bool {
         self.name == member.name && self.incarnation == member.incarnation

@@ -36,6 +36,7 @@ use tracing::{debug, error, info, warn};
 use crate::clock::BootTime;
 use crate::config::Config;
 use crate::exit;
+use crate::leader::Other;
 use heartbeat::{Claim, Heartbeat, Member, Yield};
 
 /// What the Kafka side reports to the run loop.
@@ -50,13 +51,13 @@ pub enum Event {
         lost: bool,
         release: mpsc::SyncSender<()>,
     },
-    Heartbeat {
+    /// One of our own heartbeats, read back.
+    OwnHeartbeat {
         offset: i64,
-        own: bool,
         sent: BootTime,
-        /// The token another member's record claims.
-        claim: Option<i64>,
     },
+    /// Another member's heartbeat.
+    OtherHeartbeat(Other),
     /// `neli-run yield` asked us (while we own partition 0) to hand over.
     Yield,
     /// Kafka refused us for good.
@@ -151,6 +152,15 @@ struct Context {
     standby: AtomicBool,
     /// The producer's librdkafka warns about every consumer-only property.
     quiet_conf_warnings: bool,
+    /// How many records before the end a new owner starts reading: enough
+    /// for every record of two writers over a heartbeat deadline and more.
+    backlog: i64,
+    /// Our --heartbeat-deadline: assumed for records that do not carry one.
+    deadline: Duration,
+    /// The end of partition 0 when it was last assigned to us: records
+    /// before it are the backlog, read for the claims in it, and a yield
+    /// among them was meant for an earlier owner.
+    assigned_at: std::sync::atomic::AtomicI64,
 }
 
 impl Context {
@@ -160,14 +170,19 @@ impl Context {
         }
     }
 
-    /// Pins the read position of partition 0 to its current end before our
-    /// first heartbeat is written. Left to `auto.offset.reset=latest`, the
-    /// offset lookup can finish after that heartbeat lands, skip it, and
-    /// delay leadership by one heartbeat interval.
-    fn start_at_end(&self, consumer: &BaseConsumer<Self>) {
-        let pinned = consumer
-            .fetch_watermarks(&self.topic, 0, Duration::from_secs(2))
-            .and_then(|(_, end)| consumer.seek(&self.topic, 0, Offset::Offset(end), Duration::from_secs(2)));
+    /// Pins the read position of partition 0 a little before its current
+    /// end, before our first heartbeat is written: far enough back to read
+    /// the newest records of any other member that may still lead (a broker
+    /// can hand the partition over while it does), near enough to lead after
+    /// one fetch. Left to `auto.offset.reset=latest`, the offset lookup could
+    /// also finish after our first heartbeat lands, skip it, and delay
+    /// leadership by one heartbeat interval.
+    fn start_near_end(&self, consumer: &BaseConsumer<Self>) {
+        let pinned = consumer.fetch_watermarks(&self.topic, 0, Duration::from_secs(2)).and_then(|(low, end)| {
+            self.assigned_at.store(end, Ordering::Relaxed);
+            let start = (end - self.backlog).max(low);
+            consumer.seek(&self.topic, 0, Offset::Offset(start), Duration::from_secs(2))
+        });
         if let Err(err) = pinned {
             debug!(%err, "could not pin partition 0's start; relying on auto.offset.reset");
         }
@@ -245,7 +260,7 @@ impl ConsumerContext for Context {
                 if owns {
                     self.standby.store(false, Ordering::Relaxed);
                     if added.find_partition(&self.topic, 0).is_some() {
-                        self.start_at_end(consumer);
+                        self.start_near_end(consumer);
                     }
                     let _ = self.events.send(Event::Assigned);
                 } else if !self.standby.swap(true, Ordering::Relaxed) {
@@ -318,6 +333,9 @@ impl Kafka {
             fatal: fatal.clone(),
             standby: AtomicBool::new(false),
             quiet_conf_warnings: quiet,
+            backlog: backlog(cfg),
+            deadline: cfg.leader.heartbeat_deadline,
+            assigned_at: Default::default(),
         };
 
         let ms = |d: Duration| d.as_millis().to_string();
@@ -393,6 +411,13 @@ impl Kafka {
         }
     }
 
+    /// Waits up to `timeout` for queued heartbeats to be written.
+    pub fn flush(&self, timeout: Duration) {
+        if let Err(err) = rdkafka::producer::Producer::flush(&self.producer, timeout) {
+            debug!(%err, "heartbeats not flushed");
+        }
+    }
+
     /// Leaves the group and joins again, for a fresh assignment.
     pub fn rejoin(&self) {
         self.requests.rejoin.store(true, Ordering::Relaxed);
@@ -417,6 +442,14 @@ impl Kafka {
             let _ = thread.join();
         }
     }
+}
+
+/// Records a new owner reads back: four times those two writers produce
+/// in a heartbeat deadline and the margin, at least 64.
+fn backlog(cfg: &Config) -> i64 {
+    let s = &cfg.leader;
+    let per_writer = (s.heartbeat_deadline + s.claim_margin).as_nanos() / s.heartbeat_interval.as_nanos().max(1);
+    (4 * per_writer as i64).max(64)
 }
 
 /// What the run loop asks of the consumer thread.
@@ -456,12 +489,15 @@ fn consume(
                 }
                 let Some(payload) = msg.payload() else { continue };
                 let event = match (Heartbeat::decode(payload), Yield::decode(payload)) {
-                    (Some(hb), _) => {
-                        let own = hb.is_from(me);
-                        let claim = if own { None } else { hb.token };
-                        Event::Heartbeat { offset: msg.offset(), own, sent: BootTime::from_nanos(hb.sent_ns), claim }
+                    (Some(hb), _) if hb.is_from(me) => {
+                        Event::OwnHeartbeat { offset: msg.offset(), sent: BootTime::from_nanos(hb.sent_ns) }
                     }
-                    (None, Some(y)) if y.applies_to(&me.name) => Event::Yield,
+                    (Some(hb), _) => Event::OtherHeartbeat(hb.as_other(ctx.deadline)),
+                    (None, Some(y))
+                        if y.applies_to(&me.name) && msg.offset() >= ctx.assigned_at.load(Ordering::Relaxed) =>
+                    {
+                        Event::Yield
+                    }
                     _ => continue,
                 };
                 if events.send(event).is_err() {

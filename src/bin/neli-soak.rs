@@ -430,9 +430,17 @@ fn main() -> ExitCode {
                 if !ended {
                     soak.end(fault, slot);
                 }
-                break lost.map(|l| now - l);
+                // A fault that never cost the command (a blip shorter than
+                // the deadline) left nobody leaderless.
+                break Some(lost.map_or(Duration::ZERO, |l| now - l));
             }
-            if injected.elapsed() > stall || interrupted.load(Ordering::Relaxed) {
+            if interrupted.load(Ordering::Relaxed) {
+                if !ended {
+                    soak.end(fault, slot);
+                }
+                break None; // not judged: the soak was stopped
+            }
+            if injected.elapsed() > stall {
                 if !ended {
                     soak.end(fault, slot);
                 }
@@ -443,14 +451,15 @@ fn main() -> ExitCode {
                     wall(injected_at),
                     before[before.len() - 1].0
                 );
-                break None;
+                break Some(stall);
             }
             soak.fill();
             std::thread::sleep(Duration::from_millis(10));
         };
+        let Some(leaderless) = leaderless else { break };
         let outcome = outcomes.entry((fault, mode_of(&soak.detector, token))).or_default();
         outcome.handovers += usize::from(moved);
-        outcome.leaderless.push(leaderless.unwrap_or(stall));
+        outcome.leaderless.push(leaderless);
         let done = soak.transitions();
         if done >= reported + 25 {
             reported = done;

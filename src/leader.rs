@@ -198,11 +198,12 @@ pub struct Leader {
     ever_led: bool,
     /// Our records have claimed leadership since we last disclaimed.
     claimed: bool,
-    /// Other members' live claims on partition 0 read in this tenure, by
-    /// writer: until when each may still be running its command. A broker
-    /// can hand the partition to a second member while the first still
-    /// leads (tansu does: caught by neli-soak), so we lead only once every
-    /// such claim has run out.
+    /// Other members' claims on partition 0, by writer: until when each may
+    /// still be running its command. A broker can hand the partition to a
+    /// second member while the first still leads (tansu does: caught by
+    /// neli-soak), so we lead only once every such claim has run out. Kept
+    /// whether or not we own the partition: a claim read just before our
+    /// tenure matters as much as one read during it.
     claims: std::collections::BTreeMap<String, BootTime>,
     done: bool,
     /// The time of the latest step: a deadline at or before it has been
@@ -333,7 +334,6 @@ impl Leader {
             return;
         }
         info!(after = ?now.since(self.started), "candidate: assigned partition 0, confirming with a heartbeat");
-        self.claims.clear();
         self.tenure = Some(Tenure {
             since: now,
             role_since: now,
@@ -439,17 +439,19 @@ impl Leader {
     /// two leaders the newer leadership (larger token) is the coordinator's
     /// latest word: the older one fences.
     fn on_other(&mut self, other: Other, now: BootTime) {
-        let Some(tenure) = self.tenure.as_mut() else { return };
         let Some(token) = other.token else {
             self.claims.remove(&other.writer);
             return;
         };
         let until = (now - other.age) + other.deadline + self.settings.claim_margin;
-        if until > now && !matches!(tenure.role, Phase::Leader { .. }) && !self.claims.contains_key(&other.writer) {
+        self.claims.retain(|_, held| *held > now);
+        let leading = matches!(self.role(), Role::Leader { .. });
+        if until > now && !leading && !self.claims.contains_key(&other.writer) {
             info!(writer = %other.writer, token, age = ?other.age, holds_until = ?until.since(now), "another member claims partition 0; waiting until its command must be gone");
         }
         let held = self.claims.entry(other.writer).or_insert(until);
         *held = (*held).max(until);
+        let Some(tenure) = self.tenure.as_mut() else { return };
         if let Phase::Leader { token: mine } = tenure.role {
             if token > mine {
                 warn!(mine, theirs = token, "another member claims partition 0 with a newer token; fencing");
@@ -880,6 +882,20 @@ mod tests {
         assert_eq!(l.step(hb(9, 1700), ms(1710)), vec![SendHeartbeat]);
         assert_eq!(l.next_deadline(), Some(ms(1801)), "300 ms old at 1001, deadline 1000, margin 100");
         assert_eq!(l.step(Input::Tick, ms(1801)), vec![Spawn { token: 9, lease: ms(2700) }, SendHeartbeat]);
+    }
+
+    #[test]
+    fn regression_a_claim_read_before_our_tenure_still_holds_us_back() {
+        // Found by neli-soak on tansu, after the fix above: a member whose
+        // give-back was merged into a join kept reading partition 0 without
+        // a tenure, read another member's fresh claim then, and, assigned
+        // again a moment later, led while that member's command still ran.
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(other("c1", Some(5), 0), ms(1000));
+        l.step(Input::Assigned, ms(1500));
+        assert_eq!(l.step(hb(7, 1500), ms(1510)), vec![], "c1's claim runs until 2000");
+        l.step(Input::Tick, ms(1700));
+        assert_eq!(l.step(Input::Tick, ms(2000)), vec![Spawn { token: 7, lease: ms(2500) }, SendHeartbeat]);
     }
 
     #[test]

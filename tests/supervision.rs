@@ -54,8 +54,12 @@ fn sigterm_stops_the_child_and_exits_with_its_status() {
 #[test]
 fn child_ignoring_sigterm_is_killed_after_grace() {
     let g = Group::new("ignore-term");
-    let mut m = g.member("a", &["--grace", "1s"], &["sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"]);
-    wait_until(LONG, "the child runs", || g.lock_held());
+    // The child says it is ready once it ignores TERM: a signal sent as soon
+    // as the lock is held could arrive before the trap is set.
+    let ready = g.dir.path().join("ready");
+    let script = format!("trap '' TERM; touch {}; while :; do sleep 0.1; done", ready.display());
+    let mut m = g.member("a", &["--grace", "1s"], &["sh", "-c", &script]);
+    wait_until(LONG, "the child ignores TERM", || ready.exists());
     let asked = std::time::Instant::now();
     m.signal(Signal::SIGTERM);
     m.wait_exit(LONG);

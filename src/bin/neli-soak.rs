@@ -423,9 +423,12 @@ fn main() -> ExitCode {
                 soak.end(fault, slot);
                 ended = true;
             }
-            // A one-shot fault is over once another member's child runs; a
-            // timed one once it has ended and some child runs again.
-            let over = held && if length.is_some() { ended } else { moved };
+            // A one-shot fault is over once a child started after it runs
+            // (another member's, or the same leader's after a fence it had
+            // been resuming from when the fault struck); a timed one once it
+            // has ended and some child runs again.
+            let restarted = starts.len() > before.len();
+            let over = held && if length.is_some() { ended } else { restarted };
             if over {
                 if !ended {
                     soak.end(fault, slot);

@@ -33,7 +33,7 @@ use nix::unistd::Pid;
 use neli_run::proof::brokers::{find, Broker};
 use neli_run::proof::detector::read_lines;
 use neli_run::proof::netns::NetNs;
-use neli_run::proof::{timing_args, wait_for};
+use neli_run::proof::{die_with_runner, timing_args, wait_for};
 
 /// The child: records "NAME PID START_NS" and sleeps. $0 = name, $1 = dir.
 const CHILD: &str = r#"echo "$0 $$ $(date +%s%N)" >> "$1/starts"; exec sleep 100000"#;
@@ -134,6 +134,9 @@ impl Candidate {
 
 impl Drop for Candidate {
     fn drop(&mut self) {
+        // The whole group: etcdctl's command outlives etcdctl when it is
+        // killed (that is the crash scenario's overlap).
+        let _ = nix::sys::signal::killpg(self.pid(), Signal::SIGKILL);
         let _ = kill(self.pid(), Signal::SIGCONT);
         let _ = self.process.kill();
         let _ = self.process.wait();
@@ -176,7 +179,7 @@ impl<'a> Group<'a> {
         let at = Instant::now();
         // A process group of its own, as a service manager gives each unit:
         // a graceful stop signals the whole group.
-        let process = Command::new(&argv[0])
+        let process = die_with_runner(&mut Command::new(&argv[0]))
             .args(&argv[1..])
             .process_group(0)
             .stdin(Stdio::null())

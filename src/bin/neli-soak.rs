@@ -32,7 +32,7 @@ use nix::unistd::Pid;
 use neli_run::proof::brokers::Broker;
 use neli_run::proof::detector::{read_lines, Detector};
 use neli_run::proof::netns::NetNs;
-use neli_run::proof::{percentile, timing_args, Rng};
+use neli_run::proof::{die_with_runner, percentile, timing_args, Rng};
 
 /// The child: what it does is chosen by the soak before each start.
 const CHILD: &str = r#"mode=$(cat "$0/mode" 2>/dev/null || echo normal)
@@ -162,7 +162,7 @@ impl Soak {
             let log = fs::File::create(self.detector.dir.join(format!("{name}.log"))).expect("log file");
             let mut argv = self.slots[i].ns.as_ref().map(NetNs::exec_prefix).unwrap_or_default();
             argv.push(self.neli.display().to_string());
-            let child = Command::new(&argv[0])
+            let child = die_with_runner(&mut Command::new(&argv[0]))
                 .args(&argv[1..])
                 .args(["-b", &self.brokers, "-g", &self.group, "--name", &name])
                 .args(timing_args(self.session))

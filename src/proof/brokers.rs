@@ -74,7 +74,7 @@ impl Broker {
             let (listen, advertise) = (format!("{listen_ip}:{port}"), format!("{advertise_ip}:{port}"));
             let connect = format!("{}:{port}", if listen_ip == "0.0.0.0" { "127.0.0.1" } else { listen_ip });
             let out = std::fs::File::create(log).map_err(|e| format!("cannot write {}: {e}", log.display()))?;
-            let mut process = command(&listen, &advertise)
+            let mut process = super::die_with_runner(&mut command(&listen, &advertise))
                 .stdin(Stdio::null())
                 .stdout(out.try_clone().map_err(|e| e.to_string())?)
                 .stderr(out)

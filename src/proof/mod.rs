@@ -29,6 +29,21 @@ pub fn timing_args(session: Duration) -> Vec<String> {
     .collect()
 }
 
+/// Makes the process `cmd` starts die (SIGKILL) when the runner that
+/// started it dies, even by `kill -9` or `timeout`: a run leaves nothing
+/// behind. Spawn from the thread that lives as long as the runner.
+pub fn die_with_runner(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only prctl, which is async-signal-safe, runs between fork and
+    // exec.
+    unsafe {
+        cmd.pre_exec(|| match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
+            -1 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        })
+    }
+}
+
 /// Polls `cond` every 10 ms until it holds or `within` passes; whether it held.
 pub fn wait_for(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();

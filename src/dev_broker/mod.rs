@@ -30,7 +30,7 @@ use crate::kafka::Quiet;
 mod sasl;
 mod wire;
 
-use wire::Reader;
+use wire::Header;
 
 /// What every forwarded connection shares.
 struct Shared {
@@ -381,31 +381,17 @@ struct GroupRequest {
 
 impl GroupRequest {
     fn parse(frame: &[u8]) -> Option<GroupRequest> {
-        let mut r = Reader { buf: frame, at: 0 };
-        let api_key = r.i16()?;
-        let version = r.i16()?;
-        let flexible = match api_key {
-            11 => version >= 6,
-            14 => version >= 4,
-            _ => return None,
-        };
-        let correlation = r.i32()?;
-        let client_id = r.i16()?;
-        let client_id = String::from_utf8_lossy(r.take(client_id.max(0) as usize)?).into_owned();
-        if flexible {
-            r.tagged_fields()?;
+        let Header { api_key, version, correlation, client_id, flexible, body: mut r } = Header::parse(frame)?;
+        if api_key != 11 && api_key != 14 {
+            return None;
         }
-        let string = |r: &mut Reader| -> Option<String> {
-            let len = if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i16()?) };
-            Some(String::from_utf8_lossy(r.take(len.max(0) as usize)?).into_owned())
-        };
-        string(&mut r)?; // group id
+        r.string_in(flexible)?; // group id
         if api_key == 11 {
             r.skip(if version >= 1 { 8 } else { 4 })?; // session (and rebalance) timeout
         } else {
             r.skip(4)?; // generation id
         }
-        let member = string(&mut r)?;
+        let member = r.string_in(flexible)?.unwrap_or_default();
         Some(GroupRequest { api_key, version, correlation, client_id, member })
     }
 
@@ -448,19 +434,10 @@ impl GroupRequest {
 /// (compact strings, tagged fields) from version 9 and carries topic ids
 /// from version 10.
 fn metadata_topics(frame: &[u8]) -> Vec<String> {
-    let mut r = Reader { buf: frame, at: 0 };
     (|| {
-        let api_key = r.i16()?;
-        let version = r.i16()?;
+        let Header { api_key, version, flexible, body: mut r, .. } = Header::parse(frame)?;
         if api_key != 3 {
             return None;
-        }
-        r.skip(4)?; // correlation id
-        let client_id = r.i16()?;
-        r.skip(client_id.max(0) as usize)?;
-        let flexible = version >= 9;
-        if flexible {
-            r.tagged_fields()?;
         }
         let count = if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i32()?) };
         let mut topics = Vec::new();
@@ -468,10 +445,7 @@ fn metadata_topics(frame: &[u8]) -> Vec<String> {
             if version >= 10 {
                 r.skip(16)?;
             }
-            let len = if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i16()?) };
-            if len >= 0 {
-                topics.push(String::from_utf8_lossy(r.take(len as usize)?).into_owned());
-            }
+            topics.extend(r.string_in(flexible)?);
             if flexible {
                 r.tagged_fields()?;
             }

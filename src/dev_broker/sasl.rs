@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use openssl::hash::MessageDigest;
 
-use super::wire::{put_string, put_uvarint, Reader};
+use super::wire::{put_string, put_uvarint, Header, Reader};
 
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const ILLEGAL_SASL_STATE: i16 = 34;
@@ -69,7 +69,7 @@ impl Login {
 
     /// Handles one request frame (without its length) before the login.
     pub fn step(&mut self, users: &Users, frame: &[u8]) -> Step {
-        let Some(mut req) = Request::parse(frame) else { return Step::Close };
+        let Some(mut req) = Header::parse(frame) else { return Step::Close };
         match (req.api_key, &*self) {
             (API_VERSIONS, _) => Step::Forward,
             (SASL_HANDSHAKE, Login::Handshake) => {
@@ -230,28 +230,11 @@ pub fn advertise(frame: &[u8], version: i16) -> Option<Vec<u8>> {
 
 /// The version of an ApiVersions request frame, with its correlation id.
 pub fn api_versions_request(frame: &[u8]) -> Option<(i32, i16)> {
-    let req = Request::parse(frame)?;
+    let req = Header::parse(frame)?;
     (req.api_key == API_VERSIONS).then_some((req.correlation, req.version))
 }
 
-/// The header of a request (v1: no tagged fields, as every request the
-/// login handles) and its body.
-struct Request<'a> {
-    api_key: i16,
-    version: i16,
-    correlation: i32,
-    body: Reader<'a>,
-}
-
-impl<'a> Request<'a> {
-    fn parse(frame: &'a [u8]) -> Option<Request<'a>> {
-        let mut r = Reader { buf: frame, at: 0 };
-        let (api_key, version, correlation) = (r.i16()?, r.i16()?, r.i32()?);
-        let client_id = r.i16()?;
-        r.take(client_id.max(0) as usize)?;
-        Some(Request { api_key, version, correlation, body: r })
-    }
-
+impl Header<'_> {
     /// A response frame's start: its correlation id (response header v0).
     fn response(&self) -> Vec<u8> {
         self.correlation.to_be_bytes().to_vec()
@@ -379,7 +362,10 @@ mod tests {
         let mut login = Login::default();
         assert!(matches!(login.step(&users(), &handshake("GSSAPI")), Step::Refuse(_)));
         assert_eq!(Login::default().step(&users(), &request(3, 12, &[])), Step::Close, "Metadata before the login");
-        assert_eq!(Login::default().step(&users(), &request(API_VERSIONS, 3, &[])), Step::Forward);
+        assert_eq!(
+            Login::default().step(&users(), &request(API_VERSIONS, 3, &[0]) /* header tagged fields */),
+            Step::Forward
+        );
         let step = Login::default().step(&users(), &authenticate(b"\0alice\0s3cret"));
         assert!(matches!(step, Step::Refuse(_)), "authenticate before the handshake");
     }

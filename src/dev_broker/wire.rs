@@ -40,6 +40,14 @@ impl<'a> Reader<'a> {
         }
         Some(())
     }
+    /// A string, compact when `flexible`; Some(None) when null.
+    pub fn string_in(&mut self, flexible: bool) -> Option<Option<String>> {
+        let len = if flexible { self.uvarint()? as i64 - 1 } else { i64::from(self.i16()?) };
+        if len < 0 {
+            return Some(None);
+        }
+        Some(Some(String::from_utf8_lossy(self.take(len as usize)?).into_owned()))
+    }
     pub fn string(&mut self) -> Option<String> {
         let len = self.i16()?;
         Some(String::from_utf8_lossy(self.take(len.max(0) as usize)?).into_owned())
@@ -51,6 +59,36 @@ impl<'a> Reader<'a> {
     /// What is left to read.
     pub fn rest(&self) -> &'a [u8] {
         &self.buf[self.at.min(self.buf.len())..]
+    }
+}
+
+/// A request's header, and a reader at its body.
+pub struct Header<'a> {
+    pub api_key: i16,
+    pub version: i16,
+    pub correlation: i32,
+    pub client_id: String,
+    /// Whether the request uses compact strings and tagged fields.
+    pub flexible: bool,
+    pub body: Reader<'a>,
+}
+
+impl<'a> Header<'a> {
+    pub fn parse(frame: &'a [u8]) -> Option<Header<'a>> {
+        let mut r = Reader { buf: frame, at: 0 };
+        let (api_key, version, correlation) = (r.i16()?, r.i16()?, r.i32()?);
+        let client_id = r.string_in(false)?.unwrap_or_default(); // never compact
+        let flexible = match api_key {
+            3 => version >= 9,  // Metadata
+            11 => version >= 6, // JoinGroup
+            14 => version >= 4, // SyncGroup
+            18 => version >= 3, // ApiVersions
+            _ => false,         // the others the forwarder reads (SASL) are not
+        };
+        if flexible {
+            r.tagged_fields()?;
+        }
+        Some(Header { api_key, version, correlation, client_id, flexible, body: r })
     }
 }
 

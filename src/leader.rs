@@ -66,14 +66,46 @@ pub struct Settings {
     pub claim_margin: Duration,
 }
 
+/// What one of our heartbeat records says. The core decides it, so that a
+/// record never claims less than is true.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Which of our runs it belongs to: a run is one stretch of ownership
+    /// whose records others can have counted without a break.
+    pub run: u64,
+    /// The offset of the run's first record, once read back: the run's
+    /// place in the one order every member reads.
+    pub start: Option<i64>,
+    pub stance: Stance,
+}
+
+/// A record writer's part in the group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stance {
+    /// Its command may be running, under this fencing token.
+    Leading { token: i64 },
+    /// It owns partition 0 and may lead soon: a candidate, or a fenced
+    /// leader that may resume.
+    Contending,
+    /// It runs no command and contends for nothing: the disclaimer (and
+    /// any record of a version that did not say more).
+    Released,
+}
+
 /// Another member's heartbeat record, as the core needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Other {
     /// Its name and incarnation.
     pub writer: String,
-    /// The fencing token it claims while it leads. None withdraws its
-    /// earlier claims: it runs no command.
-    pub token: Option<i64>,
+    /// Where it sits on partition 0.
+    pub offset: i64,
+    /// The writer's run; None from versions that did not say, whose
+    /// records never contend.
+    pub run: Option<u64>,
+    /// The offset of that run's first record, if the writer had read it
+    /// back when it wrote this one.
+    pub start: Option<i64>,
+    pub stance: Stance,
     /// How long ago it was written: our wall clock against the writer's.
     pub age: Duration,
     /// The writer's heartbeat deadline: its command is dead this long after
@@ -113,8 +145,8 @@ pub enum Input {
 /// Something for the shell to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
-    /// Produce one heartbeat record now.
-    SendHeartbeat,
+    /// Produce this heartbeat record now.
+    SendHeartbeat(Record),
     /// Start the child with this fencing token; the shim must kill it by
     /// itself at `lease` unless the lease is extended.
     Spawn { token: i64, lease: BootTime },
@@ -134,10 +166,10 @@ pub enum Action {
     StandAside,
     /// Leave the group and exit with this status.
     Exit(u8),
-    /// Write one heartbeat that claims nothing, and give it a moment to
+    /// Write this record (it claims nothing), and give it a moment to
     /// land: the next owner then reads that our command is gone instead of
-    /// waiting out our last claim. Comes before giving partition 0 up.
-    Disclaim,
+    /// waiting out our last record. Comes before giving partition 0 up.
+    Disclaim(Record),
 }
 
 /// Where we stand in the group.
@@ -174,12 +206,32 @@ struct Tenure {
     /// Since when the current role holds (for "took X" in logs).
     role_since: BootTime,
     next_heartbeat: BootTime,
-    /// Send time of the newest own heartbeat read back in this tenure.
+    /// When the current run began (see [`Record::run`]).
+    run_since: BootTime,
+    /// The offset of the run's first own record read back.
+    start: Option<i64>,
+    /// Send time of the newest own heartbeat of this run read back.
     fresh: Option<BootTime>,
     /// The offset of that heartbeat: the token if it makes us leader.
     fresh_offset: i64,
     role: Phase,
 }
+
+/// Another member's run, as far as we have read it.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    id: u64,
+    /// Its first offset: the earliest we read or the writer declared.
+    start: i64,
+    /// Until when its newest record counts: written + its deadline + margin.
+    until: BootTime,
+    /// Its newest record said "contending" (a leading one is a claim).
+    contending: bool,
+}
+
+/// How long an expired run is remembered: a record of it that arrives late
+/// keeps its place in the order instead of looking new.
+const FORGET_RUNS: Duration = Duration::from_secs(60);
 
 /// The state machine. One per neli-run process.
 #[derive(Debug)]
@@ -196,8 +248,13 @@ pub struct Leader {
     /// the child's status (fatal errors, acquire timeout).
     shutdown: Option<Option<u8>>,
     ever_led: bool,
-    /// Our records have claimed leadership since we last disclaimed.
-    claimed: bool,
+    /// Our current run; counts up with each new one.
+    run: u64,
+    /// The token our child was started with: our records claim it while
+    /// the child may live, leader or not.
+    child_token: i64,
+    /// We have written records since we last disclaimed.
+    spoke: bool,
     /// Other members' claims on partition 0, by writer: until when each may
     /// still be running its command. A broker can hand the partition to a
     /// second member while the first still leads (tansu does: caught by
@@ -205,6 +262,11 @@ pub struct Leader {
     /// whether or not we own the partition: a claim read just before our
     /// tenure matters as much as one read during it.
     claims: std::collections::BTreeMap<String, BootTime>,
+    /// Other members' runs, by writer. Of two members that own partition 0
+    /// at once (tansu does that: caught by neli-soak), the one whose run
+    /// started first on the partition leads; every member reads the same
+    /// order, so both agree without racing on time.
+    runs: std::collections::BTreeMap<String, Run>,
     done: bool,
     /// The time of the latest step: a deadline at or before it has been
     /// handled, and returning it from `next_deadline` would spin the shell.
@@ -225,8 +287,11 @@ impl Leader {
             yielding: false,
             shutdown: None,
             ever_led: false,
-            claimed: false,
+            run: 0,
+            child_token: 0,
+            spoke: false,
             claims: Default::default(),
+            runs: Default::default(),
             done: false,
             now,
             out: Vec::new(),
@@ -334,10 +399,13 @@ impl Leader {
             return;
         }
         info!(after = ?now.since(self.started), "candidate: assigned partition 0, confirming with a heartbeat");
+        self.run += 1;
         self.tenure = Some(Tenure {
             since: now,
             role_since: now,
             next_heartbeat: now,
+            run_since: now,
+            start: None,
             fresh: None,
             fresh_offset: -1,
             role: Phase::Candidate,
@@ -368,11 +436,19 @@ impl Leader {
         let Some(tenure) = self.tenure.as_mut() else {
             return;
         };
-        if sent < tenure.since {
-            return;
+        if sent < tenure.run_since {
+            return; // an earlier run's record: it says nothing about this one
         }
         if tenure.fresh.is_some_and(|f| f >= sent) {
             return;
+        }
+        if tenure.start.is_none() {
+            tenure.start = Some(offset);
+            for (writer, run) in &self.runs {
+                if run.contending && run.until > now && run.start < offset {
+                    info!(%writer, "another member has contended for partition 0 since before us; it goes first");
+                }
+            }
         }
         // (A gap longer than the resume window never gets here: `on_time`
         // gave the partition back first.)
@@ -392,13 +468,15 @@ impl Leader {
     }
 
     /// When a candidate (or fenced leader) may lead: its newest own heartbeat
-    /// is fresh, it has watched the partition for `observe`, and every other
-    /// member's claim has run out.
+    /// is fresh, it has watched the partition for `observe`, every other
+    /// member's claim has run out, and so has every run that contends from
+    /// an earlier place on the partition.
     fn promotion_at(&self) -> Option<BootTime> {
         let tenure = self.tenure?;
         if tenure.role == Phase::Candidate || tenure.role == Phase::Fenced {
-            let fresh = tenure.fresh?;
-            let quiet = self.claims.values().max().copied().unwrap_or(tenure.since);
+            let (fresh, start) = (tenure.fresh?, tenure.start?);
+            let earlier = self.runs.values().filter(|r| r.contending && r.start < start).map(|r| r.until);
+            let quiet = self.claims.values().copied().chain(earlier).max().unwrap_or(tenure.since);
             let at = (tenure.since + self.settings.observe).max(quiet);
             return (at < fresh + self.settings.heartbeat_deadline).then_some(at);
         }
@@ -422,7 +500,6 @@ impl Leader {
         // Announce the token at once (for `neli-run status`).
         tenure.next_heartbeat = now;
         self.ever_led = true;
-        self.claimed = true;
         if was == Phase::Fenced {
             info!(token = offset, fenced_for = ?took, "resumed: own heartbeats are back");
         } else {
@@ -437,31 +514,66 @@ impl Leader {
     /// command must be dead: its deadline after it was written, with the
     /// margin. Its writer's later record without a claim withdraws it. Of
     /// two leaders the newer leadership (larger token) is the coordinator's
-    /// latest word: the older one fences.
+    /// latest word: the older one fences. A leader also fences when a run
+    /// that started before its own still contends: the group gave partition
+    /// 0 to both, and the earlier one is the one both sides let lead.
     fn on_other(&mut self, other: Other, now: BootTime) {
-        let Some(token) = other.token else {
-            self.claims.remove(&other.writer);
-            return;
-        };
         let until = (now - other.age) + other.deadline + self.settings.claim_margin;
-        self.claims.retain(|_, held| *held > now);
         let leading = matches!(self.role(), Role::Leader { .. });
-        if until > now && !leading && !self.claims.contains_key(&other.writer) {
-            info!(writer = %other.writer, token, age = ?other.age, holds_until = ?until.since(now), "another member claims partition 0; waiting until its command must be gone");
-        }
-        let held = self.claims.entry(other.writer).or_insert(until);
-        *held = (*held).max(until);
-        let Some(tenure) = self.tenure.as_mut() else { return };
-        if let Phase::Leader { token: mine } = tenure.role {
-            if token > mine {
-                warn!(mine, theirs = token, "another member claims partition 0 with a newer token; fencing");
-                tenure.role = Phase::Fenced;
-                tenure.role_since = now;
-                self.restart_at = None;
-                if self.child != Child::Idle {
-                    self.kill();
+        match other.stance {
+            Stance::Leading { token } => {
+                self.claims.retain(|_, held| *held > now);
+                if until > now && !leading && !self.claims.contains_key(&other.writer) {
+                    info!(writer = %other.writer, token, age = ?other.age, holds_until = ?until.since(now), "another member claims partition 0; waiting until its command must be gone");
                 }
+                let held = self.claims.entry(other.writer.clone()).or_insert(until);
+                *held = (*held).max(until);
             }
+            Stance::Contending | Stance::Released => {
+                self.claims.remove(&other.writer);
+            }
+        }
+        let run = match (other.run, other.stance) {
+            (Some(id), Stance::Leading { .. } | Stance::Contending) => {
+                self.runs.retain(|_, r| r.until + FORGET_RUNS > now);
+                let start = other.start.unwrap_or(other.offset).min(other.offset);
+                let fresh = Run { id, start, until, contending: false };
+                let run = self.runs.entry(other.writer.clone()).or_insert(fresh);
+                let was = (run.id == id && run.contending).then_some(run.start);
+                if run.id != id {
+                    *run = fresh;
+                }
+                run.start = run.start.min(start);
+                run.until = run.until.max(until);
+                run.contending = other.stance == Stance::Contending;
+                let ours = self.tenure.and_then(|t| t.start);
+                if run.contending && ours.is_some_and(|s| run.start < s && was.is_none_or(|w| w >= s)) && !leading {
+                    info!(writer = %other.writer, "another member has contended for partition 0 since before us; it goes first");
+                }
+                Some(*run)
+            }
+            _ => {
+                self.runs.remove(&other.writer);
+                None
+            }
+        };
+        let Some(tenure) = self.tenure.as_mut() else { return };
+        let Phase::Leader { token: mine } = tenure.role else { return };
+        let earlier = |r: &Run| r.contending && r.until > now && tenure.start.is_some_and(|s| r.start < s);
+        match other.stance {
+            Stance::Leading { token } if token > mine => {
+                warn!(mine, theirs = token, "another member claims partition 0 with a newer token; fencing");
+            }
+            Stance::Contending if run.as_ref().is_some_and(earlier) => {
+                warn!(writer = %other.writer, "another member has contended for partition 0 since before our leadership began; fencing");
+            }
+            _ => return,
+        }
+        tenure.role = Phase::Fenced;
+        tenure.role_since = now;
+        self.restart_at = None;
+        if self.child != Child::Idle {
+            self.kill();
         }
     }
 
@@ -533,11 +645,34 @@ impl Leader {
         self.out.push(Action::ReleaseRevoke);
     }
 
-    /// Says, before giving partition 0 up, that our command is gone.
+    /// Says, before giving partition 0 up, that our command is gone and
+    /// that we contend no more.
     fn disclaim(&mut self) {
-        if std::mem::take(&mut self.claimed) {
-            self.out.push(Action::Disclaim);
+        if std::mem::take(&mut self.spoke) {
+            self.out.push(Action::Disclaim(Record { run: self.run, start: None, stance: Stance::Released }));
         }
+    }
+
+    /// Queues our next heartbeat. A run ends once we have gone a deadline
+    /// without reading one of its records back: other members may have
+    /// counted it out by then, so what follows must not keep its place.
+    fn send_heartbeat(&mut self, now: BootTime) {
+        let Some(tenure) = self.tenure.as_mut() else { return };
+        let confirmed = tenure.fresh.map_or(tenure.run_since, |f| f.max(tenure.run_since));
+        if now.since(confirmed) >= self.settings.heartbeat_deadline {
+            self.run += 1;
+            tenure.run_since = now;
+            tenure.start = None;
+        }
+        tenure.next_heartbeat = now + self.settings.heartbeat_interval;
+        let stance = match (tenure.role, self.child) {
+            (Phase::Leader { token }, _) => Stance::Leading { token },
+            (_, Child::Running | Child::Stopping { .. }) => Stance::Leading { token: self.child_token },
+            _ => Stance::Contending,
+        };
+        let record = Record { run: self.run, start: tenure.start, stance };
+        self.spoke = true;
+        self.out.push(Action::SendHeartbeat(record));
     }
 
     fn on_shutdown(&mut self, code: Option<u8>, now: BootTime) {
@@ -564,13 +699,12 @@ impl Leader {
         }
         let deadline = self.settings.heartbeat_deadline;
         self.try_promote(now);
+        // Heartbeats go on while a shutdown stops the child: we still own
+        // the partition, and a cut network must still fence.
+        if self.tenure.is_some_and(|t| now >= t.next_heartbeat) {
+            self.send_heartbeat(now);
+        }
         if let Some(tenure) = self.tenure.as_mut() {
-            // Heartbeats go on while a shutdown stops the child: we still own
-            // the partition, and a cut network must still fence.
-            if now >= tenure.next_heartbeat {
-                self.out.push(Action::SendHeartbeat);
-                tenure.next_heartbeat = now + self.settings.heartbeat_interval;
-            }
             if let (Phase::Leader { .. }, Some(fresh)) = (tenure.role, tenure.fresh) {
                 if now >= fresh + deadline {
                     warn!(age = ?now.since(fresh), deadline = ?deadline, "fenced: own heartbeats stopped arriving; killing the child");
@@ -615,6 +749,7 @@ impl Leader {
 
     fn spawn(&mut self, token: i64, lease: BootTime) {
         self.child = Child::Running;
+        self.child_token = token;
         self.out.push(Action::Spawn { token, lease });
     }
 
@@ -670,24 +805,60 @@ mod tests {
         Input::OwnHeartbeat { offset, sent: ms(sent) }
     }
 
-    /// Member `writer`'s record, written `age` ms ago, claiming `token`.
+    /// Member `writer`'s record as a version 1 writer put it: written `age`
+    /// ms ago, claiming `token` or nothing.
     fn other(writer: &str, token: Option<i64>, age: u64) -> Input {
+        let stance = token.map_or(Stance::Released, |token| Stance::Leading { token });
         Input::OtherHeartbeat(Other {
             writer: writer.into(),
-            token,
+            offset: 0,
+            run: None,
+            start: None,
+            stance,
             age: Duration::from_millis(age),
             deadline: DEADLINE,
         })
+    }
+
+    /// Member `writer`'s record at `offset` in its run `run` (which it says
+    /// began at `start`), written `age` ms ago.
+    fn contender(writer: &str, offset: i64, run: u64, start: Option<i64>, stance: Stance, age: u64) -> Input {
+        Input::OtherHeartbeat(Other {
+            writer: writer.into(),
+            offset,
+            run: Some(run),
+            start,
+            stance,
+            age: Duration::from_millis(age),
+            deadline: DEADLINE,
+        })
+    }
+
+    /// Our heartbeat in run `run` (begun at `start`): leading with `token`,
+    /// or contending.
+    fn says(run: u64, start: Option<i64>, token: Option<i64>) -> Action {
+        let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
+        SendHeartbeat(Record { run, start, stance })
+    }
+
+    /// Our disclaimer, ending run `run`.
+    fn gone(run: u64) -> Action {
+        Disclaim(Record { run, start: None, stance: Stance::Released })
+    }
+
+    /// What the leader made by `leading` says.
+    fn led() -> Action {
+        says(1, Some(7), Some(7))
     }
 
     /// A leader with a running child: assigned at 1000, own heartbeat sent
     /// at 1000 read back at 1010 with offset 7.
     fn leading(restart: Restart) -> Leader {
         let mut l = Leader::new(settings(restart), ms(0));
-        assert_eq!(l.step(Input::Assigned, ms(1000)), vec![SendHeartbeat]);
+        assert_eq!(l.step(Input::Assigned, ms(1000)), vec![says(1, None, None)]);
         assert_eq!(l.role(), Role::Candidate);
         // The new leader announces its token with a heartbeat at once.
-        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }, SendHeartbeat]);
+        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }, led()]);
         assert_eq!(l.role(), Role::Leader { token: 7 });
         l
     }
@@ -706,10 +877,12 @@ mod tests {
         l.step(Input::Assigned, ms(1000));
         assert_eq!(l.next_deadline(), Some(ms(1200)));
         assert_eq!(l.step(Input::Tick, ms(1100)), vec![]);
-        assert_eq!(l.step(Input::Tick, ms(1200)), vec![SendHeartbeat]);
+        assert_eq!(l.step(Input::Tick, ms(1200)), vec![says(1, None, None)]);
         // A candidate never fences: it has no child. (Without a heartbeat
         // for the resume window it gives the partition back: tested below.)
-        assert_eq!(l.step(Input::Tick, ms(3000)), vec![SendHeartbeat]);
+        // A deadline without reading one back ends its run: others may
+        // have counted it out.
+        assert_eq!(l.step(Input::Tick, ms(3000)), vec![says(2, None, None)]);
         assert_eq!(l.role(), Role::Candidate);
     }
 
@@ -726,14 +899,14 @@ mod tests {
     fn a_heartbeat_read_back_after_the_deadline_does_not_elect() {
         let mut l = Leader::new(settings(Restart::Never), ms(0));
         l.step(Input::Assigned, ms(1000));
-        assert_eq!(l.step(hb(5, 1000), ms(2000)), vec![SendHeartbeat]);
+        assert_eq!(l.step(hb(5, 1000), ms(2000)), vec![says(2, None, None)]);
         assert_eq!(l.role(), Role::Candidate);
     }
 
     #[test]
     fn fresh_heartbeats_extend_the_lease_and_the_fence_deadline() {
         let mut l = leading(Restart::Never);
-        assert_eq!(l.step(hb(8, 1200), ms(1210)), vec![SendHeartbeat, Lease(ms(2200))]);
+        assert_eq!(l.step(hb(8, 1200), ms(1210)), vec![led(), Lease(ms(2200))]);
         assert_eq!(l.next_deadline(), Some(ms(1410)));
         // An older record arriving late changes nothing.
         assert_eq!(l.step(hb(6, 1100), ms(1300)), vec![]);
@@ -747,10 +920,14 @@ mod tests {
         assert_eq!(l.step(Input::Tick, ms(2000)), vec![KillGroup]);
         assert_eq!(l.role(), Role::Fenced);
         assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2005)), vec![]);
-        // A backlog: old own heartbeats read now do not resume.
-        assert_eq!(l.step(hb(9, 1500), ms(2600)), vec![SendHeartbeat]);
+        // A backlog: old own heartbeats read now do not resume. A deadline
+        // has passed since the last one read back: a new run.
+        assert_eq!(l.step(hb(9, 1500), ms(2600)), vec![says(2, None, None)]);
         assert_eq!(l.role(), Role::Fenced);
-        assert_eq!(l.step(hb(12, 2550), ms(2610)), vec![Spawn { token: 12, lease: ms(3550) }, SendHeartbeat]);
+        assert_eq!(
+            l.step(hb(12, 2600), ms(2610)),
+            vec![Spawn { token: 12, lease: ms(3600) }, says(2, Some(12), Some(12))]
+        );
         assert_eq!(l.role(), Role::Leader { token: 12 });
     }
 
@@ -760,7 +937,7 @@ mod tests {
         // on waking, the expired deadline is handled before the exit.
         let mut l = leading(Restart::Never);
         let out = l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2500));
-        assert_eq!(out, vec![SendHeartbeat, KillGroup]);
+        assert_eq!(out, vec![says(2, None, Some(7)), KillGroup]);
         assert_eq!(l.role(), Role::Fenced);
     }
 
@@ -772,17 +949,22 @@ mod tests {
         let mut l = leading(Restart::Never);
         l.step(Input::Tick, ms(2000)); // fenced: last fresh heartbeat sent at 1000
         l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
-        let out = l.step(hb(30, 3300), ms(3310)); // a 2.3s gap > the 2.2s window
-        assert_eq!(out, vec![SendHeartbeat, Disclaim, Rejoin]);
+        assert_eq!(
+            l.step(Input::Tick, ms(3300)),
+            vec![says(3, None, None), gone(3), Rejoin],
+            "a 2.3s gap > the 2.2s window"
+        );
+        assert_eq!(l.step(hb(30, 3300), ms(3310)), vec![]);
         assert_eq!(l.role(), Role::Standby);
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(3320)), vec![ReleaseRevoke]);
         // Within the window, the same return resumes.
         let mut l = leading(Restart::Never);
         l.step(Input::Tick, ms(2000));
         l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
+        assert_eq!(l.step(Input::Tick, ms(3100)), vec![says(3, None, None)]);
         assert_eq!(
             l.step(hb(30, 3100), ms(3110)),
-            vec![SendHeartbeat, Spawn { token: 30, lease: ms(4100) }, SendHeartbeat]
+            vec![Spawn { token: 30, lease: ms(4100) }, says(3, Some(30), Some(30))]
         );
     }
 
@@ -799,7 +981,7 @@ mod tests {
         l.step(Input::Tick, ms(3000));
         assert_eq!(l.next_deadline(), Some(ms(3200)), "1000 + the 2.2s resume window");
         assert_eq!(l.step(Input::Tick, ms(3199)), vec![]);
-        assert_eq!(l.step(Input::Tick, ms(3200)), vec![SendHeartbeat, Disclaim, Rejoin]);
+        assert_eq!(l.step(Input::Tick, ms(3200)), vec![says(3, None, None), gone(3), Rejoin]);
         assert_eq!(l.role(), Role::Standby);
         assert_eq!(l.next_deadline(), None);
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(3300)), vec![ReleaseRevoke]);
@@ -810,11 +992,14 @@ mod tests {
         let mut l = Leader::new(settings(Restart::Never), ms(0));
         l.step(Input::Assigned, ms(1000));
         l.step(Input::Tick, ms(3100));
-        assert_eq!(l.step(Input::Tick, ms(3200)), vec![Rejoin]);
+        assert_eq!(l.step(Input::Tick, ms(3200)), vec![gone(2), Rejoin], "its contending records withdrawn");
         assert_eq!(l.role(), Role::Standby);
         // Assigned again later: a new tenure, a new window.
-        assert_eq!(l.step(Input::Assigned, ms(4000)), vec![SendHeartbeat]);
-        assert_eq!(l.step(hb(40, 4000), ms(4010)), vec![Spawn { token: 40, lease: ms(5000) }, SendHeartbeat]);
+        assert_eq!(l.step(Input::Assigned, ms(4000)), vec![says(3, None, None)]);
+        assert_eq!(
+            l.step(hb(40, 4000), ms(4010)),
+            vec![Spawn { token: 40, lease: ms(5000) }, says(3, Some(40), Some(40))]
+        );
     }
 
     #[test]
@@ -830,7 +1015,7 @@ mod tests {
     fn yield_stops_the_child_then_stands_aside_without_restart_or_exit() {
         let mut l = leading(Restart::Always);
         assert_eq!(l.step(Input::Yield, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
-        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![Disclaim, StandAside]);
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![gone(1), StandAside]);
         assert_eq!(l.role(), Role::Standby);
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke]);
         assert_eq!(l.next_deadline(), None, "no restart pending");
@@ -840,7 +1025,7 @@ mod tests {
         let mut l = leading(Restart::Never);
         l.step(Input::Tick, ms(2000));
         l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
-        assert_eq!(l.step(Input::Yield, ms(2002)), vec![Disclaim, StandAside]);
+        assert_eq!(l.step(Input::Yield, ms(2002)), vec![gone(2), StandAside]);
     }
 
     fn claim(token: i64) -> Input {
@@ -856,12 +1041,14 @@ mod tests {
         l.step(claim(5), ms(1005));
         assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "contested: no leadership");
         assert_eq!(l.role(), Role::Candidate);
-        l.step(claim(5), ms(1200));
-        assert_eq!(l.step(hb(9, 1400), ms(2100)), vec![SendHeartbeat], "still within a deadline of the claim");
+        assert_eq!(l.step(claim(5), ms(1200)), vec![says(1, Some(7), None)]);
+        l.step(Input::Tick, ms(1400));
+        assert_eq!(l.step(hb(9, 1400), ms(1900)), vec![says(1, Some(7), None)], "still within a deadline of the claim");
         // The claims stop (the other member fenced or left): a deadline after
         // the last one we lead, on the newest own heartbeat (offset 9).
+        l.step(Input::Tick, ms(2100));
         assert_eq!(l.next_deadline(), Some(ms(2200)));
-        assert_eq!(l.step(Input::Tick, ms(2200)), vec![Spawn { token: 9, lease: ms(2400) }, SendHeartbeat]);
+        assert_eq!(l.step(Input::Tick, ms(2200)), vec![Spawn { token: 9, lease: ms(2400) }, says(1, Some(7), Some(9))]);
     }
 
     #[test]
@@ -879,9 +1066,9 @@ mod tests {
         l.step(other("c1", Some(5), 300), ms(1001));
         assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "c1's command may still run");
         l.step(Input::Tick, ms(1200));
-        assert_eq!(l.step(hb(9, 1700), ms(1710)), vec![SendHeartbeat]);
+        assert_eq!(l.step(hb(9, 1700), ms(1710)), vec![says(1, Some(7), None)]);
         assert_eq!(l.next_deadline(), Some(ms(1801)), "300 ms old at 1001, deadline 1000, margin 100");
-        assert_eq!(l.step(Input::Tick, ms(1801)), vec![Spawn { token: 9, lease: ms(2700) }, SendHeartbeat]);
+        assert_eq!(l.step(Input::Tick, ms(1801)), vec![Spawn { token: 9, lease: ms(2700) }, says(1, Some(7), Some(9))]);
     }
 
     #[test]
@@ -895,7 +1082,7 @@ mod tests {
         l.step(Input::Assigned, ms(1500));
         assert_eq!(l.step(hb(7, 1500), ms(1510)), vec![], "c1's claim runs until 2000");
         l.step(Input::Tick, ms(1700));
-        assert_eq!(l.step(Input::Tick, ms(2000)), vec![Spawn { token: 7, lease: ms(2500) }, SendHeartbeat]);
+        assert_eq!(l.step(Input::Tick, ms(2000)), vec![Spawn { token: 7, lease: ms(2500) }, led()]);
     }
 
     #[test]
@@ -904,13 +1091,13 @@ mod tests {
         let mut l = Leader::new(settings(Restart::Never), ms(0));
         l.step(Input::Assigned, ms(5000));
         l.step(other("dead", Some(5), 4000), ms(5001));
-        assert_eq!(l.step(hb(7, 5000), ms(5010)), vec![Spawn { token: 7, lease: ms(6000) }, SendHeartbeat]);
+        assert_eq!(l.step(hb(7, 5000), ms(5010)), vec![Spawn { token: 7, lease: ms(6000) }, led()]);
         // A leader that stopped gracefully disclaimed after its claim.
         let mut l = Leader::new(settings(Restart::Never), ms(0));
         l.step(Input::Assigned, ms(1000));
         l.step(other("old", Some(5), 100), ms(1001));
         l.step(other("old", None, 50), ms(1002));
-        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }, SendHeartbeat]);
+        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }, led()]);
         // Each writer counts on its own: another's disclaimer withdraws nothing.
         let mut l = Leader::new(settings(Restart::Never), ms(0));
         l.step(Input::Assigned, ms(1000));
@@ -923,11 +1110,14 @@ mod tests {
     fn a_leader_disclaims_once_before_giving_partition_0_up() {
         let mut l = leading(Restart::Never);
         assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
-        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![Disclaim, Exit(143)]);
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![gone(1), Exit(143)]);
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke], "said once");
-        // A member that never led has nothing to disclaim.
+        // A candidate withdraws its contention the same way.
         let mut l = Leader::new(settings(Restart::Never), ms(0));
         l.step(Input::Assigned, ms(1000));
+        assert_eq!(l.step(Input::Revoked { lost: false }, ms(1100)), vec![gone(1), ReleaseRevoke]);
+        // A member that never wrote a record has nothing to take back.
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(1100)), vec![ReleaseRevoke]);
     }
 
@@ -937,7 +1127,7 @@ mod tests {
         // after the heal; the new leader must not stop renewing its lease.
         let mut l = leading(Restart::Never);
         l.step(claim(3), ms(1020));
-        assert_eq!(l.step(hb(8, 1200), ms(1210)), vec![SendHeartbeat, Lease(ms(2200))]);
+        assert_eq!(l.step(hb(8, 1200), ms(1210)), vec![led(), Lease(ms(2200))]);
     }
 
     #[test]
@@ -950,7 +1140,7 @@ mod tests {
         assert_eq!(l.next_deadline(), Some(ms(1200)), "the next heartbeat comes first");
         l.step(Input::Tick, ms(1200));
         assert_eq!(l.next_deadline(), Some(ms(1400)));
-        assert_eq!(l.step(Input::Tick, ms(1450)), vec![Spawn { token: 7, lease: ms(2000) }, SendHeartbeat]);
+        assert_eq!(l.step(Input::Tick, ms(1450)), vec![Spawn { token: 7, lease: ms(2000) }, led()]);
         // A claim seen while watching keeps us waiting a whole deadline.
         let mut s = settings(Restart::Never);
         s.observe = Duration::from_millis(450);
@@ -976,11 +1166,15 @@ mod tests {
     #[test]
     fn resuming_while_the_fenced_child_still_dies_spawns_once_it_is_gone() {
         let mut l = leading(Restart::Never);
-        assert_eq!(l.step(Input::Tick, ms(2000)), vec![SendHeartbeat, KillGroup]);
-        assert_eq!(l.step(hb(12, 2010), ms(2020)), vec![SendHeartbeat], "no spawn while the old child lives");
+        assert_eq!(l.step(Input::Tick, ms(2000)), vec![says(2, None, Some(7)), KillGroup]);
+        assert_eq!(
+            l.step(hb(12, 2000), ms(2020)),
+            vec![says(2, Some(12), Some(12))],
+            "no spawn while the old child lives"
+        );
         assert_eq!(
             l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2030)),
-            vec![Spawn { token: 12, lease: ms(3010) }]
+            vec![Spawn { token: 12, lease: ms(3000) }]
         );
     }
 
@@ -993,7 +1187,7 @@ mod tests {
         assert_eq!(l.step(Input::Tick, ms(1600)), vec![KillGroup]);
         assert_eq!(
             l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1601)),
-            vec![Disclaim, ReleaseRevoke],
+            vec![gone(1), ReleaseRevoke],
             "released, and no restart: we are no longer leader"
         );
         assert_eq!(l.next_deadline(), None);
@@ -1003,7 +1197,7 @@ mod tests {
     fn lost_partition_kills_without_grace() {
         let mut l = leading(Restart::Never);
         assert_eq!(l.step(Input::Revoked { lost: true }, ms(1100)), vec![KillGroup]);
-        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1101)), vec![Disclaim, ReleaseRevoke]);
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1101)), vec![gone(1), ReleaseRevoke]);
     }
 
     #[test]
@@ -1011,7 +1205,130 @@ mod tests {
         let mut l = Leader::new(settings(Restart::Never), ms(0));
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(5)), vec![ReleaseRevoke]);
         l.step(Input::Assigned, ms(10));
-        assert_eq!(l.step(Input::Revoked { lost: false }, ms(20)), vec![ReleaseRevoke]);
+        assert_eq!(l.step(Input::Revoked { lost: false }, ms(20)), vec![gone(1), ReleaseRevoke]);
+    }
+
+    /// Two members, a and b, that own partition 0 at once, fed the same
+    /// partition: each reads its own records and the other's, in log order.
+    /// Returns the tokens each spawned with.
+    fn two_owners(a_first_on_the_log: bool) -> [Vec<i64>; 2] {
+        let mut s = settings(Restart::Never);
+        s.observe = Duration::from_millis(450);
+        let mut m = [Leader::new(s.clone(), ms(0)), Leader::new(s, ms(0))];
+        let mut spawned: [Vec<i64>; 2] = Default::default();
+        let names = ["a", "b"];
+        let mut step = |m: &mut [Leader; 2], i: usize, input: Input, t: u64| {
+            for action in m[i].step(input, ms(t)) {
+                if let Spawn { token, .. } = action {
+                    spawned[i].push(token);
+                }
+            }
+        };
+        // a is assigned at 1000, b 70 ms later; whose first record lands
+        // first on the partition is up to the broker.
+        step(&mut m, 0, Input::Assigned, 1000);
+        step(&mut m, 1, Input::Assigned, 1070);
+        let sent = [1000, 1070];
+        let order = if a_first_on_the_log { [0, 1] } else { [1, 0] };
+        for (offset, writer) in [(10, order[0]), (11, order[1])] {
+            for reader in order {
+                let input = if reader == writer {
+                    hb(offset, sent[writer])
+                } else {
+                    contender(names[writer], offset, 1, None, Stance::Contending, 5)
+                };
+                step(&mut m, reader, input, 1080 + offset as u64);
+            }
+        }
+        // Then every 100 ms each writes a record and both read it: leading
+        // while its writer leads, contending otherwise.
+        let mut offset = 20;
+        for t in (1100..4000).step_by(100) {
+            for i in 0..2 {
+                step(&mut m, i, Input::Tick, t);
+                step(&mut m, i, hb(offset, t), t + 5);
+                let (start, stance) = match m[i].role() {
+                    Role::Leader { token } => (None, Stance::Leading { token }),
+                    _ => (None, Stance::Contending),
+                };
+                step(&mut m, 1 - i, contender(names[i], offset, 1, start, stance, 5), t + 6);
+                offset += 1;
+            }
+        }
+        spawned
+    }
+
+    #[test]
+    fn regression_of_two_owners_at_once_only_the_earlier_run_on_the_partition_leads() {
+        // Found by neli-soak on tansu (seed 48): the broker gave partition 0
+        // to two members 73 ms apart; both were candidates, neither had a
+        // claim to read before its watch ended, and both led. Now the run
+        // whose first record comes first on the partition goes first: both
+        // read the same order, so both agree, whatever the timing.
+        let [a, b] = two_owners(true);
+        assert_eq!((a.len(), b.len()), (1, 0), "a first on the log: a leads, b waits ({a:?} {b:?})");
+        let [a, b] = two_owners(false);
+        assert_eq!((a.len(), b.len()), (0, 1), "b first on the log: b leads though assigned later ({a:?} {b:?})");
+    }
+
+    #[test]
+    fn an_earlier_contender_holds_a_candidate_back_until_it_withdraws_or_goes_quiet() {
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(contender("x", 5, 1, None, Stance::Contending, 0), ms(1001));
+        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "x's run began at 5, ours at 7");
+        l.step(Input::Tick, ms(1200));
+        l.step(hb(8, 1200), ms(1210));
+        assert_eq!(l.next_deadline(), Some(ms(1400)), "the next heartbeat; x's record counts until 2001");
+        // Withdrawn: we lead at once, on our newest record.
+        assert_eq!(
+            l.step(contender("x", 9, 1, Some(5), Stance::Released, 0), ms(1220)),
+            vec![Spawn { token: 8, lease: ms(2200) }, says(1, Some(7), Some(8))]
+        );
+        // Gone quiet (crashed): we lead once its last record has run out.
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(contender("x", 5, 1, None, Stance::Contending, 0), ms(1001));
+        l.step(hb(7, 1000), ms(1010));
+        for t in (1200..2000).step_by(200) {
+            l.step(Input::Tick, ms(t));
+            assert_eq!(l.step(hb(7 + t as i64 / 200, t), ms(t + 5)), vec![]);
+        }
+        assert_eq!(
+            l.step(Input::Tick, ms(2001)),
+            vec![Spawn { token: 16, lease: ms(2800) }, says(1, Some(7), Some(16))]
+        );
+        // A later contender, or one of an older version, holds nobody back.
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(other("old", None, 0), ms(1001));
+        l.step(hb(7, 1000), ms(1010));
+        assert_eq!(l.step(contender("y", 9, 1, None, Stance::Contending, 0), ms(1011)), vec![]);
+        assert_eq!(l.role(), Role::Leader { token: 7 });
+    }
+
+    #[test]
+    fn a_leader_fences_when_a_run_that_began_before_its_own_still_contends() {
+        // The group gave partition 0 to both and we led without seeing the
+        // other (its records were late): the earlier one is the one both
+        // sides let lead, so we stop.
+        let mut l = leading(Restart::Never); // our run began at 7
+        assert_eq!(l.step(contender("late", 9, 1, None, Stance::Contending, 0), ms(1015)), vec![]);
+        assert_eq!(l.step(contender("stale", 3, 1, None, Stance::Contending, 1500), ms(1016)), vec![], "ran out");
+        assert_eq!(l.role(), Role::Leader { token: 7 });
+        // Read at 12, but its writer says its run began at 5.
+        assert_eq!(l.step(contender("early", 12, 1, Some(5), Stance::Contending, 0), ms(1020)), vec![KillGroup]);
+        assert_eq!(l.role(), Role::Fenced);
+        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1030));
+        assert_eq!(l.step(hb(13, 1200), ms(1210)), vec![says(1, Some(7), None)], "no resume while it contends");
+        // It leads now: a claim from a run that began before ours.
+        l.step(contender("early", 14, 1, Some(5), Stance::Leading { token: 13 }, 0), ms(1220));
+        assert_eq!(l.step(Input::Tick, ms(1250)), vec![], "its claim holds us back");
+        assert_eq!(
+            l.step(contender("early", 20, 1, Some(5), Stance::Released, 0), ms(1300)),
+            vec![Spawn { token: 13, lease: ms(2200) }, says(1, Some(7), Some(13))],
+            "withdrawn: we resume at once"
+        );
     }
 
     #[test]
@@ -1029,7 +1346,7 @@ mod tests {
             let mut l = leading(restart);
             let out = l.step(Input::ChildExited(status), ms(1100));
             match exit {
-                Some(code) => assert_eq!(out, vec![Disclaim, Exit(code)], "{restart:?} {status:?}"),
+                Some(code) => assert_eq!(out, vec![gone(1), Exit(code)], "{restart:?} {status:?}"),
                 None => {
                     assert_eq!(out, vec![], "{restart:?} {status:?}");
                     assert_eq!(l.next_deadline(), Some(ms(1200)));
@@ -1055,10 +1372,7 @@ mod tests {
         let mut l = leading(Restart::Always);
         assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
         // Heartbeats go on while the child stops: we still own the partition.
-        assert_eq!(
-            l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1210)),
-            vec![SendHeartbeat, Disclaim, Exit(143)]
-        );
+        assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1210)), vec![led(), gone(1), Exit(143)]);
         assert_eq!(l.step(Input::Tick, ms(5000)), vec![]);
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(5000)), vec![ReleaseRevoke]);
     }
@@ -1078,7 +1392,7 @@ mod tests {
         l.step(Input::Fatal(exit::KAFKA_DENIED), ms(1100));
         assert_eq!(
             l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1100)),
-            vec![Disclaim, Exit(exit::KAFKA_DENIED)]
+            vec![gone(1), Exit(exit::KAFKA_DENIED)]
         );
     }
 
@@ -1110,6 +1424,9 @@ mod tests {
         l.step(Input::Revoked { lost: false }, ms(1100));
         l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1200));
         l.step(Input::Assigned, ms(3000));
-        assert_eq!(l.step(hb(40, 3000), ms(3010)), vec![Spawn { token: 40, lease: ms(4000) }, SendHeartbeat]);
+        assert_eq!(
+            l.step(hb(40, 3000), ms(3010)),
+            vec![Spawn { token: 40, lease: ms(4000) }, says(2, Some(40), Some(40))]
+        );
     }
 }

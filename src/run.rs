@@ -153,13 +153,7 @@ pub async fn run(cfg: Config) -> u8 {
         };
         for action in core.step(input, BootTime::now()) {
             match action {
-                Action::SendHeartbeat => {
-                    let token = match core.role() {
-                        Role::Leader { token } => Some(token),
-                        _ => None,
-                    };
-                    kafka.send_heartbeat(BootTime::now(), token);
-                }
+                Action::SendHeartbeat(record) => kafka.send_heartbeat(BootTime::now(), record),
                 Action::Spawn { token, lease } => match Running::spawn(&command, token, lease) {
                     Ok(child) => {
                         info!(pid = child.pgid().as_raw(), token, "child started");
@@ -180,8 +174,8 @@ pub async fn run(cfg: Config) -> u8 {
                 }
                 Action::SignalGroup(sig) => running.iter().for_each(|c| c.signal(sig)),
                 Action::KillGroup => running.iter().for_each(|c| c.signal(Signal::SIGKILL)),
-                Action::Disclaim => {
-                    kafka.send_heartbeat(BootTime::now(), None);
+                Action::Disclaim(record) => {
+                    kafka.send_heartbeat(BootTime::now(), record);
                     tokio::task::block_in_place(|| kafka.flush(DISCLAIM_WAIT));
                 }
                 Action::Rejoin => kafka.rejoin(),

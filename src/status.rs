@@ -271,14 +271,16 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kafka::heartbeat::{Claim, Member};
+    use crate::kafka::heartbeat::{Content, Member};
+    use crate::leader::{Record, Stance};
 
     fn hb(name: &str, token: Option<i64>, at_ms: u64) -> Heartbeat {
+        let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
         let mut hb = Heartbeat::new(
             &Member::this_process(name.into()),
             1,
             crate::clock::BootTime::from_nanos(1),
-            Claim { token, since_ms: Some(at_ms), deadline_ms: 3000 },
+            Content { record: Record { run: 1, start: None, stance }, since_ms: Some(at_ms), deadline_ms: 3000 },
         );
         hb.at_ms = at_ms;
         hb

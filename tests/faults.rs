@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+use neli_run::leader::{Record, Stance};
+
 use crate::util::{wait_until, Broker, Group, Member};
 
 /// Bound for "the child died because heartbeats stopped": the deadline plus
@@ -198,18 +200,22 @@ fn network_cut_past_the_resume_window_gives_partition_0_back_and_someone_leads()
     g.assert_no_overlap();
 }
 
-/// Writes a heartbeat of member `ghost` to the group's partition 0, as a
-/// leader would: claiming `token` (or nothing), sent now, with a deadline.
-fn write_record(g: &Group, ghost: &neli_run::kafka::heartbeat::Member, token: Option<i64>, deadline_ms: u64) {
-    use neli_run::kafka::heartbeat::{Claim, Heartbeat};
+/// Writes a heartbeat of member `ghost` to the group's partition 0, as
+/// another member would: saying `record`, sent now, with a deadline.
+fn write_record(g: &Group, ghost: &neli_run::kafka::heartbeat::Member, record: Record, deadline_ms: u64) {
+    use neli_run::kafka::heartbeat::{Content, Heartbeat};
     use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
     let producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext> =
         rdkafka::ClientConfig::new().set("bootstrap.servers", &g.broker.address).create().unwrap();
-    let claim = Claim { token, since_ms: None, deadline_ms };
-    let value = Heartbeat::new(ghost, 1, neli_run::clock::BootTime::now(), claim).encode();
+    let content = Content { record, since_ms: None, deadline_ms };
+    let value = Heartbeat::new(ghost, 1, neli_run::clock::BootTime::now(), content).encode();
     let topic = format!("{}.neli", g.name);
     producer.send(BaseRecord::<(), _>::to(&topic).partition(0).payload(&value)).unwrap();
     producer.flush(Duration::from_secs(20)).unwrap();
+}
+
+fn leading(token: i64) -> Record {
+    Record { run: 1, start: None, stance: Stance::Leading { token } }
 }
 
 /// Regression (found by neli-soak on tansu): the broker gave partition 0 to
@@ -223,7 +229,7 @@ fn write_record(g: &Group, ghost: &neli_run::kafka::heartbeat::Member, token: Op
 fn regression_a_new_owner_waits_out_a_claim_written_just_before_its_assignment() {
     let g = Group::on(Broker::dev(), "claim-before");
     let ghost = neli_run::kafka::heartbeat::Member::this_process("ghost".into());
-    write_record(&g, &ghost, Some(1_000_000), 4000);
+    write_record(&g, &ghost, leading(1_000_000), 4000);
     let written = Instant::now();
     let a = g.member("a", &[], &["sleep", "1000"]);
     wait_until(g.broker.timing.takeover() + Duration::from_secs(5), "a leads once the claim ran out", || g.lock_held());
@@ -233,9 +239,44 @@ fn regression_a_new_owner_waits_out_a_claim_written_just_before_its_assignment()
 
     // A claim its writer withdrew (a graceful stop disclaims) holds nobody back.
     let g = Group::on(Broker::dev(), "claim-withdrawn");
-    write_record(&g, &ghost, Some(1_000_000), 60_000);
-    write_record(&g, &ghost, None, 60_000);
+    write_record(&g, &ghost, leading(1_000_000), 60_000);
+    write_record(&g, &ghost, Record { run: 1, start: None, stance: Stance::Released }, 60_000);
     let _a = g.member("a", &[], &["sleep", "1000"]);
     // Well within the 60 s the claim would hold it back.
     wait_until(g.broker.timing.takeover(), "a leads without waiting out the withdrawn claim", || g.lock_held());
+}
+
+/// Regression (found by neli-soak on tansu, seed 48): the broker gave
+/// partition 0 to two members 73 ms apart; both were candidates, neither
+/// had a claim to read before its watch ended, and both led. Now the member
+/// whose run came first on partition 0 goes first, and both read that from
+/// the same log. The test plays the other member ("ghost"), writing its
+/// records by hand: first as the earlier contender, then as one that a
+/// leader finds out about only after it led.
+#[test]
+fn regression_of_two_owners_at_once_the_run_first_on_the_partition_leads() {
+    let g = Group::on(Broker::dev(), "two-owners");
+    let ghost = neli_run::kafka::heartbeat::Member::this_process("ghost".into());
+    let contending = |start| Record { run: 1, start, stance: Stance::Contending };
+    write_record(&g, &ghost, contending(None), 2000);
+    let a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(g.broker.timing.takeover(), "a sees the earlier contender", || a.log().contains("it goes first"));
+    // While the ghost keeps contending, a waits (its watch is long over).
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        write_record(&g, &ghost, contending(Some(0)), 2000);
+        assert!(g.starts().is_empty(), "a led while an earlier run contended:\n{}", a.log());
+    }
+    write_record(&g, &ghost, Record { run: 1, start: None, stance: Stance::Released }, 2000);
+    wait_until(g.broker.timing.takeover(), "a leads once the ghost withdraws", || g.lock_held());
+
+    // a leads; now a record says a run that began at offset 0, before a's,
+    // still contends: the group gave the partition to both, so a fences.
+    let late = neli_run::kafka::heartbeat::Member::this_process("late".into());
+    write_record(&g, &late, contending(Some(0)), 2000);
+    wait_until(fence_bound(&g), "a fences", || !g.lock_held());
+    assert!(a.log().contains("since before our leadership began; fencing"), "{}", a.log());
+    write_record(&g, &late, Record { run: 1, start: None, stance: Stance::Released }, 2000);
+    wait_until(g.broker.timing.takeover(), "a resumes once it withdraws", || g.starts().len() == 2 && g.lock_held());
+    g.assert_no_overlap();
 }

@@ -5,10 +5,15 @@
 //! name (the default name is reused when a PID is) must never mistake the
 //! previous incarnation's records for its own. `sent_ns` is CLOCK_BOOTTIME
 //! of the writer and so means something only to the writer itself.
+//!
+//! Version 2 adds `role`, `run` and `start` (see [`crate::leader::Record`]);
+//! a version 1 record reads as leading while it has a token and as released
+//! otherwise, which is all version 1 meant.
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock::BootTime;
+use crate::leader::{Record, Stance};
 
 /// Who we are on the topic.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,10 +53,18 @@ pub struct Heartbeat {
     /// Wall clock (ms since the Unix epoch) when sent: for other machines.
     #[serde(default)]
     pub at_ms: u64,
-    /// The writer's fencing token while it leads; None while a candidate or
-    /// fenced.
+    /// The writer's fencing token while its command may run.
     #[serde(default)]
     pub token: Option<i64>,
+    /// "leading", "contending" or "released" (from version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// The writer's run (from version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<u64>,
+    /// The offset of the run's first record, once its writer read it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<i64>,
     /// Wall clock (ms since the epoch) when this leadership began.
     #[serde(default)]
     pub since_ms: Option<u64>,
@@ -60,10 +73,20 @@ pub struct Heartbeat {
     pub deadline_ms: u64,
 }
 
-/// What a heartbeat says about its writer's leadership.
+/// [`Stance`] on the wire, for readers such as `kcat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Leading,
+    Contending,
+    Released,
+}
+
+/// What a heartbeat says beyond who wrote it and when.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Claim {
-    pub token: Option<i64>,
+pub struct Content {
+    pub record: Record,
+    /// Wall clock (ms since the epoch) when the leadership began.
     pub since_ms: Option<u64>,
     pub deadline_ms: u64,
 }
@@ -75,9 +98,15 @@ pub fn wall_ms() -> u64 {
 
 impl Heartbeat {
     /// The record `member` sends as its `seq`th heartbeat at `sent`.
-    pub fn new(member: &Member, seq: u64, sent: BootTime, claim: Claim) -> Heartbeat {
+    pub fn new(member: &Member, seq: u64, sent: BootTime, content: Content) -> Heartbeat {
+        let Record { run, start, stance } = content.record;
+        let (role, token) = match stance {
+            Stance::Leading { token } => (Role::Leading, Some(token)),
+            Stance::Contending => (Role::Contending, None),
+            Stance::Released => (Role::Released, None),
+        };
         Heartbeat {
-            v: 1,
+            v: 2,
             name: member.name.clone(),
             incarnation: member.incarnation.clone(),
             host: member.host.clone(),
@@ -85,9 +114,12 @@ impl Heartbeat {
             seq,
             sent_ns: sent.as_nanos(),
             at_ms: wall_ms(),
-            token: claim.token,
-            since_ms: claim.since_ms,
-            deadline_ms: claim.deadline_ms,
+            token,
+            role: Some(role),
+            run: Some(run),
+            start,
+            since_ms: content.since_ms.filter(|_| token.is_some()),
+            deadline_ms: content.deadline_ms,
         }
     }
 
@@ -101,14 +133,22 @@ impl Heartbeat {
         serde_json::from_slice(bytes).ok()
     }
 
-    /// What the leadership core needs of another member's record. A record
-    /// without a send time or deadline (older versions) is taken as just
-    /// written with `ours`: the cautious reading.
-    pub fn as_other(&self, ours: std::time::Duration) -> crate::leader::Other {
+    /// What the leadership core needs of another member's record, read at
+    /// `offset`. A record without a send time or deadline (older versions)
+    /// is taken as just written with `ours`: the cautious reading.
+    pub fn as_other(&self, offset: i64, ours: std::time::Duration) -> crate::leader::Other {
         let ms = std::time::Duration::from_millis;
+        let stance = match (self.token, self.role) {
+            (Some(token), _) => Stance::Leading { token },
+            (None, Some(Role::Contending)) => Stance::Contending,
+            _ => Stance::Released,
+        };
         crate::leader::Other {
             writer: format!("{}/{}", self.name, self.incarnation),
-            token: self.token,
+            offset,
+            run: self.run,
+            start: self.start,
+            stance,
             age: if self.at_ms == 0 { ms(0) } else { ms(wall_ms().saturating_sub(self.at_ms)) },
             deadline: if self.deadline_ms == 0 { ours } else { ms(self.deadline_ms) },
         }
@@ -127,8 +167,9 @@ mod tests {
     #[test]
     fn round_trips_and_recognises_only_its_own_incarnation() {
         let me = Member::this_process("a".into());
-        let claim = Claim { token: Some(9), since_ms: Some(1), deadline_ms: 3000 };
-        let hb = Heartbeat::new(&me, 3, BootTime::from_nanos(42), claim);
+        let record = Record { run: 2, start: Some(5), stance: Stance::Leading { token: 9 } };
+        let hb =
+            Heartbeat::new(&me, 3, BootTime::from_nanos(42), Content { record, since_ms: Some(1), deadline_ms: 3000 });
         let back = Heartbeat::decode(&hb.encode()).unwrap();
         assert_eq!(back, hb);
         assert!(back.is_from(&me));
@@ -136,6 +177,27 @@ mod tests {
         assert_ne!(restarted.incarnation, me.incarnation);
         assert!(!back.is_from(&restarted));
         assert_eq!(Heartbeat::decode(b"not json"), None);
+    }
+
+    #[test]
+    fn records_read_as_the_stance_their_writer_meant_across_versions() {
+        let deadline = std::time::Duration::from_secs(3);
+        let v1 = |token: &str| {
+            let json = format!(
+                r#"{{"v":1,"name":"a","incarnation":"i","host":"h","pid":1,"seq":1,"sent_ns":1,"token":{token}}}"#
+            );
+            Heartbeat::decode(json.as_bytes()).unwrap().as_other(40, deadline)
+        };
+        assert_eq!(v1("7").stance, Stance::Leading { token: 7 });
+        assert_eq!(v1("null").stance, Stance::Released, "a version 1 candidate contends for nothing");
+        assert_eq!(v1("null").run, None);
+        let me = Member::this_process("b".into());
+        let record = Record { run: 4, start: None, stance: Stance::Contending };
+        let hb = Heartbeat::new(&me, 1, BootTime::from_nanos(1), Content { record, since_ms: Some(9), deadline_ms: 1 });
+        assert_eq!(hb.since_ms, None, "only leadership has a beginning");
+        let other = Heartbeat::decode(&hb.encode()).unwrap().as_other(41, deadline);
+        assert_eq!((other.stance, other.run, other.start, other.offset), (Stance::Contending, Some(4), None, 41));
+        assert!(String::from_utf8(hb.encode()).unwrap().contains(r#""role":"contending""#));
     }
 }
 
@@ -189,7 +251,11 @@ mod yield_tests {
             &Member::this_process("a".into()),
             1,
             BootTime::from_nanos(1),
-            Claim { token: None, since_ms: None, deadline_ms: 1 },
+            Content {
+                record: Record { run: 1, start: None, stance: Stance::Contending },
+                since_ms: None,
+                deadline_ms: 1,
+            },
         );
         assert!(Yield::decode(&hb.encode()).is_none());
     }

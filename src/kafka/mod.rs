@@ -36,8 +36,8 @@ use tracing::{debug, error, info, warn};
 use crate::clock::BootTime;
 use crate::config::Config;
 use crate::exit;
-use crate::leader::Other;
-use heartbeat::{Claim, Heartbeat, Member, Yield};
+use crate::leader::{Other, Record, Stance};
+use heartbeat::{Content, Heartbeat, Member, Yield};
 
 /// What the Kafka side reports to the run loop.
 #[derive(Debug)]
@@ -394,17 +394,20 @@ impl Kafka {
         })
     }
 
-    /// Queues one heartbeat stamped with `now`, carrying `token` while we
-    /// lead (for `neli-run status`). Never blocks.
-    pub fn send_heartbeat(&mut self, now: BootTime, token: Option<i64>) {
+    /// Queues `record` as one heartbeat stamped with `now`. Never blocks.
+    pub fn send_heartbeat(&mut self, now: BootTime, record: Record) {
         self.seq += 1;
+        let token = match record.stance {
+            Stance::Leading { token } => Some(token),
+            Stance::Contending | Stance::Released => None,
+        };
         self.leading = match (token, self.leading) {
             (Some(t), Some((held, since))) if t == held => Some((held, since)),
             (Some(t), _) => Some((t, heartbeat::wall_ms())),
             (None, _) => None,
         };
-        let claim = Claim { token, since_ms: self.leading.map(|(_, since)| since), deadline_ms: self.deadline_ms };
-        let value = Heartbeat::new(&self.member, self.seq, now, claim).encode();
+        let content = Content { record, since_ms: self.leading.map(|(_, since)| since), deadline_ms: self.deadline_ms };
+        let value = Heartbeat::new(&self.member, self.seq, now, content).encode();
         let record = BaseRecord::to(&self.topic).partition(0).key(self.member.name.as_bytes()).payload(&value);
         if let Err((err, _)) = self.producer.send(record) {
             debug!(%err, "heartbeat not queued");
@@ -492,7 +495,7 @@ fn consume(
                     (Some(hb), _) if hb.is_from(me) => {
                         Event::OwnHeartbeat { offset: msg.offset(), sent: BootTime::from_nanos(hb.sent_ns) }
                     }
-                    (Some(hb), _) => Event::OtherHeartbeat(hb.as_other(ctx.deadline)),
+                    (Some(hb), _) => Event::OtherHeartbeat(hb.as_other(msg.offset(), ctx.deadline)),
                     (None, Some(y))
                         if y.applies_to(&me.name) && msg.offset() >= ctx.assigned_at.load(Ordering::Relaxed) =>
                     {

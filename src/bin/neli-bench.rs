@@ -24,6 +24,7 @@ use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
@@ -120,6 +121,27 @@ impl Contender {
     }
 }
 
+/// The process groups of live candidates: killed if the runner itself is
+/// stopped (^C), since an etcdctl command outlives a killed etcdctl and
+/// would go on running. (Brokers and candidates die with the runner anyway.)
+static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// On SIGINT, SIGTERM or SIGHUP: kill every candidate's group, run
+/// `cleanup`, and exit as the signal would have.
+fn on_interrupt(cleanup: impl FnOnce() + Send + 'static) {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]).expect("signal handler");
+    std::thread::spawn(move || {
+        let Some(sig) = signals.forever().next() else { return };
+        for &pgid in LIVE.lock().expect("candidates").iter() {
+            let _ = nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+        cleanup();
+        eprintln!("neli-bench: interrupted; every candidate killed");
+        std::process::exit(128 + sig);
+    });
+}
+
 /// One candidate process.
 struct Candidate {
     name: String,
@@ -140,6 +162,7 @@ impl Drop for Candidate {
         let _ = kill(self.pid(), Signal::SIGCONT);
         let _ = self.process.kill();
         let _ = self.process.wait();
+        LIVE.lock().expect("candidates").retain(|&p| p != self.pid().as_raw());
     }
 }
 
@@ -187,6 +210,7 @@ impl<'a> Group<'a> {
             .stderr(log)
             .spawn()
             .expect("start a candidate");
+        LIVE.lock().expect("candidates").push(process.id() as i32);
         self.candidates.push(Candidate { name, process });
         at
     }
@@ -345,6 +369,12 @@ fn main() -> ExitCode {
     } else {
         None
     };
+    let delete_ns = ns.as_ref().map(NetNs::deleter);
+    let work_dir = work.clone();
+    on_interrupt(move || {
+        delete_ns.into_iter().for_each(|delete| delete());
+        eprintln!("neli-bench: logs kept in {}", work_dir.display());
+    });
     let (listen, ip) = match &ns {
         Some(ns) => ("0.0.0.0", ns.host_ip.clone()),
         None => ("127.0.0.1", "127.0.0.1".to_string()),

@@ -107,10 +107,21 @@ impl NetNs {
     }
 }
 
+impl NetNs {
+    /// What deletes this namespace, for a runner's signal handler: a runner
+    /// stopped with ^C must leave no namespace behind either.
+    pub fn deleter(&self) -> impl FnOnce() + Send + 'static {
+        let (name, host_if) = (self.name.clone(), self.host_if.clone());
+        move || {
+            let _ = Command::new("ip").args(["netns", "del", &name]).status();
+            let _ = Command::new("ip").args(["link", "del", &host_if]).stderr(Stdio::null()).status();
+        }
+    }
+}
+
 impl Drop for NetNs {
     fn drop(&mut self) {
         self.heal();
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
-        let _ = Command::new("ip").args(["link", "del", &self.host_if]).stderr(Stdio::null()).status();
+        self.deleter()();
     }
 }

@@ -92,6 +92,16 @@ pub enum Stance {
     Released,
 }
 
+impl Stance {
+    /// The fencing token it claims, if any.
+    pub fn token(self) -> Option<i64> {
+        match self {
+            Stance::Leading { token } => Some(token),
+            Stance::Contending | Stance::Released => None,
+        }
+    }
+}
+
 /// Another member's heartbeat record, as the core needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Other {

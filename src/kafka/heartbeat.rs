@@ -100,11 +100,12 @@ impl Heartbeat {
     /// The record `member` sends as its `seq`th heartbeat at `sent`.
     pub fn new(member: &Member, seq: u64, sent: BootTime, content: Content) -> Heartbeat {
         let Record { run, start, stance } = content.record;
-        let (role, token) = match stance {
-            Stance::Leading { token } => (Role::Leading, Some(token)),
-            Stance::Contending => (Role::Contending, None),
-            Stance::Released => (Role::Released, None),
+        let role = match stance {
+            Stance::Leading { .. } => Role::Leading,
+            Stance::Contending => Role::Contending,
+            Stance::Released => Role::Released,
         };
+        let token = stance.token();
         Heartbeat {
             v: 2,
             name: member.name.clone(),

@@ -36,7 +36,7 @@ use tracing::{debug, error, info, warn};
 use crate::clock::BootTime;
 use crate::config::Config;
 use crate::exit;
-use crate::leader::{Other, Record, Stance};
+use crate::leader::{Other, Record};
 use heartbeat::{Content, Heartbeat, Member, Yield};
 
 /// What the Kafka side reports to the run loop.
@@ -397,10 +397,7 @@ impl Kafka {
     /// Queues `record` as one heartbeat stamped with `now`. Never blocks.
     pub fn send_heartbeat(&mut self, now: BootTime, record: Record) {
         self.seq += 1;
-        let token = match record.stance {
-            Stance::Leading { token } => Some(token),
-            Stance::Contending | Stance::Released => None,
-        };
+        let token = record.stance.token();
         self.leading = match (token, self.leading) {
             (Some(t), Some((held, since))) if t == held => Some((held, since)),
             (Some(t), _) => Some((t, heartbeat::wall_ms())),

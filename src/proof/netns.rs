@@ -105,9 +105,7 @@ impl NetNs {
     pub fn heal(&self) {
         let _ = Command::new("nft").args(["delete", "table", "inet", &self.table()]).stderr(Stdio::null()).status();
     }
-}
 
-impl NetNs {
     /// What deletes this namespace, for a runner's signal handler: a runner
     /// stopped with ^C must leave no namespace behind either.
     pub fn deleter(&self) -> impl FnOnce() + Send + 'static {

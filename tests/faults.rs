@@ -193,10 +193,13 @@ fn network_cut_past_the_resume_window_gives_partition_0_back_and_someone_leads()
     let Some((ns, g, a)) = cut_setup("cut-window", "3s") else { return };
     let b = g.member("b", &[], &["sleep", "1000"]);
     wait_until(Duration::from_secs(30), "b is a standby", || b.log().contains("standby"));
+    // Counted here, not assumed 1: on a loaded machine a may already have
+    // fenced and resumed once (a new start) before the cut.
+    let before = g.starts().len();
     ns.cut();
     wait_until(g.broker.timing.takeover(), "a gives partition 0 back", || a.log().contains("giving partition 0 back"));
     ns.heal();
-    wait_until(g.broker.timing.takeover(), "someone leads again", || g.starts().len() == 2 && g.lock_held());
+    wait_until(g.broker.timing.takeover(), "someone leads again", || g.starts().len() > before && g.lock_held());
     g.assert_no_overlap();
 }
 

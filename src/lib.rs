@@ -10,6 +10,7 @@
 //! - `dev_broker`: an in-memory Kafka-protocol broker for trying and testing.
 //! - `status`: who leads a group, read from its heartbeat records.
 //! - `proof`: the harness of neli-soak, neli-bench and the tests.
+//! - `stderr`: reports that never block or panic, whatever reads our stderr.
 //! - `notify`: systemd's `Type=notify` protocol; `metrics`: /metrics, /healthz, /leader.
 
 pub mod child;
@@ -26,3 +27,4 @@ pub mod notify;
 pub mod proof;
 pub mod run;
 pub mod status;
+pub mod stderr;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use neli_run::cli::{Cli, LogArgs, LogFormat, Sub};
-use neli_run::{child, config, dev_broker, exit, run, status};
+use neli_run::{child, config, dev_broker, exit, run, status, stderr};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -13,6 +13,8 @@ fn main() -> ExitCode {
     if argv.get(1).is_some_and(|a| a == child::shim::ARG) {
         child::shim::main(&argv[2..]);
     }
+    // Before anything can be logged, and before the log reader can be gone.
+    stderr::init();
     let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
         Err(err) => {
@@ -30,7 +32,7 @@ fn main() -> ExitCode {
     let config = match config::Config::from_args(run_args, std::env::var("NELI_KAFKA_PROPERTIES").ok()) {
         Ok(config) => config,
         Err(err) => {
-            eprintln!("error: {err}");
+            stderr::line(format_args!("error: {err}"));
             return ExitCode::from(exit::USAGE);
         }
     };
@@ -43,7 +45,7 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
         Err(err) => {
-            eprintln!("error: cannot start the async runtime: {err}");
+            stderr::line(format_args!("error: cannot start the async runtime: {err}"));
             ExitCode::from(exit::INTERNAL)
         }
     }
@@ -58,7 +60,13 @@ fn init_logging(args: &LogArgs) {
         _ => "error",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false);
+    // A log line that cannot be written now is dropped: a dead or stalled
+    // log reader must never stop neli-run (see `stderr`).
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(stderr::Log)
+        .log_internal_errors(false)
+        .with_target(false);
     match args.log_format {
         LogFormat::Text => logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
         LogFormat::Json => logs.json().flatten_event(true).init(),

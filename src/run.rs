@@ -49,7 +49,9 @@ pub async fn run(cfg: Config) -> u8 {
             ("NELI_GROUP".into(), cfg.kafka.group.clone()),
             ("NELI_TOPIC".into(), cfg.kafka.topic.clone()),
             ("NELI_NAME".into(), cfg.name.clone()),
+            ("NELI_BROKERS".into(), cfg.kafka.brokers.clone()),
         ],
+        env_remove: consumed_env(),
     };
 
     let metrics: metrics::Shared = Default::default();
@@ -138,7 +140,7 @@ pub async fn run(cfg: Config) -> u8 {
                             continue;
                         };
                         let Some(status) = child::reap(Some(pgid)) else { continue };
-                        child::group_gone(pgid).await;
+                        child::all_gone().await;
                         running = None;
                         info!(%status, "child exited");
                         Input::ChildExited(status)
@@ -173,7 +175,11 @@ pub async fn run(cfg: Config) -> u8 {
                     }
                 }
                 Action::SignalGroup(sig) => running.iter().for_each(|c| c.signal(sig)),
-                Action::KillGroup => running.iter().for_each(|c| c.signal(Signal::SIGKILL)),
+                Action::KillGroup => {
+                    if running.is_some() {
+                        child::kill_all();
+                    }
+                }
                 Action::Disclaim(record) => {
                     kafka.send_heartbeat(BootTime::now(), record);
                     tokio::task::block_in_place(|| kafka.flush(DISCLAIM_WAIT));
@@ -215,6 +221,22 @@ pub async fn run(cfg: Config) -> u8 {
             });
         }
     }
+}
+
+/// The environment variables neli-run reads, which the command must not
+/// inherit: every option's `NELI_*` (NELI_KAFKA_PROPERTIES may hold a
+/// password) and systemd's notify and watchdog variables, which are ours to
+/// answer. The command gets NELI_GROUP, NELI_TOPIC, NELI_NAME, NELI_BROKERS
+/// and NELI_FENCING_TOKEN set afresh instead.
+fn consumed_env() -> Vec<std::ffi::OsString> {
+    fn walk(cmd: &clap::Command, out: &mut Vec<std::ffi::OsString>) {
+        out.extend(cmd.get_arguments().filter_map(|a| a.get_env()).map(|e| e.to_os_string()));
+        cmd.get_subcommands().for_each(|sub| walk(sub, out));
+    }
+    let mut names: Vec<std::ffi::OsString> =
+        ["NELI_KAFKA_PROPERTIES", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"].map(Into::into).to_vec();
+    walk(&<crate::cli::Cli as clap::CommandFactory>::command(), &mut names);
+    names
 }
 
 /// How long a disclaimer may hold up giving partition 0 away. A healthy

@@ -41,6 +41,35 @@ fn child_env_carries_group_name_and_token() {
 }
 
 #[test]
+fn child_env_keeps_what_neli_run_consumed_from_the_command() {
+    let g = Group::new("env-scrub");
+    let out = g.dir.path().join("env");
+    let script = format!("env > {}", out.display());
+    // A password in NELI_KAFKA_PROPERTIES, systemd's variables (for neli-run
+    // to answer, not the command), an option's variable, and one of the
+    // user's own, which must pass.
+    let prefix = [
+        "env",
+        "NELI_KAFKA_PROPERTIES=sasl.password=TOPSECRET",
+        "NOTIFY_SOCKET=/nonexistent/notify",
+        "WATCHDOG_USEC=60000000",
+        "NELI_RESTART=never",
+        "USERS_OWN=kept",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut m = g.member_in(Some(prefix), "a", &["-X", "security.protocol=plaintext"], &["sh", "-c", &script]);
+    assert_eq!(m.wait_exit(LONG).code(), Some(0), "{}", m.log());
+    let env = std::fs::read_to_string(out).unwrap();
+    for gone in ["TOPSECRET", "NELI_KAFKA_PROPERTIES", "NOTIFY_SOCKET", "WATCHDOG_USEC", "NELI_RESTART"] {
+        assert!(!env.contains(gone), "{gone} reached the command:\n{env}");
+    }
+    assert!(env.contains("USERS_OWN=kept"), "{env}");
+    assert!(env.contains(&format!("NELI_GROUP={}", g.name)), "{env}");
+    assert!(env.contains(&format!("NELI_BROKERS={}", g.broker.address)), "{env}");
+}
+
+#[test]
 fn sigterm_stops_the_child_and_exits_with_its_status() {
     let g = Group::new("sigterm");
     let mut m = g.member("a", &[], &["sleep", "1000"]);

@@ -3,6 +3,7 @@
 
 mod util;
 
+mod broken_log;
 mod cli;
 mod docs;
 mod election;

@@ -217,26 +217,40 @@ impl Group {
 
     /// A guarded member started behind `prefix` (e.g. `ip netns exec NS`).
     pub fn member_in(&self, prefix: Option<Vec<String>>, name: &str, extra: &[&str], command: &[&str]) -> Member {
-        let wrap = self.detector.wrap();
-        let mut wrapped: Vec<&str> = wrap.iter().map(String::as_str).collect();
-        wrapped.extend_from_slice(command);
-        self.spawn(prefix, name, extra, &wrapped)
+        self.spawn(prefix, name, extra, &self.guarded(command), None)
+    }
+
+    /// A guarded member whose stderr (neli-run's log, the shim's reports
+    /// and the command's stderr) is `stderr` instead of the log file.
+    pub fn member_with_stderr(&self, name: &str, extra: &[&str], command: &[&str], stderr: Stdio) -> Member {
+        self.spawn(None, name, extra, &self.guarded(command), Some(stderr))
     }
 
     /// A member running `command` as it is (for tests where the detector's
     /// own processes would get in the way, e.g. signals sent to the group).
     pub fn member_unguarded(&self, name: &str, extra: &[&str], command: &[&str]) -> Member {
-        self.spawn(None, name, extra, command)
+        self.spawn(None, name, extra, command, None)
     }
 
-    fn spawn(&self, prefix: Option<Vec<String>>, name: &str, extra: &[&str], command: &[&str]) -> Member {
+    fn guarded(&self, command: &[&str]) -> Vec<String> {
+        self.detector.wrap().into_iter().chain(command.iter().map(|s| s.to_string())).collect()
+    }
+
+    fn spawn(
+        &self,
+        prefix: Option<Vec<String>>,
+        name: &str,
+        extra: &[&str],
+        command: &[impl AsRef<str>],
+        stderr: Option<Stdio>,
+    ) -> Member {
         let mut argv: Vec<String> = vec!["-b".into(), self.broker.address.clone(), "-g".into(), self.name.clone()];
         argv.extend(["--name".into(), name.into()]);
         argv.extend(self.broker.timing.args());
         argv.extend(extra.iter().map(|s| s.to_string()));
         argv.push("--".into());
-        argv.extend(command.iter().map(|s| s.to_string()));
-        Member::spawn(name, &prefix.unwrap_or_default(), &argv, &self.dir.path().join(format!("{name}.log")))
+        argv.extend(command.iter().map(|s| s.as_ref().to_string()));
+        Member::spawn(name, &prefix.unwrap_or_default(), &argv, &self.dir.path().join(format!("{name}.log")), stderr)
     }
 
     /// Names and tokens of every child start, in order.
@@ -290,7 +304,8 @@ pub struct Member {
 impl Member {
     /// Starts neli-run with `argv`, behind `prefix` (e.g. `ip netns exec`,
     /// which execs, so the pid is still neli-run's).
-    pub fn spawn(name: &str, prefix: &[String], argv: &[String], log: &Path) -> Member {
+    /// stderr goes to `stderr` if given, else to the log file too.
+    pub fn spawn(name: &str, prefix: &[String], argv: &[String], log: &Path, stderr: Option<Stdio>) -> Member {
         let file = fs::File::create(log).unwrap();
         let mut command = match prefix.split_first() {
             Some((program, rest)) => {
@@ -304,7 +319,7 @@ impl Member {
             .args(argv)
             .stdin(Stdio::null())
             .stdout(file.try_clone().unwrap())
-            .stderr(file)
+            .stderr(stderr.unwrap_or_else(|| file.into()))
             .spawn()
             .expect("start neli-run");
         Member { name: name.to_string(), child, log: log.to_path_buf(), status: None }

@@ -2,12 +2,14 @@
 //! process group, renews its lease and waits until the group is gone.
 //!
 //! The process tree is `neli-run -> shim -> command -> ...`, where the shim
-//! leads a new process group that the command and its descendants share (see
-//! `shim.rs` for what the shim guarantees on its own). neli-run never waits
-//! on a specific child handle: it is a child subreaper (or PID 1) and reaps
-//! every exited process itself, so `std::process::Child` is not kept.
+//! leads a new process group that the command shares (see `shim.rs` for what
+//! the shim guarantees on its own). Descendants may leave that group; they
+//! never leave the tree below neli-run, which is a child subreaper (or
+//! PID 1) and reaps every exited process itself, so `std::process::Child` is
+//! not kept, and a kill reaches everything below us (`tree`).
 
 pub mod shim;
+pub mod tree;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -36,6 +38,9 @@ pub struct Command {
     pub grace: Duration,
     /// Extra environment for the child (NELI_GROUP and friends).
     pub env: Vec<(String, String)>,
+    /// Variables neli-run consumed, kept from the child (a password in
+    /// NELI_KAFKA_PROPERTIES, systemd's NOTIFY_SOCKET).
+    pub env_remove: Vec<OsString>,
 }
 
 /// Checks, before joining any group, that the command can be executed, so a
@@ -73,6 +78,9 @@ impl Running {
     pub fn spawn(cmd: &Command, token: i64, lease: BootTime) -> io::Result<Running> {
         let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let mut shim = std::process::Command::new("/proc/self/exe");
+        for name in &cmd.env_remove {
+            shim.env_remove(name);
+        }
         shim.arg0("neli-run-shim")
             .arg(shim::ARG)
             .arg((cmd.stop_signal as i32).to_string())
@@ -119,13 +127,20 @@ impl Running {
         }
     }
 
-    /// Sends `sig` to the whole group (the shim ignores it).
+    /// Sends `sig` to the whole group; the shim, which ignores it, passes
+    /// it on to descendants that left the group when it is the stop signal.
     pub fn signal(&self, sig: Signal) {
         match killpg(self.pgid, sig) {
             Ok(()) | Err(Errno::ESRCH) => {}
             Err(err) => tracing::warn!(%err, %sig, "could not signal the child's group"),
         }
     }
+}
+
+/// SIGKILLs the shim and everything below it, whatever group or session it
+/// moved to; `all_gone` then sweeps up what forked meanwhile.
+pub fn kill_all() {
+    tree::signal_below(nix::unistd::getpid(), Signal::SIGKILL, |_| true);
 }
 
 /// Closes every fd above the lease pipe: librdkafka opens its wake-up pipes
@@ -168,22 +183,24 @@ pub fn reap(shim: Option<Pid>) -> Option<ChildStatus> {
     }
 }
 
-/// Waits until no process is left in group `pgid`, SIGKILLing stragglers.
-/// The shim has exited by now, so anything left was already condemned. A
+/// Waits until nothing is left below us, SIGKILLing stragglers. The shim
+/// has exited by now and normally took everything with it; what is left
+/// was reparented to us when the shim was killed, and is condemned. A
 /// process that has been sent SIGKILL never runs user code again, so after a
-/// bound (uninterruptible sleep, or zombies nobody reaps) we go on.
-pub async fn group_gone(pgid: Pid) {
+/// bound (uninterruptible sleep) we go on.
+pub async fn all_gone() {
     let started = std::time::Instant::now();
     loop {
-        match killpg(pgid, None) {
-            Err(Errno::ESRCH) => return,
-            _ => {
-                let _ = killpg(pgid, Signal::SIGKILL);
-                reap(None);
-            }
+        reap(None);
+        let left = tree::signal_below(nix::unistd::getpid(), Signal::SIGKILL, |_| true);
+        if left == 0 {
+            return;
         }
         if started.elapsed() > Duration::from_secs(5) {
-            tracing::error!(pgid = pgid.as_raw(), "processes of the child's group were sent SIGKILL but still exist (uninterruptible sleep, or unreaped zombies)");
+            tracing::error!(
+                left,
+                "processes the command started were sent SIGKILL but still exist (uninterruptible sleep?)"
+            );
             return;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;

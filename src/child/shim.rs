@@ -2,22 +2,31 @@
 //! child's fate independent of neli-run's.
 //!
 //! neli-run starts `/proc/self/exe __shim ...` as the leader of a new process
-//! group; the shim starts the command in that same group and then only
-//! watches three things (with every asynchronous signal blocked, so a signal
-//! sent to the group never kills it):
+//! group; the shim starts the command in that same group (so neli-run's
+//! `killpg` reaches the command and whatever stays in its group) and then
+//! only watches three things, with every asynchronous signal blocked so that
+//! a signal sent to the group never kills it:
 //! - the lease pipe (fd 3): neli-run writes the instant (CLOCK_BOOTTIME, in
 //!   nanoseconds, 8 bytes little-endian) until which the child may run. When
-//!   that instant passes with no newer lease, the shim SIGKILLs the group:
-//!   fencing that works even while neli-run is frozen (SIGSTOP, a stuck
-//!   thread, a swapped-out process). When the pipe closes, neli-run is dead
-//!   (even by `kill -9`), and the shim SIGKILLs the group too.
+//!   that instant passes with no newer lease, the shim SIGKILLs everything
+//!   below it: fencing that works even while neli-run is frozen (SIGSTOP, a
+//!   stuck thread, a swapped-out process). When the pipe closes, neli-run is
+//!   dead (even by `kill -9`), and the shim does the same.
 //! - SIGCHLD: the shim is a child subreaper, so every descendant that loses
-//!   its parent comes back to it. When the command exits, the rest of the
-//!   group gets the stop signal and `grace` to leave, then SIGKILL; the shim
-//!   exits once no descendant is left, with the command's status (re-raising
-//!   the signal that killed it, so neli-run sees the same death).
-//! - the stop signal itself, so that the group is not signalled twice when
-//!   neli-run already asked it to stop.
+//!   its parent comes back to it, whatever group or session it moved to.
+//!   When the command exits, everything left below the shim gets the stop
+//!   signal and `grace` to leave, then SIGKILL; the shim exits once nothing
+//!   is left, with the command's status (re-raising the signal that killed
+//!   it, so neli-run sees the same death).
+//! - the stop signal, which neli-run sends to the group: the shim passes it
+//!   on to the descendants that left the group (`setsid`, `setpgid`), and
+//!   does not signal the group a second time once the command exits.
+//!
+//! The shim never signals its own group and never kills itself: it kills by
+//! walking the process tree (`tree`), so it is still there to sweep up what
+//! forks during the kill, and it reports only after killing, through writes
+//! that cannot block or panic (`crate::stderr`), so a dead or stalled log
+//! reader cannot keep it from killing.
 
 use std::ffi::OsString;
 use std::io::{self, Read};
@@ -28,14 +37,16 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::signal::{killpg, sigprocmask, SigSet, SigmaskHow, Signal};
+use nix::sys::signal::{sigprocmask, SigSet, SigmaskHow, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-use nix::unistd::Pid;
+use nix::unistd::{getpid, getppid, Pid};
 
+use super::tree;
 use crate::exit::{self, ChildStatus};
+use crate::stderr;
 
 /// The argument that turns the binary into the shim.
 pub const ARG: &str = "__shim";
@@ -49,10 +60,13 @@ const FAULTS: [Signal; 7] =
 
 /// Entry point: `neli-run __shim <stop-signal> <grace-ms> -- <cmd> [args]`.
 pub fn main(args: &[OsString]) -> ! {
+    stderr::init();
     let code = match run(args) {
         Ok(status) => finish(status),
         Err(err) => {
-            eprintln!("neli-run: shim: {err}");
+            // Nothing may outlive the shim unwatched: kill first, then say why.
+            kill_all();
+            stderr::line(format_args!("neli-run: shim: {err}; killed the command"));
             exit::INTERNAL
         }
     };
@@ -75,6 +89,7 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
     let mut lease = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(LEASE_FD) });
     nix::fcntl::fcntl(LEASE_FD, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
     nix::sys::prctl::set_child_subreaper(true)?;
+    let me = getpid();
 
     let mut blocked = SigSet::all();
     for sig in FAULTS {
@@ -96,11 +111,18 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
 
     let mut command = Command::new(program);
     command.args(rest).arg0(program);
-    // SAFETY: sigprocmask is async-signal-safe. The command must start with
-    // no signal blocked (std resets SIGPIPE's disposition, not the mask).
+    // SAFETY: sigprocmask, prctl and getppid are async-signal-safe. The
+    // command must start with no signal blocked (std resets SIGPIPE's
+    // disposition, not the mask). If the shim dies without sweeping (only
+    // SIGKILL can do that), the command dies with it: whatever watched its
+    // lease is gone.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+            if getppid() != me {
+                return Err(io::Error::other("the shim died before the command started"));
+            }
             Ok(())
         });
     }
@@ -112,14 +134,16 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
                 io::ErrorKind::PermissionDenied => (exit::NOT_EXECUTABLE, "permission denied"),
                 _ => (exit::NOT_EXECUTABLE, "cannot execute"),
             };
-            eprintln!("neli-run: {}: {what} ({err})", program.to_string_lossy());
+            stderr::line(format_args!("neli-run: {}: {what} ({err})", program.to_string_lossy()));
             return Ok(ChildStatus::Exited(code));
         }
     };
 
     let drain_timer = TimerFd::new(ClockId::CLOCK_BOOTTIME, TimerFlags::TFD_CLOEXEC)?;
     let mut status: Option<ChildStatus> = None;
-    let mut group_signalled = false;
+    // Whether everything below us has had the stop signal: neli-run's
+    // killpg reached the group, and we passed it on to the rest.
+    let mut stop_sent = false;
     let mut draining = false;
     loop {
         let mut fds = [
@@ -139,10 +163,7 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
         if lease_ready {
             let mut many = [0u8; 8 * 64];
             match lease.read(&mut many) {
-                Ok(0) | Err(_) => {
-                    eprintln!("neli-run: shim: neli-run is gone; killing the command's process group");
-                    kill_group();
-                }
+                Ok(0) | Err(_) => return Ok(fence("neli-run is gone")),
                 Ok(n) if n >= 8 => {
                     let last = &many[(n / 8 - 1) * 8..n / 8 * 8];
                     arm_at(&lease_timer, u64::from_le_bytes(last.try_into().expect("8 bytes")))?;
@@ -151,17 +172,23 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
             }
         }
         if lease_expired {
-            eprintln!("neli-run: shim: lease expired (no fresh heartbeat); killing the command's process group");
-            kill_group();
+            return Ok(fence("lease expired (no fresh heartbeat)"));
         }
         if drained {
-            eprintln!("neli-run: shim: processes left after the command exited ignored the stop signal; killing them");
-            kill_group();
+            let swept = kill_all();
+            stderr::line(format_args!(
+                "neli-run: shim: processes left after the command exited ignored the stop signal; killed them{}",
+                if swept { "" } else { STILL_THERE }
+            ));
+            return Ok(status.expect("the drain timer runs only once the command has exited"));
         }
         if signalled {
             while let Some(info) = signals.read_signal()? {
                 if info.ssi_signo as i32 == stop_signal as i32 {
-                    group_signalled = true;
+                    // neli-run signalled the group; pass it on to whatever
+                    // left the group (setsid, setpgid, a double fork).
+                    stop_sent = true;
+                    tree::signal_below(me, stop_signal, |p| p.pgrp != me);
                 }
             }
             loop {
@@ -181,12 +208,12 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
                     Err(err) => return Err(err.into()),
                 }
                 if status.is_some() && !draining {
-                    // The command is gone; whatever it left in the group
-                    // must go too (dumb-init does the same), within grace.
+                    // The command is gone; whatever it left must go too
+                    // (dumb-init does the same for its group), within grace.
                     draining = true;
-                    if !group_signalled {
-                        group_signalled = true;
-                        let _ = killpg(Pid::from_raw(0), stop_signal);
+                    if !stop_sent {
+                        stop_sent = true;
+                        tree::signal_below(me, stop_signal, |_| true);
                     }
                     drain_timer.set(
                         Expiration::OneShot(TimeSpec::from_duration(grace.max(Duration::from_millis(1)))),
@@ -198,19 +225,49 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
     }
 }
 
+/// Appended to a report when a sweep gave up with processes still there.
+const STILL_THERE: &str = " (some were still there after 5 s: uninterruptible sleep?)";
+
+/// Kills everything below the shim, then says why: the kill never waits
+/// for a log reader. The shim then ends as if killed, as the command was.
+fn fence(why: &str) -> ChildStatus {
+    let swept = kill_all();
+    stderr::line(format_args!(
+        "neli-run: shim: {why}; killed the command and everything it started{}",
+        if swept { "" } else { STILL_THERE }
+    ));
+    ChildStatus::Signaled(Signal::SIGKILL as i32)
+}
+
+/// SIGKILLs everything below the shim until nothing is left, reaping as it
+/// goes: a process that forks during the sweep leaves its child to us (we
+/// are its subreaper), and the next round gets it. Returns false if it gave
+/// up: a SIGKILLed process never runs user code again, but one in
+/// uninterruptible sleep can take long to go.
+fn kill_all() -> bool {
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        tree::signal_below(getpid(), Signal::SIGKILL, |_| true);
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(_) => {}
+                Err(Errno::ECHILD) => return true,
+                Err(_) => break,
+            }
+        }
+        if std::time::Instant::now() > until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn arm_at(timer: &TimerFd, nanos: u64) -> io::Result<()> {
     // An absolute expiry of 0 would disarm the timer; 1 ns has long passed.
     let at = TimeSpec::from_duration(Duration::from_nanos(nanos.max(1)));
     timer.set(Expiration::OneShot(at), TimerSetTimeFlags::TFD_TIMER_ABSTIME)?;
     Ok(())
-}
-
-fn kill_group() -> ! {
-    let _ = killpg(Pid::from_raw(0), Signal::SIGKILL);
-    // SIGKILL is delivered on the way back from the kernel; this is only
-    // reached if the group could not be signalled at all.
-    std::thread::sleep(Duration::from_secs(1));
-    std::process::exit(137)
 }
 
 /// Ends the shim the way the command ended, so neli-run sees the same status.

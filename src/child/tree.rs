@@ -1,0 +1,126 @@
+//! Everything the command started, found through the process tree.
+//!
+//! A process group is not a container: `setsid`, `setpgid` and double forks
+//! leave it, and a `killpg` never reaches them. But the shim and neli-run are
+//! child subreapers, so whatever the command started stays below them in
+//! the process tree until it is reaped: an orphan goes to the nearest
+//! subreaper, not to init. "Everything the command started" is therefore
+//! "every process below the shim", which is what this module signals. It
+//! reads /proc, so it needs no privilege; the tree is read afresh on every
+//! call, since a process can fork while we sweep.
+
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use nix::errno::Errno;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+
+/// One process, as /proc/PID/stat gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Proc {
+    pub pid: Pid,
+    pub ppid: Pid,
+    pub pgrp: Pid,
+}
+
+/// Reads /proc/PID/stat: `pid (comm) state ppid pgrp ...`, where comm may
+/// hold spaces and parentheses, so the fields are counted from the last ')'.
+fn stat(pid: i32) -> Option<Proc> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut rest = text[text.rfind(')')? + 1..].split_whitespace().skip(1);
+    let ppid = rest.next()?.parse().ok()?;
+    let pgrp = rest.next()?.parse().ok()?;
+    Some(Proc { pid: Pid::from_raw(pid), ppid: Pid::from_raw(ppid), pgrp: Pid::from_raw(pgrp) })
+}
+
+/// Every process below `root`, parents before their children.
+pub fn below(root: Pid) -> Vec<Proc> {
+    let mut children: HashMap<Pid, Vec<Proc>> = HashMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else { continue };
+        if let Some(p) = stat(pid) {
+            children.entry(p.ppid).or_default().push(p);
+        }
+    }
+    let mut found = Vec::new();
+    let mut next = vec![root];
+    while let Some(parent) = next.pop() {
+        for p in children.remove(&parent).unwrap_or_default() {
+            next.push(p.pid);
+            found.push(p);
+        }
+    }
+    found
+}
+
+/// Sends `sig` to every process below `root` that `pick` selects; returns
+/// how many processes were below `root`.
+pub fn signal_below(root: Pid, sig: Signal, pick: impl Fn(&Proc) -> bool) -> usize {
+    let procs = below(root);
+    let ours: HashSet<Pid> = procs.iter().map(|p| p.pid).chain([root]).collect();
+    for p in procs.iter().filter(|p| pick(p)) {
+        send(p.pid, sig, &ours);
+    }
+    procs.len()
+}
+
+/// Signals `pid` only if it is still one of ours. Through a pidfd, the pid
+/// cannot be reused between the check and the signal (a process listed a
+/// moment ago may have been reaped since, and its number taken).
+fn send(pid: Pid, sig: Signal, ours: &HashSet<Pid>) {
+    // SAFETY: pidfd_open takes two integers and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
+    if fd < 0 {
+        if Errno::last() == Errno::ENOSYS {
+            // Kernels before 5.3: a plain kill, with the reuse window open.
+            let _ = nix::sys::signal::kill(pid, sig);
+        }
+        return;
+    }
+    // SAFETY: the descriptor was just opened and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    if stat(pid.as_raw()).is_some_and(|p| ours.contains(&p.ppid)) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid pidfd, a signal number, no siginfo, no flags.
+        unsafe {
+            libc::syscall(libc::SYS_pidfd_send_signal, fd.as_raw_fd(), sig as libc::c_int, std::ptr::null::<u8>(), 0)
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    #[test]
+    fn finds_processes_that_left_the_group_and_the_session() {
+        // sh -> (setsid sleep) and sh -> sleep: both below the shell, in
+        // another session and in the shell's group respectively.
+        let mut sh = Command::new("sh")
+            .args(["-c", "setsid sleep 30 & sleep 30 & echo ready; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ready = [0u8; 6];
+        std::io::Read::read_exact(sh.stdout.as_mut().unwrap(), &mut ready).unwrap();
+        let root = Pid::from_raw(sh.id() as i32);
+        // Both start a moment after "ready"; the setsid one then leads its
+        // own group.
+        let escaped = |procs: &[Proc]| procs.len() == 2 && procs.iter().any(|p| p.pgrp == p.pid);
+        let mut procs = below(root);
+        for _ in 0..500 {
+            if escaped(&procs) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            procs = below(root);
+        }
+        assert!(escaped(&procs), "two sleeps, one in a group of its own: {procs:?}");
+        assert_eq!(signal_below(root, Signal::SIGKILL, |_| true), 2);
+        let status = sh.wait().unwrap();
+        assert!(status.success() || status.code().is_some(), "{status:?}");
+        assert!(below(root).is_empty());
+    }
+}

@@ -171,7 +171,7 @@ pub struct KafkaArgs {
     #[arg(long, env = "NELI_TOPIC")]
     pub topic: Option<String>,
 
-    /// A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable).
+    /// A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets).
     ///
     /// How TLS, SASL and tuning are set. Not for secrets: every local user
     /// can read a command line (/proc/PID/cmdline); put sasl.password and

@@ -181,8 +181,11 @@ fn kafka_config_file_supplies_brokers_and_properties() {
     assert!(out.contains("/nonexistent/client.properties"), "{out}");
 }
 
+/// Extra environment variables for a run.
+type Env<'a> = &'a [(&'a str, &'a str)];
+
 /// `run`, with extra environment variables.
-fn run_env(env: &[(&str, &str)], args: &[&str]) -> (i32, String) {
+fn run_env(env: Env, args: &[&str]) -> (i32, String) {
     let out = std::process::Command::new(crate::util::bin())
         .args(args)
         .envs(env.iter().copied())
@@ -205,7 +208,7 @@ fn a_mistyped_secret_key_names_the_key_and_a_fix_never_the_value() {
     let file = dir.path().join("client.properties");
     write_mode(&file, "sasl.pasword=TOPSECRET-typo\n", 0o600);
     let file = file.to_str().unwrap();
-    let cases: [(&[(&str, &str)], Vec<&str>, &str); 4] = [
+    let cases: [(Env, Vec<&str>, &str); 4] = [
         (&[], vec!["-X", "sasl.pasword=TOPSECRET-typo"], "(-X)"),
         (&[], vec!["--log-format", "json", "-X", "sasl.pasword=TOPSECRET-typo"], "(-X)"),
         (&[], vec!["--kafka-config", file], "line 1"),
@@ -320,7 +323,7 @@ fn secrets_with_awkward_characters_log_in_from_every_source() {
     );
 
     let timing = broker.timing.args();
-    let cases: [(&str, &[(&str, &str)], Vec<&str>); 4] = [
+    let cases: [(&str, Env, Vec<&str>); 4] = [
         ("file", &[], vec!["--kafka-config", props.to_str().unwrap()]),
         ("jaas", &[], vec!["--kafka-config", jaas.to_str().unwrap()]),
         ("env", &[("NELI_KAFKA_PROPERTIES", &env_list)], vec![]),

@@ -676,7 +676,11 @@ fn millis_property(key: &str, value: &str, origin: &Origin, max: u64) -> Result<
 fn parse_property(prop: &str, origin: &Origin) -> Result<(String, String), ConfigError> {
     let Some((key, value)) = prop.split_once('=') else {
         return match origin {
-            Origin::Flag => err(format!("-X {prop}: expected KEY=VALUE, e.g. -X security.protocol=SSL")),
+            // Shown only when it looks like a key: it may be a lone secret.
+            Origin::Flag if prop.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) => {
+                err(format!("-X {prop}: expected KEY=VALUE, e.g. -X security.protocol=SSL"))
+            }
+            Origin::Flag => err("-X: an argument is not KEY=VALUE, e.g. -X security.protocol=SSL"),
             _ => err(format!(
                 "{origin}: expected KEY=VALUE, entries separated by ';' (write a ';' inside a value as \\;)"
             )),
@@ -920,6 +924,8 @@ mod tests {
     fn property_errors_name_the_origin_and_never_the_value() {
         let e = parse_property("novalue-secret", &Origin::Env(2)).unwrap_err();
         assert!(e.0.contains("NELI_KAFKA_PROPERTIES entry 2") && !e.0.contains("novalue-secret"), "{e}");
+        let e = parse_property("top secret!", &Origin::Flag).unwrap_err();
+        assert!(e.0.contains("-X") && !e.0.contains("secret"), "{e}");
         let e = parse_property("=topsecret", &Origin::Flag).unwrap_err();
         assert!(e.0.contains("-X") && !e.0.contains("topsecret"), "{e}");
         let cli = Cli::try_parse_from(["neli-run", "-g", "g", "--", "true"]).unwrap();

@@ -248,7 +248,8 @@ fn kafka_secret_errors_name_the_key_and_file_never_the_content() {
     let (code, out) = run(&["-g", "g", "-b", "127.0.0.1:1", "--kafka-secret", &spec, "--", "true"]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("--kafka-secret sasl.password=") && out.contains(missing.to_str().unwrap()), "{out}");
-    let (code, out) = run_env(&[("NELI_KAFKA_SECRETS", &spec)], &["-g", "g", "-b", "127.0.0.1:1", "--", "true"]);
+    let list = format!("security.protocol=/dev/null,{spec}");
+    let (code, out) = run_env(&[("NELI_KAFKA_SECRETS", &list)], &["-g", "g", "-b", "127.0.0.1:1", "--", "true"]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("sasl.password") && out.contains("missing"), "{out}");
 
@@ -323,7 +324,10 @@ fn secrets_with_awkward_characters_log_in_from_every_source() {
     );
 
     let timing = broker.timing.args();
-    let cases: [(&str, Env, Vec<&str>); 4] = [
+    let user = dir.path().join("kafka-user");
+    write_mode(&user, "alice", 0o600);
+    let env_secrets = format!("sasl.username={};sasl.password={}", user.display(), secret.display());
+    let cases: [(&str, Env, Vec<&str>); 5] = [
         ("file", &[], vec!["--kafka-config", props.to_str().unwrap()]),
         ("jaas", &[], vec!["--kafka-config", jaas.to_str().unwrap()]),
         ("env", &[("NELI_KAFKA_PROPERTIES", &env_list)], vec![]),
@@ -340,6 +344,11 @@ fn secrets_with_awkward_characters_log_in_from_every_source() {
                 "--kafka-secret",
                 &secret_spec,
             ],
+        ),
+        (
+            "env-secrets",
+            &[("NELI_KAFKA_SECRETS", &env_secrets)],
+            vec!["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=PLAIN"],
         ),
     ];
     for (group, env, extra) in cases {

@@ -664,10 +664,10 @@ fn millis_property(key: &str, value: &str, origin: &Origin, max: u64) -> Result<
     match value.trim().parse::<u64>() {
         Ok(ms) if ms > 0 && ms <= max => Ok(Duration::from_millis(ms)),
         Ok(ms) if ms > 0 => err(format!(
-            "{origin}: {key} is {ms}, more than librdkafka's limit of {max} ({})",
+            "{origin}: {key} is more than librdkafka's limit of {max} ms ({})",
             humantime::format_duration(Duration::from_millis(max))
         )),
-        _ => err(format!("{origin}: {key}={value}: expected a positive number of milliseconds")),
+        _ => err(format!("{origin}: {key}: expected a positive number of milliseconds")),
     }
 }
 

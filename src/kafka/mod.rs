@@ -30,6 +30,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DeliveryResult, ProducerContext, ThreadedProducer};
 use rdkafka::Offset;
+use rdkafka_sys::RDKafkaConfRes;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, error, info, warn};
 
@@ -38,7 +39,6 @@ use crate::config::{Config, Target};
 use crate::exit;
 use crate::leader::{Other, Record};
 use heartbeat::{Content, Heartbeat, Member, Yield};
-use rdkafka_sys::RDKafkaConfRes;
 
 /// What the Kafka side reports to the run loop.
 #[derive(Debug)]

@@ -47,7 +47,7 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-v -q -b -g -X -h -V --verbose --quiet --log-format --brokers --kafka-config --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --acquire-timeout --metrics-addr --help --version dev-broker status yield help"
+            opts="-v -q -b -g -X -h -V --verbose --quiet --log-format --brokers --kafka-config --kafka-secret --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --acquire-timeout --metrics-addr --help --version dev-broker status yield help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -66,6 +66,10 @@ _neli__run() {
                     return 0
                     ;;
                 --kafka-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-secret)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -237,7 +241,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__status)
-            opts="-b -g -X -v -q -h --brokers --kafka-config --group --topic --json --watch --verbose --quiet --log-format --help"
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --json --watch --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -252,6 +256,10 @@ _neli__run() {
                     return 0
                     ;;
                 --kafka-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-secret)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -283,7 +291,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__yield)
-            opts="-b -g -X -v -q -h --brokers --kafka-config --group --topic --name --timeout --verbose --quiet --log-format --help"
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --name --timeout --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -298,6 +306,10 @@ _neli__run() {
                     return 0
                     ;;
                 --kafka-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-secret)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

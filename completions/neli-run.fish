@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n v/verbose q/quiet log-format= b/brokers= kafka-config= g/group= topic= X= name= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= acquire-timeout= metrics-addr= h/help V/version
+    string join \n v/verbose q/quiet log-format= b/brokers= kafka-config= kafka-secret= g/group= topic= X= name= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= acquire-timeout= metrics-addr= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -28,9 +28,10 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l log-format -d 'Log fo
 json\t''"
 complete -c neli-run -n "__fish_neli_run_needs_command" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
+complete -c neli-run -n "__fish_neli_run_needs_command" -l kafka-secret -d 'Set the Kafka property KEY to the contents of the file PATH, less one trailing newline (repeatable), e.g. sasl.password=PATH' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable)' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l name -d 'This member\'s name in logs and heartbeats [default: <HOSTNAME>-<PID>]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l session-timeout -d 'Kafka group session timeout: how long a crashed leader blocks takeover' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l heartbeat-interval -d 'How often the leader writes a heartbeat record to partition 0' -r
@@ -62,9 +63,10 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -s q -l qu
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
+complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l kafka-secret -d 'Set the Kafka property KEY to the contents of the file PATH, less one trailing newline (repeatable), e.g. sasl.password=PATH' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
-complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l json -d 'Print JSON instead of text'
@@ -74,9 +76,10 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s q -l quiet 
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l kafka-secret -d 'Set the Kafka property KEY to the contents of the file PATH, less one trailing newline (repeatable), e.g. sasl.password=PATH' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
-complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l name -d 'Only if this member leads (its --name)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l timeout -d 'How long to wait for another member to lead' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''

@@ -144,8 +144,22 @@ pub struct KafkaArgs {
     /// A Java-style client properties file (the client.properties Kafka
     /// users already have): security.protocol, sasl.mechanism,
     /// sasl.jaas.config, ssl.ca.location ... Merged under -X.
+    ///
+    /// Read as Java reads it (escapes, continuation lines, trailing spaces
+    /// kept). The place for secrets: keep it mode 600 (neli-run warns when
+    /// a file holding a password is readable by group or others).
     #[arg(long, env = "NELI_KAFKA_CONFIG", value_name = "FILE")]
     pub kafka_config: Option<std::path::PathBuf>,
+
+    /// Set the Kafka property KEY to the contents of the file PATH, less
+    /// one trailing newline (repeatable), e.g. sasl.password=PATH.
+    ///
+    /// Keeps a secret off the command line. Made for systemd's
+    /// LoadCredential=: --kafka-secret
+    /// sasl.password=${CREDENTIALS_DIRECTORY}/kafka-password. The
+    /// environment variable takes a ','- or ';'-separated list.
+    #[arg(long = "kafka-secret", env = "NELI_KAFKA_SECRETS", value_name = "KEY=PATH", value_delimiter = ',')]
+    pub kafka_secrets: Vec<String>,
 
     /// The group: members of the same group elect one leader among them.
     #[arg(short, long, env = "NELI_GROUP", required = true)]
@@ -157,10 +171,14 @@ pub struct KafkaArgs {
     #[arg(long, env = "NELI_TOPIC")]
     pub topic: Option<String>,
 
-    /// A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable).
+    /// A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets).
     ///
-    /// How TLS, SASL and tuning are set. The environment variable
-    /// NELI_KAFKA_PROPERTIES takes a ';'-separated list; -X wins over it.
+    /// How TLS, SASL and tuning are set. Not for secrets: every local user
+    /// can read a command line (/proc/PID/cmdline); put sasl.password and
+    /// other secrets in a --kafka-config file of mode 600, in a
+    /// --kafka-secret file, or in the environment. The environment variable
+    /// NELI_KAFKA_PROPERTIES takes a ';'-separated list (write a ';' inside
+    /// a value as \; and a backslash as \\); -X wins over it.
     #[arg(short = 'X', value_name = "KEY=VALUE")]
     pub kafka_properties: Vec<String>,
 }

@@ -33,7 +33,7 @@ fn main() -> ExitCode {
         Ok(config) => config,
         Err(err) => {
             stderr::line(format_args!("error: {err}"));
-            return ExitCode::from(exit::USAGE);
+            return ExitCode::from(err.code());
         }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();

@@ -180,3 +180,268 @@ fn kafka_config_file_supplies_brokers_and_properties() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("/nonexistent/client.properties"), "{out}");
 }
+
+/// Extra environment variables for a run.
+type Env<'a> = &'a [(&'a str, &'a str)];
+
+/// `run`, with extra environment variables.
+fn run_env(env: Env, args: &[&str]) -> (i32, String) {
+    let out = std::process::Command::new(crate::util::bin())
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run neli-run");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+fn write_mode(path: &std::path::Path, text: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn a_mistyped_secret_key_names_the_key_and_a_fix_never_the_value() {
+    let dir = crate::util::tempdir::Dir::new("typo-secret");
+    let file = dir.path().join("client.properties");
+    write_mode(&file, "sasl.pasword=TOPSECRET-typo\n", 0o600);
+    let file = file.to_str().unwrap();
+    let cases: [(Env, Vec<&str>, &str); 4] = [
+        (&[], vec!["-X", "sasl.pasword=TOPSECRET-typo"], "(-X)"),
+        (&[], vec!["--log-format", "json", "-X", "sasl.pasword=TOPSECRET-typo"], "(-X)"),
+        (&[], vec!["--kafka-config", file], "line 1"),
+        (&[("NELI_KAFKA_PROPERTIES", "sasl.pasword=TOPSECRET-typo")], vec![], "NELI_KAFKA_PROPERTIES"),
+    ];
+    for (env, extra, origin) in cases {
+        let mut args = vec!["-g", "g", "-b", "127.0.0.1:1"];
+        args.extend(extra);
+        args.extend(["--", "true"]);
+        let (code, out) = run_env(env, &args);
+        assert_eq!(code, 78, "{out}");
+        assert!(!out.contains("TOPSECRET"), "the value was printed: {out}");
+        assert!(out.contains("sasl.pasword") && out.contains("did you mean sasl.password?"), "{out}");
+        assert!(out.contains(origin), "{origin}: {out}");
+        assert_eq!(out.lines().count(), 1, "{out}");
+    }
+    // `status` refuses it the same way.
+    let (code, out) = run(&["status", "-g", "g", "-b", "127.0.0.1:1", "-X", "sasl.pasword=TOPSECRET-typo"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(!out.contains("TOPSECRET") && out.contains("did you mean sasl.password?"), "{out}");
+}
+
+#[test]
+fn help_says_where_secrets_belong() {
+    let (code, out) = run(&["--help"]);
+    assert_eq!(code, 0);
+    for needle in ["/proc/PID/cmdline", "mode 600", "--kafka-secret", "CREDENTIALS_DIRECTORY", "NELI_KAFKA_SECRETS"] {
+        assert!(out.contains(needle), "--help lacks {needle}:\n{out}");
+    }
+}
+
+#[test]
+fn kafka_secret_errors_name_the_key_and_file_never_the_content() {
+    let dir = crate::util::tempdir::Dir::new("secret-errors");
+    let missing = dir.path().join("missing");
+    let spec = format!("sasl.password={}", missing.display());
+    let (code, out) = run(&["-g", "g", "-b", "127.0.0.1:1", "--kafka-secret", &spec, "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--kafka-secret sasl.password=") && out.contains(missing.to_str().unwrap()), "{out}");
+    let list = format!("security.protocol=/dev/null,{spec}");
+    let (code, out) = run_env(&[("NELI_KAFKA_SECRETS", &list)], &["-g", "g", "-b", "127.0.0.1:1", "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("sasl.password") && out.contains("missing"), "{out}");
+
+    let nul = dir.path().join("nul");
+    std::fs::write(&nul, "TOPSECRET\0x\n").unwrap();
+    let spec = format!("sasl.password={}", nul.display());
+    let (code, out) = run(&["-g", "g", "-b", "127.0.0.1:1", "--kafka-secret", &spec, "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("sasl.password") && out.contains("NUL") && out.contains(nul.to_str().unwrap()), "{out}");
+    assert!(!out.contains("TOPSECRET"), "{out}");
+}
+
+#[test]
+fn kafka_config_with_a_secret_readable_by_others_warns_once() {
+    let dir = crate::util::tempdir::Dir::new("config-mode");
+    let file = dir.path().join("client.properties");
+    // An unknown property makes the run stop (78) right after the check.
+    let text = "sasl.password=TOPSECRET\nno.such.property=1\n";
+    write_mode(&file, text, 0o644);
+    let args = ["-g", "g", "-b", "127.0.0.1:1", "--kafka-config", file.to_str().unwrap(), "--", "true"];
+    let (code, out) = run(&args);
+    assert_eq!(code, 78, "{out}");
+    let warnings: Vec<&str> = out.lines().filter(|l| l.contains("WARN")).collect();
+    assert_eq!(warnings.len(), 1, "{out}");
+    assert!(warnings[0].contains("sasl.password") && warnings[0].contains("644") && warnings[0].contains("chmod 600"));
+    assert!(!out.contains("TOPSECRET"), "{out}");
+    write_mode(&file, text, 0o600);
+    let (code, out) = run(&args);
+    assert_eq!(code, 78, "{out}");
+    assert!(!out.contains("WARN"), "{out}");
+}
+
+#[test]
+fn env_properties_errors_name_the_variable_and_never_a_fragment() {
+    let env = [("NELI_KAFKA_PROPERTIES", "security.protocol=PLAINTEXT;sasl.password=pw;with;semicolon")];
+    let (code, out) = run_env(&env, &["-g", "g", "-b", "127.0.0.1:1", "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("NELI_KAFKA_PROPERTIES entry 3") && out.contains("\\;"), "{out}");
+    assert!(!out.contains("-X") && !out.contains("with") && !out.contains("semicolon"), "{out}");
+    let env = [("NELI_KAFKA_PROPERTIES", "=TOPSECRET")];
+    let (code, out) = run_env(&env, &["-g", "g", "-b", "127.0.0.1:1", "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("NELI_KAFKA_PROPERTIES") && !out.contains("TOPSECRET"), "{out}");
+}
+
+/// One password with a trailing space, a tab, a non-ASCII character and a
+/// ';' reaches librdkafka intact from a Java properties file (escapes
+/// decoded, trailing space kept), from NELI_KAFKA_PROPERTIES (`\;`), from a
+/// --kafka-secret file, and inside sasl.jaas.config (`\"`, `\\`).
+#[test]
+fn secrets_with_awkward_characters_log_in_from_every_source() {
+    let password = "p w;\t\u{20ac} ";
+    let jaas_password = "q\"uote\\";
+    let broker = crate::util::Broker::dev_with(
+        "127.0.0.1",
+        &["--sasl-user", &format!("alice:{password}"), "--sasl-user", &format!("bob:{jaas_password}")],
+    );
+    let dir = crate::util::tempdir::Dir::new("awkward-secrets");
+    let common = "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n";
+    let props = dir.path().join("client.properties");
+    write_mode(&props, &format!("{common}sasl.username=alice\nsasl.password=p w\\;\\t\\u20AC \n"), 0o600);
+    let jaas = dir.path().join("jaas.properties");
+    let jaas_text = r#"sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \
+        username="bob" password="q\\"uote\\\\";"#;
+    write_mode(&jaas, &format!("{common}{jaas_text}\n"), 0o600);
+    let secret = dir.path().join("kafka-password");
+    write_mode(&secret, &format!("{password}\n"), 0o600);
+    let secret_spec = format!("sasl.password={}", secret.display());
+    let env_list = format!(
+        "security.protocol=SASL_PLAINTEXT;sasl.mechanism=PLAIN;sasl.username=alice;sasl.password={}",
+        password.replace(';', "\\;")
+    );
+
+    let timing = broker.timing.args();
+    let user = dir.path().join("kafka-user");
+    write_mode(&user, "alice", 0o600);
+    let env_secrets = format!("sasl.username={};sasl.password={}", user.display(), secret.display());
+    let cases: [(&str, Env, Vec<&str>); 5] = [
+        ("file", &[], vec!["--kafka-config", props.to_str().unwrap()]),
+        ("jaas", &[], vec!["--kafka-config", jaas.to_str().unwrap()]),
+        ("env", &[("NELI_KAFKA_PROPERTIES", &env_list)], vec![]),
+        (
+            "secret",
+            &[],
+            vec![
+                "-X",
+                "security.protocol=SASL_PLAINTEXT",
+                "-X",
+                "sasl.mechanism=PLAIN",
+                "-X",
+                "sasl.username=alice",
+                "--kafka-secret",
+                &secret_spec,
+            ],
+        ),
+        (
+            "env-secrets",
+            &[("NELI_KAFKA_SECRETS", &env_secrets)],
+            vec!["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=PLAIN"],
+        ),
+    ];
+    for (group, env, extra) in cases {
+        let mut args = vec!["-g", group, "-b", &broker.address, "--acquire-timeout", "60s"];
+        args.extend(timing.iter().map(String::as_str));
+        args.extend(extra);
+        args.extend(["--", "true"]);
+        let (code, out) = run_env(env, &args);
+        assert_eq!(code, 0, "{group}: {out}");
+        assert!(out.contains("child started"), "{group}: {out}");
+    }
+}
+
+#[test]
+fn a_nul_byte_in_kafka_config_names_the_file_line_and_key() {
+    let dir = crate::util::tempdir::Dir::new("config-nul");
+    let file = dir.path().join("client.properties");
+    write_mode(&file, "# c\nsecurity.protocol=PLAINTEXT\nsasl.password=TOP\0SECRET\n", 0o600);
+    let (code, out) = run(&["-g", "g", "-b", "127.0.0.1:1", "--kafka-config", file.to_str().unwrap(), "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains(&format!("{} line 3", file.display())) && out.contains("sasl.password"), "{out}");
+    assert!(out.contains("NUL") && !out.contains("TOP") && !out.contains("SECRET"), "{out}");
+    // The same through a \u0000 escape, and a malformed \u escape.
+    write_mode(&file, "sasl.password=a\\u0000b\nx=\\u12\n", 0o600);
+    let (code, out) = run(&["-g", "g", "-b", "127.0.0.1:1", "--kafka-config", file.to_str().unwrap(), "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("line 2") && out.contains("\\uXXXX") && out.contains(" x"), "{out}");
+}
+
+#[test]
+fn absurd_durations_are_refused_in_one_line_without_a_panic() {
+    let cases = [
+        (["--session-timeout", "10000000000000000000s"], "--session-timeout"),
+        (["--heartbeat-interval", "10000000000000000000s"], "--heartbeat-interval"),
+        (["--heartbeat-deadline", "10000000000000000000s"], "--heartbeat-deadline"),
+        (["--grace", "10000000000000000000s"], "--grace"),
+        (["--restart-delay", "10000000000000000000s"], "--restart-delay"),
+        (["--acquire-timeout", "10000000000000000000s"], "--acquire-timeout"),
+        (["--session-timeout", "99999999h"], "group.max.session.timeout.ms"),
+        (["-X", "max.poll.interval.ms=18446744073709551615"], "86400000"),
+        (["-X", "heartbeat.interval.ms=18446744073709551615"], "3600000"),
+    ];
+    for (args, needle) in cases {
+        let mut argv = vec!["-g", "g", "-b", "127.0.0.1:1"];
+        argv.extend(args);
+        argv.extend(["--", "true"]);
+        let (code, out) = run(&argv);
+        assert_eq!(code, 2, "{args:?}: {out}");
+        assert!(out.contains(needle), "{args:?}: {out}");
+        assert_eq!(out.lines().count(), 1, "{args:?}: {out}");
+    }
+    let (code, out) =
+        run(&["-g", "g", "-b", "127.0.0.1:1", "-X", "fetch.wait.max.ms=18446744073709551615", "--", "true"]);
+    assert_eq!(code, 78, "{out}");
+    assert!(out.contains("fetch.wait.max.ms") && out.contains("out of range"), "{out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+}
+
+#[test]
+fn stop_signals_that_cannot_stop_a_command_are_refused() {
+    for (signal, why) in [
+        ("SIGSTOP", "suspends"),
+        ("KILL", "after --grace"),
+        ("CHLD", "ignored by default"),
+        ("CONT", "resumes"),
+        ("WINCH", "ignored by default"),
+        ("URG", "ignored by default"),
+        ("TSTP", "suspends"),
+        ("TTIN", "suspends"),
+        ("TTOU", "suspends"),
+    ] {
+        let (code, out) = run(&["-g", "g", "-b", "127.0.0.1:1", "--stop-signal", signal, "--", "true"]);
+        assert_eq!(code, 2, "{signal}: {out}");
+        assert!(out.contains(why) && out.contains("SIGTERM"), "{signal}: {out}");
+        assert_eq!(out.lines().count(), 1, "{signal}: {out}");
+    }
+    let (code, out) = run_env(&[("NELI_STOP_SIGNAL", "STOP")], &["-g", "g", "-b", "127.0.0.1:1", "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("NELI_STOP_SIGNAL"), "{out}");
+}
+
+#[test]
+fn an_empty_command_is_not_found() {
+    let (code, out) = run(&["-g", "g", "-b", "127.0.0.1:1", "--", ""]);
+    assert_eq!(code, 127, "{out}");
+    assert!(out.contains("the command is empty"), "{out}");
+}
+
+#[test]
+fn a_nonsense_broker_list_from_the_environment_is_refused_by_name() {
+    for brokers in [":::", "::1", "k:1:2"] {
+        let (code, out) = run_env(&[("NELI_BROKERS", brokers)], &["-g", "g", "--", "true"]);
+        assert_eq!(code, 2, "{brokers}: {out}");
+        assert!(out.contains("NELI_BROKERS") && out.contains("[::1]:9092"), "{brokers}: {out}");
+    }
+}

@@ -30,11 +30,12 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DeliveryResult, ProducerContext, ThreadedProducer};
 use rdkafka::Offset;
+use rdkafka_sys::RDKafkaConfRes;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, error, info, warn};
 
 use crate::clock::BootTime;
-use crate::config::Config;
+use crate::config::{Config, Target};
 use crate::exit;
 use crate::leader::{Other, Record};
 use heartbeat::{Content, Heartbeat, Member, Yield};
@@ -308,11 +309,87 @@ pub struct Kafka {
     consumer: Option<JoinHandle<()>>,
 }
 
-fn creation_error(err: KafkaError) -> Fatal {
+fn creation_error(err: KafkaError, target: &Target) -> Fatal {
+    let origin = match &err {
+        KafkaError::ClientConfig(_, _, key, _) => target.origin(key),
+        _ => "-X, --kafka-config, --kafka-secret or NELI_KAFKA_PROPERTIES".into(),
+    };
     Fatal {
         code: exit::KAFKA_CONFIG,
-        message: format!("Kafka client configuration rejected: {err} (check the -X properties)"),
+        message: format!("Kafka client configuration rejected: {}", rejected_property(&err, &origin)),
     }
+}
+
+/// Whether a property's value is a secret that no message may show.
+fn is_secret(key: &str) -> bool {
+    ["password", "secret", "jaas", "token", "credential", "pem", "ssl.key", "oauthbearer.config"]
+        .iter()
+        .any(|word| key.contains(word))
+}
+
+/// Says why librdkafka refuses a property set at `origin`: the key, and for
+/// an unknown key the nearest known one. Never a secret's value: rdkafka's
+/// own message for an unknown key carries the value, so it is not used.
+pub fn rejected_property(err: &KafkaError, origin: &str) -> String {
+    match err {
+        KafkaError::ClientConfig(RDKafkaConfRes::RD_KAFKA_CONF_UNKNOWN, _, key, _) => {
+            let hint = nearest_property(key).map(|k| format!("; did you mean {k}?")).unwrap_or_default();
+            format!("unknown Kafka property {} ({origin}){hint}", key.escape_debug())
+        }
+        KafkaError::ClientConfig(_, desc, key, _) if !is_secret(key) => {
+            format!("{origin}: {}", desc.lines().next().unwrap_or_default())
+        }
+        KafkaError::ClientConfig(_, _, key, _) => format!("{origin}: librdkafka refuses the value of {key}"),
+        KafkaError::Nul(_) => format!("a Kafka property contains a NUL byte ({origin})"),
+        other => format!("{other} ({origin})"),
+    }
+}
+
+/// The known librdkafka property nearest to `key` (a typo's fix), if any is
+/// near enough.
+fn nearest_property(key: &str) -> Option<String> {
+    let most = (key.len() / 4).clamp(1, 3);
+    known_properties()
+        .into_iter()
+        .map(|known| (strsim::damerau_levenshtein(key, &known), known))
+        .filter(|(distance, _)| *distance <= most)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, known)| known)
+}
+
+/// Every property this librdkafka knows (global and topic), read from its
+/// own table (`rd_kafka_conf_properties_show`), so the list matches the
+/// linked version. Empty if that table cannot be read.
+fn known_properties() -> Vec<String> {
+    let mut table = Vec::new();
+    // SAFETY: a private temporary FILE, written by librdkafka, read back
+    // and closed here; no pointer outlives this block.
+    unsafe {
+        let file = libc::tmpfile();
+        if file.is_null() {
+            return Vec::new();
+        }
+        rdkafka_sys::rd_kafka_conf_properties_show(file);
+        libc::rewind(file);
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = libc::fread(buf.as_mut_ptr().cast(), 1, buf.len(), file);
+            if n == 0 {
+                break;
+            }
+            table.extend_from_slice(&buf[..n]);
+        }
+        libc::fclose(file);
+    }
+    String::from_utf8_lossy(&table)
+        .lines()
+        .filter_map(|line| line.split_once('|'))
+        .map(|(name, _)| name.trim().to_string())
+        .filter(|name| {
+            name.contains('.')
+                && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '_')
+        })
+        .collect()
 }
 
 impl Kafka {
@@ -356,7 +433,7 @@ impl Kafka {
             ("fetch.wait.max.ms", "100"),
         ]);
         let consumer: BaseConsumer<Context> =
-            consumer_config.create_with_context(context(false)).map_err(creation_error)?;
+            consumer_config.create_with_context(context(false)).map_err(|e| creation_error(e, &cfg.kafka))?;
 
         let deadline_ms = (cfg.leader.heartbeat_deadline.as_millis() as u64).max(1);
         let producer_config = cfg.kafka.client_config(&[
@@ -368,10 +445,10 @@ impl Kafka {
             ("request.timeout.ms", &deadline_ms.to_string()),
         ]);
         let producer: ThreadedProducer<Context> =
-            producer_config.create_with_context(context(true)).map_err(creation_error)?;
+            producer_config.create_with_context(context(true)).map_err(|e| creation_error(e, &cfg.kafka))?;
 
         ensure_topic(cfg, &consumer)?;
-        consumer.subscribe(&[&cfg.kafka.topic]).map_err(creation_error)?;
+        consumer.subscribe(&[&cfg.kafka.topic]).map_err(|e| creation_error(e, &cfg.kafka))?;
 
         let reader_member = member.clone();
         let reader_requests = requests.clone();
@@ -616,7 +693,7 @@ fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fa
 fn create_topic(cfg: &Config) -> Result<(), Fatal> {
     info!(topic = %cfg.kafka.topic, "creating the topic (1 partition, 1 hour retention)");
     let admin: AdminClient<rdkafka::client::DefaultClientContext> =
-        cfg.kafka.client_config(&[("client.id", &cfg.name)]).create().map_err(creation_error)?;
+        cfg.kafka.client_config(&[("client.id", &cfg.name)]).create().map_err(|e| creation_error(e, &cfg.kafka))?;
     let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
     let mut replication = -1; // the broker's default.replication.factor (KIP-464)
     loop {

@@ -175,11 +175,7 @@ pub async fn run(cfg: Config) -> u8 {
                     }
                 }
                 Action::SignalGroup(sig) => running.iter().for_each(|c| c.signal(sig)),
-                Action::KillGroup => {
-                    if running.is_some() {
-                        child::kill_all();
-                    }
-                }
+                Action::KillGroup => running.iter().for_each(Running::kill),
                 Action::Disclaim(record) => {
                     kafka.send_heartbeat(BootTime::now(), record);
                     tokio::task::block_in_place(|| kafka.flush(DISCLAIM_WAIT));

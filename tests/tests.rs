@@ -5,6 +5,7 @@ mod util;
 
 mod broken_log;
 mod cli;
+mod daemons;
 mod docs;
 mod election;
 mod faults;

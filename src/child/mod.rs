@@ -135,12 +135,16 @@ impl Running {
             Err(err) => tracing::warn!(%err, %sig, "could not signal the child's group"),
         }
     }
-}
 
-/// SIGKILLs the shim and everything below it, whatever group or session it
-/// moved to; `all_gone` then sweeps up what forked meanwhile.
-pub fn kill_all() {
-    tree::signal_below(nix::unistd::getpid(), Signal::SIGKILL, |_| true);
+    /// SIGKILLs everything the command started, whatever group or session
+    /// it moved to, but not the shim: the shim reaps them and reports the
+    /// command's own status (a command that exited on SIGTERM is 143 even if
+    /// a daemon it left had to be killed). SIGCONT wakes a shim stopped
+    /// along with its group (`kill -STOP -PGID`), which must reap.
+    pub fn kill(&self) {
+        tree::signal_below(nix::unistd::getpid(), Signal::SIGKILL, |p| p.pid != self.pgid);
+        let _ = nix::sys::signal::kill(self.pgid, Signal::SIGCONT);
+    }
 }
 
 /// Closes every fd above the lease pipe: librdkafka opens its wake-up pipes

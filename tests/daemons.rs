@@ -1,0 +1,144 @@
+//! Commands that daemonize part of their work: descendants that left the
+//! command's process group (setsid), were double-forked (reparented), or
+//! ignore SIGTERM. None of them may outlive the member's leadership, on any
+//! path: kill -9 of neli-run, a fence, a graceful stop, a yield, or the
+//! command exiting. The overlap detector's lock is inherited by every one
+//! of them, so "the lock is free" means "all of them are gone".
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::util::{run, wait_until, Broker, Group};
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// A command that starts a double-forked, setsid'd `sleep` that ignores
+/// SIGTERM (d1) and a setsid'd shell (d2) that notes SIGTERM in `d2-term`
+/// and exits (what `daemon`, `start-stop-daemon --background` and
+/// nohup+setsid cron scripts leave behind), then runs `last`. Each writes
+/// its pid into `dir` once it is in place, so a test knows the escape
+/// happened before it acts.
+fn daemonizing(dir: &std::path::Path, last: &str) -> String {
+    let d = dir.display();
+    format!(
+        "(setsid sh -c 'trap \"\" TERM; echo $$ > {d}/d1; exec sleep 1000' &); \
+         setsid sh -c 'trap \"echo TERM > {d}/d2-term; exit 0\" TERM; echo $$ > {d}/d2; while :; do sleep 0.05; done' & \
+         while [ ! -s {d}/d1 ] || [ ! -s {d}/d2 ]; do sleep 0.01; done; {last}"
+    )
+}
+
+/// Whether the daemon that left the group got the stop signal (not only
+/// the SIGKILL after grace).
+fn stop_signal_reached_the_daemon(dir: &std::path::Path) -> bool {
+    dir.join("d2-term").exists()
+}
+
+/// Waits until both daemons are in place and have left the group.
+fn wait_for_daemons(dir: &std::path::Path) {
+    wait_until(LONG, "both daemons run", || dir.join("d1").exists() && dir.join("d2").exists());
+}
+
+/// Same timing as `broken_log::LONG_LEASE`: the lease cannot be what kills
+/// within `SHIM_BOUND`.
+const LONG_LEASE: [&str; 4] = ["--session-timeout", "10s", "--heartbeat-deadline", "8s"];
+const SHIM_BOUND: Duration = Duration::from_secs(4);
+
+#[test]
+fn kill_9_of_neli_run_kills_the_daemons_too() {
+    let g = Group::new("daemons-kill9");
+    let script = daemonizing(g.dir.path(), "exec sleep 1000");
+    let mut m = g.member("a", &LONG_LEASE, &["sh", "-c", &script]);
+    wait_for_daemons(g.dir.path());
+    m.signal(Signal::SIGKILL);
+    m.wait_exit(LONG);
+    wait_until(SHIM_BOUND, "the shim killed every daemon after neli-run died", || !g.lock_held());
+}
+
+#[test]
+fn sigterm_stops_the_daemons_within_grace_before_neli_run_exits() {
+    let g = Group::new("daemons-sigterm");
+    let script = daemonizing(g.dir.path(), "exec sleep 1000");
+    let mut m = g.member("a", &[], &["sh", "-c", &script]);
+    wait_for_daemons(g.dir.path());
+    m.signal(Signal::SIGTERM);
+    assert_eq!(m.wait_exit(LONG).code(), Some(143), "{}", m.log());
+    // Not "eventually": neli-run must not exit while any of them lives.
+    assert!(!g.lock_held(), "a daemon outlived neli-run\n{}", m.log());
+    assert!(stop_signal_reached_the_daemon(g.dir.path()), "the setsid'd daemon never got SIGTERM");
+}
+
+#[test]
+fn a_command_that_exits_leaving_daemons_keeps_its_status_and_takes_them_along() {
+    let g = Group::new("daemons-exit");
+    let script = daemonizing(g.dir.path(), "exit 5");
+    let mut m = g.member("a", &[], &["sh", "-c", &script]);
+    assert_eq!(m.wait_exit(LONG).code(), Some(5), "{}", m.log());
+    assert!(!g.lock_held(), "a daemon outlived neli-run\n{}", m.log());
+    assert!(stop_signal_reached_the_daemon(g.dir.path()), "the setsid'd daemon never got SIGTERM");
+}
+
+#[test]
+fn when_the_shim_is_killed_neli_run_sweeps_up_the_daemons() {
+    let g = Group::new("daemons-shim-killed");
+    let script = daemonizing(g.dir.path(), "exec sleep 1000");
+    let mut m = g.member("a", &[], &["sh", "-c", &script]);
+    wait_for_daemons(g.dir.path());
+    let shim = m.forked_pid().expect("neli-run's child is the shim");
+    nix::sys::signal::kill(shim, Signal::SIGKILL).unwrap();
+    // The daemons were reparented to neli-run: it must kill them before it
+    // reports the child gone (here: exits, --restart never).
+    assert_eq!(m.wait_exit(LONG).code(), Some(137), "{}", m.log());
+    assert!(!g.lock_held(), "a daemon outlived neli-run\n{}", m.log());
+}
+
+#[test]
+fn the_command_dies_with_its_shim_while_neli_run_is_frozen() {
+    let g = Group::new("shim-pdeathsig");
+    let pidfile = g.dir.path().join("pid");
+    let script = format!("echo $$ > {}; exec sleep 1000", pidfile.display());
+    // Unguarded, so that the command is the shim's own child.
+    let mut m = g.member_unguarded("a", &LONG_LEASE, &["sh", "-c", &script]);
+    wait_until(LONG, "the command runs", || pidfile.exists());
+    let command = nix::unistd::Pid::from_raw(std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap());
+    let shim = m.forked_pid().expect("neli-run's child is the shim");
+    // Nobody can sweep: neli-run is frozen and the shim dies at once.
+    m.signal(Signal::SIGSTOP);
+    nix::sys::signal::kill(shim, Signal::SIGKILL).unwrap();
+    wait_until(SHIM_BOUND, "the command died with its shim", || {
+        std::fs::read_to_string(format!("/proc/{command}/stat")).map_or(true, |s| s.contains(") Z "))
+    });
+    m.signal(Signal::SIGCONT);
+    assert_eq!(m.wait_exit(LONG).code(), Some(137), "{}", m.log());
+}
+
+#[test]
+fn a_yield_hands_over_only_once_the_daemons_are_gone() {
+    let g = Group::new("daemons-yield");
+    let script = daemonizing(g.dir.path(), "exec sleep 1000");
+    let a = g.member("a", &[], &["sh", "-c", &script]);
+    wait_for_daemons(g.dir.path());
+    let _b = g.member("b", &[], &["sleep", "1000"]);
+    wait_until(LONG, "b is a standby", || a.log().contains("child started"));
+    let t = g.broker.timing;
+    let timeout = format!("{}ms", t.takeover().as_millis());
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
+    assert_eq!(code, 0, "{out}");
+    wait_until(t.takeover(), "b leads", || g.starts().last().is_some_and(|s| s.0 == "b") && g.lock_held());
+    // b's flock -n would have failed while a daemon of a's held the lock.
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_fence_kills_the_daemons_and_leadership_returns_without_overlap() {
+    let g = Group::on(Broker::dev(), "daemons-fence");
+    let script = daemonizing(g.dir.path(), "exec sleep 1000");
+    let _a = g.member("a", &[], &["sh", "-c", &script]);
+    wait_for_daemons(g.dir.path());
+    let t = g.broker.timing;
+    g.broker.signal(Signal::SIGSTOP);
+    wait_until(t.deadline + Duration::from_secs(3), "the fence killed the command and its daemons", || !g.lock_held());
+    g.broker.signal(Signal::SIGCONT);
+    wait_until(t.takeover(), "someone leads again", || g.lock_held());
+    g.assert_no_overlap();
+}

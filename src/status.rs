@@ -320,6 +320,19 @@ fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, View), Stop> 
             | KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownTopicOrPartition)
             | KafkaError::OffsetFetch(RDKafkaErrorCode::UnknownTopicOrPartition),
         ) if probe.fatal.lock().expect("probe lock").is_none() => {
+            // A topic we may not see has no partitions either: tell that apart.
+            let denied = consumer.fetch_metadata(Some(&target.topic), Duration::from_secs(2)).ok().and_then(|md| {
+                let code = md.topics().first()?.error().map(RDKafkaErrorCode::from)?;
+                crate::kafka::fatal(
+                    code,
+                    format!("Kafka denied access: topic {}: {code}", target.topic),
+                    &target.topic,
+                    &target.group,
+                )
+            });
+            if let Some(fatal) = denied {
+                return fail(fatal.code, printable(&fatal.message));
+            }
             let (topic, group) = (printable(&target.topic), printable(&target.group));
             return fail(1, format!("no topic {topic}: no member of group {group} has run yet"));
         }

@@ -84,6 +84,16 @@ fn status_and_yield_of_an_unreachable_broker_exit_69() {
 }
 
 #[test]
+fn status_and_yield_on_a_topic_they_may_not_read_exit_77() {
+    let broker = crate::util::Broker::dev_with("127.0.0.1", &["--deny-topic", "denied.neli"]);
+    for sub in ["status", "yield"] {
+        let (code, out) = run(&[sub, "-b", &broker.address, "-g", "denied"]);
+        assert_eq!(code, 77, "{sub}: {out}");
+        assert!(out.contains("Kafka denied access: topic denied.neli"), "{sub}: {out}");
+    }
+}
+
+#[test]
 fn yield_refuses_an_absurd_timeout_with_a_usage_error() {
     let (code, out) = run(&["yield", "-b", "127.0.0.1:1", "-g", "g", "--timeout", "10000000000000000000s"]);
     assert_eq!(code, 2, "{out}");

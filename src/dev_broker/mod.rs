@@ -215,6 +215,7 @@ impl BackDoor {
     /// Takes the mock down, moves its listener, and brings it up.
     fn close(mock: &Mock, port: u16) -> std::io::Result<BackDoor> {
         use std::os::unix::fs::DirBuilderExt;
+        remove_stale_dirs();
         let dir = std::env::temp_dir().join(format!(
             "neli-dev-broker-{}-{:x}",
             std::process::id(),
@@ -265,6 +266,27 @@ impl BackDoor {
 impl Drop for BackDoor {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Removes the directories of dev brokers that were killed (SIGKILL leaves
+/// them behind): those whose process no longer exists. Others' directories
+/// are not ours to remove (and /tmp's sticky bit says so too).
+fn remove_stale_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("neli-dev-broker-"))
+            .and_then(|rest| rest.split('-').next()?.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH);
+        if gone {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 

@@ -145,7 +145,9 @@ impl Heartbeat {
             _ => Stance::Released,
         };
         crate::leader::Other {
-            writer: format!("{}/{}", self.name, self.incarnation),
+            // Escaped: the leader logs it, and the writer chose it.
+            // (printable is one-to-one, so distinct writers stay distinct.)
+            writer: format!("{}/{}", printable(&self.name), printable(&self.incarnation)),
             offset,
             run: self.run,
             start: self.start,

@@ -77,7 +77,8 @@ fn stdout_closed() -> bool {
         && fds[0].revents().is_some_and(|r| r.intersects(PollFlags::POLLERR | PollFlags::POLLHUP))
 }
 
-/// Ends the process the way `stop` says; never panics on a closed stderr.
+/// The exit status for `result`, after saying why on stderr if it failed
+/// (never panicking on a closed stderr).
 fn finish(result: Result<ExitCode, Stop>) -> ExitCode {
     match result {
         Ok(code) => code,
@@ -99,6 +100,8 @@ struct Probe {
     fatal: Mutex<Option<crate::kafka::Fatal>>,
     /// The latest other error, for "unreachable" messages.
     last: Mutex<Option<String>>,
+    /// Why a record we wrote was not delivered, if it was not.
+    undelivered: Mutex<Option<String>>,
 }
 
 impl Probe {
@@ -108,6 +111,7 @@ impl Probe {
             group: target.group.clone(),
             fatal: Mutex::new(None),
             last: Mutex::new(None),
+            undelivered: Mutex::new(None),
         }
     }
 
@@ -135,14 +139,17 @@ impl Probe {
         }
     }
 
-    /// What to say when Kafka did not answer with `err`: the fatal error
-    /// seen meanwhile, if any, else "unreachable" (69).
+    /// What to say when Kafka did not answer (`what` failed): the fatal
+    /// error seen meanwhile, if any, else "unreachable" (69).
     fn failure(&self, what: String) -> Stop {
+        // librdkafka's reasons quote what brokers said: one line, escaped.
         if let Some(fatal) = self.fatal.lock().expect("probe lock").clone() {
-            return Stop::Fail(fatal.code, fatal.message);
+            return Stop::Fail(fatal.code, printable(&fatal.message));
         }
         match self.last.lock().expect("probe lock").as_deref() {
-            Some(last) if !what.contains(last) => Stop::Fail(exit::UNAVAILABLE, format!("{what} ({last})")),
+            Some(last) if !what.contains(last) => {
+                Stop::Fail(exit::UNAVAILABLE, format!("{what} ({})", printable(last)))
+            }
             _ => Stop::Fail(exit::UNAVAILABLE, what),
         }
     }
@@ -166,6 +173,7 @@ impl ProducerContext for Probe {
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
         if let Err((err, _)) = result {
             self.note(err, &err.to_string());
+            *self.undelivered.lock().expect("probe lock") = Some(err.to_string());
         }
     }
 }
@@ -442,8 +450,8 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
     if let Err(e) = flushed {
         return Err(producer.context().failure(format!("cannot write the yield request: {e}")));
     }
-    if let Some(fatal) = producer.context().fatal.lock().expect("probe lock").clone() {
-        return fail(fatal.code, fatal.message);
+    if let Some(why) = producer.context().undelivered.lock().expect("probe lock").clone() {
+        return Err(producer.context().failure(format!("cannot write the yield request: {}", printable(&why))));
     }
     let start = Instant::now();
     while start.elapsed() < timeout {

@@ -375,6 +375,16 @@ mod yield_tests {
         assert_eq!(mine.uid, Some(unsafe { libc::getuid() }));
         assert_eq!(user_name(0).as_deref(), Some("root"));
         assert!(mine.asker().contains(&format!("(pid {}", std::process::id())), "{}", mine.asker());
+        // What version 1 readers decode (their struct, as it was): still a
+        // yield for the same target.
+        #[derive(Deserialize)]
+        struct V1 {
+            #[serde(rename = "type")]
+            kind: String,
+            target: Option<String>,
+        }
+        let old: V1 = serde_json::from_slice(&Yield::new(Some("b".into())).encode()).unwrap();
+        assert_eq!((old.kind.as_str(), old.target.as_deref()), ("yield", Some("b")));
         // Version 1, as older neli-run versions write it.
         let v1 = Yield::decode(br#"{"type":"yield","v":1,"target":"a","at_ms":5}"#).unwrap();
         assert!(v1.applies_to("a") && v1.user.is_none());

@@ -81,7 +81,7 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s g -l group -
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l name -d 'Only if this member leads (its --name)' -r
-complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l timeout -d 'How long to wait for another member to lead' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l timeout -d 'How long to wait for another member to lead (at most 24h)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'

@@ -32,6 +32,7 @@ use crate::leader::Restart;
     subcommand_value_name = "SUBCOMMAND",
     subcommand_help_heading = "Subcommands",
     after_help = "Exit status: the command's own, 128+N if signal N killed it; 2 usage error; \
+                  69 (status, yield) Kafka unreachable; \
                   75 not leader within --acquire-timeout; 77 Kafka denied access; \
                   78 Kafka configuration rejected; 126/127 command not executable/not found."
 )]
@@ -89,7 +90,11 @@ pub enum Sub {
     /// Show who leads a group now, read from its heartbeat records.
     ///
     /// Works on any broker (it needs no group APIs) and does not join the
-    /// group. Exit status: 0 when a fresh leader exists, 1 when none does.
+    /// group. Names and hosts read from the topic are printed with control
+    /// characters escaped. Exit status: 0 a fresh leader exists; 1 none does
+    /// (or no member has run yet); 2 usage error; 69 Kafka unreachable; 77
+    /// authentication failed or access denied; 78 Kafka configuration
+    /// rejected. A closed stdout (`| head -1`) ends it quietly with 0.
     Status(StatusArgs),
 
     /// Ask the leader to hand over to another member.
@@ -97,8 +102,10 @@ pub enum Sub {
     /// Writes a control record to partition 0; the leader (the one named by
     /// --name, if given) stops its command as on a revoke, leaves the group
     /// and rejoins only once another member leads (or, if it is alone, after
-    /// three session timeouts). Waits for the new leader and names it.
-    /// Exit status: 0 when leadership moved, 1 when it did not.
+    /// three session timeouts). Waits for the new leader and names it. The
+    /// request says who asked (user, host, pid) and the leader logs it;
+    /// anyone with WRITE on the topic can ask. Exit status: 0 leadership
+    /// moved; 1 it did not; 2 usage; 69, 77, 78 as for status.
     Yield(YieldArgs),
 }
 
@@ -112,7 +119,7 @@ pub struct YieldArgs {
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
 
-    /// How long to wait for another member to lead.
+    /// How long to wait for another member to lead (at most 24h).
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub timeout: humantime::Duration,
 }
@@ -205,7 +212,10 @@ pub struct DevBrokerArgs {
     /// Clients then need -X security.protocol=SASL_PLAINTEXT and
     /// sasl.mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, as with a Kafka
     /// listener that requires SASL: to try credentials and --kafka-config
-    /// files before using them against Kafka.
+    /// files before using them against Kafka. It tests clients' SASL; it is
+    /// not access control: any user who logs in may do everything, nothing
+    /// is encrypted, and the mock behind it listens only on a unix socket in
+    /// a directory private to the broker's user.
     #[arg(long, env = "NELI_DEV_BROKER_SASL_USER", value_name = "USER:PASSWORD")]
     pub sasl_user: Vec<String>,
 }

@@ -6,6 +6,11 @@ use std::fmt;
 
 /// Usage error: a bad flag, duration or unsafe timing (clap uses it too).
 pub const USAGE: u8 = 2;
+/// `status` and `yield`: Kafka could not be reached (EX_UNAVAILABLE).
+pub const UNAVAILABLE: u8 = 69;
+/// `status` and `yield`: stdout could not be written (EX_IOERR; a closed
+/// pipe is not that, it ends quietly).
+pub const IOERR: u8 = 74;
 /// Not leader within `--acquire-timeout` (EX_TEMPFAIL: try again later).
 pub const ACQUIRE_TIMEOUT: u8 = 75;
 /// Kafka refused us: authentication or authorization (EX_NOPERM).

@@ -6,26 +6,177 @@
 //! token; it is *fresh* while that record is younger than the deadline the
 //! writer itself declared. Ages use the writer's wall clock (the record's
 //! `at_ms`), so clock skew between machines shifts them.
+//!
+//! Exit statuses (the README keeps the table): 0 a fresh leader (status) or
+//! leadership moved (yield); 1 no fresh leader, or it did not move; 2 usage;
+//! 69 Kafka unreachable; 70 internal; 74 stdout unwritable; 77 Kafka denied
+//! access (authentication or authorization); 78 Kafka configuration
+//! rejected. A closed stdout (`status | head -1`) ends quietly with 0.
+//!
+//! Every string read from the topic is someone's choice: the text output
+//! escapes control characters in it ([`printable`]).
 
+use std::io::Write;
+use std::os::fd::AsFd;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::client::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::json;
+use tracing::debug;
 
 use crate::cli::{StatusArgs, YieldArgs};
 use crate::config::Target;
 use crate::exit;
-use crate::kafka::heartbeat::{wall_ms, Heartbeat, Yield};
-use crate::kafka::Quiet;
+use crate::kafka::heartbeat::{printable, wall_ms, Heartbeat, Yield};
 
 /// How many of the newest records to read: with a 500 ms interval, about
 /// half an hour of history, which is plenty to find the current leader.
 const HISTORY: i64 = 4096;
+
+/// The longest `yield --timeout` taken: a yield that waits longer is a typo.
+const MAX_YIELD_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// Why `status` or `yield` ends without its answer.
+#[derive(Debug)]
+enum Stop {
+    /// stdout was closed (`status | head -1`): end quietly, with 0.
+    Closed,
+    /// Exit with this code after saying this (one line).
+    Fail(u8, String),
+}
+
+fn fail<T>(code: u8, message: impl Into<String>) -> Result<T, Stop> {
+    Err(Stop::Fail(code, message.into()))
+}
+
+/// Writes one line to stdout; a reader that went away is [`Stop::Closed`].
+fn say(text: &str) -> Result<(), Stop> {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Stop::Closed),
+        Err(e) => fail(exit::IOERR, format!("cannot write to stdout: {e}")),
+    }
+}
+
+/// Whether stdout is a pipe or socket whose reader has gone: `--watch`
+/// writes only on a change, and must not outlive `| head -1` until then.
+fn stdout_closed() -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let stdout = std::io::stdout();
+    let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];
+    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+        && fds[0].revents().is_some_and(|r| r.intersects(PollFlags::POLLERR | PollFlags::POLLHUP))
+}
+
+/// The exit status for `result`, after saying why on stderr if it failed
+/// (never panicking on a closed stderr).
+fn finish(result: Result<ExitCode, Stop>) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(Stop::Closed) => ExitCode::SUCCESS,
+        Err(Stop::Fail(code, message)) => {
+            let _ = writeln!(std::io::stderr(), "error: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// The clients' context: librdkafka's chatter goes to debug level (-v
+/// shows it), and the errors it reports only there are kept, so that a
+/// wrong password reads as one and not as "all brokers down".
+struct Probe {
+    topic: String,
+    group: String,
+    /// The first error no retry fixes (authentication, authorization).
+    fatal: Mutex<Option<crate::kafka::Fatal>>,
+    /// The latest other error, for "unreachable" messages.
+    last: Mutex<Option<String>>,
+    /// Why a record we wrote was not delivered, if it was not.
+    undelivered: Mutex<Option<String>>,
+}
+
+impl Probe {
+    fn new(target: &Target) -> Probe {
+        Probe {
+            topic: target.topic.clone(),
+            group: target.group.clone(),
+            fatal: Mutex::new(None),
+            last: Mutex::new(None),
+            undelivered: Mutex::new(None),
+        }
+    }
+
+    fn note(&self, err: &KafkaError, reason: &str) {
+        let Some(code) = err.rdkafka_error_code() else { return };
+        use RDKafkaErrorCode::*;
+        let what = match code {
+            Authentication | SaslAuthenticationFailed => format!("Kafka authentication failed: {reason}"),
+            TopicAuthorizationFailed | GroupAuthorizationFailed | ClusterAuthorizationFailed => {
+                format!("Kafka denied access: {err}")
+            }
+            _ => format!("{err}: {reason}"),
+        };
+        match crate::kafka::fatal(code, what, &self.topic, &self.group) {
+            Some(fatal) => {
+                self.fatal.lock().expect("probe lock").get_or_insert(fatal);
+            }
+            None => {
+                let what = match code {
+                    SSL => format!("TLS handshake failed: {reason}"),
+                    _ => reason.to_string(),
+                };
+                *self.last.lock().expect("probe lock") = Some(what);
+            }
+        }
+    }
+
+    /// What to say when Kafka did not answer (`what` failed): the fatal
+    /// error seen meanwhile, if any, else "unreachable" (69).
+    fn failure(&self, what: String) -> Stop {
+        // librdkafka's reasons quote what brokers said: one line, escaped.
+        if let Some(fatal) = self.fatal.lock().expect("probe lock").clone() {
+            return Stop::Fail(fatal.code, printable(&fatal.message));
+        }
+        match self.last.lock().expect("probe lock").as_deref() {
+            Some(last) if !what.contains(last) => {
+                Stop::Fail(exit::UNAVAILABLE, format!("{what} ({})", printable(last)))
+            }
+            _ => Stop::Fail(exit::UNAVAILABLE, what),
+        }
+    }
+}
+
+impl ClientContext for Probe {
+    fn log(&self, _: RDKafkaLogLevel, fac: &str, message: &str) {
+        debug!(target: "librdkafka", "{fac} {message}");
+    }
+
+    fn error(&self, err: KafkaError, reason: &str) {
+        debug!(target: "librdkafka", %err, "{reason}");
+        self.note(&err, reason);
+    }
+}
+
+impl ConsumerContext for Probe {}
+
+impl ProducerContext for Probe {
+    type DeliveryOpaque = ();
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        if let Err((err, _)) = result {
+            self.note(err, &err.to_string());
+            *self.undelivered.lock().expect("probe lock") = Some(err.to_string());
+        }
+    }
+}
 
 /// What the records say.
 #[derive(Debug, Default)]
@@ -60,7 +211,12 @@ fn ago(now_ms: u64, then_ms: u64) -> String {
 }
 
 fn rfc3339(ms: u64) -> String {
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+    // A record's time is the writer's word: one past what SystemTime holds
+    // must not panic here.
+    match UNIX_EPOCH.checked_add(Duration::from_millis(ms)).filter(|_| ms < 253_402_300_800_000) {
+        Some(t) => humantime::format_rfc3339_seconds(t).to_string(),
+        None => format!("{ms} ms after the epoch"),
+    }
 }
 
 fn render(target: &Target, view: &View, json_out: bool) -> String {
@@ -87,12 +243,12 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
         })
         .to_string();
     }
+    let group = printable(&target.group);
     match (fresh, &view.leader) {
         (Some(hb), _) => format!(
-            "group {g}: leader {n} (host {h}, pid {p}), token {t}\n  leader since {s} ({sa} ago)\n  last heartbeat {a} ago (deadline {d})",
-            g = target.group,
-            n = hb.name,
-            h = hb.host,
+            "group {group}: leader {n} (host {h}, pid {p}), token {t}\n  leader since {s} ({sa} ago)\n  last heartbeat {a} ago (deadline {d})",
+            n = printable(&hb.name),
+            h = printable(&hb.host),
             p = hb.pid,
             t = hb.token.unwrap_or_default(),
             s = hb.since_ms.map_or("?".into(), rfc3339),
@@ -101,39 +257,32 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
             d = humantime::format_duration(Duration::from_millis(hb.deadline_ms)),
         ),
         (None, Some(hb)) => format!(
-            "group {g}: no fresh leader (last: {n}, token {t}, last heartbeat {a} ago)",
-            g = target.group,
-            n = hb.name,
+            "group {group}: no fresh leader (last: {n}, token {t}, last heartbeat {a} ago)",
+            n = printable(&hb.name),
             t = hb.token.unwrap_or_default(),
             a = ago(now, hb.at_ms),
         ),
-        (None, None) => format!("group {}: no leader in the retained heartbeats of {}", target.group, target.topic),
+        (None, None) => {
+            format!("group {group}: no leader in the retained heartbeats of {}", printable(&target.topic))
+        }
     }
 }
 
 /// Runs `neli-run status`.
 pub fn main(args: StatusArgs, env_properties: Option<String>) -> ExitCode {
-    let json_out = args.json;
-    let watch = args.watch;
-    let target = match Target::from_args(args.kafka, env_properties) {
-        Ok(t) => t,
-        Err(err) => {
-            eprintln!("error: {err}");
-            return ExitCode::from(exit::USAGE);
-        }
-    };
-    match status(&target, json_out, watch) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
-        Err((code, message)) => {
-            eprintln!("error: {message}");
-            ExitCode::from(code)
-        }
-    }
+    let (json_out, watch) = (args.json, args.watch);
+    finish(
+        Target::from_args(args.kafka, env_properties).map_err(|err| Stop::Fail(err.code(), err.to_string())).and_then(
+            |target| {
+                let fresh = status(&target, json_out, watch)?;
+                Ok(if fresh { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            },
+        ),
+    )
 }
 
 /// A reader of partition 0 outside the group, caught up to its end.
-fn read_partition(target: &Target) -> Result<(BaseConsumer<Quiet>, View), (u8, String)> {
+fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, View), Stop> {
     // librdkafka wants a group for assign(); assign() never joins it.
     let group = format!("{}.status", target.group);
     let config = target.client_config(&[
@@ -142,27 +291,77 @@ fn read_partition(target: &Target) -> Result<(BaseConsumer<Quiet>, View), (u8, S
         ("enable.partition.eof", "true"),
         ("fetch.wait.max.ms", "100"),
     ]);
-    let consumer: BaseConsumer<Quiet> = config
-        .create_with_context(Quiet)
-        .map_err(|e| (exit::KAFKA_CONFIG, format!("Kafka client configuration rejected: {e}")))?;
-    let (low, high) = consumer.fetch_watermarks(&target.topic, 0, Duration::from_secs(5)).map_err(|e| match e {
-        KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownPartition)
-        | KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownTopicOrPartition)
-        | KafkaError::OffsetFetch(RDKafkaErrorCode::UnknownTopicOrPartition) => {
-            (1, format!("no topic {}: no member of group {} has run yet", target.topic, target.group))
+    let consumer: BaseConsumer<Probe> = match config.create_with_context(Probe::new(target)) {
+        Ok(c) => c,
+        Err(e) => return fail(exit::KAFKA_CONFIG, format!("Kafka client configuration rejected: {e}")),
+    };
+    let probe = consumer.context();
+    // Asked in short rounds: a failed login shows between two of them.
+    let until = Instant::now() + Duration::from_secs(5);
+    let marks = loop {
+        let marks = consumer.fetch_watermarks(&target.topic, 0, Duration::from_secs(1));
+        if marks.is_ok() {
+            break marks;
         }
-        e => (1, format!("cannot read {} from {}: {e}", target.topic, target.brokers)),
-    })?;
+        // librdkafka reports why (e.g. a failed login) as an event that only
+        // polling serves to the context.
+        for _ in 0..5 {
+            if consumer.poll(Duration::from_millis(100)).is_none() || probe.fatal.lock().expect("probe lock").is_some()
+            {
+                break;
+            }
+        }
+        let unknown = matches!(
+            marks,
+            Err(KafkaError::MetadataFetch(
+                RDKafkaErrorCode::UnknownPartition | RDKafkaErrorCode::UnknownTopicOrPartition
+            ) | KafkaError::OffsetFetch(RDKafkaErrorCode::UnknownTopicOrPartition))
+        );
+        if unknown || probe.fatal.lock().expect("probe lock").is_some() || Instant::now() >= until {
+            break marks;
+        }
+    };
+    let (low, high) = match marks {
+        Ok(marks) => marks,
+        Err(
+            KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownPartition)
+            | KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownTopicOrPartition)
+            | KafkaError::OffsetFetch(RDKafkaErrorCode::UnknownTopicOrPartition),
+        ) if probe.fatal.lock().expect("probe lock").is_none() => {
+            // A topic we may not see has no partitions either: tell that apart.
+            let denied = consumer.fetch_metadata(Some(&target.topic), Duration::from_secs(2)).ok().and_then(|md| {
+                let code = md.topics().first()?.error().map(RDKafkaErrorCode::from)?;
+                crate::kafka::fatal(
+                    code,
+                    format!("Kafka denied access: topic {}: {code}", target.topic),
+                    &target.topic,
+                    &target.group,
+                )
+            });
+            if let Some(fatal) = denied {
+                return fail(fatal.code, printable(&fatal.message));
+            }
+            let (topic, group) = (printable(&target.topic), printable(&target.group));
+            return fail(1, format!("no topic {topic}: no member of group {group} has run yet"));
+        }
+        Err(e) => {
+            return Err(probe.failure(format!(
+                "cannot read {} from {}: {e}",
+                printable(&target.topic),
+                printable(&target.brokers)
+            )))
+        }
+    };
 
     let mut view = View::default();
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(&target.topic, 0, Offset::Offset(low.max(high - HISTORY)))
-        .map_err(|e| (exit::INTERNAL, e.to_string()))?;
-    consumer.assign(&tpl).map_err(|e| (exit::INTERNAL, e.to_string()))?;
+        .map_err(|e| Stop::Fail(exit::INTERNAL, e.to_string()))?;
+    consumer.assign(&tpl).map_err(|e| Stop::Fail(exit::INTERNAL, e.to_string()))?;
     // Catch up to the end as it was when we started.
-    let deadline = SystemTime::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(10);
     let mut caught_up = high <= low;
-    while !caught_up && SystemTime::now() < deadline {
+    while !caught_up && Instant::now() < deadline {
         match consumer.poll(Duration::from_millis(200)) {
             Some(Ok(msg)) => {
                 if let Some(hb) = msg.payload().and_then(Heartbeat::decode) {
@@ -171,25 +370,28 @@ fn read_partition(target: &Target) -> Result<(BaseConsumer<Quiet>, View), (u8, S
                 caught_up = msg.offset() + 1 >= high;
             }
             Some(Err(KafkaError::PartitionEOF(_))) => caught_up = true,
-            Some(Err(e)) => return Err((1, format!("reading {}: {e}", target.topic))),
+            Some(Err(e)) => return Err(probe.failure(format!("reading {}: {e}", printable(&target.topic)))),
             None => {}
         }
     }
     Ok((consumer, view))
 }
 
-fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, (u8, String)> {
+fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, Stop> {
     let (consumer, mut view) = read_partition(target)?;
     if !watch {
-        println!("{}", render(target, &view, json_out));
+        say(&render(target, &view, json_out))?;
         return Ok(view.fresh_leader(wall_ms()).is_some());
     }
     let mut shown = String::new();
     loop {
         let key = view.key(wall_ms());
         if key != shown {
-            println!("{}", render(target, &view, json_out));
+            say(&render(target, &view, json_out))?;
             shown = key;
+        }
+        if stdout_closed() {
+            return Err(Stop::Closed);
         }
         match consumer.poll(Duration::from_millis(250)) {
             Some(Ok(msg)) => {
@@ -198,7 +400,9 @@ fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, (u8, Str
                 }
             }
             Some(Err(KafkaError::PartitionEOF(_))) | None => {}
-            Some(Err(e)) => eprintln!("warning: {e}"),
+            Some(Err(e)) => {
+                let _ = writeln!(std::io::stderr(), "warning: {e}");
+            }
         }
     }
 }
@@ -206,47 +410,51 @@ fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, (u8, Str
 /// Runs `neli-run yield`.
 pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> ExitCode {
     let timeout: Duration = args.timeout.into();
-    let target = match Target::from_args(args.kafka, env_properties) {
-        Ok(t) => t,
-        Err(err) => {
-            eprintln!("error: {err}");
-            return ExitCode::from(exit::USAGE);
-        }
-    };
-    match handover(&target, args.name, timeout) {
-        Ok(message) => {
-            println!("{message}");
-            ExitCode::SUCCESS
-        }
-        Err((code, message)) => {
-            eprintln!("error: {message}");
-            ExitCode::from(code)
-        }
+    if timeout > MAX_YIELD_TIMEOUT {
+        return finish(fail(exit::USAGE, "--timeout must be at most 24h"));
     }
+    finish(
+        Target::from_args(args.kafka, env_properties).map_err(|err| Stop::Fail(err.code(), err.to_string())).and_then(
+            |target| {
+                let message = handover(&target, args.name, timeout)?;
+                say(&message)?;
+                Ok(ExitCode::SUCCESS)
+            },
+        ),
+    )
 }
 
 /// Asks the leader to hand over and waits until another member leads.
-fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<String, (u8, String)> {
+fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<String, Stop> {
+    let group = printable(&target.group);
     let (consumer, mut view) = read_partition(target)?;
     let Some(old) = view.fresh_leader(wall_ms()).cloned() else {
-        return Err((1, format!("group {}: no fresh leader to yield", target.group)));
+        return fail(1, format!("group {group}: no fresh leader to yield"));
     };
     if let Some(name) = &name {
         if *name != old.name {
-            return Err((1, format!("{name} does not lead group {} ({} does)", target.group, old.name)));
+            return fail(1, format!("{} does not lead group {group} ({} does)", printable(name), printable(&old.name)));
         }
     }
-    let producer: BaseProducer<Quiet> = target
+    let producer: BaseProducer<Probe> = target
         .client_config(&[("acks", "all")])
-        .create_with_context(Quiet)
-        .map_err(|e| (exit::KAFKA_CONFIG, format!("Kafka client configuration rejected: {e}")))?;
+        .create_with_context(Probe::new(target))
+        .map_err(|e| Stop::Fail(exit::KAFKA_CONFIG, format!("Kafka client configuration rejected: {e}")))?;
     let request = Yield::new(name).encode();
-    producer
-        .send(BaseRecord::<(), _>::to(&target.topic).partition(0).payload(&request))
-        .map_err(|(e, _)| (1, format!("cannot write the yield request: {e}")))?;
-    producer.flush(Duration::from_secs(10)).map_err(|e| (1, format!("cannot write the yield request: {e}")))?;
-    let until = SystemTime::now() + timeout;
-    while SystemTime::now() < until {
+    if let Err((e, _)) = producer.send(BaseRecord::<(), _>::to(&target.topic).partition(0).payload(&request)) {
+        return Err(producer.context().failure(format!("cannot write the yield request: {e}")));
+    }
+    let flushed = producer.flush(Duration::from_secs(10));
+    // A refused write (e.g. no WRITE on the topic) comes as its delivery
+    // report, which flush() serves.
+    if let Err(e) = flushed {
+        return Err(producer.context().failure(format!("cannot write the yield request: {e}")));
+    }
+    if let Some(why) = producer.context().undelivered.lock().expect("probe lock").clone() {
+        return Err(producer.context().failure(format!("cannot write the yield request: {}", printable(&why))));
+    }
+    let start = Instant::now();
+    while start.elapsed() < timeout {
         if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
             if let Some(hb) = msg.payload().and_then(Heartbeat::decode) {
                 view.add(hb);
@@ -255,17 +463,23 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
         if let Some(new) = view.fresh_leader(wall_ms()) {
             if new.token != old.token && new.name != old.name {
                 return Ok(format!(
-                    "group {}: leadership moved from {} (token {}) to {} (token {})",
-                    target.group,
-                    old.name,
+                    "group {group}: leadership moved from {} (token {}) to {} (token {})",
+                    printable(&old.name),
                     old.token.unwrap_or_default(),
-                    new.name,
+                    printable(&new.name),
                     new.token.unwrap_or_default()
                 ));
             }
         }
     }
-    Err((1, format!("group {}: no other member took over within {:?} (is {} alone?)", target.group, timeout, old.name)))
+    fail(
+        1,
+        format!(
+            "group {group}: no other member took over within {} (is {} alone?)",
+            humantime::format_duration(timeout),
+            printable(&old.name)
+        ),
+    )
 }
 
 #[cfg(test)]

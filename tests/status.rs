@@ -3,6 +3,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
@@ -72,10 +73,97 @@ fn status_watch_prints_each_change_of_leader() {
 }
 
 #[test]
-fn status_of_an_unreachable_broker_fails_clearly() {
-    let (code, out) = run(&["status", "-b", "127.0.0.1:1", "-g", "g"]);
-    assert_eq!(code, 1, "{out}");
-    assert!(out.contains("cannot read g.neli from 127.0.0.1:1"), "{out}");
+fn status_and_yield_of_an_unreachable_broker_exit_69() {
+    // A closed port: 69 (EX_UNAVAILABLE), never 1, which means "no leader".
+    for sub in ["status", "yield"] {
+        let (code, out) = run(&[sub, "-b", "127.0.0.1:1", "-g", "g"]);
+        assert_eq!(code, 69, "{sub}: {out}");
+        assert!(out.contains("cannot read g.neli from 127.0.0.1:1"), "{sub}: {out}");
+        assert_eq!(out.trim().lines().count(), 1, "{sub}: {out}");
+    }
+}
+
+#[test]
+fn status_and_yield_on_a_topic_they_may_not_read_exit_77() {
+    let broker = crate::util::Broker::dev_with("127.0.0.1", &["--deny-topic", "denied.neli"]);
+    for sub in ["status", "yield"] {
+        let (code, out) = run(&[sub, "-b", &broker.address, "-g", "denied"]);
+        assert_eq!(code, 77, "{sub}: {out}");
+        assert!(out.contains("Kafka denied access: topic denied.neli"), "{sub}: {out}");
+    }
+}
+
+#[test]
+fn yield_refuses_an_absurd_timeout_with_a_usage_error() {
+    let (code, out) = run(&["yield", "-b", "127.0.0.1:1", "-g", "g", "--timeout", "10000000000000000000s"]);
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(out.trim(), "error: --timeout must be at most 24h");
+}
+
+/// stderr of a finished neli-run, and whether it exited by itself.
+fn no_panic(stderr: &str) {
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+}
+
+#[test]
+fn status_into_a_closed_pipe_exits_quietly_and_watch_ends_with_its_reader() {
+    let g = Group::new("status-pipe");
+    let t = g.broker.timing;
+    let _a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "status reports a fresh leader", || status(&g).0 == 0);
+
+    // The reader is gone before anything is written.
+    let (read, write) = nix::unistd::pipe().unwrap();
+    drop(read);
+    let out = Command::new(bin())
+        .args(["status", "-b", &g.broker.address, "-g", &g.name])
+        .stdout(Stdio::from(write))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    no_panic(&stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+
+    // `status --watch | head -1`: the reader takes one line and leaves; the
+    // leader does not change, so no further line would reveal that.
+    let mut watch = Command::new(bin())
+        .args(["status", "--watch", "-b", &g.broker.address, "-g", &g.name])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(watch.stdout.take().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.starts_with(&format!("group {}: leader a", g.name)), "{line}");
+    drop(reader);
+    let mut status = None;
+    wait_until(Duration::from_secs(5), "status --watch exits once its reader has gone", || {
+        status = watch.try_wait().unwrap();
+        status.is_some()
+    });
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut stderr).unwrap();
+    no_panic(&stderr);
+    assert_eq!(status.unwrap().code(), Some(0), "{stderr}");
+}
+
+#[test]
+fn status_escapes_control_characters_in_names_read_from_the_topic() {
+    let g = Group::new("status-escape");
+    let t = g.broker.timing;
+    let evil = "evil\u{1b}[2J\nfake: group x";
+    let _m = g.member_unguarded(evil, &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "status reports a fresh leader", || status(&g).0 == 0);
+    let (code, out) = run(&["status", "-b", &g.broker.address, "-g", &g.name]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains('\u{1b}'), "a raw ESC reached the terminal: {out:?}");
+    let first = out.lines().next().unwrap();
+    assert!(first.contains(r"leader evil\u{1b}[2J\nfake: group x (host "), "{out:?}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("fake")).count(), 0, "a forged line: {out:?}");
+    // --json keeps the name as it is, escaped by JSON.
+    assert_eq!(status(&g).1["leader"]["name"], evil);
 }
 
 #[test]
@@ -96,6 +184,11 @@ fn yield_hands_over_to_another_member_and_the_old_leader_stays_a_standby() {
     assert_eq!(code, 0, "{out}\n{}", a.log());
     assert!(out.contains("from a") && out.contains("to b"), "{out}");
     assert_eq!(g.starts().last().unwrap().0, "b");
+    let asked = a.log();
+    assert!(
+        asked.contains("yield requested by user ") && asked.contains(" on host ") && asked.contains("(pid "),
+        "the leader says who asked:\n{asked}"
+    );
     assert!(!a.exited(), "a yields, it does not exit:\n{}", a.log());
     wait_until(t.takeover(), "a rejoins as a standby", || a.log().matches("standby").count() >= 1);
     g.assert_no_overlap();

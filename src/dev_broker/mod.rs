@@ -1,9 +1,11 @@
 //! `neli-run dev-broker`: librdkafka's in-memory mock cluster behind a fixed
 //! address, so neli-run can be tried and tested with nothing installed.
 //!
-//! The mock binds a random port; we create it with one broker, advertise the
-//! `--listen` address for that broker, and forward the listen port to the
-//! mock's. The forwarder also reads the Metadata requests passing through
+//! The mock binds a random 127.0.0.1 port; we create it with one broker,
+//! advertise the `--listen` address for that broker, move the mock's
+//! listener to a unix socket in a private directory (see [`BackDoor`]: on
+//! its TCP port it would answer anyone without a login), and forward the
+//! listen port to it. Request frames are capped as Kafka caps them. The forwarder also reads the Metadata requests passing through
 //! and creates each topic they name with ONE partition first: the mock does
 //! not implement CreateTopics and would auto-create four partitions, and a
 //! member joining a four-partition group can take partition 0 from a leader.
@@ -21,7 +23,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::BaseProducer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tracing::{debug, error, info};
+use tracing::{debug, error, info, warn};
 
 use crate::cli::DevBrokerArgs;
 use crate::exit;
@@ -127,6 +129,20 @@ async fn serve(listen: SocketAddr, advertised: &str, denied: &[String], users: O
         error!(%inner, "the mock cluster gave no usable address");
         return ExitCode::from(exit::INTERNAL);
     };
+    // Only the forwarder may reach the mock: move its listener off 127.0.0.1.
+    let mut door = None;
+    let mut inner = match BackDoor::close(&mock, inner.port()) {
+        Ok(closed) => {
+            let path = closed.path();
+            debug!(path = %path.display(), "the mock cluster listens on a private unix socket only");
+            door = Some(closed);
+            Inner::Unix(path)
+        }
+        Err(err) => {
+            warn!(%inner, %err, "cannot move the mock cluster off its TCP port: it answers there without a login");
+            Inner::Tcp(inner)
+        }
+    };
     info!(%listen, "dev broker ready: use --brokers {advertised} (in memory, one broker; Ctrl-C stops it)");
     if let Some(users) = &users {
         let names: Vec<&str> = users.0.keys().map(String::as_str).collect();
@@ -149,12 +165,20 @@ async fn serve(listen: SocketAddr, advertised: &str, denied: &[String], users: O
                 Ok((_, peer)) if !is_up => debug!(%peer, "client refused: broker down"),
                 Ok((client, peer)) => {
                     debug!(%peer, "client connected");
-                    tokio::spawn(forward(client, inner, shared.clone()));
+                    tokio::spawn(forward(client, peer, inner.clone(), shared.clone()));
                 }
                 Err(err) => debug!(%err, "accept failed"),
             },
             _ = down.recv() => if std::mem::replace(&mut is_up, false) {
                 shared.mock.set_up(false);
+                // The mock made a new TCP listener (not listening while down).
+                if let Some(closed) = door.as_mut() {
+                    if let Err(err) = closed.swap() {
+                        warn!(%err, "cannot move the mock cluster off its TCP port again: it answers there without a login");
+                        inner = Inner::Tcp(SocketAddr::from(([127, 0, 0, 1], closed.port)));
+                        door = None;
+                    }
+                }
                 info!("broker down (SIGUSR1): connections closed, new ones refused until SIGUSR2");
             },
             _ = up.recv() => if !std::mem::replace(&mut is_up, true) {
@@ -165,8 +189,146 @@ async fn serve(listen: SocketAddr, advertised: &str, denied: &[String], users: O
             _ = term.recv() => break,
         }
     }
+    drop(door);
     info!("dev broker stopped");
     ExitCode::SUCCESS
+}
+
+/// The mock cluster listens on a random 127.0.0.1 port, where it answers
+/// anyone without a login: a back door around `--sasl-user` and around the
+/// forwarder's one-partition topics. librdkafka has no option to bind it
+/// elsewhere, so while it is down (its listener closed, a new one bound but
+/// not listening) the bound socket's descriptor is replaced (dup3) with a
+/// unix socket in a directory only this user may enter; the mock then
+/// listens and accepts there, and the forwarder connects there. The TCP
+/// socket itself is kept bound, not listening, so that the port stays ours
+/// for the mock to bind again on its next down (SO_REUSEADDR), and nothing
+/// answers on it.
+struct BackDoor {
+    dir: std::path::PathBuf,
+    port: u16,
+    /// The first TCP socket the mock bound, kept to hold the port.
+    holder: Option<std::os::fd::OwnedFd>,
+}
+
+impl BackDoor {
+    /// Takes the mock down, moves its listener, and brings it up.
+    fn close(mock: &Mock, port: u16) -> std::io::Result<BackDoor> {
+        use std::os::unix::fs::DirBuilderExt;
+        remove_stale_dirs();
+        let dir = std::env::temp_dir().join(format!(
+            "neli-dev-broker-{}-{:x}",
+            std::process::id(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos())
+        ));
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        let mut door = BackDoor { dir, port, holder: None };
+        mock.set_up(false);
+        let swapped = door.swap();
+        mock.set_up(true);
+        swapped.map(|()| door)
+    }
+
+    fn path(&self) -> std::path::PathBuf {
+        self.dir.join("mock.sock")
+    }
+
+    /// While the mock is down: puts a fresh unix listener where its new,
+    /// bound TCP socket was.
+    fn swap(&mut self) -> std::io::Result<()> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let skip = self.holder.as_ref().map(|h| h.as_raw_fd());
+        let fd = bound_not_listening(self.port, skip)?;
+        let path = self.path();
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path)?;
+        // The mock's accept must not block its thread on a spurious wake-up.
+        listener.set_nonblocking(true)?;
+        if self.holder.is_none() {
+            // SAFETY: fd is open (just found); dup returns a new descriptor we own.
+            let held = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+            if held < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: `held` is a fresh descriptor owned by nobody else.
+            self.holder = Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(held) });
+        }
+        // SAFETY: both descriptors are open; dup3 atomically closes the
+        // mock's TCP socket at `fd` (the holder keeps it alive) and puts the
+        // unix listener there. The mock does not use `fd` while down.
+        if unsafe { libc::dup3(listener.as_raw_fd(), fd, libc::O_CLOEXEC) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for BackDoor {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Removes the directories of dev brokers that were killed (SIGKILL leaves
+/// them behind): those whose process no longer exists. Others' directories
+/// are not ours to remove (and /tmp's sticky bit says so too).
+fn remove_stale_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("neli-dev-broker-"))
+            .and_then(|rest| rest.split('-').next()?.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH);
+        if gone {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// The descriptor of this process's TCP socket bound to 127.0.0.1:`port`
+/// and not listening (other than `skip`).
+fn bound_not_listening(port: u16, skip: Option<i32>) -> std::io::Result<i32> {
+    for entry in std::fs::read_dir("/proc/self/fd")? {
+        let Some(fd) = entry?.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        if Some(fd) == skip {
+            continue;
+        }
+        // SAFETY: plain out-parameters of the right sizes; a descriptor
+        // that is not a socket (or was closed meanwhile) only fails.
+        let (addr, accepting) = unsafe {
+            let mut addr: libc::sockaddr_in = std::mem::zeroed();
+            let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            if libc::getsockname(fd, (&mut addr as *mut libc::sockaddr_in).cast(), &mut len) != 0 {
+                continue;
+            }
+            let mut accepting: libc::c_int = 0;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            if libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_ACCEPTCONN,
+                (&mut accepting as *mut libc::c_int).cast(),
+                &mut len,
+            ) != 0
+            {
+                continue;
+            }
+            (addr, accepting)
+        };
+        if addr.sin_family == libc::AF_INET as libc::sa_family_t
+            && u16::from_be(addr.sin_port) == port
+            && u32::from_be(addr.sin_addr.s_addr) == u32::from(std::net::Ipv4Addr::LOCALHOST)
+            && accepting == 0
+        {
+            return Ok(fd);
+        }
+    }
+    Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no bound socket of the mock cluster found"))
 }
 
 fn start_mock(advertised: &str, denied: &[String]) -> Result<Mock, String> {
@@ -252,24 +414,79 @@ impl Pending {
     }
 }
 
+/// The largest request frame taken, as Kafka's `socket.request.max.bytes`
+/// (100 MiB): a client that announces more is cut off before anything is
+/// allocated for it.
+const MAX_FRAME: usize = 104_857_600;
+/// Before a SASL login, as Kafka's `sasl.server.max.receive.size` (512 KiB):
+/// login requests are small, and nobody unknown reserves more.
+const MAX_FRAME_BEFORE_LOGIN: usize = 524_288;
+
+/// A frame longer than the limit was announced.
+#[derive(Debug)]
+struct TooLong {
+    len: usize,
+    limit: usize,
+}
+
+impl std::fmt::Display for TooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let setting = if self.limit == MAX_FRAME_BEFORE_LOGIN {
+            "sasl.server.max.receive.size, before a login"
+        } else {
+            "socket.request.max.bytes"
+        };
+        write!(f, "announced a frame of {} bytes, over the limit of {} (as Kafka's {setting})", self.len, self.limit)
+    }
+}
+
+impl std::error::Error for TooLong {}
+
 /// Reads one length-prefixed Kafka frame (without its length), or None at
-/// the end of the stream.
-async fn read_frame(rx: &mut (impl AsyncReadExt + Unpin)) -> std::io::Result<Option<Vec<u8>>> {
+/// the end of the stream. A length over `limit` is an error ([`TooLong`]).
+async fn read_frame(rx: &mut (impl AsyncReadExt + Unpin), limit: usize) -> std::io::Result<Option<Vec<u8>>> {
     let mut len = [0u8; 4];
     match rx.read_exact(&mut len).await {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e),
     }
-    let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
+    let len = u32::from_be_bytes(len) as usize;
+    if len > limit {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, TooLong { len, limit }));
+    }
+    let mut frame = vec![0u8; len];
     rx.read_exact(&mut frame).await?;
     Ok(Some(frame))
 }
 
-async fn forward(mut client: TcpStream, inner: SocketAddr, shared: Arc<Shared>) {
-    let Ok(mut broker) = TcpStream::connect(inner).await else {
-        return;
-    };
+/// Where the forwarder reaches the mock.
+#[derive(Clone, Debug)]
+enum Inner {
+    /// The mock's own TCP port (when it could not be moved).
+    Tcp(SocketAddr),
+    /// The unix socket it was moved to ([`BackDoor`]).
+    Unix(std::path::PathBuf),
+}
+
+async fn forward(client: TcpStream, peer: SocketAddr, inner: Inner, shared: Arc<Shared>) {
+    match inner {
+        Inner::Tcp(addr) => {
+            let Ok(broker) = TcpStream::connect(addr).await else { return };
+            let _ = broker.set_nodelay(true);
+            relay(client, peer, broker, shared).await
+        }
+        Inner::Unix(path) => {
+            let Ok(broker) = tokio::net::UnixStream::connect(&path).await else { return };
+            relay(client, peer, broker, shared).await
+        }
+    }
+}
+
+async fn relay<S>(mut client: TcpStream, peer: SocketAddr, broker: S, shared: Arc<Shared>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let (mock, pending) = (&shared.mock, &shared.pending);
     let mut login = sasl::Login::default();
     // The ApiVersions request whose response must offer SASL: (correlation
@@ -277,9 +494,8 @@ async fn forward(mut client: TcpStream, inner: SocketAddr, shared: Arc<Shared>) 
     let api_versions = &std::sync::Mutex::new(None);
     let conn = pending.connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let _ = client.set_nodelay(true);
-    let _ = broker.set_nodelay(true);
     let (client_rx, client_tx) = client.split();
-    let (broker_rx, mut broker_tx) = broker.split();
+    let (broker_rx, mut broker_tx) = tokio::io::split(broker);
     let (mut client_rx, mut broker_rx) = (tokio::io::BufReader::new(client_rx), tokio::io::BufReader::new(broker_rx));
     // Responses come from the mock and from us: one frame at a time.
     let client_tx = &tokio::sync::Mutex::new(client_tx);
@@ -290,7 +506,20 @@ async fn forward(mut client: TcpStream, inner: SocketAddr, shared: Arc<Shared>) 
     };
     // Each request is looked at, then passed on as it is.
     let requests = async {
-        while let Some(frame) = read_frame(&mut client_rx).await? {
+        loop {
+            let limit = match &shared.users {
+                Some(_) if !login.done() => MAX_FRAME_BEFORE_LOGIN,
+                _ => MAX_FRAME,
+            };
+            let frame = match read_frame(&mut client_rx, limit).await {
+                Ok(Some(frame)) => frame,
+                Ok(None) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    warn!(%peer, "closing the connection: the client {e}");
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
             if let Some(users) = shared.users.as_ref().filter(|_| !login.done()) {
                 match login.step(users, &frame) {
                     sasl::Step::Forward => *api_versions.lock().expect("lock") = sasl::api_versions_request(&frame),
@@ -324,7 +553,7 @@ async fn forward(mut client: TcpStream, inner: SocketAddr, shared: Arc<Shared>) 
         Ok::<(), std::io::Error>(())
     };
     let responses = async {
-        while let Some(frame) = read_frame(&mut broker_rx).await? {
+        while let Some(frame) = read_frame(&mut broker_rx, usize::MAX).await? {
             let correlation = frame.get(..4).map(|c| i32::from_be_bytes(c.try_into().expect("4 bytes")));
             let offer = api_versions.lock().expect("lock").filter(|(c, _)| Some(*c) == correlation);
             let frame = match offer.and_then(|(_, version)| sasl::advertise(&frame, version)) {
@@ -350,7 +579,7 @@ async fn forward(mut client: TcpStream, inner: SocketAddr, shared: Arc<Shared>) 
     // go out on another connection, and give the mock a moment to see the
     // close: its thread serves both sockets, and a request read before the
     // close aborts it just the same (seen in the soak, 1 in ~300 faults).
-    drop(broker);
+    drop((broker_rx, broker_tx));
     if pending.holds(conn) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }

@@ -2,7 +2,8 @@
 //! it: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802), through the
 //! SaslHandshake and SaslAuthenticate requests. The mock cluster has no
 //! SASL, so the forwarder answers these itself and lets nothing else
-//! through before a login succeeds. Neither broker here can complete a
+//! through before a login succeeds (and the mock listens only on a private
+//! unix socket, so the forwarder is the only way in). Neither broker here can complete a
 //! SASL login otherwise (tansu 0.6 keeps no users in its memory storage), and
 //! this lets the tests drive librdkafka's real SASL client through
 //! neli-run's configuration paths.

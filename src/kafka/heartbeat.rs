@@ -145,7 +145,9 @@ impl Heartbeat {
             _ => Stance::Released,
         };
         crate::leader::Other {
-            writer: format!("{}/{}", self.name, self.incarnation),
+            // Escaped: the leader logs it, and the writer chose it.
+            // (printable is one-to-one, so distinct writers stay distinct.)
+            writer: format!("{}/{}", printable(&self.name), printable(&self.incarnation)),
             offset,
             run: self.run,
             start: self.start,
@@ -204,6 +206,11 @@ mod tests {
 
 /// A control record on partition 0: `neli-run yield` asks the leader (any
 /// leader, or the one named) to hand over.
+///
+/// Version 2 adds who asked (`name`, `host`, `pid`, `user`, `uid`), for the
+/// leader's log. Only fields were added: older versions ignore them, and a
+/// version 1 record reads with them unset. Whoever can write to the topic
+/// can write any of them: they say who asked, they do not prove it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Yield {
     /// Always "yield": what tells this record from a heartbeat.
@@ -213,12 +220,43 @@ pub struct Yield {
     /// The member asked, or None for whoever leads.
     pub target: Option<String>,
     pub at_ms: u64,
+    /// The asker's NELI_NAME when it runs inside a member's command, else
+    /// its host name (from version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The asker's host name (from version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The asker's process id (from version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The asker's local user name, when its uid has one (from version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The asker's uid (from version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
 }
 
 impl Yield {
-    /// A request to `target` (or whoever leads).
+    /// A request to `target` (or whoever leads), signed with this process.
     pub fn new(target: Option<String>) -> Yield {
-        Yield { kind: "yield".into(), v: 1, target, at_ms: wall_ms() }
+        let host = nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned());
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let user = user_name(uid);
+        let name = std::env::var("NELI_NAME").ok().filter(|n| !n.is_empty()).or_else(|| host.clone());
+        Yield {
+            kind: "yield".into(),
+            v: 2,
+            target,
+            at_ms: wall_ms(),
+            name,
+            host,
+            pid: Some(std::process::id()),
+            user,
+            uid: Some(uid),
+        }
     }
 
     /// Serialized record value.
@@ -235,6 +273,75 @@ impl Yield {
     pub fn applies_to(&self, name: &str) -> bool {
         self.target.as_deref().is_none_or(|t| t == name)
     }
+
+    /// Who asked, for a log line, every string escaped ([`printable`]):
+    /// "user alice (uid 1000) on host web-2 (pid 4242)".
+    pub fn asker(&self) -> String {
+        if self.host.is_none() && self.user.is_none() && self.pid.is_none() {
+            return "an unknown asker (a neli-run older than the version 2 record, or another writer)".into();
+        }
+        let user = match (&self.user, self.uid) {
+            (Some(user), Some(uid)) => format!("user {} (uid {uid})", printable(user)),
+            (Some(user), None) => format!("user {}", printable(user)),
+            (None, Some(uid)) => format!("uid {uid}"),
+            (None, None) => "an unknown user".into(),
+        };
+        let host = self.host.as_deref().map_or_else(|| "?".into(), printable);
+        let mut out = format!("{user} on host {host}");
+        match (self.pid, self.name.as_deref().filter(|n| Some(*n) != self.host.as_deref())) {
+            (Some(pid), Some(name)) => out += &format!(" (pid {pid}, name {})", printable(name)),
+            (Some(pid), None) => out += &format!(" (pid {pid})"),
+            (None, Some(name)) => out += &format!(" (name {})", printable(name)),
+            (None, None) => {}
+        }
+        out
+    }
+}
+
+/// The name of local user `uid` (getpwuid_r), if it has one.
+fn user_name(uid: libc::uid_t) -> Option<String> {
+    let mut buf = vec![0u8; 1024];
+    loop {
+        // SAFETY: zeroed passwd is a valid out-parameter; buf outlives the
+        // call and the name is copied out before buf is dropped.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr().cast(), buf.len(), &mut found) };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 4, 0);
+            continue;
+        }
+        if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+            return None;
+        }
+        // SAFETY: getpwuid_r succeeded: pw_name points into buf, NUL-terminated.
+        let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+        return Some(name.to_string_lossy().into_owned());
+    }
+}
+
+/// `s` safe to print on a terminal: control characters (`char::is_control`:
+/// ESC, newline, carriage return ...), Unicode bidi controls and line
+/// separators are escaped as Rust writes them (`\u{1b}`, `\n`), and so is
+/// the backslash itself, so an escape cannot be forged either. For strings
+/// read from the topic, which anyone who may write to it chose.
+pub fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}' => {
+                out.extend(c.escape_unicode())
+            }
+            '\u{2028}' | '\u{2029}' => out.extend(c.escape_unicode()),
+            c if c.is_control() => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -259,5 +366,46 @@ mod yield_tests {
             },
         );
         assert!(Yield::decode(&hb.encode()).is_none());
+    }
+
+    #[test]
+    fn yield_records_say_who_asked_and_old_ones_still_read() {
+        let mine = Yield::decode(&Yield::new(None).encode()).unwrap();
+        assert_eq!((mine.v, mine.pid), (2, Some(std::process::id())));
+        assert_eq!(mine.uid, Some(unsafe { libc::getuid() }));
+        assert_eq!(user_name(0).as_deref(), Some("root"));
+        assert!(mine.asker().contains(&format!("(pid {}", std::process::id())), "{}", mine.asker());
+        // What version 1 readers decode (their struct, as it was): still a
+        // yield for the same target.
+        #[derive(Deserialize)]
+        struct V1 {
+            #[serde(rename = "type")]
+            kind: String,
+            target: Option<String>,
+        }
+        let old: V1 = serde_json::from_slice(&Yield::new(Some("b".into())).encode()).unwrap();
+        assert_eq!((old.kind.as_str(), old.target.as_deref()), ("yield", Some("b")));
+        // Version 1, as older neli-run versions write it.
+        let v1 = Yield::decode(br#"{"type":"yield","v":1,"target":"a","at_ms":5}"#).unwrap();
+        assert!(v1.applies_to("a") && v1.user.is_none());
+        assert!(v1.asker().contains("unknown asker"), "{}", v1.asker());
+        let forged = Yield {
+            user: Some("al\u{1b}[2Jice".into()),
+            host: Some("web-2\nfake".into()),
+            pid: Some(7),
+            uid: Some(1000),
+            name: Some("w\u{202e}x".into()),
+            ..v1
+        };
+        assert_eq!(forged.asker(), r"user al\u{1b}[2Jice (uid 1000) on host web-2\nfake (pid 7, name w\u{202e}x)");
+    }
+
+    #[test]
+    fn printable_escapes_controls_bidi_and_backslashes_only() {
+        assert_eq!(printable("web-2 ü 名"), "web-2 ü 名");
+        assert_eq!(printable("evil\u{1b}[2J\nfake\r\t"), r"evil\u{1b}[2J\nfake\r\t");
+        assert_eq!(printable("a\u{7f}\u{9b}\u{0}"), r"a\u{7f}\u{9b}\u{0}");
+        assert_eq!(printable("\u{202e}\u{2066}\u{2069}\u{2028}"), r"\u{202e}\u{2066}\u{2069}\u{2028}");
+        assert_eq!(printable(r"a\u{1b}"), r"a\\u{1b}", "an escape cannot be forged");
     }
 }

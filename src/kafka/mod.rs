@@ -109,7 +109,8 @@ fn advice(code: RDKafkaErrorCode, topic: &str, group: &str) -> String {
 }
 
 /// `Some` when `code` is fatal: `what` happened, plus what to do about it.
-fn fatal(code: RDKafkaErrorCode, what: String, topic: &str, group: &str) -> Option<Fatal> {
+/// (`status` and `yield` classify their errors with it too.)
+pub(crate) fn fatal(code: RDKafkaErrorCode, what: String, topic: &str, group: &str) -> Option<Fatal> {
     let exit = fatal_code(code)?;
     Some(Fatal { code: exit, message: format!("{what}. {}", advice(code, topic, group)).trim().into() })
 }
@@ -573,6 +574,9 @@ fn consume(
                     (None, Some(y))
                         if y.applies_to(&me.name) && msg.offset() >= ctx.assigned_at.load(Ordering::Relaxed) =>
                     {
+                        // Anyone who may write to the topic can ask: say who
+                        // did (escaped: every field is the writer's choice).
+                        info!(offset = msg.offset(), "yield requested by {}", y.asker());
                         Event::Yield
                     }
                     _ => continue,

@@ -19,7 +19,7 @@ use crate::child::{self, Running};
 use crate::clock::BootTime;
 use crate::config::Config;
 use crate::exit::{self, ChildStatus};
-use crate::kafka::heartbeat::Member;
+use crate::kafka::heartbeat::{printable, Member};
 use crate::kafka::{Event, Kafka};
 use crate::leader::{Action, Input, Leader, Role};
 use crate::metrics;
@@ -64,7 +64,7 @@ pub async fn run(cfg: Config) -> u8 {
 
     let (events_tx, mut events) = unbounded_channel();
     let member = Member::this_process(cfg.name.clone());
-    info!(group = %cfg.kafka.group, topic = %cfg.kafka.topic, name = %cfg.name, brokers = %cfg.kafka.brokers, "joining");
+    info!(group = %printable(&cfg.kafka.group), topic = %cfg.kafka.topic, name = %printable(&cfg.name), brokers = %cfg.kafka.brokers, "joining");
     let connecting = {
         let cfg = cfg.clone();
         tokio::task::spawn_blocking(move || Kafka::connect(&cfg, member, events_tx))

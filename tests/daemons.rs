@@ -79,6 +79,23 @@ fn a_command_that_exits_leaving_daemons_keeps_its_status_and_takes_them_along() 
 }
 
 #[test]
+fn the_shim_stops_then_kills_daemons_left_behind_even_while_neli_run_is_frozen() {
+    let g = Group::new("daemons-drain-frozen");
+    let go = g.dir.path().join("go");
+    let script = daemonizing(g.dir.path(), &format!("while [ ! -e {} ]; do sleep 0.01; done; exit 5", go.display()));
+    let mut m = g.member("a", &LONG_LEASE, &["sh", "-c", &script]);
+    wait_for_daemons(g.dir.path());
+    // neli-run cannot sweep, and the lease (8 s) is far off: only the shim's
+    // drain (stop signal, --grace, SIGKILL) can end the daemons.
+    m.signal(Signal::SIGSTOP);
+    std::fs::write(&go, "").unwrap();
+    wait_until(SHIM_BOUND, "the shim killed the daemons after grace", || !g.lock_held());
+    assert!(stop_signal_reached_the_daemon(g.dir.path()), "the setsid'd daemon never got SIGTERM");
+    m.signal(Signal::SIGCONT);
+    assert_eq!(m.wait_exit(LONG).code(), Some(5), "{}", m.log());
+}
+
+#[test]
 fn when_the_shim_is_killed_neli_run_sweeps_up_the_daemons() {
     let g = Group::new("daemons-shim-killed");
     let script = daemonizing(g.dir.path(), "exec sleep 1000");

@@ -93,8 +93,28 @@ fn child_ignoring_sigterm_is_killed_after_grace() {
     m.signal(Signal::SIGTERM);
     m.wait_exit(LONG);
     assert!(asked.elapsed() >= Duration::from_millis(900), "killed before the grace ran out");
-    assert!(m.log().contains("grace"), "{}", m.log());
     g.assert_no_orphan();
+}
+
+#[test]
+fn neli_run_itself_kills_a_command_that_ignores_sigterm_when_grace_runs_out() {
+    let g = Group::new("ignore-term-own-kill");
+    let pidfile = g.dir.path().join("pid");
+    // Unguarded, so that the shim's own child ignores TERM and the shim has
+    // nothing to drain; an 8 s lease: within the bound below, only
+    // neli-run's kill after --grace can end it.
+    let script = format!("trap '' TERM; echo $$ > {}; while :; do sleep 0.1; done", pidfile.display());
+    let extra = ["--grace", "1s", "--session-timeout", "10s", "--heartbeat-deadline", "8s"];
+    let mut m = g.member_unguarded("a", &extra, &["sh", "-c", &script]);
+    wait_until(LONG, "the child ignores TERM", || pidfile.exists());
+    let asked = std::time::Instant::now();
+    m.signal(Signal::SIGTERM);
+    assert_eq!(m.wait_exit(LONG).code(), Some(137), "{}", m.log());
+    let took = asked.elapsed();
+    assert!(took >= Duration::from_millis(900), "killed before the grace ran out: {took:?}");
+    assert!(took < Duration::from_secs(5), "not killed when the grace ran out: {took:?}");
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    assert!(!std::path::Path::new(&format!("/proc/{}", pid.trim())).exists(), "the command outlived neli-run");
 }
 
 #[test]

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,7 @@ use clap::{Parser, ValueEnum};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use neli_run::child::tree;
 use neli_run::proof::brokers::Broker;
 use neli_run::proof::detector::{read_lines, Detector};
 use neli_run::proof::netns::NetNs;
@@ -40,6 +41,7 @@ echo "$NELI_FENCING_TOKEN $mode" >> "$0/modes"
 case $mode in
   ignore-term) trap '' TERM; while :; do sleep 0.2; done ;;
   grandchildren) sleep 100000 & sleep 100000 & wait ;;
+  daemonize) (setsid sh -c 'trap "" TERM; exec sleep 100000' &); setsid sleep 100000 & exec sleep 100000 ;;
   *) exec sleep 100000 ;;
 esac"#;
 
@@ -101,6 +103,13 @@ enum Fault {
     /// session timeouts, then back with its state, as a Kafka broker
     /// restarting over its log.
     BrokerRestart,
+    /// The leader's log reader dies or stalls (at random), then the leader
+    /// gets kill -9: its shim must kill the command all the same.
+    BrokenLogKill9,
+    /// The leader's log reader dies or stalls, then the leader is frozen
+    /// until another leads, then thawed: the shim's lease must fence, and
+    /// neli-run must carry on.
+    BrokenLogStop,
 }
 
 impl Fault {
@@ -114,6 +123,8 @@ impl Fault {
             Fault::NetBlip => "net-blip",
             Fault::BrokerPause => "broker-pause",
             Fault::BrokerRestart => "broker-restart",
+            Fault::BrokenLogKill9 => "broken-log-kill-9",
+            Fault::BrokenLogStop => "broken-log-sigstop",
         }
     }
 
@@ -128,13 +139,62 @@ impl Fault {
     }
 }
 
-/// How the next child behaves; weighted towards the plain one.
-const MODES: [&str; 4] = ["normal", "normal", "ignore-term", "grandchildren"];
+/// How the next child behaves; weighted towards the plain one. `daemonize`
+/// leaves a setsid'd sleep and a double-forked, setsid'd one that ignores
+/// SIGTERM: both hold the detector's lock.
+const MODES: [&str; 5] = ["normal", "normal", "ignore-term", "grandchildren", "daemonize"];
 
-/// One candidate slot: its namespace (if any) and its current process.
+/// One candidate slot: its namespace (if any), its current process and the
+/// reader of that process's stdout and stderr.
 struct Slot {
     ns: Option<NetNs>,
     member: Option<(String, Child)>,
+    log: Option<LogReader>,
+}
+
+/// Copies a member's output from a pipe into its log file, until told to
+/// stall (stop reading, keep the pipe: a slow journald) or die (close it).
+struct LogReader(Arc<AtomicU8>);
+
+impl LogReader {
+    const READING: u8 = 0;
+    const STALLED: u8 = 1;
+    const DEAD: u8 = 2;
+
+    /// The pipe's write end for the member, and its reader.
+    fn start(mut log: fs::File) -> (std::os::fd::OwnedFd, LogReader) {
+        use std::io::{Read, Write};
+        // Close-on-exec: no other member may hold this reader's pipe.
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("a pipe");
+        let state = Arc::new(AtomicU8::new(LogReader::READING));
+        let seen = state.clone();
+        std::thread::spawn(move || {
+            let mut read = fs::File::from(read);
+            let mut buf = [0u8; 8192];
+            loop {
+                match seen.load(Ordering::Relaxed) {
+                    LogReader::DEAD => return,
+                    LogReader::STALLED => std::thread::sleep(Duration::from_millis(100)),
+                    _ => {
+                        let mut fds =
+                            [nix::poll::PollFd::new(std::os::fd::AsFd::as_fd(&read), nix::poll::PollFlags::POLLIN)];
+                        if nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(100u8)).unwrap_or(0) == 0 {
+                            continue;
+                        }
+                        match read.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => drop(log.write_all(&buf[..n])),
+                        }
+                    }
+                }
+            }
+        });
+        (write, LogReader(state))
+    }
+
+    fn set(&self, state: u8) {
+        self.0.store(state, Ordering::Relaxed);
+    }
 }
 
 struct Soak {
@@ -160,6 +220,10 @@ impl Soak {
             self.started += 1;
             let name = format!("c{}-{}", i, self.started);
             let log = fs::File::create(self.detector.dir.join(format!("{name}.log"))).expect("log file");
+            let (pipe, reader) = LogReader::start(log);
+            if let Some(old) = self.slots[i].log.replace(reader) {
+                old.set(LogReader::DEAD);
+            }
             let mut argv = self.slots[i].ns.as_ref().map(NetNs::exec_prefix).unwrap_or_default();
             argv.push(self.neli.display().to_string());
             let child = die_with_runner(&mut Command::new(&argv[0]))
@@ -171,8 +235,8 @@ impl Soak {
                 .args(["sh", "-c", CHILD])
                 .arg(&self.detector.dir)
                 .stdin(Stdio::null())
-                .stdout(log.try_clone().expect("log file"))
-                .stderr(log)
+                .stdout(pipe.try_clone().expect("a pipe"))
+                .stderr(pipe)
                 .spawn()
                 .expect("start neli-run");
             self.slots[i].member = Some((name, child));
@@ -195,16 +259,25 @@ impl Soak {
         self.detector.starts().windows(2).filter(|w| w[0].0 != w[1].0).count()
     }
 
-    fn inject(&self, fault: Fault, slot: usize) {
+    fn inject(&self, fault: Fault, slot: usize, rng: &mut Rng) {
         let pid = self.pid(slot);
         match fault {
             Fault::Kill9 => drop(kill(pid, Signal::SIGKILL)),
             Fault::Sigterm => drop(kill(pid, Signal::SIGTERM)),
             Fault::SigstopCont => drop(kill(pid, Signal::SIGSTOP)),
             Fault::ChildCrash => {
-                for p in shim_of(pid).map(child_tree).unwrap_or_default() {
-                    let _ = kill(p, Signal::SIGKILL);
+                // Everything below the shim, daemons that left its group too.
+                for p in shim_of(pid).map(|shim| tree::below(Pid::from_raw(shim))).unwrap_or_default() {
+                    let _ = kill(p.pid, Signal::SIGKILL);
                 }
+            }
+            Fault::BrokenLogKill9 | Fault::BrokenLogStop => {
+                let log = self.slots[slot].log.as_ref().expect("every member has a log reader");
+                log.set(rng.pick(&[LogReader::STALLED, LogReader::DEAD]));
+                // Let neli-run and its child meet the broken pipe first.
+                std::thread::sleep(Duration::from_millis(300));
+                let sig = if fault == Fault::BrokenLogKill9 { Signal::SIGKILL } else { Signal::SIGSTOP };
+                let _ = kill(pid, sig);
             }
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").cut(),
             Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGSTOP),
@@ -215,7 +288,7 @@ impl Soak {
     /// Ends a fault's disruption (a no-op for the one-shot faults).
     fn end(&self, fault: Fault, slot: usize) {
         match fault {
-            Fault::SigstopCont => drop(kill(self.pid(slot), Signal::SIGCONT)),
+            Fault::SigstopCont | Fault::BrokenLogStop => drop(kill(self.pid(slot), Signal::SIGCONT)),
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").heal(),
             Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGCONT),
             Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR2),
@@ -242,22 +315,6 @@ impl Soak {
             let _ = child.wait();
         }
     }
-}
-
-/// Every process of group `pgid` but its leader (the shim): the child's
-/// whole tree, which a "crash" kills without touching the shim.
-fn child_tree(pgid: i32) -> Vec<Pid> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else { continue };
-        let Some((_, tail)) = stat.rsplit_once(") ") else { continue };
-        let pgrp = tail.split_whitespace().nth(2).and_then(|p| p.parse::<i32>().ok());
-        if pgrp == Some(pgid) && pid != pgid {
-            found.push(Pid::from_raw(pid));
-        }
-    }
-    found
 }
 
 /// The shim: neli-run's only child.
@@ -304,7 +361,7 @@ fn main() -> ExitCode {
     let dir = std::env::temp_dir().join(format!("neli-soak-{}", std::process::id()));
     let detector = Detector::new(dir.clone()).expect("work dir");
 
-    let mut slots: Vec<Slot> = (0..args.candidates).map(|_| Slot { ns: None, member: None }).collect();
+    let mut slots: Vec<Slot> = (0..args.candidates).map(|_| Slot { ns: None, member: None, log: None }).collect();
     if args.brokers.is_none() && !args.no_netns {
         for slot in &mut slots {
             match NetNs::create() {
@@ -336,7 +393,14 @@ fn main() -> ExitCode {
         }
     };
     let brokers = args.brokers.clone().unwrap_or_else(|| broker.as_ref().expect("started").address.clone());
-    let mut faults = vec![Fault::Kill9, Fault::Sigterm, Fault::SigstopCont, Fault::ChildCrash];
+    let mut faults = vec![
+        Fault::Kill9,
+        Fault::Sigterm,
+        Fault::SigstopCont,
+        Fault::ChildCrash,
+        Fault::BrokenLogKill9,
+        Fault::BrokenLogStop,
+    ];
     if slots[0].ns.is_some() {
         faults.extend([Fault::NetCut, Fault::NetBlip]);
     }
@@ -408,7 +472,7 @@ fn main() -> ExitCode {
 
         let injected = Instant::now();
         let injected_at = std::time::SystemTime::now();
-        soak.inject(fault, slot);
+        soak.inject(fault, slot, &mut rng);
         let (mut lost, mut ended, mut moved) = (None, false, false);
         let leaderless = loop {
             let now = Instant::now();

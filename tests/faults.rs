@@ -41,6 +41,28 @@ fn sigstop_of_the_leader_fences_through_the_shim_and_sigcont_does_not_overlap() 
     assert!(members[i].log().contains("lease expired"), "{}", members[i].log());
 }
 
+/// neli-run's own fence, alone: the shim is frozen, so its lease cannot
+/// kill, and the session (10 s) outlasts the bound, so librdkafka cannot
+/// report the assignment lost (a revoke that kills too): only the run
+/// loop's timer, which SIGKILLs everything below neli-run but the shim, can
+/// end the command when the broker stops answering.
+#[test]
+fn the_run_loops_own_fence_kills_the_command_while_the_shim_is_frozen() {
+    let g = Group::on(Broker::dev(), "own-fence");
+    let mut a = g.member("a", &["--session-timeout", "10s"], &["sleep", "1000"]);
+    let t = g.broker.timing;
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let shim = a.forked_pid().expect("neli-run's child is the shim");
+    nix::sys::signal::kill(shim, Signal::SIGSTOP).unwrap();
+    g.broker.signal(Signal::SIGSTOP);
+    wait_until(fence_bound(&g), "neli-run fenced the command by itself", || !g.lock_held());
+    g.broker.signal(Signal::SIGCONT);
+    assert!(a.log().contains("fenced"), "{}", a.log());
+    wait_until(Duration::from_secs(60), "it leads again", || g.lock_held());
+    assert!(!a.exited(), "{}", a.log());
+    g.assert_no_overlap();
+}
+
 #[test]
 fn paused_broker_fences_the_leader_and_leadership_returns() {
     let g = Group::on(Broker::dev(), "broker-pause");

@@ -71,7 +71,7 @@ impl Drop for Procs {
 /// socat TLS terminator; returns the TLS address.
 fn behind_tls(dir: &Path, backend: impl Fn(u16, u16) -> Command) -> Option<(String, Procs)> {
     if !have("socat") || !have("openssl") {
-        eprintln!("SKIPPED: needs socat and openssl (apt-get install socat openssl)");
+        crate::util::skip("needs socat and openssl (apt-get install socat openssl)");
         return None;
     }
     certificates(dir);
@@ -135,7 +135,7 @@ fn tls_on_the_dev_broker() {
 #[test]
 fn tls_on_tansu() {
     let Some(tansu) = neli_run::proof::brokers::find("tansu") else {
-        eprintln!("SKIPPED: tansu is not installed (cargo install tansu --version 0.6.0 --features dynostore)");
+        crate::util::skip("tansu 0.6.0 is not installed (.ci/run shows how)");
         return;
     };
     elects_over_tls_and_names_a_certificate_failure("tls-tansu", |plain, tls| {

@@ -282,9 +282,10 @@ impl Group {
         self.detector.lock_held()
     }
 
-    /// Asserts no overlap happened and, once every member has exited, that
-    /// no orphan holds the lock.
+    /// Asserts no overlap happened. A missing overlap file means none, so
+    /// it also asserts that the detector ran at all (some child started).
     pub fn assert_no_overlap(&self) {
+        assert!(!self.starts().is_empty(), "no child ever started under the detector: nothing was checked");
         assert_eq!(self.overlaps(), Vec::<String>::new(), "two children ran at once");
     }
 
@@ -416,15 +417,21 @@ pub fn run(args: &[&str]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), text)
 }
 
-/// A network namespace for a test, or None with a note when this machine
-/// cannot make one (unless NELI_REQUIRE_NETNS is set, as in CI: then that is
-/// a failure).
+/// A test that cannot run on this machine says so and passes, unless
+/// NELI_NO_SKIP is set (CI sets it): then a skip is a failure, so that no
+/// test passes there without having run.
+pub fn skip(why: &str) {
+    assert!(std::env::var_os("NELI_NO_SKIP").is_none(), "cannot run here (NELI_NO_SKIP is set): {why}");
+    eprintln!("SKIPPED: {why}");
+}
+
+/// A network namespace for a test, or None (see `skip`) when this machine
+/// cannot make one.
 pub fn netns() -> Option<NetNs> {
     match NetNs::create() {
         Ok(ns) => Some(ns),
         Err(why) => {
-            assert!(std::env::var_os("NELI_REQUIRE_NETNS").is_none(), "{why}");
-            eprintln!("SKIPPED: {why}");
+            skip(&why);
             None
         }
     }

@@ -59,9 +59,16 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "startup,graceful,crash,fence,idle,scale")]
     scenarios: Vec<String>,
     /// Contenders: dev (neli-run on the dev broker), tansu (neli-run on
-    /// tansu), etcd (etcdctl lock). Missing tools are skipped with a note.
+    /// tansu), etcd (etcdctl lock), base (the --baseline binary on the dev
+    /// broker). Missing tools are skipped with a note.
     #[arg(long, value_delimiter = ',', default_value = "dev,tansu,etcd")]
     contenders: Vec<String>,
+    /// A neli-run built from another commit, for the `base` contender: a
+    /// change measured before and after, side by side in one run (e.g.
+    /// `git worktree add ../base HEAD~1 && cargo build --release
+    /// --manifest-path ../base/Cargo.toml`).
+    #[arg(long, value_name = "PATH")]
+    baseline: Option<PathBuf>,
     /// Where the CSV, the SVG chart and the markdown report go.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
@@ -86,7 +93,8 @@ impl Contender {
 
     fn new_group(&mut self) -> String {
         self.groups += 1;
-        let kind = self.name.rsplit('/').next().unwrap_or(self.name);
+        // The whole name: `baseline/dev` and `neli-run/dev` share a broker kind.
+        let kind = self.name.replace('/', "-");
         format!("bench-{kind}-{}-{}", std::process::id(), self.groups)
     }
 
@@ -387,20 +395,29 @@ fn main() -> ExitCode {
         let (broker, etcdctl) = match name.as_str() {
             "dev" => (Broker::dev(&neli, listen, &ip, &log), None),
             "tansu" => (Broker::tansu(listen, &ip, &log), None),
+            // The same dev broker (this build's) for both: only the members differ.
+            "base" => match &args.baseline {
+                Some(path) if path.exists() => (Broker::dev(&neli, listen, &ip, &log), None),
+                _ => (Err("give the baseline binary with --baseline PATH".into()), None),
+            },
             "etcd" => match find("etcdctl") {
                 Some(etcdctl) => (Broker::etcd(&work.join("etcd-data"), listen, &ip, &log), Some(etcdctl)),
                 None => (Err("etcdctl not found: apt-get install etcd-client".into()), None),
             },
-            other => (Err(format!("unknown contender {other} (dev, tansu, etcd)")), None),
+            other => (Err(format!("unknown contender {other} (dev, tansu, etcd, base)")), None),
         };
         match broker {
             Ok(broker) => contenders.push(Contender {
                 name: match name.as_str() {
                     "dev" => "neli-run/dev",
                     "tansu" => "neli-run/tansu",
+                    "base" => "baseline/dev",
                     _ => "etcdctl-lock",
                 },
-                neli: neli.clone(),
+                neli: match name.as_str() {
+                    "base" => args.baseline.clone().expect("checked above"),
+                    _ => neli.clone(),
+                },
                 etcdctl,
                 broker,
                 session,

@@ -11,16 +11,9 @@ use std::time::Duration;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::signal::Signal;
 
-use crate::util::{wait_until, Group};
+use crate::util::{wait_until, Group, LONG_LEASE, SHIM_BOUND};
 
 const LONG: Duration = Duration::from_secs(60);
-
-/// A heartbeat deadline (the shim's lease) far longer than `SHIM_BOUND`, so
-/// that a command gone within that bound after `kill -9` of neli-run was
-/// killed by the shim's own reaction to its parent's death, not by the
-/// lease running out. The session timeout must exceed the deadline.
-const LONG_LEASE: [&str; 4] = ["--session-timeout", "10s", "--heartbeat-deadline", "8s"];
-const SHIM_BOUND: Duration = Duration::from_secs(4);
 
 /// A pipe for a member's stderr: (read end, write end for the member).
 /// Close-on-exec, or processes that other tests start at the same time

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{run, wait_until, Broker, Group};
+use crate::util::{run, wait_until, Broker, Group, LONG_LEASE, SHIM_BOUND};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -38,11 +38,6 @@ fn stop_signal_reached_the_daemon(dir: &std::path::Path) -> bool {
 fn wait_for_daemons(dir: &std::path::Path) {
     wait_until(LONG, "both daemons run", || dir.join("d1").exists() && dir.join("d2").exists());
 }
-
-/// Same timing as `broken_log::LONG_LEASE`: the lease cannot be what kills
-/// within `SHIM_BOUND`.
-const LONG_LEASE: [&str; 4] = ["--session-timeout", "10s", "--heartbeat-deadline", "8s"];
-const SHIM_BOUND: Duration = Duration::from_secs(4);
 
 #[test]
 fn kill_9_of_neli_run_kills_the_daemons_too() {

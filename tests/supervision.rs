@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{wait_until, Group};
+use crate::util::{wait_until, Group, LONG_LEASE};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -103,7 +103,7 @@ fn neli_run_itself_kills_a_command_that_ignores_sigterm_when_grace_runs_out() {
     // nothing to drain; an 8 s lease: within the bound below, only
     // neli-run's kill after --grace can end it.
     let script = format!("trap '' TERM; echo $$ > {}; while :; do sleep 0.1; done", pidfile.display());
-    let extra = ["--grace", "1s", "--session-timeout", "10s", "--heartbeat-deadline", "8s"];
+    let extra = [&["--grace", "1s"], &LONG_LEASE[..]].concat();
     let mut m = g.member_unguarded("a", &extra, &["sh", "-c", &script]);
     wait_until(LONG, "the child ignores TERM", || pidfile.exists());
     let asked = std::time::Instant::now();

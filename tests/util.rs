@@ -47,6 +47,13 @@ pub fn stays_false(window: Duration, mut cond: impl FnMut() -> bool) -> bool {
     true
 }
 
+/// A heartbeat deadline (the shim's lease) far longer than `SHIM_BOUND`, for
+/// tests of a kill that must come from something else: a command gone
+/// within that bound was not killed by the lease running out. The session
+/// timeout must exceed the deadline.
+pub const LONG_LEASE: [&str; 4] = ["--session-timeout", "10s", "--heartbeat-deadline", "8s"];
+pub const SHIM_BOUND: Duration = Duration::from_secs(4);
+
 /// Timing used by every member in tests. The dev broker accepts any session
 /// timeout; real brokers usually refuse less than 6 s, so with
 /// NELI_TEST_BROKERS the defaults are scaled up.

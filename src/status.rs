@@ -53,6 +53,12 @@ enum Stop {
     Fail(u8, String),
 }
 
+impl From<crate::config::ConfigError> for Stop {
+    fn from(err: crate::config::ConfigError) -> Stop {
+        Stop::Fail(err.code(), err.to_string())
+    }
+}
+
 fn fail<T>(code: u8, message: impl Into<String>) -> Result<T, Stop> {
     Err(Stop::Fail(code, message.into()))
 }
@@ -75,6 +81,14 @@ fn stdout_closed() -> bool {
     let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];
     matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
         && fds[0].revents().is_some_and(|r| r.intersects(PollFlags::POLLERR | PollFlags::POLLHUP))
+}
+
+/// A client the configuration did not allow, said as the run mode says it
+/// (rdkafka's own message carries the property's value, which may be a
+/// secret).
+fn rejected(err: KafkaError, target: &Target) -> Stop {
+    let fatal = crate::kafka::creation_error(err, target);
+    Stop::Fail(fatal.code, fatal.message)
 }
 
 /// The exit status for `result`, after saying why on stderr if it failed
@@ -271,14 +285,10 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
 /// Runs `neli-run status`.
 pub fn main(args: StatusArgs, env_properties: Option<String>) -> ExitCode {
     let (json_out, watch) = (args.json, args.watch);
-    finish(
-        Target::from_args(args.kafka, env_properties).map_err(|err| Stop::Fail(err.code(), err.to_string())).and_then(
-            |target| {
-                let fresh = status(&target, json_out, watch)?;
-                Ok(if fresh { ExitCode::SUCCESS } else { ExitCode::from(1) })
-            },
-        ),
-    )
+    finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
+        let fresh = status(&target, json_out, watch)?;
+        Ok(if fresh { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    }))
 }
 
 /// A reader of partition 0 outside the group, caught up to its end.
@@ -293,7 +303,7 @@ fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, View), Stop> 
     ]);
     let consumer: BaseConsumer<Probe> = match config.create_with_context(Probe::new(target)) {
         Ok(c) => c,
-        Err(e) => return fail(exit::KAFKA_CONFIG, format!("Kafka client configuration rejected: {e}")),
+        Err(e) => return Err(rejected(e, target)),
     };
     let probe = consumer.context();
     // Asked in short rounds: a failed login shows between two of them.
@@ -413,15 +423,11 @@ pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> ExitCode {
     if timeout > MAX_YIELD_TIMEOUT {
         return finish(fail(exit::USAGE, "--timeout must be at most 24h"));
     }
-    finish(
-        Target::from_args(args.kafka, env_properties).map_err(|err| Stop::Fail(err.code(), err.to_string())).and_then(
-            |target| {
-                let message = handover(&target, args.name, timeout)?;
-                say(&message)?;
-                Ok(ExitCode::SUCCESS)
-            },
-        ),
-    )
+    finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
+        let message = handover(&target, args.name, timeout)?;
+        say(&message)?;
+        Ok(ExitCode::SUCCESS)
+    }))
 }
 
 /// Asks the leader to hand over and waits until another member leads.
@@ -439,7 +445,7 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
     let producer: BaseProducer<Probe> = target
         .client_config(&[("acks", "all")])
         .create_with_context(Probe::new(target))
-        .map_err(|e| Stop::Fail(exit::KAFKA_CONFIG, format!("Kafka client configuration rejected: {e}")))?;
+        .map_err(|e| rejected(e, target))?;
     let request = Yield::new(name).encode();
     if let Err((e, _)) = producer.send(BaseRecord::<(), _>::to(&target.topic).partition(0).payload(&request)) {
         return Err(producer.context().failure(format!("cannot write the yield request: {e}")));

@@ -242,9 +242,8 @@ impl Yield {
     /// A request to `target` (or whoever leads), signed with this process.
     pub fn new(target: Option<String>) -> Yield {
         let host = nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned());
-        // SAFETY: getuid cannot fail.
-        let uid = unsafe { libc::getuid() };
-        let user = user_name(uid);
+        let uid = nix::unistd::getuid();
+        let user = nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.name);
         let name = std::env::var("NELI_NAME").ok().filter(|n| !n.is_empty()).or_else(|| host.clone());
         Yield {
             kind: "yield".into(),
@@ -255,7 +254,7 @@ impl Yield {
             host,
             pid: Some(std::process::id()),
             user,
-            uid: Some(uid),
+            uid: Some(uid.as_raw()),
         }
     }
 
@@ -298,28 +297,6 @@ impl Yield {
     }
 }
 
-/// The name of local user `uid` (getpwuid_r), if it has one.
-fn user_name(uid: libc::uid_t) -> Option<String> {
-    let mut buf = vec![0u8; 1024];
-    loop {
-        // SAFETY: zeroed passwd is a valid out-parameter; buf outlives the
-        // call and the name is copied out before buf is dropped.
-        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr().cast(), buf.len(), &mut found) };
-        if rc == libc::ERANGE && buf.len() < 1 << 20 {
-            buf.resize(buf.len() * 4, 0);
-            continue;
-        }
-        if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
-            return None;
-        }
-        // SAFETY: getpwuid_r succeeded: pw_name points into buf, NUL-terminated.
-        let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
-        return Some(name.to_string_lossy().into_owned());
-    }
-}
-
 /// `s` safe to print on a terminal: control characters (`char::is_control`:
 /// ESC, newline, carriage return ...), Unicode bidi controls and line
 /// separators are escaped as Rust writes them (`\u{1b}`, `\n`), and so is
@@ -333,10 +310,13 @@ pub fn printable(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}' => {
-                out.extend(c.escape_unicode())
-            }
-            '\u{2028}' | '\u{2029}' => out.extend(c.escape_unicode()),
+            '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{061c}'
+            | '\u{2028}'
+            | '\u{2029}' => out.extend(c.escape_unicode()),
             c if c.is_control() => out.extend(c.escape_unicode()),
             c => out.push(c),
         }
@@ -372,8 +352,10 @@ mod yield_tests {
     fn yield_records_say_who_asked_and_old_ones_still_read() {
         let mine = Yield::decode(&Yield::new(None).encode()).unwrap();
         assert_eq!((mine.v, mine.pid), (2, Some(std::process::id())));
-        assert_eq!(mine.uid, Some(unsafe { libc::getuid() }));
-        assert_eq!(user_name(0).as_deref(), Some("root"));
+        assert_eq!(mine.uid, Some(nix::unistd::getuid().as_raw()));
+        // The user name as the system itself answers it.
+        let id = std::process::Command::new("id").arg("-un").output().unwrap();
+        assert_eq!(mine.user.as_deref(), Some(String::from_utf8_lossy(&id.stdout).trim()));
         assert!(mine.asker().contains(&format!("(pid {}", std::process::id())), "{}", mine.asker());
         // What version 1 readers decode (their struct, as it was): still a
         // yield for the same target.

@@ -115,8 +115,8 @@ pub(crate) fn fatal(code: RDKafkaErrorCode, what: String, topic: &str, group: &s
     Some(Fatal { code: exit, message: format!("{what}. {}", advice(code, topic, group)).trim().into() })
 }
 
-/// A context for helper clients (the dev broker's, `status`'s): their
-/// librdkafka chatter goes to debug level, where -v shows it.
+/// A context for the dev broker's own client: its librdkafka chatter goes to
+/// debug level, where -v shows it.
 pub struct Quiet;
 
 impl ClientContext for Quiet {
@@ -128,8 +128,6 @@ impl ClientContext for Quiet {
         debug!(target: "librdkafka", %err, "{reason}");
     }
 }
-
-impl ConsumerContext for Quiet {}
 
 impl ProducerContext for Quiet {
     type DeliveryOpaque = ();
@@ -310,7 +308,9 @@ pub struct Kafka {
     consumer: Option<JoinHandle<()>>,
 }
 
-fn creation_error(err: KafkaError, target: &Target) -> Fatal {
+/// Why a client could not be created, naming the property and where it came
+/// from, never its value (`status` and `yield` say it the same way).
+pub(crate) fn creation_error(err: KafkaError, target: &Target) -> Fatal {
     let origin = match &err {
         KafkaError::ClientConfig(_, _, key, _) => target.origin(key),
         _ => "-X, --kafka-config, --kafka-secret or NELI_KAFKA_PROPERTIES".into(),

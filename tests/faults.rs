@@ -254,8 +254,11 @@ fn leading(token: i64) -> Record {
 fn regression_a_new_owner_waits_out_a_claim_written_just_before_its_assignment() {
     let g = Group::on(Broker::dev(), "claim-before");
     let ghost = neli_run::kafka::heartbeat::Member::this_process("ghost".into());
-    write_record(&g, &ghost, leading(1_000_000), 4000);
+    // Before the write: the record is stamped at its start, and the flush
+    // after it took over a second on a loaded machine (the member, right,
+    // then led 3.4 s after the write returned and 4.5 s after the stamp).
     let written = Instant::now();
+    write_record(&g, &ghost, leading(1_000_000), 4000);
     let a = g.member("a", &[], &["sleep", "1000"]);
     wait_until(g.broker.timing.takeover() + Duration::from_secs(5), "a leads once the claim ran out", || g.lock_held());
     // The claim's deadline: its command is dead 4 s after it was written.

@@ -137,7 +137,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__dev__subcmd__broker)
-            opts="-v -q -h --listen --advertise --deny-topic --sasl-user --verbose --quiet --log-format --help"
+            opts="-v -q -h --listen --advertise --deny-topic --partitions --group-coordinator --initial-rebalance-delay --sasl-user --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -152,6 +152,18 @@ _neli__run() {
                     return 0
                     ;;
                 --deny-topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --partitions)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group-coordinator)
+                    COMPREPLY=($(compgen -W "kafka mock" -- "${cur}"))
+                    return 0
+                    ;;
+                --initial-rebalance-delay)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

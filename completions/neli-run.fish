@@ -55,6 +55,10 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -a "help" -d 'Print this
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l listen -d 'Address to listen on and advertise to clients' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l advertise -d 'Address to advertise to clients, when it differs from --listen (e.g. listening on 0.0.0.0 for clients in other network namespaces)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l deny-topic -d 'Refuse access to TOPIC, as a broker with ACLs refuses a principal without permission (repeatable): to see what clients do then' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l partitions -d 'Create each topic with N partitions, as a topic created by hand with more than one: to see what members do then (a member joining may take partition 0 from a leader, which then stops its command)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l group-coordinator -d 'Who answers the group APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)' -r -f -a "kafka\t'Kafka\'s timing, answered by the dev broker itself'
+mock\t'librdkafka\'s mock cluster'"
+complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l initial-rebalance-delay -d 'With --group-coordinator kafka: how long a group that starts from empty waits for more members before its first assignment (Kafka\'s group.initial.rebalance.delay.ms, 3s by default on a cluster)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l sasl-user -d 'Require a SASL login as USER with PASSWORD (repeatable)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"

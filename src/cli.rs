@@ -207,6 +207,31 @@ pub struct DevBrokerArgs {
     #[arg(long, env = "NELI_DEV_BROKER_DENY_TOPIC", value_name = "TOPIC")]
     pub deny_topic: Vec<String>,
 
+    /// Create each topic with N partitions, as a topic created by hand
+    /// with more than one: to see what members do then (a member joining
+    /// may take partition 0 from a leader, which then stops its command).
+    #[arg(long, env = "NELI_DEV_BROKER_PARTITIONS", default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub partitions: u16,
+
+    /// Who answers the group APIs (JoinGroup, SyncGroup, Heartbeat,
+    /// LeaveGroup).
+    ///
+    /// `kafka`: a coordinator with Kafka's timing (a join ends as soon as
+    /// every member has rejoined; a session ends at exactly its last
+    /// heartbeat plus the session timeout), so handovers take what they
+    /// take on a Kafka cluster. `mock`: librdkafka's mock, which waits the
+    /// session timeout less one second after any change in the group.
+    #[arg(long, env = "NELI_DEV_BROKER_GROUP_COORDINATOR", value_enum, default_value_t = GroupCoordinator::Mock)]
+    pub group_coordinator: GroupCoordinator,
+
+    /// With --group-coordinator kafka: how long a group that starts from
+    /// empty waits for more members before its first assignment (Kafka's
+    /// group.initial.rebalance.delay.ms, 3s by default on a cluster).
+    #[arg(long, env = "NELI_DEV_BROKER_INITIAL_REBALANCE_DELAY", default_value = "0s", value_name = "DURATION",
+          value_parser = humantime::parse_duration)]
+    pub initial_rebalance_delay: std::time::Duration,
+
     /// Require a SASL login as USER with PASSWORD (repeatable).
     ///
     /// Clients then need -X security.protocol=SASL_PLAINTEXT and
@@ -218,6 +243,15 @@ pub struct DevBrokerArgs {
     /// a directory private to the broker's user.
     #[arg(long, env = "NELI_DEV_BROKER_SASL_USER", value_name = "USER:PASSWORD")]
     pub sasl_user: Vec<String>,
+}
+
+/// Who answers a dev broker's group APIs (see --group-coordinator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroupCoordinator {
+    /// Kafka's timing, answered by the dev broker itself.
+    Kafka,
+    /// librdkafka's mock cluster.
+    Mock,
 }
 
 /// Options for running a command (the default mode).

@@ -10,6 +10,7 @@
 //! - `dev_broker`: an in-memory Kafka-protocol broker for trying and testing.
 //! - `status`: who leads a group, read from its heartbeat records.
 //! - `proof`: the harness of neli-soak, neli-bench and the tests.
+//! - `layers_off`: debug-build switches that let a test see one safety layer alone.
 //! - `stderr`: reports that never block or panic, whatever reads our stderr.
 //! - `notify`: systemd's `Type=notify` protocol; `metrics`: /metrics, /healthz, /leader.
 
@@ -20,6 +21,8 @@ pub mod config;
 pub mod dev_broker;
 pub mod exit;
 pub mod kafka;
+#[doc(hidden)]
+pub mod layers_off;
 pub mod leader;
 pub mod metrics;
 pub mod notify;

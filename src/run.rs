@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::exit::{self, ChildStatus};
 use crate::kafka::heartbeat::{printable, Member};
 use crate::kafka::{Event, Kafka};
+use crate::layers_off::{self, Layer};
 use crate::leader::{Action, Input, Leader, Role};
 use crate::metrics;
 use crate::notify::Notifier;
@@ -28,6 +29,7 @@ use crate::notify::Notifier;
 /// Runs `cfg` until the child's run ends; returns the exit status.
 pub async fn run(cfg: Config) -> u8 {
     let started = BootTime::now();
+    layers_off::warn_if_any();
     if let Err((code, message)) = child::check_executable(&cfg.program) {
         error!("{message}");
         return code;
@@ -121,6 +123,7 @@ pub async fn run(cfg: Config) -> u8 {
                             Input::Revoked { lost }
                         }
                         Some(Event::OwnHeartbeat { offset, sent }) => Input::OwnHeartbeat { offset, sent },
+                        Some(Event::OtherHeartbeat(_)) if layers_off::off(Layer::Claims) => continue,
                         Some(Event::OtherHeartbeat(other)) => Input::OtherHeartbeat(other),
                         Some(Event::Yield) => Input::Yield,
                         Some(Event::Fatal(fatal)) => {

@@ -193,9 +193,15 @@ fn regression_broker_paused_for_a_session_the_old_leader_does_not_resume() {
 fn regression_broker_paused_during_joins_members_are_not_stuck() {
     let g = Group::on(Broker::dev(), "pause-joins");
     let t = g.broker.timing;
-    let members: Vec<Member> = g.sleepers(&["a", "b", "c"]);
-    wait_until(t.takeover(), "all are joining", || members.iter().all(|m| m.log().contains("joining")));
-    std::thread::sleep(Duration::from_millis(300)); // let the JoinGroup requests go out
+    // librdkafka's protocol log says when a JoinGroup went out and when
+    // its answer came back: pause the broker while one is unanswered.
+    let verbose = ["-v", "-X", "debug=protocol"];
+    let members: Vec<Member> = ["a", "b", "c"].iter().map(|n| g.member(n, &verbose, &["sleep", "1000"])).collect();
+    let unanswered = |m: &Member| {
+        let log = m.log();
+        log.matches("Sent JoinGroupRequest").count() > log.matches("Received JoinGroupResponse").count()
+    };
+    wait_until(t.takeover(), "a JoinGroup request waits for its answer", || members.iter().any(unanswered));
     g.broker.signal(Signal::SIGSTOP);
     std::thread::sleep(t.session); // the fault: a pause of one session
     g.broker.signal(Signal::SIGCONT);
@@ -284,27 +290,31 @@ fn regression_a_new_owner_waits_out_a_claim_written_just_before_its_assignment()
 #[test]
 fn regression_of_two_owners_at_once_the_run_first_on_the_partition_leads() {
     let g = Group::on(Broker::dev(), "two-owners");
+    // The ghost's records hold for 10 s: long enough that a loaded machine
+    // cannot age one out before a reads it (2 s did, once in a full run);
+    // the test ends each hold with a release, never by waiting it out.
+    const HOLD_MS: u64 = 10_000;
     let ghost = neli_run::kafka::heartbeat::Member::this_process("ghost".into());
     let contending = |start| Record { run: 1, start, stance: Stance::Contending };
-    write_record(&g, &ghost, contending(None), 2000);
+    write_record(&g, &ghost, contending(None), HOLD_MS);
     let a = g.member("a", &[], &["sleep", "1000"]);
     wait_until(g.broker.timing.takeover(), "a sees the earlier contender", || a.log().contains("it goes first"));
     // While the ghost keeps contending, a waits (its watch is long over).
     let until = Instant::now() + Duration::from_secs(3);
     while Instant::now() < until {
-        write_record(&g, &ghost, contending(Some(0)), 2000);
+        write_record(&g, &ghost, contending(Some(0)), HOLD_MS);
         assert!(g.starts().is_empty(), "a led while an earlier run contended:\n{}", a.log());
     }
-    write_record(&g, &ghost, Record { run: 1, start: None, stance: Stance::Released }, 2000);
+    write_record(&g, &ghost, Record { run: 1, start: None, stance: Stance::Released }, HOLD_MS);
     wait_until(g.broker.timing.takeover(), "a leads once the ghost withdraws", || g.lock_held());
 
     // a leads; now a record says a run that began at offset 0, before a's,
     // still contends: the group gave the partition to both, so a fences.
     let late = neli_run::kafka::heartbeat::Member::this_process("late".into());
-    write_record(&g, &late, contending(Some(0)), 2000);
+    write_record(&g, &late, contending(Some(0)), HOLD_MS);
     wait_until(fence_bound(&g), "a fences", || !g.lock_held());
     assert!(a.log().contains("since before our leadership began; fencing"), "{}", a.log());
-    write_record(&g, &late, Record { run: 1, start: None, stance: Stance::Released }, 2000);
+    write_record(&g, &late, Record { run: 1, start: None, stance: Stance::Released }, HOLD_MS);
     wait_until(g.broker.timing.takeover(), "a resumes once it withdraws", || g.starts().len() == 2 && g.lock_held());
     g.assert_no_overlap();
 }

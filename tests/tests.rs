@@ -9,6 +9,7 @@ mod daemons;
 mod docs;
 mod election;
 mod faults;
+mod layers;
 mod metrics;
 mod sasl;
 mod status;

@@ -121,6 +121,11 @@ impl Running {
     /// Moves the lease forward. A full pipe (a shim that stopped reading)
     /// drops the renewal: the lease then expires, which is the safe side.
     pub fn renew(&mut self, until: BootTime) -> io::Result<()> {
+        let until = if crate::layers_off::off(crate::layers_off::Layer::Lease) {
+            BootTime::from_nanos(u64::MAX / 2) // no end a test could wait for
+        } else {
+            until
+        };
         match self.lease.write(&until.as_nanos().to_le_bytes()) {
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => Ok(()),
             other => other.map(|_| ()),

@@ -6,9 +6,10 @@
 //! listener to a unix socket in a private directory (see [`BackDoor`]: on
 //! its TCP port it would answer anyone without a login), and forward the
 //! listen port to it. Request frames are capped as Kafka caps them. The forwarder also reads the Metadata requests passing through
-//! and creates each topic they name with ONE partition first: the mock does
-//! not implement CreateTopics and would auto-create four partitions, and a
-//! member joining a four-partition group can take partition 0 from a leader.
+//! and creates each topic they name first, with one partition unless
+//! --partitions says otherwise: the mock does not implement CreateTopics and
+//! would auto-create four partitions, and a member joining a four-partition
+//! group can take partition 0 from a leader.
 //!
 //! SIGUSR1 and SIGUSR2 take the broker down and up again, as a Kafka broker
 //! restarting over its log: while down every connection is closed and new
@@ -25,10 +26,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, error, info, warn};
 
-use crate::cli::DevBrokerArgs;
+use crate::cli::{DevBrokerArgs, GroupCoordinator};
 use crate::exit;
 use crate::kafka::Quiet;
 
+mod group;
 mod sasl;
 mod wire;
 
@@ -40,12 +42,47 @@ struct Shared {
     pending: Pending,
     /// With --sasl-user: the users who may log in; nobody else gets through.
     users: Option<sasl::Users>,
+    /// With --group-coordinator kafka: where group requests go instead of
+    /// the mock, each with where its response goes.
+    coordinator: Option<Coordinator>,
+}
+
+type Coordinator = tokio::sync::mpsc::UnboundedSender<(group::Request, tokio::sync::oneshot::Sender<Vec<u8>>)>;
+
+/// Runs the Kafka-timed group coordinator: requests in, responses out as
+/// they fall due, and its timer (joins that time out, sessions that end).
+async fn coordinate(
+    mut requests: tokio::sync::mpsc::UnboundedReceiver<(group::Request, tokio::sync::oneshot::Sender<Vec<u8>>)>,
+    initial_delay: std::time::Duration,
+) {
+    let start = tokio::time::Instant::now();
+    let now = || start.elapsed().as_millis() as u64;
+    let mut core = group::Coordinator::new(initial_delay.as_millis() as u64);
+    let mut waiting = std::collections::HashMap::new();
+    for id in 0u64.. {
+        let due = core.next_deadline().map(|at| start + std::time::Duration::from_millis(at));
+        let replies = tokio::select! {
+            request = requests.recv() => {
+                let Some((request, reply)) = request else { return };
+                waiting.insert(id, reply);
+                core.handle(id, request, now())
+            }
+            _ = async { tokio::time::sleep_until(due.expect("guarded")).await }, if due.is_some() => core.tick(now()),
+        };
+        for group::Reply { to, frame } in replies {
+            if let Some(reply) = waiting.remove(&to) {
+                let _ = reply.send(frame); // a closed connection no longer waits
+            }
+        }
+    }
 }
 
 /// The raw mock cluster handle. The mock's API posts operations to its own
 /// thread, so calling it from any thread is safe.
 struct Mock {
     raw: *mut rdkafka_sys::rd_kafka_mock_cluster_t,
+    /// How many partitions each topic gets (--partitions).
+    partitions: i32,
     _owner: BaseProducer<Quiet>,
 }
 unsafe impl Send for Mock {}
@@ -69,9 +106,9 @@ impl Mock {
             return;
         };
         // SAFETY: `raw` lives as long as `_owner`; the name is a valid C string.
-        let err = unsafe { rdkafka_sys::rd_kafka_mock_topic_create(self.raw, name.as_ptr(), 1, 1) };
+        let err = unsafe { rdkafka_sys::rd_kafka_mock_topic_create(self.raw, name.as_ptr(), self.partitions, 1) };
         if err == rdkafka_sys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
-            info!(topic, "created topic (1 partition)");
+            info!(topic, partitions = self.partitions, "created topic");
         }
     }
 }
@@ -103,10 +140,10 @@ pub fn main(args: DevBrokerArgs) -> ExitCode {
     }
     let users = (!users.0.is_empty()).then_some(users);
     let advertised = args.advertise.as_deref().unwrap_or(&args.listen);
-    runtime.block_on(serve(listen, advertised, &args.deny_topic, users))
+    runtime.block_on(serve(listen, advertised, &args, users))
 }
 
-async fn serve(listen: SocketAddr, advertised: &str, denied: &[String], users: Option<sasl::Users>) -> ExitCode {
+async fn serve(listen: SocketAddr, advertised: &str, args: &DevBrokerArgs, users: Option<sasl::Users>) -> ExitCode {
     let listener = match TcpListener::bind(listen).await {
         Ok(l) => l,
         Err(err) => {
@@ -114,7 +151,7 @@ async fn serve(listen: SocketAddr, advertised: &str, denied: &[String], users: O
             return ExitCode::from(exit::USAGE);
         }
     };
-    let mock = match start_mock(advertised, denied) {
+    let mock = match start_mock(advertised, &args.deny_topic, args.partitions) {
         Ok(mock) => mock,
         Err(err) => {
             error!(%err, "cannot start the mock cluster");
@@ -148,7 +185,13 @@ async fn serve(listen: SocketAddr, advertised: &str, denied: &[String], users: O
         let names: Vec<&str> = users.0.keys().map(String::as_str).collect();
         info!(users = ?names, mechanisms = ?sasl::MECHANISMS, "SASL required (security.protocol=SASL_PLAINTEXT)");
     }
-    let shared = Arc::new(Shared { mock, pending: Pending::default(), users });
+    let coordinator = (args.group_coordinator == GroupCoordinator::Kafka).then(|| {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(coordinate(rx, args.initial_rebalance_delay));
+        info!(initial_rebalance_delay = ?args.initial_rebalance_delay, "group coordinator with Kafka's timing");
+        tx
+    });
+    let shared = Arc::new(Shared { mock, pending: Pending::default(), users, coordinator });
 
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut down), Ok(mut up)) =
@@ -331,7 +374,7 @@ fn bound_not_listening(port: u16, skip: Option<i32>) -> std::io::Result<i32> {
     Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no bound socket of the mock cluster found"))
 }
 
-fn start_mock(advertised: &str, denied: &[String]) -> Result<Mock, String> {
+fn start_mock(advertised: &str, denied: &[String], partitions: u16) -> Result<Mock, String> {
     let (host, port) = advertised.rsplit_once(':').ok_or("no port")?;
     let port: i32 = port.parse().map_err(|_| "bad port")?;
     let owner: BaseProducer<Quiet> =
@@ -362,7 +405,7 @@ fn start_mock(advertised: &str, denied: &[String]) -> Result<Mock, String> {
         }
         info!(topic, "denying access to topic");
     }
-    Ok(Mock { raw, _owner: owner })
+    Ok(Mock { raw, partitions: partitions.into(), _owner: owner })
 }
 
 /// Group requests (JoinGroup, SyncGroup) the mock is still answering, by
@@ -522,7 +565,7 @@ where
             };
             if let Some(users) = shared.users.as_ref().filter(|_| !login.done()) {
                 match login.step(users, &frame) {
-                    sasl::Step::Forward => *api_versions.lock().expect("lock") = sasl::api_versions_request(&frame),
+                    sasl::Step::Forward => {}
                     sasl::Step::Reply(answer) => {
                         respond(answer).await?;
                         continue;
@@ -534,8 +577,25 @@ where
                     sasl::Step::Close => return Ok(()),
                 }
             }
+            if let Some(request) = sasl::api_versions_request(&frame) {
+                *api_versions.lock().expect("lock") = Some(request);
+            }
             for topic in metadata_topics(&frame) {
                 mock.create_topic(&topic);
+            }
+            if let Some(request) = shared.coordinator.as_ref().and_then(|_| group::Request::parse(&frame)) {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let coordinator = shared.coordinator.as_ref().expect("checked");
+                // As Kafka does, the connection takes its next request only
+                // once this one is answered (a JoinGroup waits for the join).
+                if coordinator.send((request, tx)).is_err() {
+                    return Ok(());
+                }
+                match rx.await {
+                    Ok(answer) => respond(answer).await?,
+                    Err(_) => return Ok(()),
+                }
+                continue;
             }
             match GroupRequest::parse(&frame) {
                 Some(first) if first.member.is_empty() => {
@@ -556,10 +616,15 @@ where
         while let Some(frame) = read_frame(&mut broker_rx, usize::MAX).await? {
             let correlation = frame.get(..4).map(|c| i32::from_be_bytes(c.try_into().expect("4 bytes")));
             let offer = api_versions.lock().expect("lock").filter(|(c, _)| Some(*c) == correlation);
-            let frame = match offer.and_then(|(_, version)| sasl::advertise(&frame, version)) {
-                Some(with_sasl) => with_sasl,
-                None => frame,
-            };
+            let mut frame = frame;
+            if let Some((_, version)) = offer {
+                if shared.users.is_some() {
+                    frame = sasl::advertise(&frame, version).unwrap_or(frame);
+                }
+                if shared.coordinator.is_some() {
+                    frame = group::cap_api_versions(&frame, version).unwrap_or(frame);
+                }
+            }
             respond(frame).await?;
             if let Some(correlation) = correlation {
                 pending.leave(conn, Some(correlation));

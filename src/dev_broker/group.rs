@@ -1,0 +1,784 @@
+//! Kafka's classic group coordinator, with Kafka's timing, as a pure state
+//! machine (requests and time in, response frames out): what the dev broker
+//! answers JoinGroup, SyncGroup, Heartbeat and LeaveGroup with under
+//! `--group-coordinator kafka`.
+//!
+//! librdkafka's mock, the other choice, never ends a join early (it waits
+//! `session.timeout - 1s` after any change) and checks sessions on a 1 s
+//! tick. Kafka (GroupCoordinator.scala, 3.9) ends a join the moment every
+//! remaining member has rejoined, drops members that did not rejoin when the
+//! rebalance timeout ends, and expires a session at exactly its last
+//! heartbeat plus the session timeout; a group that starts from empty waits
+//! `group.initial.rebalance.delay.ms` first. That timing is what users'
+//! clusters give, and the revoke barrier matters only under it: a leader
+//! that holds its rebalance callback holds up the whole join.
+//!
+//! Honest by construction: members learn of a rebalance only through their
+//! own next Heartbeat (REBALANCE_IN_PROGRESS) or JoinGroup, as on Kafka.
+//! Simplified where neli-run cannot tell: any JoinGroup of a known member
+//! starts a rebalance (Kafka spares a follower whose metadata is unchanged),
+//! static membership (group.instance.id) is not supported, and offsets stay
+//! with the mock (commits are not checked against the generation).
+
+use std::collections::BTreeMap;
+
+use super::wire::{put_string, Header, Reader};
+
+pub const JOIN_GROUP: i16 = 11;
+pub const HEARTBEAT: i16 = 12;
+pub const LEAVE_GROUP: i16 = 13;
+pub const SYNC_GROUP: i16 = 14;
+
+/// The highest version of each group API served here: the non-flexible
+/// ones (librdkafka 2.12 uses JoinGroup 5, SyncGroup 3, Heartbeat 3 and
+/// LeaveGroup 1). The ApiVersions answer is capped to these.
+const MAX_VERSION: [(i16, i16); 4] = [(JOIN_GROUP, 5), (HEARTBEAT, 3), (LEAVE_GROUP, 2), (SYNC_GROUP, 3)];
+
+const NONE: i16 = 0;
+const ILLEGAL_GENERATION: i16 = 22;
+const UNKNOWN_MEMBER_ID: i16 = 25;
+const REBALANCE_IN_PROGRESS: i16 = 27;
+const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+const MEMBER_ID_REQUIRED: i16 = 79;
+
+/// Milliseconds on the coordinator's own clock.
+pub type Millis = u64;
+
+/// Who a response goes to: the shell's handle for a waiting request.
+pub type ReplyTo = u64;
+
+/// A response frame (without its length) for a waiting request.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Reply {
+    pub to: ReplyTo,
+    pub frame: Vec<u8>,
+}
+
+/// A group request, as read from its frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub version: i16,
+    pub correlation: i32,
+    pub client_id: String,
+    pub group: String,
+    pub body: Body,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Body {
+    Join {
+        session: Millis,
+        rebalance: Millis,
+        member: String,
+        protocol_type: String,
+        protocols: Vec<(String, Vec<u8>)>,
+    },
+    Sync {
+        generation: i32,
+        member: String,
+        assignments: Vec<(String, Vec<u8>)>,
+    },
+    Heartbeat {
+        generation: i32,
+        member: String,
+    },
+    Leave {
+        members: Vec<String>,
+    },
+}
+
+impl Request {
+    /// Reads a JoinGroup, SyncGroup, Heartbeat or LeaveGroup frame of a
+    /// version served here; None for anything else.
+    pub fn parse(frame: &[u8]) -> Option<Request> {
+        let Header { api_key, version, correlation, client_id, flexible, body: mut r } = Header::parse(frame)?;
+        let max = MAX_VERSION.iter().find(|(key, _)| *key == api_key)?.1;
+        if flexible || version > max {
+            return None;
+        }
+        let group = r.string()?;
+        let body = match api_key {
+            JOIN_GROUP => {
+                let session = r.i32()?.max(0) as Millis;
+                let rebalance = if version >= 1 { r.i32()?.max(0) as Millis } else { session };
+                let member = r.string()?;
+                if version >= 5 {
+                    r.string_in(false)?; // group.instance.id
+                }
+                let protocol_type = r.string()?;
+                let protocols = (0..r.i32()?.max(0)).map(|_| Some((r.string()?, r.bytes()?))).collect::<Option<_>>()?;
+                Body::Join { session, rebalance, member, protocol_type, protocols }
+            }
+            SYNC_GROUP => {
+                let (generation, member) = (r.i32()?, r.string()?);
+                if version >= 3 {
+                    r.string_in(false)?;
+                }
+                let assignments =
+                    (0..r.i32()?.max(0)).map(|_| Some((r.string()?, r.bytes()?))).collect::<Option<_>>()?;
+                Body::Sync { generation, member, assignments }
+            }
+            HEARTBEAT => Body::Heartbeat { generation: r.i32()?, member: r.string()? },
+            LEAVE_GROUP => Body::Leave { members: vec![r.string()?] },
+            _ => return None,
+        };
+        Some(Request { version, correlation, client_id, group, body })
+    }
+
+    fn api_key(&self) -> i16 {
+        match self.body {
+            Body::Join { .. } => JOIN_GROUP,
+            Body::Sync { .. } => SYNC_GROUP,
+            Body::Heartbeat { .. } => HEARTBEAT,
+            Body::Leave { .. } => LEAVE_GROUP,
+        }
+    }
+
+    /// A response frame's start: correlation id, then the throttle time
+    /// where this version has one.
+    fn response(&self) -> Vec<u8> {
+        let mut out = self.correlation.to_be_bytes().to_vec();
+        let throttled = match self.api_key() {
+            JOIN_GROUP => self.version >= 2,
+            _ => self.version >= 1,
+        };
+        if throttled {
+            out.extend_from_slice(&0i32.to_be_bytes());
+        }
+        out
+    }
+
+    /// The answer that is only an error code (Heartbeat, LeaveGroup, and
+    /// SyncGroup with an empty assignment).
+    fn error(&self, code: i16) -> Vec<u8> {
+        match &self.body {
+            Body::Join { .. } => self.join_response(code, -1, "", "", "", &[]),
+            Body::Sync { .. } => self.sync_response(code, &[]),
+            Body::Heartbeat { .. } | Body::Leave { .. } => {
+                let mut out = self.response();
+                out.extend_from_slice(&code.to_be_bytes());
+                out
+            }
+        }
+    }
+
+    fn join_response(
+        &self,
+        code: i16,
+        generation: i32,
+        protocol: &str,
+        leader: &str,
+        member: &str,
+        members: &[(&str, &[u8])],
+    ) -> Vec<u8> {
+        let mut out = self.response();
+        out.extend_from_slice(&code.to_be_bytes());
+        out.extend_from_slice(&generation.to_be_bytes());
+        put_string(&mut out, Some(protocol));
+        put_string(&mut out, Some(leader));
+        put_string(&mut out, Some(member));
+        out.extend_from_slice(&(members.len() as i32).to_be_bytes());
+        for (id, metadata) in members {
+            put_string(&mut out, Some(id));
+            if self.version >= 5 {
+                put_string(&mut out, None); // group.instance.id
+            }
+            out.extend_from_slice(&(metadata.len() as i32).to_be_bytes());
+            out.extend_from_slice(metadata);
+        }
+        out
+    }
+
+    fn sync_response(&self, code: i16, assignment: &[u8]) -> Vec<u8> {
+        let mut out = self.response();
+        out.extend_from_slice(&code.to_be_bytes());
+        out.extend_from_slice(&(assignment.len() as i32).to_be_bytes());
+        out.extend_from_slice(assignment);
+        out
+    }
+}
+
+/// Caps the group APIs in an ApiVersions response frame (`version` is the
+/// request's) to the versions served here; None if it cannot be read.
+pub fn cap_api_versions(frame: &[u8], version: i16) -> Option<Vec<u8>> {
+    let flexible = version >= 3;
+    let mut r = Reader { buf: frame, at: 6 }; // correlation id, error code
+    let count = if flexible { r.uvarint()?.checked_sub(1)? } else { u64::try_from(r.i32()?).ok()? };
+    let mut out = frame.to_vec();
+    for _ in 0..count {
+        let (key, at) = (r.i16()?, r.at);
+        r.skip(4)?; // min, max
+        if flexible {
+            r.tagged_fields()?;
+        }
+        if let Some((_, max)) = MAX_VERSION.iter().find(|(k, _)| *k == key) {
+            let theirs = i16::from_be_bytes([out[at + 2], out[at + 3]]);
+            out[at + 2..at + 4].copy_from_slice(&theirs.min(*max).to_be_bytes());
+        }
+    }
+    Some(out)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Empty,
+    /// Waiting for every member's JoinGroup, until `until` (the rebalance
+    /// timeout, or the initial delay of a group that starts from empty,
+    /// which waits it out whoever has joined).
+    Preparing {
+        until: Millis,
+        initial: bool,
+    },
+    /// Join answered; waiting for the leader's SyncGroup.
+    Completing,
+    Stable,
+}
+
+struct Member {
+    session: Millis,
+    rebalance: Millis,
+    protocol_type: String,
+    protocols: Vec<(String, Vec<u8>)>,
+    /// When its session ends unless it is heard from (not while it waits
+    /// for a join or sync answer, as in Kafka).
+    expires: Millis,
+    join: Option<(ReplyTo, Request)>,
+    sync: Option<(ReplyTo, Request)>,
+    assignment: Vec<u8>,
+}
+
+struct Group {
+    state: State,
+    generation: i32,
+    protocol: String,
+    leader: Option<String>,
+    /// In join order (the first is the leader of a new generation when the
+    /// old leader is gone).
+    members: BTreeMap<u64, String>,
+    by_id: BTreeMap<String, (u64, Member)>,
+    /// Ids handed out with MEMBER_ID_REQUIRED, until when they may join.
+    pending: BTreeMap<String, Millis>,
+    joined: u64,
+}
+
+impl Group {
+    fn new() -> Group {
+        Group {
+            state: State::Empty,
+            generation: 0,
+            protocol: String::new(),
+            leader: None,
+            members: BTreeMap::new(),
+            by_id: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            joined: 0,
+        }
+    }
+
+    fn member(&mut self, id: &str) -> Option<&mut Member> {
+        self.by_id.get_mut(id).map(|(_, m)| m)
+    }
+
+    fn remove(&mut self, id: &str, out: &mut Vec<Reply>) {
+        if let Some((order, m)) = self.by_id.remove(id) {
+            self.members.remove(&order);
+            for (to, req) in m.join.into_iter().chain(m.sync) {
+                out.push(Reply { to, frame: req.error(UNKNOWN_MEMBER_ID) });
+            }
+        }
+        if self.leader.as_deref() == Some(id) {
+            self.leader = None;
+        }
+    }
+
+    /// Starts a rebalance (or keeps the one going): members waiting for a
+    /// sync are told to rejoin.
+    fn prepare(&mut self, now: Millis, initial_delay: Millis, out: &mut Vec<Reply>) {
+        match self.state {
+            State::Preparing { .. } => return,
+            State::Empty => {
+                self.state = State::Preparing { until: now + initial_delay, initial: initial_delay > 0 };
+                return;
+            }
+            State::Completing | State::Stable => {}
+        }
+        for (_, m) in self.by_id.values_mut() {
+            if let Some((to, req)) = m.sync.take() {
+                out.push(Reply { to, frame: req.error(REBALANCE_IN_PROGRESS) });
+            }
+        }
+        let timeout = self.by_id.values().map(|(_, m)| m.rebalance).max().unwrap_or(0);
+        self.state = State::Preparing { until: now + timeout, initial: false };
+    }
+
+    /// Ends the join phase if every member has rejoined (or `timed_out`:
+    /// those that did not are dropped).
+    fn try_complete_join(&mut self, now: Millis, timed_out: bool, out: &mut Vec<Reply>) {
+        let State::Preparing { initial, .. } = self.state else { return };
+        if initial && !timed_out {
+            return;
+        }
+        let all_in = self.by_id.values().all(|(_, m)| m.join.is_some()) && self.pending.is_empty();
+        if !all_in && !timed_out {
+            return;
+        }
+        let late: Vec<String> =
+            self.by_id.iter().filter(|(_, (_, m))| m.join.is_none()).map(|(id, _)| id.clone()).collect();
+        for id in late {
+            self.remove(&id, out);
+        }
+        self.pending.clear();
+        if self.by_id.is_empty() {
+            self.state = State::Empty;
+            self.generation += 1;
+            return;
+        }
+        self.generation += 1;
+        let first = self.members.values().next().cloned();
+        let leader = self.leader.clone().filter(|l| self.by_id.contains_key(l)).or(first).expect("a member");
+        self.leader = Some(leader.clone());
+        // The leader's first protocol that every member supports.
+        let supported = |name: &str| self.by_id.values().all(|(_, m)| m.protocols.iter().any(|(p, _)| p == name));
+        let protocol = self.by_id[&leader].1.protocols.iter().map(|(p, _)| p.clone()).find(|p| supported(p));
+        let Some(protocol) = protocol else {
+            for (_, m) in self.by_id.values_mut() {
+                if let Some((to, req)) = m.join.take() {
+                    out.push(Reply { to, frame: req.error(INCONSISTENT_GROUP_PROTOCOL) });
+                }
+            }
+            self.by_id.clear();
+            self.members.clear();
+            self.state = State::Empty;
+            return;
+        };
+        let metadata: Vec<(String, Vec<u8>)> = self
+            .members
+            .values()
+            .map(|id| {
+                let m = &self.by_id[id].1;
+                let meta = m.protocols.iter().find(|(p, _)| *p == protocol).map(|(_, d)| d.clone()).unwrap_or_default();
+                (id.clone(), meta)
+            })
+            .collect();
+        let listed: Vec<(&str, &[u8])> = metadata.iter().map(|(id, d)| (id.as_str(), d.as_slice())).collect();
+        for (id, (_, m)) in self.by_id.iter_mut() {
+            let (to, req) = m.join.take().expect("everyone joined");
+            let members = if *id == leader { &listed[..] } else { &[] };
+            out.push(Reply { to, frame: req.join_response(NONE, self.generation, &protocol, &leader, id, members) });
+            m.expires = now + m.session;
+            m.assignment.clear();
+        }
+        self.protocol = protocol;
+        self.state = State::Completing;
+    }
+
+    /// Answers the syncs once the leader's assignments are in.
+    fn try_complete_sync(&mut self, leader_synced: bool, out: &mut Vec<Reply>) {
+        if self.state == State::Completing && leader_synced {
+            self.state = State::Stable;
+        }
+        if self.state != State::Stable {
+            return;
+        }
+        for (_, m) in self.by_id.values_mut() {
+            if let Some((to, req)) = m.sync.take() {
+                out.push(Reply { to, frame: req.sync_response(NONE, &m.assignment) });
+            }
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Millis> {
+        let preparing = match self.state {
+            State::Preparing { until, .. } => Some(until),
+            _ => None,
+        };
+        let sessions =
+            self.by_id.values().filter(|(_, m)| m.join.is_none() && m.sync.is_none()).map(|(_, m)| m.expires);
+        sessions.chain(self.pending.values().copied()).chain(preparing).min()
+    }
+}
+
+/// Every group's state.
+pub struct Coordinator {
+    groups: BTreeMap<String, Group>,
+    initial_delay: Millis,
+    next_member: u64,
+}
+
+impl Coordinator {
+    /// `initial_delay` is Kafka's group.initial.rebalance.delay.ms.
+    pub fn new(initial_delay: Millis) -> Coordinator {
+        Coordinator { groups: BTreeMap::new(), initial_delay, next_member: 1 }
+    }
+
+    /// Takes a request that `to` waits on; returns the responses that are
+    /// due now (to it, and to others whose requests it completed).
+    pub fn handle(&mut self, to: ReplyTo, req: Request, now: Millis) -> Vec<Reply> {
+        let mut out = self.tick(now);
+        let delay = self.initial_delay;
+        let group = self.groups.entry(req.group.clone()).or_insert_with(Group::new);
+        match &req.body {
+            Body::Join { session, rebalance, member, protocol_type, protocols } => {
+                let id = if member.is_empty() {
+                    let id = format!("{}-{}", req.client_id, self.next_member);
+                    self.next_member += 1;
+                    if req.version >= 4 {
+                        group.pending.insert(id.clone(), now + session);
+                        out.push(Reply { to, frame: req.join_response(MEMBER_ID_REQUIRED, -1, "", "", &id, &[]) });
+                        return out;
+                    }
+                    id
+                } else {
+                    member.clone()
+                };
+                let known = group.by_id.contains_key(&id);
+                if !known && group.pending.remove(&id).is_none() && !member.is_empty() {
+                    out.push(Reply { to, frame: req.error(UNKNOWN_MEMBER_ID) });
+                    return out;
+                }
+                let consistent = group.by_id.values().all(|(_, m)| {
+                    m.protocol_type == *protocol_type
+                        && m.protocols.iter().any(|(p, _)| protocols.iter().any(|(q, _)| p == q))
+                });
+                if protocols.is_empty() || !consistent {
+                    out.push(Reply { to, frame: req.error(INCONSISTENT_GROUP_PROTOCOL) });
+                    return out;
+                }
+                if !known {
+                    group.joined += 1;
+                    let m = Member {
+                        session: *session,
+                        rebalance: *rebalance,
+                        protocol_type: protocol_type.clone(),
+                        protocols: vec![],
+                        expires: now + session,
+                        join: None,
+                        sync: None,
+                        assignment: vec![],
+                    };
+                    group.members.insert(group.joined, id.clone());
+                    group.by_id.insert(id.clone(), (group.joined, m));
+                }
+                let m = group.member(&id).expect("just added");
+                m.session = *session;
+                m.rebalance = *rebalance;
+                m.protocols = protocols.clone();
+                m.expires = now + session;
+                if let Some((old, old_req)) = m.join.replace((to, req.clone())) {
+                    out.push(Reply { to: old, frame: old_req.error(REBALANCE_IN_PROGRESS) });
+                }
+                if let Some((old, old_req)) = m.sync.take() {
+                    out.push(Reply { to: old, frame: old_req.error(REBALANCE_IN_PROGRESS) });
+                }
+                group.prepare(now, delay, &mut out);
+                group.try_complete_join(now, false, &mut out);
+            }
+            Body::Sync { generation, member, assignments } => {
+                let code = match (group.state, group.by_id.get(member)) {
+                    (_, None) => UNKNOWN_MEMBER_ID,
+                    (State::Preparing { .. }, _) => REBALANCE_IN_PROGRESS,
+                    _ if *generation != group.generation => ILLEGAL_GENERATION,
+                    _ => NONE,
+                };
+                if code != NONE {
+                    out.push(Reply { to, frame: req.error(code) });
+                    return out;
+                }
+                let is_leader = group.leader.as_deref() == Some(member) && group.state == State::Completing;
+                if is_leader {
+                    for (id, assignment) in assignments {
+                        if let Some(m) = group.member(id) {
+                            m.assignment = assignment.clone();
+                        }
+                    }
+                }
+                let m = group.member(member).expect("checked");
+                m.expires = now + m.session;
+                if let Some((old, old_req)) = m.sync.replace((to, req.clone())) {
+                    out.push(Reply { to: old, frame: old_req.error(REBALANCE_IN_PROGRESS) });
+                }
+                group.try_complete_sync(is_leader, &mut out);
+            }
+            Body::Heartbeat { generation, member } => {
+                let code = match (group.state, group.by_id.get(member)) {
+                    (_, None) | (State::Empty, _) => UNKNOWN_MEMBER_ID,
+                    (State::Preparing { .. }, _) => REBALANCE_IN_PROGRESS,
+                    _ if *generation != group.generation => ILLEGAL_GENERATION,
+                    _ => NONE,
+                };
+                if let Some(m) = group.member(member) {
+                    m.expires = now + m.session;
+                }
+                out.push(Reply { to, frame: req.error(code) });
+            }
+            Body::Leave { members } => {
+                let mut code = NONE;
+                for id in members {
+                    if group.by_id.contains_key(id) {
+                        group.remove(id, &mut out);
+                    } else {
+                        code = UNKNOWN_MEMBER_ID;
+                    }
+                }
+                if group.by_id.is_empty() && group.state != State::Empty {
+                    group.state = State::Empty;
+                    group.generation += 1;
+                } else if code == NONE {
+                    group.prepare(now, delay, &mut out);
+                    group.try_complete_join(now, false, &mut out);
+                }
+                out.push(Reply { to, frame: req.error(code) });
+            }
+        }
+        out
+    }
+
+    /// Carries out what is due by `now`: joins whose time is up, sessions
+    /// and pending member ids that ran out.
+    pub fn tick(&mut self, now: Millis) -> Vec<Reply> {
+        let mut out = Vec::new();
+        let delay = self.initial_delay;
+        for group in self.groups.values_mut() {
+            group.pending.retain(|_, until| *until > now);
+            let expired: Vec<String> = group
+                .by_id
+                .iter()
+                .filter(|(_, (_, m))| m.join.is_none() && m.sync.is_none() && m.expires <= now)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in &expired {
+                group.remove(id, &mut out);
+            }
+            if !expired.is_empty() {
+                if group.by_id.is_empty() {
+                    group.state = State::Empty;
+                    group.generation += 1;
+                } else {
+                    group.prepare(now, delay, &mut out);
+                }
+            }
+            if let State::Preparing { until, .. } = group.state {
+                group.try_complete_join(now, until <= now, &mut out);
+            }
+        }
+        out
+    }
+
+    /// When `tick` next has something to do.
+    pub fn next_deadline(&self) -> Option<Millis> {
+        self.groups.values().filter_map(Group::next_deadline).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROTO: &str = "cooperative-sticky";
+    /// The generation `stable_pair` leaves its group in.
+    const G: i32 = 2;
+
+    fn req(version: i16, body: Body) -> Request {
+        Request { version, correlation: 7, client_id: "c".into(), group: "g".into(), body }
+    }
+
+    fn join(member: &str) -> Request {
+        req(
+            5,
+            Body::Join {
+                session: 3000,
+                rebalance: 10_000,
+                member: member.into(),
+                protocol_type: "consumer".into(),
+                protocols: vec![(PROTO.into(), member.as_bytes().to_vec())],
+            },
+        )
+    }
+
+    fn sync(generation: i32, member: &str, assignments: &[(&str, &[u8])]) -> Request {
+        let assignments = assignments.iter().map(|(m, a)| (m.to_string(), a.to_vec())).collect();
+        req(3, Body::Sync { generation, member: member.into(), assignments })
+    }
+
+    fn heartbeat(generation: i32, member: &str) -> Request {
+        req(3, Body::Heartbeat { generation, member: member.into() })
+    }
+
+    fn leave(member: &str) -> Request {
+        req(1, Body::Leave { members: vec![member.into()] })
+    }
+
+    /// The error code of a response frame (after correlation id and
+    /// throttle time).
+    fn code(frame: &[u8]) -> i16 {
+        i16::from_be_bytes([frame[8], frame[9]])
+    }
+
+    /// A JoinGroup v5 response: (error, generation, leader, member, how
+    /// many members are listed).
+    fn joined(frame: &[u8]) -> (i16, i32, String, String, i32) {
+        let mut r = Reader { buf: frame, at: 8 };
+        let (code, generation) = (r.i16().unwrap(), r.i32().unwrap());
+        r.string().unwrap();
+        let (leader, member) = (r.string().unwrap(), r.string().unwrap());
+        (code, generation, leader, member, r.i32().unwrap())
+    }
+
+    fn reply_to(out: &[Reply], to: ReplyTo) -> &[u8] {
+        &out.iter().find(|r| r.to == to).unwrap_or_else(|| panic!("no reply to {to} in {out:?}")).frame
+    }
+
+    /// A group with two members (ids given by the coordinator), stable in
+    /// generation 2 at time 0: m1 joined alone first (no initial delay),
+    /// then m2, which made m1 rejoin.
+    fn stable_pair(c: &mut Coordinator) -> (String, String) {
+        let id = |c: &mut Coordinator, to| joined(&c.handle(to, join(""), 0)[0].frame).3;
+        let m1 = id(c, 1);
+        assert_eq!(joined(&c.handle(2, join(&m1), 0)[0].frame), (0, 1, m1.clone(), m1.clone(), 1), "alone at once");
+        assert_eq!(c.handle(3, sync(1, &m1, &[(&m1, b"p0")]), 0)[0].frame[10..], [0, 0, 0, 2, b'p', b'0']);
+        let m2 = id(c, 4);
+        assert!(c.handle(5, join(&m2), 0).is_empty(), "the join waits for m1");
+        assert_eq!(code(&c.handle(6, heartbeat(1, &m1), 0)[0].frame), REBALANCE_IN_PROGRESS);
+        let out = c.handle(7, join(&m1), 0);
+        assert_eq!(joined(reply_to(&out, 7)), (0, 2, m1.clone(), m1.clone(), 2), "m1 still leads, with both");
+        assert_eq!(joined(reply_to(&out, 5)), (0, 2, m1.clone(), m2.clone(), 0));
+        assert!(c.handle(8, sync(2, &m2, &[]), 0).is_empty(), "a follower waits for the leader's sync");
+        let out = c.handle(9, sync(2, &m1, &[(&m1, b"p0"), (&m2, b"p1")]), 0);
+        assert_eq!(reply_to(&out, 9)[10..], [0, 0, 0, 2, b'p', b'0']);
+        assert_eq!(reply_to(&out, 8)[10..], [0, 0, 0, 2, b'p', b'1']);
+        (m1, m2)
+    }
+
+    #[test]
+    fn a_first_join_gets_member_id_required_and_a_unique_id() {
+        let mut c = Coordinator::new(0);
+        let out = c.handle(1, join(""), 0);
+        let (code, generation, _, id, _) = joined(&out[0].frame);
+        assert_eq!((code, generation), (MEMBER_ID_REQUIRED, -1));
+        assert_ne!(id, joined(&c.handle(2, join(""), 0)[0].frame).3);
+        assert_eq!(joined(&c.handle(3, join("stranger"), 0)[0].frame).0, UNKNOWN_MEMBER_ID);
+    }
+
+    #[test]
+    fn a_join_ends_as_soon_as_every_member_has_rejoined() {
+        let mut c = Coordinator::new(0);
+        let (m1, m2) = stable_pair(&mut c);
+        assert_eq!(code(&c.handle(7, heartbeat(G, &m2), 100)[0].frame), NONE);
+        // m1 rejoins (as after a revoke): m2 hears of it at its next heartbeat.
+        assert!(c.handle(8, join(&m1), 200).is_empty());
+        assert_eq!(code(&c.handle(9, heartbeat(G, &m2), 300)[0].frame), REBALANCE_IN_PROGRESS);
+        let out = c.handle(10, join(&m2), 310);
+        assert_eq!(joined(reply_to(&out, 8)).1, 3, "no fixed wait: the join ends with the last member's");
+        assert_eq!(joined(reply_to(&out, 10)).1, 3);
+        assert_eq!(code(&c.handle(11, heartbeat(G, &m2), 320)[0].frame), ILLEGAL_GENERATION);
+        assert_eq!(code(&c.handle(12, heartbeat(G + 1, &m2), 320)[0].frame), NONE, "completing: heartbeats are fine");
+    }
+
+    #[test]
+    fn a_member_that_does_not_rejoin_is_dropped_when_the_rebalance_timeout_ends() {
+        let mut c = Coordinator::new(0);
+        let (m1, m2) = stable_pair(&mut c);
+        assert!(c.handle(7, join(&m1), 1000).is_empty());
+        // m2 keeps heartbeating but never rejoins: it holds the join up
+        // until the rebalance timeout (10 s), as a barrier on Kafka does.
+        for t in (1500..11_000).step_by(1000) {
+            assert_eq!(code(&c.handle(8, heartbeat(G, &m2), t)[0].frame), REBALANCE_IN_PROGRESS);
+        }
+        assert_eq!(c.next_deadline(), Some(11_000));
+        assert!(c.tick(10_999).is_empty());
+        let out = c.tick(11_000);
+        assert_eq!(joined(reply_to(&out, 7)), (0, 3, m1.clone(), m1.clone(), 1), "m1 alone in generation 3");
+        assert_eq!(code(&c.handle(9, heartbeat(G + 1, &m2), 11_001)[0].frame), UNKNOWN_MEMBER_ID);
+    }
+
+    #[test]
+    fn a_session_ends_at_exactly_its_last_heartbeat_plus_the_timeout() {
+        let mut c = Coordinator::new(0);
+        let (m1, m2) = stable_pair(&mut c);
+        c.handle(7, heartbeat(G, &m1), 2000);
+        c.handle(8, heartbeat(G, &m2), 2500);
+        assert_eq!(c.next_deadline(), Some(5000), "m1's session: 2000 + 3000");
+        assert!(c.tick(4999).is_empty());
+        c.tick(5000);
+        assert_eq!(code(&c.handle(9, heartbeat(G, &m1), 5001)[0].frame), UNKNOWN_MEMBER_ID);
+        assert_eq!(code(&c.handle(10, heartbeat(G, &m2), 5001)[0].frame), REBALANCE_IN_PROGRESS);
+        let out = c.handle(11, join(&m2), 5002);
+        assert_eq!(joined(reply_to(&out, 11)), (0, 3, m2.clone(), m2.clone(), 1), "m2 leads at once");
+    }
+
+    #[test]
+    fn a_leave_starts_a_rebalance_that_ends_with_the_others_rejoining() {
+        let mut c = Coordinator::new(0);
+        let (m1, m2) = stable_pair(&mut c);
+        assert_eq!(code(&c.handle(7, leave(&m1), 100)[0].frame), NONE);
+        assert_eq!(code(&c.handle(8, heartbeat(G, &m2), 200)[0].frame), REBALANCE_IN_PROGRESS);
+        let out = c.handle(9, join(&m2), 210);
+        assert_eq!(joined(reply_to(&out, 9)).0, NONE);
+        assert_eq!(code(&c.handle(10, leave(&m1), 220)[0].frame), UNKNOWN_MEMBER_ID);
+        // The last member leaving empties the group.
+        c.handle(11, leave(&m2), 230);
+        assert_eq!(code(&c.handle(12, heartbeat(G + 1, &m2), 240)[0].frame), UNKNOWN_MEMBER_ID);
+    }
+
+    #[test]
+    fn a_group_that_starts_empty_waits_the_initial_delay_whoever_joined() {
+        let mut c = Coordinator::new(3000);
+        let m1 = joined(&c.handle(1, join(""), 0)[0].frame).3;
+        assert!(c.handle(2, join(&m1), 10).is_empty());
+        assert_eq!(c.next_deadline(), Some(3010));
+        assert!(c.tick(3009).is_empty());
+        assert_eq!(joined(reply_to(&c.tick(3010), 2)).1, 1);
+    }
+
+    #[test]
+    fn syncs_in_another_generation_or_during_a_join_are_refused() {
+        let mut c = Coordinator::new(0);
+        let (m1, m2) = stable_pair(&mut c);
+        assert_eq!(code(&c.handle(7, sync(G - 1, &m2, &[]), 10)[0].frame), ILLEGAL_GENERATION);
+        assert_eq!(reply_to(&c.handle(8, sync(G, &m2, &[]), 10), 8)[10..], [0, 0, 0, 2, b'p', b'1'], "stable: its own");
+        c.handle(9, join(&m1), 20);
+        assert_eq!(code(&c.handle(10, sync(G, &m2, &[]), 30)[0].frame), REBALANCE_IN_PROGRESS);
+    }
+
+    #[test]
+    fn reads_the_requests_librdkafka_sends_and_leaves_flexible_ones_alone() {
+        // JoinGroup v5: group, session, rebalance, member, instance id,
+        // protocol type, protocols.
+        let mut f = vec![0, 11, 0, 5, 0, 0, 0, 42, 0, 1, b'c', 0, 1, b'g'];
+        f.extend_from_slice(&3000i32.to_be_bytes());
+        f.extend_from_slice(&9000i32.to_be_bytes());
+        f.extend_from_slice(&[0, 2, b'm', b'1', 255, 255, 0, 1, b't', 0, 0, 0, 1, 0, 1, b'p', 0, 0, 0, 1, 9]);
+        let want = Body::Join {
+            session: 3000,
+            rebalance: 9000,
+            member: "m1".into(),
+            protocol_type: "t".into(),
+            protocols: vec![("p".into(), vec![9])],
+        };
+        assert_eq!(
+            Request::parse(&f),
+            Some(Request { version: 5, correlation: 42, client_id: "c".into(), group: "g".into(), body: want })
+        );
+        // Heartbeat v3 and LeaveGroup v1.
+        let hb = [0, 12, 0, 3, 0, 0, 0, 1, 0, 0, 0, 1, b'g', 0, 0, 0, 4, 0, 1, b'm', 255, 255];
+        assert_eq!(Request::parse(&hb).unwrap().body, Body::Heartbeat { generation: 4, member: "m".into() });
+        let lv = [0, 13, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, b'g', 0, 1, b'm'];
+        assert_eq!(Request::parse(&lv).unwrap().body, Body::Leave { members: vec!["m".into()] });
+        // JoinGroup v6 is flexible: capped away, and not read.
+        let mut v6 = f.clone();
+        v6[3] = 6;
+        assert_eq!(Request::parse(&v6), None);
+    }
+
+    #[test]
+    fn api_versions_are_capped_to_the_group_versions_served_here() {
+        // ApiVersions v2 response: correlation, error, 2 APIs, throttle.
+        let mut f = vec![0, 0, 0, 1, 0, 0, 0, 0, 0, 2];
+        f.extend_from_slice(&[0, 11, 0, 0, 0, 9]); // JoinGroup 0..9
+        f.extend_from_slice(&[0, 3, 0, 0, 0, 12]); // Metadata 0..12
+        f.extend_from_slice(&[0, 0, 0, 0]);
+        let capped = cap_api_versions(&f, 2).unwrap();
+        assert_eq!(capped[10..22], [0, 11, 0, 0, 0, 5, 0, 3, 0, 0, 0, 12]);
+        assert_eq!(capped.len(), f.len());
+    }
+}

@@ -469,8 +469,11 @@ impl Leader {
         }
         match tenure.role {
             Phase::Candidate | Phase::Fenced => self.try_promote(now),
+            // While the child stops (a shutdown or a yield) too: we still
+            // own the partition and heartbeat, so the lease may run as long
+            // as our claims do, and `--grace` is not cut short by it.
             Phase::Leader { .. } => {
-                if self.child == Child::Running {
+                if self.child != Child::Idle {
                     self.out.push(Action::Lease(sent + deadline));
                 }
             }
@@ -1385,6 +1388,16 @@ mod tests {
         assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1210)), vec![led(), gone(1), Exit(143)]);
         assert_eq!(l.step(Input::Tick, ms(5000)), vec![]);
         assert_eq!(l.step(Input::Revoked { lost: false }, ms(5000)), vec![ReleaseRevoke]);
+    }
+
+    /// Found by hand: with the defaults (--grace 3s, --heartbeat-deadline
+    /// 3s) the shim's lease ran out while a shutdown waited for the child,
+    /// which was SIGKILLed before its grace was up.
+    #[test]
+    fn regression_the_lease_is_renewed_while_a_shutdown_waits_out_the_grace() {
+        let mut l = leading(Restart::Never);
+        assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+        assert_eq!(l.step(hb(8, 1100), ms(1110)), vec![Lease(ms(2100))]);
     }
 
     #[test]

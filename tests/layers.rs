@@ -40,8 +40,9 @@ fn the_revoke_barrier_alone_keeps_a_command_slow_to_stop_from_overlapping_the_ne
         g.starts().iter().any(|(name, _)| name == "b") || !g.overlaps().is_empty()
     });
     for (m, layer) in [(&a, "lease"), (&b, "claims")] {
-        assert!(m.log().contains(&format!("layer=\"{layer}\"")), "the switch took: {}", m.log());
+        assert!(m.log().contains(&format!("layer=\"{layer}\"")), "the switch is on: {}", m.log());
     }
+    assert!(!b.log().contains("waiting until its command must be gone"), "b waited out a's claim: {}", b.log());
     g.assert_no_overlap();
     assert!(bye.exists(), "a's command stopped on SIGTERM, in its own time: {}", a.log());
 }

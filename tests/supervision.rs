@@ -228,3 +228,23 @@ fn as_pid_1_it_handles_sigterm_and_leaves_nothing_behind() {
     assert_eq!(m.wait_exit(LONG).code(), Some(143), "{}", m.log());
     g.assert_no_orphan();
 }
+
+/// Found by hand: the shim's lease was not renewed while a shutdown waited
+/// for the command, so a command that took longer than the heartbeat
+/// deadline to stop was SIGKILLed before its grace was up (with the
+/// defaults, --grace 3s and --heartbeat-deadline 3s, one that took 2.6 s).
+#[test]
+fn sigterm_gives_the_command_its_whole_grace_even_past_the_heartbeat_deadline() {
+    let g = Group::new("grace-past-deadline");
+    let stopped = g.dir.path().join("stopped");
+    let script = format!("trap 'sleep 4; touch {}; exit 0' TERM; while :; do sleep 0.05; done", stopped.display());
+    let extra = ["--session-timeout", "10s", "--heartbeat-deadline", "2s", "--grace", "7s"];
+    // Unguarded: the detector's flock would die of the SIGTERM itself.
+    let ready = g.dir.path().join("ready");
+    let script = format!("touch {}; {script}", ready.display());
+    let mut m = g.member_unguarded("a", &extra, &["sh", "-c", &script]);
+    wait_until(LONG, "the child runs", || ready.exists());
+    m.signal(Signal::SIGTERM);
+    assert_eq!(m.wait_exit(LONG).code(), Some(0), "the command's own status: {}", m.log());
+    assert!(stopped.exists(), "the command finished stopping: {}", m.log());
+}

@@ -17,6 +17,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 pub use neli_run::proof::detector::Detector;
+use neli_run::proof::die_with_runner;
 pub use neli_run::proof::netns::NetNs;
 
 /// The binary under test.
@@ -141,7 +142,7 @@ impl Broker {
             .find_map(|_| {
                 let port = TcpListener::bind((ip, 0)).unwrap().local_addr().unwrap().port();
                 let address = format!("{ip}:{port}");
-                let mut process = Command::new(bin())
+                let mut process = die_with_runner(&mut Command::new(bin()))
                     .args(["dev-broker", "--listen", &address])
                     .args(extra)
                     .stdout(Stdio::null())
@@ -323,7 +324,9 @@ impl Member {
             }
             None => Command::new(bin()),
         };
-        let child = command
+        // A test killed mid-way (a timeout, a mutation run) leaves nothing
+        // running behind it.
+        let child = die_with_runner(&mut command)
             .args(argv)
             .stdin(Stdio::null())
             .stdout(file.try_clone().unwrap())

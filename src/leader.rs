@@ -454,11 +454,7 @@ impl Leader {
         }
         if tenure.start.is_none() {
             tenure.start = Some(offset);
-            for (writer, run) in &self.runs {
-                if run.contending && run.until > now && run.start < offset {
-                    info!(%writer, "another member has contended for partition 0 since before us; it goes first");
-                }
-            }
+            say::earlier_contenders(&self.runs, offset, now);
         }
         // (A gap longer than the resume window never gets here: `on_time`
         // gave the partition back first.)
@@ -513,11 +509,7 @@ impl Leader {
         // Announce the token at once (for `neli-run status`).
         tenure.next_heartbeat = now;
         self.ever_led = true;
-        if was == Phase::Fenced {
-            info!(token = offset, fenced_for = ?took, "resumed: own heartbeats are back");
-        } else {
-            info!(token = offset, took = ?took, "leader: read own heartbeat back");
-        }
+        say::promoted(was, offset, took);
         if self.child == Child::Idle && self.shutdown.is_none() {
             self.spawn(offset, fresh + deadline);
         }
@@ -536,9 +528,7 @@ impl Leader {
         match other.stance {
             Stance::Leading { token } => {
                 self.claims.retain(|_, held| *held > now);
-                if until > now && !leading && !self.claims.contains_key(&other.writer) {
-                    info!(writer = %other.writer, token, age = ?other.age, holds_until = ?until.since(now), "another member claims partition 0; waiting until its command must be gone");
-                }
+                say::held_back(&other, token, until, now, leading, self.claims.contains_key(&other.writer));
                 let held = self.claims.entry(other.writer.clone()).or_insert(until);
                 *held = (*held).max(until);
             }
@@ -552,17 +542,14 @@ impl Leader {
                 let start = other.start.unwrap_or(other.offset).min(other.offset);
                 let fresh = Run { id, start, until, contending: false };
                 let run = self.runs.entry(other.writer.clone()).or_insert(fresh);
-                let was = (run.id == id && run.contending).then_some(run.start);
+                let before = *run;
                 if run.id != id {
                     *run = fresh;
                 }
                 run.start = run.start.min(start);
                 run.until = run.until.max(until);
                 run.contending = other.stance == Stance::Contending;
-                let ours = self.tenure.and_then(|t| t.start);
-                if run.contending && ours.is_some_and(|s| run.start < s && was.is_none_or(|w| w >= s)) && !leading {
-                    info!(writer = %other.writer, "another member has contended for partition 0 since before us; it goes first");
-                }
+                say::goes_first(&other.writer, &before, run, self.tenure.and_then(|t| t.start), leading);
                 Some(*run)
             }
             _ => {
@@ -786,6 +773,48 @@ impl Leader {
     }
 }
 
+/// What the core tells the operator about its decisions, apart from the
+/// decisions: these functions only log (cargo-mutants leaves them alone,
+/// see .cargo/mutants.toml; no test pins a log line's condition).
+mod say {
+    use super::*;
+
+    /// Our run's first record is on the partition: who contended before it.
+    pub(super) fn earlier_contenders(runs: &std::collections::BTreeMap<String, Run>, offset: i64, now: BootTime) {
+        for (writer, run) in runs {
+            if run.contending && run.until > now && run.start < offset {
+                info!(%writer, "another member has contended for partition 0 since before us; it goes first");
+            }
+        }
+    }
+
+    pub(super) fn promoted(was: Phase, token: i64, took: Duration) {
+        if was == Phase::Fenced {
+            info!(token, fenced_for = ?took, "resumed: own heartbeats are back");
+        } else {
+            info!(token, took = ?took, "leader: read own heartbeat back");
+        }
+    }
+
+    /// A claim we had not known of holds us back (said only if we do not
+    /// lead and did not know of it).
+    pub(super) fn held_back(other: &Other, token: i64, until: BootTime, now: BootTime, leading: bool, known: bool) {
+        if until > now && !leading && !known {
+            info!(writer = %other.writer, token, age = ?other.age, holds_until = ?until.since(now), "another member claims partition 0; waiting until its command must be gone");
+        }
+    }
+
+    /// A run (`before` and `now` its entry before and after its newest
+    /// record) has just become one that contends from before ours.
+    /// (Not said while we lead: then it fences, and says so.)
+    pub(super) fn goes_first(writer: &str, before: &Run, now: &Run, ours: Option<i64>, leading: bool) {
+        let was = (before.id == now.id && before.contending).then_some(before.start);
+        if now.contending && ours.is_some_and(|s| now.start < s && was.is_none_or(|w| w >= s)) && !leading {
+            info!(%writer, "another member has contended for partition 0 since before us; it goes first");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -942,6 +971,39 @@ mod tests {
             vec![Spawn { token: 12, lease: ms(3600) }, says(2, Some(12), Some(12))]
         );
         assert_eq!(l.role(), Role::Leader { token: 12 });
+    }
+
+    #[test]
+    fn a_fenced_leader_whose_child_still_dies_goes_on_claiming_its_token() {
+        let mut l = leading(Restart::Never);
+        assert_eq!(l.fresh(), Some(ms(1000)), "the newest own heartbeat read back (for the heartbeat-age metric)");
+        assert!(l.step(Input::Tick, ms(2000)).contains(&KillGroup));
+        assert_eq!(l.role(), Role::Fenced);
+        // Until the child is gone, others must still wait: our record
+        // claims partition 0 with the dying child's token, not a contention.
+        let claims = l.step(Input::Tick, ms(2200));
+        assert!(
+            claims.iter().any(|a| matches!(a, SendHeartbeat(Record { stance: Stance::Leading { token: 7 }, .. }))),
+            "{claims:?}"
+        );
+        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2300));
+        let after = l.step(Input::Tick, ms(2400));
+        assert!(
+            after.iter().all(|a| !matches!(a, SendHeartbeat(Record { stance: Stance::Leading { .. }, .. }))),
+            "{after:?}"
+        );
+    }
+
+    #[test]
+    fn a_record_of_one_writer_never_drops_the_live_claim_of_another() {
+        let mut l = Leader::new(settings(Restart::Never), ms(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(other("x", Some(3), 0), ms(1000)); // x holds us back until 2000
+        l.step(other("y", Some(4), 900), ms(1001)); // y only until 1101
+        assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "x's claim still holds");
+        assert_eq!(l.step(hb(8, 1900), ms(1910)), vec![says(1, Some(7), None)]);
+        assert!(!l.step(Input::Tick, ms(1999)).iter().any(|a| matches!(a, Spawn { .. })));
+        assert!(l.step(Input::Tick, ms(2000)).iter().any(|a| matches!(a, Spawn { token: 8, .. })));
     }
 
     #[test]

@@ -48,6 +48,9 @@ fn kill_9_of_neli_run_kills_the_daemons_too() {
     m.signal(Signal::SIGKILL);
     m.wait_exit(LONG);
     wait_until(SHIM_BOUND, "the shim killed every daemon after neli-run died", || !g.lock_held());
+    // The shim waited for its SIGKILLs to take, rather than giving up.
+    wait_until(SHIM_BOUND, "the shim reports", || m.log().contains("neli-run is gone"));
+    assert!(!m.log().contains("uninterruptible sleep"), "{}", m.log());
 }
 
 #[test]
@@ -61,6 +64,26 @@ fn sigterm_stops_the_daemons_within_grace_before_neli_run_exits() {
     // Not "eventually": neli-run must not exit while any of them lives.
     assert!(!g.lock_held(), "a daemon outlived neli-run\n{}", m.log());
     assert!(stop_signal_reached_the_daemon(g.dir.path()), "the setsid'd daemon never got SIGTERM");
+}
+
+/// The shim passes the stop signal on to what left the group as soon as it
+/// gets it, not only once the command has exited: here the command ignores
+/// it, so nothing exits before neli-run's SIGKILL at the end of --grace,
+/// and the setsid'd daemon must have had its SIGTERM by then.
+#[test]
+fn the_stop_signal_reaches_escaped_daemons_while_the_command_ignores_it() {
+    let g = Group::new("daemons-term-ignored");
+    let ignoring = g.dir.path().join("ignoring");
+    let last = format!("trap '' TERM; touch {}; while :; do sleep 0.05; done", ignoring.display());
+    let script = daemonizing(g.dir.path(), &last);
+    // Unguarded: the detector's flock would die of the SIGTERM and end the
+    // command early.
+    let mut m = g.member_unguarded("a", &["--grace", "1s"], &["sh", "-c", &script]);
+    wait_for_daemons(g.dir.path());
+    wait_until(LONG, "the command ignores SIGTERM", || ignoring.exists());
+    m.signal(Signal::SIGTERM);
+    assert_eq!(m.wait_exit(LONG).code(), Some(137), "killed when the grace ran out: {}", m.log());
+    assert!(stop_signal_reached_the_daemon(g.dir.path()), "the setsid'd daemon never got SIGTERM: {}", m.log());
 }
 
 #[test]
@@ -102,6 +125,8 @@ fn when_the_shim_is_killed_neli_run_sweeps_up_the_daemons() {
     // reports the child gone (here: exits, --restart never).
     assert_eq!(m.wait_exit(LONG).code(), Some(137), "{}", m.log());
     assert!(!g.lock_held(), "a daemon outlived neli-run\n{}", m.log());
+    // It waited for its SIGKILLs to take, rather than giving up on them.
+    assert!(!m.log().contains("uninterruptible sleep"), "{}", m.log());
 }
 
 #[test]

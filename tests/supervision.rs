@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{wait_until, Group, LONG_LEASE};
+use crate::util::{stays_false, wait_until, Group, LONG_LEASE};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -247,4 +247,38 @@ fn sigterm_gives_the_command_its_whole_grace_even_past_the_heartbeat_deadline() 
     m.signal(Signal::SIGTERM);
     assert_eq!(m.wait_exit(LONG).code(), Some(0), "the command's own status: {}", m.log());
     assert!(stopped.exists(), "the command finished stopping: {}", m.log());
+}
+
+/// The shim's drain (stop signal, then SIGKILL after --grace, to what a
+/// command left behind) starts only once the command itself has exited.
+/// While the command still stops, its grace is neli-run's to end: with
+/// neli-run frozen mid-stop, the command lives on past the grace until
+/// neli-run returns (or the 8 s lease runs out).
+#[test]
+fn the_shim_leaves_a_command_that_still_stops_to_neli_run() {
+    let g = Group::new("shim-no-early-drain");
+    let got_term = g.dir.path().join("got-term");
+    let script = format!("trap 'touch {}' TERM; while :; do sleep 0.05; done", got_term.display());
+    let ready = g.dir.path().join("ready");
+    let script = format!("touch {}; {script}", ready.display());
+    let extra = [&["--grace", "1s"], &LONG_LEASE[..]].concat();
+    // Unguarded: the detector's flock would die of the SIGTERM.
+    let mut m = g.member_unguarded("a", &extra, &["sh", "-c", &script]);
+    wait_until(LONG, "the command runs", || ready.exists());
+    m.signal(Signal::SIGTERM);
+    wait_until(LONG, "the command got SIGTERM", || got_term.exists());
+    m.signal(Signal::SIGSTOP);
+    let alive = || {
+        std::process::Command::new("pgrep")
+            .args(["-f", &got_term.display().to_string()])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    assert!(
+        stays_false(Duration::from_secs(3), || !alive()),
+        "the command was killed while neli-run was frozen, within the lease: {}",
+        m.log()
+    );
+    m.signal(Signal::SIGCONT);
+    assert_eq!(m.wait_exit(LONG).code(), Some(137), "neli-run's grace kill: {}", m.log());
 }

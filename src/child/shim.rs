@@ -161,14 +161,17 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
         let (lease_ready, lease_expired, signalled, drained) =
             (ready(&fds[0]), ready(&fds[1]), ready(&fds[2]), ready(&fds[3]));
         if lease_ready {
-            let mut many = [0u8; 8 * 64];
+            // Up to 64 leases queued since we last looked: the newest counts.
+            // (neli-run writes each in one 8-byte write, which a pipe keeps
+            // whole.)
+            let mut many = [0u8; 512];
             match lease.read(&mut many) {
                 Ok(0) | Err(_) => return Ok(fence("neli-run is gone")),
-                Ok(n) if n >= 8 => {
-                    let last = &many[(n / 8 - 1) * 8..n / 8 * 8];
-                    arm_at(&lease_timer, u64::from_le_bytes(last.try_into().expect("8 bytes")))?;
+                Ok(n) => {
+                    if let Some(last) = many[..n].chunks_exact(8).last() {
+                        arm_at(&lease_timer, u64::from_le_bytes(last.try_into().expect("8 bytes")))?;
+                    }
                 }
-                Ok(_) => {}
             }
         }
         if lease_expired {
@@ -207,7 +210,7 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
                     },
                     Err(err) => return Err(err.into()),
                 }
-                if status.is_some() && !draining {
+                if !draining {
                     // The command is gone; whatever it left must go too
                     // (dumb-init does the same for its group), within grace.
                     draining = true;

@@ -1,11 +1,12 @@
 //! One member and its child: exit statuses, stop signals, grace, process
 //! groups, forwarded signals and restart policies.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{stays_false, wait_until, Group, LONG_LEASE};
+use crate::util::{stays_false, wait_until, Group, Member, LONG_LEASE};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -98,22 +99,31 @@ fn child_ignoring_sigterm_is_killed_after_grace() {
 #[test]
 fn neli_run_itself_kills_a_command_that_ignores_sigterm_when_grace_runs_out() {
     let g = Group::new("ignore-term-own-kill");
-    let pidfile = g.dir.path().join("pid");
     // Unguarded, so that the shim's own child ignores TERM and the shim has
     // nothing to drain; an 8 s lease: within the bound below, only
     // neli-run's kill after --grace can end it.
-    let script = format!("trap '' TERM; echo $$ > {}; while :; do sleep 0.1; done", pidfile.display());
     let extra = [&["--grace", "1s"], &LONG_LEASE[..]].concat();
-    let mut m = g.member_unguarded("a", &extra, &["sh", "-c", &script]);
-    wait_until(LONG, "the child ignores TERM", || pidfile.exists());
+    let (mut m, command) = trapping(&g, &extra, "''");
     let asked = std::time::Instant::now();
     m.signal(Signal::SIGTERM);
     assert_eq!(m.wait_exit(LONG).code(), Some(137), "{}", m.log());
     let took = asked.elapsed();
     assert!(took >= Duration::from_millis(900), "killed before the grace ran out: {took:?}");
     assert!(took < Duration::from_secs(5), "not killed when the grace ran out: {took:?}");
-    let pid = std::fs::read_to_string(&pidfile).unwrap();
-    assert!(!std::path::Path::new(&format!("/proc/{}", pid.trim())).exists(), "the command outlived neli-run");
+    assert!(!command.exists(), "the command outlived neli-run");
+}
+
+/// A member running a shell command that traps SIGTERM with `trap` and then
+/// loops, unguarded (the detector's flock would die of a SIGTERM meant for
+/// the command); returned once the trap is set, with the command's /proc
+/// entry (which exists while it lives).
+fn trapping(g: &Group, extra: &[&str], trap: &str) -> (Member, PathBuf) {
+    let pidfile = g.dir.path().join("pid");
+    let script = format!("trap {trap} TERM; echo $$ > {}; while :; do sleep 0.05; done", pidfile.display());
+    let m = g.member_unguarded("a", extra, &["sh", "-c", &script]);
+    let pid = || std::fs::read_to_string(&pidfile).ok().filter(|p| p.ends_with('\n'));
+    wait_until(LONG, "the command has set its trap", || pid().is_some());
+    (m, PathBuf::from(format!("/proc/{}", pid().unwrap().trim())))
 }
 
 #[test]
@@ -237,13 +247,8 @@ fn as_pid_1_it_handles_sigterm_and_leaves_nothing_behind() {
 fn sigterm_gives_the_command_its_whole_grace_even_past_the_heartbeat_deadline() {
     let g = Group::new("grace-past-deadline");
     let stopped = g.dir.path().join("stopped");
-    let script = format!("trap 'sleep 4; touch {}; exit 0' TERM; while :; do sleep 0.05; done", stopped.display());
     let extra = ["--session-timeout", "10s", "--heartbeat-deadline", "2s", "--grace", "7s"];
-    // Unguarded: the detector's flock would die of the SIGTERM itself.
-    let ready = g.dir.path().join("ready");
-    let script = format!("touch {}; {script}", ready.display());
-    let mut m = g.member_unguarded("a", &extra, &["sh", "-c", &script]);
-    wait_until(LONG, "the child runs", || ready.exists());
+    let (mut m, _) = trapping(&g, &extra, &format!("'sleep 4; touch {}; exit 0'", stopped.display()));
     m.signal(Signal::SIGTERM);
     assert_eq!(m.wait_exit(LONG).code(), Some(0), "the command's own status: {}", m.log());
     assert!(stopped.exists(), "the command finished stopping: {}", m.log());
@@ -258,24 +263,14 @@ fn sigterm_gives_the_command_its_whole_grace_even_past_the_heartbeat_deadline() 
 fn the_shim_leaves_a_command_that_still_stops_to_neli_run() {
     let g = Group::new("shim-no-early-drain");
     let got_term = g.dir.path().join("got-term");
-    let script = format!("trap 'touch {}' TERM; while :; do sleep 0.05; done", got_term.display());
-    let ready = g.dir.path().join("ready");
-    let script = format!("touch {}; {script}", ready.display());
     let extra = [&["--grace", "1s"], &LONG_LEASE[..]].concat();
-    // Unguarded: the detector's flock would die of the SIGTERM.
-    let mut m = g.member_unguarded("a", &extra, &["sh", "-c", &script]);
-    wait_until(LONG, "the command runs", || ready.exists());
+    let (mut m, command) = trapping(&g, &extra, &format!("'touch {}'", got_term.display()));
     m.signal(Signal::SIGTERM);
     wait_until(LONG, "the command got SIGTERM", || got_term.exists());
     m.signal(Signal::SIGSTOP);
-    let alive = || {
-        std::process::Command::new("pgrep")
-            .args(["-f", &got_term.display().to_string()])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
+    // (Its /proc entry, not pgrep: neli-run's own arguments hold the script.)
     assert!(
-        stays_false(Duration::from_secs(3), || !alive()),
+        stays_false(Duration::from_secs(3), || !command.exists()),
         "the command was killed while neli-run was frozen, within the lease: {}",
         m.log()
     );

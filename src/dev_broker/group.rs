@@ -22,12 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use super::wire::{put_string, Header, Reader};
-
-pub const JOIN_GROUP: i16 = 11;
-pub const HEARTBEAT: i16 = 12;
-pub const LEAVE_GROUP: i16 = 13;
-pub const SYNC_GROUP: i16 = 14;
+use super::wire::{put_string, Header, Reader, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP};
 
 /// The highest version of each group API served here: the non-flexible
 /// ones (librdkafka 2.12 uses JoinGroup 5, SyncGroup 3, Heartbeat 3 and
@@ -219,8 +214,9 @@ pub fn cap_api_versions(frame: &[u8], version: i16) -> Option<Vec<u8>> {
     Some(out)
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum State {
+    #[default]
     Empty,
     /// Waiting for every member's JoinGroup, until `until` (the rebalance
     /// timeout, or the initial delay of a group that starts from empty,
@@ -235,6 +231,9 @@ enum State {
 }
 
 struct Member {
+    /// When it first joined: the first of the members left leads a new
+    /// generation when the old leader is gone.
+    order: u64,
     session: Millis,
     rebalance: Millis,
     protocol_type: String,
@@ -247,47 +246,44 @@ struct Member {
     assignment: Vec<u8>,
 }
 
+#[derive(Default)]
 struct Group {
     state: State,
     generation: i32,
-    protocol: String,
     leader: Option<String>,
-    /// In join order (the first is the leader of a new generation when the
-    /// old leader is gone).
-    members: BTreeMap<u64, String>,
-    by_id: BTreeMap<String, (u64, Member)>,
+    members: BTreeMap<String, Member>,
     /// Ids handed out with MEMBER_ID_REQUIRED, until when they may join.
     pending: BTreeMap<String, Millis>,
-    joined: u64,
+    /// How many members have joined so far (each one's `order`).
+    joins: u64,
 }
 
 impl Group {
-    fn new() -> Group {
-        Group {
-            state: State::Empty,
-            generation: 0,
-            protocol: String::new(),
-            leader: None,
-            members: BTreeMap::new(),
-            by_id: BTreeMap::new(),
-            pending: BTreeMap::new(),
-            joined: 0,
-        }
-    }
-
-    fn member(&mut self, id: &str) -> Option<&mut Member> {
-        self.by_id.get_mut(id).map(|(_, m)| m)
-    }
-
     fn remove(&mut self, id: &str, out: &mut Vec<Reply>) {
-        if let Some((order, m)) = self.by_id.remove(id) {
-            self.members.remove(&order);
+        if let Some(m) = self.members.remove(id) {
             for (to, req) in m.join.into_iter().chain(m.sync) {
                 out.push(Reply { to, frame: req.error(UNKNOWN_MEMBER_ID) });
             }
         }
         if self.leader.as_deref() == Some(id) {
             self.leader = None;
+        }
+    }
+
+    /// The last member is gone: a new, empty generation.
+    fn empty(&mut self) {
+        self.state = State::Empty;
+        self.generation += 1;
+    }
+
+    /// Members left (or were dropped): the others rejoin, or the group is
+    /// empty.
+    fn after_leaving(&mut self, now: Millis, initial_delay: Millis, out: &mut Vec<Reply>) {
+        if self.members.is_empty() {
+            self.empty();
+        } else {
+            self.prepare(now, initial_delay, out);
+            self.try_complete_join(now, false, out);
         }
     }
 
@@ -302,12 +298,12 @@ impl Group {
             }
             State::Completing | State::Stable => {}
         }
-        for (_, m) in self.by_id.values_mut() {
+        for m in self.members.values_mut() {
             if let Some((to, req)) = m.sync.take() {
                 out.push(Reply { to, frame: req.error(REBALANCE_IN_PROGRESS) });
             }
         }
-        let timeout = self.by_id.values().map(|(_, m)| m.rebalance).max().unwrap_or(0);
+        let timeout = self.members.values().map(|m| m.rebalance).max().unwrap_or(0);
         self.state = State::Preparing { until: now + timeout, initial: false };
     }
 
@@ -318,57 +314,54 @@ impl Group {
         if initial && !timed_out {
             return;
         }
-        let all_in = self.by_id.values().all(|(_, m)| m.join.is_some()) && self.pending.is_empty();
+        let all_in = self.members.values().all(|m| m.join.is_some()) && self.pending.is_empty();
         if !all_in && !timed_out {
             return;
         }
         let late: Vec<String> =
-            self.by_id.iter().filter(|(_, (_, m))| m.join.is_none()).map(|(id, _)| id.clone()).collect();
+            self.members.iter().filter(|(_, m)| m.join.is_none()).map(|(id, _)| id.clone()).collect();
         for id in late {
             self.remove(&id, out);
         }
         self.pending.clear();
-        if self.by_id.is_empty() {
-            self.state = State::Empty;
-            self.generation += 1;
+        if self.members.is_empty() {
+            self.empty();
             return;
         }
         self.generation += 1;
-        let first = self.members.values().next().cloned();
-        let leader = self.leader.clone().filter(|l| self.by_id.contains_key(l)).or(first).expect("a member");
-        self.leader = Some(leader.clone());
+        let mut in_order: Vec<(&String, &Member)> = self.members.iter().collect();
+        in_order.sort_by_key(|(_, m)| m.order);
+        let first = in_order[0].0;
+        let leader = self.leader.clone().filter(|l| self.members.contains_key(l)).unwrap_or_else(|| first.clone());
         // The leader's first protocol that every member supports.
-        let supported = |name: &str| self.by_id.values().all(|(_, m)| m.protocols.iter().any(|(p, _)| p == name));
-        let protocol = self.by_id[&leader].1.protocols.iter().map(|(p, _)| p.clone()).find(|p| supported(p));
+        let supported = |name: &str| self.members.values().all(|m| m.protocols.iter().any(|(p, _)| p == name));
+        let protocol = self.members[&leader].protocols.iter().map(|(p, _)| p.clone()).find(|p| supported(p));
         let Some(protocol) = protocol else {
-            for (_, m) in self.by_id.values_mut() {
+            for m in self.members.values_mut() {
                 if let Some((to, req)) = m.join.take() {
                     out.push(Reply { to, frame: req.error(INCONSISTENT_GROUP_PROTOCOL) });
                 }
             }
-            self.by_id.clear();
             self.members.clear();
             self.state = State::Empty;
             return;
         };
-        let metadata: Vec<(String, Vec<u8>)> = self
-            .members
-            .values()
-            .map(|id| {
-                let m = &self.by_id[id].1;
+        let metadata: Vec<(String, Vec<u8>)> = in_order
+            .iter()
+            .map(|(id, m)| {
                 let meta = m.protocols.iter().find(|(p, _)| *p == protocol).map(|(_, d)| d.clone()).unwrap_or_default();
-                (id.clone(), meta)
+                (id.to_string(), meta)
             })
             .collect();
+        self.leader = Some(leader.clone());
         let listed: Vec<(&str, &[u8])> = metadata.iter().map(|(id, d)| (id.as_str(), d.as_slice())).collect();
-        for (id, (_, m)) in self.by_id.iter_mut() {
+        for (id, m) in self.members.iter_mut() {
             let (to, req) = m.join.take().expect("everyone joined");
             let members = if *id == leader { &listed[..] } else { &[] };
             out.push(Reply { to, frame: req.join_response(NONE, self.generation, &protocol, &leader, id, members) });
             m.expires = now + m.session;
             m.assignment.clear();
         }
-        self.protocol = protocol;
         self.state = State::Completing;
     }
 
@@ -380,7 +373,7 @@ impl Group {
         if self.state != State::Stable {
             return;
         }
-        for (_, m) in self.by_id.values_mut() {
+        for m in self.members.values_mut() {
             if let Some((to, req)) = m.sync.take() {
                 out.push(Reply { to, frame: req.sync_response(NONE, &m.assignment) });
             }
@@ -392,8 +385,7 @@ impl Group {
             State::Preparing { until, .. } => Some(until),
             _ => None,
         };
-        let sessions =
-            self.by_id.values().filter(|(_, m)| m.join.is_none() && m.sync.is_none()).map(|(_, m)| m.expires);
+        let sessions = self.members.values().filter(|m| m.join.is_none() && m.sync.is_none()).map(|m| m.expires);
         sessions.chain(self.pending.values().copied()).chain(preparing).min()
     }
 }
@@ -416,7 +408,7 @@ impl Coordinator {
     pub fn handle(&mut self, to: ReplyTo, req: Request, now: Millis) -> Vec<Reply> {
         let mut out = self.tick(now);
         let delay = self.initial_delay;
-        let group = self.groups.entry(req.group.clone()).or_insert_with(Group::new);
+        let group = self.groups.entry(req.group.clone()).or_default();
         match &req.body {
             Body::Join { session, rebalance, member, protocol_type, protocols } => {
                 let id = if member.is_empty() {
@@ -431,12 +423,12 @@ impl Coordinator {
                 } else {
                     member.clone()
                 };
-                let known = group.by_id.contains_key(&id);
+                let known = group.members.contains_key(&id);
                 if !known && group.pending.remove(&id).is_none() && !member.is_empty() {
                     out.push(Reply { to, frame: req.error(UNKNOWN_MEMBER_ID) });
                     return out;
                 }
-                let consistent = group.by_id.values().all(|(_, m)| {
+                let consistent = group.members.values().all(|m| {
                     m.protocol_type == *protocol_type
                         && m.protocols.iter().any(|(p, _)| protocols.iter().any(|(q, _)| p == q))
                 });
@@ -445,21 +437,20 @@ impl Coordinator {
                     return out;
                 }
                 if !known {
-                    group.joined += 1;
-                    let m = Member {
-                        session: *session,
-                        rebalance: *rebalance,
-                        protocol_type: protocol_type.clone(),
-                        protocols: vec![],
-                        expires: now + session,
-                        join: None,
-                        sync: None,
-                        assignment: vec![],
-                    };
-                    group.members.insert(group.joined, id.clone());
-                    group.by_id.insert(id.clone(), (group.joined, m));
+                    group.joins += 1;
                 }
-                let m = group.member(&id).expect("just added");
+                let order = group.joins;
+                let m = group.members.entry(id).or_insert_with(|| Member {
+                    order,
+                    session: 0,
+                    rebalance: 0,
+                    protocol_type: protocol_type.clone(),
+                    protocols: vec![],
+                    expires: 0,
+                    join: None,
+                    sync: None,
+                    assignment: vec![],
+                });
                 m.session = *session;
                 m.rebalance = *rebalance;
                 m.protocols = protocols.clone();
@@ -474,7 +465,7 @@ impl Coordinator {
                 group.try_complete_join(now, false, &mut out);
             }
             Body::Sync { generation, member, assignments } => {
-                let code = match (group.state, group.by_id.get(member)) {
+                let code = match (group.state, group.members.get(member)) {
                     (_, None) => UNKNOWN_MEMBER_ID,
                     (State::Preparing { .. }, _) => REBALANCE_IN_PROGRESS,
                     _ if *generation != group.generation => ILLEGAL_GENERATION,
@@ -487,12 +478,12 @@ impl Coordinator {
                 let is_leader = group.leader.as_deref() == Some(member) && group.state == State::Completing;
                 if is_leader {
                     for (id, assignment) in assignments {
-                        if let Some(m) = group.member(id) {
+                        if let Some(m) = group.members.get_mut(id) {
                             m.assignment = assignment.clone();
                         }
                     }
                 }
-                let m = group.member(member).expect("checked");
+                let m = group.members.get_mut(member).expect("checked");
                 m.expires = now + m.session;
                 if let Some((old, old_req)) = m.sync.replace((to, req.clone())) {
                     out.push(Reply { to: old, frame: old_req.error(REBALANCE_IN_PROGRESS) });
@@ -500,13 +491,13 @@ impl Coordinator {
                 group.try_complete_sync(is_leader, &mut out);
             }
             Body::Heartbeat { generation, member } => {
-                let code = match (group.state, group.by_id.get(member)) {
+                let code = match (group.state, group.members.get(member)) {
                     (_, None) | (State::Empty, _) => UNKNOWN_MEMBER_ID,
                     (State::Preparing { .. }, _) => REBALANCE_IN_PROGRESS,
                     _ if *generation != group.generation => ILLEGAL_GENERATION,
                     _ => NONE,
                 };
-                if let Some(m) = group.member(member) {
+                if let Some(m) = group.members.get_mut(member) {
                     m.expires = now + m.session;
                 }
                 out.push(Reply { to, frame: req.error(code) });
@@ -514,18 +505,14 @@ impl Coordinator {
             Body::Leave { members } => {
                 let mut code = NONE;
                 for id in members {
-                    if group.by_id.contains_key(id) {
+                    if group.members.contains_key(id) {
                         group.remove(id, &mut out);
                     } else {
                         code = UNKNOWN_MEMBER_ID;
                     }
                 }
-                if group.by_id.is_empty() && group.state != State::Empty {
-                    group.state = State::Empty;
-                    group.generation += 1;
-                } else if code == NONE {
-                    group.prepare(now, delay, &mut out);
-                    group.try_complete_join(now, false, &mut out);
+                if code == NONE {
+                    group.after_leaving(now, delay, &mut out);
                 }
                 out.push(Reply { to, frame: req.error(code) });
             }
@@ -541,21 +528,16 @@ impl Coordinator {
         for group in self.groups.values_mut() {
             group.pending.retain(|_, until| *until > now);
             let expired: Vec<String> = group
-                .by_id
+                .members
                 .iter()
-                .filter(|(_, (_, m))| m.join.is_none() && m.sync.is_none() && m.expires <= now)
+                .filter(|(_, m)| m.join.is_none() && m.sync.is_none() && m.expires <= now)
                 .map(|(id, _)| id.clone())
                 .collect();
             for id in &expired {
                 group.remove(id, &mut out);
             }
             if !expired.is_empty() {
-                if group.by_id.is_empty() {
-                    group.state = State::Empty;
-                    group.generation += 1;
-                } else {
-                    group.prepare(now, delay, &mut out);
-                }
+                group.after_leaving(now, delay, &mut out);
             }
             if let State::Preparing { until, .. } = group.state {
                 group.try_complete_join(now, until <= now, &mut out);

@@ -47,14 +47,13 @@ struct Shared {
     coordinator: Option<Coordinator>,
 }
 
-type Coordinator = tokio::sync::mpsc::UnboundedSender<(group::Request, tokio::sync::oneshot::Sender<Vec<u8>>)>;
+/// A group request, with where its response goes.
+type Asked = (group::Request, tokio::sync::oneshot::Sender<Vec<u8>>);
+type Coordinator = tokio::sync::mpsc::UnboundedSender<Asked>;
 
 /// Runs the Kafka-timed group coordinator: requests in, responses out as
 /// they fall due, and its timer (joins that time out, sessions that end).
-async fn coordinate(
-    mut requests: tokio::sync::mpsc::UnboundedReceiver<(group::Request, tokio::sync::oneshot::Sender<Vec<u8>>)>,
-    initial_delay: std::time::Duration,
-) {
+async fn coordinate(mut requests: tokio::sync::mpsc::UnboundedReceiver<Asked>, initial_delay: std::time::Duration) {
     let start = tokio::time::Instant::now();
     let now = || start.elapsed().as_millis() as u64;
     let mut core = group::Coordinator::new(initial_delay.as_millis() as u64);
@@ -577,15 +576,15 @@ where
                     sasl::Step::Close => return Ok(()),
                 }
             }
-            if let Some(request) = sasl::api_versions_request(&frame) {
+            if let Some(request) = wire::api_versions_request(&frame) {
                 *api_versions.lock().expect("lock") = Some(request);
             }
             for topic in metadata_topics(&frame) {
                 mock.create_topic(&topic);
             }
-            if let Some(request) = shared.coordinator.as_ref().and_then(|_| group::Request::parse(&frame)) {
+            let coordinated = shared.coordinator.as_ref().and_then(|c| Some((c, group::Request::parse(&frame)?)));
+            if let Some((coordinator, request)) = coordinated {
                 let (tx, rx) = tokio::sync::oneshot::channel();
-                let coordinator = shared.coordinator.as_ref().expect("checked");
                 // As Kafka does, the connection takes its next request only
                 // once this one is answered (a JoinGroup waits for the join).
                 if coordinator.send((request, tx)).is_err() {
@@ -613,10 +612,9 @@ where
         Ok::<(), std::io::Error>(())
     };
     let responses = async {
-        while let Some(frame) = read_frame(&mut broker_rx, usize::MAX).await? {
+        while let Some(mut frame) = read_frame(&mut broker_rx, usize::MAX).await? {
             let correlation = frame.get(..4).map(|c| i32::from_be_bytes(c.try_into().expect("4 bytes")));
             let offer = api_versions.lock().expect("lock").filter(|(c, _)| Some(*c) == correlation);
-            let mut frame = frame;
             if let Some((_, version)) = offer {
                 if shared.users.is_some() {
                     frame = sasl::advertise(&frame, version).unwrap_or(frame);
@@ -676,11 +674,11 @@ struct GroupRequest {
 impl GroupRequest {
     fn parse(frame: &[u8]) -> Option<GroupRequest> {
         let Header { api_key, version, correlation, client_id, flexible, body: mut r } = Header::parse(frame)?;
-        if api_key != 11 && api_key != 14 {
+        if api_key != wire::JOIN_GROUP && api_key != wire::SYNC_GROUP {
             return None;
         }
         r.string_in(flexible)?; // group id
-        if api_key == 11 {
+        if api_key == wire::JOIN_GROUP {
             r.skip(if version >= 1 { 8 } else { 4 })?; // session (and rebalance) timeout
         } else {
             r.skip(4)?; // generation id
@@ -692,7 +690,7 @@ impl GroupRequest {
     /// For a first JoinGroup (v4 to v6, the mock's range), the answer Kafka
     /// gives since KIP-394: MEMBER_ID_REQUIRED with the id to join with.
     fn member_id_required(&self, member: &str) -> Option<Vec<u8>> {
-        if self.api_key != 11 || !(4..=6).contains(&self.version) {
+        if self.api_key != wire::JOIN_GROUP || !(4..=6).contains(&self.version) {
             return None;
         }
         let flexible = self.version >= 6;
@@ -730,7 +728,7 @@ impl GroupRequest {
 fn metadata_topics(frame: &[u8]) -> Vec<String> {
     (|| {
         let Header { api_key, version, flexible, body: mut r, .. } = Header::parse(frame)?;
-        if api_key != 3 {
+        if api_key != wire::METADATA {
             return None;
         }
         let count = if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i32()?) };

@@ -14,14 +14,11 @@ use std::collections::HashMap;
 
 use openssl::hash::MessageDigest;
 
-use super::wire::{put_string, put_uvarint, Header, Reader};
+use super::wire::{put_string, put_uvarint, Header, Reader, API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE};
 
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const ILLEGAL_SASL_STATE: i16 = 34;
 const SASL_AUTHENTICATION_FAILED: i16 = 58;
-const API_VERSIONS: i16 = 18;
-const SASL_HANDSHAKE: i16 = 17;
-const SASL_AUTHENTICATE: i16 = 36;
 
 /// What the forwarder offers, in the order Kafka lists them.
 pub const MECHANISMS: [&str; 3] = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
@@ -227,12 +224,6 @@ pub fn advertise(frame: &[u8], version: i16) -> Option<Vec<u8>> {
     }
     out.extend_from_slice(r.rest());
     Some(out)
-}
-
-/// The version of an ApiVersions request frame, with its correlation id.
-pub fn api_versions_request(frame: &[u8]) -> Option<(i32, i16)> {
-    let req = Header::parse(frame)?;
-    (req.api_key == API_VERSIONS).then_some((req.correlation, req.version))
 }
 
 impl Header<'_> {

@@ -1,5 +1,15 @@
 //! The few pieces of Kafka's wire format the forwarder reads and writes.
 
+/// The API keys of the requests the forwarder reads.
+pub const METADATA: i16 = 3;
+pub const JOIN_GROUP: i16 = 11;
+pub const HEARTBEAT: i16 = 12;
+pub const LEAVE_GROUP: i16 = 13;
+pub const SYNC_GROUP: i16 = 14;
+pub const SASL_HANDSHAKE: i16 = 17;
+pub const API_VERSIONS: i16 = 18;
+pub const SASL_AUTHENTICATE: i16 = 36;
+
 /// Reads a frame front to back; every read is None past its end.
 pub struct Reader<'a> {
     pub buf: &'a [u8],
@@ -79,17 +89,24 @@ impl<'a> Header<'a> {
         let (api_key, version, correlation) = (r.i16()?, r.i16()?, r.i32()?);
         let client_id = r.string_in(false)?.unwrap_or_default(); // never compact
         let flexible = match api_key {
-            3 => version >= 9,  // Metadata
-            11 => version >= 6, // JoinGroup
-            14 => version >= 4, // SyncGroup
-            18 => version >= 3, // ApiVersions
-            _ => false,         // the others the forwarder reads (SASL) are not
+            METADATA => version >= 9,
+            JOIN_GROUP => version >= 6,
+            SYNC_GROUP => version >= 4,
+            API_VERSIONS => version >= 3,
+            _ => false, // the others the forwarder reads (SASL) are not
         };
         if flexible {
             r.tagged_fields()?;
         }
         Some(Header { api_key, version, correlation, client_id, flexible, body: r })
     }
+}
+
+/// Whether a frame is an ApiVersions request: its correlation id and
+/// version, to find and edit the answer (SASL offered, group APIs capped).
+pub fn api_versions_request(frame: &[u8]) -> Option<(i32, i16)> {
+    let req = Header::parse(frame)?;
+    (req.api_key == API_VERSIONS).then_some((req.correlation, req.version))
 }
 
 /// A (nullable) classic string: i16 length, then the bytes.

@@ -500,7 +500,7 @@ mod tests {
             &Member::this_process(name.into()),
             1,
             crate::clock::BootTime::from_nanos(1),
-            Content { record: Record { run: 1, start: None, stance }, since_ms: Some(at_ms), deadline_ms: 3000 },
+            Content { record: Record { term: 1, start: None, stance }, since_ms: Some(at_ms), deadline_ms: 3000 },
         );
         hb.at_ms = at_ms;
         hb

@@ -59,10 +59,11 @@ pub struct Heartbeat {
     /// "leading", "contending" or "released" (from version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
-    /// The writer's run (from version 2).
+    /// The writer's term ([`crate::leader::Record::term`]; "run" on the
+    /// wire since version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<u64>,
-    /// The offset of the run's first record, once its writer read it back.
+    /// The offset of the term's first record, once its writer read it back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<i64>,
     /// Wall clock (ms since the epoch) when this leadership began.
@@ -99,7 +100,7 @@ pub fn wall_ms() -> u64 {
 impl Heartbeat {
     /// The record `member` sends as its `seq`th heartbeat at `sent`.
     pub fn new(member: &Member, seq: u64, sent: BootTime, content: Content) -> Heartbeat {
-        let Record { run, start, stance } = content.record;
+        let Record { term, start, stance } = content.record;
         let role = match stance {
             Stance::Leading { .. } => Role::Leading,
             Stance::Contending => Role::Contending,
@@ -117,7 +118,7 @@ impl Heartbeat {
             at_ms: wall_ms(),
             token,
             role: Some(role),
-            run: Some(run),
+            run: Some(term),
             start,
             since_ms: content.since_ms.filter(|_| token.is_some()),
             deadline_ms: content.deadline_ms,
@@ -149,7 +150,7 @@ impl Heartbeat {
             // (printable is one-to-one, so distinct writers stay distinct.)
             writer: format!("{}/{}", printable(&self.name), printable(&self.incarnation)),
             offset,
-            run: self.run,
+            term: self.run,
             start: self.start,
             stance,
             age: if self.at_ms == 0 { ms(0) } else { ms(wall_ms().saturating_sub(self.at_ms)) },
@@ -170,7 +171,7 @@ mod tests {
     #[test]
     fn round_trips_and_recognises_only_its_own_incarnation() {
         let me = Member::this_process("a".into());
-        let record = Record { run: 2, start: Some(5), stance: Stance::Leading { token: 9 } };
+        let record = Record { term: 2, start: Some(5), stance: Stance::Leading { token: 9 } };
         let hb =
             Heartbeat::new(&me, 3, BootTime::from_nanos(42), Content { record, since_ms: Some(1), deadline_ms: 3000 });
         let back = Heartbeat::decode(&hb.encode()).unwrap();
@@ -193,13 +194,13 @@ mod tests {
         };
         assert_eq!(v1("7").stance, Stance::Leading { token: 7 });
         assert_eq!(v1("null").stance, Stance::Released, "a version 1 candidate contends for nothing");
-        assert_eq!(v1("null").run, None);
+        assert_eq!(v1("null").term, None);
         let me = Member::this_process("b".into());
-        let record = Record { run: 4, start: None, stance: Stance::Contending };
+        let record = Record { term: 4, start: None, stance: Stance::Contending };
         let hb = Heartbeat::new(&me, 1, BootTime::from_nanos(1), Content { record, since_ms: Some(9), deadline_ms: 1 });
         assert_eq!(hb.since_ms, None, "only leadership has a beginning");
         let other = Heartbeat::decode(&hb.encode()).unwrap().as_other(41, deadline);
-        assert_eq!((other.stance, other.run, other.start, other.offset), (Stance::Contending, Some(4), None, 41));
+        assert_eq!((other.stance, other.term, other.start, other.offset), (Stance::Contending, Some(4), None, 41));
         assert!(String::from_utf8(hb.encode()).unwrap().contains(r#""role":"contending""#));
     }
 }
@@ -340,7 +341,7 @@ mod yield_tests {
             1,
             BootTime::from_nanos(1),
             Content {
-                record: Record { run: 1, start: None, stance: Stance::Contending },
+                record: Record { term: 1, start: None, stance: Stance::Contending },
                 since_ms: None,
                 deadline_ms: 1,
             },

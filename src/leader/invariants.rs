@@ -1,0 +1,460 @@
+//! The core's promises, checked after every step of seeded random walks (the
+//! harness idea of raft-rs). The scenario tests tell stories; this one
+//! states the rules and lets random sequences of assignments, revokes, own
+//! and foreign records (v1 and v2), child exits, signals and time try to
+//! break them.
+//!
+//! A simulated shell stands around one [`Leader`]: it keeps the rebalance
+//! callback's contract (no assignment while a revoke waits for release), a
+//! child that dies when killed, when its lease runs out (the shim) or by
+//! itself, and a partition log in which our records come back in order,
+//! late or never. What it knows of other members' claims and terms it works
+//! out from the records it fed in, by the README's rules, not by asking
+//! the core.
+//!
+//! `NELI_INVARIANT_SEEDS=n` runs more seeds than the default.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use super::*;
+
+const D: u64 = 1000; // heartbeat deadline, ms
+const H: u64 = 200; // heartbeat interval, ms
+const GRACE: u64 = 500;
+
+fn ms(n: u64) -> BootTime {
+    BootTime::from_nanos(n * 1_000_000)
+}
+
+fn as_ms(t: BootTime) -> u64 {
+    (t.since(BootTime::from_nanos(0))).as_millis() as u64
+}
+
+/// The child as the simulated shell sees it.
+#[derive(Debug)]
+struct Child {
+    token: i64,
+    lease: u64,
+    /// When it will be gone (it was killed, stopped, or ends by itself).
+    exits_at: Option<u64>,
+    killed: bool,
+}
+
+/// Another member's term as the README's rules make it: its first offset,
+/// until when its newest record counts, whether it still contends.
+#[derive(Debug, Clone, Copy)]
+struct TheirTerm {
+    id: u64,
+    start: i64,
+    until: u64,
+    contending: bool,
+}
+
+struct Sim {
+    rng: fastrand::Rng,
+    settings: Settings,
+    core: Leader,
+    now: u64,
+    /// The next offset on partition 0.
+    log: i64,
+    /// Our records produced and not yet read back: (record, sent).
+    outbox: VecDeque<(Record, u64)>,
+    owned: bool,
+    /// A revoke waits in the rebalance callback for release.
+    revoke_waits: bool,
+    /// We asked to leave (rejoin, stand aside): a revoke comes next.
+    leaving: bool,
+    child: Option<Child>,
+    /// Other writers' claims: until when each may run its command.
+    claims: BTreeMap<String, u64>,
+    terms: BTreeMap<String, TheirTerm>,
+    their_term: BTreeMap<String, u64>,
+    /// The first offset of each of our terms read back.
+    own_start: BTreeMap<u64, i64>,
+    /// Our newest term (from the records we were told to write).
+    our_term: u64,
+    /// The send time of the newest own record read back.
+    newest_read: Option<u64>,
+    last_token: Option<i64>,
+    /// The newest token another member claimed (below its record's offset).
+    newest_theirs: Option<i64>,
+    last_spawn_token: Option<i64>,
+    shutting_down: bool,
+    done: bool,
+    trace: Vec<String>,
+}
+
+impl Sim {
+    fn new(seed: u64) -> Sim {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let settings = Settings {
+            heartbeat_interval: Duration::from_millis(H),
+            heartbeat_deadline: Duration::from_millis(D),
+            grace: Duration::from_millis(GRACE),
+            stop_signal: Signal::SIGTERM,
+            restart: [Restart::Never, Restart::OnFailure, Restart::Always][rng.usize(..3)],
+            restart_delay: Duration::from_millis(rng.u64(0..300)),
+            acquire_timeout: rng.bool().then(|| Duration::from_millis(rng.u64(1000..20_000))),
+            resume_window: Duration::from_millis(2200),
+            observe: Duration::from_millis([0, 250][rng.usize(..2)]),
+            claim_margin: Duration::from_millis([0, 200][rng.usize(..2)]),
+        };
+        let core = Leader::new(settings.clone(), ms(0));
+        Sim {
+            rng,
+            settings,
+            core,
+            now: 0,
+            log: 0,
+            outbox: VecDeque::new(),
+            owned: false,
+            revoke_waits: false,
+            leaving: false,
+            child: None,
+            claims: BTreeMap::new(),
+            terms: BTreeMap::new(),
+            their_term: BTreeMap::new(),
+            own_start: BTreeMap::new(),
+            our_term: 0,
+            newest_read: None,
+            last_token: None,
+            newest_theirs: None,
+            last_spawn_token: None,
+            shutting_down: false,
+            done: false,
+            trace: Vec::new(),
+        }
+    }
+
+    fn fail(&self, what: &str) -> ! {
+        let tail: Vec<&String> = self.trace.iter().rev().take(40).rev().collect();
+        panic!("invariant broken at {} ms: {what}\nlast steps:\n{tail:#?}", self.now);
+    }
+
+    /// One input the shell could report now.
+    fn next_input(&mut self) -> Input {
+        let now = self.now;
+        if let Some(child) = self.child.as_mut() {
+            if !child.killed && now >= child.lease {
+                // The shim's lease ran out: it kills the group by itself.
+                child.killed = true;
+                child.exits_at = Some(child.exits_at.map_or(now, |t| t.min(now)));
+            }
+            if child.exits_at.is_some_and(|t| now >= t) {
+                let status =
+                    if child.killed { ChildStatus::Signaled(9) } else { ChildStatus::Exited(self.rng.u8(..2)) };
+                self.child = None;
+                return Input::ChildExited(status);
+            }
+        }
+        if self.leaving && self.owned && !self.revoke_waits {
+            self.leaving = false;
+            self.owned = false;
+            self.revoke_waits = true;
+            return Input::Revoked { lost: false };
+        }
+        loop {
+            match self.rng.u8(..100) {
+                0..=9 => return Input::Tick,
+                10..=15 if !self.owned && !self.revoke_waits && !self.leaving => {
+                    self.owned = true;
+                    return Input::Assigned;
+                }
+                16..=17 if self.owned && !self.revoke_waits => {
+                    self.owned = false;
+                    self.revoke_waits = true;
+                    return Input::Revoked { lost: self.rng.u8(..3) == 0 };
+                }
+                18..=49 if !self.outbox.is_empty() => {
+                    let (record, sent) = self.outbox.pop_front().expect("not empty");
+                    if self.rng.u8(..8) == 0 {
+                        continue; // lost on the way
+                    }
+                    let offset = self.log;
+                    self.log += 1;
+                    self.own_start.entry(record.term).or_insert(offset);
+                    return Input::OwnHeartbeat { offset, sent: ms(sent) };
+                }
+                50..=71 => return self.their_record(),
+                72..=75 if self.child.as_ref().is_some_and(|c| c.exits_at.is_none()) => {
+                    // The command ends by itself.
+                    self.child.as_mut().expect("alive").exits_at = Some(now);
+                    continue;
+                }
+                76 => return Input::Shutdown,
+                77 if self.rng.bool() => return Input::Fatal(78),
+                78..=80 => return Input::Forward(Signal::SIGHUP),
+                81..=83 => return Input::Yield,
+                _ => {}
+            }
+        }
+    }
+
+    /// Another member's record, from a v1 or v2 writer, old or new.
+    fn their_record(&mut self) -> Input {
+        let writer = ["a", "b"][self.rng.usize(..2)].to_string();
+        let offset = self.log;
+        self.log += 1;
+        let run = self.their_term.entry(writer.clone()).or_insert(1);
+        if self.rng.u8(..10) == 0 {
+            *run += 1;
+        }
+        let run = (self.rng.u8(..10) != 0).then_some(*run);
+        let start = (self.rng.bool() && offset > 0).then(|| self.rng.i64(0..offset));
+        let stance = match self.rng.u8(..3) {
+            0 => Stance::Leading { token: self.rng.i64(0..=offset) },
+            1 if self.rng.u8(..20) == 0 => Stance::Leading { token: offset + self.rng.i64(0..1000) },
+            1 => Stance::Contending,
+            _ => Stance::Released,
+        };
+        let age = self.rng.u64(0..1500).min(self.now);
+        let other = Other {
+            writer: writer.clone(),
+            offset,
+            term: run,
+            start,
+            stance,
+            age: Duration::from_millis(age),
+            deadline: Duration::from_millis(D),
+        };
+        // The rules, as the README states them.
+        let until = self.now - age + D + self.settings.claim_margin.as_millis() as u64;
+        match stance {
+            Stance::Leading { token } => {
+                if token < offset {
+                    self.newest_theirs = Some(self.newest_theirs.map_or(token, |t| t.max(token)));
+                }
+                let held = self.claims.entry(writer.clone()).or_insert(until);
+                *held = (*held).max(until);
+            }
+            Stance::Contending | Stance::Released => {
+                self.claims.remove(&writer);
+            }
+        }
+        match (run, stance) {
+            (Some(id), Stance::Leading { .. } | Stance::Contending) => {
+                let start = start.unwrap_or(offset).min(offset);
+                let fresh = TheirTerm { id, start, until, contending: false };
+                let r = self.terms.entry(writer).or_insert(fresh);
+                if r.id != id || r.until + 60_000 <= self.now {
+                    *r = fresh;
+                }
+                r.start = r.start.min(start);
+                r.until = r.until.max(until);
+                r.contending = stance == Stance::Contending;
+            }
+            _ => {
+                self.terms.remove(&writer);
+            }
+        }
+        Input::OtherHeartbeat(other)
+    }
+
+    /// Time passes to the next input; the shell's timer fires on the way,
+    /// on time (or, after a freeze, late: at the input's own time).
+    fn step(&mut self) {
+        let frozen = self.rng.u8(..50) == 0;
+        let at = self.now + if frozen { self.rng.u64(0..3000) } else { self.rng.u64(0..250) };
+        while let Some(due) = self.core.next_deadline().map(as_ms).filter(|&d| d <= at) {
+            self.now = if frozen { at } else { due.max(self.now) };
+            self.feed(Input::Tick);
+            if self.done {
+                return;
+            }
+        }
+        self.now = at;
+        let input = self.next_input();
+        self.feed(input);
+    }
+
+    /// Feeds one input and checks every action and the state after it.
+    fn feed(&mut self, input: Input) {
+        if let Input::OwnHeartbeat { sent, .. } = &input {
+            let sent = as_ms(*sent);
+            self.newest_read = Some(self.newest_read.map_or(sent, |n| n.max(sent)));
+        }
+        if matches!(input, Input::Shutdown | Input::Fatal(_)) {
+            self.shutting_down = true;
+        }
+        let now = self.now;
+        let actions = self.core.step(input.clone(), ms(now));
+        self.trace.push(format!("{now} ms: {input:?} -> {actions:?}, role {:?}", self.core.role()));
+        let role = self.core.role();
+        for action in actions {
+            self.check(&action, role);
+        }
+        self.check_state(role);
+    }
+
+    fn check(&mut self, action: &Action, role: Role) {
+        let now = self.now;
+        let fresh_until = self.newest_read.map(|s| s + D);
+        match *action {
+            Action::SendHeartbeat(record) => {
+                if let Some(child) = &self.child {
+                    // A record never claims less than is true.
+                    if record.stance.token().is_none_or(|t| t < child.token) {
+                        self.fail(&format!("{record:?} written while a child of token {} may live", child.token));
+                    }
+                }
+                self.produce(record);
+            }
+            Action::Disclaim(record) => {
+                if self.child.is_some() || record.stance != Stance::Released {
+                    self.fail(&format!("disclaimer {record:?} with a child alive: {:?}", self.child));
+                }
+                self.produce(record);
+            }
+            Action::Spawn { token, lease } => {
+                let lease = as_ms(lease);
+                if self.child.is_some() {
+                    self.fail("spawn while a child lives");
+                }
+                if role != (Role::Leader { token }) {
+                    self.fail(&format!("spawn of token {token} while {role:?}"));
+                }
+                if self.shutting_down {
+                    self.fail("spawn while shutting down");
+                }
+                if lease <= now || fresh_until.is_none_or(|f| lease > f) {
+                    self.fail(&format!("spawn with lease {lease} (newest own record read back + D: {fresh_until:?})"));
+                }
+                let ours = self.own_start.get(&self.our_term).copied();
+                if let Some(why) = held_back(&self.claims, &self.terms, now, ours) {
+                    self.fail(&format!("spawn while {why}"));
+                }
+                if self.last_spawn_token.is_some_and(|t| token < t) {
+                    self.fail(&format!("token {token} after {:?}", self.last_spawn_token));
+                }
+                self.last_spawn_token = Some(token);
+                // Most commands take SIGTERM; some ignore it.
+                self.child = Some(Child { token, lease, exits_at: None, killed: false });
+            }
+            Action::Lease(until) => {
+                let until = as_ms(until);
+                if fresh_until.is_none_or(|f| until > f) {
+                    self.fail(&format!("lease to {until} beyond the newest own record read back + D"));
+                }
+                match self.child.as_mut() {
+                    Some(child) if !child.killed => child.lease = until,
+                    Some(_) => {}
+                    None => self.fail("lease without a child"),
+                }
+            }
+            Action::SignalGroup(sig) => {
+                if let Some(child) = self.child.as_mut() {
+                    if sig == Signal::SIGTERM && child.exits_at.is_none() && self.rng.u8(..4) != 0 {
+                        child.exits_at = Some(now + self.rng.u64(0..800));
+                    }
+                }
+            }
+            Action::KillGroup => {
+                if let Some(child) = self.child.as_mut() {
+                    child.killed = true;
+                    child.exits_at = Some(child.exits_at.map_or(now + 20, |t| t.min(now + 20)));
+                }
+            }
+            Action::ReleaseRevoke => {
+                if self.child.is_some() {
+                    self.fail("revoke released while a child lives");
+                }
+                if !self.revoke_waits {
+                    self.fail("release without a revoke");
+                }
+                self.revoke_waits = false;
+            }
+            Action::Rejoin | Action::StandAside => {
+                if matches!(action, Action::StandAside) && self.child.is_some() {
+                    self.fail("stood aside while a child lives");
+                }
+                self.leaving = true;
+            }
+            Action::Exit(_) => {
+                if self.child.is_some() {
+                    self.fail("exit while a child lives");
+                }
+                self.done = true;
+            }
+        }
+    }
+
+    fn produce(&mut self, record: Record) {
+        self.our_term = record.term;
+        self.outbox.push_back((record, self.now));
+    }
+
+    fn check_state(&mut self, role: Role) {
+        let now = self.now;
+        if let Role::Leader { token } = role {
+            if self.last_token != Some(token) {
+                if self.last_token.is_some_and(|t| token <= t) {
+                    self.fail(&format!("leader with token {token} after {:?}", self.last_token));
+                }
+                if self.newest_theirs.is_some_and(|t| token <= t) {
+                    self.fail(&format!("leader with token {token}, older than {:?} read", self.newest_theirs));
+                }
+                self.last_token = Some(token);
+            }
+            let fresh_until = self.newest_read.map_or(0, |s| s + D);
+            if self.child.as_ref().is_some_and(|c| !c.killed) && now >= fresh_until {
+                self.fail("leader with a live child past its newest own record + D: not fenced");
+            }
+            if self.core.next_deadline().is_none_or(|t| as_ms(t) > fresh_until) {
+                self.fail(&format!(
+                    "a leader's next deadline {:?} is past its fence at {fresh_until}",
+                    self.core.next_deadline()
+                ));
+            }
+        }
+        if self.revoke_waits && self.child.is_none() {
+            // Every path that ends the child releases a waiting revoke at once.
+            self.fail("a revoke waits with no child alive");
+        }
+        if let Some(t) = self.core.next_deadline() {
+            if as_ms(t) <= now && !self.done {
+                self.fail(&format!("next deadline {t:?} already passed"));
+            }
+        }
+    }
+}
+
+/// What holds a spawn at `now` back, if anything: a claim that has not run
+/// out, or a term that contends from before ours (`ours`, our term's first
+/// offset) and has not gone quiet.
+fn held_back(
+    claims: &BTreeMap<String, u64>,
+    terms: &BTreeMap<String, TheirTerm>,
+    now: u64,
+    ours: Option<i64>,
+) -> Option<String> {
+    if let Some((w, until)) = claims.iter().find(|(_, &u)| u > now) {
+        return Some(format!("{w}'s claim holds until {until}"));
+    }
+    let earlier = terms.iter().find(|(_, r)| r.contending && r.until > now && ours.is_some_and(|s| r.start < s));
+    earlier.map(|(w, r)| format!("{w}'s term {r:?}, earlier than ours at {ours:?}, contends"))
+}
+
+#[test]
+fn random_runs_keep_every_promise() {
+    let seeds: u64 = std::env::var("NELI_INVARIANT_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let mut spawned = 0;
+    for seed in 0..seeds {
+        let mut sim = Sim::new(seed);
+        for _ in 0..600 {
+            sim.step();
+            if sim.done {
+                // After Exit, only a revoke from closing is answered.
+                if sim.revoke_waits {
+                    let actions = sim.core.step(Input::Revoked { lost: false }, ms(sim.now));
+                    assert_eq!(actions, vec![Action::ReleaseRevoke], "seed {seed}");
+                }
+                assert_eq!(sim.core.step(Input::Tick, ms(sim.now + 10_000)), vec![], "seed {seed}");
+                break;
+            }
+        }
+        spawned += u64::from(sim.last_spawn_token.is_some());
+    }
+    // The walk must reach leadership often, or it checks little.
+    assert!(spawned > seeds / 3, "only {spawned} of {seeds} runs ever spawned");
+}

@@ -1,0 +1,680 @@
+//! The core's scenarios: each test tells one story of rebalances, records,
+//! child exits and signals, and asserts the exact actions.
+
+use super::*;
+use Action::*;
+
+const HB: Duration = Duration::from_millis(200);
+const DEADLINE: Duration = Duration::from_millis(1000);
+const GRACE: Duration = Duration::from_millis(500);
+
+fn ms(n: u64) -> BootTime {
+    BootTime::from_nanos(n * 1_000_000)
+}
+
+fn settings(restart: Restart) -> Settings {
+    Settings {
+        heartbeat_interval: HB,
+        heartbeat_deadline: DEADLINE,
+        grace: GRACE,
+        stop_signal: Signal::SIGTERM,
+        restart,
+        restart_delay: Duration::from_millis(100),
+        acquire_timeout: None,
+        resume_window: Duration::from_millis(2200),
+        observe: Duration::ZERO,
+        claim_margin: Duration::ZERO,
+    }
+}
+
+fn hb(offset: i64, sent: u64) -> Input {
+    Input::OwnHeartbeat { offset, sent: ms(sent) }
+}
+
+/// Member `writer`'s record as a version 1 writer put it: written `age`
+/// ms ago, claiming `token` or nothing.
+fn other(writer: &str, token: Option<i64>, age: u64) -> Input {
+    let stance = token.map_or(Stance::Released, |token| Stance::Leading { token });
+    Input::OtherHeartbeat(Other {
+        writer: writer.into(),
+        offset: 0,
+        term: None,
+        start: None,
+        stance,
+        age: Duration::from_millis(age),
+        deadline: DEADLINE,
+    })
+}
+
+/// Member `writer`'s record at `offset` in its term `term` (which it says
+/// began at `start`), written `age` ms ago.
+fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: Stance, age: u64) -> Input {
+    Input::OtherHeartbeat(Other {
+        writer: writer.into(),
+        offset,
+        term: Some(term),
+        start,
+        stance,
+        age: Duration::from_millis(age),
+        deadline: DEADLINE,
+    })
+}
+
+/// Our heartbeat in term `term` (begun at `start`): leading with `token`,
+/// or contending.
+fn says(term: u64, start: Option<i64>, token: Option<i64>) -> Action {
+    let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
+    SendHeartbeat(Record { term, start, stance })
+}
+
+/// Our disclaimer, ending term `term`.
+fn gone(term: u64) -> Action {
+    Disclaim(Record { term, start: None, stance: Stance::Released })
+}
+
+/// What the leader made by `leading` says.
+fn led() -> Action {
+    says(1, Some(7), Some(7))
+}
+
+/// A leader with a running child: assigned at 1000, own heartbeat sent
+/// at 1000 read back at 1010 with offset 7.
+fn leading(restart: Restart) -> Leader {
+    let mut l = Leader::new(settings(restart), ms(0));
+    assert_eq!(l.step(Input::Assigned, ms(1000)), vec![says(1, None, None)]);
+    assert_eq!(l.role(), Role::Candidate);
+    // The new leader announces its token with a heartbeat at once.
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }, led()]);
+    assert_eq!(l.role(), Role::Leader { token: 7 });
+    l
+}
+
+#[test]
+fn standby_does_nothing_and_has_no_deadline() {
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    assert_eq!(l.step(Input::Tick, ms(50_000)), vec![]);
+    assert_eq!(l.next_deadline(), None);
+    assert_eq!(l.role(), Role::Standby);
+}
+
+#[test]
+fn candidate_heartbeats_on_its_interval_until_it_reads_one_back() {
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    assert_eq!(l.next_deadline(), Some(ms(1200)));
+    assert_eq!(l.step(Input::Tick, ms(1100)), vec![]);
+    assert_eq!(l.step(Input::Tick, ms(1200)), vec![says(1, None, None)]);
+    // A candidate never fences: it has no child. (Without a heartbeat
+    // for the resume window it gives the partition back: tested below.)
+    // A deadline without reading one back ends its run: others may
+    // have counted it out.
+    assert_eq!(l.step(Input::Tick, ms(3000)), vec![says(2, None, None)]);
+    assert_eq!(l.role(), Role::Candidate);
+}
+
+#[test]
+fn records_of_others_or_from_before_the_tenure_never_count() {
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    assert_eq!(l.step(other("x", None, 0), ms(1002)), vec![]);
+    assert_eq!(l.step(hb(4, 999), ms(1003)), vec![], "sent before we were assigned");
+    assert_eq!(l.role(), Role::Candidate);
+}
+
+#[test]
+fn a_heartbeat_read_back_after_the_deadline_does_not_elect() {
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    assert_eq!(l.step(hb(5, 1000), ms(2000)), vec![says(2, None, None)]);
+    assert_eq!(l.role(), Role::Candidate);
+}
+
+#[test]
+fn fresh_heartbeats_extend_the_lease_and_the_fence_deadline() {
+    let mut l = leading(Restart::Never);
+    assert_eq!(l.step(hb(8, 1200), ms(1210)), vec![led(), Lease(ms(2200))]);
+    assert_eq!(l.next_deadline(), Some(ms(1410)));
+    // An older record arriving late changes nothing.
+    assert_eq!(l.step(hb(6, 1100), ms(1300)), vec![]);
+}
+
+#[test]
+fn stale_heartbeats_fence_with_sigkill_and_fresh_ones_resume_with_a_new_token() {
+    let mut l = leading(Restart::Never);
+    // Freshness is measured from the send instant, so deadline = 2000.
+    assert!(!l.step(Input::Tick, ms(1999)).contains(&KillGroup));
+    assert_eq!(l.step(Input::Tick, ms(2000)), vec![KillGroup]);
+    assert_eq!(l.role(), Role::Fenced);
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2005)), vec![]);
+    // A backlog: old own heartbeats read now do not resume. A deadline
+    // has passed since the last one read back: a new run.
+    assert_eq!(l.step(hb(9, 1500), ms(2600)), vec![says(2, None, None)]);
+    assert_eq!(l.role(), Role::Fenced);
+    assert_eq!(l.step(hb(12, 2600), ms(2610)), vec![Spawn { token: 12, lease: ms(3600) }, says(2, Some(12), Some(12))]);
+    assert_eq!(l.role(), Role::Leader { token: 12 });
+}
+
+#[test]
+fn a_fenced_leader_whose_child_still_dies_goes_on_claiming_its_token() {
+    let mut l = leading(Restart::Never);
+    assert_eq!(l.fresh(), Some(ms(1000)), "the newest own heartbeat read back (for the heartbeat-age metric)");
+    assert!(l.step(Input::Tick, ms(2000)).contains(&KillGroup));
+    assert_eq!(l.role(), Role::Fenced);
+    // Until the child is gone, others must still wait: our record
+    // claims partition 0 with the dying child's token, not a contention.
+    let claims = l.step(Input::Tick, ms(2200));
+    assert!(
+        claims.iter().any(|a| matches!(a, SendHeartbeat(Record { stance: Stance::Leading { token: 7 }, .. }))),
+        "{claims:?}"
+    );
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2300));
+    let after = l.step(Input::Tick, ms(2400));
+    assert!(
+        after.iter().all(|a| !matches!(a, SendHeartbeat(Record { stance: Stance::Leading { .. }, .. }))),
+        "{after:?}"
+    );
+}
+
+#[test]
+fn a_record_of_one_writer_never_drops_the_live_claim_of_another() {
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(other("x", Some(3), 0), ms(1000)); // x holds us back until 2000
+    l.step(other("y", Some(4), 900), ms(1001)); // y only until 1101
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "x's claim still holds");
+    assert_eq!(l.step(hb(8, 1900), ms(1910)), vec![says(1, Some(7), None)]);
+    assert!(!l.step(Input::Tick, ms(1999)).iter().any(|a| matches!(a, Spawn { .. })));
+    assert!(l.step(Input::Tick, ms(2000)).iter().any(|a| matches!(a, Spawn { token: 8, .. })));
+}
+
+#[test]
+fn a_child_dying_after_its_lease_ran_out_was_fenced_not_exiting() {
+    // neli-run was frozen (SIGSTOP) while the shim enforced the lease;
+    // on waking, the expired deadline is handled before the exit.
+    let mut l = leading(Restart::Never);
+    let out = l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2500));
+    assert_eq!(out, vec![says(2, None, Some(7)), KillGroup]);
+    assert_eq!(l.role(), Role::Fenced);
+}
+
+#[test]
+fn heartbeats_returning_after_the_resume_window_rejoin_instead_of_resuming() {
+    // Found by neli-soak: the broker paused for a whole session timeout;
+    // on its return our backlog heartbeat was fresh, but the group had
+    // expired our session and handed partition 0 to another member.
+    let mut l = leading(Restart::Never);
+    l.step(Input::Tick, ms(2000)); // fenced: last fresh heartbeat sent at 1000
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
+    assert_eq!(
+        l.step(Input::Tick, ms(3300)),
+        vec![says(3, None, None), gone(3), Rejoin],
+        "a 2.3s gap > the 2.2s window"
+    );
+    assert_eq!(l.step(hb(30, 3300), ms(3310)), vec![]);
+    assert_eq!(l.role(), Role::Standby);
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(3320)), vec![ReleaseRevoke]);
+    // Within the window, the same return resumes.
+    let mut l = leading(Restart::Never);
+    l.step(Input::Tick, ms(2000));
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
+    assert_eq!(l.step(Input::Tick, ms(3100)), vec![says(3, None, None)]);
+    assert_eq!(l.step(hb(30, 3100), ms(3110)), vec![Spawn { token: 30, lease: ms(4100) }, says(3, Some(30), Some(30))]);
+}
+
+#[test]
+fn a_fenced_owner_gives_partition_0_back_after_the_resume_window_without_any_heartbeat() {
+    // Found by neli-soak: after a broker restart the leader's fetches hung
+    // while its coordinator heartbeats went through; it stayed fenced,
+    // holding partition 0, and the group had no leader for a minute.
+    let mut l = leading(Restart::Never);
+    l.step(Input::Tick, ms(2000)); // fenced: last fresh heartbeat sent at 1000
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
+    // Not the promotion moment that passed at 1000 (that would spin).
+    assert_eq!(l.next_deadline(), Some(ms(2200)), "the next heartbeat comes first");
+    l.step(Input::Tick, ms(3000));
+    assert_eq!(l.next_deadline(), Some(ms(3200)), "1000 + the 2.2s resume window");
+    assert_eq!(l.step(Input::Tick, ms(3199)), vec![]);
+    assert_eq!(l.step(Input::Tick, ms(3200)), vec![says(3, None, None), gone(3), Rejoin]);
+    assert_eq!(l.role(), Role::Standby);
+    assert_eq!(l.next_deadline(), None);
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(3300)), vec![ReleaseRevoke]);
+}
+
+#[test]
+fn a_candidate_that_never_reads_its_heartbeat_back_gives_partition_0_back() {
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(Input::Tick, ms(3100));
+    assert_eq!(l.step(Input::Tick, ms(3200)), vec![gone(2), Rejoin], "its contending records withdrawn");
+    assert_eq!(l.role(), Role::Standby);
+    // Assigned again later: a new tenure, a new window.
+    assert_eq!(l.step(Input::Assigned, ms(4000)), vec![says(3, None, None)]);
+    assert_eq!(l.step(hb(40, 4000), ms(4010)), vec![Spawn { token: 40, lease: ms(5000) }, says(3, Some(40), Some(40))]);
+}
+
+#[test]
+fn a_revoke_while_the_child_still_stops_waits_for_it_even_without_a_tenure() {
+    let mut l = leading(Restart::Never);
+    l.step(Input::Tick, ms(2000)); // fenced, child being killed
+                                   // Rejoin: tenure dropped, child not yet reaped. No disclaimer while
+                                   // the command may live: our last claim runs out by itself.
+    assert_eq!(l.step(hb(30, 3300), ms(3310)), vec![says(3, None, Some(7)), Rejoin]);
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(3320)), vec![]);
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(3330)), vec![gone(3), ReleaseRevoke]);
+}
+
+#[test]
+fn yield_stops_the_child_then_stands_aside_without_restart_or_exit() {
+    let mut l = leading(Restart::Always);
+    assert_eq!(l.step(Input::Yield, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![gone(1), StandAside]);
+    assert_eq!(l.role(), Role::Standby);
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke]);
+    assert_eq!(l.next_deadline(), None, "no restart pending");
+    // A standby has nothing to yield.
+    assert_eq!(l.step(Input::Yield, ms(1200)), vec![]);
+    // A fenced leader has no child: it stands aside at once.
+    let mut l = leading(Restart::Never);
+    l.step(Input::Tick, ms(2000));
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
+    assert_eq!(l.step(Input::Yield, ms(2002)), vec![gone(2), StandAside]);
+}
+
+fn claim(token: i64) -> Input {
+    other("x", Some(token), 0)
+}
+
+#[test]
+fn a_candidate_waits_until_other_claims_have_been_quiet_for_a_deadline() {
+    // Found in CI on tansu: the broker assigned partition 0 to a second
+    // member while the first still held it and went on heartbeating.
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(claim(5), ms(1005));
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "contested: no leadership");
+    assert_eq!(l.role(), Role::Candidate);
+    assert_eq!(l.step(claim(5), ms(1200)), vec![says(1, Some(7), None)]);
+    l.step(Input::Tick, ms(1400));
+    assert_eq!(l.step(hb(9, 1400), ms(1900)), vec![says(1, Some(7), None)], "still within a deadline of the claim");
+    // The claims stop (the other member fenced or left): a deadline after
+    // the last one we lead, on the newest own heartbeat (offset 9).
+    l.step(Input::Tick, ms(2100));
+    assert_eq!(l.next_deadline(), Some(ms(2200)));
+    assert_eq!(l.step(Input::Tick, ms(2200)), vec![Spawn { token: 9, lease: ms(2400) }, says(1, Some(7), Some(9))]);
+}
+
+#[test]
+fn regression_a_claim_written_just_before_our_assignment_holds_us_back_until_it_runs_out() {
+    // Found by neli-soak on tansu: the broker gave partition 0 to c2-31
+    // 0.26 s after c1-59 had resumed and written a claim, c1-59's
+    // heartbeats were stalled, and c2-31 (reading from the end) led while
+    // c1-59's command still ran. Now the new owner reads the tail of the
+    // partition: a claim written 300 ms ago by a member whose deadline is
+    // 1000 ms holds us back until 700 ms from now, plus the margin.
+    let mut s = settings(Restart::Never);
+    s.claim_margin = Duration::from_millis(100);
+    let mut l = Leader::new(s, ms(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(other("c1", Some(5), 300), ms(1001));
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "c1's command may still run");
+    l.step(Input::Tick, ms(1200));
+    assert_eq!(l.step(hb(9, 1700), ms(1710)), vec![says(1, Some(7), None)]);
+    assert_eq!(l.next_deadline(), Some(ms(1801)), "300 ms old at 1001, deadline 1000, margin 100");
+    assert_eq!(l.step(Input::Tick, ms(1801)), vec![Spawn { token: 9, lease: ms(2700) }, says(1, Some(7), Some(9))]);
+}
+
+#[test]
+fn regression_a_claim_read_before_our_tenure_still_holds_us_back() {
+    // Found by neli-soak on tansu, after the fix above: a member whose
+    // give-back was merged into a join kept reading partition 0 without
+    // a tenure, read another member's fresh claim then, and, assigned
+    // again a moment later, led while that member's command still ran.
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(other("c1", Some(5), 0), ms(1000));
+    l.step(Input::Assigned, ms(1500));
+    assert_eq!(l.step(hb(7, 1500), ms(1510)), vec![], "c1's claim runs until 2000");
+    l.step(Input::Tick, ms(1700));
+    assert_eq!(l.step(Input::Tick, ms(2000)), vec![Spawn { token: 7, lease: ms(2500) }, led()]);
+}
+
+#[test]
+fn old_claims_and_withdrawn_claims_do_not_hold_us_back() {
+    // A crashed leader's last claim, read long after: its command is gone.
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(5000));
+    l.step(other("dead", Some(5), 4000), ms(5001));
+    assert_eq!(l.step(hb(7, 5000), ms(5010)), vec![Spawn { token: 7, lease: ms(6000) }, led()]);
+    // A leader that stopped gracefully disclaimed after its claim.
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(other("old", Some(5), 100), ms(1001));
+    l.step(other("old", None, 50), ms(1002));
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }, led()]);
+    // Each writer counts on its own: another's disclaimer withdraws nothing.
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(other("a", Some(5), 0), ms(1001));
+    l.step(other("b", None, 0), ms(1002));
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![]);
+}
+
+#[test]
+fn a_leader_disclaims_once_before_giving_partition_0_up() {
+    let mut l = leading(Restart::Never);
+    assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![gone(1), Exit(143)]);
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke], "said once");
+    // A candidate withdraws its contention the same way.
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(1100)), vec![gone(1), ReleaseRevoke]);
+    // A member that never wrote a record has nothing to take back.
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(1100)), vec![ReleaseRevoke]);
+}
+
+#[test]
+fn a_leader_keeps_renewing_its_lease_while_an_older_claim_arrives() {
+    // Found in CI: a cut-off old leader's buffered heartbeats arrive
+    // after the heal; the new leader must not stop renewing its lease.
+    let mut l = leading(Restart::Never);
+    l.step(claim(3), ms(1020));
+    assert_eq!(l.step(hb(8, 1200), ms(1210)), vec![led(), Lease(ms(2200))]);
+}
+
+#[test]
+fn a_new_owner_watches_the_partition_before_leading() {
+    let mut s = settings(Restart::Never);
+    s.observe = Duration::from_millis(450);
+    let mut l = Leader::new(s, ms(0));
+    l.step(Input::Assigned, ms(1000));
+    assert_eq!(l.step(hb(7, 1000), ms(1100)), vec![], "still watching");
+    assert_eq!(l.next_deadline(), Some(ms(1200)), "the next heartbeat comes first");
+    l.step(Input::Tick, ms(1200));
+    assert_eq!(l.next_deadline(), Some(ms(1400)));
+    assert_eq!(l.step(Input::Tick, ms(1450)), vec![Spawn { token: 7, lease: ms(2000) }, led()]);
+    // A claim seen while watching keeps us waiting a whole deadline.
+    let mut s = settings(Restart::Never);
+    s.observe = Duration::from_millis(450);
+    let mut l = Leader::new(s, ms(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(hb(7, 1000), ms(1100));
+    l.step(claim(3), ms(1300));
+    assert_eq!(l.step(Input::Tick, ms(1450)), vec![]);
+    assert_eq!(l.role(), Role::Candidate);
+}
+
+#[test]
+fn of_two_leaders_the_older_token_fences() {
+    let mut l = leading(Restart::Never); // token 7
+    assert_eq!(l.step(claim(3), ms(1020)), vec![], "an older claim: the other one must yield");
+    assert_eq!(l.role(), Role::Leader { token: 7 });
+    assert_eq!(l.step(claim(12), ms(1030)), vec![KillGroup]);
+    assert_eq!(l.role(), Role::Fenced);
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1040));
+    assert_eq!(l.step(hb(13, 1100), ms(1110)), vec![], "no resume while the other claims");
+}
+
+#[test]
+fn resuming_while_the_fenced_child_still_dies_spawns_once_it_is_gone() {
+    let mut l = leading(Restart::Never);
+    assert_eq!(l.step(Input::Tick, ms(2000)), vec![says(2, None, Some(7)), KillGroup]);
+    assert_eq!(l.step(hb(12, 2000), ms(2020)), vec![says(2, Some(12), Some(12))], "no spawn while the old child lives");
+    assert_eq!(
+        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2030)),
+        vec![Spawn { token: 12, lease: ms(3000) }]
+    );
+}
+
+#[test]
+fn graceful_revoke_holds_the_callback_until_the_child_is_gone() {
+    let mut l = leading(Restart::Always);
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+    assert_eq!(l.role(), Role::Standby);
+    assert_eq!(l.next_deadline(), Some(ms(1600)));
+    assert_eq!(l.step(Input::Tick, ms(1600)), vec![KillGroup]);
+    assert_eq!(
+        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1601)),
+        vec![gone(1), ReleaseRevoke],
+        "released, and no restart: we are no longer leader"
+    );
+    assert_eq!(l.next_deadline(), None);
+}
+
+#[test]
+fn lost_partition_kills_without_grace() {
+    let mut l = leading(Restart::Never);
+    assert_eq!(l.step(Input::Revoked { lost: true }, ms(1100)), vec![KillGroup]);
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1101)), vec![gone(1), ReleaseRevoke]);
+}
+
+#[test]
+fn revoke_without_a_child_releases_at_once() {
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(5)), vec![ReleaseRevoke]);
+    l.step(Input::Assigned, ms(10));
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(20)), vec![gone(1), ReleaseRevoke]);
+}
+
+/// Two members, a and b, that own partition 0 at once, fed the same
+/// partition: each reads its own records and the other's, in log order.
+/// Returns the tokens each spawned with.
+fn two_owners(a_first_on_the_log: bool) -> [Vec<i64>; 2] {
+    let mut s = settings(Restart::Never);
+    s.observe = Duration::from_millis(450);
+    let mut m = [Leader::new(s.clone(), ms(0)), Leader::new(s, ms(0))];
+    let mut spawned: [Vec<i64>; 2] = Default::default();
+    let names = ["a", "b"];
+    let mut step = |m: &mut [Leader; 2], i: usize, input: Input, t: u64| {
+        for action in m[i].step(input, ms(t)) {
+            if let Spawn { token, .. } = action {
+                spawned[i].push(token);
+            }
+        }
+    };
+    // a is assigned at 1000, b 70 ms later; whose first record lands
+    // first on the partition is up to the broker.
+    step(&mut m, 0, Input::Assigned, 1000);
+    step(&mut m, 1, Input::Assigned, 1070);
+    let sent = [1000, 1070];
+    let order = if a_first_on_the_log { [0, 1] } else { [1, 0] };
+    for (offset, writer) in [(10, order[0]), (11, order[1])] {
+        for reader in order {
+            let input = if reader == writer {
+                hb(offset, sent[writer])
+            } else {
+                contender(names[writer], offset, 1, None, Stance::Contending, 5)
+            };
+            step(&mut m, reader, input, 1080 + offset as u64);
+        }
+    }
+    // Then every 100 ms each writes a record and both read it: leading
+    // while its writer leads, contending otherwise.
+    let mut offset = 20;
+    for t in (1100..4000).step_by(100) {
+        for i in 0..2 {
+            step(&mut m, i, Input::Tick, t);
+            step(&mut m, i, hb(offset, t), t + 5);
+            let (start, stance) = match m[i].role() {
+                Role::Leader { token } => (None, Stance::Leading { token }),
+                _ => (None, Stance::Contending),
+            };
+            step(&mut m, 1 - i, contender(names[i], offset, 1, start, stance, 5), t + 6);
+            offset += 1;
+        }
+    }
+    spawned
+}
+
+#[test]
+fn regression_of_two_owners_at_once_only_the_earlier_run_on_the_partition_leads() {
+    // Found by neli-soak on tansu (seed 48): the broker gave partition 0
+    // to two members 73 ms apart; both were candidates, neither had a
+    // claim to read before its watch ended, and both led. Now the run
+    // whose first record comes first on the partition goes first: both
+    // read the same order, so both agree, whatever the timing.
+    let [a, b] = two_owners(true);
+    assert_eq!((a.len(), b.len()), (1, 0), "a first on the log: a leads, b waits ({a:?} {b:?})");
+    let [a, b] = two_owners(false);
+    assert_eq!((a.len(), b.len()), (0, 1), "b first on the log: b leads though assigned later ({a:?} {b:?})");
+}
+
+#[test]
+fn an_earlier_contender_holds_a_candidate_back_until_it_withdraws_or_goes_quiet() {
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(contender("x", 5, 1, None, Stance::Contending, 0), ms(1001));
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "x's run began at 5, ours at 7");
+    l.step(Input::Tick, ms(1200));
+    l.step(hb(8, 1200), ms(1210));
+    assert_eq!(l.next_deadline(), Some(ms(1400)), "the next heartbeat; x's record counts until 2001");
+    // Withdrawn: we lead at once, on our newest record.
+    assert_eq!(
+        l.step(contender("x", 9, 1, Some(5), Stance::Released, 0), ms(1220)),
+        vec![Spawn { token: 8, lease: ms(2200) }, says(1, Some(7), Some(8))]
+    );
+    // Gone quiet (crashed): we lead once its last record has run out.
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(contender("x", 5, 1, None, Stance::Contending, 0), ms(1001));
+    l.step(hb(7, 1000), ms(1010));
+    for t in (1200..2000).step_by(200) {
+        l.step(Input::Tick, ms(t));
+        assert_eq!(l.step(hb(7 + t as i64 / 200, t), ms(t + 5)), vec![]);
+    }
+    assert_eq!(l.step(Input::Tick, ms(2001)), vec![Spawn { token: 16, lease: ms(2800) }, says(1, Some(7), Some(16))]);
+    // A later contender, or one of an older version, holds nobody back.
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(other("old", None, 0), ms(1001));
+    l.step(hb(7, 1000), ms(1010));
+    assert_eq!(l.step(contender("y", 9, 1, None, Stance::Contending, 0), ms(1011)), vec![]);
+    assert_eq!(l.role(), Role::Leader { token: 7 });
+}
+
+#[test]
+fn a_leader_fences_when_a_run_that_began_before_its_own_still_contends() {
+    // The group gave partition 0 to both and we led without seeing the
+    // other (its records were late): the earlier one is the one both
+    // sides let lead, so we stop.
+    let mut l = leading(Restart::Never); // our run began at 7
+    assert_eq!(l.step(contender("late", 9, 1, None, Stance::Contending, 0), ms(1015)), vec![]);
+    assert_eq!(l.step(contender("stale", 3, 1, None, Stance::Contending, 1500), ms(1016)), vec![], "ran out");
+    assert_eq!(l.role(), Role::Leader { token: 7 });
+    // Read at 12, but its writer says its run began at 5.
+    assert_eq!(l.step(contender("early", 12, 1, Some(5), Stance::Contending, 0), ms(1020)), vec![KillGroup]);
+    assert_eq!(l.role(), Role::Fenced);
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1030));
+    assert_eq!(l.step(hb(13, 1200), ms(1210)), vec![says(1, Some(7), None)], "no resume while it contends");
+    // It leads now: a claim from a run that began before ours.
+    l.step(contender("early", 14, 1, Some(5), Stance::Leading { token: 12 }, 0), ms(1220));
+    assert_eq!(l.step(Input::Tick, ms(1250)), vec![], "its claim holds us back");
+    assert_eq!(
+        l.step(contender("early", 20, 1, Some(5), Stance::Released, 0), ms(1300)),
+        vec![Spawn { token: 13, lease: ms(2200) }, says(1, Some(7), Some(13))],
+        "withdrawn: we resume at once"
+    );
+}
+
+#[test]
+fn restart_policies_decide_what_a_child_exit_means() {
+    let cases = [
+        (Restart::Never, ChildStatus::Exited(0), Some(0)),
+        (Restart::Never, ChildStatus::Exited(3), Some(3)),
+        (Restart::Never, ChildStatus::Signaled(11), Some(139)),
+        (Restart::OnFailure, ChildStatus::Exited(0), Some(0)),
+        (Restart::OnFailure, ChildStatus::Exited(1), None),
+        (Restart::Always, ChildStatus::Exited(0), None),
+        (Restart::Always, ChildStatus::Exited(1), None),
+    ];
+    for (restart, status, exit) in cases {
+        let mut l = leading(restart);
+        let out = l.step(Input::ChildExited(status), ms(1100));
+        match exit {
+            Some(code) => assert_eq!(out, vec![gone(1), Exit(code)], "{restart:?} {status:?}"),
+            None => {
+                assert_eq!(out, vec![], "{restart:?} {status:?}");
+                assert_eq!(l.next_deadline(), Some(ms(1200)));
+                // Restarts keep the token: it is the same leadership.
+                l.step(hb(8, 1150), ms(1160));
+                assert_eq!(l.step(Input::Tick, ms(1200)), vec![Spawn { token: 7, lease: ms(2150) }]);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_pending_restart_waits_for_a_fresh_heartbeat_and_is_dropped_on_revoke() {
+    let mut l = leading(Restart::Always);
+    l.step(Input::ChildExited(ChildStatus::Exited(1)), ms(1100));
+    l.step(Input::Revoked { lost: false }, ms(1150));
+    assert_eq!(l.step(Input::Tick, ms(1300)), vec![]);
+    assert_eq!(l.next_deadline(), None);
+}
+
+#[test]
+fn shutdown_stops_the_child_and_exits_with_its_status() {
+    let mut l = leading(Restart::Always);
+    assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+    // Heartbeats go on while the child stops: we still own the partition.
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1210)), vec![led(), gone(1), Exit(143)]);
+    assert_eq!(l.step(Input::Tick, ms(5000)), vec![]);
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(5000)), vec![ReleaseRevoke]);
+}
+
+/// Found by hand: with the defaults (--grace 3s, --heartbeat-deadline
+/// 3s) the shim's lease ran out while a shutdown waited for the child,
+/// which was SIGKILLed before its grace was up.
+#[test]
+fn regression_the_lease_is_renewed_while_a_shutdown_waits_out_the_grace() {
+    let mut l = leading(Restart::Never);
+    assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+    assert_eq!(l.step(hb(8, 1100), ms(1110)), vec![Lease(ms(2100))]);
+}
+
+#[test]
+fn a_second_shutdown_kills_at_once() {
+    let mut l = leading(Restart::Never);
+    l.step(Input::Shutdown, ms(1100));
+    assert_eq!(l.step(Input::Shutdown, ms(1150)), vec![KillGroup]);
+}
+
+#[test]
+fn shutdown_of_a_standby_exits_zero_and_fatal_uses_its_code() {
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    assert_eq!(l.step(Input::Shutdown, ms(10)), vec![Exit(0)]);
+    let mut l = leading(Restart::Never);
+    l.step(Input::Fatal(exit::KAFKA_DENIED), ms(1100));
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1100)), vec![gone(1), Exit(exit::KAFKA_DENIED)]);
+}
+
+#[test]
+fn signals_are_forwarded_only_to_a_live_child() {
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    assert_eq!(l.step(Input::Forward(Signal::SIGHUP), ms(1)), vec![]);
+    let mut l = leading(Restart::Never);
+    assert_eq!(l.step(Input::Forward(Signal::SIGHUP), ms(1020)), vec![SignalGroup(Signal::SIGHUP)]);
+}
+
+#[test]
+fn acquire_timeout_exits_only_if_never_leader() {
+    let mut s = settings(Restart::Never);
+    s.acquire_timeout = Some(Duration::from_secs(5));
+    let mut l = Leader::new(s.clone(), ms(0));
+    assert_eq!(l.next_deadline(), Some(ms(5000)));
+    assert_eq!(l.step(Input::Tick, ms(5000)), vec![Exit(exit::ACQUIRE_TIMEOUT)]);
+
+    let mut l = Leader::new(s, ms(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(hb(1, 1000), ms(1010));
+    assert!(!l.step(Input::Tick, ms(5000)).iter().any(|a| matches!(a, Exit(_))));
+}
+
+#[test]
+fn tokens_increase_across_leaderships() {
+    let mut l = leading(Restart::Never);
+    l.step(Input::Revoked { lost: false }, ms(1100));
+    l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1200));
+    l.step(Input::Assigned, ms(3000));
+    assert_eq!(l.step(hb(40, 3000), ms(3010)), vec![Spawn { token: 40, lease: ms(4000) }, says(2, Some(40), Some(40))]);
+}

@@ -5,7 +5,9 @@
 //! The loop's timer is armed at `Leader::next_deadline()` (quinn's
 //! `poll_timeout` pattern), so fencing happens here on time whatever the
 //! Kafka thread is doing; the shim's lease backs it up if this process
-//! itself is frozen.
+//! itself is frozen. The loop awaits only in its `select!`: what takes time
+//! (waiting for a stopped command's leftovers to go, flushing a disclaimer,
+//! leaving the group) runs beside it and comes back as an input.
 
 use std::collections::VecDeque;
 use std::sync::mpsc::SyncSender;
@@ -100,10 +102,19 @@ pub async fn run(cfg: Config) -> u8 {
     // Started before connecting: --acquire-timeout counts from here.
     let mut core = Leader::new(cfg.leader.clone(), started);
     let mut running: Option<Running> = None;
+    // The command's status, sent once everything it started is gone: the
+    // wait for that runs beside the loop, which keeps heartbeating meanwhile.
+    let (gone_tx, mut gone) = unbounded_channel::<ChildStatus>();
     let mut release: Option<SyncSender<()>> = None;
     let mut pending: VecDeque<Input> = VecDeque::new();
     let mut kafka_alive = true;
+    // A disclaimer is flushed off the loop; the handovers that follow it
+    // (release, stand aside, rejoin, exit) wait for that, in order, so the
+    // next owner reads it first. Kills and signals never wait.
+    let mut flushing: Option<tokio::task::JoinHandle<()>> = None;
+    let mut after_flush: Vec<Action> = Vec::new();
     loop {
+        let mut actions = Vec::new();
         let input = match pending.pop_front() {
             Some(input) => input,
             None => {
@@ -143,12 +154,27 @@ pub async fn run(cfg: Config) -> u8 {
                             continue;
                         };
                         let Some(status) = child::reap(Some(pgid)) else { continue };
-                        child::all_gone().await;
+                        // The shim is gone; what it leaves is killed and
+                        // reaped off the loop (up to seconds, for a process
+                        // in uninterruptible sleep).
                         running = None;
+                        let gone_tx = gone_tx.clone();
+                        tokio::spawn(async move {
+                            child::all_gone().await;
+                            let _ = gone_tx.send(status);
+                        });
+                        continue;
+                    }
+                    Some(status) = gone.recv() => {
                         info!(%status, "child exited");
                         Input::ChildExited(status)
                     }
                     _ = sleep_for(sleep) => Input::Tick,
+                    _ = async { flushing.as_mut().expect("guarded").await }, if flushing.is_some() => {
+                        flushing = None;
+                        actions = std::mem::take(&mut after_flush);
+                        Input::Tick
+                    }
                     _ = async { watchdog.as_mut().expect("guarded").tick().await }, if watchdog.is_some() => {
                         notify("WATCHDOG=1");
                         continue;
@@ -156,7 +182,14 @@ pub async fn run(cfg: Config) -> u8 {
                 }
             }
         };
-        for action in core.step(input, BootTime::now()) {
+        actions.extend(core.step(input, BootTime::now()));
+        for action in actions {
+            let handover =
+                matches!(action, Action::ReleaseRevoke | Action::StandAside | Action::Rejoin | Action::Exit(_));
+            if handover && flushing.is_some() {
+                after_flush.push(action);
+                continue;
+            }
             match action {
                 Action::SendHeartbeat(record) => kafka.send_heartbeat(BootTime::now(), record),
                 Action::Spawn { token, lease } => match Running::spawn(&command, token, lease) {
@@ -181,7 +214,7 @@ pub async fn run(cfg: Config) -> u8 {
                 Action::KillGroup => running.iter().for_each(Running::kill),
                 Action::Disclaim(record) => {
                     kafka.send_heartbeat(BootTime::now(), record);
-                    tokio::task::block_in_place(|| kafka.flush(DISCLAIM_WAIT));
+                    flushing = Some(tokio::task::spawn_blocking(kafka.flusher(DISCLAIM_WAIT)));
                 }
                 Action::Rejoin => kafka.rejoin(),
                 Action::StandAside => kafka.stand_aside(),
@@ -193,7 +226,7 @@ pub async fn run(cfg: Config) -> u8 {
                 Action::Exit(code) => {
                     notify("STOPPING=1");
                     info!(code, "leaving the group");
-                    tokio::task::block_in_place(|| kafka.leave());
+                    leave(kafka, &mut signals).await;
                     return code;
                 }
             }
@@ -236,6 +269,22 @@ fn consumed_env() -> Vec<std::ffi::OsString> {
         ["NELI_KAFKA_PROPERTIES", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"].map(Into::into).to_vec();
     walk(&<crate::cli::Cli as clap::CommandFactory>::command(), &mut names);
     names
+}
+
+/// How long leaving the group may take before neli-run exits anyway: the
+/// coordinator then expires our session instead (a broker that does not
+/// answer, or a second SIGTERM, must not keep a stopped service up).
+const LEAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Leaves the group off the loop's thread, answering a second SIGTERM or
+/// SIGINT by exiting at once.
+async fn leave(kafka: Kafka, signals: &mut Signals) {
+    let leaving = tokio::task::spawn_blocking(move || kafka.leave());
+    tokio::select! {
+        _ = leaving => {}
+        _ = signals.shutdown() => info!("asked again: exiting without waiting to leave the group"),
+        _ = tokio::time::sleep(LEAVE_WAIT) => error!(wait = ?LEAVE_WAIT, "leaving the group takes too long; exiting (the group expires our session)"),
+    }
 }
 
 /// How long a disclaimer may hold up giving partition 0 away. A healthy

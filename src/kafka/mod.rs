@@ -1,4 +1,6 @@
-//! The Kafka adapter: the only module that knows rdkafka.
+//! The Kafka adapter: group membership and heartbeats for the run loop.
+//! (`config` builds rdkafka's client configuration; `status` and the dev
+//! broker have clients of their own.)
 //!
 //! - A consumer joins the group on a thread of its own (`neli-kafka`). Its
 //!   rebalance hooks turn assignments of partition 0 into events; on revoke
@@ -157,6 +159,9 @@ struct Context {
     backlog: i64,
     /// Our --heartbeat-deadline: assumed for records that do not carry one.
     deadline: Duration,
+    /// An assignment of partition 0 the consumer loop has yet to report
+    /// (`ASSIGNED`, or `ASSIGNED_NEW` when it was newly added), or 0.
+    assigned: std::sync::atomic::AtomicU8,
     /// The end of partition 0 when it was last assigned to us: records
     /// before it are the backlog, read for the claims in it, and a yield
     /// among them was meant for an earlier owner.
@@ -240,8 +245,16 @@ impl ConsumerContext for Context {
         let lost = consumer.assignment_lost();
         let (release, released) = mpsc::sync_channel(1);
         if self.events.send(Event::Revoked { lost, release }).is_ok() {
-            // The barrier. An error means the run loop is gone: nothing runs.
-            let _ = released.recv();
+            // The barrier. It ends when the run loop says the command is
+            // gone, or is gone itself (nothing runs then), or when we leave:
+            // the loop leaves only once the command is gone, and may never
+            // read this event (it picks among ready branches at random, and
+            // a child exit can win over a queued revoke).
+            while let Err(mpsc::RecvTimeoutError::Timeout) = released.recv_timeout(Duration::from_millis(50)) {
+                if self.requests.closing.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
         }
     }
 
@@ -259,10 +272,11 @@ impl ConsumerContext for Context {
                 let owns = consumer.assignment().is_ok_and(|a| a.find_partition(&self.topic, 0).is_some());
                 if owns {
                     self.standby.store(false, Ordering::Relaxed);
-                    if added.find_partition(&self.topic, 0).is_some() {
-                        self.start_near_end(consumer);
-                    }
-                    let _ = self.events.send(Event::Assigned);
+                    // Reported by the consumer loop once this callback has
+                    // returned: pinning the read position takes two broker
+                    // round trips, which the rebalance must not wait for.
+                    let pin = added.find_partition(&self.topic, 0).is_some();
+                    self.assigned.store(if pin { ASSIGNED_NEW } else { ASSIGNED }, Ordering::Relaxed);
                 } else if !self.standby.swap(true, Ordering::Relaxed) {
                     info!("standby: in the group, another member holds partition 0");
                     let _ = self.events.send(Event::Standby);
@@ -296,7 +310,7 @@ impl ProducerContext for Context {
 /// The connection to Kafka: a producer we write heartbeats with and a
 /// consumer thread that reports events.
 pub struct Kafka {
-    producer: ThreadedProducer<Context>,
+    producer: Arc<ThreadedProducer<Context>>,
     member: Member,
     topic: String,
     seq: u64,
@@ -414,6 +428,7 @@ impl Kafka {
             backlog: backlog(cfg),
             deadline: cfg.leader.heartbeat_deadline,
             assigned_at: Default::default(),
+            assigned: Default::default(),
         };
 
         let ms = |d: Duration| d.as_millis().to_string();
@@ -460,7 +475,7 @@ impl Kafka {
             .map_err(|e| Fatal { code: exit::INTERNAL, message: format!("cannot start the Kafka thread: {e}") })?;
 
         Ok(Kafka {
-            producer,
+            producer: Arc::new(producer),
             member,
             topic: cfg.kafka.topic.clone(),
             seq: 0,
@@ -489,10 +504,14 @@ impl Kafka {
         }
     }
 
-    /// Waits up to `timeout` for queued heartbeats to be written.
-    pub fn flush(&self, timeout: Duration) {
-        if let Err(err) = rdkafka::producer::Producer::flush(&self.producer, timeout) {
-            debug!(%err, "heartbeats not flushed");
+    /// Waits, when called, up to `timeout` for the heartbeats queued by
+    /// then to be written (blocking: run it off the loop).
+    pub fn flusher(&self, timeout: Duration) -> impl FnOnce() + Send + 'static {
+        let producer = self.producer.clone();
+        move || {
+            if let Err(err) = rdkafka::producer::Producer::flush(&*producer, timeout) {
+                debug!(%err, "heartbeats not flushed");
+            }
         }
     }
 
@@ -530,6 +549,10 @@ fn backlog(cfg: &Config) -> i64 {
     (4 * per_writer as i64).max(64)
 }
 
+/// `Context::assigned`: partition 0 is ours (and was newly added).
+const ASSIGNED: u8 = 1;
+const ASSIGNED_NEW: u8 = 2;
+
 /// What the run loop asks of the consumer thread.
 #[derive(Default)]
 struct Requests {
@@ -558,7 +581,19 @@ fn consume(
             stand_aside(&consumer, me, &asks.closing, watch);
             subscribe(&consumer, events);
         }
-        match consumer.poll(Duration::from_millis(100)) {
+        let polled = consumer.poll(Duration::from_millis(100));
+        match ctx.assigned.swap(0, Ordering::Relaxed) {
+            0 => {}
+            added => {
+                if added == ASSIGNED_NEW {
+                    ctx.start_near_end(&consumer);
+                }
+                if events.send(Event::Assigned).is_err() {
+                    break;
+                }
+            }
+        }
+        match polled {
             None => {}
             Some(Ok(msg)) => {
                 ctx.reachable();
@@ -740,5 +775,63 @@ fn create_topic(cfg: &Config) -> Result<(), Fatal> {
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use rdkafka::mocking::MockCluster;
+
+    /// A member of group `g` on the broker at `brokers`, and its events.
+    fn connect(brokers: &str) -> (Kafka, tokio::sync::mpsc::UnboundedReceiver<Event>) {
+        let cli = crate::cli::Cli::try_parse_from(["neli-run", "--group", "g", "--brokers", brokers, "--", "true"])
+            .expect("valid arguments");
+        let cfg = Config::from_args(cli.run, None).expect("valid configuration");
+        let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+        let kafka = Kafka::connect(&cfg, Member::this_process("t".into()), tx).expect("connects");
+        (kafka, events)
+    }
+
+    /// Waits up to 30 s for the next event that `want` accepts.
+    fn next<T>(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>, want: impl Fn(Event) -> Option<T>) -> T {
+        let until = std::time::Instant::now() + Duration::from_secs(30);
+        while std::time::Instant::now() < until {
+            match events.try_recv() {
+                Ok(event) => {
+                    if let Some(found) = want(event) {
+                        return found;
+                    }
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        panic!("no such event within 30 s");
+    }
+
+    /// Regression (the exit hang): leaving joins the consumer thread, which
+    /// may sit in the revoke barrier waiting for a release that the run loop
+    /// never sends (the revoke event is queued behind a child exit that led
+    /// to the exit). Leaving must end the barrier, or neli-run never exits.
+    /// librdkafka's mock cluster is the broker (in-process, over TCP).
+    #[test]
+    fn leaving_ends_a_revoke_barrier_the_run_loop_never_released() {
+        let cluster = MockCluster::new(1).expect("mock cluster");
+        cluster.create_topic("g.neli", 1, 1).expect("topic");
+        let (kafka, mut events) = connect(&cluster.bootstrap_servers());
+        next(&mut events, |e| matches!(e, Event::Assigned).then_some(()));
+        kafka.rejoin();
+        // Held, never sent to: the barrier stays closed.
+        let _release = next(&mut events, |e| match e {
+            Event::Revoked { release, .. } => Some(release),
+            _ => None,
+        });
+        let (left, leaving) = mpsc::channel();
+        std::thread::spawn(move || {
+            kafka.leave();
+            let _ = left.send(());
+        });
+        assert!(leaving.recv_timeout(Duration::from_secs(30)).is_ok(), "leaving the group hangs in the revoke barrier");
     }
 }

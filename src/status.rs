@@ -4,8 +4,11 @@
 //!
 //! The leader is the writer of the newest record that carries a fencing
 //! token; it is *fresh* while that record is younger than the deadline the
-//! writer itself declared. Ages use the writer's wall clock (the record's
-//! `at_ms`), so clock skew between machines shifts them.
+//! writer itself declared, unless a newer record of the same writer (name
+//! and incarnation) carries none: a disclaimer (released) or a fenced
+//! leader's (contending) takes the claim back, as it does in the members'
+//! own claim check (`Leader::on_other`). Ages use the writer's wall clock
+//! (the record's `at_ms`), so clock skew between machines shifts them.
 //!
 //! Exit statuses (the README keeps the table): 0 a fresh leader (status) or
 //! leadership moved (yield); 1 no fresh leader, or it did not move; 2 usage;
@@ -197,18 +200,31 @@ impl ProducerContext for Probe {
 struct View {
     /// The newest record carrying a token.
     leader: Option<Heartbeat>,
+    /// When its writer took that claim back (the wall clock of its first
+    /// newer record without a token), if it did.
+    withdrawn_ms: Option<u64>,
 }
 
 impl View {
     fn add(&mut self, hb: Heartbeat) {
         if hb.token.is_some() {
             self.leader = Some(hb);
+            self.withdrawn_ms = None;
+        } else if self.withdrawn_ms.is_none()
+            && self.leader.as_ref().is_some_and(|l| l.name == hb.name && l.incarnation == hb.incarnation)
+        {
+            // A leader that released (or was fenced) runs nothing: without
+            // this it showed as leading until its deadline.
+            self.withdrawn_ms = Some(hb.at_ms);
         }
     }
 
-    /// The leader, if its newest heartbeat is within its own deadline.
+    /// The leader, if its newest heartbeat is within its own deadline and
+    /// it has not taken its claim back since.
     fn fresh_leader(&self, now_ms: u64) -> Option<&Heartbeat> {
-        self.leader.as_ref().filter(|hb| now_ms.saturating_sub(hb.at_ms) < hb.deadline_ms)
+        self.leader
+            .as_ref()
+            .filter(|hb| self.withdrawn_ms.is_none() && now_ms.saturating_sub(hb.at_ms) < hb.deadline_ms)
     }
 
     /// A one-line summary that changes exactly when the answer does.
@@ -246,6 +262,7 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
                 "leader_since": hb.since_ms.map(rfc3339),
                 "heartbeat_age_ms": now.saturating_sub(hb.at_ms),
                 "heartbeat_deadline_ms": hb.deadline_ms,
+                "withdrawn_age_ms": view.withdrawn_ms.map(|ms| now.saturating_sub(ms)),
             })
         });
         return json!({
@@ -271,10 +288,13 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
             d = humantime::format_duration(Duration::from_millis(hb.deadline_ms)),
         ),
         (None, Some(hb)) => format!(
-            "group {group}: no fresh leader (last: {n}, token {t}, last heartbeat {a} ago)",
+            "group {group}: no fresh leader (last: {n}, token {t}, {a} ago)",
             n = printable(&hb.name),
             t = hb.token.unwrap_or_default(),
-            a = ago(now, hb.at_ms),
+            a = match view.withdrawn_ms {
+                Some(ms) => format!("stopped leading {}", ago(now, ms)),
+                None => format!("last heartbeat {}", ago(now, hb.at_ms)),
+            },
         ),
         (None, None) => {
             format!("group {group}: no leader in the retained heartbeats of {}", printable(&target.topic))
@@ -491,7 +511,7 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kafka::heartbeat::{Content, Member};
+    use crate::kafka::heartbeat::{Content, Member, Role};
     use crate::leader::{Record, Stance};
 
     fn hb(name: &str, token: Option<i64>, at_ms: u64) -> Heartbeat {
@@ -515,5 +535,24 @@ mod tests {
         assert!(v.fresh_leader(4_000).is_none(), "stale after its own deadline");
         v.add(hb("b", Some(5), 4_100));
         assert_eq!(v.key(4_200), "b 5");
+    }
+
+    #[test]
+    fn a_newer_record_of_the_leader_without_a_token_takes_its_claim_back() {
+        let mut v = View::default();
+        let a = hb("a", Some(1), 1_000);
+        let mut other_a = hb("a", None, 1_100);
+        other_a.incarnation = "restarted".into();
+        v.add(a.clone());
+        v.add(other_a); // another incarnation of the same name: not the leader
+        assert_eq!(v.key(1_200), "a 1");
+        let mut released = a.clone();
+        (released.token, released.role, released.at_ms) = (None, Some(Role::Released), 1_300);
+        v.add(released);
+        assert!(v.fresh_leader(1_400).is_none(), "released, long before its deadline");
+        assert_eq!(v.withdrawn_ms, Some(1_300));
+        assert_eq!(v.leader.as_ref().map(|h| h.name.as_str()), Some("a"), "still shown as the last leader");
+        v.add(hb("a", Some(2), 1_500));
+        assert_eq!(v.key(1_600), "a 2", "a new token-bearing record leads again");
     }
 }

@@ -3,11 +3,11 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::util::{bin, run, wait_until, Group};
+use crate::util::{bin, run, wait_until, Group, LONG_LEASE};
 
 fn status(g: &Group) -> (i32, serde_json::Value) {
     let (code, out) = run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]);
@@ -34,6 +34,33 @@ fn status_names_the_fresh_leader_and_exits_1_without_one() {
     let (_, json) = status(&g);
     assert_eq!(json["fresh"], false);
     assert_eq!(json["leader"]["name"], "a", "the last leader is still shown");
+}
+
+/// Found in review: status judged only token-bearing records, so a leader
+/// that had released (its disclaimer carries no token) still showed as the
+/// fresh leader until its heartbeat deadline (8 s here).
+#[test]
+fn status_shows_no_fresh_leader_once_the_leader_has_released() {
+    let g = Group::new("status-released");
+    let t = g.broker.timing;
+    let go = g.dir.path().join("go");
+    let script = format!("while [ ! -e {} ]; do sleep 0.05; done", go.display());
+    let extra = [&["--restart", "never"], &LONG_LEASE[..]].concat();
+    let mut a = g.member("a", &extra, &["sh", "-c", &script]);
+    wait_until(t.takeover(), "status reports a fresh leader", || status(&g).0 == 0);
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(a.wait_exit(t.takeover()).code(), Some(0), "{}", a.log());
+    // Its last token-bearing heartbeat is at most an interval older than
+    // its exit: within 6 s, the old code still showed it fresh.
+    let deadline = Instant::now() + Duration::from_secs(6);
+    let (code, json) = status(&g);
+    let (text_code, text) = run(&["status", "-b", &g.broker.address, "-g", &g.name]);
+    assert!(Instant::now() < deadline, "too slow to tell a release from an expired deadline");
+    assert_eq!((code, &json["fresh"]), (1, &serde_json::Value::Bool(false)), "{json}\n{}", a.log());
+    assert_eq!(json["leader"]["name"], "a", "the last leader is still shown: {json}");
+    assert!(json["leader"]["withdrawn_age_ms"].is_u64(), "{json}");
+    assert_eq!(text_code, 1, "{text}");
+    assert!(text.contains("no fresh leader (last: a, token ") && text.contains("stopped leading"), "{text}");
 }
 
 /// A process killed when the test ends, failed or not (a `--watch` left

@@ -239,6 +239,63 @@ fn as_pid_1_it_handles_sigterm_and_leaves_nothing_behind() {
     g.assert_no_orphan();
 }
 
+/// Found in review: the child closed every fd above the lease before exec,
+/// std's exec-status pipe too, so a failed exec of the shim read as a
+/// started child (which then died of SIGABRT in std's child-side assert:
+/// "child started", then 134). Here the exec fails for real: neli-run runs
+/// in a mount namespace without /proc, and the shim is /proc/self/exe.
+#[test]
+fn a_shim_that_cannot_be_executed_is_reported_and_not_taken_for_a_start() {
+    let g = Group::new("shim-exec-fails");
+    let no_proc = r#"umount -l /proc && exec "$0" "$@""#;
+    let prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c", no_proc].map(String::from).to_vec();
+    let ok = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", "umount -l /proc && ! test -e /proc/self/exe"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        crate::util::skip("cannot unmount /proc in a new mount namespace (unshare --mount) here");
+        return;
+    }
+    let mut m = g.member_in(Some(prefix), "a", &[], &["sleep", "1000"]);
+    let code = m.wait_exit(LONG).code();
+    let log = m.log();
+    assert!(!log.contains("child started"), "a failed exec taken for a start: {log}");
+    assert_eq!(code, Some(70), "neli-run's internal error, not the child's: {log}");
+    assert!(
+        log.contains("cannot start the child") && log.contains("cannot start the shim /proc/self/exe: No such file"),
+        "the failed exec is reported: {log}"
+    );
+    assert!(g.starts().is_empty(), "{:?}", g.starts());
+}
+
+/// The command inherits stdin, stdout and stderr and nothing else of
+/// neli-run's (librdkafka's sockets and wake-up pipes are not CLOEXEC): they
+/// are marked close-on-exec before the shim's exec.
+#[test]
+fn the_command_inherits_no_fd_of_neli_run_beyond_stdio() {
+    let g = Group::new("no-fd-leak");
+    let mut m = g.member_unguarded("a", &[], &["sleep", "1000"]);
+    let children = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    let mut command = None;
+    wait_until(LONG, "the command runs below the shim", || {
+        let shim = children(m.pid().as_raw() as u32).split_whitespace().next().and_then(|p| p.parse().ok());
+        command = shim.and_then(|shim| children(shim).split_whitespace().next().map(String::from));
+        // Exec'd: until then the fork holds the shim's own fds.
+        command
+            .as_ref()
+            .is_some_and(|c| std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|n| n == "sleep\n"))
+    });
+    let dir = format!("/proc/{}/fd", command.unwrap());
+    let mut fds: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    fds.sort();
+    let targets: Vec<_> = fds.iter().map(|fd| std::fs::read_link(format!("{dir}/{fd}")).ok()).collect();
+    assert_eq!(fds, ["0", "1", "2"], "{targets:?}");
+    m.signal(Signal::SIGTERM);
+    assert_eq!(m.wait_exit(LONG).code(), Some(143), "{}", m.log());
+}
+
 /// Found by hand: the shim's lease was not renewed while a shutdown waited
 /// for the command, so a command that took longer than the heartbeat
 /// deadline to stop was SIGKILLed before its grace was up (with the

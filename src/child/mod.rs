@@ -92,8 +92,12 @@ impl Running {
             .env("NELI_FENCING_TOKEN", token.to_string())
             .process_group(0);
         let fd = read.as_raw_fd();
-        // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and
-        // exec, on an fd that stays open in the parent until spawn returns.
+        // Read before the fork: getrlimit in the child is not on the list of
+        // async-signal-safe calls.
+        let fd_limit = fd_limit();
+        // SAFETY: only async-signal-safe calls (dup2, fcntl, close_range)
+        // between fork and exec, on an fd that stays open in the parent until
+        // spawn returns.
         unsafe {
             shim.pre_exec(move || {
                 if fd == shim::LEASE_FD {
@@ -101,11 +105,15 @@ impl Running {
                 } else {
                     nix::unistd::dup2(fd, shim::LEASE_FD)?;
                 }
-                close_inherited_fds();
+                cloexec_inherited_fds(fd_limit);
                 Ok(())
             });
         }
-        let child = shim.spawn()?;
+        // Without /proc (a container or namespace that lacks it) the exec
+        // fails, and says so here.
+        let child = shim
+            .spawn()
+            .map_err(|err| io::Error::new(err.kind(), format!("cannot start the shim /proc/self/exe: {err}")))?;
         drop::<OwnedFd>(read);
         let mut running = Running { pgid: Pid::from_raw(child.id() as i32), lease: File::from(write) };
         running.renew(lease)?;
@@ -152,25 +160,44 @@ impl Running {
     }
 }
 
-/// Closes every fd above the lease pipe: librdkafka opens its wake-up pipes
-/// without O_CLOEXEC, and the user's command must not inherit them.
-/// Async-signal-safe (runs between fork and exec).
-fn close_inherited_fds() {
+/// Marks every fd above the lease pipe close-on-exec: librdkafka opens its
+/// wake-up pipes without O_CLOEXEC, and the user's command must not inherit
+/// them. Not closed: std's exec-status pipe is among them, and without it a
+/// failed exec (or pre_exec) reads as a successful spawn. The fallback walks
+/// fds up to `limit`, the RLIMIT_NOFILE read before the fork (no fd above it
+/// can have been opened while it held). Async-signal-safe (runs between fork
+/// and exec).
+fn cloexec_inherited_fds(limit: i32) {
     let first = shim::LEASE_FD as libc::c_uint + 1;
-    // SAFETY: close_range only closes descriptors; no memory is touched.
-    let closed = unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) } == 0;
-    if !closed {
-        // Kernels before 5.9: close them one by one.
-        for fd in first as i32..4096 {
-            // SAFETY: as above.
-            unsafe { libc::close(fd) };
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets fd flags; no
+    // memory is touched.
+    let done =
+        unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC) } == 0;
+    if !done {
+        // Kernels before 5.11: one by one.
+        for fd in first as i32..limit {
+            // SAFETY: as above; an fd that is not open fails with EBADF.
+            let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+            if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                // SAFETY: as above.
+                unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) };
+            }
         }
+    }
+}
+
+/// One above the highest fd this process can have open: the soft
+/// RLIMIT_NOFILE (bounded by the kernel's nr_open), or 4096 if unknown.
+fn fd_limit() -> i32 {
+    match nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE) {
+        Ok((soft, _)) => soft.min(i32::MAX as u64) as i32,
+        Err(_) => 4096,
     }
 }
 
 /// Makes this process a child subreaper, so that descendants of a dying
 /// child group come back to us to be reaped (as they would to PID 1), and
-/// `group_gone` does not wait on whatever init does with orphans.
+/// `all_gone` does not wait on whatever init does with orphans.
 pub fn become_subreaper() -> nix::Result<()> {
     nix::sys::prctl::set_child_subreaper(true)
 }

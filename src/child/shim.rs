@@ -14,10 +14,15 @@
 //!   dead (even by `kill -9`), and the shim does the same.
 //! - SIGCHLD: the shim is a child subreaper, so every descendant that loses
 //!   its parent comes back to it, whatever group or session it moved to.
-//!   When the command exits, everything left below the shim gets the stop
-//!   signal and `grace` to leave, then SIGKILL; the shim exits once nothing
-//!   is left, with the command's status (re-raising the signal that killed
-//!   it, so neli-run sees the same death).
+//!   When the command exits, the shim sends the stop signal to everything
+//!   left below it (unless it already passed neli-run's on) and reaps. It
+//!   exits with the command's status (re-raising the signal that killed it,
+//!   so neli-run sees the same death) as soon as nothing is left; if
+//!   something is still there after `grace` (a `setsid` daemon that ignores
+//!   the stop signal), it SIGKILLs it, sweeping until nothing is left or for
+//!   at most 5 s (a process in uninterruptible sleep; it says so), and then
+//!   exits with that same status. The lease and the pipe still fence
+//!   meanwhile (then the status is SIGKILL).
 //! - the stop signal, which neli-run sends to the group: the shim passes it
 //!   on to the descendants that left the group (`setsid`, `setpgid`), and
 //!   does not signal the group a second time once the command exits.

@@ -85,6 +85,7 @@ pub enum Sub {
     /// SIGUSR1 takes it down (every connection closed, new ones refused) and
     /// SIGUSR2 brings it back with its state, as a Kafka broker restarting
     /// over its log: to see what clients do then.
+    #[cfg(feature = "dev-broker")]
     DevBroker(DevBrokerArgs),
 
     /// Show who leads a group now, read from its heartbeat records.
@@ -191,6 +192,7 @@ pub struct KafkaArgs {
 }
 
 /// Options of `neli-run dev-broker`.
+#[cfg(feature = "dev-broker")]
 #[derive(Debug, Args)]
 pub struct DevBrokerArgs {
     /// Address to listen on and advertise to clients.
@@ -246,6 +248,7 @@ pub struct DevBrokerArgs {
 }
 
 /// Who answers a dev broker's group APIs (see --group-coordinator).
+#[cfg(feature = "dev-broker")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum GroupCoordinator {
     /// Kafka's timing, answered by the dev broker itself.

@@ -2,32 +2,123 @@
 //! a Kafka consumer group (the Fast NELI protocol). See the README for the
 //! user's view; each module opens with the part of the design it owns.
 //!
+//! This library is the `neli-run` binary's body, not an API: `main` is all
+//! the binary calls, and `for_tests` names what the integration tests write
+//! by hand. Every module is private to the crate. The proof harness (the
+//! soak and benchmark runners, the overlap detector) is the `neli-proof`
+//! crate in proof/.
+//!
 //! - `leader`: the pure leadership state machine (events in, actions out).
 //! - `run`: the shell that feeds it and carries out its actions.
 //! - `kafka`: the rdkafka adapter (group membership, heartbeats, topic).
 //! - `child`: the supervisor and its shim (process group, lease, reaping).
 //! - `cli` / `config`: the command line, and the checks that make it safe.
-//! - `dev_broker`: an in-memory Kafka-protocol broker for trying and testing.
+//! - `dev_broker`: an in-memory Kafka-protocol broker for trying and testing
+//!   (the `dev-broker` feature, on by default).
 //! - `status`: who leads a group, read from its heartbeat records.
-//! - `proof`: the harness of neli-soak, neli-bench and the tests.
 //! - `layers_off`: debug-build switches that let a test see one safety layer alone.
 //! - `stderr`: reports that never block or panic, whatever reads our stderr.
 //! - `notify`: systemd's `Type=notify` protocol; `metrics`: /metrics, /healthz, /leader.
 
-pub mod child;
-pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod dev_broker;
-pub mod exit;
-pub mod kafka;
+mod child;
+mod cli;
+mod clock;
+mod config;
+#[cfg(feature = "dev-broker")]
+mod dev_broker;
+mod exit;
+mod kafka;
+mod layers_off;
+mod leader;
+mod metrics;
+mod notify;
+mod run;
+mod status;
+mod stderr;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::{Cli, LogArgs, LogFormat, Sub};
+
+/// Public for the integration tests only, not API: tests/docs.rs renders
+/// the man page and completions from `Cli`; tests/faults.rs writes
+/// hand-made heartbeat records (a ghost member's claim) to a group's topic.
 #[doc(hidden)]
-pub mod layers_off;
-pub mod leader;
-pub mod metrics;
-pub mod notify;
-#[doc(hidden)]
-pub mod proof;
-pub mod run;
-pub mod status;
-pub mod stderr;
+pub mod for_tests {
+    pub use crate::cli::Cli;
+    pub use crate::clock::BootTime;
+    pub use crate::kafka::heartbeat::{Content, Heartbeat, Member};
+    pub use crate::leader::{Record, Stance};
+}
+
+/// The `neli-run` binary: parse, set up logging, run, exit with one status.
+/// (The shim is this binary re-executed with a first argument of its own.)
+pub fn main() -> ExitCode {
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == child::shim::ARG) {
+        child::shim::main(&argv[2..]);
+    }
+    // Before anything can be logged, and before the log reader can be gone.
+    stderr::init();
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() { exit::USAGE } else { 0 });
+        }
+    };
+    init_logging(&cli.log);
+    let run_args = match cli.subcommand {
+        #[cfg(feature = "dev-broker")]
+        Some(Sub::DevBroker(args)) => return dev_broker::main(args),
+        Some(Sub::Status(args)) => return status::main(args, std::env::var("NELI_KAFKA_PROPERTIES").ok()),
+        Some(Sub::Yield(args)) => return status::yield_main(args, std::env::var("NELI_KAFKA_PROPERTIES").ok()),
+        None => cli.run,
+    };
+    let config = match config::Config::from_args(run_args, std::env::var("NELI_KAFKA_PROPERTIES").ok()) {
+        Ok(config) => config,
+        Err(err) => {
+            stderr::line(format_args!("error: {err}"));
+            return ExitCode::from(err.code());
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
+    match runtime {
+        Ok(runtime) => {
+            let code = runtime.block_on(run::run(config));
+            // Do not wait for a connection attempt still blocked in librdkafka.
+            runtime.shutdown_background();
+            ExitCode::from(code)
+        }
+        Err(err) => {
+            stderr::line(format_args!("error: cannot start the async runtime: {err}"));
+            ExitCode::from(exit::INTERNAL)
+        }
+    }
+}
+
+fn init_logging(args: &LogArgs) {
+    let level = match (args.verbose, args.quiet) {
+        (0, 0) => "info",
+        (1, _) => "debug",
+        (v, _) if v >= 2 => "trace",
+        (_, 1) => "warn",
+        _ => "error",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    // A log line that cannot be written now is dropped: a dead or stalled
+    // log reader must never stop neli-run (see `stderr`).
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(stderr::Log)
+        .log_internal_errors(false)
+        .with_target(false);
+    match args.log_format {
+        LogFormat::Text => logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
+        LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
+}

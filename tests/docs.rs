@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use clap::CommandFactory;
-use neli_run::cli::Cli;
+use neli_run::for_tests::Cli;
 
 fn check(path: &Path, fresh: &[u8], stale: &mut Vec<String>) {
     if std::env::var_os("NELI_BLESS").is_some() {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use neli_run::leader::{Record, Stance};
+use neli_run::for_tests::{Record, Stance};
 
 use crate::util::{wait_until, Broker, Group, Member};
 
@@ -233,13 +233,13 @@ fn network_cut_past_the_resume_window_gives_partition_0_back_and_someone_leads()
 
 /// Writes a heartbeat of member `ghost` to the group's partition 0, as
 /// another member would: saying `record`, sent now, with a deadline.
-fn write_record(g: &Group, ghost: &neli_run::kafka::heartbeat::Member, record: Record, deadline_ms: u64) {
-    use neli_run::kafka::heartbeat::{Content, Heartbeat};
+fn write_record(g: &Group, ghost: &neli_run::for_tests::Member, record: Record, deadline_ms: u64) {
+    use neli_run::for_tests::{BootTime, Content, Heartbeat};
     use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
     let producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext> =
         rdkafka::ClientConfig::new().set("bootstrap.servers", &g.broker.address).create().unwrap();
     let content = Content { record, since_ms: None, deadline_ms };
-    let value = Heartbeat::new(ghost, 1, neli_run::clock::BootTime::now(), content).encode();
+    let value = Heartbeat::new(ghost, 1, BootTime::now(), content).encode();
     let topic = format!("{}.neli", g.name);
     producer.send(BaseRecord::<(), _>::to(&topic).partition(0).payload(&value)).unwrap();
     producer.flush(Duration::from_secs(20)).unwrap();
@@ -259,7 +259,7 @@ fn leading(token: i64) -> Record {
 #[test]
 fn regression_a_new_owner_waits_out_a_claim_written_just_before_its_assignment() {
     let g = Group::on(Broker::dev(), "claim-before");
-    let ghost = neli_run::kafka::heartbeat::Member::this_process("ghost".into());
+    let ghost = neli_run::for_tests::Member::this_process("ghost".into());
     // Before the write: the record is stamped at its start, and the flush
     // after it took over a second on a loaded machine (the member, right,
     // then led 3.4 s after the write returned and 4.5 s after the stamp).
@@ -294,7 +294,7 @@ fn regression_of_two_owners_at_once_the_run_first_on_the_partition_leads() {
     // cannot age one out before a reads it (2 s did, once in a full run);
     // the test ends each hold with a release, never by waiting it out.
     const HOLD_MS: u64 = 10_000;
-    let ghost = neli_run::kafka::heartbeat::Member::this_process("ghost".into());
+    let ghost = neli_run::for_tests::Member::this_process("ghost".into());
     let contending = |start| Record { term: 1, start, stance: Stance::Contending };
     write_record(&g, &ghost, contending(None), HOLD_MS);
     let a = g.member("a", &[], &["sleep", "1000"]);
@@ -310,7 +310,7 @@ fn regression_of_two_owners_at_once_the_run_first_on_the_partition_leads() {
 
     // a leads; now a record says a run that began at offset 0, before a's,
     // still contends: the group gave the partition to both, so a fences.
-    let late = neli_run::kafka::heartbeat::Member::this_process("late".into());
+    let late = neli_run::for_tests::Member::this_process("late".into());
     write_record(&g, &late, contending(Some(0)), HOLD_MS);
     wait_until(fence_bound(&g), "a fences", || !g.lock_held());
     assert!(a.log().contains("since before our leadership began; fencing"), "{}", a.log());

@@ -2,7 +2,7 @@
 //! barrier, the claims a new owner waits out, the shim's lease and neli-run's
 //! own fence. So a layer that broke would go unnoticed until the one covering
 //! it changed too. Here a debug build switches the others off in one member
-//! (NELI_TEST_LAYERS_OFF, see `neli_run::layers_off`; a release build cannot)
+//! (NELI_TEST_LAYERS_OFF, see src/layers_off.rs; a release build cannot)
 //! and the remaining layer gets work only it can do.
 
 use std::time::Duration;

@@ -134,7 +134,7 @@ fn tls_on_the_dev_broker() {
 
 #[test]
 fn tls_on_tansu() {
-    let Some(tansu) = neli_run::proof::brokers::find("tansu") else {
+    let Some(tansu) = neli_proof::brokers::find("tansu") else {
         crate::util::skip("tansu 0.6.0 is not installed (.ci/run shows how)");
         return;
     };

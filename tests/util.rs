@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-pub use neli_run::proof::detector::Detector;
-use neli_run::proof::die_with_runner;
-pub use neli_run::proof::netns::NetNs;
+pub use neli_proof::detector::Detector;
+use neli_proof::die_with_runner;
+pub use neli_proof::netns::NetNs;
 
 /// The binary under test.
 pub fn bin() -> &'static str {
@@ -201,7 +201,7 @@ pub struct Group {
     pub broker: Broker,
     pub name: String,
     pub dir: tempdir::Dir,
-    /// The overlap detector, in `dir` (see `neli_run::proof::detector`).
+    /// The overlap detector, in `dir` (see `neli_proof::detector`).
     pub detector: Detector,
 }
 

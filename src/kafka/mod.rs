@@ -119,8 +119,10 @@ pub(crate) fn fatal(code: RDKafkaErrorCode, what: String, topic: &str, group: &s
 
 /// A context for the dev broker's own client: its librdkafka chatter goes to
 /// debug level, where -v shows it.
+#[cfg(feature = "dev-broker")]
 pub struct Quiet;
 
+#[cfg(feature = "dev-broker")]
 impl ClientContext for Quiet {
     fn log(&self, _: RDKafkaLogLevel, fac: &str, message: &str) {
         debug!(target: "librdkafka", "{fac} {message}");
@@ -131,6 +133,7 @@ impl ClientContext for Quiet {
     }
 }
 
+#[cfg(feature = "dev-broker")]
 impl ProducerContext for Quiet {
     type DeliveryOpaque = ();
     fn delivery(&self, _: &DeliveryResult<'_>, _: ()) {}

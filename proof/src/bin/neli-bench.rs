@@ -16,7 +16,7 @@
 //! latencies are measured from the child's side. A handover where the old
 //! child was still alive when the new one started is counted as an overlap.
 //!
-//! usage: cargo run --release --bin neli-bench -- [--reps 5] [--out target/bench]
+//! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-bench -- [--reps 5] [--out target/bench]
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -31,10 +31,10 @@ use clap::Parser;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use neli_run::proof::brokers::{find, Broker};
-use neli_run::proof::detector::read_lines;
-use neli_run::proof::netns::NetNs;
-use neli_run::proof::{die_with_runner, timing_args, wait_for};
+use neli_proof::brokers::{find, Broker};
+use neli_proof::detector::read_lines;
+use neli_proof::netns::NetNs;
+use neli_proof::{die_with_runner, timing_args, wait_for};
 
 /// The child: records "NAME PID START_NS" and sleeps. $0 = name, $1 = dir.
 const CHILD: &str = r#"echo "$0 $$ $(date +%s%N)" >> "$1/starts"; exec sleep 100000"#;
@@ -362,7 +362,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let neli = std::env::current_exe().expect("own path").with_file_name("neli-run");
     if !neli.exists() {
-        eprintln!("neli-bench: {} not found: build it first (cargo build --release)", neli.display());
+        eprintln!("neli-bench: {} not found: build it first (cargo build --release -p neli-run)", neli.display());
         return ExitCode::FAILURE;
     }
     let session: Duration = args.session_timeout.into();

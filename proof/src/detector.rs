@@ -1,5 +1,5 @@
 //! The overlap detector: every child runs under `flock -n` on one shared
-//! file (tests/fixtures/guarded.sh), and every process it forks inherits
+//! file (proof/fixtures/guarded.sh), and every process it forks inherits
 //! the lock. A start while the lock is held is an overlap; a lock still held
 //! once every neli-run has exited is an orphan. The kernel keeps the score,
 //! not neli-run.
@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The wrapper script; `Detector::new` writes it into the work directory.
-pub const GUARDED: &str = include_str!("../../tests/fixtures/guarded.sh");
+pub const GUARDED: &str = include_str!("../fixtures/guarded.sh");
 
 /// A work directory holding the lock, the start log and the overlap log.
 pub struct Detector {

@@ -7,7 +7,7 @@
 //! a network namespace of its own, so a network cut is a real one: packets
 //! dropped, sockets left open.
 //!
-//! The overlap detector is independent of neli-run (see `proof::detector`):
+//! The overlap detector is independent of neli-run (see `neli_proof::detector`):
 //! two children at once, or a child that outlives its neli-run, is caught by
 //! the kernel's lock. "Leaderless" is measured on that lock too: the time
 //! from the moment no child held it until one held it again.
@@ -15,7 +15,7 @@
 //! Prints one summary and exits 1 on any overlap, orphan or fencing token
 //! that did not increase.
 //!
-//! usage: cargo run --release --bin neli-soak -- --transitions 500 [--broker tansu]
+//! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu]
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -29,11 +29,10 @@ use clap::{Parser, ValueEnum};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use neli_run::child::tree;
-use neli_run::proof::brokers::Broker;
-use neli_run::proof::detector::{read_lines, Detector};
-use neli_run::proof::netns::NetNs;
-use neli_run::proof::{die_with_runner, percentile, timing_args, Rng};
+use neli_proof::brokers::Broker;
+use neli_proof::detector::{read_lines, Detector};
+use neli_proof::netns::NetNs;
+use neli_proof::{die_with_runner, percentile, timing_args, Rng};
 
 /// The child: what it does is chosen by the soak before each start.
 const CHILD: &str = r#"mode=$(cat "$0/mode" 2>/dev/null || echo normal)
@@ -267,8 +266,8 @@ impl Soak {
             Fault::SigstopCont => drop(kill(pid, Signal::SIGSTOP)),
             Fault::ChildCrash => {
                 // Everything below the shim, daemons that left its group too.
-                for p in shim_of(pid).map(|shim| tree::below(Pid::from_raw(shim))).unwrap_or_default() {
-                    let _ = kill(p.pid, Signal::SIGKILL);
+                for p in shim_of(pid).map(below).unwrap_or_default() {
+                    let _ = kill(p, Signal::SIGKILL);
                 }
             }
             Fault::BrokenLogKill9 | Fault::BrokenLogStop => {
@@ -323,6 +322,24 @@ fn shim_of(neli: Pid) -> Option<i32> {
     children.split_whitespace().next()?.parse().ok()
 }
 
+/// Every process below `root`, parents before their children. The shim is a
+/// child subreaper, so whatever the command started, daemons too, stays
+/// below it until reaped.
+fn below(root: i32) -> Vec<Pid> {
+    let mut found = Vec::new();
+    let mut next = vec![root];
+    while let Some(parent) = next.pop() {
+        for task in fs::read_dir(format!("/proc/{parent}/task")).into_iter().flatten().flatten() {
+            let children = fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                next.push(child);
+                found.push(Pid::from_raw(child));
+            }
+        }
+    }
+    found
+}
+
 /// The mode the child with fencing token `token` started in.
 fn mode_of(detector: &Detector, token: i64) -> String {
     read_lines(&detector.dir.join("modes"))
@@ -355,7 +372,7 @@ fn main() -> ExitCode {
     let mut rng = Rng(seed);
     let neli = std::env::current_exe().expect("own path").with_file_name("neli-run");
     if !neli.exists() {
-        eprintln!("neli-soak: {} not found: build it first (cargo build --release)", neli.display());
+        eprintln!("neli-soak: {} not found: build it first (cargo build --release -p neli-run)", neli.display());
         return ExitCode::FAILURE;
     }
     let dir = std::env::temp_dir().join(format!("neli-soak-{}", std::process::id()));

@@ -64,6 +64,24 @@ pub struct LogArgs {
     pub log_format: LogFormat,
 }
 
+// The core's restart policy, as a flag value (the core knows nothing of clap).
+impl clap::ValueEnum for Restart {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Restart::Never, Restart::OnFailure, Restart::Always]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self {
+            Restart::Never => PossibleValue::new("never").help("Exit with the child's status (and leave the group)"),
+            Restart::OnFailure => {
+                PossibleValue::new("on-failure").help("Start it again unless it exited with status 0")
+            }
+            Restart::Always => PossibleValue::new("always").help("Start it again whatever its status"),
+        })
+    }
+}
+
 /// How log lines look.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {

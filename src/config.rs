@@ -195,7 +195,7 @@ impl Config {
                 within_session,
             )?,
             grace: duration(("--grace", "NELI_GRACE"), &args.grace, MAX_SESSION_TIMEOUT, within_session)?,
-            stop_signal: stop_signal(&args.stop_signal)?,
+            stop_signal: crate::leader::Signal(stop_signal(&args.stop_signal)? as i32),
             restart: args.restart,
             restart_delay: duration(
                 ("--restart-delay", "NELI_RESTART_DELAY"),
@@ -811,7 +811,7 @@ mod tests {
         assert!(c.name.ends_with(&format!("-{}", std::process::id())));
         assert_eq!(c.session_timeout, Duration::from_secs(6));
         assert_eq!(c.max_poll_interval, Duration::from_secs(12));
-        assert_eq!(c.leader.stop_signal, Signal::SIGTERM);
+        assert_eq!(c.leader.stop_signal, crate::leader::Signal(Signal::SIGTERM as i32));
     }
 
     #[test]

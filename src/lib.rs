@@ -9,7 +9,7 @@
 //! crate in proof/.
 //!
 //! - `leader`: the pure leadership state machine (events in, actions out).
-//! - `run`: the shell that feeds it and carries out its actions.
+//! - `shell`: the loop that feeds it and carries out its actions.
 //! - `kafka`: the rdkafka adapter (group membership, heartbeats, topic).
 //! - `child`: the supervisor and its shim (process group, lease, reaping).
 //! - `cli` / `config`: the command line, and the checks that make it safe.
@@ -32,7 +32,7 @@ mod layers_off;
 mod leader;
 mod metrics;
 mod notify;
-mod run;
+mod shell;
 mod status;
 mod stderr;
 
@@ -89,7 +89,7 @@ pub fn main() -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
     match runtime {
         Ok(runtime) => {
-            let code = runtime.block_on(run::run(config));
+            let code = runtime.block_on(shell::run(config));
             // Do not wait for a connection attempt still blocked in librdkafka.
             runtime.shutdown_background();
             ExitCode::from(code)

@@ -511,7 +511,7 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kafka::heartbeat::{Content, Member, Role};
+    use crate::kafka::heartbeat::{Content, Member, WireStance};
     use crate::leader::{Record, Stance};
 
     fn hb(name: &str, token: Option<i64>, at_ms: u64) -> Heartbeat {
@@ -547,7 +547,7 @@ mod tests {
         v.add(other_a); // another incarnation of the same name: not the leader
         assert_eq!(v.key(1_200), "a 1");
         let mut released = a.clone();
-        (released.token, released.role, released.at_ms) = (None, Some(Role::Released), 1_300);
+        (released.token, released.role, released.at_ms) = (None, Some(WireStance::Released), 1_300);
         v.add(released);
         assert!(v.fresh_leader(1_400).is_none(), "released, long before its deadline");
         assert_eq!(v.withdrawn_ms, Some(1_300));

@@ -34,7 +34,8 @@ use crate::exit::{self, ChildStatus};
 pub struct Command {
     pub program: OsString,
     pub args: Vec<OsString>,
-    pub stop_signal: Signal,
+    /// Its number (`config` checked that it can stop a process).
+    pub stop_signal: i32,
     pub grace: Duration,
     /// Extra environment for the child (NELI_GROUP and friends).
     pub env: Vec<(String, String)>,
@@ -83,7 +84,7 @@ impl Running {
         }
         shim.arg0("neli-run-shim")
             .arg(shim::ARG)
-            .arg((cmd.stop_signal as i32).to_string())
+            .arg(cmd.stop_signal.to_string())
             .arg(cmd.grace.as_millis().to_string())
             .arg("--")
             .arg(&cmd.program)

@@ -58,7 +58,7 @@ pub struct Heartbeat {
     pub token: Option<i64>,
     /// "leading", "contending" or "released" (from version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<Role>,
+    pub role: Option<WireStance>,
     /// The writer's term ([`crate::leader::Record::term`]; "run" on the
     /// wire since version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,7 +77,7 @@ pub struct Heartbeat {
 /// [`Stance`] on the wire, for readers such as `kcat`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Role {
+pub enum WireStance {
     Leading,
     Contending,
     Released,
@@ -102,9 +102,9 @@ impl Heartbeat {
     pub fn new(member: &Member, seq: u64, sent: BootTime, content: Content) -> Heartbeat {
         let Record { term, start, stance } = content.record;
         let role = match stance {
-            Stance::Leading { .. } => Role::Leading,
-            Stance::Contending => Role::Contending,
-            Stance::Released => Role::Released,
+            Stance::Leading { .. } => WireStance::Leading,
+            Stance::Contending => WireStance::Contending,
+            Stance::Released => WireStance::Released,
         };
         let token = stance.token();
         Heartbeat {
@@ -142,7 +142,7 @@ impl Heartbeat {
         let ms = std::time::Duration::from_millis;
         let stance = match (self.token, self.role) {
             (Some(token), _) => Stance::Leading { token },
-            (None, Some(Role::Contending)) => Stance::Contending,
+            (None, Some(WireStance::Contending)) => Stance::Contending,
             _ => Stance::Released,
         };
         crate::leader::Other {

@@ -581,7 +581,7 @@ fn consume(
             subscribe(&consumer, events);
         }
         if asks.stand_aside.swap(false, Ordering::Relaxed) {
-            stand_aside(&consumer, me, &asks.closing, watch);
+            leave_until_another_leads(&consumer, me, &asks.closing, watch);
             subscribe(&consumer, events);
         }
         let polled = consumer.poll(Duration::from_millis(100));
@@ -647,7 +647,7 @@ fn subscribe(consumer: &BaseConsumer<Context>, events: &UnboundedSender<Event>) 
 /// member's heartbeat carries a token (it leads), or `watch` passes (we may
 /// be alone). Rejoining at once would let the sticky assignor hand the
 /// partition straight back to us.
-fn stand_aside(consumer: &BaseConsumer<Context>, me: &Member, closing: &AtomicBool, watch: Duration) {
+fn leave_until_another_leads(consumer: &BaseConsumer<Context>, me: &Member, closing: &AtomicBool, watch: Duration) {
     let topic = consumer.context().topic.clone();
     consumer.unsubscribe();
     // The cooperative protocol takes only incremental assignments, and

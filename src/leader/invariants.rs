@@ -22,6 +22,8 @@ use super::*;
 const D: u64 = 1000; // heartbeat deadline, ms
 const H: u64 = 200; // heartbeat interval, ms
 const GRACE: u64 = 500;
+const SIGTERM: Signal = Signal(15);
+const SIGHUP: Signal = Signal(1);
 
 fn ms(n: u64) -> BootTime {
     BootTime::from_nanos(n * 1_000_000)
@@ -92,7 +94,7 @@ impl Sim {
             heartbeat_interval: Duration::from_millis(H),
             heartbeat_deadline: Duration::from_millis(D),
             grace: Duration::from_millis(GRACE),
-            stop_signal: Signal::SIGTERM,
+            stop_signal: SIGTERM,
             restart: [Restart::Never, Restart::OnFailure, Restart::Always][rng.usize(..3)],
             restart_delay: Duration::from_millis(rng.u64(0..300)),
             acquire_timeout: rng.bool().then(|| Duration::from_millis(rng.u64(1000..20_000))),
@@ -184,7 +186,7 @@ impl Sim {
                 }
                 76 => return Input::Shutdown,
                 77 if self.rng.bool() => return Input::Fatal(78),
-                78..=80 => return Input::Forward(Signal::SIGHUP),
+                78..=80 => return Input::Forward(SIGHUP),
                 81..=83 => return Input::Yield,
                 _ => {}
             }
@@ -344,7 +346,7 @@ impl Sim {
             }
             Action::SignalGroup(sig) => {
                 if let Some(child) = self.child.as_mut() {
-                    if sig == Signal::SIGTERM && child.exits_at.is_none() && self.rng.u8(..4) != 0 {
+                    if sig == SIGTERM && child.exits_at.is_none() && self.rng.u8(..4) != 0 {
                         child.exits_at = Some(now + self.rng.u64(0..800));
                     }
                 }
@@ -386,6 +388,10 @@ impl Sim {
 
     fn check_state(&mut self, role: Role) {
         let now = self.now;
+        let taken = self.core.roles_taken();
+        if taken.windows(2).any(|w| w[0] == w[1]) || taken.last().is_some_and(|&r| r != role) {
+            self.fail(&format!("roles reported {taken:?} while {role:?}"));
+        }
         if let Role::Leader { token } = role {
             if self.last_token != Some(token) {
                 if self.last_token.is_some_and(|t| token <= t) {

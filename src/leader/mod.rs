@@ -22,7 +22,6 @@
 
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use tracing::{info, warn};
 
 use crate::clock::BootTime;
@@ -32,7 +31,7 @@ use peers::Peers;
 mod peers;
 
 /// What to do when the child exits on its own while we lead.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Restart {
     /// Exit with the child's status (and leave the group).
     Never,
@@ -41,6 +40,11 @@ pub enum Restart {
     /// Start it again whatever its status.
     Always,
 }
+
+/// A signal, by number: the core decides when one goes to the command's
+/// group, the supervisor sends it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Signal(pub i32);
 
 /// The timing and policy the core needs; validated by `config`.
 #[derive(Clone, Debug)]
@@ -220,7 +224,8 @@ enum Plan {
     Serve,
     /// Start the command from this time on, once we lead with a fresh
     /// heartbeat, it is gone, and no claim or earlier term holds us back:
-    /// after a promotion, a resume, or by `--restart`.
+    /// after a promotion, a resume, or by `--restart`. (Kept through a
+    /// revoke or a fence: only a promotion, which sets it anew, leads on.)
     Start(BootTime),
     /// A yield: stop the command, then stand aside for another member.
     StandAside,
@@ -279,6 +284,10 @@ pub struct Leader {
     /// handled, and returning it from `next_deadline` would spin the shell.
     now: BootTime,
     out: Vec<Action>,
+    /// Every role taken since the shell last asked, in order: a fence and a
+    /// resume within one step are two changes, not none.
+    roles: Vec<Role>,
+    last_role: Role,
 }
 
 impl Leader {
@@ -298,6 +307,23 @@ impl Leader {
             peers: Peers::default(),
             now,
             out: Vec::new(),
+            roles: Vec::new(),
+            last_role: Role::Standby,
+        }
+    }
+
+    /// The roles taken since the last call, in order (for metrics and
+    /// systemd's status line).
+    pub fn roles_taken(&mut self) -> Vec<Role> {
+        std::mem::take(&mut self.roles)
+    }
+
+    /// Notes the current role if it changed.
+    fn note_role(&mut self) {
+        let role = self.role();
+        if role != self.last_role {
+            self.last_role = role;
+            self.roles.push(role);
         }
     }
 
@@ -348,6 +374,7 @@ impl Leader {
             Input::Tick => {}
         }
         self.on_time(now);
+        self.note_role();
         std::mem::take(&mut self.out)
     }
 
@@ -412,13 +439,14 @@ impl Leader {
             fresh: None,
             role: Phase::Candidate,
         });
+        self.note_role();
     }
 
     fn on_revoked(&mut self, lost: bool, now: BootTime) {
         if let Some(tenure) = self.tenure.take() {
             info!(role = ?tenure.role, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
         }
-        self.drop_start();
+        self.note_role();
         // Whatever our role was, the partition goes only once the child has.
         match self.child {
             Child::Idle => self.release(),
@@ -504,6 +532,7 @@ impl Leader {
         tenure.next_heartbeat = now;
         self.ever_led = true;
         say::promoted(was, fresh.offset, took);
+        self.note_role();
         if let Plan::Serve | Plan::Start(_) = self.plan {
             self.plan = Plan::Start(now);
         }
@@ -533,13 +562,6 @@ impl Leader {
             self.child = Child::Running;
             self.child_token = token;
             self.out.push(Action::Spawn { token, lease: fresh.sent + self.settings.heartbeat_deadline });
-        }
-    }
-
-    /// A start that was due no longer is: we lost or gave up leadership.
-    fn drop_start(&mut self) {
-        if let Plan::Start(_) = self.plan {
-            self.plan = Plan::Serve;
         }
     }
 
@@ -576,7 +598,7 @@ impl Leader {
             tenure.role = Phase::Fenced;
             tenure.role_since = now;
         }
-        self.drop_start();
+        self.note_role();
         if self.child != Child::Idle {
             self.kill();
         }
@@ -631,6 +653,7 @@ impl Leader {
     fn stand_aside(&mut self) {
         self.plan = Plan::Serve;
         self.tenure = None;
+        self.note_role();
         self.disclaim();
         self.out.push(Action::StandAside);
     }
@@ -713,7 +736,7 @@ impl Leader {
             if now >= self.give_back_at(&tenure) {
                 warn!(role = ?tenure.role, window = ?self.settings.resume_window, "no own heartbeat read back for the whole resume window; giving partition 0 back to the group");
                 self.tenure = None;
-                self.drop_start();
+                self.note_role();
                 self.disclaim();
                 self.out.push(Action::Rejoin);
             }
@@ -745,6 +768,7 @@ impl Leader {
     fn exit(&mut self, code: u8) {
         self.plan = Plan::Done;
         self.tenure = None;
+        self.note_role();
         self.disclaim();
         self.out.push(Action::Exit(code));
     }

@@ -7,6 +7,8 @@ use Action::*;
 const HB: Duration = Duration::from_millis(200);
 const DEADLINE: Duration = Duration::from_millis(1000);
 const GRACE: Duration = Duration::from_millis(500);
+const SIGTERM: Signal = Signal(15);
+const SIGHUP: Signal = Signal(1);
 
 fn ms(n: u64) -> BootTime {
     BootTime::from_nanos(n * 1_000_000)
@@ -17,7 +19,7 @@ fn settings(restart: Restart) -> Settings {
         heartbeat_interval: HB,
         heartbeat_deadline: DEADLINE,
         grace: GRACE,
-        stop_signal: Signal::SIGTERM,
+        stop_signal: SIGTERM,
         restart,
         restart_delay: Duration::from_millis(100),
         acquire_timeout: None,
@@ -266,7 +268,7 @@ fn a_revoke_while_the_child_still_stops_waits_for_it_even_without_a_tenure() {
 #[test]
 fn yield_stops_the_child_then_stands_aside_without_restart_or_exit() {
     let mut l = leading(Restart::Always);
-    assert_eq!(l.step(Input::Yield, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+    assert_eq!(l.step(Input::Yield, ms(1100)), vec![SignalGroup(SIGTERM)]);
     assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![gone(1), StandAside]);
     assert_eq!(l.role(), Role::Standby);
     assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke]);
@@ -361,7 +363,7 @@ fn old_claims_and_withdrawn_claims_do_not_hold_us_back() {
 #[test]
 fn a_leader_disclaims_once_before_giving_partition_0_up() {
     let mut l = leading(Restart::Never);
-    assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+    assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(SIGTERM)]);
     assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![gone(1), Exit(143)]);
     assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke], "said once");
     // A candidate withdraws its contention the same way.
@@ -429,7 +431,7 @@ fn resuming_while_the_fenced_child_still_dies_spawns_once_it_is_gone() {
 #[test]
 fn graceful_revoke_holds_the_callback_until_the_child_is_gone() {
     let mut l = leading(Restart::Always);
-    assert_eq!(l.step(Input::Revoked { lost: false }, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(1100)), vec![SignalGroup(SIGTERM)]);
     assert_eq!(l.role(), Role::Standby);
     assert_eq!(l.next_deadline(), Some(ms(1600)));
     assert_eq!(l.step(Input::Tick, ms(1600)), vec![KillGroup]);
@@ -615,7 +617,7 @@ fn a_pending_restart_waits_for_a_fresh_heartbeat_and_is_dropped_on_revoke() {
 #[test]
 fn shutdown_stops_the_child_and_exits_with_its_status() {
     let mut l = leading(Restart::Always);
-    assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+    assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(SIGTERM)]);
     // Heartbeats go on while the child stops: we still own the partition.
     assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1210)), vec![led(), gone(1), Exit(143)]);
     assert_eq!(l.step(Input::Tick, ms(5000)), vec![]);
@@ -628,7 +630,7 @@ fn shutdown_stops_the_child_and_exits_with_its_status() {
 #[test]
 fn regression_the_lease_is_renewed_while_a_shutdown_waits_out_the_grace() {
     let mut l = leading(Restart::Never);
-    assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(Signal::SIGTERM)]);
+    assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(SIGTERM)]);
     assert_eq!(l.step(hb(8, 1100), ms(1110)), vec![Lease(ms(2100))]);
 }
 
@@ -651,9 +653,9 @@ fn shutdown_of_a_standby_exits_zero_and_fatal_uses_its_code() {
 #[test]
 fn signals_are_forwarded_only_to_a_live_child() {
     let mut l = Leader::new(settings(Restart::Never), ms(0));
-    assert_eq!(l.step(Input::Forward(Signal::SIGHUP), ms(1)), vec![]);
+    assert_eq!(l.step(Input::Forward(SIGHUP), ms(1)), vec![]);
     let mut l = leading(Restart::Never);
-    assert_eq!(l.step(Input::Forward(Signal::SIGHUP), ms(1020)), vec![SignalGroup(Signal::SIGHUP)]);
+    assert_eq!(l.step(Input::Forward(SIGHUP), ms(1020)), vec![SignalGroup(SIGHUP)]);
 }
 
 #[test]
@@ -677,4 +679,29 @@ fn tokens_increase_across_leaderships() {
     l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1200));
     l.step(Input::Assigned, ms(3000));
     assert_eq!(l.step(hb(40, 3000), ms(3010)), vec![Spawn { token: 40, lease: ms(4000) }, says(2, Some(40), Some(40))]);
+}
+
+#[test]
+fn every_role_taken_within_one_step_is_reported() {
+    let mut l = Leader::new(Settings { observe: Duration::from_millis(300), ..settings(Restart::Never) }, ms(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(hb(7, 1000), ms(1010));
+    assert_eq!(l.roles_taken(), vec![Role::Candidate]);
+    // The timer fires late, with a revoke: led (and started the command),
+    // then revoked, in one step. Both count.
+    let actions = l.step(Input::Revoked { lost: false }, ms(1350));
+    assert_eq!(actions[0], Spawn { token: 7, lease: ms(2000) });
+    assert_eq!(l.roles_taken(), vec![Role::Leader { token: 7 }, Role::Standby]);
+    assert_eq!(l.roles_taken(), vec![], "each change is reported once");
+}
+
+#[test]
+fn a_restart_due_before_the_fence_does_not_start_at_the_fence_instant() {
+    let mut l = leading(Restart::Always);
+    // Restart due at 1950 (100 ms after the exit); the timer fires late,
+    // exactly when the newest heartbeat (sent at 1000) runs out.
+    l.step(Input::ChildExited(ChildStatus::Exited(1)), ms(1850));
+    let actions = l.step(Input::Tick, ms(2000));
+    assert!(!actions.iter().any(|a| matches!(a, Spawn { .. })), "started with a stale heartbeat: {actions:?}");
+    assert_eq!(l.role(), Role::Fenced);
 }

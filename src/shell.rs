@@ -24,7 +24,7 @@ use crate::exit::{self, ChildStatus};
 use crate::kafka::heartbeat::{printable, Member};
 use crate::kafka::{Event, Kafka};
 use crate::layers_off::{self, Layer};
-use crate::leader::{Action, Input, Leader, Role};
+use crate::leader::{self, Action, Input, Leader, Role};
 use crate::metrics;
 use crate::notify::Notifier;
 
@@ -47,7 +47,7 @@ pub async fn run(cfg: Config) -> u8 {
     let command = child::Command {
         program: cfg.program.clone(),
         args: cfg.args.clone(),
-        stop_signal: cfg.leader.stop_signal,
+        stop_signal: cfg.leader.stop_signal.0,
         grace: cfg.leader.grace,
         env: vec![
             ("NELI_GROUP".into(), cfg.kafka.group.clone()),
@@ -210,7 +210,11 @@ pub async fn run(cfg: Config) -> u8 {
                         }
                     }
                 }
-                Action::SignalGroup(sig) => running.iter().for_each(|c| c.signal(sig)),
+                Action::SignalGroup(sig) => {
+                    if let (Some(child), Ok(sig)) = (running.as_ref(), Signal::try_from(sig.0)) {
+                        child.signal(sig);
+                    }
+                }
                 Action::KillGroup => running.iter().for_each(Running::kill),
                 Action::Disclaim(record) => {
                     kafka.send_heartbeat(BootTime::now(), record);
@@ -233,6 +237,9 @@ pub async fn run(cfg: Config) -> u8 {
         }
         {
             let mut m = metrics.lock().expect("metrics lock");
+            for role in core.roles_taken() {
+                m.set_role(role);
+            }
             m.set_role(core.role());
             m.fresh = core.fresh();
             m.child_up = running.is_some();
@@ -337,7 +344,7 @@ impl Signals {
         tokio::select! {
             _ = self.term.recv() => Input::Shutdown,
             _ = self.int.recv() => Input::Shutdown,
-            sig = forwarded => Input::Forward(sig),
+            sig = forwarded => Input::Forward(leader::Signal(sig as i32)),
         }
     }
 }

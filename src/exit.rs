@@ -1,28 +1,75 @@
-//! Exit statuses: the child's, and neli-run's own codes for the outcomes that
-//! are not the child's. The numbers follow `sysexits.h` so that scripts and
-//! systemd units can tell them apart; the README keeps the table.
+//! Exit statuses: the child's, passed on, and neli-run's own failures, each
+//! kind mapped to its status in one place (`Kind::code`).
 
 use std::fmt;
 
-/// Usage error: a bad flag, duration or unsafe timing (clap uses it too).
-pub const USAGE: u8 = 2;
-/// `status` and `yield`: Kafka could not be reached (EX_UNAVAILABLE).
-pub const UNAVAILABLE: u8 = 69;
-/// `status` and `yield`: stdout could not be written (EX_IOERR; a closed
-/// pipe is not that, it ends quietly).
-pub const IOERR: u8 = 74;
-/// Not leader within `--acquire-timeout` (EX_TEMPFAIL: try again later).
-pub const ACQUIRE_TIMEOUT: u8 = 75;
-/// Kafka refused us: authentication or authorization (EX_NOPERM).
-pub const KAFKA_DENIED: u8 = 77;
-/// Kafka configuration rejected, or a fatal client error (EX_CONFIG).
-pub const KAFKA_CONFIG: u8 = 78;
-/// The command is not executable (as shells and tini report it).
-pub const NOT_EXECUTABLE: u8 = 126;
-/// The command was not found (as shells and tini report it).
-pub const NOT_FOUND: u8 = 127;
-/// An internal error: neli-run could not do its own work (EX_SOFTWARE).
-pub const INTERNAL: u8 = 70;
+/// What kind of failure ends neli-run on its own account (not the
+/// command's): each kind has one exit status, in `code`, the one place that
+/// maps failures to statuses (as ripgrep's main does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `status` and `yield`: no member leads (or not the one named), the
+    /// answer rather than an error, as grep's 1 is.
+    NoLeader,
+    /// A bad flag, duration, property or unsafe timing (clap uses 2 too).
+    Usage,
+    /// `status` and `yield`: Kafka could not be reached.
+    Unavailable,
+    /// `status` and `yield`: stdout could not be written (a closed pipe is
+    /// not that: it ends quietly).
+    Io,
+    /// Not leader within `--acquire-timeout`: try again later.
+    AcquireTimeout,
+    /// Kafka refused us: authentication or authorization.
+    Denied,
+    /// Kafka configuration rejected, or a fatal client error.
+    KafkaConfig,
+    /// neli-run could not do its own work.
+    Internal,
+    /// The command is not executable (as shells and tini report it).
+    NotExecutable,
+    /// The command was not found (as shells and tini report it).
+    NotFound,
+}
+
+impl Kind {
+    /// The exit status: `sysexits.h` where it has a word for it, so that
+    /// scripts and systemd units can tell the kinds apart; the shell's for
+    /// a command that cannot run. The README keeps the table.
+    pub fn code(self) -> u8 {
+        match self {
+            Kind::NoLeader => 1,
+            Kind::Usage => 2,
+            Kind::Unavailable => 69,
+            Kind::Internal => 70,
+            Kind::Io => 74,
+            Kind::AcquireTimeout => 75,
+            Kind::Denied => 77,
+            Kind::KafkaConfig => 78,
+            Kind::NotExecutable => 126,
+            Kind::NotFound => 127,
+        }
+    }
+}
+
+/// A failure: its kind, and a message that says what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Failure {
+    pub kind: Kind,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(kind: Kind, message: impl Into<String>) -> Failure {
+        Failure { kind, message: message.into() }
+    }
+
+    /// The exit status it ends neli-run with.
+    pub fn code(&self) -> u8 {
+        self.kind.code()
+    }
+}
 
 /// How the child ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

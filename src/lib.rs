@@ -68,18 +68,21 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
-            return ExitCode::from(if err.use_stderr() { exit::USAGE } else { 0 });
+            return ExitCode::from(if err.use_stderr() { exit::Kind::Usage.code() } else { 0 });
         }
     };
     init_logging(&cli.log);
+    // Read by hand, not through clap's env: clap would add a flag (shown in
+    // completions) that puts a password on the command line, in ps.
+    let env_properties = std::env::var("NELI_KAFKA_PROPERTIES").ok();
     let run_args = match cli.subcommand {
         #[cfg(feature = "dev-broker")]
-        Some(Sub::DevBroker(args)) => return dev_broker::main(args),
-        Some(Sub::Status(args)) => return status::main(args, std::env::var("NELI_KAFKA_PROPERTIES").ok()),
-        Some(Sub::Yield(args)) => return status::yield_main(args, std::env::var("NELI_KAFKA_PROPERTIES").ok()),
+        Some(Sub::DevBroker(args)) => return exit_with(dev_broker::main(args).map(|()| 0)),
+        Some(Sub::Status(args)) => return status::main(args, env_properties),
+        Some(Sub::Yield(args)) => return status::yield_main(args, env_properties),
         None => cli.run,
     };
-    let config = match config::Config::from_args(run_args, std::env::var("NELI_KAFKA_PROPERTIES").ok()) {
+    let config = match config::Config::from_args(run_args, env_properties) {
         Ok(config) => config,
         Err(err) => {
             stderr::line(format_args!("error: {err}"));
@@ -89,16 +92,25 @@ pub fn main() -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
     match runtime {
         Ok(runtime) => {
-            let code = runtime.block_on(shell::run(config));
+            let outcome = runtime.block_on(shell::run(config));
             // Do not wait for a connection attempt still blocked in librdkafka.
             runtime.shutdown_background();
-            ExitCode::from(code)
+            exit_with(outcome)
         }
         Err(err) => {
             stderr::line(format_args!("error: cannot start the async runtime: {err}"));
-            ExitCode::from(exit::INTERNAL)
+            ExitCode::from(exit::Kind::Internal.code())
         }
     }
+}
+
+/// The exit status for an outcome: the status, or the failure's, which is
+/// logged first (once, here).
+fn exit_with(outcome: Result<u8, exit::Failure>) -> ExitCode {
+    ExitCode::from(outcome.unwrap_or_else(|failure| {
+        tracing::error!("{failure}");
+        failure.code()
+    }))
 }
 
 fn init_logging(args: &LogArgs) {

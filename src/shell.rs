@@ -20,7 +20,7 @@ use tracing::{error, info};
 use crate::child::{self, Running};
 use crate::clock::BootTime;
 use crate::config::Config;
-use crate::exit::{self, ChildStatus};
+use crate::exit::{ChildStatus, Failure, Kind};
 use crate::kafka::heartbeat::{printable, Member};
 use crate::kafka::{Event, Kafka};
 use crate::layers_off::{self, Layer};
@@ -28,22 +28,18 @@ use crate::leader::{self, Action, Input, Leader, Role};
 use crate::metrics;
 use crate::notify::Notifier;
 
-/// Runs `cfg` until the child's run ends; returns the exit status.
-pub async fn run(cfg: Config) -> u8 {
+/// Runs `cfg` until the child's run ends; returns the exit status (the
+/// command's, or the core's for an outcome that is not the command's), or
+/// why neli-run could not do its part.
+pub async fn run(cfg: Config) -> Result<u8, Failure> {
     let started = BootTime::now();
     layers_off::warn_if_any();
-    if let Err((code, message)) = child::check_executable(&cfg.program) {
-        error!("{message}");
-        return code;
-    }
+    child::check_executable(&cfg.program)?;
     let (Ok(mut signals), Ok(mut sigchld)) = (Signals::new(), signal(SignalKind::child())) else {
-        error!("cannot install signal handlers");
-        return exit::INTERNAL;
+        return Err(Failure::new(Kind::Internal, "cannot install signal handlers"));
     };
-    if let Err(err) = child::become_subreaper() {
-        error!(%err, "cannot become a child subreaper");
-        return exit::INTERNAL;
-    }
+    child::become_subreaper()
+        .map_err(|err| Failure::new(Kind::Internal, format!("cannot become a child subreaper: {err}")))?;
     let command = child::Command {
         program: cfg.program.clone(),
         args: cfg.args.clone(),
@@ -61,8 +57,7 @@ pub async fn run(cfg: Config) -> u8 {
     let metrics: metrics::Shared = Default::default();
     if let Some(addr) = cfg.metrics_addr {
         if let Err(err) = metrics::serve(addr, metrics.clone()).await {
-            error!(%addr, %err, "cannot serve --metrics-addr");
-            return exit::USAGE;
+            return Err(Failure::new(Kind::Usage, format!("cannot serve --metrics-addr {addr}: {err}")));
         }
     }
 
@@ -76,19 +71,12 @@ pub async fn run(cfg: Config) -> u8 {
     let mut kafka = tokio::select! {
         kafka = connecting => match kafka {
             Ok(Ok(kafka)) => kafka,
-            Ok(Err(fatal)) => {
-                error!("{}", fatal.message);
-                return fatal.code;
-            }
-            Err(err) => {
-                error!(%err, "connecting to Kafka failed");
-                return exit::INTERNAL;
-            }
+            Ok(Err(failure)) => return Err(failure),
+            Err(err) => return Err(Failure::new(Kind::Internal, format!("connecting to Kafka failed: {err}"))),
         },
-        _ = signals.shutdown() => return 0,
+        _ = signals.shutdown() => return Ok(0),
         _ = sleep_for(cfg.leader.acquire_timeout.map(|t| (started + t).since(BootTime::now()))) => {
-            error!("not leader within --acquire-timeout (Kafka never answered)");
-            return exit::ACQUIRE_TIMEOUT;
+            return Err(Failure::new(Kind::AcquireTimeout, "not leader within --acquire-timeout (Kafka never answered)"));
         }
     };
 
@@ -137,14 +125,14 @@ pub async fn run(cfg: Config) -> u8 {
                         Some(Event::OtherHeartbeat(_)) if layers_off::off(Layer::Claims) => continue,
                         Some(Event::OtherHeartbeat(other)) => Input::OtherHeartbeat(other),
                         Some(Event::Yield) => Input::Yield,
-                        Some(Event::Fatal(fatal)) => {
-                            error!("Kafka: {}", fatal.message);
-                            Input::Fatal(fatal.code)
+                        Some(Event::Fatal(failure)) => {
+                            error!("Kafka: {failure}");
+                            Input::Fatal(failure.code())
                         }
                         None => {
                             error!("the Kafka thread stopped");
                             kafka_alive = false;
-                            Input::Fatal(exit::INTERNAL)
+                            Input::Fatal(Kind::Internal.code())
                         }
                     },
                     input = signals.next() => input,
@@ -200,7 +188,7 @@ pub async fn run(cfg: Config) -> u8 {
                     }
                     Err(err) => {
                         error!(%err, "cannot start the child");
-                        pending.push_back(Input::ChildExited(ChildStatus::Exited(exit::INTERNAL)));
+                        pending.push_back(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
                     }
                 },
                 Action::Lease(until) => {
@@ -231,7 +219,7 @@ pub async fn run(cfg: Config) -> u8 {
                     notify("STOPPING=1");
                     info!(code, "leaving the group");
                     leave(kafka, &mut signals).await;
-                    return code;
+                    return Ok(code);
                 }
             }
         }

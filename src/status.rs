@@ -37,7 +37,7 @@ use tracing::debug;
 
 use crate::cli::{StatusArgs, YieldArgs};
 use crate::config::Target;
-use crate::exit;
+use crate::exit::{Failure, Kind};
 use crate::kafka::heartbeat::{printable, wall_ms, Heartbeat, Yield};
 
 /// How many of the newest records to read: with a 500 ms interval, about
@@ -52,18 +52,18 @@ const MAX_YIELD_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 enum Stop {
     /// stdout was closed (`status | head -1`): end quietly, with 0.
     Closed,
-    /// Exit with this code after saying this (one line).
-    Fail(u8, String),
+    /// Exit with its status after saying it (one line).
+    Fail(Failure),
 }
 
-impl From<crate::config::ConfigError> for Stop {
-    fn from(err: crate::config::ConfigError) -> Stop {
-        Stop::Fail(err.code(), err.to_string())
+impl From<Failure> for Stop {
+    fn from(failure: Failure) -> Stop {
+        Stop::Fail(failure)
     }
 }
 
-fn fail<T>(code: u8, message: impl Into<String>) -> Result<T, Stop> {
-    Err(Stop::Fail(code, message.into()))
+fn fail<T>(kind: Kind, message: impl Into<String>) -> Result<T, Stop> {
+    Err(Stop::Fail(Failure::new(kind, message)))
 }
 
 /// Writes one line to stdout; a reader that went away is [`Stop::Closed`].
@@ -72,7 +72,7 @@ fn say(text: &str) -> Result<(), Stop> {
     match writeln!(out, "{text}").and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Stop::Closed),
-        Err(e) => fail(exit::IOERR, format!("cannot write to stdout: {e}")),
+        Err(e) => fail(Kind::Io, format!("cannot write to stdout: {e}")),
     }
 }
 
@@ -90,8 +90,7 @@ fn stdout_closed() -> bool {
 /// (rdkafka's own message carries the property's value, which may be a
 /// secret).
 fn rejected(err: KafkaError, target: &Target) -> Stop {
-    let fatal = crate::kafka::creation_error(err, target);
-    Stop::Fail(fatal.code, fatal.message)
+    Stop::Fail(crate::kafka::creation_error(err, target))
 }
 
 /// The exit status for `result`, after saying why on stderr if it failed
@@ -100,9 +99,9 @@ fn finish(result: Result<ExitCode, Stop>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(Stop::Closed) => ExitCode::SUCCESS,
-        Err(Stop::Fail(code, message)) => {
-            let _ = writeln!(std::io::stderr(), "error: {message}");
-            ExitCode::from(code)
+        Err(Stop::Fail(failure)) => {
+            let _ = writeln!(std::io::stderr(), "error: {failure}");
+            ExitCode::from(failure.code())
         }
     }
 }
@@ -114,7 +113,7 @@ struct Probe {
     topic: String,
     group: String,
     /// The first error no retry fixes (authentication, authorization).
-    fatal: Mutex<Option<crate::kafka::Fatal>>,
+    fatal: Mutex<Option<Failure>>,
     /// The latest other error, for "unreachable" messages.
     last: Mutex<Option<String>>,
     /// Why a record we wrote was not delivered, if it was not.
@@ -161,13 +160,13 @@ impl Probe {
     fn failure(&self, what: String) -> Stop {
         // librdkafka's reasons quote what brokers said: one line, escaped.
         if let Some(fatal) = self.fatal.lock().expect("probe lock").clone() {
-            return Stop::Fail(fatal.code, printable(&fatal.message));
+            return Stop::Fail(Failure::new(fatal.kind, printable(&fatal.message)));
         }
         match self.last.lock().expect("probe lock").as_deref() {
             Some(last) if !what.contains(last) => {
-                Stop::Fail(exit::UNAVAILABLE, format!("{what} ({})", printable(last)))
+                Stop::Fail(Failure::new(Kind::Unavailable, format!("{what} ({})", printable(last))))
             }
-            _ => Stop::Fail(exit::UNAVAILABLE, what),
+            _ => Stop::Fail(Failure::new(Kind::Unavailable, what)),
         }
     }
 }
@@ -307,7 +306,7 @@ pub fn main(args: StatusArgs, env_properties: Option<String>) -> ExitCode {
     let (json_out, watch) = (args.json, args.watch);
     finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
         let fresh = status(&target, json_out, watch)?;
-        Ok(if fresh { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        Ok(if fresh { ExitCode::SUCCESS } else { ExitCode::from(Kind::NoLeader.code()) })
     }))
 }
 
@@ -369,10 +368,10 @@ fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, View), Stop> 
                 )
             });
             if let Some(fatal) = denied {
-                return fail(fatal.code, printable(&fatal.message));
+                return fail(fatal.kind, printable(&fatal.message));
             }
             let (topic, group) = (printable(&target.topic), printable(&target.group));
-            return fail(1, format!("no topic {topic}: no member of group {group} has run yet"));
+            return fail(Kind::NoLeader, format!("no topic {topic}: no member of group {group} has run yet"));
         }
         Err(e) => {
             return Err(probe.failure(format!(
@@ -386,8 +385,8 @@ fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, View), Stop> 
     let mut view = View::default();
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(&target.topic, 0, Offset::Offset(low.max(high - HISTORY)))
-        .map_err(|e| Stop::Fail(exit::INTERNAL, e.to_string()))?;
-    consumer.assign(&tpl).map_err(|e| Stop::Fail(exit::INTERNAL, e.to_string()))?;
+        .map_err(|e| Failure::new(Kind::Internal, e.to_string()))?;
+    consumer.assign(&tpl).map_err(|e| Failure::new(Kind::Internal, e.to_string()))?;
     // Catch up to the end as it was when we started.
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut caught_up = high <= low;
@@ -441,7 +440,7 @@ fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, Stop> {
 pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> ExitCode {
     let timeout: Duration = args.timeout.into();
     if timeout > MAX_YIELD_TIMEOUT {
-        return finish(fail(exit::USAGE, "--timeout must be at most 24h"));
+        return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
     }
     finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
         let message = handover(&target, args.name, timeout)?;
@@ -455,11 +454,14 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
     let group = printable(&target.group);
     let (consumer, mut view) = read_partition(target)?;
     let Some(old) = view.fresh_leader(wall_ms()).cloned() else {
-        return fail(1, format!("group {group}: no fresh leader to yield"));
+        return fail(Kind::NoLeader, format!("group {group}: no fresh leader to yield"));
     };
     if let Some(name) = &name {
         if *name != old.name {
-            return fail(1, format!("{} does not lead group {group} ({} does)", printable(name), printable(&old.name)));
+            return fail(
+                Kind::NoLeader,
+                format!("{} does not lead group {group} ({} does)", printable(name), printable(&old.name)),
+            );
         }
     }
     let producer: BaseProducer<Probe> = target
@@ -499,7 +501,7 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
         }
     }
     fail(
-        1,
+        Kind::NoLeader,
         format!(
             "group {group}: no other member took over within {} (is {} alone?)",
             humantime::format_duration(timeout),

@@ -27,7 +27,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use crate::clock::BootTime;
-use crate::exit::{self, ChildStatus};
+use crate::exit::{ChildStatus, Failure, Kind};
 
 /// What to run and how to stop it.
 #[derive(Clone, Debug)]
@@ -48,7 +48,7 @@ pub struct Command {
 /// typo is an immediate error and not a leader that fails every restart.
 /// Searches PATH as execvp does. Errors carry the shell's exit codes (127 not
 /// found, 126 not executable).
-pub fn check_executable(program: &OsStr) -> Result<(), (u8, String)> {
+pub fn check_executable(program: &OsStr) -> Result<(), Failure> {
     let name = Path::new(program);
     let candidates: Vec<PathBuf> = if program.to_string_lossy().contains('/') {
         vec![name.to_path_buf()]
@@ -61,8 +61,13 @@ pub fn check_executable(program: &OsStr) -> Result<(), (u8, String)> {
         return Ok(());
     }
     match candidates.iter().find(|p| p.exists()) {
-        Some(p) => Err((exit::NOT_EXECUTABLE, format!("not an executable file: {} (chmod +x it?)", p.display()))),
-        None => Err((exit::NOT_FOUND, format!("command not found: {} (give a path, or check PATH)", name.display()))),
+        Some(p) => {
+            Err(Failure::new(Kind::NotExecutable, format!("not an executable file: {} (chmod +x it?)", p.display())))
+        }
+        None => Err(Failure::new(
+            Kind::NotFound,
+            format!("command not found: {} (give a path, or check PATH)", name.display()),
+        )),
     }
 }
 

@@ -50,7 +50,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{getpid, getppid, Pid};
 
 use super::tree;
-use crate::exit::{self, ChildStatus};
+use crate::exit::{ChildStatus, Kind};
 use crate::stderr;
 
 /// The argument that turns the binary into the shim.
@@ -72,7 +72,7 @@ pub fn main(args: &[OsString]) -> ! {
             // Nothing may outlive the shim unwatched: kill first, then say why.
             kill_all();
             stderr::line(format_args!("neli-run: shim: {err}; killed the command"));
-            exit::INTERNAL
+            Kind::Internal.code()
         }
     };
     std::process::exit(code.into())
@@ -135,9 +135,9 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
         Ok(child) => Pid::from_raw(child.id() as i32),
         Err(err) => {
             let (code, what) = match err.kind() {
-                io::ErrorKind::NotFound => (exit::NOT_FOUND, "command not found"),
-                io::ErrorKind::PermissionDenied => (exit::NOT_EXECUTABLE, "permission denied"),
-                _ => (exit::NOT_EXECUTABLE, "cannot execute"),
+                io::ErrorKind::NotFound => (Kind::NotFound.code(), "command not found"),
+                io::ErrorKind::PermissionDenied => (Kind::NotExecutable.code(), "permission denied"),
+                _ => (Kind::NotExecutable.code(), "cannot execute"),
             };
             stderr::line(format_args!("neli-run: {}: {what} ({err})", program.to_string_lossy()));
             return Ok(ChildStatus::Exited(code));

@@ -17,17 +17,16 @@
 
 use std::ffi::{CStr, CString};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::BaseProducer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tracing::{debug, error, info, warn};
+use tracing::{debug, info, warn};
 
 use crate::cli::{DevBrokerArgs, GroupCoordinator};
-use crate::exit;
+use crate::exit::{Failure, Kind};
 use crate::kafka::Quiet;
 
 mod group;
@@ -113,27 +112,25 @@ impl Mock {
 }
 
 /// Runs the dev broker until SIGINT or SIGTERM.
-pub fn main(args: DevBrokerArgs) -> ExitCode {
-    let listen = match args.listen.to_socket_addrs().map(|mut a| a.next()) {
-        Ok(Some(addr)) => addr,
-        _ => {
-            error!(listen = %args.listen, "--listen must be HOST:PORT, e.g. 127.0.0.1:9092");
-            return ExitCode::from(exit::USAGE);
-        }
+pub fn main(args: DevBrokerArgs) -> Result<(), Failure> {
+    let Ok(Some(listen)) = args.listen.to_socket_addrs().map(|mut a| a.next()) else {
+        return Err(Failure::new(
+            Kind::Usage,
+            format!("--listen {}: must be HOST:PORT, e.g. 127.0.0.1:9092", args.listen),
+        ));
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
-    let runtime = match runtime {
-        Ok(rt) => rt,
-        Err(err) => {
-            error!(%err, "cannot start the runtime");
-            return ExitCode::from(exit::INTERNAL);
-        }
-    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|err| Failure::new(Kind::Internal, format!("cannot start the runtime: {err}")))?;
     let mut users = sasl::Users::default();
     for entry in &args.sasl_user {
         let Some((user, password)) = entry.split_once(':').filter(|(u, _)| !u.is_empty()) else {
-            error!("--sasl-user takes USER:PASSWORD (got a value without a user and a colon)");
-            return ExitCode::from(exit::USAGE);
+            return Err(Failure::new(
+                Kind::Usage,
+                "--sasl-user takes USER:PASSWORD (got a value without a user and a colon)",
+            ));
         };
         users.0.insert(user.to_string(), password.to_string());
     }
@@ -142,28 +139,26 @@ pub fn main(args: DevBrokerArgs) -> ExitCode {
     runtime.block_on(serve(listen, advertised, &args, users))
 }
 
-async fn serve(listen: SocketAddr, advertised: &str, args: &DevBrokerArgs, users: Option<sasl::Users>) -> ExitCode {
-    let listener = match TcpListener::bind(listen).await {
-        Ok(l) => l,
-        Err(err) => {
-            error!(%listen, %err, "cannot listen (another dev broker running? pick another --listen)");
-            return ExitCode::from(exit::USAGE);
-        }
-    };
-    let mock = match start_mock(advertised, &args.deny_topic, args.partitions) {
-        Ok(mock) => mock,
-        Err(err) => {
-            error!(%err, "cannot start the mock cluster");
-            return ExitCode::from(exit::INTERNAL);
-        }
-    };
+async fn serve(
+    listen: SocketAddr,
+    advertised: &str,
+    args: &DevBrokerArgs,
+    users: Option<sasl::Users>,
+) -> Result<(), Failure> {
+    let listener = TcpListener::bind(listen).await.map_err(|err| {
+        Failure::new(
+            Kind::Usage,
+            format!("cannot listen on {listen}: {err} (another dev broker running? pick another --listen)"),
+        )
+    })?;
+    let mock = start_mock(advertised, &args.deny_topic, args.partitions)
+        .map_err(|err| Failure::new(Kind::Internal, format!("cannot start the mock cluster: {err}")))?;
     // SAFETY: the handle is valid; the returned string is owned by the mock.
     let inner = unsafe { CStr::from_ptr(rdkafka_sys::rd_kafka_mock_cluster_bootstraps(mock.raw)) }
         .to_string_lossy()
         .into_owned();
     let Some(inner) = inner.split(',').next().and_then(|a| a.to_socket_addrs().ok()?.next()) else {
-        error!(%inner, "the mock cluster gave no usable address");
-        return ExitCode::from(exit::INTERNAL);
+        return Err(Failure::new(Kind::Internal, format!("the mock cluster gave no usable address ({inner})")));
     };
     // Only the forwarder may reach the mock: move its listener off 127.0.0.1.
     let mut door = None;
@@ -196,8 +191,7 @@ async fn serve(listen: SocketAddr, advertised: &str, args: &DevBrokerArgs, users
     let (Ok(mut term), Ok(mut down), Ok(mut up)) =
         (signal(SignalKind::terminate()), signal(SignalKind::user_defined1()), signal(SignalKind::user_defined2()))
     else {
-        error!("cannot install signal handlers");
-        return ExitCode::from(exit::INTERNAL);
+        return Err(Failure::new(Kind::Internal, "cannot install signal handlers"));
     };
     let mut is_up = true;
     loop {
@@ -233,7 +227,7 @@ async fn serve(listen: SocketAddr, advertised: &str, args: &DevBrokerArgs, users
     }
     drop(door);
     info!("dev broker stopped");
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 /// The mock cluster listens on a random 127.0.0.1 port, where it answers

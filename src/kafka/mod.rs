@@ -38,7 +38,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::clock::BootTime;
 use crate::config::{Config, Target};
-use crate::exit;
+use crate::exit::{Failure, Kind};
 use crate::leader::{Other, Record};
 use heartbeat::{Content, Heartbeat, Member, Yield};
 
@@ -63,27 +63,20 @@ pub enum Event {
     OtherHeartbeat(Other),
     /// `neli-run yield` asked us (while we own partition 0) to hand over.
     Yield,
-    /// Kafka refused us for good.
-    Fatal(Fatal),
-}
-
-/// A problem no retry will fix: exit with `code` after saying `message`.
-#[derive(Clone, Debug)]
-pub struct Fatal {
-    pub code: u8,
-    pub message: String,
+    /// Kafka refused us for good: a problem no retry will fix.
+    Fatal(Failure),
 }
 
 /// Classifies errors that no retry will fix.
-fn fatal_code(code: RDKafkaErrorCode) -> Option<u8> {
+fn fatal_kind(code: RDKafkaErrorCode) -> Option<Kind> {
     use RDKafkaErrorCode::*;
     match code {
         Authentication
         | SaslAuthenticationFailed
         | TopicAuthorizationFailed
         | GroupAuthorizationFailed
-        | ClusterAuthorizationFailed => Some(exit::KAFKA_DENIED),
-        Fatal | InvalidSessionTimeout | InconsistentGroupProtocol => Some(exit::KAFKA_CONFIG),
+        | ClusterAuthorizationFailed => Some(Kind::Denied),
+        Fatal | InvalidSessionTimeout | InconsistentGroupProtocol => Some(Kind::KafkaConfig),
         _ => None,
     }
 }
@@ -112,9 +105,9 @@ fn advice(code: RDKafkaErrorCode, topic: &str, group: &str) -> String {
 
 /// `Some` when `code` is fatal: `what` happened, plus what to do about it.
 /// (`status` and `yield` classify their errors with it too.)
-pub(crate) fn fatal(code: RDKafkaErrorCode, what: String, topic: &str, group: &str) -> Option<Fatal> {
-    let exit = fatal_code(code)?;
-    Some(Fatal { code: exit, message: format!("{what}. {}", advice(code, topic, group)).trim().into() })
+pub(crate) fn fatal(code: RDKafkaErrorCode, what: String, topic: &str, group: &str) -> Option<Failure> {
+    let kind = fatal_kind(code)?;
+    Some(Failure::new(kind, format!("{what}. {}", advice(code, topic, group)).trim()))
 }
 
 /// A context for the dev broker's own client: its librdkafka chatter goes to
@@ -152,7 +145,7 @@ struct Context {
     /// The first fatal error either client saw: connecting reads it here,
     /// since the run loop reads events only once connected (a wrong
     /// password would otherwise look like an unreachable broker forever).
-    fatal: Arc<std::sync::Mutex<Option<Fatal>>>,
+    fatal: Arc<std::sync::Mutex<Option<Failure>>>,
     /// Whether "standby" was logged since we last owned partition 0.
     standby: AtomicBool,
     /// The producer's librdkafka warns about every consumer-only property.
@@ -327,15 +320,15 @@ pub struct Kafka {
 
 /// Why a client could not be created, naming the property and where it came
 /// from, never its value (`status` and `yield` say it the same way).
-pub(crate) fn creation_error(err: KafkaError, target: &Target) -> Fatal {
+pub(crate) fn creation_error(err: KafkaError, target: &Target) -> Failure {
     let origin = match &err {
         KafkaError::ClientConfig(_, _, key, _) => target.origin(key),
         _ => "-X, --kafka-config, --kafka-secret or NELI_KAFKA_PROPERTIES".into(),
     };
-    Fatal {
-        code: exit::KAFKA_CONFIG,
-        message: format!("Kafka client configuration rejected: {}", rejected_property(&err, &origin)),
-    }
+    Failure::new(
+        Kind::KafkaConfig,
+        format!("Kafka client configuration rejected: {}", rejected_property(&err, &origin)),
+    )
 }
 
 /// Whether a property's value is a secret that no message may show.
@@ -415,7 +408,7 @@ impl Kafka {
     /// group. Retries while Kafka is unreachable (logging once); fails only
     /// on errors that retrying cannot fix. Blocking: run it on a blocking
     /// thread so that signals and --acquire-timeout are answered meanwhile.
-    pub fn connect(cfg: &Config, member: Member, events: UnboundedSender<Event>) -> Result<Kafka, Fatal> {
+    pub fn connect(cfg: &Config, member: Member, events: UnboundedSender<Event>) -> Result<Kafka, Failure> {
         let requests = Arc::new(Requests::default());
         let unreachable = Arc::new(AtomicBool::new(false));
         let fatal = Arc::new(std::sync::Mutex::new(None));
@@ -475,7 +468,7 @@ impl Kafka {
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
             .spawn(move || consume(consumer, &reader_member, &reader_requests, watch, &events))
-            .map_err(|e| Fatal { code: exit::INTERNAL, message: format!("cannot start the Kafka thread: {e}") })?;
+            .map_err(|e| Failure::new(Kind::Internal, format!("cannot start the Kafka thread: {e}")))?;
 
         Ok(Kafka {
             producer: Arc::new(producer),
@@ -639,7 +632,7 @@ fn consume(
 
 fn subscribe(consumer: &BaseConsumer<Context>, events: &UnboundedSender<Event>) {
     if let Err(err) = consumer.subscribe(&[&consumer.context().topic]) {
-        let _ = events.send(Event::Fatal(Fatal { code: exit::INTERNAL, message: format!("rejoining: {err}") }));
+        let _ = events.send(Event::Fatal(Failure::new(Kind::Internal, format!("rejoining: {err}"))));
     }
 }
 
@@ -681,7 +674,7 @@ fn leave_until_another_leads(consumer: &BaseConsumer<Context>, me: &Member, clos
 
 /// Makes sure the topic exists: metadata first (any broker), CreateTopics
 /// when missing. Retries while Kafka is unreachable.
-fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fatal> {
+fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Failure> {
     loop {
         if let Some(fatal) = consumer.context().fatal.lock().expect("fatal lock").take() {
             return Err(fatal);
@@ -732,7 +725,7 @@ fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fa
     }
 }
 
-fn create_topic(cfg: &Config) -> Result<(), Fatal> {
+fn create_topic(cfg: &Config) -> Result<(), Failure> {
     info!(topic = %cfg.kafka.topic, "creating the topic (1 partition, 1 hour retention)");
     let admin: AdminClient<rdkafka::client::DefaultClientContext> =
         cfg.kafka.client_config(&[("client.id", &cfg.name)]).create().map_err(|e| creation_error(e, &cfg.kafka))?;
@@ -755,27 +748,27 @@ fn create_topic(cfg: &Config) -> Result<(), Fatal> {
             RDKafkaErrorCode::InvalidReplicationFactor | RDKafkaErrorCode::UnsupportedVersion if replication == -1 => {
                 replication = 1;
             }
-            code if fatal_code(code) == Some(exit::KAFKA_DENIED) => {
-                return Err(Fatal {
-                    code: exit::KAFKA_DENIED,
-                    message: format!(
+            code if fatal_kind(code) == Some(Kind::Denied) => {
+                return Err(Failure::new(
+                    Kind::Denied,
+                    format!(
                         "topic {t} does not exist and this principal may not create it ({code}). Ask an admin to \
                          create it (kafka-topics.sh --create --topic {t} --partitions 1 --config retention.ms=3600000) \
                          or grant CREATE on it.",
                         t = cfg.kafka.topic
                     ),
-                });
+                ));
             }
             code => {
                 error!(topic = %cfg.kafka.topic, %code, "could not create the topic");
-                return Err(Fatal {
-                    code: exit::KAFKA_CONFIG,
-                    message: format!(
+                return Err(Failure::new(
+                    Kind::KafkaConfig,
+                    format!(
                         "topic {t} does not exist and could not be created ({code}). Create it with one \
                          partition (kafka-topics.sh --create --topic {t} --partitions 1) or pass --topic.",
                         t = cfg.kafka.topic
                     ),
-                });
+                ));
             }
         }
     }

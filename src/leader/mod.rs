@@ -618,8 +618,9 @@ impl Leader {
             Plan::Start(_) | Plan::Done => return,
             Plan::Serve => {}
         }
-        // We stopped it (a fence, a revoke): no restart policy applies.
-        if was != Child::Running || !matches!(self.role(), Role::Leader { .. }) {
+        // We stopped it (a fence, a revoke): no restart policy applies. (A
+        // running command means we lead: every way out of leading stops it.)
+        if was != Child::Running {
             return;
         }
         let again = match self.settings.restart {
@@ -749,7 +750,7 @@ impl Leader {
         }
         if self.acquire_deadline().is_some_and(|t| now >= t) && self.child == Child::Idle {
             warn!(timeout = ?self.settings.acquire_timeout.unwrap_or_default(), "not leader within --acquire-timeout; giving up");
-            self.exit(exit::ACQUIRE_TIMEOUT);
+            self.exit(exit::Kind::AcquireTimeout.code());
         }
     }
 

@@ -646,8 +646,11 @@ fn shutdown_of_a_standby_exits_zero_and_fatal_uses_its_code() {
     let mut l = Leader::new(settings(Restart::Never), ms(0));
     assert_eq!(l.step(Input::Shutdown, ms(10)), vec![Exit(0)]);
     let mut l = leading(Restart::Never);
-    l.step(Input::Fatal(exit::KAFKA_DENIED), ms(1100));
-    assert_eq!(l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1100)), vec![gone(1), Exit(exit::KAFKA_DENIED)]);
+    l.step(Input::Fatal(exit::Kind::Denied.code()), ms(1100));
+    assert_eq!(
+        l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1100)),
+        vec![gone(1), Exit(exit::Kind::Denied.code())]
+    );
 }
 
 #[test]
@@ -664,7 +667,7 @@ fn acquire_timeout_exits_only_if_never_leader() {
     s.acquire_timeout = Some(Duration::from_secs(5));
     let mut l = Leader::new(s.clone(), ms(0));
     assert_eq!(l.next_deadline(), Some(ms(5000)));
-    assert_eq!(l.step(Input::Tick, ms(5000)), vec![Exit(exit::ACQUIRE_TIMEOUT)]);
+    assert_eq!(l.step(Input::Tick, ms(5000)), vec![Exit(exit::Kind::AcquireTimeout.code())]);
 
     let mut l = Leader::new(s, ms(0));
     l.step(Input::Assigned, ms(1000));

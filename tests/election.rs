@@ -64,3 +64,32 @@ fn a_standby_gives_up_at_acquire_timeout() {
     assert_eq!(g.starts().len(), 1);
     drop(leader);
 }
+
+/// A graceful handover does not wait out the old leader's claim: its
+/// disclaimer lands before partition 0 moves (the shell holds the release
+/// of the revoke, and the leave, until the disclaimer is flushed). With a
+/// 20 s heartbeat deadline, a newcomer that read the old leader's last claim
+/// without the disclaimer after it would wait about 20 s; under Kafka's
+/// group timing the handover itself takes a coordinator heartbeat and the
+/// newcomer's observation window.
+#[test]
+fn a_graceful_handover_does_not_wait_out_the_old_leaders_claim() {
+    let broker = crate::util::Broker::dev_with("127.0.0.1", &["--group-coordinator", "kafka"]);
+    let g = Group::on(broker, "disclaimer");
+    let long = ["--session-timeout", "30s", "--heartbeat-deadline", "20s", "-X", "heartbeat.interval.ms=500"];
+    let mut a = g.member("a", &long, &["sleep", "1000"]);
+    wait_until(Duration::from_secs(60), "a leads", || g.starts().len() == 1);
+    let b = g.member("b", &long, &["sleep", "1000"]);
+    wait_until(Duration::from_secs(60), "b is a standby", || b.log().contains("standby"));
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(Duration::from_secs(60)).code(), Some(143), "{}", a.log());
+    let gone = std::time::Instant::now();
+    wait_until(Duration::from_secs(60), "b leads", || g.starts().len() == 2);
+    assert!(
+        gone.elapsed() < Duration::from_secs(10),
+        "b waited {:?} for a's claim to run out (20 s deadline): {}",
+        gone.elapsed(),
+        b.log()
+    );
+    g.assert_no_overlap();
+}

@@ -19,6 +19,11 @@
 //!   partition resumes leadership with a new token.
 //! - On revoke, the child is stopped (stop signal, grace, SIGKILL) and the
 //!   rebalance callback is released only once the child is gone.
+//!
+//! Beyond Fast NELI, `peers` holds what other members' records say, the
+//! defence against brokers that give partition 0 to two members at once;
+//! every start of the command passes one gate (`start_at`) that asks it.
+//! `Plan` says what follows the command's exit (restart, stand aside, exit).
 
 use std::time::Duration;
 

@@ -238,6 +238,11 @@ impl ConsumerContext for Context {
             return;
         }
         self.standby.store(false, Ordering::Relaxed);
+        // An assignment made earlier in the same poll, not yet reported by
+        // the consumer loop, is reported first: events keep their order.
+        if self.assigned.swap(0, Ordering::Relaxed) != 0 {
+            let _ = self.events.send(Event::Assigned);
+        }
         let lost = consumer.assignment_lost();
         let (release, released) = mpsc::sync_channel(1);
         if self.events.send(Event::Revoked { lost, release }).is_ok() {

@@ -560,13 +560,16 @@ impl Leader {
         (at < fresh.sent + self.settings.heartbeat_deadline).then_some(at)
     }
 
+    /// Starts the command once `start_at` has come, under the lease our
+    /// newest heartbeat gives (and not at or past its end).
     fn start_if_due(&mut self, now: BootTime) {
         let Some(Tenure { role: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
-        if self.start_at().is_some_and(|at| now >= at) && now < fresh.sent + self.settings.heartbeat_deadline {
+        let lease = fresh.sent + self.settings.heartbeat_deadline;
+        if self.start_at().is_some_and(|at| now >= at) && now < lease {
             self.plan = Plan::Serve;
             self.child = Child::Running;
             self.child_token = token;
-            self.out.push(Action::Spawn { token, lease: fresh.sent + self.settings.heartbeat_deadline });
+            self.out.push(Action::Spawn { token, lease });
         }
     }
 

@@ -275,16 +275,22 @@ fn a_shim_that_cannot_be_executed_is_reported_and_not_taken_for_a_start() {
 #[test]
 fn the_command_inherits_no_fd_of_neli_run_beyond_stdio() {
     let g = Group::new("no-fd-leak");
-    let mut m = g.member_unguarded("a", &[], &["sleep", "1000"]);
+    // A shell that says when it is past its own start-up: a program read
+    // during it (sleep opens /etc/locale.alias as it starts) holds files of
+    // its own for a moment, which are not inherited.
+    let ready = g.dir.path().join("ready");
+    let script = format!("touch {}; while :; do sleep 1; done", ready.display());
+    let mut m = g.member_unguarded("a", &[], &["sh", "-c", &script]);
     let children = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
     let mut command = None;
-    wait_until(LONG, "the command runs below the shim", || {
+    wait_until(LONG, "the command runs below the shim, past its start-up", || {
         let shim = children(m.pid().as_raw() as u32).split_whitespace().next().and_then(|p| p.parse().ok());
         command = shim.and_then(|shim| children(shim).split_whitespace().next().map(String::from));
         // Exec'd: until then the fork holds the shim's own fds.
-        command
-            .as_ref()
-            .is_some_and(|c| std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|n| n == "sleep\n"))
+        ready.exists()
+            && command
+                .as_ref()
+                .is_some_and(|c| std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|n| n == "sh\n"))
     });
     let dir = format!("/proc/{}/fd", command.unwrap());
     let mut fds: Vec<String> =

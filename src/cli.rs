@@ -240,9 +240,10 @@ pub struct DevBrokerArgs {
     /// `kafka`: a coordinator with Kafka's timing (a join ends as soon as
     /// every member has rejoined; a session ends at exactly its last
     /// heartbeat plus the session timeout), so handovers take what they
-    /// take on a Kafka cluster. `mock`: librdkafka's mock, which waits the
-    /// session timeout less one second after any change in the group.
-    #[arg(long, env = "NELI_DEV_BROKER_GROUP_COORDINATOR", value_enum, default_value_t = GroupCoordinator::Mock)]
+    /// take on a Kafka cluster. `mock`: librdkafka's mock, an independent
+    /// implementation of the protocol, which waits the session timeout less
+    /// one second after any change in the group.
+    #[arg(long, env = "NELI_DEV_BROKER_GROUP_COORDINATOR", value_enum, default_value_t = GroupCoordinator::Kafka)]
     pub group_coordinator: GroupCoordinator,
 
     /// With --group-coordinator kafka: how long a group that starts from

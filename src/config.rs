@@ -32,9 +32,6 @@ use crate::leader::Settings;
 
 /// Slack for the timer, the kill and the scheduler in every inequality.
 pub const MARGIN: Duration = Duration::from_millis(500);
-/// Added to --heartbeat-interval for how long a new owner watches partition
-/// 0 before leading: the fetch that reads another claimant's heartbeat.
-pub const OBSERVE_SLACK: Duration = Duration::from_millis(250);
 /// Coordinator heartbeat interval unless `-X heartbeat.interval.ms` says
 /// otherwise. Short, because standbys learn of a leader leaving only at their
 /// next coordinator heartbeat: it bounds graceful handover.
@@ -169,8 +166,6 @@ impl Config {
         )?;
         let leader = Settings {
             resume_window: session_timeout.saturating_sub(coordinator_heartbeat.saturating_add(MARGIN)),
-            // One heartbeat of another claimant, and the fetch that reads it.
-            observe: heartbeat_interval.saturating_add(OBSERVE_SLACK),
             claim_margin: MARGIN,
             heartbeat_interval,
             heartbeat_deadline: duration(

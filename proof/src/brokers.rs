@@ -20,10 +20,19 @@ pub struct Broker {
 impl Broker {
     /// `neli-run dev-broker` listening on `listen_ip`, advertising
     /// `advertise_ip` (the same, unless clients sit in other namespaces).
-    pub fn dev(neli: &Path, listen_ip: &str, advertise_ip: &str, log: &Path) -> Result<Broker, String> {
+    /// `coordinator` names who answers its group APIs: `kafka` (Kafka's
+    /// timing) or `mock` (librdkafka's).
+    pub fn dev(
+        neli: &Path,
+        coordinator: &str,
+        listen_ip: &str,
+        advertise_ip: &str,
+        log: &Path,
+    ) -> Result<Broker, String> {
         Broker::start("dev broker", listen_ip, advertise_ip, log, |listen, advertise| {
             let mut c = Command::new(neli);
             c.args(["dev-broker", "-v", "--listen", listen, "--advertise", advertise]);
+            c.args(["--group-coordinator", coordinator]);
             c
         })
     }

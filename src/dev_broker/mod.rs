@@ -62,6 +62,7 @@ async fn coordinate(mut requests: tokio::sync::mpsc::UnboundedReceiver<Asked>, i
         let replies = tokio::select! {
             request = requests.recv() => {
                 let Some((request, reply)) = request else { return };
+                debug!(at_ms = now(), group = %request.group, "{:?}", request.body);
                 waiting.insert(id, reply);
                 core.handle(id, request, now())
             }

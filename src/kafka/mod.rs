@@ -22,7 +22,7 @@ pub mod heartbeat;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::ClientContext;
@@ -175,9 +175,10 @@ impl Context {
     /// end, before our first heartbeat is written: far enough back to read
     /// the newest records of any other member that may still lead (a broker
     /// can hand the partition over while it does), near enough to lead after
-    /// one fetch. Left to `auto.offset.reset=latest`, the offset lookup could
-    /// also finish after our first heartbeat lands, skip it, and delay
-    /// leadership by one heartbeat interval.
+    /// one fetch. The core leads on what it has read before its own first
+    /// record, so a start past a claim would be unsafe: if the pin fails,
+    /// reading starts at the beginning (`auto.offset.reset=earliest`), which
+    /// is slower but skips nothing.
     fn start_near_end(&self, consumer: &BaseConsumer<Self>) {
         let pinned = consumer.fetch_watermarks(&self.topic, 0, Duration::from_secs(2)).and_then(|(low, end)| {
             self.assigned_at.store(end, Ordering::Relaxed);
@@ -185,7 +186,7 @@ impl Context {
             consumer.seek(&self.topic, 0, Offset::Offset(start), Duration::from_secs(2))
         });
         if let Err(err) = pinned {
-            debug!(%err, "could not pin partition 0's start; relying on auto.offset.reset");
+            debug!(%err, "could not pin partition 0's start; reading it from the beginning");
         }
     }
 
@@ -442,7 +443,8 @@ impl Kafka {
             // Sticky: a member joining never takes partition 0 from a leader.
             ("partition.assignment.strategy", "cooperative-sticky"),
             ("enable.auto.commit", "false"),
-            ("auto.offset.reset", "latest"),
+            // Only if the pin in `start_near_end` fails: skip nothing.
+            ("auto.offset.reset", "earliest"),
             ("allow.auto.create.topics", "false"),
             ("enable.partition.eof", "false"),
             // Brokers that do not answer a fetch when data arrives (the mock,
@@ -506,12 +508,19 @@ impl Kafka {
     }
 
     /// Waits, when called, up to `timeout` for the heartbeats queued by
-    /// then to be written (blocking: run it off the loop).
+    /// then to be written (blocking: run it off the loop). Not rdkafka's
+    /// `flush`: beside the producer's own polling thread it waits for a
+    /// delivery report in 100 ms steps, which every graceful handover paid.
     pub fn flusher(&self, timeout: Duration) -> impl FnOnce() + Send + 'static {
         let producer = self.producer.clone();
         move || {
-            if let Err(err) = rdkafka::producer::Producer::flush(&*producer, timeout) {
-                debug!(%err, "heartbeats not flushed");
+            let start = Instant::now();
+            while rdkafka::producer::Producer::in_flight_count(&*producer) > 0 {
+                if start.elapsed() >= timeout {
+                    debug!("heartbeats not flushed within {timeout:?}");
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(2));
             }
         }
     }
@@ -655,7 +664,7 @@ fn leave_until_another_leads(consumer: &BaseConsumer<Context>, me: &Member, clos
     if tpl.add_partition_offset(&topic, 0, Offset::End).is_err() {
         return;
     }
-    let until = std::time::Instant::now() + Duration::from_secs(10);
+    let until = Instant::now() + Duration::from_secs(10);
     while let Err(err) = consumer.incremental_assign(&tpl) {
         if std::time::Instant::now() > until {
             warn!(%err, "cannot watch partition 0 from outside the group; rejoining at once");

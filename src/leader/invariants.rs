@@ -99,7 +99,6 @@ impl Sim {
             restart_delay: Duration::from_millis(rng.u64(0..300)),
             acquire_timeout: rng.bool().then(|| Duration::from_millis(rng.u64(1000..20_000))),
             resume_window: Duration::from_millis(2200),
-            observe: Duration::from_millis([0, 250][rng.usize(..2)]),
             claim_margin: Duration::from_millis([0, 200][rng.usize(..2)]),
         };
         let core = Leader::new(settings.clone(), ms(0));

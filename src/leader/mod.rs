@@ -67,11 +67,6 @@ pub struct Settings {
     /// coordinator may already have given the partition to another member,
     /// so we rejoin the group instead of resuming.
     pub resume_window: Duration,
-    /// How long a new owner of partition 0 watches it before leading: long
-    /// enough to read one heartbeat of a member that still claims it. Some
-    /// brokers (tansu) have been seen giving the partition to a second member
-    /// while the first still held it.
-    pub observe: Duration,
     /// How long past its writer's deadline another member's claim still
     /// holds us back: room for the writers' wall clocks to disagree and for
     /// a kill to land.
@@ -501,8 +496,18 @@ impl Leader {
     }
 
     /// When a candidate (or fenced leader) may lead: its newest own heartbeat
-    /// is fresh, it has watched the partition for `observe`, and no other
-    /// member's claim or earlier term holds it back.
+    /// is fresh, and no other member's claim or earlier term holds it back.
+    ///
+    /// No fixed wait: the log itself is the proof. Everything written to
+    /// partition 0 before our first record of this term (from the backlog
+    /// the adapter pins before that record is sent) has been read by the
+    /// time that record comes back, since a partition is read in order; so
+    /// a claim that may still hold, or a term that began before ours, is
+    /// known. A record that lands after ours belongs to a term that began
+    /// after ours, which yields to us, or fences us (`on_other`) if its
+    /// writer says it began earlier. A graceful handover, whose disclaimer
+    /// is the newest record, so leads one produce and fetch after the
+    /// assignment.
     fn promotion_at(&self) -> Option<BootTime> {
         let tenure = self.tenure?;
         if tenure.role == Phase::Candidate || tenure.role == Phase::Fenced {
@@ -513,8 +518,7 @@ impl Leader {
                 // would not grow across the group. Found by the invariant test.
                 return None;
             }
-            let quiet = self.peers.held_until(start).unwrap_or(tenure.since);
-            let at = (tenure.since + self.settings.observe).max(quiet);
+            let at = self.peers.held_until(start).unwrap_or(tenure.since);
             return (at < fresh.sent + self.settings.heartbeat_deadline).then_some(at);
         }
         None

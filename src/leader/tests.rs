@@ -24,7 +24,6 @@ fn settings(restart: Restart) -> Settings {
         restart_delay: Duration::from_millis(100),
         acquire_timeout: None,
         resume_window: Duration::from_millis(2200),
-        observe: Duration::ZERO,
         claim_margin: Duration::ZERO,
     }
 }
@@ -385,25 +384,27 @@ fn a_leader_keeps_renewing_its_lease_while_an_older_claim_arrives() {
 }
 
 #[test]
-fn a_new_owner_watches_the_partition_before_leading() {
-    let mut s = settings(Restart::Never);
-    s.observe = Duration::from_millis(450);
-    let mut l = Leader::new(s, ms(0));
+fn a_new_owner_leads_on_its_first_record_read_back_once_the_last_leader_disclaimed() {
+    // The previous leader's claim, then its disclaimer, both read before
+    // our first record: the log proves its command gone, so no wait.
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(claim(3), ms(990));
+    l.step(other("x", None, 0), ms(995));
     l.step(Input::Assigned, ms(1000));
-    assert_eq!(l.step(hb(7, 1000), ms(1100)), vec![], "still watching");
-    assert_eq!(l.next_deadline(), Some(ms(1200)), "the next heartbeat comes first");
-    l.step(Input::Tick, ms(1200));
-    assert_eq!(l.next_deadline(), Some(ms(1400)));
-    assert_eq!(l.step(Input::Tick, ms(1450)), vec![Spawn { token: 7, lease: ms(2000) }, led()]);
-    // A claim seen while watching keeps us waiting a whole deadline.
-    let mut s = settings(Restart::Never);
-    s.observe = Duration::from_millis(450);
-    let mut l = Leader::new(s, ms(0));
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }, led()]);
+    // Without the disclaimer its claim holds us back until it runs out
+    // (written at 990, the writer's deadline 1000 ms).
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(claim(3), ms(990));
     l.step(Input::Assigned, ms(1000));
-    l.step(hb(7, 1000), ms(1100));
-    l.step(claim(3), ms(1300));
-    assert_eq!(l.step(Input::Tick, ms(1450)), vec![]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![]);
     assert_eq!(l.role(), Role::Candidate);
+    for t in (1200..1990).step_by(200) {
+        l.step(Input::Tick, ms(t));
+        assert_eq!(l.step(hb(7 + t as i64 / 200, t), ms(t + 5)), vec![]);
+    }
+    assert_eq!(l.next_deadline(), Some(ms(1990)));
+    assert_eq!(l.step(Input::Tick, ms(1990)), vec![Spawn { token: 16, lease: ms(2800) }, says(1, Some(7), Some(16))]);
 }
 
 #[test]
@@ -462,8 +463,7 @@ fn revoke_without_a_child_releases_at_once() {
 /// partition: each reads its own records and the other's, in log order.
 /// Returns the tokens each spawned with.
 fn two_owners(a_first_on_the_log: bool) -> [Vec<i64>; 2] {
-    let mut s = settings(Restart::Never);
-    s.observe = Duration::from_millis(450);
+    let s = settings(Restart::Never);
     let mut m = [Leader::new(s.clone(), ms(0)), Leader::new(s, ms(0))];
     let mut spawned: [Vec<i64>; 2] = Default::default();
     let names = ["a", "b"];
@@ -686,7 +686,8 @@ fn tokens_increase_across_leaderships() {
 
 #[test]
 fn every_role_taken_within_one_step_is_reported() {
-    let mut l = Leader::new(Settings { observe: Duration::from_millis(300), ..settings(Restart::Never) }, ms(0));
+    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    l.step(other("x", Some(3), 700), ms(1000)); // holds until 1300
     l.step(Input::Assigned, ms(1000));
     l.step(hb(7, 1000), ms(1010));
     assert_eq!(l.roles_taken(), vec![Role::Candidate]);

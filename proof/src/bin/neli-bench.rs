@@ -4,7 +4,10 @@
 //! loopback), in the same run and on the same machine.
 //!
 //! Scenarios (each repeated; figures are medians):
-//! - graceful: SIGTERM to the holder's supervisor until the next child runs;
+//! - graceful: SIGTERM to the holder's supervisor until the next child runs,
+//!   in a group quiet for a second;
+//! - graceful-after-join: the same, right after a member joined (a rolling
+//!   restart): librdkafka sends at most one JoinGroup a second;
 //! - crash: kill -9 of the holder's supervisor until the next child runs,
 //!   and the excess over the session timeout (etcd: the lease TTL);
 //! - fence: the holder's network cut until its child is dead;
@@ -36,6 +39,10 @@ use neli_proof::detector::read_lines;
 use neli_proof::netns::NetNs;
 use neli_proof::{die_with_runner, timing_args, wait_for};
 
+/// How long a group is left quiet after its last member joined, before a
+/// handover is timed: more than librdkafka's one JoinGroup a second.
+const JOIN_QUIET: Duration = Duration::from_millis(1200);
+
 /// The child: records "NAME PID START_NS" and sleeps. $0 = name, $1 = dir.
 const CHILD: &str = r#"echo "$0 $$ $(date +%s%N)" >> "$1/starts"; exec sleep 100000"#;
 
@@ -46,9 +53,16 @@ struct Args {
     #[arg(long, default_value_t = 5)]
     reps: usize,
     /// Session timeout for neli-run, and the lease TTL for etcdctl lock
-    /// (whole seconds for etcd).
+    /// (whole seconds for etcd). neli-run's other timings scale with it
+    /// (deadline S/2, grace S/3, heartbeats S/12, coordinator heartbeats
+    /// S/10), unless --product-defaults.
     #[arg(long, default_value = "3s")]
     session_timeout: humantime::Duration,
+    /// Run neli-run with no timing flags at all: the product's defaults
+    /// (session timeout 6s, which the etcd lease TTL then matches), as a
+    /// user who changed nothing gets them.
+    #[arg(long, conflicts_with = "session_timeout")]
+    product_defaults: bool,
     /// How long the idle scenario measures.
     #[arg(long, default_value = "60s")]
     idle: humantime::Duration,
@@ -56,12 +70,14 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "10,50,200")]
     scale: Vec<usize>,
     /// Scenarios to run.
-    #[arg(long, value_delimiter = ',', default_value = "startup,graceful,crash,fence,idle,scale")]
+    #[arg(long, value_delimiter = ',', default_value = "startup,graceful,graceful-after-join,crash,fence,idle,scale")]
     scenarios: Vec<String>,
-    /// Contenders: dev (neli-run on the dev broker), tansu (neli-run on
-    /// tansu), etcd (etcdctl lock), base (the --baseline binary on the dev
-    /// broker). Missing tools are skipped with a note.
-    #[arg(long, value_delimiter = ',', default_value = "dev,tansu,etcd")]
+    /// Contenders: dev (neli-run on the dev broker with Kafka's group
+    /// timing), dev-mock (on the dev broker with librdkafka's mock
+    /// coordinator), tansu (neli-run on tansu), etcd (etcdctl lock), base
+    /// (the --baseline binary on the dev broker with Kafka's timing).
+    /// Missing tools are skipped with a note.
+    #[arg(long, value_delimiter = ',', default_value = "dev,dev-mock,tansu,etcd")]
     contenders: Vec<String>,
     /// A neli-run built from another commit, for the `base` contender: a
     /// change measured before and after, side by side in one run (e.g.
@@ -83,6 +99,8 @@ struct Contender {
     /// network namespaces (it listens on 0.0.0.0).
     broker: Broker,
     session: Duration,
+    /// neli-run's timing flags (none: the product's defaults).
+    timing: Vec<String>,
     groups: usize,
 }
 
@@ -119,7 +137,7 @@ impl Contender {
             None => {
                 let mut argv = vec![self.neli.display().to_string(), "-b".into(), self.broker.address.clone()];
                 argv.extend(["-g".into(), group.into(), "--name".into(), name.into()]);
-                argv.extend(timing_args(s));
+                argv.extend(self.timing.iter().cloned());
                 argv.push("--".into());
                 argv
             }
@@ -252,18 +270,26 @@ impl<'a> Group<'a> {
     }
 
     /// Waits until every neli-run candidate has joined (its log says so);
-    /// etcdctl waiters queue at once.
-    fn settle(&self, within: Duration) -> bool {
+    /// etcdctl waiters queue at once. Then, unless `at_once`, lets the
+    /// group be quiet for `JOIN_QUIET`: librdkafka sends a member's
+    /// JoinGroup at most once a second, so a stop within a second of the
+    /// last rebalance waits out the rest of that second (the scenario
+    /// `graceful-after-join` measures exactly that).
+    fn settle(&self, within: Duration, at_once: bool) -> bool {
         if self.contender.is_etcd() {
             std::thread::sleep(Duration::from_millis(500));
             return true;
         }
-        wait_for(within, || {
+        let joined = wait_for(within, || {
             self.candidates.iter().all(|c| {
                 let log = fs::read_to_string(self.dir.join(format!("{}.log", c.name))).unwrap_or_default();
                 log.contains("standby:") || log.contains("child started")
             })
-        })
+        });
+        if joined && !at_once {
+            std::thread::sleep(JOIN_QUIET);
+        }
+        joined
     }
 }
 
@@ -287,7 +313,7 @@ enum Stop {
 
 /// One handover until the next child starts. Returns the latency and
 /// whether the old child was still alive at that moment.
-fn handover(group: &mut Group, stop: Stop, within: Duration) -> Option<(Duration, bool)> {
+fn handover(group: &mut Group, stop: Stop, within: Duration, at_once: bool) -> Option<(Duration, bool)> {
     let holder = group.holder()?;
     let before = group.starts();
     let old = before.last()?.clone();
@@ -302,7 +328,7 @@ fn handover(group: &mut Group, stop: Stop, within: Duration) -> Option<(Duration
     // The stopped candidate is replaced, so the group keeps its size.
     let _ = group.candidates.remove(holder);
     group.spawn();
-    group.settle(within);
+    group.settle(within, at_once);
     Some((new.at.duration_since(sent).unwrap_or_default(), overlap))
 }
 
@@ -365,7 +391,11 @@ fn main() -> ExitCode {
         eprintln!("neli-bench: {} not found: build it first (cargo build --release -p neli-run)", neli.display());
         return ExitCode::FAILURE;
     }
-    let session: Duration = args.session_timeout.into();
+    let (session, timing) = match args.product_defaults {
+        // The product's default session timeout (src/cli.rs).
+        true => (Duration::from_secs(6), Vec::new()),
+        false => (args.session_timeout.into(), timing_args(args.session_timeout.into())),
+    };
     let work = std::env::temp_dir().join(format!("neli-bench-{}", std::process::id()));
     fs::create_dir_all(&work).expect("work dir");
     fs::create_dir_all(&args.out).expect("--out dir");
@@ -393,23 +423,25 @@ fn main() -> ExitCode {
     for name in &args.contenders {
         let log = work.join(format!("{name}-broker.log"));
         let (broker, etcdctl) = match name.as_str() {
-            "dev" => (Broker::dev(&neli, listen, &ip, &log), None),
+            "dev" => (Broker::dev(&neli, "kafka", listen, &ip, &log), None),
+            "dev-mock" => (Broker::dev(&neli, "mock", listen, &ip, &log), None),
             "tansu" => (Broker::tansu(listen, &ip, &log), None),
             // The same dev broker (this build's) for both: only the members differ.
             "base" => match &args.baseline {
-                Some(path) if path.exists() => (Broker::dev(&neli, listen, &ip, &log), None),
+                Some(path) if path.exists() => (Broker::dev(&neli, "kafka", listen, &ip, &log), None),
                 _ => (Err("give the baseline binary with --baseline PATH".into()), None),
             },
             "etcd" => match find("etcdctl") {
                 Some(etcdctl) => (Broker::etcd(&work.join("etcd-data"), listen, &ip, &log), Some(etcdctl)),
                 None => (Err("etcdctl not found: apt-get install etcd-client".into()), None),
             },
-            other => (Err(format!("unknown contender {other} (dev, tansu, etcd, base)")), None),
+            other => (Err(format!("unknown contender {other} (dev, dev-mock, tansu, etcd, base)")), None),
         };
         match broker {
             Ok(broker) => contenders.push(Contender {
                 name: match name.as_str() {
                     "dev" => "neli-run/dev",
+                    "dev-mock" => "neli-run/dev-mock",
                     "tansu" => "neli-run/tansu",
                     "base" => "baseline/dev",
                     _ => "etcdctl-lock",
@@ -421,6 +453,7 @@ fn main() -> ExitCode {
                 etcdctl,
                 broker,
                 session,
+                timing: timing.clone(),
                 groups: 0,
             }),
             Err(why) => {
@@ -446,7 +479,13 @@ fn main() -> ExitCode {
                 }
             }
         }
-        for (scenario, stop, waiters) in [("graceful", Stop::Graceful, 2), ("crash", Stop::Crash, 2)] {
+        let kinds = [
+            ("graceful", Stop::Graceful, false),
+            ("graceful-after-join", Stop::Graceful, true),
+            ("crash", Stop::Crash, false),
+        ];
+        for (scenario, stop, at_once) in kinds {
+            let waiters = 2;
             if !run(scenario) {
                 continue;
             }
@@ -454,12 +493,12 @@ fn main() -> ExitCode {
             for _ in 0..=waiters {
                 g.spawn();
             }
-            if g.wait_start(1, within).is_none() || !g.settle(within) {
+            if g.wait_start(1, within).is_none() || !g.settle(within, at_once) {
                 results.notes.push(format!("{cname}: {scenario}: the group never settled"));
                 continue;
             }
             for _ in 0..args.reps {
-                match handover(&mut g, stop, within) {
+                match handover(&mut g, stop, within, at_once) {
                     Some((took, overlap)) => {
                         results.add(scenario, cname, ms(took));
                         if scenario == "crash" {
@@ -499,7 +538,7 @@ fn main() -> ExitCode {
             let mut g = Group::new(c, &work);
             g.spawn();
             g.spawn();
-            if g.wait_start(1, within).is_some() && g.settle(within) {
+            if g.wait_start(1, within).is_some() && g.settle(within, false) {
                 let holder = g.holder().expect("a holder");
                 let roles = [("holder", holder), ("waiter", 1 - holder)];
                 let before: Vec<_> =
@@ -521,12 +560,12 @@ fn main() -> ExitCode {
                     g.spawn();
                 }
                 let big = within * 4 + Duration::from_secs(n as u64);
-                if g.wait_start(1, big).is_none() || !g.settle(big) {
+                if g.wait_start(1, big).is_none() || !g.settle(big, false) {
                     results.notes.push(format!("{cname}: scale {n}: the group never settled"));
                     continue;
                 }
                 for _ in 0..args.reps.min(3) {
-                    match handover(&mut g, Stop::Graceful, big) {
+                    match handover(&mut g, Stop::Graceful, big, false) {
                         Some((took, _)) => results.add(&format!("scale {n}"), cname, ms(took)),
                         None => results.notes.push(format!("{cname}: scale {n}: no new holder")),
                     }
@@ -579,7 +618,10 @@ fn report(args: &Args, results: &Results, contenders: &[&str]) {
         md,
         "Machine: {cores} cores ({cpu}), Linux {}. Session timeout / TTL {}, {} repetitions, medians (p99 in brackets).\n",
         kernel.trim(),
-        args.session_timeout,
+        match args.product_defaults {
+            true => "6s (neli-run's defaults, no timing flags)".to_string(),
+            false => format!("{} (other timings scaled)", args.session_timeout),
+        },
         args.reps
     );
     let _ = write!(md, "| scenario | unit |");

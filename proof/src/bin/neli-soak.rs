@@ -76,8 +76,12 @@ struct Args {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum BrokerKind {
-    /// `neli-run dev-broker` (librdkafka's mock cluster).
+    /// `neli-run dev-broker` with Kafka's group timing (its own
+    /// coordinator).
     Dev,
+    /// `neli-run dev-broker` with librdkafka's mock coordinator: an
+    /// independent implementation of the group protocol.
+    DevMock,
     /// tansu, found on PATH or in ~/.cargo/bin.
     Tansu,
 }
@@ -399,7 +403,8 @@ fn main() -> ExitCode {
     };
     let broker = match (&args.brokers, args.broker) {
         (Some(_), _) => None,
-        (None, BrokerKind::Dev) => Some(Broker::dev(&neli, listen, &advertise, &dir.join("broker.log"))),
+        (None, BrokerKind::Dev) => Some(Broker::dev(&neli, "kafka", listen, &advertise, &dir.join("broker.log"))),
+        (None, BrokerKind::DevMock) => Some(Broker::dev(&neli, "mock", listen, &advertise, &dir.join("broker.log"))),
         (None, BrokerKind::Tansu) => Some(Broker::tansu(listen, &advertise, &dir.join("broker.log"))),
     };
     let broker = match broker.transpose() {
@@ -427,7 +432,7 @@ fn main() -> ExitCode {
     // A restart must keep the broker's log, as Kafka's does. The dev broker
     // goes down and up in place (SIGUSR1, SIGUSR2); tansu's in-memory
     // storage would be wiped by a restart, so tansu gets no restarts.
-    if broker.is_some() && args.broker == BrokerKind::Dev {
+    if broker.is_some() && args.broker != BrokerKind::Tansu {
         faults.push(Fault::BrokerRestart);
     }
     let mut soak = Soak {
@@ -445,6 +450,7 @@ fn main() -> ExitCode {
         args.candidates,
         args.brokers.as_deref().unwrap_or(match args.broker {
             BrokerKind::Dev => "dev",
+            BrokerKind::DevMock => "dev-mock",
             BrokerKind::Tansu => "tansu",
         }),
         args.session_timeout,

@@ -11,8 +11,12 @@
 //!   coordinator meanwhile (join state WAIT_UNASSIGN_CALL), and config.rs
 //!   bounds the barrier by the session timeout for brokers that ignore that.
 //! - The same thread reads partition 0 and reports every heartbeat record.
-//! - A producer (with librdkafka's own thread) writes our heartbeats. It is
-//!   separate from the consumer so that a blocked poll cannot delay them.
+//! - A producer writes our heartbeats. It is separate from the consumer so
+//!   that a blocked poll cannot delay them: librdkafka's own threads send
+//!   them. A thread of ours serves its delivery reports and errors every
+//!   100 ms (rdkafka's ThreadedProducer polls in a loop that spins out the
+//!   last millisecond of every 100 ms: 0.9 % of a core, idle), and a flush
+//!   serves them itself.
 //!
 //! Fencing does not live here: the run loop's timer and the shim's lease do
 //! it, so nothing stuck inside librdkafka can delay it.
@@ -30,7 +34,7 @@ use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseRecord, DeliveryResult, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::Offset;
 use rdkafka_sys::RDKafkaConfRes;
 use tokio::sync::mpsc::UnboundedSender;
@@ -312,7 +316,7 @@ impl ProducerContext for Context {
 /// The connection to Kafka: a producer we write heartbeats with and a
 /// consumer thread that reports events.
 pub struct Kafka {
-    producer: Arc<ThreadedProducer<Context>>,
+    producer: Arc<BaseProducer<Context>>,
     member: Member,
     topic: String,
     seq: u64,
@@ -463,10 +467,19 @@ impl Kafka {
             ("message.timeout.ms", &deadline_ms.to_string()),
             ("request.timeout.ms", &deadline_ms.to_string()),
         ]);
-        let producer: ThreadedProducer<Context> =
-            producer_config.create_with_context(context(true)).map_err(|e| creation_error(e, &cfg.kafka))?;
+        let producer: Arc<BaseProducer<Context>> =
+            Arc::new(producer_config.create_with_context(context(true)).map_err(|e| creation_error(e, &cfg.kafka))?);
 
-        ensure_topic(cfg, &consumer)?;
+        let served = producer.clone();
+        let closing = requests.clone();
+        std::thread::Builder::new()
+            .name("neli-produce".into())
+            .spawn(move || serve_producer(&served, &closing.closing))
+            .map_err(|e| Failure::new(Kind::Internal, format!("cannot start the Kafka thread: {e}")))?;
+        if let Err(failure) = ensure_topic(cfg, &consumer) {
+            requests.closing.store(true, Ordering::Relaxed);
+            return Err(failure);
+        }
         consumer.subscribe(&[&cfg.kafka.topic]).map_err(|e| creation_error(e, &cfg.kafka))?;
 
         let reader_member = member.clone();
@@ -478,7 +491,7 @@ impl Kafka {
             .map_err(|e| Failure::new(Kind::Internal, format!("cannot start the Kafka thread: {e}")))?;
 
         Ok(Kafka {
-            producer: Arc::new(producer),
+            producer,
             member,
             topic: cfg.kafka.topic.clone(),
             seq: 0,
@@ -509,13 +522,18 @@ impl Kafka {
 
     /// Waits, when called, up to `timeout` for the heartbeats queued by
     /// then to be written (blocking: run it off the loop). Not rdkafka's
-    /// `flush`: beside the producer's own polling thread it waits for a
-    /// delivery report in 100 ms steps, which every graceful handover paid.
+    /// `flush`, which waits in 100 ms steps: every graceful handover paid
+    /// one. It serves the delivery reports itself, since the consumer
+    /// thread may be held in the revoke barrier meanwhile.
     pub fn flusher(&self, timeout: Duration) -> impl FnOnce() + Send + 'static {
         let producer = self.producer.clone();
         move || {
             let start = Instant::now();
-            while rdkafka::producer::Producer::in_flight_count(&*producer) > 0 {
+            loop {
+                producer.poll(Duration::ZERO);
+                if producer.in_flight_count() == 0 {
+                    return;
+                }
                 if start.elapsed() >= timeout {
                     debug!("heartbeats not flushed within {timeout:?}");
                     return;
@@ -559,6 +577,30 @@ fn backlog(cfg: &Config) -> i64 {
     (4 * per_writer as i64).max(64)
 }
 
+/// Serves the producer's delivery reports and errors (reachability, and a
+/// fatal error such as a refused login, which connecting waits for) every
+/// 100 ms until we leave. Not rdkafka's `poll(100ms)`: it spins through the
+/// last millisecond of each wait.
+fn serve_producer(producer: &BaseProducer<Context>, closing: &AtomicBool) {
+    while !closing.load(Ordering::Relaxed) {
+        producer.poll(Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Makes librdkafka serve the group now: send a coordinator heartbeat that
+/// is due, or the JoinGroup of a rejoin. librdkafka does both only when its
+/// main thread wakes (rd_kafka_cgrp_serve, after each batch of operations
+/// in rd_kafka_thread_main), and with nothing else to do that thread wakes
+/// every 500 ms: measured here, `heartbeat.interval.ms` 100 gave one
+/// heartbeat every 500 ms, and a standby learnt of a leader's leave up to
+/// half a second late. Asking for the assignment is an operation on the
+/// group's queue, so it wakes that thread; called every poll (100 ms at
+/// most), heartbeats go out within 100 ms of falling due.
+fn serve_group(consumer: &BaseConsumer<Context>) {
+    let _ = consumer.assignment();
+}
+
 /// `Context::assigned`: partition 0 is ours (and was newly added).
 const ASSIGNED: u8 = 1;
 const ASSIGNED_NEW: u8 = 2;
@@ -592,6 +634,7 @@ fn consume(
             subscribe(&consumer, events);
         }
         let polled = consumer.poll(Duration::from_millis(100));
+        serve_group(&consumer);
         match ctx.assigned.swap(0, Ordering::Relaxed) {
             0 => {}
             added => {

@@ -12,7 +12,7 @@
 //!   and the excess over the session timeout (etcd: the lease TTL);
 //! - fence: the holder's network cut until its child is dead;
 //! - startup: process start until the child runs, one candidate;
-//! - idle: CPU seconds and peak RSS of a holder and of a waiter;
+//! - idle: CPU seconds, peak RSS and PSS of a holder and of a waiter;
 //! - scale: graceful handover with 10, 50 and 200 waiters.
 //!
 //! Every child writes its own start time (CLOCK_REALTIME, ns) and pid, so
@@ -40,7 +40,9 @@ use neli_proof::netns::NetNs;
 use neli_proof::{die_with_runner, timing_args, wait_for};
 
 /// How long a group is left quiet after its last member joined, before a
-/// handover is timed: more than librdkafka's one JoinGroup a second.
+/// handover is timed: more than librdkafka's one JoinGroup a second, plus
+/// up to a second drawn anew each time, so that the stop falls at any phase
+/// of the members' coordinator heartbeats (which a join aligns).
 const JOIN_QUIET: Duration = Duration::from_millis(1200);
 
 /// The child: records "NAME PID START_NS" and sleeps. $0 = name, $1 = dir.
@@ -287,7 +289,8 @@ impl<'a> Group<'a> {
             })
         });
         if joined && !at_once {
-            std::thread::sleep(JOIN_QUIET);
+            let jitter = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().subsec_millis();
+            std::thread::sleep(JOIN_QUIET + Duration::from_millis(u64::from(jitter)));
         }
         joined
     }
@@ -332,17 +335,23 @@ fn handover(group: &mut Group, stop: Stop, within: Duration, at_once: bool) -> O
     Some((new.at.duration_since(sent).unwrap_or_default(), overlap))
 }
 
-/// CPU seconds (every thread's time on CPU, from schedstat, in ns) and
-/// peak RSS (KiB) of `pid`.
-fn usage(pid: i32) -> Option<(f64, u64)> {
+/// CPU seconds (every thread's time on CPU, from schedstat, in ns), peak
+/// RSS and PSS now (KiB) of `pid`. RSS counts in full every shared library
+/// page the process touched (libssl, libcrypto, libsasl2: most of neli-run's
+/// RSS); PSS divides each shared page among the processes that map it.
+fn usage(pid: i32) -> Option<(f64, u64, u64)> {
     let mut ns = 0u64;
     for task in fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
         let stat = fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
         ns += stat.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
     }
     let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let hwm = status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()?;
-    Some((ns as f64 / 1e9, hwm))
+    let kib = |text: &str, key: &str| -> Option<u64> {
+        text.lines().find(|l| l.starts_with(key))?.split_whitespace().nth(1)?.parse().ok()
+    };
+    let hwm = kib(&status, "VmHWM:")?;
+    let pss = kib(&fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default(), "Pss:").unwrap_or(0);
+    Some((ns as f64 / 1e9, hwm, pss))
 }
 
 /// The supervisor's own processes: neli-run and its shim (the child's
@@ -550,6 +559,8 @@ fn main() -> ExitCode {
                     results.add(&format!("idle {role} cpu"), cname, cpu(pids) - start);
                     let rss = pids.iter().filter_map(|p| usage(*p)).map(|u| u.1).sum::<u64>();
                     results.add(&format!("idle {role} rss"), cname, rss as f64 / 1024.0);
+                    let pss = pids.iter().filter_map(|p| usage(*p)).map(|u| u.2).sum::<u64>();
+                    results.add(&format!("idle {role} pss"), cname, pss as f64 / 1024.0);
                 }
             }
         }
@@ -592,7 +603,7 @@ fn ms(d: Duration) -> f64 {
 fn unit(scenario: &str) -> &'static str {
     if scenario.ends_with("cpu") {
         "s"
-    } else if scenario.ends_with("rss") {
+    } else if scenario.ends_with("rss") || scenario.ends_with("pss") {
         "MiB"
     } else if scenario.contains("overlaps") || scenario.contains("still running") {
         "count"

@@ -1,6 +1,7 @@
 //! Kafka's classic group coordinator, with Kafka's timing, as a pure state
 //! machine (requests and time in, response frames out): what the dev broker
-//! answers JoinGroup, SyncGroup, Heartbeat and LeaveGroup with under
+//! answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+//! OffsetFetch, DescribeGroups and ListGroups with under
 //! `--group-coordinator kafka`.
 //!
 //! librdkafka's mock, the other choice, never ends a join early (it waits
@@ -17,17 +18,36 @@
 //! own next Heartbeat (REBALANCE_IN_PROGRESS) or JoinGroup, as on Kafka.
 //! Simplified where neli-run cannot tell: any JoinGroup of a known member
 //! starts a rebalance (Kafka spares a follower whose metadata is unchanged),
-//! static membership (group.instance.id) is not supported, and offsets stay
-//! with the mock (commits are not checked against the generation).
+//! and static membership (group.instance.id) is not supported. Offsets are
+//! the coordinator's, as on Kafka: a commit is checked against the member
+//! and its generation, and kept in memory.
 
 use std::collections::BTreeMap;
 
-use super::wire::{put_string, Header, Reader, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP};
+use super::wire::{
+    put_string, Header, Reader, DESCRIBE_GROUPS, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, LIST_GROUPS, OFFSET_COMMIT,
+    OFFSET_FETCH, SYNC_GROUP,
+};
 
 /// The highest version of each group API served here: the non-flexible
-/// ones (librdkafka 2.12 uses JoinGroup 5, SyncGroup 3, Heartbeat 3 and
-/// LeaveGroup 1). The ApiVersions answer is capped to these.
-const MAX_VERSION: [(i16, i16); 4] = [(JOIN_GROUP, 5), (HEARTBEAT, 3), (LEAVE_GROUP, 2), (SYNC_GROUP, 3)];
+/// ones (librdkafka 2.12 uses JoinGroup 5, SyncGroup 3, Heartbeat 3,
+/// LeaveGroup 1, OffsetCommit 7 and OffsetFetch 5 under this cap). The
+/// ApiVersions answer is capped to these.
+const MAX_VERSION: [(i16, i16); 8] = [
+    (JOIN_GROUP, 5),
+    (HEARTBEAT, 3),
+    (LEAVE_GROUP, 2),
+    (SYNC_GROUP, 3),
+    (OFFSET_COMMIT, 7),
+    (OFFSET_FETCH, 5),
+    (DESCRIBE_GROUPS, 4),
+    (LIST_GROUPS, 2),
+];
+/// APIs the mock does not serve at all, which the ApiVersions answer gains.
+pub const ADDED: [(i16, i16, i16); 2] = [(DESCRIBE_GROUPS, 0, 4), (LIST_GROUPS, 0, 2)];
+/// The lowest versions read here (the older ones lay their fields out
+/// differently and no client in use sends them).
+const MIN_VERSION: [(i16, i16); 2] = [(OFFSET_COMMIT, 2), (OFFSET_FETCH, 1)];
 
 const NONE: i16 = 0;
 const ILLEGAL_GENERATION: i16 = 22;
@@ -55,6 +75,10 @@ pub struct Request {
     pub version: i16,
     pub correlation: i32,
     pub client_id: String,
+    /// The client's address as Kafka shows it ("/127.0.0.1"); set by the
+    /// shell, which knows the connection.
+    pub host: String,
+    /// Empty for DescribeGroups and ListGroups, which name no one group.
     pub group: String,
     pub body: Body,
 }
@@ -80,16 +104,51 @@ pub enum Body {
     Leave {
         members: Vec<String>,
     },
+    /// Offsets to keep, by topic and partition.
+    Commit {
+        generation: i32,
+        member: String,
+        topics: Vec<(String, Vec<(i32, Committed)>)>,
+    },
+    /// Offsets asked for, by topic; None for all of the group's.
+    Fetch {
+        topics: Option<Vec<(String, Vec<i32>)>>,
+    },
+    Describe {
+        groups: Vec<String>,
+    },
+    List,
+}
+
+/// A committed offset, as OffsetFetch returns it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Committed {
+    offset: i64,
+    leader_epoch: i32,
+    metadata: Option<String>,
 }
 
 impl Request {
-    /// Reads a JoinGroup, SyncGroup, Heartbeat or LeaveGroup frame of a
-    /// version served here; None for anything else.
+    /// Reads a frame of a group API and version served here; None for
+    /// anything else.
     pub fn parse(frame: &[u8]) -> Option<Request> {
         let Header { api_key, version, correlation, client_id, flexible, body: mut r } = Header::parse(frame)?;
         let max = MAX_VERSION.iter().find(|(key, _)| *key == api_key)?.1;
-        if flexible || version > max {
+        let min = MIN_VERSION.iter().find(|(key, _)| *key == api_key).map_or(0, |(_, min)| *min);
+        if flexible || version > max || version < min {
             return None;
+        }
+        let host = String::new();
+        match api_key {
+            DESCRIBE_GROUPS => {
+                let groups = (0..r.i32()?.max(0)).map(|_| r.string()).collect::<Option<_>>()?;
+                let body = Body::Describe { groups };
+                return Some(Request { version, correlation, client_id, host, group: String::new(), body });
+            }
+            LIST_GROUPS => {
+                return Some(Request { version, correlation, client_id, host, group: String::new(), body: Body::List })
+            }
+            _ => {}
         }
         let group = r.string()?;
         let body = match api_key {
@@ -115,9 +174,43 @@ impl Request {
             }
             HEARTBEAT => Body::Heartbeat { generation: r.i32()?, member: r.string()? },
             LEAVE_GROUP => Body::Leave { members: vec![r.string()?] },
+            OFFSET_COMMIT => {
+                let (generation, member) = (r.i32()?, r.string()?);
+                if version >= 7 {
+                    r.string_in(false)?; // group.instance.id
+                }
+                if version <= 4 {
+                    r.i64()?; // retention time
+                }
+                let topics = (0..r.i32()?.max(0))
+                    .map(|_| {
+                        let name = r.string()?;
+                        let partitions = (0..r.i32()?.max(0))
+                            .map(|_| {
+                                let (partition, offset) = (r.i32()?, r.i64()?);
+                                let leader_epoch = if version >= 6 { r.i32()? } else { -1 };
+                                Some((partition, Committed { offset, leader_epoch, metadata: r.string_in(false)? }))
+                            })
+                            .collect::<Option<_>>()?;
+                        Some((name, partitions))
+                    })
+                    .collect::<Option<_>>()?;
+                Body::Commit { generation, member, topics }
+            }
+            OFFSET_FETCH => {
+                let count = r.i32()?;
+                let topics = (count >= 0)
+                    .then(|| {
+                        (0..count)
+                            .map(|_| Some((r.string()?, (0..r.i32()?.max(0)).map(|_| r.i32()).collect::<Option<_>>()?)))
+                            .collect::<Option<Vec<_>>>()
+                    })
+                    .map_or(Some(None), |t| t.map(Some))?;
+                Body::Fetch { topics }
+            }
             _ => return None,
         };
-        Some(Request { version, correlation, client_id, group, body })
+        Some(Request { version, correlation, client_id, host, group, body })
     }
 
     fn api_key(&self) -> i16 {
@@ -126,6 +219,10 @@ impl Request {
             Body::Sync { .. } => SYNC_GROUP,
             Body::Heartbeat { .. } => HEARTBEAT,
             Body::Leave { .. } => LEAVE_GROUP,
+            Body::Commit { .. } => OFFSET_COMMIT,
+            Body::Fetch { .. } => OFFSET_FETCH,
+            Body::Describe { .. } => DESCRIBE_GROUPS,
+            Body::List => LIST_GROUPS,
         }
     }
 
@@ -135,6 +232,8 @@ impl Request {
         let mut out = self.correlation.to_be_bytes().to_vec();
         let throttled = match self.api_key() {
             JOIN_GROUP => self.version >= 2,
+            OFFSET_COMMIT | OFFSET_FETCH => self.version >= 3,
+            DESCRIBE_GROUPS | LIST_GROUPS => self.version >= 1,
             _ => self.version >= 1,
         };
         if throttled {
@@ -154,7 +253,59 @@ impl Request {
                 out.extend_from_slice(&code.to_be_bytes());
                 out
             }
+            Body::Commit { topics, .. } => {
+                let mut out = self.response();
+                out.extend_from_slice(&(topics.len() as i32).to_be_bytes());
+                for (name, partitions) in topics {
+                    put_string(&mut out, Some(name));
+                    out.extend_from_slice(&(partitions.len() as i32).to_be_bytes());
+                    for (partition, ..) in partitions {
+                        out.extend_from_slice(&partition.to_be_bytes());
+                        out.extend_from_slice(&code.to_be_bytes());
+                    }
+                }
+                out
+            }
+            Body::Fetch { .. } => self.fetch_response(&[]),
+            Body::Describe { .. } | Body::List => {
+                let mut out = self.response();
+                out.extend_from_slice(&code.to_be_bytes());
+                out.extend_from_slice(&0i32.to_be_bytes()); // no groups
+                out
+            }
         }
+    }
+
+    /// An OffsetFetch answer: every partition asked for (or every one the
+    /// group committed), with -1 where nothing was committed.
+    fn fetch_response(&self, committed: &[(String, i32, Option<Committed>)]) -> Vec<u8> {
+        let mut out = self.response();
+        type Partitions<'a> = Vec<(i32, Option<&'a Committed>)>;
+        let mut topics: Vec<(&str, Partitions)> = Vec::new();
+        for (topic, partition, c) in committed {
+            match topics.last_mut() {
+                Some((t, parts)) if t == topic => parts.push((*partition, c.as_ref())),
+                _ => topics.push((topic, vec![(*partition, c.as_ref())])),
+            }
+        }
+        out.extend_from_slice(&(topics.len() as i32).to_be_bytes());
+        for (topic, partitions) in topics {
+            put_string(&mut out, Some(topic));
+            out.extend_from_slice(&(partitions.len() as i32).to_be_bytes());
+            for (partition, c) in partitions {
+                out.extend_from_slice(&partition.to_be_bytes());
+                out.extend_from_slice(&c.map_or(-1, |c| c.offset).to_be_bytes());
+                if self.version >= 5 {
+                    out.extend_from_slice(&c.map_or(-1, |c| c.leader_epoch).to_be_bytes());
+                }
+                put_string(&mut out, Some(c.and_then(|c| c.metadata.as_deref()).unwrap_or("")));
+                out.extend_from_slice(&NONE.to_be_bytes());
+            }
+        }
+        if self.version >= 2 {
+            out.extend_from_slice(&NONE.to_be_bytes());
+        }
+        out
     }
 
     fn join_response(
@@ -231,6 +382,8 @@ enum State {
 }
 
 struct Member {
+    client_id: String,
+    host: String,
     /// When it first joined: the first of the members left leads a new
     /// generation when the old leader is gone.
     order: u64,
@@ -256,6 +409,10 @@ struct Group {
     pending: BTreeMap<String, Millis>,
     /// How many members have joined so far (each one's `order`).
     joins: u64,
+    /// Committed offsets, by topic and partition.
+    offsets: BTreeMap<(String, i32), Committed>,
+    /// The protocol (assignor) chosen in the last join.
+    protocol: Option<String>,
 }
 
 impl Group {
@@ -354,6 +511,7 @@ impl Group {
             })
             .collect();
         self.leader = Some(leader.clone());
+        self.protocol = Some(protocol.clone());
         let listed: Vec<(&str, &[u8])> = metadata.iter().map(|(id, d)| (id.as_str(), d.as_slice())).collect();
         for (id, m) in self.members.iter_mut() {
             let (to, req) = m.join.take().expect("everyone joined");
@@ -408,6 +566,29 @@ impl Coordinator {
     pub fn handle(&mut self, to: ReplyTo, req: Request, now: Millis) -> Vec<Reply> {
         let mut out = self.tick(now);
         let delay = self.initial_delay;
+        let known = self.groups.contains_key(&req.group);
+        match (&req.body, known) {
+            (Body::Fetch { topics }, false) => {
+                // Looking creates nothing.
+                let none = topics.iter().flatten().flat_map(|(t, ps)| ps.iter().map(|p| (t.clone(), *p, None)));
+                out.push(Reply { to, frame: req.fetch_response(&none.collect::<Vec<_>>()) });
+                return out;
+            }
+            (Body::Describe { groups }, _) => {
+                out.push(Reply { to, frame: self.describe(&req, groups) });
+                return out;
+            }
+            (Body::List, _) => {
+                out.push(Reply { to, frame: self.list(&req) });
+                return out;
+            }
+            (Body::Commit { generation, member, .. }, false) if *generation >= 0 || !member.is_empty() => {
+                // A member of a group Kafka has never heard of is stale.
+                out.push(Reply { to, frame: req.error(ILLEGAL_GENERATION) });
+                return out;
+            }
+            _ => {}
+        }
         let group = self.groups.entry(req.group.clone()).or_default();
         match &req.body {
             Body::Join { session, rebalance, member, protocol_type, protocols } => {
@@ -441,6 +622,8 @@ impl Coordinator {
                 }
                 let order = group.joins;
                 let m = group.members.entry(id).or_insert_with(|| Member {
+                    client_id: req.client_id.clone(),
+                    host: req.host.clone(),
                     order,
                     session: 0,
                     rebalance: 0,
@@ -502,6 +685,47 @@ impl Coordinator {
                 }
                 out.push(Reply { to, frame: req.error(code) });
             }
+            Body::Commit { generation, member, topics } => {
+                // As Kafka 3.9 validates a commit (GroupCoordinator
+                // .validateOffsetCommit, then doCommitOffsets).
+                let managed = *generation >= 0 || !member.is_empty();
+                let code = match (managed, group.members.get_mut(member)) {
+                    (true, None) => UNKNOWN_MEMBER_ID,
+                    (true, Some(_)) if *generation != group.generation => ILLEGAL_GENERATION,
+                    (true, Some(_)) if group.state == State::Completing => REBALANCE_IN_PROGRESS,
+                    (true, Some(m)) => {
+                        m.expires = now + m.session;
+                        NONE
+                    }
+                    // Outside group management (a new group, created by
+                    // this commit, or an empty one): only while nobody is in it.
+                    (false, _) if group.state != State::Empty => UNKNOWN_MEMBER_ID,
+                    (false, _) => NONE,
+                };
+                if code == NONE {
+                    for (topic, partitions) in topics {
+                        for (partition, committed) in partitions {
+                            group.offsets.insert((topic.clone(), *partition), committed.clone());
+                        }
+                    }
+                }
+                out.push(Reply { to, frame: req.error(code) });
+            }
+            Body::Fetch { topics } => {
+                let committed: Vec<(String, i32, Option<Committed>)> = match topics {
+                    Some(topics) => topics
+                        .iter()
+                        .flat_map(|(t, parts)| parts.iter().map(move |p| (t.clone(), *p)))
+                        .map(|(t, p)| {
+                            let c = group.offsets.get(&(t.clone(), p)).cloned();
+                            (t, p, c)
+                        })
+                        .collect(),
+                    None => group.offsets.iter().map(|((t, p), c)| (t.clone(), *p, Some(c.clone()))).collect(),
+                };
+                out.push(Reply { to, frame: req.fetch_response(&committed) });
+            }
+            Body::Describe { .. } | Body::List => {} // answered above
             Body::Leave { members } => {
                 let mut code = NONE;
                 for id in members {
@@ -546,6 +770,63 @@ impl Coordinator {
         out
     }
 
+    /// A DescribeGroups answer, as Kafka's GroupMetadata.summary gives it:
+    /// members with their protocol metadata and assignment only while the
+    /// group is stable; "Dead" for a group never heard of.
+    fn describe(&self, req: &Request, ids: &[String]) -> Vec<u8> {
+        let mut out = req.response();
+        out.extend_from_slice(&(ids.len() as i32).to_be_bytes());
+        for id in ids {
+            let group = self.groups.get(id);
+            let state = match group.map(|g| g.state) {
+                None => "Dead",
+                Some(State::Empty) => "Empty",
+                Some(State::Preparing { .. }) => "PreparingRebalance",
+                Some(State::Completing) => "CompletingRebalance",
+                Some(State::Stable) => "Stable",
+            };
+            let stable = state == "Stable";
+            let members: Vec<(&String, &Member)> = group.map(|g| g.members.iter().collect()).unwrap_or_default();
+            let protocol = group.and_then(|g| g.protocol.as_deref()).filter(|_| stable).unwrap_or("");
+            out.extend_from_slice(&NONE.to_be_bytes());
+            put_string(&mut out, Some(id));
+            put_string(&mut out, Some(state));
+            put_string(&mut out, Some(members.first().map_or("", |(_, m)| m.protocol_type.as_str())));
+            put_string(&mut out, Some(protocol));
+            out.extend_from_slice(&(members.len() as i32).to_be_bytes());
+            for (member, m) in members {
+                put_string(&mut out, Some(member));
+                if req.version >= 4 {
+                    put_string(&mut out, None); // group.instance.id
+                }
+                put_string(&mut out, Some(&m.client_id));
+                put_string(&mut out, Some(&m.host));
+                let metadata = m.protocols.iter().find(|(p, _)| stable && p == protocol).map_or(&[][..], |(_, d)| d);
+                let assignment = if stable { &m.assignment[..] } else { &[] };
+                for bytes in [metadata, assignment] {
+                    out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+                    out.extend_from_slice(bytes);
+                }
+            }
+            if req.version >= 3 {
+                out.extend_from_slice(&i32::MIN.to_be_bytes()); // operations not asked for
+            }
+        }
+        out
+    }
+
+    /// A ListGroups answer: every group the coordinator knows.
+    fn list(&self, req: &Request) -> Vec<u8> {
+        let mut out = req.response();
+        out.extend_from_slice(&NONE.to_be_bytes());
+        out.extend_from_slice(&(self.groups.len() as i32).to_be_bytes());
+        for (id, g) in &self.groups {
+            put_string(&mut out, Some(id));
+            put_string(&mut out, Some(g.members.values().next().map_or("", |m| m.protocol_type.as_str())));
+        }
+        out
+    }
+
     /// When `tick` next has something to do.
     pub fn next_deadline(&self) -> Option<Millis> {
         self.groups.values().filter_map(Group::next_deadline).min()
@@ -561,7 +842,7 @@ mod tests {
     const G: i32 = 2;
 
     fn req(version: i16, body: Body) -> Request {
-        Request { version, correlation: 7, client_id: "c".into(), group: "g".into(), body }
+        Request { version, correlation: 7, client_id: "c".into(), host: "/h".into(), group: "g".into(), body }
     }
 
     fn join(member: &str) -> Request {
@@ -739,7 +1020,14 @@ mod tests {
         };
         assert_eq!(
             Request::parse(&f),
-            Some(Request { version: 5, correlation: 42, client_id: "c".into(), group: "g".into(), body: want })
+            Some(Request {
+                version: 5,
+                correlation: 42,
+                client_id: "c".into(),
+                host: String::new(),
+                group: "g".into(),
+                body: want
+            })
         );
         // Heartbeat v3 and LeaveGroup v1.
         let hb = [0, 12, 0, 3, 0, 0, 0, 1, 0, 0, 0, 1, b'g', 0, 0, 0, 4, 0, 1, b'm', 255, 255];
@@ -762,5 +1050,108 @@ mod tests {
         let capped = cap_api_versions(&f, 2).unwrap();
         assert_eq!(capped[10..22], [0, 11, 0, 0, 0, 5, 0, 3, 0, 0, 0, 12]);
         assert_eq!(capped.len(), f.len());
+    }
+
+    fn commit(generation: i32, member: &str, offset: i64) -> Request {
+        let topics = vec![("t".into(), vec![(0, Committed { offset, leader_epoch: -1, metadata: Some("m".into()) })])];
+        req(7, Body::Commit { generation, member: member.into(), topics })
+    }
+
+    /// The error of a one-partition OffsetCommit v7 answer.
+    fn committed(frame: &[u8]) -> i16 {
+        let mut r = Reader { buf: frame, at: 8 };
+        assert_eq!((r.i32(), r.string(), r.i32(), r.i32()), (Some(1), Some("t".into()), Some(1), Some(0)));
+        r.i16().unwrap()
+    }
+
+    /// The offset an OffsetFetch v5 answer gives for t/0.
+    fn fetched(c: &mut Coordinator, to: ReplyTo, now: Millis) -> i64 {
+        let out = c.handle(to, req(5, Body::Fetch { topics: Some(vec![("t".into(), vec![0])]) }), now);
+        let mut r = Reader { buf: &out[0].frame, at: 8 };
+        assert_eq!((r.i32(), r.string(), r.i32(), r.i32()), (Some(1), Some("t".into()), Some(1), Some(0)));
+        r.i64().unwrap()
+    }
+
+    #[test]
+    fn a_commit_is_kept_only_from_a_member_of_the_current_generation() {
+        let mut c = Coordinator::new(0);
+        assert_eq!(fetched(&mut c, 1, 0), -1, "nothing committed");
+        assert!(c.groups.is_empty(), "looking creates no group");
+        assert_eq!(committed(&c.handle(2, commit(1, "m", 5), 0)[0].frame), ILLEGAL_GENERATION, "an unknown group");
+        let (m1, m2) = stable_pair(&mut c);
+        assert_eq!(committed(&c.handle(3, commit(G, &m1, 10), 0)[0].frame), NONE);
+        assert_eq!(fetched(&mut c, 4, 0), 10);
+        assert_eq!(committed(&c.handle(5, commit(G - 1, &m2, 11), 0)[0].frame), ILLEGAL_GENERATION);
+        assert_eq!(committed(&c.handle(6, commit(G, "stranger", 12), 0)[0].frame), UNKNOWN_MEMBER_ID);
+        assert_eq!(committed(&c.handle(7, commit(-1, "", 13), 0)[0].frame), UNKNOWN_MEMBER_ID, "the group is managed");
+        assert_eq!(fetched(&mut c, 8, 0), 10, "none of those was kept");
+        // While the join is answered but not yet synced: rebalancing.
+        c.handle(9, join(&m1), 100);
+        let out = c.handle(10, join(&m2), 100);
+        assert_eq!(joined(reply_to(&out, 10)).1, G + 1);
+        assert_eq!(committed(&c.handle(11, commit(G + 1, &m2, 14), 100)[0].frame), REBALANCE_IN_PROGRESS);
+        // A commit counts as a heartbeat: m2 outlives its last heartbeat.
+        c.handle(12, sync(G + 1, &m1, &[]), 200);
+        c.handle(13, sync(G + 1, &m2, &[]), 200);
+        assert_eq!(committed(&c.handle(14, commit(G + 1, &m2, 15), 2900)[0].frame), NONE);
+        c.handle(15, heartbeat(G + 1, &m1), 2900);
+        assert!(c.tick(3200).is_empty(), "m2's session runs until 5900");
+        assert_eq!(fetched(&mut c, 16, 3200), 15);
+        // Outside group management, once the group is empty.
+        c.handle(17, leave(&m1), 3300);
+        c.handle(18, leave(&m2), 3300);
+        assert_eq!(committed(&c.handle(19, commit(-1, "", 16), 3400)[0].frame), NONE);
+        assert_eq!(fetched(&mut c, 20, 3400), 16);
+    }
+
+    #[test]
+    fn reads_offset_commit_and_fetch_requests() {
+        // OffsetCommit v7: group g, generation 3, member m, no instance id,
+        // one topic t with partition 0 at offset 9, epoch 2, metadata "x".
+        let mut f = vec![0, 8, 0, 7, 0, 0, 0, 1, 0, 1, b'c', 0, 1, b'g', 0, 0, 0, 3, 0, 1, b'm', 255, 255];
+        f.extend_from_slice(&[0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 1, 0, 0, 0, 0]);
+        f.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 2, 0, 1, b'x']);
+        let want = Body::Commit {
+            generation: 3,
+            member: "m".into(),
+            topics: vec![("t".into(), vec![(0, Committed { offset: 9, leader_epoch: 2, metadata: Some("x".into()) })])],
+        };
+        assert_eq!(Request::parse(&f).unwrap().body, want);
+        // OffsetFetch v5: all topics (null), and t/0, 1.
+        let all = [0, 9, 0, 5, 0, 0, 0, 1, 0, 1, b'c', 0, 1, b'g', 255, 255, 255, 255];
+        assert_eq!(Request::parse(&all).unwrap().body, Body::Fetch { topics: None });
+        let mut some = vec![0, 9, 0, 5, 0, 0, 0, 1, 0, 1, b'c', 0, 1, b'g', 0, 0, 0, 1, 0, 1, b't'];
+        some.extend_from_slice(&[0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(Request::parse(&some).unwrap().body, Body::Fetch { topics: Some(vec![("t".into(), vec![0, 1])]) });
+        // OffsetCommit v1 lays its fields out otherwise: not read.
+        let mut v1 = f.clone();
+        v1[3] = 1;
+        assert_eq!(Request::parse(&v1), None);
+    }
+
+    /// (state, protocol, members' assignments) of group g in a DescribeGroups v4 answer.
+    fn described(c: &mut Coordinator, now: Millis) -> (String, String, Vec<Vec<u8>>) {
+        let out = c.handle(99, req(4, Body::Describe { groups: vec!["g".into()] }), now);
+        let mut r = Reader { buf: &out[0].frame, at: 8 };
+        assert_eq!((r.i32(), r.i16(), r.string()), (Some(1), Some(NONE), Some("g".into())));
+        let (state, _, protocol) = (r.string().unwrap(), r.string(), r.string().unwrap());
+        let assignments = (0..r.i32().unwrap())
+            .map(|_| {
+                let (_, _, client, host, _) = (r.string(), r.string_in(false), r.string(), r.string(), r.bytes());
+                assert_eq!((client.as_deref(), host.as_deref()), (Some("c"), Some("/h")));
+                r.bytes().unwrap()
+            })
+            .collect();
+        (state, protocol, assignments)
+    }
+
+    #[test]
+    fn describes_a_group_as_kafka_does_with_assignments_only_while_stable() {
+        let mut c = Coordinator::new(0);
+        assert_eq!(described(&mut c, 0), ("Dead".into(), "".into(), vec![]), "never heard of");
+        let (m1, _) = stable_pair(&mut c);
+        assert_eq!(described(&mut c, 0), ("Stable".into(), PROTO.into(), vec![b"p0".to_vec(), b"p1".to_vec()]));
+        c.handle(7, join(&m1), 100);
+        assert_eq!(described(&mut c, 100), ("PreparingRebalance".into(), "".into(), vec![vec![], vec![]]));
     }
 }

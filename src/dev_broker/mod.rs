@@ -578,7 +578,8 @@ where
                 mock.create_topic(&topic);
             }
             let coordinated = shared.coordinator.as_ref().and_then(|c| Some((c, group::Request::parse(&frame)?)));
-            if let Some((coordinator, request)) = coordinated {
+            if let Some((coordinator, mut request)) = coordinated {
+                request.host = format!("/{}", peer.ip());
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 // As Kafka does, the connection takes its next request only
                 // once this one is answered (a JoinGroup waits for the join).
@@ -616,6 +617,7 @@ where
                 }
                 if shared.coordinator.is_some() {
                     frame = group::cap_api_versions(&frame, version).unwrap_or(frame);
+                    frame = wire::add_apis(&frame, version, &group::ADDED).unwrap_or(frame);
                 }
             }
             respond(frame).await?;

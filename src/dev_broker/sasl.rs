@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use openssl::hash::MessageDigest;
 
-use super::wire::{put_string, put_uvarint, Header, Reader, API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE};
+use super::wire::{add_apis, put_string, Header, API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE};
 
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const ILLEGAL_SASL_STATE: i16 = 34;
@@ -203,27 +203,7 @@ fn hmac(digest: MessageDigest, key: &[u8], data: &[u8]) -> Option<Vec<u8>> {
 /// response frame of `version` (without its length), so that clients
 /// configured for SASL go on to log in. None if the frame is not one.
 pub fn advertise(frame: &[u8], version: i16) -> Option<Vec<u8>> {
-    let flexible = version >= 3;
-    // correlation id, error code, then the array of APIs.
-    let head = frame.get(..6)?;
-    let mut r = Reader { buf: frame, at: 6 };
-    let count = if flexible { r.uvarint()?.checked_sub(1)? } else { u64::try_from(r.i32()?).ok()? };
-    let mut out = head.to_vec();
-    if flexible {
-        put_uvarint(&mut out, count + 3);
-    } else {
-        out.extend_from_slice(&(count as i32 + 2).to_be_bytes());
-    }
-    for key in [SASL_HANDSHAKE, SASL_AUTHENTICATE] {
-        for v in [key, 0, 1] {
-            out.extend_from_slice(&v.to_be_bytes());
-        }
-        if flexible {
-            out.push(0); // tagged fields
-        }
-    }
-    out.extend_from_slice(r.rest());
-    Some(out)
+    add_apis(frame, version, &[(SASL_HANDSHAKE, 0, 1), (SASL_AUTHENTICATE, 0, 1)])
 }
 
 impl Header<'_> {
@@ -247,6 +227,7 @@ impl Header<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::wire::Reader;
     use super::*;
 
     fn users() -> Users {

@@ -2,6 +2,10 @@
 
 /// The API keys of the requests the forwarder reads.
 pub const METADATA: i16 = 3;
+pub const OFFSET_COMMIT: i16 = 8;
+pub const OFFSET_FETCH: i16 = 9;
+pub const DESCRIBE_GROUPS: i16 = 15;
+pub const LIST_GROUPS: i16 = 16;
 pub const JOIN_GROUP: i16 = 11;
 pub const HEARTBEAT: i16 = 12;
 pub const LEAVE_GROUP: i16 = 13;
@@ -58,6 +62,9 @@ impl<'a> Reader<'a> {
         }
         Some(Some(String::from_utf8_lossy(self.take(len as usize)?).into_owned()))
     }
+    pub fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_be_bytes(self.take(8)?.try_into().ok()?))
+    }
     pub fn string(&mut self) -> Option<String> {
         let len = self.i16()?;
         Some(String::from_utf8_lossy(self.take(len.max(0) as usize)?).into_owned())
@@ -91,6 +98,10 @@ impl<'a> Header<'a> {
         let flexible = match api_key {
             METADATA => version >= 9,
             JOIN_GROUP => version >= 6,
+            OFFSET_COMMIT => version >= 8,
+            OFFSET_FETCH => version >= 6,
+            DESCRIBE_GROUPS => version >= 5,
+            LIST_GROUPS => version >= 3,
             SYNC_GROUP => version >= 4,
             API_VERSIONS => version >= 3,
             _ => false, // the others the forwarder reads (SASL) are not
@@ -107,6 +118,33 @@ impl<'a> Header<'a> {
 pub fn api_versions_request(frame: &[u8]) -> Option<(i32, i16)> {
     let req = Header::parse(frame)?;
     (req.api_key == API_VERSIONS).then_some((req.correlation, req.version))
+}
+
+/// Adds APIs (key, min, max) to an ApiVersions response frame of `version`
+/// (without its length) for what the forwarder answers itself. None if the
+/// frame is not one.
+pub fn add_apis(frame: &[u8], version: i16, apis: &[(i16, i16, i16)]) -> Option<Vec<u8>> {
+    let flexible = version >= 3;
+    // correlation id, error code, then the array of APIs.
+    let head = frame.get(..6)?;
+    let mut r = Reader { buf: frame, at: 6 };
+    let count = if flexible { r.uvarint()?.checked_sub(1)? } else { u64::try_from(r.i32()?).ok()? };
+    let mut out = head.to_vec();
+    if flexible {
+        put_uvarint(&mut out, count + 1 + apis.len() as u64);
+    } else {
+        out.extend_from_slice(&(count as i32 + apis.len() as i32).to_be_bytes());
+    }
+    for (key, min, max) in apis {
+        for v in [key, min, max] {
+            out.extend_from_slice(&v.to_be_bytes());
+        }
+        if flexible {
+            out.push(0); // tagged fields
+        }
+    }
+    out.extend_from_slice(r.rest());
+    Some(out)
 }
 
 /// A (nullable) classic string: i16 length, then the bytes.

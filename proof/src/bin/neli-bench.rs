@@ -355,14 +355,19 @@ fn usage(pid: i32) -> Option<(f64, u64, u64)> {
 }
 
 /// The supervisor's own processes: neli-run and its shim (the child's
-/// parent), or etcdctl alone.
+/// parent), or etcdctl alone. The shim is neli-run re-executed through
+/// /proc/self/exe (so its comm is "exe") with argv[0] `neli-run-shim`, and
+/// a child of whichever of neli-run's threads spawned it.
 fn supervisor_pids(pid: Pid) -> Vec<i32> {
     let mut pids = vec![pid.as_raw()];
-    let children = fs::read_to_string(format!("/proc/{0}/task/{0}/children", pid)).unwrap_or_default();
-    for c in children.split_whitespace().filter_map(|c| c.parse::<i32>().ok()) {
-        let comm = fs::read_to_string(format!("/proc/{c}/comm")).unwrap_or_default();
-        if comm.trim() == "neli-run" {
-            pids.push(c); // the shim is neli-run re-executed
+    let tasks = fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+    for task in tasks {
+        let children = fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for c in children.split_whitespace().filter_map(|c| c.parse::<i32>().ok()) {
+            let argv0 = fs::read(format!("/proc/{c}/cmdline")).unwrap_or_default();
+            if argv0.split(|b| *b == 0).next() == Some(b"neli-run-shim") {
+                pids.push(c);
+            }
         }
     }
     pids

@@ -70,8 +70,7 @@ fn a_standby_gives_up_at_acquire_timeout() {
 /// of the revoke, and the leave, until the disclaimer is flushed). With a
 /// 20 s heartbeat deadline, a newcomer that read the old leader's last claim
 /// without the disclaimer after it would wait about 20 s; under Kafka's
-/// group timing the handover itself takes a coordinator heartbeat and the
-/// newcomer's observation window.
+/// group timing the handover itself takes a coordinator heartbeat.
 #[test]
 fn a_graceful_handover_does_not_wait_out_the_old_leaders_claim() {
     let broker = crate::util::Broker::dev_with("127.0.0.1", &["--group-coordinator", "kafka"]);

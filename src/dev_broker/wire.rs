@@ -4,12 +4,12 @@
 pub const METADATA: i16 = 3;
 pub const OFFSET_COMMIT: i16 = 8;
 pub const OFFSET_FETCH: i16 = 9;
-pub const DESCRIBE_GROUPS: i16 = 15;
-pub const LIST_GROUPS: i16 = 16;
 pub const JOIN_GROUP: i16 = 11;
 pub const HEARTBEAT: i16 = 12;
 pub const LEAVE_GROUP: i16 = 13;
 pub const SYNC_GROUP: i16 = 14;
+pub const DESCRIBE_GROUPS: i16 = 15;
+pub const LIST_GROUPS: i16 = 16;
 pub const SASL_HANDSHAKE: i16 = 17;
 pub const API_VERSIONS: i16 = 18;
 pub const SASL_AUTHENTICATE: i16 = 36;

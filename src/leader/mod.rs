@@ -503,11 +503,12 @@ impl Leader {
     /// the adapter pins before that record is sent) has been read by the
     /// time that record comes back, since a partition is read in order; so
     /// a claim that may still hold, or a term that began before ours, is
-    /// known. A record that lands after ours belongs to a term that began
-    /// after ours, which yields to us, or fences us (`on_other`) if its
-    /// writer says it began earlier. A graceful handover, whose disclaimer
-    /// is the newest record, so leads one produce and fetch after the
-    /// assignment.
+    /// known. A record that lands after ours comes from a writer whose
+    /// earlier records we read (so its claim was known), or from a term that
+    /// began after ours, which yields to us, or fences us (`on_other`) if
+    /// its writer says it began earlier. A graceful handover, whose
+    /// disclaimer is the newest record, so leads one produce and fetch after
+    /// the assignment.
     fn promotion_at(&self) -> Option<BootTime> {
         let tenure = self.tenure?;
         if tenure.role == Phase::Candidate || tenure.role == Phase::Fenced {

@@ -235,7 +235,8 @@ pub struct DevBrokerArgs {
     pub partitions: u16,
 
     /// Who answers the group APIs (JoinGroup, SyncGroup, Heartbeat,
-    /// LeaveGroup).
+    /// LeaveGroup, and with `kafka` also OffsetCommit, OffsetFetch,
+    /// DescribeGroups and ListGroups).
     ///
     /// `kafka`: a coordinator with Kafka's timing (a join ends as soon as
     /// every member has rejoined; a session ends at exactly its last

@@ -25,8 +25,8 @@
 use std::collections::BTreeMap;
 
 use super::wire::{
-    put_string, Header, Reader, DESCRIBE_GROUPS, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, LIST_GROUPS, OFFSET_COMMIT,
-    OFFSET_FETCH, SYNC_GROUP,
+    put_bytes, put_string, Header, Reader, DESCRIBE_GROUPS, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, LIST_GROUPS,
+    OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP,
 };
 
 /// The highest version of each group API served here: the non-flexible
@@ -329,8 +329,7 @@ impl Request {
             if self.version >= 5 {
                 put_string(&mut out, None); // group.instance.id
             }
-            out.extend_from_slice(&(metadata.len() as i32).to_be_bytes());
-            out.extend_from_slice(metadata);
+            put_bytes(&mut out, metadata);
         }
         out
     }
@@ -338,8 +337,7 @@ impl Request {
     fn sync_response(&self, code: i16, assignment: &[u8]) -> Vec<u8> {
         let mut out = self.response();
         out.extend_from_slice(&code.to_be_bytes());
-        out.extend_from_slice(&(assignment.len() as i32).to_be_bytes());
-        out.extend_from_slice(assignment);
+        put_bytes(&mut out, assignment);
         out
     }
 }
@@ -416,6 +414,12 @@ struct Group {
 }
 
 impl Group {
+    /// Its members' protocol type ("consumer"), as Describe- and ListGroups
+    /// name it; empty while it has none.
+    fn protocol_type(&self) -> &str {
+        self.members.values().next().map_or("", |m| m.protocol_type.as_str())
+    }
+
     fn remove(&mut self, id: &str, out: &mut Vec<Reply>) {
         if let Some(m) = self.members.remove(id) {
             for (to, req) in m.join.into_iter().chain(m.sync) {
@@ -568,10 +572,21 @@ impl Coordinator {
         let delay = self.initial_delay;
         let known = self.groups.contains_key(&req.group);
         match (&req.body, known) {
-            (Body::Fetch { topics }, false) => {
+            (Body::Fetch { topics }, _) => {
                 // Looking creates nothing.
-                let none = topics.iter().flatten().flat_map(|(t, ps)| ps.iter().map(|p| (t.clone(), *p, None)));
-                out.push(Reply { to, frame: req.fetch_response(&none.collect::<Vec<_>>()) });
+                let offsets = self.groups.get(&req.group).map(|g| &g.offsets);
+                let committed: Vec<(String, i32, Option<Committed>)> = match topics {
+                    Some(topics) => topics
+                        .iter()
+                        .flat_map(|(t, parts)| parts.iter().map(move |p| (t.clone(), *p)))
+                        .map(|(t, p)| {
+                            let c = offsets.and_then(|o| o.get(&(t.clone(), p))).cloned();
+                            (t, p, c)
+                        })
+                        .collect(),
+                    None => offsets.into_iter().flatten().map(|((t, p), c)| (t.clone(), *p, Some(c.clone()))).collect(),
+                };
+                out.push(Reply { to, frame: req.fetch_response(&committed) });
                 return out;
             }
             (Body::Describe { groups }, _) => {
@@ -711,21 +726,7 @@ impl Coordinator {
                 }
                 out.push(Reply { to, frame: req.error(code) });
             }
-            Body::Fetch { topics } => {
-                let committed: Vec<(String, i32, Option<Committed>)> = match topics {
-                    Some(topics) => topics
-                        .iter()
-                        .flat_map(|(t, parts)| parts.iter().map(move |p| (t.clone(), *p)))
-                        .map(|(t, p)| {
-                            let c = group.offsets.get(&(t.clone(), p)).cloned();
-                            (t, p, c)
-                        })
-                        .collect(),
-                    None => group.offsets.iter().map(|((t, p), c)| (t.clone(), *p, Some(c.clone()))).collect(),
-                };
-                out.push(Reply { to, frame: req.fetch_response(&committed) });
-            }
-            Body::Describe { .. } | Body::List => {} // answered above
+            Body::Fetch { .. } | Body::Describe { .. } | Body::List => {} // answered above
             Body::Leave { members } => {
                 let mut code = NONE;
                 for id in members {
@@ -791,7 +792,7 @@ impl Coordinator {
             out.extend_from_slice(&NONE.to_be_bytes());
             put_string(&mut out, Some(id));
             put_string(&mut out, Some(state));
-            put_string(&mut out, Some(members.first().map_or("", |(_, m)| m.protocol_type.as_str())));
+            put_string(&mut out, Some(group.map_or("", Group::protocol_type)));
             put_string(&mut out, Some(protocol));
             out.extend_from_slice(&(members.len() as i32).to_be_bytes());
             for (member, m) in members {
@@ -803,10 +804,8 @@ impl Coordinator {
                 put_string(&mut out, Some(&m.host));
                 let metadata = m.protocols.iter().find(|(p, _)| stable && p == protocol).map_or(&[][..], |(_, d)| d);
                 let assignment = if stable { &m.assignment[..] } else { &[] };
-                for bytes in [metadata, assignment] {
-                    out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
-                    out.extend_from_slice(bytes);
-                }
+                put_bytes(&mut out, metadata);
+                put_bytes(&mut out, assignment);
             }
             if req.version >= 3 {
                 out.extend_from_slice(&i32::MIN.to_be_bytes()); // operations not asked for
@@ -822,7 +821,7 @@ impl Coordinator {
         out.extend_from_slice(&(self.groups.len() as i32).to_be_bytes());
         for (id, g) in &self.groups {
             put_string(&mut out, Some(id));
-            put_string(&mut out, Some(g.members.values().next().map_or("", |m| m.protocol_type.as_str())));
+            put_string(&mut out, Some(g.protocol_type()));
         }
         out
     }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use openssl::hash::MessageDigest;
 
-use super::wire::{add_apis, put_string, Header, API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE};
+use super::wire::{add_apis, put_bytes, put_string, Header, API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE};
 
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const ILLEGAL_SASL_STATE: i16 = 34;
@@ -216,8 +216,7 @@ impl Header<'_> {
         let mut out = self.response();
         out.extend_from_slice(&error.to_be_bytes());
         put_string(&mut out, message);
-        out.extend_from_slice(&(token.len() as i32).to_be_bytes());
-        out.extend_from_slice(token);
+        put_bytes(&mut out, token);
         if self.version >= 1 {
             out.extend_from_slice(&0i64.to_be_bytes()); // no session lifetime
         }

@@ -158,6 +158,12 @@ pub fn put_string(out: &mut Vec<u8>, s: Option<&str>) {
     }
 }
 
+/// Classic bytes: i32 length, then the bytes.
+pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+    out.extend_from_slice(b);
+}
+
 pub fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8 & 0x7f) | 0x80);

@@ -557,14 +557,16 @@ fn main() -> ExitCode {
                 let roles = [("holder", holder), ("waiter", 1 - holder)];
                 let before: Vec<_> =
                     roles.iter().map(|(_, i)| supervisor_pids(g.candidates[*i].pid())).collect::<Vec<_>>();
-                let cpu = |pids: &[i32]| pids.iter().filter_map(|p| usage(*p)).map(|u| u.0).sum::<f64>();
-                let start: Vec<f64> = before.iter().map(|p| cpu(p)).collect();
+                // Summed over a role's processes: CPU seconds, peak RSS, PSS.
+                let sum = |pids: &[i32]| {
+                    pids.iter().filter_map(|p| usage(*p)).fold((0.0, 0, 0), |a, u| (a.0 + u.0, a.1 + u.1, a.2 + u.2))
+                };
+                let start: Vec<f64> = before.iter().map(|p| sum(p).0).collect();
                 std::thread::sleep(args.idle.into());
                 for (((role, _), pids), start) in roles.iter().zip(&before).zip(start) {
-                    results.add(&format!("idle {role} cpu"), cname, cpu(pids) - start);
-                    let rss = pids.iter().filter_map(|p| usage(*p)).map(|u| u.1).sum::<u64>();
+                    let (cpu, rss, pss) = sum(pids);
+                    results.add(&format!("idle {role} cpu"), cname, cpu - start);
                     results.add(&format!("idle {role} rss"), cname, rss as f64 / 1024.0);
-                    let pss = pids.iter().filter_map(|p| usage(*p)).map(|u| u.2).sum::<u64>();
                     results.add(&format!("idle {role} pss"), cname, pss as f64 / 1024.0);
                 }
             }

@@ -20,6 +20,11 @@ use crate::leader::Restart;
 /// number that grows with every new leadership: pass it to the systems the
 /// command writes to, so they can refuse a deposed leader).
 ///
+/// From cron, the same line on every host runs COMMAND once per tick, not
+/// once per host: with --restart never (the default), members started
+/// together (--once-within) exit with the status of the run one of them
+/// made, and run it again only if that run never ended (NELI_ATTEMPT).
+///
 /// Try it without Kafka: `neli-run dev-broker` in one terminal, then
 /// `neli-run -g demo -- sh -c 'echo leading; sleep 30'` in two others.
 #[derive(Debug, Parser)]
@@ -80,6 +85,16 @@ impl clap::ValueEnum for Restart {
             Restart::Always => PossibleValue::new("always").help("Start it again whatever its status"),
         })
     }
+}
+
+/// What a wave does when its run exits with a failure (see --once-within).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailedRun {
+    /// The next member runs it again, as after a crash [default]: each
+    /// member runs it at most once, and a service fails over.
+    Retry,
+    /// Every member of the wave exits with the run's status.
+    Exit,
 }
 
 /// How log lines look.
@@ -325,6 +340,26 @@ pub struct RunArgs {
     /// Pause before restarting the command.
     #[arg(long, env = "NELI_RESTART_DELAY", default_value = "1s", value_name = "DURATION")]
     pub restart_delay: String,
+
+    /// With --restart never: members started within this long of a run's
+    /// wave run the command once between them [default: 30s; 0 turns it off].
+    ///
+    /// The same crontab line on every host starts one member per host for
+    /// each tick: a wave. The leader runs the command; when its run ends,
+    /// every member of the wave exits with the run's status without running
+    /// it again, naming who ran it. A wave begins when its first attempt
+    /// starts; a member started later than this after that begins the next
+    /// wave. Keep it well below the schedule's period (30s fits cron's
+    /// every-minute ticks) and above the skew between the hosts' starts. If
+    /// the leader crashes, is fenced or is stopped mid-run, the next leader
+    /// runs it again (at least once; NELI_ATTEMPT counts the attempts).
+    #[arg(long, env = "NELI_ONCE_WITHIN", value_name = "DURATION")]
+    pub once_within: Option<String>,
+
+    /// With --restart never: what a wave does when its run fails (exits
+    /// non-zero) [default: retry].
+    #[arg(long, env = "NELI_FAILED_RUN", value_enum, value_name = "POLICY")]
+    pub failed_run: Option<FailedRun>,
 
     /// Give up (exit 75) if not leader within this time [default: wait forever].
     #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION")]

@@ -41,6 +41,40 @@ impl BootTime {
     }
 }
 
+/// One pairing of this clock with the wall clock, taken once per process:
+/// times that go to other machines (a wave's start) are converted through
+/// it both ways, so a time read from a record and written again is the same
+/// millisecond, and a wall-clock step does not move what we already know.
+fn anchor() -> (BootTime, u64) {
+    static ANCHOR: std::sync::OnceLock<(BootTime, u64)> = std::sync::OnceLock::new();
+    *ANCHOR.get_or_init(|| {
+        let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        // Both on whole milliseconds, the records' unit.
+        (BootTime(Duration::from_millis(BootTime::now().0.as_millis() as u64)), wall.as_millis() as u64)
+    })
+}
+
+impl BootTime {
+    /// Wall-clock milliseconds since the Unix epoch at this time.
+    pub fn wall_ms(self) -> u64 {
+        let (boot, wall) = anchor();
+        // Whole milliseconds since the anchor, rounded down on both sides of it.
+        let ms = (self.0.as_nanos() as i128 - boot.0.as_nanos() as i128).div_euclid(1_000_000);
+        (wall as i128 + ms).max(0) as u64
+    }
+
+    /// The time at wall-clock milliseconds `ms` (since the Unix epoch);
+    /// the boot itself for anything earlier.
+    pub fn at_wall_ms(ms: u64) -> BootTime {
+        let (boot, wall) = anchor();
+        if ms >= wall {
+            boot + Duration::from_millis(ms - wall)
+        } else {
+            boot - Duration::from_millis(wall - ms)
+        }
+    }
+}
+
 impl Add<Duration> for BootTime {
     type Output = BootTime;
     fn add(self, d: Duration) -> BootTime {
@@ -65,6 +99,20 @@ mod tests {
         assert_eq!(BootTime::from_nanos(t.as_nanos()), t);
         assert_eq!((t + Duration::from_secs(2)).since(t), Duration::from_secs(2));
         assert_eq!(t.since(t + Duration::from_secs(2)), Duration::ZERO);
+    }
+
+    #[test]
+    fn wall_clock_times_convert_there_and_back_to_the_millisecond() {
+        let now = BootTime::now();
+        let wall = now.wall_ms();
+        for ms in [wall, wall - 1, wall - 1000, wall + 5] {
+            assert_eq!(BootTime::at_wall_ms(ms).wall_ms(), ms);
+        }
+        // Before the boot: the boot itself.
+        assert_eq!(BootTime::at_wall_ms(0), BootTime::from_nanos(0));
+        assert!(now.since(BootTime::at_wall_ms(wall)) < Duration::from_millis(1));
+        let later = now + Duration::from_secs(3);
+        assert_eq!(later.wall_ms(), wall + 3000);
     }
 
     #[test]

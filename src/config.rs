@@ -26,9 +26,9 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::cli::{KafkaArgs, RunArgs};
+use crate::cli::{FailedRun, KafkaArgs, RunArgs};
 use crate::exit::{Failure, Kind};
-use crate::leader::Settings;
+use crate::leader::{Restart, Settings, Waves};
 
 /// Slack for the timer, the kill and the scheduler in every inequality.
 pub const MARGIN: Duration = Duration::from_millis(500);
@@ -49,6 +49,11 @@ const MAX_POLL_INTERVAL_MS: u64 = 86_400_000;
 /// Bounds of the durations that are not tied to the session timeout.
 const MAX_RESTART_DELAY: Duration = Duration::from_secs(24 * 3600);
 const MAX_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+/// --once-within's default: half of cron's shortest period.
+pub const DEFAULT_ONCE_WITHIN: Duration = Duration::from_secs(30);
+/// A wave's records must still be on the topic when its last member reads
+/// them: the retention neli-run creates the topic with.
+const MAX_ONCE_WITHIN: Duration = Duration::from_secs(3600);
 
 /// `max.poll.interval.ms` unless set with -X: Kafka's rebalance timeout,
 /// which is also how long librdkafka waits for a JoinGroup answer. Its
@@ -100,6 +105,37 @@ impl fmt::Display for Origin {
             Origin::Secret { path } => write!(f, "--kafka-secret {path}"),
         }
     }
+}
+
+/// Once per wave: on by default with `--restart never`, and only there.
+fn waves(restart: Restart, once_within: Option<&str>, failed_run: Option<FailedRun>) -> Result<Option<Waves>, Failure> {
+    if restart != Restart::Never {
+        if once_within.is_some() || failed_run.is_some() {
+            let flag = if once_within.is_some() { "--once-within" } else { "--failed-run" };
+            return err(format!(
+                "{flag} applies only to --restart never (a command run once per tick, as from cron); \
+                 with --restart on-failure or always the command runs as a service and has no waves"
+            ));
+        }
+        return Ok(None);
+    }
+    let within = match once_within {
+        None => DEFAULT_ONCE_WITHIN,
+        Some(v) => duration(
+            ("--once-within", "NELI_ONCE_WITHIN"),
+            v,
+            MAX_ONCE_WITHIN,
+            "the topic keeps a wave's records for an hour (the retention neli-run creates it with)",
+        )?,
+    };
+    let retry_failed = failed_run != Some(FailedRun::Exit);
+    if within.is_zero() {
+        if failed_run.is_some() {
+            return err("--failed-run has no effect with --once-within 0 (every member runs the command)");
+        }
+        return Ok(None);
+    }
+    Ok(Some(Waves { within, retry_failed }))
 }
 
 /// Names a flag the way the user gave it: its environment variable when the
@@ -198,6 +234,7 @@ impl Config {
                     )
                 })
                 .transpose()?,
+            waves: waves(args.restart, args.once_within.as_deref(), args.failed_run)?,
         };
         let max_poll_interval = match kafka.property("max.poll.interval.ms") {
             Some((v, origin)) => millis_property("max.poll.interval.ms", v, origin, MAX_POLL_INTERVAL_MS)?,

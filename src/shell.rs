@@ -180,7 +180,7 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
             }
             match action {
                 Action::SendHeartbeat(record) => kafka.send_heartbeat(BootTime::now(), record),
-                Action::Spawn { token, lease } => match Running::spawn(&command, token, lease) {
+                Action::Spawn { token, lease, job } => match Running::spawn(&with_job(&command, job), token, lease) {
                     Ok(child) => {
                         info!(pid = child.pgid().as_raw(), token, "child started");
                         running = Some(child);
@@ -250,11 +250,25 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
     }
 }
 
+/// The command as one attempt of a wave runs it: NELI_ATTEMPT (1, then 2
+/// for the first retry ...) and NELI_WAVE (when the wave's first attempt
+/// started, RFC 3339 UTC): a command that must not repeat work can key it
+/// by the wave and check it on a retry.
+fn with_job(command: &child::Command, job: Option<leader::Job>) -> std::borrow::Cow<'_, child::Command> {
+    let Some(job) = job else { return std::borrow::Cow::Borrowed(command) };
+    let wave = std::time::UNIX_EPOCH + std::time::Duration::from_millis(job.wave.wall_ms());
+    let mut command = command.clone();
+    command.env.push(("NELI_ATTEMPT".into(), job.attempt.to_string()));
+    command.env.push(("NELI_WAVE".into(), humantime::format_rfc3339_millis(wave).to_string()));
+    std::borrow::Cow::Owned(command)
+}
+
 /// The environment variables neli-run reads, which the command must not
 /// inherit: every option's `NELI_*` (NELI_KAFKA_PROPERTIES may hold a
 /// password) and systemd's notify and watchdog variables, which are ours to
 /// answer. The command gets NELI_GROUP, NELI_TOPIC, NELI_NAME, NELI_BROKERS
-/// and NELI_FENCING_TOKEN set afresh instead.
+/// and NELI_FENCING_TOKEN set afresh instead (and NELI_ATTEMPT, NELI_WAVE
+/// once per wave).
 fn consumed_env() -> Vec<std::ffi::OsString> {
     fn walk(cmd: &clap::Command, out: &mut Vec<std::ffi::OsString>) {
         out.extend(cmd.get_arguments().filter_map(|a| a.get_env()).map(|e| e.to_os_string()));

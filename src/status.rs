@@ -38,7 +38,7 @@ use tracing::debug;
 use crate::cli::{StatusArgs, YieldArgs};
 use crate::config::Target;
 use crate::exit::{Failure, Kind};
-use crate::kafka::heartbeat::{printable, wall_ms, Heartbeat, Yield};
+use crate::kafka::heartbeat::{printable, wall_ms, Heartbeat, WireJob, Yield};
 
 /// How many of the newest records to read: with a 500 ms interval, about
 /// half an hour of history, which is plenty to find the current leader.
@@ -202,10 +202,22 @@ struct View {
     /// When its writer took that claim back (the wall clock of its first
     /// newer record without a token), if it did.
     withdrawn_ms: Option<u64>,
+    /// The newest run of a wave the records name (once per wave), as the
+    /// members read it: the larger token, or of one run, its ending.
+    job: Option<WireJob>,
 }
 
 impl View {
-    fn add(&mut self, hb: Heartbeat) {
+    fn add(&mut self, mut hb: Heartbeat) {
+        if let Some(job) = hb.job.take() {
+            let newer = self
+                .job
+                .as_ref()
+                .is_none_or(|known| crate::leader::supersedes((job.token, job.code), (known.token, known.code)));
+            if newer {
+                self.job = Some(job);
+            }
+        }
         if hb.token.is_some() {
             self.leader = Some(hb);
             self.withdrawn_ms = None;
@@ -264,17 +276,43 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
                 "withdrawn_age_ms": view.withdrawn_ms.map(|ms| now.saturating_sub(ms)),
             })
         });
+        let last_run = view.job.as_ref().map(|job| {
+            json!({
+                "wave": rfc3339(job.wave_ms),
+                "attempt": job.attempt,
+                "token": job.token,
+                "name": job.name,
+                "host": job.host,
+                "status": job.code,
+                "state": run_state(job, fresh),
+            })
+        });
         return json!({
             "group": target.group,
             "topic": target.topic,
             "fresh": fresh.is_some(),
             "leader": leader,
+            "last_run": last_run,
             "leadership_changed": view.leader.as_ref().and_then(|hb| hb.since_ms).map(rfc3339),
         })
         .to_string();
     }
     let group = printable(&target.group);
-    match (fresh, &view.leader) {
+    let last_run = view.job.as_ref().map_or(String::new(), |job| {
+        format!(
+            "\n  last run: attempt {a} of the wave of {w}, by {n} (host {h}), token {t}: {s}",
+            a = job.attempt,
+            w = rfc3339(job.wave_ms),
+            n = printable(&job.name),
+            h = printable(&job.host),
+            t = job.token,
+            s = match job.code {
+                Some(code) => format!("exited {code}"),
+                None => run_state(job, fresh).replace('-', " "),
+            }
+        )
+    });
+    let leadership = match (fresh, &view.leader) {
         (Some(hb), _) => format!(
             "group {group}: leader {n} (host {h}, pid {p}), token {t}\n  leader since {s} ({sa} ago)\n  last heartbeat {a} ago (deadline {d})",
             n = printable(&hb.name),
@@ -298,6 +336,18 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
         (None, None) => {
             format!("group {group}: no leader in the retained heartbeats of {}", printable(&target.topic))
         }
+    };
+    leadership + &last_run
+}
+
+/// Where a wave's run stands: "exited", "running" (its leader leads, fresh)
+/// or "cut-short" (its leader crashed, was fenced or stopped: the wave's
+/// next leader runs it again).
+fn run_state(job: &WireJob, fresh: Option<&Heartbeat>) -> &'static str {
+    match (job.code, fresh) {
+        (Some(_), _) => "exited",
+        (None, Some(hb)) if hb.token == Some(job.token) => "running",
+        (None, _) => "cut-short",
     }
 }
 
@@ -522,7 +572,11 @@ mod tests {
             &Member::this_process(name.into()),
             1,
             crate::clock::BootTime::from_nanos(1),
-            Content { record: Record { term: 1, start: None, stance }, since_ms: Some(at_ms), deadline_ms: 3000 },
+            Content {
+                record: Record { term: 1, start: None, stance, job: None },
+                since_ms: Some(at_ms),
+                deadline_ms: 3000,
+            },
         );
         hb.at_ms = at_ms;
         hb

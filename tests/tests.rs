@@ -17,3 +17,4 @@ mod status;
 mod supervision;
 mod systemd;
 mod tls;
+mod waves;

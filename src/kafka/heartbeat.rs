@@ -8,12 +8,13 @@
 //!
 //! Version 2 adds `role`, `run` and `start` (see [`crate::leader::Record`]);
 //! a version 1 record reads as leading while it has a token and as released
-//! otherwise, which is all version 1 meant.
+//! otherwise, which is all version 1 meant. `job` (once per wave) is an
+//! optional field of version 2: older readers ignore it.
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock::BootTime;
-use crate::leader::{Record, Stance};
+use crate::leader::{Job, Record, Runner, Stance};
 
 /// Who we are on the topic.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,6 +73,24 @@ pub struct Heartbeat {
     /// The writer's --heartbeat-deadline: older than this, it is not fresh.
     #[serde(default)]
     pub deadline_ms: u64,
+    /// The newest attempt of a wave its writer knew of (once per wave).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<WireJob>,
+}
+
+/// [`Job`] on the wire: wall-clock times, and who ran it by name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireJob {
+    /// Wall clock (ms since the epoch) when the wave's first attempt started.
+    pub wave_ms: u64,
+    pub attempt: u32,
+    pub token: i64,
+    /// Its exit status, once it ended on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<u8>,
+    /// Who ran it: its writer's name and host.
+    pub name: String,
+    pub host: String,
 }
 
 /// [`Stance`] on the wire, for readers such as `kcat`.
@@ -84,7 +103,7 @@ pub enum WireStance {
 }
 
 /// What a heartbeat says beyond who wrote it and when.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Content {
     pub record: Record,
     /// Wall clock (ms since the epoch) when the leadership began.
@@ -100,7 +119,8 @@ pub fn wall_ms() -> u64 {
 impl Heartbeat {
     /// The record `member` sends as its `seq`th heartbeat at `sent`.
     pub fn new(member: &Member, seq: u64, sent: BootTime, content: Content) -> Heartbeat {
-        let Record { term, start, stance } = content.record;
+        let Record { term, start, stance, job } = content.record;
+        let at_ms = wall_ms();
         let role = match stance {
             Stance::Leading { .. } => WireStance::Leading,
             Stance::Contending => WireStance::Contending,
@@ -115,13 +135,25 @@ impl Heartbeat {
             pid: member.pid,
             seq,
             sent_ns: sent.as_nanos(),
-            at_ms: wall_ms(),
+            at_ms,
             token,
             role: Some(role),
             run: Some(term),
             start,
             since_ms: content.since_ms.filter(|_| token.is_some()),
             deadline_ms: content.deadline_ms,
+            job: job.map(|job| {
+                let Runner { name, host } =
+                    job.by.unwrap_or_else(|| Runner { name: member.name.clone(), host: member.host.clone() });
+                WireJob {
+                    wave_ms: job.wave.wall_ms(),
+                    attempt: job.attempt,
+                    token: job.token,
+                    code: job.code,
+                    name,
+                    host,
+                }
+            }),
         }
     }
 
@@ -155,6 +187,13 @@ impl Heartbeat {
             stance,
             age: if self.at_ms == 0 { ms(0) } else { ms(wall_ms().saturating_sub(self.at_ms)) },
             deadline: if self.deadline_ms == 0 { ours } else { ms(self.deadline_ms) },
+            job: self.job.as_ref().map(|job| Job {
+                wave: BootTime::at_wall_ms(job.wave_ms),
+                attempt: job.attempt,
+                token: job.token,
+                code: job.code,
+                by: Some(Runner { name: job.name.clone(), host: job.host.clone() }),
+            }),
         }
     }
 
@@ -171,7 +210,7 @@ mod tests {
     #[test]
     fn round_trips_and_recognises_only_its_own_incarnation() {
         let me = Member::this_process("a".into());
-        let record = Record { term: 2, start: Some(5), stance: Stance::Leading { token: 9 } };
+        let record = Record { term: 2, start: Some(5), stance: Stance::Leading { token: 9 }, job: None };
         let hb =
             Heartbeat::new(&me, 3, BootTime::from_nanos(42), Content { record, since_ms: Some(1), deadline_ms: 3000 });
         let back = Heartbeat::decode(&hb.encode()).unwrap();
@@ -196,7 +235,7 @@ mod tests {
         assert_eq!(v1("null").stance, Stance::Released, "a version 1 candidate contends for nothing");
         assert_eq!(v1("null").term, None);
         let me = Member::this_process("b".into());
-        let record = Record { term: 4, start: None, stance: Stance::Contending };
+        let record = Record { term: 4, start: None, stance: Stance::Contending, job: None };
         let hb = Heartbeat::new(&me, 1, BootTime::from_nanos(1), Content { record, since_ms: Some(9), deadline_ms: 1 });
         assert_eq!(hb.since_ms, None, "only leadership has a beginning");
         let other = Heartbeat::decode(&hb.encode()).unwrap().as_other(41, deadline);
@@ -341,7 +380,7 @@ mod yield_tests {
             1,
             BootTime::from_nanos(1),
             Content {
-                record: Record { term: 1, start: None, stance: Stance::Contending },
+                record: Record { term: 1, start: None, stance: Stance::Contending, job: None },
                 since_ms: None,
                 deadline_ms: 1,
             },

@@ -299,7 +299,10 @@ impl ProducerContext for Context {
 
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
         match result {
-            Ok(_) => self.reachable(),
+            Ok(msg) => {
+                self.reachable();
+                ended_run_recorded(msg.payload());
+            }
             Err((err, _)) => {
                 let what = format!("writing heartbeats: {err}");
                 match err.rdkafka_error_code().and_then(|c| fatal(c, what, &self.topic, &self.group)) {
@@ -310,6 +313,22 @@ impl ProducerContext for Context {
                 }
             }
         }
+    }
+}
+
+/// Says so when the record just written is the disclaimer that tells how
+/// our own run of a wave ended: from now on, no member of its wave runs it
+/// again (once per wave). Until then a crash makes it run again.
+fn ended_run_recorded(payload: Option<&[u8]>) {
+    let Some(hb) = payload.and_then(Heartbeat::decode) else { return };
+    let Some(job) = hb.job.filter(|j| j.name == hb.name && j.host == hb.host) else { return };
+    if let (Some(code), Some(heartbeat::WireStance::Released)) = (job.code, hb.role) {
+        info!(
+            token = job.token,
+            attempt = job.attempt,
+            code,
+            "the run's ending is on the group's topic: the rest of its wave will not run it again"
+        );
     }
 }
 

@@ -90,16 +90,20 @@ struct Sim {
 impl Sim {
     fn new(seed: u64) -> Sim {
         let mut rng = fastrand::Rng::with_seed(seed);
+        let restart = [Restart::Never, Restart::OnFailure, Restart::Always][rng.usize(..3)];
         let settings = Settings {
             heartbeat_interval: Duration::from_millis(H),
             heartbeat_deadline: Duration::from_millis(D),
             grace: Duration::from_millis(GRACE),
             stop_signal: SIGTERM,
-            restart: [Restart::Never, Restart::OnFailure, Restart::Always][rng.usize(..3)],
+            restart,
             restart_delay: Duration::from_millis(rng.u64(0..300)),
             acquire_timeout: rng.bool().then(|| Duration::from_millis(rng.u64(1000..20_000))),
             resume_window: Duration::from_millis(2200),
             claim_margin: Duration::from_millis([0, 200][rng.usize(..2)]),
+            // Once per wave only adds ways to exit without running.
+            waves: (restart == Restart::Never && rng.bool())
+                .then(|| Waves { within: Duration::from_millis(rng.u64(0..20_000)), retry_failed: rng.bool() }),
         };
         let core = Leader::new(settings.clone(), ms(0));
         Sim {
@@ -218,6 +222,13 @@ impl Sim {
             stance,
             age: Duration::from_millis(age),
             deadline: Duration::from_millis(D),
+            job: (self.rng.u8(..4) == 0).then(|| Job {
+                wave: ms(self.now.saturating_sub(self.rng.u64(0..30_000))),
+                attempt: self.rng.u32(1..4),
+                token: self.rng.i64(0..=offset),
+                code: self.rng.bool().then(|| self.rng.u8(..3)),
+                by: None,
+            }),
         };
         // The rules, as the README states them.
         let until = self.now - age + D + self.settings.claim_margin.as_millis() as u64;
@@ -291,7 +302,7 @@ impl Sim {
     fn check(&mut self, action: &Action, role: Role) {
         let now = self.now;
         let fresh_until = self.newest_read.map(|s| s + D);
-        match *action {
+        match action.clone() {
             Action::SendHeartbeat(record) => {
                 if let Some(child) = &self.child {
                     // A record never claims less than is true.
@@ -307,7 +318,7 @@ impl Sim {
                 }
                 self.produce(record);
             }
-            Action::Spawn { token, lease } => {
+            Action::Spawn { token, lease, .. } => {
                 let lease = as_ms(lease);
                 if self.child.is_some() {
                     self.fail("spawn while a child lives");

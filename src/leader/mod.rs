@@ -24,6 +24,11 @@
 //! defence against brokers that give partition 0 to two members at once;
 //! every start of the command passes one gate (`start_at`) that asks it.
 //! `Plan` says what follows the command's exit (restart, stand aside, exit).
+//!
+//! Once per wave (`--restart never`, the cron wrapper): every record also
+//! carries the newest [`Job`] its writer knows, so that a member that comes
+//! to lead after a run of its wave ended exits with that run's status
+//! instead of running the command again (see [`Waves`]).
 
 use std::time::Duration;
 
@@ -71,11 +76,59 @@ pub struct Settings {
     /// holds us back: room for the writers' wall clocks to disagree and for
     /// a kill to land.
     pub claim_margin: Duration,
+    /// Once per wave, or None to run the command whenever we come to lead.
+    pub waves: Option<Waves>,
+}
+
+/// Once per wave: members started for the same tick (cron on every host)
+/// run the command once between them, where each would otherwise run it in
+/// turn as leadership passes on. A wave begins when its first attempt
+/// starts; a member started within `within` of that belongs to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waves {
+    /// How long after a wave began a member started still belongs to it;
+    /// one started later begins a wave of its own (the next tick).
+    pub within: Duration,
+    /// Whether a run that failed is tried again by the next member; if not,
+    /// every member of its wave exits with its status.
+    pub retry_failed: bool,
+}
+
+/// One attempt at a wave's run. An attempt that did not end on its own
+/// (its leader crashed, was fenced or was stopped) is tried again by the
+/// next leader of the wave: at least once, never twice after a success.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Job {
+    /// When the wave's first attempt started.
+    pub wave: BootTime,
+    /// 1 for the first attempt, 2 for the first retry ...
+    pub attempt: u32,
+    /// The attempt's fencing token: the newer attempt has the larger one.
+    pub token: i64,
+    /// Its exit status, once it ended on its own.
+    pub code: Option<u8>,
+    /// Who ran it; None for this member.
+    pub by: Option<Runner>,
+}
+
+/// Whether an attempt (its token and ending) says more than a `known` one:
+/// it is newer, or it is the same attempt and tells how it ended. Records
+/// carry attempts forward, so the same one is read many times, ended or not.
+pub fn supersedes((token, code): (i64, Option<u8>), (known, known_code): (i64, Option<u8>)) -> bool {
+    token > known || (token == known && known_code.is_none() && code.is_some())
+}
+
+/// A member that ran an attempt, as its records name it (the writer chose
+/// these strings: log them escaped).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Runner {
+    pub name: String,
+    pub host: String,
 }
 
 /// What one of our heartbeat records says. The core decides it, so that a
 /// record never claims less than is true.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     /// Which of our terms it belongs to: a term is one stretch of ownership
     /// whose records others can have counted without a break (raft's word).
@@ -84,6 +137,8 @@ pub struct Record {
     /// place in the one order every member reads.
     pub start: Option<i64>,
     pub stance: Stance,
+    /// The newest attempt of a wave we know of (once per wave only).
+    pub job: Option<Job>,
 }
 
 /// A record writer's part in the group.
@@ -128,6 +183,8 @@ pub struct Other {
     /// The writer's heartbeat deadline: its command is dead this long after
     /// its newest record was written, unless it writes another.
     pub deadline: Duration,
+    /// The newest attempt of a wave its writer knew of.
+    pub job: Option<Job>,
 }
 
 /// Something that happened, as the shell reports it.
@@ -165,8 +222,9 @@ pub enum Action {
     /// Produce this heartbeat record now.
     SendHeartbeat(Record),
     /// Start the child with this fencing token; the shim must kill it by
-    /// itself at `lease` unless the lease is extended.
-    Spawn { token: i64, lease: BootTime },
+    /// itself at `lease` unless the lease is extended. `job` says which
+    /// attempt of which wave it is (once per wave).
+    Spawn { token: i64, lease: BootTime, job: Option<Job> },
     /// Move the running child's lease forward.
     Lease(BootTime),
     /// Send a signal to the child's process group.
@@ -235,6 +293,13 @@ enum Plan {
     Done,
 }
 
+/// Whether to run the command now (as which attempt of which wave), or to
+/// exit with the status of a run of our wave that already ended.
+enum Turn {
+    Run(Option<Job>),
+    Covered(u8),
+}
+
 /// Our newest own heartbeat read back.
 #[derive(Clone, Copy, Debug)]
 struct Fresh {
@@ -280,6 +345,8 @@ pub struct Leader {
     spoke: bool,
     /// What the other members' records say (see `peers`).
     peers: Peers,
+    /// The newest attempt of a wave we know of, ours or read (once per wave).
+    job: Option<Job>,
     /// The time of the latest step: a deadline at or before it has been
     /// handled, and returning it from `next_deadline` would spin the shell.
     now: BootTime,
@@ -305,6 +372,7 @@ impl Leader {
             child_token: 0,
             spoke: false,
             peers: Peers::default(),
+            job: None,
             now,
             out: Vec::new(),
             roles: Vec::new(),
@@ -566,15 +634,48 @@ impl Leader {
     }
 
     /// Starts the command once `start_at` has come, under the lease our
-    /// newest heartbeat gives (and not at or past its end).
+    /// newest heartbeat gives (and not at or past its end); or, once per
+    /// wave, exits if a run of our wave already ended.
     fn start_if_due(&mut self, now: BootTime) {
         let Some(Tenure { role: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
         let lease = fresh.sent + self.settings.heartbeat_deadline;
         if self.start_at().is_some_and(|at| now >= at) && now < lease {
+            let job = match self.turn(token, now) {
+                Turn::Run(job) => job,
+                Turn::Covered(code) => {
+                    say::covered(self.job.as_ref(), code);
+                    return self.exit(code);
+                }
+            };
+            self.job = job.clone();
             self.plan = Plan::Serve;
             self.child = Child::Running;
             self.child_token = token;
-            self.out.push(Action::Spawn { token, lease });
+            self.out.push(Action::Spawn { token, lease, job });
+        }
+    }
+
+    /// Whether our turn to run the command has come, under once per wave:
+    /// everything written before our term's first record has been read by
+    /// now (see `promotion_at`), so the newest attempt we know of is the
+    /// newest of the wave, or was carried forward by a later record.
+    fn turn(&self, token: i64, now: BootTime) -> Turn {
+        let Some(waves) = self.settings.waves else { return Turn::Run(None) };
+        let fresh = Job { wave: now, attempt: 1, token, code: None, by: None };
+        let Some(last) = self.job.as_ref().filter(|j| self.started < j.wave + waves.within) else {
+            return Turn::Run(Some(fresh));
+        };
+        match last.code {
+            Some(code) if code == 0 || !waves.retry_failed => Turn::Covered(code),
+            _ => Turn::Run(Some(Job { wave: last.wave, attempt: last.attempt + 1, ..fresh })),
+        }
+    }
+
+    /// Takes in an attempt another member's record names, if it is newer
+    /// than what we know.
+    fn learn(&mut self, job: Job) {
+        if self.job.as_ref().is_none_or(|known| supersedes((job.token, job.code), (known.token, known.code))) {
+            self.job = Some(job);
         }
     }
 
@@ -586,6 +687,12 @@ impl Leader {
     /// that started before its own still contends: the group gave partition
     /// 0 to both, and the earlier one is the one both sides let lead.
     fn on_other(&mut self, other: Other, now: BootTime) {
+        if let (Some(_), Some(job)) = (self.settings.waves, other.job.as_ref()) {
+            // A token is the offset of an earlier record (as in `peers`).
+            if job.token < other.offset {
+                self.learn(job.clone());
+            }
+        }
         let until = (now - other.age) + other.deadline + self.settings.claim_margin;
         let leading = matches!(self.role(), Role::Leader { .. });
         let (before, after) = self.peers.read(&other, until, now);
@@ -646,6 +753,12 @@ impl Leader {
             self.plan = Plan::Start(now + self.settings.restart_delay);
         } else {
             info!(%status, "the child's run is over; leaving the group");
+            // The attempt ended on its own: our last record says so, and the
+            // rest of its wave exits on reading it.
+            let token = self.child_token;
+            if let Some(job) = self.job.as_mut().filter(|j| j.token == token) {
+                job.code = Some(status.code());
+            }
             self.exit(status.code());
         }
     }
@@ -685,7 +798,8 @@ impl Leader {
     /// revoke once the command is gone. Found by the invariant test.
     fn disclaim(&mut self) {
         if self.child == Child::Idle && std::mem::take(&mut self.spoke) {
-            self.out.push(Action::Disclaim(Record { term: self.term, start: None, stance: Stance::Released }));
+            let record = Record { term: self.term, start: None, stance: Stance::Released, job: self.job.clone() };
+            self.out.push(Action::Disclaim(record));
         }
     }
 
@@ -706,7 +820,7 @@ impl Leader {
             (_, Child::Running | Child::Stopping { .. }) => Stance::Leading { token: self.child_token },
             _ => Stance::Contending,
         };
-        let record = Record { term: self.term, start: tenure.start, stance };
+        let record = Record { term: self.term, start: tenure.start, stance, job: self.job.clone() };
         self.spoke = true;
         self.out.push(Action::SendHeartbeat(record));
     }
@@ -801,6 +915,15 @@ mod say {
             if term.goes_first(Some(offset), now) {
                 info!(%writer, "another member has contended for partition 0 since before us; it goes first");
             }
+        }
+    }
+
+    /// A run of our wave already ended: we exit with its status.
+    pub(super) fn covered(job: Option<&Job>, code: u8) {
+        if let Some(job) = job {
+            // Debug-formatted: the writer chose these strings.
+            let (name, host) = job.by.as_ref().map_or(("this member", ""), |r| (r.name.as_str(), r.host.as_str()));
+            info!(name = ?name, host = ?host, token = job.token, attempt = job.attempt, code, "this wave's run already ended; not running the command again (--once-within)");
         }
     }
 

@@ -25,6 +25,7 @@ fn settings(restart: Restart) -> Settings {
         acquire_timeout: None,
         resume_window: Duration::from_millis(2200),
         claim_margin: Duration::ZERO,
+        waves: None,
     }
 }
 
@@ -44,6 +45,7 @@ fn other(writer: &str, token: Option<i64>, age: u64) -> Input {
         stance,
         age: Duration::from_millis(age),
         deadline: DEADLINE,
+        job: None,
     })
 }
 
@@ -58,6 +60,7 @@ fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: S
         stance,
         age: Duration::from_millis(age),
         deadline: DEADLINE,
+        job: None,
     })
 }
 
@@ -65,12 +68,12 @@ fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: S
 /// or contending.
 fn says(term: u64, start: Option<i64>, token: Option<i64>) -> Action {
     let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
-    SendHeartbeat(Record { term, start, stance })
+    SendHeartbeat(Record { term, start, stance, job: None })
 }
 
 /// Our disclaimer, ending term `term`.
 fn gone(term: u64) -> Action {
-    Disclaim(Record { term, start: None, stance: Stance::Released })
+    Disclaim(Record { term, start: None, stance: Stance::Released, job: None })
 }
 
 /// What the leader made by `leading` says.
@@ -85,7 +88,7 @@ fn leading(restart: Restart) -> Leader {
     assert_eq!(l.step(Input::Assigned, ms(1000)), vec![says(1, None, None)]);
     assert_eq!(l.role(), Role::Candidate);
     // The new leader announces its token with a heartbeat at once.
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }, led()]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
     assert_eq!(l.role(), Role::Leader { token: 7 });
     l
 }
@@ -151,7 +154,10 @@ fn stale_heartbeats_fence_with_sigkill_and_fresh_ones_resume_with_a_new_token() 
     // has passed since the last one read back: a new run.
     assert_eq!(l.step(hb(9, 1500), ms(2600)), vec![says(2, None, None)]);
     assert_eq!(l.role(), Role::Fenced);
-    assert_eq!(l.step(hb(12, 2600), ms(2610)), vec![Spawn { token: 12, lease: ms(3600) }, says(2, Some(12), Some(12))]);
+    assert_eq!(
+        l.step(hb(12, 2600), ms(2610)),
+        vec![Spawn { token: 12, lease: ms(3600), job: None }, says(2, Some(12), Some(12))]
+    );
     assert_eq!(l.role(), Role::Leader { token: 12 });
 }
 
@@ -219,7 +225,10 @@ fn heartbeats_returning_after_the_resume_window_rejoin_instead_of_resuming() {
     l.step(Input::Tick, ms(2000));
     l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
     assert_eq!(l.step(Input::Tick, ms(3100)), vec![says(3, None, None)]);
-    assert_eq!(l.step(hb(30, 3100), ms(3110)), vec![Spawn { token: 30, lease: ms(4100) }, says(3, Some(30), Some(30))]);
+    assert_eq!(
+        l.step(hb(30, 3100), ms(3110)),
+        vec![Spawn { token: 30, lease: ms(4100), job: None }, says(3, Some(30), Some(30))]
+    );
 }
 
 #[test]
@@ -250,7 +259,10 @@ fn a_candidate_that_never_reads_its_heartbeat_back_gives_partition_0_back() {
     assert_eq!(l.role(), Role::Standby);
     // Assigned again later: a new tenure, a new window.
     assert_eq!(l.step(Input::Assigned, ms(4000)), vec![says(3, None, None)]);
-    assert_eq!(l.step(hb(40, 4000), ms(4010)), vec![Spawn { token: 40, lease: ms(5000) }, says(3, Some(40), Some(40))]);
+    assert_eq!(
+        l.step(hb(40, 4000), ms(4010)),
+        vec![Spawn { token: 40, lease: ms(5000), job: None }, says(3, Some(40), Some(40))]
+    );
 }
 
 #[test]
@@ -301,7 +313,10 @@ fn a_candidate_waits_until_other_claims_have_been_quiet_for_a_deadline() {
     // the last one we lead, on the newest own heartbeat (offset 9).
     l.step(Input::Tick, ms(2100));
     assert_eq!(l.next_deadline(), Some(ms(2200)));
-    assert_eq!(l.step(Input::Tick, ms(2200)), vec![Spawn { token: 9, lease: ms(2400) }, says(1, Some(7), Some(9))]);
+    assert_eq!(
+        l.step(Input::Tick, ms(2200)),
+        vec![Spawn { token: 9, lease: ms(2400), job: None }, says(1, Some(7), Some(9))]
+    );
 }
 
 #[test]
@@ -321,7 +336,10 @@ fn regression_a_claim_written_just_before_our_assignment_holds_us_back_until_it_
     l.step(Input::Tick, ms(1200));
     assert_eq!(l.step(hb(9, 1700), ms(1710)), vec![says(1, Some(7), None)]);
     assert_eq!(l.next_deadline(), Some(ms(1801)), "300 ms old at 1001, deadline 1000, margin 100");
-    assert_eq!(l.step(Input::Tick, ms(1801)), vec![Spawn { token: 9, lease: ms(2700) }, says(1, Some(7), Some(9))]);
+    assert_eq!(
+        l.step(Input::Tick, ms(1801)),
+        vec![Spawn { token: 9, lease: ms(2700), job: None }, says(1, Some(7), Some(9))]
+    );
 }
 
 #[test]
@@ -335,7 +353,7 @@ fn regression_a_claim_read_before_our_tenure_still_holds_us_back() {
     l.step(Input::Assigned, ms(1500));
     assert_eq!(l.step(hb(7, 1500), ms(1510)), vec![], "c1's claim runs until 2000");
     l.step(Input::Tick, ms(1700));
-    assert_eq!(l.step(Input::Tick, ms(2000)), vec![Spawn { token: 7, lease: ms(2500) }, led()]);
+    assert_eq!(l.step(Input::Tick, ms(2000)), vec![Spawn { token: 7, lease: ms(2500), job: None }, led()]);
 }
 
 #[test]
@@ -344,13 +362,13 @@ fn old_claims_and_withdrawn_claims_do_not_hold_us_back() {
     let mut l = Leader::new(settings(Restart::Never), ms(0));
     l.step(Input::Assigned, ms(5000));
     l.step(other("dead", Some(5), 4000), ms(5001));
-    assert_eq!(l.step(hb(7, 5000), ms(5010)), vec![Spawn { token: 7, lease: ms(6000) }, led()]);
+    assert_eq!(l.step(hb(7, 5000), ms(5010)), vec![Spawn { token: 7, lease: ms(6000), job: None }, led()]);
     // A leader that stopped gracefully disclaimed after its claim.
     let mut l = Leader::new(settings(Restart::Never), ms(0));
     l.step(Input::Assigned, ms(1000));
     l.step(other("old", Some(5), 100), ms(1001));
     l.step(other("old", None, 50), ms(1002));
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }, led()]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
     // Each writer counts on its own: another's disclaimer withdraws nothing.
     let mut l = Leader::new(settings(Restart::Never), ms(0));
     l.step(Input::Assigned, ms(1000));
@@ -391,7 +409,7 @@ fn a_new_owner_leads_on_its_first_record_read_back_once_the_last_leader_disclaim
     l.step(claim(3), ms(990));
     l.step(other("x", None, 0), ms(995));
     l.step(Input::Assigned, ms(1000));
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000) }, led()]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
     // Without the disclaimer its claim holds us back until it runs out
     // (written at 990, the writer's deadline 1000 ms).
     let mut l = Leader::new(settings(Restart::Never), ms(0));
@@ -404,7 +422,10 @@ fn a_new_owner_leads_on_its_first_record_read_back_once_the_last_leader_disclaim
         assert_eq!(l.step(hb(7 + t as i64 / 200, t), ms(t + 5)), vec![]);
     }
     assert_eq!(l.next_deadline(), Some(ms(1990)));
-    assert_eq!(l.step(Input::Tick, ms(1990)), vec![Spawn { token: 16, lease: ms(2800) }, says(1, Some(7), Some(16))]);
+    assert_eq!(
+        l.step(Input::Tick, ms(1990)),
+        vec![Spawn { token: 16, lease: ms(2800), job: None }, says(1, Some(7), Some(16))]
+    );
 }
 
 #[test]
@@ -425,7 +446,7 @@ fn resuming_while_the_fenced_child_still_dies_spawns_once_it_is_gone() {
     assert_eq!(l.step(hb(12, 2000), ms(2020)), vec![says(2, Some(12), Some(12))], "no spawn while the old child lives");
     assert_eq!(
         l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2030)),
-        vec![Spawn { token: 12, lease: ms(3000) }]
+        vec![Spawn { token: 12, lease: ms(3000), job: None }]
     );
 }
 
@@ -533,7 +554,7 @@ fn an_earlier_contender_holds_a_candidate_back_until_it_withdraws_or_goes_quiet(
     // Withdrawn: we lead at once, on our newest record.
     assert_eq!(
         l.step(contender("x", 9, 1, Some(5), Stance::Released, 0), ms(1220)),
-        vec![Spawn { token: 8, lease: ms(2200) }, says(1, Some(7), Some(8))]
+        vec![Spawn { token: 8, lease: ms(2200), job: None }, says(1, Some(7), Some(8))]
     );
     // Gone quiet (crashed): we lead once its last record has run out.
     let mut l = Leader::new(settings(Restart::Never), ms(0));
@@ -544,7 +565,10 @@ fn an_earlier_contender_holds_a_candidate_back_until_it_withdraws_or_goes_quiet(
         l.step(Input::Tick, ms(t));
         assert_eq!(l.step(hb(7 + t as i64 / 200, t), ms(t + 5)), vec![]);
     }
-    assert_eq!(l.step(Input::Tick, ms(2001)), vec![Spawn { token: 16, lease: ms(2800) }, says(1, Some(7), Some(16))]);
+    assert_eq!(
+        l.step(Input::Tick, ms(2001)),
+        vec![Spawn { token: 16, lease: ms(2800), job: None }, says(1, Some(7), Some(16))]
+    );
     // A later contender, or one of an older version, holds nobody back.
     let mut l = Leader::new(settings(Restart::Never), ms(0));
     l.step(Input::Assigned, ms(1000));
@@ -573,7 +597,7 @@ fn a_leader_fences_when_a_run_that_began_before_its_own_still_contends() {
     assert_eq!(l.step(Input::Tick, ms(1250)), vec![], "its claim holds us back");
     assert_eq!(
         l.step(contender("early", 20, 1, Some(5), Stance::Released, 0), ms(1300)),
-        vec![Spawn { token: 13, lease: ms(2200) }, says(1, Some(7), Some(13))],
+        vec![Spawn { token: 13, lease: ms(2200), job: None }, says(1, Some(7), Some(13))],
         "withdrawn: we resume at once"
     );
 }
@@ -599,7 +623,7 @@ fn restart_policies_decide_what_a_child_exit_means() {
                 assert_eq!(l.next_deadline(), Some(ms(1200)));
                 // Restarts keep the token: it is the same leadership.
                 l.step(hb(8, 1150), ms(1160));
-                assert_eq!(l.step(Input::Tick, ms(1200)), vec![Spawn { token: 7, lease: ms(2150) }]);
+                assert_eq!(l.step(Input::Tick, ms(1200)), vec![Spawn { token: 7, lease: ms(2150), job: None }]);
             }
         }
     }
@@ -681,7 +705,10 @@ fn tokens_increase_across_leaderships() {
     l.step(Input::Revoked { lost: false }, ms(1100));
     l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1200));
     l.step(Input::Assigned, ms(3000));
-    assert_eq!(l.step(hb(40, 3000), ms(3010)), vec![Spawn { token: 40, lease: ms(4000) }, says(2, Some(40), Some(40))]);
+    assert_eq!(
+        l.step(hb(40, 3000), ms(3010)),
+        vec![Spawn { token: 40, lease: ms(4000), job: None }, says(2, Some(40), Some(40))]
+    );
 }
 
 #[test]
@@ -694,7 +721,7 @@ fn every_role_taken_within_one_step_is_reported() {
     // The timer fires late, with a revoke: led (and started the command),
     // then revoked, in one step. Both count.
     let actions = l.step(Input::Revoked { lost: false }, ms(1350));
-    assert_eq!(actions[0], Spawn { token: 7, lease: ms(2000) });
+    assert_eq!(actions[0], Spawn { token: 7, lease: ms(2000), job: None });
     assert_eq!(l.roles_taken(), vec![Role::Leader { token: 7 }, Role::Standby]);
     assert_eq!(l.roles_taken(), vec![], "each change is reported once");
 }
@@ -708,4 +735,178 @@ fn a_restart_due_before_the_fence_does_not_start_at_the_fence_instant() {
     let actions = l.step(Input::Tick, ms(2000));
     assert!(!actions.iter().any(|a| matches!(a, Spawn { .. })), "started with a stale heartbeat: {actions:?}");
     assert_eq!(l.role(), Role::Fenced);
+}
+
+// Once per wave (`--restart never` with --once-within).
+
+const WITHIN: Duration = Duration::from_millis(30_000);
+
+fn waves(retry_failed: bool) -> Settings {
+    Settings { waves: Some(Waves { within: WITHIN, retry_failed }), ..settings(Restart::Never) }
+}
+
+/// An attempt of the wave that began at `wave`, run by member "x".
+fn attempt(wave: u64, attempt: u32, token: i64, code: Option<u8>) -> Job {
+    Job { wave: ms(wave), attempt, token, code, by: Some(Runner { name: "x".into(), host: "h".into() }) }
+}
+
+/// Member x's record at `offset` carrying `job`: a claim with `token`, or
+/// its disclaimer.
+fn carrying(offset: i64, token: Option<i64>, job: Job) -> Input {
+    Input::OtherHeartbeat(Other {
+        writer: "x".into(),
+        offset,
+        term: Some(1),
+        start: Some(0),
+        stance: token.map_or(Stance::Released, |token| Stance::Leading { token }),
+        age: Duration::ZERO,
+        deadline: DEADLINE,
+        job: Some(job),
+    })
+}
+
+/// A member started at 0 that has read `read` (at 900, before its
+/// assignment at 1000) and its own first record back at 1010 (offset 7).
+fn wave_member(settings: Settings, read: Vec<Input>) -> (Leader, Vec<Action>) {
+    let mut l = Leader::new(settings, ms(0));
+    for input in read {
+        l.step(input, ms(900));
+    }
+    l.step(Input::Assigned, ms(1000));
+    let actions = l.step(hb(7, 1000), ms(1010));
+    (l, actions)
+}
+
+fn spawned(actions: &[Action]) -> Option<Job> {
+    actions.iter().find_map(|a| match a {
+        Spawn { job, .. } => Some(job.clone().expect("once per wave: every spawn names its attempt")),
+        _ => None,
+    })
+}
+
+fn disclaimed(actions: &[Action]) -> Option<Job> {
+    actions.iter().find_map(|a| match a {
+        Disclaim(record) => record.job.clone(),
+        _ => None,
+    })
+}
+
+#[test]
+fn the_first_leader_of_a_wave_runs_it_and_its_last_record_says_how_it_ended() {
+    let (mut l, actions) = wave_member(waves(false), vec![]);
+    let job = spawned(&actions).unwrap();
+    assert_eq!(job, Job { wave: ms(1010), attempt: 1, token: 7, code: None, by: None });
+    // Its heartbeats carry the attempt, so a later leader knows it was begun.
+    assert!(actions.contains(&SendHeartbeat(Record { job: Some(job.clone()), ..record(led()) })));
+    let actions = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1500));
+    assert_eq!(disclaimed(&actions), Some(Job { code: Some(0), ..job }));
+    assert_eq!(actions.last(), Some(&Exit(0)));
+}
+
+/// The record of an action that writes one.
+fn record(action: Action) -> Record {
+    match action {
+        SendHeartbeat(r) | Disclaim(r) => r,
+        other => panic!("{other:?} writes no record"),
+    }
+}
+
+#[test]
+fn a_member_of_a_wave_whose_run_succeeded_exits_0_without_running_it_and_passes_the_word_on() {
+    let done = attempt(500, 1, 3, Some(0));
+    let (_, actions) = wave_member(waves(false), vec![carrying(4, None, done.clone())]);
+    assert_eq!(spawned(&actions), None);
+    assert_eq!(disclaimed(&actions), Some(done), "the next member reads it from our record");
+    assert_eq!(actions.last(), Some(&Exit(0)));
+}
+
+#[test]
+fn a_run_that_failed_ends_the_wave_with_its_status_unless_failed_runs_are_retried() {
+    let failed = attempt(500, 1, 3, Some(4));
+    let (_, actions) = wave_member(waves(false), vec![carrying(4, None, failed.clone())]);
+    assert_eq!((spawned(&actions), actions.last()), (None, Some(&Exit(4))));
+    let (_, actions) = wave_member(waves(true), vec![carrying(4, None, failed)]);
+    assert_eq!(spawned(&actions), Some(Job { wave: ms(500), attempt: 2, token: 7, code: None, by: None }));
+}
+
+#[test]
+fn an_attempt_that_never_ended_is_run_again_as_the_next_attempt_of_its_wave() {
+    // Its leader crashed (its last record a claim, long run out) or was
+    // stopped (its disclaimer names the attempt without an ending).
+    let begun = attempt(500, 2, 3, None);
+    for last in [carrying(4, Some(3), begun.clone()), carrying(4, None, begun.clone())] {
+        let mut l = Leader::new(waves(false), ms(0));
+        l.step(last, ms(5)); // a claim run out by 1010
+        l.step(Input::Assigned, ms(1000));
+        let actions = l.step(hb(7, 1000), ms(1010));
+        assert_eq!(spawned(&actions), Some(Job { wave: ms(500), attempt: 3, token: 7, code: None, by: None }));
+    }
+}
+
+#[test]
+fn a_member_started_after_the_window_runs_a_wave_of_its_own() {
+    let mut l = Leader::new(waves(false), ms(40_000));
+    l.step(carrying(4, None, attempt(500, 1, 3, Some(0))), ms(40_900));
+    l.step(Input::Assigned, ms(41_000));
+    let actions = l.step(hb(7, 41_000), ms(41_010));
+    assert_eq!(spawned(&actions), Some(Job { wave: ms(41_010), attempt: 1, token: 7, code: None, by: None }));
+    // Just inside the window (started 29.999 s after the wave began), it
+    // belongs to the wave; at 30 s, it does not.
+    for (started, belongs) in [(30_499, true), (30_500, false)] {
+        let mut l = Leader::new(waves(false), ms(started));
+        l.step(carrying(4, None, attempt(500, 1, 3, Some(0))), ms(40_900));
+        l.step(Input::Assigned, ms(41_000));
+        let actions = l.step(hb(7, 41_000), ms(41_010));
+        assert_eq!(actions.last() == Some(&Exit(0)), belongs, "started at {started}: {actions:?}");
+    }
+}
+
+#[test]
+fn the_newest_attempt_counts_and_an_ending_beats_none_of_the_same_attempt() {
+    // The first attempt, the second (begun, then ended), and both again as
+    // members that had not read further carry them forward.
+    // (All before our own first record, at offset 7.)
+    let ended = attempt(500, 2, 3, Some(0));
+    let read = vec![
+        carrying(2, Some(1), attempt(500, 1, 1, None)),
+        carrying(4, Some(3), attempt(500, 2, 3, None)),
+        carrying(5, None, ended.clone()),
+        carrying(6, None, attempt(500, 2, 3, None)),
+        carrying(6, None, attempt(500, 1, 1, None)),
+    ];
+    let (_, actions) = wave_member(waves(false), read);
+    assert_eq!((disclaimed(&actions), actions.last()), (Some(ended), Some(&Exit(0))));
+    // Without the ending, the newest attempt is run again, even when a
+    // member that lags behind still carries an older one's failure.
+    let read = vec![
+        carrying(2, Some(1), attempt(500, 1, 1, None)),
+        carrying(5, None, attempt(500, 2, 3, None)),
+        carrying(6, None, attempt(500, 1, 1, Some(4))),
+    ];
+    let (_, actions) = wave_member(waves(true), read);
+    assert_eq!(spawned(&actions).map(|j| j.attempt), Some(3));
+    // A token is the offset of an earlier record: one that is not is
+    // nonsense and must not end a wave that never ran.
+    let (_, actions) = wave_member(waves(false), vec![carrying(4, None, attempt(500, 1, 4, Some(0)))]);
+    assert_eq!(spawned(&actions).map(|j| j.attempt), Some(1));
+}
+
+#[test]
+fn a_fenced_attempt_resumes_as_the_next_attempt_and_a_stopped_one_stays_unended() {
+    let (mut l, _) = wave_member(waves(false), vec![]);
+    l.step(Input::Tick, ms(2010)); // fenced: no heartbeat back for the deadline
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2011));
+    let actions = l.step(hb(12, 2600), ms(2610));
+    assert_eq!(spawned(&actions), Some(Job { wave: ms(1010), attempt: 2, token: 12, code: None, by: None }));
+    // SIGTERM stops it: the attempt did not end on its own.
+    l.step(Input::Shutdown, ms(2700));
+    let actions = l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(2800));
+    assert_eq!(disclaimed(&actions).map(|j| j.code), Some(None));
+    assert_eq!(actions.last(), Some(&Exit(143)));
+}
+
+#[test]
+fn without_waves_records_carry_no_attempt_and_read_ones_are_ignored() {
+    let (_, actions) = wave_member(settings(Restart::Never), vec![carrying(4, None, attempt(500, 1, 3, Some(0)))]);
+    assert_eq!(actions, vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
 }

@@ -12,8 +12,16 @@
 //! the kernel's lock. "Leaderless" is measured on that lock too: the time
 //! from the moment no child held it until one held it again.
 //!
-//! Prints one summary and exits 1 on any overlap, orphan or fencing token
-//! that did not increase.
+//! Once per wave: every member runs with `--once-within` (WAVE), and some
+//! children finish on their own (mode `finish`). Once the record saying a
+//! run succeeded is on the topic (its member logs the delivery), a member
+//! started within WAVE of that wave's beginning must never run the command
+//! again: such a start is a *rerun*. (A success whose record never landed,
+//! its member killed or frozen first, is run again: at least once.) The
+//! waves are the children's own word: each writes its token and NELI_WAVE.
+//!
+//! Prints one summary and exits 1 on any overlap, orphan, rerun or fencing
+//! token that did not increase.
 //!
 //! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu]
 
@@ -37,7 +45,9 @@ use neli_proof::{die_with_runner, percentile, timing_args, Rng};
 /// The child: what it does is chosen by the soak before each start.
 const CHILD: &str = r#"mode=$(cat "$0/mode" 2>/dev/null || echo normal)
 echo "$NELI_FENCING_TOKEN $mode" >> "$0/modes"
+echo "$NELI_FENCING_TOKEN $NELI_WAVE" >> "$0/waves"
 case $mode in
+  finish) sleep 0.5; exit 0 ;;
   ignore-term) trap '' TERM; while :; do sleep 0.2; done ;;
   grandchildren) sleep 100000 & sleep 100000 & wait ;;
   daemonize) (setsid sh -c 'trap "" TERM; exec sleep 100000' &); setsid sleep 100000 & exec sleep 100000 ;;
@@ -113,6 +123,9 @@ enum Fault {
     /// until another leads, then thawed: the shim's lease must fence, and
     /// neli-run must carry on.
     BrokenLogStop,
+    /// No fault: a command in mode `finish` ends its wave by itself (drawn
+    /// for half of those).
+    Finish,
 }
 
 impl Fault {
@@ -128,6 +141,7 @@ impl Fault {
             Fault::BrokerRestart => "broker-restart",
             Fault::BrokenLogKill9 => "broken-log-kill-9",
             Fault::BrokenLogStop => "broken-log-sigstop",
+            Fault::Finish => "none (finish)",
         }
     }
 
@@ -144,8 +158,17 @@ impl Fault {
 
 /// How the next child behaves; weighted towards the plain one. `daemonize`
 /// leaves a setsid'd sleep and a double-forked, setsid'd one that ignores
-/// SIGTERM: both hold the detector's lock.
-const MODES: [&str; 5] = ["normal", "normal", "ignore-term", "grandchildren", "daemonize"];
+/// SIGTERM: both hold the detector's lock. `finish` exits 0 after half a
+/// second, which ends its wave.
+const MODES: [&str; 6] = ["normal", "normal", "ignore-term", "grandchildren", "daemonize", "finish"];
+
+/// Every member's --once-within: members that wait through a run belong to
+/// its wave whatever this is; refilled ones belong to it only this long.
+const WAVE: Duration = Duration::from_secs(2);
+
+/// How much later than the soak's record of its start a neli-run may note
+/// its own start (a rerun is judged only outside that doubt).
+const START_DOUBT: Duration = Duration::from_millis(500);
 
 /// One candidate slot: its namespace (if any), its current process and the
 /// reader of that process's stdout and stderr.
@@ -209,6 +232,8 @@ struct Soak {
     session: Duration,
     slots: Vec<Slot>,
     started: usize,
+    /// When each member was started, by name.
+    births: BTreeMap<String, std::time::SystemTime>,
 }
 
 impl Soak {
@@ -233,6 +258,7 @@ impl Soak {
                 .args(&argv[1..])
                 .args(["-b", &self.brokers, "-g", &self.group, "--name", &name])
                 .args(timing_args(self.session))
+                .args(["--once-within", &format!("{}ms", WAVE.as_millis())])
                 .arg("--")
                 .args(self.detector.wrap())
                 .args(["sh", "-c", CHILD])
@@ -242,6 +268,7 @@ impl Soak {
                 .stderr(pipe)
                 .spawn()
                 .expect("start neli-run");
+            self.births.insert(name.clone(), std::time::SystemTime::now());
             self.slots[i].member = Some((name, child));
         }
     }
@@ -285,6 +312,7 @@ impl Soak {
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").cut(),
             Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGSTOP),
             Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR1),
+            Fault::Finish => {}
         }
     }
 
@@ -351,6 +379,48 @@ fn mode_of(detector: &Detector, token: i64) -> String {
         .rev()
         .find_map(|l| l.split_once(' ').filter(|(t, _)| t.parse() == Ok(token)).map(|(_, m)| m.to_string()))
         .unwrap_or_else(|| "normal".into())
+}
+
+/// The tokens of runs whose success is on the topic, as their members
+/// logged it (a log lost to a broken-log fault only means fewer checks).
+fn recorded_successes(dir: &std::path::Path) -> Vec<i64> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.path().extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        for line in read_lines(&entry.path()).iter().filter(|l| l.contains("the run's ending is on the group's topic"))
+        {
+            let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)?.parse::<i64>().ok());
+            if let (Some(token), Some(0)) = (field("token="), field("code=")) {
+                found.push(token);
+            }
+        }
+    }
+    found
+}
+
+/// Starts that ran the command again after their wave's run succeeded:
+/// (name, token, the succeeded token). A start is judged only if its member
+/// was surely started within WAVE of the wave's beginning.
+fn reruns(detector: &Detector, births: &BTreeMap<String, std::time::SystemTime>) -> Vec<(String, i64, i64)> {
+    let waves: BTreeMap<i64, std::time::SystemTime> = read_lines(&detector.dir.join("waves"))
+        .iter()
+        .filter_map(|l| {
+            let (token, wave) = l.split_once(' ')?;
+            Some((token.parse().ok()?, humantime::parse_rfc3339(wave).ok()?))
+        })
+        .collect();
+    let mut found = Vec::new();
+    for done in recorded_successes(&detector.dir) {
+        let Some(&wave) = waves.get(&done) else { continue };
+        for (name, token) in detector.starts().into_iter().filter(|s| s.1 > done) {
+            if births.get(&name).is_some_and(|&born| born + START_DOUBT < wave + WAVE) {
+                found.push((name, token, done));
+            }
+        }
+    }
+    found
 }
 
 /// A wall-clock time as the candidates' logs print it (UTC, HH:MM:SS.mmm).
@@ -444,6 +514,7 @@ fn main() -> ExitCode {
         session: args.session_timeout.into(),
         slots,
         started: 0,
+        births: BTreeMap::new(),
     };
     println!(
         "neli-soak: seed {seed}, {} candidates, broker {}, session {}, faults: {}, work dir {}",
@@ -486,7 +557,8 @@ fn main() -> ExitCode {
         };
         let before = soak.detector.starts();
         let token = before.last().map_or(-1, |s| s.1);
-        let fault = rng.pick(&faults);
+        let finishing = mode_of(&soak.detector, token) == "finish";
+        let fault = if finishing && rng.pick(&[true, false]) { Fault::Finish } else { rng.pick(&faults) };
         let length = fault.length(&mut rng, soak.session);
         // How the next child will behave (renamed into place, so a child
         // starting now never reads a half-written file).
@@ -568,12 +640,18 @@ fn main() -> ExitCode {
     let overlaps = soak.detector.overlaps();
     let starts = soak.detector.starts();
     let tokens_increase = starts.windows(2).all(|w| w[0].1 < w[1].1);
+    let reruns = reruns(&soak.detector, &soak.births);
+    let succeeded = recorded_successes(&soak.detector.dir).len();
 
     println!("\n## neli-soak summary (seed {seed})\n");
     println!("transitions: {} ({} child starts)", soak.transitions(), starts.len());
     println!("faults injected: {}", outcomes.values().map(|o| o.leaderless.len()).sum::<usize>());
     println!("overlaps: {}", overlaps.len());
     println!("orphans left: {orphans}");
+    println!("waves whose success was recorded: {succeeded}; reruns after one: {}", reruns.len());
+    for (name, token, done) in &reruns {
+        println!("  {name} ran token {token} after its wave's run (token {done}) had succeeded");
+    }
     println!("fencing tokens strictly increasing: {tokens_increase}");
     println!("stalls (no child running {} after a fault; liveness): {stalls}", args.stall);
     println!("\nLeaderless: from the moment no child held the lock until one held it again.\n");
@@ -591,7 +669,7 @@ fn main() -> ExitCode {
             f(*o.leaderless.last().expect("one sample"))
         );
     }
-    let safe = overlaps.is_empty() && orphans == 0 && tokens_increase;
+    let safe = overlaps.is_empty() && orphans == 0 && tokens_increase && reruns.is_empty();
     if safe && stalls == 0 {
         let _ = fs::remove_dir_all(&dir);
     } else {

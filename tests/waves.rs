@@ -1,0 +1,170 @@
+//! Once per wave: the README's cron line, `neli-run --group G -- JOB`
+//! started on every host for one tick, runs JOB once between them. The
+//! overlap detector counts the starts from the command's own side; each
+//! attempt also appends NELI_ATTEMPT and NELI_WAVE to a file.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::util::*;
+
+/// A job that records its attempt, then runs `then` (a shell snippet).
+fn recorded(g: &Group, then: &str) -> String {
+    let attempts = g.dir.path().join("attempts");
+    format!("echo \"$NELI_ATTEMPT $NELI_WAVE\" >> {}; {then}", attempts.display())
+}
+
+/// Each attempt's (NELI_ATTEMPT, NELI_WAVE).
+fn attempts(g: &Group) -> Vec<(String, String)> {
+    neli_proof::detector::read_lines(&g.dir.path().join("attempts"))
+        .iter()
+        .filter_map(|l| l.split_once(' ').map(|(a, w)| (a.to_string(), w.to_string())))
+        .collect()
+}
+
+fn bound(g: &Group) -> Duration {
+    g.broker.timing.takeover() * 2
+}
+
+#[test]
+fn three_members_started_for_one_tick_run_a_one_second_job_once() {
+    let g = Group::new("wave-once");
+    let job = recorded(&g, "sleep 1");
+    // As cron starts them on three hosts: within two seconds of each other.
+    let mut members: Vec<Member> = ["a", "b", "c"]
+        .iter()
+        .map(|name| {
+            let m = g.member(name, &[], &["sh", "-c", &job]);
+            std::thread::sleep(Duration::from_millis(700));
+            m
+        })
+        .collect();
+    for m in &mut members {
+        assert_eq!(m.wait_exit(bound(&g)).code(), Some(0), "{}", m.log());
+    }
+    g.assert_no_overlap();
+    let starts = g.starts();
+    assert_eq!(starts.len(), 1, "the job ran once: {starts:?}");
+    assert_eq!(attempts(&g).len(), 1);
+    assert_eq!(attempts(&g)[0].0, "1", "a first attempt");
+    // The others say who ran it, and did not run it.
+    let runner = &starts[0].0;
+    for m in members.iter().filter(|m| &m.name != runner) {
+        let log = m.log();
+        assert!(log.contains("this wave's run already ended"), "{log}");
+        assert!(log.contains(&format!("name=\"{runner}\"")), "names the member that ran it: {log}");
+        assert!(!log.contains("child started"), "{log}");
+    }
+    // `status` shows the wave's run, as the members read it.
+    let (code, out) = run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]);
+    assert_eq!(code, 1, "no leader once the wave is over: {out}");
+    let status: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let last = &status["last_run"];
+    assert_eq!((last["name"].as_str(), last["attempt"].as_u64()), (Some(runner.as_str()), Some(1)), "{out}");
+    assert_eq!((last["status"].as_u64(), last["state"].as_str()), (Some(0), Some("exited")), "{out}");
+    assert_eq!(last["token"].as_i64(), Some(starts[0].1));
+    let (_, text) = run(&["status", "-b", &g.broker.address, "-g", &g.name]);
+    assert!(text.contains("last run: attempt 1 of the wave of "), "{text}");
+    assert!(text.contains(&format!("by {runner} (host ")) && text.contains(": exited 0"), "{text}");
+}
+
+#[test]
+fn a_leader_killed_or_stopped_mid_run_is_retried_once_by_another_member_as_the_next_attempt() {
+    for (sig, test) in [(Signal::SIGKILL, "wave-retry-crash"), (Signal::SIGTERM, "wave-retry-stop")] {
+        retried_after(sig, test);
+    }
+}
+
+fn retried_after(sig: Signal, test: &str) {
+    let g = Group::new(test);
+    // The first attempt hangs; a retry succeeds at once.
+    let job = recorded(&g, "[ \"$NELI_ATTEMPT\" = 1 ] && exec sleep 1000; exit 0");
+    let mut a = g.member("a", &[], &["sh", "-c", &job]);
+    wait_until(bound(&g), "a runs the first attempt", || g.lock_held());
+    let mut b = g.member("b", &[], &["sh", "-c", &job]);
+    wait_until(bound(&g), "b has joined as a standby", || b.log().contains("standby"));
+    a.signal(sig);
+    a.wait_exit(bound(&g));
+    assert_eq!(b.wait_exit(bound(&g)).code(), Some(0), "{}", b.log());
+    g.assert_no_overlap();
+    g.assert_no_orphan();
+    let starts: Vec<String> = g.starts().into_iter().map(|s| s.0).collect();
+    assert_eq!(starts, ["a", "b"]);
+    let attempts = attempts(&g);
+    assert_eq!(attempts.iter().map(|a| a.0.as_str()).collect::<Vec<_>>(), ["1", "2"]);
+    assert_eq!(attempts[0].1, attempts[1].1, "the retry belongs to the first attempt's wave");
+    assert!(attempts[0].1.ends_with('Z') && attempts[0].1.contains('T'), "RFC 3339: {}", attempts[0].1);
+}
+
+#[test]
+fn a_member_started_within_the_window_exits_and_one_started_after_it_runs_again() {
+    let g = Group::new("wave-window");
+    let job = recorded(&g, "exit 0");
+    let window = ["--once-within", "5s"];
+    let mut a = g.member("a", &window, &["sh", "-c", &job]);
+    assert_eq!(a.wait_exit(bound(&g)).code(), Some(0), "{}", a.log());
+    let ran = Instant::now();
+    // Started at once after the run (within 5 s of its start): it exits.
+    let mut b = g.member("b", &window, &["sh", "-c", &job]);
+    assert_eq!(b.wait_exit(bound(&g)).code(), Some(0), "{}", b.log());
+    assert!(b.log().contains("this wave's run already ended"), "{}", b.log());
+    if ran.elapsed() < Duration::from_secs(5) {
+        assert_eq!(g.starts().len(), 1, "b ran the job within the window");
+    }
+    // The window is a span of time: passing it is what the test is about.
+    std::thread::sleep(Duration::from_secs(5).saturating_sub(ran.elapsed()) + Duration::from_millis(200));
+    let mut c = g.member("c", &window, &["sh", "-c", &job]);
+    assert_eq!(c.wait_exit(bound(&g)).code(), Some(0), "{}", c.log());
+    let starts: Vec<String> = g.starts().into_iter().map(|s| s.0).collect();
+    assert_eq!(starts, ["a", "c"], "c began a wave of its own");
+    let attempts = attempts(&g);
+    assert_eq!(attempts.iter().map(|a| a.0.as_str()).collect::<Vec<_>>(), ["1", "1"]);
+    assert_ne!(attempts[0].1, attempts[1].1);
+}
+
+#[test]
+fn a_failed_run_is_retried_by_the_next_member_or_ends_the_wave_with_failed_run_exit() {
+    let g = Group::new("wave-failed-retry");
+    let job = recorded(&g, "exit 3");
+    let mut a = g.member("a", &[], &["sh", "-c", &job]);
+    assert_eq!(a.wait_exit(bound(&g)).code(), Some(3));
+    let mut b = g.member("b", &[], &["sh", "-c", &job]);
+    assert_eq!(b.wait_exit(bound(&g)).code(), Some(3));
+    assert_eq!(attempts(&g).iter().map(|a| a.0.as_str()).collect::<Vec<_>>(), ["1", "2"]);
+
+    let g = Group::new("wave-failed-exit");
+    let job = recorded(&g, "exit 3");
+    let exit = ["--failed-run", "exit"];
+    let mut a = g.member("a", &exit, &["sh", "-c", &job]);
+    assert_eq!(a.wait_exit(bound(&g)).code(), Some(3));
+    let mut b = g.member("b", &exit, &["sh", "-c", &job]);
+    assert_eq!(b.wait_exit(bound(&g)).code(), Some(3), "b exits with the run's status: {}", b.log());
+    assert_eq!(g.starts().len(), 1);
+}
+
+#[test]
+fn with_once_within_0_every_member_runs_the_job() {
+    let g = Group::new("wave-off");
+    let mut a = g.member("a", &["--once-within", "0"], &["true"]);
+    assert_eq!(a.wait_exit(bound(&g)).code(), Some(0));
+    let mut b = g.member("b", &["--once-within", "0"], &["true"]);
+    assert_eq!(b.wait_exit(bound(&g)).code(), Some(0));
+    assert_eq!(g.starts().len(), 2);
+}
+
+#[test]
+fn wave_flags_that_cannot_apply_are_refused_naming_why() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--once-within", "1m", "--restart", "always"], "--once-within applies only to --restart never"),
+        (&["--failed-run", "retry", "--restart", "on-failure"], "--failed-run applies only to --restart never"),
+        (&["--once-within", "2h"], "--once-within 2h: too long, at most 1h"),
+        (&["--once-within", "0", "--failed-run", "exit"], "--failed-run has no effect with --once-within 0"),
+    ];
+    for (flags, says) in cases {
+        let args = [&["-g", "x", "-b", "127.0.0.1:1"], flags, &["--", "true"]].concat();
+        let (code, out) = run(&args);
+        assert_eq!(code, 2, "{flags:?}: {out}");
+        assert!(out.contains(says), "{flags:?}: {out}");
+    }
+}

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n v/verbose q/quiet log-format= b/brokers= kafka-config= kafka-secret= g/group= topic= X= name= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= acquire-timeout= metrics-addr= h/help V/version
+    string join \n v/verbose q/quiet log-format= b/brokers= kafka-config= kafka-secret= g/group= topic= X= name= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= acquire-timeout= metrics-addr= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -45,6 +45,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l restart-delay -d 'Pau
 complete -c neli-run -n "__fish_neli_run_needs_command" -l once-within -d 'With --restart never: members started within this long of a run\'s wave run the command once between them [default: 30s; 0 turns it off]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l failed-run -d 'With --restart never: what a wave does when its run fails (exits non-zero) [default: retry]' -r -f -a "retry\t'The next member runs it again, as after a crash [default]: each member runs it at most once, and a service fails over'
 exit\t'Every member of the wave exits with the run\'s status'"
+complete -c neli-run -n "__fish_neli_run_needs_command" -l max-runtime -d 'Stop a run that takes longer than this (stop signal, --grace, SIGKILL) [default: no limit]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l acquire-timeout -d 'Give up (exit 75) if not leader within this time [default: wait forever]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l metrics-addr -d 'Serve /metrics (Prometheus), /healthz and /leader on this address' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'

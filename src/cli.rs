@@ -361,6 +361,15 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_FAILED_RUN", value_enum, value_name = "POLICY")]
     pub failed_run: Option<FailedRun>,
 
+    /// Stop a run that takes longer than this (stop signal, --grace,
+    /// SIGKILL) [default: no limit].
+    ///
+    /// The stopped run counts as ended with the status that gives (143
+    /// after SIGTERM): --restart and, once per wave, --failed-run decide
+    /// what follows, as for a run that failed by itself.
+    #[arg(long, env = "NELI_MAX_RUNTIME", value_name = "DURATION")]
+    pub max_runtime: Option<String>,
+
     /// Give up (exit 75) if not leader within this time [default: wait forever].
     #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION")]
     pub acquire_timeout: Option<String>,

@@ -49,6 +49,7 @@ const MAX_POLL_INTERVAL_MS: u64 = 86_400_000;
 /// Bounds of the durations that are not tied to the session timeout.
 const MAX_RESTART_DELAY: Duration = Duration::from_secs(24 * 3600);
 const MAX_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+const MAX_RUNTIME: Duration = Duration::from_secs(365 * 24 * 3600);
 /// --once-within's default: half of cron's shortest period.
 pub const DEFAULT_ONCE_WITHIN: Duration = Duration::from_secs(30);
 /// A wave's records must still be on the topic when its last member reads
@@ -234,6 +235,18 @@ impl Config {
                     )
                 })
                 .transpose()?,
+            max_runtime: match args.max_runtime.as_deref() {
+                None => None,
+                Some(v) => {
+                    match duration(("--max-runtime", "NELI_MAX_RUNTIME"), v, MAX_RUNTIME, "leave it out for no limit")?
+                    {
+                        d if d.is_zero() => {
+                            return err("--max-runtime must be more than 0 (leave it out for no limit)")
+                        }
+                        d => Some(d),
+                    }
+                }
+            },
             waves: waves(args.restart, args.once_within.as_deref(), args.failed_run)?,
         };
         let max_poll_interval = match kafka.property("max.poll.interval.ms") {

@@ -340,3 +340,20 @@ fn the_shim_leaves_a_command_that_still_stops_to_neli_run() {
     m.signal(Signal::SIGCONT);
     assert_eq!(m.wait_exit(LONG).code(), Some(137), "neli-run's grace kill: {}", m.log());
 }
+
+#[test]
+fn a_run_past_max_runtime_is_stopped_then_killed_and_its_status_is_the_exit_status() {
+    let g = Group::new("max-runtime");
+    let mut m = g.member("a", &["--max-runtime", "1s"], &["sleep", "1000"]);
+    assert_eq!(m.wait_exit(LONG).code(), Some(143), "stopped by SIGTERM: {}", m.log());
+    assert!(m.log().contains("the run exceeded --max-runtime; stopping it"), "{}", m.log());
+    g.assert_no_orphan();
+
+    // A command that ignores the stop signal is killed after --grace
+    // (unguarded: the detector's wrapper would die of the SIGTERM itself).
+    let g = Group::new("max-runtime-kill");
+    let ignore = "trap '' TERM; while :; do sleep 0.2; done";
+    let mut m = g.member_unguarded("a", &["--max-runtime", "1s"], &["sh", "-c", ignore]);
+    assert_eq!(m.wait_exit(LONG).code(), Some(137), "{}", m.log());
+    assert!(m.log().contains("child still running after the grace period; sending SIGKILL"), "{}", m.log());
+}

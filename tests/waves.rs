@@ -155,11 +155,13 @@ fn with_once_within_0_every_member_runs_the_job() {
 
 #[test]
 fn wave_flags_that_cannot_apply_are_refused_naming_why() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["--once-within", "1m", "--restart", "always"], "--once-within applies only to --restart never"),
         (&["--failed-run", "retry", "--restart", "on-failure"], "--failed-run applies only to --restart never"),
         (&["--once-within", "2h"], "--once-within 2h: too long, at most 1h"),
         (&["--once-within", "0", "--failed-run", "exit"], "--failed-run has no effect with --once-within 0"),
+        (&["--max-runtime", "0"], "--max-runtime must be more than 0"),
+        (&["--max-runtime", "5 parsecs"], "invalid duration for --max-runtime"),
     ];
     for (flags, says) in cases {
         let args = [&["-g", "x", "-b", "127.0.0.1:1"], flags, &["--", "true"]].concat();
@@ -167,4 +169,18 @@ fn wave_flags_that_cannot_apply_are_refused_naming_why() {
         assert_eq!(code, 2, "{flags:?}: {out}");
         assert!(out.contains(says), "{flags:?}: {out}");
     }
+}
+
+#[test]
+fn a_run_stopped_for_overrunning_max_runtime_ends_its_wave_like_a_failed_run() {
+    let g = Group::new("wave-max-runtime");
+    let job = recorded(&g, "exec sleep 1000");
+    let flags = ["--max-runtime", "1s", "--failed-run", "exit"];
+    let mut a = g.member("a", &flags, &["sh", "-c", &job]);
+    wait_until(bound(&g), "a runs it", || g.lock_held());
+    let mut b = g.member("b", &flags, &["sh", "-c", &job]);
+    assert_eq!(a.wait_exit(bound(&g)).code(), Some(143), "{}", a.log());
+    assert_eq!(b.wait_exit(bound(&g)).code(), Some(143), "b exits with the stopped run's status: {}", b.log());
+    assert_eq!(g.starts().len(), 1);
+    g.assert_no_orphan();
 }

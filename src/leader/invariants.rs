@@ -41,6 +41,9 @@ struct Child {
     /// When it will be gone (it was killed, stopped, or ends by itself).
     exits_at: Option<u64>,
     killed: bool,
+    /// When it started, and whether it was since asked to stop or killed.
+    since: u64,
+    stopped: bool,
 }
 
 /// Another member's term as the README's rules make it: its first offset,
@@ -99,6 +102,7 @@ impl Sim {
             restart,
             restart_delay: Duration::from_millis(rng.u64(0..300)),
             acquire_timeout: rng.bool().then(|| Duration::from_millis(rng.u64(1000..20_000))),
+            max_runtime: (rng.u8(..4) == 0).then(|| Duration::from_millis(rng.u64(1..3000))),
             resume_window: Duration::from_millis(2200),
             claim_margin: Duration::from_millis([0, 200][rng.usize(..2)]),
             // Once per wave only adds ways to exit without running.
@@ -341,7 +345,7 @@ impl Sim {
                 }
                 self.last_spawn_token = Some(token);
                 // Most commands take SIGTERM; some ignore it.
-                self.child = Some(Child { token, lease, exits_at: None, killed: false });
+                self.child = Some(Child { token, lease, exits_at: None, killed: false, since: now, stopped: false });
             }
             Action::Lease(until) => {
                 let until = as_ms(until);
@@ -356,6 +360,7 @@ impl Sim {
             }
             Action::SignalGroup(sig) => {
                 if let Some(child) = self.child.as_mut() {
+                    child.stopped |= sig == SIGTERM;
                     if sig == SIGTERM && child.exits_at.is_none() && self.rng.u8(..4) != 0 {
                         child.exits_at = Some(now + self.rng.u64(0..800));
                     }
@@ -364,6 +369,7 @@ impl Sim {
             Action::KillGroup => {
                 if let Some(child) = self.child.as_mut() {
                     child.killed = true;
+                    child.stopped = true;
                     child.exits_at = Some(child.exits_at.map_or(now + 20, |t| t.min(now + 20)));
                 }
             }
@@ -421,6 +427,11 @@ impl Sim {
                     "a leader's next deadline {:?} is past its fence at {fresh_until}",
                     self.core.next_deadline()
                 ));
+            }
+        }
+        if let (Some(max), Some(child)) = (self.settings.max_runtime, &self.child) {
+            if !child.stopped && now >= child.since + max.as_millis() as u64 {
+                self.fail(&format!("a child started at {} runs past --max-runtime {max:?} unstopped", child.since));
             }
         }
         if self.revoke_waits && self.child.is_none() {

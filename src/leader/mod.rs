@@ -66,6 +66,9 @@ pub struct Settings {
     pub restart: Restart,
     pub restart_delay: Duration,
     pub acquire_timeout: Option<Duration>,
+    /// How long one run may take before it is stopped (stop signal, grace,
+    /// SIGKILL) and counts as ended with the status that gives.
+    pub max_runtime: Option<Duration>,
     /// The longest gap in our own heartbeats after which we may still
     /// trust that the group kept partition 0 for us: session timeout minus
     /// a coordinator heartbeat and the margin. After a longer gap the
@@ -343,6 +346,11 @@ pub struct Leader {
     child_token: i64,
     /// We have written records since we last disclaimed.
     spoke: bool,
+    /// When the running command overruns --max-runtime.
+    run_until: Option<BootTime>,
+    /// We stopped the command for overrunning: its exit ends its run as if
+    /// it had exited by itself (the restart policy and its wave apply).
+    overran: bool,
     /// What the other members' records say (see `peers`).
     peers: Peers,
     /// The newest attempt of a wave we know of, ours or read (once per wave).
@@ -371,6 +379,8 @@ impl Leader {
             term: 0,
             child_token: 0,
             spoke: false,
+            run_until: None,
+            overran: false,
             peers: Peers::default(),
             job: None,
             now,
@@ -466,6 +476,9 @@ impl Leader {
         }
         if let Child::Stopping { kill_at } = self.child {
             consider(kill_at);
+        }
+        if self.child == Child::Running {
+            consider(self.run_until);
         }
         consider(self.acquire_deadline());
         // A moment already passed was tried then and failed (the heartbeat
@@ -651,6 +664,7 @@ impl Leader {
             self.plan = Plan::Serve;
             self.child = Child::Running;
             self.child_token = token;
+            self.run_until = self.settings.max_runtime.map(|d| now + d);
             self.out.push(Action::Spawn { token, lease, job });
         }
     }
@@ -726,6 +740,7 @@ impl Leader {
 
     fn on_child_exited(&mut self, status: ChildStatus, now: BootTime) {
         let was = self.child;
+        let overran = std::mem::take(&mut self.overran);
         self.child = Child::Idle;
         if std::mem::take(&mut self.revoke_waits) {
             info!("child stopped; releasing partition 0 to the group");
@@ -740,7 +755,8 @@ impl Leader {
         }
         // We stopped it (a fence, a revoke): no restart policy applies. (A
         // running command means we lead: every way out of leading stops it.)
-        if was != Child::Running {
+        // Stopped for overrunning, its run is over as if it had ended itself.
+        if was != Child::Running && !overran {
             return;
         }
         let again = match self.settings.restart {
@@ -868,6 +884,11 @@ impl Leader {
                 self.disclaim();
                 self.out.push(Action::Rejoin);
             }
+        }
+        if self.child == Child::Running && self.run_until.is_some_and(|t| now >= t) {
+            warn!(max_runtime = ?self.settings.max_runtime.unwrap_or_default(), "the run exceeded --max-runtime; stopping it");
+            self.overran = true;
+            self.stop(now);
         }
         if let Child::Stopping { kill_at: Some(t) } = self.child {
             if now >= t {

@@ -23,6 +23,7 @@ fn settings(restart: Restart) -> Settings {
         restart,
         restart_delay: Duration::from_millis(100),
         acquire_timeout: None,
+        max_runtime: None,
         resume_window: Duration::from_millis(2200),
         claim_margin: Duration::ZERO,
         waves: None,
@@ -909,4 +910,37 @@ fn a_fenced_attempt_resumes_as_the_next_attempt_and_a_stopped_one_stays_unended(
 fn without_waves_records_carry_no_attempt_and_read_ones_are_ignored() {
     let (_, actions) = wave_member(settings(Restart::Never), vec![carrying(4, None, attempt(500, 1, 3, Some(0)))]);
     assert_eq!(actions, vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
+}
+
+#[test]
+fn a_run_past_max_runtime_is_stopped_and_ends_as_if_by_itself() {
+    let max = Duration::from_millis(3000);
+    let run = |restart| {
+        let mut l = Leader::new(Settings { max_runtime: Some(max), ..settings(restart) }, ms(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(hb(7, 1000), ms(1010));
+        // Heartbeats keep the lease up; the run started at 1010 overruns at 4010.
+        for t in (1200..4000).step_by(200) {
+            l.step(Input::Tick, ms(t));
+            l.step(hb(7 + t as i64 / 200, t), ms(t + 5));
+        }
+        assert_eq!(l.next_deadline(), Some(ms(4000)), "the next heartbeat");
+        l.step(Input::Tick, ms(4000));
+        l.step(hb(30, 4000), ms(4005));
+        assert_eq!(l.next_deadline(), Some(ms(4010)), "the overrun");
+        assert_eq!(l.step(Input::Tick, ms(4009)), vec![]);
+        assert_eq!(l.step(Input::Tick, ms(4010)), vec![SignalGroup(SIGTERM)]);
+        // Grace, then SIGKILL, as for any stop.
+        assert!(l.step(Input::Tick, ms(4510)).contains(&KillGroup));
+        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(4520))
+    };
+    assert_eq!(run(Restart::Never).last(), Some(&Exit(137)), "its status, as a run that ended");
+    let again = run(Restart::Always);
+    assert!(!again.iter().any(|a| matches!(a, Exit(_))), "--restart applies: {again:?}");
+    // Without a limit, nothing stops it.
+    let mut l = leading(Restart::Never);
+    for t in (1200..10_000).step_by(200) {
+        let actions = [l.step(Input::Tick, ms(t)), l.step(hb(7 + t as i64 / 200, t), ms(t + 5))].concat();
+        assert!(!actions.iter().any(|a| matches!(a, SignalGroup(_) | KillGroup)), "at {t}: {actions:?}");
+    }
 }

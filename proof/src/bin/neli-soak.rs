@@ -14,11 +14,13 @@
 //!
 //! Once per wave: every member runs with `--once-within` (WAVE), and some
 //! children finish on their own (mode `finish`). Once the record saying a
-//! run succeeded is on the topic (its member logs the delivery), a member
-//! started within WAVE of that wave's beginning must never run the command
-//! again: such a start is a *rerun*. (A success whose record never landed,
-//! its member killed or frozen first, is run again: at least once.) The
-//! waves are the children's own word: each writes its token and NELI_WAVE.
+//! run succeeded is on the topic (its member logs the delivery), that wave
+//! must never run again, and no member of it (started before it began or
+//! within WAVE after) may begin a new wave: either is a *rerun*. (A member
+//! of it may still run a later wave's retry: that wave began after it, so it
+//! belongs to that one too. A success whose record never landed, its member
+//! killed or frozen first, is run again: at least once.) The waves are the
+//! children's own word: each writes its token, NELI_WAVE and NELI_ATTEMPT.
 //!
 //! Prints one summary and exits 1 on any overlap, orphan, rerun or fencing
 //! token that did not increase.
@@ -45,7 +47,7 @@ use neli_proof::{die_with_runner, percentile, timing_args, Rng};
 /// The child: what it does is chosen by the soak before each start.
 const CHILD: &str = r#"mode=$(cat "$0/mode" 2>/dev/null || echo normal)
 echo "$NELI_FENCING_TOKEN $mode" >> "$0/modes"
-echo "$NELI_FENCING_TOKEN $NELI_WAVE" >> "$0/waves"
+echo "$NELI_FENCING_TOKEN $NELI_WAVE $NELI_ATTEMPT" >> "$0/waves"
 case $mode in
   finish) sleep 0.5; exit 0 ;;
   ignore-term) trap '' TERM; while :; do sleep 0.2; done ;;
@@ -400,22 +402,28 @@ fn recorded_successes(dir: &std::path::Path) -> Vec<i64> {
     found
 }
 
-/// Starts that ran the command again after their wave's run succeeded:
-/// (name, token, the succeeded token). A start is judged only if its member
-/// was surely started within WAVE of the wave's beginning.
+/// Starts after a wave's recorded success that ran it again, or that began
+/// a new wave on a member of it: (name, token, the succeeded token). A
+/// member counts as one of the wave only if surely started within WAVE of
+/// its beginning.
 fn reruns(detector: &Detector, births: &BTreeMap<String, std::time::SystemTime>) -> Vec<(String, i64, i64)> {
-    let waves: BTreeMap<i64, std::time::SystemTime> = read_lines(&detector.dir.join("waves"))
+    // By token: the wave it ran for, and whether it began that wave.
+    let waves: BTreeMap<i64, (std::time::SystemTime, bool)> = read_lines(&detector.dir.join("waves"))
         .iter()
         .filter_map(|l| {
-            let (token, wave) = l.split_once(' ')?;
-            Some((token.parse().ok()?, humantime::parse_rfc3339(wave).ok()?))
+            let mut fields = l.split(' ');
+            let token = fields.next()?.parse().ok()?;
+            let wave = humantime::parse_rfc3339(fields.next()?).ok()?;
+            Some((token, (wave, fields.next()? == "1")))
         })
         .collect();
     let mut found = Vec::new();
     for done in recorded_successes(&detector.dir) {
-        let Some(&wave) = waves.get(&done) else { continue };
+        let Some(&(wave, _)) = waves.get(&done) else { continue };
         for (name, token) in detector.starts().into_iter().filter(|s| s.1 > done) {
-            if births.get(&name).is_some_and(|&born| born + START_DOUBT < wave + WAVE) {
+            let Some(&(ran, began)) = waves.get(&token) else { continue };
+            let member = births.get(&name).is_some_and(|&born| born + START_DOUBT < wave + WAVE);
+            if ran == wave || (began && member) {
                 found.push((name, token, done));
             }
         }

@@ -52,7 +52,7 @@ pub mod for_tests {
     pub use crate::cli::Cli;
     pub use crate::clock::BootTime;
     pub use crate::kafka::heartbeat::{Content, Heartbeat, Member};
-    pub use crate::leader::{Record, Stance};
+    pub use crate::leader::{Job, Record, Runner, Stance};
 }
 
 /// The `neli-run` binary: parse, set up logging, run, exit with one status.

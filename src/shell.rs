@@ -89,6 +89,9 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
 
     // Started before connecting: --acquire-timeout counts from here.
     let mut core = Leader::new(cfg.leader.clone(), started);
+    if let Some(end) = kafka.born() {
+        core.born_at(end);
+    }
     let mut running: Option<Running> = None;
     // The command's status, sent once everything it started is gone: the
     // wait for that runs beside the loop, which keeps heartbeating meanwhile.

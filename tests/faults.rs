@@ -235,14 +235,8 @@ fn network_cut_past_the_resume_window_gives_partition_0_back_and_someone_leads()
 /// another member would: saying `record`, sent now, with a deadline.
 fn write_record(g: &Group, ghost: &neli_run::for_tests::Member, record: Record, deadline_ms: u64) {
     use neli_run::for_tests::{BootTime, Content, Heartbeat};
-    use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
-    let producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext> =
-        rdkafka::ClientConfig::new().set("bootstrap.servers", &g.broker.address).create().unwrap();
     let content = Content { record, since_ms: None, deadline_ms };
-    let value = Heartbeat::new(ghost, 1, BootTime::now(), content).encode();
-    let topic = format!("{}.neli", g.name);
-    producer.send(BaseRecord::<(), _>::to(&topic).partition(0).payload(&value)).unwrap();
-    producer.flush(Duration::from_secs(20)).unwrap();
+    g.produce(&Heartbeat::new(ghost, 1, BootTime::now(), content).encode());
 }
 
 fn leading(token: i64) -> Record {

@@ -261,6 +261,17 @@ impl Group {
         Member::spawn(name, &prefix.unwrap_or_default(), &argv, &self.dir.path().join(format!("{name}.log")), stderr)
     }
 
+    /// Writes `value` to partition 0 of the group's topic, as another
+    /// writer would (a forged or foreign record), and waits until it is on it.
+    pub fn produce(&self, value: &[u8]) {
+        use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+        let producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext> =
+            rdkafka::ClientConfig::new().set("bootstrap.servers", &self.broker.address).create().unwrap();
+        let topic = format!("{}.neli", self.name);
+        producer.send(BaseRecord::<(), _>::to(&topic).partition(0).payload(value)).unwrap();
+        producer.flush(Duration::from_secs(20)).unwrap();
+    }
+
     /// Names and tokens of every child start, in order.
     pub fn starts(&self) -> Vec<(String, i64)> {
         self.detector.starts()

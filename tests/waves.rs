@@ -175,12 +175,40 @@ fn wave_flags_that_cannot_apply_are_refused_naming_why() {
 fn a_run_stopped_for_overrunning_max_runtime_ends_its_wave_like_a_failed_run() {
     let g = Group::new("wave-max-runtime");
     let job = recorded(&g, "exec sleep 1000");
-    let flags = ["--max-runtime", "1s", "--failed-run", "exit"];
+    // Long enough for b to have joined before a's run overruns: tansu
+    // assigned nobody for 44 s when a left while b's join was under way.
+    let flags = ["--max-runtime", "6s", "--failed-run", "exit"];
     let mut a = g.member("a", &flags, &["sh", "-c", &job]);
     wait_until(bound(&g), "a runs it", || g.lock_held());
     let mut b = g.member("b", &flags, &["sh", "-c", &job]);
+    wait_until(bound(&g), "b has joined as a standby", || b.log().contains("standby"));
     assert_eq!(a.wait_exit(bound(&g)).code(), Some(143), "{}", a.log());
     assert_eq!(b.wait_exit(bound(&g)).code(), Some(143), "b exits with the stopped run's status: {}", b.log());
     assert_eq!(g.starts().len(), 1);
     g.assert_no_orphan();
+}
+
+/// A host whose clock runs a day ahead wrote that a wave succeeded: by the
+/// clocks, that wave would seem to begin in everyone's future and cover
+/// every member started until then, skipping the job for a day. Who began
+/// before a wave is read from the log instead: a member started after the
+/// record was written runs the job, and says why the clocks were not used.
+#[test]
+fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
+    use neli_run::for_tests::{BootTime, Content, Heartbeat, Job, Record, Stance};
+    let g = Group::new("wave-future-clock");
+    let ghost = neli_run::for_tests::Member::this_process("ahead".into());
+    // A token is an earlier offset: the filler is offset 0, the wave's.
+    g.produce(b"filler");
+    let job = Job { wave: BootTime::now(), wave_token: 0, attempt: 1, token: 0, code: Some(0), by: None };
+    let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job) };
+    let mut hb = Heartbeat::new(&ghost, 1, BootTime::now(), Content { record, since_ms: None, deadline_ms: 1000 });
+    const DAY: u64 = 86_400_000;
+    hb.at_ms += DAY;
+    hb.job.as_mut().unwrap().wave_ms += DAY;
+    g.produce(&hb.encode());
+    let mut a = g.member("a", &[], &["true"]);
+    assert_eq!(a.wait_exit(bound(&g)).code(), Some(0), "{}", a.log());
+    assert_eq!(g.starts().len(), 1, "a ran the job: {}", a.log());
+    assert!(a.log().contains("that host's clock is ahead of ours"), "{}", a.log());
 }

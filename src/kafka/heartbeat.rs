@@ -83,6 +83,9 @@ pub struct Heartbeat {
 pub struct WireJob {
     /// Wall clock (ms since the epoch) when the wave's first attempt started.
     pub wave_ms: u64,
+    /// That attempt's token (absent from the first records with a job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave_token: Option<i64>,
     pub attempt: u32,
     pub token: i64,
     /// Its exit status, once it ended on its own.
@@ -147,6 +150,7 @@ impl Heartbeat {
                     job.by.unwrap_or_else(|| Runner { name: member.name.clone(), host: member.host.clone() });
                 WireJob {
                     wave_ms: job.wave.wall_ms(),
+                    wave_token: Some(job.wave_token),
                     attempt: job.attempt,
                     token: job.token,
                     code: job.code,
@@ -189,6 +193,7 @@ impl Heartbeat {
             deadline: if self.deadline_ms == 0 { ours } else { ms(self.deadline_ms) },
             job: self.job.as_ref().map(|job| Job {
                 wave: BootTime::at_wall_ms(job.wave_ms),
+                wave_token: job.wave_token.unwrap_or(job.token),
                 attempt: job.attempt,
                 token: job.token,
                 code: job.code,
@@ -220,6 +225,23 @@ mod tests {
         assert_ne!(restarted.incarnation, me.incarnation);
         assert!(!back.is_from(&restarted));
         assert_eq!(Heartbeat::decode(b"not json"), None);
+    }
+
+    #[test]
+    fn an_attempt_reads_back_as_written_naming_its_runner_and_wave() {
+        let me = Member::this_process("a".into());
+        let wave = BootTime::now();
+        let job = Job { wave, wave_token: 2, attempt: 2, token: 3, code: Some(0), by: None };
+        let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job.clone()) };
+        let content = Content { record, since_ms: None, deadline_ms: 1 };
+        let hb = Heartbeat::decode(&Heartbeat::new(&me, 1, BootTime::now(), content).encode()).unwrap();
+        let read = hb.as_other(4, std::time::Duration::from_secs(3)).job.unwrap();
+        let by = Some(Runner { name: "a".into(), host: me.host.clone() });
+        assert_eq!(read, Job { wave: BootTime::at_wall_ms(wave.wall_ms()), by, ..job });
+        // The first records with a job had no wave token: the attempt's own.
+        let mut old = hb.clone();
+        old.job.as_mut().unwrap().wave_token = None;
+        assert_eq!(old.as_other(4, std::time::Duration::from_secs(3)).job.unwrap().wave_token, 3);
     }
 
     #[test]

@@ -345,6 +345,8 @@ pub struct Kafka {
     unreachable: Arc<AtomicBool>,
     requests: Arc<Requests>,
     consumer: Option<JoinHandle<()>>,
+    /// The end of partition 0 when we joined, if Kafka said.
+    born: Option<i64>,
 }
 
 /// Why a client could not be created, naming the property and where it came
@@ -499,6 +501,7 @@ impl Kafka {
             requests.closing.store(true, Ordering::Relaxed);
             return Err(failure);
         }
+        let born = consumer.fetch_watermarks(&cfg.kafka.topic, 0, Duration::from_secs(2)).ok().map(|(_, end)| end);
         consumer.subscribe(&[&cfg.kafka.topic]).map_err(|e| creation_error(e, &cfg.kafka))?;
 
         let reader_member = member.clone();
@@ -519,7 +522,14 @@ impl Kafka {
             unreachable,
             requests,
             consumer: Some(thread),
+            born,
         })
+    }
+
+    /// The end of partition 0 when we joined: every record from there on
+    /// was written after we started, whatever the writers' clocks say.
+    pub fn born(&self) -> Option<i64> {
+        self.born
     }
 
     /// Queues `record` as one heartbeat stamped with `now`. Never blocks.

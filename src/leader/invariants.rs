@@ -109,7 +109,10 @@ impl Sim {
             waves: (restart == Restart::Never && rng.bool())
                 .then(|| Waves { within: Duration::from_millis(rng.u64(0..20_000)), retry_failed: rng.bool() }),
         };
-        let core = Leader::new(settings.clone(), ms(0));
+        let mut core = Leader::new(settings.clone(), ms(0));
+        if rng.bool() {
+            core.born_at(rng.i64(0..20));
+        }
         Sim {
             rng,
             settings,
@@ -226,12 +229,17 @@ impl Sim {
             stance,
             age: Duration::from_millis(age),
             deadline: Duration::from_millis(D),
-            job: (self.rng.u8(..4) == 0).then(|| Job {
-                wave: ms(self.now.saturating_sub(self.rng.u64(0..30_000))),
-                attempt: self.rng.u32(1..4),
-                token: self.rng.i64(0..=offset),
-                code: self.rng.bool().then(|| self.rng.u8(..3)),
-                by: None,
+            job: (self.rng.u8(..4) == 0).then(|| {
+                let token = self.rng.i64(0..=offset);
+                Job {
+                    // Now and then from a clock ahead of ours.
+                    wave: ms((self.now + 1000).saturating_sub(self.rng.u64(0..30_000))),
+                    wave_token: self.rng.i64(0..=token),
+                    attempt: self.rng.u32(1..4),
+                    token,
+                    code: self.rng.bool().then(|| self.rng.u8(..3)),
+                    by: None,
+                }
             }),
         };
         // The rules, as the README states them.

@@ -104,6 +104,9 @@ pub struct Waves {
 pub struct Job {
     /// When the wave's first attempt started.
     pub wave: BootTime,
+    /// The first attempt's token: where the wave began on partition 0, which
+    /// every member reads alike, whatever its clock.
+    pub wave_token: i64,
     /// 1 for the first attempt, 2 for the first retry ...
     pub attempt: u32,
     /// The attempt's fencing token: the newer attempt has the larger one.
@@ -348,6 +351,9 @@ pub struct Leader {
     spoke: bool,
     /// When the running command overruns --max-runtime.
     run_until: Option<BootTime>,
+    /// The end of partition 0 when we started: a wave that began at or after
+    /// it began after us, on the log's word rather than a clock's.
+    born: Option<i64>,
     /// We stopped the command for overrunning: its exit ends its run as if
     /// it had exited by itself (the restart policy and its wave apply).
     overran: bool,
@@ -380,6 +386,7 @@ impl Leader {
             child_token: 0,
             spoke: false,
             run_until: None,
+            born: None,
             overran: false,
             peers: Peers::default(),
             job: None,
@@ -388,6 +395,13 @@ impl Leader {
             roles: Vec::new(),
             last_role: Role::Standby,
         }
+    }
+
+    /// Notes the end of partition 0 as it was when we started (once per wave:
+    /// members started before a wave began belong to it, whatever the
+    /// clocks of its hosts say).
+    pub fn born_at(&mut self, end: i64) {
+        self.born = Some(end);
     }
 
     /// The roles taken since the last call, in order (for metrics and
@@ -675,13 +689,25 @@ impl Leader {
     /// newest of the wave, or was carried forward by a later record.
     fn turn(&self, token: i64, now: BootTime) -> Turn {
         let Some(waves) = self.settings.waves else { return Turn::Run(None) };
-        let fresh = Job { wave: now, attempt: 1, token, code: None, by: None };
-        let Some(last) = self.job.as_ref().filter(|j| self.started < j.wave + waves.within) else {
+        let fresh = Job { wave: now, wave_token: token, attempt: 1, token, code: None, by: None };
+        // Started before the wave began (by the log), or within the window
+        // after (by the clocks; a wave that seems to begin in our future
+        // comes from a clock ahead of ours and cannot be placed).
+        let ours = |j: &&Job| {
+            self.born.is_some_and(|end| end <= j.wave_token) || (j.wave <= now && self.started < j.wave + waves.within)
+        };
+        say::wave_from_the_future(self.job.as_ref(), now);
+        let Some(last) = self.job.as_ref().filter(ours) else {
             return Turn::Run(Some(fresh));
         };
         match last.code {
             Some(code) if code == 0 || !waves.retry_failed => Turn::Covered(code),
-            _ => Turn::Run(Some(Job { wave: last.wave, attempt: last.attempt + 1, ..fresh })),
+            _ => Turn::Run(Some(Job {
+                wave: last.wave,
+                wave_token: last.wave_token,
+                attempt: last.attempt + 1,
+                ..fresh
+            })),
         }
     }
 
@@ -937,6 +963,13 @@ mod say {
                 info!(%writer, "another member has contended for partition 0 since before us; it goes first");
             }
         }
+    }
+
+    /// A wave's start lies in our future: its host's clock is ahead.
+    pub(super) fn wave_from_the_future(job: Option<&Job>, now: BootTime) {
+        let Some(job) = job.filter(|j| j.wave > now) else { return };
+        let (name, host) = job.by.as_ref().map_or(("this member", ""), |r| (r.name.as_str(), r.host.as_str()));
+        warn!(name = ?name, host = ?host, ahead = ?job.wave.since(now), "a wave's start lies in our future: that host's clock is ahead of ours, so only the log says who belongs to it (fix the clocks: NTP)");
     }
 
     /// A run of our wave already ended: we exit with its status.

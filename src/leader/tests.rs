@@ -748,7 +748,7 @@ fn waves(retry_failed: bool) -> Settings {
 
 /// An attempt of the wave that began at `wave`, run by member "x".
 fn attempt(wave: u64, attempt: u32, token: i64, code: Option<u8>) -> Job {
-    Job { wave: ms(wave), attempt, token, code, by: Some(Runner { name: "x".into(), host: "h".into() }) }
+    Job { wave: ms(wave), wave_token: 0, attempt, token, code, by: Some(Runner { name: "x".into(), host: "h".into() }) }
 }
 
 /// Member x's record at `offset` carrying `job`: a claim with `token`, or
@@ -796,7 +796,7 @@ fn disclaimed(actions: &[Action]) -> Option<Job> {
 fn the_first_leader_of_a_wave_runs_it_and_its_last_record_says_how_it_ended() {
     let (mut l, actions) = wave_member(waves(false), vec![]);
     let job = spawned(&actions).unwrap();
-    assert_eq!(job, Job { wave: ms(1010), attempt: 1, token: 7, code: None, by: None });
+    assert_eq!(job, Job { wave: ms(1010), wave_token: 7, attempt: 1, token: 7, code: None, by: None });
     // Its heartbeats carry the attempt, so a later leader knows it was begun.
     assert!(actions.contains(&SendHeartbeat(Record { job: Some(job.clone()), ..record(led()) })));
     let actions = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1500));
@@ -827,7 +827,10 @@ fn a_run_that_failed_ends_the_wave_with_its_status_unless_failed_runs_are_retrie
     let (_, actions) = wave_member(waves(false), vec![carrying(4, None, failed.clone())]);
     assert_eq!((spawned(&actions), actions.last()), (None, Some(&Exit(4))));
     let (_, actions) = wave_member(waves(true), vec![carrying(4, None, failed)]);
-    assert_eq!(spawned(&actions), Some(Job { wave: ms(500), attempt: 2, token: 7, code: None, by: None }));
+    assert_eq!(
+        spawned(&actions),
+        Some(Job { wave: ms(500), wave_token: 0, attempt: 2, token: 7, code: None, by: None })
+    );
 }
 
 #[test]
@@ -840,7 +843,10 @@ fn an_attempt_that_never_ended_is_run_again_as_the_next_attempt_of_its_wave() {
         l.step(last, ms(5)); // a claim run out by 1010
         l.step(Input::Assigned, ms(1000));
         let actions = l.step(hb(7, 1000), ms(1010));
-        assert_eq!(spawned(&actions), Some(Job { wave: ms(500), attempt: 3, token: 7, code: None, by: None }));
+        assert_eq!(
+            spawned(&actions),
+            Some(Job { wave: ms(500), wave_token: 0, attempt: 3, token: 7, code: None, by: None })
+        );
     }
 }
 
@@ -850,7 +856,10 @@ fn a_member_started_after_the_window_runs_a_wave_of_its_own() {
     l.step(carrying(4, None, attempt(500, 1, 3, Some(0))), ms(40_900));
     l.step(Input::Assigned, ms(41_000));
     let actions = l.step(hb(7, 41_000), ms(41_010));
-    assert_eq!(spawned(&actions), Some(Job { wave: ms(41_010), attempt: 1, token: 7, code: None, by: None }));
+    assert_eq!(
+        spawned(&actions),
+        Some(Job { wave: ms(41_010), wave_token: 7, attempt: 1, token: 7, code: None, by: None })
+    );
     // Just inside the window (started 29.999 s after the wave began), it
     // belongs to the wave; at 30 s, it does not.
     for (started, belongs) in [(30_499, true), (30_500, false)] {
@@ -898,7 +907,10 @@ fn a_fenced_attempt_resumes_as_the_next_attempt_and_a_stopped_one_stays_unended(
     l.step(Input::Tick, ms(2010)); // fenced: no heartbeat back for the deadline
     l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2011));
     let actions = l.step(hb(12, 2600), ms(2610));
-    assert_eq!(spawned(&actions), Some(Job { wave: ms(1010), attempt: 2, token: 12, code: None, by: None }));
+    assert_eq!(
+        spawned(&actions),
+        Some(Job { wave: ms(1010), wave_token: 7, attempt: 2, token: 12, code: None, by: None })
+    );
     // SIGTERM stops it: the attempt did not end on its own.
     l.step(Input::Shutdown, ms(2700));
     let actions = l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(2800));
@@ -943,4 +955,30 @@ fn a_run_past_max_runtime_is_stopped_and_ends_as_if_by_itself() {
         let actions = [l.step(Input::Tick, ms(t)), l.step(hb(7 + t as i64 / 200, t), ms(t + 5))].concat();
         assert!(!actions.iter().any(|a| matches!(a, SignalGroup(_) | KillGroup)), "at {t}: {actions:?}");
     }
+}
+
+#[test]
+fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
+    // A success from a host whose clock is a day ahead: its wave seems to
+    // begin in our future. Members started before it began on the log (the
+    // partition ended at 4, the wave began at offset 5) belong to it; one
+    // started after (the partition ended at 6) runs a wave of its own,
+    // where the clocks alone would have had it wait out the day.
+    let ahead = |born| {
+        let mut l = Leader::new(waves(false), ms(40_000));
+        l.born_at(born);
+        l.step(carrying(6, None, Job { wave_token: 5, ..attempt(86_400_000, 1, 5, Some(0)) }), ms(40_900));
+        l.step(Input::Assigned, ms(41_000));
+        l.step(hb(7, 41_000), ms(41_010))
+    };
+    assert_eq!(ahead(4).last(), Some(&Exit(0)));
+    assert_eq!(ahead(5).last(), Some(&Exit(0)), "began at the end we saw: after us");
+    assert_eq!(spawned(&ahead(6)).map(|j| (j.attempt, j.wave_token)), Some((1, 7)));
+    // Born before the wave by the log, though the clocks put our start long
+    // after it (a wave from a clock behind ours): ours all the same.
+    let mut l = Leader::new(waves(false), ms(40_000));
+    l.born_at(2);
+    l.step(carrying(4, None, Job { wave_token: 3, ..attempt(500, 1, 3, Some(0)) }), ms(40_900));
+    l.step(Input::Assigned, ms(41_000));
+    assert_eq!(l.step(hb(7, 41_000), ms(41_010)).last(), Some(&Exit(0)));
 }

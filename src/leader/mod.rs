@@ -351,13 +351,6 @@ pub struct Leader {
     spoke: bool,
     /// When the running command overruns --max-runtime.
     run_until: Option<BootTime>,
-    /// The next start waits until an own record sent at or after this is
-    /// read back: the one that names the attempt about to start.
-    said: Option<BootTime>,
-    /// The leadership token under which `job` was announced as our next
-    /// attempt: written ahead, so that a crash from the start on leaves the
-    /// next leader knowing it began (NELI_ATTEMPT tells the command).
-    announced: Option<i64>,
     /// The end of partition 0 when we started: a wave that began at or after
     /// it began after us, on the log's word rather than a clock's.
     born: Option<i64>,
@@ -393,8 +386,6 @@ impl Leader {
             child_token: 0,
             spoke: false,
             run_until: None,
-            said: None,
-            announced: None,
             born: None,
             overran: false,
             peers: Peers::default(),
@@ -662,7 +653,7 @@ impl Leader {
         let (Phase::Leader { .. }, Some(fresh), Some(start)) = (tenure.role, tenure.fresh, tenure.start) else {
             return None;
         };
-        if self.child != Child::Idle || self.said.is_some_and(|t| fresh.sent < t) {
+        if self.child != Child::Idle {
             return None;
         }
         let at = self.peers.held_until(start).map_or(due, |quiet| quiet.max(due));
@@ -676,38 +667,19 @@ impl Leader {
         let Some(Tenure { role: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
         let lease = fresh.sent + self.settings.heartbeat_deadline;
         if self.start_at().is_some_and(|at| now >= at) && now < lease {
-            let job = if self.announced.take() == Some(token) {
-                self.job.clone()
-            } else {
-                match self.turn(token, now) {
-                    Turn::Run(None) => None,
-                    Turn::Run(Some(job)) => {
-                        // Written ahead: the attempt starts once a record
-                        // naming it is read back.
-                        self.job = Some(job);
-                        self.announced = Some(token);
-                        return self.say_now(now);
-                    }
-                    Turn::Covered(code) => {
-                        say::covered(self.job.as_ref(), code);
-                        return self.exit(code);
-                    }
+            let job = match self.turn(token, now) {
+                Turn::Run(job) => job,
+                Turn::Covered(code) => {
+                    say::covered(self.job.as_ref(), code);
+                    return self.exit(code);
                 }
             };
+            self.job = job.clone();
             self.plan = Plan::Serve;
             self.child = Child::Running;
             self.child_token = token;
             self.run_until = self.settings.max_runtime.map(|d| now + d);
             self.out.push(Action::Spawn { token, lease, job });
-        }
-    }
-
-    /// Writes a record at once, and holds the next start until it is read
-    /// back (see `said`).
-    fn say_now(&mut self, now: BootTime) {
-        self.said = Some(now);
-        if let Some(tenure) = self.tenure.as_mut() {
-            tenure.next_heartbeat = now;
         }
     }
 

@@ -246,7 +246,9 @@ fn yield_of_a_lone_leader_times_out_and_it_leads_again() {
     let g = Group::new("yield-alone");
     let t = g.broker.timing;
     let _a = g.member("a", &[], &["sleep", "1000"]);
-    wait_until(t.takeover(), "status sees a", || status(&g).0 == 0);
+    // Its command runs (a leader's records are out one produce and fetch
+    // before its command starts; a yield then could stop it unrecorded).
+    wait_until(t.takeover(), "status sees a running its command", || status(&g).0 == 0 && g.starts().len() == 1);
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", "3s"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("no other member took over"), "{out}");

@@ -965,18 +965,23 @@ mod say {
         }
     }
 
+    /// Who ran `job`, for a log line (Debug-formatted there: the writer
+    /// chose these strings).
+    fn runner(job: &Job) -> (&str, &str) {
+        job.by.as_ref().map_or(("this member", ""), |r| (r.name.as_str(), r.host.as_str()))
+    }
+
     /// A wave's start lies in our future: its host's clock is ahead.
     pub(super) fn wave_from_the_future(job: Option<&Job>, now: BootTime) {
         let Some(job) = job.filter(|j| j.wave > now) else { return };
-        let (name, host) = job.by.as_ref().map_or(("this member", ""), |r| (r.name.as_str(), r.host.as_str()));
+        let (name, host) = runner(job);
         warn!(name = ?name, host = ?host, ahead = ?job.wave.since(now), "a wave's start lies in our future: that host's clock is ahead of ours, so only the log says who belongs to it (fix the clocks: NTP)");
     }
 
     /// A run of our wave already ended: we exit with its status.
     pub(super) fn covered(job: Option<&Job>, code: u8) {
         if let Some(job) = job {
-            // Debug-formatted: the writer chose these strings.
-            let (name, host) = job.by.as_ref().map_or(("this member", ""), |r| (r.name.as_str(), r.host.as_str()));
+            let (name, host) = runner(job);
             info!(name = ?name, host = ?host, token = job.token, attempt = job.attempt, code, "this wave's run already ended; not running the command again (--once-within)");
         }
     }

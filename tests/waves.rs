@@ -50,10 +50,13 @@ fn three_members_started_for_one_tick_run_a_one_second_job_once() {
     assert_eq!(attempts(&g)[0].0, "1", "a first attempt");
     // The others say who ran it, and did not run it.
     let runner = &starts[0].0;
+    let ran = members.iter().find(|m| &m.name == runner).unwrap().log();
+    assert!(ran.contains("the run's ending is on the group's topic"), "the runner says so: {ran}");
     for m in members.iter().filter(|m| &m.name != runner) {
         let log = m.log();
         assert!(log.contains("this wave's run already ended"), "{log}");
         assert!(log.contains(&format!("name=\"{runner}\"")), "names the member that ran it: {log}");
+        assert!(!log.contains("the run's ending is on"), "only the runner says its ending is recorded: {log}");
         assert!(!log.contains("child started"), "{log}");
     }
     // `status` shows the wave's run, as the members read it.
@@ -198,9 +201,10 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
     use neli_run::for_tests::{BootTime, Content, Heartbeat, Job, Record, Stance};
     let g = Group::new("wave-future-clock");
     let ghost = neli_run::for_tests::Member::this_process("ahead".into());
-    // A token is an earlier offset: the filler is offset 0, the wave's.
+    // A token is an earlier offset: fillers at 0 and 1, the wave's at 1.
     g.produce(b"filler");
-    let job = Job { wave: BootTime::now(), wave_token: 0, attempt: 1, token: 0, code: Some(0), by: None };
+    g.produce(b"filler");
+    let job = Job { wave: BootTime::now(), wave_token: 1, attempt: 1, token: 1, code: Some(0), by: None };
     let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job) };
     let mut hb = Heartbeat::new(&ghost, 1, BootTime::now(), Content { record, since_ms: None, deadline_ms: 1000 });
     const DAY: u64 = 86_400_000;
@@ -211,4 +215,25 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
     assert_eq!(a.wait_exit(bound(&g)).code(), Some(0), "{}", a.log());
     assert_eq!(g.starts().len(), 1, "a ran the job: {}", a.log());
     assert!(a.log().contains("that host's clock is ahead of ours"), "{}", a.log());
+
+    // A member started before such a wave began, by the log, belongs to it:
+    // held back by the host's claim, it reads the success and exits.
+    let g = Group::new("wave-future-clock-before");
+    g.produce(b"filler");
+    let claim = Record { term: 1, start: None, stance: Stance::Leading { token: 0 }, job: None };
+    g.produce(
+        &Heartbeat::new(&ghost, 1, BootTime::now(), Content { record: claim, since_ms: None, deadline_ms: 60_000 })
+            .encode(),
+    );
+    let mut b = g.member("b", &[], &["true"]);
+    wait_until(bound(&g), "b waits for the claim", || b.log().contains("waiting until its command must be gone"));
+    let job = Job { wave: BootTime::now(), wave_token: 2, attempt: 1, token: 0, code: Some(0), by: None };
+    let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job) };
+    let mut hb = Heartbeat::new(&ghost, 2, BootTime::now(), Content { record, since_ms: None, deadline_ms: 60_000 });
+    hb.at_ms += DAY;
+    hb.job.as_mut().unwrap().wave_ms += DAY;
+    g.produce(&hb.encode());
+    assert_eq!(b.wait_exit(bound(&g)).code(), Some(0), "{}", b.log());
+    assert!(b.log().contains("this wave's run already ended"), "{}", b.log());
+    assert!(g.starts().is_empty(), "b ran the job: {}", b.log());
 }

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::leader::Restart;
+use crate::leader::{Missed, Restart};
 
 /// Run a command on exactly one machine of a group, elected through Kafka.
 ///
@@ -83,6 +83,23 @@ impl clap::ValueEnum for Restart {
                 PossibleValue::new("on-failure").help("Start it again unless it exited with status 0")
             }
             Restart::Always => PossibleValue::new("always").help("Start it again whatever its status"),
+        })
+    }
+}
+
+// The core's missed-run policy, as a flag value.
+impl clap::ValueEnum for Missed {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Missed::Skip, Missed::Once, Missed::All]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self {
+            Missed::Skip => PossibleValue::new("skip")
+                .help("Skip them (a run cut short by a crash too): wait for the next due time"),
+            Missed::Once => PossibleValue::new("once").help("Run the latest of them once, at once [default]"),
+            Missed::All => PossibleValue::new("all").help("Run each of them, oldest first, one after another"),
         })
     }
 }
@@ -369,6 +386,52 @@ pub struct RunArgs {
     /// what follows, as for a run that failed by itself.
     #[arg(long, env = "NELI_MAX_RUNTIME", value_name = "DURATION")]
     pub max_runtime: Option<String>,
+
+    /// Run the command every DURATION while leader, and stay up between
+    /// runs (e.g. 5m; at least 1s).
+    ///
+    /// For a long-lived service (systemd, a container) in place of a
+    /// crontab line on every host. Due times lie on a grid counted from the
+    /// Unix epoch, so every member computes the same ones: 5m is due at :00,
+    /// :05 ... of every hour, 1d at midnight UTC (--cron for other times).
+    /// Only the leader runs it. Each run's due time, start, end, status and
+    /// fencing token go on the group's topic, so a new leader neither
+    /// repeats a run that ended nor forgets one that was due: one cut short
+    /// by a crash, a fence or a stop runs again (NELI_ATTEMPT 2), and due
+    /// times that passed with nobody to run them follow --missed. Runs never
+    /// overlap. The command gets NELI_DUE, its due time (RFC 3339 UTC).
+    #[arg(long, env = "NELI_EVERY", value_name = "DURATION", conflicts_with = "cron")]
+    pub every: Option<String>,
+
+    /// Run the command at the times of a cron expression while leader, and
+    /// stay up between runs, e.g. "30 2 * * *" (daily at 02:30).
+    ///
+    /// Five fields: minute, hour, day of month, month, day of week (names
+    /// such as MON and JAN too); a sixth in front gives seconds. In
+    /// --time-zone. Otherwise as --every.
+    #[arg(long, env = "NELI_CRON", value_name = "EXPRESSION")]
+    pub cron: Option<String>,
+
+    /// The time zone of --cron: an IANA name such as Europe/Berlin, UTC, or
+    /// local (the TZ variable, else /etc/localtime) [default: local].
+    ///
+    /// Give the same zone on every member: due times must agree.
+    #[arg(long, env = "NELI_TIME_ZONE", value_name = "ZONE")]
+    pub time_zone: Option<String>,
+
+    /// With --every or --cron: what happens to due times that passed with
+    /// nobody to run them (nobody led, or the previous run still went on)
+    /// [default: once].
+    #[arg(long, env = "NELI_MISSED", value_enum, value_name = "POLICY")]
+    pub missed: Option<Missed>,
+
+    /// With --every or --cron: skip a due run that cannot start within this
+    /// long of its due time [default: no limit].
+    ///
+    /// As a Kubernetes CronJob's startingDeadlineSeconds: a run that would
+    /// start too late to be useful is skipped, and the next is waited for.
+    #[arg(long, env = "NELI_STARTING_DEADLINE", value_name = "DURATION")]
+    pub starting_deadline: Option<String>,
 
     /// Give up (exit 75) if not leader within this time [default: wait forever].
     #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION")]

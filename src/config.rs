@@ -28,7 +28,7 @@ use nix::sys::signal::Signal;
 
 use crate::cli::{FailedRun, KafkaArgs, RunArgs};
 use crate::exit::{Failure, Kind};
-use crate::leader::{Restart, Settings, Waves};
+use crate::leader::{Missed, Restart, Schedule, Settings, Waves};
 
 /// Slack for the timer, the kill and the scheduler in every inequality.
 pub const MARGIN: Duration = Duration::from_millis(500);
@@ -139,6 +139,81 @@ fn waves(restart: Restart, once_within: Option<&str>, failed_run: Option<FailedR
     Ok(Some(Waves { within, retry_failed }))
 }
 
+/// The shortest --every: a schedule, not a busy loop.
+const MIN_EVERY: Duration = Duration::from_secs(1);
+const MAX_EVERY: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// A schedule of its own (--every or --cron), and the flags that go with
+/// one, or with none.
+fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
+    let calendar: std::sync::Arc<dyn crate::leader::Calendar> = match (&args.every, &args.cron) {
+        (Some(every), _) => {
+            let every = duration(("--every", "NELI_EVERY"), every, MAX_EVERY, "use --cron for a yearly job")?;
+            if every < MIN_EVERY {
+                return err("--every must be at least 1s (a schedule, not a loop: see --restart always)");
+            }
+            std::sync::Arc::new(crate::schedule::Every::new(every).expect("at least 1s"))
+        }
+        (None, Some(expr)) => {
+            let zone = match args.time_zone.as_deref() {
+                None => crate::schedule::Zone::Local,
+                Some(zone) => zone.parse().map_err(|e| Failure::new(Kind::Usage, format!("--time-zone: {e}")))?,
+            };
+            match crate::schedule::Cron::new(expr, zone) {
+                Ok(cron) => std::sync::Arc::new(cron),
+                Err(e) => {
+                    return err(format!(
+                        "--cron '{expr}': {e} (five fields: minute hour day-of-month month day-of-week, \
+                         e.g. \"*/5 * * * *\"; a sixth in front gives seconds)"
+                    ))
+                }
+            }
+        }
+        (None, None) => {
+            let without = [
+                ("--time-zone", args.time_zone.is_some()),
+                ("--missed", args.missed.is_some()),
+                ("--starting-deadline", args.starting_deadline.is_some()),
+            ];
+            if let Some((flag, _)) = without.iter().find(|(_, given)| *given) {
+                return err(format!("{flag} applies only to a schedule: give --every or --cron"));
+            }
+            return Ok(None);
+        }
+    };
+    let flag = if args.every.is_some() { "--every" } else { "--cron" };
+    if args.every.is_some() && args.time_zone.is_some() {
+        return err("--time-zone applies only to --cron (--every counts from the Unix epoch, in UTC)");
+    }
+    if args.restart != Restart::Never {
+        return err(format!(
+            "{flag} runs the command at its due times and keeps leading between runs; --restart is for a \
+             command run as a service: leave one of them out"
+        ));
+    }
+    for (other, given) in [("--once-within", args.once_within.is_some()), ("--failed-run", args.failed_run.is_some())] {
+        if given {
+            return err(format!(
+                "{other} applies to a command run once per tick from cron on every host; with {flag} neli-run \
+                 keeps the schedule itself and runs each due time once (leave {other} out)"
+            ));
+        }
+    }
+    let starting_deadline = match args.starting_deadline.as_deref() {
+        None => None,
+        Some(v) => match duration(
+            ("--starting-deadline", "NELI_STARTING_DEADLINE"),
+            v,
+            MAX_EVERY,
+            "leave it out for no limit",
+        )? {
+            d if d.is_zero() => return err("--starting-deadline must be more than 0 (leave it out for no limit)"),
+            d => Some(d),
+        },
+    };
+    Ok(Some(Schedule { calendar, missed: args.missed.unwrap_or(Missed::Once), starting_deadline }))
+}
+
 /// Names a flag the way the user gave it: its environment variable when the
 /// value came from there.
 fn given_as<'a>(flag: &'a str, env: &'a str, value: &str) -> &'a str {
@@ -176,6 +251,7 @@ impl Config {
             // report a directory as not executable (126).
             return Err(Failure::new(Kind::NotFound, "the command is empty (\"\"): give the program to run after --"));
         }
+        let schedule = schedule(&args)?;
         let kafka = Target::from_args(args.kafka, env_properties)?;
         let name = match args.name {
             Some(name) if name.trim().is_empty() => return err("--name must not be empty"),
@@ -247,7 +323,11 @@ impl Config {
                     }
                 }
             },
-            waves: waves(args.restart, args.once_within.as_deref(), args.failed_run)?,
+            waves: match schedule {
+                Some(_) => None,
+                None => waves(args.restart, args.once_within.as_deref(), args.failed_run)?,
+            },
+            schedule,
         };
         let max_poll_interval = match kafka.property("max.poll.interval.ms") {
             Some((v, origin)) => millis_property("max.poll.interval.ms", v, origin, MAX_POLL_INTERVAL_MS)?,

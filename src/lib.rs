@@ -32,6 +32,7 @@ mod layers_off;
 mod leader;
 mod metrics;
 mod notify;
+mod schedule;
 mod shell;
 mod status;
 mod stderr;

@@ -210,10 +210,9 @@ struct View {
 impl View {
     fn add(&mut self, mut hb: Heartbeat) {
         if let Some(job) = hb.job.take() {
-            let newer = self
-                .job
-                .as_ref()
-                .is_none_or(|known| crate::leader::supersedes((job.token, job.code), (known.token, known.code)));
+            let newer = self.job.as_ref().is_none_or(|known| {
+                crate::leader::supersedes((job.token, job.due_ms, job.code), (known.token, known.due_ms, known.code))
+            });
             if newer {
                 self.job = Some(job);
             }
@@ -573,7 +572,7 @@ mod tests {
             1,
             crate::clock::BootTime::from_nanos(1),
             Content {
-                record: Record { term: 1, start: None, stance, job: None },
+                record: Record { term: 1, start: None, stance, job: None, next: None },
                 since_ms: Some(at_ms),
                 deadline_ms: 3000,
             },

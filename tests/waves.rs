@@ -204,8 +204,17 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
     // A token is an earlier offset: fillers at 0 and 1, the wave's at 1.
     g.produce(b"filler");
     g.produce(b"filler");
-    let job = Job { wave: BootTime::now(), wave_token: 1, attempt: 1, token: 1, code: Some(0), by: None };
-    let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job) };
+    let job = Job {
+        wave: BootTime::now(),
+        wave_token: 1,
+        attempt: 1,
+        token: 1,
+        code: Some(0),
+        by: None,
+        due: None,
+        ended: None,
+    };
+    let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job), next: None };
     let mut hb = Heartbeat::new(&ghost, 1, BootTime::now(), Content { record, since_ms: None, deadline_ms: 1000 });
     const DAY: u64 = 86_400_000;
     hb.at_ms += DAY;
@@ -220,15 +229,24 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
     // held back by the host's claim, it reads the success and exits.
     let g = Group::new("wave-future-clock-before");
     g.produce(b"filler");
-    let claim = Record { term: 1, start: None, stance: Stance::Leading { token: 0 }, job: None };
+    let claim = Record { term: 1, start: None, stance: Stance::Leading { token: 0 }, job: None, next: None };
     g.produce(
         &Heartbeat::new(&ghost, 1, BootTime::now(), Content { record: claim, since_ms: None, deadline_ms: 60_000 })
             .encode(),
     );
     let mut b = g.member("b", &[], &["true"]);
     wait_until(bound(&g), "b waits for the claim", || b.log().contains("waiting until its command must be gone"));
-    let job = Job { wave: BootTime::now(), wave_token: 2, attempt: 1, token: 0, code: Some(0), by: None };
-    let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job) };
+    let job = Job {
+        wave: BootTime::now(),
+        wave_token: 2,
+        attempt: 1,
+        token: 0,
+        code: Some(0),
+        by: None,
+        due: None,
+        ended: None,
+    };
+    let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job), next: None };
     let mut hb = Heartbeat::new(&ghost, 2, BootTime::now(), Content { record, since_ms: None, deadline_ms: 60_000 });
     hb.at_ms += DAY;
     hb.job.as_mut().unwrap().wave_ms += DAY;

@@ -9,7 +9,8 @@
 //! Version 2 adds `role`, `run` and `start` (see [`crate::leader::Record`]);
 //! a version 1 record reads as leading while it has a token and as released
 //! otherwise, which is all version 1 meant. `job` (once per wave) is an
-//! optional field of version 2: older readers ignore it.
+//! optional field of version 2: older readers ignore it, and so are the
+//! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it.
 
 use serde::{Deserialize, Serialize};
 
@@ -73,9 +74,14 @@ pub struct Heartbeat {
     /// The writer's --heartbeat-deadline: older than this, it is not fresh.
     #[serde(default)]
     pub deadline_ms: u64,
-    /// The newest attempt of a wave its writer knew of (once per wave).
+    /// The newest attempt of a wave, or run of a schedule, its writer knew
+    /// of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<WireJob>,
+    /// Wall clock (ms since the epoch) when its writer's schedule is next
+    /// due, as it plans it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_ms: Option<u64>,
 }
 
 /// [`Job`] on the wire: wall-clock times, and who ran it by name.
@@ -94,6 +100,13 @@ pub struct WireJob {
     /// Who ran it: its writer's name and host.
     pub name: String,
     pub host: String,
+    /// Wall clock (ms since the epoch) of the due time it runs (a
+    /// schedule's run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_ms: Option<u64>,
+    /// Wall clock (ms since the epoch) when it ended on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_ms: Option<u64>,
 }
 
 /// [`Stance`] on the wire, for readers such as `kcat`.
@@ -122,7 +135,7 @@ pub fn wall_ms() -> u64 {
 impl Heartbeat {
     /// The record `member` sends as its `seq`th heartbeat at `sent`.
     pub fn new(member: &Member, seq: u64, sent: BootTime, content: Content) -> Heartbeat {
-        let Record { term, start, stance, job } = content.record;
+        let Record { term, start, stance, job, next } = content.record;
         let at_ms = wall_ms();
         let role = match stance {
             Stance::Leading { .. } => WireStance::Leading,
@@ -156,8 +169,11 @@ impl Heartbeat {
                     code: job.code,
                     name,
                     host,
+                    due_ms: job.due,
+                    ended_ms: job.ended,
                 }
             }),
+            next_ms: next,
         }
     }
 
@@ -198,6 +214,8 @@ impl Heartbeat {
                 token: job.token,
                 code: job.code,
                 by: Some(Runner { name: job.name.clone(), host: job.host.clone() }),
+                due: job.due_ms,
+                ended: job.ended_ms,
             }),
         }
     }
@@ -215,7 +233,7 @@ mod tests {
     #[test]
     fn round_trips_and_recognises_only_its_own_incarnation() {
         let me = Member::this_process("a".into());
-        let record = Record { term: 2, start: Some(5), stance: Stance::Leading { token: 9 }, job: None };
+        let record = Record { term: 2, start: Some(5), stance: Stance::Leading { token: 9 }, job: None, next: None };
         let hb =
             Heartbeat::new(&me, 3, BootTime::from_nanos(42), Content { record, since_ms: Some(1), deadline_ms: 3000 });
         let back = Heartbeat::decode(&hb.encode()).unwrap();
@@ -231,8 +249,8 @@ mod tests {
     fn an_attempt_reads_back_as_written_naming_its_runner_and_wave() {
         let me = Member::this_process("a".into());
         let wave = BootTime::now();
-        let job = Job { wave, wave_token: 2, attempt: 2, token: 3, code: Some(0), by: None };
-        let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job.clone()) };
+        let job = Job { wave, wave_token: 2, attempt: 2, token: 3, code: Some(0), by: None, due: None, ended: None };
+        let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job.clone()), next: None };
         let content = Content { record, since_ms: None, deadline_ms: 1 };
         let hb = Heartbeat::decode(&Heartbeat::new(&me, 1, BootTime::now(), content).encode()).unwrap();
         let read = hb.as_other(4, std::time::Duration::from_secs(3)).job.unwrap();
@@ -242,6 +260,38 @@ mod tests {
         let mut old = hb.clone();
         old.job.as_mut().unwrap().wave_token = None;
         assert_eq!(old.as_other(4, std::time::Duration::from_secs(3)).job.unwrap().wave_token, 3);
+    }
+
+    #[test]
+    fn a_scheduled_run_reads_back_with_its_due_time_ending_and_the_next_due_time() {
+        let me = Member::this_process("a".into());
+        // Before this machine booted: due times are wall clock, not BootTime.
+        let (due, ended, next) = (1_700_000_000_000, 1_700_000_001_234, 1_700_000_300_000);
+        let wave = BootTime::at_wall_ms(BootTime::now().wall_ms());
+        let job = Job {
+            wave,
+            wave_token: 7,
+            attempt: 1,
+            token: 7,
+            code: Some(3),
+            by: None,
+            due: Some(due),
+            ended: Some(ended),
+        };
+        let record = Record {
+            term: 1,
+            start: Some(7),
+            stance: Stance::Leading { token: 7 },
+            job: Some(job.clone()),
+            next: Some(next),
+        };
+        let hb = Heartbeat::new(&me, 1, BootTime::now(), Content { record, since_ms: None, deadline_ms: 1 });
+        let json = String::from_utf8(hb.encode()).unwrap();
+        assert!(json.contains(r#""due_ms":1700000000000"#) && json.contains(r#""ended_ms":1700000001234"#), "{json}");
+        assert!(json.contains(r#""next_ms":1700000300000"#), "{json}");
+        let read =
+            Heartbeat::decode(json.as_bytes()).unwrap().as_other(8, std::time::Duration::from_secs(3)).job.unwrap();
+        assert_eq!(read, Job { by: Some(Runner { name: "a".into(), host: me.host.clone() }), ..job });
     }
 
     #[test]
@@ -257,7 +307,7 @@ mod tests {
         assert_eq!(v1("null").stance, Stance::Released, "a version 1 candidate contends for nothing");
         assert_eq!(v1("null").term, None);
         let me = Member::this_process("b".into());
-        let record = Record { term: 4, start: None, stance: Stance::Contending, job: None };
+        let record = Record { term: 4, start: None, stance: Stance::Contending, job: None, next: None };
         let hb = Heartbeat::new(&me, 1, BootTime::from_nanos(1), Content { record, since_ms: Some(9), deadline_ms: 1 });
         assert_eq!(hb.since_ms, None, "only leadership has a beginning");
         let other = Heartbeat::decode(&hb.encode()).unwrap().as_other(41, deadline);
@@ -402,7 +452,7 @@ mod yield_tests {
             1,
             BootTime::from_nanos(1),
             Content {
-                record: Record { term: 1, start: None, stance: Stance::Contending, job: None },
+                record: Record { term: 1, start: None, stance: Stance::Contending, job: None, next: None },
                 since_ms: None,
                 deadline_ms: 1,
             },

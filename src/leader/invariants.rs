@@ -86,6 +86,12 @@ struct Sim {
     newest_theirs: Option<i64>,
     last_spawn_token: Option<i64>,
     shutting_down: bool,
+    /// When our latest scheduled run ended by itself (told to the core).
+    ended_at: Option<u64>,
+    /// The due time and attempt of our latest scheduled run.
+    last_due: Option<(u64, u32)>,
+    /// Scheduled runs started.
+    scheduled: u64,
     done: bool,
     trace: Vec<String>,
 }
@@ -108,7 +114,15 @@ impl Sim {
             // Once per wave only adds ways to exit without running.
             waves: (restart == Restart::Never && rng.bool())
                 .then(|| Waves { within: Duration::from_millis(rng.u64(0..20_000)), retry_failed: rng.bool() }),
+            schedule: None,
         };
+        // A schedule runs the command at due times instead (never with waves).
+        let schedule = (restart == Restart::Never && settings.waves.is_none() && rng.bool()).then(|| Schedule {
+            calendar: std::sync::Arc::new(schedule::tests::Grid(rng.u64(50..3000))),
+            missed: [Missed::Skip, Missed::Once, Missed::All][rng.usize(..3)],
+            starting_deadline: rng.bool().then(|| Duration::from_millis(rng.u64(0..3000))),
+        });
+        let settings = Settings { schedule, ..settings };
         let mut core = Leader::new(settings.clone(), ms(0));
         if rng.bool() {
             core.born_at(rng.i64(0..20));
@@ -134,6 +148,9 @@ impl Sim {
             newest_theirs: None,
             last_spawn_token: None,
             shutting_down: false,
+            ended_at: None,
+            last_due: None,
+            scheduled: 0,
             done: false,
             trace: Vec::new(),
         }
@@ -156,6 +173,9 @@ impl Sim {
             if child.exits_at.is_some_and(|t| now >= t) {
                 let status =
                     if child.killed { ChildStatus::Signaled(9) } else { ChildStatus::Exited(self.rng.u8(..2)) };
+                if !child.killed && !child.stopped {
+                    self.ended_at = Some(now);
+                }
                 self.child = None;
                 return Input::ChildExited(status);
             }
@@ -239,6 +259,8 @@ impl Sim {
                     token,
                     code: self.rng.bool().then(|| self.rng.u8(..3)),
                     by: None,
+                    due: None,
+                    ended: None,
                 }
             }),
         };
@@ -330,7 +352,10 @@ impl Sim {
                 }
                 self.produce(record);
             }
-            Action::Spawn { token, lease, .. } => {
+            Action::Spawn { token, lease, job } => {
+                if let Some(schedule) = &self.settings.schedule {
+                    self.check_scheduled(schedule.starting_deadline, job);
+                }
                 let lease = as_ms(lease);
                 if self.child.is_some() {
                     self.fail("spawn while a child lives");
@@ -405,6 +430,32 @@ impl Sim {
         }
     }
 
+    /// A scheduled run starts at or after its due time and within the
+    /// starting deadline; after our previous run ended by itself, only once
+    /// a record of ours sent after that is read back; and due times run in
+    /// order (the same one again only as a later attempt, after a cut).
+    fn check_scheduled(&mut self, deadline: Option<Duration>, job: Option<Job>) {
+        let now = self.now;
+        // (Due times are wall-clock ms; the walk's times are boot time.)
+        let Some(Job { due: Some(due), attempt, .. }) = job else {
+            self.fail(&format!("a scheduled spawn without a due time: {job:?}"));
+        };
+        let (due, now) = (due, ms(now).wall_ms());
+        if due > now || deadline.is_some_and(|d| now > due + d.as_millis() as u64) {
+            self.fail(&format!("the run of due time {due} started at {now} (starting deadline {deadline:?})"));
+        }
+        if let Some(ended) = self.ended_at.filter(|&e| self.newest_read.is_none_or(|r| r <= e)) {
+            self.fail(&format!("a run started before a record sent after the last one ended at {ended} was read back"));
+        }
+        if let Some((last, last_attempt)) = self.last_due {
+            if due < last || (due == last && attempt <= last_attempt) {
+                self.fail(&format!("due time {due} attempt {attempt} after due time {last} attempt {last_attempt}"));
+            }
+        }
+        self.last_due = Some((due, attempt));
+        self.scheduled += 1;
+    }
+
     fn produce(&mut self, record: Record) {
         self.our_term = record.term;
         self.outbox.push_back((record, self.now));
@@ -473,7 +524,7 @@ fn held_back(
 #[test]
 fn random_runs_keep_every_promise() {
     let seeds: u64 = std::env::var("NELI_INVARIANT_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
-    let mut spawned = 0;
+    let (mut spawned, mut repeated, mut schedules) = (0, 0, 0);
     for seed in 0..seeds {
         let mut sim = Sim::new(seed);
         for _ in 0..600 {
@@ -489,7 +540,11 @@ fn random_runs_keep_every_promise() {
             }
         }
         spawned += u64::from(sim.last_spawn_token.is_some());
+        repeated += u64::from(sim.scheduled > 1);
+        schedules += u64::from(sim.settings.schedule.is_some());
     }
+    // And a schedule's second run, after a first that ended by itself.
+    assert!(repeated * 20 > schedules, "only {repeated} of {schedules} scheduled walks started a second run");
     // The walk must reach leadership often, or it checks little.
     assert!(spawned > seeds / 3, "only {spawned} of {seeds} runs ever spawned");
 }

@@ -29,6 +29,12 @@
 //! carries the newest [`Job`] its writer knows, so that a member that comes
 //! to lead after a run of its wave ended exits with that run's status
 //! instead of running the command again (see [`Waves`]).
+//!
+//! A schedule of its own (`--every`, `--cron`): the leader stays leader and
+//! runs the command at each due time; the same [`Job`] carried in every
+//! record names the newest due time run and how it ended, so that the next
+//! leader neither repeats a run that ended nor forgets one that was due
+//! (see [`Schedule`]).
 
 use std::time::Duration;
 
@@ -37,8 +43,10 @@ use tracing::{info, warn};
 use crate::clock::BootTime;
 use crate::exit::{self, ChildStatus};
 use peers::Peers;
+pub use schedule::{Calendar, Missed, Schedule};
 
 mod peers;
+mod schedule;
 
 /// What to do when the child exits on its own while we lead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +89,9 @@ pub struct Settings {
     pub claim_margin: Duration,
     /// Once per wave, or None to run the command whenever we come to lead.
     pub waves: Option<Waves>,
+    /// Run the command at due times while we lead, instead of once when we
+    /// come to lead (never with waves).
+    pub schedule: Option<Schedule>,
 }
 
 /// Once per wave: members started for the same tick (cron on every host)
@@ -115,13 +126,25 @@ pub struct Job {
     pub code: Option<u8>,
     /// Who ran it; None for this member.
     pub by: Option<Runner>,
+    /// The due time it runs, in wall-clock ms since the epoch (a schedule's
+    /// run; None for a wave's). Not a `BootTime`: it may lie before this
+    /// machine booted.
+    pub due: Option<u64>,
+    /// When it ended on its own (with `code`), in wall-clock ms.
+    pub ended: Option<u64>,
 }
 
-/// Whether an attempt (its token and ending) says more than a `known` one:
-/// it is newer, or it is the same attempt and tells how it ended. Records
-/// carry attempts forward, so the same one is read many times, ended or not.
-pub fn supersedes((token, code): (i64, Option<u8>), (known, known_code): (i64, Option<u8>)) -> bool {
-    token > known || (token == known && known_code.is_none() && code.is_some())
+/// Whether an attempt (its token, due time and ending) says more than a
+/// `known` one: it is newer, or it is the same attempt and tells how it
+/// ended. Records carry attempts forward, so the same one is read many
+/// times, ended or not. One leadership (one token) runs a schedule's due
+/// times one after another: the later due time is the newer run.
+pub fn supersedes<D: Ord>(
+    (token, due, code): (i64, D, Option<u8>),
+    (known, known_due, known_code): (i64, D, Option<u8>),
+) -> bool {
+    let (new, old) = ((token, due), (known, known_due));
+    new > old || (new == old && known_code.is_none() && code.is_some())
 }
 
 /// A member that ran an attempt, as its records name it (the writer chose
@@ -143,8 +166,11 @@ pub struct Record {
     /// place in the one order every member reads.
     pub start: Option<i64>,
     pub stance: Stance,
-    /// The newest attempt of a wave we know of (once per wave only).
+    /// The newest attempt of a wave, or run of the schedule, we know of.
     pub job: Option<Job>,
+    /// When the schedule's next run is due, as its writer plans it
+    /// (wall-clock ms).
+    pub next: Option<u64>,
 }
 
 /// A record writer's part in the group.
@@ -194,6 +220,9 @@ pub struct Other {
 }
 
 /// Something that happened, as the shell reports it.
+// A record is a few hundred bytes and comes a few times a second: moved,
+// not boxed.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
     /// The group assigned us partition 0.
@@ -357,6 +386,9 @@ pub struct Leader {
     /// We stopped the command for overrunning: its exit ends its run as if
     /// it had exited by itself (the restart policy and its wave apply).
     overran: bool,
+    /// When our latest scheduled run ended: the next one starts only once a
+    /// record that says so is read back, or a crash could run it twice.
+    run_ended: Option<BootTime>,
     /// What the other members' records say (see `peers`).
     peers: Peers,
     /// The newest attempt of a wave we know of, ours or read (once per wave).
@@ -388,6 +420,7 @@ impl Leader {
             run_until: None,
             born: None,
             overran: false,
+            run_ended: None,
             peers: Peers::default(),
             job: None,
             now,
@@ -648,7 +681,7 @@ impl Leader {
     /// before our newest heartbeat runs out. Every start goes through here:
     /// a restart too waits for a claim read while we led.
     fn start_at(&self) -> Option<BootTime> {
-        let Plan::Start(due) = self.plan else { return None };
+        let Plan::Start(ready) = self.plan else { return None };
         let tenure = self.tenure?;
         let (Phase::Leader { .. }, Some(fresh), Some(start)) = (tenure.role, tenure.fresh, tenure.start) else {
             return None;
@@ -656,6 +689,20 @@ impl Leader {
         if self.child != Child::Idle {
             return None;
         }
+        let due = match &self.settings.schedule {
+            None => ready,
+            // Not before our last run's ending is on the partition.
+            // (A record sent as it ended, in the same step, is later.)
+            Some(_) if self.run_ended.is_some_and(|ended| fresh.sent <= ended) => return None,
+            Some(schedule) => {
+                let next = schedule.next(self.job.as_ref(), ready.wall_ms(), self.now.wall_ms())?;
+                if next.missed {
+                    ready
+                } else {
+                    BootTime::at_wall_ms(next.due)
+                }
+            }
+        };
         let at = self.peers.held_until(start).map_or(due, |quiet| quiet.max(due));
         (at < fresh.sent + self.settings.heartbeat_deadline).then_some(at)
     }
@@ -667,12 +714,18 @@ impl Leader {
         let Some(Tenure { role: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
         let lease = fresh.sent + self.settings.heartbeat_deadline;
         if self.start_at().is_some_and(|at| now >= at) && now < lease {
-            let job = match self.turn(token, now) {
-                Turn::Run(job) => job,
-                Turn::Covered(code) => {
-                    say::covered(self.job.as_ref(), code);
-                    return self.exit(code);
+            let job = match (&self.settings.schedule, self.plan) {
+                (Some(schedule), Plan::Start(ready)) => {
+                    let Some(next) = schedule.next(self.job.as_ref(), ready.wall_ms(), now.wall_ms()) else { return };
+                    Some(self.scheduled(next, token, now))
                 }
+                _ => match self.turn(token, now) {
+                    Turn::Run(job) => job,
+                    Turn::Covered(code) => {
+                        say::covered(self.job.as_ref(), code);
+                        return self.exit(code);
+                    }
+                },
             };
             self.job = job.clone();
             self.plan = Plan::Serve;
@@ -683,13 +736,46 @@ impl Leader {
         }
     }
 
+    /// The run of a schedule's due time that we start now under `token`.
+    fn scheduled(&self, next: schedule::Next, token: i64, now: BootTime) -> Job {
+        let first = Job {
+            wave: now,
+            wave_token: token,
+            attempt: 1,
+            token,
+            code: None,
+            by: None,
+            due: Some(next.due),
+            ended: None,
+        };
+        say::due(next.due, now);
+        match self.job.as_ref().filter(|_| next.retry) {
+            Some(last) => Job { wave: last.wave, wave_token: last.wave_token, attempt: last.attempt + 1, ..first },
+            None => first,
+        }
+    }
+
+    /// When the schedule's next run is due, as we plan it now (for our
+    /// records and `neli-run status`).
+    fn next_due(&self) -> Option<u64> {
+        let schedule = self.settings.schedule.as_ref()?;
+        match (self.plan, self.child, &self.job) {
+            (Plan::Start(ready), Child::Idle, job) => {
+                schedule.next(job.as_ref(), ready.wall_ms(), self.now.wall_ms()).map(|n| n.due)
+            }
+            (_, Child::Running, Some(Job { due: Some(due), .. })) => schedule.calendar.after(*due),
+            _ => None,
+        }
+    }
+
     /// Whether our turn to run the command has come, under once per wave:
     /// everything written before our term's first record has been read by
     /// now (see `promotion_at`), so the newest attempt we know of is the
     /// newest of the wave, or was carried forward by a later record.
     fn turn(&self, token: i64, now: BootTime) -> Turn {
         let Some(waves) = self.settings.waves else { return Turn::Run(None) };
-        let fresh = Job { wave: now, wave_token: token, attempt: 1, token, code: None, by: None };
+        let fresh =
+            Job { wave: now, wave_token: token, attempt: 1, token, code: None, by: None, due: None, ended: None };
         // Started before the wave began (by the log), or within the window
         // after (by the clocks; a wave that seems to begin in our future
         // comes from a clock ahead of ours and cannot be placed).
@@ -714,7 +800,8 @@ impl Leader {
     /// Takes in an attempt another member's record names, if it is newer
     /// than what we know.
     fn learn(&mut self, job: Job) {
-        if self.job.as_ref().is_none_or(|known| supersedes((job.token, job.code), (known.token, known.code))) {
+        let newer = |known: &Job| supersedes((job.token, job.due, job.code), (known.token, known.due, known.code));
+        if self.job.as_ref().is_none_or(newer) {
             self.job = Some(job);
         }
     }
@@ -727,7 +814,8 @@ impl Leader {
     /// that started before its own still contends: the group gave partition
     /// 0 to both, and the earlier one is the one both sides let lead.
     fn on_other(&mut self, other: Other, now: BootTime) {
-        if let (Some(_), Some(job)) = (self.settings.waves, other.job.as_ref()) {
+        let runs = self.settings.waves.is_some() || self.settings.schedule.is_some();
+        if let (true, Some(job)) = (runs, other.job.as_ref()) {
             // A token is the offset of an earlier record (as in `peers`).
             if job.token < other.offset {
                 self.learn(job.clone());
@@ -785,6 +873,9 @@ impl Leader {
         if was != Child::Running && !overran {
             return;
         }
+        if self.settings.schedule.is_some() {
+            return self.scheduled_run_ended(status, now);
+        }
         let again = match self.settings.restart {
             Restart::Never => false,
             Restart::OnFailure => !status.success(),
@@ -803,6 +894,24 @@ impl Leader {
             }
             self.exit(status.code());
         }
+    }
+
+    /// A scheduled run ended on its own: we say so at once, and lead on to
+    /// the next due time.
+    fn scheduled_run_ended(&mut self, status: ChildStatus, now: BootTime) {
+        let token = self.child_token;
+        if let Some(job) = self.job.as_mut().filter(|j| j.token == token) {
+            job.code = Some(status.code());
+            job.ended = Some(now.wall_ms());
+        }
+        self.run_ended = Some(now);
+        self.plan = Plan::Start(now);
+        if let Some(tenure) = self.tenure.as_mut() {
+            tenure.next_heartbeat = now;
+        }
+        let next = self.next_due();
+        let next_due_in = next.map(|ms| Duration::from_millis(ms.saturating_sub(now.wall_ms())));
+        info!(%status, ?next_due_in, "the scheduled run ended");
     }
 
     fn on_yield(&mut self, now: BootTime) {
@@ -840,7 +949,8 @@ impl Leader {
     /// revoke once the command is gone. Found by the invariant test.
     fn disclaim(&mut self) {
         if self.child == Child::Idle && std::mem::take(&mut self.spoke) {
-            let record = Record { term: self.term, start: None, stance: Stance::Released, job: self.job.clone() };
+            let record =
+                Record { term: self.term, start: None, stance: Stance::Released, job: self.job.clone(), next: None };
             self.out.push(Action::Disclaim(record));
         }
     }
@@ -849,6 +959,7 @@ impl Leader {
     /// without reading one of its records back: other members may have
     /// counted it out by then, so what follows must not keep its place.
     fn send_heartbeat(&mut self, now: BootTime) {
+        let next = self.next_due();
         let Some(tenure) = self.tenure.as_mut() else { return };
         let confirmed = tenure.fresh.map_or(tenure.term_since, |f| f.sent.max(tenure.term_since));
         if now.since(confirmed) >= self.settings.heartbeat_deadline {
@@ -862,7 +973,7 @@ impl Leader {
             (_, Child::Running | Child::Stopping { .. }) => Stance::Leading { token: self.child_token },
             _ => Stance::Contending,
         };
-        let record = Record { term: self.term, start: tenure.start, stance, job: self.job.clone() };
+        let record = Record { term: self.term, start: tenure.start, stance, job: self.job.clone(), next };
         self.spoke = true;
         self.out.push(Action::SendHeartbeat(record));
     }
@@ -976,6 +1087,11 @@ mod say {
         let Some(job) = job.filter(|j| j.wave > now) else { return };
         let (name, host) = runner(job);
         warn!(name = ?name, host = ?host, ahead = ?job.wave.since(now), "a wave's start lies in our future: that host's clock is ahead of ours, so only the log says who belongs to it (fix the clocks: NTP)");
+    }
+
+    /// A scheduled run starts: said with how late it is (a missed one).
+    pub(super) fn due(due: u64, now: BootTime) {
+        info!(late = ?Duration::from_millis(now.wall_ms().saturating_sub(due)), "starting the run of a due time");
     }
 
     /// A run of our wave already ended: we exit with its status.

@@ -27,6 +27,7 @@ fn settings(restart: Restart) -> Settings {
         resume_window: Duration::from_millis(2200),
         claim_margin: Duration::ZERO,
         waves: None,
+        schedule: None,
     }
 }
 
@@ -69,12 +70,12 @@ fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: S
 /// or contending.
 fn says(term: u64, start: Option<i64>, token: Option<i64>) -> Action {
     let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
-    SendHeartbeat(Record { term, start, stance, job: None })
+    SendHeartbeat(Record { term, start, stance, job: None, next: None })
 }
 
 /// Our disclaimer, ending term `term`.
 fn gone(term: u64) -> Action {
-    Disclaim(Record { term, start: None, stance: Stance::Released, job: None })
+    Disclaim(Record { term, start: None, stance: Stance::Released, job: None, next: None })
 }
 
 /// What the leader made by `leading` says.
@@ -748,7 +749,8 @@ fn waves(retry_failed: bool) -> Settings {
 
 /// An attempt of the wave that began at `wave`, run by member "x".
 fn attempt(wave: u64, attempt: u32, token: i64, code: Option<u8>) -> Job {
-    Job { wave: ms(wave), wave_token: 0, attempt, token, code, by: Some(Runner { name: "x".into(), host: "h".into() }) }
+    let by = Some(Runner { name: "x".into(), host: "h".into() });
+    Job { wave: ms(wave), wave_token: 0, attempt, token, code, by, due: None, ended: None }
 }
 
 /// Member x's record at `offset` carrying `job`: a claim with `token`, or
@@ -796,7 +798,10 @@ fn disclaimed(actions: &[Action]) -> Option<Job> {
 fn the_first_leader_of_a_wave_runs_it_and_its_last_record_says_how_it_ended() {
     let (mut l, actions) = wave_member(waves(false), vec![]);
     let job = spawned(&actions).unwrap();
-    assert_eq!(job, Job { wave: ms(1010), wave_token: 7, attempt: 1, token: 7, code: None, by: None });
+    assert_eq!(
+        job,
+        Job { wave: ms(1010), wave_token: 7, attempt: 1, token: 7, code: None, by: None, due: None, ended: None }
+    );
     // Its heartbeats carry the attempt, so a later leader knows it was begun.
     assert!(actions.contains(&SendHeartbeat(Record { job: Some(job.clone()), ..record(led()) })));
     let actions = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1500));
@@ -829,7 +834,7 @@ fn a_run_that_failed_ends_the_wave_with_its_status_unless_failed_runs_are_retrie
     let (_, actions) = wave_member(waves(true), vec![carrying(4, None, failed)]);
     assert_eq!(
         spawned(&actions),
-        Some(Job { wave: ms(500), wave_token: 0, attempt: 2, token: 7, code: None, by: None })
+        Some(Job { wave: ms(500), wave_token: 0, attempt: 2, token: 7, code: None, by: None, due: None, ended: None })
     );
 }
 
@@ -845,7 +850,16 @@ fn an_attempt_that_never_ended_is_run_again_as_the_next_attempt_of_its_wave() {
         let actions = l.step(hb(7, 1000), ms(1010));
         assert_eq!(
             spawned(&actions),
-            Some(Job { wave: ms(500), wave_token: 0, attempt: 3, token: 7, code: None, by: None })
+            Some(Job {
+                wave: ms(500),
+                wave_token: 0,
+                attempt: 3,
+                token: 7,
+                code: None,
+                by: None,
+                due: None,
+                ended: None
+            })
         );
     }
 }
@@ -858,7 +872,16 @@ fn a_member_started_after_the_window_runs_a_wave_of_its_own() {
     let actions = l.step(hb(7, 41_000), ms(41_010));
     assert_eq!(
         spawned(&actions),
-        Some(Job { wave: ms(41_010), wave_token: 7, attempt: 1, token: 7, code: None, by: None })
+        Some(Job {
+            wave: ms(41_010),
+            wave_token: 7,
+            attempt: 1,
+            token: 7,
+            code: None,
+            by: None,
+            due: None,
+            ended: None
+        })
     );
     // Just inside the window (started 29.999 s after the wave began), it
     // belongs to the wave; at 30 s, it does not.
@@ -909,7 +932,16 @@ fn a_fenced_attempt_resumes_as_the_next_attempt_and_a_stopped_one_stays_unended(
     let actions = l.step(hb(12, 2600), ms(2610));
     assert_eq!(
         spawned(&actions),
-        Some(Job { wave: ms(1010), wave_token: 7, attempt: 2, token: 12, code: None, by: None })
+        Some(Job {
+            wave: ms(1010),
+            wave_token: 7,
+            attempt: 2,
+            token: 12,
+            code: None,
+            by: None,
+            due: None,
+            ended: None
+        })
     );
     // SIGTERM stops it: the attempt did not end on its own.
     l.step(Input::Shutdown, ms(2700));
@@ -981,4 +1013,131 @@ fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
     l.step(carrying(4, None, Job { wave_token: 3, ..attempt(500, 1, 3, Some(0)) }), ms(40_900));
     l.step(Input::Assigned, ms(41_000));
     assert_eq!(l.step(hb(7, 41_000), ms(41_010)).last(), Some(&Exit(0)));
+}
+
+// A schedule of its own (`--every`, `--cron`).
+
+/// Due every `period_ms` of the wall clock, the missed ones run once.
+fn scheduled(period_ms: u64) -> Settings {
+    let calendar = std::sync::Arc::new(schedule::tests::Grid(period_ms));
+    Settings {
+        schedule: Some(Schedule { calendar, missed: Missed::Once, starting_deadline: None }),
+        ..settings(Restart::Never)
+    }
+}
+
+/// A leader's life from `from` to `to` (ms): its timer fires every 50 ms
+/// and each record it writes is read back 5 ms later. Returns every action
+/// with when it came, and the next free offset.
+fn live(l: &mut Leader, from: u64, to: u64, mut offset: i64) -> (Vec<(u64, Action)>, i64) {
+    let mut out = Vec::new();
+    let mut t = from;
+    while t < to {
+        let mut pending = vec![(t, Input::Tick)];
+        while let Some((at, input)) = pending.pop() {
+            for action in l.step(input, ms(at)) {
+                if let SendHeartbeat(_) = action {
+                    offset += 1;
+                    pending.push((at + 5, hb(offset, at)));
+                }
+                out.push((at, action));
+            }
+        }
+        t += 50;
+    }
+    (out, offset)
+}
+
+fn spawns(actions: &[(u64, Action)]) -> Vec<(u64, Job)> {
+    actions
+        .iter()
+        .filter_map(|(t, a)| match a {
+            Spawn { job, .. } => Some((*t, job.clone().expect("a scheduled spawn names its run"))),
+            _ => None,
+        })
+        .collect()
+}
+
+fn wall(t: u64) -> u64 {
+    ms(t).wall_ms()
+}
+
+#[test]
+fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
+    let mut l = Leader::new(scheduled(2000), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    let (actions, offset) = live(&mut l, 1000, 7000, 6);
+    let first_due = (wall(1000) / 2000 + 1) * 2000;
+    // Not when it came to lead: at its first due time, on time.
+    let starts = spawns(&actions);
+    let (at, job) = starts.first().cloned().expect("a run");
+    assert_eq!((starts.len(), job.due, job.attempt, job.code), (1, Some(first_due), 1, None), "{starts:?}");
+    assert!(ms(at) >= BootTime::at_wall_ms(first_due) && wall(at) < first_due + 50, "{starts:?}");
+    // It ends by itself: the record says so at once, and plans the next.
+    let ended = l.step(Input::ChildExited(ChildStatus::Exited(3)), ms(at + 300));
+    let record = ended.iter().find_map(|a| match a {
+        SendHeartbeat(r) => Some(r.clone()),
+        _ => None,
+    });
+    let record = record.expect("the ending is written at once");
+    let job = record.job.expect("it names the run");
+    assert_eq!((job.code, job.ended), (Some(3), Some(wall(at + 300))), "{ended:?}");
+    assert_eq!(record.next, Some(first_due + 2000), "and the next due time");
+    assert!(!ended.iter().any(|a| matches!(a, Exit(_))), "a schedule leads on: {ended:?}");
+    let (more, _) = live(&mut l, at + 300, 9000, offset + 100);
+    let next = spawns(&more);
+    assert_eq!(next.first().map(|(_, j)| j.due), Some(Some(first_due + 2000)), "{next:?}");
+    assert!(wall(next[0].0) < first_due + 2050, "on time: {next:?}");
+}
+
+#[test]
+fn a_due_time_missed_during_a_run_starts_once_its_ending_is_read_back() {
+    let mut l = Leader::new(scheduled(2000), ms(0));
+    l.step(Input::Assigned, ms(1000));
+    let (actions, _) = live(&mut l, 1000, 4000, 6);
+    let (at, job) = spawns(&actions)[0].clone();
+    // The run takes 2.5 s: the next due time passes meanwhile.
+    let end = at + 2500;
+    for t in (at + 50..end).step_by(50) {
+        for a in l.step(Input::Tick, ms(t)) {
+            if let SendHeartbeat(_) = a {
+                l.step(hb(100 + t as i64, t), ms(t + 5));
+            }
+        }
+    }
+    let ended = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(end));
+    assert!(ended.iter().any(|a| matches!(a, SendHeartbeat(_))), "{ended:?}");
+    assert!(!ended.iter().any(|a| matches!(a, Spawn { .. })), "not before the ending is on the partition: {ended:?}");
+    // A record sent before the ending (or in the same step, before it)
+    // proves nothing; one sent after it does.
+    assert_eq!(l.step(hb(1000, end), ms(end + 2)), vec![]);
+    let read = l.step(hb(1001, end + 1), ms(end + 5));
+    let missed = spawns(&read.into_iter().map(|a| (end + 5, a)).collect::<Vec<_>>());
+    assert_eq!(missed.len(), 1, "the missed due time runs at once");
+    assert_eq!(missed[0].1.due, Some(job.due.unwrap() + 2000));
+}
+
+/// A member that read x's record naming the run of due time `due`, cut
+/// short (`code` None) or ended, and came to lead at 1010.
+fn next_leader(due: u64, code: Option<u8>) -> (Leader, Vec<Action>) {
+    let run = Job { due: Some(due), ..attempt(500, 1, 3, code) };
+    let (l, actions) = wave_member(scheduled(60_000), vec![carrying(5, None, run)]);
+    (l, actions)
+}
+
+#[test]
+fn the_next_leader_runs_a_cut_short_run_again_and_an_ended_one_never() {
+    let due = wall(1010) / 60_000 * 60_000;
+    let (_, actions) = next_leader(due, None);
+    let retry = spawned(&actions).expect("the cut-short run starts again at once");
+    assert_eq!((retry.due, retry.attempt, retry.wave), (Some(due), 2, ms(500)), "{retry:?}");
+    let (mut l, actions) = next_leader(due, Some(0));
+    assert_eq!(spawned(&actions), None, "{actions:?}");
+    assert_eq!(l.next_deadline(), Some(ms(1210)), "only its heartbeat is due before the next run");
+    let next = actions.iter().find_map(|a| match a {
+        SendHeartbeat(r) => r.next,
+        _ => None,
+    });
+    assert_eq!(next, Some(due + 60_000), "its records plan the next due time");
+    assert!(!l.step(Input::Tick, ms(1210)).iter().any(|a| matches!(a, Spawn { .. })));
 }

@@ -1,0 +1,219 @@
+//! A schedule of its own (`--every`, `--cron`): which due time the leader
+//! runs next. The answer depends only on the newest run the group's records
+//! name, on when this leader became ready to run one (it came to lead, or
+//! its previous run ended) and on the time, so every leader that reads the
+//! same records decides alike: a run that ended is never run again, one cut
+//! short is run again, and due times that passed with nobody to run them
+//! (nobody led, or the previous run was still going) are *missed*, and
+//! follow [`Missed`].
+//!
+//! Due times are wall-clock milliseconds since the Unix epoch, as the
+//! records carry them, and stay so here: a weekly job's last due time may
+//! lie before this machine booted, where no `BootTime` reaches.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Job;
+
+/// When a scheduled command is due, in wall-clock milliseconds since the
+/// Unix epoch. Members compare due times across machines (the records carry
+/// them), so every member must compute the same ones: a grid on the epoch,
+/// or a cron expression.
+pub trait Calendar: Debug + Send + Sync {
+    /// The first due time strictly after `ms`, if there is one.
+    fn after(&self, ms: u64) -> Option<u64>;
+    /// The last due time at or before `ms`, if there is one.
+    fn at_or_before(&self, ms: u64) -> Option<u64>;
+}
+
+/// What happens to due times that passed with nobody to run them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missed {
+    /// Skip them; the next run is the next due time (a run cut short by a
+    /// crash is not run again either).
+    Skip,
+    /// Run the latest of them once, at once (as systemd's Persistent=true
+    /// and a Kubernetes CronJob do).
+    Once,
+    /// Run each of them, oldest first, one after another.
+    All,
+}
+
+/// A command's schedule, as the core needs it.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    pub calendar: Arc<dyn Calendar>,
+    pub missed: Missed,
+    /// A due run that cannot start within this long of its due time is
+    /// skipped (Kubernetes' startingDeadlineSeconds); None: never.
+    pub starting_deadline: Option<Duration>,
+}
+
+/// The run to start next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Next {
+    /// Its due time (wall-clock ms).
+    pub due: u64,
+    /// It was missed: it may start at once, not at its due time.
+    pub missed: bool,
+    /// It runs again the newest run, which was cut short.
+    pub retry: bool,
+}
+
+impl Schedule {
+    /// The next run for a leader ready since `ready`, at `now`, after
+    /// `last`: the newest run the group's records name (it ended if it has
+    /// a status, else it was cut short). With no run on record (a new
+    /// group, or one whose records all expired) nothing counts as missed.
+    /// (`ready` and `now` in wall-clock ms.)
+    pub fn next(&self, last: Option<&Job>, ready: u64, now: u64) -> Option<Next> {
+        // The newest due time run, and whether its run was cut short.
+        let last = last.and_then(|job| Some((job.due?, job.code.is_none())));
+        let deadline = self.starting_deadline.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        // A due time that passed more than the deadline ago is skipped.
+        let fits = |due: u64| deadline.is_none_or(|d| now <= due.saturating_add(d));
+        let earliest = deadline.map(|d| now.saturating_sub(d));
+        let missed = last.and_then(|(done, cut)| {
+            let pick = match self.missed {
+                Missed::Skip => None,
+                Missed::Once => self.calendar.at_or_before(ready).filter(|&d| d > done || (cut && d == done)),
+                Missed::All => {
+                    let first = if cut { Some(done) } else { self.calendar.after(done) };
+                    match (first, earliest) {
+                        (Some(first), Some(earliest)) if first < earliest => self.at_or_after(earliest),
+                        (first, _) => first,
+                    }
+                }
+            };
+            pick.filter(|&d| d <= ready && fits(d)).map(|due| (due, cut && due == done))
+        });
+        if let Some((due, retry)) = missed {
+            return Some(Next { due, missed: true, retry });
+        }
+        // On time: the first due time from `ready` on, after the last run.
+        let mut due = match last {
+            Some((done, _)) if done >= ready => self.calendar.after(done)?,
+            _ => self.at_or_after(ready)?,
+        };
+        if let Some(earliest) = earliest.filter(|&e| due < e) {
+            due = self.at_or_after(earliest)?;
+        }
+        Some(Next { due, missed: false, retry: false })
+    }
+
+    fn at_or_after(&self, ms: u64) -> Option<u64> {
+        self.calendar.after(ms.checked_sub(1)?)
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// Due every `period` (ms) from the epoch, as `--every` is.
+    #[derive(Debug)]
+    pub struct Grid(pub u64);
+
+    impl Calendar for Grid {
+        fn after(&self, ms: u64) -> Option<u64> {
+            Some((ms / self.0 + 1) * self.0)
+        }
+        fn at_or_before(&self, ms: u64) -> Option<u64> {
+            Some(ms / self.0 * self.0)
+        }
+    }
+
+    fn s(secs: u64) -> u64 {
+        secs * 1000
+    }
+
+    fn every_10s(missed: Missed, deadline: Option<u64>) -> Schedule {
+        Schedule { calendar: Arc::new(Grid(10_000)), missed, starting_deadline: deadline.map(Duration::from_secs) }
+    }
+
+    /// The run of due time `due` (seconds), ended with `code` or cut short.
+    fn ran(due: u64, code: Option<u8>) -> Job {
+        let wave = crate::clock::BootTime::from_nanos(1);
+        Job { wave, wave_token: 1, attempt: 1, token: 1, code, by: None, due: Some(s(due)), ended: None }
+    }
+
+    fn next(s: &Schedule, last: Option<Job>, ready: u64, now: u64) -> Option<(u64, u64, bool)> {
+        let n = s.next(last.as_ref(), super::tests::s(ready), super::tests::s(now))?;
+        // When it may start, in seconds: at once (when ready) if missed.
+        let at = if n.missed { ready } else { n.due / 1000 };
+        Some((n.due / 1000, at, n.retry))
+    }
+
+    #[test]
+    fn with_no_run_on_record_the_first_run_is_the_next_due_time() {
+        for missed in [Missed::Skip, Missed::Once, Missed::All] {
+            assert_eq!(next(&every_10s(missed, None), None, 25, 25), Some((30, 30, false)), "{missed:?}");
+            // A run of a wave (no due time) says nothing about the schedule.
+            let wave = Job { due: None, ..ran(0, Some(0)) };
+            assert_eq!(next(&every_10s(missed, None), Some(wave), 25, 25), Some((30, 30, false)));
+        }
+    }
+
+    #[test]
+    fn a_run_that_ended_is_not_run_again_and_nothing_missed_means_the_next_due_time() {
+        for missed in [Missed::Skip, Missed::Once, Missed::All] {
+            let s = every_10s(missed, None);
+            assert_eq!(next(&s, Some(ran(20, Some(0))), 25, 25), Some((30, 30, false)), "{missed:?}");
+            assert_eq!(next(&s, Some(ran(20, Some(1))), 25, 25), Some((30, 30, false)), "a failure too");
+            // Ready exactly at a due time: that one is on time, not missed.
+            assert_eq!(next(&s, Some(ran(20, Some(0))), 30, 30).map(|n| n.0), Some(30));
+        }
+    }
+
+    #[test]
+    fn missed_due_times_follow_the_policy() {
+        // The run of 20 ended; 30, 40 and 50 passed with nobody to run them.
+        let last = || Some(ran(20, Some(0)));
+        assert_eq!(next(&every_10s(Missed::Skip, None), last(), 55, 55), Some((60, 60, false)));
+        assert_eq!(next(&every_10s(Missed::Once, None), last(), 55, 55), Some((50, 55, false)), "the latest, at once");
+        assert_eq!(next(&every_10s(Missed::All, None), last(), 55, 55), Some((30, 55, false)), "the oldest first");
+        // All: once 30 has run, 40 is next, still at once.
+        assert_eq!(next(&every_10s(Missed::All, None), Some(ran(30, Some(0))), 57, 57), Some((40, 57, false)));
+        // Once: a due time that passed during our own run is missed too.
+        assert_eq!(next(&every_10s(Missed::Once, None), Some(ran(50, Some(0))), 62, 62), Some((60, 62, false)));
+    }
+
+    #[test]
+    fn a_run_cut_short_is_run_again_unless_skipped_or_superseded() {
+        let cut = || Some(ran(20, None));
+        assert_eq!(next(&every_10s(Missed::All, None), cut(), 25, 25), Some((20, 25, true)));
+        assert_eq!(next(&every_10s(Missed::Once, None), cut(), 25, 25), Some((20, 25, true)));
+        assert_eq!(next(&every_10s(Missed::Skip, None), cut(), 25, 25), Some((30, 30, false)));
+        // Once: a later due time also passed; only the latest runs.
+        assert_eq!(next(&every_10s(Missed::Once, None), cut(), 45, 45), Some((40, 45, false)));
+        assert_eq!(next(&every_10s(Missed::All, None), cut(), 45, 45), Some((20, 45, true)));
+    }
+
+    #[test]
+    fn the_starting_deadline_skips_what_can_no_longer_start_in_time() {
+        let last = || Some(ran(20, Some(0)));
+        // Deadline 12 s at 55: 30 and 40 are too late, 50 is not.
+        assert_eq!(next(&every_10s(Missed::All, Some(12)), last(), 55, 55), Some((50, 55, false)));
+        assert_eq!(next(&every_10s(Missed::Once, Some(12)), last(), 55, 55), Some((50, 55, false)));
+        // Deadline 3 s: every missed one is too late; the next due time.
+        assert_eq!(next(&every_10s(Missed::All, Some(3)), last(), 55, 55), Some((60, 60, false)));
+        assert_eq!(next(&every_10s(Missed::Once, Some(3)), last(), 55, 55), Some((60, 60, false)));
+        // A cut-short run past its deadline is not run again.
+        assert_eq!(next(&every_10s(Missed::All, Some(3)), Some(ran(20, None)), 25, 25), Some((30, 30, false)));
+        // An on-time run held back past its deadline (by a claim): the next.
+        assert_eq!(next(&every_10s(Missed::Skip, Some(3)), last(), 25, 34), Some((40, 40, false)));
+        // The deadline is counted when asked, not when ready.
+        assert_eq!(next(&every_10s(Missed::Once, Some(6)), last(), 55, 56), Some((50, 55, false)));
+        assert_eq!(next(&every_10s(Missed::Once, Some(6)), last(), 55, 57), Some((60, 60, false)));
+    }
+
+    #[test]
+    fn a_run_recorded_ahead_of_our_clock_is_not_run_again() {
+        // Another host's clock is ahead: it ran the due time 30 at our 25.
+        for missed in [Missed::Skip, Missed::Once, Missed::All] {
+            assert_eq!(next(&every_10s(missed, None), Some(ran(30, Some(0))), 25, 25), Some((40, 40, false)));
+        }
+    }
+}

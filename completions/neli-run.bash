@@ -47,7 +47,7 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-v -q -b -g -X -h -V --verbose --quiet --log-format --brokers --kafka-config --kafka-secret --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --once-within --failed-run --max-runtime --acquire-timeout --metrics-addr --help --version dev-broker status yield help"
+            opts="-v -q -b -g -X -h -V --verbose --quiet --log-format --brokers --kafka-config --kafka-secret --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --once-within --failed-run --max-runtime --every --cron --time-zone --missed --starting-deadline --acquire-timeout --metrics-addr --help --version dev-broker status yield help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -130,6 +130,26 @@ _neli__run() {
                     return 0
                     ;;
                 --max-runtime)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --every)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cron)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --time-zone)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --missed)
+                    COMPREPLY=($(compgen -W "skip once all" -- "${cur}"))
+                    return 0
+                    ;;
+                --starting-deadline)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

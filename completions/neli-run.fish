@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n v/verbose q/quiet log-format= b/brokers= kafka-config= kafka-secret= g/group= topic= X= name= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= acquire-timeout= metrics-addr= h/help V/version
+    string join \n v/verbose q/quiet log-format= b/brokers= kafka-config= kafka-secret= g/group= topic= X= name= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= acquire-timeout= metrics-addr= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -46,6 +46,13 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l once-within -d 'With 
 complete -c neli-run -n "__fish_neli_run_needs_command" -l failed-run -d 'With --restart never: what a wave does when its run fails (exits non-zero) [default: retry]' -r -f -a "retry\t'The next member runs it again, as after a crash [default]: each member runs it at most once, and a service fails over'
 exit\t'Every member of the wave exits with the run\'s status'"
 complete -c neli-run -n "__fish_neli_run_needs_command" -l max-runtime -d 'Stop a run that takes longer than this (stop signal, --grace, SIGKILL) [default: no limit]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l every -d 'Run the command every DURATION while leader, and stay up between runs (e.g. 5m; at least 1s)' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l cron -d 'Run the command at the times of a cron expression while leader, and stay up between runs, e.g. "30 2 * * *" (daily at 02:30)' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l time-zone -d 'The time zone of --cron: an IANA name such as Europe/Berlin, UTC, or local (the TZ variable, else /etc/localtime) [default: local]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l missed -d 'With --every or --cron: what happens to due times that passed with nobody to run them (nobody led, or the previous run still went on) [default: once]' -r -f -a "skip\t'Skip them (a run cut short by a crash too): wait for the next due time'
+once\t'Run the latest of them once, at once [default]'
+all\t'Run each of them, oldest first, one after another'"
+complete -c neli-run -n "__fish_neli_run_needs_command" -l starting-deadline -d 'With --every or --cron: skip a due run that cannot start within this long of its due time [default: no limit]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l acquire-timeout -d 'Give up (exit 75) if not leader within this time [default: wait forever]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l metrics-addr -d 'Serve /metrics (Prometheus), /healthz and /leader on this address' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'

@@ -1,7 +1,9 @@
 //! `--metrics-addr`: what an operator's tools ask of a running member.
 //!
 //! - `/metrics`: Prometheus text (leader or not, fencing token, heartbeat age,
-//!   transitions by kind, fences, child restarts, child up, Kafka reachable).
+//!   transitions by kind, fences, child restarts, child up, Kafka reachable;
+//!   with a schedule, runs by outcome, the last success and the next due
+//!   time).
 //! - `/healthz`: 200 while Kafka is reachable, 503 otherwise.
 //! - `/leader`: 200 only on the member running the command: for load
 //!   balancers and readiness probes.
@@ -19,7 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::clock::BootTime;
-use crate::leader::Role;
+use crate::leader::{Job, Role};
 
 /// What the run loop reports; read by the HTTP server.
 #[derive(Debug, Default)]
@@ -32,6 +34,14 @@ pub struct Snapshot {
     pub transitions: BTreeMap<&'static str, u64>,
     pub child_restarts: u64,
     last_start_token: Option<i64>,
+    /// This member's runs (of a wave or a schedule) by how they ended.
+    runs: BTreeMap<&'static str, u64>,
+    /// The last of our runs counted: (token, due time, attempt).
+    counted: Option<(i64, Option<u64>, u32)>,
+    /// When the newest successful scheduled run we know of ended (wall ms).
+    last_success_ms: Option<u64>,
+    /// When the schedule is next due, as we plan it (wall ms).
+    pub next_due_ms: Option<u64>,
 }
 
 /// Shared between the run loop and the server.
@@ -60,6 +70,25 @@ impl Snapshot {
             self.child_restarts += 1;
         }
         self.last_start_token = Some(token);
+    }
+
+    /// Takes in the newest run the core knows of: counts our own once it
+    /// is over (`child_up` false), and notes a success's end.
+    pub fn note_run(&mut self, job: Option<&Job>, child_up: bool) {
+        let Some(job) = job else { return };
+        if let (Some(0), Some(ended)) = (job.code, job.ended) {
+            self.last_success_ms = Some(self.last_success_ms.map_or(ended, |t| t.max(ended)));
+        }
+        let key = (job.token, job.due, job.attempt);
+        if job.by.is_none() && !child_up && self.counted != Some(key) {
+            self.counted = Some(key);
+            let outcome = match job.code {
+                Some(0) => "success",
+                Some(_) => "failure",
+                None => "cut_short",
+            };
+            *self.runs.entry(outcome).or_default() += 1;
+        }
     }
 
     fn is_leader(&self) -> bool {
@@ -107,6 +136,25 @@ impl Snapshot {
         metric("neli_child_restarts_total", "counter", "Starts of the command within one leadership.", &one(restarts));
         metric("neli_child_up", "gauge", "1 while the command runs.", &one(self.child_up as u8 as f64));
         metric("neli_kafka_reachable", "gauge", "1 while Kafka answers.", &one(self.kafka_reachable as u8 as f64));
+        let outcomes: Vec<(String, f64)> = ["success", "failure", "cut_short"]
+            .iter()
+            .map(|k| (format!("{{outcome=\"{k}\"}}"), *self.runs.get(k).unwrap_or(&0) as f64))
+            .collect();
+        metric(
+            "neli_runs_total",
+            "counter",
+            "Runs of the command this member started (of a wave or a schedule), by how they ended.",
+            &outcomes,
+        );
+        let seconds = |ms: u64| ms as f64 / 1000.0;
+        if let Some(ms) = self.last_success_ms {
+            let help = "When the newest successful scheduled run this member knows of ended (Unix time).";
+            metric("neli_last_success_timestamp_seconds", "gauge", help, &one(seconds(ms)));
+        }
+        if let Some(ms) = self.next_due_ms {
+            let help = "When the schedule's next run is due, while this member leads (Unix time).";
+            metric("neli_next_run_timestamp_seconds", "gauge", help, &one(seconds(ms)));
+        }
         out
     }
 }
@@ -188,6 +236,41 @@ mod tests {
             "neli_fences_total 1",
             "neli_child_restarts_total 1",
             "neli_child_up 1",
+            "neli_runs_total{outcome=\"success\"} 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line}:\n{text}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod run_tests {
+    use super::*;
+    use crate::leader::Runner;
+
+    fn run(token: i64, due: u64, code: Option<u8>, by: Option<&str>) -> Job {
+        let by = by.map(|name| Runner { name: name.into(), host: "h".into() });
+        let wave = BootTime::from_nanos(1);
+        Job { wave, wave_token: token, attempt: 1, token, code, by, due: Some(due), ended: code.map(|_| due + 500) }
+    }
+
+    #[test]
+    fn runs_are_counted_once_by_outcome_and_the_last_success_is_kept() {
+        let mut s = Snapshot::default();
+        s.note_run(Some(&run(7, 2000, None, None)), true); // running: not yet
+        s.note_run(Some(&run(7, 2000, Some(0), None)), false);
+        s.note_run(Some(&run(7, 2000, Some(0), None)), false); // the same run again
+        s.note_run(Some(&run(7, 4000, Some(2), None)), false);
+        s.note_run(Some(&run(7, 6000, None, None)), false); // stopped by us
+        s.note_run(Some(&run(9, 8000, Some(0), Some("b"))), false); // b's, read
+        s.next_due_ms = Some(10_000);
+        let text = s.render(BootTime::from_nanos(1));
+        for line in [
+            "neli_runs_total{outcome=\"success\"} 1",
+            "neli_runs_total{outcome=\"failure\"} 1",
+            "neli_runs_total{outcome=\"cut_short\"} 1",
+            "neli_last_success_timestamp_seconds 8.5",
+            "neli_next_run_timestamp_seconds 10",
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line}:\n{text}");
         }

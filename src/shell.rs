@@ -234,6 +234,8 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
             m.set_role(core.role());
             m.fresh = core.fresh();
             m.child_up = running.is_some();
+            m.note_run(core.last_run(), core.child_alive());
+            m.next_due_ms = core.next_due().filter(|_| matches!(core.role(), Role::Leader { .. }));
             m.kafka_reachable = kafka.reachable();
         }
         if joined && !ready {
@@ -256,17 +258,19 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
 /// The command as one attempt of a wave runs it: NELI_ATTEMPT (1, then 2
 /// for the first retry ...) and NELI_WAVE (when the wave's first attempt
 /// started, RFC 3339 UTC): a command that must not repeat work can key it
-/// by the wave and check it on a retry. A schedule's run also gets NELI_DUE
-/// (its due time, RFC 3339 UTC), the key for a scheduled job.
+/// by the wave and check it on a retry. A schedule's run gets NELI_DUE (its
+/// due time, RFC 3339 UTC) in place of NELI_WAVE: the key its attempts share.
 fn with_job(command: &child::Command, job: Option<leader::Job>) -> std::borrow::Cow<'_, child::Command> {
     let Some(job) = job else { return std::borrow::Cow::Borrowed(command) };
     let wave = std::time::UNIX_EPOCH + std::time::Duration::from_millis(job.wave.wall_ms());
     let mut command = command.clone();
     command.env.push(("NELI_ATTEMPT".into(), job.attempt.to_string()));
-    command.env.push(("NELI_WAVE".into(), humantime::format_rfc3339_millis(wave).to_string()));
-    if let Some(due) = job.due {
-        let due = std::time::UNIX_EPOCH + std::time::Duration::from_millis(due);
-        command.env.push(("NELI_DUE".into(), humantime::format_rfc3339_millis(due).to_string()));
+    match job.due {
+        None => command.env.push(("NELI_WAVE".into(), humantime::format_rfc3339_millis(wave).to_string())),
+        Some(due) => {
+            let due = std::time::UNIX_EPOCH + std::time::Duration::from_millis(due);
+            command.env.push(("NELI_DUE".into(), humantime::format_rfc3339_millis(due).to_string()));
+        }
     }
     std::borrow::Cow::Owned(command)
 }

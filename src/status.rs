@@ -44,6 +44,11 @@ use crate::kafka::heartbeat::{printable, wall_ms, Heartbeat, WireJob, Yield};
 /// half an hour of history, which is plenty to find the current leader.
 const HISTORY: i64 = 4096;
 
+/// How many of a schedule's runs `status` shows: the newest. Older ones
+/// are in the retained records only while the topic keeps them; the newest
+/// always is, since every record carries it forward.
+const RUNS: usize = 10;
+
 /// The longest `yield --timeout` taken: a yield that waits longer is a typo.
 const MAX_YIELD_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
@@ -205,15 +210,34 @@ struct View {
     /// The newest run of a wave the records name (once per wave), as the
     /// members read it: the larger token, or of one run, its ending.
     job: Option<WireJob>,
+    /// A schedule's newest runs the records name, oldest first.
+    runs: Vec<WireJob>,
+    /// When the schedule is next due, as the newest record that said
+    /// planned it.
+    next_ms: Option<u64>,
 }
 
 impl View {
     fn add(&mut self, mut hb: Heartbeat) {
+        self.next_ms = hb.next_ms.or(self.next_ms);
         if let Some(job) = hb.job.take() {
-            let newer = self.job.as_ref().is_none_or(|known| {
+            let newer = |known: &WireJob| {
                 crate::leader::supersedes((job.token, job.due_ms, job.code), (known.token, known.due_ms, known.code))
-            });
-            if newer {
+            };
+            if job.due_ms.is_some() {
+                match self.runs.iter_mut().find(|r| (r.token, r.due_ms) == (job.token, job.due_ms)) {
+                    Some(known) if newer(known) => *known = job.clone(),
+                    Some(_) => {}
+                    None => {
+                        self.runs.push(job.clone());
+                        self.runs.sort_by_key(|r| (r.due_ms, r.token));
+                        if self.runs.len() > RUNS {
+                            self.runs.remove(0);
+                        }
+                    }
+                }
+            }
+            if self.job.as_ref().is_none_or(newer) {
                 self.job = Some(job);
             }
         }
@@ -259,6 +283,14 @@ fn rfc3339(ms: u64) -> String {
     }
 }
 
+/// As [`rfc3339`], to the millisecond: when a run started and ended.
+fn rfc3339_ms(ms: u64) -> String {
+    match UNIX_EPOCH.checked_add(Duration::from_millis(ms)).filter(|_| ms < 253_402_300_800_000) {
+        Some(t) => humantime::format_rfc3339_millis(t).to_string(),
+        None => format!("{ms} ms after the epoch"),
+    }
+}
+
 fn render(target: &Target, view: &View, json_out: bool) -> String {
     let now = wall_ms();
     let fresh = view.fresh_leader(now);
@@ -275,8 +307,29 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
                 "withdrawn_age_ms": view.withdrawn_ms.map(|ms| now.saturating_sub(ms)),
             })
         });
+        let schedule = (!view.runs.is_empty() || view.next_ms.is_some()).then(|| {
+            let runs: Vec<_> = view
+                .runs
+                .iter()
+                .map(|run| {
+                    json!({
+                        "due": run.due_ms.map(rfc3339),
+                        "started": rfc3339_ms(run.wave_ms),
+                        "ended": run.ended_ms.map(rfc3339_ms),
+                        "status": run.code,
+                        "state": run_state(run, fresh),
+                        "attempt": run.attempt,
+                        "token": run.token,
+                        "name": run.name,
+                        "host": run.host,
+                    })
+                })
+                .collect();
+            json!({ "next_due": view.next_ms.map(rfc3339), "runs": runs })
+        });
         let last_run = view.job.as_ref().map(|job| {
             json!({
+                "due": job.due_ms.map(rfc3339),
                 "wave": rfc3339(job.wave_ms),
                 "attempt": job.attempt,
                 "token": job.token,
@@ -292,11 +345,14 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
             "fresh": fresh.is_some(),
             "leader": leader,
             "last_run": last_run,
+            "schedule": schedule,
             "leadership_changed": view.leader.as_ref().and_then(|hb| hb.since_ms).map(rfc3339),
         })
         .to_string();
     }
-    let group = printable(&target.group);
+    if !view.runs.is_empty() || view.next_ms.is_some() {
+        return leadership(target, view, fresh, now) + &schedule_lines(view, fresh, now);
+    }
     let last_run = view.job.as_ref().map_or(String::new(), |job| {
         format!(
             "\n  last run: attempt {a} of the wave of {w}, by {n} (host {h}), token {t}: {s}",
@@ -311,7 +367,13 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
             }
         )
     });
-    let leadership = match (fresh, &view.leader) {
+    leadership(target, view, fresh, now) + &last_run
+}
+
+/// The text's first lines: who leads, or led last.
+fn leadership(target: &Target, view: &View, fresh: Option<&Heartbeat>, now: u64) -> String {
+    let group = printable(&target.group);
+    match (fresh, &view.leader) {
         (Some(hb), _) => format!(
             "group {group}: leader {n} (host {h}, pid {p}), token {t}\n  leader since {s} ({sa} ago)\n  last heartbeat {a} ago (deadline {d})",
             n = printable(&hb.name),
@@ -335,8 +397,36 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
         (None, None) => {
             format!("group {group}: no leader in the retained heartbeats of {}", printable(&target.topic))
         }
+    }
+}
+
+/// A schedule's lines: when it is next due, and its newest runs.
+fn schedule_lines(view: &View, fresh: Option<&Heartbeat>, now: u64) -> String {
+    let mut out = match view.next_ms {
+        Some(next) if next >= now => format!("\n  next run due {} (in {})", rfc3339(next), ago(next, now)),
+        Some(next) => format!("\n  next run was due {} ({} ago)", rfc3339(next), ago(now, next)),
+        None => String::new(),
     };
-    leadership + &last_run
+    if !view.runs.is_empty() {
+        out += "\n  runs (oldest first):";
+    }
+    for run in &view.runs {
+        out += &format!(
+            "\n    due {d}: started {s}, {e}, by {n} (host {h}), token {t}{a}",
+            d = run.due_ms.map_or("?".into(), rfc3339),
+            s = rfc3339_ms(run.wave_ms),
+            e = match (run.code, run.ended_ms) {
+                (Some(code), Some(ended)) => format!("ended {} with status {code}", rfc3339_ms(ended)),
+                (Some(code), None) => format!("exited {code}"),
+                (None, _) => run_state(run, fresh).replace('-', " "),
+            },
+            n = printable(&run.name),
+            h = printable(&run.host),
+            t = run.token,
+            a = if run.attempt > 1 { format!(", attempt {}", run.attempt) } else { String::new() },
+        );
+    }
+    out
 }
 
 /// Where a wave's run stands: "exited", "running" (its leader leads, fresh)

@@ -5,13 +5,13 @@ use std::net::{TcpListener, TcpStream};
 
 use crate::util::{run, wait_until, Group};
 
-fn free_addr() -> String {
+pub fn free_addr() -> String {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     format!("127.0.0.1:{port}")
 }
 
 /// GET `path`; the status code and body, or None if nothing listens yet.
-fn get(addr: &str, path: &str) -> Option<(u16, String)> {
+pub fn get(addr: &str, path: &str) -> Option<(u16, String)> {
     let mut stream = TcpStream::connect(addr).ok()?;
     write!(stream, "GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").ok()?;
     let mut response = String::new();

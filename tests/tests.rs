@@ -13,6 +13,7 @@ mod faults;
 mod layers;
 mod metrics;
 mod sasl;
+mod schedule;
 mod status;
 mod supervision;
 mod systemd;

@@ -462,6 +462,17 @@ impl Leader {
         }
     }
 
+    /// The newest run we know of, ours or read (for metrics).
+    pub fn last_run(&self) -> Option<&Job> {
+        self.job.as_ref()
+    }
+
+    /// Whether our command may still run: until its exit is reported, a
+    /// run has not ended (for metrics).
+    pub fn child_alive(&self) -> bool {
+        self.child != Child::Idle
+    }
+
     /// Send time of the newest own heartbeat read back, while we own
     /// partition 0 (for the heartbeat-age metric).
     pub fn fresh(&self) -> Option<BootTime> {
@@ -736,28 +747,18 @@ impl Leader {
         }
     }
 
-    /// The run of a schedule's due time that we start now under `token`.
+    /// The run of a schedule's due time that we start now under `token`
+    /// (its `wave` is this attempt's start: the due time is what attempts
+    /// share).
     fn scheduled(&self, next: schedule::Next, token: i64, now: BootTime) -> Job {
-        let first = Job {
-            wave: now,
-            wave_token: token,
-            attempt: 1,
-            token,
-            code: None,
-            by: None,
-            due: Some(next.due),
-            ended: None,
-        };
         say::due(next.due, now);
-        match self.job.as_ref().filter(|_| next.retry) {
-            Some(last) => Job { wave: last.wave, wave_token: last.wave_token, attempt: last.attempt + 1, ..first },
-            None => first,
-        }
+        let attempt = self.job.as_ref().filter(|_| next.retry).map_or(1, |last| last.attempt + 1);
+        Job { wave: now, wave_token: token, attempt, token, code: None, by: None, due: Some(next.due), ended: None }
     }
 
     /// When the schedule's next run is due, as we plan it now (for our
-    /// records and `neli-run status`).
-    fn next_due(&self) -> Option<u64> {
+    /// records, `neli-run status` and metrics).
+    pub fn next_due(&self) -> Option<u64> {
         let schedule = self.settings.schedule.as_ref()?;
         match (self.plan, self.child, &self.job) {
             (Plan::Start(ready), Child::Idle, job) => {

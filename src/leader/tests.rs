@@ -1130,7 +1130,7 @@ fn the_next_leader_runs_a_cut_short_run_again_and_an_ended_one_never() {
     let due = wall(1010) / 60_000 * 60_000;
     let (_, actions) = next_leader(due, None);
     let retry = spawned(&actions).expect("the cut-short run starts again at once");
-    assert_eq!((retry.due, retry.attempt, retry.wave), (Some(due), 2, ms(500)), "{retry:?}");
+    assert_eq!((retry.due, retry.attempt, retry.wave), (Some(due), 2, ms(1010)), "{retry:?}");
     let (mut l, actions) = next_leader(due, Some(0));
     assert_eq!(spawned(&actions), None, "{actions:?}");
     assert_eq!(l.next_deadline(), Some(ms(1210)), "only its heartbeat is due before the next run");

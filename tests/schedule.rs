@@ -1,0 +1,200 @@
+//! A schedule of its own: `neli-run --group G --every 2s -- JOB` on every
+//! member runs JOB at each due time on the leader, across crashes, freezes
+//! and handovers. Counted from the command's own side: each run appends
+//! "start DUE ATTEMPT" when it starts and "end DUE" when it gets to its end,
+//! and the overlap detector sees every start.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::util::*;
+
+/// A job that logs its start, takes `secs`, then logs its end.
+fn job(g: &Group, secs: &str) -> String {
+    let runs = g.dir.path().join("runs");
+    let runs = runs.display();
+    format!(r#"echo "start $NELI_DUE $NELI_ATTEMPT" >> {runs}; sleep {secs}; echo "end $NELI_DUE" >> {runs}"#)
+}
+
+/// The job's lines, split into words.
+fn runs(g: &Group) -> Vec<Vec<String>> {
+    neli_proof::detector::read_lines(&g.dir.path().join("runs"))
+        .iter()
+        .map(|l| l.split(' ').map(str::to_string).collect())
+        .collect()
+}
+
+/// The due times that ran to their end, in order.
+fn ended(g: &Group) -> Vec<String> {
+    runs(g).into_iter().filter(|w| w[0] == "end").map(|w| w[1].clone()).collect()
+}
+
+/// Whether a run has started and not ended: a fault now cuts it short.
+fn mid_run(g: &Group) -> bool {
+    runs(g).last().is_some_and(|w| w[0] == "start")
+}
+
+/// Waits for `n` more runs to end than `before`, then for a run to be under
+/// way; returns who leads (the member running it).
+fn after_runs(g: &Group, members: &[Member], before: usize, n: usize) -> usize {
+    let bound = g.broker.timing.takeover() * 2;
+    wait_until(bound, &format!("{n} more runs end"), || ended(g).len() >= before + n);
+    wait_until(bound, "a run is under way", || mid_run(g) && g.lock_held());
+    g.leader_among(members)
+}
+
+fn millis(rfc3339: &str) -> u64 {
+    let t = humantime::parse_rfc3339(rfc3339).unwrap_or_else(|e| panic!("NELI_DUE {rfc3339}: {e}"));
+    t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+#[test]
+fn every_due_time_runs_to_its_end_exactly_once_across_a_kill_9_a_sigstop_and_a_graceful_stop() {
+    let g = Group::new("schedule-faults");
+    // A frozen neli-run does not freeze its command: a run that would end
+    // before the lease kills it ends unrecorded, and the next leader runs it
+    // again (at least once: the README says so). So each run here outlasts
+    // the lease (the heartbeat deadline), and a freeze cuts it short.
+    let secs = g.broker.timing.deadline.as_secs_f64() + 1.0;
+    let job = job(&g, &format!("{secs:.1}"));
+    let every = format!("{}s", (secs * 1.5).ceil());
+    let flags = ["--every", &every, "--missed", "all"];
+    let mut members: Vec<Member> = ["a", "b", "c"].iter().map(|n| g.member(n, &flags, &["sh", "-c", &job])).collect();
+    let mut total = 0;
+    let mut faults = Vec::new();
+    for fault in [Signal::SIGKILL, Signal::SIGSTOP, Signal::SIGTERM] {
+        let leader = after_runs(&g, &members, total, 2);
+        total = ended(&g).len();
+        members[leader].signal(fault);
+        faults.push((members[leader].name.clone(), fault));
+        if fault == Signal::SIGSTOP {
+            // Frozen: its lease kills its run; another member takes over.
+            let next = after_runs(&g, &members, total, 1);
+            assert_ne!(next, leader, "another member leads while it is frozen");
+            members[leader].signal(Signal::SIGCONT);
+        }
+    }
+    after_runs(&g, &members, total, 2);
+    for m in &members {
+        m.signal(Signal::SIGTERM);
+    }
+    for m in &mut members {
+        m.wait_exit(g.broker.timing.takeover());
+    }
+    g.assert_no_overlap();
+    g.assert_no_orphan();
+
+    let ended = ended(&g);
+    let dues: Vec<u64> = ended.iter().map(|d| millis(d)).collect();
+    // Each due time ran to its end once, and none between the first and
+    // the last was skipped (--missed all, no deadline).
+    let period = humantime::parse_duration(&every).unwrap().as_millis() as u64;
+    for pair in dues.windows(2) {
+        assert_eq!(pair[1], pair[0] + period, "due times ended, in order: {ended:?} (faults {faults:?})");
+    }
+    assert!(dues.iter().all(|d| d % period == 0), "on the grid from the epoch: {ended:?}");
+    // The runs cut short by the faults were run again as later attempts.
+    let retries = runs(&g).into_iter().filter(|w| w[0] == "start" && w[2] != "1").count();
+    assert!(retries >= 2, "the runs cut short ran again: {:?}", runs(&g));
+    // The fencing tokens grew with each leader that ran the job.
+    let tokens: Vec<i64> = g.starts().into_iter().map(|s| s.1).collect();
+    assert!(tokens.windows(2).all(|t| t[0] <= t[1]), "{tokens:?}");
+}
+
+#[test]
+fn a_cron_schedule_leads_on_between_runs_and_status_shows_its_runs_and_next_due_time() {
+    let g = Group::new("schedule-cron");
+    let job = job(&g, "0.2");
+    // Seconds in a sixth field: due every 2 s, in UTC.
+    let addr = crate::metrics::free_addr();
+    let flags = ["--cron", "*/2 * * * * *", "--time-zone", "UTC", "--metrics-addr", &addr];
+    let mut a = g.member("a", &flags, &["sh", "-c", &job]);
+    let bound = g.broker.timing.takeover() * 2;
+    wait_until(bound, "three runs end", || ended(&g).len() >= 3);
+    assert!(!a.exited(), "a scheduled member stays up between runs: {}", a.log());
+    let (code, out) = run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let status: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let schedule = &status["schedule"];
+    let runs = schedule["runs"].as_array().unwrap_or_else(|| panic!("{out}"));
+    let done: Vec<&serde_json::Value> = runs.iter().filter(|r| r["state"] == "exited").collect();
+    assert!(done.len() >= 3, "{out}");
+    for run in &done {
+        assert_eq!(
+            (run["status"].as_u64(), run["name"].as_str(), run["attempt"].as_u64()),
+            (Some(0), Some("a"), Some(1))
+        );
+        let due = run["due"].as_str().unwrap();
+        assert!(ended(&g).iter().any(|d| millis(d) / 1000 == millis(due) / 1000), "{due} is one the job saw: {out}");
+        let (started, ended) = (millis(run["started"].as_str().unwrap()), millis(run["ended"].as_str().unwrap()));
+        assert!(
+            started >= millis(due) && ended >= started + 200,
+            "started on time, ended after the job's 0.2 s: {run}"
+        );
+    }
+    let next = millis(schedule["next_due"].as_str().unwrap_or_else(|| panic!("{out}")));
+    let last = millis(done.last().unwrap()["due"].as_str().unwrap());
+    assert!(next > last && next % 2000 == 0, "the next due time follows the last run: {out}");
+    let (_, text) = run(&["status", "-b", &g.broker.address, "-g", &g.name]);
+    assert!(text.contains("next run due ") && text.contains("runs (oldest first):"), "{text}");
+    assert!(text.contains("with status 0, by a (host "), "{text}");
+    // /metrics counts the runs by outcome, and has the last success and the
+    // next due time as Unix times.
+    let (_, metrics) = crate::metrics::get(&addr, "/metrics").unwrap();
+    let value = |name: &str| -> f64 {
+        let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}: {metrics}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(value("neli_runs_total{outcome=\"success\"}") >= 3.0, "{metrics}");
+    assert_eq!(value("neli_runs_total{outcome=\"failure\"}"), 0.0, "{metrics}");
+    let last_success = value("neli_last_success_timestamp_seconds");
+    assert!(last_success * 1000.0 >= last as f64 && last_success * 1000.0 < next as f64, "{metrics}");
+    assert_eq!(value("neli_next_run_timestamp_seconds") as u64 % 2, 0, "{metrics}");
+    a.signal(Signal::SIGTERM);
+    a.wait_exit(bound);
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_new_leader_does_not_repeat_a_run_that_ended_before_a_graceful_handover() {
+    let g = Group::new("schedule-handover");
+    let job = job(&g, "0");
+    // Due every 3 s; the job takes no time.
+    let flags = ["--every", "3s"];
+    let mut a = g.member("a", &flags, &["sh", "-c", &job]);
+    let bound = g.broker.timing.takeover() * 2;
+    wait_until(bound, "a's first run ends", || ended(&g).len() == 1);
+    let mut b = g.member("b", &flags, &["sh", "-c", &job]);
+    wait_until(bound, "b has joined as a standby", || b.log().contains("standby"));
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(bound).code(), Some(0), "a stopped between runs: {}", a.log());
+    wait_until(bound, "b runs the next due time", || ended(&g).len() == 2);
+    let dues: Vec<u64> = ended(&g).iter().map(|d| millis(d)).collect();
+    assert_eq!(dues[1], dues[0] + 3000, "b ran the next due time, not a's again: {:?}", runs(&g));
+    let starts: Vec<String> = g.starts().into_iter().map(|s| s.0).collect();
+    assert_eq!(starts, ["a", "b"]);
+    b.signal(Signal::SIGTERM);
+    b.wait_exit(bound);
+}
+
+#[test]
+fn schedule_flags_that_cannot_apply_are_refused_naming_why() {
+    let cases: [(&[&str], &str); 9] = [
+        (&["--every", "500ms"], "--every must be at least 1s"),
+        (&["--every", "5m", "--restart", "always"], "--restart is for a command run as a service"),
+        (&["--every", "5m", "--once-within", "10s"], "leave --once-within out"),
+        (&["--cron", "*/5 * * * *", "--failed-run", "exit"], "leave --failed-run out"),
+        (&["--missed", "all"], "--missed applies only to a schedule: give --every or --cron"),
+        (&["--starting-deadline", "1m"], "--starting-deadline applies only to a schedule"),
+        (&["--cron", "61 * * * *"], "--cron '61 * * * *': Component error: Number out of bounds"),
+        (&["--cron", "0 0 30 2 *"], "it never comes"),
+        (&["--cron", "0 * * * *", "--time-zone", "Mars/Base"], "unknown time zone 'Mars/Base'"),
+    ];
+    for (flags, says) in cases {
+        let args = [&["-g", "x", "-b", "127.0.0.1:1"], flags, &["--", "true"]].concat();
+        let (code, out) = run(&args);
+        assert_eq!(code, 2, "{flags:?}: {out}");
+        assert!(out.contains(says), "{flags:?}: {out}");
+    }
+}

@@ -4,8 +4,6 @@
 //! "start DUE ATTEMPT" when it starts and "end DUE" when it gets to its end,
 //! and the overlap detector sees every start.
 
-use std::time::Duration;
-
 use nix::sys::signal::Signal;
 
 use crate::util::*;

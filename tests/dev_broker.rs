@@ -106,6 +106,12 @@ impl Raw {
     }
 }
 
+fn string(s: &str) -> Vec<u8> {
+    let mut out = (s.len() as i16).to_be_bytes().to_vec();
+    out.extend_from_slice(s.as_bytes());
+    out
+}
+
 fn i16_at(b: &[u8], at: usize) -> i16 {
     i16::from_be_bytes([b[at], b[at + 1]])
 }
@@ -134,5 +140,55 @@ fn an_api_versions_version_not_served_is_answered_in_v0_shape_and_the_retry_work
         (0..count).map(|i| 6 + 6 * i).find(|&at| i16_at(&answer, at) == key).map(|at| i16_at(&answer, at + 4))
     };
     assert_eq!(max(18), Some(2), "ApiVersions");
+    assert_eq!(max(13), Some(3), "LeaveGroup, up to its members array");
     assert_eq!(max(15), Some(4), "DescribeGroups, served by the dev broker");
+}
+
+/// KIP-345, as kafkajs and kafka-python leave a group: LeaveGroup v3 lists
+/// the members leaving, and its answer lists each one's error. A reply
+/// without that list (the mock's) cannot be read by either client.
+#[test]
+fn leave_group_v3_is_answered_with_each_members_error() {
+    let broker = Broker::dev();
+    let mut raw = Raw::connect(&broker);
+    // JoinGroup v5: group, session and rebalance timeouts, member id, no
+    // instance id, protocol type, one protocol.
+    let join = |member: &str| {
+        let mut b = string("raw-g");
+        b.extend_from_slice(&6000i32.to_be_bytes());
+        b.extend_from_slice(&6000i32.to_be_bytes());
+        b.extend(string(member));
+        b.extend_from_slice(&(-1i16).to_be_bytes());
+        b.extend(string("consumer"));
+        b.extend_from_slice(&1i32.to_be_bytes());
+        b.extend(string("range"));
+        b.extend_from_slice(&0i32.to_be_bytes());
+        b
+    };
+    // Answer: throttle, error, generation, protocol, leader, member id.
+    let first = raw.ask(11, 5, false, &join(""));
+    assert_eq!(i16_at(&first, 4), 79, "MEMBER_ID_REQUIRED");
+    let (protocol, leader) = (i16_at(&first, 10) as usize, i16_at(&first, 12) as usize);
+    let at = 14 + protocol + leader;
+    let id = String::from_utf8(first[at + 2..at + 2 + i16_at(&first, at) as usize].to_vec()).unwrap();
+    let joined = raw.ask(11, 5, false, &join(&id));
+    assert_eq!((i16_at(&joined, 4), i32_at(&joined, 6)), (0, 1), "joined generation 1");
+
+    let leave = |member: &str| {
+        let mut b = string("raw-g");
+        b.extend_from_slice(&1i32.to_be_bytes());
+        b.extend(string(member));
+        b.extend_from_slice(&(-1i16).to_be_bytes()); // no instance id
+        b
+    };
+    // throttle, error, members [id, instance id, error].
+    let answer_for = |code: i16| {
+        let mut a = vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        a.extend(string(&id));
+        a.extend_from_slice(&[255, 255]);
+        a.extend_from_slice(&code.to_be_bytes());
+        a
+    };
+    assert_eq!(raw.ask(13, 3, false, &leave(&id)), answer_for(0), "left");
+    assert_eq!(raw.ask(13, 3, false, &leave(&id)), answer_for(25), "then unknown: UNKNOWN_MEMBER_ID");
 }

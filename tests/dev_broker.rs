@@ -66,3 +66,129 @@ fn the_coordinator_describes_the_group_keeps_a_members_commits_and_refuses_an_ou
     });
     assert_eq!(committed(&outsider, topic), Offset::Offset(7));
 }
+
+/// A client that speaks Kafka's wire format by hand, to see the bytes the
+/// dev broker answers with (what kafka-python and kafkajs read).
+struct Raw {
+    stream: std::net::TcpStream,
+    correlation: i32,
+}
+
+impl Raw {
+    fn connect(broker: &Broker) -> Raw {
+        let stream = std::net::TcpStream::connect(&broker.address).expect("connected");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Raw { stream, correlation: 0 }
+    }
+
+    /// Sends a request (header v1, or v2 with its tagged fields when
+    /// `flexible`) and returns its answer after the correlation id.
+    fn ask(&mut self, api_key: i16, version: i16, flexible: bool, body: &[u8]) -> Vec<u8> {
+        use std::io::{Read, Write};
+        self.correlation += 1;
+        let mut f = api_key.to_be_bytes().to_vec();
+        f.extend_from_slice(&version.to_be_bytes());
+        f.extend_from_slice(&self.correlation.to_be_bytes());
+        f.extend_from_slice(&3i16.to_be_bytes());
+        f.extend_from_slice(b"raw");
+        if flexible {
+            f.push(0);
+        }
+        f.extend_from_slice(body);
+        self.stream.write_all(&(f.len() as u32).to_be_bytes()).unwrap();
+        self.stream.write_all(&f).unwrap();
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len).expect("an answer");
+        let mut answer = vec![0u8; u32::from_be_bytes(len) as usize];
+        self.stream.read_exact(&mut answer).unwrap();
+        assert_eq!(answer[..4], self.correlation.to_be_bytes(), "the answer to this request");
+        answer.split_off(4)
+    }
+}
+
+fn string(s: &str) -> Vec<u8> {
+    let mut out = (s.len() as i16).to_be_bytes().to_vec();
+    out.extend_from_slice(s.as_bytes());
+    out
+}
+
+fn i16_at(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([b[at], b[at + 1]])
+}
+
+fn i32_at(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+/// KIP-511, as kafka-python 3 meets it (it asks ApiVersions v4 first): an
+/// ApiVersions version above what the broker serves is answered
+/// UNSUPPORTED_VERSION in version 0's shape, naming the versions it serves,
+/// and the client's retry with one of them gets the full list.
+#[test]
+fn an_api_versions_version_not_served_is_answered_in_v0_shape_and_the_retry_works() {
+    let broker = Broker::dev();
+    let mut raw = Raw::connect(&broker);
+    // v4: client software name and version (compact strings), tagged fields.
+    let answer = raw.ask(18, 4, true, &[4, b'r', b'a', b'w', 2, b'1', 0]);
+    assert_eq!(answer, [0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 2], "UNSUPPORTED_VERSION; ApiVersions 0-2; nothing more");
+    // The retry, on the same connection: every API, as version 2 lays them out.
+    let answer = raw.ask(18, 2, false, &[]);
+    assert_eq!(i16_at(&answer, 0), 0, "no error");
+    let count = i32_at(&answer, 2) as usize;
+    assert_eq!(answer.len(), 6 + 6 * count + 4, "the APIs and the throttle time");
+    let max = |key: i16| {
+        (0..count).map(|i| 6 + 6 * i).find(|&at| i16_at(&answer, at) == key).map(|at| i16_at(&answer, at + 4))
+    };
+    assert_eq!(max(18), Some(2), "ApiVersions");
+    assert_eq!(max(13), Some(3), "LeaveGroup, up to its members array");
+    assert_eq!(max(15), Some(4), "DescribeGroups, served by the dev broker");
+}
+
+/// KIP-345, as kafkajs and kafka-python leave a group: LeaveGroup v3 lists
+/// the members leaving, and its answer lists each one's error. A reply
+/// without that list (the mock's) cannot be read by either client.
+#[test]
+fn leave_group_v3_is_answered_with_each_members_error() {
+    let broker = Broker::dev();
+    let mut raw = Raw::connect(&broker);
+    // JoinGroup v5: group, session and rebalance timeouts, member id, no
+    // instance id, protocol type, one protocol.
+    let join = |member: &str| {
+        let mut b = string("raw-g");
+        b.extend_from_slice(&6000i32.to_be_bytes());
+        b.extend_from_slice(&6000i32.to_be_bytes());
+        b.extend(string(member));
+        b.extend_from_slice(&(-1i16).to_be_bytes());
+        b.extend(string("consumer"));
+        b.extend_from_slice(&1i32.to_be_bytes());
+        b.extend(string("range"));
+        b.extend_from_slice(&0i32.to_be_bytes());
+        b
+    };
+    // Answer: throttle, error, generation, protocol, leader, member id.
+    let first = raw.ask(11, 5, false, &join(""));
+    assert_eq!(i16_at(&first, 4), 79, "MEMBER_ID_REQUIRED");
+    let (protocol, leader) = (i16_at(&first, 10) as usize, i16_at(&first, 12) as usize);
+    let at = 14 + protocol + leader;
+    let id = String::from_utf8(first[at + 2..at + 2 + i16_at(&first, at) as usize].to_vec()).unwrap();
+    let joined = raw.ask(11, 5, false, &join(&id));
+    assert_eq!((i16_at(&joined, 4), i32_at(&joined, 6)), (0, 1), "joined generation 1");
+
+    let leave = |member: &str| {
+        let mut b = string("raw-g");
+        b.extend_from_slice(&1i32.to_be_bytes());
+        b.extend(string(member));
+        b.extend_from_slice(&(-1i16).to_be_bytes()); // no instance id
+        b
+    };
+    // throttle, error, members [id, instance id, error].
+    let answer_for = |code: i16| {
+        let mut a = vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        a.extend(string(&id));
+        a.extend_from_slice(&[255, 255]);
+        a.extend_from_slice(&code.to_be_bytes());
+        a
+    };
+    assert_eq!(raw.ask(13, 3, false, &leave(&id)), answer_for(0), "left");
+    assert_eq!(raw.ask(13, 3, false, &leave(&id)), answer_for(25), "then unknown: UNKNOWN_MEMBER_ID");
+}

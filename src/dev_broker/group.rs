@@ -31,12 +31,13 @@ use super::wire::{
 
 /// The highest version of each group API served here: the non-flexible
 /// ones (librdkafka 2.12 uses JoinGroup 5, SyncGroup 3, Heartbeat 3,
-/// LeaveGroup 1, OffsetCommit 7 and OffsetFetch 5 under this cap). The
+/// LeaveGroup 1, OffsetCommit 7 and OffsetFetch 5 under this cap; kafkajs
+/// and kafka-python use LeaveGroup 3, which leaves a list of members). The
 /// ApiVersions answer is capped to these.
 const MAX_VERSION: [(i16, i16); 8] = [
     (JOIN_GROUP, 5),
     (HEARTBEAT, 3),
-    (LEAVE_GROUP, 2),
+    (LEAVE_GROUP, 3),
     (SYNC_GROUP, 3),
     (OFFSET_COMMIT, 7),
     (OFFSET_FETCH, 5),
@@ -101,8 +102,10 @@ pub enum Body {
         generation: i32,
         member: String,
     },
+    /// The members leaving: id and group.instance.id (one, without an
+    /// instance id, before v3).
     Leave {
-        members: Vec<String>,
+        members: Vec<(String, Option<String>)>,
     },
     /// Offsets to keep, by topic and partition.
     Commit {
@@ -173,7 +176,11 @@ impl Request {
                 Body::Sync { generation, member, assignments }
             }
             HEARTBEAT => Body::Heartbeat { generation: r.i32()?, member: r.string()? },
-            LEAVE_GROUP => Body::Leave { members: vec![r.string()?] },
+            LEAVE_GROUP if version >= 3 => {
+                let members = (0..r.i32()?.max(0)).map(|_| Some((r.string()?, r.string_in(false)?)));
+                Body::Leave { members: members.collect::<Option<_>>()? }
+            }
+            LEAVE_GROUP => Body::Leave { members: vec![(r.string()?, None)] },
             OFFSET_COMMIT => {
                 let (generation, member) = (r.i32()?, r.string()?);
                 if version >= 7 {
@@ -242,13 +249,14 @@ impl Request {
         out
     }
 
-    /// The answer that is only an error code (Heartbeat, LeaveGroup, and
-    /// SyncGroup with an empty assignment).
+    /// The answer that is only an error code (Heartbeat, LeaveGroup with
+    /// no members listed, and SyncGroup with an empty assignment).
     fn error(&self, code: i16) -> Vec<u8> {
         match &self.body {
             Body::Join { .. } => self.join_response(code, -1, "", "", "", &[]),
             Body::Sync { .. } => self.sync_response(code, &[]),
-            Body::Heartbeat { .. } | Body::Leave { .. } => {
+            Body::Leave { .. } => self.leave_response(code, &[]),
+            Body::Heartbeat { .. } => {
                 let mut out = self.response();
                 out.extend_from_slice(&code.to_be_bytes());
                 out
@@ -330,6 +338,27 @@ impl Request {
                 put_string(&mut out, None); // group.instance.id
             }
             put_bytes(&mut out, metadata);
+        }
+        out
+    }
+
+    /// A LeaveGroup answer: from v3 (KIP-345) the error of each member
+    /// listed, after the group's; before, one member's error is the
+    /// answer's, as Kafka's LeaveGroupResponse lifts it.
+    fn leave_response(&self, code: i16, members: &[(&str, Option<&str>, i16)]) -> Vec<u8> {
+        let mut out = self.response();
+        if self.version < 3 {
+            let member = members.iter().map(|(.., c)| *c).find(|c| *c != NONE);
+            let lifted = if code == NONE { member.unwrap_or(NONE) } else { code };
+            out.extend_from_slice(&lifted.to_be_bytes());
+            return out;
+        }
+        out.extend_from_slice(&code.to_be_bytes());
+        out.extend_from_slice(&(members.len() as i32).to_be_bytes());
+        for (id, instance, code) in members {
+            put_string(&mut out, Some(id));
+            put_string(&mut out, *instance);
+            out.extend_from_slice(&code.to_be_bytes());
         }
         out
     }
@@ -597,6 +626,13 @@ impl Coordinator {
                 out.push(Reply { to, frame: self.list(&req) });
                 return out;
             }
+            (Body::Leave { members }, false) => {
+                // Nobody is in a group Kafka has never heard of; leaving creates none.
+                let unknown: Vec<_> =
+                    members.iter().map(|(id, i)| (id.as_str(), i.as_deref(), UNKNOWN_MEMBER_ID)).collect();
+                out.push(Reply { to, frame: req.leave_response(NONE, &unknown) });
+                return out;
+            }
             (Body::Commit { generation, member, .. }, false) if *generation >= 0 || !member.is_empty() => {
                 // A member of a group Kafka has never heard of is stale.
                 out.push(Reply { to, frame: req.error(ILLEGAL_GENERATION) });
@@ -728,18 +764,27 @@ impl Coordinator {
             }
             Body::Fetch { .. } | Body::Describe { .. } | Body::List => {} // answered above
             Body::Leave { members } => {
-                let mut code = NONE;
-                for id in members {
-                    if group.members.contains_key(id) {
-                        group.remove(id, &mut out);
-                    } else {
-                        code = UNKNOWN_MEMBER_ID;
-                    }
-                }
-                if code == NONE {
+                // As Kafka's GroupCoordinator.handleLeaveGroup: each member
+                // known leaves, each other one gets UNKNOWN_MEMBER_ID (a
+                // static member's instance id is not looked up here).
+                let mut left = false;
+                let results: Vec<(&str, Option<&str>, i16)> = members
+                    .iter()
+                    .map(|(id, instance)| {
+                        let code = if group.members.contains_key(id) {
+                            group.remove(id, &mut out);
+                            left = true;
+                            NONE
+                        } else {
+                            UNKNOWN_MEMBER_ID
+                        };
+                        (id.as_str(), instance.as_deref(), code)
+                    })
+                    .collect();
+                if left {
                     group.after_leaving(now, delay, &mut out);
                 }
-                out.push(Reply { to, frame: req.error(code) });
+                out.push(Reply { to, frame: req.leave_response(NONE, &results) });
             }
         }
         out
@@ -867,7 +912,7 @@ mod tests {
     }
 
     fn leave(member: &str) -> Request {
-        req(1, Body::Leave { members: vec![member.into()] })
+        req(1, Body::Leave { members: vec![(member.into(), None)] })
     }
 
     /// The error code of a response frame (after correlation id and
@@ -982,6 +1027,52 @@ mod tests {
         assert_eq!(code(&c.handle(12, heartbeat(G + 1, &m2), 240)[0].frame), UNKNOWN_MEMBER_ID);
     }
 
+    /// A LeaveGroup v3 answer: (group error, [(member, instance id, error)]).
+    fn left(frame: &[u8]) -> (i16, Vec<(String, Option<String>, i16)>) {
+        let mut r = Reader { buf: frame, at: 8 };
+        let code = r.i16().unwrap();
+        let members =
+            (0..r.i32().unwrap()).map(|_| (r.string().unwrap(), r.string_in(false).unwrap(), r.i16().unwrap()));
+        let members = members.collect();
+        assert!(r.rest().is_empty(), "nothing after the members");
+        (code, members)
+    }
+
+    #[test]
+    fn leave_group_v3_answers_each_member_listed() {
+        let mut c = Coordinator::new(0);
+        let (m1, m2) = stable_pair(&mut c);
+        let leave3 =
+            |members: &[&str]| req(3, Body::Leave { members: members.iter().map(|m| (m.to_string(), None)).collect() });
+        // One member leaving, as kafkajs and kafka-python do: the others
+        // hear of the rebalance at their next heartbeat.
+        let out = c.handle(7, leave3(&[&m1]), 100);
+        assert_eq!(left(&out[0].frame), (NONE, vec![(m1.clone(), None, NONE)]));
+        assert_eq!(code(&c.handle(8, heartbeat(G, &m2), 200)[0].frame), REBALANCE_IN_PROGRESS);
+        assert_eq!(joined(reply_to(&c.handle(9, join(&m2), 210), 9)).0, NONE);
+        // An unknown member among known ones: its own error, the group's is
+        // NONE, and the known one still leaves (the group is then empty).
+        let out = c.handle(10, leave3(&["stranger", &m2]), 300);
+        let want = vec![("stranger".into(), None, UNKNOWN_MEMBER_ID), (m2.clone(), None, NONE)];
+        assert_eq!(left(&out[0].frame), (NONE, want));
+        assert_eq!(described(&mut c, 300).0, "Empty");
+        // The instance id is echoed; static members are not looked up by it.
+        let static_leave = req(3, Body::Leave { members: vec![("".into(), Some("i-1".into()))] });
+        let out = c.handle(11, static_leave, 400);
+        assert_eq!(left(&out[0].frame), (NONE, vec![("".into(), Some("i-1".into()), UNKNOWN_MEMBER_ID)]));
+        // Before v3 the one member's error is the answer's.
+        assert_eq!(c.handle(12, leave(&m1), 500)[0].frame[8..], UNKNOWN_MEMBER_ID.to_be_bytes());
+    }
+
+    #[test]
+    fn leaving_a_group_never_heard_of_creates_none() {
+        let mut c = Coordinator::new(0);
+        let out = c.handle(1, req(3, Body::Leave { members: vec![("m".into(), None)] }), 0);
+        assert_eq!(left(&out[0].frame), (NONE, vec![("m".into(), None, UNKNOWN_MEMBER_ID)]));
+        assert_eq!(c.handle(2, leave("m"), 0)[0].frame[8..], UNKNOWN_MEMBER_ID.to_be_bytes());
+        assert!(c.groups.is_empty());
+    }
+
     #[test]
     fn a_group_that_starts_empty_waits_the_initial_delay_whoever_joined() {
         let mut c = Coordinator::new(3000);
@@ -1032,7 +1123,15 @@ mod tests {
         let hb = [0, 12, 0, 3, 0, 0, 0, 1, 0, 0, 0, 1, b'g', 0, 0, 0, 4, 0, 1, b'm', 255, 255];
         assert_eq!(Request::parse(&hb).unwrap().body, Body::Heartbeat { generation: 4, member: "m".into() });
         let lv = [0, 13, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, b'g', 0, 1, b'm'];
-        assert_eq!(Request::parse(&lv).unwrap().body, Body::Leave { members: vec!["m".into()] });
+        assert_eq!(Request::parse(&lv).unwrap().body, Body::Leave { members: vec![("m".into(), None)] });
+        // LeaveGroup v3 (KIP-345): a list of members, each with an instance id.
+        let lv3 = [0, 13, 0, 3, 0, 0, 0, 1, 0, 0, 0, 1, b'g', 0, 0, 0, 2, 0, 1, b'm', 255, 255, 0, 1, b'n', 0, 1, b'i'];
+        let want = Body::Leave { members: vec![("m".into(), None), ("n".into(), Some("i".into()))] };
+        assert_eq!(Request::parse(&lv3).unwrap().body, want);
+        // LeaveGroup v4 is flexible: capped away, and not read.
+        let mut lv4 = lv3;
+        lv4[3] = 4;
+        assert_eq!(Request::parse(&lv4), None);
         // JoinGroup v6 is flexible: capped away, and not read.
         let mut v6 = f.clone();
         v6[3] = 6;

@@ -11,6 +11,10 @@
 //! would auto-create four partitions, and a member joining a four-partition
 //! group can take partition 0 from a leader.
 //!
+//! ApiVersions requests above the mock's v2 are answered here, as Kafka
+//! answers a version it does not serve (KIP-511): the mock's own answer is
+//! one that kafka-python cannot read, so it could not even bootstrap.
+//!
 //! SIGUSR1 and SIGUSR2 take the broker down and up again, as a Kafka broker
 //! restarting over its log: while down every connection is closed and new
 //! ones are refused; once up, topics, offsets and groups are as they were.
@@ -570,6 +574,12 @@ where
                     }
                     sasl::Step::Close => return Ok(()),
                 }
+            }
+            if let Some(answer) = wire::api_versions_fallback(&frame) {
+                // KIP-511: the client retries with a version served here.
+                debug!(%peer, "ApiVersions above v{} answered UNSUPPORTED_VERSION", wire::API_VERSIONS_MAX);
+                respond(answer).await?;
+                continue;
             }
             if let Some(request) = wire::api_versions_request(&frame) {
                 *api_versions.lock().expect("lock") = Some(request);

@@ -14,6 +14,12 @@ pub const SASL_HANDSHAKE: i16 = 17;
 pub const API_VERSIONS: i16 = 18;
 pub const SASL_AUTHENTICATE: i16 = 36;
 
+/// The highest ApiVersions version the mock serves (librdkafka 2.12.1,
+/// rdkafka_mock_handlers.c: 0 to 2).
+pub const API_VERSIONS_MAX: i16 = 2;
+/// Kafka's UNSUPPORTED_VERSION error code.
+pub const UNSUPPORTED_VERSION: i16 = 35;
+
 /// Reads a frame front to back; every read is None past its end.
 pub struct Reader<'a> {
     pub buf: &'a [u8],
@@ -120,6 +126,32 @@ pub fn api_versions_request(frame: &[u8]) -> Option<(i32, i16)> {
     (req.api_key == API_VERSIONS).then_some((req.correlation, req.version))
 }
 
+/// The answer to an ApiVersions request of a version above
+/// [`API_VERSIONS_MAX`], as Kafka gives it (KIP-511): UNSUPPORTED_VERSION in
+/// version 0's shape whatever version was asked (an i32 count, then key,
+/// min and max of ApiVersions alone, and no throttle time), so that the
+/// client reads it whatever it knows and retries with a version it can use.
+/// None for any other request. Only the first 8 bytes are read: a version
+/// not known here may lay out the rest of its header otherwise.
+///
+/// The mock's own answer is neither: it writes the array count of a
+/// flexible version as one plain byte (1 for one API, which a compact array
+/// reads as none) and the body as version 3's.
+pub fn api_versions_fallback(frame: &[u8]) -> Option<Vec<u8>> {
+    let mut r = Reader { buf: frame, at: 0 };
+    let (api_key, version, correlation) = (r.i16()?, r.i16()?, r.i32()?);
+    if api_key != API_VERSIONS || version <= API_VERSIONS_MAX {
+        return None;
+    }
+    let mut out = correlation.to_be_bytes().to_vec();
+    out.extend_from_slice(&UNSUPPORTED_VERSION.to_be_bytes());
+    out.extend_from_slice(&1i32.to_be_bytes());
+    for v in [API_VERSIONS, 0, API_VERSIONS_MAX] {
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    Some(out)
+}
+
 /// Adds APIs (key, min, max) to an ApiVersions response frame of `version`
 /// (without its length) for what the forwarder answers itself. None if the
 /// frame is not one.
@@ -170,4 +202,43 @@ pub fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An ApiVersions request of `version` (flexible from v3: header tagged
+    /// fields, then the client's name and version as compact strings).
+    fn api_versions(version: i16) -> Vec<u8> {
+        let mut f = API_VERSIONS.to_be_bytes().to_vec();
+        f.extend_from_slice(&version.to_be_bytes());
+        f.extend_from_slice(&9i32.to_be_bytes());
+        put_string(&mut f, Some("kafka-python"));
+        if version >= 3 {
+            f.extend_from_slice(&[0, 3, b'k', b'p', 2, b'3', 0]);
+        }
+        f
+    }
+
+    #[test]
+    fn an_api_versions_request_above_v2_is_answered_in_v0_shape_per_kip_511() {
+        for version in [3, 4, 9] {
+            let answer = api_versions_fallback(&api_versions(version)).expect("answered here");
+            // correlation 9, UNSUPPORTED_VERSION, one API: ApiVersions 0 to 2.
+            assert_eq!(answer, [0, 0, 0, 9, 0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 2], "v{version}");
+            // Read as version 0, as every client reads an error answer.
+            let mut r = Reader { buf: &answer, at: 4 };
+            assert_eq!((r.i16(), r.i32(), r.i16(), r.i16(), r.i16()), (Some(35), Some(1), Some(18), Some(0), Some(2)));
+            assert!(r.rest().is_empty(), "nothing after the array in v0");
+        }
+        // The versions served, other requests and garbage go on to the mock.
+        for version in 0..=API_VERSIONS_MAX {
+            assert_eq!(api_versions_fallback(&api_versions(version)), None, "v{version}");
+        }
+        let mut metadata = api_versions(4);
+        metadata[1] = METADATA as u8;
+        assert_eq!(api_versions_fallback(&metadata), None);
+        assert_eq!(api_versions_fallback(&[0, 18, 0, 4, 0]), None);
+    }
 }

@@ -25,6 +25,11 @@ use crate::leader::{Missed, Restart};
 /// together (--once-within) exit with the status of the run one of them
 /// made, and run it again only if that run never ended (NELI_ATTEMPT).
 ///
+/// As a service on every host, --every 5m or --cron "30 2 * * *" keep a
+/// schedule instead: the leader runs COMMAND at each due time (NELI_DUE),
+/// and a new leader neither repeats a run that ended nor forgets one that
+/// was due (--missed).
+///
 /// Try it without Kafka: `neli-run dev-broker` in one terminal, then
 /// `neli-run -g demo -- sh -c 'echo leading; sleep 30'` in two others.
 #[derive(Debug, Parser)]
@@ -126,11 +131,13 @@ pub enum LogFormat {
 pub enum Sub {
     /// Run a Kafka-protocol broker in memory, to try neli-run without Kafka.
     ///
-    /// It is librdkafka's mock cluster (one broker) behind a fixed address.
+    /// It is librdkafka's mock cluster (one broker) behind a fixed address,
+    /// with a group coordinator of its own that keeps Kafka's timing.
     /// Topics are created with one partition on first use. Everything lives
-    /// in this process's memory and is lost when it stops; group timing is
-    /// not Kafka's (a rebalance takes about the session timeout minus one
-    /// second). For development and tests only. Stops on Ctrl-C.
+    /// in this process's memory and is lost when it stops. Other Kafka
+    /// clients work too (kafka-python and kafkajs are checked: produce, join
+    /// a group, consume, leave). For development and tests only. Stops on
+    /// Ctrl-C.
     ///
     /// SIGUSR1 takes it down (every connection closed, new ones refused) and
     /// SIGUSR2 brings it back with its state, as a Kafka broker restarting
@@ -275,7 +282,9 @@ pub struct DevBrokerArgs {
     /// heartbeat plus the session timeout), so handovers take what they
     /// take on a Kafka cluster. `mock`: librdkafka's mock, an independent
     /// implementation of the protocol, which waits the session timeout less
-    /// one second after any change in the group.
+    /// one second after any change in the group, and serves librdkafka
+    /// clients only (kafka-python cannot join a group on it, and kafkajs
+    /// cannot read its LeaveGroup answer).
     #[arg(long, env = "NELI_DEV_BROKER_GROUP_COORDINATOR", value_enum, default_value_t = GroupCoordinator::Kafka)]
     pub group_coordinator: GroupCoordinator,
 

@@ -166,6 +166,9 @@ struct Context {
     /// before it are the backlog, read for the claims in it, and a yield
     /// among them was meant for an earlier owner.
     assigned_at: std::sync::atomic::AtomicI64,
+    /// The last run of ours whose ending was logged as delivered: (token,
+    /// due time). Every record after it carries the same ending.
+    recorded: std::sync::Mutex<Option<(i64, Option<u64>)>>,
 }
 
 impl Context {
@@ -301,7 +304,7 @@ impl ProducerContext for Context {
         match result {
             Ok(msg) => {
                 self.reachable();
-                ended_run_recorded(msg.payload());
+                self.ended_run_recorded(msg.payload());
             }
             Err((err, _)) => {
                 let what = format!("writing heartbeats: {err}");
@@ -316,19 +319,31 @@ impl ProducerContext for Context {
     }
 }
 
-/// Says so when the record just written is the disclaimer that tells how
-/// our own run of a wave ended: from now on, no member of its wave runs it
-/// again (once per wave). Until then a crash makes it run again.
-fn ended_run_recorded(payload: Option<&[u8]>) {
-    let Some(hb) = payload.and_then(Heartbeat::decode) else { return };
-    let Some(job) = hb.job.filter(|j| j.name == hb.name && j.host == hb.host) else { return };
-    if let (Some(code), Some(heartbeat::WireStance::Released)) = (job.code, hb.role) {
-        info!(
-            token = job.token,
-            attempt = job.attempt,
-            code,
-            "the run's ending is on the group's topic: the rest of its wave will not run it again"
-        );
+impl Context {
+    /// Says so when the record just written is the first to tell how our
+    /// own run ended (a wave's, in the disclaimer before we exit; a
+    /// schedule's, in the heartbeat right after it): from now on no member
+    /// runs it again. Until then a crash makes it run again.
+    fn ended_run_recorded(&self, payload: Option<&[u8]>) {
+        let Some(hb) = payload.and_then(Heartbeat::decode) else { return };
+        let Some(job) = hb.job.filter(|j| j.name == hb.name && j.host == hb.host) else { return };
+        let Some(code) = job.code else { return };
+        let Ok(mut last) = self.recorded.lock() else { return };
+        if last.replace((job.token, job.due_ms)) == Some((job.token, job.due_ms)) {
+            return;
+        }
+        let (token, attempt) = (job.token, job.attempt);
+        match job.due_ms {
+            None => {
+                info!(token, attempt, code, "the run's ending is on the group's topic: no member will run it again")
+            }
+            Some(due_ms) => {
+                info!(
+                    token,
+                    attempt, code, due_ms, "the run's ending is on the group's topic: no member will run it again"
+                )
+            }
+        }
     }
 }
 
@@ -456,6 +471,7 @@ impl Kafka {
             deadline: cfg.leader.heartbeat_deadline,
             assigned_at: Default::default(),
             assigned: Default::default(),
+            recorded: Default::default(),
         };
 
         let ms = |d: Duration| d.as_millis().to_string();

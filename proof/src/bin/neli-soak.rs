@@ -22,8 +22,19 @@
 //! killed or frozen first, is run again: at least once.) The waves are the
 //! children's own word: each writes its token, NELI_WAVE and NELI_ATTEMPT.
 //!
-//! Prints one summary and exits 1 on any overlap, orphan, rerun or fencing
-//! token that did not increase.
+//! A schedule (`--schedule`): every member runs with `--every` and
+//! `--missed all`, and the command logs "start DUE ATTEMPT TOKEN" and, if it
+//! gets to its end (it takes longer than the heartbeat deadline, so a
+//! frozen leader's run is cut short by its lease), "end DUE TOKEN". Once a
+//! member logs that a run's ending is on the topic, a start of that due time
+//! under a later token is a *rerun*; a due time between the first and the
+//! last started that never started is *skipped*. Both fail the soak. A due
+//! time that ran to its end twice with no ending recorded between is the
+//! at-least-once the README states (its leader was cut off or frozen as its
+//! run ended), counted and shown.
+//!
+//! Prints one summary and exits 1 on any overlap, orphan, rerun, skipped
+//! due time or fencing token that did not increase.
 //!
 //! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu]
 
@@ -56,6 +67,18 @@ case $mode in
   *) exec sleep 100000 ;;
 esac"#;
 
+/// The child under --schedule: its run takes RUN seconds, unless its mode
+/// never ends.
+const SCHEDULED: &str = r#"mode=$(cat "$0/mode" 2>/dev/null || echo scheduled)
+echo "$NELI_FENCING_TOKEN $mode" >> "$0/modes"
+echo "start $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN" >> "$0/runs"
+case $mode in
+  ignore-term) trap '' TERM; while :; do sleep 0.2; done ;;
+  grandchildren) sleep 100000 & sleep 100000 & wait ;;
+  daemonize) (setsid sh -c 'trap "" TERM; exec sleep 100000' &); setsid sleep 100000 & exec sleep 100000 ;;
+  *) sleep "$RUN"; echo "end $NELI_DUE $NELI_FENCING_TOKEN" >> "$0/runs" ;;
+esac"#;
+
 /// Chaos soak of neli-run: random faults until N leadership transitions.
 #[derive(Debug, Parser)]
 struct Args {
@@ -84,6 +107,10 @@ struct Args {
     /// Give up waiting for a leader after one fault after this long.
     #[arg(long, default_value = "60s")]
     stall: humantime::Duration,
+    /// Members keep a schedule (--every, --missed all) instead of running
+    /// the command once per wave.
+    #[arg(long)]
+    schedule: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -164,6 +191,9 @@ impl Fault {
 /// second, which ends its wave.
 const MODES: [&str; 6] = ["normal", "normal", "ignore-term", "grandchildren", "daemonize", "finish"];
 
+/// How the next scheduled child behaves: mostly a run that ends by itself.
+const SCHEDULED_MODES: [&str; 6] = ["scheduled", "scheduled", "scheduled", "ignore-term", "grandchildren", "daemonize"];
+
 /// Every member's --once-within: members that wait through a run belong to
 /// its wave whatever this is; refilled ones belong to it only this long.
 const WAVE: Duration = Duration::from_secs(2);
@@ -236,6 +266,8 @@ struct Soak {
     started: usize,
     /// When each member was started, by name.
     births: BTreeMap<String, std::time::SystemTime>,
+    /// With --schedule: how long a run takes, and the schedule's period.
+    schedule: Option<(Duration, Duration)>,
 }
 
 impl Soak {
@@ -256,15 +288,23 @@ impl Soak {
             }
             let mut argv = self.slots[i].ns.as_ref().map(NetNs::exec_prefix).unwrap_or_default();
             argv.push(self.neli.display().to_string());
+            let (flags, child, run) = match self.schedule {
+                Some((run, every)) => {
+                    let every = format!("{}ms", every.as_millis());
+                    (vec!["--every".into(), every, "--missed".into(), "all".into()], SCHEDULED, run)
+                }
+                None => (vec!["--once-within".into(), format!("{}ms", WAVE.as_millis())], CHILD, Duration::ZERO),
+            };
             let child = die_with_runner(&mut Command::new(&argv[0]))
                 .args(&argv[1..])
                 .args(["-b", &self.brokers, "-g", &self.group, "--name", &name])
                 .args(timing_args(self.session))
-                .args(["--once-within", &format!("{}ms", WAVE.as_millis())])
+                .args(flags)
                 .arg("--")
                 .args(self.detector.wrap())
-                .args(["sh", "-c", CHILD])
+                .args(["sh", "-c", child])
                 .arg(&self.detector.dir)
+                .env("RUN", format!("{:.1}", run.as_secs_f64()))
                 .stdin(Stdio::null())
                 .stdout(pipe.try_clone().expect("a pipe"))
                 .stderr(pipe)
@@ -431,6 +471,68 @@ fn reruns(detector: &Detector, births: &BTreeMap<String, std::time::SystemTime>)
     found
 }
 
+/// What the scheduled runs did, from the command's own side.
+#[derive(Default)]
+struct ScheduleCheck {
+    /// Due times started (at least once), and those that ran to their end.
+    started: usize,
+    ended: usize,
+    /// Due times between the first and the last started that never started.
+    skipped: Vec<String>,
+    /// Starts of a due time after a member logged its run's ending as on
+    /// the topic: (due time, token of the start, token of the recorded run).
+    reruns: Vec<(String, i64, i64)>,
+    /// Due times that ran to their end twice, no ending recorded between.
+    at_least_once: usize,
+}
+
+/// Judges the runs file and the members' logs (see the module doc).
+fn check_schedule(dir: &std::path::Path, every: Duration) -> ScheduleCheck {
+    let ms = |rfc: &str| {
+        humantime::parse_rfc3339(rfc).ok().map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64)
+    };
+    let mut starts: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
+    let mut ends: BTreeMap<u64, usize> = BTreeMap::new();
+    for line in read_lines(&dir.join("runs")) {
+        let w: Vec<&str> = line.split(' ').collect();
+        match (w.first(), w.get(1).and_then(|d| ms(d))) {
+            (Some(&"start"), Some(due)) => {
+                starts.entry(due).or_default().push(w.get(3).and_then(|t| t.parse().ok()).unwrap_or(-1))
+            }
+            (Some(&"end"), Some(due)) => *ends.entry(due).or_default() += 1,
+            _ => {}
+        }
+    }
+    // The endings the members saw delivered: due time -> token.
+    let mut recorded: BTreeMap<u64, i64> = BTreeMap::new();
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.path().extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        for line in read_lines(&entry.path()).iter().filter(|l| l.contains("the run's ending is on the group's topic"))
+        {
+            let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok());
+            if let (Some(token), Some(due)) = (field("token="), field("due_ms=")) {
+                recorded.insert(due, token as i64);
+            }
+        }
+    }
+    let name =
+        |due: u64| humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(due)).to_string();
+    let mut check = ScheduleCheck { started: starts.len(), ended: ends.len(), ..Default::default() };
+    for (&due, tokens) in &starts {
+        if let Some(&done) = recorded.get(&due) {
+            check.reruns.extend(tokens.iter().filter(|&&t| t > done).map(|&t| (name(due), t, done)));
+        }
+    }
+    check.at_least_once = ends.iter().filter(|(due, &n)| n > 1 && !recorded.contains_key(due)).count();
+    if let (Some(&first), Some(&last)) = (starts.keys().next(), starts.keys().last()) {
+        let period = every.as_millis() as u64;
+        check.skipped = (first..=last).step_by(period as usize).filter(|d| !starts.contains_key(d)).map(name).collect();
+    }
+    check
+}
+
 /// A wall-clock time as the candidates' logs print it (UTC, HH:MM:SS.mmm).
 fn wall(t: std::time::SystemTime) -> String {
     let ms = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() % 86_400_000;
@@ -523,6 +625,14 @@ fn main() -> ExitCode {
         slots,
         started: 0,
         births: BTreeMap::new(),
+        // A run outlasts the heartbeat deadline (S/2) by a second, so a
+        // frozen leader's lease cuts it short; the period leaves room to
+        // catch up after a failover.
+        schedule: args.schedule.then(|| {
+            let session: Duration = args.session_timeout.into();
+            let run = session / 2 + Duration::from_secs(1);
+            (run, Duration::from_secs((run * 2).as_secs_f64().ceil() as u64))
+        }),
     };
     println!(
         "neli-soak: seed {seed}, {} candidates, broker {}, session {}, faults: {}, work dir {}",
@@ -565,12 +675,13 @@ fn main() -> ExitCode {
         };
         let before = soak.detector.starts();
         let token = before.last().map_or(-1, |s| s.1);
-        let finishing = mode_of(&soak.detector, token) == "finish";
+        let finishing = matches!(mode_of(&soak.detector, token).as_str(), "finish" | "scheduled");
         let fault = if finishing && rng.pick(&[true, false]) { Fault::Finish } else { rng.pick(&faults) };
         let length = fault.length(&mut rng, soak.session);
         // How the next child will behave (renamed into place, so a child
         // starting now never reads a half-written file).
-        let _ = fs::write(dir.join("mode.new"), rng.pick(&MODES));
+        let modes: &[&str] = if soak.schedule.is_some() { &SCHEDULED_MODES } else { &MODES };
+        let _ = fs::write(dir.join("mode.new"), rng.pick(modes));
         let _ = fs::rename(dir.join("mode.new"), dir.join("mode"));
 
         let injected = Instant::now();
@@ -647,18 +758,39 @@ fn main() -> ExitCode {
     };
     let overlaps = soak.detector.overlaps();
     let starts = soak.detector.starts();
-    let tokens_increase = starts.windows(2).all(|w| w[0].1 < w[1].1);
-    let reruns = reruns(&soak.detector, &soak.births);
-    let succeeded = recorded_successes(&soak.detector.dir).len();
+    // (A schedule runs many due times under one leadership: one token.)
+    let same_leadership = |a: &(String, i64), b: &(String, i64)| soak.schedule.is_some() && a == b;
+    let tokens_increase = starts.windows(2).all(|w| w[0].1 < w[1].1 || same_leadership(&w[0], &w[1]));
+    let (reruns, succeeded) = match soak.schedule {
+        Some(_) => (Vec::new(), 0),
+        None => (reruns(&soak.detector, &soak.births), recorded_successes(&soak.detector.dir).len()),
+    };
+    let scheduled = soak.schedule.map(|(_, every)| check_schedule(&soak.detector.dir, every));
 
     println!("\n## neli-soak summary (seed {seed})\n");
     println!("transitions: {} ({} child starts)", soak.transitions(), starts.len());
     println!("faults injected: {}", outcomes.values().map(|o| o.leaderless.len()).sum::<usize>());
     println!("overlaps: {}", overlaps.len());
     println!("orphans left: {orphans}");
-    println!("waves whose success was recorded: {succeeded}; reruns after one: {}", reruns.len());
-    for (name, token, done) in &reruns {
-        println!("  {name} ran token {token} after its wave's run (token {done}) had succeeded");
+    match &scheduled {
+        None => {
+            println!("waves whose success was recorded: {succeeded}; reruns after one: {}", reruns.len());
+            for (name, token, done) in &reruns {
+                println!("  {name} ran token {token} after its wave's run (token {done}) had succeeded");
+            }
+        }
+        Some(c) => {
+            println!("scheduled due times started: {}; ran to their end: {}", c.started, c.ended);
+            println!("reruns after a recorded ending: {}", c.reruns.len());
+            for (due, token, done) in &c.reruns {
+                println!("  due time {due} started under token {token} after its run (token {done}) was recorded");
+            }
+            println!("skipped due times (--missed all): {}", c.skipped.len());
+            for due in &c.skipped {
+                println!("  due time {due} never started");
+            }
+            println!("ran to their end twice, no ending recorded (at least once): {}", c.at_least_once);
+        }
     }
     println!("fencing tokens strictly increasing: {tokens_increase}");
     println!("stalls (no child running {} after a fault; liveness): {stalls}", args.stall);
@@ -677,7 +809,8 @@ fn main() -> ExitCode {
             f(*o.leaderless.last().expect("one sample"))
         );
     }
-    let safe = overlaps.is_empty() && orphans == 0 && tokens_increase && reruns.is_empty();
+    let schedule_kept = scheduled.as_ref().is_none_or(|c| c.reruns.is_empty() && c.skipped.is_empty());
+    let safe = overlaps.is_empty() && orphans == 0 && tokens_increase && reruns.is_empty() && schedule_kept;
     if safe && stalls == 0 {
         let _ = fs::remove_dir_all(&dir);
     } else {

@@ -36,13 +36,13 @@ use crate::leader::{Missed, Restart};
 #[command(
     name = "neli-run",
     version,
-    args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     args_override_self = true,
     subcommand_value_name = "SUBCOMMAND",
     subcommand_help_heading = "Subcommands",
     after_help = "Exit status: the command's own, 128+N if signal N killed it; 2 usage error; \
                   69 (status, yield) Kafka unreachable; \
+                  0 a standby asked to stop; 70 internal error; \
                   75 not leader within --acquire-timeout; 77 Kafka denied access; \
                   78 Kafka configuration rejected; 126/127 command not executable/not found."
 )]
@@ -174,11 +174,11 @@ pub struct YieldArgs {
     pub kafka: KafkaArgs,
 
     /// Only if this member leads (its --name).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, env = "NELI_YIELD_NAME", value_name = "NAME")]
     pub name: Option<String>,
 
     /// How long to wait for another member to lead (at most 24h).
-    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    #[arg(long, env = "NELI_YIELD_TIMEOUT", default_value = "30s", value_name = "DURATION")]
     pub timeout: humantime::Duration,
 }
 
@@ -456,6 +456,31 @@ pub struct RunArgs {
     /// The command to run while leader, and its arguments (no shell).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
+}
+
+impl Cli {
+    /// Parses `argv`. Logging flags may come before a subcommand
+    /// (`neli-run -v status`); the options of running a command may not,
+    /// since the subcommand would ignore them.
+    pub fn parse_from(argv: &[OsString]) -> Result<Cli, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
+        let mut command = Cli::command();
+        let matches = command.try_get_matches_from_mut(argv)?;
+        if let Some((sub, _)) = matches.subcommand() {
+            let misplaced = command
+                .get_arguments()
+                .filter(|a| !a.is_global_set())
+                .find(|a| matches.value_source(a.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine));
+            if let Some(arg) = misplaced {
+                let flag = arg.get_long().map_or_else(|| arg.get_id().to_string(), |l| format!("--{l}"));
+                return Err(command.error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("{flag} before '{sub}' is an option of running a command; put it after '{sub}' if '{sub}' takes it (neli-run {sub} --help)"),
+                ));
+            }
+        }
+        Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+    }
 }
 
 #[cfg(test)]

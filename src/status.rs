@@ -49,6 +49,10 @@ const HISTORY: i64 = 4096;
 /// always is, since every record carries it forward.
 const RUNS: usize = 10;
 
+/// `status --json`'s format (README, "status --json"): raised when a key
+/// changes meaning or goes away; new keys may appear without it.
+const JSON_VERSION: u32 = 1;
+
 /// The longest `yield --timeout` taken: a yield that waits longer is a typo.
 const MAX_YIELD_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
@@ -340,13 +344,13 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
             })
         });
         return json!({
+            "version": JSON_VERSION,
             "group": target.group,
             "topic": target.topic,
             "fresh": fresh.is_some(),
             "leader": leader,
             "last_run": last_run,
             "schedule": schedule,
-            "leadership_changed": view.leader.as_ref().and_then(|hb| hb.since_ms).map(rfc3339),
         })
         .to_string();
     }

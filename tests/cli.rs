@@ -19,6 +19,19 @@ fn unknown_flag_is_a_usage_error() {
 }
 
 #[test]
+fn logging_flags_may_come_before_a_subcommand_and_run_options_may_not() {
+    // Parsed, and on to Kafka (unreachable here: 69), not a usage error.
+    for flags in [&["-v"][..], &["--log-format", "json"], &["-q"]] {
+        let args = [flags, &["status", "-g", "x", "-b", "127.0.0.1:1"]].concat();
+        let (code, out) = run(&args);
+        assert_eq!(code, 69, "{args:?}: {out}");
+    }
+    let (code, out) = run(&["--every", "5m", "status", "-g", "x", "-b", "127.0.0.1:1"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--every before 'status' is an option of running a command"), "{out}");
+}
+
+#[test]
 fn missing_group_is_a_usage_error() {
     let (code, out) = run(&["--", "true"]);
     assert_eq!(code, 2, "{out}");

@@ -25,6 +25,7 @@ fn status_names_the_fresh_leader_and_exits_1_without_one() {
     wait_until(t.takeover(), "status reports a fresh leader", || status(&g).0 == 0);
     let (_, json) = status(&g);
     assert_eq!(json["fresh"], true);
+    assert_eq!(json["version"], 1, "the documented format: {json}");
     assert_eq!(json["leader"]["name"], "a");
     assert_eq!(json["leader"]["token"], g.starts()[0].1);
     assert!(json["leader"]["heartbeat_age_ms"].as_u64().unwrap() < t.deadline.as_millis() as u64, "{json}");

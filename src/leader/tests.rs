@@ -1073,8 +1073,12 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
     let (at, job) = starts.first().cloned().expect("a run");
     assert_eq!((starts.len(), job.due, job.attempt, job.code), (1, Some(first_due), 1, None), "{starts:?}");
     assert!(ms(at) >= BootTime::at_wall_ms(first_due) && wall(at) < first_due + 50, "{starts:?}");
+    assert!(l.child_alive(), "a run is counted only once it is over");
+    assert_eq!(l.last_run().map(|j| (j.due, j.code)), Some((Some(first_due), None)), "metrics read the run");
+    assert_eq!(l.next_due(), Some(first_due + 2000), "while it runs, its records plan the next due time");
     // It ends by itself: the record says so at once, and plans the next.
     let ended = l.step(Input::ChildExited(ChildStatus::Exited(3)), ms(at + 300));
+    assert!(!l.child_alive());
     let record = ended.iter().find_map(|a| match a {
         SendHeartbeat(r) => Some(r.clone()),
         _ => None,

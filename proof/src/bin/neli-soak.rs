@@ -675,7 +675,15 @@ fn main() -> ExitCode {
         };
         let before = soak.detector.starts();
         let token = before.last().map_or(-1, |s| s.1);
-        let finishing = matches!(mode_of(&soak.detector, token).as_str(), "finish" | "scheduled");
+        // Under a schedule one token runs many times: the newest run's mode
+        // is the last line once every start has written its own.
+        let modes = dir.join("modes");
+        let _ = neli_proof::wait_for(Duration::from_secs(2), || read_lines(&modes).len() >= before.len());
+        let mode = match soak.schedule {
+            Some(_) => read_lines(&modes).last().and_then(|l| l.split(' ').nth(1).map(str::to_string)).unwrap_or_default(),
+            None => mode_of(&soak.detector, token),
+        };
+        let finishing = matches!(mode.as_str(), "finish" | "scheduled");
         let fault = if finishing && rng.pick(&[true, false]) { Fault::Finish } else { rng.pick(&faults) };
         let length = fault.length(&mut rng, soak.session);
         // How the next child will behave (renamed into place, so a child
@@ -738,7 +746,7 @@ fn main() -> ExitCode {
             std::thread::sleep(Duration::from_millis(10));
         };
         let Some(leaderless) = leaderless else { break };
-        let outcome = outcomes.entry((fault, mode_of(&soak.detector, token))).or_default();
+        let outcome = outcomes.entry((fault, mode)).or_default();
         outcome.handovers += usize::from(moved);
         outcome.leaderless.push(leaderless);
         let done = soak.transitions();

@@ -54,7 +54,8 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
         env_remove: consumed_env(),
     };
 
-    let metrics: metrics::Shared = Default::default();
+    let ids = metrics::Ids { group: cfg.kafka.group.clone(), topic: cfg.kafka.topic.clone(), member: cfg.name.clone() };
+    let metrics = metrics::shared(ids);
     if let Some(addr) = cfg.metrics_addr {
         if let Err(err) = metrics::serve(addr, metrics.clone()).await {
             return Err(Failure::new(Kind::Usage, format!("cannot serve --metrics-addr {addr}: {err}")));
@@ -83,6 +84,10 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
     let notifier = Notifier::from_env();
     let notify = |message: &str| notifier.iter().for_each(|n| n.send(message));
     let mut watchdog = Notifier::watchdog_interval().filter(|_| notifier.is_some()).map(tokio::time::interval);
+    // With --metrics-addr, the loop notes that it turns at least every
+    // LOOP_TICK, however long it would sleep: /livez tells a stuck loop
+    // from a standby's quiet one by that.
+    let mut turning = cfg.metrics_addr.map(|_| tokio::time::interval(metrics::LOOP_TICK));
     let mut joined = false;
     let mut ready = false;
     let mut shown_role = None;
@@ -170,6 +175,12 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
                         notify("WATCHDOG=1");
                         continue;
                     }
+                    _ = async { turning.as_mut().expect("guarded").tick().await }, if turning.is_some() => {
+                        let mut m = metrics.lock().expect("metrics lock");
+                        m.loop_seen = Some(BootTime::now());
+                        m.kafka_reachable = kafka.reachable();
+                        continue;
+                    }
                 }
             }
         };
@@ -228,10 +239,12 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
         }
         {
             let mut m = metrics.lock().expect("metrics lock");
+            let now = BootTime::now();
             for role in core.roles_taken() {
-                m.set_role(role);
+                m.set_role(role, now);
             }
-            m.set_role(core.role());
+            m.set_role(core.role(), now);
+            m.loop_seen = Some(now);
             m.fresh = core.fresh();
             m.child_up = running.is_some();
             m.note_run(core.last_run(), core.child_alive());

@@ -1,24 +1,40 @@
-//! `--metrics-addr`: /metrics, /healthz and /leader over real HTTP.
+//! `--metrics-addr`: /metrics, /livez, /readyz, /healthz and /leader over
+//! real HTTP.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use crate::util::{run, wait_until, Group};
+use nix::sys::signal::Signal;
+
+use crate::util::{run, skip, stays_false, wait_until, Broker, Group, Member};
 
 pub fn free_addr() -> String {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     format!("127.0.0.1:{port}")
 }
 
-/// GET `path`; the status code and body, or None if nothing listens yet.
-pub fn get(addr: &str, path: &str) -> Option<(u16, String)> {
+/// One HTTP/1.1 exchange: the status code, the header lines and the body,
+/// or None if nothing listens yet.
+pub fn request(addr: &str, method: &str, path: &str, headers: &[&str]) -> Option<(u16, Vec<String>, String)> {
     let mut stream = TcpStream::connect(addr).ok()?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").ok()?;
+    let headers: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+    write!(stream, "{method} {path} HTTP/1.1\r\nHost: test\r\n{headers}\r\n").ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
-    let code = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response.split_once("\r\n\r\n")?.1.to_string();
-    Some((code, body))
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let code = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, head.lines().skip(1).map(str::to_string).collect(), body.to_string()))
+}
+
+/// GET `path`; the status code and body, or None if nothing listens yet.
+pub fn get(addr: &str, path: &str) -> Option<(u16, String)> {
+    request(addr, "GET", path, &[]).map(|(code, _, body)| (code, body))
+}
+
+fn code(addr: &str, path: &str) -> Option<u16> {
+    get(addr, path).map(|r| r.0)
 }
 
 #[test]
@@ -31,21 +47,135 @@ fn leader_endpoint_answers_200_only_on_the_leader() {
     let b = g.member("b", &["--metrics-addr", &addr_b], &["sleep", "1000"]);
     wait_until(t.takeover(), "b is a standby", || b.log().contains("standby"));
 
-    wait_until(t.takeover(), "a's /leader says 200", || get(&addr_a, "/leader").is_some_and(|r| r.0 == 200));
-    assert_eq!(get(&addr_b, "/leader").map(|r| r.0), Some(503));
-    assert_eq!(get(&addr_a, "/healthz").map(|r| r.0), Some(200));
-    assert_eq!(get(&addr_b, "/healthz").map(|r| r.0), Some(200));
-    assert_eq!(get(&addr_a, "/nope").map(|r| r.0), Some(404));
+    wait_until(t.takeover(), "a's /leader says 200", || code(&addr_a, "/leader") == Some(200));
+    assert_eq!(code(&addr_b, "/leader"), Some(503));
+    for addr in [&addr_a, &addr_b] {
+        for path in ["/livez", "/readyz", "/healthz"] {
+            assert_eq!(code(addr, path), Some(200), "{addr}{path}");
+        }
+    }
+    assert_eq!(code(&addr_a, "/nope"), Some(404));
 
     let (code, text) = get(&addr_a, "/metrics").unwrap();
     assert_eq!(code, 200);
     let token = g.starts()[0].1;
-    for line in ["neli_leader 1", &format!("neli_fencing_token {token}"), "neli_child_up 1", "neli_kafka_reachable 1"] {
+    let topic = format!("{}.neli", g.name);
+    for line in [
+        "neli_leader 1",
+        &format!("neli_fencing_token {token}"),
+        "neli_child_up 1",
+        "neli_kafka_reachable 1",
+        &format!("neli_member_info{{group=\"{}\",topic=\"{topic}\",member=\"a\"}} 1", g.name),
+    ] {
         assert!(text.lines().any(|l| l == line), "missing {line}:\n{text}");
     }
-    assert!(text.contains("neli_heartbeat_age_seconds"), "{text}");
+    let build = format!("neli_build_info{{version=\"{}\",", env!("CARGO_PKG_VERSION"));
+    for start in ["neli_heartbeat_age_seconds ", "neli_leader_since_timestamp_seconds ", &build, "process_open_fds "] {
+        assert!(text.lines().any(|l| l.starts_with(start)), "missing {start}:\n{text}");
+    }
     let (_, standby) = get(&addr_b, "/metrics").unwrap();
     assert!(standby.lines().any(|l| l == "neli_leader 0"), "{standby}");
+    assert!(!standby.contains("neli_leader_since_timestamp_seconds"), "{standby}");
+}
+
+#[test]
+fn http_answers_head_negotiates_openmetrics_and_names_the_charset() {
+    let g = Group::new("metrics-http");
+    let addr = free_addr();
+    let _a = g.member("a", &["--metrics-addr", &addr], &["sleep", "1000"]);
+    wait_until(g.broker.timing.takeover(), "a leads", || g.lock_held());
+
+    let (code, headers, body) = request(&addr, "GET", "/metrics", &[]).unwrap();
+    assert_eq!(code, 200);
+    assert!(headers.iter().any(|h| h == "Content-Type: text/plain; version=0.0.4; charset=utf-8"), "{headers:?}");
+    assert!(!body.contains("# EOF"), "{body}");
+    let (code, headers, empty) = request(&addr, "HEAD", "/metrics", &[]).unwrap();
+    assert_eq!((code, empty.as_str()), (200, ""), "{headers:?}");
+    let length = headers.iter().find_map(|h| h.strip_prefix("Content-Length: ")).unwrap();
+    assert!(length.parse::<usize>().unwrap() > 1000, "the length GET's body would have: {headers:?}");
+    let (code, headers, _) = request(&addr, "HEAD", "/livez", &[]).unwrap();
+    assert_eq!(code, 200);
+    assert!(headers.iter().any(|h| h == "Content-Type: text/plain; charset=utf-8"), "{headers:?}");
+
+    // What Prometheus asks for.
+    let accept = "Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    let (code, headers, body) = request(&addr, "GET", "/metrics", &[accept]).unwrap();
+    assert_eq!(code, 200);
+    let open_metrics = "Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8";
+    assert!(headers.iter().any(|h| h == open_metrics), "{headers:?}");
+    assert_eq!(body.lines().last(), Some("# EOF"), "{body}");
+    assert!(body.lines().any(|l| l == "# TYPE neli_member info"), "{body}");
+
+    let (code, headers, _) = request(&addr, "POST", "/metrics", &[]).unwrap();
+    assert_eq!(code, 405);
+    assert!(headers.iter().any(|h| h == "Allow: GET, HEAD"), "{headers:?}");
+}
+
+#[test]
+fn a_kafka_outage_fails_readiness_but_not_liveness() {
+    let g = Group::on(Broker::dev(), "metrics-outage");
+    let t = g.broker.timing;
+    let (addr_a, addr_b) = (free_addr(), free_addr());
+    let _a = g.member("a", &["--metrics-addr", &addr_a], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let b = g.member("b", &["--metrics-addr", &addr_b], &["sleep", "1000"]);
+    wait_until(t.takeover(), "b is a standby", || b.log().contains("standby"));
+    wait_until(t.takeover(), "both are ready", || {
+        code(&addr_a, "/readyz") == Some(200) && code(&addr_b, "/readyz") == Some(200)
+    });
+
+    g.broker.signal(Signal::SIGKILL);
+    // The standby's loop has nothing to do now: it still notes that it
+    // turns, and sees Kafka go.
+    wait_until(t.takeover(), "neither is ready", || {
+        code(&addr_a, "/readyz") == Some(503) && code(&addr_b, "/readyz") == Some(503)
+    });
+    assert_eq!(code(&addr_a, "/healthz"), Some(503), "/healthz is /readyz's older name");
+    let (_, text) = get(&addr_b, "/metrics").unwrap();
+    assert!(text.lines().any(|l| l == "neli_kafka_reachable 0"), "{text}");
+    // Longer than /livez waits for the loop: a quiet loop is not a stuck one.
+    let window = Duration::from_secs(12);
+    assert!(
+        stays_false(window, || code(&addr_a, "/livez") != Some(200) || code(&addr_b, "/livez") != Some(200)),
+        "/livez failed during a Kafka outage"
+    );
+}
+
+#[test]
+fn metrics_pass_promtool_check_with_awkward_label_values() {
+    let promtool = Command::new("promtool").arg("--version").output();
+    if !promtool.is_ok_and(|out| out.status.success()) {
+        return skip("promtool is not installed (Debian: apt-get install prometheus)");
+    }
+    // A group and a name with a quote, a backslash and spaces (Kafka takes
+    // any group name; the topic must be plain).
+    let g = Group::on(Broker::dev(), "metrics-promtool");
+    let addr = free_addr();
+    let group = format!("{} \"quoted\" back\\slash", g.name);
+    let topic = format!("{}.neli", g.name);
+    let mut argv: Vec<String> =
+        ["-b", &g.broker.address, "-g", &group, "--topic", &topic, "--name", "a\"b\\c"].map(String::from).to_vec();
+    argv.extend(g.broker.timing.args());
+    argv.extend(["--metrics-addr", &addr, "--", "sleep", "1000"].map(String::from));
+    let _a = Member::spawn("a", &[], &argv, &g.dir.path().join("a.log"), None);
+    wait_until(g.broker.timing.takeover(), "a leads", || code(&addr, "/leader") == Some(200));
+    let (_, text) = get(&addr, "/metrics").unwrap();
+    let member = format!(
+        "neli_member_info{{group=\"{} \\\"quoted\\\" back\\\\slash\",topic=\"{topic}\",member=\"a\\\"b\\\\c\"}} 1",
+        g.name
+    );
+    assert!(text.lines().any(|l| l == member), "missing {member}:\n{text}");
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = check.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && said.trim().is_empty(), "promtool check metrics: {said}\n{text}");
 }
 
 #[test]

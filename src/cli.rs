@@ -446,10 +446,13 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION")]
     pub acquire_timeout: Option<String>,
 
-    /// Serve /metrics (Prometheus), /healthz and /leader on this address.
+    /// Serve /metrics (Prometheus), /livez, /readyz and /leader on this
+    /// address.
     ///
-    /// /leader answers 200 only on the member running the command: point a
-    /// load balancer's health check or a readiness probe at it.
+    /// /livez: 200 while the run loop runs (a liveness probe: a Kafka outage
+    /// does not fail it). /readyz: 200 while Kafka answers too (/healthz is
+    /// its older name). /leader answers 200 only on the member running the
+    /// command: point a load balancer's health check at it.
     #[arg(long, env = "NELI_METRICS_ADDR", value_name = "HOST:PORT")]
     pub metrics_addr: Option<String>,
 

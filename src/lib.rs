@@ -18,7 +18,8 @@
 //! - `status`: who leads a group, read from its heartbeat records.
 //! - `layers_off`: debug-build switches that let a test see one safety layer alone.
 //! - `stderr`: reports that never block or panic, whatever reads our stderr.
-//! - `notify`: systemd's `Type=notify` protocol; `metrics`: /metrics, /healthz, /leader.
+//! - `notify`: systemd's `Type=notify` protocol; `metrics`: /metrics, /livez, /readyz
+//!   (/healthz), /leader.
 
 mod child;
 mod cli;

@@ -680,7 +680,9 @@ fn main() -> ExitCode {
         let modes = dir.join("modes");
         let _ = neli_proof::wait_for(Duration::from_secs(2), || read_lines(&modes).len() >= before.len());
         let mode = match soak.schedule {
-            Some(_) => read_lines(&modes).last().and_then(|l| l.split(' ').nth(1).map(str::to_string)).unwrap_or_default(),
+            Some(_) => {
+                read_lines(&modes).last().and_then(|l| l.split(' ').nth(1).map(str::to_string)).unwrap_or_default()
+            }
             None => mode_of(&soak.detector, token),
         };
         let finishing = matches!(mode.as_str(), "finish" | "scheduled");

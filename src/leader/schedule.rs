@@ -81,9 +81,11 @@ impl Schedule {
                 Missed::Once => self.calendar.at_or_before(ready).filter(|&d| d > done || (cut && d == done)),
                 Missed::All => {
                     let first = if cut { Some(done) } else { self.calendar.after(done) };
+                    // The oldest to do that can still start in time.
                     match (first, earliest) {
-                        (Some(first), Some(earliest)) if first < earliest => self.at_or_after(earliest),
-                        (first, _) => first,
+                        (Some(first), Some(earliest)) => self.at_or_after(earliest).map(|e| e.max(first)),
+                        (first, None) => first,
+                        (None, _) => None,
                     }
                 }
             };
@@ -97,8 +99,8 @@ impl Schedule {
             Some((done, _)) if done >= ready => self.calendar.after(done)?,
             _ => self.at_or_after(ready)?,
         };
-        if let Some(earliest) = earliest.filter(|&e| due < e) {
-            due = self.at_or_after(earliest)?;
+        if let Some(earliest) = earliest {
+            due = due.max(self.at_or_after(earliest)?);
         }
         Some(Next { due, missed: false, retry: false })
     }
@@ -197,6 +199,9 @@ pub(super) mod tests {
         // Deadline 12 s at 55: 30 and 40 are too late, 50 is not.
         assert_eq!(next(&every_10s(Missed::All, Some(12)), last(), 55, 55), Some((50, 55, false)));
         assert_eq!(next(&every_10s(Missed::Once, Some(12)), last(), 55, 55), Some((50, 55, false)));
+        // A deadline reaching back past the last run does not run it again.
+        assert_eq!(next(&every_10s(Missed::All, Some(12)), last(), 25, 25), Some((30, 30, false)));
+        assert_eq!(next(&every_10s(Missed::Skip, Some(12)), last(), 25, 25), Some((30, 30, false)));
         // Deadline 3 s: every missed one is too late; the next due time.
         assert_eq!(next(&every_10s(Missed::All, Some(3)), last(), 55, 55), Some((60, 60, false)));
         assert_eq!(next(&every_10s(Missed::Once, Some(3)), last(), 55, 55), Some((60, 60, false)));

@@ -92,9 +92,11 @@ fn every_due_time_runs_to_its_end_exactly_once_across_a_kill_9_a_sigstop_and_a_g
         assert_eq!(pair[1], pair[0] + period, "due times ended, in order: {ended:?} (faults {faults:?})");
     }
     assert!(dues.iter().all(|d| d % period == 0), "on the grid from the epoch: {ended:?}");
-    // The runs cut short by the faults were run again as later attempts.
+    // The run the graceful stop cut short ran again as a later attempt
+    // (its disclaimer named it; a kill -9 in the first milliseconds of a
+    // run, before a record names it, leaves its retry attempt 1).
     let retries = runs(&g).into_iter().filter(|w| w[0] == "start" && w[2] != "1").count();
-    assert!(retries >= 2, "the runs cut short ran again: {:?}", runs(&g));
+    assert!(retries >= 1, "a run cut short ran again as a later attempt: {:?}", runs(&g));
     // The fencing tokens grew with each leader that ran the job.
     let tokens: Vec<i64> = g.starts().into_iter().map(|s| s.1).collect();
     assert!(tokens.windows(2).all(|t| t[0] <= t[1]), "{tokens:?}");

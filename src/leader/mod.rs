@@ -743,6 +743,14 @@ impl Leader {
             self.child = Child::Running;
             self.child_token = token;
             self.run_until = self.settings.max_runtime.map(|d| now + d);
+            if self.settings.schedule.is_some() {
+                // Name the run on the topic at once: a crash before a record
+                // names it leaves the next leader no trace of it (it runs
+                // it again, as attempt 1).
+                if let Some(tenure) = self.tenure.as_mut() {
+                    tenure.next_heartbeat = now;
+                }
+            }
             self.out.push(Action::Spawn { token, lease, job });
         }
     }

@@ -1073,6 +1073,12 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
     let (at, job) = starts.first().cloned().expect("a run");
     assert_eq!((starts.len(), job.due, job.attempt, job.code), (1, Some(first_due), 1, None), "{starts:?}");
     assert!(ms(at) >= BootTime::at_wall_ms(first_due) && wall(at) < first_due + 50, "{starts:?}");
+    // Named on the topic in the same step, not at the next heartbeat.
+    let named = actions.iter().skip_while(|(_, a)| !matches!(a, Spawn { .. })).find_map(|(t, a)| match a {
+        SendHeartbeat(r) => Some((*t, r.job.as_ref().and_then(|j| j.due))),
+        _ => None,
+    });
+    assert_eq!(named, Some((at, Some(first_due))), "{actions:?}");
     assert!(l.child_alive(), "a run is counted only once it is over");
     assert_eq!(l.last_run().map(|j| (j.due, j.code)), Some((Some(first_due), None)), "metrics read the run");
     assert_eq!(l.next_due(), Some(first_due + 2000), "while it runs, its records plan the next due time");

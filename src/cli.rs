@@ -52,6 +52,35 @@ pub struct Cli {
     pub run: RunArgs,
 }
 
+impl Cli {
+    /// Parses `argv`. `--version` and `-V` name the build (`build_version`),
+    /// set here rather than in the derive so that the man page keeps the plain
+    /// version.
+    pub fn parse_argv(argv: &[OsString]) -> Result<Cli, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
+        let command = Cli::command().version(build_version().leak() as &'static str);
+        Cli::from_arg_matches_mut(&mut command.try_get_matches_from(argv)?).map_err(|e| e.format(&mut Cli::command()))
+    }
+}
+
+/// What `--version` prints after "neli-run ", like `kcat -V`: the version, the
+/// commit and target it was built from (build.rs), librdkafka's version and
+/// the features it was built with (which SASL mechanisms, compression codecs
+/// and OIDC this build can use).
+fn build_version() -> String {
+    let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
+    let features = rdkafka::ClientConfig::new()
+        .create_native_config()
+        .and_then(|native| native.get("builtin.features"))
+        .unwrap_or_else(|err| format!("unknown ({err})"));
+    format!(
+        "{}\ncommit: {}\ntarget: {}\nlibrdkafka: {librdkafka}\nbuiltin.features: {features}",
+        env!("CARGO_PKG_VERSION"),
+        env!("NELI_BUILD_COMMIT"),
+        env!("NELI_BUILD_TARGET"),
+    )
+}
+
 /// Logging, for every subcommand.
 #[derive(Debug, Args)]
 pub struct LogArgs {

@@ -39,7 +39,6 @@ mod stderr;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, LogArgs, LogFormat, Sub};
@@ -64,7 +63,7 @@ pub fn main() -> ExitCode {
     }
     // Before anything can be logged, and before the log reader can be gone.
     stderr::init();
-    let cli = match Cli::try_parse_from(&argv) {
+    let cli = match Cli::parse_argv(&argv) {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();

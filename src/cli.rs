@@ -57,6 +57,51 @@ pub struct Cli {
     pub run: RunArgs,
 }
 
+impl Cli {
+    /// Parses `argv`. `--version` and `-V` name the build (`build_version`),
+    /// set here rather than in the derive so that the man page keeps the plain
+    /// version. Logging flags may come before a subcommand (`neli-run -v
+    /// status`); the options of running a command may not, since the
+    /// subcommand would ignore them.
+    pub fn parse_argv(argv: &[OsString]) -> Result<Cli, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
+        let mut command = Cli::command().version(build_version().leak() as &'static str);
+        let matches = command.try_get_matches_from_mut(argv)?;
+        if let Some((sub, _)) = matches.subcommand() {
+            let misplaced = command
+                .get_arguments()
+                .filter(|a| !a.is_global_set())
+                .find(|a| matches.value_source(a.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine));
+            if let Some(arg) = misplaced {
+                let flag = arg.get_long().map_or_else(|| arg.get_id().to_string(), |l| format!("--{l}"));
+                return Err(command.error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("{flag} before '{sub}' is an option of running a command; put it after '{sub}' if '{sub}' takes it (neli-run {sub} --help)"),
+                ));
+            }
+        }
+        Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+    }
+}
+
+/// What `--version` prints after "neli-run ", like `kcat -V`: the version, the
+/// commit and target it was built from (build.rs), librdkafka's version and
+/// the features it was built with (which SASL mechanisms, compression codecs
+/// and OIDC this build can use).
+fn build_version() -> String {
+    let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
+    let features = rdkafka::ClientConfig::new()
+        .create_native_config()
+        .and_then(|native| native.get("builtin.features"))
+        .unwrap_or_else(|err| format!("unknown ({err})"));
+    format!(
+        "{}\ncommit: {}\ntarget: {}\nlibrdkafka: {librdkafka}\nbuiltin.features: {features}",
+        env!("CARGO_PKG_VERSION"),
+        env!("NELI_BUILD_COMMIT"),
+        env!("NELI_BUILD_TARGET"),
+    )
+}
+
 /// Logging, for every subcommand.
 #[derive(Debug, Args)]
 pub struct LogArgs {
@@ -459,31 +504,6 @@ pub struct RunArgs {
     /// The command to run while leader, and its arguments (no shell).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
-}
-
-impl Cli {
-    /// Parses `argv`. Logging flags may come before a subcommand
-    /// (`neli-run -v status`); the options of running a command may not,
-    /// since the subcommand would ignore them.
-    pub fn parse_from(argv: &[OsString]) -> Result<Cli, clap::Error> {
-        use clap::{CommandFactory, FromArgMatches};
-        let mut command = Cli::command();
-        let matches = command.try_get_matches_from_mut(argv)?;
-        if let Some((sub, _)) = matches.subcommand() {
-            let misplaced = command
-                .get_arguments()
-                .filter(|a| !a.is_global_set())
-                .find(|a| matches.value_source(a.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine));
-            if let Some(arg) = misplaced {
-                let flag = arg.get_long().map_or_else(|| arg.get_id().to_string(), |l| format!("--{l}"));
-                return Err(command.error(
-                    clap::error::ErrorKind::ArgumentConflict,
-                    format!("{flag} before '{sub}' is an option of running a command; put it after '{sub}' if '{sub}' takes it (neli-run {sub} --help)"),
-                ));
-            }
-        }
-        Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
-    }
 }
 
 #[cfg(test)]

@@ -65,7 +65,7 @@ pub fn main() -> ExitCode {
     }
     // Before anything can be logged, and before the log reader can be gone.
     stderr::init();
-    let cli = match Cli::parse_from(&argv) {
+    let cli = match Cli::parse_argv(&argv) {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();

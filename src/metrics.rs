@@ -248,8 +248,13 @@ impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let s = &self.snapshot;
         let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
-        let build = Info::new(vec![("version", env!("CARGO_PKG_VERSION").to_string()), ("librdkafka", librdkafka)]);
-        one(&mut enc, "neli_build", None, "This neli-run's version and the librdkafka it runs on.", build)?;
+        let build = Info::new(vec![
+            ("version", env!("CARGO_PKG_VERSION").to_string()),
+            ("commit", env!("NELI_BUILD_COMMIT").to_string()),
+            ("librdkafka", librdkafka),
+        ]);
+        let help = "This neli-run's version, the commit it was built from, and the librdkafka it runs on.";
+        one(&mut enc, "neli_build", None, help, build)?;
         let ids = &s.ids;
         let member =
             Info::new(vec![("group", ids.group.clone()), ("topic", ids.topic.clone()), ("member", ids.member.clone())]);
@@ -580,8 +585,9 @@ mod tests {
         let s = shared(ids).lock().unwrap().clone();
         let text = s.render(at(1.0), Format::Prometheus);
         let build = format!(
-            "neli_build_info{{version=\"{}\",librdkafka=\"{}\"}} 1",
+            "neli_build_info{{version=\"{}\",commit=\"{}\",librdkafka=\"{}\"}} 1",
             env!("CARGO_PKG_VERSION"),
+            env!("NELI_BUILD_COMMIT"),
             rdkafka::util::get_rdkafka_version().1
         );
         let member = r#"neli_member_info{group="billing",topic="billing.neli",member="a \"b\"\\c\nd"} 1"#;

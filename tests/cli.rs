@@ -12,6 +12,42 @@ fn help_teaches_usage_and_exit_codes() {
 }
 
 #[test]
+fn version_names_the_commit_librdkafka_and_its_features() {
+    let expect_commit = std::process::Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "--short=10", "HEAD"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string());
+    let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
+    for flag in ["--version", "-V"] {
+        let (code, out) = run(&[flag]);
+        assert_eq!(code, 0, "{out}");
+        let field = |name: &str| {
+            let prefix = format!("{name}: ");
+            let line = out.lines().find(|l| l.starts_with(&prefix));
+            line.unwrap_or_else(|| panic!("{flag} has no {name}:\n{out}"))[prefix.len()..].to_string()
+        };
+        assert_eq!(out.lines().next(), Some(concat!("neli-run ", env!("CARGO_PKG_VERSION"))), "{out}");
+        let commit = field("commit");
+        match &expect_commit {
+            Some(head) => assert_eq!(&commit, head, "built from this work tree's HEAD: {out}"),
+            // A source tarball: the crate's .cargo_vcs_info.json, or unknown.
+            None => assert!(commit == "unknown" || commit.chars().all(|c| c.is_ascii_hexdigit()), "{out}"),
+        }
+        assert_eq!(field("librdkafka"), librdkafka, "{out}");
+        let features = field("builtin.features");
+        let features: Vec<&str> = features.split(',').collect();
+        let has = |f: &str| features.contains(&f);
+        assert!(has("ssl") && has("sasl_plain") && has("sasl_scram"), "TLS and SASL/SCRAM are always built: {out}");
+        // librdkafka's parts that are cargo features here (see Cargo.toml).
+        assert_eq!(has("sasl_gssapi"), cfg!(feature = "gssapi"), "GSSAPI: {out}");
+        assert_eq!(has("zstd"), cfg!(any(feature = "zstd", feature = "static")), "zstd: {out}");
+        assert_eq!(has("oidc"), cfg!(any(feature = "oidc", feature = "static")), "OIDC: {out}");
+    }
+}
+
+#[test]
 fn unknown_flag_is_a_usage_error() {
     let (code, out) = run(&["--frobnicate", "-g", "g", "--", "true"]);
     assert_eq!(code, 2, "{out}");

@@ -363,6 +363,12 @@ pub enum GroupCoordinator {
     Mock,
 }
 
+/// A duration flag's value (humantime: 500ms, 6s, 1m, 1h 30m), so that clap
+/// reports a bad one against its flag; `config` checks the bounds.
+fn duration(value: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(value.trim()).map_err(|e| format!("{e}; use a number with a unit, e.g. 500ms, 6s, 1m"))
+}
+
 /// Options for running a command (the default mode).
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -376,27 +382,27 @@ pub struct RunArgs {
     /// Kafka group session timeout: how long a crashed leader blocks takeover.
     ///
     /// Most brokers refuse less than 6s (group.min.session.timeout.ms).
-    #[arg(long, env = "NELI_SESSION_TIMEOUT", default_value = "6s", value_name = "DURATION")]
-    pub session_timeout: String,
+    #[arg(long, env = "NELI_SESSION_TIMEOUT", default_value = "6s", value_name = "DURATION", value_parser = duration)]
+    pub session_timeout: std::time::Duration,
 
     /// How often the leader writes a heartbeat record to partition 0.
-    #[arg(long, env = "NELI_HEARTBEAT_INTERVAL", default_value = "500ms", value_name = "DURATION")]
-    pub heartbeat_interval: String,
+    #[arg(long, env = "NELI_HEARTBEAT_INTERVAL", default_value = "500ms", value_name = "DURATION", value_parser = duration)]
+    pub heartbeat_interval: std::time::Duration,
 
     /// Kill the command when no own heartbeat has come back for this long.
     ///
     /// This is the fence: a leader cut off from Kafka kills its command
     /// before the group can elect another. Must leave room within
     /// --session-timeout (checked at start-up).
-    #[arg(long, env = "NELI_HEARTBEAT_DEADLINE", default_value = "3s", value_name = "DURATION")]
-    pub heartbeat_deadline: String,
+    #[arg(long, env = "NELI_HEARTBEAT_DEADLINE", default_value = "3s", value_name = "DURATION", value_parser = duration)]
+    pub heartbeat_deadline: std::time::Duration,
 
     /// Time between the stop signal and SIGKILL.
     ///
     /// A new leader waits for this stop, so it must fit within
     /// --session-timeout (checked at start-up).
-    #[arg(long, env = "NELI_GRACE", default_value = "3s", value_name = "DURATION")]
-    pub grace: String,
+    #[arg(long, env = "NELI_GRACE", default_value = "3s", value_name = "DURATION", value_parser = duration)]
+    pub grace: std::time::Duration,
 
     /// Signal that asks the command to stop (name or number).
     #[arg(long, env = "NELI_STOP_SIGNAL", default_value = "SIGTERM", value_name = "SIGNAL")]
@@ -409,8 +415,8 @@ pub struct RunArgs {
     pub restart: Restart,
 
     /// Pause before restarting the command.
-    #[arg(long, env = "NELI_RESTART_DELAY", default_value = "1s", value_name = "DURATION")]
-    pub restart_delay: String,
+    #[arg(long, env = "NELI_RESTART_DELAY", default_value = "1s", value_name = "DURATION", value_parser = duration)]
+    pub restart_delay: std::time::Duration,
 
     /// With --restart never: members started within this long of a run's
     /// wave run the command once between them [default: 30s; 0 turns it off].
@@ -424,8 +430,8 @@ pub struct RunArgs {
     /// every-minute ticks) and above the skew between the hosts' starts. If
     /// the leader crashes, is fenced or is stopped mid-run, the next leader
     /// runs it again (at least once; NELI_ATTEMPT counts the attempts).
-    #[arg(long, env = "NELI_ONCE_WITHIN", value_name = "DURATION")]
-    pub once_within: Option<String>,
+    #[arg(long, env = "NELI_ONCE_WITHIN", value_name = "DURATION", value_parser = duration)]
+    pub once_within: Option<std::time::Duration>,
 
     /// With --restart never: what a wave does when its run fails (exits
     /// non-zero) [default: retry].
@@ -438,8 +444,8 @@ pub struct RunArgs {
     /// The stopped run counts as ended with the status that gives (143
     /// after SIGTERM): --restart and, once per wave, --failed-run decide
     /// what follows, as for a run that failed by itself.
-    #[arg(long, env = "NELI_MAX_RUNTIME", value_name = "DURATION")]
-    pub max_runtime: Option<String>,
+    #[arg(long, env = "NELI_MAX_RUNTIME", value_name = "DURATION", value_parser = duration)]
+    pub max_runtime: Option<std::time::Duration>,
 
     /// Run the command every DURATION while leader, and stay up between
     /// runs (e.g. 5m; at least 1s).
@@ -454,8 +460,8 @@ pub struct RunArgs {
     /// by a crash, a fence or a stop runs again (NELI_ATTEMPT 2), and due
     /// times that passed with nobody to run them follow --missed. Runs never
     /// overlap. The command gets NELI_DUE, its due time (RFC 3339 UTC).
-    #[arg(long, env = "NELI_EVERY", value_name = "DURATION", conflicts_with = "cron")]
-    pub every: Option<String>,
+    #[arg(long, env = "NELI_EVERY", value_name = "DURATION", value_parser = duration, conflicts_with = "cron")]
+    pub every: Option<std::time::Duration>,
 
     /// Run the command at the times of a cron expression while leader, and
     /// stay up between runs, e.g. "30 2 * * *" (daily at 02:30).
@@ -484,12 +490,12 @@ pub struct RunArgs {
     ///
     /// As a Kubernetes CronJob's startingDeadlineSeconds: a run that would
     /// start too late to be useful is skipped, and the next is waited for.
-    #[arg(long, env = "NELI_STARTING_DEADLINE", value_name = "DURATION")]
-    pub starting_deadline: Option<String>,
+    #[arg(long, env = "NELI_STARTING_DEADLINE", value_name = "DURATION", value_parser = duration)]
+    pub starting_deadline: Option<std::time::Duration>,
 
     /// Give up (exit 75) if not leader within this time [default: wait forever].
-    #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION")]
-    pub acquire_timeout: Option<String>,
+    #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION", value_parser = duration)]
+    pub acquire_timeout: Option<std::time::Duration>,
 
     /// Serve /metrics (Prometheus), /livez, /readyz and /leader on this
     /// address.

@@ -109,7 +109,11 @@ impl fmt::Display for Origin {
 }
 
 /// Once per wave: on by default with `--restart never`, and only there.
-fn waves(restart: Restart, once_within: Option<&str>, failed_run: Option<FailedRun>) -> Result<Option<Waves>, Failure> {
+fn waves(
+    restart: Restart,
+    once_within: Option<Duration>,
+    failed_run: Option<FailedRun>,
+) -> Result<Option<Waves>, Failure> {
     if restart != Restart::Never {
         if once_within.is_some() || failed_run.is_some() {
             let flag = if once_within.is_some() { "--once-within" } else { "--failed-run" };
@@ -148,7 +152,7 @@ const MAX_EVERY: Duration = Duration::from_secs(366 * 24 * 3600);
 fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
     let calendar: std::sync::Arc<dyn crate::leader::Calendar> = match (&args.every, &args.cron) {
         (Some(every), _) => {
-            let every = duration(("--every", "NELI_EVERY"), every, MAX_EVERY, "use --cron for a yearly job")?;
+            let every = duration(("--every", "NELI_EVERY"), *every, MAX_EVERY, "use --cron for a yearly job")?;
             if every < MIN_EVERY {
                 return err("--every must be at least 1s (a schedule, not a loop: see --restart always)");
             }
@@ -199,7 +203,7 @@ fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
             ));
         }
     }
-    let starting_deadline = match args.starting_deadline.as_deref() {
+    let starting_deadline = match args.starting_deadline {
         None => None,
         Some(v) => match duration(
             ("--starting-deadline", "NELI_STARTING_DEADLINE"),
@@ -270,13 +274,13 @@ impl Config {
         let within_session = "it must fit within --session-timeout, at most 30m";
         let session_timeout = duration(
             ("--session-timeout", "NELI_SESSION_TIMEOUT"),
-            &args.session_timeout,
+            args.session_timeout,
             MAX_SESSION_TIMEOUT,
             "Kafka's default group.max.session.timeout.ms: brokers refuse longer sessions",
         )?;
         let heartbeat_interval = duration(
             ("--heartbeat-interval", "NELI_HEARTBEAT_INTERVAL"),
-            &args.heartbeat_interval,
+            args.heartbeat_interval,
             MAX_SESSION_TIMEOUT,
             within_session,
         )?;
@@ -286,22 +290,21 @@ impl Config {
             heartbeat_interval,
             heartbeat_deadline: duration(
                 ("--heartbeat-deadline", "NELI_HEARTBEAT_DEADLINE"),
-                &args.heartbeat_deadline,
+                args.heartbeat_deadline,
                 MAX_SESSION_TIMEOUT,
                 within_session,
             )?,
-            grace: duration(("--grace", "NELI_GRACE"), &args.grace, MAX_SESSION_TIMEOUT, within_session)?,
+            grace: duration(("--grace", "NELI_GRACE"), args.grace, MAX_SESSION_TIMEOUT, within_session)?,
             stop_signal: crate::leader::Signal(stop_signal(&args.stop_signal)? as i32),
             restart: args.restart,
             restart_delay: duration(
                 ("--restart-delay", "NELI_RESTART_DELAY"),
-                &args.restart_delay,
+                args.restart_delay,
                 MAX_RESTART_DELAY,
                 "a pause, not a schedule",
             )?,
             acquire_timeout: args
                 .acquire_timeout
-                .as_deref()
                 .map(|v| {
                     duration(
                         ("--acquire-timeout", "NELI_ACQUIRE_TIMEOUT"),
@@ -311,7 +314,7 @@ impl Config {
                     )
                 })
                 .transpose()?,
-            max_runtime: match args.max_runtime.as_deref() {
+            max_runtime: match args.max_runtime {
                 None => None,
                 Some(v) => {
                     match duration(("--max-runtime", "NELI_MAX_RUNTIME"), v, MAX_RUNTIME, "leave it out for no limit")?
@@ -325,7 +328,7 @@ impl Config {
             },
             waves: match schedule {
                 Some(_) => None,
-                None => waves(args.restart, args.once_within.as_deref(), args.failed_run)?,
+                None => waves(args.restart, args.once_within, args.failed_run)?,
             },
             schedule,
         };
@@ -760,13 +763,12 @@ fn translate_java_property(key: &str, value: String, origin: &Origin) -> Result<
 }
 
 /// Parses a humantime duration ("500ms", "6s", "1m 30s") of at most `max`.
-fn duration(names: (&str, &str), value: &str, max: Duration, why: &str) -> Result<Duration, Failure> {
-    let flag = given_as(names.0, names.1, value);
-    let d = humantime::parse_duration(value.trim()).or_else(|e| {
-        err(format!("invalid duration for {flag}: '{value}' ({e}); use a number with a unit, e.g. 500ms, 6s, 1m"))
-    })?;
+fn duration(names: (&str, &str), d: Duration, max: Duration, why: &str) -> Result<Duration, Failure> {
     if d > max {
-        return err(format!("{flag} {}: too long, at most {} ({why})", value.trim(), humantime::format_duration(max)));
+        let from_env = std::env::var(names.1).ok().and_then(|v| humantime::parse_duration(v.trim()).ok()) == Some(d);
+        let flag = if from_env { names.1 } else { names.0 };
+        let (d, max) = (humantime::format_duration(d), humantime::format_duration(max));
+        return err(format!("{flag} {d}: too long, at most {max} ({why})"));
     }
     Ok(d)
 }
@@ -929,8 +931,10 @@ mod tests {
 
     #[test]
     fn bad_durations_name_the_flag_and_the_format() {
-        let e = config(&["--grace", "5 parsecs"]).unwrap_err();
-        assert!(e.message.contains("--grace") && e.message.contains("500ms"), "{e}");
+        // Parsed by clap, which reports it against the flag.
+        let e = Cli::try_parse_from(["neli-run", "-g", "g", "--grace", "5 parsecs", "--", "true"]).unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains("'--grace <DURATION>'") && e.contains("parsecs") && e.contains("500ms"), "{e}");
     }
 
     #[test]

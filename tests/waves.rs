@@ -164,7 +164,7 @@ fn wave_flags_that_cannot_apply_are_refused_naming_why() {
         (&["--once-within", "2h"], "--once-within 2h: too long, at most 1h"),
         (&["--once-within", "0", "--failed-run", "exit"], "--failed-run has no effect with --once-within 0"),
         (&["--max-runtime", "0"], "--max-runtime must be more than 0"),
-        (&["--max-runtime", "5 parsecs"], "invalid duration for --max-runtime"),
+        (&["--max-runtime", "5 parsecs"], "invalid value '5 parsecs' for '--max-runtime <DURATION>'"),
     ];
     for (flags, says) in cases {
         let args = [&["-g", "x", "-b", "127.0.0.1:1"], flags, &["--", "true"]].concat();

@@ -837,7 +837,9 @@ fn create_topic(cfg: &Config) -> Result<(), Failure> {
         let topic = NewTopic::new(&cfg.kafka.topic, 1, TopicReplication::Fixed(replication))
             .set("retention.ms", "3600000")
             .set("segment.ms", "600000");
-        let result = futures_executor::block_on(admin.create_topics([&topic], &opts));
+        // Kafka::connect runs on one of tokio's blocking threads (shell.rs),
+        // where the runtime's handle may block on a future.
+        let result = tokio::runtime::Handle::current().block_on(admin.create_topics([&topic], &opts));
         let code = match result {
             Ok(results) => match results.into_iter().next() {
                 Some(Ok(_)) | None => return Ok(()),

@@ -135,14 +135,23 @@ pub struct Job {
 }
 
 /// Whether an attempt (its token, due time and ending) says more than a
-/// `known` one: it is newer, or it is the same attempt and tells how it
-/// ended. Records carry attempts forward, so the same one is read many
-/// times, ended or not. One leadership (one token) runs a schedule's due
-/// times one after another: the later due time is the newer run.
+/// `known` one. Records carry attempts forward, so the same one is read
+/// many times, ended or not.
+/// - A wave's (no due time): the newer attempt (the larger token), or the
+///   same attempt telling how it ended. A failed run is tried again, so a
+///   later attempt's word is the one that counts.
+/// - A schedule's: the later due time (one leadership runs due times one
+///   after another under one token); of one due time, a run that ended over
+///   any attempt that did not, since an ending is final and an attempt
+///   begun before it landed (then cut short) must not undo it (found by
+///   neli-soak on tansu); else the newer attempt.
 pub fn supersedes<D: Ord>(
-    (token, due, code): (i64, D, Option<u8>),
-    (known, known_due, known_code): (i64, D, Option<u8>),
+    (token, due, code): (i64, Option<D>, Option<u8>),
+    (known, known_due, known_code): (i64, Option<D>, Option<u8>),
 ) -> bool {
+    if due.is_some() && known_due.is_some() {
+        return (&due, code.is_some(), token) > (&known_due, known_code.is_some(), known);
+    }
     let (new, old) = ((token, due), (known, known_due));
     new > old || (new == old && known_code.is_none() && code.is_some())
 }

@@ -1151,3 +1151,21 @@ fn the_next_leader_runs_a_cut_short_run_again_and_an_ended_one_never() {
     assert_eq!(next, Some(due + 60_000), "its records plan the next due time");
     assert!(!l.step(Input::Tick, ms(1210)).iter().any(|a| matches!(a, Spawn { .. })));
 }
+
+/// Found by neli-soak on tansu: a member whose run of a due time ended
+/// (its ending delivered late, after a cut) then read another member's
+/// record naming a later attempt at the same due time, started before the
+/// ending landed and cut short. The ending is final: the due time must not
+/// run again.
+#[test]
+fn a_due_time_that_ended_stays_ended_whatever_later_attempt_is_read() {
+    let due = wall(1010) / 60_000 * 60_000;
+    let ended = Job { due: Some(due), ended: Some(due + 500), ..attempt(500, 1, 3, Some(0)) };
+    let cut = Job { due: Some(due), ..attempt(900, 2, 5, None) };
+    for order in [[ended.clone(), cut.clone()], [cut, ended]] {
+        let read = order.into_iter().enumerate().map(|(i, job)| carrying(6 + i as i64, None, job)).collect();
+        let (l, actions) = wave_member(scheduled(60_000), read);
+        assert_eq!(spawned(&actions), None, "the due time ended: not run again: {actions:?}");
+        assert_eq!(l.last_run().map(|j| (j.token, j.code)), Some((3, Some(0))), "the ending is kept");
+    }
+}

@@ -23,11 +23,11 @@
 //! children's own word: each writes its token, NELI_WAVE and NELI_ATTEMPT.
 //!
 //! A schedule (`--schedule`): every member runs with `--every` and
-//! `--missed all`, and the command logs "start DUE ATTEMPT TOKEN" and, if it
-//! gets to its end (it takes longer than the heartbeat deadline, so a
+//! `--missed all`, and the command logs "start DUE ATTEMPT TOKEN MS" and, if
+//! it gets to its end (it takes longer than the heartbeat deadline, so a
 //! frozen leader's run is cut short by its lease), "end DUE TOKEN". Once a
 //! member logs that a run's ending is on the topic, a start of that due time
-//! under a later token is a *rerun*; a due time between the first and the
+//! after that moment is a *rerun*; a due time between the first and the
 //! last started that never started is *skipped*. Both fail the soak. A due
 //! time that ran to its end twice with no ending recorded between is the
 //! at-least-once the README states (its leader was cut off or frozen as its
@@ -71,7 +71,7 @@ esac"#;
 /// never ends.
 const SCHEDULED: &str = r#"mode=$(cat "$0/mode" 2>/dev/null || echo scheduled)
 echo "$NELI_FENCING_TOKEN $mode" >> "$0/modes"
-echo "start $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN" >> "$0/runs"
+echo "start $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN $(date +%s%3N)" >> "$0/runs"
 case $mode in
   ignore-term) trap '' TERM; while :; do sleep 0.2; done ;;
   grandchildren) sleep 100000 & sleep 100000 & wait ;;
@@ -481,6 +481,8 @@ struct ScheduleCheck {
     skipped: Vec<String>,
     /// Starts of a due time after a member logged its run's ending as on
     /// the topic: (due time, token of the start, token of the recorded run).
+    /// (An ending delivered late, after a cut, is logged late: a start before
+    /// that moment is the at-least-once the README states, not a rerun.)
     reruns: Vec<(String, i64, i64)>,
     /// Due times that ran to their end twice, no ending recorded between.
     at_least_once: usize,
@@ -491,20 +493,23 @@ fn check_schedule(dir: &std::path::Path, every: Duration) -> ScheduleCheck {
     let ms = |rfc: &str| {
         humantime::parse_rfc3339(rfc).ok().map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64)
     };
-    let mut starts: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
+    // Due time -> (token, wall ms) of each start.
+    let mut starts: BTreeMap<u64, Vec<(i64, u64)>> = BTreeMap::new();
     let mut ends: BTreeMap<u64, usize> = BTreeMap::new();
     for line in read_lines(&dir.join("runs")) {
         let w: Vec<&str> = line.split(' ').collect();
         match (w.first(), w.get(1).and_then(|d| ms(d))) {
             (Some(&"start"), Some(due)) => {
-                starts.entry(due).or_default().push(w.get(3).and_then(|t| t.parse().ok()).unwrap_or(-1))
+                let token = w.get(3).and_then(|t| t.parse().ok()).unwrap_or(-1);
+                starts.entry(due).or_default().push((token, w.get(4).and_then(|t| t.parse().ok()).unwrap_or(0)));
             }
             (Some(&"end"), Some(due)) => *ends.entry(due).or_default() += 1,
             _ => {}
         }
     }
-    // The endings the members saw delivered: due time -> token.
-    let mut recorded: BTreeMap<u64, i64> = BTreeMap::new();
+    // The endings the members saw delivered: due time -> (token, the wall
+    // ms of the first such log line).
+    let mut recorded: BTreeMap<u64, (i64, u64)> = BTreeMap::new();
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
         if entry.path().extension().is_none_or(|e| e != "log") {
             continue;
@@ -512,17 +517,21 @@ fn check_schedule(dir: &std::path::Path, every: Duration) -> ScheduleCheck {
         for line in read_lines(&entry.path()).iter().filter(|l| l.contains("the run's ending is on the group's topic"))
         {
             let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok());
-            if let (Some(token), Some(due)) = (field("token="), field("due_ms=")) {
-                recorded.insert(due, token as i64);
+            let at = line.split_whitespace().next().and_then(ms);
+            if let (Some(token), Some(due), Some(at)) = (field("token="), field("due_ms="), at) {
+                let first = recorded.entry(due).or_insert((token as i64, at));
+                if at < first.1 {
+                    *first = (token as i64, at);
+                }
             }
         }
     }
     let name =
         |due: u64| humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(due)).to_string();
     let mut check = ScheduleCheck { started: starts.len(), ended: ends.len(), ..Default::default() };
-    for (&due, tokens) in &starts {
-        if let Some(&done) = recorded.get(&due) {
-            check.reruns.extend(tokens.iter().filter(|&&t| t > done).map(|&t| (name(due), t, done)));
+    for (&due, started) in &starts {
+        if let Some(&(done, at)) = recorded.get(&due) {
+            check.reruns.extend(started.iter().filter(|&&(_, ms)| ms > at).map(|&(t, _)| (name(due), t, done)));
         }
     }
     check.at_least_once = ends.iter().filter(|(due, &n)| n > 1 && !recorded.contains_key(due)).count();

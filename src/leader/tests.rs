@@ -1169,3 +1169,25 @@ fn a_due_time_that_ended_stays_ended_whatever_later_attempt_is_read() {
         assert_eq!(l.last_run().map(|j| (j.token, j.code)), Some((3, Some(0))), "the ending is kept");
     }
 }
+
+#[test]
+fn which_run_says_more() {
+    let (d, later) = (Some(60_000u64), Some(120_000u64));
+    // The same run read again says nothing new (our own copy, naming no
+    // runner, stays ours, whatever copy another member carries).
+    assert!(!supersedes((3, d, Some(0)), (3, d, Some(0))));
+    assert!(!supersedes((3, d, None), (3, d, None)));
+    // Its ending does, and a later due time does, whatever the tokens.
+    assert!(supersedes((3, d, Some(0)), (3, d, None)));
+    assert!(supersedes((3, later, None), (4, d, Some(0))));
+    // An ending is final for its due time; of two attempts, the newer.
+    assert!(!supersedes((5, d, None), (3, d, Some(0))));
+    assert!(supersedes((5, d, None), (3, d, None)));
+    // A wave's run and a schedule's (members started with other flags):
+    // the newer token, as for waves.
+    assert!(!supersedes((5, d, Some(0)), (9, None, Some(0))));
+    assert!(supersedes((9, None, None), (5, d, Some(0))));
+    // Waves: the newer attempt, even over a success (a failure is retried).
+    assert!(supersedes((4, None::<u64>, None), (3, None, Some(1))));
+    assert!(!supersedes((3, None::<u64>, None), (3, None, Some(0))));
+}

@@ -1109,7 +1109,8 @@ mod say {
 
     /// A scheduled run starts: said with how late it is (a missed one).
     pub(super) fn due(due: u64, now: BootTime) {
-        info!(late = ?Duration::from_millis(now.wall_ms().saturating_sub(due)), "starting the run of a due time");
+        let late = Duration::from_millis(now.wall_ms().saturating_sub(due));
+        info!(due_ms = due, ?late, "starting the run of a due time");
     }
 
     /// A run of our wave already ended: we exit with its status.

@@ -477,7 +477,8 @@ struct ScheduleCheck {
     /// Due times started (at least once), and those that ran to their end.
     started: usize,
     ended: usize,
-    /// Due times between the first and the last started that never started.
+    /// Due times between the first and the last started that never started
+    /// and whose run no member recorded as ended.
     skipped: Vec<String>,
     /// Starts of a due time after a member logged its run's ending as on
     /// the topic: (due time, token of the start, token of the recorded run).
@@ -508,15 +509,22 @@ fn check_schedule(dir: &std::path::Path, every: Duration) -> ScheduleCheck {
         }
     }
     // The endings the members saw delivered: due time -> (token, the wall
-    // ms of the first such log line).
+    // ms of the first such log line); and the due times they started.
     let mut recorded: BTreeMap<u64, (i64, u64)> = BTreeMap::new();
+    let mut started: std::collections::BTreeSet<u64> = Default::default();
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
         if entry.path().extension().is_none_or(|e| e != "log") {
             continue;
         }
-        for line in read_lines(&entry.path()).iter().filter(|l| l.contains("the run's ending is on the group's topic"))
-        {
+        for line in read_lines(&entry.path()) {
             let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok());
+            if line.contains("starting the run of a due time") {
+                started.extend(field("due_ms="));
+                continue;
+            }
+            if !line.contains("the run's ending is on the group's topic") {
+                continue;
+            }
             let at = line.split_whitespace().next().and_then(ms);
             if let (Some(token), Some(due), Some(at)) = (field("token="), field("due_ms="), at) {
                 let first = recorded.entry(due).or_insert((token as i64, at));
@@ -537,7 +545,11 @@ fn check_schedule(dir: &std::path::Path, every: Duration) -> ScheduleCheck {
     check.at_least_once = ends.iter().filter(|(due, &n)| n > 1 && !recorded.contains_key(due)).count();
     if let (Some(&first), Some(&last)) = (starts.keys().next(), starts.keys().last()) {
         let period = every.as_millis() as u64;
-        check.skipped = (first..=last).step_by(period as usize).filter(|d| !starts.contains_key(d)).map(name).collect();
+        // A run killed before its first line (child-crash strikes once the
+        // detector's lock is held) ends as a failure, not retried: its due
+        // time was run, as its member's log (its start, or its ending) says.
+        let run = |d: &u64| starts.contains_key(d) || started.contains(d) || recorded.contains_key(d);
+        check.skipped = (first..=last).step_by(period as usize).filter(|d| !run(d)).map(name).collect();
     }
     check
 }

@@ -275,16 +275,13 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
 /// due time, RFC 3339 UTC) in place of NELI_WAVE: the key its attempts share.
 fn with_job(command: &child::Command, job: Option<leader::Job>) -> std::borrow::Cow<'_, child::Command> {
     let Some(job) = job else { return std::borrow::Cow::Borrowed(command) };
-    let wave = std::time::UNIX_EPOCH + std::time::Duration::from_millis(job.wave.wall_ms());
+    let rfc3339 = |ms| humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms));
     let mut command = command.clone();
     command.env.push(("NELI_ATTEMPT".into(), job.attempt.to_string()));
-    match job.due {
-        None => command.env.push(("NELI_WAVE".into(), humantime::format_rfc3339_millis(wave).to_string())),
-        Some(due) => {
-            let due = std::time::UNIX_EPOCH + std::time::Duration::from_millis(due);
-            command.env.push(("NELI_DUE".into(), humantime::format_rfc3339_millis(due).to_string()));
-        }
-    }
+    command.env.push(match job.due {
+        None => ("NELI_WAVE".into(), rfc3339(job.wave.wall_ms()).to_string()),
+        Some(due) => ("NELI_DUE".into(), rfc3339(due).to_string()),
+    });
     std::borrow::Cow::Owned(command)
 }
 

@@ -257,6 +257,11 @@ impl View {
         }
     }
 
+    /// Whether the records are a schedule's (`--every`, `--cron`).
+    fn scheduled(&self) -> bool {
+        !self.runs.is_empty() || self.next_ms.is_some()
+    }
+
     /// The leader, if its newest heartbeat is within its own deadline and
     /// it has not taken its claim back since.
     fn fresh_leader(&self, now_ms: u64) -> Option<&Heartbeat> {
@@ -279,18 +284,19 @@ fn ago(now_ms: u64, then_ms: u64) -> String {
 }
 
 fn rfc3339(ms: u64) -> String {
-    // A record's time is the writer's word: one past what SystemTime holds
-    // must not panic here.
-    match UNIX_EPOCH.checked_add(Duration::from_millis(ms)).filter(|_| ms < 253_402_300_800_000) {
-        Some(t) => humantime::format_rfc3339_seconds(t).to_string(),
-        None => format!("{ms} ms after the epoch"),
-    }
+    written(ms, |t| humantime::format_rfc3339_seconds(t).to_string())
 }
 
 /// As [`rfc3339`], to the millisecond: when a run started and ended.
 fn rfc3339_ms(ms: u64) -> String {
+    written(ms, |t| humantime::format_rfc3339_millis(t).to_string())
+}
+
+/// A record's time as `format` writes it. The time is the writer's word:
+/// one past what SystemTime holds must not panic here.
+fn written(ms: u64, format: impl Fn(std::time::SystemTime) -> String) -> String {
     match UNIX_EPOCH.checked_add(Duration::from_millis(ms)).filter(|_| ms < 253_402_300_800_000) {
-        Some(t) => humantime::format_rfc3339_millis(t).to_string(),
+        Some(t) => format(t),
         None => format!("{ms} ms after the epoch"),
     }
 }
@@ -311,7 +317,7 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
                 "withdrawn_age_ms": view.withdrawn_ms.map(|ms| now.saturating_sub(ms)),
             })
         });
-        let schedule = (!view.runs.is_empty() || view.next_ms.is_some()).then(|| {
+        let schedule = view.scheduled().then(|| {
             let runs: Vec<_> = view
                 .runs
                 .iter()
@@ -354,7 +360,7 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
         })
         .to_string();
     }
-    if !view.runs.is_empty() || view.next_ms.is_some() {
+    if view.scheduled() {
         return leadership(target, view, fresh, now) + &schedule_lines(view, fresh, now);
     }
     let last_run = view.job.as_ref().map_or(String::new(), |job| {

@@ -714,8 +714,8 @@ impl Leader {
             // Not before our last run's ending is on the partition.
             // (A record sent as it ended, in the same step, is later.)
             Some(_) if self.run_ended.is_some_and(|ended| fresh.sent <= ended) => return None,
-            Some(schedule) => {
-                let next = schedule.next(self.job.as_ref(), ready.wall_ms(), self.now.wall_ms())?;
+            Some(_) => {
+                let next = self.next_run(ready, self.now)?;
                 if next.missed {
                     ready
                 } else {
@@ -735,8 +735,8 @@ impl Leader {
         let lease = fresh.sent + self.settings.heartbeat_deadline;
         if self.start_at().is_some_and(|at| now >= at) && now < lease {
             let job = match (&self.settings.schedule, self.plan) {
-                (Some(schedule), Plan::Start(ready)) => {
-                    let Some(next) = schedule.next(self.job.as_ref(), ready.wall_ms(), now.wall_ms()) else { return };
+                (Some(_), Plan::Start(ready)) => {
+                    let Some(next) = self.next_run(ready, now) else { return };
                     Some(self.scheduled(next, token, now))
                 }
                 _ => match self.turn(token, now) {
@@ -764,6 +764,12 @@ impl Leader {
         }
     }
 
+    /// The schedule's next run for us, ready since `ready`, at `now`, after
+    /// the newest run we know of.
+    fn next_run(&self, ready: BootTime, now: BootTime) -> Option<schedule::Next> {
+        self.settings.schedule.as_ref()?.next(self.job.as_ref(), ready.wall_ms(), now.wall_ms())
+    }
+
     /// The run of a schedule's due time that we start now under `token`
     /// (its `wave` is this attempt's start: the due time is what attempts
     /// share).
@@ -778,9 +784,7 @@ impl Leader {
     pub fn next_due(&self) -> Option<u64> {
         let schedule = self.settings.schedule.as_ref()?;
         match (self.plan, self.child, &self.job) {
-            (Plan::Start(ready), Child::Idle, job) => {
-                schedule.next(job.as_ref(), ready.wall_ms(), self.now.wall_ms()).map(|n| n.due)
-            }
+            (Plan::Start(ready), Child::Idle, _) => self.next_run(ready, self.now).map(|n| n.due),
             (_, Child::Running, Some(Job { due: Some(due), .. })) => schedule.calendar.after(*due),
             _ => None,
         }

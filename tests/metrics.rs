@@ -45,16 +45,24 @@ fn code(addr: &str, path: &str) -> Option<u16> {
     get(addr, path).map(|r| r.0)
 }
 
-#[test]
-fn leader_endpoint_answers_200_only_on_the_leader() {
-    let g = Group::new("metrics");
+/// Member a, leading, and member b, its standby, each serving
+/// --metrics-addr (the two addresses, in that order).
+fn leader_and_standby(g: &Group) -> ([Member; 2], [String; 2]) {
     let t = g.broker.timing;
     let [addr_a, addr_b] = free_addrs();
-    let _a = g.member("a", &["--metrics-addr", &addr_a], &["sleep", "1000"]);
+    let a = g.member("a", &["--metrics-addr", &addr_a], &["sleep", "1000"]);
     wait_until(t.takeover(), "a leads", || g.lock_held());
     let mut b = g.member("b", &["--metrics-addr", &addr_b], &["sleep", "1000"]);
     wait_until(t.takeover(), "b is a standby (or exits)", || b.log().contains("standby") || b.exited());
     assert!(b.log().contains("standby"), "b: {}", b.log());
+    ([a, b], [addr_a, addr_b])
+}
+
+#[test]
+fn leader_endpoint_answers_200_only_on_the_leader() {
+    let g = Group::new("metrics");
+    let t = g.broker.timing;
+    let (_members, [addr_a, addr_b]) = leader_and_standby(&g);
 
     wait_until(t.takeover(), "a's /leader says 200", || code(&addr_a, "/leader") == Some(200));
     assert_eq!(code(&addr_b, "/leader"), Some(503));
@@ -124,12 +132,7 @@ fn http_answers_head_negotiates_openmetrics_and_names_the_charset() {
 fn a_kafka_outage_fails_readiness_but_not_liveness() {
     let g = Group::on(Broker::dev(), "metrics-outage");
     let t = g.broker.timing;
-    let [addr_a, addr_b] = free_addrs();
-    let _a = g.member("a", &["--metrics-addr", &addr_a], &["sleep", "1000"]);
-    wait_until(t.takeover(), "a leads", || g.lock_held());
-    let mut b = g.member("b", &["--metrics-addr", &addr_b], &["sleep", "1000"]);
-    wait_until(t.takeover(), "b is a standby (or exits)", || b.log().contains("standby") || b.exited());
-    assert!(b.log().contains("standby"), "b: {}", b.log());
+    let (_members, [addr_a, addr_b]) = leader_and_standby(&g);
     wait_until(t.takeover(), "both are ready", || {
         code(&addr_a, "/readyz") == Some(200) && code(&addr_b, "/readyz") == Some(200)
     });

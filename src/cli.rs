@@ -178,11 +178,12 @@ pub enum Sub {
     ///
     /// It is librdkafka's mock cluster (one broker) behind a fixed address,
     /// with a group coordinator of its own that keeps Kafka's timing.
-    /// Topics are created with one partition on first use. Everything lives
+    /// Topics are created as on Kafka: by CreateTopics, or by a producer
+    /// (one partition), never by a client that only looks. Everything lives
     /// in this process's memory and is lost when it stops. Other Kafka
     /// clients work too (kafka-python and kafkajs are checked: produce, join
-    /// a group, consume, leave). For development and tests only. Stops on
-    /// Ctrl-C.
+    /// a group, consume, leave, create a topic). For development and tests
+    /// only. Stops on Ctrl-C.
     ///
     /// SIGUSR1 takes it down (every connection closed, new ones refused) and
     /// SIGUSR2 brings it back with its state, as a Kafka broker restarting
@@ -311,12 +312,15 @@ pub struct DevBrokerArgs {
     #[arg(long, env = "NELI_DEV_BROKER_DENY_TOPIC", value_name = "TOPIC")]
     pub deny_topic: Vec<String>,
 
-    /// Create each topic with N partitions, as a topic created by hand
-    /// with more than one: to see what members do then (a member joining
-    /// may take partition 0 from a leader, which then stops its command).
-    #[arg(long, env = "NELI_DEV_BROKER_PARTITIONS", default_value_t = 1, value_name = "N",
+    /// Give every topic N partitions, whatever its creator asks for, as a
+    /// topic created by hand with more than one: to see what members do
+    /// then (a member joining may take partition 0 from a leader, which
+    /// then stops its command). Without it, a topic gets what CreateTopics
+    /// asks for, and one partition when a producer's Metadata request
+    /// creates it.
+    #[arg(long, env = "NELI_DEV_BROKER_PARTITIONS", value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=1000))]
-    pub partitions: u16,
+    pub partitions: Option<u16>,
 
     /// Who answers the group APIs (JoinGroup, SyncGroup, Heartbeat,
     /// LeaveGroup, and with `kafka` also OffsetCommit, OffsetFetch,

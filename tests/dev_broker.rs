@@ -3,7 +3,11 @@
 
 use std::time::Duration;
 
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use crate::util::{wait_until, Broker};
@@ -37,6 +41,8 @@ fn committed(c: &BaseConsumer, topic: &str) -> Offset {
 fn the_coordinator_describes_the_group_keeps_a_members_commits_and_refuses_an_outsiders() {
     let broker = Broker::dev();
     let (topic, group) = ("offsets-t", "offsets-g");
+    // As on Kafka, a consumer does not create the topic it subscribes to.
+    assert_eq!(create(&admin_of(&broker), topic, 1), Ok(topic.to_string()));
     let member = consumer(&broker, group);
     member.subscribe(&[topic]).unwrap();
     wait_until(Duration::from_secs(30), "the member is assigned partition 0", || {
@@ -65,6 +71,57 @@ fn the_coordinator_describes_the_group_keeps_a_members_commits_and_refuses_an_ou
         outsider.commit(&at(topic, 7), CommitMode::Sync).is_ok()
     });
     assert_eq!(committed(&outsider, topic), Offset::Offset(7));
+}
+
+fn topics(broker: &Broker) -> Vec<(String, usize)> {
+    let md = consumer(broker, "lister").fetch_metadata(None, Duration::from_secs(10)).expect("all topics");
+    md.topics().iter().map(|t| (t.name().to_string(), t.partitions().len())).collect()
+}
+
+fn admin_of(broker: &Broker) -> AdminClient<DefaultClientContext> {
+    ClientConfig::new().set("bootstrap.servers", &broker.address).create().expect("an admin client")
+}
+
+fn create(admin: &AdminClient<DefaultClientContext>, name: &str, partitions: i32) -> Result<String, RDKafkaErrorCode> {
+    let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+    let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
+    let mut results = block_on(admin.create_topics([&topic], &opts)).expect("CreateTopics answered");
+    results.pop().expect("one result").map_err(|(_, code)| code)
+}
+
+/// A future polled on a one-off runtime (the admin client answers through futures).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+}
+
+/// Topics come into being as on Kafka: CreateTopics makes what it asks for
+/// (which needs the controller the mock does not name), a producer's
+/// Metadata request may create a topic (with one partition, not the mock's
+/// four), and a client that only looks creates nothing. --partitions gives
+/// every topic its count, as a topic made by hand with more than one.
+#[test]
+fn topics_are_created_by_create_topics_and_producers_never_by_looking() {
+    let broker = Broker::dev();
+    let admin = admin_of(&broker);
+    assert_eq!(create(&admin, "three", 3), Ok("three".to_string()));
+    assert_eq!(create(&admin, "three", 3), Err(RDKafkaErrorCode::TopicAlreadyExists));
+    assert_eq!(create(&admin, "no/slash", 1), Err(RDKafkaErrorCode::InvalidTopic));
+
+    let looked = consumer(&broker, "looker").fetch_metadata(Some("looked-at"), Duration::from_secs(10)).unwrap();
+    assert_eq!(looked.topics()[0].error().map(RDKafkaErrorCode::from), Some(RDKafkaErrorCode::UnknownTopicOrPartition));
+
+    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", &broker.address).create().unwrap();
+    producer.send(BaseRecord::<(), _>::to("produced").payload("x")).expect("queued");
+    producer.flush(Duration::from_secs(10)).expect("delivered");
+
+    let mut all = topics(&broker);
+    all.sort();
+    assert_eq!(all, [("produced".to_string(), 1), ("three".to_string(), 3)]);
+
+    let broker = Broker::dev_with("127.0.0.1", &["--partitions", "2"]);
+    let admin = admin_of(&broker);
+    assert_eq!(create(&admin, "asked-one", 1), Ok("asked-one".to_string()));
+    assert_eq!(topics(&broker), [("asked-one".to_string(), 2)]);
 }
 
 /// A client that speaks Kafka's wire format by hand, to see the bytes the

@@ -118,6 +118,26 @@ fn status_watch_prints_each_change_of_leader() {
     g.assert_no_overlap();
 }
 
+/// Looking creates nothing (found in an audit: on the dev broker, status of
+/// a group that never ran created its topic). So a second look still finds
+/// no topic, and the broker lists none.
+#[test]
+fn status_of_a_group_that_never_ran_exits_1_and_creates_no_topic() {
+    let broker = crate::util::Broker::start();
+    let group = format!("never-ran-{}", std::process::id());
+    for look in ["first", "second"] {
+        let (code, out) = run(&["status", "-b", &broker.address, "-g", &group]);
+        assert_eq!(code, 1, "{look} look: {out}");
+        let want = format!("no topic {group}.neli: no member of group {group} has run yet");
+        assert!(out.contains(&want), "{look} look: {out}");
+    }
+    let lister: rdkafka::consumer::BaseConsumer =
+        rdkafka::ClientConfig::new().set("bootstrap.servers", &broker.address).create().unwrap();
+    let md = rdkafka::consumer::Consumer::fetch_metadata(&lister, None, Duration::from_secs(10)).expect("all topics");
+    let names: Vec<&str> = md.topics().iter().map(|t| t.name()).collect();
+    assert!(!names.iter().any(|n| n.starts_with(&group)), "status created {names:?}");
+}
+
 #[test]
 fn status_and_yield_of_an_unreachable_broker_exit_69() {
     // A closed port: 69 (EX_UNAVAILABLE), never 1, which means "no leader".

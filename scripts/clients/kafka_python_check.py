@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kafka-python against a broker, with the client's default settings:
 produce to a new topic, join a consumer group, consume what was produced,
-commit, and leave the group. Fails (exit 1, saying which step) unless every
+commit, leave the group, and create a topic through the admin API. Fails (exit 1, saying which step) unless every
 step works and the leave is answered without error: the client logs the
 answer, and the group is empty right after (a member that did not leave
 would stay in it for its session timeout).
@@ -15,6 +15,8 @@ import time
 import uuid
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.errors import TopicAlreadyExistsError
 
 NAME = "kafka-python"
 COUNT = 3
@@ -105,6 +107,26 @@ def main():
     if described.get("error") or described["group_state"] != "Empty" or described["members"]:
         fail(step, f"right after the leave the group is {described}, expected Empty with no members")
     print(f"{NAME}: left {group}: the LeaveGroup was answered without error, and the group is Empty")
+
+    step = "create a topic with the admin API"
+    created = f"{topic}-created"
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=broker)
+        admin.create_topics([NewTopic(created, num_partitions=3, replication_factor=1)])
+        partitions = admin.describe_topics([created])[0]["partitions"]
+        try:
+            admin.create_topics([NewTopic(created, num_partitions=3, replication_factor=1)])
+            fail(step, "creating it again was not refused")
+        except TopicAlreadyExistsError:
+            pass
+        admin.close()
+    except SystemExit:
+        raise
+    except Exception as err:  # noqa: BLE001
+        fail(step, repr(err))
+    if len(partitions) != 3:
+        fail(step, f"{created} has {len(partitions)} partitions, expected 3")
+    print(f"{NAME}: created {created} with 3 partitions; creating it again is refused (TOPIC_ALREADY_EXISTS)")
 
     if seen.errors:
         fail("run without client errors", "; ".join(seen.errors))

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // kafkajs against a broker, with the client's default settings: produce to
-// a new topic, join a consumer group, consume what was produced, commit, and
-// leave the group. Fails (exit 1, saying which step) unless every step works
+// a new topic, join a consumer group, consume what was produced, commit,
+// leave the group, and create a topic through the admin API. Fails (exit 1, saying which step) unless every step works
 // and the leave is answered without error: the client logs no error (it logs
 // one for a LeaveGroup answer it cannot read), and the group is empty right
 // after (a member that did not leave would stay in it for its session
@@ -112,12 +112,26 @@ async function main () {
   // An answer kafkajs cannot read is logged, not thrown.
   if (errors.length) fail(`the client logged: ${errors.join('; ')}`)
   const { groups } = await admin.describeGroups([groupId])
-  await admin.disconnect()
   const group = groups.find(g => g.groupId === groupId)
   if (!group || group.errorCode !== 0 || group.state !== 'Empty' || group.members.length !== 0) {
     fail(`right after the leave the group is ${JSON.stringify(group)}, expected Empty with no members`)
   }
   console.log(`${NAME}: left ${groupId} (LeaveGroup v${leaves[0]}): answered without error, and the group is Empty`)
+
+  step = 'create a topic with the admin API'
+  const created = `${topic}-created`
+  const asked = { topics: [{ topic: created, numPartitions: 3 }], waitForLeaders: true }
+  if (await admin.createTopics(asked) !== true) fail(`${created} was not created`)
+  const { topics } = await admin.fetchTopicMetadata({ topics: [created] })
+  if (topics[0].partitions.length !== 3) fail(`${created} has ${topics[0].partitions.length} partitions, expected 3`)
+  // false: TOPIC_ALREADY_EXISTS, which kafkajs does not throw but logs as an
+  // error (as it would against Kafka): that one line is expected.
+  const before = errors.length
+  if (await admin.createTopics(asked) !== false) fail('creating it again was not refused')
+  const logged = errors.splice(before)
+  if (logged.length !== 1 || !logged[0].includes('CreateTopics')) fail(`the client logged: ${logged.join('; ')}`)
+  await admin.disconnect()
+  console.log(`${NAME}: created ${created} with 3 partitions; creating it again is refused (TOPIC_ALREADY_EXISTS)`)
 
   step = 'run without client errors'
   if (errors.length) fail(errors.join('; '))

@@ -5,11 +5,11 @@
 //! advertise the `--listen` address for that broker, move the mock's
 //! listener to a unix socket in a private directory (see [`BackDoor`]: on
 //! its TCP port it would answer anyone without a login), and forward the
-//! listen port to it. Request frames are capped as Kafka caps them. The forwarder also reads the Metadata requests passing through
-//! and creates each topic they name first, with one partition unless
-//! --partitions says otherwise: the mock does not implement CreateTopics and
-//! would auto-create four partitions, and a member joining a four-partition
-//! group can take partition 0 from a leader.
+//! listen port to it. Request frames are capped as Kafka caps them. The
+//! forwarder also creates topics as Kafka does (see [`topics`]): it answers
+//! CreateTopics, which the mock does not serve, and creates a topic that a
+//! Metadata request allows to be created, before the mock would give it four
+//! partitions.
 //!
 //! ApiVersions requests above the mock's v2 are answered here, as Kafka
 //! answers a version it does not serve (KIP-511): the mock's own answer is
@@ -19,12 +19,14 @@
 //! restarting over its log: while down every connection is closed and new
 //! ones are refused; once up, topics, offsets and groups are as they were.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 
 use rdkafka::config::ClientConfig;
-use rdkafka::producer::BaseProducer;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::{BaseProducer, Producer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, info, warn};
@@ -35,6 +37,7 @@ use crate::kafka::Quiet;
 
 mod group;
 mod sasl;
+mod topics;
 mod wire;
 
 use wire::Header;
@@ -80,38 +83,50 @@ async fn coordinate(mut requests: tokio::sync::mpsc::UnboundedReceiver<Asked>, i
     }
 }
 
-/// The raw mock cluster handle. The mock's API posts operations to its own
-/// thread, so calling it from any thread is safe.
+/// The mock cluster, through the client that made it and ends it when
+/// dropped (librdkafka's `test.mock.num.brokers`).
 struct Mock {
-    raw: *mut rdkafka_sys::rd_kafka_mock_cluster_t,
-    /// How many partitions each topic gets (--partitions).
-    partitions: i32,
-    _owner: BaseProducer<Quiet>,
+    owner: BaseProducer<Quiet>,
+    /// --partitions: how many partitions every topic gets, whatever its
+    /// creator asked for.
+    partitions: Option<i32>,
+    /// --deny-topic: topics nobody may read, write or create.
+    denied: Vec<String>,
 }
-unsafe impl Send for Mock {}
-unsafe impl Sync for Mock {}
 
 impl Mock {
+    /// rdkafka's safe handle on the mock, borrowed from its owner each
+    /// time, so that nothing outlives the owner and Mock stays Send and Sync.
+    fn cluster(&self) -> MockCluster<'_, Quiet> {
+        self.owner.client().mock_cluster().expect("made with test.mock.num.brokers (checked in start_mock)")
+    }
+
     /// Takes the broker down (closing every connection) or brings it up.
     fn set_up(&self, up: bool) {
-        // SAFETY: `raw` lives as long as `_owner`; broker 1 exists.
-        unsafe {
-            if up {
-                rdkafka_sys::rd_kafka_mock_broker_set_up(self.raw, 1);
-            } else {
-                rdkafka_sys::rd_kafka_mock_broker_set_down(self.raw, 1);
-            }
+        let done = if up { self.cluster().broker_up(1) } else { self.cluster().broker_down(1) };
+        if let Err(err) = done {
+            warn!(%err, up, "the mock cluster did not change its broker's state");
         }
     }
 
-    fn create_topic(&self, topic: &str) {
-        let Ok(name) = CString::new(topic) else {
-            return;
-        };
-        // SAFETY: `raw` lives as long as `_owner`; the name is a valid C string.
-        let err = unsafe { rdkafka_sys::rd_kafka_mock_topic_create(self.raw, name.as_ptr(), self.partitions, 1) };
-        if err == rdkafka_sys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
-            info!(topic, partitions = self.partitions, "created topic");
+    /// Creates a topic with `partitions` (unless --partitions says
+    /// otherwise), answering as Kafka would.
+    fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), (i16, String)> {
+        let partitions = self.partitions.unwrap_or(partitions);
+        match self.cluster().create_topic(topic, partitions, 1) {
+            Ok(()) => {
+                info!(topic, partitions, "created topic");
+                Ok(())
+            }
+            Err(KafkaError::MockCluster(code)) => {
+                let message = match code {
+                    RDKafkaErrorCode::TopicAlreadyExists => format!("Topic '{topic}' already exists."),
+                    code => code.to_string(),
+                };
+                // librdkafka's own codes are negative; Kafka's -1 is "unknown".
+                Err((i16::try_from(code as i32).unwrap_or(-1).max(-1), message))
+            }
+            Err(err) => Err((-1, err.to_string())),
         }
     }
 }
@@ -158,10 +173,7 @@ async fn serve(
     })?;
     let mock = start_mock(advertised, &args.deny_topic, args.partitions)
         .map_err(|err| Failure::new(Kind::Internal, format!("cannot start the mock cluster: {err}")))?;
-    // SAFETY: the handle is valid; the returned string is owned by the mock.
-    let inner = unsafe { CStr::from_ptr(rdkafka_sys::rd_kafka_mock_cluster_bootstraps(mock.raw)) }
-        .to_string_lossy()
-        .into_owned();
+    let inner = mock.cluster().bootstrap_servers();
     let Some(inner) = inner.split(',').next().and_then(|a| a.to_socket_addrs().ok()?.next()) else {
         return Err(Failure::new(Kind::Internal, format!("the mock cluster gave no usable address ({inner})")));
     };
@@ -372,38 +384,33 @@ fn bound_not_listening(port: u16, skip: Option<i32>) -> std::io::Result<i32> {
     Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no bound socket of the mock cluster found"))
 }
 
-fn start_mock(advertised: &str, denied: &[String], partitions: u16) -> Result<Mock, String> {
+fn start_mock(advertised: &str, denied: &[String], partitions: Option<u16>) -> Result<Mock, String> {
     let (host, port) = advertised.rsplit_once(':').ok_or("no port")?;
     let port: i32 = port.parse().map_err(|_| "bad port")?;
     let owner: BaseProducer<Quiet> =
         ClientConfig::new().set("test.mock.num.brokers", "1").create_with_context(Quiet).map_err(|e| e.to_string())?;
-    // SAFETY: the producer was created with a mock cluster, which it owns.
-    let raw =
-        unsafe { rdkafka_sys::rd_kafka_handle_mock_cluster(rdkafka::producer::Producer::client(&owner).native_ptr()) };
-    if raw.is_null() {
+    let Some(cluster) = owner.client().mock_cluster() else {
         return Err("librdkafka created no mock cluster".into());
-    }
+    };
     let host = CString::new(host.trim_matches(['[', ']'])).map_err(|_| "bad host")?;
-    // SAFETY: valid handle and C string; broker 1 exists.
+    // rdkafka's MockCluster does not wrap these two calls.
+    // SAFETY: the producer was created with a mock cluster, which it owns
+    // and keeps while it lives; broker 1 exists; the host is a C string.
     unsafe {
+        let raw = rdkafka_sys::rd_kafka_handle_mock_cluster(owner.client().native_ptr());
         rdkafka_sys::rd_kafka_mock_broker_set_host_port(raw, 1, host.as_ptr(), port);
         // Real brokers wait 3s for more members before the first rebalance;
         // for trying things out, starting at once is nicer.
         rdkafka_sys::rd_kafka_mock_group_initial_rebalance_delay_ms(raw, 0);
     }
     for topic in denied {
-        let name = CString::new(topic.as_str()).map_err(|_| "bad topic name")?;
-        // SAFETY: valid handle and C string.
-        unsafe {
-            rdkafka_sys::rd_kafka_mock_topic_set_error(
-                raw,
-                name.as_ptr(),
-                rdkafka_sys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
-            );
-        }
+        cluster
+            .topic_error(topic, rdkafka_sys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+            .map_err(|e| format!("--deny-topic {topic}: {e}"))?;
         info!(topic, "denying access to topic");
     }
-    Ok(Mock { raw, partitions: partitions.into(), _owner: owner })
+    drop(cluster);
+    Ok(Mock { owner, partitions: partitions.map(i32::from), denied: denied.to_vec() })
 }
 
 /// Group requests (JoinGroup, SyncGroup) the mock is still answering, by
@@ -533,6 +540,9 @@ where
     // The ApiVersions request whose response must offer SASL: (correlation
     // id, version).
     let api_versions = &std::sync::Mutex::new(None);
+    // The Metadata requests whose responses must name the controller, by
+    // correlation id: their versions.
+    let metadata = &std::sync::Mutex::new(std::collections::HashMap::new());
     let conn = pending.connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let _ = client.set_nodelay(true);
     let (client_rx, client_tx) = client.split();
@@ -584,8 +594,16 @@ where
             if let Some(request) = wire::api_versions_request(&frame) {
                 *api_versions.lock().expect("lock") = Some(request);
             }
-            for topic in metadata_topics(&frame) {
-                mock.create_topic(&topic);
+            if let Some((correlation, version)) = topics::metadata_version(&frame) {
+                metadata.lock().expect("lock").insert(correlation, version);
+            }
+            if let Some(request) = topics::CreateTopics::parse(&frame) {
+                let answer = request.answer(&mock.denied, 1, |topic, partitions| mock.create_topic(topic, partitions));
+                respond(answer).await?;
+                continue;
+            }
+            for topic in topics::auto_created(&frame) {
+                let _ = mock.create_topic(&topic, 1);
             }
             let coordinated = shared.coordinator.as_ref().and_then(|c| Some((c, group::Request::parse(&frame)?)));
             if let Some((coordinator, mut request)) = coordinated {
@@ -625,10 +643,14 @@ where
                 if shared.users.is_some() {
                     frame = sasl::advertise(&frame, version).unwrap_or(frame);
                 }
+                frame = wire::add_apis(&frame, version, &[topics::CREATE_TOPICS_VERSIONS]).unwrap_or(frame);
                 if shared.coordinator.is_some() {
                     frame = group::cap_api_versions(&frame, version).unwrap_or(frame);
                     frame = wire::add_apis(&frame, version, &group::ADDED).unwrap_or(frame);
                 }
+            }
+            if let Some(version) = correlation.and_then(|c| metadata.lock().expect("lock").remove(&c)) {
+                frame = topics::name_controller(&frame, version).unwrap_or(frame);
             }
             respond(frame).await?;
             if let Some(correlation) = correlation {
@@ -728,32 +750,6 @@ impl GroupRequest {
     }
 }
 
-/// The topic names of a Metadata request frame (without its length), or
-/// nothing for any other request. Kafka's Metadata request is flexible
-/// (compact strings, tagged fields) from version 9 and carries topic ids
-/// from version 10.
-fn metadata_topics(frame: &[u8]) -> Vec<String> {
-    (|| {
-        let Header { api_key, version, flexible, body: mut r, .. } = Header::parse(frame)?;
-        if api_key != wire::METADATA {
-            return None;
-        }
-        let count = if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i32()?) };
-        let mut topics = Vec::new();
-        for _ in 0..count.max(0) {
-            if version >= 10 {
-                r.skip(16)?;
-            }
-            topics.extend(r.string_in(flexible)?);
-            if flexible {
-                r.tagged_fields()?;
-            }
-        }
-        Some(topics)
-    })()
-    .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -765,30 +761,6 @@ mod tests {
         f.extend_from_slice(&3i16.to_be_bytes());
         f.extend_from_slice(b"cli");
         f
-    }
-
-    #[test]
-    fn reads_topics_of_a_flexible_metadata_request() {
-        let mut f = header(12);
-        f.push(0); // header tagged fields
-        f.push(3); // two topics
-        for name in ["a.neli", "b"] {
-            f.extend_from_slice(&[0u8; 16]);
-            f.push(name.len() as u8 + 1);
-            f.extend_from_slice(name.as_bytes());
-            f.push(0);
-        }
-        f.extend_from_slice(&[1, 0, 0]); // allow auto create, tagged fields
-        assert_eq!(metadata_topics(&f), vec!["a.neli", "b"]);
-    }
-
-    #[test]
-    fn reads_topics_of_a_classic_metadata_request() {
-        let mut f = header(1);
-        f.extend_from_slice(&1i32.to_be_bytes());
-        f.extend_from_slice(&6i16.to_be_bytes());
-        f.extend_from_slice(b"g.neli");
-        assert_eq!(metadata_topics(&f), vec!["g.neli"]);
     }
 
     #[test]
@@ -836,16 +808,5 @@ mod tests {
         // Versions the mock does not serve are left to it.
         assert!(GroupRequest { version: 3, ..flexible }.member_id_required("x").is_none());
         assert_ne!(next_member_id("a"), next_member_id("a"));
-    }
-
-    #[test]
-    fn ignores_other_requests_all_topics_and_garbage() {
-        let mut f = header(1);
-        f[1] = 18; // ApiVersions
-        assert!(metadata_topics(&f).is_empty());
-        let mut all = header(12);
-        all.extend_from_slice(&[0, 0]); // null array = all topics
-        assert!(metadata_topics(&all).is_empty());
-        assert!(metadata_topics(&[0, 3, 0]).is_empty());
     }
 }

@@ -12,6 +12,7 @@ pub const DESCRIBE_GROUPS: i16 = 15;
 pub const LIST_GROUPS: i16 = 16;
 pub const SASL_HANDSHAKE: i16 = 17;
 pub const API_VERSIONS: i16 = 18;
+pub const CREATE_TOPICS: i16 = 19;
 pub const SASL_AUTHENTICATE: i16 = 36;
 
 /// The highest ApiVersions version the mock serves (librdkafka 2.12.1,
@@ -110,6 +111,7 @@ impl<'a> Header<'a> {
             LIST_GROUPS => version >= 3,
             SYNC_GROUP => version >= 4,
             API_VERSIONS => version >= 3,
+            CREATE_TOPICS => version >= 5,
             _ => false, // the others the forwarder reads (SASL) are not
         };
         if flexible {

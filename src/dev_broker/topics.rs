@@ -1,0 +1,473 @@
+//! Who creates topics on the dev broker, and when: as on Kafka, a topic is
+//! created by CreateTopics, or by a Metadata request that allows automatic
+//! creation, never by a client that only looks (`neli-run status`, whose
+//! Metadata requests disallow it).
+//!
+//! The mock does not serve CreateTopics, and its automatic creation gives a
+//! topic four partitions, which a group topic must not have (a member
+//! joining may take partition 0 from a leader). So the forwarder answers
+//! CreateTopics itself and creates an auto-created topic before the mock
+//! sees the request, each through the mock's own topic creation.
+
+use std::collections::HashSet;
+
+use super::wire::{put_string, Header, Reader, CREATE_TOPICS, METADATA};
+
+/// The CreateTopics versions answered here: the non-flexible ones (0 to 4;
+/// librdkafka, kafka-python and kafkajs all use one of them). The
+/// ApiVersions answer gains them.
+pub const CREATE_TOPICS_VERSIONS: (i16, i16, i16) = (CREATE_TOPICS, 0, 4);
+
+const NONE: i16 = 0;
+const INVALID_TOPIC: i16 = 17;
+const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+const INVALID_PARTITIONS: i16 = 37;
+const INVALID_REPLICATION_FACTOR: i16 = 38;
+const INVALID_REQUEST: i16 = 42;
+
+/// The topic names of a Metadata request frame (without its length) that
+/// allows automatic creation: those the broker creates if missing. Nothing
+/// for any other request, or one that disallows it. Kafka's Metadata request
+/// is flexible (compact strings, tagged fields) from version 9, carries
+/// topic ids from version 10 and says whether to create from version 4
+/// (before that, it always may).
+pub fn auto_created(frame: &[u8]) -> Vec<String> {
+    (|| {
+        let Header { api_key, version, flexible, body: mut r, .. } = Header::parse(frame)?;
+        if api_key != METADATA {
+            return None;
+        }
+        let count = if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i32()?) };
+        let mut topics = Vec::new();
+        for _ in 0..count.max(0) {
+            if version >= 10 {
+                r.skip(16)?;
+            }
+            topics.extend(r.string_in(flexible)?);
+            if flexible {
+                r.tagged_fields()?;
+            }
+        }
+        let allowed = version < 4 || r.take(1)? != [0];
+        allowed.then_some(topics)
+    })()
+    .unwrap_or_default()
+}
+
+/// The id of the dev broker's one broker.
+const BROKER: i32 = 1;
+
+/// The version of a Metadata request frame: its response names the
+/// controller, which [`name_controller`] corrects.
+pub fn metadata_version(frame: &[u8]) -> Option<(i32, i16)> {
+    let req = Header::parse(frame)?;
+    (req.api_key == METADATA).then_some((req.correlation, req.version))
+}
+
+/// A Metadata response frame of `version` (without its length) that names
+/// the one broker as the controller, or None if it does not parse. The mock
+/// names broker 0, which does not exist; admin clients send CreateTopics to
+/// the controller, so they would wait for it (librdkafka until its timeout,
+/// kafka-python fails at once).
+pub fn name_controller(frame: &[u8], version: i16) -> Option<Vec<u8>> {
+    if version < 1 {
+        return None; // no controller before v1
+    }
+    let flexible = version >= 9;
+    let mut r = Reader { buf: frame, at: 4 }; // after the correlation id
+    if flexible {
+        r.tagged_fields()?;
+    }
+    if version >= 3 {
+        r.skip(4)?; // throttle time
+    }
+    let brokers = if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i32()?) };
+    for _ in 0..brokers.max(0) {
+        r.skip(4)?; // node id
+        r.string_in(flexible)?; // host
+        r.skip(4)?; // port
+        r.string_in(flexible)?; // rack
+        if flexible {
+            r.tagged_fields()?;
+        }
+    }
+    if version >= 2 {
+        r.string_in(flexible)?; // cluster id
+    }
+    let mut out = frame.to_vec();
+    out.get_mut(r.at..r.at + 4)?.copy_from_slice(&BROKER.to_be_bytes());
+    Some(out)
+}
+
+/// One topic of a CreateTopics request.
+#[derive(Debug, PartialEq)]
+pub struct NewTopic {
+    pub name: String,
+    /// -1: the broker's default.
+    pub partitions: i32,
+    /// -1: the broker's default.
+    pub replication: i16,
+    /// Partitions given with their replicas by hand (then `partitions` and
+    /// `replication` are -1): how many.
+    pub assigned: usize,
+}
+
+/// A CreateTopics request (versions 0 to 4).
+#[derive(Debug, PartialEq)]
+pub struct CreateTopics {
+    pub version: i16,
+    pub correlation: i32,
+    pub topics: Vec<NewTopic>,
+    /// Check only, create nothing (version 1 on).
+    pub validate_only: bool,
+}
+
+impl CreateTopics {
+    /// The request in a frame (without its length), or None for any other
+    /// request, a version not answered here, or one that does not parse.
+    pub fn parse(frame: &[u8]) -> Option<CreateTopics> {
+        let Header { api_key, version, correlation, body: mut r, .. } = Header::parse(frame)?;
+        if api_key != CREATE_TOPICS || !(CREATE_TOPICS_VERSIONS.1..=CREATE_TOPICS_VERSIONS.2).contains(&version) {
+            return None;
+        }
+        let mut topics = Vec::new();
+        for _ in 0..r.i32()?.max(0) {
+            let name = r.string()?;
+            let (partitions, replication) = (r.i32()?, r.i16()?);
+            let assigned = r.i32()?.max(0) as usize;
+            for _ in 0..assigned {
+                r.skip(4)?; // partition index
+                let brokers = r.i32()?.max(0) as usize;
+                r.skip(4 * brokers)?;
+            }
+            // Configs (retention and the like): the mock keeps none.
+            for _ in 0..r.i32()?.max(0) {
+                r.string()?;
+                r.string_in(false)?;
+            }
+            topics.push(NewTopic { name, partitions, replication, assigned });
+        }
+        r.skip(4)?; // timeout
+        let validate_only = version >= 1 && r.take(1)? != [0];
+        Some(CreateTopics { version, correlation, topics, validate_only })
+    }
+
+    /// Checks each topic as Kafka does, has `create` make the valid ones
+    /// (unless only validating) with their partition count, and returns the
+    /// response frame. `create` answers with Kafka's error code and message
+    /// (TOPIC_ALREADY_EXISTS, ...).
+    pub fn answer(
+        &self,
+        denied: &[String],
+        default_partitions: i32,
+        mut create: impl FnMut(&str, i32) -> Result<(), (i16, String)>,
+    ) -> Vec<u8> {
+        let mut seen = HashSet::new();
+        let twice: HashSet<&str> = self.topics.iter().map(|t| t.name.as_str()).filter(|n| !seen.insert(*n)).collect();
+        let mut out = self.correlation.to_be_bytes().to_vec();
+        if self.version >= 2 {
+            out.extend_from_slice(&0i32.to_be_bytes()); // throttle time
+        }
+        out.extend_from_slice(&(self.topics.len() as i32).to_be_bytes());
+        for topic in &self.topics {
+            let partitions = match (topic.assigned, topic.partitions) {
+                (0, -1) => default_partitions,
+                (0, n) => n,
+                (n, _) => n as i32,
+            };
+            let checked = if twice.contains(topic.name.as_str()) {
+                Err((INVALID_REQUEST, "the request names this topic more than once".to_string()))
+            } else if let Some(why) = invalid_name(&topic.name) {
+                Err((INVALID_TOPIC, format!("Topic name {:?} is invalid: {why}", topic.name)))
+            } else if denied.contains(&topic.name) {
+                Err((TOPIC_AUTHORIZATION_FAILED, "Authorization failed.".to_string()))
+            } else if partitions < 1 {
+                Err((INVALID_PARTITIONS, "Number of partitions must be larger than 0.".to_string()))
+            } else if topic.assigned == 0 && topic.replication != -1 && topic.replication != 1 {
+                Err((
+                    INVALID_REPLICATION_FACTOR,
+                    format!(
+                        "Replication factor {} is invalid: the dev broker is one broker (ask for 1, or -1 for the \
+                         default)",
+                        topic.replication
+                    ),
+                ))
+            } else if self.validate_only {
+                Ok(())
+            } else {
+                create(&topic.name, partitions)
+            };
+            put_string(&mut out, Some(&topic.name));
+            let (code, message) = checked.map_or_else(|(c, m)| (c, Some(m)), |()| (NONE, None));
+            out.extend_from_slice(&code.to_be_bytes());
+            if self.version >= 1 {
+                put_string(&mut out, message.as_deref());
+            }
+        }
+        out
+    }
+}
+
+/// Why Kafka refuses a topic name (its `Topic.validate`), or None.
+fn invalid_name(name: &str) -> Option<&'static str> {
+    if name.is_empty() || name == "." || name == ".." {
+        Some("it must not be empty, '.' or '..'")
+    } else if name.len() > 249 {
+        Some("it is longer than 249 characters")
+    } else if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) {
+        Some("it may contain only ASCII letters, digits, '.', '_' and '-'")
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::wire::put_uvarint;
+    use super::*;
+
+    fn header(api_key: i16, version: i16) -> Vec<u8> {
+        let mut f = api_key.to_be_bytes().to_vec();
+        f.extend_from_slice(&version.to_be_bytes());
+        f.extend_from_slice(&7i32.to_be_bytes());
+        put_string(&mut f, Some("c"));
+        f
+    }
+
+    fn metadata(version: i16, topics: &[&str], allow: bool) -> Vec<u8> {
+        let mut f = header(METADATA, version);
+        let flexible = version >= 9;
+        if flexible {
+            f.push(0); // header tagged fields
+            put_uvarint(&mut f, topics.len() as u64 + 1);
+        } else {
+            f.extend_from_slice(&(topics.len() as i32).to_be_bytes());
+        }
+        for t in topics {
+            if version >= 10 {
+                f.extend_from_slice(&[0; 16]); // topic id
+            }
+            if flexible {
+                put_uvarint(&mut f, t.len() as u64 + 1);
+                f.extend_from_slice(t.as_bytes());
+                f.push(0);
+            } else {
+                put_string(&mut f, Some(t));
+            }
+        }
+        if version >= 4 {
+            f.push(allow as u8);
+        }
+        if version >= 8 {
+            f.extend_from_slice(&[0, 0]); // include authorized operations
+        }
+        if flexible {
+            f.push(0);
+        }
+        f
+    }
+
+    #[test]
+    fn a_metadata_request_creates_what_it_names_only_when_it_allows_creation() {
+        for version in [1, 4, 8, 9, 12] {
+            assert_eq!(auto_created(&metadata(version, &["a.neli", "b"], true)), ["a.neli", "b"], "v{version}");
+            let looking = auto_created(&metadata(version, &["a.neli", "b"], false));
+            // Before v4 the request cannot say: Kafka creates (if its config does).
+            assert_eq!(looking.is_empty(), version >= 4, "v{version}: {looking:?}");
+        }
+        // All topics (a null array), other requests and garbage create nothing.
+        let mut all = header(METADATA, 4);
+        all.extend_from_slice(&(-1i32).to_be_bytes());
+        all.push(1);
+        assert!(auto_created(&all).is_empty());
+        assert!(auto_created(&header(CREATE_TOPICS, 4)).is_empty());
+        assert!(auto_created(&[0, 3, 0]).is_empty());
+        let cut = metadata(9, &["a.neli"], true);
+        assert!(auto_created(&cut[..cut.len() - 4]).is_empty(), "a frame cut before its flag");
+    }
+
+    /// A Metadata response as the mock writes it: one broker, controller 0.
+    fn metadata_response(version: i16) -> Vec<u8> {
+        let flexible = version >= 9;
+        let string = |f: &mut Vec<u8>, s: Option<&str>| match (flexible, s) {
+            (true, Some(s)) => {
+                put_uvarint(f, s.len() as u64 + 1);
+                f.extend_from_slice(s.as_bytes());
+            }
+            (true, None) => f.push(0),
+            (false, s) => put_string(f, s),
+        };
+        let mut f = 7i32.to_be_bytes().to_vec();
+        if flexible {
+            f.push(0);
+        }
+        if version >= 3 {
+            f.extend_from_slice(&0i32.to_be_bytes());
+        }
+        if flexible {
+            f.push(2);
+        } else {
+            f.extend_from_slice(&1i32.to_be_bytes());
+        }
+        f.extend_from_slice(&1i32.to_be_bytes());
+        string(&mut f, Some("127.0.0.1"));
+        f.extend_from_slice(&9092i32.to_be_bytes());
+        if version >= 1 {
+            string(&mut f, None); // rack
+        }
+        if flexible {
+            f.push(0);
+        }
+        if version >= 2 {
+            string(&mut f, Some("mockCluster"));
+        }
+        if version >= 1 {
+            f.extend_from_slice(&0i32.to_be_bytes()); // controller
+        }
+        f.extend_from_slice(&[0, 0, 0, 0]); // the topics that follow are kept
+        f
+    }
+
+    #[test]
+    fn metadata_responses_name_the_one_broker_as_controller() {
+        for version in 1..=12 {
+            let before = metadata_response(version);
+            let after = name_controller(&before, version).expect("parsed");
+            let at = before.len() - 8;
+            assert_eq!(after[at..at + 4], 1i32.to_be_bytes(), "v{version}");
+            assert_eq!((&after[..at], &after[at + 4..]), (&before[..at], &before[at + 4..]), "nothing else changed");
+        }
+        assert_eq!(name_controller(&metadata_response(0), 0), None, "v0 names no controller");
+        let cut = metadata_response(12);
+        assert_eq!(name_controller(&cut[..cut.len() - 6], 12), None, "a cut frame");
+        let request = metadata(12, &["g"], false);
+        assert_eq!(metadata_version(&request), Some((7, 12)));
+        assert_eq!(metadata_version(&create_topics(4, &[], false)), None);
+    }
+
+    /// A CreateTopics request: (name, partitions, replication, assigned
+    /// partitions, configs).
+    fn create_topics(version: i16, topics: &[(&str, i32, i16, usize, usize)], validate_only: bool) -> Vec<u8> {
+        let mut f = header(CREATE_TOPICS, version);
+        f.extend_from_slice(&(topics.len() as i32).to_be_bytes());
+        for &(name, partitions, replication, assigned, configs) in topics {
+            put_string(&mut f, Some(name));
+            f.extend_from_slice(&partitions.to_be_bytes());
+            f.extend_from_slice(&replication.to_be_bytes());
+            f.extend_from_slice(&(assigned as i32).to_be_bytes());
+            for i in 0..assigned as i32 {
+                f.extend_from_slice(&i.to_be_bytes());
+                f.extend_from_slice(&1i32.to_be_bytes());
+                f.extend_from_slice(&1i32.to_be_bytes()); // broker 1
+            }
+            f.extend_from_slice(&(configs as i32).to_be_bytes());
+            for _ in 0..configs {
+                put_string(&mut f, Some("retention.ms"));
+                put_string(&mut f, Some("3600000"));
+            }
+        }
+        f.extend_from_slice(&10_000i32.to_be_bytes());
+        if version >= 1 {
+            f.push(validate_only as u8);
+        }
+        f
+    }
+
+    /// The response's topics: (name, error code, message).
+    fn read_answer(version: i16, frame: &[u8]) -> Vec<(String, i16, Option<String>)> {
+        let mut r = Reader { buf: frame, at: 0 };
+        assert_eq!(r.i32(), Some(7), "the request's correlation id");
+        if version >= 2 {
+            assert_eq!(r.i32(), Some(0), "throttle time");
+        }
+        let topics = (0..r.i32().unwrap())
+            .map(|_| {
+                let (name, code) = (r.string().unwrap(), r.i16().unwrap());
+                (name, code, if version >= 1 { r.string_in(false).unwrap() } else { None })
+            })
+            .collect();
+        assert!(r.rest().is_empty(), "nothing after the topics");
+        topics
+    }
+
+    #[test]
+    fn create_topics_reads_every_version_answered_here_and_nothing_else() {
+        for version in 0..=4 {
+            let frame = create_topics(version, &[("g.neli", 1, -1, 0, 2), ("h", -1, -1, 2, 0)], true);
+            let req = CreateTopics::parse(&frame).expect("parsed");
+            assert_eq!((req.version, req.correlation, req.validate_only), (version, 7, version >= 1));
+            let named: Vec<_> = req.topics.iter().map(|t| (t.name.as_str(), t.partitions, t.assigned)).collect();
+            assert_eq!(named, [("g.neli", 1, 0), ("h", -1, 2)]);
+        }
+        assert_eq!(CreateTopics::parse(&create_topics(5, &[("g", 1, 1, 0, 0)], false)), None, "flexible v5");
+        assert_eq!(CreateTopics::parse(&metadata(4, &["g"], true)), None);
+        let frame = create_topics(4, &[("g", 1, 1, 0, 1)], false);
+        assert_eq!(CreateTopics::parse(&frame[..frame.len() - 6]), None, "a cut frame");
+    }
+
+    #[test]
+    fn create_topics_creates_the_valid_topics_and_answers_each_as_kafka_does() {
+        let topics = [
+            ("ok", -1, -1, 0, 0),      // the defaults: --partitions
+            ("three", 3, 1, 0, 1),     // as asked
+            ("by-hand", -1, -1, 2, 0), // two partitions assigned by hand
+            ("exists", 1, 1, 0, 0),
+            ("denied", 1, 1, 0, 0),
+            ("bad name!", 1, 1, 0, 0),
+            ("zero", 0, 1, 0, 0),
+            ("rf3", 1, 3, 0, 0),
+            ("twice", 1, 1, 0, 0),
+            ("twice", 1, 1, 0, 0),
+        ];
+        for version in [0, 1, 2, 4] {
+            let req = CreateTopics::parse(&create_topics(version, &topics, false)).unwrap();
+            let mut created = Vec::new();
+            let answer = req.answer(&["denied".to_string()], 5, |name, partitions| {
+                if name == "exists" {
+                    return Err((36, "Topic 'exists' already exists.".into()));
+                }
+                created.push((name.to_string(), partitions));
+                Ok(())
+            });
+            let want: Vec<(String, i32)> = [("ok", 5), ("three", 3), ("by-hand", 2)].map(|(n, p)| (n.into(), p)).into();
+            assert_eq!(created, want, "v{version}");
+            let codes: Vec<(String, i16)> = read_answer(version, &answer).into_iter().map(|(n, c, _)| (n, c)).collect();
+            let want = [
+                ("ok", 0),
+                ("three", 0),
+                ("by-hand", 0),
+                ("exists", 36),
+                ("denied", 29),
+                ("bad name!", INVALID_TOPIC),
+                ("zero", INVALID_PARTITIONS),
+                ("rf3", INVALID_REPLICATION_FACTOR),
+                ("twice", INVALID_REQUEST),
+                ("twice", INVALID_REQUEST),
+            ];
+            assert_eq!(codes, want.map(|(n, c)| (n.to_string(), c)), "v{version}");
+        }
+        // Messages from v1: none on success, Kafka's words otherwise.
+        let req = CreateTopics::parse(&create_topics(1, &[("ok", 1, 1, 0, 0), ("zero", 0, 1, 0, 0)], false)).unwrap();
+        let answer = read_answer(1, &req.answer(&[], 1, |_, _| Ok(())));
+        assert_eq!(answer[0].2, None);
+        assert_eq!(answer[1].2.as_deref(), Some("Number of partitions must be larger than 0."));
+    }
+
+    #[test]
+    fn validate_only_checks_and_creates_nothing() {
+        let req = CreateTopics::parse(&create_topics(3, &[("ok", 1, 1, 0, 0), ("zero", 0, 1, 0, 0)], true)).unwrap();
+        let answer = req.answer(&[], 1, |name, _| panic!("created {name} while only validating"));
+        let codes: Vec<i16> = read_answer(3, &answer).into_iter().map(|(_, c, _)| c).collect();
+        assert_eq!(codes, [NONE, INVALID_PARTITIONS]);
+    }
+
+    #[test]
+    fn kafkas_topic_name_rules() {
+        for ok in ["a", "g.neli", "A_b-9", &"x".repeat(249)] {
+            assert_eq!(invalid_name(ok), None, "{ok}");
+        }
+        for bad in ["", ".", "..", "a b", "a/b", "ä", &"x".repeat(250)] {
+            assert!(invalid_name(bad).is_some(), "{bad}");
+        }
+    }
+}

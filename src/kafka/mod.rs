@@ -831,6 +831,14 @@ fn create_topic(cfg: &Config) -> Result<(), Failure> {
     info!(topic = %cfg.kafka.topic, "creating the topic (1 partition, 1 hour retention)");
     let admin: AdminClient<rdkafka::client::DefaultClientContext> =
         cfg.kafka.client_config(&[("client.id", &cfg.name)]).create().map_err(|e| creation_error(e, &cfg.kafka))?;
+    let created = create_topic_with(cfg, &admin);
+    // Dropping an admin client joins its polling thread, which wakes every
+    // 100 ms: that wait is not for the first election to make.
+    std::thread::spawn(move || drop(admin));
+    created
+}
+
+fn create_topic_with(cfg: &Config, admin: &AdminClient<rdkafka::client::DefaultClientContext>) -> Result<(), Failure> {
     let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
     let mut replication = -1; // the broker's default.replication.factor (KIP-464)
     loop {

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -49,7 +49,7 @@ pub fn init() {
 }
 
 fn open() -> Target {
-    let Ok(stat) = nix::sys::stat::fstat(2) else {
+    let Ok(stat) = nix::sys::stat::fstat(io::stderr()) else {
         return Target::Nowhere;
     };
     let kind = stat.st_mode & libc::S_IFMT;
@@ -94,8 +94,8 @@ pub fn line(args: fmt::Arguments<'_>) {
 }
 
 fn write_now(target: &Target, mut buf: &[u8]) -> bool {
-    // SAFETY: fd 2 stays open for the life of the process (we never close it).
-    let fd2 = unsafe { BorrowedFd::borrow_raw(2) };
+    let stderr = io::stderr();
+    let fd2 = stderr.as_fd();
     while !buf.is_empty() {
         let wrote = match target {
             Target::Reopened(file) => nix::unistd::write(file, buf).map_err(io::Error::from),

@@ -4,7 +4,7 @@
 //! never blocking or panicking on the report), and neli-run must go on and
 //! pass the command's status through.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -27,10 +27,10 @@ fn pipe() -> (OwnedFd, Stdio) {
 /// log reader that stopped reading (a stalled journald, a paused `less`).
 fn full_pipe() -> (OwnedFd, Stdio) {
     let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
-    fcntl(write.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).unwrap();
+    fcntl(&write, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).unwrap();
     let chunk = [b'x'; 4096];
     while nix::unistd::write(&write, &chunk).is_ok() {}
-    fcntl(write.as_raw_fd(), FcntlArg::F_SETFL(OFlag::empty())).unwrap();
+    fcntl(&write, FcntlArg::F_SETFL(OFlag::empty())).unwrap();
     (read, Stdio::from(write))
 }
 

@@ -35,11 +35,12 @@ pub fn timing_args(session: Duration) -> Vec<String> {
 pub fn die_with_runner(cmd: &mut std::process::Command) -> &mut std::process::Command {
     use std::os::unix::process::CommandExt;
     // SAFETY: only prctl, which is async-signal-safe, runs between fork and
-    // exec.
+    // exec (set_pdeathsig neither allocates nor locks; its error converts to
+    // an io::Error by number).
     unsafe {
-        cmd.pre_exec(|| match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
-            -1 => Err(std::io::Error::last_os_error()),
-            _ => Ok(()),
+        cmd.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+            Ok(())
         })
     }
 }

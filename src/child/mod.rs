@@ -97,20 +97,15 @@ impl Running {
             .envs(cmd.env.iter().map(|(k, v)| (k, v)))
             .env("NELI_FENCING_TOKEN", token.to_string())
             .process_group(0);
-        let fd = read.as_raw_fd();
         // Read before the fork: getrlimit in the child is not on the list of
         // async-signal-safe calls.
         let fd_limit = fd_limit();
         // SAFETY: only async-signal-safe calls (dup2, fcntl, close_range)
-        // between fork and exec, on an fd that stays open in the parent until
-        // spawn returns.
+        // between fork and exec, on the read end, which the closure owns (so
+        // it is open until `shim` is dropped, after the spawn).
         unsafe {
             shim.pre_exec(move || {
-                if fd == shim::LEASE_FD {
-                    fcntl(fd, FcntlArg::F_SETFD(FdFlag::empty()))?;
-                } else {
-                    nix::unistd::dup2(fd, shim::LEASE_FD)?;
-                }
+                place_lease_fd(&read)?;
                 cloexec_inherited_fds(fd_limit);
                 Ok(())
             });
@@ -120,10 +115,12 @@ impl Running {
         let child = shim
             .spawn()
             .map_err(|err| io::Error::new(err.kind(), format!("cannot start the shim /proc/self/exe: {err}")))?;
-        drop::<OwnedFd>(read);
+        // Closes our copy of the read end (the pre_exec closure owns it) once
+        // the shim has its own, before the first lease is written.
+        drop(shim);
         let mut running = Running { pgid: Pid::from_raw(child.id() as i32), lease: File::from(write) };
         running.renew(lease)?;
-        fcntl(running.lease.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
+        fcntl(&running.lease, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
         Ok(running)
     }
 
@@ -164,6 +161,24 @@ impl Running {
         tree::signal_below(nix::unistd::getpid(), Signal::SIGKILL, |p| p.pid != self.pgid);
         let _ = nix::sys::signal::kill(self.pgid, Signal::SIGCONT);
     }
+}
+
+/// Puts the lease pipe's read end at `LEASE_FD`, inheritable, in the forked
+/// child. Async-signal-safe (runs between fork and exec).
+///
+/// dup2 is libc's: the target is a descriptor number, not a descriptor we
+/// own (it may not even be open), and nix's `dup2` wants an `OwnedFd` there;
+/// its `dup2_raw` (0.31) does not check dup2's result, so a failure would
+/// become an `OwnedFd` of -1 instead of an error.
+fn place_lease_fd(read: &OwnedFd) -> io::Result<()> {
+    if read.as_raw_fd() == shim::LEASE_FD {
+        fcntl(read, FcntlArg::F_SETFD(FdFlag::empty()))?;
+    } else {
+        // SAFETY: `read` is open; dup2 replaces whatever this child had at
+        // LEASE_FD, which is the shim's from here on.
+        Errno::result(unsafe { libc::dup2(read.as_raw_fd(), shim::LEASE_FD) })?;
+    }
+    Ok(())
 }
 
 /// Marks every fd above the lease pipe close-on-exec: librdkafka opens its

@@ -92,7 +92,7 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
         parse(args).ok_or_else(|| io::Error::other("bad arguments (the shim is started by neli-run only)"))?;
     // SAFETY: neli-run placed the lease pipe at this fd; nothing else owns it.
     let mut lease = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(LEASE_FD) });
-    nix::fcntl::fcntl(LEASE_FD, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
+    nix::fcntl::fcntl(&lease, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
     nix::sys::prctl::set_child_subreaper(true)?;
     let me = getpid();
 

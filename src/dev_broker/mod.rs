@@ -289,7 +289,7 @@ impl BackDoor {
     /// While the mock is down: puts a fresh unix listener where its new,
     /// bound TCP socket was.
     fn swap(&mut self) -> std::io::Result<()> {
-        use std::os::fd::{AsRawFd, FromRawFd};
+        use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd};
         let skip = self.holder.as_ref().map(|h| h.as_raw_fd());
         let fd = bound_not_listening(self.port, skip)?;
         let path = self.path();
@@ -298,17 +298,18 @@ impl BackDoor {
         // The mock's accept must not block its thread on a spurious wake-up.
         listener.set_nonblocking(true)?;
         if self.holder.is_none() {
-            // SAFETY: fd is open (just found); dup returns a new descriptor we own.
-            let held = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-            if held < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            // SAFETY: fd is open (just found), and the mock, which owns it,
+            // does not close it while down.
+            let mock_fd = unsafe { BorrowedFd::borrow_raw(fd) };
+            let held = nix::fcntl::fcntl(mock_fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(0))?;
             // SAFETY: `held` is a fresh descriptor owned by nobody else.
             self.holder = Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(held) });
         }
         // SAFETY: both descriptors are open; dup3 atomically closes the
         // mock's TCP socket at `fd` (the holder keeps it alive) and puts the
-        // unix listener there. The mock does not use `fd` while down.
+        // unix listener there. The mock does not use `fd` while down. libc's
+        // dup3, not nix's: nix's wants the target as an `OwnedFd` of ours,
+        // and `fd` is the mock's.
         if unsafe { libc::dup3(listener.as_raw_fd(), fd, libc::O_CLOEXEC) } < 0 {
             return Err(std::io::Error::last_os_error());
         }

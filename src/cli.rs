@@ -66,7 +66,7 @@ impl Cli {
     pub fn parse_argv(argv: &[OsString]) -> Result<Cli, clap::Error> {
         use clap::{CommandFactory, FromArgMatches};
         let mut command = Cli::command().version(build_version().leak() as &'static str);
-        let matches = command.try_get_matches_from_mut(argv)?;
+        let matches = command.try_get_matches_from_mut(argv).map_err(|err| name_the_variable(err, &command, argv))?;
         if let Some((sub, _)) = matches.subcommand() {
             let misplaced = command
                 .get_arguments()
@@ -82,6 +82,47 @@ impl Cli {
         }
         Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
     }
+}
+
+/// clap names the flag of a bad value even when the value came from the
+/// flag's environment variable, which is then what to fix (in a unit's
+/// EnvironmentFile, say): adds a tip naming the variable and its value.
+fn name_the_variable(mut err: clap::Error, command: &clap::Command, argv: &[OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(err.kind(), ErrorKind::InvalidValue | ErrorKind::ValueValidation) {
+        return err;
+    }
+    let Some(ContextValue::String(invalid)) = err.get(ContextKind::InvalidArg) else {
+        return err;
+    };
+    // "--session-timeout <DURATION>"
+    let Some(long) = invalid.split_whitespace().next().and_then(|f| f.strip_prefix("--")) else {
+        return err;
+    };
+    let arg = std::iter::once(command)
+        .chain(command.get_subcommands())
+        .flat_map(|c| c.get_arguments())
+        .find(|a| a.get_long() == Some(long));
+    let Some((arg, env)) = arg.and_then(|a| Some((a, a.get_env()?))) else {
+        return err;
+    };
+    let given = |a: &OsString| {
+        let a = a.to_string_lossy();
+        a.strip_prefix("--").is_some_and(|f| f == long || f.starts_with(&format!("{long}=")))
+            || arg.get_short().is_some_and(|c| a.starts_with('-') && !a.starts_with("--") && a.contains(c))
+    };
+    let (Some(value), false) = (std::env::var_os(env), argv.iter().skip(1).take_while(|a| *a != "--").any(given))
+    else {
+        return err;
+    };
+    let tip = format!("the value comes from the environment: {}={}", env.to_string_lossy(), value.to_string_lossy());
+    let mut tips = match err.get(ContextKind::Suggested) {
+        Some(ContextValue::StyledStrs(tips)) => tips.clone(),
+        _ => Vec::new(),
+    };
+    tips.insert(0, tip.into());
+    err.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
+    err
 }
 
 /// What `--version` prints after "neli-run ", like `kcat -V`: the version, the

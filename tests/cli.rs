@@ -88,6 +88,27 @@ fn bad_duration_names_the_flag() {
     assert!(out.contains("--grace") && out.contains("500ms"), "{out}");
 }
 
+/// A bad value from a flag's environment variable names the variable (what
+/// to fix, in a unit's EnvironmentFile say), beside clap's naming of the
+/// flag; a value given on the command line does not.
+#[test]
+fn a_bad_value_from_the_environment_names_the_variable() {
+    let cases: [(&str, &str, &[&str]); 3] = [
+        ("NELI_SESSION_TIMEOUT", "soon", &["-g", "g", "--", "true"]),
+        ("NELI_RESTART", "sometimes", &["-g", "g", "--", "true"]),
+        ("NELI_DEV_BROKER_PARTITIONS", "0", &["dev-broker"]),
+    ];
+    for (var, value, args) in cases {
+        let (code, out) = run_env(&[(var, value)], args);
+        assert_eq!(code, 2, "{out}");
+        assert!(out.contains(&format!("the value comes from the environment: {var}={value}")), "{out}");
+    }
+    // The flag given too: its value is the bad one, and no variable is named.
+    let (code, out) = run_env(&[("NELI_GRACE", "1s")], &["-g", "g", "--grace", "soon", "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--grace") && !out.contains("environment"), "{out}");
+}
+
 #[test]
 fn unsafe_timing_is_refused_with_the_fix() {
     let (code, out) = run(&["-g", "g", "--heartbeat-deadline", "8s", "--", "true"]);

@@ -78,7 +78,7 @@ pub fn main() -> ExitCode {
     let env_properties = std::env::var("NELI_KAFKA_PROPERTIES").ok();
     let run_args = match cli.subcommand {
         #[cfg(feature = "dev-broker")]
-        Some(Sub::DevBroker(args)) => return exit_with(dev_broker::main(args).map(|()| 0)),
+        Some(Sub::DevBroker(args)) => return end_beside_librdkafka(exit_code(dev_broker::main(args).map(|()| 0))),
         Some(Sub::Status(args)) => return status::main(args, env_properties),
         Some(Sub::Yield(args)) => return status::yield_main(args, env_properties),
         None => cli.run,
@@ -96,7 +96,7 @@ pub fn main() -> ExitCode {
             let outcome = runtime.block_on(shell::run(config));
             // Do not wait for a connection attempt still blocked in librdkafka.
             runtime.shutdown_background();
-            exit_with(outcome)
+            end_beside_librdkafka(exit_code(outcome))
         }
         Err(err) => {
             stderr::line(format_args!("error: cannot start the async runtime: {err}"));
@@ -107,11 +107,35 @@ pub fn main() -> ExitCode {
 
 /// The exit status for an outcome: the status, or the failure's, which is
 /// logged first (once, here).
-fn exit_with(outcome: Result<u8, exit::Failure>) -> ExitCode {
-    ExitCode::from(outcome.unwrap_or_else(|failure| {
+fn exit_code(outcome: Result<u8, exit::Failure>) -> u8 {
+    outcome.unwrap_or_else(|failure| {
         tracing::error!("{failure}");
         failure.code()
-    }))
+    })
+}
+
+/// Returns `code` for `main` to exit with, unless librdkafka still runs (a
+/// leave given up on, a connection attempt still blocked in it): then exit's
+/// handlers must not run beside its threads, since they free what those
+/// threads use (OpenSSL's cleanup among them; seen in CI as a corrupted heap
+/// and an abort in place of the status due), so the process ends at once.
+/// Nothing is lost: everything neli-run writes is written unbuffered.
+fn end_beside_librdkafka(code: u8) -> ExitCode {
+    let threads = librdkafka_threads();
+    if threads > 0 {
+        tracing::debug!(threads, "librdkafka still runs: exiting without exit handlers");
+        // SAFETY: _exit ends the process at once; nothing is left to unwind.
+        unsafe { libc::_exit(code.into()) }
+    }
+    ExitCode::from(code)
+}
+
+/// How many of this process's threads are librdkafka's (it names them
+/// "rdk:main", "rdk:broker1" and so on).
+fn librdkafka_threads() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
+    let named = |task: std::fs::DirEntry| std::fs::read_to_string(task.path().join("comm")).ok();
+    tasks.flatten().filter_map(named).filter(|comm| comm.starts_with("rdk:")).count()
 }
 
 fn init_logging(args: &LogArgs) {

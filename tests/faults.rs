@@ -78,6 +78,28 @@ fn paused_broker_fences_the_leader_and_leadership_returns() {
     g.assert_no_overlap();
 }
 
+/// A leave given up on (a second SIGTERM while the broker is frozen) ends
+/// neli-run at once with the status due, and without exit's handlers, which
+/// would run beside librdkafka's threads and free what they use.
+#[test]
+fn a_second_sigterm_while_leaving_a_frozen_broker_exits_at_once_with_the_status_due() {
+    let g = Group::on(Broker::dev(), "leave-given-up");
+    let t = g.broker.timing;
+    let mut m = g.member("a", &["-v"], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    g.broker.signal(Signal::SIGSTOP);
+    m.signal(Signal::SIGTERM);
+    wait_until(fence_bound(&g), "a leaves the group", || m.log().contains("leaving the group"));
+    m.signal(Signal::SIGTERM);
+    let status = m.wait_exit(Duration::from_secs(5));
+    g.broker.signal(Signal::SIGCONT);
+    assert_eq!(status.code(), Some(143), "{}", m.log());
+    let log = m.log();
+    assert!(log.contains("asked again: exiting without waiting"), "{log}");
+    assert!(log.contains("librdkafka still runs: exiting without exit handlers"), "{log}");
+    g.assert_no_overlap();
+}
+
 /// The broker restarts (it keeps its log, as Kafka does): once for less
 /// than a session, once for longer, so that the coordinator expires every
 /// session while it is down. The leader must fence while it is away, and

@@ -10,6 +10,25 @@ use crate::util::{stays_false, wait_until, Group, Member, LONG_LEASE};
 
 const LONG: Duration = Duration::from_secs(60);
 
+/// librdkafka's clients are destroyed before neli-run exits, on each path
+/// that waits for them: a run that ends (its group's topic created on the
+/// way, so the admin client too) and a Kafka error when joining. A client
+/// destroyed while exit's handlers run can corrupt the heap (seen in CI: an
+/// abort in place of the status due). With -v, neli-run says when it has to
+/// exit beside librdkafka (faults.rs has that path).
+#[test]
+fn librdkafka_is_gone_before_neli_run_exits() {
+    let g = Group::new("clean-exit");
+    let mut m = g.member("a", &["-v"], &["sh", "-c", "exit 4"]);
+    assert_eq!(m.wait_exit(LONG).code(), Some(4), "{}", m.log());
+    assert!(m.log().contains("creating the topic"), "{}", m.log());
+    assert!(!m.log().contains("librdkafka still runs"), "{}", m.log());
+    let broker = crate::util::Broker::dev_with("127.0.0.1", &["--deny-topic", "denied.neli"]);
+    let (code, out) = crate::util::run(&["-v", "-g", "denied", "-b", &broker.address, "--", "true"]);
+    assert_eq!(code, 77, "{out}");
+    assert!(!out.contains("librdkafka still runs"), "{out}");
+}
+
 #[test]
 fn exit_code_of_the_child_is_ours() {
     let g = Group::new("exit-code");

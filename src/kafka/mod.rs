@@ -360,8 +360,45 @@ pub struct Kafka {
     unreachable: Arc<AtomicBool>,
     requests: Arc<Requests>,
     consumer: Option<JoinHandle<()>>,
+    /// Serves the producer; stopped and joined when we leave.
+    _serving: Joined,
+    /// Drops the admin client that created the topic, if we did.
+    _admin: Option<Joined>,
     /// The end of partition 0 when we joined, if Kafka said.
     born: Option<i64>,
+}
+
+/// A helper thread that must end before neli-run does: dropping this asks
+/// it to stop (its flag, and an unpark for a thread parked between turns)
+/// and joins it. A librdkafka client destroyed on a thread that outlives
+/// `main` races exit's handlers, which free what librdkafka's threads use:
+/// CI saw the heap corrupted and an abort at exit, in place of the exit
+/// status due.
+struct Joined {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Joined {
+    fn spawn(name: &str, work: impl FnOnce(&AtomicBool) + Send + 'static) -> Result<Joined, Failure> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || work(&flag))
+            .map_err(|e| Failure::new(Kind::Internal, format!("cannot start the {name} thread: {e}")))?;
+        Ok(Joined { stop, handle: Some(handle) })
+    }
+}
+
+impl Drop for Joined {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(handle) = self.handle.take() {
+            handle.thread().unpark();
+            let _ = handle.join();
+        }
+    }
 }
 
 /// Why a client could not be created, naming the property and where it came
@@ -508,15 +545,8 @@ impl Kafka {
             Arc::new(producer_config.create_with_context(context(true)).map_err(|e| creation_error(e, &cfg.kafka))?);
 
         let served = producer.clone();
-        let closing = requests.clone();
-        std::thread::Builder::new()
-            .name("neli-produce".into())
-            .spawn(move || serve_producer(&served, &closing.closing))
-            .map_err(|e| Failure::new(Kind::Internal, format!("cannot start the Kafka thread: {e}")))?;
-        if let Err(failure) = ensure_topic(cfg, &consumer) {
-            requests.closing.store(true, Ordering::Relaxed);
-            return Err(failure);
-        }
+        let serving = Joined::spawn("neli-produce", move |stop| serve_producer(&served, stop))?;
+        let admin = ensure_topic(cfg, &consumer)?;
         let born = consumer.fetch_watermarks(&cfg.kafka.topic, 0, Duration::from_secs(2)).ok().map(|(_, end)| end);
         consumer.subscribe(&[&cfg.kafka.topic]).map_err(|e| creation_error(e, &cfg.kafka))?;
 
@@ -538,6 +568,8 @@ impl Kafka {
             unreachable,
             requests,
             consumer: Some(thread),
+            _serving: serving,
+            _admin: admin,
             born,
         })
     }
@@ -624,12 +656,12 @@ fn backlog(cfg: &Config) -> i64 {
 
 /// Serves the producer's delivery reports and errors (reachability, and a
 /// fatal error such as a refused login, which connecting waits for) every
-/// 100 ms until we leave. Not rdkafka's `poll(100ms)`: it spins through the
-/// last millisecond of each wait.
-fn serve_producer(producer: &BaseProducer<Context>, closing: &AtomicBool) {
-    while !closing.load(Ordering::Relaxed) {
+/// 100 ms until asked to stop. Not rdkafka's `poll(100ms)`: it spins through
+/// the last millisecond of each wait.
+fn serve_producer(producer: &BaseProducer<Context>, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
         producer.poll(Duration::ZERO);
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::park_timeout(Duration::from_millis(100));
     }
 }
 
@@ -775,8 +807,10 @@ fn leave_until_another_leads(consumer: &BaseConsumer<Context>, me: &Member, clos
 }
 
 /// Makes sure the topic exists: metadata first (any broker), CreateTopics
-/// when missing. Retries while Kafka is unreachable.
-fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Failure> {
+/// when missing. Retries while Kafka is unreachable. Returns the thread that
+/// drops the admin client, if one created the topic.
+fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<Option<Joined>, Failure> {
+    let mut admin = None;
     loop {
         if let Some(fatal) = consumer.context().fatal.lock().expect("fatal lock").take() {
             return Err(fatal);
@@ -793,12 +827,12 @@ fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fa
                             warn!(topic = %cfg.kafka.topic, partitions = topic.partitions().len(), "topic has more than one partition; only partition 0 elects, the others add needless assignments");
                         }
                         consumer.context().reachable();
-                        return Ok(());
+                        return Ok(admin);
                     }
                     None
                     | Some(RDKafkaErrorCode::UnknownTopicOrPartition)
                     | Some(RDKafkaErrorCode::LeaderNotAvailable) => {
-                        create_topic(cfg)?;
+                        admin = create_topic(cfg)?.or(admin);
                     }
                     Some(code) => {
                         if let Some(fatal) = fatal(
@@ -827,15 +861,16 @@ fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<(), Fa
     }
 }
 
-fn create_topic(cfg: &Config) -> Result<(), Failure> {
+/// Creates the topic; returns the thread that drops the admin client.
+/// Dropping one joins its polling thread, which wakes every 100 ms: that
+/// wait is not for the first election to make.
+fn create_topic(cfg: &Config) -> Result<Option<Joined>, Failure> {
     info!(topic = %cfg.kafka.topic, "creating the topic (1 partition, 1 hour retention)");
     let admin: AdminClient<rdkafka::client::DefaultClientContext> =
         cfg.kafka.client_config(&[("client.id", &cfg.name)]).create().map_err(|e| creation_error(e, &cfg.kafka))?;
-    let created = create_topic_with(cfg, &admin);
-    // Dropping an admin client joins its polling thread, which wakes every
-    // 100 ms: that wait is not for the first election to make.
-    std::thread::spawn(move || drop(admin));
-    created
+    create_topic_with(cfg, &admin)?;
+    // Should the thread not start, the admin client is dropped here.
+    Ok(Joined::spawn("neli-admin", move |_| drop(admin)).ok())
 }
 
 fn create_topic_with(cfg: &Config, admin: &AdminClient<rdkafka::client::DefaultClientContext>) -> Result<(), Failure> {

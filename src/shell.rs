@@ -114,6 +114,13 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
         let input = match pending.pop_front() {
             Some(input) => input,
             None => {
+                // tokio's timer runs on CLOCK_MONOTONIC, which stops while
+                // the machine is suspended: after a resume this sleep may end
+                // late by the suspension's length. The child is not left
+                // running meanwhile: the shim's lease is a CLOCK_BOOTTIME
+                // timerfd, which fires at once, and the core handles any
+                // input only after the deadlines that passed (a fence among
+                // them).
                 let sleep = core.next_deadline().map(|t| t.since(BootTime::now()));
                 tokio::select! {
                     event = events.recv(), if kafka_alive => match event {

@@ -47,16 +47,12 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-v -q -b -g -X -h -V --verbose --quiet --log-format --brokers --kafka-config --kafka-secret --group --topic --name --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --once-within --failed-run --max-runtime --every --cron --time-zone --missed --starting-deadline --acquire-timeout --metrics-addr --help --version dev-broker status yield help"
+            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --once-within --failed-run --max-runtime --every --cron --time-zone --missed --starting-deadline --name --acquire-timeout --metrics-addr --verbose --quiet --log-format --help --version dev-broker status yield help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --log-format)
-                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
-                    return 0
-                    ;;
                 --brokers)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -86,10 +82,6 @@ _neli__run() {
                     return 0
                     ;;
                 -X)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --name)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -153,12 +145,20 @@ _neli__run() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --acquire-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --metrics-addr)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

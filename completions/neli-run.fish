@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n v/verbose q/quiet log-format= b/brokers= kafka-config= kafka-secret= g/group= topic= X= name= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= acquire-timeout= metrics-addr= h/help V/version
+    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= acquire-timeout= metrics-addr= v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -24,19 +24,16 @@ function __fish_neli_run_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c neli-run -n "__fish_neli_run_needs_command" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
-json\t''"
 complete -c neli-run -n "__fish_neli_run_needs_command" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
 complete -c neli-run -n "__fish_neli_run_needs_command" -l kafka-secret -d 'Set the Kafka property KEY to the contents of the file PATH, less one trailing newline (repeatable), e.g. sasl.password=PATH' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -l name -d 'This member\'s name in logs and heartbeats [default: <HOSTNAME>-<PID>]' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -l session-timeout -d 'Kafka group session timeout: how long a crashed leader blocks takeover' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -l heartbeat-interval -d 'How often the leader writes a heartbeat record to partition 0' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -l heartbeat-deadline -d 'Kill the command when no own heartbeat has come back for this long' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -l grace -d 'Time between the stop signal and SIGKILL' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l session-timeout -d 'How long a crashed leader blocks takeover (Kafka\'s session timeout): the one timing flag most users set' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l heartbeat-interval -d 'How often the leader writes a heartbeat record to partition 0 [default: --session-timeout / 12, at most 500ms]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l heartbeat-deadline -d 'Kill the command when no own heartbeat has come back for this long [default: --session-timeout - 700ms]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l grace -d 'Time between the stop signal and SIGKILL [default: --session-timeout / 2, at most 3s]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l stop-signal -d 'Signal that asks the command to stop (name or number)' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l restart -d 'What to do when the command exits while leader' -r -f -a "never\t'Exit with the child\'s status (and leave the group)'
 on-failure\t'Start it again unless it exited with status 0'
@@ -53,8 +50,11 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l missed -d 'With --eve
 once\t'Run the latest of them once, at once [default]'
 all\t'Run each of them, oldest first, one after another'"
 complete -c neli-run -n "__fish_neli_run_needs_command" -l starting-deadline -d 'With --every or --cron: skip a due run that cannot start within this long of its due time [default: no limit]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l name -d 'This member\'s name in logs and heartbeats [default: <HOSTNAME>-<PID>]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l acquire-timeout -d 'Give up (exit 75) if not leader within this time [default: wait forever]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l metrics-addr -d 'Serve /metrics (Prometheus), /livez, /readyz and /leader on this address' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
 complete -c neli-run -n "__fish_neli_run_needs_command" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -51,10 +51,10 @@ pub struct Cli {
     pub subcommand: Option<Sub>,
 
     #[command(flatten)]
-    pub log: LogArgs,
+    pub run: RunArgs,
 
     #[command(flatten)]
-    pub run: RunArgs,
+    pub log: LogArgs,
 }
 
 impl Cli {
@@ -145,6 +145,7 @@ fn build_version() -> String {
 
 /// Logging, for every subcommand.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Operating")]
 pub struct LogArgs {
     /// More log output (-v debug, -vv trace); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count, env = "NELI_VERBOSE")]
@@ -287,6 +288,7 @@ pub struct StatusArgs {
 
 /// How to reach the group's topic (shared by running and `status`).
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Kafka")]
 pub struct KafkaArgs {
     /// Kafka bootstrap brokers, comma-separated [default: the
     /// --kafka-config file's bootstrap.servers, or localhost:9092].
@@ -420,47 +422,63 @@ pub struct RunArgs {
     #[command(flatten)]
     pub kafka: KafkaArgs,
 
-    /// This member's name in logs and heartbeats [default: <HOSTNAME>-<PID>].
-    #[arg(long, env = "NELI_NAME")]
-    pub name: Option<String>,
-
-    /// Kafka group session timeout: how long a crashed leader blocks takeover.
+    /// How long a crashed leader blocks takeover (Kafka's session
+    /// timeout): the one timing flag most users set.
     ///
-    /// Most brokers refuse less than 6s (group.min.session.timeout.ms).
-    #[arg(long, env = "NELI_SESSION_TIMEOUT", default_value = "6s", value_name = "DURATION", value_parser = duration)]
+    /// The others follow from it unless given, all safe together:
+    /// --heartbeat-deadline S - 700ms, --heartbeat-interval S/12 (at most
+    /// 500ms), --grace S/2 (at most 3s) and the coordinator heartbeat
+    /// (heartbeat.interval.ms) S/10 (at most 200ms). At 6s: 5.3s, 500ms, 3s
+    /// and 200ms. At least 1s. Most brokers refuse less than 6s
+    /// (group.min.session.timeout.ms).
+    #[arg(long, env = "NELI_SESSION_TIMEOUT", default_value = "6s", value_name = "DURATION", value_parser = duration,
+          help_heading = "Timing")]
     pub session_timeout: std::time::Duration,
 
-    /// How often the leader writes a heartbeat record to partition 0.
-    #[arg(long, env = "NELI_HEARTBEAT_INTERVAL", default_value = "500ms", value_name = "DURATION", value_parser = duration)]
-    pub heartbeat_interval: std::time::Duration,
+    /// How often the leader writes a heartbeat record to partition 0
+    /// [default: --session-timeout / 12, at most 500ms].
+    #[arg(long, env = "NELI_HEARTBEAT_INTERVAL", value_name = "DURATION", value_parser = duration,
+          help_heading = "Timing")]
+    pub heartbeat_interval: Option<std::time::Duration>,
 
-    /// Kill the command when no own heartbeat has come back for this long.
+    /// Kill the command when no own heartbeat has come back for this long
+    /// [default: --session-timeout - 700ms].
     ///
     /// This is the fence: a leader cut off from Kafka kills its command
-    /// before the group can elect another. Must leave room within
-    /// --session-timeout (checked at start-up).
-    #[arg(long, env = "NELI_HEARTBEAT_DEADLINE", default_value = "3s", value_name = "DURATION", value_parser = duration)]
-    pub heartbeat_deadline: std::time::Duration,
+    /// before the group can elect another. A network blip shorter than it
+    /// does not stop the command. Must leave room within --session-timeout
+    /// for the coordinator heartbeat and a margin of 500ms (checked at
+    /// start-up).
+    #[arg(long, env = "NELI_HEARTBEAT_DEADLINE", value_name = "DURATION", value_parser = duration,
+          help_heading = "Timing")]
+    pub heartbeat_deadline: Option<std::time::Duration>,
 
-    /// Time between the stop signal and SIGKILL.
+    /// Time between the stop signal and SIGKILL [default: --session-timeout
+    /// / 2, at most 3s].
     ///
     /// A new leader waits for this stop, so it must fit within
     /// --session-timeout (checked at start-up).
-    #[arg(long, env = "NELI_GRACE", default_value = "3s", value_name = "DURATION", value_parser = duration)]
-    pub grace: std::time::Duration,
+    #[arg(long, env = "NELI_GRACE", value_name = "DURATION", value_parser = duration, help_heading = "Timing")]
+    pub grace: Option<std::time::Duration>,
 
     /// Signal that asks the command to stop (name or number).
-    #[arg(long, env = "NELI_STOP_SIGNAL", default_value = "SIGTERM", value_name = "SIGNAL")]
+    #[arg(
+        long,
+        env = "NELI_STOP_SIGNAL",
+        default_value = "SIGTERM",
+        value_name = "SIGNAL",
+        help_heading = "The command"
+    )]
     pub stop_signal: String,
 
     /// What to do when the command exits while leader.
     ///
     /// never: exit with its status and let a standby take over.
-    #[arg(long, env = "NELI_RESTART", value_enum, default_value = "never")]
+    #[arg(long, env = "NELI_RESTART", value_enum, default_value = "never", help_heading = "The command")]
     pub restart: Restart,
 
     /// Pause before restarting the command.
-    #[arg(long, env = "NELI_RESTART_DELAY", default_value = "1s", value_name = "DURATION", value_parser = duration)]
+    #[arg(long, env = "NELI_RESTART_DELAY", default_value = "1s", value_name = "DURATION", value_parser = duration, help_heading = "The command")]
     pub restart_delay: std::time::Duration,
 
     /// With --restart never: members started within this long of a run's
@@ -475,12 +493,12 @@ pub struct RunArgs {
     /// every-minute ticks) and above the skew between the hosts' starts. If
     /// the leader crashes, is fenced or is stopped mid-run, the next leader
     /// runs it again (at least once; NELI_ATTEMPT counts the attempts).
-    #[arg(long, env = "NELI_ONCE_WITHIN", value_name = "DURATION", value_parser = duration)]
+    #[arg(long, env = "NELI_ONCE_WITHIN", value_name = "DURATION", value_parser = duration, help_heading = "Cron and schedules")]
     pub once_within: Option<std::time::Duration>,
 
     /// With --restart never: what a wave does when its run fails (exits
     /// non-zero) [default: retry].
-    #[arg(long, env = "NELI_FAILED_RUN", value_enum, value_name = "POLICY")]
+    #[arg(long, env = "NELI_FAILED_RUN", value_enum, value_name = "POLICY", help_heading = "Cron and schedules")]
     pub failed_run: Option<FailedRun>,
 
     /// Stop a run that takes longer than this (stop signal, --grace,
@@ -489,7 +507,7 @@ pub struct RunArgs {
     /// The stopped run counts as ended with the status that gives (143
     /// after SIGTERM): --restart and, once per wave, --failed-run decide
     /// what follows, as for a run that failed by itself.
-    #[arg(long, env = "NELI_MAX_RUNTIME", value_name = "DURATION", value_parser = duration)]
+    #[arg(long, env = "NELI_MAX_RUNTIME", value_name = "DURATION", value_parser = duration, help_heading = "The command")]
     pub max_runtime: Option<std::time::Duration>,
 
     /// Run the command every DURATION while leader, and stay up between
@@ -505,7 +523,7 @@ pub struct RunArgs {
     /// by a crash, a fence or a stop runs again (NELI_ATTEMPT 2), and due
     /// times that passed with nobody to run them follow --missed. Runs never
     /// overlap. The command gets NELI_DUE, its due time (RFC 3339 UTC).
-    #[arg(long, env = "NELI_EVERY", value_name = "DURATION", value_parser = duration, conflicts_with = "cron")]
+    #[arg(long, env = "NELI_EVERY", value_name = "DURATION", value_parser = duration, conflicts_with = "cron", help_heading = "Cron and schedules")]
     pub every: Option<std::time::Duration>,
 
     /// Run the command at the times of a cron expression while leader, and
@@ -514,20 +532,20 @@ pub struct RunArgs {
     /// Five fields: minute, hour, day of month, month, day of week (names
     /// such as MON and JAN too); a sixth in front gives seconds. In
     /// --time-zone. Otherwise as --every.
-    #[arg(long, env = "NELI_CRON", value_name = "EXPRESSION")]
+    #[arg(long, env = "NELI_CRON", value_name = "EXPRESSION", help_heading = "Cron and schedules")]
     pub cron: Option<String>,
 
     /// The time zone of --cron: an IANA name such as Europe/Berlin, UTC, or
     /// local (the TZ variable, else /etc/localtime) [default: local].
     ///
     /// Give the same zone on every member: due times must agree.
-    #[arg(long, env = "NELI_TIME_ZONE", value_name = "ZONE")]
+    #[arg(long, env = "NELI_TIME_ZONE", value_name = "ZONE", help_heading = "Cron and schedules")]
     pub time_zone: Option<String>,
 
     /// With --every or --cron: what happens to due times that passed with
     /// nobody to run them (nobody led, or the previous run still went on)
     /// [default: once].
-    #[arg(long, env = "NELI_MISSED", value_enum, value_name = "POLICY")]
+    #[arg(long, env = "NELI_MISSED", value_enum, value_name = "POLICY", help_heading = "Cron and schedules")]
     pub missed: Option<Missed>,
 
     /// With --every or --cron: skip a due run that cannot start within this
@@ -535,11 +553,15 @@ pub struct RunArgs {
     ///
     /// As a Kubernetes CronJob's startingDeadlineSeconds: a run that would
     /// start too late to be useful is skipped, and the next is waited for.
-    #[arg(long, env = "NELI_STARTING_DEADLINE", value_name = "DURATION", value_parser = duration)]
+    #[arg(long, env = "NELI_STARTING_DEADLINE", value_name = "DURATION", value_parser = duration, help_heading = "Cron and schedules")]
     pub starting_deadline: Option<std::time::Duration>,
 
+    /// This member's name in logs and heartbeats [default: <HOSTNAME>-<PID>].
+    #[arg(long, env = "NELI_NAME", help_heading = "Operating")]
+    pub name: Option<String>,
+
     /// Give up (exit 75) if not leader within this time [default: wait forever].
-    #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION", value_parser = duration)]
+    #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION", value_parser = duration, help_heading = "Operating")]
     pub acquire_timeout: Option<std::time::Duration>,
 
     /// Serve /metrics (Prometheus), /livez, /readyz and /leader on this
@@ -549,11 +571,11 @@ pub struct RunArgs {
     /// does not fail it). /readyz: 200 while Kafka answers too (/healthz is
     /// its older name). /leader answers 200 only on the member running the
     /// command: point a load balancer's health check at it.
-    #[arg(long, env = "NELI_METRICS_ADDR", value_name = "HOST:PORT")]
+    #[arg(long, env = "NELI_METRICS_ADDR", value_name = "HOST:PORT", help_heading = "Operating")]
     pub metrics_addr: Option<String>,
 
     /// The command to run while leader, and its arguments (no shell).
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(last = true, required = true, value_name = "COMMAND", help_heading = "The command")]
     pub command: Vec<OsString>,
 }
 

@@ -363,21 +363,41 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
     if view.scheduled() {
         return leadership(target, view, fresh, now) + &schedule_lines(view, fresh, now);
     }
-    let last_run = view.job.as_ref().map_or(String::new(), |job| {
-        format!(
-            "\n  last run: attempt {a} of the wave of {w}, by {n} (host {h}), token {t}: {s}",
-            a = job.attempt,
-            w = rfc3339(job.wave_ms),
-            n = printable(&job.name),
-            h = printable(&job.host),
-            t = job.token,
-            s = match job.code {
-                Some(code) => format!("exited {code}"),
-                None => run_state(job, fresh).replace('-', " "),
-            }
-        )
-    });
+    let last_run = view.job.as_ref().map_or(String::new(), |job| run_line(job, fresh, now));
     leadership(target, view, fresh, now) + &last_run
+}
+
+/// The last line of a command run once per wave, or of a service (whose
+/// run is a wave of one that never ends): what it does now, in the words
+/// of a service while it runs; attempts only once it ended or was cut
+/// short.
+fn run_line(job: &WireJob, fresh: Option<&Heartbeat>, now: u64) -> String {
+    let by = format!("by {} (host {}), token {}", printable(&job.name), printable(&job.host), job.token);
+    let retried = |a: u32| match a {
+        1 => String::new(),
+        a => format!(", attempt {a} (earlier attempts of the run started {} were cut short)", rfc3339(job.wave_ms)),
+    };
+    match (job.code, run_state(job, fresh)) {
+        (Some(code), _) => {
+            format!("\n  last run: exited {code}, started {}, {by}{}", rfc3339(job.wave_ms), retried(job.attempt))
+        }
+        (None, "running") => {
+            // This attempt's start: the wave's for a first attempt, else
+            // its leader's (who started it on becoming leader).
+            let start = match job.attempt {
+                1 => Some(job.wave_ms),
+                _ => fresh.and_then(|hb| hb.since_ms),
+            };
+            let since = start.map_or(String::new(), |ms| format!(" since {} ({} ago)", rfc3339(ms), ago(now, ms)));
+            format!("\n  command running{since}, {by}")
+        }
+        (None, _) => format!(
+            "\n  last run: cut short (its leader crashed, was fenced or stopped: the next leader runs it again), \
+             started {}, {by}{}",
+            rfc3339(job.wave_ms),
+            retried(job.attempt)
+        ),
+    }
 }
 
 /// The text's first lines: who leads, or led last.

@@ -29,6 +29,12 @@ fn status_names_the_fresh_leader_and_exits_1_without_one() {
     assert_eq!(json["leader"]["name"], "a");
     assert_eq!(json["leader"]["token"], g.starts()[0].1);
     assert!(json["leader"]["heartbeat_age_ms"].as_u64().unwrap() < t.deadline.as_millis() as u64, "{json}");
+    // A command that runs on (a service, or a cron job not done yet) reads
+    // as one: no waves or attempts while none was cut short.
+    let (_, text) = run(&["status", "-b", &g.broker.address, "-g", &g.name]);
+    let token = g.starts()[0].1;
+    assert!(text.contains("command running since 20") && text.contains(&format!("token {token}")), "{text}");
+    assert!(!text.contains("wave") && !text.contains("attempt"), "{text}");
     a.signal(Signal::SIGKILL);
     a.wait_exit(t.takeover());
     wait_until(t.takeover(), "status reports no fresh leader", || status(&g).0 == 1);

@@ -515,9 +515,9 @@ impl Kafka {
         let consumer_config = cfg.kafka.client_config(&[
             ("client.id", &cfg.name),
             ("group.id", &cfg.kafka.group),
-            ("session.timeout.ms", &ms(cfg.session_timeout)),
-            ("heartbeat.interval.ms", &ms(cfg.coordinator_heartbeat)),
-            ("max.poll.interval.ms", &ms(cfg.max_poll_interval)),
+            ("session.timeout.ms", &ms(cfg.timing.session_timeout)),
+            ("heartbeat.interval.ms", &ms(cfg.timing.coordinator_heartbeat)),
+            ("max.poll.interval.ms", &ms(cfg.timing.max_poll_interval)),
             // Sticky: a member joining never takes partition 0 from a leader.
             ("partition.assignment.strategy", "cooperative-sticky"),
             ("enable.auto.commit", "false"),
@@ -552,7 +552,7 @@ impl Kafka {
 
         let reader_member = member.clone();
         let reader_requests = requests.clone();
-        let watch = 3 * cfg.session_timeout;
+        let watch = 3 * cfg.timing.session_timeout;
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
             .spawn(move || consume(consumer, &reader_member, &reader_requests, watch, &events))

@@ -1,23 +1,9 @@
 //! Checked configuration: parses durations, signals, broker addresses and
-//! `-X` properties, and refuses timing that cannot be safe, before anything
-//! joins a group.
-//!
-//! The safety inequalities (the README explains them):
-//! 1. `heartbeat_deadline >= 2 * heartbeat_interval`: one late record must
-//!    not fence a healthy leader.
-//! 2. `heartbeat_deadline + coordinator_heartbeat + MARGIN <= session_timeout`:
-//!    a leader cut off from Kafka kills its command before the coordinator
-//!    can expire its session and hand partition 0 to someone else. The
-//!    coordinator's clock started at our last coordinator heartbeat, which
-//!    can be one coordinator heartbeat interval before our last record.
-//! 3. `grace + coordinator_heartbeat + MARGIN <= session_timeout`: the revoke
-//!    barrier must end before the coordinator could expel us for going
-//!    quiet in the callback (librdkafka's mock cluster does; see README).
-//! 4. `grace + MARGIN <= max.poll.interval.ms`: Kafka's rebalance timeout.
-//! 5. `3 * coordinator_heartbeat <= session_timeout` and
-//!    `session_timeout <= max.poll.interval.ms` (librdkafka's own rules).
+//! `-X` properties, and refuses timing that cannot be safe (`timing`), before
+//! anything joins a group.
 
 mod java_props;
+pub mod timing;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -29,16 +15,8 @@ use nix::sys::signal::Signal;
 use crate::cli::{FailedRun, KafkaArgs, RunArgs};
 use crate::exit::{Failure, Kind};
 use crate::leader::{Missed, Restart, Schedule, Settings, Waves};
+use timing::{Requested, Timing, MARGIN};
 
-/// Slack for the timer, the kill and the scheduler in every inequality.
-pub const MARGIN: Duration = Duration::from_millis(500);
-/// Coordinator heartbeat interval unless `-X heartbeat.interval.ms` says
-/// otherwise. Short, because standbys learn of a leader leaving only at their
-/// next coordinator heartbeat: with two standbys a graceful handover waits
-/// for the later of two, about two thirds of it on average (250 ms gave a
-/// median of 306 ms, 200 ms 200 ms). Each member sends five small requests a
-/// second (1000 a second for 200 members).
-pub const DEFAULT_COORDINATOR_HEARTBEAT: Duration = Duration::from_millis(200);
 /// The longest --session-timeout: Kafka's default
 /// group.max.session.timeout.ms (brokers refuse longer sessions unless
 /// reconfigured; librdkafka's own limit is 1 h).
@@ -55,15 +33,6 @@ pub const DEFAULT_ONCE_WITHIN: Duration = Duration::from_secs(30);
 /// A wave's records must still be on the topic when its last member reads
 /// them: the retention neli-run creates the topic with.
 const MAX_ONCE_WITHIN: Duration = Duration::from_secs(3600);
-
-/// `max.poll.interval.ms` unless set with -X: Kafka's rebalance timeout,
-/// which is also how long librdkafka waits for a JoinGroup answer. Its
-/// default of 5 minutes left members stuck that long after a broker pause
-/// (found by neli-soak); the consumer thread polls every 100 ms and blocks
-/// at most for the revoke barrier, so a short one is safe.
-pub fn default_max_poll_interval(session: Duration, grace: Duration) -> Duration {
-    session.saturating_mul(2).max(session.saturating_add(grace).saturating_add(MARGIN))
-}
 
 /// Properties that have a flag of their own; setting them with -X would let
 /// the two disagree.
@@ -233,9 +202,8 @@ pub struct Config {
     /// Where the group's topic is.
     pub kafka: Target,
     pub name: String,
-    pub session_timeout: Duration,
-    pub coordinator_heartbeat: Duration,
-    pub max_poll_interval: Duration,
+    /// The timing in force (the core's share of it is in `leader` too).
+    pub timing: Timing,
     pub leader: Settings,
     pub program: OsString,
     pub args: Vec<OsString>,
@@ -266,35 +234,57 @@ impl Config {
                 std::process::id()
             ),
         };
-        let coordinator_heartbeat = match kafka.property("heartbeat.interval.ms") {
-            Some((v, origin)) => millis_property("heartbeat.interval.ms", v, origin, MAX_COORDINATOR_HEARTBEAT_MS)?,
-            None => DEFAULT_COORDINATOR_HEARTBEAT,
-        };
-
         let within_session = "it must fit within --session-timeout, at most 30m";
-        let session_timeout = duration(
-            ("--session-timeout", "NELI_SESSION_TIMEOUT"),
-            args.session_timeout,
-            MAX_SESSION_TIMEOUT,
-            "Kafka's default group.max.session.timeout.ms: brokers refuse longer sessions",
-        )?;
-        let heartbeat_interval = duration(
-            ("--heartbeat-interval", "NELI_HEARTBEAT_INTERVAL"),
-            args.heartbeat_interval,
-            MAX_SESSION_TIMEOUT,
-            within_session,
-        )?;
-        let leader = Settings {
-            resume_window: session_timeout.saturating_sub(coordinator_heartbeat.saturating_add(MARGIN)),
-            claim_margin: MARGIN,
-            heartbeat_interval,
-            heartbeat_deadline: duration(
-                ("--heartbeat-deadline", "NELI_HEARTBEAT_DEADLINE"),
-                args.heartbeat_deadline,
+        let timing = Timing::derive(Requested {
+            session_timeout: duration(
+                ("--session-timeout", "NELI_SESSION_TIMEOUT"),
+                args.session_timeout,
                 MAX_SESSION_TIMEOUT,
-                within_session,
+                "Kafka's default group.max.session.timeout.ms: brokers refuse longer sessions",
             )?,
-            grace: duration(("--grace", "NELI_GRACE"), args.grace, MAX_SESSION_TIMEOUT, within_session)?,
+            coordinator_heartbeat: match kafka.property("heartbeat.interval.ms") {
+                Some((v, origin)) => {
+                    Some(millis_property("heartbeat.interval.ms", v, origin, MAX_COORDINATOR_HEARTBEAT_MS)?)
+                }
+                None => None,
+            },
+            heartbeat_interval: args
+                .heartbeat_interval
+                .map(|v| {
+                    duration(
+                        ("--heartbeat-interval", "NELI_HEARTBEAT_INTERVAL"),
+                        v,
+                        MAX_SESSION_TIMEOUT,
+                        within_session,
+                    )
+                })
+                .transpose()?,
+            heartbeat_deadline: args
+                .heartbeat_deadline
+                .map(|v| {
+                    duration(
+                        ("--heartbeat-deadline", "NELI_HEARTBEAT_DEADLINE"),
+                        v,
+                        MAX_SESSION_TIMEOUT,
+                        within_session,
+                    )
+                })
+                .transpose()?,
+            grace: args
+                .grace
+                .map(|v| duration(("--grace", "NELI_GRACE"), v, MAX_SESSION_TIMEOUT, within_session))
+                .transpose()?,
+            max_poll_interval: match kafka.property("max.poll.interval.ms") {
+                Some((v, origin)) => Some(millis_property("max.poll.interval.ms", v, origin, MAX_POLL_INTERVAL_MS)?),
+                None => None,
+            },
+        })?;
+        let leader = Settings {
+            resume_window: timing.session_timeout.saturating_sub(timing.coordinator_heartbeat.saturating_add(MARGIN)),
+            claim_margin: MARGIN,
+            heartbeat_interval: timing.heartbeat_interval,
+            heartbeat_deadline: timing.heartbeat_deadline,
+            grace: timing.grace,
             stop_signal: crate::leader::Signal(stop_signal(&args.stop_signal)? as i32),
             restart: args.restart,
             restart_delay: duration(
@@ -332,10 +322,6 @@ impl Config {
             },
             schedule,
         };
-        let max_poll_interval = match kafka.property("max.poll.interval.ms") {
-            Some((v, origin)) => millis_property("max.poll.interval.ms", v, origin, MAX_POLL_INTERVAL_MS)?,
-            None => default_max_poll_interval(session_timeout, leader.grace),
-        };
         let metrics_addr = match args.metrics_addr.as_deref() {
             None => None,
             Some(addr) => match std::net::ToSocketAddrs::to_socket_addrs(addr).map(|mut a| a.next()) {
@@ -343,98 +329,9 @@ impl Config {
                 _ => return err(format!("--metrics-addr '{addr}': expected HOST:PORT, e.g. 0.0.0.0:9464")),
             },
         };
-        let config = Config {
-            kafka,
-            name,
-            session_timeout,
-            coordinator_heartbeat,
-            max_poll_interval,
-            leader,
-            program: program.clone(),
-            args: rest.to_vec(),
-            metrics_addr,
-        };
-        config.check_timing()?;
+        let config =
+            Config { kafka, name, timing, leader, program: program.clone(), args: rest.to_vec(), metrics_addr };
         Ok(config)
-    }
-
-    /// The safety inequalities of the module doc. Every duration is bounded
-    /// by now; the arithmetic saturates all the same.
-    fn check_timing(&self) -> Result<(), Failure> {
-        let s = &self.leader;
-        let session = self.session_timeout;
-        let hb = self.coordinator_heartbeat;
-        let d = |d: Duration| humantime::format_duration(d).to_string();
-        let twice = |d: Duration| d.saturating_mul(2);
-        if s.heartbeat_interval.is_zero() {
-            return err("--heartbeat-interval must be more than 0");
-        }
-        if s.heartbeat_deadline < twice(s.heartbeat_interval) {
-            return err(format!(
-                "unsafe timing: --heartbeat-deadline {} is less than twice --heartbeat-interval {}, so one late \
-                 heartbeat would fence a healthy leader. Raise --heartbeat-deadline to at least {} or lower \
-                 --heartbeat-interval to at most {}.",
-                d(s.heartbeat_deadline),
-                d(s.heartbeat_interval),
-                d(twice(s.heartbeat_interval)),
-                d(s.heartbeat_deadline / 2)
-            ));
-        }
-        if hb.saturating_mul(3) > session {
-            return err(format!(
-                "unsafe timing: the coordinator heartbeat (heartbeat.interval.ms) {} must be at most a third of \
-                 --session-timeout {}. Lower -X heartbeat.interval.ms or raise --session-timeout to at least {}.",
-                d(hb),
-                d(session),
-                d(hb.saturating_mul(3))
-            ));
-        }
-        let budget = session.saturating_sub(hb.saturating_add(MARGIN));
-        if s.heartbeat_deadline > budget {
-            return err(format!(
-                "unsafe timing: --heartbeat-deadline {} + coordinator heartbeat {} + margin {} exceeds \
-                 --session-timeout {}: a leader cut off from Kafka could still run its command after the group \
-                 gave partition 0 to another member. Lower --heartbeat-deadline to at most {} or raise \
-                 --session-timeout to at least {}.",
-                d(s.heartbeat_deadline),
-                d(hb),
-                d(MARGIN),
-                d(session),
-                d(budget),
-                d(s.heartbeat_deadline.saturating_add(hb).saturating_add(MARGIN))
-            ));
-        }
-        if s.grace > budget {
-            return err(format!(
-                "unsafe timing: --grace {} + coordinator heartbeat {} + margin {} exceeds --session-timeout {}: \
-                 while the old leader waits for its command to stop, the group could expel it and start another. \
-                 Lower --grace to at most {} or raise --session-timeout to at least {}.",
-                d(s.grace),
-                d(hb),
-                d(MARGIN),
-                d(session),
-                d(budget),
-                d(s.grace.saturating_add(hb).saturating_add(MARGIN))
-            ));
-        }
-        if session > self.max_poll_interval {
-            return err(format!(
-                "max.poll.interval.ms {} must be at least --session-timeout {} (librdkafka's rule).",
-                d(self.max_poll_interval),
-                d(session)
-            ));
-        }
-        if s.grace.saturating_add(MARGIN) > self.max_poll_interval {
-            return err(format!(
-                "unsafe timing: --grace {} + margin {} exceeds the rebalance timeout (max.poll.interval.ms {}). \
-                 Raise -X max.poll.interval.ms to at least {}.",
-                d(s.grace),
-                d(MARGIN),
-                d(self.max_poll_interval),
-                s.grace.saturating_add(MARGIN).as_millis()
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -924,8 +821,8 @@ mod tests {
         let c = config(&[]).unwrap();
         assert_eq!(c.kafka.topic, "billing.neli");
         assert!(c.name.ends_with(&format!("-{}", std::process::id())));
-        assert_eq!(c.session_timeout, Duration::from_secs(6));
-        assert_eq!(c.max_poll_interval, Duration::from_secs(12));
+        assert_eq!(c.timing.session_timeout, Duration::from_secs(6));
+        assert_eq!(c.timing.max_poll_interval, Duration::from_secs(12));
         assert_eq!(c.leader.stop_signal, crate::leader::Signal(Signal::SIGTERM as i32));
     }
 
@@ -1080,7 +977,7 @@ mod tests {
         assert_eq!(e.message.lines().count(), 1);
         let e = config(&["-X", "heartbeat.interval.ms=18446744073709551615"]).unwrap_err();
         assert!(e.message.contains("3600000"), "{e}");
-        assert_eq!(default_max_poll_interval(Duration::MAX, Duration::MAX), Duration::MAX);
+        assert_eq!(timing::default_max_poll_interval(Duration::MAX, Duration::MAX), Duration::MAX);
     }
 
     #[test]

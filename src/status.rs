@@ -99,7 +99,7 @@ fn stdout_closed() -> bool {
 /// (rdkafka's own message carries the property's value, which may be a
 /// secret).
 fn rejected(err: KafkaError, target: &Target) -> Stop {
-    Stop::Fail(crate::kafka::creation_error(err, target))
+    Stop::Fail(crate::config::properties::creation_error(err, target))
 }
 
 /// The exit status for `result`, after saying why on stderr if it failed

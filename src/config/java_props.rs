@@ -16,6 +16,10 @@
 //!   any other escaped character stands for itself (`\=`, `\:`, `\ `,
 //!   `\#`, `\\`); a malformed `\uXXXX` is an error, as in Java.
 
+use super::err;
+use super::target::{checked_property, Origin};
+use crate::exit::Failure;
+
 /// One `key=value` of the file.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -198,6 +202,119 @@ pub fn parse(text: &str) -> Result<Vec<Entry>, Malformed> {
     Ok(out)
 }
 
+/// The username and password of a `sasl.jaas.config` value, read as Kafka's
+/// JaasConfig does (a `java.io.StreamTokenizer`): `LoginModule flag
+/// name=value ...;` where a value is a word or a quoted string with
+/// backslash escapes; `//` and `/* */` comments.
+pub(super) fn jaas_credentials(value: &str) -> Option<(String, String)> {
+    let chars: Vec<char> = value.chars().collect();
+    let mut i = 0;
+    let mut tokens: Vec<(bool, String)> = Vec::new(); // (quoted, text)
+    let word = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '$' | '.');
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+        } else if c == '/' && chars.get(i + 1) == Some(&'/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && chars.get(i + 1) == Some(&'*') {
+            i += 2;
+            while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                i += 1;
+            }
+            i += 2;
+        } else if c == '"' || c == '\'' {
+            let quote = c;
+            let mut text = String::new();
+            i += 1;
+            while i < chars.len() && chars[i] != quote {
+                if chars[i] == '\\' && i + 1 < chars.len() {
+                    i += 1;
+                    let e = chars[i];
+                    if ('0'..='7').contains(&e) {
+                        let mut n = 0u32;
+                        let mut digits = 0;
+                        while digits < 3 && i < chars.len() && ('0'..='7').contains(&chars[i]) && n * 8 < 256 {
+                            n = n * 8 + chars[i].to_digit(8)?;
+                            i += 1;
+                            digits += 1;
+                        }
+                        text.push(char::from_u32(n)?);
+                        continue;
+                    }
+                    text.push(match e {
+                        'a' => '\x07',
+                        'b' => '\x08',
+                        'f' => '\x0c',
+                        'n' => '\n',
+                        'r' => '\r',
+                        't' => '\t',
+                        'v' => '\x0b',
+                        other => other,
+                    });
+                } else {
+                    text.push(chars[i]);
+                }
+                i += 1;
+            }
+            i += 1;
+            tokens.push((true, text));
+        } else if word(c) {
+            let start = i;
+            while i < chars.len() && word(chars[i]) {
+                i += 1;
+            }
+            tokens.push((false, chars[start..i].iter().collect()));
+        } else {
+            tokens.push((false, c.to_string()));
+            i += 1;
+        }
+    }
+    // Skip the login module and its flag, then read name=value pairs.
+    let (mut user, mut password) = (None, None);
+    let mut t = tokens.iter().skip(2).peekable();
+    while let Some((quoted, name)) = t.next() {
+        if *quoted || !matches!(t.peek(), Some((false, eq)) if eq == "=") {
+            continue;
+        }
+        t.next();
+        let Some((_, value)) = t.next() else { break };
+        match name.as_str() {
+            "username" => user = Some(value.clone()),
+            "password" => password = Some(value.clone()),
+            _ => {}
+        }
+    }
+    Some((user?, password?))
+}
+
+/// Maps a Java client property to librdkafka's, where they differ.
+pub(super) fn translate_java_property(
+    key: &str,
+    value: String,
+    origin: &Origin,
+) -> Result<Vec<(String, String)>, Failure> {
+    match key {
+        // Java's way to give SASL credentials.
+        "sasl.jaas.config" => match jaas_credentials(&value) {
+            Some((user, password)) => Ok(vec![("sasl.username".into(), user), ("sasl.password".into(), password)]),
+            None => err(format!(
+                "{origin}: sasl.jaas.config has no username=\"...\" password=\"...\"; for Kerberos or OAuth set \
+                 librdkafka's sasl.* properties instead"
+            )),
+        },
+        "ssl.truststore.location" | "ssl.truststore.password" | "ssl.truststore.type" => err(format!(
+            "{origin}: {key} (a Java truststore) is not supported by librdkafka; export the CA certificate as PEM \
+             (keytool -exportcert -rfc) and set ssl.ca.location"
+        )),
+        // Java-only settings that have no meaning here.
+        k if k.ends_with(".serializer") || k.ends_with(".deserializer") || k.ends_with(".class") => Ok(vec![]),
+        _ => Ok(vec![checked_property(key, value, origin)?]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,5 +417,43 @@ mod tests {
         let lines: Vec<(usize, &str)> = e.iter().map(|e| (e.line, e.key.as_str())).collect();
         assert_eq!(lines, vec![(3, "a"), (5, "b"), (6, "c")]);
         assert_eq!(e[0].value, "12");
+    }
+
+    #[test]
+    fn java_properties_files_are_read_and_translated() {
+        let text = "# client.properties\n! also a comment\nbootstrap.servers=k1:9092,\\\n  k2:9092\n\
+                    security.protocol = SASL_SSL\nsasl.mechanism: SCRAM-SHA-512\n\
+                    sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
+                    username=\"alice\" password=\"s3cret\";\nkey.serializer=org.apache.StringSerializer\n";
+        let props: Vec<(String, String)> =
+            parse(text).unwrap().into_iter().map(|e| (e.key, e.value)).collect();
+        assert_eq!(props[0], ("bootstrap.servers".into(), "k1:9092,k2:9092".into()));
+        assert_eq!(props[1], ("security.protocol".into(), "SASL_SSL".into()));
+        assert_eq!(props[2], ("sasl.mechanism".into(), "SCRAM-SHA-512".into()));
+        let at = Origin::File { path: "client.properties".into(), line: 7 };
+        let jaas = translate_java_property(&props[3].0, props[3].1.clone(), &at).unwrap();
+        assert_eq!(jaas, vec![("sasl.username".into(), "alice".into()), ("sasl.password".into(), "s3cret".into())]);
+        assert_eq!(translate_java_property(&props[4].0, props[4].1.clone(), &at).unwrap(), vec![]);
+        let e = translate_java_property("ssl.truststore.location", "x.jks".into(), &at).unwrap_err();
+        assert!(e.message.contains("ssl.ca.location") && e.message.contains("client.properties line 7"), "{e}");
+        let e = translate_java_property("group.id", "x".into(), &at).unwrap_err();
+        assert!(e.message.contains("--group") && e.message.contains("line 7"), "{e}");
+    }
+
+    #[test]
+    fn jaas_values_are_read_as_kafka_tokenizes_them() {
+        let creds = jaas_credentials;
+        let m = "org.apache.kafka.common.security.plain.PlainLoginModule required";
+        assert_eq!(
+            creds(&format!("{m} username=\"alice\" password=\"a\\\"b\\\\c\";")),
+            Some(("alice".into(), "a\"b\\c".into()))
+        );
+        assert_eq!(creds(&format!("{m} username=bob password='x y';")), Some(("bob".into(), "x y".into())));
+        // "username" inside another option's name or value is not the option.
+        assert_eq!(
+            creds(&format!("{m} xusername=\"no\" username = \"u\" /* c */ password=\"password=\\\"p\";")),
+            Some(("u".into(), "password=\"p".into()))
+        );
+        assert_eq!(creds(&format!("{m} username=\"u\";")), None);
     }
 }

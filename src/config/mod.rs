@@ -3,78 +3,55 @@
 //! anything joins a group.
 
 mod java_props;
+pub mod properties;
+mod target;
 pub mod timing;
 
+use target::given_as;
+pub use target::{Origin, Target};
+
 use std::ffi::OsString;
-use std::fmt;
-use std::path::Path;
+
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::cli::{FailedRun, KafkaArgs, RunArgs};
+use crate::cli::{FailedRun, RunArgs};
+
 use crate::exit::{Failure, Kind};
+
 use crate::leader::{Missed, Restart, Schedule, Settings, Waves};
+
 use timing::{Requested, Timing, MARGIN};
 
 /// The longest --session-timeout: Kafka's default
 /// group.max.session.timeout.ms (brokers refuse longer sessions unless
 /// reconfigured; librdkafka's own limit is 1 h).
 pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
 /// librdkafka's ranges for the two timing properties neli-run reads.
 const MAX_COORDINATOR_HEARTBEAT_MS: u64 = 3_600_000;
+
 const MAX_POLL_INTERVAL_MS: u64 = 86_400_000;
+
 /// Bounds of the durations that are not tied to the session timeout.
 const MAX_RESTART_DELAY: Duration = Duration::from_secs(24 * 3600);
+
 const MAX_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
 const MAX_RUNTIME: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// --once-within's default: half of cron's shortest period.
 pub const DEFAULT_ONCE_WITHIN: Duration = Duration::from_secs(30);
+
 /// A wave's records must still be on the topic when its last member reads
 /// them: the retention neli-run creates the topic with.
 const MAX_ONCE_WITHIN: Duration = Duration::from_secs(3600);
-
-/// Properties that have a flag of their own; setting them with -X would let
-/// the two disagree.
-const OWNED_PROPERTIES: [(&str, &str); 4] = [
-    ("bootstrap.servers", "--brokers"),
-    ("group.id", "--group"),
-    ("session.timeout.ms", "--session-timeout"),
-    ("client.id", "--name"),
-];
-
-/// Properties whose value is a secret: a --kafka-config file holding one
-/// should be readable by its owner only.
-const SECRET_FILE_KEYS: [&str; 3] = ["sasl.password", "ssl.key.password", "sasl.jaas.config"];
 
 /// A configuration the user must fix: a usage error unless said otherwise.
 /// The message never carries a property's value.
 fn err<T>(msg: impl Into<String>) -> Result<T, Failure> {
     Err(Failure::new(Kind::Usage, msg))
-}
-
-/// Where a Kafka property came from, for messages.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
-    /// `-X KEY=VALUE`.
-    Flag,
-    /// NELI_KAFKA_PROPERTIES, its n-th entry (from 1).
-    Env(usize),
-    /// A --kafka-config file, at a line.
-    File { path: String, line: usize },
-    /// A --kafka-secret file.
-    Secret { path: String },
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::Flag => write!(f, "-X"),
-            Origin::Env(n) => write!(f, "NELI_KAFKA_PROPERTIES entry {n}"),
-            Origin::File { path, line } => write!(f, "--kafka-config {path} line {line}"),
-            Origin::Secret { path } => write!(f, "--kafka-secret {path}"),
-        }
-    }
 }
 
 /// Once per wave: on by default with `--restart never`, and only there.
@@ -114,6 +91,7 @@ fn waves(
 
 /// The shortest --every: a schedule, not a busy loop.
 const MIN_EVERY: Duration = Duration::from_secs(1);
+
 const MAX_EVERY: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// A schedule of its own (--every or --cron), and the flags that go with
@@ -185,15 +163,6 @@ fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
         },
     };
     Ok(Some(Schedule { calendar, missed: args.missed.unwrap_or(Missed::Once), starting_deadline }))
-}
-
-/// Names a flag the way the user gave it: its environment variable when the
-/// value came from there.
-fn given_as<'a>(flag: &'a str, env: &'a str, value: &str) -> &'a str {
-    match std::env::var(env) {
-        Ok(v) if v == value => env,
-        _ => flag,
-    }
 }
 
 /// Everything `run` needs, checked.
@@ -335,330 +304,6 @@ impl Config {
     }
 }
 
-/// Where a group's topic is: what both running and `status` need.
-#[derive(Clone, Debug)]
-pub struct Target {
-    pub brokers: String,
-    pub group: String,
-    pub topic: String,
-    /// The --kafka-config file's properties, then NELI_KAFKA_PROPERTIES,
-    /// then --kafka-secret, then -X: later ones win.
-    pub properties: Vec<(String, String)>,
-    /// Where each of `properties` came from.
-    pub origins: Vec<Origin>,
-}
-
-impl Target {
-    /// Checks `args`; `env_properties` is NELI_KAFKA_PROPERTIES, if set.
-    pub fn from_args(args: KafkaArgs, env_properties: Option<String>) -> Result<Target, Failure> {
-        let group = args.group.unwrap_or_default();
-        if group.is_empty() {
-            return err("--group must not be empty");
-        }
-        let topic = args.topic.unwrap_or_else(|| format!("{group}.neli"));
-        check_topic_name(&topic)?;
-        let mut properties: Vec<(String, String, Origin)> = Vec::new();
-        let mut file_brokers = None;
-        if let Some(path) = &args.kafka_config {
-            let mut secrets = Vec::new();
-            for entry in read_kafka_config(path)? {
-                let origin = Origin::File { path: path.display().to_string(), line: entry.line };
-                if SECRET_FILE_KEYS.contains(&entry.key.as_str()) && !secrets.contains(&entry.key) {
-                    secrets.push(entry.key.clone());
-                }
-                match entry.key.as_str() {
-                    "bootstrap.servers" => file_brokers = Some((entry.value, origin)),
-                    _ => properties.extend(
-                        translate_java_property(&entry.key, entry.value, &origin)?
-                            .into_iter()
-                            .map(|(k, v)| (k, v, origin.clone())),
-                    ),
-                }
-            }
-            warn_if_others_can_read(path, &secrets);
-        }
-        let brokers = match (args.brokers, file_brokers) {
-            (Some(b), _) => {
-                let name = given_as("--brokers", "NELI_BROKERS", &b).to_string();
-                parse_brokers(&b, &name)?
-            }
-            (None, Some((b, origin))) => parse_brokers(&b, &format!("bootstrap.servers ({origin})"))?,
-            (None, None) => "localhost:9092".into(),
-        };
-        for (n, entry) in split_env_list(env_properties.as_deref().unwrap_or_default()).iter().enumerate() {
-            let origin = Origin::Env(n + 1);
-            let (k, v) = parse_property(entry, &origin)?;
-            properties.push((k, v, origin));
-        }
-        for spec in args.kafka_secrets.iter().flat_map(|s| s.split(';')).filter(|s| !s.trim().is_empty()) {
-            properties.push(read_secret(spec)?);
-        }
-        for prop in &args.kafka_properties {
-            let (k, v) = parse_property(prop, &Origin::Flag)?;
-            properties.push((k, v, Origin::Flag));
-        }
-        for (k, v, origin) in &properties {
-            if k.contains('\0') {
-                return err(format!("{origin}: a key contains a NUL byte, which librdkafka cannot take"));
-            }
-            if v.contains('\0') {
-                return err(format!("{origin}: the value of {k} contains a NUL byte, which librdkafka cannot take"));
-            }
-        }
-        // librdkafka checks each property when it is set: do it now, so that
-        // `status` and `yield` get the same clear message (exit 78) and a run
-        // fails before joining. Plugins load when set, so they are left to
-        // the real client.
-        for (k, v, origin) in properties.iter().filter(|(k, _, _)| k != "plugin.library.paths") {
-            // librdkafka reads integers as C ints and would report a wrapped
-            // number; say what is wrong instead.
-            match k.as_str() {
-                "heartbeat.interval.ms" => drop(millis_property(k, v, origin, MAX_COORDINATOR_HEARTBEAT_MS)?),
-                "max.poll.interval.ms" => drop(millis_property(k, v, origin, MAX_POLL_INTERVAL_MS)?),
-                _ if v.trim().parse::<i128>().is_ok_and(|n| n > i32::MAX.into() || n < i32::MIN.into()) => {
-                    return Err(Failure::new(
-                        Kind::KafkaConfig,
-                        format!(
-                            "Kafka client configuration rejected: {origin}: {k} is out of range (librdkafka's \
-                             numbers are at most {})",
-                            i32::MAX
-                        ),
-                    ));
-                }
-                _ => {}
-            }
-            let mut probe = rdkafka::ClientConfig::new();
-            probe.set(k, v);
-            if let Err(e) = probe.create_native_config() {
-                let why = crate::kafka::rejected_property(&e, &origin.to_string());
-                return Err(Failure::new(Kind::KafkaConfig, format!("Kafka client configuration rejected: {why}")));
-            }
-        }
-        let (properties, origins) = properties.into_iter().map(|(k, v, o)| ((k, v), o)).unzip();
-        Ok(Target { brokers, group, topic, properties, origins })
-    }
-
-    /// The value that wins for `key`, and where it came from.
-    pub fn property(&self, key: &str) -> Option<(&str, &Origin)> {
-        let i = self.properties.iter().rposition(|(k, _)| k == key)?;
-        Some((self.properties[i].1.as_str(), &self.origins[i]))
-    }
-
-    /// Where the value that wins for `key` came from, for messages: "set by
-    /// neli-run" when the user did not give it.
-    pub fn origin(&self, key: &str) -> String {
-        match self.property(key) {
-            Some((_, origin)) => origin.to_string(),
-            None => "set by neli-run".into(),
-        }
-    }
-
-    /// A client config for these brokers: `ours` first, then the user's
-    /// properties, which win.
-    pub fn client_config(&self, ours: &[(&str, &str)]) -> rdkafka::ClientConfig {
-        let mut config = rdkafka::ClientConfig::new();
-        config.set("bootstrap.servers", &self.brokers);
-        // librdkafka backs off up to 10 s between reconnects; after a broker
-        // restart that is up to 10 s more with nobody leading. Java clients
-        // wait at most 1 s.
-        config.set("reconnect.backoff.max.ms", "1000");
-        for (k, v) in ours.iter().copied().chain(self.properties.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
-            config.set(k, v);
-        }
-        config
-    }
-}
-
-/// Reads a --kafka-config file: UTF-8, or ISO-8859-1 (what Java's
-/// `Properties.load` reads) when it is not valid UTF-8.
-fn read_kafka_config(path: &Path) -> Result<Vec<java_props::Entry>, Failure> {
-    let at = path.display();
-    let bytes = std::fs::read(path).or_else(|e| err(format!("--kafka-config {at}: cannot read it ({e})")))?;
-    let text = String::from_utf8(bytes).unwrap_or_else(|e| e.into_bytes().iter().map(|&b| char::from(b)).collect());
-    java_props::parse(&text).map_err(|m| {
-        let key = m.key.map(|k| format!(" in the value of {}", k.escape_debug())).unwrap_or_else(|| " in a key".into());
-        Failure::new(Kind::Usage, format!("--kafka-config {at} line {}: {}{key}", m.line, m.reason))
-    })
-}
-
-/// Warns (once, not fatal) when a --kafka-config file holding a secret can
-/// be read by anyone but its owner.
-fn warn_if_others_can_read(path: &Path, secrets: &[String]) {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(meta) = std::fs::metadata(path) else { return };
-    let mode = meta.permissions().mode() & 0o777;
-    if !secrets.is_empty() && mode & 0o077 != 0 {
-        tracing::warn!(
-            "--kafka-config {} holds {} but its mode is {mode:03o} (readable by group or others): chmod 600 it",
-            path.display(),
-            secrets.join(", ")
-        );
-    }
-}
-
-/// Reads `--kafka-secret KEY=PATH`: the value is the file's contents, less
-/// one trailing newline.
-fn read_secret(spec: &str) -> Result<(String, String, Origin), Failure> {
-    let Some((key, path)) = spec.split_once('=') else {
-        return err(format!(
-            "--kafka-secret {spec}: expected KEY=PATH, e.g. sasl.password=$CREDENTIALS_DIRECTORY/kafka-password"
-        ));
-    };
-    let key = key.trim();
-    if key.is_empty() || path.is_empty() {
-        return err(format!("--kafka-secret {spec}: expected KEY=PATH, both non-empty"));
-    }
-    if let Some((_, flag)) = OWNED_PROPERTIES.iter().find(|(k, _)| *k == key) {
-        return err(format!("--kafka-secret {key} is set by {flag}; use that flag instead"));
-    }
-    let bytes = std::fs::read(path).or_else(|e| err(format!("--kafka-secret {key}={path}: cannot read it ({e})")))?;
-    let Ok(mut value) = String::from_utf8(bytes) else {
-        return err(format!("--kafka-secret {key}={path}: the file is not UTF-8 text"));
-    };
-    if value.ends_with('\n') {
-        value.pop();
-        if value.ends_with('\r') {
-            value.pop();
-        }
-    }
-    Ok((key.to_string(), value, Origin::Secret { path: path.to_string() }))
-}
-
-/// Splits NELI_KAFKA_PROPERTIES at `;`; `\;` is a `;` inside a value and
-/// `\\` a backslash (any other backslash stands for itself). Blank entries
-/// are skipped.
-fn split_env_list(list: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut entry = String::new();
-    let mut chars = list.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some(c @ (';' | '\\')) => entry.push(c),
-                Some(other) => {
-                    entry.push('\\');
-                    entry.push(other);
-                }
-                None => entry.push('\\'),
-            },
-            ';' => out.push(std::mem::take(&mut entry)),
-            c => entry.push(c),
-        }
-    }
-    out.push(entry);
-    out.retain(|e| !e.trim().is_empty());
-    out
-}
-
-/// The username and password of a `sasl.jaas.config` value, read as Kafka's
-/// JaasConfig does (a `java.io.StreamTokenizer`): `LoginModule flag
-/// name=value ...;` where a value is a word or a quoted string with
-/// backslash escapes; `//` and `/* */` comments.
-fn jaas_credentials(value: &str) -> Option<(String, String)> {
-    let chars: Vec<char> = value.chars().collect();
-    let mut i = 0;
-    let mut tokens: Vec<(bool, String)> = Vec::new(); // (quoted, text)
-    let word = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '$' | '.');
-    while i < chars.len() {
-        let c = chars[i];
-        if c.is_whitespace() {
-            i += 1;
-        } else if c == '/' && chars.get(i + 1) == Some(&'/') {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-        } else if c == '/' && chars.get(i + 1) == Some(&'*') {
-            i += 2;
-            while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
-                i += 1;
-            }
-            i += 2;
-        } else if c == '"' || c == '\'' {
-            let quote = c;
-            let mut text = String::new();
-            i += 1;
-            while i < chars.len() && chars[i] != quote {
-                if chars[i] == '\\' && i + 1 < chars.len() {
-                    i += 1;
-                    let e = chars[i];
-                    if ('0'..='7').contains(&e) {
-                        let mut n = 0u32;
-                        let mut digits = 0;
-                        while digits < 3 && i < chars.len() && ('0'..='7').contains(&chars[i]) && n * 8 < 256 {
-                            n = n * 8 + chars[i].to_digit(8)?;
-                            i += 1;
-                            digits += 1;
-                        }
-                        text.push(char::from_u32(n)?);
-                        continue;
-                    }
-                    text.push(match e {
-                        'a' => '\x07',
-                        'b' => '\x08',
-                        'f' => '\x0c',
-                        'n' => '\n',
-                        'r' => '\r',
-                        't' => '\t',
-                        'v' => '\x0b',
-                        other => other,
-                    });
-                } else {
-                    text.push(chars[i]);
-                }
-                i += 1;
-            }
-            i += 1;
-            tokens.push((true, text));
-        } else if word(c) {
-            let start = i;
-            while i < chars.len() && word(chars[i]) {
-                i += 1;
-            }
-            tokens.push((false, chars[start..i].iter().collect()));
-        } else {
-            tokens.push((false, c.to_string()));
-            i += 1;
-        }
-    }
-    // Skip the login module and its flag, then read name=value pairs.
-    let (mut user, mut password) = (None, None);
-    let mut t = tokens.iter().skip(2).peekable();
-    while let Some((quoted, name)) = t.next() {
-        if *quoted || !matches!(t.peek(), Some((false, eq)) if eq == "=") {
-            continue;
-        }
-        t.next();
-        let Some((_, value)) = t.next() else { break };
-        match name.as_str() {
-            "username" => user = Some(value.clone()),
-            "password" => password = Some(value.clone()),
-            _ => {}
-        }
-    }
-    Some((user?, password?))
-}
-
-/// Maps a Java client property to librdkafka's, where they differ.
-fn translate_java_property(key: &str, value: String, origin: &Origin) -> Result<Vec<(String, String)>, Failure> {
-    match key {
-        // Java's way to give SASL credentials.
-        "sasl.jaas.config" => match jaas_credentials(&value) {
-            Some((user, password)) => Ok(vec![("sasl.username".into(), user), ("sasl.password".into(), password)]),
-            None => err(format!(
-                "{origin}: sasl.jaas.config has no username=\"...\" password=\"...\"; for Kerberos or OAuth set \
-                 librdkafka's sasl.* properties instead"
-            )),
-        },
-        "ssl.truststore.location" | "ssl.truststore.password" | "ssl.truststore.type" => err(format!(
-            "{origin}: {key} (a Java truststore) is not supported by librdkafka; export the CA certificate as PEM \
-             (keytool -exportcert -rfc) and set ssl.ca.location"
-        )),
-        // Java-only settings that have no meaning here.
-        k if k.ends_with(".serializer") || k.ends_with(".deserializer") || k.ends_with(".class") => Ok(vec![]),
-        _ => Ok(vec![checked_property(key, value, origin)?]),
-    }
-}
-
 /// Parses a humantime duration ("500ms", "6s", "1m 30s") of at most `max`.
 fn duration(names: (&str, &str), d: Duration, max: Duration, why: &str) -> Result<Duration, Failure> {
     if d > max {
@@ -681,34 +326,6 @@ fn millis_property(key: &str, value: &str, origin: &Origin, max: u64) -> Result<
         )),
         _ => err(format!("{origin}: {key}: expected a positive number of milliseconds")),
     }
-}
-
-/// Splits `KEY=VALUE` from -X or NELI_KAFKA_PROPERTIES. Errors name the
-/// origin and the key, never the value.
-fn parse_property(prop: &str, origin: &Origin) -> Result<(String, String), Failure> {
-    let Some((key, value)) = prop.split_once('=') else {
-        return match origin {
-            // Shown only when it looks like a key: it may be a lone secret.
-            Origin::Flag if prop.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) => {
-                err(format!("-X {prop}: expected KEY=VALUE, e.g. -X security.protocol=SSL"))
-            }
-            Origin::Flag => err("-X: an argument is not KEY=VALUE, e.g. -X security.protocol=SSL"),
-            _ => err(format!(
-                "{origin}: expected KEY=VALUE, entries separated by ';' (write a ';' inside a value as \\;)"
-            )),
-        };
-    };
-    checked_property(key.trim(), value.to_string(), origin)
-}
-
-fn checked_property(key: &str, value: String, origin: &Origin) -> Result<(String, String), Failure> {
-    if key.is_empty() {
-        return err(format!("{origin}: the key is empty (expected KEY=VALUE)"));
-    }
-    if let Some((_, flag)) = OWNED_PROPERTIES.iter().find(|(k, _)| *k == key) {
-        return err(format!("{origin}: {key} is set by {flag}; use that flag instead"));
-    }
-    Ok((key.to_string(), value))
 }
 
 /// Accepts "TERM", "SIGTERM", "sigterm" or "15".
@@ -746,60 +363,6 @@ pub fn stop_signal(value: &str) -> Result<Signal, Failure> {
          one it handles (SIGUSR1, SIGUSR2)",
         sig.as_str()
     ))
-}
-
-/// Checks "host:port,host:port" (an optional `scheme://` is allowed);
-/// `given_as` names where the list came from.
-fn parse_brokers(value: &str, given_as: &str) -> Result<String, Failure> {
-    let entries: Vec<&str> = value.split(',').map(str::trim).filter(|e| !e.is_empty()).collect();
-    if entries.is_empty() {
-        return err(format!("{given_as} is empty; give HOST:PORT, e.g. localhost:9092"));
-    }
-    for entry in &entries {
-        let addr = entry.split_once("://").map_or(*entry, |(_, a)| a);
-        let (host, port) = match addr.strip_prefix('[') {
-            // [IPv6]:port or [IPv6]
-            Some(rest) => match rest.split_once(']') {
-                Some((ip, "")) => (ip, None),
-                Some((ip, tail)) => (ip, Some(tail.strip_prefix(':').unwrap_or("x"))),
-                None => ("", None),
-            },
-            None => match addr.split_once(':') {
-                Some((host, port)) => (host, Some(port)),
-                None => (addr, None),
-            },
-        };
-        let bracketed = addr.starts_with('[');
-        let host_ok = !host.is_empty()
-            && !host.contains(char::is_whitespace)
-            && !host.contains('/')
-            && (bracketed && host.parse::<std::net::Ipv6Addr>().is_ok() || !bracketed && !host.contains(':'));
-        let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok_and(|p| p > 0));
-        if !host_ok || !port_ok {
-            return err(format!(
-                "bad broker address '{entry}' in {given_as}: expected HOST:PORT, e.g. localhost:9092 (an IPv6 \
-                 address goes in brackets: [::1]:9092)"
-            ));
-        }
-    }
-    Ok(entries.join(","))
-}
-
-/// Kafka's topic name rules, checked early for a clear message.
-fn check_topic_name(topic: &str) -> Result<(), Failure> {
-    let ok = !topic.is_empty()
-        && topic.len() <= 249
-        && topic != "."
-        && topic != ".."
-        && topic.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
-        Ok(())
-    } else {
-        err(format!(
-            "invalid topic name '{topic}': Kafka allows letters, digits, '.', '_' and '-' (at most 249); \
-             pick a --group made of those or pass --topic"
-        ))
-    }
 }
 
 #[cfg(test)]
@@ -890,65 +453,6 @@ mod tests {
     }
 
     #[test]
-    fn java_properties_files_are_read_and_translated() {
-        let text = "# client.properties\n! also a comment\nbootstrap.servers=k1:9092,\\\n  k2:9092\n\
-                    security.protocol = SASL_SSL\nsasl.mechanism: SCRAM-SHA-512\n\
-                    sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
-                    username=\"alice\" password=\"s3cret\";\nkey.serializer=org.apache.StringSerializer\n";
-        let props: Vec<(String, String)> =
-            java_props::parse(text).unwrap().into_iter().map(|e| (e.key, e.value)).collect();
-        assert_eq!(props[0], ("bootstrap.servers".into(), "k1:9092,k2:9092".into()));
-        assert_eq!(props[1], ("security.protocol".into(), "SASL_SSL".into()));
-        assert_eq!(props[2], ("sasl.mechanism".into(), "SCRAM-SHA-512".into()));
-        let at = Origin::File { path: "client.properties".into(), line: 7 };
-        let jaas = translate_java_property(&props[3].0, props[3].1.clone(), &at).unwrap();
-        assert_eq!(jaas, vec![("sasl.username".into(), "alice".into()), ("sasl.password".into(), "s3cret".into())]);
-        assert_eq!(translate_java_property(&props[4].0, props[4].1.clone(), &at).unwrap(), vec![]);
-        let e = translate_java_property("ssl.truststore.location", "x.jks".into(), &at).unwrap_err();
-        assert!(e.message.contains("ssl.ca.location") && e.message.contains("client.properties line 7"), "{e}");
-        let e = translate_java_property("group.id", "x".into(), &at).unwrap_err();
-        assert!(e.message.contains("--group") && e.message.contains("line 7"), "{e}");
-    }
-
-    #[test]
-    fn jaas_values_are_read_as_kafka_tokenizes_them() {
-        let creds = jaas_credentials;
-        let m = "org.apache.kafka.common.security.plain.PlainLoginModule required";
-        assert_eq!(
-            creds(&format!("{m} username=\"alice\" password=\"a\\\"b\\\\c\";")),
-            Some(("alice".into(), "a\"b\\c".into()))
-        );
-        assert_eq!(creds(&format!("{m} username=bob password='x y';")), Some(("bob".into(), "x y".into())));
-        // "username" inside another option's name or value is not the option.
-        assert_eq!(
-            creds(&format!("{m} xusername=\"no\" username = \"u\" /* c */ password=\"password=\\\"p\";")),
-            Some(("u".into(), "password=\"p".into()))
-        );
-        assert_eq!(creds(&format!("{m} username=\"u\";")), None);
-    }
-
-    #[test]
-    fn env_list_escapes() {
-        assert_eq!(split_env_list("a=1;b=x\\;y;;c=\\\\;"), vec!["a=1", "b=x;y", "c=\\"]);
-        assert_eq!(split_env_list("p=a\\b"), vec!["p=a\\b"]);
-        assert_eq!(split_env_list(" ; "), Vec::<String>::new());
-    }
-
-    #[test]
-    fn property_errors_name_the_origin_and_never_the_value() {
-        let e = parse_property("novalue-secret", &Origin::Env(2)).unwrap_err();
-        assert!(e.message.contains("NELI_KAFKA_PROPERTIES entry 2") && !e.message.contains("novalue-secret"), "{e}");
-        let e = parse_property("top secret!", &Origin::Flag).unwrap_err();
-        assert!(e.message.contains("-X") && !e.message.contains("secret"), "{e}");
-        let e = parse_property("=topsecret", &Origin::Flag).unwrap_err();
-        assert!(e.message.contains("-X") && !e.message.contains("topsecret"), "{e}");
-        let cli = Cli::try_parse_from(["neli-run", "-g", "g", "--", "true"]).unwrap();
-        let e = Config::from_args(cli.run, Some("a=1;pw;with".into())).unwrap_err();
-        assert!(e.message.contains("NELI_KAFKA_PROPERTIES entry 2") && !e.message.contains("-X"), "{e}");
-        assert!(!e.message.contains("with"), "{e}");
-    }
-
-    #[test]
     fn unknown_properties_are_refused_with_a_suggestion_and_no_value() {
         let e = config(&["-X", "sasl.pasword=TOPSECRET"]).unwrap_err();
         assert_eq!(e.kind, Kind::KafkaConfig);
@@ -989,37 +493,6 @@ mod tests {
     }
 
     #[test]
-    fn secrets_come_from_files() {
-        let dir = std::env::temp_dir().join(format!("neli-secret-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("pw");
-        std::fs::write(&file, "pa;ss \n").unwrap();
-        let (k, v, o) = read_secret(&format!("sasl.password={}", file.display())).unwrap();
-        assert_eq!((k.as_str(), v.as_str()), ("sasl.password", "pa;ss "));
-        assert_eq!(o, Origin::Secret { path: file.display().to_string() });
-        std::fs::write(&file, "two\n\n").unwrap();
-        assert_eq!(read_secret(&format!("k={}", file.display())).unwrap().1, "two\n");
-        let e = read_secret("sasl.password=/nonexistent/pw").unwrap_err();
-        assert!(e.message.contains("sasl.password") && e.message.contains("/nonexistent/pw"), "{e}");
-        assert!(read_secret("sasl.password").is_err());
-        assert!(read_secret("group.id=/x").unwrap_err().message.contains("--group"));
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn broker_addresses() {
-        assert_eq!(parse_brokers(" a:1, b:2 ", "--brokers").unwrap(), "a:1,b:2");
-        assert!(parse_brokers("localhost", "--brokers").is_ok());
-        assert!(parse_brokers("SSL://k:9093", "--brokers").is_ok());
-        assert!(parse_brokers("[::1]:9092", "--brokers").is_ok());
-        assert!(parse_brokers("[::1]", "--brokers").is_ok());
-        for bad in ["k:abc", "k:0", ",", ":::", "::1", ":9092", "[::1]x", "[nope]:1", "k:1:2"] {
-            let e = parse_brokers(bad, "NELI_BROKERS").unwrap_err();
-            assert!(e.message.contains("NELI_BROKERS"), "{bad}: {e}");
-        }
-    }
-
-    #[test]
     fn signals_by_name_or_number() {
         assert_eq!(parse_signal("INT").unwrap(), Signal::SIGINT);
         assert_eq!(parse_signal("sigquit").unwrap(), Signal::SIGQUIT);
@@ -1037,12 +510,5 @@ mod tests {
         for sig in ["TERM", "INT", "QUIT", "HUP", "USR1", "USR2"] {
             assert!(stop_signal(sig).is_ok(), "{sig}");
         }
-    }
-
-    #[test]
-    fn topic_names() {
-        assert!(check_topic_name("billing.neli").is_ok());
-        assert!(check_topic_name("bad name").is_err());
-        assert!(check_topic_name("..").is_err());
     }
 }

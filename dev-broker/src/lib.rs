@@ -31,16 +31,79 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, info, warn};
 
-use crate::cli::{DevBrokerArgs, GroupCoordinator};
-use crate::exit::{Failure, Kind};
-use crate::kafka::Quiet;
-
 mod group;
 mod sasl;
 mod topics;
 mod wire;
 
 use wire::Header;
+
+/// What `neli-run dev-broker` was asked for: its command line's options
+/// (the product's `DevBrokerArgs` documents each), free of the parser.
+#[derive(Debug)]
+pub struct Options {
+    /// HOST:PORT to listen on (and advertise, without `advertise`).
+    pub listen: String,
+    /// HOST:PORT to advertise to clients, when it differs from `listen`.
+    pub advertise: Option<String>,
+    /// Topics nobody may read, write or create.
+    pub deny_topic: Vec<String>,
+    /// How many partitions every topic gets, whatever its creator asks for.
+    pub partitions: Option<u16>,
+    /// Who answers the group APIs.
+    pub group_coordinator: GroupCoordinator,
+    /// Kafka's group.initial.rebalance.delay.ms, for [`GroupCoordinator::Kafka`].
+    pub initial_rebalance_delay: std::time::Duration,
+    /// USER:PASSWORD entries: with any, a SASL login is required.
+    pub sasl_user: Vec<String>,
+}
+
+/// Who answers a dev broker's group APIs (`--group-coordinator`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupCoordinator {
+    /// Kafka's timing, answered by the dev broker itself ([`group`]).
+    Kafka,
+    /// librdkafka's mock cluster.
+    Mock,
+}
+
+/// Why the dev broker could not run, sorted as neli-run's exit statuses
+/// sort it: the caller maps each to its status.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The options are wrong (a bad address, one already in use).
+    Usage(String),
+    /// The machine could not give what it needs (a runtime, the mock).
+    Internal(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (Error::Usage(message) | Error::Internal(message)) = self;
+        f.write_str(message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A context for the dev broker's own client: its librdkafka chatter goes to
+/// debug level, where -v shows it.
+struct Quiet;
+
+impl rdkafka::ClientContext for Quiet {
+    fn log(&self, _: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+        debug!(target: "librdkafka", "{fac} {message}");
+    }
+
+    fn error(&self, err: KafkaError, reason: &str) {
+        debug!(target: "librdkafka", %err, "{reason}");
+    }
+}
+
+impl rdkafka::producer::ProducerContext for Quiet {
+    type DeliveryOpaque = ();
+    fn delivery(&self, _: &rdkafka::producer::DeliveryResult<'_>, _: ()) {}
+}
 
 /// What every forwarded connection shares.
 struct Shared {
@@ -132,24 +195,20 @@ impl Mock {
 }
 
 /// Runs the dev broker until SIGINT or SIGTERM.
-pub fn main(args: DevBrokerArgs) -> Result<(), Failure> {
+pub fn main(args: Options) -> Result<(), Error> {
     let Ok(Some(listen)) = args.listen.to_socket_addrs().map(|mut a| a.next()) else {
-        return Err(Failure::new(
-            Kind::Usage,
-            format!("--listen {}: must be HOST:PORT, e.g. 127.0.0.1:9092", args.listen),
-        ));
+        return Err(Error::Usage(format!("--listen {}: must be HOST:PORT, e.g. 127.0.0.1:9092", args.listen)));
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|err| Failure::new(Kind::Internal, format!("cannot start the runtime: {err}")))?;
+        .map_err(|err| Error::Internal(format!("cannot start the runtime: {err}")))?;
     let mut users = sasl::Users::default();
     for entry in &args.sasl_user {
         let Some((user, password)) = entry.split_once(':').filter(|(u, _)| !u.is_empty()) else {
-            return Err(Failure::new(
-                Kind::Usage,
-                "--sasl-user takes USER:PASSWORD (got a value without a user and a colon)",
+            return Err(Error::Usage(
+                "--sasl-user takes USER:PASSWORD (got a value without a user and a colon)".into(),
             ));
         };
         users.0.insert(user.to_string(), password.to_string());
@@ -159,23 +218,15 @@ pub fn main(args: DevBrokerArgs) -> Result<(), Failure> {
     runtime.block_on(serve(listen, advertised, &args, users))
 }
 
-async fn serve(
-    listen: SocketAddr,
-    advertised: &str,
-    args: &DevBrokerArgs,
-    users: Option<sasl::Users>,
-) -> Result<(), Failure> {
+async fn serve(listen: SocketAddr, advertised: &str, args: &Options, users: Option<sasl::Users>) -> Result<(), Error> {
     let listener = TcpListener::bind(listen).await.map_err(|err| {
-        Failure::new(
-            Kind::Usage,
-            format!("cannot listen on {listen}: {err} (another dev broker running? pick another --listen)"),
-        )
+        Error::Usage(format!("cannot listen on {listen}: {err} (another dev broker running? pick another --listen)"))
     })?;
     let mock = start_mock(advertised, &args.deny_topic, args.partitions)
-        .map_err(|err| Failure::new(Kind::Internal, format!("cannot start the mock cluster: {err}")))?;
+        .map_err(|err| Error::Internal(format!("cannot start the mock cluster: {err}")))?;
     let inner = mock.cluster().bootstrap_servers();
     let Some(inner) = inner.split(',').next().and_then(|a| a.to_socket_addrs().ok()?.next()) else {
-        return Err(Failure::new(Kind::Internal, format!("the mock cluster gave no usable address ({inner})")));
+        return Err(Error::Internal(format!("the mock cluster gave no usable address ({inner})")));
     };
     // Only the forwarder may reach the mock: move its listener off 127.0.0.1.
     let mut door = None;
@@ -208,7 +259,7 @@ async fn serve(
     let (Ok(mut term), Ok(mut down), Ok(mut up)) =
         (signal(SignalKind::terminate()), signal(SignalKind::user_defined1()), signal(SignalKind::user_defined2()))
     else {
-        return Err(Failure::new(Kind::Internal, "cannot install signal handlers"));
+        return Err(Error::Internal("cannot install signal handlers".into()));
     };
     let mut is_up = true;
     loop {

@@ -788,7 +788,7 @@ impl GroupRequest {
             f.push(0); // response header tagged fields
         }
         f.extend_from_slice(&0i32.to_be_bytes()); // throttle time
-        f.extend_from_slice(&79i16.to_be_bytes()); // MEMBER_ID_REQUIRED
+        f.extend_from_slice(&wire::MEMBER_ID_REQUIRED.to_be_bytes());
         f.extend_from_slice(&(-1i32).to_be_bytes()); // generation
         string(&mut f, ""); // protocol name
         string(&mut f, ""); // leader

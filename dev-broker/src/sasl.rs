@@ -14,11 +14,10 @@ use std::collections::HashMap;
 
 use openssl::hash::MessageDigest;
 
-use super::wire::{add_apis, put_bytes, put_string, Header, API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE};
-
-const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-const ILLEGAL_SASL_STATE: i16 = 34;
-const SASL_AUTHENTICATION_FAILED: i16 = 58;
+use super::wire::{
+    add_apis, put_bytes, put_string, Header, API_VERSIONS, ILLEGAL_SASL_STATE, SASL_AUTHENTICATE,
+    SASL_AUTHENTICATION_FAILED, SASL_HANDSHAKE, UNSUPPORTED_SASL_MECHANISM,
+};
 
 /// What the forwarder offers, in the order Kafka lists them.
 pub const MECHANISMS: [&str; 3] = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];

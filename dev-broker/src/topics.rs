@@ -11,19 +11,15 @@
 
 use std::collections::HashSet;
 
-use super::wire::{put_string, Header, Reader, CREATE_TOPICS, METADATA};
+use super::wire::{
+    put_string, Header, Reader, CREATE_TOPICS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REQUEST,
+    INVALID_TOPIC, METADATA, NONE, TOPIC_AUTHORIZATION_FAILED,
+};
 
 /// The CreateTopics versions answered here: the non-flexible ones (0 to 4;
 /// librdkafka, kafka-python and kafkajs all use one of them). The
 /// ApiVersions answer gains them.
 pub const CREATE_TOPICS_VERSIONS: (i16, i16, i16) = (CREATE_TOPICS, 0, 4);
-
-const NONE: i16 = 0;
-const INVALID_TOPIC: i16 = 17;
-const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
-const INVALID_PARTITIONS: i16 = 37;
-const INVALID_REPLICATION_FACTOR: i16 = 38;
-const INVALID_REQUEST: i16 = 42;
 
 /// The topic names of a Metadata request frame (without its length) that
 /// allows automatic creation: those the broker creates if missing. Nothing

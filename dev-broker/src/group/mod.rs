@@ -25,8 +25,9 @@
 use std::collections::BTreeMap;
 
 use super::wire::{
-    put_bytes, put_string, Header, Reader, DESCRIBE_GROUPS, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, LIST_GROUPS,
-    OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP,
+    put_bytes, put_string, Header, Reader, DESCRIBE_GROUPS, HEARTBEAT, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL,
+    JOIN_GROUP, LEAVE_GROUP, LIST_GROUPS, MEMBER_ID_REQUIRED, NONE, OFFSET_COMMIT, OFFSET_FETCH, REBALANCE_IN_PROGRESS,
+    SYNC_GROUP, UNKNOWN_MEMBER_ID,
 };
 
 /// The highest version of each group API served here: the non-flexible
@@ -49,13 +50,6 @@ pub const ADDED: [(i16, i16, i16); 2] = [(DESCRIBE_GROUPS, 0, 4), (LIST_GROUPS, 
 /// The lowest versions read here (the older ones lay their fields out
 /// differently and no client in use sends them).
 const MIN_VERSION: [(i16, i16); 2] = [(OFFSET_COMMIT, 2), (OFFSET_FETCH, 1)];
-
-const NONE: i16 = 0;
-const ILLEGAL_GENERATION: i16 = 22;
-const UNKNOWN_MEMBER_ID: i16 = 25;
-const REBALANCE_IN_PROGRESS: i16 = 27;
-const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
-const MEMBER_ID_REQUIRED: i16 = 79;
 
 /// Milliseconds on the coordinator's own clock.
 pub type Millis = u64;

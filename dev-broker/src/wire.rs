@@ -37,6 +37,7 @@ pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
 pub const MEMBER_ID_REQUIRED: i16 = 79;
 
 /// Reads a frame front to back; every read is None past its end.
+#[derive(Clone)]
 pub struct Reader<'a> {
     pub buf: &'a [u8],
     pub at: usize,
@@ -101,7 +102,9 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// A request's header, and a reader at its body.
+/// A request's header, and a reader at its body: read once per request,
+/// then handed to whichever part serves its API.
+#[derive(Clone)]
 pub struct Header<'a> {
     pub api_key: i16,
     pub version: i16,
@@ -134,13 +137,6 @@ impl<'a> Header<'a> {
         }
         Some(Header { api_key, version, correlation, client_id, flexible, body: r })
     }
-}
-
-/// Whether a frame is an ApiVersions request: its correlation id and
-/// version, to find and edit the answer (SASL offered, group APIs capped).
-pub fn api_versions_request(frame: &[u8]) -> Option<(i32, i16)> {
-    let req = Header::parse(frame)?;
-    (req.api_key == API_VERSIONS).then_some((req.correlation, req.version))
 }
 
 /// The answer to an ApiVersions request of a version above

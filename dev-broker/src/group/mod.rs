@@ -35,7 +35,7 @@ use crate::wire::{
 pub use request::{cap_api_versions, Body, Committed, JoinGroup, OffsetCommit, Request, SyncGroup, ADDED};
 
 /// A group request, with where its response goes.
-pub type Asked = (Request, tokio::sync::oneshot::Sender<Vec<u8>>);
+type Asked = (Request, tokio::sync::oneshot::Sender<Vec<u8>>);
 
 /// Where the forwarder sends group requests: to the one coordinator task
 /// ([`spawn`]) that holds every group, whichever connection (or, later,

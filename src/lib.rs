@@ -13,8 +13,9 @@
 //! - `kafka`: the rdkafka adapter (group membership, heartbeats, topic).
 //! - `child`: the supervisor and its shim (process group, lease, reaping).
 //! - `cli` / `config`: the command line, and the checks that make it safe.
-//! - `dev_broker`: an in-memory Kafka-protocol broker for trying and testing
-//!   (the `dev-broker` feature, on by default).
+//! - `neli-run dev-broker`: an in-memory Kafka-protocol broker for trying and
+//!   testing, the crate `neli_dev_broker` in dev-broker/ (the `dev-broker`
+//!   feature, on by default).
 //! - `status`: who leads a group, read from its heartbeat records.
 //! - `layers_off`: debug-build switches that let a test see one safety layer alone.
 //! - `stderr`: reports that never block or panic, whatever reads our stderr.
@@ -25,8 +26,6 @@ mod child;
 mod cli;
 mod clock;
 mod config;
-#[cfg(feature = "dev-broker")]
-mod dev_broker;
 mod exit;
 mod kafka;
 mod layers_off;
@@ -78,7 +77,7 @@ pub fn main() -> ExitCode {
     let env_properties = std::env::var("NELI_KAFKA_PROPERTIES").ok();
     let run_args = match cli.subcommand {
         #[cfg(feature = "dev-broker")]
-        Some(Sub::DevBroker(args)) => return end_beside_librdkafka(exit_code(dev_broker::main(args).map(|()| 0))),
+        Some(Sub::DevBroker(args)) => return end_beside_librdkafka(exit_code(dev_broker(args).map(|()| 0))),
         Some(Sub::Status(args)) => return status::main(args, env_properties),
         Some(Sub::Yield(args)) => return status::yield_main(args, env_properties),
         None => cli.run,
@@ -103,6 +102,29 @@ pub fn main() -> ExitCode {
             ExitCode::from(exit::Kind::Internal.code())
         }
     }
+}
+
+/// `neli-run dev-broker`: the command line's options handed to the dev
+/// broker's crate, and its error mapped to an exit status.
+#[cfg(feature = "dev-broker")]
+fn dev_broker(args: cli::DevBrokerArgs) -> Result<(), exit::Failure> {
+    use neli_dev_broker::{Error, GroupCoordinator};
+    let options = neli_dev_broker::Options {
+        listen: args.listen,
+        advertise: args.advertise,
+        deny_topic: args.deny_topic,
+        partitions: args.partitions,
+        group_coordinator: match args.group_coordinator {
+            cli::GroupCoordinator::Kafka => GroupCoordinator::Kafka,
+            cli::GroupCoordinator::Mock => GroupCoordinator::Mock,
+        },
+        initial_rebalance_delay: args.initial_rebalance_delay,
+        sasl_user: args.sasl_user,
+    };
+    neli_dev_broker::main(options).map_err(|err| match err {
+        Error::Usage(message) => exit::Failure::new(exit::Kind::Usage, message),
+        Error::Internal(message) => exit::Failure::new(exit::Kind::Internal, message),
+    })
 }
 
 /// The exit status for an outcome: the status, or the failure's, which is

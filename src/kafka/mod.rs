@@ -114,28 +114,6 @@ pub(crate) fn fatal(code: RDKafkaErrorCode, what: String, topic: &str, group: &s
     Some(Failure::new(kind, format!("{what}. {}", advice(code, topic, group)).trim()))
 }
 
-/// A context for the dev broker's own client: its librdkafka chatter goes to
-/// debug level, where -v shows it.
-#[cfg(feature = "dev-broker")]
-pub struct Quiet;
-
-#[cfg(feature = "dev-broker")]
-impl ClientContext for Quiet {
-    fn log(&self, _: RDKafkaLogLevel, fac: &str, message: &str) {
-        debug!(target: "librdkafka", "{fac} {message}");
-    }
-
-    fn error(&self, err: KafkaError, reason: &str) {
-        debug!(target: "librdkafka", %err, "{reason}");
-    }
-}
-
-#[cfg(feature = "dev-broker")]
-impl ProducerContext for Quiet {
-    type DeliveryOpaque = ();
-    fn delivery(&self, _: &DeliveryResult<'_>, _: ()) {}
-}
-
 /// Shared by both clients: routes librdkafka's log and errors into tracing,
 /// once per change of reachability instead of once per retry.
 struct Context {

@@ -11,32 +11,29 @@
 
 use std::collections::HashSet;
 
-use super::wire::{put_string, Header, Reader, CREATE_TOPICS, METADATA};
+use super::wire::{
+    put_string, Header, Reader, CREATE_TOPICS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REQUEST,
+    INVALID_TOPIC, METADATA, NONE, TOPIC_AUTHORIZATION_FAILED,
+};
 
 /// The CreateTopics versions answered here: the non-flexible ones (0 to 4;
 /// librdkafka, kafka-python and kafkajs all use one of them). The
 /// ApiVersions answer gains them.
 pub const CREATE_TOPICS_VERSIONS: (i16, i16, i16) = (CREATE_TOPICS, 0, 4);
 
-const NONE: i16 = 0;
-const INVALID_TOPIC: i16 = 17;
-const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
-const INVALID_PARTITIONS: i16 = 37;
-const INVALID_REPLICATION_FACTOR: i16 = 38;
-const INVALID_REQUEST: i16 = 42;
-
-/// The topic names of a Metadata request frame (without its length) that
-/// allows automatic creation: those the broker creates if missing. Nothing
-/// for any other request, or one that disallows it. Kafka's Metadata request
-/// is flexible (compact strings, tagged fields) from version 9, carries
-/// topic ids from version 10 and says whether to create from version 4
-/// (before that, it always may).
-pub fn auto_created(frame: &[u8]) -> Vec<String> {
+/// The topic names of a Metadata request that allows automatic creation:
+/// those the broker creates if missing. Nothing for any other request, or
+/// one that disallows it. Kafka's Metadata request is flexible (compact
+/// strings, tagged fields) from version 9, carries topic ids from version
+/// 10 and says whether to create from version 4 (before that, it always
+/// may).
+pub fn auto_created(header: &Header) -> Vec<String> {
     (|| {
-        let Header { api_key, version, flexible, body: mut r, .. } = Header::parse(frame)?;
+        let Header { api_key, version, flexible, .. } = *header;
         if api_key != METADATA {
             return None;
         }
+        let mut r = header.body.clone();
         let count = if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i32()?) };
         let mut topics = Vec::new();
         for _ in 0..count.max(0) {
@@ -56,13 +53,6 @@ pub fn auto_created(frame: &[u8]) -> Vec<String> {
 
 /// The id of the dev broker's one broker.
 const BROKER: i32 = 1;
-
-/// The version of a Metadata request frame: its response names the
-/// controller, which [`name_controller`] corrects.
-pub fn metadata_version(frame: &[u8]) -> Option<(i32, i16)> {
-    let req = Header::parse(frame)?;
-    (req.api_key == METADATA).then_some((req.correlation, req.version))
-}
 
 /// A Metadata response frame of `version` (without its length) that names
 /// the one broker as the controller, or None if it does not parse. The mock
@@ -123,10 +113,11 @@ pub struct CreateTopics {
 }
 
 impl CreateTopics {
-    /// The request in a frame (without its length), or None for any other
-    /// request, a version not answered here, or one that does not parse.
-    pub fn parse(frame: &[u8]) -> Option<CreateTopics> {
-        let Header { api_key, version, correlation, body: mut r, .. } = Header::parse(frame)?;
+    /// The request, or None for any other request, a version not answered
+    /// here, or one that does not parse.
+    pub fn parse(header: &Header) -> Option<CreateTopics> {
+        let Header { api_key, version, correlation, .. } = *header;
+        let mut r = header.body.clone();
         if api_key != CREATE_TOPICS || !(CREATE_TOPICS_VERSIONS.1..=CREATE_TOPICS_VERSIONS.2).contains(&version) {
             return None;
         }
@@ -225,6 +216,16 @@ fn invalid_name(name: &str) -> Option<&'static str> {
 mod tests {
     use super::super::wire::put_uvarint;
     use super::*;
+
+    /// A frame's topics to create, read as the forwarder reads them.
+    fn auto_created(frame: &[u8]) -> Vec<String> {
+        Header::parse(frame).map(|h| super::auto_created(&h)).unwrap_or_default()
+    }
+
+    /// A frame's CreateTopics request, read as the forwarder reads it.
+    fn create_topics_request(frame: &[u8]) -> Option<CreateTopics> {
+        CreateTopics::parse(&Header::parse(frame)?)
+    }
 
     fn header(api_key: i16, version: i16) -> Vec<u8> {
         let mut f = api_key.to_be_bytes().to_vec();
@@ -340,9 +341,12 @@ mod tests {
         assert_eq!(name_controller(&metadata_response(0), 0), None, "v0 names no controller");
         let cut = metadata_response(12);
         assert_eq!(name_controller(&cut[..cut.len() - 6], 12), None, "a cut frame");
+        // The forwarder edits the responses to Metadata requests: it knows
+        // them by their header's API key, correlation id and version.
         let request = metadata(12, &["g"], false);
-        assert_eq!(metadata_version(&request), Some((7, 12)));
-        assert_eq!(metadata_version(&create_topics(4, &[], false)), None);
+        let h = Header::parse(&request).expect("a header");
+        assert_eq!((h.api_key, h.correlation, h.version), (METADATA, 7, 12));
+        assert_ne!(Header::parse(&create_topics(4, &[], false)).map(|h| h.api_key), Some(METADATA));
     }
 
     /// A CreateTopics request: (name, partitions, replication, assigned
@@ -394,15 +398,15 @@ mod tests {
     fn create_topics_reads_every_version_answered_here_and_nothing_else() {
         for version in 0..=4 {
             let frame = create_topics(version, &[("g.neli", 1, -1, 0, 2), ("h", -1, -1, 2, 0)], true);
-            let req = CreateTopics::parse(&frame).expect("parsed");
+            let req = create_topics_request(&frame).expect("parsed");
             assert_eq!((req.version, req.correlation, req.validate_only), (version, 7, version >= 1));
             let named: Vec<_> = req.topics.iter().map(|t| (t.name.as_str(), t.partitions, t.assigned)).collect();
             assert_eq!(named, [("g.neli", 1, 0), ("h", -1, 2)]);
         }
-        assert_eq!(CreateTopics::parse(&create_topics(5, &[("g", 1, 1, 0, 0)], false)), None, "flexible v5");
-        assert_eq!(CreateTopics::parse(&metadata(4, &["g"], true)), None);
+        assert_eq!(create_topics_request(&create_topics(5, &[("g", 1, 1, 0, 0)], false)), None, "flexible v5");
+        assert_eq!(create_topics_request(&metadata(4, &["g"], true)), None);
         let frame = create_topics(4, &[("g", 1, 1, 0, 1)], false);
-        assert_eq!(CreateTopics::parse(&frame[..frame.len() - 6]), None, "a cut frame");
+        assert_eq!(create_topics_request(&frame[..frame.len() - 6]), None, "a cut frame");
     }
 
     #[test]
@@ -420,7 +424,7 @@ mod tests {
             ("twice", 1, 1, 0, 0),
         ];
         for version in [0, 1, 2, 4] {
-            let req = CreateTopics::parse(&create_topics(version, &topics, false)).unwrap();
+            let req = create_topics_request(&create_topics(version, &topics, false)).unwrap();
             let mut created = Vec::new();
             let answer = req.answer(&["denied".to_string()], 5, |name, partitions| {
                 if name == "exists" {
@@ -447,7 +451,7 @@ mod tests {
             assert_eq!(codes, want.map(|(n, c)| (n.to_string(), c)), "v{version}");
         }
         // Messages from v1: none on success, Kafka's words otherwise.
-        let req = CreateTopics::parse(&create_topics(1, &[("ok", 1, 1, 0, 0), ("zero", 0, 1, 0, 0)], false)).unwrap();
+        let req = create_topics_request(&create_topics(1, &[("ok", 1, 1, 0, 0), ("zero", 0, 1, 0, 0)], false)).unwrap();
         let answer = read_answer(1, &req.answer(&[], 1, |_, _| Ok(())));
         assert_eq!(answer[0].2, None);
         assert_eq!(answer[1].2.as_deref(), Some("Number of partitions must be larger than 0."));
@@ -455,7 +459,7 @@ mod tests {
 
     #[test]
     fn validate_only_checks_and_creates_nothing() {
-        let req = CreateTopics::parse(&create_topics(3, &[("ok", 1, 1, 0, 0), ("zero", 0, 1, 0, 0)], true)).unwrap();
+        let req = create_topics_request(&create_topics(3, &[("ok", 1, 1, 0, 0), ("zero", 0, 1, 0, 0)], true)).unwrap();
         let answer = req.answer(&[], 1, |name, _| panic!("created {name} while only validating"));
         let codes: Vec<i16> = read_answer(3, &answer).into_iter().map(|(_, c, _)| c).collect();
         assert_eq!(codes, [NONE, INVALID_PARTITIONS]);

@@ -14,11 +14,10 @@ use std::collections::HashMap;
 
 use openssl::hash::MessageDigest;
 
-use super::wire::{add_apis, put_bytes, put_string, Header, API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE};
-
-const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-const ILLEGAL_SASL_STATE: i16 = 34;
-const SASL_AUTHENTICATION_FAILED: i16 = 58;
+use super::wire::{
+    add_apis, put_bytes, put_string, Header, API_VERSIONS, ILLEGAL_SASL_STATE, SASL_AUTHENTICATE,
+    SASL_AUTHENTICATION_FAILED, SASL_HANDSHAKE, UNSUPPORTED_SASL_MECHANISM,
+};
 
 /// What the forwarder offers, in the order Kafka lists them.
 pub const MECHANISMS: [&str; 3] = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
@@ -65,13 +64,12 @@ impl Login {
         matches!(self, Login::Done)
     }
 
-    /// Handles one request frame (without its length) before the login.
-    pub fn step(&mut self, users: &Users, frame: &[u8]) -> Step {
-        let Some(mut req) = Header::parse(frame) else { return Step::Close };
+    /// Handles one request before the login.
+    pub fn step(&mut self, users: &Users, req: &Header) -> Step {
         match (req.api_key, &*self) {
             (API_VERSIONS, _) => Step::Forward,
             (SASL_HANDSHAKE, Login::Handshake) => {
-                let wanted = req.body.string().unwrap_or_default();
+                let wanted = req.body.clone().string().unwrap_or_default();
                 let chosen = MECHANISMS.into_iter().find(|m| *m == wanted);
                 let mut out = req.response();
                 out.extend_from_slice(&chosen.map_or(UNSUPPORTED_SASL_MECHANISM, |_| 0).to_be_bytes());
@@ -88,7 +86,7 @@ impl Login {
                 }
             }
             (SASL_AUTHENTICATE, Login::Chosen(_) | Login::Scram(_)) => {
-                let token = req.body.bytes().unwrap_or_default();
+                let token = req.body.clone().bytes().unwrap_or_default();
                 match self.authenticate(users, &token) {
                     Ok(reply) => Step::Reply(req.authenticate_response(0, None, &reply)),
                     Err(message) => {
@@ -233,6 +231,12 @@ mod tests {
         Users([("alice".to_string(), "s3cret".to_string())].into_iter().collect())
     }
 
+    /// A login's step on a request frame, read as the forwarder reads it:
+    /// a frame without a header closes the connection before the login.
+    fn login_step(login: &mut Login, frame: &[u8]) -> Step {
+        Header::parse(frame).map_or(Step::Close, |header| login.step(&users(), &header))
+    }
+
     fn request(api_key: i16, version: i16, body: &[u8]) -> Vec<u8> {
         let mut f = api_key.to_be_bytes().to_vec();
         f.extend_from_slice(&version.to_be_bytes());
@@ -268,8 +272,8 @@ mod tests {
     fn plain_logs_in_with_the_right_password_only() {
         for (password, ok) in [("s3cret", true), ("wrong", false)] {
             let mut login = Login::default();
-            assert!(matches!(login.step(&users(), &handshake("PLAIN")), Step::Reply(_)));
-            let step = login.step(&users(), &authenticate(format!("\0alice\0{password}").as_bytes()));
+            assert!(matches!(login_step(&mut login, &handshake("PLAIN")), Step::Reply(_)));
+            let step = login_step(&mut login, &authenticate(format!("\0alice\0{password}").as_bytes()));
             assert_eq!(answer(&step).0, if ok { 0 } else { SASL_AUTHENTICATION_FAILED });
             assert_eq!(matches!(step, Step::Refuse(_)), !ok);
             assert_eq!(login.done(), ok);
@@ -280,9 +284,9 @@ mod tests {
     /// server through a whole exchange.
     fn scram_login(mechanism: &str, digest: MessageDigest, password: &str) -> (Login, Step) {
         let mut login = Login::default();
-        assert!(matches!(login.step(&users(), &handshake(mechanism)), Step::Reply(_)));
+        assert!(matches!(login_step(&mut login, &handshake(mechanism)), Step::Reply(_)));
         let bare = "n=alice,r=clientnonce";
-        let (error, server_first) = answer(&login.step(&users(), &authenticate(format!("n,,{bare}").as_bytes())));
+        let (error, server_first) = answer(&login_step(&mut login, &authenticate(format!("n,,{bare}").as_bytes())));
         assert_eq!(error, 0);
         let server_first = String::from_utf8(server_first).unwrap();
         let nonce = attribute(&server_first, 'r').unwrap();
@@ -298,7 +302,7 @@ mod tests {
         let sig = hmac(digest, &stored, auth.as_bytes()).unwrap();
         let proof: Vec<u8> = client_key.iter().zip(&sig).map(|(k, s)| k ^ s).collect();
         let last = format!("{without_proof},p={}", openssl::base64::encode_block(&proof));
-        let step = login.step(&users(), &authenticate(last.as_bytes()));
+        let step = login_step(&mut login, &authenticate(last.as_bytes()));
         if let Step::Reply(_) = step {
             let server_key = hmac(digest, &salted, b"Server Key").unwrap();
             let want = hmac(digest, &server_key, auth.as_bytes()).unwrap();
@@ -324,21 +328,23 @@ mod tests {
     #[test]
     fn scram_refuses_an_unknown_user_at_once() {
         let mut login = Login::default();
-        login.step(&users(), &handshake("SCRAM-SHA-256"));
-        let step = login.step(&users(), &authenticate(b"n,,n=mallory,r=x"));
+        login_step(&mut login, &handshake("SCRAM-SHA-256"));
+        let step = login_step(&mut login, &authenticate(b"n,,n=mallory,r=x"));
         assert!(matches!(step, Step::Refuse(_)));
     }
 
     #[test]
     fn unknown_mechanisms_and_requests_before_the_login_are_refused() {
         let mut login = Login::default();
-        assert!(matches!(login.step(&users(), &handshake("GSSAPI")), Step::Refuse(_)));
-        assert_eq!(Login::default().step(&users(), &request(3, 12, &[])), Step::Close, "Metadata before the login");
+        assert!(matches!(login_step(&mut login, &handshake("GSSAPI")), Step::Refuse(_)));
+        assert_eq!(login_step(&mut Login::default(), &request(3, 12, &[])), Step::Close, "Metadata before the login");
+        let metadata = request(3, 12, &[0] /* header tagged fields */);
+        assert_eq!(login_step(&mut Login::default(), &metadata), Step::Close, "a whole header, still before the login");
         assert_eq!(
-            Login::default().step(&users(), &request(API_VERSIONS, 3, &[0]) /* header tagged fields */),
+            login_step(&mut Login::default(), &request(API_VERSIONS, 3, &[0]) /* header tagged fields */),
             Step::Forward
         );
-        let step = Login::default().step(&users(), &authenticate(b"\0alice\0s3cret"));
+        let step = login_step(&mut Login::default(), &authenticate(b"\0alice\0s3cret"));
         assert!(matches!(step, Step::Refuse(_)), "authenticate before the handshake");
     }
 

@@ -18,10 +18,26 @@ pub const SASL_AUTHENTICATE: i16 = 36;
 /// The highest ApiVersions version the mock serves (librdkafka 2.12.1,
 /// rdkafka_mock_handlers.c: 0 to 2).
 pub const API_VERSIONS_MAX: i16 = 2;
-/// Kafka's UNSUPPORTED_VERSION error code.
+/// Kafka's error codes, those the dev broker answers with (Kafka's
+/// `Errors.java`), in one place for every part of it.
+pub const NONE: i16 = 0;
+pub const INVALID_TOPIC: i16 = 17;
+pub const ILLEGAL_GENERATION: i16 = 22;
+pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+pub const UNKNOWN_MEMBER_ID: i16 = 25;
+pub const REBALANCE_IN_PROGRESS: i16 = 27;
+pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+pub const ILLEGAL_SASL_STATE: i16 = 34;
 pub const UNSUPPORTED_VERSION: i16 = 35;
+pub const INVALID_PARTITIONS: i16 = 37;
+pub const INVALID_REPLICATION_FACTOR: i16 = 38;
+pub const INVALID_REQUEST: i16 = 42;
+pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
+pub const MEMBER_ID_REQUIRED: i16 = 79;
 
 /// Reads a frame front to back; every read is None past its end.
+#[derive(Clone)]
 pub struct Reader<'a> {
     pub buf: &'a [u8],
     pub at: usize,
@@ -86,7 +102,9 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// A request's header, and a reader at its body.
+/// A request's header, and a reader at its body: read once per request,
+/// then handed to whichever part serves its API.
+#[derive(Clone)]
 pub struct Header<'a> {
     pub api_key: i16,
     pub version: i16,
@@ -119,13 +137,6 @@ impl<'a> Header<'a> {
         }
         Some(Header { api_key, version, correlation, client_id, flexible, body: r })
     }
-}
-
-/// Whether a frame is an ApiVersions request: its correlation id and
-/// version, to find and edit the answer (SASL offered, group APIs capped).
-pub fn api_versions_request(frame: &[u8]) -> Option<(i32, i16)> {
-    let req = Header::parse(frame)?;
-    (req.api_key == API_VERSIONS).then_some((req.correlation, req.version))
 }
 
 /// The answer to an ApiVersions request of a version above

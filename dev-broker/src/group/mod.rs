@@ -1,0 +1,606 @@
+//! Kafka's classic group coordinator, with Kafka's timing, as a pure state
+//! machine (requests and time in, response frames out): what the dev broker
+//! answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+//! OffsetFetch, DescribeGroups and ListGroups with under
+//! `--group-coordinator kafka`.
+//!
+//! librdkafka's mock, the other choice, never ends a join early (it waits
+//! `session.timeout - 1s` after any change) and checks sessions on a 1 s
+//! tick. Kafka (GroupCoordinator.scala, 3.9) ends a join the moment every
+//! remaining member has rejoined, drops members that did not rejoin when the
+//! rebalance timeout ends, and expires a session at exactly its last
+//! heartbeat plus the session timeout; a group that starts from empty waits
+//! `group.initial.rebalance.delay.ms` first. That timing is what users'
+//! clusters give, and the revoke barrier matters only under it: a leader
+//! that holds its rebalance callback holds up the whole join.
+//!
+//! Honest by construction: members learn of a rebalance only through their
+//! own next Heartbeat (REBALANCE_IN_PROGRESS) or JoinGroup, as on Kafka.
+//! Simplified where neli-run cannot tell: any JoinGroup of a known member
+//! starts a rebalance (Kafka spares a follower whose metadata is unchanged),
+//! and static membership (group.instance.id) is not supported. Offsets are
+//! the coordinator's, as on Kafka: a commit is checked against the member
+//! and its generation, and kept in memory.
+
+mod request;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use crate::wire::{
+    put_bytes, put_string, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE,
+    REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
+};
+pub use request::{cap_api_versions, Body, Committed, JoinGroup, OffsetCommit, Request, SyncGroup, ADDED};
+
+/// A group request, with where its response goes.
+type Asked = (Request, tokio::sync::oneshot::Sender<Vec<u8>>);
+
+/// Where the forwarder sends group requests: to the one coordinator task
+/// ([`spawn`]) that holds every group, whichever connection (or, later,
+/// whichever broker) they came in on.
+pub type CoordinatorTx = tokio::sync::mpsc::UnboundedSender<Asked>;
+
+/// Starts the coordinator task; it runs until every sender is gone.
+pub fn spawn(initial_delay: std::time::Duration) -> CoordinatorTx {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(coordinate(rx, initial_delay));
+    tx
+}
+
+/// Sends a group request and waits for its answer: None when the
+/// coordinator is gone.
+pub async fn ask(coordinator: &CoordinatorTx, request: Request) -> Option<Vec<u8>> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    coordinator.send((request, tx)).ok()?;
+    rx.await.ok()
+}
+
+/// Runs the Kafka-timed group coordinator: requests in, responses out as
+/// they fall due, and its timer (joins that time out, sessions that end).
+async fn coordinate(mut requests: tokio::sync::mpsc::UnboundedReceiver<Asked>, initial_delay: std::time::Duration) {
+    let start = tokio::time::Instant::now();
+    let now = || start.elapsed().as_millis() as u64;
+    let mut core = Coordinator::new(initial_delay.as_millis() as u64);
+    let mut waiting = std::collections::HashMap::new();
+    for id in 0u64.. {
+        let due = core.next_deadline().map(|at| start + std::time::Duration::from_millis(at));
+        let replies = tokio::select! {
+            request = requests.recv() => {
+                let Some((request, reply)) = request else { return };
+                tracing::debug!(at_ms = now(), group = %request.group, "{:?}", request.body);
+                waiting.insert(id, reply);
+                core.handle(id, request, now())
+            }
+            _ = async { tokio::time::sleep_until(due.expect("guarded")).await }, if due.is_some() => core.tick(now()),
+        };
+        for Reply { to, frame } in replies {
+            if let Some(reply) = waiting.remove(&to) {
+                let _ = reply.send(frame); // a closed connection no longer waits
+            }
+        }
+    }
+}
+
+/// Milliseconds on the coordinator's own clock.
+pub type Millis = u64;
+
+/// Who a response goes to: the shell's handle for a waiting request.
+pub type ReplyTo = u64;
+
+/// A response frame (without its length) for a waiting request.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Reply {
+    pub to: ReplyTo,
+    pub frame: Vec<u8>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum State {
+    #[default]
+    Empty,
+    /// Waiting for every member's JoinGroup, until `until` (the rebalance
+    /// timeout, or the initial delay of a group that starts from empty,
+    /// which waits it out whoever has joined).
+    Preparing {
+        until: Millis,
+        initial: bool,
+    },
+    /// Join answered; waiting for the leader's SyncGroup.
+    Completing,
+    Stable,
+}
+
+struct Member {
+    client_id: String,
+    host: String,
+    /// When it first joined: the first of the members left leads a new
+    /// generation when the old leader is gone.
+    order: u64,
+    session: Millis,
+    rebalance: Millis,
+    protocol_type: String,
+    protocols: Vec<(String, Vec<u8>)>,
+    /// When its session ends unless it is heard from (not while it waits
+    /// for a join or sync answer, as in Kafka).
+    expires: Millis,
+    join: Option<(ReplyTo, Request)>,
+    sync: Option<(ReplyTo, Request)>,
+    assignment: Vec<u8>,
+}
+
+#[derive(Default)]
+struct Group {
+    state: State,
+    generation: i32,
+    leader: Option<String>,
+    members: BTreeMap<String, Member>,
+    /// Ids handed out with MEMBER_ID_REQUIRED, until when they may join.
+    pending: BTreeMap<String, Millis>,
+    /// How many members have joined so far (each one's `order`).
+    joins: u64,
+    /// Committed offsets, by topic and partition.
+    offsets: BTreeMap<(String, i32), Committed>,
+    /// The protocol (assignor) chosen in the last join.
+    protocol: Option<String>,
+}
+
+impl Group {
+    /// Its members' protocol type ("consumer"), as Describe- and ListGroups
+    /// name it; empty while it has none.
+    fn protocol_type(&self) -> &str {
+        self.members.values().next().map_or("", |m| m.protocol_type.as_str())
+    }
+
+    fn remove(&mut self, id: &str, out: &mut Vec<Reply>) {
+        if let Some(m) = self.members.remove(id) {
+            for (to, req) in m.join.into_iter().chain(m.sync) {
+                out.push(Reply { to, frame: req.error(UNKNOWN_MEMBER_ID) });
+            }
+        }
+        if self.leader.as_deref() == Some(id) {
+            self.leader = None;
+        }
+    }
+
+    /// The last member is gone: a new, empty generation.
+    fn empty(&mut self) {
+        self.state = State::Empty;
+        self.generation += 1;
+    }
+
+    /// Members left (or were dropped): the others rejoin, or the group is
+    /// empty.
+    fn after_leaving(&mut self, now: Millis, initial_delay: Millis, out: &mut Vec<Reply>) {
+        if self.members.is_empty() {
+            self.empty();
+        } else {
+            self.prepare(now, initial_delay, out);
+            self.try_complete_join(now, false, out);
+        }
+    }
+
+    /// Starts a rebalance (or keeps the one going): members waiting for a
+    /// sync are told to rejoin.
+    fn prepare(&mut self, now: Millis, initial_delay: Millis, out: &mut Vec<Reply>) {
+        match self.state {
+            State::Preparing { .. } => return,
+            State::Empty => {
+                self.state = State::Preparing { until: now + initial_delay, initial: initial_delay > 0 };
+                return;
+            }
+            State::Completing | State::Stable => {}
+        }
+        for m in self.members.values_mut() {
+            if let Some((to, req)) = m.sync.take() {
+                out.push(Reply { to, frame: req.error(REBALANCE_IN_PROGRESS) });
+            }
+        }
+        let timeout = self.members.values().map(|m| m.rebalance).max().unwrap_or(0);
+        self.state = State::Preparing { until: now + timeout, initial: false };
+    }
+
+    /// Ends the join phase if every member has rejoined (or `timed_out`:
+    /// those that did not are dropped).
+    fn try_complete_join(&mut self, now: Millis, timed_out: bool, out: &mut Vec<Reply>) {
+        let State::Preparing { initial, .. } = self.state else { return };
+        if initial && !timed_out {
+            return;
+        }
+        let all_in = self.members.values().all(|m| m.join.is_some()) && self.pending.is_empty();
+        if !all_in && !timed_out {
+            return;
+        }
+        let late: Vec<String> =
+            self.members.iter().filter(|(_, m)| m.join.is_none()).map(|(id, _)| id.clone()).collect();
+        for id in late {
+            self.remove(&id, out);
+        }
+        self.pending.clear();
+        if self.members.is_empty() {
+            self.empty();
+            return;
+        }
+        self.generation += 1;
+        let mut in_order: Vec<(&String, &Member)> = self.members.iter().collect();
+        in_order.sort_by_key(|(_, m)| m.order);
+        let first = in_order[0].0;
+        let leader = self.leader.clone().filter(|l| self.members.contains_key(l)).unwrap_or_else(|| first.clone());
+        // The leader's first protocol that every member supports.
+        let supported = |name: &str| self.members.values().all(|m| m.protocols.iter().any(|(p, _)| p == name));
+        let protocol = self.members[&leader].protocols.iter().map(|(p, _)| p.clone()).find(|p| supported(p));
+        let Some(protocol) = protocol else {
+            for m in self.members.values_mut() {
+                if let Some((to, req)) = m.join.take() {
+                    out.push(Reply { to, frame: req.error(INCONSISTENT_GROUP_PROTOCOL) });
+                }
+            }
+            self.members.clear();
+            self.state = State::Empty;
+            return;
+        };
+        let metadata: Vec<(String, Vec<u8>)> = in_order
+            .iter()
+            .map(|(id, m)| {
+                let meta = m.protocols.iter().find(|(p, _)| *p == protocol).map(|(_, d)| d.clone()).unwrap_or_default();
+                (id.to_string(), meta)
+            })
+            .collect();
+        self.leader = Some(leader.clone());
+        self.protocol = Some(protocol.clone());
+        let listed: Vec<(&str, &[u8])> = metadata.iter().map(|(id, d)| (id.as_str(), d.as_slice())).collect();
+        for (id, m) in self.members.iter_mut() {
+            let (to, req) = m.join.take().expect("everyone joined");
+            let members = if *id == leader { &listed[..] } else { &[] };
+            out.push(Reply { to, frame: req.join_response(NONE, self.generation, &protocol, &leader, id, members) });
+            m.expires = now + m.session;
+            m.assignment.clear();
+        }
+        self.state = State::Completing;
+    }
+
+    /// Answers the syncs once the leader's assignments are in.
+    fn try_complete_sync(&mut self, leader_synced: bool, out: &mut Vec<Reply>) {
+        if self.state == State::Completing && leader_synced {
+            self.state = State::Stable;
+        }
+        if self.state != State::Stable {
+            return;
+        }
+        for m in self.members.values_mut() {
+            if let Some((to, req)) = m.sync.take() {
+                out.push(Reply { to, frame: req.sync_response(NONE, &m.assignment) });
+            }
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Millis> {
+        let preparing = match self.state {
+            State::Preparing { until, .. } => Some(until),
+            _ => None,
+        };
+        let sessions = self.members.values().filter(|m| m.join.is_none() && m.sync.is_none()).map(|m| m.expires);
+        sessions.chain(self.pending.values().copied()).chain(preparing).min()
+    }
+}
+
+/// Every group's state.
+pub struct Coordinator {
+    groups: BTreeMap<String, Group>,
+    initial_delay: Millis,
+    next_member: u64,
+}
+
+impl Coordinator {
+    /// `initial_delay` is Kafka's group.initial.rebalance.delay.ms.
+    pub fn new(initial_delay: Millis) -> Coordinator {
+        Coordinator { groups: BTreeMap::new(), initial_delay, next_member: 1 }
+    }
+
+    /// Takes a request that `to` waits on; returns the responses that are
+    /// due now (to it, and to others whose requests it completed).
+    pub fn handle(&mut self, to: ReplyTo, req: Request, now: Millis) -> Vec<Reply> {
+        let mut out = self.tick(now);
+        match &req.body {
+            Body::Join(join) => self.join(to, &req, join, now, &mut out),
+            Body::Sync(sync) => self.sync(to, &req, sync, now, &mut out),
+            Body::Heartbeat { generation, member } => {
+                let frame = self.heartbeat(*generation, member, &req, now);
+                out.push(Reply { to, frame });
+            }
+            Body::Leave { members } => self.leave(to, &req, members, now, &mut out),
+            Body::Commit(commit) => {
+                let frame = self.commit(&req, commit, now);
+                out.push(Reply { to, frame });
+            }
+            // Looking creates nothing.
+            Body::Fetch { topics } => out.push(Reply { to, frame: self.fetch(&req, topics.as_deref()) }),
+            Body::Describe { groups } => out.push(Reply { to, frame: self.describe(&req, groups) }),
+            Body::List => out.push(Reply { to, frame: self.list(&req) }),
+        }
+        out
+    }
+
+    /// A JoinGroup: a first one gets its member id (MEMBER_ID_REQUIRED);
+    /// a member's join starts a rebalance, or completes the one going.
+    fn join(&mut self, to: ReplyTo, req: &Request, join: &JoinGroup, now: Millis, out: &mut Vec<Reply>) {
+        let JoinGroup { session, rebalance, member, protocol_type, protocols } = join;
+        let group = self.groups.entry(req.group.clone()).or_default();
+        let id = if member.is_empty() {
+            let id = format!("{}-{}", req.client_id, self.next_member);
+            self.next_member += 1;
+            if req.version >= 4 {
+                group.pending.insert(id.clone(), now + session);
+                out.push(Reply { to, frame: req.join_response(MEMBER_ID_REQUIRED, -1, "", "", &id, &[]) });
+                return;
+            }
+            id
+        } else {
+            member.clone()
+        };
+        let known = group.members.contains_key(&id);
+        if !known && group.pending.remove(&id).is_none() && !member.is_empty() {
+            out.push(Reply { to, frame: req.error(UNKNOWN_MEMBER_ID) });
+            return;
+        }
+        let consistent = group.members.values().all(|m| {
+            m.protocol_type == *protocol_type && m.protocols.iter().any(|(p, _)| protocols.iter().any(|(q, _)| p == q))
+        });
+        if protocols.is_empty() || !consistent {
+            out.push(Reply { to, frame: req.error(INCONSISTENT_GROUP_PROTOCOL) });
+            return;
+        }
+        if !known {
+            group.joins += 1;
+        }
+        let order = group.joins;
+        let m = group.members.entry(id).or_insert_with(|| Member {
+            client_id: req.client_id.clone(),
+            host: req.host.clone(),
+            order,
+            session: 0,
+            rebalance: 0,
+            protocol_type: protocol_type.clone(),
+            protocols: vec![],
+            expires: 0,
+            join: None,
+            sync: None,
+            assignment: vec![],
+        });
+        m.session = *session;
+        m.rebalance = *rebalance;
+        m.protocols = protocols.clone();
+        m.expires = now + session;
+        if let Some((old, old_req)) = m.join.replace((to, req.clone())) {
+            out.push(Reply { to: old, frame: old_req.error(REBALANCE_IN_PROGRESS) });
+        }
+        if let Some((old, old_req)) = m.sync.take() {
+            out.push(Reply { to: old, frame: old_req.error(REBALANCE_IN_PROGRESS) });
+        }
+        group.prepare(now, self.initial_delay, out);
+        group.try_complete_join(now, false, out);
+    }
+
+    /// A SyncGroup: the leader's brings the assignments; every member's
+    /// waits for them.
+    fn sync(&mut self, to: ReplyTo, req: &Request, sync: &SyncGroup, now: Millis, out: &mut Vec<Reply>) {
+        let SyncGroup { generation, member, assignments } = sync;
+        let group = self.groups.entry(req.group.clone()).or_default();
+        let code = match (group.state, group.members.get(member)) {
+            (_, None) => UNKNOWN_MEMBER_ID,
+            (State::Preparing { .. }, _) => REBALANCE_IN_PROGRESS,
+            _ if *generation != group.generation => ILLEGAL_GENERATION,
+            _ => NONE,
+        };
+        if code != NONE {
+            out.push(Reply { to, frame: req.error(code) });
+            return;
+        }
+        let is_leader = group.leader.as_deref() == Some(member) && group.state == State::Completing;
+        if is_leader {
+            for (id, assignment) in assignments {
+                if let Some(m) = group.members.get_mut(id) {
+                    m.assignment = assignment.clone();
+                }
+            }
+        }
+        let m = group.members.get_mut(member).expect("checked");
+        m.expires = now + m.session;
+        if let Some((old, old_req)) = m.sync.replace((to, req.clone())) {
+            out.push(Reply { to: old, frame: old_req.error(REBALANCE_IN_PROGRESS) });
+        }
+        group.try_complete_sync(is_leader, out);
+    }
+
+    /// A Heartbeat's answer: whether the member is still in the group's
+    /// current generation, and if a rebalance asks it to rejoin.
+    fn heartbeat(&mut self, generation: i32, member: &str, req: &Request, now: Millis) -> Vec<u8> {
+        let group = self.groups.entry(req.group.clone()).or_default();
+        let code = match (group.state, group.members.get(member)) {
+            (_, None) | (State::Empty, _) => UNKNOWN_MEMBER_ID,
+            (State::Preparing { .. }, _) => REBALANCE_IN_PROGRESS,
+            _ if generation != group.generation => ILLEGAL_GENERATION,
+            _ => NONE,
+        };
+        if let Some(m) = group.members.get_mut(member) {
+            m.expires = now + m.session;
+        }
+        req.error(code)
+    }
+
+    /// A LeaveGroup, as Kafka's GroupCoordinator.handleLeaveGroup: each
+    /// member known leaves, each other one gets UNKNOWN_MEMBER_ID (a static
+    /// member's instance id is not looked up here).
+    fn leave(
+        &mut self,
+        to: ReplyTo,
+        req: &Request,
+        members: &[(String, Option<String>)],
+        now: Millis,
+        out: &mut Vec<Reply>,
+    ) {
+        let Some(group) = self.groups.get_mut(&req.group) else {
+            // Nobody is in a group Kafka has never heard of; leaving creates none.
+            let unknown: Vec<_> =
+                members.iter().map(|(id, i)| (id.as_str(), i.as_deref(), UNKNOWN_MEMBER_ID)).collect();
+            out.push(Reply { to, frame: req.leave_response(NONE, &unknown) });
+            return;
+        };
+        let mut left = false;
+        let results: Vec<(&str, Option<&str>, i16)> = members
+            .iter()
+            .map(|(id, instance)| {
+                let code = if group.members.contains_key(id) {
+                    group.remove(id, out);
+                    left = true;
+                    NONE
+                } else {
+                    UNKNOWN_MEMBER_ID
+                };
+                (id.as_str(), instance.as_deref(), code)
+            })
+            .collect();
+        if left {
+            group.after_leaving(now, self.initial_delay, out);
+        }
+        out.push(Reply { to, frame: req.leave_response(NONE, &results) });
+    }
+
+    /// An OffsetCommit's answer, validated as Kafka 3.9 does
+    /// (GroupCoordinator.validateOffsetCommit, then doCommitOffsets).
+    fn commit(&mut self, req: &Request, commit: &OffsetCommit, now: Millis) -> Vec<u8> {
+        let OffsetCommit { generation, member, topics } = commit;
+        let managed = *generation >= 0 || !member.is_empty();
+        if managed && !self.groups.contains_key(&req.group) {
+            // A member of a group Kafka has never heard of is stale.
+            return req.error(ILLEGAL_GENERATION);
+        }
+        let group = self.groups.entry(req.group.clone()).or_default();
+        let code = match (managed, group.members.get_mut(member)) {
+            (true, None) => UNKNOWN_MEMBER_ID,
+            (true, Some(_)) if *generation != group.generation => ILLEGAL_GENERATION,
+            (true, Some(_)) if group.state == State::Completing => REBALANCE_IN_PROGRESS,
+            (true, Some(m)) => {
+                m.expires = now + m.session;
+                NONE
+            }
+            // Outside group management (a new group, created by this
+            // commit, or an empty one): only while nobody is in it.
+            (false, _) if group.state != State::Empty => UNKNOWN_MEMBER_ID,
+            (false, _) => NONE,
+        };
+        if code == NONE {
+            for (topic, partitions) in topics {
+                for (partition, committed) in partitions {
+                    group.offsets.insert((topic.clone(), *partition), committed.clone());
+                }
+            }
+        }
+        req.error(code)
+    }
+
+    /// An OffsetFetch answer: the offsets asked for (all of the group's
+    /// with None), -1 where none was committed.
+    fn fetch(&self, req: &Request, topics: Option<&[(String, Vec<i32>)]>) -> Vec<u8> {
+        let offsets = self.groups.get(&req.group).map(|g| &g.offsets);
+        let committed: Vec<(String, i32, Option<Committed>)> = match topics {
+            Some(topics) => topics
+                .iter()
+                .flat_map(|(t, parts)| parts.iter().map(move |p| (t.clone(), *p)))
+                .map(|(t, p)| {
+                    let c = offsets.and_then(|o| o.get(&(t.clone(), p))).cloned();
+                    (t, p, c)
+                })
+                .collect(),
+            None => offsets.into_iter().flatten().map(|((t, p), c)| (t.clone(), *p, Some(c.clone()))).collect(),
+        };
+        req.fetch_response(&committed)
+    }
+
+    /// Carries out what is due by `now`: joins whose time is up, sessions
+    /// and pending member ids that ran out.
+    pub fn tick(&mut self, now: Millis) -> Vec<Reply> {
+        let mut out = Vec::new();
+        let delay = self.initial_delay;
+        for group in self.groups.values_mut() {
+            group.pending.retain(|_, until| *until > now);
+            let expired: Vec<String> = group
+                .members
+                .iter()
+                .filter(|(_, m)| m.join.is_none() && m.sync.is_none() && m.expires <= now)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in &expired {
+                group.remove(id, &mut out);
+            }
+            if !expired.is_empty() {
+                group.after_leaving(now, delay, &mut out);
+            }
+            if let State::Preparing { until, .. } = group.state {
+                group.try_complete_join(now, until <= now, &mut out);
+            }
+        }
+        out
+    }
+
+    /// A DescribeGroups answer, as Kafka's GroupMetadata.summary gives it:
+    /// members with their protocol metadata and assignment only while the
+    /// group is stable; "Dead" for a group never heard of.
+    fn describe(&self, req: &Request, ids: &[String]) -> Vec<u8> {
+        let mut out = req.response();
+        out.extend_from_slice(&(ids.len() as i32).to_be_bytes());
+        for id in ids {
+            let group = self.groups.get(id);
+            let state = match group.map(|g| g.state) {
+                None => "Dead",
+                Some(State::Empty) => "Empty",
+                Some(State::Preparing { .. }) => "PreparingRebalance",
+                Some(State::Completing) => "CompletingRebalance",
+                Some(State::Stable) => "Stable",
+            };
+            let stable = state == "Stable";
+            let members: Vec<(&String, &Member)> = group.map(|g| g.members.iter().collect()).unwrap_or_default();
+            let protocol = group.and_then(|g| g.protocol.as_deref()).filter(|_| stable).unwrap_or("");
+            out.extend_from_slice(&NONE.to_be_bytes());
+            put_string(&mut out, Some(id));
+            put_string(&mut out, Some(state));
+            put_string(&mut out, Some(group.map_or("", Group::protocol_type)));
+            put_string(&mut out, Some(protocol));
+            out.extend_from_slice(&(members.len() as i32).to_be_bytes());
+            for (member, m) in members {
+                put_string(&mut out, Some(member));
+                if req.version >= 4 {
+                    put_string(&mut out, None); // group.instance.id
+                }
+                put_string(&mut out, Some(&m.client_id));
+                put_string(&mut out, Some(&m.host));
+                let metadata = m.protocols.iter().find(|(p, _)| stable && p == protocol).map_or(&[][..], |(_, d)| d);
+                let assignment = if stable { &m.assignment[..] } else { &[] };
+                put_bytes(&mut out, metadata);
+                put_bytes(&mut out, assignment);
+            }
+            if req.version >= 3 {
+                out.extend_from_slice(&i32::MIN.to_be_bytes()); // operations not asked for
+            }
+        }
+        out
+    }
+
+    /// A ListGroups answer: every group the coordinator knows.
+    fn list(&self, req: &Request) -> Vec<u8> {
+        let mut out = req.response();
+        out.extend_from_slice(&NONE.to_be_bytes());
+        out.extend_from_slice(&(self.groups.len() as i32).to_be_bytes());
+        for (id, g) in &self.groups {
+            put_string(&mut out, Some(id));
+            put_string(&mut out, Some(g.protocol_type()));
+        }
+        out
+    }
+
+    /// When `tick` next has something to do.
+    pub fn next_deadline(&self) -> Option<Millis> {
+        self.groups.values().filter_map(Group::next_deadline).min()
+    }
+}

@@ -1,0 +1,293 @@
+//! The coordinator's state machine, driven request by request.
+
+use super::*;
+use crate::wire::Reader;
+
+const PROTO: &str = "cooperative-sticky";
+/// The generation `stable_pair` leaves its group in.
+const G: i32 = 2;
+
+fn req(version: i16, body: Body) -> Request {
+    Request { version, correlation: 7, client_id: "c".into(), host: "/h".into(), group: "g".into(), body }
+}
+
+fn join(member: &str) -> Request {
+    req(
+        5,
+        Body::Join(JoinGroup {
+            session: 3000,
+            rebalance: 10_000,
+            member: member.into(),
+            protocol_type: "consumer".into(),
+            protocols: vec![(PROTO.into(), member.as_bytes().to_vec())],
+        }),
+    )
+}
+
+fn sync(generation: i32, member: &str, assignments: &[(&str, &[u8])]) -> Request {
+    let assignments = assignments.iter().map(|(m, a)| (m.to_string(), a.to_vec())).collect();
+    req(3, Body::Sync(SyncGroup { generation, member: member.into(), assignments }))
+}
+
+fn heartbeat(generation: i32, member: &str) -> Request {
+    req(3, Body::Heartbeat { generation, member: member.into() })
+}
+
+fn leave(member: &str) -> Request {
+    req(1, Body::Leave { members: vec![(member.into(), None)] })
+}
+
+/// The error code of a response frame (after correlation id and
+/// throttle time).
+fn code(frame: &[u8]) -> i16 {
+    i16::from_be_bytes([frame[8], frame[9]])
+}
+
+/// A JoinGroup v5 response: (error, generation, leader, member, how
+/// many members are listed).
+fn joined(frame: &[u8]) -> (i16, i32, String, String, i32) {
+    let mut r = Reader { buf: frame, at: 8 };
+    let (code, generation) = (r.i16().unwrap(), r.i32().unwrap());
+    r.string().unwrap();
+    let (leader, member) = (r.string().unwrap(), r.string().unwrap());
+    (code, generation, leader, member, r.i32().unwrap())
+}
+
+fn reply_to(out: &[Reply], to: ReplyTo) -> &[u8] {
+    &out.iter().find(|r| r.to == to).unwrap_or_else(|| panic!("no reply to {to} in {out:?}")).frame
+}
+
+/// A group with two members (ids given by the coordinator), stable in
+/// generation 2 at time 0: m1 joined alone first (no initial delay),
+/// then m2, which made m1 rejoin.
+fn stable_pair(c: &mut Coordinator) -> (String, String) {
+    let id = |c: &mut Coordinator, to| joined(&c.handle(to, join(""), 0)[0].frame).3;
+    let m1 = id(c, 1);
+    assert_eq!(joined(&c.handle(2, join(&m1), 0)[0].frame), (0, 1, m1.clone(), m1.clone(), 1), "alone at once");
+    assert_eq!(c.handle(3, sync(1, &m1, &[(&m1, b"p0")]), 0)[0].frame[10..], [0, 0, 0, 2, b'p', b'0']);
+    let m2 = id(c, 4);
+    assert!(c.handle(5, join(&m2), 0).is_empty(), "the join waits for m1");
+    assert_eq!(code(&c.handle(6, heartbeat(1, &m1), 0)[0].frame), REBALANCE_IN_PROGRESS);
+    let out = c.handle(7, join(&m1), 0);
+    assert_eq!(joined(reply_to(&out, 7)), (0, 2, m1.clone(), m1.clone(), 2), "m1 still leads, with both");
+    assert_eq!(joined(reply_to(&out, 5)), (0, 2, m1.clone(), m2.clone(), 0));
+    assert!(c.handle(8, sync(2, &m2, &[]), 0).is_empty(), "a follower waits for the leader's sync");
+    let out = c.handle(9, sync(2, &m1, &[(&m1, b"p0"), (&m2, b"p1")]), 0);
+    assert_eq!(reply_to(&out, 9)[10..], [0, 0, 0, 2, b'p', b'0']);
+    assert_eq!(reply_to(&out, 8)[10..], [0, 0, 0, 2, b'p', b'1']);
+    (m1, m2)
+}
+
+#[test]
+fn a_first_join_gets_member_id_required_and_a_unique_id() {
+    let mut c = Coordinator::new(0);
+    let out = c.handle(1, join(""), 0);
+    let (code, generation, _, id, _) = joined(&out[0].frame);
+    assert_eq!((code, generation), (MEMBER_ID_REQUIRED, -1));
+    assert_ne!(id, joined(&c.handle(2, join(""), 0)[0].frame).3);
+    assert_eq!(joined(&c.handle(3, join("stranger"), 0)[0].frame).0, UNKNOWN_MEMBER_ID);
+}
+
+#[test]
+fn a_join_ends_as_soon_as_every_member_has_rejoined() {
+    let mut c = Coordinator::new(0);
+    let (m1, m2) = stable_pair(&mut c);
+    assert_eq!(code(&c.handle(7, heartbeat(G, &m2), 100)[0].frame), NONE);
+    // m1 rejoins (as after a revoke): m2 hears of it at its next heartbeat.
+    assert!(c.handle(8, join(&m1), 200).is_empty());
+    assert_eq!(code(&c.handle(9, heartbeat(G, &m2), 300)[0].frame), REBALANCE_IN_PROGRESS);
+    let out = c.handle(10, join(&m2), 310);
+    assert_eq!(joined(reply_to(&out, 8)).1, 3, "no fixed wait: the join ends with the last member's");
+    assert_eq!(joined(reply_to(&out, 10)).1, 3);
+    assert_eq!(code(&c.handle(11, heartbeat(G, &m2), 320)[0].frame), ILLEGAL_GENERATION);
+    assert_eq!(code(&c.handle(12, heartbeat(G + 1, &m2), 320)[0].frame), NONE, "completing: heartbeats are fine");
+}
+
+#[test]
+fn a_member_that_does_not_rejoin_is_dropped_when_the_rebalance_timeout_ends() {
+    let mut c = Coordinator::new(0);
+    let (m1, m2) = stable_pair(&mut c);
+    assert!(c.handle(7, join(&m1), 1000).is_empty());
+    // m2 keeps heartbeating but never rejoins: it holds the join up
+    // until the rebalance timeout (10 s), as a barrier on Kafka does.
+    for t in (1500..11_000).step_by(1000) {
+        assert_eq!(code(&c.handle(8, heartbeat(G, &m2), t)[0].frame), REBALANCE_IN_PROGRESS);
+    }
+    assert_eq!(c.next_deadline(), Some(11_000));
+    assert!(c.tick(10_999).is_empty());
+    let out = c.tick(11_000);
+    assert_eq!(joined(reply_to(&out, 7)), (0, 3, m1.clone(), m1.clone(), 1), "m1 alone in generation 3");
+    assert_eq!(code(&c.handle(9, heartbeat(G + 1, &m2), 11_001)[0].frame), UNKNOWN_MEMBER_ID);
+}
+
+#[test]
+fn a_session_ends_at_exactly_its_last_heartbeat_plus_the_timeout() {
+    let mut c = Coordinator::new(0);
+    let (m1, m2) = stable_pair(&mut c);
+    c.handle(7, heartbeat(G, &m1), 2000);
+    c.handle(8, heartbeat(G, &m2), 2500);
+    assert_eq!(c.next_deadline(), Some(5000), "m1's session: 2000 + 3000");
+    assert!(c.tick(4999).is_empty());
+    c.tick(5000);
+    assert_eq!(code(&c.handle(9, heartbeat(G, &m1), 5001)[0].frame), UNKNOWN_MEMBER_ID);
+    assert_eq!(code(&c.handle(10, heartbeat(G, &m2), 5001)[0].frame), REBALANCE_IN_PROGRESS);
+    let out = c.handle(11, join(&m2), 5002);
+    assert_eq!(joined(reply_to(&out, 11)), (0, 3, m2.clone(), m2.clone(), 1), "m2 leads at once");
+}
+
+#[test]
+fn a_leave_starts_a_rebalance_that_ends_with_the_others_rejoining() {
+    let mut c = Coordinator::new(0);
+    let (m1, m2) = stable_pair(&mut c);
+    assert_eq!(code(&c.handle(7, leave(&m1), 100)[0].frame), NONE);
+    assert_eq!(code(&c.handle(8, heartbeat(G, &m2), 200)[0].frame), REBALANCE_IN_PROGRESS);
+    let out = c.handle(9, join(&m2), 210);
+    assert_eq!(joined(reply_to(&out, 9)).0, NONE);
+    assert_eq!(code(&c.handle(10, leave(&m1), 220)[0].frame), UNKNOWN_MEMBER_ID);
+    // The last member leaving empties the group.
+    c.handle(11, leave(&m2), 230);
+    assert_eq!(code(&c.handle(12, heartbeat(G + 1, &m2), 240)[0].frame), UNKNOWN_MEMBER_ID);
+}
+
+/// A LeaveGroup v3 answer: (group error, [(member, instance id, error)]).
+fn left(frame: &[u8]) -> (i16, Vec<(String, Option<String>, i16)>) {
+    let mut r = Reader { buf: frame, at: 8 };
+    let code = r.i16().unwrap();
+    let members = (0..r.i32().unwrap()).map(|_| (r.string().unwrap(), r.string_in(false).unwrap(), r.i16().unwrap()));
+    let members = members.collect();
+    assert!(r.rest().is_empty(), "nothing after the members");
+    (code, members)
+}
+
+#[test]
+fn leave_group_v3_answers_each_member_listed() {
+    let mut c = Coordinator::new(0);
+    let (m1, m2) = stable_pair(&mut c);
+    let leave3 =
+        |members: &[&str]| req(3, Body::Leave { members: members.iter().map(|m| (m.to_string(), None)).collect() });
+    // One member leaving, as kafkajs and kafka-python do: the others
+    // hear of the rebalance at their next heartbeat.
+    let out = c.handle(7, leave3(&[&m1]), 100);
+    assert_eq!(left(&out[0].frame), (NONE, vec![(m1.clone(), None, NONE)]));
+    assert_eq!(code(&c.handle(8, heartbeat(G, &m2), 200)[0].frame), REBALANCE_IN_PROGRESS);
+    assert_eq!(joined(reply_to(&c.handle(9, join(&m2), 210), 9)).0, NONE);
+    // An unknown member among known ones: its own error, the group's is
+    // NONE, and the known one still leaves (the group is then empty).
+    let out = c.handle(10, leave3(&["stranger", &m2]), 300);
+    let want = vec![("stranger".into(), None, UNKNOWN_MEMBER_ID), (m2.clone(), None, NONE)];
+    assert_eq!(left(&out[0].frame), (NONE, want));
+    assert_eq!(described(&mut c, 300).0, "Empty");
+    // The instance id is echoed; static members are not looked up by it.
+    let static_leave = req(3, Body::Leave { members: vec![("".into(), Some("i-1".into()))] });
+    let out = c.handle(11, static_leave, 400);
+    assert_eq!(left(&out[0].frame), (NONE, vec![("".into(), Some("i-1".into()), UNKNOWN_MEMBER_ID)]));
+    // Before v3 the one member's error is the answer's.
+    assert_eq!(c.handle(12, leave(&m1), 500)[0].frame[8..], UNKNOWN_MEMBER_ID.to_be_bytes());
+}
+
+#[test]
+fn leaving_a_group_never_heard_of_creates_none() {
+    let mut c = Coordinator::new(0);
+    let out = c.handle(1, req(3, Body::Leave { members: vec![("m".into(), None)] }), 0);
+    assert_eq!(left(&out[0].frame), (NONE, vec![("m".into(), None, UNKNOWN_MEMBER_ID)]));
+    assert_eq!(c.handle(2, leave("m"), 0)[0].frame[8..], UNKNOWN_MEMBER_ID.to_be_bytes());
+    assert!(c.groups.is_empty());
+}
+
+#[test]
+fn a_group_that_starts_empty_waits_the_initial_delay_whoever_joined() {
+    let mut c = Coordinator::new(3000);
+    let m1 = joined(&c.handle(1, join(""), 0)[0].frame).3;
+    assert!(c.handle(2, join(&m1), 10).is_empty());
+    assert_eq!(c.next_deadline(), Some(3010));
+    assert!(c.tick(3009).is_empty());
+    assert_eq!(joined(reply_to(&c.tick(3010), 2)).1, 1);
+}
+
+#[test]
+fn syncs_in_another_generation_or_during_a_join_are_refused() {
+    let mut c = Coordinator::new(0);
+    let (m1, m2) = stable_pair(&mut c);
+    assert_eq!(code(&c.handle(7, sync(G - 1, &m2, &[]), 10)[0].frame), ILLEGAL_GENERATION);
+    assert_eq!(reply_to(&c.handle(8, sync(G, &m2, &[]), 10), 8)[10..], [0, 0, 0, 2, b'p', b'1'], "stable: its own");
+    c.handle(9, join(&m1), 20);
+    assert_eq!(code(&c.handle(10, sync(G, &m2, &[]), 30)[0].frame), REBALANCE_IN_PROGRESS);
+}
+
+fn commit(generation: i32, member: &str, offset: i64) -> Request {
+    let topics = vec![("t".into(), vec![(0, Committed { offset, leader_epoch: -1, metadata: Some("m".into()) })])];
+    req(7, Body::Commit(OffsetCommit { generation, member: member.into(), topics }))
+}
+
+/// The error of a one-partition OffsetCommit v7 answer.
+fn committed(frame: &[u8]) -> i16 {
+    let mut r = Reader { buf: frame, at: 8 };
+    assert_eq!((r.i32(), r.string(), r.i32(), r.i32()), (Some(1), Some("t".into()), Some(1), Some(0)));
+    r.i16().unwrap()
+}
+
+/// The offset an OffsetFetch v5 answer gives for t/0.
+fn fetched(c: &mut Coordinator, to: ReplyTo, now: Millis) -> i64 {
+    let out = c.handle(to, req(5, Body::Fetch { topics: Some(vec![("t".into(), vec![0])]) }), now);
+    let mut r = Reader { buf: &out[0].frame, at: 8 };
+    assert_eq!((r.i32(), r.string(), r.i32(), r.i32()), (Some(1), Some("t".into()), Some(1), Some(0)));
+    r.i64().unwrap()
+}
+
+#[test]
+fn a_commit_is_kept_only_from_a_member_of_the_current_generation() {
+    let mut c = Coordinator::new(0);
+    assert_eq!(fetched(&mut c, 1, 0), -1, "nothing committed");
+    assert!(c.groups.is_empty(), "looking creates no group");
+    assert_eq!(committed(&c.handle(2, commit(1, "m", 5), 0)[0].frame), ILLEGAL_GENERATION, "an unknown group");
+    let (m1, m2) = stable_pair(&mut c);
+    assert_eq!(committed(&c.handle(3, commit(G, &m1, 10), 0)[0].frame), NONE);
+    assert_eq!(fetched(&mut c, 4, 0), 10);
+    assert_eq!(committed(&c.handle(5, commit(G - 1, &m2, 11), 0)[0].frame), ILLEGAL_GENERATION);
+    assert_eq!(committed(&c.handle(6, commit(G, "stranger", 12), 0)[0].frame), UNKNOWN_MEMBER_ID);
+    assert_eq!(committed(&c.handle(7, commit(-1, "", 13), 0)[0].frame), UNKNOWN_MEMBER_ID, "the group is managed");
+    assert_eq!(fetched(&mut c, 8, 0), 10, "none of those was kept");
+    // While the join is answered but not yet synced: rebalancing.
+    c.handle(9, join(&m1), 100);
+    let out = c.handle(10, join(&m2), 100);
+    assert_eq!(joined(reply_to(&out, 10)).1, G + 1);
+    assert_eq!(committed(&c.handle(11, commit(G + 1, &m2, 14), 100)[0].frame), REBALANCE_IN_PROGRESS);
+    // A commit counts as a heartbeat: m2 outlives its last heartbeat.
+    c.handle(12, sync(G + 1, &m1, &[]), 200);
+    c.handle(13, sync(G + 1, &m2, &[]), 200);
+    assert_eq!(committed(&c.handle(14, commit(G + 1, &m2, 15), 2900)[0].frame), NONE);
+    c.handle(15, heartbeat(G + 1, &m1), 2900);
+    assert!(c.tick(3200).is_empty(), "m2's session runs until 5900");
+    assert_eq!(fetched(&mut c, 16, 3200), 15);
+    // Outside group management, once the group is empty.
+    c.handle(17, leave(&m1), 3300);
+    c.handle(18, leave(&m2), 3300);
+    assert_eq!(committed(&c.handle(19, commit(-1, "", 16), 3400)[0].frame), NONE);
+    assert_eq!(fetched(&mut c, 20, 3400), 16);
+}
+
+/// (state, protocol, members' assignments) of group g in a DescribeGroups v4 answer.
+fn described(c: &mut Coordinator, now: Millis) -> (String, String, Vec<Vec<u8>>) {
+    let out = c.handle(99, req(4, Body::Describe { groups: vec!["g".into()] }), now);
+    let mut r = Reader { buf: &out[0].frame, at: 8 };
+    assert_eq!((r.i32(), r.i16(), r.string()), (Some(1), Some(NONE), Some("g".into())));
+    let (state, _, protocol) = (r.string().unwrap(), r.string(), r.string().unwrap());
+    let assignments = (0..r.i32().unwrap())
+        .map(|_| {
+            let (_, _, client, host, _) = (r.string(), r.string_in(false), r.string(), r.string(), r.bytes());
+            assert_eq!((client.as_deref(), host.as_deref()), (Some("c"), Some("/h")));
+            r.bytes().unwrap()
+        })
+        .collect();
+    (state, protocol, assignments)
+}
+
+#[test]
+fn describes_a_group_as_kafka_does_with_assignments_only_while_stable() {
+    let mut c = Coordinator::new(0);
+    assert_eq!(described(&mut c, 0), ("Dead".into(), "".into(), vec![]), "never heard of");
+    let (m1, _) = stable_pair(&mut c);
+    assert_eq!(described(&mut c, 0), ("Stable".into(), PROTO.into(), vec![b"p0".to_vec(), b"p1".to_vec()]));
+    c.handle(7, join(&m1), 100);
+    assert_eq!(described(&mut c, 100), ("PreparingRebalance".into(), "".into(), vec![vec![], vec![]]));
+}

@@ -1,5 +1,8 @@
 //! Exit statuses: the child's, passed on, and neli-run's own failures, each
-//! kind mapped to its status in one place (`Kind::code`).
+//! kind mapped to its status in one place (`Kind::code`), and what each
+//! status means to a user in one table (`STATUSES`), from which the man
+//! pages' EXIT STATUS sections are generated and against which the README's
+//! table is checked (tests/docs.rs).
 
 use std::fmt;
 
@@ -35,7 +38,7 @@ pub enum Kind {
 impl Kind {
     /// The exit status: `sysexits.h` where it has a word for it, so that
     /// scripts and systemd units can tell the kinds apart; the shell's for
-    /// a command that cannot run. The README keeps the table.
+    /// a command that cannot run. `STATUSES` says what each means.
     pub fn code(self) -> u8 {
         match self {
             Kind::NoLeader => 1,
@@ -51,6 +54,164 @@ impl Kind {
         }
     }
 }
+
+impl Kind {
+    /// Every kind, so that a test can hold `STATUSES` to one row each.
+    pub const ALL: [Kind; 10] = [
+        Kind::NoLeader,
+        Kind::Usage,
+        Kind::Unavailable,
+        Kind::Io,
+        Kind::AcquireTimeout,
+        Kind::Denied,
+        Kind::KafkaConfig,
+        Kind::Internal,
+        Kind::NotExecutable,
+        Kind::NotFound,
+    ];
+}
+
+/// A status neli-run can end with: one passed on from the command, or one
+/// of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Code {
+    /// The command's own exit status, passed on (`ChildStatus::Exited`).
+    Command,
+    /// 128+N for a command killed by signal N (`ChildStatus::Signaled`).
+    Signal,
+    /// 0 when neli-run itself ends well.
+    Success,
+    /// A failure of neli-run's own, with its kind's status.
+    Failure(Kind),
+}
+
+impl Code {
+    /// How the status is written in a table: a number, or what stands for one.
+    pub fn label(self) -> String {
+        match self {
+            Code::Command => "the command's".to_string(),
+            Code::Signal => "128+N".to_string(),
+            Code::Success => "0".to_string(),
+            Code::Failure(kind) => kind.code().to_string(),
+        }
+    }
+}
+
+/// What one status means for each of neli-run's commands (None: that command
+/// never ends with it). Backquotes mark flags and commands, as in Markdown.
+#[derive(Clone, Copy, Debug)]
+pub struct Status {
+    pub code: Code,
+    /// `neli-run [OPTIONS] -- COMMAND`: a member.
+    pub run: Option<&'static str>,
+    /// `neli-run status`.
+    pub status: Option<&'static str>,
+    /// `neli-run yield`.
+    pub yield_: Option<&'static str>,
+    /// `neli-run dev-broker`.
+    pub dev_broker: Option<&'static str>,
+}
+
+/// The one exit-status table: the man pages and the README are generated
+/// from it or checked against it, so a status means the same everywhere.
+pub const STATUSES: &[Status] = &[
+    Status {
+        code: Code::Command,
+        run: Some(
+            "The command ended the run (`--restart never`, or `on-failure` after a success); a member that did \
+             not run it exits with the status of its wave's run.",
+        ),
+        status: None,
+        yield_: None,
+        dev_broker: None,
+    },
+    Status {
+        code: Code::Signal,
+        run: Some("The command was killed by signal N (143 after a graceful SIGTERM)."),
+        status: None,
+        yield_: None,
+        dev_broker: None,
+    },
+    Status {
+        code: Code::Success,
+        run: Some("A standby (no command running) was asked to stop."),
+        status: Some("A fresh leader exists (also: stdout was closed, e.g. `| head -1`)."),
+        yield_: Some("Leadership moved to another member."),
+        dev_broker: Some("Stopped by SIGINT or SIGTERM."),
+    },
+    Status {
+        code: Code::Failure(Kind::NoLeader),
+        run: None,
+        status: Some("No fresh leader, or no topic yet (no member has run)."),
+        yield_: Some(
+            "It did not move: no fresh leader, `--name` does not lead, or nobody took over within `--timeout`.",
+        ),
+        dev_broker: None,
+    },
+    Status {
+        code: Code::Failure(Kind::Usage),
+        run: Some("Usage error: a bad flag, duration, address, or unsafe timing."),
+        status: Some("Usage error."),
+        yield_: Some("Usage error (also `--timeout` over 24h)."),
+        dev_broker: Some("Usage error: a bad `--listen` or `--sasl-user`, or the address is in use."),
+    },
+    Status {
+        code: Code::Failure(Kind::Unavailable),
+        run: None,
+        status: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
+        yield_: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
+        dev_broker: None,
+    },
+    Status {
+        code: Code::Failure(Kind::Internal),
+        run: Some("Internal error."),
+        status: Some("Internal error."),
+        yield_: Some("Internal error."),
+        dev_broker: Some("Internal error."),
+    },
+    Status {
+        code: Code::Failure(Kind::Io),
+        run: None,
+        status: Some("stdout could not be written (other than closed)."),
+        yield_: Some("stdout could not be written (other than closed)."),
+        dev_broker: None,
+    },
+    Status {
+        code: Code::Failure(Kind::AcquireTimeout),
+        run: Some("Not leader within `--acquire-timeout`."),
+        status: None,
+        yield_: None,
+        dev_broker: None,
+    },
+    Status {
+        code: Code::Failure(Kind::Denied),
+        run: Some("Kafka denied access (authentication or authorization)."),
+        status: Some("Authentication failed (wrong password, mechanism) or access denied."),
+        yield_: Some("Authentication failed or access denied, also no WRITE on the topic."),
+        dev_broker: None,
+    },
+    Status {
+        code: Code::Failure(Kind::KafkaConfig),
+        run: Some("Kafka configuration rejected (an unknown property, or a value librdkafka refuses)."),
+        status: Some("Kafka client configuration rejected (an unknown `-X` property)."),
+        yield_: Some("Kafka client configuration rejected (an unknown `-X` property)."),
+        dev_broker: None,
+    },
+    Status {
+        code: Code::Failure(Kind::NotExecutable),
+        run: Some("The command is not executable (checked before joining)."),
+        status: None,
+        yield_: None,
+        dev_broker: None,
+    },
+    Status {
+        code: Code::Failure(Kind::NotFound),
+        run: Some("The command is not found, or empty (checked before joining)."),
+        status: None,
+        yield_: None,
+        dev_broker: None,
+    },
+];
 
 /// A failure: its kind, and a message that says what to do about it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -119,5 +280,33 @@ mod tests {
         assert!(ChildStatus::Exited(0).success());
         assert!(!ChildStatus::Signaled(15).success());
         assert_eq!(ChildStatus::Signaled(15).to_string(), "killed by SIGTERM");
+    }
+
+    #[test]
+    fn every_kind_has_one_row_and_its_own_status() {
+        for kind in Kind::ALL {
+            let rows = STATUSES.iter().filter(|s| s.code == Code::Failure(kind)).count();
+            assert_eq!(rows, 1, "{kind:?} has {rows} rows in STATUSES");
+            let same = Kind::ALL.iter().filter(|k| k.code() == kind.code()).count();
+            assert_eq!(same, 1, "{kind:?} shares its status {}", kind.code());
+        }
+        // A new kind stops this match compiling: list it in ALL and STATUSES too.
+        for kind in Kind::ALL {
+            match kind {
+                Kind::NoLeader
+                | Kind::Usage
+                | Kind::Unavailable
+                | Kind::Io
+                | Kind::AcquireTimeout
+                | Kind::Denied
+                | Kind::KafkaConfig
+                | Kind::Internal
+                | Kind::NotExecutable
+                | Kind::NotFound => {}
+            }
+        }
+        let codes: Vec<String> = STATUSES.iter().map(|s| s.code.label()).collect();
+        let unique: std::collections::BTreeSet<&String> = codes.iter().collect();
+        assert_eq!(unique.len(), codes.len(), "a status twice in STATUSES: {codes:?}");
     }
 }

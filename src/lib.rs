@@ -45,12 +45,14 @@ use tracing_subscriber::EnvFilter;
 use crate::cli::{Cli, LogArgs, LogFormat, Sub};
 
 /// Public for the integration tests only, not API: tests/docs.rs renders
-/// the man page and completions from `Cli`; tests/faults.rs writes
+/// the man page and completions from `Cli`, and the exit statuses of the man
+/// pages and the README from `STATUSES`; tests/faults.rs writes
 /// hand-made heartbeat records (a ghost member's claim) to a group's topic.
 #[doc(hidden)]
 pub mod for_tests {
     pub use crate::cli::Cli;
     pub use crate::clock::BootTime;
+    pub use crate::exit::{Status, STATUSES};
     pub use crate::kafka::heartbeat::{Content, Heartbeat, Member};
     pub use crate::leader::{Job, Record, Runner, Stance};
 }

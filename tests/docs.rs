@@ -2,12 +2,15 @@
 //! definition; this test fails when the committed files are stale. Run with
 //! NELI_BLESS=1 to regenerate them. Each subcommand has a page of its own
 //! (neli-run-status.1 ...), and every page has EXIT STATUS and ENVIRONMENT
-//! sections, written here.
+//! sections: the exit statuses from src/exit.rs's one table, which the
+//! README's table is checked against (and rewritten from with NELI_BLESS=1),
+//! the environment written here. The Markdown docs are checked too: every
+//! relative link leads to a file and heading that exist.
 
 use std::path::Path;
 
 use clap::CommandFactory;
-use neli_run::for_tests::Cli;
+use neli_run::for_tests::{Cli, Status, STATUSES};
 use roff::{bold, roman, Roff};
 
 fn check(path: &Path, fresh: &[u8], stale: &mut Vec<String>) {
@@ -43,52 +46,21 @@ const READER_ENVIRONMENT: &[(&str, &str)] = &[
     ("RUST_LOG", "Log filter; overrides -v and -q."),
 ];
 
-const RUN_EXIT: &[(&str, &str)] = &[
-    ("the command's", "The command ended the run; a member that did not run it exits with its wave's run's status."),
-    ("128+N", "The command was killed by signal N (143 after a graceful SIGTERM)."),
-    ("0", "A standby (no command running) was asked to stop."),
-    ("2", "Usage error: a bad flag, duration, address, or unsafe timing."),
-    ("70", "Internal error."),
-    ("75", "Not leader within --acquire-timeout."),
-    ("77", "Kafka denied access (authentication or authorization)."),
-    ("78", "Kafka configuration rejected (an unknown property, or a value librdkafka refuses)."),
-    ("126, 127", "The command is not executable, or not found (checked before joining)."),
-];
+/// One page's EXIT STATUS items, from the one table in src/exit.rs
+/// (backquotes are Markdown's, for the README: roff has none).
+fn exit_items(meaning: fn(&Status) -> Option<&'static str>) -> Vec<(String, String)> {
+    STATUSES.iter().filter_map(|s| meaning(s).map(|m| (s.code.label(), m.replace('`', "")))).collect()
+}
 
-const STATUS_EXIT: &[(&str, &str)] = &[
-    ("0", "A fresh leader exists (also: stdout was closed, e.g. | head -1)."),
-    ("1", "No fresh leader, or no topic yet (no member has run)."),
-    ("2", "Usage error."),
-    ("69", "Kafka unreachable (closed port, DNS, TLS handshake)."),
-    ("70", "Internal error."),
-    ("74", "stdout could not be written (other than closed)."),
-    ("77", "Authentication failed or access denied."),
-    ("78", "Kafka client configuration rejected."),
-];
-
-const YIELD_EXIT: &[(&str, &str)] = &[
-    ("0", "Leadership moved to another member."),
-    ("1", "It did not: no fresh leader, --name does not lead, or nobody took over within --timeout."),
-    ("2", "Usage error (also --timeout over 24h)."),
-    ("69, 70, 74, 78", "As for neli-run status."),
-    ("77", "As for neli-run status; also no WRITE on the topic."),
-];
-
-const BROKER_EXIT: &[(&str, &str)] = &[
-    ("0", "Stopped by SIGINT or SIGTERM."),
-    ("2", "Usage error: a bad --listen or --sasl-user, or the address is in use."),
-    ("70", "Internal error."),
-];
-
-fn section(roff: &mut Roff, title: &str, items: &[(&str, &str)]) {
+fn section<T: AsRef<str>, U: AsRef<str>>(roff: &mut Roff, title: &str, items: &[(T, U)]) {
     roff.control("SH", [title]);
     for (term, text) in items {
-        roff.control("TP", []).text([bold(*term)]).text([roman(*text)]);
+        roff.control("TP", []).text([bold(term.as_ref())]).text([roman(text.as_ref())]);
     }
 }
 
 /// A page: clap_mangen's sections, then ours, then the version.
-fn page(cmd: &clap::Command, exit: &[(&str, &str)], environment: &[(&str, &str)]) -> Vec<u8> {
+fn page(cmd: &clap::Command, exit: &[(String, String)], environment: &[(&str, &str)]) -> Vec<u8> {
     let man = clap_mangen::Man::new(cmd.clone());
     let mut out = Vec::new();
     man.render_title(&mut out).unwrap();
@@ -122,17 +94,17 @@ fn man_pages_and_completions_are_up_to_date() {
     // No `help` subcommand page: `neli-run help X` is `neli-run X --help`.
     let mut cmd = Cli::command().disable_help_subcommand(true);
     cmd.build();
-    check(&root.join("man/neli-run.1"), &page(&cmd, RUN_EXIT, RUN_ENVIRONMENT), &mut stale);
+    check(&root.join("man/neli-run.1"), &page(&cmd, &exit_items(|s| s.run), RUN_ENVIRONMENT), &mut stale);
     let mut pages = vec!["neli-run.1".to_string()];
     for sub in cmd.get_subcommands() {
         let (exit, environment) = match sub.get_name() {
-            "status" => (STATUS_EXIT, READER_ENVIRONMENT),
-            "yield" => (YIELD_EXIT, READER_ENVIRONMENT),
-            "dev-broker" => (BROKER_EXIT, READER_ENVIRONMENT),
+            "status" => (exit_items(|s| s.status), READER_ENVIRONMENT),
+            "yield" => (exit_items(|s| s.yield_), READER_ENVIRONMENT),
+            "dev-broker" => (exit_items(|s| s.dev_broker), READER_ENVIRONMENT),
             other => panic!("no EXIT STATUS written for the subcommand {other}"),
         };
         let file = format!("{}.1", sub.get_display_name().expect("built: neli-run-NAME"));
-        check(&root.join("man").join(&file), &page(sub, exit, environment), &mut stale);
+        check(&root.join("man").join(&file), &page(sub, &exit, environment), &mut stale);
         pages.push(file);
     }
     // Every page the main page cites exists, and no page is left over.
@@ -153,4 +125,150 @@ fn man_pages_and_completions_are_up_to_date() {
         check(&root.join("completions").join(file), &out, &mut stale);
     }
     assert!(stale.is_empty(), "stale generated files {stale:?}: run NELI_BLESS=1 cargo test --test tests docs");
+}
+
+/// The README's exit table: the one in src/exit.rs, as Markdown.
+fn readme_exit_table() -> String {
+    let cell = |m: Option<&str>| m.unwrap_or("").replace('|', "\\|");
+    let mut table =
+        String::from("| status | `neli-run -- COMMAND` | `status` | `yield` | `dev-broker` |\n|---|---|---|---|---|\n");
+    for s in STATUSES {
+        table += &format!(
+            "| {} | {} | {} | {} | {} |\n",
+            s.code.label(),
+            cell(s.run),
+            cell(s.status),
+            cell(s.yield_),
+            cell(s.dev_broker)
+        );
+    }
+    table
+}
+
+/// The line the README's exit table follows.
+const EXIT_TABLE_MARK: &str =
+    "<!-- exit statuses: src/exit.rs's table, checked by tests/docs.rs (NELI_BLESS=1 rewrites it) -->";
+
+#[test]
+fn the_readme_exit_table_is_src_exit_rs() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = readme.lines().collect();
+    let mark = lines.iter().position(|l| l.trim() == EXIT_TABLE_MARK).expect("README.md has the exit table's mark");
+    let end = (mark + 1..lines.len()).find(|&i| !lines[i].starts_with('|')).unwrap_or(lines.len());
+    let found: String = lines[mark + 1..end].iter().map(|l| format!("{l}\n")).collect();
+    let fresh = readme_exit_table();
+    if found == fresh {
+        return;
+    }
+    if std::env::var_os("NELI_BLESS").is_some() {
+        let mut out: String = lines[..=mark].iter().map(|l| format!("{l}\n")).collect();
+        out += &fresh;
+        out += &lines[end..].iter().map(|l| format!("{l}\n")).collect::<String>();
+        std::fs::write(&path, out).unwrap();
+    } else {
+        panic!("README.md's exit table is not src/exit.rs's: run NELI_BLESS=1 cargo test --test tests docs\n{fresh}");
+    }
+}
+
+/// A heading's anchor as GitHub makes it: lower case, spaces to hyphens,
+/// punctuation but `-` and `_` dropped.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The lines of a Markdown file outside fenced code blocks.
+fn prose(text: &str) -> Vec<&str> {
+    let mut fenced = false;
+    text.lines()
+        .filter(|l| {
+            if l.trim_start().starts_with("```") {
+                fenced = !fenced;
+                return false;
+            }
+            !fenced
+        })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings (a repeated one gets -1, -2 ...).
+fn anchors(text: &str) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for line in prose(text) {
+        let Some(heading) = line.strip_prefix('#') else { continue };
+        let base = slug(heading.trim_start_matches('#'));
+        let n = seen
+            .iter()
+            .filter(|a| **a == base || a.strip_prefix(&format!("{base}-")).is_some_and(|r| r.parse::<u32>().is_ok()))
+            .count();
+        seen.push(if n == 0 { base } else { format!("{base}-{n}") });
+    }
+    seen
+}
+
+/// The targets of a line's inline links, `[text](target)`.
+fn links(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find("](") {
+        rest = &rest[i + 2..];
+        if let Some(j) = rest.find(')') {
+            out.push(&rest[..j]);
+            rest = &rest[j..];
+        }
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_in_the_docs_leads_somewhere() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
+    let mut docs: Vec<_> = std::fs::read_dir(root.join("docs")).unwrap().flatten().map(|e| e.path()).collect();
+    docs.retain(|p| p.extension().is_some_and(|e| e == "md"));
+    docs.sort();
+    files.extend(docs.iter().cloned());
+    let mut broken = Vec::new();
+    let mut linked = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for target in prose(&text).into_iter().flat_map(links) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+            let dest = if path.is_empty() { file.clone() } else { file.parent().unwrap().join(path) };
+            let Ok(dest) = dest.canonicalize() else {
+                broken.push(format!("{}: {target}: no such file", file.display()));
+                continue;
+            };
+            if file.ends_with("README.md") {
+                linked.push(dest.clone());
+            }
+            if !anchor.is_empty() && !anchors(&std::fs::read_to_string(&dest).unwrap()).iter().any(|a| a == anchor) {
+                broken.push(format!("{}: {target}: no such heading", file.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+    // Every page of the docs is one click from the README.
+    for file in &files[1..] {
+        assert!(linked.contains(&file.canonicalize().unwrap()), "README.md does not link {}", file.display());
+    }
+}
+
+#[test]
+fn the_readme_is_a_five_minute_read() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(lines <= 300, "README.md has {lines} lines: move the detail to docs/ (300 at most)");
 }

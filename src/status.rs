@@ -10,11 +10,8 @@
 //! own claim check (`Leader::on_other`). Ages use the writer's wall clock
 //! (the record's `at_ms`), so clock skew between machines shifts them.
 //!
-//! Exit statuses (the README keeps the table): 0 a fresh leader (status) or
-//! leadership moved (yield); 1 no fresh leader, or it did not move; 2 usage;
-//! 69 Kafka unreachable; 70 internal; 74 stdout unwritable; 77 Kafka denied
-//! access (authentication or authorization); 78 Kafka configuration
-//! rejected. A closed stdout (`status | head -1`) ends quietly with 0.
+//! Exit statuses: `exit::STATUSES` (its `status` and `yield_` columns) says
+//! what each means; a closed stdout (`status | head -1`) ends quietly with 0.
 //!
 //! Every string read from the topic is someone's choice: the text output
 //! escapes control characters in it ([`printable`]).
@@ -49,7 +46,7 @@ const HISTORY: i64 = 4096;
 /// always is, since every record carries it forward.
 const RUNS: usize = 10;
 
-/// `status --json`'s format (README, "status --json"): raised when a key
+/// `status --json`'s format (docs/operations.md, "Who leads?"): raised when a key
 /// changes meaning or goes away; new keys may appear without it.
 const JSON_VERSION: u32 = 1;
 

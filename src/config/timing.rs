@@ -3,7 +3,7 @@
 //! One flag sets a safe timing, as consul lock and etcdctl lock take one TTL:
 //! every other duration that guards safety is derived from the session
 //! timeout S unless the user gives it, and what the user gives is checked
-//! against the safety inequalities below (the README's timing rules), with
+//! against the safety inequalities below (docs/how-it-works.md, "The timing rules"), with
 //! the flag to change named in the refusal.
 //!
 //! 1. `heartbeat_deadline >= 2 * heartbeat_interval`: one late record must
@@ -15,7 +15,7 @@
 //!    can be one coordinator heartbeat interval before our last record.
 //! 3. `grace + coordinator_heartbeat + MARGIN <= session_timeout`: the revoke
 //!    barrier must end before the coordinator could expel us for going
-//!    quiet in the callback (librdkafka's mock cluster does; see README).
+//!    quiet in the callback (librdkafka's mock cluster does; see docs/how-it-works.md).
 //! 4. `grace + MARGIN <= max.poll.interval.ms`: Kafka's rebalance timeout.
 //! 5. `3 * coordinator_heartbeat <= session_timeout` and
 //!    `session_timeout <= max.poll.interval.ms` (librdkafka's own rules).

@@ -425,8 +425,7 @@ mod tests {
                     security.protocol = SASL_SSL\nsasl.mechanism: SCRAM-SHA-512\n\
                     sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
                     username=\"alice\" password=\"s3cret\";\nkey.serializer=org.apache.StringSerializer\n";
-        let props: Vec<(String, String)> =
-            parse(text).unwrap().into_iter().map(|e| (e.key, e.value)).collect();
+        let props: Vec<(String, String)> = parse(text).unwrap().into_iter().map(|e| (e.key, e.value)).collect();
         assert_eq!(props[0], ("bootstrap.servers".into(), "k1:9092,k2:9092".into()));
         assert_eq!(props[1], ("security.protocol".into(), "SASL_SSL".into()));
         assert_eq!(props[2], ("sasl.mechanism".into(), "SCRAM-SHA-512".into()));

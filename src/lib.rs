@@ -51,7 +51,7 @@ use crate::cli::{Cli, LogArgs, LogFormat, Sub};
 #[doc(hidden)]
 pub mod for_tests {
     pub use crate::cli::Cli;
-    pub use crate::clock::BootTime;
+    pub use crate::clock::{wall_ms, BootTime};
     pub use crate::kafka::heartbeat::{Content, Heartbeat, Member};
     pub use crate::leader::{Job, Record, Runner, Stance};
 }

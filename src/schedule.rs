@@ -70,7 +70,7 @@ impl Cron {
     pub fn new(expr: &str, zone: Zone) -> Result<Cron, String> {
         let cron = croner::Cron::from_str(expr).map_err(|e| format!("{e}"))?;
         let cron = Cron { cron, zone };
-        if cron.after(crate::kafka::heartbeat::wall_ms()).is_none() {
+        if cron.after(crate::clock::wall_ms()).is_none() {
             return Err("it never comes (no such date)".into());
         }
         Ok(cron)

@@ -18,7 +18,7 @@ use tokio::sync::mpsc::unbounded_channel;
 use tracing::{error, info};
 
 use crate::child::{self, Running};
-use crate::clock::BootTime;
+use crate::clock::{Anchor, BootTime};
 use crate::config::Config;
 use crate::exit::{ChildStatus, Failure, Kind};
 use crate::kafka::heartbeat::{printable, Member};
@@ -32,7 +32,7 @@ use crate::notify::Notifier;
 /// command's, or the core's for an outcome that is not the command's), or
 /// why neli-run could not do its part.
 pub async fn run(cfg: Config) -> Result<u8, Failure> {
-    let started = BootTime::now();
+    let started = Anchor::now();
     layers_off::warn_if_any();
     child::check_executable(&cfg.program)?;
     let (Ok(mut signals), Ok(mut sigchld)) = (Signals::new(), signal(SignalKind::child())) else {
@@ -76,7 +76,7 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
             Err(err) => return Err(Failure::new(Kind::Internal, format!("connecting to Kafka failed: {err}"))),
         },
         _ = signals.shutdown() => return Ok(0),
-        _ = sleep_for(cfg.leader.acquire_timeout.map(|t| (started + t).since(BootTime::now()))) => {
+        _ = sleep_for(cfg.leader.acquire_timeout.map(|t| (started.boot + t).since(BootTime::now()))) => {
             return Err(Failure::new(Kind::AcquireTimeout, "not leader within --acquire-timeout (Kafka never answered)"));
         }
     };
@@ -248,9 +248,9 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
             let mut m = metrics.lock().expect("metrics lock");
             let now = BootTime::now();
             for role in core.roles_taken() {
-                m.set_role(role, now);
+                m.set_role(role, started.wall_ms_at(now));
             }
-            m.set_role(core.role(), now);
+            m.set_role(core.role(), started.wall_ms_at(now));
             m.loop_seen = Some(now);
             m.fresh = core.fresh();
             m.child_up = running.is_some();
@@ -286,7 +286,7 @@ fn with_job(command: &child::Command, job: Option<leader::Job>) -> std::borrow::
     let mut command = command.clone();
     command.env.push(("NELI_ATTEMPT".into(), job.attempt.to_string()));
     command.env.push(match job.due {
-        None => ("NELI_WAVE".into(), rfc3339(job.wave.wall_ms()).to_string()),
+        None => ("NELI_WAVE".into(), rfc3339(job.wave_ms).to_string()),
         Some(due) => ("NELI_DUE".into(), rfc3339(due).to_string()),
     });
     std::borrow::Cow::Owned(command)

@@ -36,9 +36,10 @@ use serde_json::json;
 use tracing::debug;
 
 use crate::cli::{StatusArgs, YieldArgs};
+use crate::clock::wall_ms;
 use crate::config::Target;
 use crate::exit::{Failure, Kind};
-use crate::kafka::heartbeat::{printable, wall_ms, Heartbeat, WireJob, Yield};
+use crate::kafka::heartbeat::{printable, Heartbeat, WireJob, Yield};
 
 /// How many of the newest records to read: with a 500 ms interval, about
 /// half an hour of history, which is plenty to find the current leader.
@@ -671,6 +672,7 @@ mod tests {
             &Member::this_process(name.into()),
             1,
             crate::clock::BootTime::from_nanos(1),
+            at_ms,
             Content {
                 record: Record { term: 1, start: None, stance, job: None, next: None },
                 since_ms: Some(at_ms),

@@ -256,9 +256,9 @@ fn network_cut_past_the_resume_window_gives_partition_0_back_and_someone_leads()
 /// Writes a heartbeat of member `ghost` to the group's partition 0, as
 /// another member would: saying `record`, sent now, with a deadline.
 fn write_record(g: &Group, ghost: &neli_run::for_tests::Member, record: Record, deadline_ms: u64) {
-    use neli_run::for_tests::{BootTime, Content, Heartbeat};
+    use neli_run::for_tests::{wall_ms, BootTime, Content, Heartbeat};
     let content = Content { record, since_ms: None, deadline_ms };
-    g.produce(&Heartbeat::new(ghost, 1, BootTime::now(), content).encode());
+    g.produce(&Heartbeat::new(ghost, 1, BootTime::now(), wall_ms(), content).encode());
 }
 
 fn leading(token: i64) -> Record {

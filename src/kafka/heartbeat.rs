@@ -127,16 +127,11 @@ pub struct Content {
     pub deadline_ms: u64,
 }
 
-/// Wall-clock milliseconds since the Unix epoch.
-pub fn wall_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
 impl Heartbeat {
-    /// The record `member` sends as its `seq`th heartbeat at `sent`.
-    pub fn new(member: &Member, seq: u64, sent: BootTime, content: Content) -> Heartbeat {
+    /// The record `member` sends as its `seq`th heartbeat at `sent`, which
+    /// is `at_ms` on the wall clock (the caller reads the clocks).
+    pub fn new(member: &Member, seq: u64, sent: BootTime, at_ms: u64, content: Content) -> Heartbeat {
         let Record { term, start, stance, job, next } = content.record;
-        let at_ms = wall_ms();
         let role = match stance {
             Stance::Leading { .. } => WireStance::Leading,
             Stance::Contending => WireStance::Contending,
@@ -162,7 +157,7 @@ impl Heartbeat {
                 let Runner { name, host } =
                     job.by.unwrap_or_else(|| Runner { name: member.name.clone(), host: member.host.clone() });
                 WireJob {
-                    wave_ms: job.wave.wall_ms(),
+                    wave_ms: job.wave_ms,
                     wave_token: Some(job.wave_token),
                     attempt: job.attempt,
                     token: job.token,
@@ -188,9 +183,10 @@ impl Heartbeat {
     }
 
     /// What the leadership core needs of another member's record, read at
-    /// `offset`. A record without a send time or deadline (older versions)
-    /// is taken as just written with `ours`: the cautious reading.
-    pub fn as_other(&self, offset: i64, ours: std::time::Duration) -> crate::leader::Other {
+    /// `offset` when our wall clock says `now_ms`. A record without a send
+    /// time or deadline (older versions) is taken as just written with
+    /// `ours`: the cautious reading.
+    pub fn as_other(&self, offset: i64, ours: std::time::Duration, now_ms: u64) -> crate::leader::Other {
         let ms = std::time::Duration::from_millis;
         let stance = match (self.token, self.role) {
             (Some(token), _) => Stance::Leading { token },
@@ -205,10 +201,10 @@ impl Heartbeat {
             term: self.run,
             start: self.start,
             stance,
-            age: if self.at_ms == 0 { ms(0) } else { ms(wall_ms().saturating_sub(self.at_ms)) },
+            age: if self.at_ms == 0 { ms(0) } else { ms(now_ms.saturating_sub(self.at_ms)) },
             deadline: if self.deadline_ms == 0 { ours } else { ms(self.deadline_ms) },
             job: self.job.as_ref().map(|job| Job {
-                wave: BootTime::at_wall_ms(job.wave_ms),
+                wave_ms: job.wave_ms,
                 wave_token: job.wave_token.unwrap_or(job.token),
                 attempt: job.attempt,
                 token: job.token,
@@ -230,12 +226,20 @@ impl Heartbeat {
 mod tests {
     use super::*;
 
+    /// 2023-11-14T22:13:20Z: the wall clock the tests' records are written at.
+    const AT: u64 = 1_700_000_000_000;
+
     #[test]
     fn round_trips_and_recognises_only_its_own_incarnation() {
         let me = Member::this_process("a".into());
         let record = Record { term: 2, start: Some(5), stance: Stance::Leading { token: 9 }, job: None, next: None };
-        let hb =
-            Heartbeat::new(&me, 3, BootTime::from_nanos(42), Content { record, since_ms: Some(1), deadline_ms: 3000 });
+        let hb = Heartbeat::new(
+            &me,
+            3,
+            BootTime::from_nanos(42),
+            AT,
+            Content { record, since_ms: Some(1), deadline_ms: 3000 },
+        );
         let back = Heartbeat::decode(&hb.encode()).unwrap();
         assert_eq!(back, hb);
         assert!(back.is_from(&me));
@@ -248,18 +252,18 @@ mod tests {
     #[test]
     fn an_attempt_reads_back_as_written_naming_its_runner_and_wave() {
         let me = Member::this_process("a".into());
-        let wave = BootTime::now();
-        let job = Job { wave, wave_token: 2, attempt: 2, token: 3, code: Some(0), by: None, due: None, ended: None };
+        let wave_ms = AT - 5000;
+        let job = Job { wave_ms, wave_token: 2, attempt: 2, token: 3, code: Some(0), by: None, due: None, ended: None };
         let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job.clone()), next: None };
         let content = Content { record, since_ms: None, deadline_ms: 1 };
-        let hb = Heartbeat::decode(&Heartbeat::new(&me, 1, BootTime::now(), content).encode()).unwrap();
-        let read = hb.as_other(4, std::time::Duration::from_secs(3)).job.unwrap();
+        let hb = Heartbeat::decode(&Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, content).encode()).unwrap();
+        let read = hb.as_other(4, std::time::Duration::from_secs(3), AT).job.unwrap();
         let by = Some(Runner { name: "a".into(), host: me.host.clone() });
-        assert_eq!(read, Job { wave: BootTime::at_wall_ms(wave.wall_ms()), by, ..job });
+        assert_eq!(read, Job { by, ..job });
         // The first records with a job had no wave token: the attempt's own.
         let mut old = hb.clone();
         old.job.as_mut().unwrap().wave_token = None;
-        assert_eq!(old.as_other(4, std::time::Duration::from_secs(3)).job.unwrap().wave_token, 3);
+        assert_eq!(old.as_other(4, std::time::Duration::from_secs(3), AT).job.unwrap().wave_token, 3);
     }
 
     #[test]
@@ -267,9 +271,8 @@ mod tests {
         let me = Member::this_process("a".into());
         // Before this machine booted: due times are wall clock, not BootTime.
         let (due, ended, next) = (1_700_000_000_000, 1_700_000_001_234, 1_700_000_300_000);
-        let wave = BootTime::at_wall_ms(BootTime::now().wall_ms());
         let job = Job {
-            wave,
+            wave_ms: AT,
             wave_token: 7,
             attempt: 1,
             token: 7,
@@ -285,12 +288,13 @@ mod tests {
             job: Some(job.clone()),
             next: Some(next),
         };
-        let hb = Heartbeat::new(&me, 1, BootTime::now(), Content { record, since_ms: None, deadline_ms: 1 });
+        let hb =
+            Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: None, deadline_ms: 1 });
         let json = String::from_utf8(hb.encode()).unwrap();
         assert!(json.contains(r#""due_ms":1700000000000"#) && json.contains(r#""ended_ms":1700000001234"#), "{json}");
         assert!(json.contains(r#""next_ms":1700000300000"#), "{json}");
         let read =
-            Heartbeat::decode(json.as_bytes()).unwrap().as_other(8, std::time::Duration::from_secs(3)).job.unwrap();
+            Heartbeat::decode(json.as_bytes()).unwrap().as_other(8, std::time::Duration::from_secs(3), AT).job.unwrap();
         assert_eq!(read, Job { by: Some(Runner { name: "a".into(), host: me.host.clone() }), ..job });
     }
 
@@ -301,17 +305,21 @@ mod tests {
             let json = format!(
                 r#"{{"v":1,"name":"a","incarnation":"i","host":"h","pid":1,"seq":1,"sent_ns":1,"token":{token}}}"#
             );
-            Heartbeat::decode(json.as_bytes()).unwrap().as_other(40, deadline)
+            Heartbeat::decode(json.as_bytes()).unwrap().as_other(40, deadline, AT)
         };
         assert_eq!(v1("7").stance, Stance::Leading { token: 7 });
         assert_eq!(v1("null").stance, Stance::Released, "a version 1 candidate contends for nothing");
         assert_eq!(v1("null").term, None);
         let me = Member::this_process("b".into());
         let record = Record { term: 4, start: None, stance: Stance::Contending, job: None, next: None };
-        let hb = Heartbeat::new(&me, 1, BootTime::from_nanos(1), Content { record, since_ms: Some(9), deadline_ms: 1 });
+        let hb =
+            Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: Some(9), deadline_ms: 1 });
         assert_eq!(hb.since_ms, None, "only leadership has a beginning");
-        let other = Heartbeat::decode(&hb.encode()).unwrap().as_other(41, deadline);
+        let other = Heartbeat::decode(&hb.encode()).unwrap().as_other(41, deadline, AT + 250);
         assert_eq!((other.stance, other.term, other.start, other.offset), (Stance::Contending, Some(4), None, 41));
+        // Its age is our wall clock against its writer's; a version 1
+        // record (no wall clock) reads as just written.
+        assert_eq!((other.age, v1("7").age), (std::time::Duration::from_millis(250), std::time::Duration::ZERO));
         assert!(String::from_utf8(hb.encode()).unwrap().contains(r#""role":"contending""#));
     }
 }
@@ -361,7 +369,7 @@ impl Yield {
             kind: "yield".into(),
             v: 2,
             target,
-            at_ms: wall_ms(),
+            at_ms: crate::clock::wall_ms(),
             name,
             host,
             pid: Some(std::process::id()),
@@ -451,6 +459,7 @@ mod yield_tests {
             &Member::this_process("a".into()),
             1,
             BootTime::from_nanos(1),
+            1,
             Content {
                 record: Record { term: 1, start: None, stance: Stance::Contending, job: None, next: None },
                 since_ms: None,

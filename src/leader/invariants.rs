@@ -17,17 +17,12 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
+use super::fixtures::*;
 use super::*;
 
 const D: u64 = 1000; // heartbeat deadline, ms
 const H: u64 = 200; // heartbeat interval, ms
 const GRACE: u64 = 500;
-const SIGTERM: Signal = Signal(15);
-const SIGHUP: Signal = Signal(1);
-
-fn ms(n: u64) -> BootTime {
-    BootTime::from_nanos(n * 1_000_000)
-}
 
 fn as_ms(t: BootTime) -> u64 {
     (t.since(BootTime::from_nanos(0))).as_millis() as u64
@@ -94,6 +89,9 @@ struct Sim {
     scheduled: u64,
     done: bool,
     trace: Vec<String>,
+    /// The walk's boot on the wall clock: any time of day, so that due
+    /// times fall anywhere between the walk's steps.
+    wall0: u64,
 }
 
 impl Sim {
@@ -123,7 +121,8 @@ impl Sim {
             starting_deadline: rng.bool().then(|| Duration::from_millis(rng.u64(0..3000))),
         });
         let settings = Settings { schedule, ..settings };
-        let mut core = Leader::new(settings.clone(), ms(0));
+        let wall0 = WALL + rng.u64(..86_400_000);
+        let mut core = Leader::new(settings.clone(), Anchor { boot: ms(0), wall_ms: wall0 });
         if rng.bool() {
             core.born_at(rng.i64(0..20));
         }
@@ -153,6 +152,7 @@ impl Sim {
             scheduled: 0,
             done: false,
             trace: Vec::new(),
+            wall0,
         }
     }
 
@@ -253,7 +253,7 @@ impl Sim {
                 let token = self.rng.i64(0..=offset);
                 Job {
                     // Now and then from a clock ahead of ours.
-                    wave: ms((self.now + 1000).saturating_sub(self.rng.u64(0..30_000))),
+                    wave_ms: self.wall0 + (self.now + 1000).saturating_sub(self.rng.u64(0..30_000)),
                     wave_token: self.rng.i64(0..=token),
                     attempt: self.rng.u32(1..4),
                     token,
@@ -440,7 +440,7 @@ impl Sim {
         let Some(Job { due: Some(due), attempt, .. }) = job else {
             self.fail(&format!("a scheduled spawn without a due time: {job:?}"));
         };
-        let (due, now) = (due, ms(now).wall_ms());
+        let (due, now) = (due, self.wall0 + now);
         if due > now || deadline.is_some_and(|d| now > due + d.as_millis() as u64) {
             self.fail(&format!("the run of due time {due} started at {now} (starting deadline {deadline:?})"));
         }

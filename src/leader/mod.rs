@@ -1,9 +1,11 @@
 //! The leadership state machine: the pure core of neli-run.
 //!
-//! Events go in through [`Leader::step`] with the time they happened; actions
-//! come out as data for the shell to carry out. The core never reads a clock,
-//! a socket or a process: that is what lets the tests below walk through
-//! every interleaving of rebalances, heartbeats, child exits and signals.
+//! Events go in through [`Leader::step`] with the time they happened (and
+//! the wall clock once, as the [`Anchor`] of [`Leader::new`]); actions come
+//! out as data for the shell to carry out. The core never reads a clock, a
+//! socket or a process: that is what lets its tests (`tests.rs`, the
+//! scenarios; `invariants.rs`, the random walks) go through every
+//! interleaving of rebalances, heartbeats, child exits and signals.
 //!
 //! Theory of operation (Fast NELI):
 //! - Owning partition 0 makes us a *candidate*. A candidate produces a
@@ -40,7 +42,7 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use crate::clock::BootTime;
+use crate::clock::{Anchor, BootTime};
 use crate::exit::{self, ChildStatus};
 use peers::Peers;
 pub use schedule::{Calendar, Missed, Schedule};
@@ -113,8 +115,10 @@ pub struct Waves {
 /// next leader of the wave: at least once, never twice after a success.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Job {
-    /// When the wave's first attempt started.
-    pub wave: BootTime,
+    /// When the wave's first attempt started, in wall-clock ms (what other
+    /// machines can compare). A schedule's attempts share their due time
+    /// instead: each is a wave of its own, and this is its own start.
+    pub wave_ms: u64,
     /// The first attempt's token: where the wave began on partition 0, which
     /// every member reads alike, whatever its clock.
     pub wave_token: i64,
@@ -374,6 +378,9 @@ struct Tenure {
 pub struct Leader {
     settings: Settings,
     started: BootTime,
+    /// Our start on both clocks: every conversion between boot time and
+    /// the wall clock of the records goes through it.
+    anchor: Anchor,
     tenure: Option<Tenure>,
     child: Child,
     plan: Plan,
@@ -413,11 +420,13 @@ pub struct Leader {
 }
 
 impl Leader {
-    /// A standby that has just started at `now`.
-    pub fn new(settings: Settings, now: BootTime) -> Leader {
+    /// A standby that has just started at `now` (read on both clocks once,
+    /// by the shell: the core reads none).
+    pub fn new(settings: Settings, now: Anchor) -> Leader {
         Leader {
             settings,
-            started: now,
+            started: now.boot,
+            anchor: now,
             tenure: None,
             child: Child::Idle,
             plan: Plan::Serve,
@@ -432,7 +441,7 @@ impl Leader {
             run_ended: None,
             peers: Peers::default(),
             job: None,
-            now,
+            now: now.boot,
             out: Vec::new(),
             roles: Vec::new(),
             last_role: Role::Standby,
@@ -719,7 +728,7 @@ impl Leader {
                 if next.missed {
                     ready
                 } else {
-                    BootTime::at_wall_ms(next.due)
+                    self.anchor.boot_at(next.due)
                 }
             }
         };
@@ -767,16 +776,18 @@ impl Leader {
     /// The schedule's next run for us, ready since `ready`, at `now`, after
     /// the newest run we know of.
     fn next_run(&self, ready: BootTime, now: BootTime) -> Option<schedule::Next> {
-        self.settings.schedule.as_ref()?.next(self.job.as_ref(), ready.wall_ms(), now.wall_ms())
+        let wall = |t| self.anchor.wall_ms_at(t);
+        self.settings.schedule.as_ref()?.next(self.job.as_ref(), wall(ready), wall(now))
     }
 
     /// The run of a schedule's due time that we start now under `token`
-    /// (its `wave` is this attempt's start: the due time is what attempts
+    /// (its wave is this attempt alone: the due time is what attempts
     /// share).
     fn scheduled(&self, next: schedule::Next, token: i64, now: BootTime) -> Job {
-        say::due(next.due, now);
+        let wave_ms = self.anchor.wall_ms_at(now);
+        say::due(next.due, wave_ms);
         let attempt = self.job.as_ref().filter(|_| next.retry).map_or(1, |last| last.attempt + 1);
-        Job { wave: now, wave_token: token, attempt, token, code: None, by: None, due: Some(next.due), ended: None }
+        Job { wave_ms, wave_token: token, attempt, token, code: None, by: None, due: Some(next.due), ended: None }
     }
 
     /// When the schedule's next run is due, as we plan it now (for our
@@ -796,22 +807,23 @@ impl Leader {
     /// newest of the wave, or was carried forward by a later record.
     fn turn(&self, token: i64, now: BootTime) -> Turn {
         let Some(waves) = self.settings.waves else { return Turn::Run(None) };
-        let fresh =
-            Job { wave: now, wave_token: token, attempt: 1, token, code: None, by: None, due: None, ended: None };
+        let wave_ms = self.anchor.wall_ms_at(now);
+        let fresh = Job { wave_ms, wave_token: token, attempt: 1, token, code: None, by: None, due: None, ended: None };
         // Started before the wave began (by the log), or within the window
         // after (by the clocks; a wave that seems to begin in our future
         // comes from a clock ahead of ours and cannot be placed).
         let ours = |j: &&Job| {
-            self.born.is_some_and(|end| end <= j.wave_token) || (j.wave <= now && self.started < j.wave + waves.within)
+            let wave = self.anchor.boot_at(j.wave_ms);
+            self.born.is_some_and(|end| end <= j.wave_token) || (wave <= now && self.started < wave + waves.within)
         };
-        say::wave_from_the_future(self.job.as_ref(), now);
+        say::wave_from_the_future(self.job.as_ref(), wave_ms);
         let Some(last) = self.job.as_ref().filter(ours) else {
             return Turn::Run(Some(fresh));
         };
         match last.code {
             Some(code) if code == 0 || !waves.retry_failed => Turn::Covered(code),
             _ => Turn::Run(Some(Job {
-                wave: last.wave,
+                wave_ms: last.wave_ms,
                 wave_token: last.wave_token,
                 attempt: last.attempt + 1,
                 ..fresh
@@ -924,7 +936,7 @@ impl Leader {
         let token = self.child_token;
         if let Some(job) = self.job.as_mut().filter(|j| j.token == token) {
             job.code = Some(status.code());
-            job.ended = Some(now.wall_ms());
+            job.ended = Some(self.anchor.wall_ms_at(now));
         }
         self.run_ended = Some(now);
         self.plan = Plan::Start(now);
@@ -932,7 +944,7 @@ impl Leader {
             tenure.next_heartbeat = now;
         }
         let next = self.next_due();
-        let next_due_in = next.map(|ms| Duration::from_millis(ms.saturating_sub(now.wall_ms())));
+        let next_due_in = next.map(|ms| Duration::from_millis(ms.saturating_sub(self.anchor.wall_ms_at(now))));
         info!(%status, ?next_due_in, "the scheduled run ended");
     }
 
@@ -1104,16 +1116,18 @@ mod say {
         job.by.as_ref().map_or(("this member", ""), |r| (r.name.as_str(), r.host.as_str()))
     }
 
-    /// A wave's start lies in our future: its host's clock is ahead.
-    pub(super) fn wave_from_the_future(job: Option<&Job>, now: BootTime) {
-        let Some(job) = job.filter(|j| j.wave > now) else { return };
+    /// A wave's start lies in our future (`now`, wall ms): its host's
+    /// clock is ahead.
+    pub(super) fn wave_from_the_future(job: Option<&Job>, now: u64) {
+        let Some(job) = job.filter(|j| j.wave_ms > now) else { return };
         let (name, host) = runner(job);
-        warn!(name = ?name, host = ?host, ahead = ?job.wave.since(now), "a wave's start lies in our future: that host's clock is ahead of ours, so only the log says who belongs to it (fix the clocks: NTP)");
+        warn!(name = ?name, host = ?host, ahead = ?Duration::from_millis(job.wave_ms - now), "a wave's start lies in our future: that host's clock is ahead of ours, so only the log says who belongs to it (fix the clocks: NTP)");
     }
 
-    /// A scheduled run starts: said with how late it is (a missed one).
-    pub(super) fn due(due: u64, now: BootTime) {
-        let late = Duration::from_millis(now.wall_ms().saturating_sub(due));
+    /// A scheduled run starts (`now`, wall ms): said with how late it is
+    /// (a missed one).
+    pub(super) fn due(due: u64, now: u64) {
+        let late = Duration::from_millis(now.saturating_sub(due));
         info!(due_ms = due, ?late, "starting the run of a due time");
     }
 
@@ -1153,6 +1167,8 @@ mod say {
     }
 }
 
+#[cfg(test)]
+mod fixtures;
 #[cfg(test)]
 mod invariants;
 

@@ -137,8 +137,7 @@ pub(super) mod tests {
 
     /// The run of due time `due` (seconds), ended with `code` or cut short.
     fn ran(due: u64, code: Option<u8>) -> Job {
-        let wave = crate::clock::BootTime::from_nanos(1);
-        Job { wave, wave_token: 1, attempt: 1, token: 1, code, by: None, due: Some(s(due)), ended: None }
+        Job { wave_ms: 1, wave_token: 1, attempt: 1, token: 1, code, by: None, due: Some(s(due)), ended: None }
     }
 
     fn next(s: &Schedule, last: Option<Job>, ready: u64, now: u64) -> Option<(u64, u64, bool)> {

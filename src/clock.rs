@@ -23,7 +23,7 @@ pub struct BootTime(Duration);
 
 impl BootTime {
     /// The current time. This module is the only one that reads a clock
-    /// (this one here, the wall clock in [`wall_ms`] and [`Anchor::now`]).
+    /// (this one here, the wall clock in `wall_ms` and `Anchor::now`).
     pub fn now() -> BootTime {
         let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
             .expect("CLOCK_BOOTTIME is available on every Linux since 2.6.39");

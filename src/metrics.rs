@@ -36,7 +36,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::clock::BootTime;
-use crate::leader::{Job, Role};
+use crate::leader::{Attempt, Role};
 
 /// With `--metrics-addr`, the run loop notes that it turns at least this
 /// often, however long it would otherwise sleep (a standby may wait for
@@ -123,12 +123,12 @@ impl Snapshot {
 
     /// Takes in the newest run the core knows of: counts our own once it
     /// is over (`child_up` false), and notes a success's end.
-    pub fn note_run(&mut self, job: Option<&Job>, child_up: bool) {
+    pub fn note_run(&mut self, job: Option<&Attempt>, child_up: bool) {
         let Some(job) = job else { return };
         if let (Some(0), Some(ended)) = (job.code, job.ended) {
             self.last_success_ms = Some(self.last_success_ms.map_or(ended, |t| t.max(ended)));
         }
-        let key = (job.token, job.due, job.attempt);
+        let key = (job.token, job.due, job.number);
         if job.by.is_none() && !child_up && self.counted != Some(key) {
             self.counted = Some(key);
             let outcome = match job.code {
@@ -508,6 +508,7 @@ impl Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::leader::Runner;
 
     fn at(secs: f64) -> BootTime {
         BootTime::from_nanos((secs * 1e9) as u64)
@@ -721,19 +722,13 @@ mod tests {
         assert_eq!(body, "the run loop has not turned for 10s\n");
         assert_eq!(status("/nope", &s, 100.0), "404");
     }
-}
 
-#[cfg(test)]
-mod run_tests {
-    use super::*;
-    use crate::leader::Runner;
-
-    fn run(token: i64, due: u64, code: Option<u8>, by: Option<&str>) -> Job {
+    fn run(token: i64, due: u64, code: Option<u8>, by: Option<&str>) -> Attempt {
         let by = by.map(|name| Runner { name: name.into(), host: "h".into() });
-        Job {
+        Attempt {
             wave_ms: 1,
             wave_token: token,
-            attempt: 1,
+            number: 1,
             token,
             code,
             by,

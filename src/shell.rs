@@ -201,17 +201,19 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
             }
             match action {
                 Action::SendHeartbeat(record) => kafka.send_heartbeat(BootTime::now(), record),
-                Action::Spawn { token, lease, job } => match Running::spawn(&with_job(&command, job), token, lease) {
-                    Ok(child) => {
-                        info!(pid = child.pgid().as_raw(), token, "child started");
-                        running = Some(child);
-                        metrics.lock().expect("metrics lock").child_started(token);
+                Action::Spawn { token, lease, attempt } => {
+                    match Running::spawn(&with_job(&command, attempt), token, lease) {
+                        Ok(child) => {
+                            info!(pid = child.pgid().as_raw(), token, "child started");
+                            running = Some(child);
+                            metrics.lock().expect("metrics lock").child_started(token);
+                        }
+                        Err(err) => {
+                            error!(%err, "cannot start the child");
+                            pending.push_back(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
+                        }
                     }
-                    Err(err) => {
-                        error!(%err, "cannot start the child");
-                        pending.push_back(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
-                    }
-                },
+                }
                 Action::Lease(until) => {
                     if let Some(child) = running.as_mut() {
                         if let Err(err) = child.renew(until) {
@@ -280,11 +282,11 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
 /// started, RFC 3339 UTC): a command that must not repeat work can key it
 /// by the wave and check it on a retry. A schedule's run gets NELI_DUE (its
 /// due time, RFC 3339 UTC) in place of NELI_WAVE: the key its attempts share.
-fn with_job(command: &child::Command, job: Option<leader::Job>) -> std::borrow::Cow<'_, child::Command> {
+fn with_job(command: &child::Command, job: Option<leader::Attempt>) -> std::borrow::Cow<'_, child::Command> {
     let Some(job) = job else { return std::borrow::Cow::Borrowed(command) };
     let rfc3339 = |ms| humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms));
     let mut command = command.clone();
-    command.env.push(("NELI_ATTEMPT".into(), job.attempt.to_string()));
+    command.env.push(("NELI_ATTEMPT".into(), job.number.to_string()));
     command.env.push(match job.due {
         None => ("NELI_WAVE".into(), rfc3339(job.wave_ms).to_string()),
         Some(due) => ("NELI_DUE".into(), rfc3339(due).to_string()),

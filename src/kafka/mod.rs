@@ -22,6 +22,7 @@
 //! it, so nothing stuck inside librdkafka can delay it.
 
 pub mod heartbeat;
+pub mod yield_request;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -44,7 +45,8 @@ use crate::clock::BootTime;
 use crate::config::{Config, Target};
 use crate::exit::{Failure, Kind};
 use crate::leader::{Other, Record};
-use heartbeat::{Content, Heartbeat, Member, Yield};
+use heartbeat::{Content, Heartbeat, Member};
+use yield_request::Yield;
 
 /// What the Kafka side reports to the run loop.
 #[derive(Debug)]

@@ -26,11 +26,13 @@ pub struct Waves {
     pub retry_failed: bool,
 }
 
-/// One attempt at a wave's run. An attempt that did not end on its own
-/// (its leader crashed, was fenced or was stopped) is tried again by the
-/// next leader of the wave: at least once, never twice after a success.
+/// One attempt at a run: a wave's (once per wave) or a due time's (a
+/// schedule). An attempt that did not end on its own (its leader crashed,
+/// was fenced or was stopped) is tried again by the next leader of the
+/// wave: at least once, never twice after a success (a due time's, as
+/// `Missed` says). On the wire, a record's `job`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Job {
+pub struct Attempt {
     /// When the wave's first attempt started, in wall-clock ms (what other
     /// machines can compare). A schedule's attempts share their due time
     /// instead: each is a wave of its own, and this is its own start.
@@ -39,7 +41,7 @@ pub struct Job {
     /// every member reads alike, whatever its clock.
     pub wave_token: i64,
     /// 1 for the first attempt, 2 for the first retry ...
-    pub attempt: u32,
+    pub number: u32,
     /// The attempt's fencing token: the newer attempt has the larger one.
     pub token: i64,
     /// Its exit status, once it ended on its own.
@@ -87,7 +89,7 @@ pub struct Runner {
 /// Whether to run the command now (as which attempt of which wave), or to
 /// exit with the status of a run of our wave that already ended.
 pub(super) enum Turn {
-    Run(Option<Job>),
+    Run(Option<Attempt>),
     Covered(u8),
 }
 
@@ -96,26 +98,26 @@ impl Leader {
     /// the newest run we know of.
     pub(super) fn next_run(&self, ready: BootTime, now: BootTime) -> Option<schedule::Next> {
         let wall = |t| self.anchor.wall_ms_at(t);
-        self.settings.schedule.as_ref()?.next(self.job.as_ref(), wall(ready), wall(now))
+        self.settings.schedule.as_ref()?.next(self.attempt.as_ref(), wall(ready), wall(now))
     }
 
     /// The run of a schedule's due time that we start now under `token`
     /// (its wave is this attempt alone: the due time is what attempts
     /// share).
-    pub(super) fn scheduled(&self, next: schedule::Next, token: i64, now: BootTime) -> Job {
+    pub(super) fn scheduled(&self, next: schedule::Next, token: i64, now: BootTime) -> Attempt {
         let wave_ms = self.anchor.wall_ms_at(now);
         say::due(next.due, wave_ms);
-        let attempt = self.job.as_ref().filter(|_| next.retry).map_or(1, |last| last.attempt + 1);
-        Job { wave_ms, wave_token: token, attempt, token, code: None, by: None, due: Some(next.due), ended: None }
+        let number = self.attempt.as_ref().filter(|_| next.retry).map_or(1, |last| last.number + 1);
+        Attempt { wave_ms, wave_token: token, number, token, code: None, by: None, due: Some(next.due), ended: None }
     }
 
     /// When the schedule's next run is due, as we plan it now (for our
     /// records, `neli-run status` and metrics).
     pub fn next_due(&self) -> Option<u64> {
         let schedule = self.settings.schedule.as_ref()?;
-        match (self.plan, self.child, &self.job) {
+        match (self.plan, self.child, &self.attempt) {
             (Plan::Start(ready), Child::Idle, _) => self.next_run(ready, self.now).map(|n| n.due),
-            (_, Child::Running, Some(Job { due: Some(due), .. })) => schedule.calendar.after(*due),
+            (_, Child::Running, Some(Attempt { due: Some(due), .. })) => schedule.calendar.after(*due),
             _ => None,
         }
     }
@@ -127,24 +129,25 @@ impl Leader {
     pub(super) fn turn(&self, token: i64, now: BootTime) -> Turn {
         let Some(waves) = self.settings.waves else { return Turn::Run(None) };
         let wave_ms = self.anchor.wall_ms_at(now);
-        let fresh = Job { wave_ms, wave_token: token, attempt: 1, token, code: None, by: None, due: None, ended: None };
+        let fresh =
+            Attempt { wave_ms, wave_token: token, number: 1, token, code: None, by: None, due: None, ended: None };
         // Started before the wave began (by the log), or within the window
         // after (by the clocks; a wave that seems to begin in our future
         // comes from a clock ahead of ours and cannot be placed).
-        let ours = |j: &&Job| {
+        let ours = |j: &&Attempt| {
             let wave = self.anchor.boot_at(j.wave_ms);
             self.born.is_some_and(|end| end <= j.wave_token) || (wave <= now && self.started < wave + waves.within)
         };
-        say::wave_from_the_future(self.job.as_ref(), wave_ms);
-        let Some(last) = self.job.as_ref().filter(ours) else {
+        say::wave_from_the_future(self.attempt.as_ref(), wave_ms);
+        let Some(last) = self.attempt.as_ref().filter(ours) else {
             return Turn::Run(Some(fresh));
         };
         match last.code {
             Some(code) if code == 0 || !waves.retry_failed => Turn::Covered(code),
-            _ => Turn::Run(Some(Job {
+            _ => Turn::Run(Some(Attempt {
                 wave_ms: last.wave_ms,
                 wave_token: last.wave_token,
-                attempt: last.attempt + 1,
+                number: last.number + 1,
                 ..fresh
             })),
         }
@@ -152,10 +155,12 @@ impl Leader {
 
     /// Takes in an attempt another member's record names, if it is newer
     /// than what we know.
-    pub(super) fn learn(&mut self, job: Job) {
-        let newer = |known: &Job| supersedes((job.token, job.due, job.code), (known.token, known.due, known.code));
-        if self.job.as_ref().is_none_or(newer) {
-            self.job = Some(job);
+    pub(super) fn learn(&mut self, attempt: Attempt) {
+        let newer = |known: &Attempt| {
+            supersedes((attempt.token, attempt.due, attempt.code), (known.token, known.due, known.code))
+        };
+        if self.attempt.as_ref().is_none_or(newer) {
+            self.attempt = Some(attempt);
         }
     }
 
@@ -163,9 +168,9 @@ impl Leader {
     /// the next due time.
     pub(super) fn scheduled_run_ended(&mut self, status: ChildStatus, now: BootTime) {
         let token = self.child_token;
-        if let Some(job) = self.job.as_mut().filter(|j| j.token == token) {
-            job.code = Some(status.code());
-            job.ended = Some(self.anchor.wall_ms_at(now));
+        if let Some(attempt) = self.attempt.as_mut().filter(|j| j.token == token) {
+            attempt.code = Some(status.code());
+            attempt.ended = Some(self.anchor.wall_ms_at(now));
         }
         self.run_ended = Some(now);
         self.plan = Plan::Start(now);

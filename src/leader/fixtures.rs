@@ -23,6 +23,11 @@ pub fn wall(n: u64) -> u64 {
     WALL + n
 }
 
+/// `--every` `period` ms, the calendar the schedule tests run on.
+pub fn every(period: u64) -> std::sync::Arc<dyn Calendar> {
+    std::sync::Arc::new(crate::calendar::Every::new(Duration::from_millis(period)).expect("a period of 1 ms or more"))
+}
+
 /// A start `n` ms after boot, on both clocks (for `Leader::new`).
 pub fn started(n: u64) -> Anchor {
     Anchor { boot: ms(n), wall_ms: wall(n) }
@@ -57,7 +62,7 @@ pub fn hb(offset: i64, sent: u64) -> Input {
 /// or contending.
 pub fn says(term: u64, start: Option<i64>, token: Option<i64>) -> Action {
     let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
-    SendHeartbeat(Record { term, start, stance, job: None, next: None })
+    SendHeartbeat(Record { term, start, stance, attempt: None, next: None })
 }
 
 /// What the leader made by `leading` says.
@@ -72,7 +77,7 @@ pub fn leading(restart: Restart) -> Leader {
     assert_eq!(l.step(Input::Assigned, ms(1000)), vec![says(1, None, None)]);
     assert_eq!(l.role(), Role::Candidate);
     // The new leader announces its token with a heartbeat at once.
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), attempt: None }, led()]);
     assert_eq!(l.role(), Role::Leader { token: 7 });
     l
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{Job, Schedule, Waves};
+use super::{Attempt, Schedule, Waves};
 use crate::clock::BootTime;
 use crate::exit::ChildStatus;
 
@@ -67,7 +67,7 @@ pub struct Record {
     pub start: Option<i64>,
     pub stance: Stance,
     /// The newest attempt of a wave, or run of the schedule, we know of.
-    pub job: Option<Job>,
+    pub attempt: Option<Attempt>,
     /// When the schedule's next run is due, as its writer plans it
     /// (wall-clock ms).
     pub next: Option<u64>,
@@ -116,7 +116,7 @@ pub struct Other {
     /// its newest record was written, unless it writes another.
     pub deadline: Duration,
     /// The newest attempt of a wave its writer knew of.
-    pub job: Option<Job>,
+    pub attempt: Option<Attempt>,
 }
 
 /// Something that happened, as the shell reports it.
@@ -157,9 +157,9 @@ pub enum Action {
     /// Produce this heartbeat record now.
     SendHeartbeat(Record),
     /// Start the child with this fencing token; the shim must kill it by
-    /// itself at `lease` unless the lease is extended. `job` says which
+    /// itself at `lease` unless the lease is extended. `attempt` says which
     /// attempt of which wave it is (once per wave).
-    Spawn { token: i64, lease: BootTime, job: Option<Job> },
+    Spawn { token: i64, lease: BootTime, attempt: Option<Attempt> },
     /// Move the running child's lease forward.
     Lease(BootTime),
     /// Send a signal to the child's process group.

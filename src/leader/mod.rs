@@ -28,12 +28,12 @@
 //! `Plan` says what follows the command's exit (restart, stand aside, exit).
 //!
 //! Once per wave (`--restart never`, the cron wrapper): every record also
-//! carries the newest [`Job`] its writer knows, so that a member that comes
+//! carries the newest [`Attempt`] its writer knows, so that a member that comes
 //! to lead after a run of its wave ended exits with that run's status
 //! instead of running the command again (see [`Waves`]).
 //!
 //! A schedule of its own (`--every`, `--cron`): the leader stays leader and
-//! runs the command at each due time; the same [`Job`] carried in every
+//! runs the command at each due time; the same [`Attempt`] carried in every
 //! record names the newest due time run and how it ended, so that the next
 //! leader neither repeats a run that ended nor forgets one that was due
 //! (see [`Schedule`]).
@@ -50,7 +50,7 @@ use tracing::{info, warn};
 use crate::clock::{Anchor, BootTime};
 use crate::exit::{self, ChildStatus};
 use attempts::Turn;
-pub use attempts::{supersedes, Job, Runner, Waves};
+pub use attempts::{supersedes, Attempt, Runner, Waves};
 pub use io::{Action, Input, Other, Record, Restart, Settings, Signal, Stance};
 use peers::Peers;
 pub use schedule::{Calendar, Missed, Schedule};
@@ -120,8 +120,8 @@ struct Fresh {
 #[derive(Clone, Copy, Debug)]
 struct Tenure {
     since: BootTime,
-    /// Since when the current role holds (for "took X" in logs).
-    role_since: BootTime,
+    /// Since when the current phase holds (for "took X" in logs).
+    phase_since: BootTime,
     next_heartbeat: BootTime,
     /// When the current term began (see [`Record::term`]).
     term_since: BootTime,
@@ -129,7 +129,7 @@ struct Tenure {
     start: Option<i64>,
     /// The newest own heartbeat of this term read back.
     fresh: Option<Fresh>,
-    role: Phase,
+    phase: Phase,
 }
 
 /// The state machine. One per neli-run process.
@@ -167,7 +167,7 @@ pub struct Leader {
     /// What the other members' records say (see `peers`).
     peers: Peers,
     /// The newest attempt of a wave we know of, ours or read (once per wave).
-    job: Option<Job>,
+    attempt: Option<Attempt>,
     /// The time of the latest step: a deadline at or before it has been
     /// handled, and returning it from `next_deadline` would spin the shell.
     now: BootTime,
@@ -199,7 +199,7 @@ impl Leader {
             overran: false,
             run_ended: None,
             peers: Peers::default(),
-            job: None,
+            attempt: None,
             now: now.boot,
             out: Vec::new(),
             roles: Vec::new(),
@@ -231,7 +231,7 @@ impl Leader {
 
     /// Our role now (for logs, status and tests).
     pub fn role(&self) -> Role {
-        match self.tenure.map(|t| t.role) {
+        match self.tenure.map(|t| t.phase) {
             None => Role::Standby,
             Some(Phase::Candidate) => Role::Candidate,
             Some(Phase::Leader { token }) => Role::Leader { token },
@@ -240,8 +240,8 @@ impl Leader {
     }
 
     /// The newest run we know of, ours or read (for metrics).
-    pub fn last_run(&self) -> Option<&Job> {
-        self.job.as_ref()
+    pub fn last_run(&self) -> Option<&Attempt> {
+        self.attempt.as_ref()
     }
 
     /// Whether our command may still run: until its exit is reported, a
@@ -304,7 +304,7 @@ impl Leader {
         };
         if let Some(t) = self.tenure {
             consider(Some(t.next_heartbeat));
-            match t.role {
+            match t.phase {
                 Phase::Leader { .. } => consider(t.fresh.map(|f| f.sent + self.settings.heartbeat_deadline)),
                 Phase::Candidate | Phase::Fenced => consider(Some(self.give_back_at(&t))),
             }
@@ -348,19 +348,19 @@ impl Leader {
         self.term += 1;
         self.tenure = Some(Tenure {
             since: now,
-            role_since: now,
+            phase_since: now,
             next_heartbeat: now,
             term_since: now,
             start: None,
             fresh: None,
-            role: Phase::Candidate,
+            phase: Phase::Candidate,
         });
         self.note_role();
     }
 
     fn on_revoked(&mut self, lost: bool, now: BootTime) {
         if let Some(tenure) = self.tenure.take() {
-            info!(role = ?tenure.role, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
+            info!(role = ?tenure.phase, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
         }
         self.note_role();
         // Whatever our role was, the partition goes only once the child has.
@@ -398,7 +398,7 @@ impl Leader {
         if now.since(sent) >= deadline {
             return; // read back too late: it proves nothing about now
         }
-        match tenure.role {
+        match tenure.phase {
             Phase::Candidate | Phase::Fenced => self.try_promote(now),
             // While the child stops (a shutdown or a yield) too: we still
             // own the partition and heartbeat, so the lease may run as long
@@ -427,7 +427,7 @@ impl Leader {
     /// fetch after its assignment.
     fn promotion_at(&self) -> Option<BootTime> {
         let tenure = self.tenure?;
-        if tenure.role == Phase::Candidate || tenure.role == Phase::Fenced {
+        if tenure.phase == Phase::Candidate || tenure.phase == Phase::Fenced {
             let (fresh, start) = (tenure.fresh?, tenure.start?);
             if self.peers.newest_token().is_some_and(|t| fresh.offset <= t) {
                 // Our token must be newer than any we have read (a fence by
@@ -450,10 +450,10 @@ impl Leader {
         if now.since(fresh.sent) >= self.settings.heartbeat_deadline {
             return;
         }
-        let was = tenure.role;
-        let took = now.since(tenure.role_since);
-        tenure.role = Phase::Leader { token: fresh.offset };
-        tenure.role_since = now;
+        let was = tenure.phase;
+        let took = now.since(tenure.phase_since);
+        tenure.phase = Phase::Leader { token: fresh.offset };
+        tenure.phase_since = now;
         // Announce the token at once (for `neli-run status`).
         tenure.next_heartbeat = now;
         self.ever_led = true;
@@ -471,7 +471,7 @@ impl Leader {
     fn start_at(&self) -> Option<BootTime> {
         let Plan::Start(ready) = self.plan else { return None };
         let tenure = self.tenure?;
-        let (Phase::Leader { .. }, Some(fresh), Some(start)) = (tenure.role, tenure.fresh, tenure.start) else {
+        let (Phase::Leader { .. }, Some(fresh), Some(start)) = (tenure.phase, tenure.fresh, tenure.start) else {
             return None;
         };
         if self.child != Child::Idle {
@@ -499,23 +499,23 @@ impl Leader {
     /// newest heartbeat gives (and not at or past its end); or, once per
     /// wave, exits if a run of our wave already ended.
     fn start_if_due(&mut self, now: BootTime) {
-        let Some(Tenure { role: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
+        let Some(Tenure { phase: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
         let lease = fresh.sent + self.settings.heartbeat_deadline;
         if self.start_at().is_some_and(|at| now >= at) && now < lease {
-            let job = match (&self.settings.schedule, self.plan) {
+            let attempt = match (&self.settings.schedule, self.plan) {
                 (Some(_), Plan::Start(ready)) => {
                     let Some(next) = self.next_run(ready, now) else { return };
                     Some(self.scheduled(next, token, now))
                 }
                 _ => match self.turn(token, now) {
-                    Turn::Run(job) => job,
+                    Turn::Run(attempt) => attempt,
                     Turn::Covered(code) => {
-                        say::covered(self.job.as_ref(), code);
+                        say::covered(self.attempt.as_ref(), code);
                         return self.exit(code);
                     }
                 },
             };
-            self.job = job.clone();
+            self.attempt = attempt.clone();
             self.plan = Plan::Serve;
             self.child = Child::Running;
             self.child_token = token;
@@ -528,7 +528,7 @@ impl Leader {
                     tenure.next_heartbeat = now;
                 }
             }
-            self.out.push(Action::Spawn { token, lease, job });
+            self.out.push(Action::Spawn { token, lease, attempt });
         }
     }
 
@@ -541,10 +541,10 @@ impl Leader {
     /// 0 to both, and the earlier one is the one both sides let lead.
     fn on_other(&mut self, other: Other, now: BootTime) {
         let runs = self.settings.waves.is_some() || self.settings.schedule.is_some();
-        if let (true, Some(job)) = (runs, other.job.as_ref()) {
+        if let (true, Some(attempt)) = (runs, other.attempt.as_ref()) {
             // A token is the offset of an earlier record (as in `peers`).
-            if job.token < other.offset {
-                self.learn(job.clone());
+            if attempt.token < other.offset {
+                self.learn(attempt.clone());
             }
         }
         let until = (now - other.age) + other.deadline + self.settings.claim_margin;
@@ -553,7 +553,7 @@ impl Leader {
         say::held_back(&other, until, now, leading, before.claim.is_some());
         say::goes_first(&other.writer, before.term, after.term, self.tenure.and_then(|t| t.start), leading);
         let Some(tenure) = self.tenure else { return };
-        let Phase::Leader { token: mine } = tenure.role else { return };
+        let Phase::Leader { token: mine } = tenure.phase else { return };
         match other.stance {
             Stance::Leading { token } if token > mine => {
                 warn!(mine, theirs = token, "another member claims partition 0 with a newer token; fencing");
@@ -569,8 +569,8 @@ impl Leader {
     /// Stops leading at once: the command is killed, not asked to stop.
     fn fence(&mut self, now: BootTime) {
         if let Some(tenure) = self.tenure.as_mut() {
-            tenure.role = Phase::Fenced;
-            tenure.role_since = now;
+            tenure.phase = Phase::Fenced;
+            tenure.phase_since = now;
         }
         self.note_role();
         if self.child != Child::Idle {
@@ -615,8 +615,8 @@ impl Leader {
             // The attempt ended on its own: our last record says so, and the
             // rest of its wave exits on reading it.
             let token = self.child_token;
-            if let Some(job) = self.job.as_mut().filter(|j| j.token == token) {
-                job.code = Some(status.code());
+            if let Some(attempt) = self.attempt.as_mut().filter(|j| j.token == token) {
+                attempt.code = Some(status.code());
             }
             self.exit(status.code());
         }
@@ -627,7 +627,7 @@ impl Leader {
         if let Plan::StandAside | Plan::Exit(_) | Plan::Done = self.plan {
             return;
         }
-        info!(role = ?tenure.role, "yielding: stopping the child, then standing aside for another member");
+        info!(role = ?tenure.phase, "yielding: stopping the child, then standing aside for another member");
         self.plan = Plan::StandAside;
         match self.child {
             Child::Idle => self.stand_aside(),
@@ -657,8 +657,13 @@ impl Leader {
     /// revoke once the command is gone. Found by the invariant test.
     fn disclaim(&mut self) {
         if self.child == Child::Idle && std::mem::take(&mut self.spoke) {
-            let record =
-                Record { term: self.term, start: None, stance: Stance::Released, job: self.job.clone(), next: None };
+            let record = Record {
+                term: self.term,
+                start: None,
+                stance: Stance::Released,
+                attempt: self.attempt.clone(),
+                next: None,
+            };
             self.out.push(Action::Disclaim(record));
         }
     }
@@ -676,12 +681,12 @@ impl Leader {
             tenure.start = None;
         }
         tenure.next_heartbeat = now + self.settings.heartbeat_interval;
-        let stance = match (tenure.role, self.child) {
+        let stance = match (tenure.phase, self.child) {
             (Phase::Leader { token }, _) => Stance::Leading { token },
             (_, Child::Running | Child::Stopping { .. }) => Stance::Leading { token: self.child_token },
             _ => Stance::Contending,
         };
-        let record = Record { term: self.term, start: tenure.start, stance, job: self.job.clone(), next };
+        let record = Record { term: self.term, start: tenure.start, stance, attempt: self.attempt.clone(), next };
         self.spoke = true;
         self.out.push(Action::SendHeartbeat(record));
     }
@@ -715,15 +720,15 @@ impl Leader {
         if self.tenure.is_some_and(|t| now >= t.next_heartbeat) {
             self.send_heartbeat(now);
         }
-        if let Some(Tenure { role: Phase::Leader { .. }, fresh: Some(fresh), .. }) = self.tenure {
+        if let Some(Tenure { phase: Phase::Leader { .. }, fresh: Some(fresh), .. }) = self.tenure {
             if now >= fresh.sent + deadline {
                 warn!(age = ?now.since(fresh.sent), deadline = ?deadline, "fenced: own heartbeats stopped arriving; killing the child");
                 self.fence(now);
             }
         }
-        if let Some(tenure) = self.tenure.filter(|t| !matches!(t.role, Phase::Leader { .. })) {
+        if let Some(tenure) = self.tenure.filter(|t| !matches!(t.phase, Phase::Leader { .. })) {
             if now >= self.give_back_at(&tenure) {
-                warn!(role = ?tenure.role, window = ?self.settings.resume_window, "no own heartbeat read back for the whole resume window; giving partition 0 back to the group");
+                warn!(role = ?tenure.phase, window = ?self.settings.resume_window, "no own heartbeat read back for the whole resume window; giving partition 0 back to the group");
                 self.tenure = None;
                 self.note_role();
                 self.disclaim();

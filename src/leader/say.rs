@@ -14,18 +14,18 @@ pub(super) fn earlier_contenders(peers: &Peers, offset: i64, now: BootTime) {
     }
 }
 
-/// Who ran `job`, for a log line (Debug-formatted there: the writer
+/// Who ran `attempt`, for a log line (Debug-formatted there: the writer
 /// chose these strings).
-fn runner(job: &Job) -> (&str, &str) {
-    job.by.as_ref().map_or(("this member", ""), |r| (r.name.as_str(), r.host.as_str()))
+fn runner(attempt: &Attempt) -> (&str, &str) {
+    attempt.by.as_ref().map_or(("this member", ""), |r| (r.name.as_str(), r.host.as_str()))
 }
 
 /// A wave's start lies in our future (`now`, wall ms): its host's
 /// clock is ahead.
-pub(super) fn wave_from_the_future(job: Option<&Job>, now: u64) {
-    let Some(job) = job.filter(|j| j.wave_ms > now) else { return };
-    let (name, host) = runner(job);
-    warn!(name = ?name, host = ?host, ahead = ?Duration::from_millis(job.wave_ms - now), "a wave's start lies in our future: that host's clock is ahead of ours, so only the log says who belongs to it (fix the clocks: NTP)");
+pub(super) fn wave_from_the_future(attempt: Option<&Attempt>, now: u64) {
+    let Some(attempt) = attempt.filter(|j| j.wave_ms > now) else { return };
+    let (name, host) = runner(attempt);
+    warn!(name = ?name, host = ?host, ahead = ?Duration::from_millis(attempt.wave_ms - now), "a wave's start lies in our future: that host's clock is ahead of ours, so only the log says who belongs to it (fix the clocks: NTP)");
 }
 
 /// A scheduled run starts (`now`, wall ms): said with how late it is
@@ -36,10 +36,10 @@ pub(super) fn due(due: u64, now: u64) {
 }
 
 /// A run of our wave already ended: we exit with its status.
-pub(super) fn covered(job: Option<&Job>, code: u8) {
-    if let Some(job) = job {
-        let (name, host) = runner(job);
-        info!(name = ?name, host = ?host, token = job.token, attempt = job.attempt, code, "this wave's run already ended; not running the command again (--once-within)");
+pub(super) fn covered(attempt: Option<&Attempt>, code: u8) {
+    if let Some(attempt) = attempt {
+        let (name, host) = runner(attempt);
+        info!(name = ?name, host = ?host, token = attempt.token, attempt = attempt.number, code, "this wave's run already ended; not running the command again (--once-within)");
     }
 }
 

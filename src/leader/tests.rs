@@ -17,7 +17,7 @@ fn other(writer: &str, token: Option<i64>, age: u64) -> Input {
         stance,
         age: Duration::from_millis(age),
         deadline: DEADLINE,
-        job: None,
+        attempt: None,
     })
 }
 
@@ -32,13 +32,13 @@ fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: S
         stance,
         age: Duration::from_millis(age),
         deadline: DEADLINE,
-        job: None,
+        attempt: None,
     })
 }
 
 /// Our disclaimer, ending term `term`.
 fn gone(term: u64) -> Action {
-    Disclaim(Record { term, start: None, stance: Stance::Released, job: None, next: None })
+    Disclaim(Record { term, start: None, stance: Stance::Released, attempt: None, next: None })
 }
 
 #[test]
@@ -58,7 +58,7 @@ fn candidate_heartbeats_on_its_interval_until_it_reads_one_back() {
     assert_eq!(l.step(Input::Tick, ms(1200)), vec![says(1, None, None)]);
     // A candidate never fences: it has no child. (Without a heartbeat
     // for the resume window it gives the partition back: tested below.)
-    // A deadline without reading one back ends its run: others may
+    // A deadline without reading one back ends its term: others may
     // have counted it out.
     assert_eq!(l.step(Input::Tick, ms(3000)), vec![says(2, None, None)]);
     assert_eq!(l.role(), Role::Candidate);
@@ -99,12 +99,12 @@ fn stale_heartbeats_fence_with_sigkill_and_fresh_ones_resume_with_a_new_token() 
     assert_eq!(l.role(), Role::Fenced);
     assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2005)), vec![]);
     // A backlog: old own heartbeats read now do not resume. A deadline
-    // has passed since the last one read back: a new run.
+    // has passed since the last one read back: a new term.
     assert_eq!(l.step(hb(9, 1500), ms(2600)), vec![says(2, None, None)]);
     assert_eq!(l.role(), Role::Fenced);
     assert_eq!(
         l.step(hb(12, 2600), ms(2610)),
-        vec![Spawn { token: 12, lease: ms(3600), job: None }, says(2, Some(12), Some(12))]
+        vec![Spawn { token: 12, lease: ms(3600), attempt: None }, says(2, Some(12), Some(12))]
     );
     assert_eq!(l.role(), Role::Leader { token: 12 });
 }
@@ -175,7 +175,7 @@ fn heartbeats_returning_after_the_resume_window_rejoin_instead_of_resuming() {
     assert_eq!(l.step(Input::Tick, ms(3100)), vec![says(3, None, None)]);
     assert_eq!(
         l.step(hb(30, 3100), ms(3110)),
-        vec![Spawn { token: 30, lease: ms(4100), job: None }, says(3, Some(30), Some(30))]
+        vec![Spawn { token: 30, lease: ms(4100), attempt: None }, says(3, Some(30), Some(30))]
     );
 }
 
@@ -209,7 +209,7 @@ fn a_candidate_that_never_reads_its_heartbeat_back_gives_partition_0_back() {
     assert_eq!(l.step(Input::Assigned, ms(4000)), vec![says(3, None, None)]);
     assert_eq!(
         l.step(hb(40, 4000), ms(4010)),
-        vec![Spawn { token: 40, lease: ms(5000), job: None }, says(3, Some(40), Some(40))]
+        vec![Spawn { token: 40, lease: ms(5000), attempt: None }, says(3, Some(40), Some(40))]
     );
 }
 
@@ -263,7 +263,7 @@ fn a_candidate_waits_until_other_claims_have_been_quiet_for_a_deadline() {
     assert_eq!(l.next_deadline(), Some(ms(2200)));
     assert_eq!(
         l.step(Input::Tick, ms(2200)),
-        vec![Spawn { token: 9, lease: ms(2400), job: None }, says(1, Some(7), Some(9))]
+        vec![Spawn { token: 9, lease: ms(2400), attempt: None }, says(1, Some(7), Some(9))]
     );
 }
 
@@ -286,7 +286,7 @@ fn regression_a_claim_written_just_before_our_assignment_holds_us_back_until_it_
     assert_eq!(l.next_deadline(), Some(ms(1801)), "300 ms old at 1001, deadline 1000, margin 100");
     assert_eq!(
         l.step(Input::Tick, ms(1801)),
-        vec![Spawn { token: 9, lease: ms(2700), job: None }, says(1, Some(7), Some(9))]
+        vec![Spawn { token: 9, lease: ms(2700), attempt: None }, says(1, Some(7), Some(9))]
     );
 }
 
@@ -301,7 +301,7 @@ fn regression_a_claim_read_before_our_tenure_still_holds_us_back() {
     l.step(Input::Assigned, ms(1500));
     assert_eq!(l.step(hb(7, 1500), ms(1510)), vec![], "c1's claim runs until 2000");
     l.step(Input::Tick, ms(1700));
-    assert_eq!(l.step(Input::Tick, ms(2000)), vec![Spawn { token: 7, lease: ms(2500), job: None }, led()]);
+    assert_eq!(l.step(Input::Tick, ms(2000)), vec![Spawn { token: 7, lease: ms(2500), attempt: None }, led()]);
 }
 
 #[test]
@@ -310,13 +310,13 @@ fn old_claims_and_withdrawn_claims_do_not_hold_us_back() {
     let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(5000));
     l.step(other("dead", Some(5), 4000), ms(5001));
-    assert_eq!(l.step(hb(7, 5000), ms(5010)), vec![Spawn { token: 7, lease: ms(6000), job: None }, led()]);
+    assert_eq!(l.step(hb(7, 5000), ms(5010)), vec![Spawn { token: 7, lease: ms(6000), attempt: None }, led()]);
     // A leader that stopped gracefully disclaimed after its claim.
     let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     l.step(other("old", Some(5), 100), ms(1001));
     l.step(other("old", None, 50), ms(1002));
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), attempt: None }, led()]);
     // Each writer counts on its own: another's disclaimer withdraws nothing.
     let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
@@ -357,7 +357,7 @@ fn a_new_owner_leads_on_its_first_record_read_back_once_the_last_leader_disclaim
     l.step(claim(3), ms(990));
     l.step(other("x", None, 0), ms(995));
     l.step(Input::Assigned, ms(1000));
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), attempt: None }, led()]);
     // Without the disclaimer its claim holds us back until it runs out
     // (written at 990, the writer's deadline 1000 ms).
     let mut l = Leader::new(settings(Restart::Never), started(0));
@@ -372,7 +372,7 @@ fn a_new_owner_leads_on_its_first_record_read_back_once_the_last_leader_disclaim
     assert_eq!(l.next_deadline(), Some(ms(1990)));
     assert_eq!(
         l.step(Input::Tick, ms(1990)),
-        vec![Spawn { token: 16, lease: ms(2800), job: None }, says(1, Some(7), Some(16))]
+        vec![Spawn { token: 16, lease: ms(2800), attempt: None }, says(1, Some(7), Some(16))]
     );
 }
 
@@ -394,7 +394,7 @@ fn resuming_while_the_fenced_child_still_dies_spawns_once_it_is_gone() {
     assert_eq!(l.step(hb(12, 2000), ms(2020)), vec![says(2, Some(12), Some(12))], "no spawn while the old child lives");
     assert_eq!(
         l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2030)),
-        vec![Spawn { token: 12, lease: ms(3000), job: None }]
+        vec![Spawn { token: 12, lease: ms(3000), attempt: None }]
     );
 }
 
@@ -478,10 +478,10 @@ fn two_owners(a_first_on_the_log: bool) -> [Vec<i64>; 2] {
 }
 
 #[test]
-fn regression_of_two_owners_at_once_only_the_earlier_run_on_the_partition_leads() {
+fn regression_of_two_owners_at_once_only_the_earlier_term_on_the_partition_leads() {
     // Found by neli-soak on tansu (seed 48): the broker gave partition 0
     // to two members 73 ms apart; both were candidates, neither had a
-    // claim to read before its watch ended, and both led. Now the run
+    // claim to read before its watch ended, and both led. Now the term
     // whose first record comes first on the partition goes first: both
     // read the same order, so both agree, whatever the timing.
     let [a, b] = two_owners(true);
@@ -495,14 +495,14 @@ fn an_earlier_contender_holds_a_candidate_back_until_it_withdraws_or_goes_quiet(
     let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     l.step(contender("x", 5, 1, None, Stance::Contending, 0), ms(1001));
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "x's run began at 5, ours at 7");
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "x's term began at 5, ours at 7");
     l.step(Input::Tick, ms(1200));
     l.step(hb(8, 1200), ms(1210));
     assert_eq!(l.next_deadline(), Some(ms(1400)), "the next heartbeat; x's record counts until 2001");
     // Withdrawn: we lead at once, on our newest record.
     assert_eq!(
         l.step(contender("x", 9, 1, Some(5), Stance::Released, 0), ms(1220)),
-        vec![Spawn { token: 8, lease: ms(2200), job: None }, says(1, Some(7), Some(8))]
+        vec![Spawn { token: 8, lease: ms(2200), attempt: None }, says(1, Some(7), Some(8))]
     );
     // Gone quiet (crashed): we lead once its last record has run out.
     let mut l = Leader::new(settings(Restart::Never), started(0));
@@ -515,7 +515,7 @@ fn an_earlier_contender_holds_a_candidate_back_until_it_withdraws_or_goes_quiet(
     }
     assert_eq!(
         l.step(Input::Tick, ms(2001)),
-        vec![Spawn { token: 16, lease: ms(2800), job: None }, says(1, Some(7), Some(16))]
+        vec![Spawn { token: 16, lease: ms(2800), attempt: None }, says(1, Some(7), Some(16))]
     );
     // A later contender, or one of an older version, holds nobody back.
     let mut l = Leader::new(settings(Restart::Never), started(0));
@@ -527,25 +527,25 @@ fn an_earlier_contender_holds_a_candidate_back_until_it_withdraws_or_goes_quiet(
 }
 
 #[test]
-fn a_leader_fences_when_a_run_that_began_before_its_own_still_contends() {
+fn a_leader_fences_when_a_term_that_began_before_its_own_still_contends() {
     // The group gave partition 0 to both and we led without seeing the
     // other (its records were late): the earlier one is the one both
     // sides let lead, so we stop.
-    let mut l = leading(Restart::Never); // our run began at 7
+    let mut l = leading(Restart::Never); // our term began at 7
     assert_eq!(l.step(contender("late", 9, 1, None, Stance::Contending, 0), ms(1015)), vec![]);
     assert_eq!(l.step(contender("stale", 3, 1, None, Stance::Contending, 1500), ms(1016)), vec![], "ran out");
     assert_eq!(l.role(), Role::Leader { token: 7 });
-    // Read at 12, but its writer says its run began at 5.
+    // Read at 12, but its writer says its term began at 5.
     assert_eq!(l.step(contender("early", 12, 1, Some(5), Stance::Contending, 0), ms(1020)), vec![KillGroup]);
     assert_eq!(l.role(), Role::Fenced);
     l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1030));
     assert_eq!(l.step(hb(13, 1200), ms(1210)), vec![says(1, Some(7), None)], "no resume while it contends");
-    // It leads now: a claim from a run that began before ours.
+    // It leads now: a claim from a term that began before ours.
     l.step(contender("early", 14, 1, Some(5), Stance::Leading { token: 12 }, 0), ms(1220));
     assert_eq!(l.step(Input::Tick, ms(1250)), vec![], "its claim holds us back");
     assert_eq!(
         l.step(contender("early", 20, 1, Some(5), Stance::Released, 0), ms(1300)),
-        vec![Spawn { token: 13, lease: ms(2200), job: None }, says(1, Some(7), Some(13))],
+        vec![Spawn { token: 13, lease: ms(2200), attempt: None }, says(1, Some(7), Some(13))],
         "withdrawn: we resume at once"
     );
 }
@@ -571,7 +571,7 @@ fn restart_policies_decide_what_a_child_exit_means() {
                 assert_eq!(l.next_deadline(), Some(ms(1200)));
                 // Restarts keep the token: it is the same leadership.
                 l.step(hb(8, 1150), ms(1160));
-                assert_eq!(l.step(Input::Tick, ms(1200)), vec![Spawn { token: 7, lease: ms(2150), job: None }]);
+                assert_eq!(l.step(Input::Tick, ms(1200)), vec![Spawn { token: 7, lease: ms(2150), attempt: None }]);
             }
         }
     }
@@ -655,7 +655,7 @@ fn tokens_increase_across_leaderships() {
     l.step(Input::Assigned, ms(3000));
     assert_eq!(
         l.step(hb(40, 3000), ms(3010)),
-        vec![Spawn { token: 40, lease: ms(4000), job: None }, says(2, Some(40), Some(40))]
+        vec![Spawn { token: 40, lease: ms(4000), attempt: None }, says(2, Some(40), Some(40))]
     );
 }
 
@@ -669,7 +669,7 @@ fn every_role_taken_within_one_step_is_reported() {
     // The timer fires late, with a revoke: led (and started the command),
     // then revoked, in one step. Both count.
     let actions = l.step(Input::Revoked { lost: false }, ms(1350));
-    assert_eq!(actions[0], Spawn { token: 7, lease: ms(2000), job: None });
+    assert_eq!(actions[0], Spawn { token: 7, lease: ms(2000), attempt: None });
     assert_eq!(l.roles_taken(), vec![Role::Leader { token: 7 }, Role::Standby]);
     assert_eq!(l.roles_taken(), vec![], "each change is reported once");
 }

@@ -14,14 +14,14 @@ fn waves(retry_failed: bool) -> Settings {
 }
 
 /// An attempt of the wave that began at `wave`, run by member "x".
-fn attempt(wave: u64, attempt: u32, token: i64, code: Option<u8>) -> Job {
+fn x_ran(wave: u64, number: u32, token: i64, code: Option<u8>) -> Attempt {
     let by = Some(Runner { name: "x".into(), host: "h".into() });
-    Job { wave_ms: wall(wave), wave_token: 0, attempt, token, code, by, due: None, ended: None }
+    Attempt { wave_ms: wall(wave), wave_token: 0, number, token, code, by, due: None, ended: None }
 }
 
-/// Member x's record at `offset` carrying `job`: a claim with `token`, or
+/// Member x's record at `offset` carrying `attempt`: a claim with `token`, or
 /// its disclaimer.
-fn carrying(offset: i64, token: Option<i64>, job: Job) -> Input {
+fn carrying(offset: i64, token: Option<i64>, attempt: Attempt) -> Input {
     Input::OtherHeartbeat(Other {
         writer: "x".into(),
         offset,
@@ -30,7 +30,7 @@ fn carrying(offset: i64, token: Option<i64>, job: Job) -> Input {
         stance: token.map_or(Stance::Released, |token| Stance::Leading { token }),
         age: Duration::ZERO,
         deadline: DEADLINE,
-        job: Some(job),
+        attempt: Some(attempt),
     })
 }
 
@@ -46,16 +46,16 @@ fn wave_member(settings: Settings, read: Vec<Input>) -> (Leader, Vec<Action>) {
     (l, actions)
 }
 
-fn spawned(actions: &[Action]) -> Option<Job> {
+fn spawned(actions: &[Action]) -> Option<Attempt> {
     actions.iter().find_map(|a| match a {
-        Spawn { job, .. } => Some(job.clone().expect("once per wave: every spawn names its attempt")),
+        Spawn { attempt, .. } => Some(attempt.clone().expect("once per wave: every spawn names its attempt")),
         _ => None,
     })
 }
 
-fn disclaimed(actions: &[Action]) -> Option<Job> {
+fn disclaimed(actions: &[Action]) -> Option<Attempt> {
     actions.iter().find_map(|a| match a {
-        Disclaim(record) => record.job.clone(),
+        Disclaim(record) => record.attempt.clone(),
         _ => None,
     })
 }
@@ -63,15 +63,24 @@ fn disclaimed(actions: &[Action]) -> Option<Job> {
 #[test]
 fn the_first_leader_of_a_wave_runs_it_and_its_last_record_says_how_it_ended() {
     let (mut l, actions) = wave_member(waves(false), vec![]);
-    let job = spawned(&actions).unwrap();
+    let attempt = spawned(&actions).unwrap();
     assert_eq!(
-        job,
-        Job { wave_ms: wall(1010), wave_token: 7, attempt: 1, token: 7, code: None, by: None, due: None, ended: None }
+        attempt,
+        Attempt {
+            wave_ms: wall(1010),
+            wave_token: 7,
+            number: 1,
+            token: 7,
+            code: None,
+            by: None,
+            due: None,
+            ended: None
+        }
     );
     // Its heartbeats carry the attempt, so a later leader knows it was begun.
-    assert!(actions.contains(&SendHeartbeat(Record { job: Some(job.clone()), ..record(led()) })));
+    assert!(actions.contains(&SendHeartbeat(Record { attempt: Some(attempt.clone()), ..record(led()) })));
     let actions = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1500));
-    assert_eq!(disclaimed(&actions), Some(Job { code: Some(0), ..job }));
+    assert_eq!(disclaimed(&actions), Some(Attempt { code: Some(0), ..attempt }));
     assert_eq!(actions.last(), Some(&Exit(0)));
 }
 
@@ -85,7 +94,7 @@ fn record(action: Action) -> Record {
 
 #[test]
 fn a_member_of_a_wave_whose_run_succeeded_exits_0_without_running_it_and_passes_the_word_on() {
-    let done = attempt(500, 1, 3, Some(0));
+    let done = x_ran(500, 1, 3, Some(0));
     let (_, actions) = wave_member(waves(false), vec![carrying(4, None, done.clone())]);
     assert_eq!(spawned(&actions), None);
     assert_eq!(disclaimed(&actions), Some(done), "the next member reads it from our record");
@@ -94,16 +103,16 @@ fn a_member_of_a_wave_whose_run_succeeded_exits_0_without_running_it_and_passes_
 
 #[test]
 fn a_run_that_failed_ends_the_wave_with_its_status_unless_failed_runs_are_retried() {
-    let failed = attempt(500, 1, 3, Some(4));
+    let failed = x_ran(500, 1, 3, Some(4));
     let (_, actions) = wave_member(waves(false), vec![carrying(4, None, failed.clone())]);
     assert_eq!((spawned(&actions), actions.last()), (None, Some(&Exit(4))));
     let (_, actions) = wave_member(waves(true), vec![carrying(4, None, failed)]);
     assert_eq!(
         spawned(&actions),
-        Some(Job {
+        Some(Attempt {
             wave_ms: wall(500),
             wave_token: 0,
-            attempt: 2,
+            number: 2,
             token: 7,
             code: None,
             by: None,
@@ -117,7 +126,7 @@ fn a_run_that_failed_ends_the_wave_with_its_status_unless_failed_runs_are_retrie
 fn an_attempt_that_never_ended_is_run_again_as_the_next_attempt_of_its_wave() {
     // Its leader crashed (its last record a claim, long run out) or was
     // stopped (its disclaimer names the attempt without an ending).
-    let begun = attempt(500, 2, 3, None);
+    let begun = x_ran(500, 2, 3, None);
     for last in [carrying(4, Some(3), begun.clone()), carrying(4, None, begun.clone())] {
         let mut l = Leader::new(waves(false), started(0));
         l.step(last, ms(5)); // a claim run out by 1010
@@ -125,10 +134,10 @@ fn an_attempt_that_never_ended_is_run_again_as_the_next_attempt_of_its_wave() {
         let actions = l.step(hb(7, 1000), ms(1010));
         assert_eq!(
             spawned(&actions),
-            Some(Job {
+            Some(Attempt {
                 wave_ms: wall(500),
                 wave_token: 0,
-                attempt: 3,
+                number: 3,
                 token: 7,
                 code: None,
                 by: None,
@@ -142,15 +151,15 @@ fn an_attempt_that_never_ended_is_run_again_as_the_next_attempt_of_its_wave() {
 #[test]
 fn a_member_started_after_the_window_runs_a_wave_of_its_own() {
     let mut l = Leader::new(waves(false), started(40_000));
-    l.step(carrying(4, None, attempt(500, 1, 3, Some(0))), ms(40_900));
+    l.step(carrying(4, None, x_ran(500, 1, 3, Some(0))), ms(40_900));
     l.step(Input::Assigned, ms(41_000));
     let actions = l.step(hb(7, 41_000), ms(41_010));
     assert_eq!(
         spawned(&actions),
-        Some(Job {
+        Some(Attempt {
             wave_ms: wall(41_010),
             wave_token: 7,
-            attempt: 1,
+            number: 1,
             token: 7,
             code: None,
             by: None,
@@ -162,7 +171,7 @@ fn a_member_started_after_the_window_runs_a_wave_of_its_own() {
     // belongs to the wave; at 30 s, it does not.
     for (start, belongs) in [(30_499, true), (30_500, false)] {
         let mut l = Leader::new(waves(false), started(start));
-        l.step(carrying(4, None, attempt(500, 1, 3, Some(0))), ms(40_900));
+        l.step(carrying(4, None, x_ran(500, 1, 3, Some(0))), ms(40_900));
         l.step(Input::Assigned, ms(41_000));
         let actions = l.step(hb(7, 41_000), ms(41_010));
         assert_eq!(actions.last() == Some(&Exit(0)), belongs, "started at {start}: {actions:?}");
@@ -174,29 +183,29 @@ fn the_newest_attempt_counts_and_an_ending_beats_none_of_the_same_attempt() {
     // The first attempt, the second (begun, then ended), and both again as
     // members that had not read further carry them forward.
     // (All before our own first record, at offset 7.)
-    let ended = attempt(500, 2, 3, Some(0));
+    let ended = x_ran(500, 2, 3, Some(0));
     let read = vec![
-        carrying(2, Some(1), attempt(500, 1, 1, None)),
-        carrying(4, Some(3), attempt(500, 2, 3, None)),
+        carrying(2, Some(1), x_ran(500, 1, 1, None)),
+        carrying(4, Some(3), x_ran(500, 2, 3, None)),
         carrying(5, None, ended.clone()),
-        carrying(6, None, attempt(500, 2, 3, None)),
-        carrying(6, None, attempt(500, 1, 1, None)),
+        carrying(6, None, x_ran(500, 2, 3, None)),
+        carrying(6, None, x_ran(500, 1, 1, None)),
     ];
     let (_, actions) = wave_member(waves(false), read);
     assert_eq!((disclaimed(&actions), actions.last()), (Some(ended), Some(&Exit(0))));
     // Without the ending, the newest attempt is run again, even when a
     // member that lags behind still carries an older one's failure.
     let read = vec![
-        carrying(2, Some(1), attempt(500, 1, 1, None)),
-        carrying(5, None, attempt(500, 2, 3, None)),
-        carrying(6, None, attempt(500, 1, 1, Some(4))),
+        carrying(2, Some(1), x_ran(500, 1, 1, None)),
+        carrying(5, None, x_ran(500, 2, 3, None)),
+        carrying(6, None, x_ran(500, 1, 1, Some(4))),
     ];
     let (_, actions) = wave_member(waves(true), read);
-    assert_eq!(spawned(&actions).map(|j| j.attempt), Some(3));
+    assert_eq!(spawned(&actions).map(|j| j.number), Some(3));
     // A token is the offset of an earlier record: one that is not is
     // nonsense and must not end a wave that never ran.
-    let (_, actions) = wave_member(waves(false), vec![carrying(4, None, attempt(500, 1, 4, Some(0)))]);
-    assert_eq!(spawned(&actions).map(|j| j.attempt), Some(1));
+    let (_, actions) = wave_member(waves(false), vec![carrying(4, None, x_ran(500, 1, 4, Some(0)))]);
+    assert_eq!(spawned(&actions).map(|j| j.number), Some(1));
 }
 
 #[test]
@@ -207,10 +216,10 @@ fn a_fenced_attempt_resumes_as_the_next_attempt_and_a_stopped_one_stays_unended(
     let actions = l.step(hb(12, 2600), ms(2610));
     assert_eq!(
         spawned(&actions),
-        Some(Job {
+        Some(Attempt {
             wave_ms: wall(1010),
             wave_token: 7,
-            attempt: 2,
+            number: 2,
             token: 12,
             code: None,
             by: None,
@@ -227,8 +236,8 @@ fn a_fenced_attempt_resumes_as_the_next_attempt_and_a_stopped_one_stays_unended(
 
 #[test]
 fn without_waves_records_carry_no_attempt_and_read_ones_are_ignored() {
-    let (_, actions) = wave_member(settings(Restart::Never), vec![carrying(4, None, attempt(500, 1, 3, Some(0)))]);
-    assert_eq!(actions, vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
+    let (_, actions) = wave_member(settings(Restart::Never), vec![carrying(4, None, x_ran(500, 1, 3, Some(0)))]);
+    assert_eq!(actions, vec![Spawn { token: 7, lease: ms(2000), attempt: None }, led()]);
 }
 
 #[test]
@@ -274,18 +283,18 @@ fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
     let ahead = |born| {
         let mut l = Leader::new(waves(false), started(40_000));
         l.born_at(born);
-        l.step(carrying(6, None, Job { wave_token: 5, ..attempt(86_400_000, 1, 5, Some(0)) }), ms(40_900));
+        l.step(carrying(6, None, Attempt { wave_token: 5, ..x_ran(86_400_000, 1, 5, Some(0)) }), ms(40_900));
         l.step(Input::Assigned, ms(41_000));
         l.step(hb(7, 41_000), ms(41_010))
     };
     assert_eq!(ahead(4).last(), Some(&Exit(0)));
     assert_eq!(ahead(5).last(), Some(&Exit(0)), "began at the end we saw: after us");
-    assert_eq!(spawned(&ahead(6)).map(|j| (j.attempt, j.wave_token)), Some((1, 7)));
+    assert_eq!(spawned(&ahead(6)).map(|j| (j.number, j.wave_token)), Some((1, 7)));
     // Born before the wave by the log, though the clocks put our start long
     // after it (a wave from a clock behind ours): ours all the same.
     let mut l = Leader::new(waves(false), started(40_000));
     l.born_at(2);
-    l.step(carrying(4, None, Job { wave_token: 3, ..attempt(500, 1, 3, Some(0)) }), ms(40_900));
+    l.step(carrying(4, None, Attempt { wave_token: 3, ..x_ran(500, 1, 3, Some(0)) }), ms(40_900));
     l.step(Input::Assigned, ms(41_000));
     assert_eq!(l.step(hb(7, 41_000), ms(41_010)).last(), Some(&Exit(0)));
 }
@@ -294,7 +303,7 @@ fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
 
 /// Due every `period_ms` of the wall clock, the missed ones run once.
 fn scheduled(period_ms: u64) -> Settings {
-    let calendar = std::sync::Arc::new(schedule::tests::Grid(period_ms));
+    let calendar = every(period_ms);
     Settings {
         schedule: Some(Schedule { calendar, missed: Missed::Once, starting_deadline: None }),
         ..settings(Restart::Never)
@@ -323,11 +332,11 @@ fn live(l: &mut Leader, from: u64, to: u64, mut offset: i64) -> (Vec<(u64, Actio
     (out, offset)
 }
 
-fn spawns(actions: &[(u64, Action)]) -> Vec<(u64, Job)> {
+fn spawns(actions: &[(u64, Action)]) -> Vec<(u64, Attempt)> {
     actions
         .iter()
         .filter_map(|(t, a)| match a {
-            Spawn { job, .. } => Some((*t, job.clone().expect("a scheduled spawn names its run"))),
+            Spawn { attempt, .. } => Some((*t, attempt.clone().expect("a scheduled spawn names its run"))),
             _ => None,
         })
         .collect()
@@ -341,12 +350,12 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
     let first_due = (wall(1000) / 2000 + 1) * 2000;
     // Not when it came to lead: at its first due time, on time.
     let starts = spawns(&actions);
-    let (at, job) = starts.first().cloned().expect("a run");
-    assert_eq!((starts.len(), job.due, job.attempt, job.code), (1, Some(first_due), 1, None), "{starts:?}");
+    let (at, attempt) = starts.first().cloned().expect("a run");
+    assert_eq!((starts.len(), attempt.due, attempt.number, attempt.code), (1, Some(first_due), 1, None), "{starts:?}");
     assert!(wall(at) >= first_due && wall(at) < first_due + 50, "{starts:?}");
     // Named on the topic in the same step, not at the next heartbeat.
     let named = actions.iter().skip_while(|(_, a)| !matches!(a, Spawn { .. })).find_map(|(t, a)| match a {
-        SendHeartbeat(r) => Some((*t, r.job.as_ref().and_then(|j| j.due))),
+        SendHeartbeat(r) => Some((*t, r.attempt.as_ref().and_then(|j| j.due))),
         _ => None,
     });
     assert_eq!(named, Some((at, Some(first_due))), "{actions:?}");
@@ -361,8 +370,8 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
         _ => None,
     });
     let record = record.expect("the ending is written at once");
-    let job = record.job.expect("it names the run");
-    assert_eq!((job.code, job.ended), (Some(3), Some(wall(at + 300))), "{ended:?}");
+    let attempt = record.attempt.expect("it names the run");
+    assert_eq!((attempt.code, attempt.ended), (Some(3), Some(wall(at + 300))), "{ended:?}");
     assert_eq!(record.next, Some(first_due + 2000), "and the next due time");
     assert!(!ended.iter().any(|a| matches!(a, Exit(_))), "a schedule leads on: {ended:?}");
     let (more, _) = live(&mut l, at + 300, 9000, offset + 100);
@@ -376,7 +385,7 @@ fn a_due_time_missed_during_a_run_starts_once_its_ending_is_read_back() {
     let mut l = Leader::new(scheduled(2000), started(0));
     l.step(Input::Assigned, ms(1000));
     let (actions, _) = live(&mut l, 1000, 4000, 6);
-    let (at, job) = spawns(&actions)[0].clone();
+    let (at, attempt) = spawns(&actions)[0].clone();
     // The run takes 2.5 s: the next due time passes meanwhile.
     let end = at + 2500;
     for t in (at + 50..end).step_by(50) {
@@ -395,13 +404,13 @@ fn a_due_time_missed_during_a_run_starts_once_its_ending_is_read_back() {
     let read = l.step(hb(1001, end + 1), ms(end + 5));
     let missed = spawns(&read.into_iter().map(|a| (end + 5, a)).collect::<Vec<_>>());
     assert_eq!(missed.len(), 1, "the missed due time runs at once");
-    assert_eq!(missed[0].1.due, Some(job.due.unwrap() + 2000));
+    assert_eq!(missed[0].1.due, Some(attempt.due.unwrap() + 2000));
 }
 
 /// A member that read x's record naming the run of due time `due`, cut
 /// short (`code` None) or ended, and came to lead at 1010.
 fn next_leader(due: u64, code: Option<u8>) -> (Leader, Vec<Action>) {
-    let run = Job { due: Some(due), ..attempt(500, 1, 3, code) };
+    let run = Attempt { due: Some(due), ..x_ran(500, 1, 3, code) };
     let (l, actions) = wave_member(scheduled(60_000), vec![carrying(5, None, run)]);
     (l, actions)
 }
@@ -411,7 +420,7 @@ fn the_next_leader_runs_a_cut_short_run_again_and_an_ended_one_never() {
     let due = wall(1010) / 60_000 * 60_000;
     let (_, actions) = next_leader(due, None);
     let retry = spawned(&actions).expect("the cut-short run starts again at once");
-    assert_eq!((retry.due, retry.attempt, retry.wave_ms), (Some(due), 2, wall(1010)), "{retry:?}");
+    assert_eq!((retry.due, retry.number, retry.wave_ms), (Some(due), 2, wall(1010)), "{retry:?}");
     let (mut l, actions) = next_leader(due, Some(0));
     assert_eq!(spawned(&actions), None, "{actions:?}");
     assert_eq!(l.next_deadline(), Some(ms(1210)), "only its heartbeat is due before the next run");
@@ -431,10 +440,10 @@ fn the_next_leader_runs_a_cut_short_run_again_and_an_ended_one_never() {
 #[test]
 fn a_due_time_that_ended_stays_ended_whatever_later_attempt_is_read() {
     let due = wall(1010) / 60_000 * 60_000;
-    let ended = Job { due: Some(due), ended: Some(due + 500), ..attempt(500, 1, 3, Some(0)) };
-    let cut = Job { due: Some(due), ..attempt(900, 2, 5, None) };
+    let ended = Attempt { due: Some(due), ended: Some(due + 500), ..x_ran(500, 1, 3, Some(0)) };
+    let cut = Attempt { due: Some(due), ..x_ran(900, 2, 5, None) };
     for order in [[ended.clone(), cut.clone()], [cut, ended]] {
-        let read = order.into_iter().enumerate().map(|(i, job)| carrying(6 + i as i64, None, job)).collect();
+        let read = order.into_iter().enumerate().map(|(i, attempt)| carrying(6 + i as i64, None, attempt)).collect();
         let (l, actions) = wave_member(scheduled(60_000), read);
         assert_eq!(spawned(&actions), None, "the due time ended: not run again: {actions:?}");
         assert_eq!(l.last_run().map(|j| (j.token, j.code)), Some((3, Some(0))), "the ending is kept");

@@ -7,6 +7,11 @@
 //! timeout must wake up fenced, not believing its last heartbeat is fresh.
 //! The clock is machine-wide, so the shim process can enforce a lease that
 //! neli-run computed.
+//!
+//! The wall clock is read here too, for what other machines compare (a
+//! record's send time, a wave's start, a due time): this module is the only
+//! one that reads a clock. The leadership core reads none: the shell passes
+//! it the time of each event and, once, an [`Anchor`] to convert with.
 
 use std::ops::{Add, Sub};
 use std::time::Duration;
@@ -17,7 +22,8 @@ use std::time::Duration;
 pub struct BootTime(Duration);
 
 impl BootTime {
-    /// The current time. The only place that reads the clock.
+    /// The current time. This module is the only one that reads a clock
+    /// (this one here, the wall clock in `wall_ms` and `Anchor::now`).
     pub fn now() -> BootTime {
         let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
             .expect("CLOCK_BOOTTIME is available on every Linux since 2.6.39");
@@ -41,36 +47,45 @@ impl BootTime {
     }
 }
 
-/// One pairing of this clock with the wall clock, taken once per process:
-/// times that go to other machines (a wave's start) are converted through
-/// it both ways, so a time read from a record and written again is the same
-/// millisecond, and a wall-clock step does not move what we already know.
-fn anchor() -> (BootTime, u64) {
-    static ANCHOR: std::sync::OnceLock<(BootTime, u64)> = std::sync::OnceLock::new();
-    *ANCHOR.get_or_init(|| {
-        let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        // Both on whole milliseconds, the records' unit.
-        (BootTime(Duration::from_millis(BootTime::now().0.as_millis() as u64)), wall.as_millis() as u64)
-    })
+/// Wall-clock milliseconds since the Unix epoch, now: what other machines
+/// can compare (records' send times, due times), never a deadline here.
+pub fn wall_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-impl BootTime {
-    /// Wall-clock milliseconds since the Unix epoch at this time.
-    pub fn wall_ms(self) -> u64 {
-        let (boot, wall) = anchor();
+/// One moment read on both clocks. The core converts every time that goes
+/// to or comes from other machines (a wave's start, a due time) through the
+/// one it was started with, both ways: a time read from a record and
+/// written again is the same millisecond, and a wall-clock step does not
+/// move what it already knows. Plain data, so tests fix it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Anchor {
+    pub boot: BootTime,
+    /// Wall-clock ms since the Unix epoch at `boot`.
+    pub wall_ms: u64,
+}
+
+impl Anchor {
+    /// Both clocks, now (on whole milliseconds, the records' unit).
+    pub fn now() -> Anchor {
+        let wall_ms = wall_ms();
+        Anchor { boot: BootTime(Duration::from_millis(BootTime::now().0.as_millis() as u64)), wall_ms }
+    }
+
+    /// Wall-clock milliseconds since the Unix epoch at `t`.
+    pub fn wall_ms_at(self, t: BootTime) -> u64 {
         // Whole milliseconds since the anchor, rounded down on both sides of it.
-        let ms = (self.0.as_nanos() as i128 - boot.0.as_nanos() as i128).div_euclid(1_000_000);
-        (wall as i128 + ms).max(0) as u64
+        let ms = (t.0.as_nanos() as i128 - self.boot.0.as_nanos() as i128).div_euclid(1_000_000);
+        (self.wall_ms as i128 + ms).max(0) as u64
     }
 
     /// The time at wall-clock milliseconds `ms` (since the Unix epoch);
     /// the boot itself for anything earlier.
-    pub fn at_wall_ms(ms: u64) -> BootTime {
-        let (boot, wall) = anchor();
-        if ms >= wall {
-            boot + Duration::from_millis(ms - wall)
+    pub fn boot_at(self, ms: u64) -> BootTime {
+        if ms >= self.wall_ms {
+            self.boot + Duration::from_millis(ms - self.wall_ms)
         } else {
-            boot - Duration::from_millis(wall - ms)
+            self.boot - Duration::from_millis(self.wall_ms - ms)
         }
     }
 }
@@ -103,16 +118,22 @@ mod tests {
 
     #[test]
     fn wall_clock_times_convert_there_and_back_to_the_millisecond() {
-        let now = BootTime::now();
-        let wall = now.wall_ms();
+        // Booted 100 s ago, on the wall clock of 2023-11-14T22:13:20Z.
+        let anchor = Anchor { boot: BootTime::from_nanos(100_000_000_000), wall_ms: 1_700_000_000_000 };
+        let wall = anchor.wall_ms;
         for ms in [wall, wall - 1, wall - 1000, wall + 5] {
-            assert_eq!(BootTime::at_wall_ms(ms).wall_ms(), ms);
+            assert_eq!(anchor.wall_ms_at(anchor.boot_at(ms)), ms);
         }
         // Before the boot: the boot itself.
-        assert_eq!(BootTime::at_wall_ms(0), BootTime::from_nanos(0));
-        assert!(now.since(BootTime::at_wall_ms(wall)) < Duration::from_millis(1));
-        let later = now + Duration::from_secs(3);
-        assert_eq!(later.wall_ms(), wall + 3000);
+        assert_eq!(anchor.boot_at(0), BootTime::from_nanos(0));
+        // Within a millisecond: rounded down, on both sides of the anchor.
+        assert_eq!(anchor.wall_ms_at(anchor.boot + Duration::from_micros(999)), wall);
+        assert_eq!(anchor.wall_ms_at(anchor.boot - Duration::from_micros(1)), wall - 1);
+        assert_eq!(anchor.wall_ms_at(anchor.boot + Duration::from_secs(3)), wall + 3000);
+        // Read from the machine: whole milliseconds.
+        let now = Anchor::now();
+        assert_eq!(now.boot.as_nanos() % 1_000_000, 0);
+        assert_eq!(now.wall_ms_at(now.boot_at(now.wall_ms + 7)), now.wall_ms + 7);
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //! - `notify`: systemd's `Type=notify` protocol; `metrics`: /metrics, /livez, /readyz
 //!   (/healthz), /leader.
 
+mod calendar;
 mod child;
 mod cli;
 mod clock;
@@ -32,7 +33,6 @@ mod layers_off;
 mod leader;
 mod metrics;
 mod notify;
-mod schedule;
 mod shell;
 mod status;
 mod stderr;
@@ -51,10 +51,10 @@ use crate::cli::{Cli, LogArgs, LogFormat, Sub};
 #[doc(hidden)]
 pub mod for_tests {
     pub use crate::cli::Cli;
-    pub use crate::clock::BootTime;
+    pub use crate::clock::{wall_ms, BootTime};
     pub use crate::exit::{Status, STATUSES};
     pub use crate::kafka::heartbeat::{Content, Heartbeat, Member};
-    pub use crate::leader::{Job, Record, Runner, Stance};
+    pub use crate::leader::{Attempt, Record, Runner, Stance};
 }
 
 /// The `neli-run` binary: parse, set up logging, run, exit with one status.

@@ -36,7 +36,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::clock::BootTime;
-use crate::leader::{Job, Role};
+use crate::leader::{Attempt, Role};
 
 /// With `--metrics-addr`, the run loop notes that it turns at least this
 /// often, however long it would otherwise sleep (a standby may wait for
@@ -91,9 +91,9 @@ pub fn shared(ids: Ids) -> Shared {
 }
 
 impl Snapshot {
-    /// Records a change of role at `now`, counting it by kind; a leadership
+    /// Records a change of role at `now_ms` (wall clock), counting it by kind; a leadership
     /// under a new fencing token begins then.
-    pub fn set_role(&mut self, role: Role, now: BootTime) {
+    pub fn set_role(&mut self, role: Role, now_ms: u64) {
         let kind = match (self.role, role) {
             (Some(old), new) if old == new => return,
             (_, Role::Standby) if self.role.is_none() => "joined",
@@ -106,7 +106,7 @@ impl Snapshot {
         *self.transitions.entry(kind).or_default() += 1;
         self.leading = match (role, self.leading) {
             (Role::Leader { token }, Some((held, since))) if held == token => Some((held, since)),
-            (Role::Leader { token }, _) => Some((token, now.wall_ms())),
+            (Role::Leader { token }, _) => Some((token, now_ms)),
             _ => None,
         };
         self.role = Some(role);
@@ -123,12 +123,12 @@ impl Snapshot {
 
     /// Takes in the newest run the core knows of: counts our own once it
     /// is over (`child_up` false), and notes a success's end.
-    pub fn note_run(&mut self, job: Option<&Job>, child_up: bool) {
+    pub fn note_run(&mut self, job: Option<&Attempt>, child_up: bool) {
         let Some(job) = job else { return };
         if let (Some(0), Some(ended)) = (job.code, job.ended) {
             self.last_success_ms = Some(self.last_success_ms.map_or(ended, |t| t.max(ended)));
         }
-        let key = (job.token, job.due, job.attempt);
+        let key = (job.token, job.due, job.number);
         if job.by.is_none() && !child_up && self.counted != Some(key) {
             self.counted = Some(key);
             let outcome = match job.code {
@@ -508,6 +508,7 @@ impl Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::leader::Runner;
 
     fn at(secs: f64) -> BootTime {
         BootTime::from_nanos((secs * 1e9) as u64)
@@ -520,12 +521,12 @@ mod tests {
     #[test]
     fn transitions_are_counted_by_kind_and_render_as_prometheus_text() {
         let mut s = Snapshot::default();
-        s.set_role(Role::Standby, at(1.0));
-        s.set_role(Role::Candidate, at(1.0));
-        s.set_role(Role::Leader { token: 7 }, at(1.0));
-        s.set_role(Role::Leader { token: 7 }, at(1.0));
-        s.set_role(Role::Fenced, at(1.0));
-        s.set_role(Role::Leader { token: 9 }, at(1.0));
+        s.set_role(Role::Standby, 1000);
+        s.set_role(Role::Candidate, 1000);
+        s.set_role(Role::Leader { token: 7 }, 1000);
+        s.set_role(Role::Leader { token: 7 }, 1000);
+        s.set_role(Role::Fenced, 1000);
+        s.set_role(Role::Leader { token: 9 }, 1000);
         s.child_up = true;
         for token in [7, 7, 9] {
             s.child_started(token); // a start, a restart, a resume
@@ -563,19 +564,19 @@ mod tests {
             Some(line.rsplit(' ').next()?.parse::<f64>().unwrap())
         };
         let mut s = Snapshot::default();
-        s.set_role(Role::Standby, at(1.0));
+        s.set_role(Role::Standby, 1000);
         assert_eq!(since(&s), None);
-        let begun = BootTime::now();
+        let begun = 1_700_000_000_250;
         s.set_role(Role::Leader { token: 3 }, begun);
         let first = since(&s).expect("leading");
-        assert_eq!(first, begun.wall_ms() as f64 / 1000.0);
-        s.set_role(Role::Leader { token: 3 }, begun + Duration::from_secs(5));
+        assert_eq!(first, begun as f64 / 1000.0);
+        s.set_role(Role::Leader { token: 3 }, begun + 5000);
         assert_eq!(since(&s), Some(first), "the same leadership goes on");
-        s.set_role(Role::Fenced, begun + Duration::from_secs(6));
+        s.set_role(Role::Fenced, begun + 6000);
         assert_eq!(since(&s), None, "fenced: not leading");
-        s.set_role(Role::Leader { token: 4 }, begun + Duration::from_secs(7));
+        s.set_role(Role::Leader { token: 4 }, begun + 7000);
         assert_eq!(since(&s), Some(first + 7.0), "a resume is a new leadership, under a new token");
-        s.set_role(Role::Standby, begun + Duration::from_secs(8));
+        s.set_role(Role::Standby, begun + 8000);
         assert_eq!(since(&s), None);
     }
 
@@ -721,17 +722,19 @@ mod tests {
         assert_eq!(body, "the run loop has not turned for 10s\n");
         assert_eq!(status("/nope", &s, 100.0), "404");
     }
-}
 
-#[cfg(test)]
-mod run_tests {
-    use super::*;
-    use crate::leader::Runner;
-
-    fn run(token: i64, due: u64, code: Option<u8>, by: Option<&str>) -> Job {
+    fn run(token: i64, due: u64, code: Option<u8>, by: Option<&str>) -> Attempt {
         let by = by.map(|name| Runner { name: name.into(), host: "h".into() });
-        let wave = BootTime::from_nanos(1);
-        Job { wave, wave_token: token, attempt: 1, token, code, by, due: Some(due), ended: code.map(|_| due + 500) }
+        Attempt {
+            wave_ms: 1,
+            wave_token: token,
+            number: 1,
+            token,
+            code,
+            by,
+            due: Some(due),
+            ended: code.map(|_| due + 500),
+        }
     }
 
     #[test]

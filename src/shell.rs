@@ -18,7 +18,7 @@ use tokio::sync::mpsc::unbounded_channel;
 use tracing::{error, info};
 
 use crate::child::{self, Running};
-use crate::clock::BootTime;
+use crate::clock::{Anchor, BootTime};
 use crate::config::Config;
 use crate::exit::{ChildStatus, Failure, Kind};
 use crate::kafka::heartbeat::{printable, Member};
@@ -32,7 +32,7 @@ use crate::notify::Notifier;
 /// command's, or the core's for an outcome that is not the command's), or
 /// why neli-run could not do its part.
 pub async fn run(cfg: Config) -> Result<u8, Failure> {
-    let started = BootTime::now();
+    let started = Anchor::now();
     layers_off::warn_if_any();
     child::check_executable(&cfg.program)?;
     let (Ok(mut signals), Ok(mut sigchld)) = (Signals::new(), signal(SignalKind::child())) else {
@@ -76,7 +76,7 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
             Err(err) => return Err(Failure::new(Kind::Internal, format!("connecting to Kafka failed: {err}"))),
         },
         _ = signals.shutdown() => return Ok(0),
-        _ = sleep_for(cfg.leader.acquire_timeout.map(|t| (started + t).since(BootTime::now()))) => {
+        _ = sleep_for(cfg.leader.acquire_timeout.map(|t| (started.boot + t).since(BootTime::now()))) => {
             return Err(Failure::new(Kind::AcquireTimeout, "not leader within --acquire-timeout (Kafka never answered)"));
         }
     };
@@ -201,17 +201,19 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
             }
             match action {
                 Action::SendHeartbeat(record) => kafka.send_heartbeat(BootTime::now(), record),
-                Action::Spawn { token, lease, job } => match Running::spawn(&with_job(&command, job), token, lease) {
-                    Ok(child) => {
-                        info!(pid = child.pgid().as_raw(), token, "child started");
-                        running = Some(child);
-                        metrics.lock().expect("metrics lock").child_started(token);
+                Action::Spawn { token, lease, attempt } => {
+                    match Running::spawn(&with_job(&command, attempt), token, lease) {
+                        Ok(child) => {
+                            info!(pid = child.pgid().as_raw(), token, "child started");
+                            running = Some(child);
+                            metrics.lock().expect("metrics lock").child_started(token);
+                        }
+                        Err(err) => {
+                            error!(%err, "cannot start the child");
+                            pending.push_back(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
+                        }
                     }
-                    Err(err) => {
-                        error!(%err, "cannot start the child");
-                        pending.push_back(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
-                    }
-                },
+                }
                 Action::Lease(until) => {
                     if let Some(child) = running.as_mut() {
                         if let Err(err) = child.renew(until) {
@@ -248,9 +250,9 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
             let mut m = metrics.lock().expect("metrics lock");
             let now = BootTime::now();
             for role in core.roles_taken() {
-                m.set_role(role, now);
+                m.set_role(role, started.wall_ms_at(now));
             }
-            m.set_role(core.role(), now);
+            m.set_role(core.role(), started.wall_ms_at(now));
             m.loop_seen = Some(now);
             m.fresh = core.fresh();
             m.child_up = running.is_some();
@@ -280,13 +282,13 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
 /// started, RFC 3339 UTC): a command that must not repeat work can key it
 /// by the wave and check it on a retry. A schedule's run gets NELI_DUE (its
 /// due time, RFC 3339 UTC) in place of NELI_WAVE: the key its attempts share.
-fn with_job(command: &child::Command, job: Option<leader::Job>) -> std::borrow::Cow<'_, child::Command> {
+fn with_job(command: &child::Command, job: Option<leader::Attempt>) -> std::borrow::Cow<'_, child::Command> {
     let Some(job) = job else { return std::borrow::Cow::Borrowed(command) };
     let rfc3339 = |ms| humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms));
     let mut command = command.clone();
-    command.env.push(("NELI_ATTEMPT".into(), job.attempt.to_string()));
+    command.env.push(("NELI_ATTEMPT".into(), job.number.to_string()));
     command.env.push(match job.due {
-        None => ("NELI_WAVE".into(), rfc3339(job.wave.wall_ms()).to_string()),
+        None => ("NELI_WAVE".into(), rfc3339(job.wave_ms).to_string()),
         Some(due) => ("NELI_DUE".into(), rfc3339(due).to_string()),
     });
     std::borrow::Cow::Owned(command)

@@ -33,9 +33,11 @@ use serde_json::json;
 use tracing::debug;
 
 use crate::cli::{StatusArgs, YieldArgs};
+use crate::clock::wall_ms;
 use crate::config::Target;
 use crate::exit::{Failure, Kind};
-use crate::kafka::heartbeat::{printable, wall_ms, Heartbeat, WireJob, Yield};
+use crate::kafka::heartbeat::{printable, Heartbeat, WireJob};
+use crate::kafka::yield_request::Yield;
 
 /// How many of the newest records to read: with a 500 ms interval, about
 /// half an hour of history, which is plenty to find the current leader.
@@ -688,8 +690,9 @@ mod tests {
             &Member::this_process(name.into()),
             1,
             crate::clock::BootTime::from_nanos(1),
+            at_ms,
             Content {
-                record: Record { term: 1, start: None, stance, job: None, next: None },
+                record: Record { term: 1, start: None, stance, attempt: None, next: None },
                 since_ms: Some(at_ms),
                 deadline_ms: 3000,
             },

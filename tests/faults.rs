@@ -256,13 +256,13 @@ fn network_cut_past_the_resume_window_gives_partition_0_back_and_someone_leads()
 /// Writes a heartbeat of member `ghost` to the group's partition 0, as
 /// another member would: saying `record`, sent now, with a deadline.
 fn write_record(g: &Group, ghost: &neli_run::for_tests::Member, record: Record, deadline_ms: u64) {
-    use neli_run::for_tests::{BootTime, Content, Heartbeat};
+    use neli_run::for_tests::{wall_ms, BootTime, Content, Heartbeat};
     let content = Content { record, since_ms: None, deadline_ms };
-    g.produce(&Heartbeat::new(ghost, 1, BootTime::now(), content).encode());
+    g.produce(&Heartbeat::new(ghost, 1, BootTime::now(), wall_ms(), content).encode());
 }
 
 fn leading(token: i64) -> Record {
-    Record { term: 1, start: None, stance: Stance::Leading { token }, job: None, next: None }
+    Record { term: 1, start: None, stance: Stance::Leading { token }, attempt: None, next: None }
 }
 
 /// Regression (found by neli-soak on tansu): the broker gave partition 0 to
@@ -290,7 +290,12 @@ fn regression_a_new_owner_waits_out_a_claim_written_just_before_its_assignment()
     // A claim its writer withdrew (a graceful stop disclaims) holds nobody back.
     let g = Group::on(Broker::dev(), "claim-withdrawn");
     write_record(&g, &ghost, leading(1_000_000), 60_000);
-    write_record(&g, &ghost, Record { term: 1, start: None, stance: Stance::Released, job: None, next: None }, 60_000);
+    write_record(
+        &g,
+        &ghost,
+        Record { term: 1, start: None, stance: Stance::Released, attempt: None, next: None },
+        60_000,
+    );
     let _a = g.member("a", &[], &["sleep", "1000"]);
     // Well within the 60 s the claim would hold it back.
     wait_until(g.broker.timing.takeover(), "a leads without waiting out the withdrawn claim", || g.lock_held());
@@ -311,7 +316,7 @@ fn regression_of_two_owners_at_once_the_run_first_on_the_partition_leads() {
     // the test ends each hold with a release, never by waiting it out.
     const HOLD_MS: u64 = 10_000;
     let ghost = neli_run::for_tests::Member::this_process("ghost".into());
-    let contending = |start| Record { term: 1, start, stance: Stance::Contending, job: None, next: None };
+    let contending = |start| Record { term: 1, start, stance: Stance::Contending, attempt: None, next: None };
     write_record(&g, &ghost, contending(None), HOLD_MS);
     let a = g.member("a", &[], &["sleep", "1000"]);
     wait_until(g.broker.timing.takeover(), "a sees the earlier contender", || a.log().contains("it goes first"));
@@ -321,7 +326,12 @@ fn regression_of_two_owners_at_once_the_run_first_on_the_partition_leads() {
         write_record(&g, &ghost, contending(Some(0)), HOLD_MS);
         assert!(g.starts().is_empty(), "a led while an earlier run contended:\n{}", a.log());
     }
-    write_record(&g, &ghost, Record { term: 1, start: None, stance: Stance::Released, job: None, next: None }, HOLD_MS);
+    write_record(
+        &g,
+        &ghost,
+        Record { term: 1, start: None, stance: Stance::Released, attempt: None, next: None },
+        HOLD_MS,
+    );
     wait_until(g.broker.timing.takeover(), "a leads once the ghost withdraws", || g.lock_held());
 
     // a leads; now a record says a run that began at offset 0, before a's,
@@ -330,7 +340,12 @@ fn regression_of_two_owners_at_once_the_run_first_on_the_partition_leads() {
     write_record(&g, &late, contending(Some(0)), HOLD_MS);
     wait_until(fence_bound(&g), "a fences", || !g.lock_held());
     assert!(a.log().contains("since before our leadership began; fencing"), "{}", a.log());
-    write_record(&g, &late, Record { term: 1, start: None, stance: Stance::Released, job: None, next: None }, HOLD_MS);
+    write_record(
+        &g,
+        &late,
+        Record { term: 1, start: None, stance: Stance::Released, attempt: None, next: None },
+        HOLD_MS,
+    );
     wait_until(g.broker.timing.takeover(), "a resumes once it withdraws", || g.starts().len() == 2 && g.lock_held());
     g.assert_no_overlap();
 }

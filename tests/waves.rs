@@ -198,24 +198,25 @@ fn a_run_stopped_for_overrunning_max_runtime_ends_its_wave_like_a_failed_run() {
 /// record was written runs the job, and says why the clocks were not used.
 #[test]
 fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
-    use neli_run::for_tests::{BootTime, Content, Heartbeat, Job, Record, Stance};
+    use neli_run::for_tests::{wall_ms, Attempt, BootTime, Content, Heartbeat, Record, Stance};
     let g = Group::new("wave-future-clock");
     let ghost = neli_run::for_tests::Member::this_process("ahead".into());
     // A token is an earlier offset: fillers at 0 and 1, the wave's at 1.
     g.produce(b"filler");
     g.produce(b"filler");
-    let job = Job {
-        wave: BootTime::now(),
+    let job = Attempt {
+        wave_ms: wall_ms(),
         wave_token: 1,
-        attempt: 1,
+        number: 1,
         token: 1,
         code: Some(0),
         by: None,
         due: None,
         ended: None,
     };
-    let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job), next: None };
-    let mut hb = Heartbeat::new(&ghost, 1, BootTime::now(), Content { record, since_ms: None, deadline_ms: 1000 });
+    let record = Record { term: 1, start: None, stance: Stance::Released, attempt: Some(job), next: None };
+    let mut hb =
+        Heartbeat::new(&ghost, 1, BootTime::now(), wall_ms(), Content { record, since_ms: None, deadline_ms: 1000 });
     const DAY: u64 = 86_400_000;
     hb.at_ms += DAY;
     hb.job.as_mut().unwrap().wave_ms += DAY;
@@ -229,25 +230,32 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
     // held back by the host's claim, it reads the success and exits.
     let g = Group::new("wave-future-clock-before");
     g.produce(b"filler");
-    let claim = Record { term: 1, start: None, stance: Stance::Leading { token: 0 }, job: None, next: None };
+    let claim = Record { term: 1, start: None, stance: Stance::Leading { token: 0 }, attempt: None, next: None };
     g.produce(
-        &Heartbeat::new(&ghost, 1, BootTime::now(), Content { record: claim, since_ms: None, deadline_ms: 60_000 })
-            .encode(),
+        &Heartbeat::new(
+            &ghost,
+            1,
+            BootTime::now(),
+            wall_ms(),
+            Content { record: claim, since_ms: None, deadline_ms: 60_000 },
+        )
+        .encode(),
     );
     let mut b = g.member("b", &[], &["true"]);
     wait_until(bound(&g), "b waits for the claim", || b.log().contains("waiting until its command must be gone"));
-    let job = Job {
-        wave: BootTime::now(),
+    let job = Attempt {
+        wave_ms: wall_ms(),
         wave_token: 2,
-        attempt: 1,
+        number: 1,
         token: 0,
         code: Some(0),
         by: None,
         due: None,
         ended: None,
     };
-    let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job), next: None };
-    let mut hb = Heartbeat::new(&ghost, 2, BootTime::now(), Content { record, since_ms: None, deadline_ms: 60_000 });
+    let record = Record { term: 1, start: None, stance: Stance::Released, attempt: Some(job), next: None };
+    let mut hb =
+        Heartbeat::new(&ghost, 2, BootTime::now(), wall_ms(), Content { record, since_ms: None, deadline_ms: 60_000 });
     hb.at_ms += DAY;
     hb.job.as_mut().unwrap().wave_ms += DAY;
     g.produce(&hb.encode());

@@ -103,14 +103,14 @@ fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
             if every < MIN_EVERY {
                 return err("--every must be at least 1s (a schedule, not a loop: see --restart always)");
             }
-            std::sync::Arc::new(crate::schedule::Every::new(every).expect("at least 1s"))
+            std::sync::Arc::new(crate::calendar::Every::new(every).expect("at least 1s"))
         }
         (None, Some(expr)) => {
             let zone = match args.time_zone.as_deref() {
-                None => crate::schedule::Zone::Local,
+                None => crate::calendar::Zone::Local,
                 Some(zone) => zone.parse().map_err(|e| Failure::new(Kind::Usage, format!("--time-zone: {e}")))?,
             };
-            match crate::schedule::Cron::new(expr, zone) {
+            match crate::calendar::Cron::new(expr, zone) {
                 Ok(cron) => std::sync::Arc::new(cron),
                 Err(e) => {
                     return err(format!(

@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::BootTime;
-use crate::leader::{Job, Record, Runner, Stance};
+use crate::leader::{Attempt, Record, Runner, Stance};
 
 /// Who we are on the topic.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,7 +84,8 @@ pub struct Heartbeat {
     pub next_ms: Option<u64>,
 }
 
-/// [`Job`] on the wire: wall-clock times, and who ran it by name.
+/// An [`Attempt`] on the wire (a record's `job`): wall-clock times, and who
+/// ran it by name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireJob {
     /// Wall clock (ms since the epoch) when the wave's first attempt started.
@@ -127,16 +128,11 @@ pub struct Content {
     pub deadline_ms: u64,
 }
 
-/// Wall-clock milliseconds since the Unix epoch.
-pub fn wall_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
 impl Heartbeat {
-    /// The record `member` sends as its `seq`th heartbeat at `sent`.
-    pub fn new(member: &Member, seq: u64, sent: BootTime, content: Content) -> Heartbeat {
-        let Record { term, start, stance, job, next } = content.record;
-        let at_ms = wall_ms();
+    /// The record `member` sends as its `seq`th heartbeat at `sent`, which
+    /// is `at_ms` on the wall clock (the caller reads the clocks).
+    pub fn new(member: &Member, seq: u64, sent: BootTime, at_ms: u64, content: Content) -> Heartbeat {
+        let Record { term, start, stance, attempt, next } = content.record;
         let role = match stance {
             Stance::Leading { .. } => WireStance::Leading,
             Stance::Contending => WireStance::Contending,
@@ -158,19 +154,19 @@ impl Heartbeat {
             start,
             since_ms: content.since_ms.filter(|_| token.is_some()),
             deadline_ms: content.deadline_ms,
-            job: job.map(|job| {
+            job: attempt.map(|attempt| {
                 let Runner { name, host } =
-                    job.by.unwrap_or_else(|| Runner { name: member.name.clone(), host: member.host.clone() });
+                    attempt.by.unwrap_or_else(|| Runner { name: member.name.clone(), host: member.host.clone() });
                 WireJob {
-                    wave_ms: job.wave.wall_ms(),
-                    wave_token: Some(job.wave_token),
-                    attempt: job.attempt,
-                    token: job.token,
-                    code: job.code,
+                    wave_ms: attempt.wave_ms,
+                    wave_token: Some(attempt.wave_token),
+                    attempt: attempt.number,
+                    token: attempt.token,
+                    code: attempt.code,
                     name,
                     host,
-                    due_ms: job.due,
-                    ended_ms: job.ended,
+                    due_ms: attempt.due,
+                    ended_ms: attempt.ended,
                 }
             }),
             next_ms: next,
@@ -188,9 +184,10 @@ impl Heartbeat {
     }
 
     /// What the leadership core needs of another member's record, read at
-    /// `offset`. A record without a send time or deadline (older versions)
-    /// is taken as just written with `ours`: the cautious reading.
-    pub fn as_other(&self, offset: i64, ours: std::time::Duration) -> crate::leader::Other {
+    /// `offset` when our wall clock says `now_ms`. A record without a send
+    /// time or deadline (older versions) is taken as just written with
+    /// `ours`: the cautious reading.
+    pub fn as_other(&self, offset: i64, ours: std::time::Duration, now_ms: u64) -> crate::leader::Other {
         let ms = std::time::Duration::from_millis;
         let stance = match (self.token, self.role) {
             (Some(token), _) => Stance::Leading { token },
@@ -205,12 +202,12 @@ impl Heartbeat {
             term: self.run,
             start: self.start,
             stance,
-            age: if self.at_ms == 0 { ms(0) } else { ms(wall_ms().saturating_sub(self.at_ms)) },
+            age: if self.at_ms == 0 { ms(0) } else { ms(now_ms.saturating_sub(self.at_ms)) },
             deadline: if self.deadline_ms == 0 { ours } else { ms(self.deadline_ms) },
-            job: self.job.as_ref().map(|job| Job {
-                wave: BootTime::at_wall_ms(job.wave_ms),
+            attempt: self.job.as_ref().map(|job| Attempt {
+                wave_ms: job.wave_ms,
                 wave_token: job.wave_token.unwrap_or(job.token),
-                attempt: job.attempt,
+                number: job.attempt,
                 token: job.token,
                 code: job.code,
                 by: Some(Runner { name: job.name.clone(), host: job.host.clone() }),
@@ -223,189 +220,6 @@ impl Heartbeat {
     /// Whether `member` wrote this record.
     pub fn is_from(&self, member: &Member) -> bool {
         self.name == member.name && self.incarnation == member.incarnation
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trips_and_recognises_only_its_own_incarnation() {
-        let me = Member::this_process("a".into());
-        let record = Record { term: 2, start: Some(5), stance: Stance::Leading { token: 9 }, job: None, next: None };
-        let hb =
-            Heartbeat::new(&me, 3, BootTime::from_nanos(42), Content { record, since_ms: Some(1), deadline_ms: 3000 });
-        let back = Heartbeat::decode(&hb.encode()).unwrap();
-        assert_eq!(back, hb);
-        assert!(back.is_from(&me));
-        let restarted = Member::this_process("a".into());
-        assert_ne!(restarted.incarnation, me.incarnation);
-        assert!(!back.is_from(&restarted));
-        assert_eq!(Heartbeat::decode(b"not json"), None);
-    }
-
-    #[test]
-    fn an_attempt_reads_back_as_written_naming_its_runner_and_wave() {
-        let me = Member::this_process("a".into());
-        let wave = BootTime::now();
-        let job = Job { wave, wave_token: 2, attempt: 2, token: 3, code: Some(0), by: None, due: None, ended: None };
-        let record = Record { term: 1, start: None, stance: Stance::Released, job: Some(job.clone()), next: None };
-        let content = Content { record, since_ms: None, deadline_ms: 1 };
-        let hb = Heartbeat::decode(&Heartbeat::new(&me, 1, BootTime::now(), content).encode()).unwrap();
-        let read = hb.as_other(4, std::time::Duration::from_secs(3)).job.unwrap();
-        let by = Some(Runner { name: "a".into(), host: me.host.clone() });
-        assert_eq!(read, Job { wave: BootTime::at_wall_ms(wave.wall_ms()), by, ..job });
-        // The first records with a job had no wave token: the attempt's own.
-        let mut old = hb.clone();
-        old.job.as_mut().unwrap().wave_token = None;
-        assert_eq!(old.as_other(4, std::time::Duration::from_secs(3)).job.unwrap().wave_token, 3);
-    }
-
-    #[test]
-    fn a_scheduled_run_reads_back_with_its_due_time_ending_and_the_next_due_time() {
-        let me = Member::this_process("a".into());
-        // Before this machine booted: due times are wall clock, not BootTime.
-        let (due, ended, next) = (1_700_000_000_000, 1_700_000_001_234, 1_700_000_300_000);
-        let wave = BootTime::at_wall_ms(BootTime::now().wall_ms());
-        let job = Job {
-            wave,
-            wave_token: 7,
-            attempt: 1,
-            token: 7,
-            code: Some(3),
-            by: None,
-            due: Some(due),
-            ended: Some(ended),
-        };
-        let record = Record {
-            term: 1,
-            start: Some(7),
-            stance: Stance::Leading { token: 7 },
-            job: Some(job.clone()),
-            next: Some(next),
-        };
-        let hb = Heartbeat::new(&me, 1, BootTime::now(), Content { record, since_ms: None, deadline_ms: 1 });
-        let json = String::from_utf8(hb.encode()).unwrap();
-        assert!(json.contains(r#""due_ms":1700000000000"#) && json.contains(r#""ended_ms":1700000001234"#), "{json}");
-        assert!(json.contains(r#""next_ms":1700000300000"#), "{json}");
-        let read =
-            Heartbeat::decode(json.as_bytes()).unwrap().as_other(8, std::time::Duration::from_secs(3)).job.unwrap();
-        assert_eq!(read, Job { by: Some(Runner { name: "a".into(), host: me.host.clone() }), ..job });
-    }
-
-    #[test]
-    fn records_read_as_the_stance_their_writer_meant_across_versions() {
-        let deadline = std::time::Duration::from_secs(3);
-        let v1 = |token: &str| {
-            let json = format!(
-                r#"{{"v":1,"name":"a","incarnation":"i","host":"h","pid":1,"seq":1,"sent_ns":1,"token":{token}}}"#
-            );
-            Heartbeat::decode(json.as_bytes()).unwrap().as_other(40, deadline)
-        };
-        assert_eq!(v1("7").stance, Stance::Leading { token: 7 });
-        assert_eq!(v1("null").stance, Stance::Released, "a version 1 candidate contends for nothing");
-        assert_eq!(v1("null").term, None);
-        let me = Member::this_process("b".into());
-        let record = Record { term: 4, start: None, stance: Stance::Contending, job: None, next: None };
-        let hb = Heartbeat::new(&me, 1, BootTime::from_nanos(1), Content { record, since_ms: Some(9), deadline_ms: 1 });
-        assert_eq!(hb.since_ms, None, "only leadership has a beginning");
-        let other = Heartbeat::decode(&hb.encode()).unwrap().as_other(41, deadline);
-        assert_eq!((other.stance, other.term, other.start, other.offset), (Stance::Contending, Some(4), None, 41));
-        assert!(String::from_utf8(hb.encode()).unwrap().contains(r#""role":"contending""#));
-    }
-}
-
-/// A control record on partition 0: `neli-run yield` asks the leader (any
-/// leader, or the one named) to hand over.
-///
-/// Version 2 adds who asked (`name`, `host`, `pid`, `user`, `uid`), for the
-/// leader's log. Only fields were added: older versions ignore them, and a
-/// version 1 record reads with them unset. Whoever can write to the topic
-/// can write any of them: they say who asked, they do not prove it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Yield {
-    /// Always "yield": what tells this record from a heartbeat.
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub v: u32,
-    /// The member asked, or None for whoever leads.
-    pub target: Option<String>,
-    pub at_ms: u64,
-    /// The asker's NELI_NAME when it runs inside a member's command, else
-    /// its host name (from version 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// The asker's host name (from version 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-    /// The asker's process id (from version 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    /// The asker's local user name, when its uid has one (from version 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user: Option<String>,
-    /// The asker's uid (from version 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uid: Option<u32>,
-}
-
-impl Yield {
-    /// A request to `target` (or whoever leads), signed with this process.
-    pub fn new(target: Option<String>) -> Yield {
-        let host = nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned());
-        let uid = nix::unistd::getuid();
-        let user = nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.name);
-        let name = std::env::var("NELI_NAME").ok().filter(|n| !n.is_empty()).or_else(|| host.clone());
-        Yield {
-            kind: "yield".into(),
-            v: 2,
-            target,
-            at_ms: wall_ms(),
-            name,
-            host,
-            pid: Some(std::process::id()),
-            user,
-            uid: Some(uid.as_raw()),
-        }
-    }
-
-    /// Serialized record value.
-    pub fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a yield always serializes")
-    }
-
-    /// Parses a record value that is a yield request.
-    pub fn decode(bytes: &[u8]) -> Option<Yield> {
-        serde_json::from_slice::<Yield>(bytes).ok().filter(|y| y.kind == "yield")
-    }
-
-    /// Whether it asks the member named `name`.
-    pub fn applies_to(&self, name: &str) -> bool {
-        self.target.as_deref().is_none_or(|t| t == name)
-    }
-
-    /// Who asked, for a log line, every string escaped ([`printable`]):
-    /// "user alice (uid 1000) on host web-2 (pid 4242)".
-    pub fn asker(&self) -> String {
-        if self.host.is_none() && self.user.is_none() && self.pid.is_none() {
-            return "an unknown asker (a neli-run older than the version 2 record, or another writer)".into();
-        }
-        let user = match (&self.user, self.uid) {
-            (Some(user), Some(uid)) => format!("user {} (uid {uid})", printable(user)),
-            (Some(user), None) => format!("user {}", printable(user)),
-            (None, Some(uid)) => format!("uid {uid}"),
-            (None, None) => "an unknown user".into(),
-        };
-        let host = self.host.as_deref().map_or_else(|| "?".into(), printable);
-        let mut out = format!("{user} on host {host}");
-        match (self.pid, self.name.as_deref().filter(|n| Some(*n) != self.host.as_deref())) {
-            (Some(pid), Some(name)) => out += &format!(" (pid {pid}, name {})", printable(name)),
-            (Some(pid), None) => out += &format!(" (pid {pid})"),
-            (None, Some(name)) => out += &format!(" (name {})", printable(name)),
-            (None, None) => {}
-        }
-        out
     }
 }
 
@@ -437,61 +251,109 @@ pub fn printable(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod yield_tests {
+mod tests {
     use super::*;
 
+    /// 2023-11-14T22:13:20Z: the wall clock the tests' records are written at.
+    const AT: u64 = 1_700_000_000_000;
+
     #[test]
-    fn yield_records_are_not_heartbeats_and_name_their_target() {
-        let any = Yield::new(None).encode();
-        let named = Yield::new(Some("b".into())).encode();
-        assert!(Heartbeat::decode(&any).is_none());
-        assert!(Yield::decode(&any).unwrap().applies_to("a"));
-        assert!(!Yield::decode(&named).unwrap().applies_to("a"));
+    fn round_trips_and_recognises_only_its_own_incarnation() {
+        let me = Member::this_process("a".into());
+        let record =
+            Record { term: 2, start: Some(5), stance: Stance::Leading { token: 9 }, attempt: None, next: None };
         let hb = Heartbeat::new(
-            &Member::this_process("a".into()),
-            1,
-            BootTime::from_nanos(1),
-            Content {
-                record: Record { term: 1, start: None, stance: Stance::Contending, job: None, next: None },
-                since_ms: None,
-                deadline_ms: 1,
-            },
+            &me,
+            3,
+            BootTime::from_nanos(42),
+            AT,
+            Content { record, since_ms: Some(1), deadline_ms: 3000 },
         );
-        assert!(Yield::decode(&hb.encode()).is_none());
+        let back = Heartbeat::decode(&hb.encode()).unwrap();
+        assert_eq!(back, hb);
+        assert!(back.is_from(&me));
+        let restarted = Member::this_process("a".into());
+        assert_ne!(restarted.incarnation, me.incarnation);
+        assert!(!back.is_from(&restarted));
+        assert_eq!(Heartbeat::decode(b"not json"), None);
     }
 
     #[test]
-    fn yield_records_say_who_asked_and_old_ones_still_read() {
-        let mine = Yield::decode(&Yield::new(None).encode()).unwrap();
-        assert_eq!((mine.v, mine.pid), (2, Some(std::process::id())));
-        assert_eq!(mine.uid, Some(nix::unistd::getuid().as_raw()));
-        // The user name as the system itself answers it.
-        let id = std::process::Command::new("id").arg("-un").output().unwrap();
-        assert_eq!(mine.user.as_deref(), Some(String::from_utf8_lossy(&id.stdout).trim()));
-        assert!(mine.asker().contains(&format!("(pid {}", std::process::id())), "{}", mine.asker());
-        // What version 1 readers decode (their struct, as it was): still a
-        // yield for the same target.
-        #[derive(Deserialize)]
-        struct V1 {
-            #[serde(rename = "type")]
-            kind: String,
-            target: Option<String>,
-        }
-        let old: V1 = serde_json::from_slice(&Yield::new(Some("b".into())).encode()).unwrap();
-        assert_eq!((old.kind.as_str(), old.target.as_deref()), ("yield", Some("b")));
-        // Version 1, as older neli-run versions write it.
-        let v1 = Yield::decode(br#"{"type":"yield","v":1,"target":"a","at_ms":5}"#).unwrap();
-        assert!(v1.applies_to("a") && v1.user.is_none());
-        assert!(v1.asker().contains("unknown asker"), "{}", v1.asker());
-        let forged = Yield {
-            user: Some("al\u{1b}[2Jice".into()),
-            host: Some("web-2\nfake".into()),
-            pid: Some(7),
-            uid: Some(1000),
-            name: Some("w\u{202e}x".into()),
-            ..v1
+    fn an_attempt_reads_back_as_written_naming_its_runner_and_wave() {
+        let me = Member::this_process("a".into());
+        let wave_ms = AT - 5000;
+        let job =
+            Attempt { wave_ms, wave_token: 2, number: 2, token: 3, code: Some(0), by: None, due: None, ended: None };
+        let record = Record { term: 1, start: None, stance: Stance::Released, attempt: Some(job.clone()), next: None };
+        let content = Content { record, since_ms: None, deadline_ms: 1 };
+        let hb = Heartbeat::decode(&Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, content).encode()).unwrap();
+        let read = hb.as_other(4, std::time::Duration::from_secs(3), AT).attempt.unwrap();
+        let by = Some(Runner { name: "a".into(), host: me.host.clone() });
+        assert_eq!(read, Attempt { by, ..job });
+        // The first records with a job had no wave token: the attempt's own.
+        let mut old = hb.clone();
+        old.job.as_mut().unwrap().wave_token = None;
+        assert_eq!(old.as_other(4, std::time::Duration::from_secs(3), AT).attempt.unwrap().wave_token, 3);
+    }
+
+    #[test]
+    fn a_scheduled_run_reads_back_with_its_due_time_ending_and_the_next_due_time() {
+        let me = Member::this_process("a".into());
+        // Before this machine booted: due times are wall clock, not BootTime.
+        let (due, ended, next) = (1_700_000_000_000, 1_700_000_001_234, 1_700_000_300_000);
+        let job = Attempt {
+            wave_ms: AT,
+            wave_token: 7,
+            number: 1,
+            token: 7,
+            code: Some(3),
+            by: None,
+            due: Some(due),
+            ended: Some(ended),
         };
-        assert_eq!(forged.asker(), r"user al\u{1b}[2Jice (uid 1000) on host web-2\nfake (pid 7, name w\u{202e}x)");
+        let record = Record {
+            term: 1,
+            start: Some(7),
+            stance: Stance::Leading { token: 7 },
+            attempt: Some(job.clone()),
+            next: Some(next),
+        };
+        let hb =
+            Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: None, deadline_ms: 1 });
+        let json = String::from_utf8(hb.encode()).unwrap();
+        assert!(json.contains(r#""due_ms":1700000000000"#) && json.contains(r#""ended_ms":1700000001234"#), "{json}");
+        assert!(json.contains(r#""next_ms":1700000300000"#), "{json}");
+        let read = Heartbeat::decode(json.as_bytes())
+            .unwrap()
+            .as_other(8, std::time::Duration::from_secs(3), AT)
+            .attempt
+            .unwrap();
+        assert_eq!(read, Attempt { by: Some(Runner { name: "a".into(), host: me.host.clone() }), ..job });
+    }
+
+    #[test]
+    fn records_read_as_the_stance_their_writer_meant_across_versions() {
+        let deadline = std::time::Duration::from_secs(3);
+        let v1 = |token: &str| {
+            let json = format!(
+                r#"{{"v":1,"name":"a","incarnation":"i","host":"h","pid":1,"seq":1,"sent_ns":1,"token":{token}}}"#
+            );
+            Heartbeat::decode(json.as_bytes()).unwrap().as_other(40, deadline, AT)
+        };
+        assert_eq!(v1("7").stance, Stance::Leading { token: 7 });
+        assert_eq!(v1("null").stance, Stance::Released, "a version 1 candidate contends for nothing");
+        assert_eq!(v1("null").term, None);
+        let me = Member::this_process("b".into());
+        let record = Record { term: 4, start: None, stance: Stance::Contending, attempt: None, next: None };
+        let hb =
+            Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: Some(9), deadline_ms: 1 });
+        assert_eq!(hb.since_ms, None, "only leadership has a beginning");
+        let other = Heartbeat::decode(&hb.encode()).unwrap().as_other(41, deadline, AT + 250);
+        assert_eq!((other.stance, other.term, other.start, other.offset), (Stance::Contending, Some(4), None, 41));
+        // Its age is our wall clock against its writer's; a version 1
+        // record (no wall clock) reads as just written.
+        assert_eq!((other.age, v1("7").age), (std::time::Duration::from_millis(250), std::time::Duration::ZERO));
+        assert!(String::from_utf8(hb.encode()).unwrap().contains(r#""role":"contending""#));
     }
 
     #[test]

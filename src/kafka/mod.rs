@@ -22,6 +22,7 @@
 //! it, so nothing stuck inside librdkafka can delay it.
 
 pub mod heartbeat;
+pub mod yield_request;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -44,7 +45,8 @@ use crate::config::properties::creation_error;
 use crate::config::Config;
 use crate::exit::{Failure, Kind};
 use crate::leader::{Other, Record};
-use heartbeat::{Content, Heartbeat, Member, Yield};
+use heartbeat::{Content, Heartbeat, Member};
+use yield_request::Yield;
 
 /// What the Kafka side reports to the run loop.
 #[derive(Debug)]
@@ -476,14 +478,15 @@ impl Kafka {
     /// Queues `record` as one heartbeat stamped with `now`. Never blocks.
     pub fn send_heartbeat(&mut self, now: BootTime, record: Record) {
         self.seq += 1;
+        let at_ms = crate::clock::wall_ms();
         let token = record.stance.token();
         self.leading = match (token, self.leading) {
             (Some(t), Some((held, since))) if t == held => Some((held, since)),
-            (Some(t), _) => Some((t, heartbeat::wall_ms())),
+            (Some(t), _) => Some((t, at_ms)),
             (None, _) => None,
         };
         let content = Content { record, since_ms: self.leading.map(|(_, since)| since), deadline_ms: self.deadline_ms };
-        let value = Heartbeat::new(&self.member, self.seq, now, content).encode();
+        let value = Heartbeat::new(&self.member, self.seq, now, at_ms, content).encode();
         let record = BaseRecord::to(&self.topic).partition(0).key(self.member.name.as_bytes()).payload(&value);
         if let Err((err, _)) = self.producer.send(record) {
             debug!(%err, "heartbeat not queued");
@@ -628,7 +631,9 @@ fn consume(
                     (Some(hb), _) if hb.is_from(me) => {
                         Event::OwnHeartbeat { offset: msg.offset(), sent: BootTime::from_nanos(hb.sent_ns) }
                     }
-                    (Some(hb), _) => Event::OtherHeartbeat(hb.as_other(msg.offset(), ctx.deadline)),
+                    (Some(hb), _) => {
+                        Event::OtherHeartbeat(hb.as_other(msg.offset(), ctx.deadline, crate::clock::wall_ms()))
+                    }
                     (None, Some(y))
                         if y.applies_to(&me.name) && msg.offset() >= ctx.assigned_at.load(Ordering::Relaxed) =>
                     {

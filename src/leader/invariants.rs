@@ -17,17 +17,12 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
+use super::fixtures::*;
 use super::*;
 
 const D: u64 = 1000; // heartbeat deadline, ms
 const H: u64 = 200; // heartbeat interval, ms
 const GRACE: u64 = 500;
-const SIGTERM: Signal = Signal(15);
-const SIGHUP: Signal = Signal(1);
-
-fn ms(n: u64) -> BootTime {
-    BootTime::from_nanos(n * 1_000_000)
-}
 
 fn as_ms(t: BootTime) -> u64 {
     (t.since(BootTime::from_nanos(0))).as_millis() as u64
@@ -94,6 +89,9 @@ struct Sim {
     scheduled: u64,
     done: bool,
     trace: Vec<String>,
+    /// The walk's boot on the wall clock: any time of day, so that due
+    /// times fall anywhere between the walk's steps.
+    wall0: u64,
 }
 
 impl Sim {
@@ -118,12 +116,13 @@ impl Sim {
         };
         // A schedule runs the command at due times instead (never with waves).
         let schedule = (restart == Restart::Never && settings.waves.is_none() && rng.bool()).then(|| Schedule {
-            calendar: std::sync::Arc::new(schedule::tests::Grid(rng.u64(50..3000))),
+            calendar: every(rng.u64(50..3000)),
             missed: [Missed::Skip, Missed::Once, Missed::All][rng.usize(..3)],
             starting_deadline: rng.bool().then(|| Duration::from_millis(rng.u64(0..3000))),
         });
         let settings = Settings { schedule, ..settings };
-        let mut core = Leader::new(settings.clone(), ms(0));
+        let wall0 = WALL + rng.u64(..86_400_000);
+        let mut core = Leader::new(settings.clone(), Anchor { boot: ms(0), wall_ms: wall0 });
         if rng.bool() {
             core.born_at(rng.i64(0..20));
         }
@@ -153,6 +152,7 @@ impl Sim {
             scheduled: 0,
             done: false,
             trace: Vec::new(),
+            wall0,
         }
     }
 
@@ -228,11 +228,11 @@ impl Sim {
         let writer = ["a", "b"][self.rng.usize(..2)].to_string();
         let offset = self.log;
         self.log += 1;
-        let run = self.their_term.entry(writer.clone()).or_insert(1);
+        let term = self.their_term.entry(writer.clone()).or_insert(1);
         if self.rng.u8(..10) == 0 {
-            *run += 1;
+            *term += 1;
         }
-        let run = (self.rng.u8(..10) != 0).then_some(*run);
+        let term = (self.rng.u8(..10) != 0).then_some(*term);
         let start = (self.rng.bool() && offset > 0).then(|| self.rng.i64(0..offset));
         let stance = match self.rng.u8(..3) {
             0 => Stance::Leading { token: self.rng.i64(0..=offset) },
@@ -244,18 +244,18 @@ impl Sim {
         let other = Other {
             writer: writer.clone(),
             offset,
-            term: run,
+            term,
             start,
             stance,
             age: Duration::from_millis(age),
             deadline: Duration::from_millis(D),
-            job: (self.rng.u8(..4) == 0).then(|| {
+            attempt: (self.rng.u8(..4) == 0).then(|| {
                 let token = self.rng.i64(0..=offset);
-                Job {
+                Attempt {
                     // Now and then from a clock ahead of ours.
-                    wave: ms((self.now + 1000).saturating_sub(self.rng.u64(0..30_000))),
+                    wave_ms: self.wall0 + (self.now + 1000).saturating_sub(self.rng.u64(0..30_000)),
                     wave_token: self.rng.i64(0..=token),
-                    attempt: self.rng.u32(1..4),
+                    number: self.rng.u32(1..4),
                     token,
                     code: self.rng.bool().then(|| self.rng.u8(..3)),
                     by: None,
@@ -278,7 +278,7 @@ impl Sim {
                 self.claims.remove(&writer);
             }
         }
-        match (run, stance) {
+        match (term, stance) {
             (Some(id), Stance::Leading { .. } | Stance::Contending) => {
                 let start = start.unwrap_or(offset).min(offset);
                 let fresh = TheirTerm { id, start, until, contending: false };
@@ -352,9 +352,9 @@ impl Sim {
                 }
                 self.produce(record);
             }
-            Action::Spawn { token, lease, job } => {
+            Action::Spawn { token, lease, attempt } => {
                 if let Some(schedule) = &self.settings.schedule {
-                    self.check_scheduled(schedule.starting_deadline, job);
+                    self.check_scheduled(schedule.starting_deadline, attempt);
                 }
                 let lease = as_ms(lease);
                 if self.child.is_some() {
@@ -434,13 +434,13 @@ impl Sim {
     /// starting deadline; after our previous run ended by itself, only once
     /// a record of ours sent after that is read back; and due times run in
     /// order (the same one again only as a later attempt, after a cut).
-    fn check_scheduled(&mut self, deadline: Option<Duration>, job: Option<Job>) {
+    fn check_scheduled(&mut self, deadline: Option<Duration>, attempt: Option<Attempt>) {
         let now = self.now;
         // (Due times are wall-clock ms; the walk's times are boot time.)
-        let Some(Job { due: Some(due), attempt, .. }) = job else {
-            self.fail(&format!("a scheduled spawn without a due time: {job:?}"));
+        let Some(Attempt { due: Some(due), number, .. }) = attempt else {
+            self.fail(&format!("a scheduled spawn without a due time: {attempt:?}"));
         };
-        let (due, now) = (due, ms(now).wall_ms());
+        let (due, now) = (due, self.wall0 + now);
         if due > now || deadline.is_some_and(|d| now > due + d.as_millis() as u64) {
             self.fail(&format!("the run of due time {due} started at {now} (starting deadline {deadline:?})"));
         }
@@ -448,11 +448,11 @@ impl Sim {
             self.fail(&format!("a run started before a record sent after the last one ended at {ended} was read back"));
         }
         if let Some((last, last_attempt)) = self.last_due {
-            if due < last || (due == last && attempt <= last_attempt) {
-                self.fail(&format!("due time {due} attempt {attempt} after due time {last} attempt {last_attempt}"));
+            if due < last || (due == last && number <= last_attempt) {
+                self.fail(&format!("due time {due} attempt {number} after due time {last} attempt {last_attempt}"));
             }
         }
-        self.last_due = Some((due, attempt));
+        self.last_due = Some((due, number));
         self.scheduled += 1;
     }
 

@@ -1,9 +1,11 @@
 //! The leadership state machine: the pure core of neli-run.
 //!
-//! Events go in through [`Leader::step`] with the time they happened; actions
-//! come out as data for the shell to carry out. The core never reads a clock,
-//! a socket or a process: that is what lets the tests below walk through
-//! every interleaving of rebalances, heartbeats, child exits and signals.
+//! Events go in through [`Leader::step`] with the time they happened (and
+//! the wall clock once, as the [`Anchor`] of [`Leader::new`]); actions come
+//! out as data for the shell to carry out. The core never reads a clock, a
+//! socket or a process: that is what lets its tests (`tests.rs`, the
+//! scenarios; `invariants.rs`, the random walks) go through every
+//! interleaving of rebalances, heartbeats, child exits and signals.
 //!
 //! Theory of operation (Fast NELI):
 //! - Owning partition 0 makes us a *candidate*. A candidate produces a
@@ -26,270 +28,38 @@
 //! `Plan` says what follows the command's exit (restart, stand aside, exit).
 //!
 //! Once per wave (`--restart never`, the cron wrapper): every record also
-//! carries the newest [`Job`] its writer knows, so that a member that comes
+//! carries the newest [`Attempt`] its writer knows, so that a member that comes
 //! to lead after a run of its wave ended exits with that run's status
 //! instead of running the command again (see [`Waves`]).
 //!
 //! A schedule of its own (`--every`, `--cron`): the leader stays leader and
-//! runs the command at each due time; the same [`Job`] carried in every
+//! runs the command at each due time; the same [`Attempt`] carried in every
 //! record names the newest due time run and how it ended, so that the next
 //! leader neither repeats a run that ended nor forgets one that was due
 //! (see [`Schedule`]).
+//!
+//! Files: `io.rs` is the contract with the shell and `config` (settings,
+//! inputs, actions, records); this one the leadership policy; `peers.rs`
+//! the other members; `attempts.rs` and `schedule.rs` what once per wave
+//! and a schedule add; `say.rs` what is only logged.
 
 use std::time::Duration;
 
 use tracing::{info, warn};
 
-use crate::clock::BootTime;
+use crate::clock::{Anchor, BootTime};
 use crate::exit::{self, ChildStatus};
+use attempts::Turn;
+pub use attempts::{supersedes, Attempt, Runner, Waves};
+pub use io::{Action, Input, Other, Record, Restart, Settings, Signal, Stance};
 use peers::Peers;
 pub use schedule::{Calendar, Missed, Schedule};
 
+mod attempts;
+mod io;
 mod peers;
+mod say;
 mod schedule;
-
-/// What to do when the child exits on its own while we lead.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Restart {
-    /// Exit with the child's status (and leave the group).
-    Never,
-    /// Start it again unless it exited with status 0.
-    OnFailure,
-    /// Start it again whatever its status.
-    Always,
-}
-
-/// A signal, by number: the core decides when one goes to the command's
-/// group, the supervisor sends it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Signal(pub i32);
-
-/// The timing and policy the core needs; validated by `config`.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub heartbeat_interval: Duration,
-    pub heartbeat_deadline: Duration,
-    pub grace: Duration,
-    pub stop_signal: Signal,
-    pub restart: Restart,
-    pub restart_delay: Duration,
-    pub acquire_timeout: Option<Duration>,
-    /// How long one run may take before it is stopped (stop signal, grace,
-    /// SIGKILL) and counts as ended with the status that gives.
-    pub max_runtime: Option<Duration>,
-    /// The longest gap in our own heartbeats after which we may still
-    /// trust that the group kept partition 0 for us: session timeout minus
-    /// a coordinator heartbeat and the margin. After a longer gap the
-    /// coordinator may already have given the partition to another member,
-    /// so we rejoin the group instead of resuming.
-    pub resume_window: Duration,
-    /// How long past its writer's deadline another member's claim still
-    /// holds us back: room for the writers' wall clocks to disagree and for
-    /// a kill to land.
-    pub claim_margin: Duration,
-    /// Once per wave, or None to run the command whenever we come to lead.
-    pub waves: Option<Waves>,
-    /// Run the command at due times while we lead, instead of once when we
-    /// come to lead (never with waves).
-    pub schedule: Option<Schedule>,
-}
-
-/// Once per wave: members started for the same tick (cron on every host)
-/// run the command once between them, where each would otherwise run it in
-/// turn as leadership passes on. A wave begins when its first attempt
-/// starts; a member started within `within` of that belongs to it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Waves {
-    /// How long after a wave began a member started still belongs to it;
-    /// one started later begins a wave of its own (the next tick).
-    pub within: Duration,
-    /// Whether a run that failed is tried again by the next member; if not,
-    /// every member of its wave exits with its status.
-    pub retry_failed: bool,
-}
-
-/// One attempt at a wave's run. An attempt that did not end on its own
-/// (its leader crashed, was fenced or was stopped) is tried again by the
-/// next leader of the wave: at least once, never twice after a success.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Job {
-    /// When the wave's first attempt started.
-    pub wave: BootTime,
-    /// The first attempt's token: where the wave began on partition 0, which
-    /// every member reads alike, whatever its clock.
-    pub wave_token: i64,
-    /// 1 for the first attempt, 2 for the first retry ...
-    pub attempt: u32,
-    /// The attempt's fencing token: the newer attempt has the larger one.
-    pub token: i64,
-    /// Its exit status, once it ended on its own.
-    pub code: Option<u8>,
-    /// Who ran it; None for this member.
-    pub by: Option<Runner>,
-    /// The due time it runs, in wall-clock ms since the epoch (a schedule's
-    /// run; None for a wave's). Not a `BootTime`: it may lie before this
-    /// machine booted.
-    pub due: Option<u64>,
-    /// When it ended on its own (with `code`), in wall-clock ms.
-    pub ended: Option<u64>,
-}
-
-/// Whether an attempt (its token, due time and ending) says more than a
-/// `known` one. Records carry attempts forward, so the same one is read
-/// many times, ended or not.
-/// - A wave's (no due time): the newer attempt (the larger token), or the
-///   same attempt telling how it ended. A failed run is tried again, so a
-///   later attempt's word is the one that counts.
-/// - A schedule's: the later due time (one leadership runs due times one
-///   after another under one token); of one due time, a run that ended over
-///   any attempt that did not, since an ending is final and an attempt
-///   begun before it landed (then cut short) must not undo it (found by
-///   neli-soak on tansu); else the newer attempt.
-pub fn supersedes<D: Ord>(
-    (token, due, code): (i64, Option<D>, Option<u8>),
-    (known, known_due, known_code): (i64, Option<D>, Option<u8>),
-) -> bool {
-    if due.is_some() && known_due.is_some() {
-        return (&due, code.is_some(), token) > (&known_due, known_code.is_some(), known);
-    }
-    let (new, old) = ((token, due), (known, known_due));
-    new > old || (new == old && known_code.is_none() && code.is_some())
-}
-
-/// A member that ran an attempt, as its records name it (the writer chose
-/// these strings: log them escaped).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Runner {
-    pub name: String,
-    pub host: String,
-}
-
-/// What one of our heartbeat records says. The core decides it, so that a
-/// record never claims less than is true.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Record {
-    /// Which of our terms it belongs to: a term is one stretch of ownership
-    /// whose records others can have counted without a break (raft's word).
-    pub term: u64,
-    /// The offset of the term's first record, once read back: the term's
-    /// place in the one order every member reads.
-    pub start: Option<i64>,
-    pub stance: Stance,
-    /// The newest attempt of a wave, or run of the schedule, we know of.
-    pub job: Option<Job>,
-    /// When the schedule's next run is due, as its writer plans it
-    /// (wall-clock ms).
-    pub next: Option<u64>,
-}
-
-/// A record writer's part in the group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stance {
-    /// Its command may be running, under this fencing token.
-    Leading { token: i64 },
-    /// It owns partition 0 and may lead soon: a candidate, or a fenced
-    /// leader that may resume.
-    Contending,
-    /// It runs no command and contends for nothing: the disclaimer (and
-    /// any record of a version that did not say more).
-    Released,
-}
-
-impl Stance {
-    /// The fencing token it claims, if any.
-    pub fn token(self) -> Option<i64> {
-        match self {
-            Stance::Leading { token } => Some(token),
-            Stance::Contending | Stance::Released => None,
-        }
-    }
-}
-
-/// Another member's heartbeat record, as the core needs it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Other {
-    /// Its name and incarnation.
-    pub writer: String,
-    /// Where it sits on partition 0.
-    pub offset: i64,
-    /// The writer's term; None from versions that did not say, whose
-    /// records never contend.
-    pub term: Option<u64>,
-    /// The offset of that term's first record, if the writer had read it
-    /// back when it wrote this one.
-    pub start: Option<i64>,
-    pub stance: Stance,
-    /// How long ago it was written: our wall clock against the writer's.
-    pub age: Duration,
-    /// The writer's heartbeat deadline: its command is dead this long after
-    /// its newest record was written, unless it writes another.
-    pub deadline: Duration,
-    /// The newest attempt of a wave its writer knew of.
-    pub job: Option<Job>,
-}
-
-/// Something that happened, as the shell reports it.
-// A record is a few hundred bytes and comes a few times a second: moved,
-// not boxed.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Input {
-    /// The group assigned us partition 0.
-    Assigned,
-    /// Partition 0 was taken from us. `lost` means the group already moved
-    /// on without us (session expired), so there is no time for grace.
-    Revoked { lost: bool },
-    /// One of our own heartbeat records (this very incarnation) was read
-    /// back from partition 0; `sent` is when we produced it.
-    OwnHeartbeat { offset: i64, sent: BootTime },
-    /// Another member's heartbeat record was read from partition 0.
-    OtherHeartbeat(Other),
-    /// The child's whole process group is gone.
-    ChildExited(ChildStatus),
-    /// SIGTERM or SIGINT: stop the child, leave the group, exit. A second
-    /// one kills the child at once.
-    Shutdown,
-    /// Kafka said something we cannot recover from; exit with this code
-    /// after stopping the child.
-    Fatal(u8),
-    /// A signal to pass on to the child's group.
-    Forward(Signal),
-    /// `neli-run yield` asked us to hand leadership over.
-    Yield,
-    /// Nothing but the passing of time (the shell's timer fired).
-    Tick,
-}
-
-/// Something for the shell to do.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Action {
-    /// Produce this heartbeat record now.
-    SendHeartbeat(Record),
-    /// Start the child with this fencing token; the shim must kill it by
-    /// itself at `lease` unless the lease is extended. `job` says which
-    /// attempt of which wave it is (once per wave).
-    Spawn { token: i64, lease: BootTime, job: Option<Job> },
-    /// Move the running child's lease forward.
-    Lease(BootTime),
-    /// Send a signal to the child's process group.
-    SignalGroup(Signal),
-    /// SIGKILL the child's process group.
-    KillGroup,
-    /// Let the blocked rebalance callback return: the child is gone.
-    ReleaseRevoke,
-    /// Leave the group and join it again: our claim on partition 0 is
-    /// too old to trust, so get a fresh assignment from the coordinator.
-    Rejoin,
-    /// Leave the group and rejoin only once another member leads (or after
-    /// a while, if none does): the end of a yield, once the child is gone.
-    StandAside,
-    /// Leave the group and exit with this status.
-    Exit(u8),
-    /// Write this record (it claims nothing), and give it a moment to
-    /// land: the next owner then reads that our command is gone instead of
-    /// waiting out our last record. Comes before giving partition 0 up.
-    Disclaim(Record),
-}
 
 /// Where we stand in the group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -337,13 +107,6 @@ enum Plan {
     Done,
 }
 
-/// Whether to run the command now (as which attempt of which wave), or to
-/// exit with the status of a run of our wave that already ended.
-enum Turn {
-    Run(Option<Job>),
-    Covered(u8),
-}
-
 /// Our newest own heartbeat read back.
 #[derive(Clone, Copy, Debug)]
 struct Fresh {
@@ -357,8 +120,8 @@ struct Fresh {
 #[derive(Clone, Copy, Debug)]
 struct Tenure {
     since: BootTime,
-    /// Since when the current role holds (for "took X" in logs).
-    role_since: BootTime,
+    /// Since when the current phase holds (for "took X" in logs).
+    phase_since: BootTime,
     next_heartbeat: BootTime,
     /// When the current term began (see [`Record::term`]).
     term_since: BootTime,
@@ -366,7 +129,7 @@ struct Tenure {
     start: Option<i64>,
     /// The newest own heartbeat of this term read back.
     fresh: Option<Fresh>,
-    role: Phase,
+    phase: Phase,
 }
 
 /// The state machine. One per neli-run process.
@@ -374,6 +137,9 @@ struct Tenure {
 pub struct Leader {
     settings: Settings,
     started: BootTime,
+    /// Our start on both clocks: every conversion between boot time and
+    /// the wall clock of the records goes through it.
+    anchor: Anchor,
     tenure: Option<Tenure>,
     child: Child,
     plan: Plan,
@@ -401,7 +167,7 @@ pub struct Leader {
     /// What the other members' records say (see `peers`).
     peers: Peers,
     /// The newest attempt of a wave we know of, ours or read (once per wave).
-    job: Option<Job>,
+    attempt: Option<Attempt>,
     /// The time of the latest step: a deadline at or before it has been
     /// handled, and returning it from `next_deadline` would spin the shell.
     now: BootTime,
@@ -413,11 +179,13 @@ pub struct Leader {
 }
 
 impl Leader {
-    /// A standby that has just started at `now`.
-    pub fn new(settings: Settings, now: BootTime) -> Leader {
+    /// A standby that has just started at `now` (read on both clocks once,
+    /// by the shell: the core reads none).
+    pub fn new(settings: Settings, now: Anchor) -> Leader {
         Leader {
             settings,
-            started: now,
+            started: now.boot,
+            anchor: now,
             tenure: None,
             child: Child::Idle,
             plan: Plan::Serve,
@@ -431,8 +199,8 @@ impl Leader {
             overran: false,
             run_ended: None,
             peers: Peers::default(),
-            job: None,
-            now,
+            attempt: None,
+            now: now.boot,
             out: Vec::new(),
             roles: Vec::new(),
             last_role: Role::Standby,
@@ -463,7 +231,7 @@ impl Leader {
 
     /// Our role now (for logs, status and tests).
     pub fn role(&self) -> Role {
-        match self.tenure.map(|t| t.role) {
+        match self.tenure.map(|t| t.phase) {
             None => Role::Standby,
             Some(Phase::Candidate) => Role::Candidate,
             Some(Phase::Leader { token }) => Role::Leader { token },
@@ -472,8 +240,8 @@ impl Leader {
     }
 
     /// The newest run we know of, ours or read (for metrics).
-    pub fn last_run(&self) -> Option<&Job> {
-        self.job.as_ref()
+    pub fn last_run(&self) -> Option<&Attempt> {
+        self.attempt.as_ref()
     }
 
     /// Whether our command may still run: until its exit is reported, a
@@ -536,7 +304,7 @@ impl Leader {
         };
         if let Some(t) = self.tenure {
             consider(Some(t.next_heartbeat));
-            match t.role {
+            match t.phase {
                 Phase::Leader { .. } => consider(t.fresh.map(|f| f.sent + self.settings.heartbeat_deadline)),
                 Phase::Candidate | Phase::Fenced => consider(Some(self.give_back_at(&t))),
             }
@@ -580,19 +348,19 @@ impl Leader {
         self.term += 1;
         self.tenure = Some(Tenure {
             since: now,
-            role_since: now,
+            phase_since: now,
             next_heartbeat: now,
             term_since: now,
             start: None,
             fresh: None,
-            role: Phase::Candidate,
+            phase: Phase::Candidate,
         });
         self.note_role();
     }
 
     fn on_revoked(&mut self, lost: bool, now: BootTime) {
         if let Some(tenure) = self.tenure.take() {
-            info!(role = ?tenure.role, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
+            info!(role = ?tenure.phase, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
         }
         self.note_role();
         // Whatever our role was, the partition goes only once the child has.
@@ -630,7 +398,7 @@ impl Leader {
         if now.since(sent) >= deadline {
             return; // read back too late: it proves nothing about now
         }
-        match tenure.role {
+        match tenure.phase {
             Phase::Candidate | Phase::Fenced => self.try_promote(now),
             // While the child stops (a shutdown or a yield) too: we still
             // own the partition and heartbeat, so the lease may run as long
@@ -654,12 +422,12 @@ impl Leader {
     /// known. A record that lands after ours comes from a writer whose
     /// earlier records we read (so its claim was known), or from a term that
     /// began after ours, which yields to us, or fences us (`on_other`) if
-    /// its writer says it began earlier. A graceful handover, whose
-    /// disclaimer is the newest record, so leads one produce and fetch after
-    /// the assignment.
+    /// its writer says it began earlier. So after a graceful handover, whose
+    /// disclaimer is the newest record, the next owner leads one produce and
+    /// fetch after its assignment.
     fn promotion_at(&self) -> Option<BootTime> {
         let tenure = self.tenure?;
-        if tenure.role == Phase::Candidate || tenure.role == Phase::Fenced {
+        if tenure.phase == Phase::Candidate || tenure.phase == Phase::Fenced {
             let (fresh, start) = (tenure.fresh?, tenure.start?);
             if self.peers.newest_token().is_some_and(|t| fresh.offset <= t) {
                 // Our token must be newer than any we have read (a fence by
@@ -682,10 +450,10 @@ impl Leader {
         if now.since(fresh.sent) >= self.settings.heartbeat_deadline {
             return;
         }
-        let was = tenure.role;
-        let took = now.since(tenure.role_since);
-        tenure.role = Phase::Leader { token: fresh.offset };
-        tenure.role_since = now;
+        let was = tenure.phase;
+        let took = now.since(tenure.phase_since);
+        tenure.phase = Phase::Leader { token: fresh.offset };
+        tenure.phase_since = now;
         // Announce the token at once (for `neli-run status`).
         tenure.next_heartbeat = now;
         self.ever_led = true;
@@ -703,7 +471,7 @@ impl Leader {
     fn start_at(&self) -> Option<BootTime> {
         let Plan::Start(ready) = self.plan else { return None };
         let tenure = self.tenure?;
-        let (Phase::Leader { .. }, Some(fresh), Some(start)) = (tenure.role, tenure.fresh, tenure.start) else {
+        let (Phase::Leader { .. }, Some(fresh), Some(start)) = (tenure.phase, tenure.fresh, tenure.start) else {
             return None;
         };
         if self.child != Child::Idle {
@@ -719,7 +487,7 @@ impl Leader {
                 if next.missed {
                     ready
                 } else {
-                    BootTime::at_wall_ms(next.due)
+                    self.anchor.boot_at(next.due)
                 }
             }
         };
@@ -731,23 +499,23 @@ impl Leader {
     /// newest heartbeat gives (and not at or past its end); or, once per
     /// wave, exits if a run of our wave already ended.
     fn start_if_due(&mut self, now: BootTime) {
-        let Some(Tenure { role: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
+        let Some(Tenure { phase: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
         let lease = fresh.sent + self.settings.heartbeat_deadline;
         if self.start_at().is_some_and(|at| now >= at) && now < lease {
-            let job = match (&self.settings.schedule, self.plan) {
+            let attempt = match (&self.settings.schedule, self.plan) {
                 (Some(_), Plan::Start(ready)) => {
                     let Some(next) = self.next_run(ready, now) else { return };
                     Some(self.scheduled(next, token, now))
                 }
                 _ => match self.turn(token, now) {
-                    Turn::Run(job) => job,
+                    Turn::Run(attempt) => attempt,
                     Turn::Covered(code) => {
-                        say::covered(self.job.as_ref(), code);
+                        say::covered(self.attempt.as_ref(), code);
                         return self.exit(code);
                     }
                 },
             };
-            self.job = job.clone();
+            self.attempt = attempt.clone();
             self.plan = Plan::Serve;
             self.child = Child::Running;
             self.child_token = token;
@@ -760,71 +528,7 @@ impl Leader {
                     tenure.next_heartbeat = now;
                 }
             }
-            self.out.push(Action::Spawn { token, lease, job });
-        }
-    }
-
-    /// The schedule's next run for us, ready since `ready`, at `now`, after
-    /// the newest run we know of.
-    fn next_run(&self, ready: BootTime, now: BootTime) -> Option<schedule::Next> {
-        self.settings.schedule.as_ref()?.next(self.job.as_ref(), ready.wall_ms(), now.wall_ms())
-    }
-
-    /// The run of a schedule's due time that we start now under `token`
-    /// (its `wave` is this attempt's start: the due time is what attempts
-    /// share).
-    fn scheduled(&self, next: schedule::Next, token: i64, now: BootTime) -> Job {
-        say::due(next.due, now);
-        let attempt = self.job.as_ref().filter(|_| next.retry).map_or(1, |last| last.attempt + 1);
-        Job { wave: now, wave_token: token, attempt, token, code: None, by: None, due: Some(next.due), ended: None }
-    }
-
-    /// When the schedule's next run is due, as we plan it now (for our
-    /// records, `neli-run status` and metrics).
-    pub fn next_due(&self) -> Option<u64> {
-        let schedule = self.settings.schedule.as_ref()?;
-        match (self.plan, self.child, &self.job) {
-            (Plan::Start(ready), Child::Idle, _) => self.next_run(ready, self.now).map(|n| n.due),
-            (_, Child::Running, Some(Job { due: Some(due), .. })) => schedule.calendar.after(*due),
-            _ => None,
-        }
-    }
-
-    /// Whether our turn to run the command has come, under once per wave:
-    /// everything written before our term's first record has been read by
-    /// now (see `promotion_at`), so the newest attempt we know of is the
-    /// newest of the wave, or was carried forward by a later record.
-    fn turn(&self, token: i64, now: BootTime) -> Turn {
-        let Some(waves) = self.settings.waves else { return Turn::Run(None) };
-        let fresh =
-            Job { wave: now, wave_token: token, attempt: 1, token, code: None, by: None, due: None, ended: None };
-        // Started before the wave began (by the log), or within the window
-        // after (by the clocks; a wave that seems to begin in our future
-        // comes from a clock ahead of ours and cannot be placed).
-        let ours = |j: &&Job| {
-            self.born.is_some_and(|end| end <= j.wave_token) || (j.wave <= now && self.started < j.wave + waves.within)
-        };
-        say::wave_from_the_future(self.job.as_ref(), now);
-        let Some(last) = self.job.as_ref().filter(ours) else {
-            return Turn::Run(Some(fresh));
-        };
-        match last.code {
-            Some(code) if code == 0 || !waves.retry_failed => Turn::Covered(code),
-            _ => Turn::Run(Some(Job {
-                wave: last.wave,
-                wave_token: last.wave_token,
-                attempt: last.attempt + 1,
-                ..fresh
-            })),
-        }
-    }
-
-    /// Takes in an attempt another member's record names, if it is newer
-    /// than what we know.
-    fn learn(&mut self, job: Job) {
-        let newer = |known: &Job| supersedes((job.token, job.due, job.code), (known.token, known.due, known.code));
-        if self.job.as_ref().is_none_or(newer) {
-            self.job = Some(job);
+            self.out.push(Action::Spawn { token, lease, attempt });
         }
     }
 
@@ -837,10 +541,10 @@ impl Leader {
     /// 0 to both, and the earlier one is the one both sides let lead.
     fn on_other(&mut self, other: Other, now: BootTime) {
         let runs = self.settings.waves.is_some() || self.settings.schedule.is_some();
-        if let (true, Some(job)) = (runs, other.job.as_ref()) {
+        if let (true, Some(attempt)) = (runs, other.attempt.as_ref()) {
             // A token is the offset of an earlier record (as in `peers`).
-            if job.token < other.offset {
-                self.learn(job.clone());
+            if attempt.token < other.offset {
+                self.learn(attempt.clone());
             }
         }
         let until = (now - other.age) + other.deadline + self.settings.claim_margin;
@@ -849,7 +553,7 @@ impl Leader {
         say::held_back(&other, until, now, leading, before.claim.is_some());
         say::goes_first(&other.writer, before.term, after.term, self.tenure.and_then(|t| t.start), leading);
         let Some(tenure) = self.tenure else { return };
-        let Phase::Leader { token: mine } = tenure.role else { return };
+        let Phase::Leader { token: mine } = tenure.phase else { return };
         match other.stance {
             Stance::Leading { token } if token > mine => {
                 warn!(mine, theirs = token, "another member claims partition 0 with a newer token; fencing");
@@ -865,8 +569,8 @@ impl Leader {
     /// Stops leading at once: the command is killed, not asked to stop.
     fn fence(&mut self, now: BootTime) {
         if let Some(tenure) = self.tenure.as_mut() {
-            tenure.role = Phase::Fenced;
-            tenure.role_since = now;
+            tenure.phase = Phase::Fenced;
+            tenure.phase_since = now;
         }
         self.note_role();
         if self.child != Child::Idle {
@@ -911,29 +615,11 @@ impl Leader {
             // The attempt ended on its own: our last record says so, and the
             // rest of its wave exits on reading it.
             let token = self.child_token;
-            if let Some(job) = self.job.as_mut().filter(|j| j.token == token) {
-                job.code = Some(status.code());
+            if let Some(attempt) = self.attempt.as_mut().filter(|j| j.token == token) {
+                attempt.code = Some(status.code());
             }
             self.exit(status.code());
         }
-    }
-
-    /// A scheduled run ended on its own: we say so at once, and lead on to
-    /// the next due time.
-    fn scheduled_run_ended(&mut self, status: ChildStatus, now: BootTime) {
-        let token = self.child_token;
-        if let Some(job) = self.job.as_mut().filter(|j| j.token == token) {
-            job.code = Some(status.code());
-            job.ended = Some(now.wall_ms());
-        }
-        self.run_ended = Some(now);
-        self.plan = Plan::Start(now);
-        if let Some(tenure) = self.tenure.as_mut() {
-            tenure.next_heartbeat = now;
-        }
-        let next = self.next_due();
-        let next_due_in = next.map(|ms| Duration::from_millis(ms.saturating_sub(now.wall_ms())));
-        info!(%status, ?next_due_in, "the scheduled run ended");
     }
 
     fn on_yield(&mut self, now: BootTime) {
@@ -941,7 +627,7 @@ impl Leader {
         if let Plan::StandAside | Plan::Exit(_) | Plan::Done = self.plan {
             return;
         }
-        info!(role = ?tenure.role, "yielding: stopping the child, then standing aside for another member");
+        info!(role = ?tenure.phase, "yielding: stopping the child, then standing aside for another member");
         self.plan = Plan::StandAside;
         match self.child {
             Child::Idle => self.stand_aside(),
@@ -971,8 +657,13 @@ impl Leader {
     /// revoke once the command is gone. Found by the invariant test.
     fn disclaim(&mut self) {
         if self.child == Child::Idle && std::mem::take(&mut self.spoke) {
-            let record =
-                Record { term: self.term, start: None, stance: Stance::Released, job: self.job.clone(), next: None };
+            let record = Record {
+                term: self.term,
+                start: None,
+                stance: Stance::Released,
+                attempt: self.attempt.clone(),
+                next: None,
+            };
             self.out.push(Action::Disclaim(record));
         }
     }
@@ -990,12 +681,12 @@ impl Leader {
             tenure.start = None;
         }
         tenure.next_heartbeat = now + self.settings.heartbeat_interval;
-        let stance = match (tenure.role, self.child) {
+        let stance = match (tenure.phase, self.child) {
             (Phase::Leader { token }, _) => Stance::Leading { token },
             (_, Child::Running | Child::Stopping { .. }) => Stance::Leading { token: self.child_token },
             _ => Stance::Contending,
         };
-        let record = Record { term: self.term, start: tenure.start, stance, job: self.job.clone(), next };
+        let record = Record { term: self.term, start: tenure.start, stance, attempt: self.attempt.clone(), next };
         self.spoke = true;
         self.out.push(Action::SendHeartbeat(record));
     }
@@ -1029,15 +720,15 @@ impl Leader {
         if self.tenure.is_some_and(|t| now >= t.next_heartbeat) {
             self.send_heartbeat(now);
         }
-        if let Some(Tenure { role: Phase::Leader { .. }, fresh: Some(fresh), .. }) = self.tenure {
+        if let Some(Tenure { phase: Phase::Leader { .. }, fresh: Some(fresh), .. }) = self.tenure {
             if now >= fresh.sent + deadline {
                 warn!(age = ?now.since(fresh.sent), deadline = ?deadline, "fenced: own heartbeats stopped arriving; killing the child");
                 self.fence(now);
             }
         }
-        if let Some(tenure) = self.tenure.filter(|t| !matches!(t.role, Phase::Leader { .. })) {
+        if let Some(tenure) = self.tenure.filter(|t| !matches!(t.phase, Phase::Leader { .. })) {
             if now >= self.give_back_at(&tenure) {
-                warn!(role = ?tenure.role, window = ?self.settings.resume_window, "no own heartbeat read back for the whole resume window; giving partition 0 back to the group");
+                warn!(role = ?tenure.phase, window = ?self.settings.resume_window, "no own heartbeat read back for the whole resume window; giving partition 0 back to the group");
                 self.tenure = None;
                 self.note_role();
                 self.disclaim();
@@ -1082,77 +773,8 @@ impl Leader {
     }
 }
 
-/// What the core tells the operator about its decisions, apart from the
-/// decisions: these functions only log (cargo-mutants leaves them alone,
-/// see .cargo/mutants.toml; no test pins a log line's condition).
-mod say {
-    use super::*;
-    use peers::Term;
-
-    /// Our term's first record is on the partition: who contended before it.
-    pub(super) fn earlier_contenders(peers: &Peers, offset: i64, now: BootTime) {
-        for (writer, term) in peers.terms() {
-            if term.goes_first(Some(offset), now) {
-                info!(%writer, "another member has contended for partition 0 since before us; it goes first");
-            }
-        }
-    }
-
-    /// Who ran `job`, for a log line (Debug-formatted there: the writer
-    /// chose these strings).
-    fn runner(job: &Job) -> (&str, &str) {
-        job.by.as_ref().map_or(("this member", ""), |r| (r.name.as_str(), r.host.as_str()))
-    }
-
-    /// A wave's start lies in our future: its host's clock is ahead.
-    pub(super) fn wave_from_the_future(job: Option<&Job>, now: BootTime) {
-        let Some(job) = job.filter(|j| j.wave > now) else { return };
-        let (name, host) = runner(job);
-        warn!(name = ?name, host = ?host, ahead = ?job.wave.since(now), "a wave's start lies in our future: that host's clock is ahead of ours, so only the log says who belongs to it (fix the clocks: NTP)");
-    }
-
-    /// A scheduled run starts: said with how late it is (a missed one).
-    pub(super) fn due(due: u64, now: BootTime) {
-        let late = Duration::from_millis(now.wall_ms().saturating_sub(due));
-        info!(due_ms = due, ?late, "starting the run of a due time");
-    }
-
-    /// A run of our wave already ended: we exit with its status.
-    pub(super) fn covered(job: Option<&Job>, code: u8) {
-        if let Some(job) = job {
-            let (name, host) = runner(job);
-            info!(name = ?name, host = ?host, token = job.token, attempt = job.attempt, code, "this wave's run already ended; not running the command again (--once-within)");
-        }
-    }
-
-    pub(super) fn promoted(was: Phase, token: i64, took: Duration) {
-        if was == Phase::Fenced {
-            info!(token, fenced_for = ?took, "resumed: own heartbeats are back");
-        } else {
-            info!(token, took = ?took, "leader: read own heartbeat back");
-        }
-    }
-
-    /// A claim we had not known of holds us back (said only if we do not
-    /// lead and did not know of it).
-    pub(super) fn held_back(other: &Other, until: BootTime, now: BootTime, leading: bool, known: bool) {
-        if let (Some(token), true, false, false) = (other.stance.token(), until > now, leading, known) {
-            info!(writer = %other.writer, token, age = ?other.age, holds_until = ?until.since(now), "another member claims partition 0; waiting until its command must be gone");
-        }
-    }
-
-    /// A term (`before` and `now` its entry before and after its newest
-    /// record) has just become one that contends from before ours.
-    /// (Not said while we lead: then it fences, and says so.)
-    pub(super) fn goes_first(writer: &str, before: Option<Term>, now: Option<Term>, ours: Option<i64>, leading: bool) {
-        let Some(now) = now else { return };
-        let was = before.filter(|b| b.id == now.id && b.contending).map(|b| b.start);
-        if now.contending && ours.is_some_and(|s| now.start < s && was.is_none_or(|w| w >= s)) && !leading {
-            info!(%writer, "another member has contended for partition 0 since before us; it goes first");
-        }
-    }
-}
-
+#[cfg(test)]
+mod fixtures;
 #[cfg(test)]
 mod invariants;
 

@@ -15,7 +15,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Job;
+use super::Attempt;
 
 /// When a scheduled command is due, in wall-clock milliseconds since the
 /// Unix epoch. Members compare due times across machines (the records carry
@@ -68,9 +68,9 @@ impl Schedule {
     /// a status, else it was cut short). With no run on record (a new
     /// group, or one whose records all expired) nothing counts as missed.
     /// (`ready` and `now` in wall-clock ms.)
-    pub fn next(&self, last: Option<&Job>, ready: u64, now: u64) -> Option<Next> {
+    pub fn next(&self, last: Option<&Attempt>, ready: u64, now: u64) -> Option<Next> {
         // The newest due time run, and whether its run was cut short.
-        let last = last.and_then(|job| Some((job.due?, job.code.is_none())));
+        let last = last.and_then(|attempt| Some((attempt.due?, attempt.code.is_none())));
         let deadline = self.starting_deadline.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         // A due time that passed more than the deadline ago is skipped.
         let fits = |due: u64| deadline.is_none_or(|d| now <= due.saturating_add(d));
@@ -111,37 +111,24 @@ impl Schedule {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
-
-    /// Due every `period` (ms) from the epoch, as `--every` is.
-    #[derive(Debug)]
-    pub struct Grid(pub u64);
-
-    impl Calendar for Grid {
-        fn after(&self, ms: u64) -> Option<u64> {
-            Some((ms / self.0 + 1) * self.0)
-        }
-        fn at_or_before(&self, ms: u64) -> Option<u64> {
-            Some(ms / self.0 * self.0)
-        }
-    }
+    use crate::leader::fixtures::every;
 
     fn s(secs: u64) -> u64 {
         secs * 1000
     }
 
     fn every_10s(missed: Missed, deadline: Option<u64>) -> Schedule {
-        Schedule { calendar: Arc::new(Grid(10_000)), missed, starting_deadline: deadline.map(Duration::from_secs) }
+        Schedule { calendar: every(10_000), missed, starting_deadline: deadline.map(Duration::from_secs) }
     }
 
     /// The run of due time `due` (seconds), ended with `code` or cut short.
-    fn ran(due: u64, code: Option<u8>) -> Job {
-        let wave = crate::clock::BootTime::from_nanos(1);
-        Job { wave, wave_token: 1, attempt: 1, token: 1, code, by: None, due: Some(s(due)), ended: None }
+    fn ran(due: u64, code: Option<u8>) -> Attempt {
+        Attempt { wave_ms: 1, wave_token: 1, number: 1, token: 1, code, by: None, due: Some(s(due)), ended: None }
     }
 
-    fn next(s: &Schedule, last: Option<Job>, ready: u64, now: u64) -> Option<(u64, u64, bool)> {
+    fn next(s: &Schedule, last: Option<Attempt>, ready: u64, now: u64) -> Option<(u64, u64, bool)> {
         let n = s.next(last.as_ref(), super::tests::s(ready), super::tests::s(now))?;
         // When it may start, in seconds: at once (when ready) if missed.
         let at = if n.missed { ready } else { n.due / 1000 };
@@ -153,7 +140,7 @@ pub(super) mod tests {
         for missed in [Missed::Skip, Missed::Once, Missed::All] {
             assert_eq!(next(&every_10s(missed, None), None, 25, 25), Some((30, 30, false)), "{missed:?}");
             // A run of a wave (no due time) says nothing about the schedule.
-            let wave = Job { due: None, ..ran(0, Some(0)) };
+            let wave = Attempt { due: None, ..ran(0, Some(0)) };
             assert_eq!(next(&every_10s(missed, None), Some(wave), 25, 25), Some((30, 30, false)));
         }
     }

@@ -1,39 +1,9 @@
 //! The core's scenarios: each test tells one story of rebalances, records,
 //! child exits and signals, and asserts the exact actions.
 
+use super::fixtures::*;
 use super::*;
 use Action::*;
-
-const HB: Duration = Duration::from_millis(200);
-const DEADLINE: Duration = Duration::from_millis(1000);
-const GRACE: Duration = Duration::from_millis(500);
-const SIGTERM: Signal = Signal(15);
-const SIGHUP: Signal = Signal(1);
-
-fn ms(n: u64) -> BootTime {
-    BootTime::from_nanos(n * 1_000_000)
-}
-
-fn settings(restart: Restart) -> Settings {
-    Settings {
-        heartbeat_interval: HB,
-        heartbeat_deadline: DEADLINE,
-        grace: GRACE,
-        stop_signal: SIGTERM,
-        restart,
-        restart_delay: Duration::from_millis(100),
-        acquire_timeout: None,
-        max_runtime: None,
-        resume_window: Duration::from_millis(2200),
-        claim_margin: Duration::ZERO,
-        waves: None,
-        schedule: None,
-    }
-}
-
-fn hb(offset: i64, sent: u64) -> Input {
-    Input::OwnHeartbeat { offset, sent: ms(sent) }
-}
 
 /// Member `writer`'s record as a version 1 writer put it: written `age`
 /// ms ago, claiming `token` or nothing.
@@ -47,7 +17,7 @@ fn other(writer: &str, token: Option<i64>, age: u64) -> Input {
         stance,
         age: Duration::from_millis(age),
         deadline: DEADLINE,
-        job: None,
+        attempt: None,
     })
 }
 
@@ -62,42 +32,18 @@ fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: S
         stance,
         age: Duration::from_millis(age),
         deadline: DEADLINE,
-        job: None,
+        attempt: None,
     })
-}
-
-/// Our heartbeat in term `term` (begun at `start`): leading with `token`,
-/// or contending.
-fn says(term: u64, start: Option<i64>, token: Option<i64>) -> Action {
-    let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
-    SendHeartbeat(Record { term, start, stance, job: None, next: None })
 }
 
 /// Our disclaimer, ending term `term`.
 fn gone(term: u64) -> Action {
-    Disclaim(Record { term, start: None, stance: Stance::Released, job: None, next: None })
-}
-
-/// What the leader made by `leading` says.
-fn led() -> Action {
-    says(1, Some(7), Some(7))
-}
-
-/// A leader with a running child: assigned at 1000, own heartbeat sent
-/// at 1000 read back at 1010 with offset 7.
-fn leading(restart: Restart) -> Leader {
-    let mut l = Leader::new(settings(restart), ms(0));
-    assert_eq!(l.step(Input::Assigned, ms(1000)), vec![says(1, None, None)]);
-    assert_eq!(l.role(), Role::Candidate);
-    // The new leader announces its token with a heartbeat at once.
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
-    assert_eq!(l.role(), Role::Leader { token: 7 });
-    l
+    Disclaim(Record { term, start: None, stance: Stance::Released, attempt: None, next: None })
 }
 
 #[test]
 fn standby_does_nothing_and_has_no_deadline() {
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     assert_eq!(l.step(Input::Tick, ms(50_000)), vec![]);
     assert_eq!(l.next_deadline(), None);
     assert_eq!(l.role(), Role::Standby);
@@ -105,14 +51,14 @@ fn standby_does_nothing_and_has_no_deadline() {
 
 #[test]
 fn candidate_heartbeats_on_its_interval_until_it_reads_one_back() {
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     assert_eq!(l.next_deadline(), Some(ms(1200)));
     assert_eq!(l.step(Input::Tick, ms(1100)), vec![]);
     assert_eq!(l.step(Input::Tick, ms(1200)), vec![says(1, None, None)]);
     // A candidate never fences: it has no child. (Without a heartbeat
     // for the resume window it gives the partition back: tested below.)
-    // A deadline without reading one back ends its run: others may
+    // A deadline without reading one back ends its term: others may
     // have counted it out.
     assert_eq!(l.step(Input::Tick, ms(3000)), vec![says(2, None, None)]);
     assert_eq!(l.role(), Role::Candidate);
@@ -120,7 +66,7 @@ fn candidate_heartbeats_on_its_interval_until_it_reads_one_back() {
 
 #[test]
 fn records_of_others_or_from_before_the_tenure_never_count() {
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     assert_eq!(l.step(other("x", None, 0), ms(1002)), vec![]);
     assert_eq!(l.step(hb(4, 999), ms(1003)), vec![], "sent before we were assigned");
@@ -129,7 +75,7 @@ fn records_of_others_or_from_before_the_tenure_never_count() {
 
 #[test]
 fn a_heartbeat_read_back_after_the_deadline_does_not_elect() {
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     assert_eq!(l.step(hb(5, 1000), ms(2000)), vec![says(2, None, None)]);
     assert_eq!(l.role(), Role::Candidate);
@@ -153,12 +99,12 @@ fn stale_heartbeats_fence_with_sigkill_and_fresh_ones_resume_with_a_new_token() 
     assert_eq!(l.role(), Role::Fenced);
     assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2005)), vec![]);
     // A backlog: old own heartbeats read now do not resume. A deadline
-    // has passed since the last one read back: a new run.
+    // has passed since the last one read back: a new term.
     assert_eq!(l.step(hb(9, 1500), ms(2600)), vec![says(2, None, None)]);
     assert_eq!(l.role(), Role::Fenced);
     assert_eq!(
         l.step(hb(12, 2600), ms(2610)),
-        vec![Spawn { token: 12, lease: ms(3600), job: None }, says(2, Some(12), Some(12))]
+        vec![Spawn { token: 12, lease: ms(3600), attempt: None }, says(2, Some(12), Some(12))]
     );
     assert_eq!(l.role(), Role::Leader { token: 12 });
 }
@@ -186,7 +132,7 @@ fn a_fenced_leader_whose_child_still_dies_goes_on_claiming_its_token() {
 
 #[test]
 fn a_record_of_one_writer_never_drops_the_live_claim_of_another() {
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     l.step(other("x", Some(3), 0), ms(1000)); // x holds us back until 2000
     l.step(other("y", Some(4), 900), ms(1001)); // y only until 1101
@@ -229,7 +175,7 @@ fn heartbeats_returning_after_the_resume_window_rejoin_instead_of_resuming() {
     assert_eq!(l.step(Input::Tick, ms(3100)), vec![says(3, None, None)]);
     assert_eq!(
         l.step(hb(30, 3100), ms(3110)),
-        vec![Spawn { token: 30, lease: ms(4100), job: None }, says(3, Some(30), Some(30))]
+        vec![Spawn { token: 30, lease: ms(4100), attempt: None }, says(3, Some(30), Some(30))]
     );
 }
 
@@ -254,7 +200,7 @@ fn a_fenced_owner_gives_partition_0_back_after_the_resume_window_without_any_hea
 
 #[test]
 fn a_candidate_that_never_reads_its_heartbeat_back_gives_partition_0_back() {
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     l.step(Input::Tick, ms(3100));
     assert_eq!(l.step(Input::Tick, ms(3200)), vec![gone(2), Rejoin], "its contending records withdrawn");
@@ -263,7 +209,7 @@ fn a_candidate_that_never_reads_its_heartbeat_back_gives_partition_0_back() {
     assert_eq!(l.step(Input::Assigned, ms(4000)), vec![says(3, None, None)]);
     assert_eq!(
         l.step(hb(40, 4000), ms(4010)),
-        vec![Spawn { token: 40, lease: ms(5000), job: None }, says(3, Some(40), Some(40))]
+        vec![Spawn { token: 40, lease: ms(5000), attempt: None }, says(3, Some(40), Some(40))]
     );
 }
 
@@ -303,7 +249,7 @@ fn claim(token: i64) -> Input {
 fn a_candidate_waits_until_other_claims_have_been_quiet_for_a_deadline() {
     // Found in CI on tansu: the broker assigned partition 0 to a second
     // member while the first still held it and went on heartbeating.
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     l.step(claim(5), ms(1005));
     assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "contested: no leadership");
@@ -317,7 +263,7 @@ fn a_candidate_waits_until_other_claims_have_been_quiet_for_a_deadline() {
     assert_eq!(l.next_deadline(), Some(ms(2200)));
     assert_eq!(
         l.step(Input::Tick, ms(2200)),
-        vec![Spawn { token: 9, lease: ms(2400), job: None }, says(1, Some(7), Some(9))]
+        vec![Spawn { token: 9, lease: ms(2400), attempt: None }, says(1, Some(7), Some(9))]
     );
 }
 
@@ -331,7 +277,7 @@ fn regression_a_claim_written_just_before_our_assignment_holds_us_back_until_it_
     // 1000 ms holds us back until 700 ms from now, plus the margin.
     let mut s = settings(Restart::Never);
     s.claim_margin = Duration::from_millis(100);
-    let mut l = Leader::new(s, ms(0));
+    let mut l = Leader::new(s, started(0));
     l.step(Input::Assigned, ms(1000));
     l.step(other("c1", Some(5), 300), ms(1001));
     assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "c1's command may still run");
@@ -340,7 +286,7 @@ fn regression_a_claim_written_just_before_our_assignment_holds_us_back_until_it_
     assert_eq!(l.next_deadline(), Some(ms(1801)), "300 ms old at 1001, deadline 1000, margin 100");
     assert_eq!(
         l.step(Input::Tick, ms(1801)),
-        vec![Spawn { token: 9, lease: ms(2700), job: None }, says(1, Some(7), Some(9))]
+        vec![Spawn { token: 9, lease: ms(2700), attempt: None }, says(1, Some(7), Some(9))]
     );
 }
 
@@ -350,29 +296,29 @@ fn regression_a_claim_read_before_our_tenure_still_holds_us_back() {
     // give-back was merged into a join kept reading partition 0 without
     // a tenure, read another member's fresh claim then, and, assigned
     // again a moment later, led while that member's command still ran.
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(other("c1", Some(5), 0), ms(1000));
     l.step(Input::Assigned, ms(1500));
     assert_eq!(l.step(hb(7, 1500), ms(1510)), vec![], "c1's claim runs until 2000");
     l.step(Input::Tick, ms(1700));
-    assert_eq!(l.step(Input::Tick, ms(2000)), vec![Spawn { token: 7, lease: ms(2500), job: None }, led()]);
+    assert_eq!(l.step(Input::Tick, ms(2000)), vec![Spawn { token: 7, lease: ms(2500), attempt: None }, led()]);
 }
 
 #[test]
 fn old_claims_and_withdrawn_claims_do_not_hold_us_back() {
     // A crashed leader's last claim, read long after: its command is gone.
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(5000));
     l.step(other("dead", Some(5), 4000), ms(5001));
-    assert_eq!(l.step(hb(7, 5000), ms(5010)), vec![Spawn { token: 7, lease: ms(6000), job: None }, led()]);
+    assert_eq!(l.step(hb(7, 5000), ms(5010)), vec![Spawn { token: 7, lease: ms(6000), attempt: None }, led()]);
     // A leader that stopped gracefully disclaimed after its claim.
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     l.step(other("old", Some(5), 100), ms(1001));
     l.step(other("old", None, 50), ms(1002));
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), attempt: None }, led()]);
     // Each writer counts on its own: another's disclaimer withdraws nothing.
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     l.step(other("a", Some(5), 0), ms(1001));
     l.step(other("b", None, 0), ms(1002));
@@ -386,11 +332,11 @@ fn a_leader_disclaims_once_before_giving_partition_0_up() {
     assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![gone(1), Exit(143)]);
     assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke], "said once");
     // A candidate withdraws its contention the same way.
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     assert_eq!(l.step(Input::Revoked { lost: false }, ms(1100)), vec![gone(1), ReleaseRevoke]);
     // A member that never wrote a record has nothing to take back.
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     assert_eq!(l.step(Input::Revoked { lost: false }, ms(1100)), vec![ReleaseRevoke]);
 }
 
@@ -407,14 +353,14 @@ fn a_leader_keeps_renewing_its_lease_while_an_older_claim_arrives() {
 fn a_new_owner_leads_on_its_first_record_read_back_once_the_last_leader_disclaimed() {
     // The previous leader's claim, then its disclaimer, both read before
     // our first record: the log proves its command gone, so no wait.
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(claim(3), ms(990));
     l.step(other("x", None, 0), ms(995));
     l.step(Input::Assigned, ms(1000));
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), attempt: None }, led()]);
     // Without the disclaimer its claim holds us back until it runs out
     // (written at 990, the writer's deadline 1000 ms).
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(claim(3), ms(990));
     l.step(Input::Assigned, ms(1000));
     assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![]);
@@ -426,7 +372,7 @@ fn a_new_owner_leads_on_its_first_record_read_back_once_the_last_leader_disclaim
     assert_eq!(l.next_deadline(), Some(ms(1990)));
     assert_eq!(
         l.step(Input::Tick, ms(1990)),
-        vec![Spawn { token: 16, lease: ms(2800), job: None }, says(1, Some(7), Some(16))]
+        vec![Spawn { token: 16, lease: ms(2800), attempt: None }, says(1, Some(7), Some(16))]
     );
 }
 
@@ -448,7 +394,7 @@ fn resuming_while_the_fenced_child_still_dies_spawns_once_it_is_gone() {
     assert_eq!(l.step(hb(12, 2000), ms(2020)), vec![says(2, Some(12), Some(12))], "no spawn while the old child lives");
     assert_eq!(
         l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2030)),
-        vec![Spawn { token: 12, lease: ms(3000), job: None }]
+        vec![Spawn { token: 12, lease: ms(3000), attempt: None }]
     );
 }
 
@@ -476,7 +422,7 @@ fn lost_partition_kills_without_grace() {
 
 #[test]
 fn revoke_without_a_child_releases_at_once() {
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     assert_eq!(l.step(Input::Revoked { lost: false }, ms(5)), vec![ReleaseRevoke]);
     l.step(Input::Assigned, ms(10));
     assert_eq!(l.step(Input::Revoked { lost: false }, ms(20)), vec![gone(1), ReleaseRevoke]);
@@ -487,7 +433,7 @@ fn revoke_without_a_child_releases_at_once() {
 /// Returns the tokens each spawned with.
 fn two_owners(a_first_on_the_log: bool) -> [Vec<i64>; 2] {
     let s = settings(Restart::Never);
-    let mut m = [Leader::new(s.clone(), ms(0)), Leader::new(s, ms(0))];
+    let mut m = [Leader::new(s.clone(), started(0)), Leader::new(s, started(0))];
     let mut spawned: [Vec<i64>; 2] = Default::default();
     let names = ["a", "b"];
     let mut step = |m: &mut [Leader; 2], i: usize, input: Input, t: u64| {
@@ -532,10 +478,10 @@ fn two_owners(a_first_on_the_log: bool) -> [Vec<i64>; 2] {
 }
 
 #[test]
-fn regression_of_two_owners_at_once_only_the_earlier_run_on_the_partition_leads() {
+fn regression_of_two_owners_at_once_only_the_earlier_term_on_the_partition_leads() {
     // Found by neli-soak on tansu (seed 48): the broker gave partition 0
     // to two members 73 ms apart; both were candidates, neither had a
-    // claim to read before its watch ended, and both led. Now the run
+    // claim to read before its watch ended, and both led. Now the term
     // whose first record comes first on the partition goes first: both
     // read the same order, so both agree, whatever the timing.
     let [a, b] = two_owners(true);
@@ -546,20 +492,20 @@ fn regression_of_two_owners_at_once_only_the_earlier_run_on_the_partition_leads(
 
 #[test]
 fn an_earlier_contender_holds_a_candidate_back_until_it_withdraws_or_goes_quiet() {
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     l.step(contender("x", 5, 1, None, Stance::Contending, 0), ms(1001));
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "x's run began at 5, ours at 7");
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "x's term began at 5, ours at 7");
     l.step(Input::Tick, ms(1200));
     l.step(hb(8, 1200), ms(1210));
     assert_eq!(l.next_deadline(), Some(ms(1400)), "the next heartbeat; x's record counts until 2001");
     // Withdrawn: we lead at once, on our newest record.
     assert_eq!(
         l.step(contender("x", 9, 1, Some(5), Stance::Released, 0), ms(1220)),
-        vec![Spawn { token: 8, lease: ms(2200), job: None }, says(1, Some(7), Some(8))]
+        vec![Spawn { token: 8, lease: ms(2200), attempt: None }, says(1, Some(7), Some(8))]
     );
     // Gone quiet (crashed): we lead once its last record has run out.
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     l.step(contender("x", 5, 1, None, Stance::Contending, 0), ms(1001));
     l.step(hb(7, 1000), ms(1010));
@@ -569,10 +515,10 @@ fn an_earlier_contender_holds_a_candidate_back_until_it_withdraws_or_goes_quiet(
     }
     assert_eq!(
         l.step(Input::Tick, ms(2001)),
-        vec![Spawn { token: 16, lease: ms(2800), job: None }, says(1, Some(7), Some(16))]
+        vec![Spawn { token: 16, lease: ms(2800), attempt: None }, says(1, Some(7), Some(16))]
     );
     // A later contender, or one of an older version, holds nobody back.
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(Input::Assigned, ms(1000));
     l.step(other("old", None, 0), ms(1001));
     l.step(hb(7, 1000), ms(1010));
@@ -581,25 +527,25 @@ fn an_earlier_contender_holds_a_candidate_back_until_it_withdraws_or_goes_quiet(
 }
 
 #[test]
-fn a_leader_fences_when_a_run_that_began_before_its_own_still_contends() {
+fn a_leader_fences_when_a_term_that_began_before_its_own_still_contends() {
     // The group gave partition 0 to both and we led without seeing the
     // other (its records were late): the earlier one is the one both
     // sides let lead, so we stop.
-    let mut l = leading(Restart::Never); // our run began at 7
+    let mut l = leading(Restart::Never); // our term began at 7
     assert_eq!(l.step(contender("late", 9, 1, None, Stance::Contending, 0), ms(1015)), vec![]);
     assert_eq!(l.step(contender("stale", 3, 1, None, Stance::Contending, 1500), ms(1016)), vec![], "ran out");
     assert_eq!(l.role(), Role::Leader { token: 7 });
-    // Read at 12, but its writer says its run began at 5.
+    // Read at 12, but its writer says its term began at 5.
     assert_eq!(l.step(contender("early", 12, 1, Some(5), Stance::Contending, 0), ms(1020)), vec![KillGroup]);
     assert_eq!(l.role(), Role::Fenced);
     l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(1030));
     assert_eq!(l.step(hb(13, 1200), ms(1210)), vec![says(1, Some(7), None)], "no resume while it contends");
-    // It leads now: a claim from a run that began before ours.
+    // It leads now: a claim from a term that began before ours.
     l.step(contender("early", 14, 1, Some(5), Stance::Leading { token: 12 }, 0), ms(1220));
     assert_eq!(l.step(Input::Tick, ms(1250)), vec![], "its claim holds us back");
     assert_eq!(
         l.step(contender("early", 20, 1, Some(5), Stance::Released, 0), ms(1300)),
-        vec![Spawn { token: 13, lease: ms(2200), job: None }, says(1, Some(7), Some(13))],
+        vec![Spawn { token: 13, lease: ms(2200), attempt: None }, says(1, Some(7), Some(13))],
         "withdrawn: we resume at once"
     );
 }
@@ -625,7 +571,7 @@ fn restart_policies_decide_what_a_child_exit_means() {
                 assert_eq!(l.next_deadline(), Some(ms(1200)));
                 // Restarts keep the token: it is the same leadership.
                 l.step(hb(8, 1150), ms(1160));
-                assert_eq!(l.step(Input::Tick, ms(1200)), vec![Spawn { token: 7, lease: ms(2150), job: None }]);
+                assert_eq!(l.step(Input::Tick, ms(1200)), vec![Spawn { token: 7, lease: ms(2150), attempt: None }]);
             }
         }
     }
@@ -669,7 +615,7 @@ fn a_second_shutdown_kills_at_once() {
 
 #[test]
 fn shutdown_of_a_standby_exits_zero_and_fatal_uses_its_code() {
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     assert_eq!(l.step(Input::Shutdown, ms(10)), vec![Exit(0)]);
     let mut l = leading(Restart::Never);
     l.step(Input::Fatal(exit::Kind::Denied.code()), ms(1100));
@@ -681,7 +627,7 @@ fn shutdown_of_a_standby_exits_zero_and_fatal_uses_its_code() {
 
 #[test]
 fn signals_are_forwarded_only_to_a_live_child() {
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     assert_eq!(l.step(Input::Forward(SIGHUP), ms(1)), vec![]);
     let mut l = leading(Restart::Never);
     assert_eq!(l.step(Input::Forward(SIGHUP), ms(1020)), vec![SignalGroup(SIGHUP)]);
@@ -691,11 +637,11 @@ fn signals_are_forwarded_only_to_a_live_child() {
 fn acquire_timeout_exits_only_if_never_leader() {
     let mut s = settings(Restart::Never);
     s.acquire_timeout = Some(Duration::from_secs(5));
-    let mut l = Leader::new(s.clone(), ms(0));
+    let mut l = Leader::new(s.clone(), started(0));
     assert_eq!(l.next_deadline(), Some(ms(5000)));
     assert_eq!(l.step(Input::Tick, ms(5000)), vec![Exit(exit::Kind::AcquireTimeout.code())]);
 
-    let mut l = Leader::new(s, ms(0));
+    let mut l = Leader::new(s, started(0));
     l.step(Input::Assigned, ms(1000));
     l.step(hb(1, 1000), ms(1010));
     assert!(!l.step(Input::Tick, ms(5000)).iter().any(|a| matches!(a, Exit(_))));
@@ -709,13 +655,13 @@ fn tokens_increase_across_leaderships() {
     l.step(Input::Assigned, ms(3000));
     assert_eq!(
         l.step(hb(40, 3000), ms(3010)),
-        vec![Spawn { token: 40, lease: ms(4000), job: None }, says(2, Some(40), Some(40))]
+        vec![Spawn { token: 40, lease: ms(4000), attempt: None }, says(2, Some(40), Some(40))]
     );
 }
 
 #[test]
 fn every_role_taken_within_one_step_is_reported() {
-    let mut l = Leader::new(settings(Restart::Never), ms(0));
+    let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(other("x", Some(3), 700), ms(1000)); // holds until 1300
     l.step(Input::Assigned, ms(1000));
     l.step(hb(7, 1000), ms(1010));
@@ -723,7 +669,7 @@ fn every_role_taken_within_one_step_is_reported() {
     // The timer fires late, with a revoke: led (and started the command),
     // then revoked, in one step. Both count.
     let actions = l.step(Input::Revoked { lost: false }, ms(1350));
-    assert_eq!(actions[0], Spawn { token: 7, lease: ms(2000), job: None });
+    assert_eq!(actions[0], Spawn { token: 7, lease: ms(2000), attempt: None });
     assert_eq!(l.roles_taken(), vec![Role::Leader { token: 7 }, Role::Standby]);
     assert_eq!(l.roles_taken(), vec![], "each change is reported once");
 }
@@ -737,457 +683,4 @@ fn a_restart_due_before_the_fence_does_not_start_at_the_fence_instant() {
     let actions = l.step(Input::Tick, ms(2000));
     assert!(!actions.iter().any(|a| matches!(a, Spawn { .. })), "started with a stale heartbeat: {actions:?}");
     assert_eq!(l.role(), Role::Fenced);
-}
-
-// Once per wave (`--restart never` with --once-within).
-
-const WITHIN: Duration = Duration::from_millis(30_000);
-
-fn waves(retry_failed: bool) -> Settings {
-    Settings { waves: Some(Waves { within: WITHIN, retry_failed }), ..settings(Restart::Never) }
-}
-
-/// An attempt of the wave that began at `wave`, run by member "x".
-fn attempt(wave: u64, attempt: u32, token: i64, code: Option<u8>) -> Job {
-    let by = Some(Runner { name: "x".into(), host: "h".into() });
-    Job { wave: ms(wave), wave_token: 0, attempt, token, code, by, due: None, ended: None }
-}
-
-/// Member x's record at `offset` carrying `job`: a claim with `token`, or
-/// its disclaimer.
-fn carrying(offset: i64, token: Option<i64>, job: Job) -> Input {
-    Input::OtherHeartbeat(Other {
-        writer: "x".into(),
-        offset,
-        term: Some(1),
-        start: Some(0),
-        stance: token.map_or(Stance::Released, |token| Stance::Leading { token }),
-        age: Duration::ZERO,
-        deadline: DEADLINE,
-        job: Some(job),
-    })
-}
-
-/// A member started at 0 that has read `read` (at 900, before its
-/// assignment at 1000) and its own first record back at 1010 (offset 7).
-fn wave_member(settings: Settings, read: Vec<Input>) -> (Leader, Vec<Action>) {
-    let mut l = Leader::new(settings, ms(0));
-    for input in read {
-        l.step(input, ms(900));
-    }
-    l.step(Input::Assigned, ms(1000));
-    let actions = l.step(hb(7, 1000), ms(1010));
-    (l, actions)
-}
-
-fn spawned(actions: &[Action]) -> Option<Job> {
-    actions.iter().find_map(|a| match a {
-        Spawn { job, .. } => Some(job.clone().expect("once per wave: every spawn names its attempt")),
-        _ => None,
-    })
-}
-
-fn disclaimed(actions: &[Action]) -> Option<Job> {
-    actions.iter().find_map(|a| match a {
-        Disclaim(record) => record.job.clone(),
-        _ => None,
-    })
-}
-
-#[test]
-fn the_first_leader_of_a_wave_runs_it_and_its_last_record_says_how_it_ended() {
-    let (mut l, actions) = wave_member(waves(false), vec![]);
-    let job = spawned(&actions).unwrap();
-    assert_eq!(
-        job,
-        Job { wave: ms(1010), wave_token: 7, attempt: 1, token: 7, code: None, by: None, due: None, ended: None }
-    );
-    // Its heartbeats carry the attempt, so a later leader knows it was begun.
-    assert!(actions.contains(&SendHeartbeat(Record { job: Some(job.clone()), ..record(led()) })));
-    let actions = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1500));
-    assert_eq!(disclaimed(&actions), Some(Job { code: Some(0), ..job }));
-    assert_eq!(actions.last(), Some(&Exit(0)));
-}
-
-/// The record of an action that writes one.
-fn record(action: Action) -> Record {
-    match action {
-        SendHeartbeat(r) | Disclaim(r) => r,
-        other => panic!("{other:?} writes no record"),
-    }
-}
-
-#[test]
-fn a_member_of_a_wave_whose_run_succeeded_exits_0_without_running_it_and_passes_the_word_on() {
-    let done = attempt(500, 1, 3, Some(0));
-    let (_, actions) = wave_member(waves(false), vec![carrying(4, None, done.clone())]);
-    assert_eq!(spawned(&actions), None);
-    assert_eq!(disclaimed(&actions), Some(done), "the next member reads it from our record");
-    assert_eq!(actions.last(), Some(&Exit(0)));
-}
-
-#[test]
-fn a_run_that_failed_ends_the_wave_with_its_status_unless_failed_runs_are_retried() {
-    let failed = attempt(500, 1, 3, Some(4));
-    let (_, actions) = wave_member(waves(false), vec![carrying(4, None, failed.clone())]);
-    assert_eq!((spawned(&actions), actions.last()), (None, Some(&Exit(4))));
-    let (_, actions) = wave_member(waves(true), vec![carrying(4, None, failed)]);
-    assert_eq!(
-        spawned(&actions),
-        Some(Job { wave: ms(500), wave_token: 0, attempt: 2, token: 7, code: None, by: None, due: None, ended: None })
-    );
-}
-
-#[test]
-fn an_attempt_that_never_ended_is_run_again_as_the_next_attempt_of_its_wave() {
-    // Its leader crashed (its last record a claim, long run out) or was
-    // stopped (its disclaimer names the attempt without an ending).
-    let begun = attempt(500, 2, 3, None);
-    for last in [carrying(4, Some(3), begun.clone()), carrying(4, None, begun.clone())] {
-        let mut l = Leader::new(waves(false), ms(0));
-        l.step(last, ms(5)); // a claim run out by 1010
-        l.step(Input::Assigned, ms(1000));
-        let actions = l.step(hb(7, 1000), ms(1010));
-        assert_eq!(
-            spawned(&actions),
-            Some(Job {
-                wave: ms(500),
-                wave_token: 0,
-                attempt: 3,
-                token: 7,
-                code: None,
-                by: None,
-                due: None,
-                ended: None
-            })
-        );
-    }
-}
-
-#[test]
-fn a_member_started_after_the_window_runs_a_wave_of_its_own() {
-    let mut l = Leader::new(waves(false), ms(40_000));
-    l.step(carrying(4, None, attempt(500, 1, 3, Some(0))), ms(40_900));
-    l.step(Input::Assigned, ms(41_000));
-    let actions = l.step(hb(7, 41_000), ms(41_010));
-    assert_eq!(
-        spawned(&actions),
-        Some(Job {
-            wave: ms(41_010),
-            wave_token: 7,
-            attempt: 1,
-            token: 7,
-            code: None,
-            by: None,
-            due: None,
-            ended: None
-        })
-    );
-    // Just inside the window (started 29.999 s after the wave began), it
-    // belongs to the wave; at 30 s, it does not.
-    for (started, belongs) in [(30_499, true), (30_500, false)] {
-        let mut l = Leader::new(waves(false), ms(started));
-        l.step(carrying(4, None, attempt(500, 1, 3, Some(0))), ms(40_900));
-        l.step(Input::Assigned, ms(41_000));
-        let actions = l.step(hb(7, 41_000), ms(41_010));
-        assert_eq!(actions.last() == Some(&Exit(0)), belongs, "started at {started}: {actions:?}");
-    }
-}
-
-#[test]
-fn the_newest_attempt_counts_and_an_ending_beats_none_of_the_same_attempt() {
-    // The first attempt, the second (begun, then ended), and both again as
-    // members that had not read further carry them forward.
-    // (All before our own first record, at offset 7.)
-    let ended = attempt(500, 2, 3, Some(0));
-    let read = vec![
-        carrying(2, Some(1), attempt(500, 1, 1, None)),
-        carrying(4, Some(3), attempt(500, 2, 3, None)),
-        carrying(5, None, ended.clone()),
-        carrying(6, None, attempt(500, 2, 3, None)),
-        carrying(6, None, attempt(500, 1, 1, None)),
-    ];
-    let (_, actions) = wave_member(waves(false), read);
-    assert_eq!((disclaimed(&actions), actions.last()), (Some(ended), Some(&Exit(0))));
-    // Without the ending, the newest attempt is run again, even when a
-    // member that lags behind still carries an older one's failure.
-    let read = vec![
-        carrying(2, Some(1), attempt(500, 1, 1, None)),
-        carrying(5, None, attempt(500, 2, 3, None)),
-        carrying(6, None, attempt(500, 1, 1, Some(4))),
-    ];
-    let (_, actions) = wave_member(waves(true), read);
-    assert_eq!(spawned(&actions).map(|j| j.attempt), Some(3));
-    // A token is the offset of an earlier record: one that is not is
-    // nonsense and must not end a wave that never ran.
-    let (_, actions) = wave_member(waves(false), vec![carrying(4, None, attempt(500, 1, 4, Some(0)))]);
-    assert_eq!(spawned(&actions).map(|j| j.attempt), Some(1));
-}
-
-#[test]
-fn a_fenced_attempt_resumes_as_the_next_attempt_and_a_stopped_one_stays_unended() {
-    let (mut l, _) = wave_member(waves(false), vec![]);
-    l.step(Input::Tick, ms(2010)); // fenced: no heartbeat back for the deadline
-    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2011));
-    let actions = l.step(hb(12, 2600), ms(2610));
-    assert_eq!(
-        spawned(&actions),
-        Some(Job {
-            wave: ms(1010),
-            wave_token: 7,
-            attempt: 2,
-            token: 12,
-            code: None,
-            by: None,
-            due: None,
-            ended: None
-        })
-    );
-    // SIGTERM stops it: the attempt did not end on its own.
-    l.step(Input::Shutdown, ms(2700));
-    let actions = l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(2800));
-    assert_eq!(disclaimed(&actions).map(|j| j.code), Some(None));
-    assert_eq!(actions.last(), Some(&Exit(143)));
-}
-
-#[test]
-fn without_waves_records_carry_no_attempt_and_read_ones_are_ignored() {
-    let (_, actions) = wave_member(settings(Restart::Never), vec![carrying(4, None, attempt(500, 1, 3, Some(0)))]);
-    assert_eq!(actions, vec![Spawn { token: 7, lease: ms(2000), job: None }, led()]);
-}
-
-#[test]
-fn a_run_past_max_runtime_is_stopped_and_ends_as_if_by_itself() {
-    let max = Duration::from_millis(3000);
-    let run = |restart| {
-        let mut l = Leader::new(Settings { max_runtime: Some(max), ..settings(restart) }, ms(0));
-        l.step(Input::Assigned, ms(1000));
-        l.step(hb(7, 1000), ms(1010));
-        // Heartbeats keep the lease up; the run started at 1010 overruns at 4010.
-        for t in (1200..4000).step_by(200) {
-            l.step(Input::Tick, ms(t));
-            l.step(hb(7 + t as i64 / 200, t), ms(t + 5));
-        }
-        assert_eq!(l.next_deadline(), Some(ms(4000)), "the next heartbeat");
-        l.step(Input::Tick, ms(4000));
-        l.step(hb(30, 4000), ms(4005));
-        assert_eq!(l.next_deadline(), Some(ms(4010)), "the overrun");
-        assert_eq!(l.step(Input::Tick, ms(4009)), vec![]);
-        assert_eq!(l.step(Input::Tick, ms(4010)), vec![SignalGroup(SIGTERM)]);
-        // Grace, then SIGKILL, as for any stop.
-        assert!(l.step(Input::Tick, ms(4510)).contains(&KillGroup));
-        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(4520))
-    };
-    assert_eq!(run(Restart::Never).last(), Some(&Exit(137)), "its status, as a run that ended");
-    let again = run(Restart::Always);
-    assert!(!again.iter().any(|a| matches!(a, Exit(_))), "--restart applies: {again:?}");
-    // Without a limit, nothing stops it.
-    let mut l = leading(Restart::Never);
-    for t in (1200..10_000).step_by(200) {
-        let actions = [l.step(Input::Tick, ms(t)), l.step(hb(7 + t as i64 / 200, t), ms(t + 5))].concat();
-        assert!(!actions.iter().any(|a| matches!(a, SignalGroup(_) | KillGroup)), "at {t}: {actions:?}");
-    }
-}
-
-#[test]
-fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
-    // A success from a host whose clock is a day ahead: its wave seems to
-    // begin in our future. Members started before it began on the log (the
-    // partition ended at 4, the wave began at offset 5) belong to it; one
-    // started after (the partition ended at 6) runs a wave of its own,
-    // where the clocks alone would have had it wait out the day.
-    let ahead = |born| {
-        let mut l = Leader::new(waves(false), ms(40_000));
-        l.born_at(born);
-        l.step(carrying(6, None, Job { wave_token: 5, ..attempt(86_400_000, 1, 5, Some(0)) }), ms(40_900));
-        l.step(Input::Assigned, ms(41_000));
-        l.step(hb(7, 41_000), ms(41_010))
-    };
-    assert_eq!(ahead(4).last(), Some(&Exit(0)));
-    assert_eq!(ahead(5).last(), Some(&Exit(0)), "began at the end we saw: after us");
-    assert_eq!(spawned(&ahead(6)).map(|j| (j.attempt, j.wave_token)), Some((1, 7)));
-    // Born before the wave by the log, though the clocks put our start long
-    // after it (a wave from a clock behind ours): ours all the same.
-    let mut l = Leader::new(waves(false), ms(40_000));
-    l.born_at(2);
-    l.step(carrying(4, None, Job { wave_token: 3, ..attempt(500, 1, 3, Some(0)) }), ms(40_900));
-    l.step(Input::Assigned, ms(41_000));
-    assert_eq!(l.step(hb(7, 41_000), ms(41_010)).last(), Some(&Exit(0)));
-}
-
-// A schedule of its own (`--every`, `--cron`).
-
-/// Due every `period_ms` of the wall clock, the missed ones run once.
-fn scheduled(period_ms: u64) -> Settings {
-    let calendar = std::sync::Arc::new(schedule::tests::Grid(period_ms));
-    Settings {
-        schedule: Some(Schedule { calendar, missed: Missed::Once, starting_deadline: None }),
-        ..settings(Restart::Never)
-    }
-}
-
-/// A leader's life from `from` to `to` (ms): its timer fires every 50 ms
-/// and each record it writes is read back 5 ms later. Returns every action
-/// with when it came, and the next free offset.
-fn live(l: &mut Leader, from: u64, to: u64, mut offset: i64) -> (Vec<(u64, Action)>, i64) {
-    let mut out = Vec::new();
-    let mut t = from;
-    while t < to {
-        let mut pending = vec![(t, Input::Tick)];
-        while let Some((at, input)) = pending.pop() {
-            for action in l.step(input, ms(at)) {
-                if let SendHeartbeat(_) = action {
-                    offset += 1;
-                    pending.push((at + 5, hb(offset, at)));
-                }
-                out.push((at, action));
-            }
-        }
-        t += 50;
-    }
-    (out, offset)
-}
-
-fn spawns(actions: &[(u64, Action)]) -> Vec<(u64, Job)> {
-    actions
-        .iter()
-        .filter_map(|(t, a)| match a {
-            Spawn { job, .. } => Some((*t, job.clone().expect("a scheduled spawn names its run"))),
-            _ => None,
-        })
-        .collect()
-}
-
-fn wall(t: u64) -> u64 {
-    ms(t).wall_ms()
-}
-
-#[test]
-fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
-    let mut l = Leader::new(scheduled(2000), ms(0));
-    l.step(Input::Assigned, ms(1000));
-    let (actions, offset) = live(&mut l, 1000, 7000, 6);
-    let first_due = (wall(1000) / 2000 + 1) * 2000;
-    // Not when it came to lead: at its first due time, on time.
-    let starts = spawns(&actions);
-    let (at, job) = starts.first().cloned().expect("a run");
-    assert_eq!((starts.len(), job.due, job.attempt, job.code), (1, Some(first_due), 1, None), "{starts:?}");
-    assert!(ms(at) >= BootTime::at_wall_ms(first_due) && wall(at) < first_due + 50, "{starts:?}");
-    // Named on the topic in the same step, not at the next heartbeat.
-    let named = actions.iter().skip_while(|(_, a)| !matches!(a, Spawn { .. })).find_map(|(t, a)| match a {
-        SendHeartbeat(r) => Some((*t, r.job.as_ref().and_then(|j| j.due))),
-        _ => None,
-    });
-    assert_eq!(named, Some((at, Some(first_due))), "{actions:?}");
-    assert!(l.child_alive(), "a run is counted only once it is over");
-    assert_eq!(l.last_run().map(|j| (j.due, j.code)), Some((Some(first_due), None)), "metrics read the run");
-    assert_eq!(l.next_due(), Some(first_due + 2000), "while it runs, its records plan the next due time");
-    // It ends by itself: the record says so at once, and plans the next.
-    let ended = l.step(Input::ChildExited(ChildStatus::Exited(3)), ms(at + 300));
-    assert!(!l.child_alive());
-    let record = ended.iter().find_map(|a| match a {
-        SendHeartbeat(r) => Some(r.clone()),
-        _ => None,
-    });
-    let record = record.expect("the ending is written at once");
-    let job = record.job.expect("it names the run");
-    assert_eq!((job.code, job.ended), (Some(3), Some(wall(at + 300))), "{ended:?}");
-    assert_eq!(record.next, Some(first_due + 2000), "and the next due time");
-    assert!(!ended.iter().any(|a| matches!(a, Exit(_))), "a schedule leads on: {ended:?}");
-    let (more, _) = live(&mut l, at + 300, 9000, offset + 100);
-    let next = spawns(&more);
-    assert_eq!(next.first().map(|(_, j)| j.due), Some(Some(first_due + 2000)), "{next:?}");
-    assert!(wall(next[0].0) < first_due + 2050, "on time: {next:?}");
-}
-
-#[test]
-fn a_due_time_missed_during_a_run_starts_once_its_ending_is_read_back() {
-    let mut l = Leader::new(scheduled(2000), ms(0));
-    l.step(Input::Assigned, ms(1000));
-    let (actions, _) = live(&mut l, 1000, 4000, 6);
-    let (at, job) = spawns(&actions)[0].clone();
-    // The run takes 2.5 s: the next due time passes meanwhile.
-    let end = at + 2500;
-    for t in (at + 50..end).step_by(50) {
-        for a in l.step(Input::Tick, ms(t)) {
-            if let SendHeartbeat(_) = a {
-                l.step(hb(100 + t as i64, t), ms(t + 5));
-            }
-        }
-    }
-    let ended = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(end));
-    assert!(ended.iter().any(|a| matches!(a, SendHeartbeat(_))), "{ended:?}");
-    assert!(!ended.iter().any(|a| matches!(a, Spawn { .. })), "not before the ending is on the partition: {ended:?}");
-    // A record sent before the ending (or in the same step, before it)
-    // proves nothing; one sent after it does.
-    assert_eq!(l.step(hb(1000, end), ms(end + 2)), vec![]);
-    let read = l.step(hb(1001, end + 1), ms(end + 5));
-    let missed = spawns(&read.into_iter().map(|a| (end + 5, a)).collect::<Vec<_>>());
-    assert_eq!(missed.len(), 1, "the missed due time runs at once");
-    assert_eq!(missed[0].1.due, Some(job.due.unwrap() + 2000));
-}
-
-/// A member that read x's record naming the run of due time `due`, cut
-/// short (`code` None) or ended, and came to lead at 1010.
-fn next_leader(due: u64, code: Option<u8>) -> (Leader, Vec<Action>) {
-    let run = Job { due: Some(due), ..attempt(500, 1, 3, code) };
-    let (l, actions) = wave_member(scheduled(60_000), vec![carrying(5, None, run)]);
-    (l, actions)
-}
-
-#[test]
-fn the_next_leader_runs_a_cut_short_run_again_and_an_ended_one_never() {
-    let due = wall(1010) / 60_000 * 60_000;
-    let (_, actions) = next_leader(due, None);
-    let retry = spawned(&actions).expect("the cut-short run starts again at once");
-    assert_eq!((retry.due, retry.attempt, retry.wave), (Some(due), 2, ms(1010)), "{retry:?}");
-    let (mut l, actions) = next_leader(due, Some(0));
-    assert_eq!(spawned(&actions), None, "{actions:?}");
-    assert_eq!(l.next_deadline(), Some(ms(1210)), "only its heartbeat is due before the next run");
-    let next = actions.iter().find_map(|a| match a {
-        SendHeartbeat(r) => r.next,
-        _ => None,
-    });
-    assert_eq!(next, Some(due + 60_000), "its records plan the next due time");
-    assert!(!l.step(Input::Tick, ms(1210)).iter().any(|a| matches!(a, Spawn { .. })));
-}
-
-/// Found by neli-soak on tansu: a member whose run of a due time ended
-/// (its ending delivered late, after a cut) then read another member's
-/// record naming a later attempt at the same due time, started before the
-/// ending landed and cut short. The ending is final: the due time must not
-/// run again.
-#[test]
-fn a_due_time_that_ended_stays_ended_whatever_later_attempt_is_read() {
-    let due = wall(1010) / 60_000 * 60_000;
-    let ended = Job { due: Some(due), ended: Some(due + 500), ..attempt(500, 1, 3, Some(0)) };
-    let cut = Job { due: Some(due), ..attempt(900, 2, 5, None) };
-    for order in [[ended.clone(), cut.clone()], [cut, ended]] {
-        let read = order.into_iter().enumerate().map(|(i, job)| carrying(6 + i as i64, None, job)).collect();
-        let (l, actions) = wave_member(scheduled(60_000), read);
-        assert_eq!(spawned(&actions), None, "the due time ended: not run again: {actions:?}");
-        assert_eq!(l.last_run().map(|j| (j.token, j.code)), Some((3, Some(0))), "the ending is kept");
-    }
-}
-
-#[test]
-fn which_run_says_more() {
-    let (d, later) = (Some(60_000u64), Some(120_000u64));
-    // The same run read again says nothing new (our own copy, naming no
-    // runner, stays ours, whatever copy another member carries).
-    assert!(!supersedes((3, d, Some(0)), (3, d, Some(0))));
-    assert!(!supersedes((3, d, None), (3, d, None)));
-    // Its ending does, and a later due time does, whatever the tokens.
-    assert!(supersedes((3, d, Some(0)), (3, d, None)));
-    assert!(supersedes((3, later, None), (4, d, Some(0))));
-    // An ending is final for its due time; of two attempts, the newer.
-    assert!(!supersedes((5, d, None), (3, d, Some(0))));
-    assert!(supersedes((5, d, None), (3, d, None)));
-    // A wave's run and a schedule's (members started with other flags):
-    // the newer token, as for waves.
-    assert!(!supersedes((5, d, Some(0)), (9, None, Some(0))));
-    assert!(supersedes((9, None, None), (5, d, Some(0))));
-    // Waves: the newer attempt, even over a success (a failure is retried).
-    assert!(supersedes((4, None::<u64>, None), (3, None, Some(1))));
-    assert!(!supersedes((3, None::<u64>, None), (3, None, Some(0))));
 }

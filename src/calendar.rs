@@ -1,6 +1,8 @@
 //! The calendars behind `--every` and `--cron`: due times as wall-clock
 //! milliseconds since the Unix epoch, which every member computes alike
-//! (the records compare them across machines).
+//! (the records compare them across machines). Each implements the core's
+//! [`Calendar`]; the policy that picks which due time runs is the core's
+//! (`leader/schedule.rs`).
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -70,7 +72,7 @@ impl Cron {
     pub fn new(expr: &str, zone: Zone) -> Result<Cron, String> {
         let cron = croner::Cron::from_str(expr).map_err(|e| format!("{e}"))?;
         let cron = Cron { cron, zone };
-        if cron.after(crate::kafka::heartbeat::wall_ms()).is_none() {
+        if cron.after(crate::clock::wall_ms()).is_none() {
             return Err("it never comes (no such date)".into());
         }
         Ok(cron)
@@ -110,10 +112,6 @@ mod tests {
         t.expect("a due time")
     }
 
-    fn at(ms: u64) -> u64 {
-        ms
-    }
-
     const HOUR: u64 = 3_600_000;
     /// 2023-11-14T22:13:20Z, a Tuesday.
     const T: u64 = 1_700_000_000_000;
@@ -122,13 +120,13 @@ mod tests {
     fn every_lies_on_a_grid_from_the_epoch() {
         let five = Every::new(Duration::from_secs(300)).unwrap();
         let grid = T / 300_000 * 300_000;
-        assert_eq!(ms(five.after(at(T))), grid + 300_000);
-        assert_eq!(ms(five.at_or_before(at(T))), grid);
+        assert_eq!(ms(five.after(T)), grid + 300_000);
+        assert_eq!(ms(five.at_or_before(T)), grid);
         // A due time itself: at_or_before is it, after is the next.
-        assert_eq!(ms(five.at_or_before(at(grid))), grid);
-        assert_eq!(ms(five.after(at(grid))), grid + 300_000);
-        // A nanosecond before it: after is it.
-        assert_eq!(ms(five.after(at(grid) - 1)), grid);
+        assert_eq!(ms(five.at_or_before(grid)), grid);
+        assert_eq!(ms(five.after(grid)), grid + 300_000);
+        // A millisecond before it: after is it.
+        assert_eq!(ms(five.after(grid - 1)), grid);
         assert!(Every::new(Duration::from_micros(999)).is_none());
     }
 
@@ -138,20 +136,20 @@ mod tests {
         // Every day at 02:30 UTC.
         let daily = Cron::new("30 2 * * *", utc).unwrap();
         let day = T / (24 * HOUR) * (24 * HOUR);
-        assert_eq!(ms(daily.after(at(T))), day + 24 * HOUR + 2 * HOUR + 1_800_000);
-        assert_eq!(ms(daily.at_or_before(at(T))), day + 2 * HOUR + 1_800_000);
+        assert_eq!(ms(daily.after(T)), day + 24 * HOUR + 2 * HOUR + 1_800_000);
+        assert_eq!(ms(daily.at_or_before(T)), day + 2 * HOUR + 1_800_000);
         // Within a second of a due time, and at it.
         let due = day + 2 * HOUR + 1_800_000;
-        assert_eq!(ms(daily.at_or_before(at(due))), due);
-        assert_eq!(ms(daily.at_or_before(at(due + 500))), due);
-        assert_eq!(ms(daily.after(at(due))), due + 24 * HOUR);
-        assert_eq!(ms(daily.after(at(due - 500))), due);
+        assert_eq!(ms(daily.at_or_before(due)), due);
+        assert_eq!(ms(daily.at_or_before(due + 500)), due);
+        assert_eq!(ms(daily.after(due)), due + 24 * HOUR);
+        assert_eq!(ms(daily.after(due - 500)), due);
         // The same expression in Berlin (UTC+1 in November) is an hour earlier.
         let berlin = Cron::new("30 2 * * *", "Europe/Berlin".parse().unwrap()).unwrap();
-        assert_eq!(ms(berlin.at_or_before(at(T))), due - HOUR);
+        assert_eq!(ms(berlin.at_or_before(T)), due - HOUR);
         // Seconds in a sixth field, in front.
         let two_s = Cron::new("*/2 * * * * *", utc).unwrap();
-        assert_eq!(ms(two_s.after(at(T + 1))), T + 2000);
+        assert_eq!(ms(two_s.after(T + 1)), T + 2000);
     }
 
     #[test]

@@ -1,0 +1,187 @@
+//! Attempts: the runs of the command that once per wave (`--restart never`,
+//! the cron wrapper) and a schedule (`--every`, `--cron`) name in every
+//! record, so that the next leader neither repeats a run that ended nor
+//! forgets one that was due or cut short. The core's glue between its
+//! leadership, [`Waves`] and [`Schedule`](super::Schedule).
+
+use std::time::Duration;
+
+use tracing::info;
+
+use super::{say, schedule, Child, Leader, Plan};
+use crate::clock::BootTime;
+use crate::exit::ChildStatus;
+
+/// Once per wave: members started for the same tick (cron on every host)
+/// run the command once between them, where each would otherwise run it in
+/// turn as leadership passes on. A wave begins when its first attempt
+/// starts; a member started within `within` of that belongs to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waves {
+    /// How long after a wave began a member started still belongs to it;
+    /// one started later begins a wave of its own (the next tick).
+    pub within: Duration,
+    /// Whether a run that failed is tried again by the next member; if not,
+    /// every member of its wave exits with its status.
+    pub retry_failed: bool,
+}
+
+/// One attempt at a run: a wave's (once per wave) or a due time's (a
+/// schedule). An attempt that did not end on its own (its leader crashed,
+/// was fenced or was stopped) is tried again by the next leader of the
+/// wave: at least once, never twice after a success (a due time's, as
+/// `Missed` says). On the wire, a record's `job`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    /// When the wave's first attempt started, in wall-clock ms (what other
+    /// machines can compare). A schedule's attempts share their due time
+    /// instead: each is a wave of its own, and this is its own start.
+    pub wave_ms: u64,
+    /// The first attempt's token: where the wave began on partition 0, which
+    /// every member reads alike, whatever its clock.
+    pub wave_token: i64,
+    /// 1 for the first attempt, 2 for the first retry ...
+    pub number: u32,
+    /// The attempt's fencing token: the newer attempt has the larger one.
+    pub token: i64,
+    /// Its exit status, once it ended on its own.
+    pub code: Option<u8>,
+    /// Who ran it; None for this member.
+    pub by: Option<Runner>,
+    /// The due time it runs, in wall-clock ms since the epoch (a schedule's
+    /// run; None for a wave's). Not a `BootTime`: it may lie before this
+    /// machine booted.
+    pub due: Option<u64>,
+    /// When it ended on its own (with `code`), in wall-clock ms.
+    pub ended: Option<u64>,
+}
+
+/// Whether an attempt (its token, due time and ending) says more than a
+/// `known` one. Records carry attempts forward, so the same one is read
+/// many times, ended or not.
+/// - A wave's (no due time): the newer attempt (the larger token), or the
+///   same attempt telling how it ended. A failed run is tried again, so a
+///   later attempt's word is the one that counts.
+/// - A schedule's: the later due time (one leadership runs due times one
+///   after another under one token); of one due time, a run that ended over
+///   any attempt that did not, since an ending is final and an attempt
+///   begun before it landed (then cut short) must not undo it (found by
+///   neli-soak on tansu); else the newer attempt.
+pub fn supersedes<D: Ord>(
+    (token, due, code): (i64, Option<D>, Option<u8>),
+    (known, known_due, known_code): (i64, Option<D>, Option<u8>),
+) -> bool {
+    if due.is_some() && known_due.is_some() {
+        return (&due, code.is_some(), token) > (&known_due, known_code.is_some(), known);
+    }
+    let (new, old) = ((token, due), (known, known_due));
+    new > old || (new == old && known_code.is_none() && code.is_some())
+}
+
+/// A member that ran an attempt, as its records name it (the writer chose
+/// these strings: log them escaped).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Runner {
+    pub name: String,
+    pub host: String,
+}
+
+/// Whether to run the command now (as which attempt of which wave), or to
+/// exit with the status of a run of our wave that already ended.
+pub(super) enum Turn {
+    Run(Option<Attempt>),
+    Covered(u8),
+}
+
+impl Leader {
+    /// The schedule's next run for us, ready since `ready`, at `now`, after
+    /// the newest run we know of.
+    pub(super) fn next_run(&self, ready: BootTime, now: BootTime) -> Option<schedule::Next> {
+        let wall = |t| self.anchor.wall_ms_at(t);
+        self.settings.schedule.as_ref()?.next(self.attempt.as_ref(), wall(ready), wall(now))
+    }
+
+    /// The run of a schedule's due time that we start now under `token`
+    /// (its wave is this attempt alone: the due time is what attempts
+    /// share).
+    pub(super) fn scheduled(&self, next: schedule::Next, token: i64, now: BootTime) -> Attempt {
+        let wave_ms = self.anchor.wall_ms_at(now);
+        say::due(next.due, wave_ms);
+        let number = self.attempt.as_ref().filter(|_| next.retry).map_or(1, |last| last.number + 1);
+        Attempt { wave_ms, wave_token: token, number, token, code: None, by: None, due: Some(next.due), ended: None }
+    }
+
+    /// When the schedule's next run is due, as we plan it now (for our
+    /// records, `neli-run status` and metrics).
+    pub fn next_due(&self) -> Option<u64> {
+        let schedule = self.settings.schedule.as_ref()?;
+        match (self.plan, self.child, &self.attempt) {
+            (Plan::Start(ready), Child::Idle, _) => self.next_run(ready, self.now).map(|n| n.due),
+            (_, Child::Running, Some(Attempt { due: Some(due), .. })) => schedule.calendar.after(*due),
+            _ => None,
+        }
+    }
+
+    /// Whether our turn to run the command has come, under once per wave:
+    /// everything written before our term's first record has been read by
+    /// now (see `promotion_at`), so the newest attempt we know of is the
+    /// newest of the wave, or was carried forward by a later record.
+    pub(super) fn turn(&self, token: i64, now: BootTime) -> Turn {
+        let Some(waves) = self.settings.waves else { return Turn::Run(None) };
+        let wave_ms = self.anchor.wall_ms_at(now);
+        let fresh =
+            Attempt { wave_ms, wave_token: token, number: 1, token, code: None, by: None, due: None, ended: None };
+        // Started before the wave began (by the log), or within the window
+        // after (by the clocks; a wave that seems to begin in our future
+        // comes from a clock ahead of ours and cannot be placed).
+        let ours = |j: &&Attempt| {
+            let wave = self.anchor.boot_at(j.wave_ms);
+            self.born.is_some_and(|end| end <= j.wave_token) || (wave <= now && self.started < wave + waves.within)
+        };
+        say::wave_from_the_future(self.attempt.as_ref(), wave_ms);
+        let Some(last) = self.attempt.as_ref().filter(ours) else {
+            return Turn::Run(Some(fresh));
+        };
+        match last.code {
+            Some(code) if code == 0 || !waves.retry_failed => Turn::Covered(code),
+            _ => Turn::Run(Some(Attempt {
+                wave_ms: last.wave_ms,
+                wave_token: last.wave_token,
+                number: last.number + 1,
+                ..fresh
+            })),
+        }
+    }
+
+    /// Takes in an attempt another member's record names, if it is newer
+    /// than what we know.
+    pub(super) fn learn(&mut self, attempt: Attempt) {
+        let newer = |known: &Attempt| {
+            supersedes((attempt.token, attempt.due, attempt.code), (known.token, known.due, known.code))
+        };
+        if self.attempt.as_ref().is_none_or(newer) {
+            self.attempt = Some(attempt);
+        }
+    }
+
+    /// A scheduled run ended on its own: we say so at once, and lead on to
+    /// the next due time.
+    pub(super) fn scheduled_run_ended(&mut self, status: ChildStatus, now: BootTime) {
+        let token = self.child_token;
+        if let Some(attempt) = self.attempt.as_mut().filter(|j| j.token == token) {
+            attempt.code = Some(status.code());
+            attempt.ended = Some(self.anchor.wall_ms_at(now));
+        }
+        self.run_ended = Some(now);
+        self.plan = Plan::Start(now);
+        if let Some(tenure) = self.tenure.as_mut() {
+            tenure.next_heartbeat = now;
+        }
+        let next = self.next_due();
+        let next_due_in = next.map(|ms| Duration::from_millis(ms.saturating_sub(self.anchor.wall_ms_at(now))));
+        info!(%status, ?next_due_in, "the scheduled run ended");
+    }
+}
+
+#[cfg(test)]
+mod tests;

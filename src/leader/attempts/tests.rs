@@ -1,0 +1,473 @@
+//! The scenarios of once per wave and of a schedule: which attempt runs,
+//! which is never run again, and what the records say of them.
+
+use crate::leader::fixtures::*;
+use crate::leader::*;
+use Action::*;
+
+// Once per wave (`--restart never` with --once-within).
+
+const WITHIN: Duration = Duration::from_millis(30_000);
+
+fn waves(retry_failed: bool) -> Settings {
+    Settings { waves: Some(Waves { within: WITHIN, retry_failed }), ..settings(Restart::Never) }
+}
+
+/// An attempt of the wave that began at `wave`, run by member "x".
+fn x_ran(wave: u64, number: u32, token: i64, code: Option<u8>) -> Attempt {
+    let by = Some(Runner { name: "x".into(), host: "h".into() });
+    Attempt { wave_ms: wall(wave), wave_token: 0, number, token, code, by, due: None, ended: None }
+}
+
+/// Member x's record at `offset` carrying `attempt`: a claim with `token`, or
+/// its disclaimer.
+fn carrying(offset: i64, token: Option<i64>, attempt: Attempt) -> Input {
+    Input::OtherHeartbeat(Other {
+        writer: "x".into(),
+        offset,
+        term: Some(1),
+        start: Some(0),
+        stance: token.map_or(Stance::Released, |token| Stance::Leading { token }),
+        age: Duration::ZERO,
+        deadline: DEADLINE,
+        attempt: Some(attempt),
+    })
+}
+
+/// A member started at 0 that has read `read` (at 900, before its
+/// assignment at 1000) and its own first record back at 1010 (offset 7).
+fn wave_member(settings: Settings, read: Vec<Input>) -> (Leader, Vec<Action>) {
+    let mut l = Leader::new(settings, started(0));
+    for input in read {
+        l.step(input, ms(900));
+    }
+    l.step(Input::Assigned, ms(1000));
+    let actions = l.step(hb(7, 1000), ms(1010));
+    (l, actions)
+}
+
+fn spawned(actions: &[Action]) -> Option<Attempt> {
+    actions.iter().find_map(|a| match a {
+        Spawn { attempt, .. } => Some(attempt.clone().expect("once per wave: every spawn names its attempt")),
+        _ => None,
+    })
+}
+
+fn disclaimed(actions: &[Action]) -> Option<Attempt> {
+    actions.iter().find_map(|a| match a {
+        Disclaim(record) => record.attempt.clone(),
+        _ => None,
+    })
+}
+
+#[test]
+fn the_first_leader_of_a_wave_runs_it_and_its_last_record_says_how_it_ended() {
+    let (mut l, actions) = wave_member(waves(false), vec![]);
+    let attempt = spawned(&actions).unwrap();
+    assert_eq!(
+        attempt,
+        Attempt {
+            wave_ms: wall(1010),
+            wave_token: 7,
+            number: 1,
+            token: 7,
+            code: None,
+            by: None,
+            due: None,
+            ended: None
+        }
+    );
+    // Its heartbeats carry the attempt, so a later leader knows it was begun.
+    assert!(actions.contains(&SendHeartbeat(Record { attempt: Some(attempt.clone()), ..record(led()) })));
+    let actions = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1500));
+    assert_eq!(disclaimed(&actions), Some(Attempt { code: Some(0), ..attempt }));
+    assert_eq!(actions.last(), Some(&Exit(0)));
+}
+
+/// The record of an action that writes one.
+fn record(action: Action) -> Record {
+    match action {
+        SendHeartbeat(r) | Disclaim(r) => r,
+        other => panic!("{other:?} writes no record"),
+    }
+}
+
+#[test]
+fn a_member_of_a_wave_whose_run_succeeded_exits_0_without_running_it_and_passes_the_word_on() {
+    let done = x_ran(500, 1, 3, Some(0));
+    let (_, actions) = wave_member(waves(false), vec![carrying(4, None, done.clone())]);
+    assert_eq!(spawned(&actions), None);
+    assert_eq!(disclaimed(&actions), Some(done), "the next member reads it from our record");
+    assert_eq!(actions.last(), Some(&Exit(0)));
+}
+
+#[test]
+fn a_run_that_failed_ends_the_wave_with_its_status_unless_failed_runs_are_retried() {
+    let failed = x_ran(500, 1, 3, Some(4));
+    let (_, actions) = wave_member(waves(false), vec![carrying(4, None, failed.clone())]);
+    assert_eq!((spawned(&actions), actions.last()), (None, Some(&Exit(4))));
+    let (_, actions) = wave_member(waves(true), vec![carrying(4, None, failed)]);
+    assert_eq!(
+        spawned(&actions),
+        Some(Attempt {
+            wave_ms: wall(500),
+            wave_token: 0,
+            number: 2,
+            token: 7,
+            code: None,
+            by: None,
+            due: None,
+            ended: None
+        })
+    );
+}
+
+#[test]
+fn an_attempt_that_never_ended_is_run_again_as_the_next_attempt_of_its_wave() {
+    // Its leader crashed (its last record a claim, long run out) or was
+    // stopped (its disclaimer names the attempt without an ending).
+    let begun = x_ran(500, 2, 3, None);
+    for last in [carrying(4, Some(3), begun.clone()), carrying(4, None, begun.clone())] {
+        let mut l = Leader::new(waves(false), started(0));
+        l.step(last, ms(5)); // a claim run out by 1010
+        l.step(Input::Assigned, ms(1000));
+        let actions = l.step(hb(7, 1000), ms(1010));
+        assert_eq!(
+            spawned(&actions),
+            Some(Attempt {
+                wave_ms: wall(500),
+                wave_token: 0,
+                number: 3,
+                token: 7,
+                code: None,
+                by: None,
+                due: None,
+                ended: None
+            })
+        );
+    }
+}
+
+#[test]
+fn a_member_started_after_the_window_runs_a_wave_of_its_own() {
+    let mut l = Leader::new(waves(false), started(40_000));
+    l.step(carrying(4, None, x_ran(500, 1, 3, Some(0))), ms(40_900));
+    l.step(Input::Assigned, ms(41_000));
+    let actions = l.step(hb(7, 41_000), ms(41_010));
+    assert_eq!(
+        spawned(&actions),
+        Some(Attempt {
+            wave_ms: wall(41_010),
+            wave_token: 7,
+            number: 1,
+            token: 7,
+            code: None,
+            by: None,
+            due: None,
+            ended: None
+        })
+    );
+    // Just inside the window (started 29.999 s after the wave began), it
+    // belongs to the wave; at 30 s, it does not.
+    for (start, belongs) in [(30_499, true), (30_500, false)] {
+        let mut l = Leader::new(waves(false), started(start));
+        l.step(carrying(4, None, x_ran(500, 1, 3, Some(0))), ms(40_900));
+        l.step(Input::Assigned, ms(41_000));
+        let actions = l.step(hb(7, 41_000), ms(41_010));
+        assert_eq!(actions.last() == Some(&Exit(0)), belongs, "started at {start}: {actions:?}");
+    }
+}
+
+#[test]
+fn the_newest_attempt_counts_and_an_ending_beats_none_of_the_same_attempt() {
+    // The first attempt, the second (begun, then ended), and both again as
+    // members that had not read further carry them forward.
+    // (All before our own first record, at offset 7.)
+    let ended = x_ran(500, 2, 3, Some(0));
+    let read = vec![
+        carrying(2, Some(1), x_ran(500, 1, 1, None)),
+        carrying(4, Some(3), x_ran(500, 2, 3, None)),
+        carrying(5, None, ended.clone()),
+        carrying(6, None, x_ran(500, 2, 3, None)),
+        carrying(6, None, x_ran(500, 1, 1, None)),
+    ];
+    let (_, actions) = wave_member(waves(false), read);
+    assert_eq!((disclaimed(&actions), actions.last()), (Some(ended), Some(&Exit(0))));
+    // Without the ending, the newest attempt is run again, even when a
+    // member that lags behind still carries an older one's failure.
+    let read = vec![
+        carrying(2, Some(1), x_ran(500, 1, 1, None)),
+        carrying(5, None, x_ran(500, 2, 3, None)),
+        carrying(6, None, x_ran(500, 1, 1, Some(4))),
+    ];
+    let (_, actions) = wave_member(waves(true), read);
+    assert_eq!(spawned(&actions).map(|j| j.number), Some(3));
+    // A token is the offset of an earlier record: one that is not is
+    // nonsense and must not end a wave that never ran.
+    let (_, actions) = wave_member(waves(false), vec![carrying(4, None, x_ran(500, 1, 4, Some(0)))]);
+    assert_eq!(spawned(&actions).map(|j| j.number), Some(1));
+}
+
+#[test]
+fn a_fenced_attempt_resumes_as_the_next_attempt_and_a_stopped_one_stays_unended() {
+    let (mut l, _) = wave_member(waves(false), vec![]);
+    l.step(Input::Tick, ms(2010)); // fenced: no heartbeat back for the deadline
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2011));
+    let actions = l.step(hb(12, 2600), ms(2610));
+    assert_eq!(
+        spawned(&actions),
+        Some(Attempt {
+            wave_ms: wall(1010),
+            wave_token: 7,
+            number: 2,
+            token: 12,
+            code: None,
+            by: None,
+            due: None,
+            ended: None
+        })
+    );
+    // SIGTERM stops it: the attempt did not end on its own.
+    l.step(Input::Shutdown, ms(2700));
+    let actions = l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(2800));
+    assert_eq!(disclaimed(&actions).map(|j| j.code), Some(None));
+    assert_eq!(actions.last(), Some(&Exit(143)));
+}
+
+#[test]
+fn without_waves_records_carry_no_attempt_and_read_ones_are_ignored() {
+    let (_, actions) = wave_member(settings(Restart::Never), vec![carrying(4, None, x_ran(500, 1, 3, Some(0)))]);
+    assert_eq!(actions, vec![Spawn { token: 7, lease: ms(2000), attempt: None }, led()]);
+}
+
+#[test]
+fn a_run_past_max_runtime_is_stopped_and_ends_as_if_by_itself() {
+    let max = Duration::from_millis(3000);
+    let run = |restart| {
+        let mut l = Leader::new(Settings { max_runtime: Some(max), ..settings(restart) }, started(0));
+        l.step(Input::Assigned, ms(1000));
+        l.step(hb(7, 1000), ms(1010));
+        // Heartbeats keep the lease up; the run started at 1010 overruns at 4010.
+        for t in (1200..4000).step_by(200) {
+            l.step(Input::Tick, ms(t));
+            l.step(hb(7 + t as i64 / 200, t), ms(t + 5));
+        }
+        assert_eq!(l.next_deadline(), Some(ms(4000)), "the next heartbeat");
+        l.step(Input::Tick, ms(4000));
+        l.step(hb(30, 4000), ms(4005));
+        assert_eq!(l.next_deadline(), Some(ms(4010)), "the overrun");
+        assert_eq!(l.step(Input::Tick, ms(4009)), vec![]);
+        assert_eq!(l.step(Input::Tick, ms(4010)), vec![SignalGroup(SIGTERM)]);
+        // Grace, then SIGKILL, as for any stop.
+        assert!(l.step(Input::Tick, ms(4510)).contains(&KillGroup));
+        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(4520))
+    };
+    assert_eq!(run(Restart::Never).last(), Some(&Exit(137)), "its status, as a run that ended");
+    let again = run(Restart::Always);
+    assert!(!again.iter().any(|a| matches!(a, Exit(_))), "--restart applies: {again:?}");
+    // Without a limit, nothing stops it.
+    let mut l = leading(Restart::Never);
+    for t in (1200..10_000).step_by(200) {
+        let actions = [l.step(Input::Tick, ms(t)), l.step(hb(7 + t as i64 / 200, t), ms(t + 5))].concat();
+        assert!(!actions.iter().any(|a| matches!(a, SignalGroup(_) | KillGroup)), "at {t}: {actions:?}");
+    }
+}
+
+#[test]
+fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
+    // A success from a host whose clock is a day ahead: its wave seems to
+    // begin in our future. Members started before it began on the log (the
+    // partition ended at 4, the wave began at offset 5) belong to it; one
+    // started after (the partition ended at 6) runs a wave of its own,
+    // where the clocks alone would have had it wait out the day.
+    let ahead = |born| {
+        let mut l = Leader::new(waves(false), started(40_000));
+        l.born_at(born);
+        l.step(carrying(6, None, Attempt { wave_token: 5, ..x_ran(86_400_000, 1, 5, Some(0)) }), ms(40_900));
+        l.step(Input::Assigned, ms(41_000));
+        l.step(hb(7, 41_000), ms(41_010))
+    };
+    assert_eq!(ahead(4).last(), Some(&Exit(0)));
+    assert_eq!(ahead(5).last(), Some(&Exit(0)), "began at the end we saw: after us");
+    assert_eq!(spawned(&ahead(6)).map(|j| (j.number, j.wave_token)), Some((1, 7)));
+    // Born before the wave by the log, though the clocks put our start long
+    // after it (a wave from a clock behind ours): ours all the same.
+    let mut l = Leader::new(waves(false), started(40_000));
+    l.born_at(2);
+    l.step(carrying(4, None, Attempt { wave_token: 3, ..x_ran(500, 1, 3, Some(0)) }), ms(40_900));
+    l.step(Input::Assigned, ms(41_000));
+    assert_eq!(l.step(hb(7, 41_000), ms(41_010)).last(), Some(&Exit(0)));
+}
+
+// A schedule of its own (`--every`, `--cron`).
+
+/// Due every `period_ms` of the wall clock, the missed ones run once.
+fn scheduled(period_ms: u64) -> Settings {
+    let calendar = every(period_ms);
+    Settings {
+        schedule: Some(Schedule { calendar, missed: Missed::Once, starting_deadline: None }),
+        ..settings(Restart::Never)
+    }
+}
+
+/// A leader's life from `from` to `to` (ms): its timer fires every 50 ms
+/// and each record it writes is read back 5 ms later. Returns every action
+/// with when it came, and the next free offset.
+fn live(l: &mut Leader, from: u64, to: u64, mut offset: i64) -> (Vec<(u64, Action)>, i64) {
+    let mut out = Vec::new();
+    let mut t = from;
+    while t < to {
+        let mut pending = vec![(t, Input::Tick)];
+        while let Some((at, input)) = pending.pop() {
+            for action in l.step(input, ms(at)) {
+                if let SendHeartbeat(_) = action {
+                    offset += 1;
+                    pending.push((at + 5, hb(offset, at)));
+                }
+                out.push((at, action));
+            }
+        }
+        t += 50;
+    }
+    (out, offset)
+}
+
+fn spawns(actions: &[(u64, Action)]) -> Vec<(u64, Attempt)> {
+    actions
+        .iter()
+        .filter_map(|(t, a)| match a {
+            Spawn { attempt, .. } => Some((*t, attempt.clone().expect("a scheduled spawn names its run"))),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
+    let mut l = Leader::new(scheduled(2000), started(0));
+    l.step(Input::Assigned, ms(1000));
+    let (actions, offset) = live(&mut l, 1000, 7000, 6);
+    let first_due = (wall(1000) / 2000 + 1) * 2000;
+    // Not when it came to lead: at its first due time, on time.
+    let starts = spawns(&actions);
+    let (at, attempt) = starts.first().cloned().expect("a run");
+    assert_eq!((starts.len(), attempt.due, attempt.number, attempt.code), (1, Some(first_due), 1, None), "{starts:?}");
+    assert!(wall(at) >= first_due && wall(at) < first_due + 50, "{starts:?}");
+    // Named on the topic in the same step, not at the next heartbeat.
+    let named = actions.iter().skip_while(|(_, a)| !matches!(a, Spawn { .. })).find_map(|(t, a)| match a {
+        SendHeartbeat(r) => Some((*t, r.attempt.as_ref().and_then(|j| j.due))),
+        _ => None,
+    });
+    assert_eq!(named, Some((at, Some(first_due))), "{actions:?}");
+    assert!(l.child_alive(), "a run is counted only once it is over");
+    assert_eq!(l.last_run().map(|j| (j.due, j.code)), Some((Some(first_due), None)), "metrics read the run");
+    assert_eq!(l.next_due(), Some(first_due + 2000), "while it runs, its records plan the next due time");
+    // It ends by itself: the record says so at once, and plans the next.
+    let ended = l.step(Input::ChildExited(ChildStatus::Exited(3)), ms(at + 300));
+    assert!(!l.child_alive());
+    let record = ended.iter().find_map(|a| match a {
+        SendHeartbeat(r) => Some(r.clone()),
+        _ => None,
+    });
+    let record = record.expect("the ending is written at once");
+    let attempt = record.attempt.expect("it names the run");
+    assert_eq!((attempt.code, attempt.ended), (Some(3), Some(wall(at + 300))), "{ended:?}");
+    assert_eq!(record.next, Some(first_due + 2000), "and the next due time");
+    assert!(!ended.iter().any(|a| matches!(a, Exit(_))), "a schedule leads on: {ended:?}");
+    let (more, _) = live(&mut l, at + 300, 9000, offset + 100);
+    let next = spawns(&more);
+    assert_eq!(next.first().map(|(_, j)| j.due), Some(Some(first_due + 2000)), "{next:?}");
+    assert!(wall(next[0].0) < first_due + 2050, "on time: {next:?}");
+}
+
+#[test]
+fn a_due_time_missed_during_a_run_starts_once_its_ending_is_read_back() {
+    let mut l = Leader::new(scheduled(2000), started(0));
+    l.step(Input::Assigned, ms(1000));
+    let (actions, _) = live(&mut l, 1000, 4000, 6);
+    let (at, attempt) = spawns(&actions)[0].clone();
+    // The run takes 2.5 s: the next due time passes meanwhile.
+    let end = at + 2500;
+    for t in (at + 50..end).step_by(50) {
+        for a in l.step(Input::Tick, ms(t)) {
+            if let SendHeartbeat(_) = a {
+                l.step(hb(100 + t as i64, t), ms(t + 5));
+            }
+        }
+    }
+    let ended = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(end));
+    assert!(ended.iter().any(|a| matches!(a, SendHeartbeat(_))), "{ended:?}");
+    assert!(!ended.iter().any(|a| matches!(a, Spawn { .. })), "not before the ending is on the partition: {ended:?}");
+    // A record sent before the ending (or in the same step, before it)
+    // proves nothing; one sent after it does.
+    assert_eq!(l.step(hb(1000, end), ms(end + 2)), vec![]);
+    let read = l.step(hb(1001, end + 1), ms(end + 5));
+    let missed = spawns(&read.into_iter().map(|a| (end + 5, a)).collect::<Vec<_>>());
+    assert_eq!(missed.len(), 1, "the missed due time runs at once");
+    assert_eq!(missed[0].1.due, Some(attempt.due.unwrap() + 2000));
+}
+
+/// A member that read x's record naming the run of due time `due`, cut
+/// short (`code` None) or ended, and came to lead at 1010.
+fn next_leader(due: u64, code: Option<u8>) -> (Leader, Vec<Action>) {
+    let run = Attempt { due: Some(due), ..x_ran(500, 1, 3, code) };
+    let (l, actions) = wave_member(scheduled(60_000), vec![carrying(5, None, run)]);
+    (l, actions)
+}
+
+#[test]
+fn the_next_leader_runs_a_cut_short_run_again_and_an_ended_one_never() {
+    let due = wall(1010) / 60_000 * 60_000;
+    let (_, actions) = next_leader(due, None);
+    let retry = spawned(&actions).expect("the cut-short run starts again at once");
+    assert_eq!((retry.due, retry.number, retry.wave_ms), (Some(due), 2, wall(1010)), "{retry:?}");
+    let (mut l, actions) = next_leader(due, Some(0));
+    assert_eq!(spawned(&actions), None, "{actions:?}");
+    assert_eq!(l.next_deadline(), Some(ms(1210)), "only its heartbeat is due before the next run");
+    let next = actions.iter().find_map(|a| match a {
+        SendHeartbeat(r) => r.next,
+        _ => None,
+    });
+    assert_eq!(next, Some(due + 60_000), "its records plan the next due time");
+    assert!(!l.step(Input::Tick, ms(1210)).iter().any(|a| matches!(a, Spawn { .. })));
+}
+
+/// Found by neli-soak on tansu: a member whose run of a due time ended
+/// (its ending delivered late, after a cut) then read another member's
+/// record naming a later attempt at the same due time, started before the
+/// ending landed and cut short. The ending is final: the due time must not
+/// run again.
+#[test]
+fn a_due_time_that_ended_stays_ended_whatever_later_attempt_is_read() {
+    let due = wall(1010) / 60_000 * 60_000;
+    let ended = Attempt { due: Some(due), ended: Some(due + 500), ..x_ran(500, 1, 3, Some(0)) };
+    let cut = Attempt { due: Some(due), ..x_ran(900, 2, 5, None) };
+    for order in [[ended.clone(), cut.clone()], [cut, ended]] {
+        let read = order.into_iter().enumerate().map(|(i, attempt)| carrying(6 + i as i64, None, attempt)).collect();
+        let (l, actions) = wave_member(scheduled(60_000), read);
+        assert_eq!(spawned(&actions), None, "the due time ended: not run again: {actions:?}");
+        assert_eq!(l.last_run().map(|j| (j.token, j.code)), Some((3, Some(0))), "the ending is kept");
+    }
+}
+
+#[test]
+fn which_run_says_more() {
+    let (d, later) = (Some(60_000u64), Some(120_000u64));
+    // The same run read again says nothing new (our own copy, naming no
+    // runner, stays ours, whatever copy another member carries).
+    assert!(!supersedes((3, d, Some(0)), (3, d, Some(0))));
+    assert!(!supersedes((3, d, None), (3, d, None)));
+    // Its ending does, and a later due time does, whatever the tokens.
+    assert!(supersedes((3, d, Some(0)), (3, d, None)));
+    assert!(supersedes((3, later, None), (4, d, Some(0))));
+    // An ending is final for its due time; of two attempts, the newer.
+    assert!(!supersedes((5, d, None), (3, d, Some(0))));
+    assert!(supersedes((5, d, None), (3, d, None)));
+    // A wave's run and a schedule's (members started with other flags):
+    // the newer token, as for waves.
+    assert!(!supersedes((5, d, Some(0)), (9, None, Some(0))));
+    assert!(supersedes((9, None, None), (5, d, Some(0))));
+    // Waves: the newer attempt, even over a success (a failure is retried).
+    assert!(supersedes((4, None::<u64>, None), (3, None, Some(1))));
+    assert!(!supersedes((3, None::<u64>, None), (3, None, Some(0))));
+}

@@ -1,0 +1,83 @@
+//! What the core's test modules share: times as plain milliseconds on a
+//! machine whose clocks are fixed (so no test depends on when it runs), the
+//! signals they send, and the settings and leader the scenarios start from.
+
+use std::time::Duration;
+
+use super::*;
+use Action::*;
+
+pub const SIGTERM: Signal = Signal(15);
+pub const SIGHUP: Signal = Signal(1);
+
+/// The wall clock at boot: 2023-11-14T22:13:20Z.
+pub const WALL: u64 = 1_700_000_000_000;
+
+/// `n` ms after boot.
+pub fn ms(n: u64) -> BootTime {
+    BootTime::from_nanos(n * 1_000_000)
+}
+
+/// The wall clock (ms since the epoch) `n` ms after boot.
+pub fn wall(n: u64) -> u64 {
+    WALL + n
+}
+
+/// `--every` `period` ms, the calendar the schedule tests run on.
+pub fn every(period: u64) -> std::sync::Arc<dyn Calendar> {
+    std::sync::Arc::new(crate::calendar::Every::new(Duration::from_millis(period)).expect("a period of 1 ms or more"))
+}
+
+/// A start `n` ms after boot, on both clocks (for `Leader::new`).
+pub fn started(n: u64) -> Anchor {
+    Anchor { boot: ms(n), wall_ms: wall(n) }
+}
+
+pub const HB: Duration = Duration::from_millis(200);
+pub const DEADLINE: Duration = Duration::from_millis(1000);
+pub const GRACE: Duration = Duration::from_millis(500);
+
+pub fn settings(restart: Restart) -> Settings {
+    Settings {
+        heartbeat_interval: HB,
+        heartbeat_deadline: DEADLINE,
+        grace: GRACE,
+        stop_signal: SIGTERM,
+        restart,
+        restart_delay: Duration::from_millis(100),
+        acquire_timeout: None,
+        max_runtime: None,
+        resume_window: Duration::from_millis(2200),
+        claim_margin: Duration::ZERO,
+        waves: None,
+        schedule: None,
+    }
+}
+
+pub fn hb(offset: i64, sent: u64) -> Input {
+    Input::OwnHeartbeat { offset, sent: ms(sent) }
+}
+
+/// Our heartbeat in term `term` (begun at `start`): leading with `token`,
+/// or contending.
+pub fn says(term: u64, start: Option<i64>, token: Option<i64>) -> Action {
+    let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
+    SendHeartbeat(Record { term, start, stance, attempt: None, next: None })
+}
+
+/// What the leader made by `leading` says.
+pub fn led() -> Action {
+    says(1, Some(7), Some(7))
+}
+
+/// A leader with a running child: assigned at 1000, own heartbeat sent
+/// at 1000 read back at 1010 with offset 7.
+pub fn leading(restart: Restart) -> Leader {
+    let mut l = Leader::new(settings(restart), started(0));
+    assert_eq!(l.step(Input::Assigned, ms(1000)), vec![says(1, None, None)]);
+    assert_eq!(l.role(), Role::Candidate);
+    // The new leader announces its token with a heartbeat at once.
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), attempt: None }, led()]);
+    assert_eq!(l.role(), Role::Leader { token: 7 });
+    l
+}

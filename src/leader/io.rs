@@ -1,0 +1,183 @@
+//! The core's contract with the shell (and with `config`): the settings it
+//! is built with, what happened ([`Input`]), what to do ([`Action`]), and
+//! the records it writes ([`Record`]) and reads ([`Other`]). Plain data; the
+//! policy that maps one to the other is in `mod.rs`.
+
+use std::time::Duration;
+
+use super::{Attempt, Schedule, Waves};
+use crate::clock::BootTime;
+use crate::exit::ChildStatus;
+
+/// What to do when the child exits on its own while we lead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restart {
+    /// Exit with the child's status (and leave the group).
+    Never,
+    /// Start it again unless it exited with status 0.
+    OnFailure,
+    /// Start it again whatever its status.
+    Always,
+}
+
+/// A signal, by number: the core decides when one goes to the command's
+/// group, the supervisor sends it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Signal(pub i32);
+
+/// The timing and policy the core needs; validated by `config`.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub heartbeat_interval: Duration,
+    pub heartbeat_deadline: Duration,
+    pub grace: Duration,
+    pub stop_signal: Signal,
+    pub restart: Restart,
+    pub restart_delay: Duration,
+    pub acquire_timeout: Option<Duration>,
+    /// How long one run may take before it is stopped (stop signal, grace,
+    /// SIGKILL) and counts as ended with the status that gives.
+    pub max_runtime: Option<Duration>,
+    /// The longest gap in our own heartbeats after which we may still
+    /// trust that the group kept partition 0 for us: session timeout minus
+    /// a coordinator heartbeat and the margin. After a longer gap the
+    /// coordinator may already have given the partition to another member,
+    /// so we rejoin the group instead of resuming.
+    pub resume_window: Duration,
+    /// How long past its writer's deadline another member's claim still
+    /// holds us back: room for the writers' wall clocks to disagree and for
+    /// a kill to land.
+    pub claim_margin: Duration,
+    /// Once per wave, or None to run the command whenever we come to lead.
+    pub waves: Option<Waves>,
+    /// Run the command at due times while we lead, instead of once when we
+    /// come to lead (never with waves).
+    pub schedule: Option<Schedule>,
+}
+
+/// What one of our heartbeat records says. The core decides it, so that a
+/// record never claims less than is true.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Which of our terms it belongs to: a term is one stretch of ownership
+    /// whose records others can have counted without a break (raft's word).
+    pub term: u64,
+    /// The offset of the term's first record, once read back: the term's
+    /// place in the one order every member reads.
+    pub start: Option<i64>,
+    pub stance: Stance,
+    /// The newest attempt of a wave, or run of the schedule, we know of.
+    pub attempt: Option<Attempt>,
+    /// When the schedule's next run is due, as its writer plans it
+    /// (wall-clock ms).
+    pub next: Option<u64>,
+}
+
+/// A record writer's part in the group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stance {
+    /// Its command may be running, under this fencing token.
+    Leading { token: i64 },
+    /// It owns partition 0 and may lead soon: a candidate, or a fenced
+    /// leader that may resume.
+    Contending,
+    /// It runs no command and contends for nothing: the disclaimer (and
+    /// any record of a version that did not say more).
+    Released,
+}
+
+impl Stance {
+    /// The fencing token it claims, if any.
+    pub fn token(self) -> Option<i64> {
+        match self {
+            Stance::Leading { token } => Some(token),
+            Stance::Contending | Stance::Released => None,
+        }
+    }
+}
+
+/// Another member's heartbeat record, as the core needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Other {
+    /// Its name and incarnation.
+    pub writer: String,
+    /// Where it sits on partition 0.
+    pub offset: i64,
+    /// The writer's term; None from versions that did not say, whose
+    /// records never contend.
+    pub term: Option<u64>,
+    /// The offset of that term's first record, if the writer had read it
+    /// back when it wrote this one.
+    pub start: Option<i64>,
+    pub stance: Stance,
+    /// How long ago it was written: our wall clock against the writer's.
+    pub age: Duration,
+    /// The writer's heartbeat deadline: its command is dead this long after
+    /// its newest record was written, unless it writes another.
+    pub deadline: Duration,
+    /// The newest attempt of a wave its writer knew of.
+    pub attempt: Option<Attempt>,
+}
+
+/// Something that happened, as the shell reports it.
+// A record is a few hundred bytes and comes a few times a second: moved,
+// not boxed.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The group assigned us partition 0.
+    Assigned,
+    /// Partition 0 was taken from us. `lost` means the group already moved
+    /// on without us (session expired), so there is no time for grace.
+    Revoked { lost: bool },
+    /// One of our own heartbeat records (this very incarnation) was read
+    /// back from partition 0; `sent` is when we produced it.
+    OwnHeartbeat { offset: i64, sent: BootTime },
+    /// Another member's heartbeat record was read from partition 0.
+    OtherHeartbeat(Other),
+    /// The child's whole process group is gone.
+    ChildExited(ChildStatus),
+    /// SIGTERM or SIGINT: stop the child, leave the group, exit. A second
+    /// one kills the child at once.
+    Shutdown,
+    /// Kafka said something we cannot recover from; exit with this code
+    /// after stopping the child.
+    Fatal(u8),
+    /// A signal to pass on to the child's group.
+    Forward(Signal),
+    /// `neli-run yield` asked us to hand leadership over.
+    Yield,
+    /// Nothing but the passing of time (the shell's timer fired).
+    Tick,
+}
+
+/// Something for the shell to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Produce this heartbeat record now.
+    SendHeartbeat(Record),
+    /// Start the child with this fencing token; the shim must kill it by
+    /// itself at `lease` unless the lease is extended. `attempt` says which
+    /// attempt of which wave it is (once per wave).
+    Spawn { token: i64, lease: BootTime, attempt: Option<Attempt> },
+    /// Move the running child's lease forward.
+    Lease(BootTime),
+    /// Send a signal to the child's process group.
+    SignalGroup(Signal),
+    /// SIGKILL the child's process group.
+    KillGroup,
+    /// Let the blocked rebalance callback return: the child is gone.
+    ReleaseRevoke,
+    /// Leave the group and join it again: our claim on partition 0 is
+    /// too old to trust, so get a fresh assignment from the coordinator.
+    Rejoin,
+    /// Leave the group and rejoin only once another member leads (or after
+    /// a while, if none does): the end of a yield, once the child is gone.
+    StandAside,
+    /// Leave the group and exit with this status.
+    Exit(u8),
+    /// Write this record (it claims nothing), and give it a moment to
+    /// land: the next owner then reads that our command is gone instead of
+    /// waiting out our last record. Comes before giving partition 0 up.
+    Disclaim(Record),
+}

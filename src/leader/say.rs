@@ -1,0 +1,71 @@
+//! What the core tells the operator about its decisions, apart from the
+//! decisions: these functions only log (cargo-mutants leaves them alone,
+//! see .cargo/mutants.toml; no test pins a log line's condition).
+
+use super::*;
+use peers::Term;
+
+/// Our term's first record is on the partition: who contended before it.
+pub(super) fn earlier_contenders(peers: &Peers, offset: i64, now: BootTime) {
+    for (writer, term) in peers.terms() {
+        if term.goes_first(Some(offset), now) {
+            info!(%writer, "another member has contended for partition 0 since before us; it goes first");
+        }
+    }
+}
+
+/// Who ran `attempt`, for a log line (Debug-formatted there: the writer
+/// chose these strings).
+fn runner(attempt: &Attempt) -> (&str, &str) {
+    attempt.by.as_ref().map_or(("this member", ""), |r| (r.name.as_str(), r.host.as_str()))
+}
+
+/// A wave's start lies in our future (`now`, wall ms): its host's
+/// clock is ahead.
+pub(super) fn wave_from_the_future(attempt: Option<&Attempt>, now: u64) {
+    let Some(attempt) = attempt.filter(|j| j.wave_ms > now) else { return };
+    let (name, host) = runner(attempt);
+    warn!(name = ?name, host = ?host, ahead = ?Duration::from_millis(attempt.wave_ms - now), "a wave's start lies in our future: that host's clock is ahead of ours, so only the log says who belongs to it (fix the clocks: NTP)");
+}
+
+/// A scheduled run starts (`now`, wall ms): said with how late it is
+/// (a missed one).
+pub(super) fn due(due: u64, now: u64) {
+    let late = Duration::from_millis(now.saturating_sub(due));
+    info!(due_ms = due, ?late, "starting the run of a due time");
+}
+
+/// A run of our wave already ended: we exit with its status.
+pub(super) fn covered(attempt: Option<&Attempt>, code: u8) {
+    if let Some(attempt) = attempt {
+        let (name, host) = runner(attempt);
+        info!(name = ?name, host = ?host, token = attempt.token, attempt = attempt.number, code, "this wave's run already ended; not running the command again (--once-within)");
+    }
+}
+
+pub(super) fn promoted(was: Phase, token: i64, took: Duration) {
+    if was == Phase::Fenced {
+        info!(token, fenced_for = ?took, "resumed: own heartbeats are back");
+    } else {
+        info!(token, took = ?took, "leader: read own heartbeat back");
+    }
+}
+
+/// A claim we had not known of holds us back (said only if we do not
+/// lead and did not know of it).
+pub(super) fn held_back(other: &Other, until: BootTime, now: BootTime, leading: bool, known: bool) {
+    if let (Some(token), true, false, false) = (other.stance.token(), until > now, leading, known) {
+        info!(writer = %other.writer, token, age = ?other.age, holds_until = ?until.since(now), "another member claims partition 0; waiting until its command must be gone");
+    }
+}
+
+/// A term (`before` and `now` its entry before and after its newest
+/// record) has just become one that contends from before ours.
+/// (Not said while we lead: then it fences, and says so.)
+pub(super) fn goes_first(writer: &str, before: Option<Term>, now: Option<Term>, ours: Option<i64>, leading: bool) {
+    let Some(now) = now else { return };
+    let was = before.filter(|b| b.id == now.id && b.contending).map(|b| b.start);
+    if now.contending && ours.is_some_and(|s| now.start < s && was.is_none_or(|w| w >= s)) && !leading {
+        info!(%writer, "another member has contended for partition 0 since before us; it goes first");
+    }
+}

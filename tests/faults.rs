@@ -296,9 +296,13 @@ fn regression_a_new_owner_waits_out_a_claim_written_just_before_its_assignment()
         Record { term: 1, start: None, stance: Stance::Released, attempt: None, next: None },
         60_000,
     );
-    let _a = g.member("a", &[], &["sleep", "1000"]);
+    let a = g.member("a", &[], &["sleep", "1000"]);
     // Well within the 60 s the claim would hold it back.
     wait_until(g.broker.timing.takeover(), "a leads without waiting out the withdrawn claim", || g.lock_held());
+    // Nor does it say it waits: it read the claim, then the disclaimer,
+    // before its own record came back (the log said "waiting" on reading the
+    // claim, and started the command milliseconds later).
+    assert!(!a.log().contains("waiting"), "{}", a.log());
 }
 
 /// Regression (found by neli-soak on tansu, seed 48): the broker gave
@@ -309,7 +313,7 @@ fn regression_a_new_owner_waits_out_a_claim_written_just_before_its_assignment()
 /// records by hand: first as the earlier contender, then as one that a
 /// leader finds out about only after it led.
 #[test]
-fn regression_of_two_owners_at_once_the_run_first_on_the_partition_leads() {
+fn regression_of_two_owners_at_once_the_term_first_on_the_partition_leads() {
     let g = Group::on(Broker::dev(), "two-owners");
     // The ghost's records hold for 10 s: long enough that a loaded machine
     // cannot age one out before a reads it (2 s did, once in a full run);

@@ -399,7 +399,12 @@ impl Leader {
             return; // read back too late: it proves nothing about now
         }
         match tenure.phase {
-            Phase::Candidate | Phase::Fenced => self.try_promote(now),
+            Phase::Candidate | Phase::Fenced => {
+                if tenure.start == Some(offset) {
+                    say::waiting(&self.peers, offset, now);
+                }
+                self.try_promote(now)
+            }
             // While the child stops (a shutdown or a yield) too: we still
             // own the partition and heartbeat, so the lease may run as long
             // as our claims do, and `--grace` is not cut short by it.

@@ -14,6 +14,15 @@ pub(super) fn earlier_contenders(peers: &Peers, offset: i64, now: BootTime) {
     }
 }
 
+/// Our term's first record is back, so we would lead now: a claim or an
+/// earlier term that still holds us back starts a wait, said with its
+/// length. (A claim read before this and withdrawn by then is no wait.)
+pub(super) fn waiting(peers: &Peers, offset: i64, now: BootTime) {
+    if let Some(until) = peers.held_until(offset).filter(|until| *until > now) {
+        info!(wait = ?until.since(now), "another member's claim on partition 0 still holds: waiting until its command must be gone");
+    }
+}
+
 /// Who ran `attempt`, for a log line (Debug-formatted there: the writer
 /// chose these strings).
 fn runner(attempt: &Attempt) -> (&str, &str) {
@@ -51,11 +60,12 @@ pub(super) fn promoted(was: Phase, token: i64, took: Duration) {
     }
 }
 
-/// A claim we had not known of holds us back (said only if we do not
-/// lead and did not know of it).
+/// A claim we had not known of (said only if we do not lead and did not
+/// know of it): no wait yet, since its writer may withdraw it before we
+/// would lead (`waiting` says when one starts).
 pub(super) fn held_back(other: &Other, until: BootTime, now: BootTime, leading: bool, known: bool) {
     if let (Some(token), true, false, false) = (other.stance.token(), until > now, leading, known) {
-        info!(writer = %other.writer, token, age = ?other.age, holds_until = ?until.since(now), "another member claims partition 0; waiting until its command must be gone");
+        tracing::debug!(writer = %other.writer, token, age = ?other.age, holds_until = ?until.since(now), "another member claims partition 0");
     }
 }
 

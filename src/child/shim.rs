@@ -90,11 +90,39 @@ fn parse(args: &[OsString]) -> Option<(Signal, Duration, &OsString, &[OsString])
 fn run(args: &[OsString]) -> io::Result<ChildStatus> {
     let (stop_signal, grace, program, rest) =
         parse(args).ok_or_else(|| io::Error::other("bad arguments (the shim is started by neli-run only)"))?;
+    let (lease, lease_timer, signals) = arm(stop_signal)?;
+    let me = getpid();
+    let child = match spawn_command(program, rest, me) {
+        Ok(child) => child,
+        Err(status) => return Ok(status),
+    };
+    let drain_timer = TimerFd::new(ClockId::CLOCK_BOOTTIME, TimerFlags::TFD_CLOEXEC)?;
+    let watch = Watch {
+        me,
+        stop_signal,
+        grace,
+        child,
+        lease,
+        lease_timer,
+        signals,
+        drain_timer,
+        status: None,
+        stop_sent: false,
+        draining: false,
+    };
+    watch.run()
+}
+
+/// Everything before the command starts: takes the lease pipe, becomes a
+/// subreaper, blocks every asynchronous signal (a signal sent to the group
+/// must not kill the shim) and watches SIGCHLD and the stop signal through
+/// a signalfd instead, then arms the lease timer with neli-run's first
+/// lease. Returns the lease pipe, the lease timer and the signalfd.
+fn arm(stop_signal: Signal) -> io::Result<(std::fs::File, TimerFd, SignalFd)> {
     // SAFETY: neli-run placed the lease pipe at this fd; nothing else owns it.
     let mut lease = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(LEASE_FD) });
     nix::fcntl::fcntl(&lease, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
     nix::sys::prctl::set_child_subreaper(true)?;
-    let me = getpid();
 
     let mut blocked = SigSet::all();
     for sig in FAULTS {
@@ -113,7 +141,13 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
         return Err(io::Error::other("neli-run went away before the first lease"));
     }
     arm_at(&lease_timer, u64::from_le_bytes(buf))?;
+    Ok((lease, lease_timer, signals))
+}
 
+/// Starts the command in the shim's group, with no signal blocked. Err is
+/// the status the shim reports for a command that cannot start (the
+/// shell's 127 and 126), said on stderr.
+fn spawn_command(program: &OsString, rest: &[OsString], me: Pid) -> Result<Pid, ChildStatus> {
     let mut command = Command::new(program);
     command.args(rest).arg0(program);
     // SAFETY: sigprocmask, prctl and getppid are async-signal-safe. The
@@ -131,8 +165,8 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
             Ok(())
         });
     }
-    let child = match command.spawn() {
-        Ok(child) => Pid::from_raw(child.id() as i32),
+    match command.spawn() {
+        Ok(child) => Ok(Pid::from_raw(child.id() as i32)),
         Err(err) => {
             let (code, what) = match err.kind() {
                 io::ErrorKind::NotFound => (Kind::NotFound.code(), "command not found"),
@@ -140,96 +174,143 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
                 _ => (Kind::NotExecutable.code(), "cannot execute"),
             };
             stderr::line(format_args!("neli-run: {}: {what} ({err})", program.to_string_lossy()));
-            return Ok(ChildStatus::Exited(code));
+            Err(ChildStatus::Exited(code))
         }
-    };
+    }
+}
 
-    let drain_timer = TimerFd::new(ClockId::CLOCK_BOOTTIME, TimerFlags::TFD_CLOEXEC)?;
-    let mut status: Option<ChildStatus> = None;
-    // Whether everything below us has had the stop signal: neli-run's
-    // killpg reached the group, and we passed it on to the rest.
-    let mut stop_sent = false;
-    let mut draining = false;
-    loop {
-        let mut fds = [
-            PollFd::new(lease.as_fd(), PollFlags::POLLIN),
-            PollFd::new(lease_timer.as_fd(), PollFlags::POLLIN),
-            PollFd::new(signals.as_fd(), PollFlags::POLLIN),
-            PollFd::new(drain_timer.as_fd(), PollFlags::POLLIN),
-        ];
-        match poll(&mut fds, PollTimeout::NONE) {
-            Err(Errno::EINTR) => continue,
-            Err(err) => return Err(err.into()),
-            Ok(_) => {}
-        }
-        let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
-        let (lease_ready, lease_expired, signalled, drained) =
-            (ready(&fds[0]), ready(&fds[1]), ready(&fds[2]), ready(&fds[3]));
-        if lease_ready {
-            // Up to 64 leases queued since we last looked: the newest counts.
-            // (neli-run writes each in one 8-byte write, which a pipe keeps
-            // whole.)
-            let mut many = [0u8; 512];
-            match lease.read(&mut many) {
-                Ok(0) | Err(_) => return Ok(fence("neli-run is gone")),
-                Ok(n) => {
-                    if let Some(last) = many[..n].chunks_exact(8).last() {
-                        arm_at(&lease_timer, u64::from_le_bytes(last.try_into().expect("8 bytes")))?;
-                    }
+/// The started command, watched until its end is settled.
+struct Watch {
+    me: Pid,
+    stop_signal: Signal,
+    grace: Duration,
+    child: Pid,
+    lease: std::fs::File,
+    lease_timer: TimerFd,
+    signals: SignalFd,
+    /// Armed once the command has exited: when what it left has had its
+    /// `grace`.
+    drain_timer: TimerFd,
+    /// The command's own status, once it has exited.
+    status: Option<ChildStatus>,
+    /// Whether everything below us has had the stop signal: neli-run's
+    /// killpg reached the group, and we passed it on to the rest.
+    stop_sent: bool,
+    draining: bool,
+}
+
+impl Watch {
+    /// Waits on the lease pipe, the lease timer, the signalfd and the drain
+    /// timer until the shim's status is known; every path that ends with
+    /// something still running below the shim kills it first.
+    fn run(mut self) -> io::Result<ChildStatus> {
+        loop {
+            let mut fds = [
+                PollFd::new(self.lease.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.lease_timer.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.signals.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.drain_timer.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Err(Errno::EINTR) => continue,
+                Err(err) => return Err(err.into()),
+                Ok(_) => {}
+            }
+            let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
+            let (lease_ready, lease_expired, signalled, drained) =
+                (ready(&fds[0]), ready(&fds[1]), ready(&fds[2]), ready(&fds[3]));
+            if lease_ready {
+                if let Some(status) = self.on_lease()? {
+                    return Ok(status);
+                }
+            }
+            if lease_expired {
+                return Ok(fence("lease expired (no fresh heartbeat)"));
+            }
+            if drained {
+                return Ok(self.on_drain());
+            }
+            if signalled {
+                if let Some(status) = self.on_signals()? {
+                    return Ok(status);
                 }
             }
         }
-        if lease_expired {
-            return Ok(fence("lease expired (no fresh heartbeat)"));
-        }
-        if drained {
-            let swept = kill_all();
-            stderr::line(format_args!(
-                "neli-run: shim: processes left after the command exited ignored the stop signal; killed them{}",
-                if swept { "" } else { STILL_THERE }
-            ));
-            return Ok(status.expect("the drain timer runs only once the command has exited"));
-        }
-        if signalled {
-            while let Some(info) = signals.read_signal()? {
-                if info.ssi_signo as i32 == stop_signal as i32 {
-                    // neli-run signalled the group; pass it on to whatever
-                    // left the group (setsid, setpgid, a double fork).
-                    stop_sent = true;
-                    tree::signal_below(me, stop_signal, |p| p.pgrp != me);
-                }
-            }
-            loop {
-                match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                    Ok(WaitStatus::Exited(pid, code)) if pid == child => {
-                        status = Some(ChildStatus::Exited(code as u8));
-                    }
-                    Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
-                        status = Some(ChildStatus::Signaled(sig as i32));
-                    }
-                    Ok(WaitStatus::StillAlive) => break,
-                    Ok(_) => continue,
-                    Err(Errno::ECHILD) => match status {
-                        Some(status) => return Ok(status),
-                        None => break,
-                    },
-                    Err(err) => return Err(err.into()),
-                }
-                if !draining {
-                    // The command is gone; whatever it left must go too
-                    // (dumb-init does the same for its group), within grace.
-                    draining = true;
-                    if !stop_sent {
-                        stop_sent = true;
-                        tree::signal_below(me, stop_signal, |_| true);
-                    }
-                    drain_timer.set(
-                        Expiration::OneShot(TimeSpec::from_duration(grace.max(Duration::from_millis(1)))),
-                        TimerSetTimeFlags::empty(),
-                    )?;
+    }
+
+    /// New leases on the pipe: re-arms the lease timer at the newest. A
+    /// closed pipe means neli-run is dead: fenced, with that status.
+    fn on_lease(&mut self) -> io::Result<Option<ChildStatus>> {
+        // Up to 64 leases queued since we last looked: the newest counts.
+        // (neli-run writes each in one 8-byte write, which a pipe keeps
+        // whole.)
+        let mut many = [0u8; 512];
+        match self.lease.read(&mut many) {
+            Ok(0) | Err(_) => return Ok(Some(fence("neli-run is gone"))),
+            Ok(n) => {
+                if let Some(last) = many[..n].chunks_exact(8).last() {
+                    arm_at(&self.lease_timer, u64::from_le_bytes(last.try_into().expect("8 bytes")))?;
                 }
             }
         }
+        Ok(None)
+    }
+
+    /// The stop signal, or SIGCHLD: passes the stop signal on, reaps, and
+    /// once the command has exited gives what it left `grace` to go. The
+    /// command's status once nothing is left below the shim.
+    fn on_signals(&mut self) -> io::Result<Option<ChildStatus>> {
+        let me = self.me;
+        while let Some(info) = self.signals.read_signal()? {
+            if info.ssi_signo as i32 == self.stop_signal as i32 {
+                // neli-run signalled the group; pass it on to whatever
+                // left the group (setsid, setpgid, a double fork).
+                self.stop_sent = true;
+                tree::signal_below(me, self.stop_signal, |p| p.pgrp != me);
+            }
+        }
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) if pid == self.child => {
+                    self.status = Some(ChildStatus::Exited(code as u8));
+                }
+                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == self.child => {
+                    self.status = Some(ChildStatus::Signaled(sig as i32));
+                }
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(_) => continue,
+                Err(Errno::ECHILD) => match self.status {
+                    Some(status) => return Ok(Some(status)),
+                    None => break,
+                },
+                Err(err) => return Err(err.into()),
+            }
+            if !self.draining {
+                // The command is gone; whatever it left must go too
+                // (dumb-init does the same for its group), within grace.
+                self.draining = true;
+                if !self.stop_sent {
+                    self.stop_sent = true;
+                    tree::signal_below(me, self.stop_signal, |_| true);
+                }
+                self.drain_timer.set(
+                    Expiration::OneShot(TimeSpec::from_duration(self.grace.max(Duration::from_millis(1)))),
+                    TimerSetTimeFlags::empty(),
+                )?;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Grace is over and what the command left is still there: kills it,
+    /// then ends with the command's own status.
+    fn on_drain(&self) -> ChildStatus {
+        let swept = kill_all();
+        stderr::line(format_args!(
+            "neli-run: shim: processes left after the command exited ignored the stop signal; killed them{}",
+            if swept { "" } else { STILL_THERE }
+        ));
+        self.status.expect("the drain timer runs only once the command has exited")
     }
 }
 

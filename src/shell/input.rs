@@ -1,0 +1,112 @@
+//! What a Kafka event means: the core's input, and what the shell keeps
+//! for itself. Pure, so that the mapping is tested on its own; the shell
+//! logs and acts on the result (`Shell::next_input`).
+
+use std::sync::mpsc::SyncSender;
+
+use crate::exit::Kind;
+use crate::kafka::Event;
+use crate::leader::Input;
+
+/// What the shell keeps from a Kafka event beside the core's input.
+#[derive(Debug)]
+pub(super) enum Keep {
+    Nothing,
+    /// We are in the group, as a standby or the owner of partition 0:
+    /// systemd may hear READY=1.
+    Joined,
+    /// The blocked rebalance callback of a revoke, which the shell lets
+    /// return when the core says so (`Action::ReleaseRevoke`).
+    Release(SyncSender<()>),
+}
+
+/// Maps a Kafka event (None: the Kafka thread stopped) to the core's input,
+/// if the core has to hear of it. `claims` is false when the claims layer
+/// is switched off (`layers_off`): other members' heartbeats are then not
+/// heard at all.
+pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep) {
+    let input = match event {
+        // A standby has nothing to tell the core but that time passed.
+        Some(Event::Standby) => return (Some(Input::Tick), Keep::Joined),
+        Some(Event::Assigned) => return (Some(Input::Assigned), Keep::Joined),
+        Some(Event::Revoked { lost, release }) => return (Some(Input::Revoked { lost }), Keep::Release(release)),
+        Some(Event::OwnHeartbeat { offset, sent }) => Input::OwnHeartbeat { offset, sent },
+        Some(Event::OtherHeartbeat(_)) if !claims => return (None, Keep::Nothing),
+        Some(Event::OtherHeartbeat(other)) => Input::OtherHeartbeat(other),
+        Some(Event::Yield) => Input::Yield,
+        Some(Event::Fatal(failure)) => Input::Fatal(failure.code()),
+        None => Input::Fatal(Kind::Internal.code()),
+    };
+    (Some(input), Keep::Nothing)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::BootTime;
+    use crate::exit::Failure;
+    use crate::leader::{Other, Stance};
+
+    fn other() -> Other {
+        Other {
+            writer: "b-1".into(),
+            offset: 7,
+            term: Some(3),
+            start: Some(5),
+            stance: Stance::Leading { token: 5 },
+            age: Duration::from_millis(20),
+            deadline: Duration::from_secs(10),
+            attempt: None,
+        }
+    }
+
+    #[test]
+    fn joining_is_kept_for_ready() {
+        assert!(matches!(input(Some(Event::Standby), true), (Some(Input::Tick), Keep::Joined)));
+        assert!(matches!(input(Some(Event::Assigned), true), (Some(Input::Assigned), Keep::Joined)));
+    }
+
+    #[test]
+    fn a_revoke_keeps_its_release() {
+        for lost in [false, true] {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            let (got, keep) = input(Some(Event::Revoked { lost, release: tx }), true);
+            assert_eq!(got, Some(Input::Revoked { lost }));
+            let Keep::Release(release) = keep else { panic!("the release is kept: {keep:?}") };
+            release.send(()).unwrap();
+            assert_eq!(rx.try_recv(), Ok(()), "the kept sender is the callback's");
+        }
+    }
+
+    #[test]
+    fn heartbeats_and_yield_pass_through() {
+        let sent = BootTime::from_nanos(42);
+        let (got, keep) = input(Some(Event::OwnHeartbeat { offset: 9, sent }), true);
+        assert_eq!(got, Some(Input::OwnHeartbeat { offset: 9, sent }));
+        assert!(matches!(keep, Keep::Nothing));
+        let (got, keep) = input(Some(Event::OtherHeartbeat(other())), true);
+        assert_eq!(got, Some(Input::OtherHeartbeat(other())));
+        assert!(matches!(keep, Keep::Nothing));
+        assert!(matches!(input(Some(Event::Yield), true), (Some(Input::Yield), Keep::Nothing)));
+    }
+
+    #[test]
+    fn without_the_claims_layer_others_are_not_heard() {
+        assert!(matches!(input(Some(Event::OtherHeartbeat(other())), false), (None, Keep::Nothing)));
+        // Only others' heartbeats: our own still count.
+        let sent = BootTime::from_nanos(1);
+        let (got, _) = input(Some(Event::OwnHeartbeat { offset: 1, sent }), false);
+        assert_eq!(got, Some(Input::OwnHeartbeat { offset: 1, sent }));
+    }
+
+    #[test]
+    fn kafka_failures_are_fatal_with_their_code() {
+        let failure = Failure::new(Kind::Denied, "refused");
+        let code = failure.code();
+        assert_eq!(input(Some(Event::Fatal(failure)), true).0, Some(Input::Fatal(code)));
+        // The Kafka thread stopped: nothing more will come from it.
+        assert_eq!(input(None, true).0, Some(Input::Fatal(Kind::Internal.code())));
+    }
+}

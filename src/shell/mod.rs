@@ -1,0 +1,389 @@
+//! The imperative shell: one loop that feeds the leadership core with what
+//! happens (Kafka events, signals, the child's exit, its own timer) and
+//! carries out the actions it returns.
+//!
+//! `Shell::serve` turns the loop: `next_input` (its one `select!`), the
+//! core's `step`, `apply` for each action, then `report`. The loop's timer
+//! is armed at `Leader::next_deadline()` (quinn's `poll_timeout` pattern),
+//! so fencing happens here on time whatever the Kafka thread is doing; the
+//! shim's lease backs it up if this process itself is frozen.
+//!
+//! What takes time runs beside the loop and comes back as an input: waiting
+//! for a stopped command's leftovers to go (`Supervisor::reap`), flushing a
+//! disclaimer. The loop waits nowhere else but in two bounded places, each
+//! saying why where it is: the kill's one pass over /proc
+//! (`Supervisor::kill`), and, once the loop is done, leaving the group
+//! (`Shell::exit`, at most `LEAVE_WAIT`).
+
+mod input;
+mod signals;
+mod supervisor;
+
+use std::collections::VecDeque;
+use std::ops::ControlFlow;
+use std::sync::mpsc::SyncSender;
+
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinHandle;
+use tokio::time::Interval;
+use tracing::{error, info};
+
+use crate::child;
+use crate::clock::{Anchor, BootTime};
+use crate::config::Config;
+use crate::exit::{ChildStatus, Failure, Kind};
+use crate::kafka::heartbeat::{printable, Member};
+use crate::kafka::{Event, Kafka};
+use crate::layers_off::{self, Layer};
+use crate::leader::{Action, Input, Leader, Role};
+use crate::metrics;
+use crate::notify::Notifier;
+use input::Keep;
+use signals::{sleep_for, Signals};
+use supervisor::Supervisor;
+
+/// Runs `cfg` until the child's run ends; returns the exit status (the
+/// command's, or the core's for an outcome that is not the command's), or
+/// why neli-run could not do its part.
+pub async fn run(cfg: Config) -> Result<u8, Failure> {
+    match Shell::start(cfg).await? {
+        Some(shell) => Ok(shell.serve().await),
+        None => Ok(0), // asked to stop while connecting
+    }
+}
+
+/// The loop's state between two turns: the core, what it talks through,
+/// and the command it supervises.
+struct Shell {
+    core: Leader,
+    kafka: Kafka,
+    events: UnboundedReceiver<Event>,
+    /// False once the Kafka thread has stopped (its channel is closed).
+    kafka_alive: bool,
+    signals: Signals,
+    sigchld: tokio::signal::unix::Signal,
+    child: Supervisor,
+    /// Inputs the shell makes itself (a start that failed), heard before
+    /// anything new.
+    pending: VecDeque<Input>,
+    /// The rebalance callback a revoke blocks, until the core releases it.
+    release: Option<SyncSender<()>>,
+    /// A disclaimer is flushed off the loop; the handovers that follow it
+    /// (release, stand aside, rejoin, exit) wait for that, in order, so the
+    /// next owner reads it first. Kills and signals never wait.
+    flushing: Option<JoinHandle<()>>,
+    after_flush: Vec<Action>,
+    report: Report,
+}
+
+/// What the shell tells the operator: the metrics' snapshot and systemd.
+struct Report {
+    metrics: metrics::Shared,
+    /// The moment the core's wall-clock times are counted from.
+    anchor: Anchor,
+    notifier: Option<Notifier>,
+    watchdog: Option<Interval>,
+    /// With --metrics-addr, the loop notes that it turns at least every
+    /// LOOP_TICK, however long it would sleep: /livez tells a stuck loop
+    /// from a standby's quiet one by that.
+    turning: Option<Interval>,
+    joined: bool,
+    ready: bool,
+    shown_role: Option<Role>,
+}
+
+impl Shell {
+    /// Everything before the loop: checks, signal handlers, the metrics
+    /// server, and the Kafka clients; None if asked to stop meanwhile.
+    async fn start(cfg: Config) -> Result<Option<Shell>, Failure> {
+        let started = Anchor::now();
+        layers_off::warn_if_any();
+        child::check_executable(&cfg.program)?;
+        let (Ok(mut signals), Ok(sigchld)) = (Signals::new(), signal(SignalKind::child())) else {
+            return Err(Failure::new(Kind::Internal, "cannot install signal handlers"));
+        };
+        child::become_subreaper()
+            .map_err(|err| Failure::new(Kind::Internal, format!("cannot become a child subreaper: {err}")))?;
+        let child = Supervisor::new(&cfg);
+
+        let ids =
+            metrics::Ids { group: cfg.kafka.group.clone(), topic: cfg.kafka.topic.clone(), member: cfg.name.clone() };
+        let metrics = metrics::shared(ids);
+        if let Some(addr) = cfg.metrics_addr {
+            if let Err(err) = metrics::serve(addr, metrics.clone()).await {
+                return Err(Failure::new(Kind::Usage, format!("cannot serve --metrics-addr {addr}: {err}")));
+            }
+        }
+
+        let (events_tx, events) = unbounded_channel();
+        let Some(kafka) = connect(&cfg, events_tx, &mut signals, started.boot).await? else { return Ok(None) };
+        let notifier = Notifier::from_env();
+        let watchdog = Notifier::watchdog_interval().filter(|_| notifier.is_some()).map(tokio::time::interval);
+        let turning = cfg.metrics_addr.map(|_| tokio::time::interval(metrics::LOOP_TICK));
+        let report = Report {
+            metrics,
+            anchor: started,
+            notifier,
+            watchdog,
+            turning,
+            joined: false,
+            ready: false,
+            shown_role: None,
+        };
+
+        // Started before connecting: --acquire-timeout counts from here.
+        let mut core = Leader::new(cfg.leader.clone(), started);
+        if let Some(end) = kafka.born() {
+            core.born_at(end);
+        }
+        Ok(Some(Shell {
+            core,
+            kafka,
+            events,
+            kafka_alive: true,
+            signals,
+            sigchld,
+            child,
+            pending: VecDeque::new(),
+            release: None,
+            flushing: None,
+            after_flush: Vec::new(),
+            report,
+        }))
+    }
+
+    /// Turns the loop until the core says exit; returns the exit status.
+    async fn serve(mut self) -> u8 {
+        loop {
+            let input = self.next_input().await;
+            // Handovers held back by a flush that just ended go first.
+            let mut actions = match self.flushing {
+                None => std::mem::take(&mut self.after_flush),
+                Some(_) => Vec::new(),
+            };
+            actions.extend(self.core.step(input, BootTime::now()));
+            for action in actions {
+                if let ControlFlow::Break(code) = self.apply(action) {
+                    return self.exit(code).await;
+                }
+            }
+            self.report();
+        }
+    }
+
+    /// The next input for the core: one the shell made itself, or the
+    /// first thing the loop's `select!` hears that the core must hear.
+    /// What concerns only the shell (a reap, the watchdog, the metrics'
+    /// tick) is handled here and waited past.
+    async fn next_input(&mut self) -> Input {
+        if let Some(input) = self.pending.pop_front() {
+            return input;
+        }
+        loop {
+            // tokio's timer runs on CLOCK_MONOTONIC, which stops while the
+            // machine is suspended: after a resume this sleep may end late
+            // by the suspension's length. The child is not left running
+            // meanwhile: the shim's lease is a CLOCK_BOOTTIME timerfd, which
+            // fires at once, and the core handles any input only after the
+            // deadlines that passed (a fence among them).
+            let sleep = self.core.next_deadline().map(|t| t.since(BootTime::now()));
+            tokio::select! {
+                event = self.events.recv(), if self.kafka_alive => {
+                    if let Some(input) = self.heard(event) {
+                        return input;
+                    }
+                }
+                input = self.signals.next() => return input,
+                _ = self.sigchld.recv() => self.child.reap(),
+                Some(status) = self.child.exited() => {
+                    info!(%status, "child exited");
+                    return Input::ChildExited(status);
+                }
+                _ = sleep_for(sleep) => return Input::Tick,
+                _ = flushed(&mut self.flushing) => {
+                    self.flushing = None;
+                    return Input::Tick;
+                }
+                _ = tick(&mut self.report.watchdog) => self.report.notify("WATCHDOG=1"),
+                _ = tick(&mut self.report.turning) => {
+                    let mut m = self.report.metrics.lock().expect("metrics lock");
+                    m.loop_seen = Some(BootTime::now());
+                    m.kafka_reachable = self.kafka.reachable();
+                }
+            }
+        }
+    }
+
+    /// Takes in a Kafka event (None: the Kafka thread stopped): keeps what
+    /// the shell needs, and returns what the core must hear, if anything.
+    fn heard(&mut self, event: Option<Event>) -> Option<Input> {
+        match &event {
+            Some(Event::Fatal(failure)) => error!("Kafka: {failure}"),
+            None => {
+                error!("the Kafka thread stopped");
+                self.kafka_alive = false;
+            }
+            Some(_) => {}
+        }
+        let (input, keep) = input::input(event, !layers_off::off(Layer::Claims));
+        match keep {
+            Keep::Nothing => {}
+            Keep::Joined => self.report.joined = true,
+            Keep::Release(release) => self.release = Some(release),
+        }
+        input
+    }
+
+    /// Carries out one of the core's actions; Break with the status when
+    /// the core says exit.
+    fn apply(&mut self, action: Action) -> ControlFlow<u8> {
+        let handover = matches!(action, Action::ReleaseRevoke | Action::StandAside | Action::Rejoin | Action::Exit(_));
+        if handover && self.flushing.is_some() {
+            self.after_flush.push(action);
+            return ControlFlow::Continue(());
+        }
+        match action {
+            Action::SendHeartbeat(record) => self.kafka.send_heartbeat(BootTime::now(), record),
+            Action::Spawn { token, lease, attempt } => {
+                if self.child.spawn(token, lease, attempt) {
+                    self.report.metrics.lock().expect("metrics lock").child_started(token);
+                } else {
+                    self.pending.push_back(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
+                }
+            }
+            Action::Lease(until) => self.child.renew(until),
+            Action::SignalGroup(sig) => self.child.signal(sig),
+            Action::KillGroup => self.child.kill(),
+            Action::Disclaim(record) => {
+                self.kafka.send_heartbeat(BootTime::now(), record);
+                self.flushing = Some(tokio::task::spawn_blocking(self.kafka.flusher(DISCLAIM_WAIT)));
+            }
+            Action::Rejoin => self.kafka.rejoin(),
+            Action::StandAside => self.kafka.stand_aside(),
+            Action::ReleaseRevoke => {
+                if let Some(release) = self.release.take() {
+                    let _ = release.send(());
+                }
+            }
+            Action::Exit(code) => return ControlFlow::Break(code),
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Tells the operator where the loop stands after a turn: the metrics'
+    /// snapshot, READY=1 once in the group, STATUS= on each change of role.
+    fn report(&mut self) {
+        let core = &mut self.core;
+        {
+            let mut m = self.report.metrics.lock().expect("metrics lock");
+            let now = BootTime::now();
+            let wall = self.report.anchor.wall_ms_at(now);
+            for role in core.roles_taken() {
+                m.set_role(role, wall);
+            }
+            m.set_role(core.role(), wall);
+            m.loop_seen = Some(now);
+            m.fresh = core.fresh();
+            m.child_up = self.child.is_running();
+            m.note_run(core.last_run(), core.child_alive());
+            m.next_due_ms = core.next_due().filter(|_| matches!(core.role(), Role::Leader { .. }));
+            m.kafka_reachable = self.kafka.reachable();
+        }
+        let report = &mut self.report;
+        if report.joined && !report.ready {
+            report.ready = true;
+            report.notify("READY=1");
+        }
+        let role = core.role();
+        if report.ready && report.shown_role != Some(role) {
+            report.shown_role = Some(role);
+            report.notify(&match role {
+                Role::Standby => "STATUS=standby".to_string(),
+                Role::Candidate => "STATUS=candidate: confirming leadership".to_string(),
+                Role::Leader { token } => format!("STATUS=leader, fencing token {token}"),
+                Role::Fenced => "STATUS=fenced: no fresh heartbeat, command killed".to_string(),
+            });
+        }
+    }
+
+    /// Leaves the group and returns `code`. The one wait after the loop,
+    /// and on its thread: the core exits only once the command is gone, so
+    /// nothing is left to supervise or fence meanwhile; the wait is bounded
+    /// (`LEAVE_WAIT`) and a second SIGTERM or SIGINT cuts it short.
+    async fn exit(mut self, code: u8) -> u8 {
+        self.report.notify("STOPPING=1");
+        info!(code, "leaving the group");
+        let leaving = tokio::task::spawn_blocking(move || self.kafka.leave());
+        tokio::select! {
+            _ = leaving => {}
+            _ = self.signals.shutdown() => info!("asked again: exiting without waiting to leave the group"),
+            _ = tokio::time::sleep(LEAVE_WAIT) => error!(wait = ?LEAVE_WAIT, "leaving the group takes too long; exiting (the group expires our session)"),
+        }
+        code
+    }
+}
+
+impl Report {
+    /// Sends a notification to systemd, if it asked for them.
+    fn notify(&self, message: &str) {
+        self.notifier.iter().for_each(|n| n.send(message));
+    }
+}
+
+/// Connects to Kafka on a blocking thread; None if SIGTERM or SIGINT came
+/// first. --acquire-timeout, counted from `started`, bounds the wait.
+async fn connect(
+    cfg: &Config,
+    events: UnboundedSender<Event>,
+    signals: &mut Signals,
+    started: BootTime,
+) -> Result<Option<Kafka>, Failure> {
+    let member = Member::this_process(cfg.name.clone());
+    info!(group = %printable(&cfg.kafka.group), topic = %cfg.kafka.topic, name = %printable(&cfg.name), brokers = %cfg.kafka.brokers, "joining");
+    let connecting = {
+        let cfg = cfg.clone();
+        tokio::task::spawn_blocking(move || Kafka::connect(&cfg, member, events))
+    };
+    tokio::select! {
+        kafka = connecting => match kafka {
+            Ok(Ok(kafka)) => Ok(Some(kafka)),
+            Ok(Err(failure)) => Err(failure),
+            Err(err) => Err(Failure::new(Kind::Internal, format!("connecting to Kafka failed: {err}"))),
+        },
+        _ = signals.shutdown() => Ok(None),
+        _ = sleep_for(cfg.leader.acquire_timeout.map(|t| (started + t).since(BootTime::now()))) => {
+            Err(Failure::new(Kind::AcquireTimeout, "not leader within --acquire-timeout (Kafka never answered)"))
+        }
+    }
+}
+
+/// Waits for the flush under way, if any (else never ends).
+async fn flushed(flushing: &mut Option<JoinHandle<()>>) {
+    match flushing {
+        Some(flush) => {
+            let _ = flush.await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// The next tick of `interval`, if there is one (else never ends).
+async fn tick(interval: &mut Option<Interval>) {
+    match interval {
+        Some(interval) => {
+            interval.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// How long leaving the group may take before neli-run exits anyway: the
+/// coordinator then expires our session instead (a broker that does not
+/// answer, or a second SIGTERM, must not keep a stopped service up).
+const LEAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a disclaimer may hold up giving partition 0 away. A healthy
+/// broker takes milliseconds; when it is unreachable the next owner waits
+/// out our last claim instead.
+const DISCLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(250);

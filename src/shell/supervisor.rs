@@ -1,0 +1,153 @@
+//! The supervised command as the shell holds it: how to start it, the
+//! running one, and its status once everything it started is gone.
+//!
+//! One today. A shell that runs one command per role or partition would
+//! hold one `Supervisor` per key; everything about a command's life is here,
+//! and the shell only routes the core's actions to it.
+
+use nix::sys::signal::Signal;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tracing::{error, info};
+
+use crate::child::{self, Running};
+use crate::clock::BootTime;
+use crate::config::Config;
+use crate::exit::ChildStatus;
+use crate::leader;
+
+/// One supervised command.
+pub(super) struct Supervisor {
+    command: child::Command,
+    running: Option<Running>,
+    /// The command's status, sent once everything it started is gone: the
+    /// wait for that runs beside the loop, which keeps heartbeating meanwhile.
+    gone_tx: UnboundedSender<ChildStatus>,
+    gone: UnboundedReceiver<ChildStatus>,
+}
+
+impl Supervisor {
+    /// The command `cfg` names, with the environment neli-run gives it.
+    pub(super) fn new(cfg: &Config) -> Supervisor {
+        let command = child::Command {
+            program: cfg.program.clone(),
+            args: cfg.args.clone(),
+            stop_signal: cfg.leader.stop_signal.0,
+            grace: cfg.leader.grace,
+            env: vec![
+                ("NELI_GROUP".into(), cfg.kafka.group.clone()),
+                ("NELI_TOPIC".into(), cfg.kafka.topic.clone()),
+                ("NELI_NAME".into(), cfg.name.clone()),
+                ("NELI_BROKERS".into(), cfg.kafka.brokers.clone()),
+            ],
+            env_remove: consumed_env(),
+        };
+        let (gone_tx, gone) = unbounded_channel();
+        Supervisor { command, running: None, gone_tx, gone }
+    }
+
+    /// Whether the shim is still there (its leftovers may not be gone yet).
+    pub(super) fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Starts the command under `token`, fenced at `lease`; false if it
+    /// could not be started (said in the log).
+    pub(super) fn spawn(&mut self, token: i64, lease: BootTime, attempt: Option<leader::Attempt>) -> bool {
+        match Running::spawn(&with_attempt(&self.command, attempt), token, lease) {
+            Ok(child) => {
+                info!(pid = child.pgid().as_raw(), token, "child started");
+                self.running = Some(child);
+                true
+            }
+            Err(err) => {
+                error!(%err, "cannot start the child");
+                false
+            }
+        }
+    }
+
+    /// Moves the running command's lease forward.
+    pub(super) fn renew(&mut self, until: BootTime) {
+        if let Some(child) = self.running.as_mut() {
+            if let Err(err) = child.renew(until) {
+                error!(%err, "cannot renew the child's lease; it will be fenced");
+            }
+        }
+    }
+
+    /// Sends `sig` to the running command's group.
+    pub(super) fn signal(&self, sig: leader::Signal) {
+        if let (Some(child), Ok(sig)) = (self.running.as_ref(), Signal::try_from(sig.0)) {
+            child.signal(sig);
+        }
+    }
+
+    /// SIGKILLs everything the running command started. This runs on the
+    /// loop, and is its one piece of synchronous work that grows with the
+    /// machine: one pass over /proc (a read of each process's stat, no wait
+    /// on any process). It stays on the loop because it names the shim by
+    /// pid (the SIGCONT that wakes a stopped shim): while a shim lives only
+    /// the loop reaps (`reap`), so the shim cannot be reaped, and its pid
+    /// reused, before the kill is done.
+    pub(super) fn kill(&self) {
+        self.running.iter().for_each(Running::kill)
+    }
+
+    /// On SIGCHLD: reaps what exited. Once the shim is among them, what it
+    /// leaves is killed and reaped off the loop (up to seconds, for a
+    /// process in uninterruptible sleep), and its status comes back through
+    /// `exited` after that.
+    pub(super) fn reap(&mut self) {
+        let Some(pgid) = self.running.as_ref().map(Running::pgid) else {
+            child::reap(None);
+            return;
+        };
+        let Some(status) = child::reap(Some(pgid)) else { return };
+        self.running = None;
+        let gone_tx = self.gone_tx.clone();
+        tokio::spawn(async move {
+            child::all_gone().await;
+            let _ = gone_tx.send(status);
+        });
+    }
+
+    /// The status of a command whose whole tree is gone (never None: the
+    /// sender is ours).
+    pub(super) async fn exited(&mut self) -> Option<ChildStatus> {
+        self.gone.recv().await
+    }
+}
+
+/// The command as one attempt of a wave runs it: NELI_ATTEMPT (1, then 2
+/// for the first retry ...) and NELI_WAVE (when the wave's first attempt
+/// started, RFC 3339 UTC): a command that must not repeat work can key it
+/// by the wave and check it on a retry. A schedule's run gets NELI_DUE (its
+/// due time, RFC 3339 UTC) in place of NELI_WAVE: the key its attempts share.
+fn with_attempt(command: &child::Command, attempt: Option<leader::Attempt>) -> std::borrow::Cow<'_, child::Command> {
+    let Some(attempt) = attempt else { return std::borrow::Cow::Borrowed(command) };
+    let rfc3339 = |ms| humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms));
+    let mut command = command.clone();
+    command.env.push(("NELI_ATTEMPT".into(), attempt.number.to_string()));
+    command.env.push(match attempt.due {
+        None => ("NELI_WAVE".into(), rfc3339(attempt.wave_ms).to_string()),
+        Some(due) => ("NELI_DUE".into(), rfc3339(due).to_string()),
+    });
+    std::borrow::Cow::Owned(command)
+}
+
+/// The environment variables neli-run reads, which the command must not
+/// inherit: every option's `NELI_*` (NELI_KAFKA_PROPERTIES may hold a
+/// password) and systemd's notify and watchdog variables, which are ours to
+/// answer. The command gets NELI_GROUP, NELI_TOPIC, NELI_NAME, NELI_BROKERS
+/// and NELI_FENCING_TOKEN set afresh instead (and NELI_ATTEMPT, NELI_WAVE
+/// once per wave).
+fn consumed_env() -> Vec<std::ffi::OsString> {
+    fn walk(cmd: &clap::Command, out: &mut Vec<std::ffi::OsString>) {
+        out.extend(cmd.get_arguments().filter_map(|a| a.get_env()).map(|e| e.to_os_string()));
+        cmd.get_subcommands().for_each(|sub| walk(sub, out));
+    }
+    let mut names: Vec<std::ffi::OsString> =
+        ["NELI_KAFKA_PROPERTIES", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"].map(Into::into).to_vec();
+    walk(&<crate::cli::Cli as clap::CommandFactory>::command(), &mut names);
+    names
+}

@@ -314,6 +314,7 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
                 "heartbeat_age_ms": now.saturating_sub(hb.at_ms),
                 "heartbeat_deadline_ms": hb.deadline_ms,
                 "withdrawn_age_ms": view.withdrawn_ms.map(|ms| now.saturating_sub(ms)),
+                "timing": hb.timing,
             })
         });
         let schedule = view.scheduled().then(|| {

@@ -11,9 +11,7 @@ use std::time::Duration;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::signal::Signal;
 
-use crate::util::{wait_until, Group, LONG_LEASE, SHIM_BOUND};
-
-const LONG: Duration = Duration::from_secs(60);
+use crate::util::{wait_until, Group, LONG, LONG_LEASE, SHIM_BOUND};
 
 /// A pipe for a member's stderr: (read end, write end for the member).
 /// Close-on-exec, or processes that other tests start at the same time

@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{run, wait_until, Broker, Group, LONG_LEASE, SHIM_BOUND};
-
-const LONG: Duration = Duration::from_secs(60);
+use crate::util::{run, wait_until, Broker, Group, LONG, LONG_LEASE, SHIM_BOUND};
 
 /// A command that starts a double-forked, setsid'd `sleep` that ignores
 /// SIGTERM (d1) and a setsid'd shell (d2) that notes SIGTERM in `d2-term`

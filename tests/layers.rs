@@ -5,11 +5,7 @@
 //! (NELI_TEST_LAYERS_OFF, see src/layers_off.rs; a release build cannot)
 //! and the remaining layer gets work only it can do.
 
-use std::time::Duration;
-
-use crate::util::{wait_until, Broker, Group, LONG_LEASE};
-
-const LONG: Duration = Duration::from_secs(60);
+use crate::util::{wait_until, Broker, Group, LONG, LONG_LEASE};
 
 fn layers_off(layers: &str) -> Option<Vec<String>> {
     Some(vec!["env".into(), format!("NELI_TEST_LAYERS_OFF={layers}")])

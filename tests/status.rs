@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::util::{bin, run, wait_until, Group, LONG_LEASE};
+use crate::util::{bin, run, wait_until, Broker, Group, LONG, LONG_LEASE};
 
 fn status(g: &Group) -> (i32, serde_json::Value) {
     let (code, out) = run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]);
@@ -41,6 +41,28 @@ fn status_names_the_fresh_leader_and_exits_1_without_one() {
     let (_, json) = status(&g);
     assert_eq!(json["fresh"], false);
     assert_eq!(json["leader"]["name"], "a", "the last leader is still shown");
+}
+
+/// `--session-timeout` alone sets a safe timing (issue 26): the heartbeat
+/// deadline, interval, grace and coordinator heartbeat follow from it, and
+/// `status --json` shows the leader's values in force.
+#[test]
+fn a_session_timeout_alone_sets_a_safe_timing_that_status_shows() {
+    let g = Group::on(Broker::dev(), "derived-timing");
+    let _a = g.member_untimed("a", &["--session-timeout", "2s"], &["sleep", "1000"]);
+    wait_until(LONG, "a leads", || g.lock_held());
+    wait_until(LONG, "status reports a fresh leader", || status(&g).0 == 0);
+    let (_, json) = status(&g);
+    let timing = &json["leader"]["timing"];
+    let expected = serde_json::json!({
+        "session_timeout_ms": 2000,
+        "heartbeat_deadline_ms": 1300,
+        "heartbeat_interval_ms": 166,
+        "grace_ms": 1000,
+        "coordinator_heartbeat_ms": 200,
+    });
+    assert_eq!(timing, &expected, "{json}");
+    assert_eq!(json["leader"]["heartbeat_deadline_ms"], 1300);
 }
 
 /// Found in review: status judged only token-bearing records, so a leader

@@ -6,9 +6,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{stays_false, wait_until, Group, Member, LONG_LEASE};
-
-const LONG: Duration = Duration::from_secs(60);
+use crate::util::{stays_false, wait_until, Group, Member, LONG, LONG_LEASE};
 
 /// librdkafka's clients are destroyed before neli-run exits, on each path
 /// that waits for them: a run that ends (its group's topic created on the

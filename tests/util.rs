@@ -52,6 +52,8 @@ pub fn stays_false(window: Duration, mut cond: impl FnMut() -> bool) -> bool {
 /// tests of a kill that must come from something else: a command gone
 /// within that bound was not killed by the lease running out. The session
 /// timeout must exceed the deadline.
+/// A generous bound for anything a test waits on that should take seconds.
+pub const LONG: Duration = Duration::from_secs(60);
 pub const LONG_LEASE: [&str; 4] = ["--session-timeout", "10s", "--heartbeat-deadline", "8s"];
 pub const SHIM_BOUND: Duration = Duration::from_secs(4);
 
@@ -238,6 +240,15 @@ impl Group {
     /// own processes would get in the way, e.g. signals sent to the group).
     pub fn member_unguarded(&self, name: &str, extra: &[&str], command: &[&str]) -> Member {
         self.spawn(None, name, extra, command, None)
+    }
+
+    /// A guarded member given no timing flags but `extra`'s: the timing
+    /// neli-run derives (or defaults to).
+    pub fn member_untimed(&self, name: &str, extra: &[&str], command: &[&str]) -> Member {
+        let argv = ["-b", &self.broker.address, "-g", &self.name, "--name", name].map(String::from);
+        let argv = argv.into_iter().chain(extra.iter().map(|s| s.to_string())).chain(["--".to_string()]);
+        let argv: Vec<String> = argv.chain(self.guarded(command)).collect();
+        Member::spawn(name, &[], &argv, &self.dir.path().join(format!("{name}.log")), None)
     }
 
     fn guarded(&self, command: &[&str]) -> Vec<String> {

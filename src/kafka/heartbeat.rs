@@ -82,6 +82,33 @@ pub struct Heartbeat {
     /// due, as it plans it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_ms: Option<u64>,
+    /// The writer's timing in force, derived or given: for `status --json`,
+    /// since most of it follows from --session-timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<WireTiming>,
+}
+
+/// [`crate::config::timing::Timing`] on the wire, in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireTiming {
+    pub session_timeout_ms: u64,
+    pub heartbeat_deadline_ms: u64,
+    pub heartbeat_interval_ms: u64,
+    pub grace_ms: u64,
+    pub coordinator_heartbeat_ms: u64,
+}
+
+impl From<&crate::config::timing::Timing> for WireTiming {
+    fn from(t: &crate::config::timing::Timing) -> WireTiming {
+        let ms = |d: std::time::Duration| d.as_millis() as u64;
+        WireTiming {
+            session_timeout_ms: ms(t.session_timeout),
+            heartbeat_deadline_ms: ms(t.heartbeat_deadline),
+            heartbeat_interval_ms: ms(t.heartbeat_interval),
+            grace_ms: ms(t.grace),
+            coordinator_heartbeat_ms: ms(t.coordinator_heartbeat),
+        }
+    }
 }
 
 /// An [`Attempt`] on the wire (a record's `job`): wall-clock times, and who
@@ -170,6 +197,7 @@ impl Heartbeat {
                 }
             }),
             next_ms: next,
+            timing: None,
         }
     }
 

@@ -45,7 +45,7 @@ use crate::config::properties::creation_error;
 use crate::config::Config;
 use crate::exit::{Failure, Kind};
 use crate::leader::{Other, Record};
-use heartbeat::{Content, Heartbeat, Member};
+use heartbeat::{Content, Heartbeat, Member, WireTiming};
 use yield_request::Yield;
 
 /// What the Kafka side reports to the run loop.
@@ -335,6 +335,8 @@ pub struct Kafka {
     topic: String,
     seq: u64,
     deadline_ms: u64,
+    /// The timing in force, said in every record.
+    timing: WireTiming,
     /// The token we last wrote, and since when (wall clock) we hold it.
     leading: Option<(i64, u64)>,
     unreachable: Arc<AtomicBool>,
@@ -459,6 +461,7 @@ impl Kafka {
             topic: cfg.kafka.topic.clone(),
             seq: 0,
             deadline_ms,
+            timing: WireTiming::from(&cfg.timing),
             leading: None,
             unreachable,
             requests,
@@ -486,7 +489,9 @@ impl Kafka {
             (None, _) => None,
         };
         let content = Content { record, since_ms: self.leading.map(|(_, since)| since), deadline_ms: self.deadline_ms };
-        let value = Heartbeat::new(&self.member, self.seq, now, at_ms, content).encode();
+        let heartbeat =
+            Heartbeat { timing: Some(self.timing), ..Heartbeat::new(&self.member, self.seq, now, at_ms, content) };
+        let value = heartbeat.encode();
         let record = BaseRecord::to(&self.topic).partition(0).key(self.member.name.as_bytes()).payload(&value);
         if let Err((err, _)) = self.producer.send(record) {
             debug!(%err, "heartbeat not queued");

@@ -1,5 +1,5 @@
 //! The command line as the user types it: clap definitions only, no side
-//! effects. `config.rs` turns these raw values into a checked `Config`; the
+//! effects. `config` turns these raw values into a checked `Config`; the
 //! man page and shell completions are generated from this file.
 
 use std::ffi::OsString;

@@ -8,7 +8,7 @@
 //!   inside librdkafka's rebalance callback is the barrier that keeps the next
 //!   leader from starting early: the group cannot finish the rebalance while
 //!   we have not given the partition up. librdkafka keeps heartbeating the
-//!   coordinator meanwhile (join state WAIT_UNASSIGN_CALL), and config.rs
+//!   coordinator meanwhile (join state WAIT_UNASSIGN_CALL), and config/timing.rs
 //!   bounds the barrier by the session timeout for brokers that ignore that.
 //! - The same thread reads partition 0 and reports every heartbeat record.
 //! - A producer writes our heartbeats. It is separate from the consumer so
@@ -783,7 +783,7 @@ fn create_topic_with(cfg: &Config, admin: &AdminClient<rdkafka::client::DefaultC
         let topic = NewTopic::new(&cfg.kafka.topic, 1, TopicReplication::Fixed(replication))
             .set("retention.ms", "3600000")
             .set("segment.ms", "600000");
-        // Kafka::connect runs on one of tokio's blocking threads (shell.rs),
+        // Kafka::connect runs on one of tokio's blocking threads (shell/mod.rs),
         // where the runtime's handle may block on a future.
         let result = tokio::runtime::Handle::current().block_on(admin.create_topics([&topic], &opts));
         let code = match result {

@@ -165,6 +165,30 @@ fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
     Ok(Some(Schedule { calendar, missed: args.missed.unwrap_or(Missed::Once), starting_deadline }))
 }
 
+/// The timing asked for by flags (`asked`) and by -X heartbeat.interval.ms
+/// and max.poll.interval.ms, each duration within its bound;
+/// `Timing::derive` fills in the rest and checks the rules.
+fn timing(asked: Requested, kafka: &Target) -> Result<Timing, Failure> {
+    let within = |names, given: Option<Duration>| {
+        let why = "it must fit within --session-timeout, at most 30m";
+        given.map(|d| duration(names, d, MAX_SESSION_TIMEOUT, why)).transpose()
+    };
+    let property = |key, max| kafka.property(key).map(|(v, origin)| millis_property(key, v, origin, max)).transpose();
+    Timing::derive(Requested {
+        session_timeout: duration(
+            ("--session-timeout", "NELI_SESSION_TIMEOUT"),
+            asked.session_timeout,
+            MAX_SESSION_TIMEOUT,
+            "Kafka's default group.max.session.timeout.ms: brokers refuse longer sessions",
+        )?,
+        coordinator_heartbeat: property("heartbeat.interval.ms", MAX_COORDINATOR_HEARTBEAT_MS)?,
+        heartbeat_interval: within(("--heartbeat-interval", "NELI_HEARTBEAT_INTERVAL"), asked.heartbeat_interval)?,
+        heartbeat_deadline: within(("--heartbeat-deadline", "NELI_HEARTBEAT_DEADLINE"), asked.heartbeat_deadline)?,
+        grace: within(("--grace", "NELI_GRACE"), asked.grace)?,
+        max_poll_interval: property("max.poll.interval.ms", MAX_POLL_INTERVAL_MS)?,
+    })
+}
+
 /// Everything `run` needs, checked.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -193,6 +217,13 @@ impl Config {
             return Err(Failure::new(Kind::NotFound, "the command is empty (\"\"): give the program to run after --"));
         }
         let schedule = schedule(&args)?;
+        let asked = Requested {
+            session_timeout: args.session_timeout,
+            heartbeat_interval: args.heartbeat_interval,
+            heartbeat_deadline: args.heartbeat_deadline,
+            grace: args.grace,
+            ..Requested::default()
+        };
         let kafka = Target::from_args(args.kafka, env_properties)?;
         let name = match args.name {
             Some(name) if name.trim().is_empty() => return err("--name must not be empty"),
@@ -203,51 +234,7 @@ impl Config {
                 std::process::id()
             ),
         };
-        let within_session = "it must fit within --session-timeout, at most 30m";
-        let timing = Timing::derive(Requested {
-            session_timeout: duration(
-                ("--session-timeout", "NELI_SESSION_TIMEOUT"),
-                args.session_timeout,
-                MAX_SESSION_TIMEOUT,
-                "Kafka's default group.max.session.timeout.ms: brokers refuse longer sessions",
-            )?,
-            coordinator_heartbeat: match kafka.property("heartbeat.interval.ms") {
-                Some((v, origin)) => {
-                    Some(millis_property("heartbeat.interval.ms", v, origin, MAX_COORDINATOR_HEARTBEAT_MS)?)
-                }
-                None => None,
-            },
-            heartbeat_interval: args
-                .heartbeat_interval
-                .map(|v| {
-                    duration(
-                        ("--heartbeat-interval", "NELI_HEARTBEAT_INTERVAL"),
-                        v,
-                        MAX_SESSION_TIMEOUT,
-                        within_session,
-                    )
-                })
-                .transpose()?,
-            heartbeat_deadline: args
-                .heartbeat_deadline
-                .map(|v| {
-                    duration(
-                        ("--heartbeat-deadline", "NELI_HEARTBEAT_DEADLINE"),
-                        v,
-                        MAX_SESSION_TIMEOUT,
-                        within_session,
-                    )
-                })
-                .transpose()?,
-            grace: args
-                .grace
-                .map(|v| duration(("--grace", "NELI_GRACE"), v, MAX_SESSION_TIMEOUT, within_session))
-                .transpose()?,
-            max_poll_interval: match kafka.property("max.poll.interval.ms") {
-                Some((v, origin)) => Some(millis_property("max.poll.interval.ms", v, origin, MAX_POLL_INTERVAL_MS)?),
-                None => None,
-            },
-        })?;
+        let timing = timing(asked, &kafka)?;
         let leader = Settings {
             resume_window: timing.session_timeout.saturating_sub(timing.coordinator_heartbeat.saturating_add(MARGIN)),
             claim_margin: MARGIN,

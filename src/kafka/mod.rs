@@ -21,7 +21,9 @@
 //! Fencing does not live here: the run loop's timer and the shim's lease do
 //! it, so nothing stuck inside librdkafka can delay it.
 
+mod context;
 pub mod heartbeat;
+mod topic;
 pub mod yield_request;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,22 +31,21 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::ClientContext;
-use rdkafka::config::RDKafkaLogLevel;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::Offset;
 use tokio::sync::mpsc::UnboundedSender;
-use tracing::{debug, error, info, warn};
+use tracing::{debug, info, warn};
 
 use crate::clock::BootTime;
 use crate::config::properties::creation_error;
-use crate::config::Config;
+use crate::config::timing::Timing;
+use crate::config::{Config, Target};
 use crate::exit::{Failure, Kind};
 use crate::leader::{Other, Record};
+use context::{Reach, ReaderContext, WriterContext};
 use heartbeat::{Content, Heartbeat, Member, WireTiming};
 use yield_request::Yield;
 
@@ -116,221 +117,10 @@ pub(crate) fn fatal(code: RDKafkaErrorCode, what: String, topic: &str, group: &s
     Some(Failure::new(kind, format!("{what}. {}", advice(code, topic, group)).trim()))
 }
 
-/// Shared by both clients: routes librdkafka's log and errors into tracing,
-/// once per change of reachability instead of once per retry.
-struct Context {
-    events: UnboundedSender<Event>,
-    topic: String,
-    group: String,
-    /// `closing` is set when we leave: the revoke on close must not block.
-    requests: Arc<Requests>,
-    /// Shared by both clients, so that each change is logged once.
-    unreachable: Arc<AtomicBool>,
-    /// The first fatal error either client saw: connecting reads it here,
-    /// since the run loop reads events only once connected (a wrong
-    /// password would otherwise look like an unreachable broker forever).
-    fatal: Arc<std::sync::Mutex<Option<Failure>>>,
-    /// Whether "standby" was logged since we last owned partition 0.
-    standby: AtomicBool,
-    /// The producer's librdkafka warns about every consumer-only property.
-    quiet_conf_warnings: bool,
-    /// How many records before the end a new owner starts reading: enough
-    /// for every record of two writers over a heartbeat deadline and more.
-    backlog: i64,
-    /// Our --heartbeat-deadline: assumed for records that do not carry one.
-    deadline: Duration,
-    /// An assignment of partition 0 the consumer loop has yet to report
-    /// (`ASSIGNED`, or `ASSIGNED_NEW` when it was newly added), or 0.
-    assigned: std::sync::atomic::AtomicU8,
-    /// The end of partition 0 when it was last assigned to us: records
-    /// before it are the backlog, read for the claims in it, and a yield
-    /// among them was meant for an earlier owner.
-    assigned_at: std::sync::atomic::AtomicI64,
-    /// The last run of ours whose ending was logged as delivered: (token,
-    /// due time). Every record after it carries the same ending.
-    recorded: std::sync::Mutex<Option<(i64, Option<u64>)>>,
-}
-
-impl Context {
-    fn reachable(&self) {
-        if self.unreachable.swap(false, Ordering::Relaxed) {
-            info!("Kafka is reachable again");
-        }
-    }
-
-    /// Pins the read position of partition 0 a little before its current
-    /// end, before our first heartbeat is written: far enough back to read
-    /// the newest records of any other member that may still lead (a broker
-    /// can hand the partition over while it does), near enough to lead after
-    /// one fetch. The core leads on what it has read before its own first
-    /// record, so a start past a claim would be unsafe: if the pin fails,
-    /// reading starts at the beginning (`auto.offset.reset=earliest`), which
-    /// is slower but skips nothing.
-    fn start_near_end(&self, consumer: &BaseConsumer<Self>) {
-        let pinned = consumer.fetch_watermarks(&self.topic, 0, Duration::from_secs(2)).and_then(|(low, end)| {
-            self.assigned_at.store(end, Ordering::Relaxed);
-            let start = (end - self.backlog).max(low);
-            consumer.seek(&self.topic, 0, Offset::Offset(start), Duration::from_secs(2))
-        });
-        if let Err(err) = pinned {
-            debug!(%err, "could not pin partition 0's start; reading it from the beginning");
-        }
-    }
-
-    fn unreachable(&self, reason: &str) {
-        if !self.unreachable.swap(true, Ordering::Relaxed) {
-            warn!(%reason, "Kafka unreachable; retrying (the command runs only with fresh heartbeats)");
-        }
-    }
-}
-
-impl ClientContext for Context {
-    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
-        match level {
-            RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical | RDKafkaLogLevel::Error => {
-                debug!(target: "librdkafka", "{fac} {message}")
-            }
-            RDKafkaLogLevel::Warning if fac == "CONFWARN" && self.quiet_conf_warnings => {}
-            RDKafkaLogLevel::Warning if fac == "CONFWARN" => {
-                warn!(target: "librdkafka", "{message}")
-            }
-            _ => debug!(target: "librdkafka", "{fac} {message}"),
-        }
-    }
-
-    fn error(&self, err: KafkaError, reason: &str) {
-        let code = err.rdkafka_error_code();
-        if let Some(fatal) = code.and_then(|c| fatal(c, format!("{err}: {reason}"), &self.topic, &self.group)) {
-            self.fatal.lock().expect("fatal lock").get_or_insert_with(|| fatal.clone());
-            let _ = self.events.send(Event::Fatal(fatal));
-            return;
-        }
-        match code {
-            Some(RDKafkaErrorCode::AllBrokersDown)
-            | Some(RDKafkaErrorCode::BrokerTransportFailure)
-            | Some(RDKafkaErrorCode::Resolve) => self.unreachable(reason),
-            // librdkafka's reason names the cause and the setting to fix
-            // (e.g. "certificate verify failed ... ssl.ca.location").
-            Some(RDKafkaErrorCode::SSL) => self.unreachable(&format!("TLS handshake failed: {reason}")),
-            _ => debug!(%err, %reason, "librdkafka error"),
-        }
-    }
-}
-
-impl ConsumerContext for Context {
-    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        let Rebalance::Revoke(tpl) = rebalance else {
-            return;
-        };
-        if self.requests.closing.load(Ordering::Relaxed) || tpl.find_partition(&self.topic, 0).is_none() {
-            return;
-        }
-        self.standby.store(false, Ordering::Relaxed);
-        // An assignment made earlier in the same poll, not yet reported by
-        // the consumer loop, is reported first: events keep their order.
-        if self.assigned.swap(0, Ordering::Relaxed) != 0 {
-            let _ = self.events.send(Event::Assigned);
-        }
-        let lost = consumer.assignment_lost();
-        let (release, released) = mpsc::sync_channel(1);
-        if self.events.send(Event::Revoked { lost, release }).is_ok() {
-            // The barrier. It ends when the run loop says the command is
-            // gone, or is gone itself (nothing runs then), or when we leave:
-            // the loop leaves only once the command is gone, and may never
-            // read this event (it picks among ready branches at random, and
-            // a child exit can win over a queued revoke).
-            while let Err(mpsc::RecvTimeoutError::Timeout) = released.recv_timeout(Duration::from_millis(50)) {
-                if self.requests.closing.load(Ordering::Relaxed) {
-                    break;
-                }
-            }
-        }
-    }
-
-    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        match rebalance {
-            Rebalance::Assign(added) => {
-                self.reachable();
-                // Ownership is judged on the whole assignment, which the
-                // coordinator has just confirmed, not on what this rebalance
-                // added: a rejoin asked for while librdkafka was already
-                // joining is merged into that join, and we come out of it
-                // still owning partition 0 with nothing newly added. The core
-                // ignores Assigned while it holds a tenure. (Found by the
-                // broker-restart fault: nobody led again.)
-                let owns = consumer.assignment().is_ok_and(|a| a.find_partition(&self.topic, 0).is_some());
-                if owns {
-                    self.standby.store(false, Ordering::Relaxed);
-                    // Reported by the consumer loop once this callback has
-                    // returned: pinning the read position takes two broker
-                    // round trips, which the rebalance must not wait for.
-                    let pin = added.find_partition(&self.topic, 0).is_some();
-                    self.assigned.store(if pin { ASSIGNED_NEW } else { ASSIGNED }, Ordering::Relaxed);
-                } else if !self.standby.swap(true, Ordering::Relaxed) {
-                    info!("standby: in the group, another member holds partition 0");
-                    let _ = self.events.send(Event::Standby);
-                }
-            }
-            Rebalance::Error(err) => debug!(%err, "rebalance error"),
-            _ => {}
-        }
-    }
-}
-
-impl ProducerContext for Context {
-    type DeliveryOpaque = ();
-
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
-        match result {
-            Ok(msg) => {
-                self.reachable();
-                self.ended_run_recorded(msg.payload());
-            }
-            Err((err, _)) => {
-                let what = format!("writing heartbeats: {err}");
-                match err.rdkafka_error_code().and_then(|c| fatal(c, what, &self.topic, &self.group)) {
-                    Some(fatal) => {
-                        let _ = self.events.send(Event::Fatal(fatal));
-                    }
-                    None => debug!(%err, "heartbeat not delivered"),
-                }
-            }
-        }
-    }
-}
-
-impl Context {
-    /// Says so when the record just written is the first to tell how our
-    /// own run ended (a wave's, in the disclaimer before we exit; a
-    /// schedule's, in the heartbeat right after it): from now on no member
-    /// runs it again. Until then a crash makes it run again.
-    fn ended_run_recorded(&self, payload: Option<&[u8]>) {
-        let Some(hb) = payload.and_then(Heartbeat::decode) else { return };
-        let Some(job) = hb.job.filter(|j| j.name == hb.name && j.host == hb.host) else { return };
-        let Some(code) = job.code else { return };
-        let Ok(mut last) = self.recorded.lock() else { return };
-        if last.replace((job.token, job.due_ms)) == Some((job.token, job.due_ms)) {
-            return;
-        }
-        let (token, attempt) = (job.token, job.attempt);
-        match job.due_ms {
-            None => {
-                info!(token, attempt, code, "the run's ending is on the group's topic: no member will run it again")
-            }
-            Some(due_ms) => {
-                info!(
-                    token,
-                    attempt, code, due_ms, "the run's ending is on the group's topic: no member will run it again"
-                )
-            }
-        }
-    }
-}
-
 /// The connection to Kafka: a producer we write heartbeats with and a
 /// consumer thread that reports events.
 pub struct Kafka {
-    producer: Arc<BaseProducer<Context>>,
+    producer: Arc<BaseProducer<WriterContext>>,
     member: Member,
     topic: String,
     seq: u64,
@@ -339,7 +129,8 @@ pub struct Kafka {
     timing: WireTiming,
     /// The token we last wrote, and since when (wall clock) we hold it.
     leading: Option<(i64, u64)>,
-    unreachable: Arc<AtomicBool>,
+    /// Whether Kafka answers, as both clients last heard.
+    reach: Reach,
     requests: Arc<Requests>,
     consumer: Option<JoinHandle<()>>,
     /// Serves the producer; stopped and joined when we leave.
@@ -388,33 +179,27 @@ impl Kafka {
     /// group. Retries while Kafka is unreachable (logging once); fails only
     /// on errors that retrying cannot fix. Blocking: run it on a blocking
     /// thread so that signals and --acquire-timeout are answered meanwhile.
-    pub fn connect(cfg: &Config, member: Member, events: UnboundedSender<Event>) -> Result<Kafka, Failure> {
+    pub fn connect(s: &Settings, member: Member, events: UnboundedSender<Event>) -> Result<Kafka, Failure> {
         let requests = Arc::new(Requests::default());
-        let unreachable = Arc::new(AtomicBool::new(false));
-        let fatal = Arc::new(std::sync::Mutex::new(None));
-        let context = |quiet| Context {
-            events: events.clone(),
-            topic: cfg.kafka.topic.clone(),
-            group: cfg.kafka.group.clone(),
+        let reach = Reach::new(events.clone(), s.target.topic.clone(), s.target.group.clone());
+        let reader = ReaderContext {
+            reach: reach.clone(),
             requests: requests.clone(),
-            unreachable: unreachable.clone(),
-            fatal: fatal.clone(),
             standby: AtomicBool::new(false),
-            quiet_conf_warnings: quiet,
-            backlog: backlog(cfg),
-            deadline: cfg.leader.heartbeat_deadline,
-            assigned_at: Default::default(),
+            backlog: s.backlog,
+            deadline: s.timing.heartbeat_deadline,
             assigned: Default::default(),
-            recorded: Default::default(),
+            assigned_at: Default::default(),
         };
+        let writer = WriterContext { reach: reach.clone(), recorded: Default::default() };
 
         let ms = |d: Duration| d.as_millis().to_string();
-        let consumer_config = cfg.kafka.client_config(&[
-            ("client.id", &cfg.name),
-            ("group.id", &cfg.kafka.group),
-            ("session.timeout.ms", &ms(cfg.timing.session_timeout)),
-            ("heartbeat.interval.ms", &ms(cfg.timing.coordinator_heartbeat)),
-            ("max.poll.interval.ms", &ms(cfg.timing.max_poll_interval)),
+        let consumer_config = s.target.client_config(&[
+            ("client.id", &s.client_id),
+            ("group.id", &s.target.group),
+            ("session.timeout.ms", &ms(s.timing.session_timeout)),
+            ("heartbeat.interval.ms", &ms(s.timing.coordinator_heartbeat)),
+            ("max.poll.interval.ms", &ms(s.timing.max_poll_interval)),
             // Sticky: a member joining never takes partition 0 from a leader.
             ("partition.assignment.strategy", "cooperative-sticky"),
             ("enable.auto.commit", "false"),
@@ -426,30 +211,30 @@ impl Kafka {
             // tansu) would otherwise delay every heartbeat read-back by 500ms.
             ("fetch.wait.max.ms", "100"),
         ]);
-        let consumer: BaseConsumer<Context> =
-            consumer_config.create_with_context(context(false)).map_err(|e| creation_error(e, &cfg.kafka))?;
+        let consumer: BaseConsumer<ReaderContext> =
+            consumer_config.create_with_context(reader).map_err(|e| creation_error(e, &s.target))?;
 
-        let deadline_ms = (cfg.leader.heartbeat_deadline.as_millis() as u64).max(1);
-        let producer_config = cfg.kafka.client_config(&[
-            ("client.id", &cfg.name),
+        let deadline_ms = (s.timing.heartbeat_deadline.as_millis() as u64).max(1);
+        let producer_config = s.target.client_config(&[
+            ("client.id", &s.client_id),
             ("acks", "all"),
             ("linger.ms", "0"),
             // A heartbeat delivered after the deadline proves nothing.
             ("message.timeout.ms", &deadline_ms.to_string()),
             ("request.timeout.ms", &deadline_ms.to_string()),
         ]);
-        let producer: Arc<BaseProducer<Context>> =
-            Arc::new(producer_config.create_with_context(context(true)).map_err(|e| creation_error(e, &cfg.kafka))?);
+        let producer: Arc<BaseProducer<WriterContext>> =
+            Arc::new(producer_config.create_with_context(writer).map_err(|e| creation_error(e, &s.target))?);
 
         let served = producer.clone();
         let serving = Joined::spawn("neli-produce", move |stop| serve_producer(&served, stop))?;
-        let admin = ensure_topic(cfg, &consumer)?;
-        let born = consumer.fetch_watermarks(&cfg.kafka.topic, 0, Duration::from_secs(2)).ok().map(|(_, end)| end);
-        consumer.subscribe(&[&cfg.kafka.topic]).map_err(|e| creation_error(e, &cfg.kafka))?;
+        let admin = topic::ensure_topic(s, &consumer)?;
+        let born = consumer.fetch_watermarks(&s.target.topic, 0, Duration::from_secs(2)).ok().map(|(_, end)| end);
+        consumer.subscribe(&[&s.target.topic]).map_err(|e| creation_error(e, &s.target))?;
 
         let reader_member = member.clone();
         let reader_requests = requests.clone();
-        let watch = 3 * cfg.timing.session_timeout;
+        let watch = 3 * s.timing.session_timeout;
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
             .spawn(move || consume(consumer, &reader_member, &reader_requests, watch, &events))
@@ -458,12 +243,12 @@ impl Kafka {
         Ok(Kafka {
             producer,
             member,
-            topic: cfg.kafka.topic.clone(),
+            topic: s.target.topic.clone(),
             seq: 0,
             deadline_ms,
-            timing: WireTiming::from(&cfg.timing),
+            timing: WireTiming::from(&s.timing),
             leading: None,
-            unreachable,
+            reach,
             requests,
             consumer: Some(thread),
             _serving: serving,
@@ -534,7 +319,7 @@ impl Kafka {
 
     /// Whether Kafka answered last time we tried.
     pub fn reachable(&self) -> bool {
-        !self.unreachable.load(Ordering::Relaxed)
+        self.reach.is_reachable()
     }
 
     /// Leaves the group so that a standby takes over at once, then closes
@@ -547,10 +332,33 @@ impl Kafka {
     }
 }
 
+/// What the adapter needs of the configuration: where the topic is, who we
+/// are, and the timing.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub target: Target,
+    /// The client.id of both clients: the member's name.
+    pub client_id: String,
+    pub timing: Timing,
+    /// Records a new owner reads back before the end (`backlog`).
+    pub backlog: i64,
+}
+
+impl Settings {
+    /// The adapter's share of `cfg`.
+    pub fn of(cfg: &Config) -> Settings {
+        Settings {
+            target: cfg.kafka.clone(),
+            client_id: cfg.name.clone(),
+            timing: cfg.timing,
+            backlog: backlog(&cfg.leader),
+        }
+    }
+}
+
 /// Records a new owner reads back: four times those two writers produce
 /// in a heartbeat deadline and the margin, at least 64.
-fn backlog(cfg: &Config) -> i64 {
-    let s = &cfg.leader;
+fn backlog(s: &crate::leader::Settings) -> i64 {
     let per_writer = (s.heartbeat_deadline + s.claim_margin).as_nanos() / s.heartbeat_interval.as_nanos().max(1);
     (4 * per_writer as i64).max(64)
 }
@@ -559,7 +367,7 @@ fn backlog(cfg: &Config) -> i64 {
 /// fatal error such as a refused login, which connecting waits for) every
 /// 100 ms until asked to stop. Not rdkafka's `poll(100ms)`: it spins through
 /// the last millisecond of each wait.
-fn serve_producer(producer: &BaseProducer<Context>, stop: &AtomicBool) {
+fn serve_producer(producer: &BaseProducer<WriterContext>, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         producer.poll(Duration::ZERO);
         std::thread::park_timeout(Duration::from_millis(100));
@@ -575,18 +383,18 @@ fn serve_producer(producer: &BaseProducer<Context>, stop: &AtomicBool) {
 /// half a second late. Asking for the assignment is an operation on the
 /// group's queue, so it wakes that thread; called every poll (100 ms at
 /// most), heartbeats go out within 100 ms of falling due.
-fn serve_group(consumer: &BaseConsumer<Context>) {
+fn serve_group(consumer: &BaseConsumer<ReaderContext>) {
     let _ = consumer.assignment();
 }
 
-/// `Context::assigned`: partition 0 is ours (and was newly added).
+/// `ReaderContext::assigned`: partition 0 is ours (and was newly added).
 const ASSIGNED: u8 = 1;
 const ASSIGNED_NEW: u8 = 2;
 
 /// What the run loop asks of the consumer thread.
 #[derive(Default)]
-struct Requests {
-    closing: AtomicBool,
+pub(super) struct Requests {
+    pub(super) closing: AtomicBool,
     rejoin: AtomicBool,
     stand_aside: AtomicBool,
 }
@@ -594,7 +402,7 @@ struct Requests {
 /// The consumer thread: polls until asked to close, then closes the consumer
 /// (which sends LeaveGroup).
 fn consume(
-    consumer: BaseConsumer<Context>,
+    consumer: BaseConsumer<ReaderContext>,
     me: &Member,
     asks: &Requests,
     watch: Duration,
@@ -627,8 +435,8 @@ fn consume(
         match polled {
             None => {}
             Some(Ok(msg)) => {
-                ctx.reachable();
-                if msg.topic() != ctx.topic || msg.partition() != 0 {
+                ctx.reach.reachable();
+                if msg.topic() != ctx.reach.topic || msg.partition() != 0 {
                     continue;
                 }
                 let Some(payload) = msg.payload() else { continue };
@@ -654,7 +462,10 @@ fn consume(
                 }
             }
             Some(Err(err)) => {
-                match err.rdkafka_error_code().and_then(|c| fatal(c, err.to_string(), &ctx.topic, &ctx.group)) {
+                match err
+                    .rdkafka_error_code()
+                    .and_then(|c| fatal(c, err.to_string(), &ctx.reach.topic, &ctx.reach.group))
+                {
                     Some(fatal) => {
                         let _ = events.send(Event::Fatal(fatal));
                     }
@@ -667,8 +478,8 @@ fn consume(
     drop(consumer);
 }
 
-fn subscribe(consumer: &BaseConsumer<Context>, events: &UnboundedSender<Event>) {
-    if let Err(err) = consumer.subscribe(&[&consumer.context().topic]) {
+fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Event>) {
+    if let Err(err) = consumer.subscribe(&[&consumer.context().reach.topic]) {
         let _ = events.send(Event::Fatal(Failure::new(Kind::Internal, format!("rejoining: {err}"))));
     }
 }
@@ -677,8 +488,13 @@ fn subscribe(consumer: &BaseConsumer<Context>, events: &UnboundedSender<Event>) 
 /// member's heartbeat carries a token (it leads), or `watch` passes (we may
 /// be alone). Rejoining at once would let the sticky assignor hand the
 /// partition straight back to us.
-fn leave_until_another_leads(consumer: &BaseConsumer<Context>, me: &Member, closing: &AtomicBool, watch: Duration) {
-    let topic = consumer.context().topic.clone();
+fn leave_until_another_leads(
+    consumer: &BaseConsumer<ReaderContext>,
+    me: &Member,
+    closing: &AtomicBool,
+    watch: Duration,
+) {
+    let topic = consumer.context().reach.topic.clone();
     consumer.unsubscribe();
     // The cooperative protocol takes only incremental assignments, and
     // librdkafka refuses them until the revoke this causes has been served:
@@ -709,121 +525,6 @@ fn leave_until_another_leads(consumer: &BaseConsumer<Context>, me: &Member, clos
     let _ = consumer.incremental_unassign(&tpl);
 }
 
-/// Makes sure the topic exists: metadata first (any broker), CreateTopics
-/// when missing. Retries while Kafka is unreachable. Returns the thread that
-/// drops the admin client, if one created the topic.
-fn ensure_topic(cfg: &Config, consumer: &BaseConsumer<Context>) -> Result<Option<Joined>, Failure> {
-    let mut admin = None;
-    loop {
-        if let Some(fatal) = consumer.context().fatal.lock().expect("fatal lock").take() {
-            return Err(fatal);
-        }
-        let metadata = consumer.fetch_metadata(Some(&cfg.kafka.topic), Duration::from_secs(5));
-        match metadata {
-            Ok(md) => {
-                let Some(topic) = md.topics().iter().find(|t| t.name() == cfg.kafka.topic) else {
-                    continue;
-                };
-                match topic.error().map(RDKafkaErrorCode::from) {
-                    None if !topic.partitions().is_empty() => {
-                        if topic.partitions().len() > 1 {
-                            warn!(topic = %cfg.kafka.topic, partitions = topic.partitions().len(), "topic has more than one partition; only partition 0 elects, the others add needless assignments");
-                        }
-                        consumer.context().reachable();
-                        return Ok(admin);
-                    }
-                    None
-                    | Some(RDKafkaErrorCode::UnknownTopicOrPartition)
-                    | Some(RDKafkaErrorCode::LeaderNotAvailable) => {
-                        admin = create_topic(cfg)?.or(admin);
-                    }
-                    Some(code) => {
-                        if let Some(fatal) = fatal(
-                            code,
-                            format!("topic {}: {code}", cfg.kafka.topic),
-                            &cfg.kafka.topic,
-                            &cfg.kafka.group,
-                        ) {
-                            return Err(fatal);
-                        }
-                        debug!(%code, "topic metadata error; retrying");
-                        std::thread::sleep(Duration::from_millis(500));
-                    }
-                }
-            }
-            Err(err) => {
-                if let Some(fatal) =
-                    err.rdkafka_error_code().and_then(|c| fatal(c, err.to_string(), &cfg.kafka.topic, &cfg.kafka.group))
-                {
-                    return Err(fatal);
-                }
-                consumer.context().unreachable(&err.to_string());
-                std::thread::sleep(Duration::from_millis(500));
-            }
-        }
-    }
-}
-
-/// Creates the topic; returns the thread that drops the admin client.
-/// Dropping one joins its polling thread, which wakes every 100 ms: that
-/// wait is not for the first election to make.
-fn create_topic(cfg: &Config) -> Result<Option<Joined>, Failure> {
-    info!(topic = %cfg.kafka.topic, "creating the topic (1 partition, 1 hour retention)");
-    let admin: AdminClient<rdkafka::client::DefaultClientContext> =
-        cfg.kafka.client_config(&[("client.id", &cfg.name)]).create().map_err(|e| creation_error(e, &cfg.kafka))?;
-    create_topic_with(cfg, &admin)?;
-    // Should the thread not start, the admin client is dropped here.
-    Ok(Joined::spawn("neli-admin", move |_| drop(admin)).ok())
-}
-
-fn create_topic_with(cfg: &Config, admin: &AdminClient<rdkafka::client::DefaultClientContext>) -> Result<(), Failure> {
-    let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
-    let mut replication = -1; // the broker's default.replication.factor (KIP-464)
-    loop {
-        let topic = NewTopic::new(&cfg.kafka.topic, 1, TopicReplication::Fixed(replication))
-            .set("retention.ms", "3600000")
-            .set("segment.ms", "600000");
-        // Kafka::connect runs on one of tokio's blocking threads (shell/mod.rs),
-        // where the runtime's handle may block on a future.
-        let result = tokio::runtime::Handle::current().block_on(admin.create_topics([&topic], &opts));
-        let code = match result {
-            Ok(results) => match results.into_iter().next() {
-                Some(Ok(_)) | None => return Ok(()),
-                Some(Err((_, code))) => code,
-            },
-            Err(err) => err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail),
-        };
-        match code {
-            RDKafkaErrorCode::TopicAlreadyExists => return Ok(()),
-            RDKafkaErrorCode::InvalidReplicationFactor | RDKafkaErrorCode::UnsupportedVersion if replication == -1 => {
-                replication = 1;
-            }
-            code if fatal_kind(code) == Some(Kind::Denied) => {
-                return Err(Failure::new(
-                    Kind::Denied,
-                    format!(
-                        "topic {t} does not exist and this principal may not create it ({code}). Ask an admin to \
-                         create it (kafka-topics.sh --create --topic {t} --partitions 1 --config retention.ms=3600000) \
-                         or grant CREATE on it.",
-                        t = cfg.kafka.topic
-                    ),
-                ));
-            }
-            code => {
-                error!(topic = %cfg.kafka.topic, %code, "could not create the topic");
-                return Err(Failure::new(
-                    Kind::KafkaConfig,
-                    format!(
-                        "topic {t} does not exist and could not be created ({code}). Create it with one \
-                         partition (kafka-topics.sh --create --topic {t} --partitions 1) or pass --topic.",
-                        t = cfg.kafka.topic
-                    ),
-                ));
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -836,7 +537,7 @@ mod tests {
             .expect("valid arguments");
         let cfg = Config::from_args(cli.run, None).expect("valid configuration");
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
-        let kafka = Kafka::connect(&cfg, Member::this_process("t".into()), tx).expect("connects");
+        let kafka = Kafka::connect(&Settings::of(&cfg), Member::this_process("t".into()), tx).expect("connects");
         (kafka, events)
     }
 

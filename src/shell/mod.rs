@@ -340,10 +340,12 @@ async fn connect(
     started: BootTime,
 ) -> Result<Option<Kafka>, Failure> {
     let member = Member::this_process(cfg.name.clone());
+    let t = &cfg.timing;
     info!(group = %printable(&cfg.kafka.group), topic = %cfg.kafka.topic, name = %printable(&cfg.name), brokers = %cfg.kafka.brokers, "joining");
+    info!(session_timeout = ?t.session_timeout, heartbeat_deadline = ?t.heartbeat_deadline, heartbeat_interval = ?t.heartbeat_interval, grace = ?t.grace, coordinator_heartbeat = ?t.coordinator_heartbeat, "timing");
     let connecting = {
-        let cfg = cfg.clone();
-        tokio::task::spawn_blocking(move || Kafka::connect(&cfg, member, events))
+        let settings = crate::kafka::Settings::of(cfg);
+        tokio::task::spawn_blocking(move || Kafka::connect(&settings, member, events))
     };
     tokio::select! {
         kafka = connecting => match kafka {

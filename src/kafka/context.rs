@@ -1,0 +1,273 @@
+//! The two clients' contexts: what librdkafka calls back into. The
+//! consumer's (`ReaderContext`) turns rebalances into events and holds the
+//! revoke barrier; the producer's (`WriterContext`) serves delivery reports.
+//! Both route librdkafka's log and errors through `Reach`, which they share,
+//! so that a change of reachability is logged once, not once per client.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use rdkafka::client::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::producer::{DeliveryResult, ProducerContext};
+use rdkafka::Offset;
+use tokio::sync::mpsc::UnboundedSender;
+use tracing::{debug, info, warn};
+
+use super::heartbeat::Heartbeat;
+use super::{fatal, Event, Requests, ASSIGNED, ASSIGNED_NEW};
+use crate::exit::Failure;
+
+/// What both clients report to: the run loop's events, and whether Kafka
+/// answers.
+#[derive(Clone)]
+pub(super) struct Reach {
+    pub(super) events: UnboundedSender<Event>,
+    pub(super) topic: String,
+    pub(super) group: String,
+    /// Shared by both clients, so that each change is logged once.
+    unreachable: Arc<AtomicBool>,
+    /// The first fatal error either client saw: connecting reads it here,
+    /// since the run loop reads events only once connected (a wrong
+    /// password would otherwise look like an unreachable broker forever).
+    pub(super) fatal: Arc<Mutex<Option<Failure>>>,
+}
+
+impl Reach {
+    pub(super) fn new(events: UnboundedSender<Event>, topic: String, group: String) -> Reach {
+        Reach { events, topic, group, unreachable: Arc::default(), fatal: Arc::default() }
+    }
+
+    /// Whether Kafka answers, as the clients last heard.
+    pub(super) fn is_reachable(&self) -> bool {
+        !self.unreachable.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn reachable(&self) {
+        if self.unreachable.swap(false, Ordering::Relaxed) {
+            info!("Kafka is reachable again");
+        }
+    }
+
+    pub(super) fn unreachable(&self, reason: &str) {
+        if !self.unreachable.swap(true, Ordering::Relaxed) {
+            warn!(%reason, "Kafka unreachable; retrying (the command runs only with fresh heartbeats)");
+        }
+    }
+
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str, quiet_conf_warnings: bool) {
+        match level {
+            RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical | RDKafkaLogLevel::Error => {
+                debug!(target: "librdkafka", "{fac} {message}")
+            }
+            RDKafkaLogLevel::Warning if fac == "CONFWARN" && quiet_conf_warnings => {}
+            RDKafkaLogLevel::Warning if fac == "CONFWARN" => {
+                warn!(target: "librdkafka", "{message}")
+            }
+            _ => debug!(target: "librdkafka", "{fac} {message}"),
+        }
+    }
+
+    fn error(&self, err: KafkaError, reason: &str) {
+        let code = err.rdkafka_error_code();
+        if let Some(fatal) = code.and_then(|c| fatal(c, format!("{err}: {reason}"), &self.topic, &self.group)) {
+            self.fatal.lock().expect("fatal lock").get_or_insert_with(|| fatal.clone());
+            let _ = self.events.send(Event::Fatal(fatal));
+            return;
+        }
+        match code {
+            Some(RDKafkaErrorCode::AllBrokersDown)
+            | Some(RDKafkaErrorCode::BrokerTransportFailure)
+            | Some(RDKafkaErrorCode::Resolve) => self.unreachable(reason),
+            // librdkafka's reason names the cause and the setting to fix
+            // (e.g. "certificate verify failed ... ssl.ca.location").
+            Some(RDKafkaErrorCode::SSL) => self.unreachable(&format!("TLS handshake failed: {reason}")),
+            _ => debug!(%err, %reason, "librdkafka error"),
+        }
+    }
+}
+
+/// The consumer's context: it joins the group and reads partition 0.
+pub(super) struct ReaderContext {
+    pub(super) reach: Reach,
+    /// `closing` is set when we leave: the revoke on close must not block.
+    pub(super) requests: Arc<Requests>,
+    /// Whether "standby" was logged since we last owned partition 0.
+    pub(super) standby: AtomicBool,
+    /// How many records before the end a new owner starts reading: enough
+    /// for every record of two writers over a heartbeat deadline and more.
+    pub(super) backlog: i64,
+    /// Our --heartbeat-deadline: assumed for records that do not carry one.
+    pub(super) deadline: Duration,
+    /// An assignment of partition 0 the consumer loop has yet to report
+    /// (`ASSIGNED`, or `ASSIGNED_NEW` when it was newly added), or 0.
+    pub(super) assigned: AtomicU8,
+    /// The end of partition 0 when it was last assigned to us: records
+    /// before it are the backlog, read for the claims in it, and a yield
+    /// among them was meant for an earlier owner.
+    pub(super) assigned_at: AtomicI64,
+}
+
+impl ReaderContext {
+    /// Pins the read position of partition 0 a little before its current
+    /// end, before our first heartbeat is written: far enough back to read
+    /// the newest records of any other member that may still lead (a broker
+    /// can hand the partition over while it does), near enough to lead after
+    /// one fetch. The core leads on what it has read before its own first
+    /// record, so a start past a claim would be unsafe: if the pin fails,
+    /// reading starts at the beginning (`auto.offset.reset=earliest`), which
+    /// is slower but skips nothing.
+    pub(super) fn start_near_end(&self, consumer: &BaseConsumer<Self>) {
+        let pinned = consumer.fetch_watermarks(&self.reach.topic, 0, Duration::from_secs(2)).and_then(|(low, end)| {
+            self.assigned_at.store(end, Ordering::Relaxed);
+            let start = (end - self.backlog).max(low);
+            consumer.seek(&self.reach.topic, 0, Offset::Offset(start), Duration::from_secs(2))
+        });
+        if let Err(err) = pinned {
+            debug!(%err, "could not pin partition 0's start; reading it from the beginning");
+        }
+    }
+}
+
+impl ClientContext for ReaderContext {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        self.reach.log(level, fac, message, false);
+    }
+
+    fn error(&self, err: KafkaError, reason: &str) {
+        self.reach.error(err, reason);
+    }
+}
+
+impl ConsumerContext for ReaderContext {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let Rebalance::Revoke(tpl) = rebalance else {
+            return;
+        };
+        if self.requests.closing.load(Ordering::Relaxed) || tpl.find_partition(&self.reach.topic, 0).is_none() {
+            return;
+        }
+        self.standby.store(false, Ordering::Relaxed);
+        // An assignment made earlier in the same poll, not yet reported by
+        // the consumer loop, is reported first: events keep their order.
+        if self.assigned.swap(0, Ordering::Relaxed) != 0 {
+            let _ = self.reach.events.send(Event::Assigned);
+        }
+        let lost = consumer.assignment_lost();
+        let (release, released) = mpsc::sync_channel(1);
+        if self.reach.events.send(Event::Revoked { lost, release }).is_ok() {
+            // The barrier. It ends when the run loop says the command is
+            // gone, or is gone itself (nothing runs then), or when we leave:
+            // the loop leaves only once the command is gone, and may never
+            // read this event (it picks among ready branches at random, and
+            // a child exit can win over a queued revoke).
+            while let Err(mpsc::RecvTimeoutError::Timeout) = released.recv_timeout(Duration::from_millis(50)) {
+                if self.requests.closing.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Assign(added) => {
+                self.reach.reachable();
+                // Ownership is judged on the whole assignment, which the
+                // coordinator has just confirmed, not on what this rebalance
+                // added: a rejoin asked for while librdkafka was already
+                // joining is merged into that join, and we come out of it
+                // still owning partition 0 with nothing newly added. The core
+                // ignores Assigned while it holds a tenure. (Found by the
+                // broker-restart fault: nobody led again.)
+                let owns = consumer.assignment().is_ok_and(|a| a.find_partition(&self.reach.topic, 0).is_some());
+                if owns {
+                    self.standby.store(false, Ordering::Relaxed);
+                    // Reported by the consumer loop once this callback has
+                    // returned: pinning the read position takes two broker
+                    // round trips, which the rebalance must not wait for.
+                    let pin = added.find_partition(&self.reach.topic, 0).is_some();
+                    self.assigned.store(if pin { ASSIGNED_NEW } else { ASSIGNED }, Ordering::Relaxed);
+                } else if !self.standby.swap(true, Ordering::Relaxed) {
+                    info!("standby: in the group, another member holds partition 0");
+                    let _ = self.reach.events.send(Event::Standby);
+                }
+            }
+            Rebalance::Error(err) => debug!(%err, "rebalance error"),
+            _ => {}
+        }
+    }
+}
+
+/// The producer's context: it writes our heartbeats.
+pub(super) struct WriterContext {
+    pub(super) reach: Reach,
+    /// The last run of ours whose ending was logged as delivered: (token,
+    /// due time). Every record after it carries the same ending.
+    pub(super) recorded: Mutex<Option<(i64, Option<u64>)>>,
+}
+
+impl ClientContext for WriterContext {
+    /// The producer's librdkafka warns about every consumer-only property.
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        self.reach.log(level, fac, message, true);
+    }
+
+    fn error(&self, err: KafkaError, reason: &str) {
+        self.reach.error(err, reason);
+    }
+}
+
+impl ProducerContext for WriterContext {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        match result {
+            Ok(msg) => {
+                self.reach.reachable();
+                self.ended_run_recorded(msg.payload());
+            }
+            Err((err, _)) => {
+                let what = format!("writing heartbeats: {err}");
+                match err.rdkafka_error_code().and_then(|c| fatal(c, what, &self.reach.topic, &self.reach.group)) {
+                    Some(fatal) => {
+                        let _ = self.reach.events.send(Event::Fatal(fatal));
+                    }
+                    None => debug!(%err, "heartbeat not delivered"),
+                }
+            }
+        }
+    }
+}
+
+impl WriterContext {
+    /// Says so when the record just written is the first to tell how our
+    /// own run ended (a wave's, in the disclaimer before we exit; a
+    /// schedule's, in the heartbeat right after it): from now on no member
+    /// runs it again. Until then a crash makes it run again.
+    fn ended_run_recorded(&self, payload: Option<&[u8]>) {
+        let Some(hb) = payload.and_then(Heartbeat::decode) else { return };
+        let Some(job) = hb.job.filter(|j| j.name == hb.name && j.host == hb.host) else { return };
+        let Some(code) = job.code else { return };
+        let Ok(mut last) = self.recorded.lock() else { return };
+        if last.replace((job.token, job.due_ms)) == Some((job.token, job.due_ms)) {
+            return;
+        }
+        let (token, attempt) = (job.token, job.attempt);
+        match job.due_ms {
+            None => {
+                info!(token, attempt, code, "the run's ending is on the group's topic: no member will run it again")
+            }
+            Some(due_ms) => {
+                info!(
+                    token,
+                    attempt, code, due_ms, "the run's ending is on the group's topic: no member will run it again"
+                )
+            }
+        }
+    }
+}

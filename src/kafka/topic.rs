@@ -1,0 +1,126 @@
+//! The group's topic: found, or created as Kafka creates it (CreateTopics:
+//! one partition, an hour's retention), naming the ACL a denial lacks.
+
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::RDKafkaErrorCode;
+use tracing::{debug, error, info, warn};
+
+use super::context::ReaderContext;
+use super::{fatal, fatal_kind, Joined, Settings};
+use crate::config::properties::creation_error;
+use crate::exit::{Failure, Kind};
+
+/// Makes sure the topic exists: metadata first (any broker), CreateTopics
+/// when missing. Retries while Kafka is unreachable. Returns the thread that
+/// drops the admin client, if one created the topic.
+pub(super) fn ensure_topic(s: &Settings, consumer: &BaseConsumer<ReaderContext>) -> Result<Option<Joined>, Failure> {
+    let mut admin = None;
+    loop {
+        if let Some(fatal) = consumer.context().reach.fatal.lock().expect("fatal lock").take() {
+            return Err(fatal);
+        }
+        let metadata = consumer.fetch_metadata(Some(&s.target.topic), Duration::from_secs(5));
+        match metadata {
+            Ok(md) => {
+                let Some(topic) = md.topics().iter().find(|t| t.name() == s.target.topic) else {
+                    continue;
+                };
+                match topic.error().map(RDKafkaErrorCode::from) {
+                    None if !topic.partitions().is_empty() => {
+                        if topic.partitions().len() > 1 {
+                            warn!(topic = %s.target.topic, partitions = topic.partitions().len(), "topic has more than one partition; only partition 0 elects, the others add needless assignments");
+                        }
+                        consumer.context().reach.reachable();
+                        return Ok(admin);
+                    }
+                    None
+                    | Some(RDKafkaErrorCode::UnknownTopicOrPartition)
+                    | Some(RDKafkaErrorCode::LeaderNotAvailable) => {
+                        admin = create_topic(s)?.or(admin);
+                    }
+                    Some(code) => {
+                        if let Some(fatal) =
+                            fatal(code, format!("topic {}: {code}", s.target.topic), &s.target.topic, &s.target.group)
+                        {
+                            return Err(fatal);
+                        }
+                        debug!(%code, "topic metadata error; retrying");
+                        std::thread::sleep(Duration::from_millis(500));
+                    }
+                }
+            }
+            Err(err) => {
+                if let Some(fatal) =
+                    err.rdkafka_error_code().and_then(|c| fatal(c, err.to_string(), &s.target.topic, &s.target.group))
+                {
+                    return Err(fatal);
+                }
+                consumer.context().reach.unreachable(&err.to_string());
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    }
+}
+
+/// Creates the topic; returns the thread that drops the admin client.
+/// Dropping one joins its polling thread, which wakes every 100 ms: that
+/// wait is not for the first election to make.
+fn create_topic(s: &Settings) -> Result<Option<Joined>, Failure> {
+    info!(topic = %s.target.topic, "creating the topic (1 partition, 1 hour retention)");
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> =
+        s.target.client_config(&[("client.id", &s.client_id)]).create().map_err(|e| creation_error(e, &s.target))?;
+    create_topic_with(s, &admin)?;
+    // Should the thread not start, the admin client is dropped here.
+    Ok(Joined::spawn("neli-admin", move |_| drop(admin)).ok())
+}
+
+fn create_topic_with(s: &Settings, admin: &AdminClient<rdkafka::client::DefaultClientContext>) -> Result<(), Failure> {
+    let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
+    let mut replication = -1; // the broker's default.replication.factor (KIP-464)
+    loop {
+        let topic = NewTopic::new(&s.target.topic, 1, TopicReplication::Fixed(replication))
+            .set("retention.ms", "3600000")
+            .set("segment.ms", "600000");
+        // Kafka::connect runs on one of tokio's blocking threads (shell/mod.rs),
+        // where the runtime's handle may block on a future.
+        let result = tokio::runtime::Handle::current().block_on(admin.create_topics([&topic], &opts));
+        let code = match result {
+            Ok(results) => match results.into_iter().next() {
+                Some(Ok(_)) | None => return Ok(()),
+                Some(Err((_, code))) => code,
+            },
+            Err(err) => err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail),
+        };
+        match code {
+            RDKafkaErrorCode::TopicAlreadyExists => return Ok(()),
+            RDKafkaErrorCode::InvalidReplicationFactor | RDKafkaErrorCode::UnsupportedVersion if replication == -1 => {
+                replication = 1;
+            }
+            code if fatal_kind(code) == Some(Kind::Denied) => {
+                return Err(Failure::new(
+                    Kind::Denied,
+                    format!(
+                        "topic {t} does not exist and this principal may not create it ({code}). Ask an admin to \
+                         create it (kafka-topics.sh --create --topic {t} --partitions 1 --config retention.ms=3600000) \
+                         or grant CREATE on it.",
+                        t = s.target.topic
+                    ),
+                ));
+            }
+            code => {
+                error!(topic = %s.target.topic, %code, "could not create the topic");
+                return Err(Failure::new(
+                    Kind::KafkaConfig,
+                    format!(
+                        "topic {t} does not exist and could not be created ({code}). Create it with one \
+                         partition (kafka-topics.sh --create --topic {t} --partitions 1) or pass --topic.",
+                        t = s.target.topic
+                    ),
+                ));
+            }
+        }
+    }
+}

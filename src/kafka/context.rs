@@ -14,7 +14,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{DeliveryResult, ProducerContext};
-use rdkafka::Offset;
+use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, info, warn};
 
@@ -143,12 +143,20 @@ impl ClientContext for ReaderContext {
     }
 }
 
+/// Whether a revoke of `revoked` must hold the barrier: it takes partition
+/// 0 from us, and we are not leaving (the revoke on close must not block).
+/// A revoke of other partitions alone (a member joining a topic of several
+/// partitions may take them) leaves the command running.
+fn revokes_partition_0(revoked: &TopicPartitionList, topic: &str, closing: bool) -> bool {
+    !closing && revoked.find_partition(topic, 0).is_some()
+}
+
 impl ConsumerContext for ReaderContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         let Rebalance::Revoke(tpl) = rebalance else {
             return;
         };
-        if self.requests.closing.load(Ordering::Relaxed) || tpl.find_partition(&self.reach.topic, 0).is_none() {
+        if !revokes_partition_0(tpl, &self.reach.topic, self.requests.closing.load(Ordering::Relaxed)) {
             return;
         }
         self.standby.store(false, Ordering::Relaxed);
@@ -269,5 +277,27 @@ impl WriterContext {
                 )
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_revoke_of_partition_0_holds_the_barrier_and_never_while_leaving() {
+        let revoke = |partitions: &[i32]| {
+            let mut tpl = TopicPartitionList::new();
+            for &p in partitions {
+                tpl.add_partition("g.neli", p);
+            }
+            tpl
+        };
+        assert!(revokes_partition_0(&revoke(&[0]), "g.neli", false));
+        assert!(revokes_partition_0(&revoke(&[2, 0, 3]), "g.neli", false));
+        assert!(!revokes_partition_0(&revoke(&[1, 2]), "g.neli", false), "other partitions only");
+        assert!(!revokes_partition_0(&revoke(&[0]), "other.neli", false), "another topic's partition 0");
+        assert!(!revokes_partition_0(&revoke(&[0]), "g.neli", true), "leaving");
+        assert!(!revokes_partition_0(&revoke(&[1]), "g.neli", true));
     }
 }

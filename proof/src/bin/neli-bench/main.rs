@@ -1,0 +1,210 @@
+//! neli-bench: how long is nobody running the job, and what does waiting
+//! cost? The real `neli-run` binary against the dev broker and tansu, side by
+//! side with `etcdctl lock --ttl` on etcd (all started by the runner, on
+//! loopback), in the same run and on the same machine.
+//!
+//! Scenarios (each repeated; figures are medians):
+//! - graceful: SIGTERM to the holder's supervisor until the next child runs,
+//!   in a group quiet for a second;
+//! - graceful-after-join: the same, right after a member joined (a rolling
+//!   restart): librdkafka sends at most one JoinGroup a second;
+//! - crash: kill -9 of the holder's supervisor until the next child runs,
+//!   and the excess over the session timeout (etcd: the lease TTL);
+//! - fence: the holder's network cut until its child is dead;
+//! - sweep: kill -9 of the holder's neli-run until everything its command
+//!   left behind (2 and 200 setsid'd processes, one ignoring SIGTERM) is
+//!   gone: the shim's own sweep, not the lease (neli-run only);
+//! - startup: process start until the child runs, one candidate;
+//! - idle: CPU seconds, peak RSS and PSS of a holder and of a waiter;
+//! - scale: graceful handover with 10, 50 and 200 waiters.
+//!
+//! Every child writes its own start time (CLOCK_REALTIME, ns) and pid, so
+//! latencies are measured from the child's side. A handover where the old
+//! child was still alive when the new one started is counted as an overlap.
+//!
+//! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-bench -- [--reps 5] [--out target/bench]
+
+mod candidates;
+mod report;
+mod scenarios;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+
+use neli_proof::brokers::{find, Broker};
+use neli_proof::netns::NetNs;
+use neli_proof::timing_args;
+
+use candidates::{on_interrupt, Contender};
+use report::Results;
+
+/// Side-by-side benchmarks of neli-run and etcdctl lock.
+#[derive(Debug, Parser)]
+struct Args {
+    /// Repetitions of each latency scenario (medians are reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Session timeout for neli-run, and the lease TTL for etcdctl lock
+    /// (whole seconds for etcd). neli-run's other timings scale with it
+    /// (deadline S/2, grace S/3, heartbeats S/12, coordinator heartbeats
+    /// S/10), unless --product-defaults.
+    #[arg(long, default_value = "3s")]
+    session_timeout: humantime::Duration,
+    /// Run neli-run with no timing flags at all: the product's defaults
+    /// (session timeout 6s, which the etcd lease TTL then matches), as a
+    /// user who changed nothing gets them.
+    #[arg(long, conflicts_with = "session_timeout")]
+    product_defaults: bool,
+    /// How long the idle scenario measures.
+    #[arg(long, default_value = "60s")]
+    idle: humantime::Duration,
+    /// Waiter counts for the scale scenario.
+    #[arg(long, value_delimiter = ',', default_value = "10,50,200")]
+    scale: Vec<usize>,
+    /// Scenarios to run.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "startup,graceful,graceful-after-join,crash,fence,sweep,idle,scale"
+    )]
+    scenarios: Vec<String>,
+    /// Contenders: dev (neli-run on the dev broker with Kafka's group
+    /// timing), dev-mock (on the dev broker with librdkafka's mock
+    /// coordinator), tansu (neli-run on tansu), etcd (etcdctl lock), base
+    /// (the --baseline binary on the dev broker with Kafka's timing).
+    /// Missing tools are skipped with a note.
+    #[arg(long, value_delimiter = ',', default_value = "dev,dev-mock,tansu,etcd")]
+    contenders: Vec<String>,
+    /// A neli-run built from another commit, for the `base` contender: a
+    /// change measured before and after, side by side in one run (e.g.
+    /// `git worktree add ../base HEAD~1 && cargo build --release
+    /// --manifest-path ../base/Cargo.toml`).
+    #[arg(long, value_name = "PATH")]
+    baseline: Option<PathBuf>,
+    /// Where the CSV, the SVG chart and the markdown report go.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+}
+
+/// What every scenario runs with.
+struct Bench {
+    args: Args,
+    /// The groups' directories (kept if anything went wrong).
+    work: PathBuf,
+    /// The fence scenario's namespace (none: no fence scenario).
+    ns: Option<NetNs>,
+    /// How long a scenario waits for a child to start.
+    within: Duration,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let neli = std::env::current_exe().expect("own path").with_file_name("neli-run");
+    if !neli.exists() {
+        eprintln!("neli-bench: {} not found: build it first (cargo build --release -p neli-run)", neli.display());
+        return ExitCode::FAILURE;
+    }
+    let (session, timing) = match args.product_defaults {
+        // The product's default session timeout (src/cli.rs).
+        true => (Duration::from_secs(6), Vec::new()),
+        false => (args.session_timeout.into(), timing_args(args.session_timeout.into())),
+    };
+    let work = std::env::temp_dir().join(format!("neli-bench-{}", std::process::id()));
+    fs::create_dir_all(&work).expect("work dir");
+    fs::create_dir_all(&args.out).expect("--out dir");
+    let ns = fence_namespace(&args, &work);
+    let bench = Bench { args, work, ns, within: session * 6 + Duration::from_secs(20) };
+    let mut results = Results::default();
+    let mut contenders = setup(&bench, &neli, (session, timing), &mut results);
+    for c in &mut contenders {
+        eprintln!("neli-bench: {}", c.name);
+        scenarios::measure(&bench, c, &mut results);
+    }
+    let names: Vec<&str> = contenders.iter().map(|c| c.name).collect();
+    report::report(&bench.args, &results, &names);
+    drop(contenders);
+    if results.notes.is_empty() {
+        let _ = fs::remove_dir_all(&bench.work);
+    } else {
+        eprintln!("neli-bench: logs kept in {}", bench.work.display());
+    }
+    ExitCode::SUCCESS
+}
+
+/// One namespace for the fence scenario (if asked for), and the handler
+/// that cleans up if the runner is stopped.
+fn fence_namespace(args: &Args, work: &Path) -> Option<NetNs> {
+    let ns = if args.scenarios.iter().any(|s| s == "fence") {
+        NetNs::create().map_err(|why| eprintln!("neli-bench: {why}; skipping the fence scenario")).ok()
+    } else {
+        None
+    };
+    let delete_ns = ns.as_ref().map(NetNs::deleter);
+    let work_dir = work.to_path_buf();
+    on_interrupt(move || {
+        delete_ns.into_iter().for_each(|delete| delete());
+        eprintln!("neli-bench: logs kept in {}", work_dir.display());
+    });
+    ns
+}
+
+/// Starts each contender's broker (etcd for etcdctl); a contender whose
+/// broker or tool is missing is skipped with a note. `timing` is the
+/// session timeout and neli-run's timing flags.
+fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &mut Results) -> Vec<Contender> {
+    let (args, work) = (&bench.args, &bench.work);
+    // The brokers listen everywhere and are reached through the fence
+    // namespace's host address, from the host too.
+    let (listen, ip) = match &bench.ns {
+        Some(ns) => ("0.0.0.0", ns.host_ip.clone()),
+        None => ("127.0.0.1", "127.0.0.1".to_string()),
+    };
+    let mut contenders = Vec::new();
+    for name in &args.contenders {
+        let log = work.join(format!("{name}-broker.log"));
+        let (broker, etcdctl) = match name.as_str() {
+            "dev" => (Broker::dev(neli, "kafka", listen, &ip, &log), None),
+            "dev-mock" => (Broker::dev(neli, "mock", listen, &ip, &log), None),
+            "tansu" => (Broker::tansu(listen, &ip, &log), None),
+            // The same dev broker (this build's) for both: only the members differ.
+            "base" => match &args.baseline {
+                Some(path) if path.exists() => (Broker::dev(neli, "kafka", listen, &ip, &log), None),
+                _ => (Err("give the baseline binary with --baseline PATH".into()), None),
+            },
+            "etcd" => match find("etcdctl") {
+                Some(etcdctl) => (Broker::etcd(&work.join("etcd-data"), listen, &ip, &log), Some(etcdctl)),
+                None => (Err("etcdctl not found: apt-get install etcd-client".into()), None),
+            },
+            other => (Err(format!("unknown contender {other} (dev, dev-mock, tansu, etcd, base)")), None),
+        };
+        match broker {
+            Ok(broker) => contenders.push(Contender {
+                name: match name.as_str() {
+                    "dev" => "neli-run/dev",
+                    "dev-mock" => "neli-run/dev-mock",
+                    "tansu" => "neli-run/tansu",
+                    "base" => "baseline/dev",
+                    _ => "etcdctl-lock",
+                },
+                neli: match name.as_str() {
+                    "base" => args.baseline.clone().expect("checked above"),
+                    _ => neli.to_path_buf(),
+                },
+                etcdctl,
+                broker,
+                session: timing.0,
+                timing: timing.1.clone(),
+                groups: 0,
+            }),
+            Err(why) => {
+                eprintln!("neli-bench: skipping {name}: {why}");
+                results.notes.push(format!("{name} skipped: {why}"));
+            }
+        }
+    }
+    contenders
+}

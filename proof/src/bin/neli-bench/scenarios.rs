@@ -1,0 +1,250 @@
+//! The scenarios, each run for one contender: startup, the handovers
+//! (graceful, graceful-after-join, crash), fence, sweep, idle and scale.
+
+use std::fs;
+use std::time::{Duration, Instant, SystemTime};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use neli_proof::detector::Detector;
+use neli_proof::wait_for;
+
+use crate::candidates::{alive, handover, Contender, Group, Stop};
+use crate::report::Results;
+use crate::Bench;
+
+/// The handover scenarios: how the holder is stopped, and whether the stop
+/// follows the last join at once.
+const HANDOVERS: [(&str, Stop, bool); 3] =
+    [("graceful", Stop::Graceful, false), ("graceful-after-join", Stop::Graceful, true), ("crash", Stop::Crash, false)];
+
+/// Descendants the sweep scenario's command leaves behind.
+const SWEEP: [usize; 2] = [2, 200];
+
+/// The sweep scenario's child: leaves `n` - 1 setsid'd sleeps and a
+/// double-forked, setsid'd one that ignores SIGTERM (all holding the
+/// detector's lock), then records its start as `CHILD` does. $0 = name,
+/// $1 = dir.
+fn litter(n: usize) -> String {
+    let daemons = format!("for i in $(seq {}); do setsid sleep 100000 & done", n - 1);
+    let deaf = r#"(setsid sh -c 'trap "" TERM; exec sleep 100000' &)"#;
+    format!(r#"{daemons}; {deaf}; sleep 0.5; echo "$0 $$ $(date +%s%N)" >> "$1/starts"; exec sleep 100000"#)
+}
+
+/// Runs every scenario asked for against `c`, adding to `results`.
+pub fn measure(bench: &Bench, c: &mut Contender, results: &mut Results) {
+    let run = |s: &str| bench.args.scenarios.iter().any(|x| x == s);
+    if run("startup") {
+        startup(bench, c, results);
+    }
+    for (scenario, stop, at_once) in HANDOVERS {
+        if run(scenario) {
+            handovers(bench, c, results, (scenario, stop, at_once));
+        }
+    }
+    if run("fence") {
+        if let Some(ns) = &bench.ns {
+            fence(bench, ns, c, results);
+        }
+    }
+    // etcdctl leaves its command running when killed (the crash
+    // scenario's overlap): nothing to sweep.
+    if run("sweep") && !c.is_etcd() {
+        sweep(bench, c, results);
+    }
+    if run("idle") {
+        idle(bench, c, results);
+    }
+    if run("scale") {
+        scale(bench, c, results);
+    }
+}
+
+/// Process start until the child runs, one candidate.
+fn startup(bench: &Bench, c: &mut Contender, results: &mut Results) {
+    let (cname, within) = (c.name, bench.within);
+    for _ in 0..bench.args.reps {
+        let mut g = Group::new(c, &bench.work);
+        let spawned = SystemTime::now();
+        g.spawn();
+        match g.wait_start(1, within) {
+            Some(s) => results.add("startup", cname, ms(s.at.duration_since(spawned).unwrap_or_default())),
+            None => results.notes.push(format!("{cname}: startup: no child within {within:?}")),
+        }
+    }
+}
+
+/// A stop of the holder until the next child runs, in a group of a holder
+/// and two waiters (the stopped one replaced each time).
+fn handovers(bench: &Bench, c: &mut Contender, results: &mut Results, kind: (&str, Stop, bool)) {
+    let ((scenario, stop, at_once), cname, within) = (kind, c.name, bench.within);
+    let waiters = 2;
+    let mut g = Group::new(c, &bench.work);
+    for _ in 0..=waiters {
+        g.spawn();
+    }
+    if g.wait_start(1, within).is_none() || !g.settle(within, at_once) {
+        results.notes.push(format!("{cname}: {scenario}: the group never settled"));
+        return;
+    }
+    for _ in 0..bench.args.reps {
+        match handover(&mut g, stop, within, at_once) {
+            Some((took, overlap)) => {
+                results.add(scenario, cname, ms(took));
+                if scenario == "crash" {
+                    results.add("crash excess", cname, ms(took) - ms(g.contender.expiry()));
+                }
+                results.add(&format!("{scenario} overlaps"), cname, f64::from(u8::from(overlap)));
+            }
+            None => results.notes.push(format!("{cname}: {scenario}: no new holder within {within:?}")),
+        }
+    }
+}
+
+/// The holder's network cut until its child is dead.
+fn fence(bench: &Bench, ns: &neli_proof::netns::NetNs, c: &mut Contender, results: &mut Results) {
+    let (cname, session) = (c.name, c.session);
+    for _ in 0..bench.args.reps {
+        let mut g = Group::new(c, &bench.work);
+        g.prefix = ns.exec_prefix();
+        g.spawn();
+        let Some(start) = g.wait_start(1, bench.within) else {
+            results.notes.push(format!("{cname}: fence: no child in the namespace"));
+            continue;
+        };
+        // Let the holder settle into steady heartbeats first.
+        std::thread::sleep(session / 2);
+        let cut = Instant::now();
+        ns.cut();
+        let fenced = wait_for(session * 3, || !alive(start.pid));
+        ns.heal();
+        if fenced {
+            results.add("fence", cname, ms(cut.elapsed()));
+        } else {
+            results.add("fence (still running after 3 timeouts)", cname, 1.0);
+        }
+    }
+}
+
+/// CPU seconds, peak RSS and PSS of a holder and of a waiter over --idle.
+fn idle(bench: &Bench, c: &mut Contender, results: &mut Results) {
+    let (cname, within) = (c.name, bench.within);
+    let mut g = Group::new(c, &bench.work);
+    g.spawn();
+    g.spawn();
+    if g.wait_start(1, within).is_none() || !g.settle(within, false) {
+        return;
+    }
+    let holder = g.holder().expect("a holder");
+    let roles = [("holder", holder), ("waiter", 1 - holder)];
+    let before: Vec<_> = roles.iter().map(|(_, i)| supervisor_pids(g.candidates[*i].pid())).collect::<Vec<_>>();
+    // Summed over a role's processes: CPU seconds, peak RSS, PSS.
+    let sum = |pids: &[i32]| {
+        pids.iter().filter_map(|p| usage(*p)).fold((0.0, 0, 0), |a, u| (a.0 + u.0, a.1 + u.1, a.2 + u.2))
+    };
+    let start: Vec<f64> = before.iter().map(|p| sum(p).0).collect();
+    std::thread::sleep(bench.args.idle.into());
+    for (((role, _), pids), start) in roles.iter().zip(&before).zip(start) {
+        let (cpu, rss, pss) = sum(pids);
+        results.add(&format!("idle {role} cpu"), cname, cpu - start);
+        results.add(&format!("idle {role} rss"), cname, rss as f64 / 1024.0);
+        results.add(&format!("idle {role} pss"), cname, pss as f64 / 1024.0);
+    }
+}
+
+/// Graceful handovers with --scale waiters.
+fn scale(bench: &Bench, c: &mut Contender, results: &mut Results) {
+    let cname = c.name;
+    for &n in &bench.args.scale {
+        let mut g = Group::new(c, &bench.work);
+        for _ in 0..=n {
+            g.spawn();
+        }
+        let big = bench.within * 4 + Duration::from_secs(n as u64);
+        if g.wait_start(1, big).is_none() || !g.settle(big, false) {
+            results.notes.push(format!("{cname}: scale {n}: the group never settled"));
+            continue;
+        }
+        for _ in 0..bench.args.reps.min(3) {
+            match handover(&mut g, Stop::Graceful, big, false) {
+                Some((took, _)) => results.add(&format!("scale {n}"), cname, ms(took)),
+                None => results.notes.push(format!("{cname}: scale {n}: no new holder")),
+            }
+        }
+    }
+}
+
+/// kill -9 of the holder's neli-run until everything its command left
+/// behind (`SWEEP` descendants, setsid'd, one ignoring SIGTERM) is gone:
+/// the shim's own sweep, timed from the kill until the detector's lock is
+/// free (the lease, S/2 away, is not what ends them).
+fn sweep(bench: &Bench, c: &mut Contender, results: &mut Results) {
+    let (cname, within) = (c.name, bench.within);
+    for n in SWEEP {
+        for _ in 0..bench.args.reps {
+            let mut g = Group::new(c, &bench.work);
+            let detector = Detector::new(g.dir.join("detector")).expect("work dir");
+            g.child = detector.wrap().into_iter().chain(["sh".into(), "-c".into(), litter(n)]).collect();
+            g.spawn();
+            if g.wait_start(1, within).is_none() {
+                results.notes.push(format!("{cname}: sweep {n}: no child within {within:?}"));
+                continue;
+            }
+            let killed = Instant::now();
+            let _ = kill(g.candidates[0].pid(), Signal::SIGKILL);
+            let mut gone = None;
+            while gone.is_none() && killed.elapsed() < within {
+                gone = (!detector.lock_held()).then(|| killed.elapsed());
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            match gone {
+                Some(took) => results.add(&format!("sweep {n}"), cname, ms(took)),
+                None => results.notes.push(format!("{cname}: sweep {n}: descendants left after {within:?}")),
+            }
+        }
+    }
+}
+
+/// CPU seconds (every thread's time on CPU, from schedstat, in ns), peak
+/// RSS and PSS now (KiB) of `pid`. RSS counts in full every shared library
+/// page the process touched (libssl, libcrypto, libsasl2: most of neli-run's
+/// RSS); PSS divides each shared page among the processes that map it.
+fn usage(pid: i32) -> Option<(f64, u64, u64)> {
+    let mut ns = 0u64;
+    for task in fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        let stat = fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        ns += stat.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    }
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib = |text: &str, key: &str| -> Option<u64> {
+        text.lines().find(|l| l.starts_with(key))?.split_whitespace().nth(1)?.parse().ok()
+    };
+    let hwm = kib(&status, "VmHWM:")?;
+    let pss = kib(&fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default(), "Pss:").unwrap_or(0);
+    Some((ns as f64 / 1e9, hwm, pss))
+}
+
+/// The supervisor's own processes: neli-run and its shim (the child's
+/// parent), or etcdctl alone. The shim is neli-run re-executed through
+/// /proc/self/exe (so its comm is "exe") with argv[0] `neli-run-shim`, and
+/// a child of whichever of neli-run's threads spawned it.
+fn supervisor_pids(pid: Pid) -> Vec<i32> {
+    let mut pids = vec![pid.as_raw()];
+    let tasks = fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+    for task in tasks {
+        let children = fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for c in children.split_whitespace().filter_map(|c| c.parse::<i32>().ok()) {
+            let argv0 = fs::read(format!("/proc/{c}/cmdline")).unwrap_or_default();
+            if argv0.split(|b| *b == 0).next() == Some(b"neli-run-shim") {
+                pids.push(c);
+            }
+        }
+    }
+    pids
+}
+
+/// A duration in (fractional) milliseconds, as the rows count them.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

@@ -1,0 +1,341 @@
+//! The faults, and the loop that injects them one at a time into the
+//! current leader (or the broker) until enough leadership transitions.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use neli_proof::detector::{read_lines, Detector};
+use neli_proof::{wait_for, Rng};
+
+use crate::members::{LogReader, Soak};
+use crate::Args;
+
+/// A fault the soak injects, drawn at random from those this run can do
+/// (no network cuts without namespaces, no broker faults on an external one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Fault {
+    /// kill -9 of the leader's neli-run.
+    Kill9,
+    /// A graceful stop of the leader's neli-run.
+    Sigterm,
+    /// The leader's neli-run frozen until another leads, then thawed.
+    SigstopCont,
+    /// The child's whole process tree killed (the shim survives).
+    ChildCrash,
+    /// The leader's network cut until another leads, then healed.
+    NetCut,
+    /// The leader's network cut for 0.2-0.8 session timeouts.
+    NetBlip,
+    /// The broker frozen for 0.2-1.5 session timeouts.
+    BrokerPause,
+    /// The broker down (connections closed, new ones refused) for 0.2-1.5
+    /// session timeouts, then back with its state, as a Kafka broker
+    /// restarting over its log.
+    BrokerRestart,
+    /// The leader's log reader dies or stalls (at random), then the leader
+    /// gets kill -9: its shim must kill the command all the same.
+    BrokenLogKill9,
+    /// The leader's log reader dies or stalls, then the leader is frozen
+    /// until another leads, then thawed: the shim's lease must fence, and
+    /// neli-run must carry on.
+    BrokenLogStop,
+    /// No fault: a command in mode `finish` ends its wave by itself (drawn
+    /// for half of those).
+    Finish,
+}
+
+impl Fault {
+    /// The fault's name in the summary and the first line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::Kill9 => "kill-9",
+            Fault::Sigterm => "sigterm",
+            Fault::SigstopCont => "sigstop-cont",
+            Fault::ChildCrash => "child-crash",
+            Fault::NetCut => "net-cut",
+            Fault::NetBlip => "net-blip",
+            Fault::BrokerPause => "broker-pause",
+            Fault::BrokerRestart => "broker-restart",
+            Fault::BrokenLogKill9 => "broken-log-kill-9",
+            Fault::BrokenLogStop => "broken-log-sigstop",
+            Fault::Finish => "none (finish)",
+        }
+    }
+
+    /// How long a timed disruption lasts; None for faults that last until
+    /// another member leads.
+    fn length(self, rng: &mut Rng, session: Duration) -> Option<Duration> {
+        match self {
+            Fault::NetBlip => Some(rng.between(session / 5, session * 4 / 5)),
+            Fault::BrokerPause | Fault::BrokerRestart => Some(rng.between(session / 5, session * 3 / 2)),
+            _ => None,
+        }
+    }
+}
+
+/// How the next child behaves; weighted towards the plain one. `daemonize`
+/// leaves a setsid'd sleep and a double-forked, setsid'd one that ignores
+/// SIGTERM: both hold the detector's lock. `finish` exits 0 after half a
+/// second, which ends its wave.
+const MODES: [&str; 6] = ["normal", "normal", "ignore-term", "grandchildren", "daemonize", "finish"];
+
+/// How the next scheduled child behaves: mostly a run that ends by itself.
+const SCHEDULED_MODES: [&str; 6] = ["scheduled", "scheduled", "scheduled", "ignore-term", "grandchildren", "daemonize"];
+
+impl Soak {
+    /// Strikes the member in `slot` (or the broker) with `fault`.
+    fn strike(&self, fault: Fault, slot: usize, rng: &mut Rng) {
+        let pid = self.pid(slot);
+        match fault {
+            Fault::Kill9 => drop(kill(pid, Signal::SIGKILL)),
+            Fault::Sigterm => drop(kill(pid, Signal::SIGTERM)),
+            Fault::SigstopCont => drop(kill(pid, Signal::SIGSTOP)),
+            Fault::ChildCrash => {
+                // Everything below the shim, daemons that left its group too.
+                for p in shim_of(pid).map(below).unwrap_or_default() {
+                    let _ = kill(p, Signal::SIGKILL);
+                }
+            }
+            Fault::BrokenLogKill9 | Fault::BrokenLogStop => {
+                let log = self.slots[slot].log.as_ref().expect("every member has a log reader");
+                log.set(rng.pick(&[LogReader::STALLED, LogReader::DEAD]));
+                // Let neli-run and its child meet the broken pipe first.
+                std::thread::sleep(Duration::from_millis(300));
+                let sig = if fault == Fault::BrokenLogKill9 { Signal::SIGKILL } else { Signal::SIGSTOP };
+                let _ = kill(pid, sig);
+            }
+            Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").cut(),
+            Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGSTOP),
+            Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR1),
+            Fault::Finish => {}
+        }
+    }
+
+    /// Ends a fault's disruption (a no-op for the one-shot faults).
+    fn end(&self, fault: Fault, slot: usize) {
+        match fault {
+            Fault::SigstopCont | Fault::BrokenLogStop => drop(kill(self.pid(slot), Signal::SIGCONT)),
+            Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").heal(),
+            Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGCONT),
+            Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR2),
+            _ => {}
+        }
+    }
+}
+
+/// The shim: neli-run's only child.
+fn shim_of(neli: Pid) -> Option<i32> {
+    let children = fs::read_to_string(format!("/proc/{0}/task/{0}/children", neli)).ok()?;
+    children.split_whitespace().next()?.parse().ok()
+}
+
+/// Every process below `root`, parents before their children. The shim is a
+/// child subreaper, so whatever the command started, daemons too, stays
+/// below it until reaped.
+fn below(root: i32) -> Vec<Pid> {
+    let mut found = Vec::new();
+    let mut next = vec![root];
+    while let Some(parent) = next.pop() {
+        for task in fs::read_dir(format!("/proc/{parent}/task")).into_iter().flatten().flatten() {
+            let children = fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                next.push(child);
+                found.push(Pid::from_raw(child));
+            }
+        }
+    }
+    found
+}
+
+/// The mode the child with fencing token `token` started in.
+fn mode_of(detector: &Detector, token: i64) -> String {
+    read_lines(&detector.dir.join("modes"))
+        .iter()
+        .rev()
+        .find_map(|l| l.split_once(' ').filter(|(t, _)| t.parse() == Ok(token)).map(|(_, m)| m.to_string()))
+        .unwrap_or_else(|| "normal".into())
+}
+
+/// A wall-clock time as the candidates' logs print it (UTC, HH:MM:SS.mmm).
+fn wall(t: std::time::SystemTime) -> String {
+    let ms = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() % 86_400_000;
+    format!("{:02}:{:02}:{:02}.{:03}Z", ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000)
+}
+
+/// What one fault did.
+#[derive(Default)]
+pub struct Outcome {
+    /// Leaderless times, one per injection.
+    pub leaderless: Vec<Duration>,
+    /// Injections after which another member led.
+    pub handovers: usize,
+}
+
+/// What the fault loop saw.
+#[derive(Default)]
+pub struct Run {
+    /// By fault and the mode of the child it struck.
+    pub outcomes: BTreeMap<(Fault, String), Outcome>,
+    /// Faults (or waits for a leader) after which no child ran within --stall.
+    pub stalls: usize,
+}
+
+/// One fault about to be injected.
+struct Injection {
+    fault: Fault,
+    /// The leader's slot.
+    slot: usize,
+    /// How long a timed disruption lasts (see `Fault::length`).
+    length: Option<Duration>,
+    /// The child starts before it (at least the leader's).
+    before: Vec<(String, i64)>,
+}
+
+/// How one fault ended.
+enum End {
+    /// A child ran again, after `leaderless` without one; `moved`: another
+    /// member's child.
+    Over { leaderless: Duration, moved: bool },
+    /// No child ran within --stall of it (counted as leaderless that long).
+    Stalled { moved: bool },
+    /// The soak was stopped: not judged.
+    Interrupted,
+}
+
+/// The fault loop: until `--transitions` leadership transitions (or a
+/// stop), waits for a leader, draws a fault for it and the next child's
+/// mode, injects the fault and times how long nobody led.
+pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, interrupted: &AtomicBool) -> Run {
+    let stall: Duration = args.stall.into();
+    let mut run = Run::default();
+    let mut reported = 0;
+    soak.fill();
+    while soak.transitions() < args.transitions && !interrupted.load(Ordering::Relaxed) {
+        let Some(slot) = await_leader(soak, stall, interrupted) else {
+            run.stalls += 1;
+            eprintln!("neli-soak: no leader for {stall:?}");
+            continue;
+        };
+        let before = soak.detector.starts();
+        let mode = leader_mode(soak, &before);
+        let finishing = matches!(mode.as_str(), "finish" | "scheduled");
+        let fault = if finishing && rng.pick(&[true, false]) { Fault::Finish } else { rng.pick(faults) };
+        let length = fault.length(rng, soak.session);
+        next_mode(soak, rng);
+        let (leaderless, moved) = match watch(soak, &Injection { fault, slot, length, before }, rng, stall, interrupted)
+        {
+            End::Over { leaderless, moved } => (leaderless, moved),
+            End::Stalled { moved } => {
+                run.stalls += 1;
+                (stall, moved)
+            }
+            End::Interrupted => break,
+        };
+        let outcome = run.outcomes.entry((fault, mode)).or_default();
+        outcome.handovers += usize::from(moved);
+        outcome.leaderless.push(leaderless);
+        let done = soak.transitions();
+        if done >= reported + 25 {
+            reported = done;
+            println!("neli-soak: {done} transitions, {} overlaps", soak.detector.overlaps().len());
+        }
+    }
+    run
+}
+
+/// Waits (up to `stall`, starting members meanwhile) for a leader whose
+/// child runs; its slot.
+fn await_leader(soak: &mut Soak, stall: Duration, interrupted: &AtomicBool) -> Option<usize> {
+    let waited = Instant::now();
+    while !(soak.detector.lock_held() && soak.leader_slot().is_some())
+        && waited.elapsed() < stall
+        && !interrupted.load(Ordering::Relaxed)
+    {
+        soak.fill();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    soak.leader_slot()
+}
+
+/// The mode the leader's child runs in.
+fn leader_mode(soak: &Soak, before: &[(String, i64)]) -> String {
+    let token = before.last().map_or(-1, |s| s.1);
+    // Under a schedule one token runs many times: the newest run's mode
+    // is the last line once every start has written its own.
+    let modes = soak.detector.dir.join("modes");
+    let _ = wait_for(Duration::from_secs(2), || read_lines(&modes).len() >= before.len());
+    match soak.schedule {
+        Some(_) => read_lines(&modes).last().and_then(|l| l.split(' ').nth(1).map(str::to_string)).unwrap_or_default(),
+        None => mode_of(&soak.detector, token),
+    }
+}
+
+/// Draws how the next child will behave (renamed into place, so a child
+/// starting now never reads a half-written file).
+fn next_mode(soak: &Soak, rng: &mut Rng) {
+    let dir = &soak.detector.dir;
+    let modes: &[&str] = if soak.schedule.is_some() { &SCHEDULED_MODES } else { &MODES };
+    let _ = fs::write(dir.join("mode.new"), rng.pick(modes));
+    let _ = fs::rename(dir.join("mode.new"), dir.join("mode"));
+}
+
+/// Injects one fault and watches the lock until a child runs again (ending
+/// a timed disruption when its time is up), the soak is stopped, or
+/// `stall` passes.
+fn watch(soak: &mut Soak, f: &Injection, rng: &mut Rng, stall: Duration, interrupted: &AtomicBool) -> End {
+    let before = &f.before;
+    let injected = Instant::now();
+    let injected_at = SystemTime::now();
+    soak.strike(f.fault, f.slot, rng);
+    let (mut lost, mut ended, mut moved) = (None, false, false);
+    loop {
+        let now = Instant::now();
+        let held = soak.detector.lock_held();
+        if !held && lost.is_none() {
+            lost = Some(now);
+        }
+        let starts = soak.detector.starts();
+        moved |=
+            starts.len() > before.len() && starts[before.len()..].iter().any(|s| s.0 != before[before.len() - 1].0);
+        if !ended && f.length.is_some_and(|d| now >= injected + d) {
+            soak.end(f.fault, f.slot);
+            ended = true;
+        }
+        // A one-shot fault is over once a child started after it runs
+        // (another member's, or the same leader's after a fence it had
+        // been resuming from when the fault struck); a timed one once it
+        // has ended and some child runs again.
+        let restarted = starts.len() > before.len();
+        let over = held && if f.length.is_some() { ended } else { restarted };
+        let stopped = interrupted.load(Ordering::Relaxed);
+        let stalled = injected.elapsed() > stall;
+        if !(over || stopped || stalled) {
+            soak.fill();
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        if !ended {
+            soak.end(f.fault, f.slot);
+        }
+        if over {
+            // A fault that never cost the command (a blip shorter than
+            // the deadline) left nobody leaderless.
+            return End::Over { leaderless: lost.map_or(Duration::ZERO, |l| now - l), moved };
+        }
+        if stopped {
+            return End::Interrupted;
+        }
+        eprintln!(
+            "neli-soak: no child running {stall:?} after {} injected at {} into {} (held {held}, new leader {moved})",
+            f.fault.name(),
+            wall(injected_at),
+            before[before.len() - 1].0
+        );
+        return End::Stalled { moved };
+    }
+}

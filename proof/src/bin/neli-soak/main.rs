@@ -1,0 +1,235 @@
+//! neli-soak: a chaos soak of the real `neli-run` binary.
+//!
+//! Starts N candidates in one group against a broker it starts itself (the
+//! dev broker or tansu; or an external one with --brokers) and, until the
+//! requested number of leadership transitions, injects a random fault into
+//! the current leader or the broker. When run as root each candidate lives in
+//! a network namespace of its own, so a network cut is a real one: packets
+//! dropped, sockets left open.
+//!
+//! The overlap detector is independent of neli-run (see `neli_proof::detector`):
+//! two children at once, or a child that outlives its neli-run, is caught by
+//! the kernel's lock. "Leaderless" is measured on that lock too: the time
+//! from the moment no child held it until one held it again.
+//!
+//! Once per wave: every member runs with `--once-within` (WAVE), and some
+//! children finish on their own (mode `finish`). Once the record saying a
+//! run succeeded is on the topic (its member logs the delivery), that wave
+//! must never run again, and no member of it (started before it began or
+//! within WAVE after) may begin a new wave: either is a *rerun*. (A member
+//! of it may still run a later wave's retry: that wave began after it, so it
+//! belongs to that one too. A success whose record never landed, its member
+//! killed or frozen first, is run again: at least once.) The waves are the
+//! children's own word: each writes its token, NELI_WAVE and NELI_ATTEMPT.
+//!
+//! A schedule (`--schedule`): every member runs with `--every` and
+//! `--missed all`, and the command logs "start DUE ATTEMPT TOKEN MS" and, if
+//! it gets to its end (it takes longer than the heartbeat deadline, so a
+//! frozen leader's run is cut short by its lease), "end DUE TOKEN". Once a
+//! member logs that a run's ending is on the topic, a start of that due time
+//! after that moment is a *rerun*; a due time between the first and the
+//! last started that never started is *skipped*. Both fail the soak. A due
+//! time that ran to its end twice with no ending recorded between is the
+//! at-least-once the README states (its leader was cut off or frozen as its
+//! run ended), counted and shown.
+//!
+//! Prints one summary and exits 1 on any overlap, orphan, rerun, skipped
+//! due time or fencing token that did not increase.
+//!
+//! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu]
+
+mod faults;
+mod judge;
+mod members;
+mod report;
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+use neli_proof::brokers::Broker;
+use neli_proof::detector::Detector;
+use neli_proof::netns::NetNs;
+use neli_proof::Rng;
+
+use faults::Fault;
+use members::{Slot, Soak};
+
+/// Chaos soak of neli-run: random faults until N leadership transitions.
+#[derive(Debug, Parser)]
+struct Args {
+    /// Leadership transitions (a child starting on another member) to reach.
+    #[arg(long, default_value_t = 500)]
+    transitions: usize,
+    /// Candidates in the group.
+    #[arg(long, default_value_t = 5)]
+    candidates: usize,
+    /// The broker the soak starts (and pauses and restarts).
+    #[arg(long, value_enum, default_value_t = BrokerKind::Dev)]
+    broker: BrokerKind,
+    /// An external broker instead (no broker faults, no network cuts).
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "broker")]
+    brokers: Option<String>,
+    /// No network namespaces (and so no network cuts), e.g. when not root.
+    #[arg(long)]
+    no_netns: bool,
+    /// Group session timeout for every candidate; the other timings scale
+    /// with it.
+    #[arg(long, default_value = "3s")]
+    session_timeout: humantime::Duration,
+    /// Seed for the fault sequence (default: from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Give up waiting for a leader after one fault after this long.
+    #[arg(long, default_value = "60s")]
+    stall: humantime::Duration,
+    /// Members keep a schedule (--every, --missed all) instead of running
+    /// the command once per wave.
+    #[arg(long)]
+    schedule: bool,
+}
+
+/// The broker the soak starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum BrokerKind {
+    /// `neli-run dev-broker` with Kafka's group timing (its own
+    /// coordinator).
+    Dev,
+    /// `neli-run dev-broker` with librdkafka's mock coordinator: an
+    /// independent implementation of the group protocol.
+    DevMock,
+    /// tansu, found on PATH or in ~/.cargo/bin.
+    Tansu,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+    });
+    let (mut soak, faults) = match setup(&args) {
+        Ok(set) => set,
+        Err(why) => {
+            eprintln!("neli-soak: {why}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "neli-soak: seed {seed}, {} candidates, broker {}, session {}, faults: {}, work dir {}",
+        args.candidates,
+        args.brokers.as_deref().unwrap_or(match args.broker {
+            BrokerKind::Dev => "dev",
+            BrokerKind::DevMock => "dev-mock",
+            BrokerKind::Tansu => "tansu",
+        }),
+        args.session_timeout,
+        faults.iter().map(|f| f.name()).collect::<Vec<_>>().join(" "),
+        soak.detector.dir.display()
+    );
+    // Ctrl-C ends the soak early with a summary, and still cleans up
+    // (namespaces, cuts, candidates, broker).
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, interrupted.clone()).expect("signal handler");
+    }
+    let run = faults::inject(&mut soak, &args, &faults, &mut Rng(seed), &interrupted);
+    let verdict = judge::judge(&mut soak);
+    report::report(seed, &args, &soak, run, &verdict)
+}
+
+/// The work directory, the members' namespaces, the broker, and the faults
+/// this run can inject; no member started yet.
+fn setup(args: &Args) -> Result<(Soak, Vec<Fault>), String> {
+    let neli = std::env::current_exe().expect("own path").with_file_name("neli-run");
+    if !neli.exists() {
+        return Err(format!("{} not found: build it first (cargo build --release -p neli-run)", neli.display()));
+    }
+    let dir = std::env::temp_dir().join(format!("neli-soak-{}", std::process::id()));
+    let detector = Detector::new(dir.clone()).expect("work dir");
+    let slots = slots(args);
+    // With namespaces, the broker listens everywhere and is reached through
+    // the first namespace's host address (routed from every namespace).
+    let (listen, advertise) = match slots[0].ns.as_ref() {
+        Some(ns) => ("0.0.0.0", ns.host_ip.clone()),
+        None => ("127.0.0.1", "127.0.0.1".to_string()),
+    };
+    let log = dir.join("broker.log");
+    let broker = match (&args.brokers, args.broker) {
+        (Some(_), _) => None,
+        (None, BrokerKind::Dev) => Some(Broker::dev(&neli, "kafka", listen, &advertise, &log)),
+        (None, BrokerKind::DevMock) => Some(Broker::dev(&neli, "mock", listen, &advertise, &log)),
+        (None, BrokerKind::Tansu) => Some(Broker::tansu(listen, &advertise, &log)),
+    };
+    let broker = broker.transpose()?;
+    let brokers = args.brokers.clone().unwrap_or_else(|| broker.as_ref().expect("started").address.clone());
+    let faults = faults(args, slots[0].ns.is_some(), broker.is_some());
+    let session: Duration = args.session_timeout.into();
+    let soak = Soak {
+        neli,
+        detector,
+        group: format!("soak-{}", std::process::id()),
+        brokers,
+        broker,
+        session,
+        slots,
+        started: 0,
+        births: BTreeMap::new(),
+        // A run outlasts the heartbeat deadline (S/2) by a second, so a
+        // frozen leader's lease cuts it short; the period leaves room to
+        // catch up after a failover.
+        schedule: args.schedule.then(|| {
+            let run = session / 2 + Duration::from_secs(1);
+            (run, Duration::from_secs((run * 2).as_secs_f64().ceil() as u64))
+        }),
+    };
+    Ok((soak, faults))
+}
+
+/// One empty slot per candidate, each in a network namespace of its own
+/// when it can be (none at all if one fails).
+fn slots(args: &Args) -> Vec<Slot> {
+    let mut slots: Vec<Slot> = (0..args.candidates).map(|_| Slot { ns: None, member: None, log: None }).collect();
+    if args.brokers.is_none() && !args.no_netns {
+        for slot in &mut slots {
+            match NetNs::create() {
+                Ok(ns) => slot.ns = Some(ns),
+                Err(why) => {
+                    eprintln!("neli-soak: {why}; no network cuts in this run (--no-netns silences this)");
+                    slots.iter_mut().for_each(|s| s.ns = None);
+                    break;
+                }
+            }
+        }
+    }
+    slots
+}
+
+/// The faults this run can inject: network ones only with namespaces,
+/// broker ones only on a broker of its own.
+fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
+    let mut faults = vec![
+        Fault::Kill9,
+        Fault::Sigterm,
+        Fault::SigstopCont,
+        Fault::ChildCrash,
+        Fault::BrokenLogKill9,
+        Fault::BrokenLogStop,
+    ];
+    if netns {
+        faults.extend([Fault::NetCut, Fault::NetBlip]);
+    }
+    if own_broker {
+        faults.push(Fault::BrokerPause);
+    }
+    // A restart must keep the broker's log, as Kafka's does. The dev broker
+    // goes down and up in place (SIGUSR1, SIGUSR2); tansu's in-memory
+    // storage would be wiped by a restart, so tansu gets no restarts.
+    if own_broker && args.broker != BrokerKind::Tansu {
+        faults.push(Fault::BrokerRestart);
+    }
+    faults
+}

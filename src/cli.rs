@@ -567,7 +567,7 @@ pub struct RunArgs {
     /// Serve /metrics (Prometheus), /livez, /readyz and /leader on this
     /// address.
     ///
-    /// /livez: 200 while the run loop runs (a liveness probe: a Kafka outage
+    /// /livez: 200 while the shell's loop runs (a liveness probe: a Kafka outage
     /// does not fail it). /readyz: 200 while Kafka answers too (/healthz is
     /// its older name). /leader answers 200 only on the member running the
     /// command: point a load balancer's health check at it.

@@ -82,16 +82,13 @@ pub fn main() -> ExitCode {
     let run_args = match cli.subcommand {
         #[cfg(feature = "dev-broker")]
         Some(Sub::DevBroker(args)) => return end_beside_librdkafka(exit_code(dev_broker(args).map(|()| 0))),
-        Some(Sub::Status(args)) => return status::main(args, env_properties),
-        Some(Sub::Yield(args)) => return status::yield_main(args, env_properties),
+        Some(Sub::Status(args)) => return said(status::main(args, env_properties)),
+        Some(Sub::Yield(args)) => return said(status::yield_main(args, env_properties)),
         None => cli.run,
     };
     let config = match config::Config::from_args(run_args, env_properties) {
         Ok(config) => config,
-        Err(err) => {
-            stderr::line(format_args!("error: {err}"));
-            return ExitCode::from(err.code());
-        }
+        Err(err) => return said(Err(err)),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
     match runtime {
@@ -129,6 +126,16 @@ fn dev_broker(args: cli::DevBrokerArgs) -> Result<(), exit::Failure> {
         Error::Usage(message) => exit::Failure::new(exit::Kind::Usage, message),
         Error::Internal(message) => exit::Failure::new(exit::Kind::Internal, message),
     })
+}
+
+/// The status of a command that ends before anything is logged (`status`,
+/// `yield`, a configuration refused): a failure is said on stderr as one
+/// line, "error: ...".
+fn said(outcome: Result<u8, exit::Failure>) -> ExitCode {
+    ExitCode::from(outcome.unwrap_or_else(|err| {
+        stderr::line(format_args!("error: {err}"));
+        err.code()
+    }))
 }
 
 /// The exit status for an outcome: the status, or the failure's, which is

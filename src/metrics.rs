@@ -7,10 +7,10 @@
 //!   success and the next due time) and the `process_*` metrics every
 //!   official Prometheus client exports. Prometheus text (0.0.4), or
 //!   OpenMetrics when the scraper asks for it (Prometheus does).
-//! - `/livez`: 200 while the run loop turns: a liveness probe. A Kafka
+//! - `/livez`: 200 while the shell's loop turns: a liveness probe. A Kafka
 //!   outage does not fail it (restarting would not bring Kafka back).
 //! - `/readyz`, and `/healthz` (its older name, kept): 200 while Kafka
-//!   answers and the run loop turns: a readiness probe.
+//!   answers and the shell's loop turns: a readiness probe.
 //! - `/leader`: 200 only on the member running the command: for load
 //!   balancers and readiness probes.
 //!
@@ -38,12 +38,12 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::clock::BootTime;
 use crate::leader::{Attempt, Role};
 
-/// With `--metrics-addr`, the run loop notes that it turns at least this
+/// With `--metrics-addr`, the shell's loop notes that it turns at least this
 /// often, however long it would otherwise sleep (a standby may wait for
 /// minutes): so a quiet loop is not taken for a stuck one.
 pub const LOOP_TICK: Duration = Duration::from_secs(1);
 
-/// How long `/livez` waits for the run loop to turn before it fails: ten
+/// How long `/livez` waits for the shell's loop to turn before it fails: ten
 /// ticks, room for a loaded machine.
 pub const LOOP_STUCK: Duration = Duration::from_secs(10);
 
@@ -55,7 +55,7 @@ pub struct Ids {
     pub member: String,
 }
 
-/// What the run loop reports; read by the HTTP server.
+/// What the shell's loop reports; read by the HTTP server.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
     pub ids: Ids,
@@ -64,7 +64,7 @@ pub struct Snapshot {
     pub fresh: Option<BootTime>,
     pub child_up: bool,
     pub kafka_reachable: bool,
-    /// When the run loop last turned; None until it starts (while
+    /// When the shell's loop last turned; None until it starts (while
     /// connecting to Kafka).
     pub loop_seen: Option<BootTime>,
     pub transitions: BTreeMap<&'static str, u64>,
@@ -82,7 +82,7 @@ pub struct Snapshot {
     pub next_due_ms: Option<u64>,
 }
 
-/// Shared between the run loop and the server.
+/// Shared between the shell's loop and the server.
 pub type Shared = Arc<Mutex<Snapshot>>;
 
 /// A snapshot to share, naming this member.
@@ -144,7 +144,7 @@ impl Snapshot {
         matches!(self.role, Some(Role::Leader { .. })) && self.child_up
     }
 
-    /// Whether the run loop turned within [`LOOP_STUCK`] (or has not begun:
+    /// Whether the shell's loop turned within [`LOOP_STUCK`] (or has not begun:
     /// connecting to Kafka may take as long as Kafka is away).
     fn is_alive(&self, now: BootTime) -> bool {
         self.loop_seen.is_none_or(|seen| now.since(seen) < LOOP_STUCK)
@@ -462,7 +462,7 @@ impl Reply {
         let reply = |status, body: &str| Reply { status, content_type: text, body: body.into(), head_only: false };
         let stuck = || {
             let since = s.loop_seen.map_or(Duration::ZERO, |seen| now.since(seen));
-            format!("the run loop has not turned for {}s\n", since.as_secs())
+            format!("the shell's loop has not turned for {}s\n", since.as_secs())
         };
         let mut reply = match path.split('?').next().unwrap_or("") {
             _ if method != "GET" && method != "HEAD" => reply("405 Method Not Allowed", "GET or HEAD only\n"),
@@ -719,7 +719,7 @@ mod tests {
             assert_eq!(status(path, &s, stuck), "503", "{path}");
         }
         let (_, body) = reply("GET /livez HTTP/1.1\r\n\r\n", &s, at(stuck));
-        assert_eq!(body, "the run loop has not turned for 10s\n");
+        assert_eq!(body, "the shell's loop has not turned for 10s\n");
         assert_eq!(status("/nope", &s, 100.0), "404");
     }
 

@@ -18,7 +18,6 @@
 
 use std::io::Write;
 use std::os::fd::AsFd;
-use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
@@ -103,14 +102,11 @@ fn rejected(err: KafkaError, target: &Target) -> Stop {
 
 /// The exit status for `result`, after saying why on stderr if it failed
 /// (never panicking on a closed stderr).
-fn finish(result: Result<ExitCode, Stop>) -> ExitCode {
+fn finish(result: Result<u8, Stop>) -> Result<u8, Failure> {
     match result {
-        Ok(code) => code,
-        Err(Stop::Closed) => ExitCode::SUCCESS,
-        Err(Stop::Fail(failure)) => {
-            let _ = writeln!(std::io::stderr(), "error: {failure}");
-            ExitCode::from(failure.code())
-        }
+        Ok(code) => Ok(code),
+        Err(Stop::Closed) => Ok(0),
+        Err(Stop::Fail(failure)) => Err(failure),
     }
 }
 
@@ -471,11 +467,11 @@ fn run_state(job: &WireJob, fresh: Option<&Heartbeat>) -> &'static str {
 }
 
 /// Runs `neli-run status`.
-pub fn main(args: StatusArgs, env_properties: Option<String>) -> ExitCode {
+pub fn main(args: StatusArgs, env_properties: Option<String>) -> Result<u8, Failure> {
     let (json_out, watch) = (args.json, args.watch);
     finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
         let fresh = status(&target, json_out, watch)?;
-        Ok(if fresh { ExitCode::SUCCESS } else { ExitCode::from(Kind::NoLeader.code()) })
+        Ok(if fresh { 0 } else { Kind::NoLeader.code() })
     }))
 }
 
@@ -599,14 +595,14 @@ fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, Stop> {
             }
             Some(Err(KafkaError::PartitionEOF(_))) | None => {}
             Some(Err(e)) => {
-                let _ = writeln!(std::io::stderr(), "warning: {e}");
+                crate::stderr::line(format_args!("warning: {e}"));
             }
         }
     }
 }
 
 /// Runs `neli-run yield`.
-pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> ExitCode {
+pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> Result<u8, Failure> {
     let timeout: Duration = args.timeout.into();
     if timeout > MAX_YIELD_TIMEOUT {
         return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
@@ -614,7 +610,7 @@ pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> ExitCode {
     finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
         let message = handover(&target, args.name, timeout)?;
         say(&message)?;
-        Ok(ExitCode::SUCCESS)
+        Ok(0)
     }))
 }
 

@@ -1,7 +1,7 @@
 //! Best-effort stderr: writes that never block and never panic.
 //!
 //! neli-run reports from the paths that keep the safety promise: the shim
-//! says why it killed the command, the run loop logs a fence. A log reader
+//! says why it killed the command, the shell's loop logs a fence. A log reader
 //! that died (EPIPE), one that stalled (a full pipe: a slow journald, a
 //! terminal in scroll lock) or a full disk must not stop those paths, yet
 //! `eprintln!` panics on the first and blocks on the second. So a report goes
@@ -24,7 +24,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{send, MsgFlags};
 
 /// Where reports go, decided once from what fd 2 is.
-enum Target {
+enum Sink {
     /// Our own non-blocking description of fd 2's pipe, FIFO or terminal.
     Reopened(File),
     /// fd 2 is a socket: `send` with MSG_DONTWAIT.
@@ -39,49 +39,49 @@ enum Target {
     Nowhere,
 }
 
-static TARGET: OnceLock<Target> = OnceLock::new();
+static SINK: OnceLock<Sink> = OnceLock::new();
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Decides where reports go. Called early (before the log reader can have
 /// died), and by the first report otherwise.
 pub fn init() {
-    TARGET.get_or_init(open);
+    SINK.get_or_init(open);
 }
 
-fn open() -> Target {
+fn open() -> Sink {
     let Ok(stat) = nix::sys::stat::fstat(io::stderr()) else {
-        return Target::Nowhere;
+        return Sink::Nowhere;
     };
     let kind = stat.st_mode & libc::S_IFMT;
     if kind == libc::S_IFSOCK {
-        return Target::Socket;
+        return Sink::Socket;
     }
     if kind != libc::S_IFIFO && kind != libc::S_IFCHR {
-        return Target::Plain;
+        return Sink::Plain;
     }
     let reopened =
         std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open("/proc/self/fd/2");
     match reopened {
-        Ok(file) => Target::Reopened(file),
+        Ok(file) => Sink::Reopened(file),
         // A FIFO without a reader: nobody would read what we write.
-        Err(err) if err.raw_os_error() == Some(libc::ENXIO) => Target::Nowhere,
-        Err(_) => Target::Polled,
+        Err(err) if err.raw_os_error() == Some(libc::ENXIO) => Sink::Nowhere,
+        Err(_) => Sink::Polled,
     }
 }
 
 /// Writes `buf` if that can be done now; returns whether all of it went.
 pub fn write(buf: &[u8]) -> bool {
-    let target = TARGET.get_or_init(open);
+    let sink = SINK.get_or_init(open);
     let dropped = DROPPED.load(Ordering::Relaxed);
     if dropped > 0 {
         let note = format!("neli-run: {dropped} log line(s) dropped: stderr was not writable\n");
-        if !write_now(target, note.as_bytes()) {
+        if !write_now(sink, note.as_bytes()) {
             DROPPED.fetch_add(1, Ordering::Relaxed);
             return false;
         }
         DROPPED.fetch_sub(dropped, Ordering::Relaxed);
     }
-    let ok = write_now(target, buf);
+    let ok = write_now(sink, buf);
     if !ok {
         DROPPED.fetch_add(1, Ordering::Relaxed);
     }
@@ -93,17 +93,17 @@ pub fn line(args: fmt::Arguments<'_>) {
     write(format!("{args}\n").as_bytes());
 }
 
-fn write_now(target: &Target, mut buf: &[u8]) -> bool {
+fn write_now(sink: &Sink, mut buf: &[u8]) -> bool {
     let stderr = io::stderr();
     let fd2 = stderr.as_fd();
     while !buf.is_empty() {
-        let wrote = match target {
-            Target::Reopened(file) => nix::unistd::write(file, buf).map_err(io::Error::from),
-            Target::Socket => {
+        let wrote = match sink {
+            Sink::Reopened(file) => nix::unistd::write(file, buf).map_err(io::Error::from),
+            Sink::Socket => {
                 send(fd2.as_raw_fd(), buf, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL).map_err(io::Error::from)
             }
-            Target::Plain => nix::unistd::write(fd2, buf).map_err(io::Error::from),
-            Target::Polled => {
+            Sink::Plain => nix::unistd::write(fd2, buf).map_err(io::Error::from),
+            Sink::Polled => {
                 let mut fds = [PollFd::new(fd2, PollFlags::POLLOUT)];
                 match poll(&mut fds, PollTimeout::ZERO) {
                     Ok(1) if fds[0].revents().is_some_and(|r| r == PollFlags::POLLOUT) => {
@@ -112,7 +112,7 @@ fn write_now(target: &Target, mut buf: &[u8]) -> bool {
                     _ => return false,
                 }
             }
-            Target::Nowhere => return false,
+            Sink::Nowhere => return false,
         };
         match wrote {
             Ok(0) => return false,

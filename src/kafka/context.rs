@@ -22,7 +22,7 @@ use super::heartbeat::Heartbeat;
 use super::{fatal, Event, Requests, ASSIGNED, ASSIGNED_NEW};
 use crate::exit::Failure;
 
-/// What both clients report to: the run loop's events, and whether Kafka
+/// What both clients report to: the events of the shell's loop, and whether Kafka
 /// answers.
 #[derive(Clone)]
 pub(super) struct Reach {
@@ -32,7 +32,7 @@ pub(super) struct Reach {
     /// Shared by both clients, so that each change is logged once.
     unreachable: Arc<AtomicBool>,
     /// The first fatal error either client saw: connecting reads it here,
-    /// since the run loop reads events only once connected (a wrong
+    /// since the shell's loop reads events only once connected (a wrong
     /// password would otherwise look like an unreachable broker forever).
     pub(super) fatal: Arc<Mutex<Option<Failure>>>,
 }
@@ -168,7 +168,7 @@ impl ConsumerContext for ReaderContext {
         let lost = consumer.assignment_lost();
         let (release, released) = mpsc::sync_channel(1);
         if self.reach.events.send(Event::Revoked { lost, release }).is_ok() {
-            // The barrier. It ends when the run loop says the command is
+            // The barrier. It ends when the shell's loop says the command is
             // gone, or is gone itself (nothing runs then), or when we leave:
             // the loop leaves only once the command is gone, and may never
             // read this event (it picks among ready branches at random, and

@@ -1,10 +1,10 @@
-//! The Kafka adapter: group membership and heartbeats for the run loop.
+//! The Kafka adapter: group membership and heartbeats for the shell's loop.
 //! (`config` builds rdkafka's client configuration; `status` and the dev
 //! broker have clients of their own.)
 //!
 //! - A consumer joins the group on a thread of its own (`neli-kafka`). Its
 //!   rebalance hooks turn assignments of partition 0 into events; on revoke
-//!   the hook *blocks* until the run loop says the child is gone. That block
+//!   the hook *blocks* until the shell's loop says the child is gone. That block
 //!   inside librdkafka's rebalance callback is the barrier that keeps the next
 //!   leader from starting early: the group cannot finish the rebalance while
 //!   we have not given the partition up. librdkafka keeps heartbeating the
@@ -18,7 +18,7 @@
 //!   last millisecond of every 100 ms: 0.9 % of a core, idle), and a flush
 //!   serves them itself.
 //!
-//! Fencing does not live here: the run loop's timer and the shim's lease do
+//! Fencing does not live here: the timer of the shell's loop and the shim's lease do
 //! it, so nothing stuck inside librdkafka can delay it.
 
 mod context;
@@ -49,7 +49,7 @@ use context::{Reach, ReaderContext, WriterContext};
 use heartbeat::{Content, Heartbeat, Member, WireTiming};
 use yield_request::Yield;
 
-/// What the Kafka side reports to the run loop.
+/// What the Kafka side reports to the shell's loop.
 #[derive(Debug)]
 pub enum Event {
     /// We are in the group, but another member holds partition 0.
@@ -391,7 +391,7 @@ fn serve_group(consumer: &BaseConsumer<ReaderContext>) {
 const ASSIGNED: u8 = 1;
 const ASSIGNED_NEW: u8 = 2;
 
-/// What the run loop asks of the consumer thread.
+/// What the shell's loop asks of the consumer thread.
 #[derive(Default)]
 pub(super) struct Requests {
     pub(super) closing: AtomicBool,
@@ -558,7 +558,7 @@ mod tests {
     }
 
     /// Regression (the exit hang): leaving joins the consumer thread, which
-    /// may sit in the revoke barrier waiting for a release that the run loop
+    /// may sit in the revoke barrier waiting for a release that the shell's loop
     /// never sends (the revoke event is queued behind a child exit that led
     /// to the exit). Leaving must end the barrier, or neli-run never exits.
     /// librdkafka's mock cluster is the broker (in-process, over TCP).

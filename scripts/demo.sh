@@ -52,7 +52,16 @@ wait_for_leaders() { # N: wait until N leaderships have started
     done
     fail "no new leader within 30s"
 }
-status() { "$bin" status -b "$brokers" -g demo | sed 's/^/  | /'; }
+# neli-run status, once it names the newest leader (its first heartbeat
+# with its token follows the command's start).
+status() {
+    local out
+    for _ in $(seq 100); do
+        out=$("$bin" status -b "$brokers" -g demo 2>&1) && grep -q "leader $(leader) " <<<"$out" && break
+        sleep 0.1
+    done
+    sed 's/^/  | /' <<<"$out"
+}
 
 # A free port: the broker exits if it cannot listen, and then we try another.
 for _ in 1 2 3 4 5; do
@@ -83,7 +92,6 @@ done
 start=$(now_ms)
 wait_for_leaders 1
 echo "  elected $(leader) in $(took "$start"); the other two wait as hot standbys"
-sleep 0.5 # the leader's first heartbeat with its token
 status
 
 first=$(leader)
@@ -92,7 +100,6 @@ eval "kill -TERM \$pid_$first"
 start=$(now_ms)
 wait_for_leaders 2
 echo "  $(leader) took over $(took "$start") after the signal, once $first's command had stopped"
-sleep 0.5
 status
 
 second=$(leader)
@@ -107,7 +114,6 @@ if kill -0 "$job" 2>/dev/null; then
     fail "$second's command (pid $job) still runs"
 fi
 echo "  $second's command (pid $job) died with it: neli-run's shim kills it when neli-run goes"
-sleep 0.5
 status
 
 say "fencing tokens, in order of leadership (pass NELI_FENCING_TOKEN downstream to refuse a deposed leader)"

@@ -693,7 +693,7 @@ mod tests {
     }
 
     #[test]
-    fn liveness_follows_the_run_loop_and_readiness_also_kafka() {
+    fn liveness_follows_the_shell_loop_and_readiness_also_kafka() {
         let status = |path: &str, s: &Snapshot, now: f64| {
             let (head, _) = reply(&format!("GET {path} HTTP/1.1\r\n\r\n"), s, at(now));
             head.split_whitespace().nth(1).unwrap().to_string()

@@ -47,7 +47,7 @@ fn sigstop_of_the_leader_fences_through_the_shim_and_sigcont_does_not_overlap() 
 /// loop's timer, which SIGKILLs everything below neli-run but the shim, can
 /// end the command when the broker stops answering.
 #[test]
-fn the_run_loops_own_fence_kills_the_command_while_the_shim_is_frozen() {
+fn the_shell_loops_own_fence_kills_the_command_while_the_shim_is_frozen() {
     let g = Group::on(Broker::dev(), "own-fence");
     let mut a = g.member("a", &["--session-timeout", "10s"], &["sleep", "1000"]);
     let t = g.broker.timing;

@@ -563,7 +563,7 @@ mod tests {
     /// to the exit). Leaving must end the barrier, or neli-run never exits.
     /// librdkafka's mock cluster is the broker (in-process, over TCP).
     #[test]
-    fn leaving_ends_a_revoke_barrier_the_run_loop_never_released() {
+    fn leaving_ends_a_revoke_barrier_the_shell_loop_never_released() {
         let cluster = MockCluster::new(1).expect("mock cluster");
         cluster.create_topic("g.neli", 1, 1).expect("topic");
         let (kafka, mut events) = connect(&cluster.bootstrap_servers());

@@ -400,9 +400,7 @@ impl Leader {
         }
         match tenure.phase {
             Phase::Candidate | Phase::Fenced => {
-                if tenure.start == Some(offset) {
-                    say::waiting(&self.peers, offset, now);
-                }
+                say::waiting(&self.peers, tenure.start, offset, now);
                 self.try_promote(now)
             }
             // While the child stops (a shutdown or a yield) too: we still

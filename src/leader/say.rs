@@ -14,10 +14,14 @@ pub(super) fn earlier_contenders(peers: &Peers, offset: i64, now: BootTime) {
     }
 }
 
-/// Our term's first record is back, so we would lead now: a claim or an
-/// earlier term that still holds us back starts a wait, said with its
-/// length. (A claim read before this and withdrawn by then is no wait.)
-pub(super) fn waiting(peers: &Peers, offset: i64, now: BootTime) {
+/// Our own record at `offset` is back: if it is our term's first (`start`),
+/// we would lead now, so a claim or an earlier term that still holds us
+/// back starts a wait, said with its length. (A claim read before this and
+/// withdrawn by then is no wait.)
+pub(super) fn waiting(peers: &Peers, start: Option<i64>, offset: i64, now: BootTime) {
+    if start != Some(offset) {
+        return;
+    }
     if let Some(until) = peers.held_until(offset).filter(|until| *until > now) {
         info!(wait = ?until.since(now), "another member's claim on partition 0 still holds: waiting until its command must be gone");
     }

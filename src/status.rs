@@ -100,8 +100,8 @@ fn rejected(err: KafkaError, target: &Target) -> Stop {
     Stop::Fail(crate::config::properties::creation_error(err, target))
 }
 
-/// The exit status for `result`, after saying why on stderr if it failed
-/// (never panicking on a closed stderr).
+/// The status or failure of `result`, for `main` to say: a reader that
+/// closed our stdout ended us quietly with 0.
 fn finish(result: Result<u8, Stop>) -> Result<u8, Failure> {
     match result {
         Ok(code) => Ok(code),
@@ -369,13 +369,13 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
 /// short.
 fn run_line(job: &WireJob, fresh: Option<&Heartbeat>, now: u64) -> String {
     let by = format!("by {} (host {}), token {}", printable(&job.name), printable(&job.host), job.token);
-    let retried = |a: u32| match a {
+    let retried = match job.attempt {
         1 => String::new(),
         a => format!(", attempt {a} (earlier attempts of the run started {} were cut short)", rfc3339(job.wave_ms)),
     };
     match (job.code, run_state(job, fresh)) {
         (Some(code), _) => {
-            format!("\n  last run: exited {code}, started {}, {by}{}", rfc3339(job.wave_ms), retried(job.attempt))
+            format!("\n  last run: exited {code}, started {}, {by}{retried}", rfc3339(job.wave_ms))
         }
         (None, "running") => {
             // This attempt's start: the wave's for a first attempt, else
@@ -389,9 +389,8 @@ fn run_line(job: &WireJob, fresh: Option<&Heartbeat>, now: u64) -> String {
         }
         (None, _) => format!(
             "\n  last run: cut short (its leader crashed, was fenced or stopped: the next leader runs it again), \
-             started {}, {by}{}",
-            rfc3339(job.wave_ms),
-            retried(job.attempt)
+             started {}, {by}{retried}",
+            rfc3339(job.wave_ms)
         ),
     }
 }

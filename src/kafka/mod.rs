@@ -124,8 +124,8 @@ pub struct Kafka {
     member: Member,
     topic: String,
     seq: u64,
-    deadline_ms: u64,
-    /// The timing in force, said in every record.
+    /// The timing in force, said in every record (a deadline of 0 would
+    /// read as a record from before deadlines: at least 1 ms).
     timing: WireTiming,
     /// The token we last wrote, and since when (wall clock) we hold it.
     leading: Option<(i64, u64)>,
@@ -245,7 +245,6 @@ impl Kafka {
             member,
             topic: s.target.topic.clone(),
             seq: 0,
-            deadline_ms,
             timing: WireTiming::from(&s.timing),
             leading: None,
             reach,
@@ -273,7 +272,11 @@ impl Kafka {
             (Some(t), _) => Some((t, at_ms)),
             (None, _) => None,
         };
-        let content = Content { record, since_ms: self.leading.map(|(_, since)| since), deadline_ms: self.deadline_ms };
+        let content = Content {
+            record,
+            since_ms: self.leading.map(|(_, since)| since),
+            deadline_ms: self.timing.heartbeat_deadline_ms.max(1),
+        };
         let heartbeat =
             Heartbeat { timing: Some(self.timing), ..Heartbeat::new(&self.member, self.seq, now, at_ms, content) };
         let value = heartbeat.encode();

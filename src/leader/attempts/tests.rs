@@ -19,6 +19,12 @@ fn x_ran(wave: u64, number: u32, token: i64, code: Option<u8>) -> Attempt {
     Attempt { wave_ms: wall(wave), wave_token: 0, number, token, code, by, due: None, ended: None }
 }
 
+/// The attempt this member starts: number `number` of the wave that began
+/// at `wave` (with the token `wave_token`), under its own `token`.
+fn ours(wave: u64, wave_token: i64, number: u32, token: i64) -> Attempt {
+    Attempt { wave_ms: wall(wave), wave_token, number, token, code: None, by: None, due: None, ended: None }
+}
+
 /// Member x's record at `offset` carrying `attempt`: a claim with `token`, or
 /// its disclaimer.
 fn carrying(offset: i64, token: Option<i64>, attempt: Attempt) -> Input {
@@ -107,19 +113,7 @@ fn a_run_that_failed_ends_the_wave_with_its_status_unless_failed_runs_are_retrie
     let (_, actions) = wave_member(waves(false), vec![carrying(4, None, failed.clone())]);
     assert_eq!((spawned(&actions), actions.last()), (None, Some(&Exit(4))));
     let (_, actions) = wave_member(waves(true), vec![carrying(4, None, failed)]);
-    assert_eq!(
-        spawned(&actions),
-        Some(Attempt {
-            wave_ms: wall(500),
-            wave_token: 0,
-            number: 2,
-            token: 7,
-            code: None,
-            by: None,
-            due: None,
-            ended: None
-        })
-    );
+    assert_eq!(spawned(&actions), Some(ours(500, 0, 2, 7)));
 }
 
 #[test]
@@ -132,19 +126,7 @@ fn an_attempt_that_never_ended_is_run_again_as_the_next_attempt_of_its_wave() {
         l.step(last, ms(5)); // a claim run out by 1010
         l.step(Input::Assigned, ms(1000));
         let actions = l.step(hb(7, 1000), ms(1010));
-        assert_eq!(
-            spawned(&actions),
-            Some(Attempt {
-                wave_ms: wall(500),
-                wave_token: 0,
-                number: 3,
-                token: 7,
-                code: None,
-                by: None,
-                due: None,
-                ended: None
-            })
-        );
+        assert_eq!(spawned(&actions), Some(ours(500, 0, 3, 7)));
     }
 }
 
@@ -154,19 +136,7 @@ fn a_member_started_after_the_window_runs_a_wave_of_its_own() {
     l.step(carrying(4, None, x_ran(500, 1, 3, Some(0))), ms(40_900));
     l.step(Input::Assigned, ms(41_000));
     let actions = l.step(hb(7, 41_000), ms(41_010));
-    assert_eq!(
-        spawned(&actions),
-        Some(Attempt {
-            wave_ms: wall(41_010),
-            wave_token: 7,
-            number: 1,
-            token: 7,
-            code: None,
-            by: None,
-            due: None,
-            ended: None
-        })
-    );
+    assert_eq!(spawned(&actions), Some(ours(41_010, 7, 1, 7)));
     // Just inside the window (started 29.999 s after the wave began), it
     // belongs to the wave; at 30 s, it does not.
     for (start, belongs) in [(30_499, true), (30_500, false)] {
@@ -214,19 +184,7 @@ fn a_fenced_attempt_resumes_as_the_next_attempt_and_a_stopped_one_stays_unended(
     l.step(Input::Tick, ms(2010)); // fenced: no heartbeat back for the deadline
     l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2011));
     let actions = l.step(hb(12, 2600), ms(2610));
-    assert_eq!(
-        spawned(&actions),
-        Some(Attempt {
-            wave_ms: wall(1010),
-            wave_token: 7,
-            number: 2,
-            token: 12,
-            code: None,
-            by: None,
-            due: None,
-            ended: None
-        })
-    );
+    assert_eq!(spawned(&actions), Some(ours(1010, 7, 2, 12)));
     // SIGTERM stops it: the attempt did not end on its own.
     l.step(Input::Shutdown, ms(2700));
     let actions = l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(2800));

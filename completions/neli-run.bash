@@ -28,6 +28,18 @@ _neli__run() {
             neli__run,yield)
                 cmd="neli__run__subcmd__yield"
                 ;;
+            neli__run__subcmd__dev__subcmd__broker,event)
+                cmd="neli__run__subcmd__dev__subcmd__broker__subcmd__event"
+                ;;
+            neli__run__subcmd__dev__subcmd__broker,help)
+                cmd="neli__run__subcmd__dev__subcmd__broker__subcmd__help"
+                ;;
+            neli__run__subcmd__dev__subcmd__broker__subcmd__help,event)
+                cmd="neli__run__subcmd__dev__subcmd__broker__subcmd__help__subcmd__event"
+                ;;
+            neli__run__subcmd__dev__subcmd__broker__subcmd__help,help)
+                cmd="neli__run__subcmd__dev__subcmd__broker__subcmd__help__subcmd__help"
+                ;;
             neli__run__subcmd__help,dev-broker)
                 cmd="neli__run__subcmd__help__subcmd__dev__subcmd__broker"
                 ;;
@@ -39,6 +51,9 @@ _neli__run() {
                 ;;
             neli__run__subcmd__help,yield)
                 cmd="neli__run__subcmd__help__subcmd__yield"
+                ;;
+            neli__run__subcmd__help__subcmd__dev__subcmd__broker,event)
+                cmd="neli__run__subcmd__help__subcmd__dev__subcmd__broker__subcmd__event"
                 ;;
             *)
                 ;;
@@ -169,13 +184,21 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__dev__subcmd__broker)
-            opts="-v -q -h --listen --advertise --deny-topic --partitions --group-coordinator --initial-rebalance-delay --sasl-user --verbose --quiet --log-format --help"
+            opts="-v -q -h --listen --brokers --control --advertise --deny-topic --partitions --group-coordinator --initial-rebalance-delay --sasl-user --verbose --quiet --log-format --help event help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --control)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -214,6 +237,70 @@ _neli__run() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        neli__subcmd__run__subcmd__dev__subcmd__broker__subcmd__event)
+            opts="-v -q -h --control --verbose --quiet --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --control)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__dev__subcmd__broker__subcmd__help)
+            opts="event help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__dev__subcmd__broker__subcmd__help__subcmd__event)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__dev__subcmd__broker__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         neli__subcmd__run__subcmd__help)
             opts="dev-broker status yield help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -229,8 +316,22 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__help__subcmd__dev__subcmd__broker)
-            opts=""
+            opts="event"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__help__subcmd__dev__subcmd__broker__subcmd__event)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

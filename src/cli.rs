@@ -218,8 +218,9 @@ pub enum LogFormat {
 pub enum Sub {
     /// Run a Kafka-protocol broker in memory, to try neli-run without Kafka.
     ///
-    /// It is librdkafka's mock cluster (one broker) behind a fixed address,
-    /// with a group coordinator of its own that keeps Kafka's timing.
+    /// It is librdkafka's mock cluster (one broker, or a cluster with
+    /// --brokers) behind fixed addresses, with a group coordinator of its
+    /// own that keeps Kafka's timing.
     /// Topics are created as on Kafka: by CreateTopics, or by a producer
     /// (one partition), never by a client that only looks. Everything lives
     /// in this process's memory and is lost when it stops. Other Kafka
@@ -227,9 +228,12 @@ pub enum Sub {
     /// a group, consume, leave, create a topic). For development and tests
     /// only. Stops on Ctrl-C.
     ///
-    /// SIGUSR1 takes it down (every connection closed, new ones refused) and
-    /// SIGUSR2 brings it back with its state, as a Kafka broker restarting
-    /// over its log: to see what clients do then.
+    /// SIGUSR1 takes every broker down (every connection closed, new ones
+    /// refused) and SIGUSR2 brings them back with their state, as Kafka
+    /// brokers restarting over their logs: to see what clients do then.
+    /// With --control, `neli-run dev-broker event` makes one cluster event
+    /// at a time (a leader or the coordinator moved, a broker stopped or
+    /// crashed, a client cut off from one broker).
     #[cfg(feature = "dev-broker")]
     DevBroker(DevBrokerArgs),
 
@@ -340,10 +344,32 @@ pub struct KafkaArgs {
 /// Options of `neli-run dev-broker`.
 #[cfg(feature = "dev-broker")]
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct DevBrokerArgs {
-    /// Address to listen on and advertise to clients.
+    /// Make one cluster event on a running dev broker, instead of running one.
+    #[command(subcommand)]
+    pub event: Option<DevBrokerEvent>,
+
+    /// Address to listen on and advertise to clients (broker 1's; broker i
+    /// listens on PORT + i - 1).
     #[arg(long, env = "NELI_DEV_BROKER_LISTEN", default_value = "127.0.0.1:9092", value_name = "HOST:PORT")]
     pub listen: String,
+
+    /// Run a cluster of N brokers (1 to 9), on consecutive ports.
+    ///
+    /// Every topic is replicated on all of them, partition p led by broker
+    /// p mod N + 1 (so partition 0 by broker 1), and the group coordinator
+    /// is the last broker (the others answer NOT_COORDINATOR, as Kafka's
+    /// brokers do): with N > 1, partition 0's leader and the coordinator
+    /// are apart, as on most clusters.
+    #[arg(long, env = "NELI_DEV_BROKER_BROKERS", default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=9))]
+    pub brokers: u16,
+
+    /// Take cluster events on a unix socket at PATH (mode 600), from
+    /// `neli-run dev-broker event --control PATH EVENT`.
+    #[arg(long, env = "NELI_DEV_BROKER_CONTROL", value_name = "PATH")]
+    pub control: Option<std::path::PathBuf>,
 
     /// Address to advertise to clients, when it differs from --listen
     /// (e.g. listening on 0.0.0.0 for clients in other network namespaces).
@@ -398,6 +424,43 @@ pub struct DevBrokerArgs {
     /// a directory private to the broker's user.
     #[arg(long, env = "NELI_DEV_BROKER_SASL_USER", value_name = "USER:PASSWORD")]
     pub sasl_user: Vec<String>,
+}
+
+/// `neli-run dev-broker event`.
+#[cfg(feature = "dev-broker")]
+#[derive(Debug, Subcommand)]
+pub enum DevBrokerEvent {
+    /// Make one cluster event on the dev broker at --control, and say what
+    /// it did.
+    ///
+    /// EVENT is one of:
+    ///   leader TOPIC PARTITION BROKER   move a partition's leadership;
+    ///   offline TOPIC PARTITION         leave it without a leader;
+    ///   coordinator BROKER              move the group coordinator (its
+    ///                                   members' sessions start afresh);
+    ///   stop BROKER                     a controlled shutdown: leaderships
+    ///                                   and the coordinator moved first;
+    ///   crash BROKER [DURATION]         connections cut at once, what it led
+    ///                                   moved after DURATION [default: 9s,
+    ///                                   KRaft's broker.session.timeout.ms];
+    ///   start BROKER                    start it again, as a follower;
+    ///   cut CLIENT BROKER               hold every byte between a client
+    ///                                   (its client.id: a member's --name)
+    ///                                   and one broker, as a network cut;
+    ///   heal [CLIENT [BROKER]]          end cuts;
+    ///   describe                        brokers, coordinator, leaders, cuts.
+    /// Exit status: 0 done; 2 refused (the reason is said) or no dev broker
+    /// there.
+    #[command(verbatim_doc_comment)]
+    Event {
+        /// The dev broker's --control socket.
+        #[arg(long, env = "NELI_DEV_BROKER_CONTROL", value_name = "PATH")]
+        control: std::path::PathBuf,
+
+        /// The event and its arguments, e.g. `stop 2`.
+        #[arg(required = true, value_name = "EVENT", trailing_var_arg = true)]
+        words: Vec<String>,
+    },
 }
 
 /// Who answers a dev broker's group APIs (see --group-coordinator).

@@ -110,9 +110,20 @@ pub fn main() -> ExitCode {
 #[cfg(feature = "dev-broker")]
 fn dev_broker(args: cli::DevBrokerArgs) -> Result<(), exit::Failure> {
     use neli_dev_broker::{Error, GroupCoordinator};
+    let failure = |err| match err {
+        Error::Usage(message) => exit::Failure::new(exit::Kind::Usage, message),
+        Error::Internal(message) => exit::Failure::new(exit::Kind::Internal, message),
+    };
+    if let Some(cli::DevBrokerEvent::Event { control, words }) = args.event {
+        let said = neli_dev_broker::event(&control, &words).map_err(failure)?;
+        println!("{said}");
+        return Ok(());
+    }
     let options = neli_dev_broker::Options {
         listen: args.listen,
         advertise: args.advertise,
+        brokers: args.brokers,
+        control: args.control,
         deny_topic: args.deny_topic,
         partitions: args.partitions,
         group_coordinator: match args.group_coordinator {
@@ -122,10 +133,7 @@ fn dev_broker(args: cli::DevBrokerArgs) -> Result<(), exit::Failure> {
         initial_rebalance_delay: args.initial_rebalance_delay,
         sasl_user: args.sasl_user,
     };
-    neli_dev_broker::main(options).map_err(|err| match err {
-        Error::Usage(message) => exit::Failure::new(exit::Kind::Usage, message),
-        Error::Internal(message) => exit::Failure::new(exit::Kind::Internal, message),
-    })
+    neli_dev_broker::main(options).map_err(failure)
 }
 
 /// The status of a command that ends before anything is logged (`status`,

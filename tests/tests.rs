@@ -5,6 +5,7 @@ mod util;
 
 mod broken_log;
 mod cli;
+mod cluster;
 mod daemons;
 mod dev_broker;
 mod docs;

@@ -98,6 +98,8 @@ pub struct Broker {
     pub address: String,
     /// Our own dev broker, if we started one (None for NELI_TEST_BROKERS).
     process: Option<Child>,
+    /// Its control socket, if it takes cluster events.
+    control: Option<PathBuf>,
     pub timing: Timing,
 }
 
@@ -113,6 +115,7 @@ impl Broker {
             return Broker {
                 address,
                 process: None,
+                control: None,
                 timing: Timing {
                     session,
                     coordinator_heartbeat: hb,
@@ -133,6 +136,46 @@ impl Broker {
     /// Our own dev broker listening on `ip` (e.g. a veth address).
     pub fn dev_at(ip: &str) -> Broker {
         Broker::dev_with(ip, &[])
+    }
+
+    /// Our own dev broker as a cluster of `n` brokers, taking events on a
+    /// control socket ([`Broker::event`]); `address` lists every broker.
+    pub fn cluster(n: u16) -> Broker {
+        static CONTROLS: AtomicU32 = AtomicU32::new(0);
+        let control = std::env::temp_dir().join(format!(
+            "neli-test-{}-{}.ctl",
+            std::process::id(),
+            CONTROLS.fetch_add(1, Ordering::Relaxed)
+        ));
+        let control_arg = control.to_str().expect("a UTF-8 temp dir").to_string();
+        let n_arg = n.to_string();
+        let mut broker = Broker::dev_with("127.0.0.1", &["--brokers", &n_arg, "--control", &control_arg]);
+        let (host, port) = broker.address.rsplit_once(':').unwrap();
+        let port: u16 = port.parse().unwrap();
+        broker.address = (0..n).map(|i| format!("{host}:{}", port + i)).collect::<Vec<_>>().join(",");
+        broker.control = Some(control);
+        broker
+    }
+
+    /// Its control socket's path (a dev broker started with [`Broker::cluster`]).
+    pub fn control_path(&self) -> &str {
+        self.control.as_deref().and_then(Path::to_str).expect("a dev broker started with Broker::cluster")
+    }
+
+    /// Makes a cluster event ("stop 2", "leader TOPIC 0 2": see `neli-run
+    /// dev-broker event --help`) and returns what the broker did; panics
+    /// if it refused.
+    pub fn event(&self, event: &str) -> String {
+        use std::io::Write;
+        use std::os::unix::net::UnixStream;
+        let control = self.control.as_ref().expect("a dev broker started with Broker::cluster");
+        let mut stream = UnixStream::connect(control).expect("reach the dev broker's control socket");
+        writeln!(stream, "{event}").unwrap();
+        stream.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let said = answer.trim_end().strip_prefix("ok ").unwrap_or_else(|| panic!("{event}: {answer}"));
+        said.to_string()
     }
 
     /// Our own dev broker on `ip` with extra dev-broker options.
@@ -162,6 +205,7 @@ impl Broker {
         Broker {
             address,
             process: Some(process),
+            control: None,
             // Short, for fast tests, yet with a deadline that a loaded
             // two-core CI machine running many tests at once still meets.
             timing: Timing {
@@ -192,6 +236,9 @@ impl Drop for Broker {
         if let Some(child) = self.process.as_mut() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+        if let Some(control) = &self.control {
+            let _ = fs::remove_file(control);
         }
     }
 }

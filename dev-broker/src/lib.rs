@@ -15,16 +15,26 @@
 //! answers a version it does not serve (KIP-511): the mock's own answer is
 //! one that kafka-python cannot read, so it could not even bootstrap.
 //!
-//! SIGUSR1 and SIGUSR2 take the broker down and up again, as a Kafka broker
-//! restarting over its log: while down every connection is closed and new
-//! ones are refused; once up, topics, offsets and groups are as they were.
+//! With `--brokers N` it is a cluster: N listeners on consecutive ports,
+//! each one broker of a mock with N brokers, every topic replicated on all,
+//! partition leaders spread, and the Kafka-timed coordinator on one broker
+//! (the others answer NOT_COORDINATOR). `--control PATH` takes cluster
+//! events on demand ([`cluster::Event`]: move a leader or the coordinator,
+//! stop or crash a broker and start it, cut one client from one broker).
 //!
-//! The parts: [`mock`] (the mock cluster and its hidden listener), [`relay`]
+//! SIGUSR1 and SIGUSR2 take every broker down and up again, as Kafka brokers
+//! restarting over their logs: while down every connection is closed and new
+//! ones are refused, nothing moves, and the groups' sessions stand still;
+//! once up, topics, offsets and groups are as they were, every session
+//! started afresh (as a coordinator loading its groups starts them).
+//!
+//! The parts: [`mock`] (the mock cluster and its hidden listeners), [`relay`]
 //! (one client connection: requests routed, responses edited),
-//! [`mock_groups`] (what group requests to the mock need), [`group`]
-//! (Kafka's group coordinator, with Kafka's timing), [`topics`] (topic
-//! creation as Kafka does it), [`sasl`] (the login) and [`wire`] (the few
-//! pieces of the wire format they read and write).
+//! [`cluster`] (brokers up, leaders, coordinator, cuts) and [`control`]
+//! (events on demand), [`mock_groups`] (what group requests to the mock
+//! need), [`group`] (Kafka's group coordinator, with Kafka's timing),
+//! [`topics`] (topic creation as Kafka does it), [`sasl`] (the login) and
+//! [`wire`] (the few pieces of the wire format they read and write).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -32,6 +42,8 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tracing::{debug, info};
 
+pub mod cluster;
+mod control;
 mod group;
 mod mock;
 mod mock_groups;
@@ -40,17 +52,25 @@ mod sasl;
 mod topics;
 mod wire;
 
+use cluster::{BrokerId, Cluster};
 use mock::{Backend, Mock};
 use relay::{forward, Shared};
+
+pub use control::send as event;
 
 /// What `neli-run dev-broker` was asked for: its command line's options
 /// (the product's `DevBrokerArgs` documents each), free of the parser.
 #[derive(Debug)]
 pub struct Options {
-    /// HOST:PORT to listen on (and advertise, without `advertise`).
+    /// HOST:PORT to listen on (and advertise, without `advertise`): broker
+    /// 1's; broker i listens on PORT + i - 1.
     pub listen: String,
     /// HOST:PORT to advertise to clients, when it differs from `listen`.
     pub advertise: Option<String>,
+    /// How many brokers (1 to 9).
+    pub brokers: u16,
+    /// Where to take cluster events ([`cluster::Event`]), if anywhere.
+    pub control: Option<std::path::PathBuf>,
     /// Topics nobody may read, write or create.
     pub deny_topic: Vec<String>,
     /// How many partitions every topic gets, whatever its creator asks for.
@@ -112,19 +132,48 @@ pub fn main(args: Options) -> Result<(), Error> {
     }
     let users = (!users.0.is_empty()).then_some(users);
     let advertised = args.advertise.as_deref().unwrap_or(&args.listen);
+    let bad_advertise = || Error::Usage(format!("--advertise {advertised}: must be HOST:PORT"));
+    let (host, port) = advertised.rsplit_once(':').ok_or_else(bad_advertise)?;
+    let port: u16 = port.parse().map_err(|_| bad_advertise())?;
+    let n = args.brokers;
+    if !(1..=9).contains(&n) || u32::from(port.max(listen.port())) + u32::from(n) > 65536 {
+        return Err(Error::Usage(format!(
+            "--brokers {n}: takes 1 to 9 brokers, on consecutive ports from --listen's and --advertise's"
+        )));
+    }
+    let advertised: Vec<(String, u16)> = (0..n).map(|i| (host.to_string(), port + i)).collect();
     runtime.block_on(serve(listen, advertised, &args, users))
 }
 
-/// Serves on `listen` until SIGINT or SIGTERM: the listener (accepting
-/// while the broker is up) and the signals that take it down and up.
-async fn serve(listen: SocketAddr, advertised: &str, args: &Options, users: Option<sasl::Users>) -> Result<(), Error> {
-    let listener = TcpListener::bind(listen).await.map_err(|err| {
-        Error::Usage(format!("cannot listen on {listen}: {err} (another dev broker running? pick another --listen)"))
-    })?;
-    let mock = Mock::start(advertised, &args.deny_topic, args.partitions)
+/// Serves on `listen` (and the next ports, one per broker) until SIGINT or
+/// SIGTERM: the listeners (accepting while their broker is up), the control
+/// socket, and the signals that take every broker down and up.
+async fn serve(
+    listen: SocketAddr,
+    advertised: Vec<(String, u16)>,
+    args: &Options,
+    users: Option<sasl::Users>,
+) -> Result<(), Error> {
+    let mut listeners = Vec::new();
+    for i in 0..args.brokers {
+        let at = SocketAddr::new(listen.ip(), listen.port() + i);
+        listeners.push(TcpListener::bind(at).await.map_err(|err| {
+            Error::Usage(format!("cannot listen on {at}: {err} (another dev broker running? pick another --listen)"))
+        })?);
+    }
+    let control = args.control.as_deref().map(control::Control::bind).transpose()?;
+    let mock = Mock::start(&advertised, &args.deny_topic, args.partitions)
         .map_err(|err| Error::Internal(format!("cannot start the mock cluster: {err}")))?;
-    let mut backend = Backend::hide(&mock)?;
-    info!(%listen, "dev broker ready: use --brokers {advertised} (in memory, one broker; Ctrl-C stops it)");
+    let backends = (1..=BrokerId::from(args.brokers))
+        .map(|b| Backend::hide(&mock, b).map(std::sync::Mutex::new))
+        .collect::<Result<Vec<_>, Error>>()?;
+    let bootstrap: Vec<String> = advertised.iter().map(|(h, p)| format!("{h}:{p}")).collect();
+    let bootstrap = bootstrap.join(",");
+    let size = if args.brokers == 1 { "one broker".to_string() } else { format!("{} brokers", args.brokers) };
+    info!(%listen, "dev broker ready: use --brokers {bootstrap} (in memory, {size}; Ctrl-C stops it)");
+    if let Some(path) = &args.control {
+        info!(control = %path.display(), "cluster events: neli-run dev-broker event --control {} EVENT", path.display());
+    }
     if let Some(users) = &users {
         let names: Vec<&str> = users.0.keys().map(String::as_str).collect();
         info!(users = ?names, mechanisms = ?sasl::MECHANISMS, "SASL required (security.protocol=SASL_PLAINTEXT)");
@@ -134,7 +183,16 @@ async fn serve(listen: SocketAddr, advertised: &str, args: &Options, users: Opti
         info!(initial_rebalance_delay = ?args.initial_rebalance_delay, "group coordinator with Kafka's timing");
         tx
     });
-    let shared = Arc::new(Shared { mock, pending: Default::default(), users, coordinator });
+    let cluster = Cluster::new(BrokerId::from(args.brokers));
+    let shared =
+        Arc::new(Shared { mock, cluster, advertised, backends, pending: Default::default(), users, coordinator });
+    for (broker, listener) in (1..).zip(listeners) {
+        tokio::spawn(accept(listener, broker, shared.clone()));
+    }
+    if let Some(control) = control {
+        let shared = shared.clone();
+        tokio::spawn(async move { control.serve(shared).await });
+    }
 
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut down), Ok(mut up)) =
@@ -142,31 +200,48 @@ async fn serve(listen: SocketAddr, advertised: &str, args: &Options, users: Opti
     else {
         return Err(Error::Internal("cannot install signal handlers".into()));
     };
-    let mut is_up = true;
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
-                // Refused while down: the client sees the connection close.
-                Ok((_, peer)) if !is_up => debug!(%peer, "client refused: broker down"),
-                Ok((client, peer)) => {
-                    debug!(%peer, "client connected");
-                    tokio::spawn(forward(client, peer, backend.inner.clone(), shared.clone()));
+            _ = down.recv() => {
+                for broker in (1..=shared.cluster.size).filter(|b| shared.cluster.is_up(*b)) {
+                    control::down(&shared, broker);
                 }
-                Err(err) => debug!(%err, "accept failed"),
-            },
-            _ = down.recv() => if std::mem::replace(&mut is_up, false) {
-                backend.down(&shared.mock);
-                info!("broker down (SIGUSR1): connections closed, new ones refused until SIGUSR2");
-            },
-            _ = up.recv() => if !std::mem::replace(&mut is_up, true) {
-                shared.mock.set_up(true);
-                info!("broker up again (SIGUSR2), with its topics, offsets and groups");
-            },
+                info!("every broker down (SIGUSR1): connections closed, new ones refused until SIGUSR2");
+            }
+            _ = up.recv() => {
+                let down: Vec<BrokerId> = (1..=shared.cluster.size).filter(|b| !shared.cluster.is_up(*b)).collect();
+                for &broker in &down {
+                    shared.mock.set_up(broker, true);
+                    shared.cluster.set_up(broker, true);
+                }
+                if down.contains(&shared.cluster.coordinator()) {
+                    if let Some(tx) = &shared.coordinator {
+                        let _ = tx.send(group::Message::Load);
+                    }
+                }
+                if !down.is_empty() {
+                    info!("every broker up again (SIGUSR2), with their topics, offsets and groups");
+                }
+            }
             _ = tokio::signal::ctrl_c() => break,
             _ = term.recv() => break,
         }
     }
-    drop(backend);
     info!("dev broker stopped");
     Ok(())
+}
+
+/// Accepts broker `broker`'s connections, refused while it is down (the
+/// client sees the connection close).
+async fn accept(listener: TcpListener, broker: BrokerId, shared: Arc<Shared>) {
+    loop {
+        match listener.accept().await {
+            Ok((_, peer)) if !shared.cluster.is_up(broker) => debug!(%peer, broker, "client refused: broker down"),
+            Ok((client, peer)) => {
+                debug!(%peer, broker, "client connected");
+                tokio::spawn(forward(client, peer, broker, shared.clone()));
+            }
+            Err(err) => debug!(%err, "accept failed"),
+        }
+    }
 }

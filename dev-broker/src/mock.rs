@@ -1,7 +1,7 @@
-//! The mock cluster behind the forwarder: librdkafka's in-memory broker,
-//! created with one broker that advertises the dev broker's address, its
-//! topics made as Kafka makes them, and its own listener moved where only
-//! the forwarder reaches it ([`BackDoor`]).
+//! The mock cluster behind the forwarder: librdkafka's in-memory brokers,
+//! each advertising one of the dev broker's addresses, its topics made as
+//! Kafka makes them, and each broker's own listener moved where only the
+//! forwarder reaches it ([`BackDoor`]).
 
 use std::ffi::CString;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -37,6 +37,9 @@ impl rdkafka::producer::ProducerContext for Quiet {
 /// dropped (librdkafka's `test.mock.num.brokers`).
 pub struct Mock {
     owner: BaseProducer<Quiet>,
+    /// How many brokers it has (ids 1 to N); every topic is replicated on
+    /// all of them.
+    brokers: i32,
     /// --partitions: how many partitions every topic gets, whatever its
     /// creator asked for.
     partitions: Option<i32>,
@@ -45,25 +48,28 @@ pub struct Mock {
 }
 
 impl Mock {
-    /// Creates the mock cluster: one broker, advertised at `advertised`,
-    /// with `denied` topics refused and every topic given `partitions`.
-    pub fn start(advertised: &str, denied: &[String], partitions: Option<u16>) -> Result<Mock, String> {
-        let (host, port) = advertised.rsplit_once(':').ok_or("no port")?;
-        let port: i32 = port.parse().map_err(|_| "bad port")?;
+    /// Creates the mock cluster: a broker for each of `advertised` (ids 1
+    /// to N, in order), with `denied` topics refused and every topic given
+    /// `partitions`.
+    pub fn start(advertised: &[(String, u16)], denied: &[String], partitions: Option<u16>) -> Result<Mock, String> {
+        let brokers = advertised.len() as i32;
         let owner: BaseProducer<Quiet> = ClientConfig::new()
-            .set("test.mock.num.brokers", "1")
+            .set("test.mock.num.brokers", brokers.to_string())
             .create_with_context(Quiet)
             .map_err(|e| e.to_string())?;
         let Some(cluster) = owner.client().mock_cluster() else {
             return Err("librdkafka created no mock cluster".into());
         };
-        let host = CString::new(host.trim_matches(['[', ']'])).map_err(|_| "bad host")?;
         // rdkafka's MockCluster does not wrap these two calls.
         // SAFETY: the producer was created with a mock cluster, which it owns
-        // and keeps while it lives; broker 1 exists; the host is a C string.
+        // and keeps while it lives; brokers 1 to N exist; the hosts are C
+        // strings.
         unsafe {
             let raw = rdkafka_sys::rd_kafka_handle_mock_cluster(owner.client().native_ptr());
-            rdkafka_sys::rd_kafka_mock_broker_set_host_port(raw, 1, host.as_ptr(), port);
+            for (id, (host, port)) in (1..).zip(advertised) {
+                let host = CString::new(host.trim_matches(['[', ']'])).map_err(|_| "bad host")?;
+                rdkafka_sys::rd_kafka_mock_broker_set_host_port(raw, id, host.as_ptr(), i32::from(*port));
+            }
             // Real brokers wait 3s for more members before the first rebalance;
             // for trying things out, starting at once is nicer.
             rdkafka_sys::rd_kafka_mock_group_initial_rebalance_delay_ms(raw, 0);
@@ -75,7 +81,7 @@ impl Mock {
             info!(topic, "denying access to topic");
         }
         drop(cluster);
-        Ok(Mock { owner, partitions: partitions.map(i32::from), denied: denied.to_vec() })
+        Ok(Mock { owner, brokers, partitions: partitions.map(i32::from), denied: denied.to_vec() })
     }
 
     /// rdkafka's safe handle on the mock, borrowed from its owner each
@@ -84,22 +90,28 @@ impl Mock {
         self.owner.client().mock_cluster().expect("made with test.mock.num.brokers (checked in Mock::start)")
     }
 
-    /// Takes the broker down (closing every connection) or brings it up.
-    pub fn set_up(&self, up: bool) {
-        let done = if up { self.cluster().broker_up(1) } else { self.cluster().broker_down(1) };
+    /// Takes a broker down (closing every connection) or brings it up.
+    pub fn set_up(&self, broker: i32, up: bool) {
+        let done = if up { self.cluster().broker_up(broker) } else { self.cluster().broker_down(broker) };
         if let Err(err) = done {
-            warn!(%err, up, "the mock cluster did not change its broker's state");
+            warn!(%err, broker, up, "the mock cluster did not change its broker's state");
         }
     }
 
+    /// Makes `leader` lead a partition (None: nobody).
+    pub fn set_leader(&self, topic: &str, partition: i32, leader: Option<i32>) -> Result<(), String> {
+        self.cluster().partition_leader(topic, partition, leader).map_err(|e| e.to_string())
+    }
+
     /// Creates a topic with `partitions` (unless --partitions says
-    /// otherwise), answering as Kafka would.
-    pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), (i16, String)> {
+    /// otherwise), replicated on every broker, answering as Kafka would;
+    /// returns how many partitions it got.
+    pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<i32, (i16, String)> {
         let partitions = self.partitions.unwrap_or(partitions);
-        match self.cluster().create_topic(topic, partitions, 1) {
+        match self.cluster().create_topic(topic, partitions, self.brokers) {
             Ok(()) => {
                 info!(topic, partitions, "created topic");
-                Ok(())
+                Ok(partitions)
             }
             Err(KafkaError::MockCluster(code)) => {
                 let message = match code {
@@ -132,20 +144,20 @@ struct BackDoor {
 }
 
 impl BackDoor {
-    /// Takes the mock down, moves its listener, and brings it up.
-    fn close(mock: &Mock, port: u16) -> std::io::Result<BackDoor> {
+    /// Takes the mock's `broker` down, moves its listener, and brings it up.
+    fn close(mock: &Mock, broker: i32, port: u16) -> std::io::Result<BackDoor> {
         use std::os::unix::fs::DirBuilderExt;
         remove_stale_dirs();
         let dir = std::env::temp_dir().join(format!(
-            "neli-dev-broker-{}-{:x}",
+            "neli-dev-broker-{}-{broker}-{:x}",
             std::process::id(),
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos())
         ));
         std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
         let mut door = BackDoor { dir, port, holder: None };
-        mock.set_up(false);
+        mock.set_up(broker, false);
         let swapped = door.swap();
-        mock.set_up(true);
+        mock.set_up(broker, true);
         swapped.map(|()| door)
     }
 
@@ -261,33 +273,39 @@ pub enum Inner {
     Unix(std::path::PathBuf),
 }
 
-/// The mock's broker as the forwarder reaches it: its address, and the back
-/// door closed behind it while that could be done (dropping it removes the
-/// private directory).
+/// One of the mock's brokers as the forwarder reaches it: its address, and
+/// the back door closed behind it while that could be done (dropping it
+/// removes the private directory).
 pub struct Backend {
+    /// Its id (1 to N).
+    broker: i32,
     /// Where each new connection goes.
     pub inner: Inner,
     door: Option<BackDoor>,
 }
 
 impl Backend {
-    /// Finds the mock's broker and moves its listener off 127.0.0.1, so that
-    /// only the forwarder may reach it; left there (with a warning) if that
-    /// cannot be done.
-    pub fn hide(mock: &Mock) -> Result<Backend, Error> {
+    /// Finds the mock's `broker` (1 to N) and moves its listener off
+    /// 127.0.0.1, so that only the forwarder may reach it; left there (with a
+    /// warning) if that cannot be done.
+    pub fn hide(mock: &Mock, broker: i32) -> Result<Backend, Error> {
+        // The mock lists its brokers' addresses in the order of their ids.
         let inner = mock.cluster().bootstrap_servers();
-        let Some(inner) = inner.split(',').next().and_then(|a| a.to_socket_addrs().ok()?.next()) else {
-            return Err(Error::Internal(format!("the mock cluster gave no usable address ({inner})")));
+        let found = inner.split(',').nth(broker as usize - 1).and_then(|a| a.to_socket_addrs().ok()?.next());
+        let Some(inner) = found else {
+            return Err(Error::Internal(format!(
+                "the mock cluster gave no usable address for broker {broker} ({inner})"
+            )));
         };
-        Ok(match BackDoor::close(mock, inner.port()) {
+        Ok(match BackDoor::close(mock, broker, inner.port()) {
             Ok(closed) => {
                 let path = closed.path();
-                debug!(path = %path.display(), "the mock cluster listens on a private unix socket only");
-                Backend { inner: Inner::Unix(path), door: Some(closed) }
+                debug!(broker, path = %path.display(), "the mock broker listens on a private unix socket only");
+                Backend { broker, inner: Inner::Unix(path), door: Some(closed) }
             }
             Err(err) => {
-                warn!(%inner, %err, "cannot move the mock cluster off its TCP port: it answers there without a login");
-                Backend { inner: Inner::Tcp(inner), door: None }
+                warn!(broker, %inner, %err, "cannot move the mock broker off its TCP port: it answers there without a login");
+                Backend { broker, inner: Inner::Tcp(inner), door: None }
             }
         })
     }
@@ -296,7 +314,7 @@ impl Backend {
     /// door again behind the new TCP listener the mock made (not listening
     /// while down).
     pub fn down(&mut self, mock: &Mock) {
-        mock.set_up(false);
+        mock.set_up(self.broker, false);
         if let Some(closed) = self.door.as_mut() {
             if let Err(err) = closed.swap() {
                 warn!(%err, "cannot move the mock cluster off its TCP port again: it answers there without a login");

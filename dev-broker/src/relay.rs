@@ -11,7 +11,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tracing::{debug, warn};
 
-use crate::mock::{Inner, Mock};
+use crate::cluster::{BrokerId, Cluster};
+use crate::mock::{Backend, Inner, Mock};
 use crate::mock_groups::Pending;
 use crate::wire::{self, Header, API_VERSIONS, CREATE_TOPICS, METADATA};
 use crate::{group, sasl, topics};
@@ -19,6 +20,12 @@ use crate::{group, sasl, topics};
 /// What every forwarded connection shares.
 pub struct Shared {
     pub mock: Mock,
+    /// Which brokers are up, who leads, who coordinates, who is cut off.
+    pub cluster: Cluster,
+    /// Each broker's address as clients know it, by id - 1.
+    pub advertised: Vec<(String, u16)>,
+    /// Each broker's way into the mock, by id - 1.
+    pub backends: Vec<std::sync::Mutex<Backend>>,
     pub pending: Pending,
     /// With --sasl-user: the users who may log in; nobody else gets through.
     pub users: Option<sasl::Users>,
@@ -27,32 +34,52 @@ pub struct Shared {
     pub coordinator: Option<group::CoordinatorTx>,
 }
 
-/// Relays one client connection to the mock at `inner` until either side
+impl Shared {
+    /// Creates a topic in the mock, its partitions' leaders spread over the
+    /// brokers up.
+    pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), (i16, String)> {
+        let partitions = self.mock.create_topic(topic, partitions)?;
+        if self.cluster.size > 1 {
+            for (p, leader) in (0..).zip(self.cluster.place(topic, partitions)) {
+                if let Err(err) = self.mock.set_leader(topic, p, Some(leader).filter(|l| *l > 0)) {
+                    warn!(topic, partition = p, leader, %err, "the mock did not take the partition's leader");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Relays one client connection to the mock's `broker` until either side
 /// closes.
-pub async fn forward(client: TcpStream, peer: SocketAddr, inner: Inner, shared: Arc<Shared>) {
+pub async fn forward(client: TcpStream, peer: SocketAddr, broker: BrokerId, shared: Arc<Shared>) {
+    let inner = shared.backends[broker as usize - 1].lock().unwrap_or_else(|e| e.into_inner()).inner.clone();
     match inner {
         Inner::Tcp(addr) => {
-            let Ok(broker) = TcpStream::connect(addr).await else { return };
-            let _ = broker.set_nodelay(true);
-            relay(client, peer, broker, shared).await
+            let Ok(backend) = TcpStream::connect(addr).await else { return };
+            let _ = backend.set_nodelay(true);
+            relay(client, peer, broker, backend, shared).await
         }
         Inner::Unix(path) => {
-            let Ok(broker) = tokio::net::UnixStream::connect(&path).await else { return };
-            relay(client, peer, broker, shared).await
+            let Ok(backend) = tokio::net::UnixStream::connect(&path).await else { return };
+            relay(client, peer, broker, backend, shared).await
         }
     }
 }
 
-async fn relay<S>(mut client: TcpStream, peer: SocketAddr, broker: S, shared: Arc<Shared>)
+async fn relay<S>(mut client: TcpStream, peer: SocketAddr, broker: BrokerId, backend: S, shared: Arc<Shared>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     let edits = Edits::default();
-    let mut conn = Connection { shared: &shared, peer, id: shared.pending.connection(), login: Default::default() };
+    let mut conn =
+        Connection { shared: &shared, peer, broker, id: shared.pending.connection(), login: Default::default() };
     let id = conn.id;
+    // Its client.id, once its first request says it: a cut holds both ways.
+    let client_id = std::sync::Mutex::new(None::<String>);
     let _ = client.set_nodelay(true);
     let (client_rx, client_tx) = client.split();
-    let (broker_rx, mut broker_tx) = tokio::io::split(broker);
+    let (broker_rx, mut broker_tx) = tokio::io::split(backend);
     let (mut client_rx, mut broker_rx) = (tokio::io::BufReader::new(client_rx), tokio::io::BufReader::new(broker_rx));
     // Responses come from the mock and from us: one frame at a time.
     let client_tx = &tokio::sync::Mutex::new(client_tx);
@@ -68,6 +95,10 @@ where
                 }
                 Err(e) => return Err(e),
             };
+            if let Some(header) = Header::parse(&frame) {
+                shared.cluster.pass(&header.client_id, broker).await;
+                client_id.lock().expect("lock").get_or_insert(header.client_id);
+            }
             match conn.route(&frame, &edits).await {
                 Route::Forward => write_frame(&mut broker_tx, &frame).await?,
                 Route::Answer(answer) => respond(answer).await?,
@@ -79,6 +110,10 @@ where
     let responses = async {
         while let Some(frame) = read_frame(&mut broker_rx, usize::MAX).await? {
             let correlation = frame.get(..4).map(|c| i32::from_be_bytes(c.try_into().expect("4 bytes")));
+            let client = client_id.lock().expect("lock").clone();
+            if let Some(client) = client {
+                shared.cluster.pass(&client, broker).await;
+            }
             respond(edits.edit(&shared, frame, correlation)).await?;
             if let Some(correlation) = correlation {
                 shared.pending.leave(id, Some(correlation));
@@ -121,6 +156,8 @@ enum Route {
 struct Connection<'a> {
     shared: &'a Shared,
     peer: SocketAddr,
+    /// The broker it reached.
+    broker: BrokerId,
     /// Its number, for [`Pending`].
     id: u64,
     login: sasl::Login,
@@ -165,28 +202,39 @@ impl Connection<'_> {
             METADATA => {
                 edits.metadata.lock().expect("lock").insert(header.correlation, header.version);
                 for topic in topics::auto_created(&header) {
-                    let _ = mock.create_topic(&topic, 1);
+                    let _ = self.shared.create_topic(&topic, 1);
                 }
             }
             CREATE_TOPICS => {
                 if let Some(request) = topics::CreateTopics::parse(&header) {
-                    let create = |topic: &str, partitions| mock.create_topic(topic, partitions);
-                    return Route::Answer(request.answer(&mock.denied, 1, create));
+                    let create = |topic: &str, partitions| self.shared.create_topic(topic, partitions);
+                    return Route::Answer(request.answer(&mock.denied, 1, self.shared.cluster.size, create));
                 }
             }
             _ => {}
         }
-        let coordinated = self.shared.coordinator.as_ref().and_then(|c| Some((c, group::Request::parse(&header)?)));
-        if let Some((coordinator, mut request)) = coordinated {
+        let Some(coordinator) = &self.shared.coordinator else {
+            return match self.shared.pending.before_mock(&header, self.id).await {
+                Some(answer) => Route::Answer(answer),
+                None => Route::Forward,
+            };
+        };
+        // One broker coordinates every group: it is the one named.
+        let at = self.shared.cluster.coordinator();
+        let (host, port) = &self.shared.advertised[at as usize - 1];
+        if let Some(answer) = group::find_coordinator(&header, at, host, *port) {
+            return Route::Answer(answer);
+        }
+        if let Some(mut request) = group::Request::parse(&header) {
+            if at != self.broker {
+                return Route::Answer(request.elsewhere());
+            }
             request.host = format!("/{}", self.peer.ip());
             // As Kafka does, the connection takes its next request only
             // once this one is answered (a JoinGroup waits for the join).
             return group::ask(coordinator, request).await.map_or(Route::Close, Route::Answer);
         }
-        match self.shared.pending.before_mock(&header, self.id).await {
-            Some(answer) => Route::Answer(answer),
-            None => Route::Forward,
-        }
+        Route::Forward
     }
 }
 

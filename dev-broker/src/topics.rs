@@ -151,6 +151,7 @@ impl CreateTopics {
         &self,
         denied: &[String],
         default_partitions: i32,
+        brokers: i32,
         mut create: impl FnMut(&str, i32) -> Result<(), (i16, String)>,
     ) -> Vec<u8> {
         let mut seen = HashSet::new();
@@ -174,12 +175,15 @@ impl CreateTopics {
                 Err((TOPIC_AUTHORIZATION_FAILED, "Authorization failed.".to_string()))
             } else if partitions < 1 {
                 Err((INVALID_PARTITIONS, "Number of partitions must be larger than 0.".to_string()))
-            } else if topic.assigned == 0 && topic.replication != -1 && topic.replication != 1 {
+            } else if topic.assigned == 0
+                && topic.replication != -1
+                && !(1..=brokers).contains(&i32::from(topic.replication))
+            {
                 Err((
                     INVALID_REPLICATION_FACTOR,
                     format!(
-                        "Replication factor {} is invalid: the dev broker is one broker (ask for 1, or -1 for the \
-                         default)",
+                        "Replication factor {} is invalid: the dev broker has {brokers} broker(s) (ask for 1 to \
+                         {brokers}, or -1 for the default)",
                         topic.replication
                     ),
                 ))
@@ -426,7 +430,7 @@ mod tests {
         for version in [0, 1, 2, 4] {
             let req = create_topics_request(&create_topics(version, &topics, false)).unwrap();
             let mut created = Vec::new();
-            let answer = req.answer(&["denied".to_string()], 5, |name, partitions| {
+            let answer = req.answer(&["denied".to_string()], 5, 1, |name, partitions| {
                 if name == "exists" {
                     return Err((36, "Topic 'exists' already exists.".into()));
                 }
@@ -452,7 +456,7 @@ mod tests {
         }
         // Messages from v1: none on success, Kafka's words otherwise.
         let req = create_topics_request(&create_topics(1, &[("ok", 1, 1, 0, 0), ("zero", 0, 1, 0, 0)], false)).unwrap();
-        let answer = read_answer(1, &req.answer(&[], 1, |_, _| Ok(())));
+        let answer = read_answer(1, &req.answer(&[], 1, 1, |_, _| Ok(())));
         assert_eq!(answer[0].2, None);
         assert_eq!(answer[1].2.as_deref(), Some("Number of partitions must be larger than 0."));
     }
@@ -460,7 +464,7 @@ mod tests {
     #[test]
     fn validate_only_checks_and_creates_nothing() {
         let req = create_topics_request(&create_topics(3, &[("ok", 1, 1, 0, 0), ("zero", 0, 1, 0, 0)], true)).unwrap();
-        let answer = req.answer(&[], 1, |name, _| panic!("created {name} while only validating"));
+        let answer = req.answer(&[], 1, 1, |name, _| panic!("created {name} while only validating"));
         let codes: Vec<i16> = read_answer(3, &answer).into_iter().map(|(_, c, _)| c).collect();
         assert_eq!(codes, [NONE, INVALID_PARTITIONS]);
     }

@@ -4,6 +4,7 @@
 pub const METADATA: i16 = 3;
 pub const OFFSET_COMMIT: i16 = 8;
 pub const OFFSET_FETCH: i16 = 9;
+pub const FIND_COORDINATOR: i16 = 10;
 pub const JOIN_GROUP: i16 = 11;
 pub const HEARTBEAT: i16 = 12;
 pub const LEAVE_GROUP: i16 = 13;
@@ -21,6 +22,7 @@ pub const API_VERSIONS_MAX: i16 = 2;
 /// Kafka's error codes, those the dev broker answers with (Kafka's
 /// `Errors.java`), in one place for every part of it.
 pub const NONE: i16 = 0;
+pub const NOT_COORDINATOR: i16 = 16;
 pub const INVALID_TOPIC: i16 = 17;
 pub const ILLEGAL_GENERATION: i16 = 22;
 pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;

@@ -29,18 +29,27 @@ mod tests;
 use std::collections::BTreeMap;
 
 use crate::wire::{
-    put_bytes, put_string, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE,
+    put_bytes, put_string, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE, NOT_COORDINATOR,
     REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
 };
-pub use request::{cap_api_versions, Body, Committed, JoinGroup, OffsetCommit, Request, SyncGroup, ADDED};
+pub use request::{
+    cap_api_versions, find_coordinator, Body, Committed, JoinGroup, OffsetCommit, Request, SyncGroup, ADDED,
+};
 
-/// A group request, with where its response goes.
-type Asked = (Request, tokio::sync::oneshot::Sender<Vec<u8>>);
+/// What the coordinator task takes.
+pub enum Message {
+    /// A group request, with where its response goes.
+    Ask(Request, tokio::sync::oneshot::Sender<Vec<u8>>),
+    /// Its broker went away (see [`Coordinator::unload`]).
+    Unload,
+    /// Its groups loaded on a broker (see [`Coordinator::load`]).
+    Load,
+}
 
 /// Where the forwarder sends group requests: to the one coordinator task
-/// ([`spawn`]) that holds every group, whichever connection (or, later,
-/// whichever broker) they came in on.
-pub type CoordinatorTx = tokio::sync::mpsc::UnboundedSender<Asked>;
+/// ([`spawn`]) that holds every group, whichever connection and broker they
+/// came in on (the forwarder answers NOT_COORDINATOR on the others).
+pub type CoordinatorTx = tokio::sync::mpsc::UnboundedSender<Message>;
 
 /// Starts the coordinator task; it runs until every sender is gone.
 pub fn spawn(initial_delay: std::time::Duration) -> CoordinatorTx {
@@ -53,26 +62,42 @@ pub fn spawn(initial_delay: std::time::Duration) -> CoordinatorTx {
 /// coordinator is gone.
 pub async fn ask(coordinator: &CoordinatorTx, request: Request) -> Option<Vec<u8>> {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    coordinator.send((request, tx)).ok()?;
+    coordinator.send(Message::Ask(request, tx)).ok()?;
     rx.await.ok()
 }
 
 /// Runs the Kafka-timed group coordinator: requests in, responses out as
-/// they fall due, and its timer (joins that time out, sessions that end).
-async fn coordinate(mut requests: tokio::sync::mpsc::UnboundedReceiver<Asked>, initial_delay: std::time::Duration) {
+/// they fall due, and its timer (joins that time out, sessions that end),
+/// which stands still while no broker has its groups loaded.
+async fn coordinate(mut requests: tokio::sync::mpsc::UnboundedReceiver<Message>, initial_delay: std::time::Duration) {
     let start = tokio::time::Instant::now();
     let now = || start.elapsed().as_millis() as u64;
     let mut core = Coordinator::new(initial_delay.as_millis() as u64);
     let mut waiting = std::collections::HashMap::new();
+    let mut loaded = true;
     for id in 0u64.. {
-        let due = core.next_deadline().map(|at| start + std::time::Duration::from_millis(at));
+        let due = core.next_deadline().filter(|_| loaded).map(|at| start + std::time::Duration::from_millis(at));
         let replies = tokio::select! {
-            request = requests.recv() => {
-                let Some((request, reply)) = request else { return };
-                tracing::debug!(at_ms = now(), group = %request.group, "{:?}", request.body);
-                waiting.insert(id, reply);
-                core.handle(id, request, now())
-            }
+            message = requests.recv() => match message {
+                None => return,
+                Some(Message::Ask(request, reply)) if !loaded => {
+                    let _ = reply.send(request.error(NOT_COORDINATOR));
+                    continue;
+                }
+                Some(Message::Ask(request, reply)) => {
+                    tracing::debug!(at_ms = now(), group = %request.group, "{:?}", request.body);
+                    waiting.insert(id, reply);
+                    core.handle(id, request, now())
+                }
+                Some(Message::Unload) => {
+                    loaded = false;
+                    core.unload()
+                }
+                Some(Message::Load) => {
+                    loaded = true;
+                    core.load(now())
+                }
+            },
             _ = async { tokio::time::sleep_until(due.expect("guarded")).await }, if due.is_some() => core.tick(now()),
         };
         for Reply { to, frame } in replies {
@@ -595,6 +620,42 @@ impl Coordinator {
         for (id, g) in &self.groups {
             put_string(&mut out, Some(id));
             put_string(&mut out, Some(g.protocol_type()));
+        }
+        out
+    }
+
+    /// Its broker went away (stopped, crashed, or the coordination moved
+    /// off it): every JoinGroup and SyncGroup waiting is answered
+    /// NOT_COORDINATOR, as Kafka answers them when it unloads a group, so
+    /// that their members look the coordinator up again.
+    pub fn unload(&mut self) -> Vec<Reply> {
+        let mut out = Vec::new();
+        for m in self.groups.values_mut().flat_map(|g| g.members.values_mut()) {
+            for (to, req) in m.join.take().into_iter().chain(m.sync.take()) {
+                out.push(Reply { to, frame: req.error(NOT_COORDINATOR) });
+            }
+        }
+        out
+    }
+
+    /// Its groups loaded on a broker, as Kafka's GroupMetadataManager loads
+    /// them on a new coordinator: every member's session starts afresh (so
+    /// members survive the move), and a rebalance that was under way starts
+    /// again (Kafka loads the last generation that completed; members that
+    /// had joined a newer one rejoin).
+    pub fn load(&mut self, now: Millis) -> Vec<Reply> {
+        let mut out = self.unload();
+        for group in self.groups.values_mut() {
+            for m in group.members.values_mut() {
+                m.expires = now + m.session;
+            }
+            for until in group.pending.values_mut() {
+                *until = (*until).max(now + 1);
+            }
+            if matches!(group.state, State::Preparing { .. } | State::Completing) {
+                group.state = State::Stable;
+                group.prepare(now, self.initial_delay, &mut out);
+            }
         }
         out
     }

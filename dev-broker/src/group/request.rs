@@ -5,16 +5,17 @@
 
 use super::Millis;
 use crate::wire::{
-    put_bytes, put_string, Header, Reader, DESCRIBE_GROUPS, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, LIST_GROUPS, NONE,
-    OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP,
+    put_bytes, put_string, Header, Reader, DESCRIBE_GROUPS, FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP,
+    LIST_GROUPS, NONE, NOT_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP,
 };
 
 /// The highest version of each group API served here: the non-flexible
-/// ones (librdkafka 2.12 uses JoinGroup 5, SyncGroup 3, Heartbeat 3,
-/// LeaveGroup 1, OffsetCommit 7 and OffsetFetch 5 under this cap; kafkajs
-/// and kafka-python use LeaveGroup 3, which leaves a list of members). The
-/// ApiVersions answer is capped to these.
-const MAX_VERSION: [(i16, i16); 8] = [
+/// ones (librdkafka 2.12 uses FindCoordinator 2, JoinGroup 5, SyncGroup 3,
+/// Heartbeat 3, LeaveGroup 1, OffsetCommit 7 and OffsetFetch 5 under this
+/// cap; kafkajs and kafka-python use LeaveGroup 3, which leaves a list of
+/// members). The ApiVersions answer is capped to these.
+const MAX_VERSION: [(i16, i16); 9] = [
+    (FIND_COORDINATOR, 2),
     (JOIN_GROUP, 5),
     (HEARTBEAT, 3),
     (LEAVE_GROUP, 3),
@@ -227,6 +228,13 @@ impl Request {
         out
     }
 
+    /// What a broker that is not the group's coordinator answers:
+    /// NOT_COORDINATOR, or for ListGroups (which lists a broker's own
+    /// groups) none.
+    pub fn elsewhere(&self) -> Vec<u8> {
+        self.error(if self.body == Body::List { NONE } else { NOT_COORDINATOR })
+    }
+
     /// The answer that is only an error code (Heartbeat, LeaveGroup with
     /// no members listed, and SyncGroup with an empty assignment).
     pub(super) fn error(&self, code: i16) -> Vec<u8> {
@@ -347,6 +355,27 @@ impl Request {
         put_bytes(&mut out, assignment);
         out
     }
+}
+
+/// The answer to a FindCoordinator request (versions 0 to 2, one key):
+/// `node` at `host`:`port`, whatever the key (every group and transaction
+/// has the one coordinator). None for any other request.
+pub fn find_coordinator(header: &Header, node: i32, host: &str, port: u16) -> Option<Vec<u8>> {
+    if header.api_key != FIND_COORDINATOR || header.version > 2 {
+        return None;
+    }
+    let mut out = header.correlation.to_be_bytes().to_vec();
+    if header.version >= 1 {
+        out.extend_from_slice(&0i32.to_be_bytes()); // throttle time
+    }
+    out.extend_from_slice(&NONE.to_be_bytes());
+    if header.version >= 1 {
+        put_string(&mut out, None); // error message
+    }
+    out.extend_from_slice(&node.to_be_bytes());
+    put_string(&mut out, Some(host));
+    out.extend_from_slice(&i32::from(port).to_be_bytes());
+    Some(out)
 }
 
 /// Caps the group APIs in an ApiVersions response frame (`version` is the

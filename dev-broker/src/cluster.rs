@@ -1,0 +1,340 @@
+//! The dev broker as a cluster (`--brokers N`): which brokers are up, who
+//! leads each partition, which broker is the group coordinator, and which
+//! clients are cut off from which broker. The events that change them
+//! ([`Event`], sent through `--control`) are carried out in [`crate::control`];
+//! this module holds the state and decides, as a Kafka cluster's controller
+//! would, where a leadership goes.
+//!
+//! A model of Kafka's cluster as clients see it, not of its replication:
+//! every broker holds a replica of every partition, and every broker that is
+//! up is in sync. Leaders are spread (partition p on broker p mod N + 1),
+//! and the coordinator starts on the last broker, so that with several
+//! brokers partition 0's leader and the coordinator are apart, as on most
+//! clusters.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+/// A broker's id: 1 to N, as the mock numbers them.
+pub type BrokerId = i32;
+
+/// A change made on demand, as a cluster's own life makes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Move a partition's leadership to another broker (a preferred leader
+    /// election, or `kafka-reassign-partitions`).
+    Leader { topic: String, partition: i32, to: BrokerId },
+    /// Leave a partition without a leader (its only in-sync replica lost).
+    Offline { topic: String, partition: i32 },
+    /// Move the group coordinator (the leadership of the group's
+    /// `__consumer_offsets` partition) to another broker.
+    Coordinator { to: BrokerId },
+    /// A controlled shutdown: leaderships and the coordinator moved off
+    /// first, then connections closed and new ones refused.
+    Stop { broker: BrokerId },
+    /// A crash: connections closed at once; leaderships and the coordinator
+    /// moved only after `after` (KRaft's broker.session.timeout.ms).
+    Crash { broker: BrokerId, after: std::time::Duration },
+    /// Start a stopped or crashed broker again, as a follower.
+    Start { broker: BrokerId },
+    /// Hold every byte between a client (its client.id) and one broker, both
+    /// ways, as a network cut between them holds it (TCP delivers it after
+    /// the cut heals).
+    Cut { client: String, broker: BrokerId },
+    /// End cuts: all, or a client's, or a client's to one broker.
+    Heal { client: Option<String>, broker: Option<BrokerId> },
+    /// Say how the cluster stands.
+    Describe,
+}
+
+/// How long a crashed broker's leaderships stay with it: KRaft's
+/// broker.session.timeout.ms default.
+pub const CRASH_NOTICED_AFTER: std::time::Duration = std::time::Duration::from_secs(9);
+
+/// The control socket's grammar, one event per line.
+pub const GRAMMAR: &str = "leader TOPIC PARTITION BROKER | offline TOPIC PARTITION | coordinator BROKER | \
+                           stop BROKER | crash BROKER [DURATION] | start BROKER | cut CLIENT BROKER | \
+                           heal [CLIENT [BROKER]] | describe";
+
+impl Event {
+    /// Reads one line of the control socket's grammar ([`GRAMMAR`]).
+    pub fn parse(line: &str) -> Result<Event, String> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let broker = |w: &str| w.parse::<BrokerId>().map_err(|_| format!("{w:?} is not a broker id (1 to N)"));
+        let partition = |w: &str| w.parse::<i32>().map_err(|_| format!("{w:?} is not a partition number"));
+        Ok(match words.as_slice() {
+            ["leader", topic, p, to] => {
+                Event::Leader { topic: topic.to_string(), partition: partition(p)?, to: broker(to)? }
+            }
+            ["offline", topic, p] => Event::Offline { topic: topic.to_string(), partition: partition(p)? },
+            ["coordinator", to] => Event::Coordinator { to: broker(to)? },
+            ["stop", b] => Event::Stop { broker: broker(b)? },
+            ["crash", b] => Event::Crash { broker: broker(b)?, after: CRASH_NOTICED_AFTER },
+            ["crash", b, after] => Event::Crash {
+                broker: broker(b)?,
+                after: humantime::parse_duration(after).map_err(|e| format!("crash {b} {after}: {e}"))?,
+            },
+            ["start", b] => Event::Start { broker: broker(b)? },
+            ["cut", client, b] => Event::Cut { client: client.to_string(), broker: broker(b)? },
+            ["heal"] => Event::Heal { client: None, broker: None },
+            ["heal", client] => Event::Heal { client: Some(client.to_string()), broker: None },
+            ["heal", client, b] => Event::Heal { client: Some(client.to_string()), broker: Some(broker(b)?) },
+            ["describe"] => Event::Describe,
+            _ => return Err(format!("unknown event {line:?}; events: {GRAMMAR}")),
+        })
+    }
+}
+
+/// The cluster's state, behind one lock (events are rare; connections read
+/// it once per request).
+pub struct Cluster {
+    /// N.
+    pub size: BrokerId,
+    state: Mutex<State>,
+    /// Bumped on every change: connections held by a cut wait on it.
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// By broker id - 1.
+    up: Vec<bool>,
+    /// By broker id - 1: how many times it went down, so that a crash's
+    /// delayed moves do not outlive a restart.
+    downs: Vec<u64>,
+    /// Leaders by topic, by partition (-1: none).
+    leaders: BTreeMap<String, Vec<BrokerId>>,
+    coordinator: BrokerId,
+    /// Clients (client.id) cut from brokers.
+    cuts: BTreeSet<(String, BrokerId)>,
+}
+
+impl Cluster {
+    /// N brokers, all up, the coordinator on the last.
+    pub fn new(size: BrokerId) -> Cluster {
+        let state = State {
+            up: vec![true; size as usize],
+            downs: vec![0; size as usize],
+            coordinator: size,
+            ..State::default()
+        };
+        Cluster { size, state: Mutex::new(state), changed: tokio::sync::watch::Sender::new(0) }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Refuses an id that names no broker.
+    pub fn check(&self, broker: BrokerId) -> Result<(), String> {
+        if (1..=self.size).contains(&broker) {
+            Ok(())
+        } else {
+            Err(format!("no broker {broker}: this cluster has brokers 1 to {}", self.size))
+        }
+    }
+
+    pub fn is_up(&self, broker: BrokerId) -> bool {
+        self.state().up.get(broker as usize - 1).copied().unwrap_or(false)
+    }
+
+    /// Marks a broker down or up; returns how many times it went down.
+    pub fn set_up(&self, broker: BrokerId, up: bool) -> u64 {
+        let mut s = self.state();
+        let i = broker as usize - 1;
+        if s.up[i] && !up {
+            s.downs[i] += 1;
+        }
+        s.up[i] = up;
+        let downs = s.downs[i];
+        drop(s);
+        self.bump();
+        downs
+    }
+
+    /// How many times a broker went down (see [`Cluster::set_up`]).
+    pub fn downs(&self, broker: BrokerId) -> u64 {
+        self.state().downs[broker as usize - 1]
+    }
+
+    /// The broker that coordinates every group.
+    pub fn coordinator(&self) -> BrokerId {
+        self.state().coordinator
+    }
+
+    pub fn set_coordinator(&self, broker: BrokerId) {
+        self.state().coordinator = broker;
+        self.bump();
+    }
+
+    /// Where a new topic's partitions lead: spread over the brokers up,
+    /// partition p on broker p mod N + 1 or the next one up.
+    pub fn place(&self, topic: &str, partitions: i32) -> Vec<BrokerId> {
+        let mut s = self.state();
+        let leaders: Vec<BrokerId> = (0..partitions)
+            .map(|p| (0..self.size).map(|k| (p + k) % self.size + 1).find(|b| s.up[*b as usize - 1]).unwrap_or(-1))
+            .collect();
+        s.leaders.entry(topic.to_string()).or_insert(leaders).clone()
+    }
+
+    /// Records a partition's new leader.
+    pub fn set_leader(&self, topic: &str, partition: i32, leader: BrokerId) -> Result<(), String> {
+        let mut s = self.state();
+        let slot = s
+            .leaders
+            .get_mut(topic)
+            .and_then(|l| l.get_mut(usize::try_from(partition).ok()?))
+            .ok_or_else(|| format!("no partition {partition} of topic {topic:?} (not created yet?)"))?;
+        *slot = leader;
+        Ok(())
+    }
+
+    /// The partitions `broker` leads.
+    pub fn led_by(&self, broker: BrokerId) -> Vec<(String, i32)> {
+        let s = self.state();
+        let led = s.leaders.iter().flat_map(|(t, l)| {
+            l.iter().enumerate().filter(|(_, b)| **b == broker).map(move |(p, _)| (t.clone(), p as i32))
+        });
+        led.collect()
+    }
+
+    /// Partitions without a leader.
+    pub fn offline(&self) -> Vec<(String, i32)> {
+        self.led_by(-1)
+    }
+
+    /// Another broker that is up, to take over from `broker` (the next one
+    /// after it, round the ring); None if none is.
+    pub fn successor(&self, broker: BrokerId) -> Option<BrokerId> {
+        let s = self.state();
+        (1..self.size).map(|k| (broker - 1 + k) % self.size + 1).find(|b| s.up[*b as usize - 1])
+    }
+
+    pub fn cut(&self, client: &str, broker: BrokerId) {
+        self.state().cuts.insert((client.to_string(), broker));
+        self.bump();
+    }
+
+    /// Ends the cuts that match; returns how many.
+    pub fn heal(&self, client: Option<&str>, broker: Option<BrokerId>) -> usize {
+        let mut s = self.state();
+        let before = s.cuts.len();
+        s.cuts.retain(|(c, b)| !(client.is_none_or(|x| x == c) && broker.is_none_or(|x| x == *b)));
+        let healed = before - s.cuts.len();
+        drop(s);
+        self.bump();
+        healed
+    }
+
+    fn is_cut(&self, client: &str, broker: BrokerId) -> bool {
+        let s = self.state();
+        !s.cuts.is_empty() && s.cuts.contains(&(client.to_string(), broker))
+    }
+
+    /// Returns once `client` is not cut from `broker` (at once if it is
+    /// not): what a connection between them waits on before each request
+    /// and each response.
+    pub async fn pass(&self, client: &str, broker: BrokerId) {
+        let mut changed = self.changed.subscribe();
+        while self.is_cut(client, broker) {
+            if changed.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// How the cluster stands, on one line: "brokers 1:up 2:down 3:up;
+    /// coordinator 3; leaders t/0:1 t/1:3; cuts a@1".
+    pub fn describe(&self) -> String {
+        let s = self.state();
+        let brokers: Vec<String> =
+            s.up.iter().enumerate().map(|(i, up)| format!("{}:{}", i + 1, if *up { "up" } else { "down" })).collect();
+        let leaders: Vec<String> = s
+            .leaders
+            .iter()
+            .flat_map(|(t, l)| l.iter().enumerate().map(move |(p, b)| format!("{t}/{p}:{b}")))
+            .collect();
+        let cuts: Vec<String> = s.cuts.iter().map(|(c, b)| format!("{c}@{b}")).collect();
+        format!(
+            "brokers {}; coordinator {}; leaders {}; cuts {}",
+            brokers.join(" "),
+            s.coordinator,
+            if leaders.is_empty() { "none".into() } else { leaders.join(" ") },
+            if cuts.is_empty() { "none".into() } else { cuts.join(" ") },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_read_from_their_lines_and_mistakes_named() {
+        assert_eq!(Event::parse("leader t 0 2"), Ok(Event::Leader { topic: "t".into(), partition: 0, to: 2 }));
+        assert_eq!(Event::parse(" crash 1 "), Ok(Event::Crash { broker: 1, after: CRASH_NOTICED_AFTER }));
+        assert_eq!(
+            Event::parse("crash 1 2s"),
+            Ok(Event::Crash { broker: 1, after: std::time::Duration::from_secs(2) })
+        );
+        assert_eq!(Event::parse("heal a 3"), Ok(Event::Heal { client: Some("a".into()), broker: Some(3) }));
+        assert!(Event::parse("stop x").unwrap_err().contains("not a broker id"));
+        assert!(Event::parse("reboot 1").unwrap_err().contains("events: leader TOPIC"));
+        assert!(Event::parse("crash 1 soon").unwrap_err().contains("crash 1 soon"));
+    }
+
+    #[test]
+    fn leaders_spread_over_the_brokers_up_and_the_coordinator_starts_apart() {
+        let c = Cluster::new(3);
+        assert_eq!(c.place("t", 4), vec![1, 2, 3, 1]);
+        assert_eq!(c.coordinator(), 3);
+        c.set_up(2, false);
+        assert_eq!(c.place("u", 3), vec![1, 3, 3]);
+        assert_eq!(c.place("t", 4), vec![1, 2, 3, 1], "placed once");
+        assert_eq!(c.led_by(1), vec![("t".into(), 0), ("t".into(), 3), ("u".into(), 0)]);
+        assert_eq!(c.successor(1), Some(3));
+        assert_eq!(c.successor(3), Some(1));
+        c.set_up(1, false);
+        c.set_up(3, false);
+        assert_eq!(c.successor(3), None);
+        assert_eq!(c.place("v", 1), vec![-1]);
+        assert_eq!(c.offline(), vec![("v".into(), 0)]);
+        c.cut("a", 2);
+        assert_eq!(
+            c.describe(),
+            "brokers 1:down 2:down 3:down; coordinator 3; leaders t/0:1 t/1:2 t/2:3 t/3:1 u/0:1 u/1:3 u/2:3 v/0:-1; \
+             cuts a@2"
+        );
+    }
+
+    #[test]
+    fn a_broker_going_down_counts_once_per_down() {
+        let c = Cluster::new(1);
+        assert_eq!(c.set_up(1, false), 1);
+        assert_eq!(c.set_up(1, false), 1);
+        c.set_up(1, true);
+        assert_eq!(c.set_up(1, false), 2);
+        assert!(c.check(2).is_err() && c.check(0).is_err() && c.check(1).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_cut_holds_its_client_on_its_broker_only_until_healed() {
+        let c = std::sync::Arc::new(Cluster::new(2));
+        c.cut("a", 1);
+        c.pass("a", 2).await;
+        c.pass("b", 1).await;
+        let held = tokio::spawn({
+            let c = c.clone();
+            async move { c.pass("a", 1).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!held.is_finished());
+        assert_eq!(c.heal(Some("b"), None), 0);
+        assert_eq!(c.heal(Some("a"), Some(1)), 1);
+        held.await.unwrap();
+    }
+}

@@ -1,0 +1,246 @@
+//! Cluster events on demand (`--control PATH`): a unix socket, private to
+//! the dev broker's user, that takes one event per line ([`Event`]'s
+//! grammar) and answers one line, "ok ..." or "error ...". `neli-run
+//! dev-broker event` is its client ([`send`]); tests and the soak write to
+//! the socket directly.
+//!
+//! Each event is carried out as Kafka's controller would: a controlled stop
+//! moves leaderships and the coordinator off the broker before closing its
+//! connections; a crash closes them at once and moves what it led only once
+//! the crash is noticed (KRaft's broker.session.timeout.ms later), leaving
+//! partitions with no other replica up offline; a broker started again
+//! comes back as a follower.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tracing::{info, warn};
+
+use crate::cluster::{BrokerId, Event};
+use crate::group::Message;
+use crate::relay::Shared;
+use crate::Error;
+
+/// The control socket, removed when dropped.
+pub struct Control {
+    path: PathBuf,
+    listener: tokio::net::UnixListener,
+}
+
+impl Control {
+    /// Binds `path` (mode 0600: only this user may send events). A socket
+    /// left there by a dev broker that was killed is replaced; one that
+    /// answers is another dev broker's, and refused.
+    pub fn bind(path: &Path) -> Result<Control, Error> {
+        use std::os::unix::fs::PermissionsExt;
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(Error::Usage(format!(
+                "--control {}: another dev broker listens there (stop it, or pick another path)",
+                path.display()
+            )));
+        }
+        let _ = std::fs::remove_file(path);
+        let refused = |err: std::io::Error| Error::Usage(format!("--control {}: {err}", path.display()));
+        let listener = tokio::net::UnixListener::bind(path).map_err(refused)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(refused)?;
+        Ok(Control { path: path.to_path_buf(), listener })
+    }
+
+    /// Takes events until the dev broker stops.
+    pub async fn serve(&self, shared: Arc<Shared>) {
+        loop {
+            let Ok((stream, _)) = self.listener.accept().await else { continue };
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let (rx, mut tx) = stream.into_split();
+                let mut lines = tokio::io::BufReader::new(rx).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let answer = match Event::parse(&line) {
+                        Ok(event) => apply(&shared, event),
+                        Err(why) => Err(why),
+                    };
+                    let answer = match answer {
+                        Ok(said) => format!("ok {said}\n"),
+                        Err(why) => format!("error {why}\n"),
+                    };
+                    if tx.write_all(answer.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Sends one event (its words) to the dev broker at `path` and returns its
+/// answer: Ok with what it did, or Err with why not.
+pub fn send(path: &Path, words: &[String]) -> Result<String, Error> {
+    let mut stream = std::os::unix::net::UnixStream::connect(path).map_err(|err| {
+        Error::Usage(format!(
+            "cannot reach a dev broker at --control {}: {err} (start one with `neli-run dev-broker --control {0}`)",
+            path.display()
+        ))
+    })?;
+    writeln!(stream, "{}", words.join(" ")).map_err(|e| Error::Internal(e.to_string()))?;
+    stream.shutdown(std::net::Shutdown::Write).map_err(|e| Error::Internal(e.to_string()))?;
+    // One answer: the broker closes once it has read our end.
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).map_err(|e| Error::Internal(e.to_string()))?;
+    let answer = answer.trim_end();
+    match answer.split_once(' ') {
+        Some(("ok", said)) => Ok(said.to_string()),
+        Some(("error", why)) => Err(Error::Usage(why.to_string())),
+        _ => Err(Error::Internal(format!("the dev broker answered {answer:?}"))),
+    }
+}
+
+/// Carries out one event; says what it did, or why it cannot.
+pub fn apply(shared: &Arc<Shared>, event: Event) -> Result<String, String> {
+    let cluster = &shared.cluster;
+    let up = |b: BrokerId| -> Result<(), String> {
+        cluster.check(b)?;
+        if cluster.is_up(b) {
+            Ok(())
+        } else {
+            Err(format!("broker {b} is down (start it first)"))
+        }
+    };
+    let said = match event {
+        Event::Leader { topic, partition, to } => {
+            up(to)?;
+            lead(shared, &topic, partition, to)?;
+            format!("partition {partition} of {topic} is led by broker {to}")
+        }
+        Event::Offline { topic, partition } => {
+            lead(shared, &topic, partition, -1)?;
+            format!("partition {partition} of {topic} has no leader")
+        }
+        Event::Coordinator { to } => {
+            up(to)?;
+            coordinate(shared, to);
+            format!("broker {to} coordinates the groups")
+        }
+        Event::Stop { broker } => {
+            up(broker)?;
+            let moved = move_off(shared, broker);
+            down(shared, broker);
+            format!("broker {broker} stopped, the controlled way ({moved})")
+        }
+        Event::Crash { broker, after } => {
+            up(broker)?;
+            let downs = down(shared, broker);
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                if shared.cluster.downs(broker) == downs && !shared.cluster.is_up(broker) {
+                    let moved = move_off(&shared, broker);
+                    info!(broker, "the crash of broker {broker} noticed: {moved}");
+                }
+            });
+            let after = humantime::format_duration(after);
+            format!("broker {broker} crashed; what it led moves in {after}, unless it starts again first")
+        }
+        Event::Start { broker } => {
+            cluster.check(broker)?;
+            if cluster.is_up(broker) {
+                return Err(format!("broker {broker} is up already"));
+            }
+            // A broker that comes back holds no leadership: what it still
+            // led (a crash not yet noticed) moves first, as KRaft fences the
+            // old incarnation; partitions left offline come back with it.
+            let moved = move_off(shared, broker);
+            shared.mock.set_up(broker, true);
+            cluster.set_up(broker, true);
+            for (topic, partition) in cluster.offline() {
+                let _ = lead(shared, &topic, partition, broker);
+            }
+            if cluster.coordinator() == broker {
+                // Nobody else could take the groups: they load here again.
+                coordinate(shared, broker);
+            }
+            format!("broker {broker} started ({moved})")
+        }
+        Event::Cut { client, broker } => {
+            cluster.check(broker)?;
+            cluster.cut(&client, broker);
+            format!("{client} is cut off from broker {broker}")
+        }
+        Event::Heal { client, broker } => {
+            let healed = cluster.heal(client.as_deref(), broker);
+            format!("{healed} cut(s) healed")
+        }
+        Event::Describe => cluster.describe(),
+    };
+    info!("cluster event: {said}");
+    Ok(said)
+}
+
+/// Makes `leader` lead a partition (-1: nobody), in the mock and in the
+/// cluster's record.
+fn lead(shared: &Shared, topic: &str, partition: i32, leader: BrokerId) -> Result<(), String> {
+    shared.cluster.set_leader(topic, partition, leader)?;
+    shared.mock.set_leader(topic, partition, Some(leader).filter(|l| *l > 0))
+}
+
+/// Moves the group coordination to `to`: the groups unload where they were
+/// and load there (sessions start afresh), and FindCoordinator names it.
+fn coordinate(shared: &Shared, to: BrokerId) {
+    shared.cluster.set_coordinator(to);
+    if let Some(tx) = &shared.coordinator {
+        let _ = tx.send(Message::Unload);
+        let _ = tx.send(Message::Load);
+    }
+}
+
+/// Moves every leadership and the coordination off `broker` to the next
+/// broker up; what has nowhere to go goes offline (a partition) or unloads
+/// (the groups). Says what moved.
+fn move_off(shared: &Shared, broker: BrokerId) -> String {
+    let cluster = &shared.cluster;
+    let to = cluster.successor(broker);
+    let led = cluster.led_by(broker);
+    for (topic, partition) in &led {
+        if let Err(err) = lead(shared, topic, *partition, to.unwrap_or(-1)) {
+            warn!(topic, partition, %err, "cannot move a partition's leadership");
+        }
+    }
+    let coordinated = cluster.coordinator() == broker;
+    if coordinated {
+        match to {
+            Some(to) => coordinate(shared, to),
+            None => {
+                if let Some(tx) = &shared.coordinator {
+                    let _ = tx.send(Message::Unload);
+                }
+            }
+        }
+    }
+    let target = to.map_or_else(|| "no other broker is up: offline".to_string(), |b| format!("to broker {b}"));
+    match (led.len(), coordinated) {
+        (0, false) => "it led nothing".to_string(),
+        (n, false) => format!("{n} leadership(s) moved {target}"),
+        (n, true) => format!("{n} leadership(s) and the group coordinator moved {target}"),
+    }
+}
+
+/// Takes a broker down: its connections closed, new ones refused, its
+/// groups unloaded if it coordinates them. Returns how many times it went
+/// down.
+pub fn down(shared: &Shared, broker: BrokerId) -> u64 {
+    let downs = shared.cluster.set_up(broker, false);
+    shared.backends[broker as usize - 1].lock().unwrap_or_else(|e| e.into_inner()).down(&shared.mock);
+    if shared.cluster.coordinator() == broker {
+        if let Some(tx) = &shared.coordinator {
+            let _ = tx.send(Message::Unload);
+        }
+    }
+    downs
+}

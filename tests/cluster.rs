@@ -1,0 +1,181 @@
+//! The Kafka cluster's own life, on a dev broker of three brokers: leaders
+//! and the coordinator moved, brokers restarted the controlled way, crashed,
+//! and a member cut off from one broker only. Partition 0 leads on broker
+//! 1 and the coordinator is broker 3 unless an event moves them.
+//!
+//! Planned events must not touch the command (same token, no stop); an
+//! unplanned one may stop it only where safety needs it, and never two
+//! commands at once.
+
+use std::time::{Duration, Instant};
+
+use crate::util::{run, wait_until, Broker, Group, Member};
+
+/// A group on a three-broker cluster, with `a` leading and `b` a standby.
+fn cluster_group(test: &str) -> (Group, Member, Member) {
+    let g = Group::on(Broker::cluster(3), test);
+    let a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(g.broker.timing.takeover(), "a leads", || g.lock_held() && g.starts().len() == 1);
+    let b = g.member("b", &[], &["sleep", "1000"]);
+    wait_until(g.broker.timing.takeover(), "b is a standby", || b.log().contains("standby"));
+    (g, a, b)
+}
+
+/// The leader's name and token once status shows a heartbeat of its
+/// written after `since` (None before).
+fn heartbeat_since(g: &Group, since: Instant) -> Option<(String, i64)> {
+    let (_, out) = run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]);
+    let json: serde_json::Value = serde_json::from_str(out.trim()).ok()?;
+    let leader = &json["leader"];
+    let age = Duration::from_millis(leader["heartbeat_age_ms"].as_u64()?);
+    let token = leader["token"].as_i64()?;
+    (since.elapsed() > age).then(|| (leader["name"].as_str().unwrap_or("").to_string(), token))
+}
+
+/// Waits until the leader has written a heartbeat after `since`, and
+/// asserts it is still `name` with `token`.
+fn still_leads(g: &Group, since: Instant, name: &str, token: i64, after: &str) {
+    let mut seen = None;
+    wait_until(g.broker.timing.takeover(), &format!("a heartbeat after {after}"), || {
+        seen = heartbeat_since(g, since);
+        seen.is_some()
+    });
+    assert_eq!(seen, Some((name.to_string(), token)), "the same leader and token after {after}");
+}
+
+/// Asserts the command ran once, without a stop, fence or revoke.
+fn never_stopped(g: &Group, leader: &Member) {
+    assert_eq!(g.starts().len(), 1, "the command started once: {:?}", g.starts());
+    assert!(g.lock_held(), "the command still runs");
+    let log = leader.log();
+    for word in ["fenced", "revoked", "child exited", "lost"] {
+        assert!(!log.contains(word), "the leader's log says {word:?}:\n{log}");
+    }
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_rolling_restart_of_every_broker_never_stops_the_command() {
+    let (g, a, _b) = cluster_group("rolling");
+    let token = g.starts()[0].1;
+    for broker in 1..=3 {
+        let said = g.broker.event(&format!("stop {broker}"));
+        assert!(said.contains("controlled"), "{said}");
+        let stopped = Instant::now();
+        still_leads(&g, stopped, "a", token, &format!("broker {broker} stopped"));
+        g.broker.event(&format!("start {broker}"));
+        still_leads(&g, Instant::now(), "a", token, &format!("broker {broker} started"));
+    }
+    // Every leadership and the coordinator moved at least once.
+    let now = g.broker.event("describe");
+    assert!(now.contains("brokers 1:up 2:up 3:up"), "{now}");
+    never_stopped(&g, &a);
+}
+
+#[test]
+fn moving_partition_0s_leader_or_the_coordinator_never_stops_the_command() {
+    let (g, a, _b) = cluster_group("moves");
+    let token = g.starts()[0].1;
+    let topic = format!("{}.neli", g.name);
+    g.broker.event(&format!("leader {topic} 0 2"));
+    still_leads(&g, Instant::now(), "a", token, "partition 0 moved to broker 2");
+    g.broker.event("coordinator 1");
+    let moved = Instant::now();
+    // Long enough after the move that a member the new coordinator did not
+    // know would have been expired and the group rebalanced.
+    let session = g.broker.timing.session;
+    wait_until(g.broker.timing.takeover(), "a heartbeat a session after the move", || {
+        heartbeat_since(&g, moved + session * 2).is_some()
+    });
+    still_leads(&g, moved, "a", token, "the coordinator moved to broker 1");
+    assert!(g.broker.event("describe").contains("coordinator 1"));
+    never_stopped(&g, &a);
+}
+
+#[test]
+fn a_crash_of_partition_0s_leader_fences_then_leads_again_once_it_moves() {
+    let (g, a, _b) = cluster_group("crash-leader");
+    let first = g.starts()[0].1;
+    // Noticed after longer than the heartbeat deadline: the leader cannot
+    // write its heartbeats meanwhile, so it must fence.
+    let notice = g.broker.timing.deadline * 3;
+    g.broker.event(&format!("crash 1 {}ms", notice.as_millis()));
+    wait_until(g.broker.timing.takeover(), "the leader fences", || a.log().contains("fenced"));
+    wait_until(g.broker.timing.takeover() + notice, "someone leads again", || g.starts().len() == 2 && g.lock_held());
+    let restart = g.starts()[1].1;
+    assert!(restart > first, "a newer token: {:?}", g.starts());
+    assert!(g.broker.event("describe").contains(&format!("{}.neli/0:2", g.name)), "partition 0 moved to broker 2");
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_crash_of_the_coordinator_undone_within_the_session_keeps_the_leader() {
+    let (g, a, _b) = cluster_group("crash-coordinator");
+    let token = g.starts()[0].1;
+    g.broker.event("crash 3");
+    // Back well within the session timeout: librdkafka keeps the members'
+    // sessions, and the coordinator loads the group with fresh ones.
+    std::thread::sleep(g.broker.timing.session / 4);
+    let said = g.broker.event("start 3");
+    assert!(said.contains("coordinator moved to broker 1"), "the restarted broker comes back a follower: {said}");
+    let back = Instant::now();
+    let session = g.broker.timing.session;
+    wait_until(g.broker.timing.takeover(), "a heartbeat a session after the restart", || {
+        heartbeat_since(&g, back + session * 2).is_some()
+    });
+    still_leads(&g, back, "a", token, "the coordinator's crash and restart");
+    never_stopped(&g, &a);
+}
+
+#[test]
+fn a_leader_cut_off_from_the_coordinator_only_hands_over_without_overlap() {
+    let (g, a, b) = cluster_group("cut-coordinator");
+    // a still writes and reads its heartbeats on broker 1, but the group
+    // coordinator on broker 3 no longer hears from it: the group expires
+    // it and gives partition 0 to b, while a's librdkafka times its own
+    // session out. a's claims on partition 0 hold b back until a's command
+    // is gone.
+    g.broker.event("cut a 3");
+    wait_until(g.broker.timing.takeover(), "b leads", || {
+        g.starts().last().is_some_and(|s| s.0 == "b") && g.lock_held()
+    });
+    assert!(a.log().contains("revoked"), "a lost partition 0 by its own session timer:\n{}", a.log());
+    assert!(b.log().contains("child started"));
+    g.broker.event("heal");
+    g.assert_no_overlap();
+}
+
+#[test]
+fn cluster_events_refused_say_why() {
+    let (code, out) = run(&["dev-broker", "event", "--control", "/nonexistent/neli.ctl", "describe"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("cannot reach a dev broker") && out.contains("--control"), "{out}");
+    let (code, out) = run(&["dev-broker", "--brokers", "0"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--brokers"), "{out}");
+
+    let broker = Broker::cluster(2);
+    for (event, why) in [
+        ("stop 3", "no broker 3"),
+        ("reboot 1", "unknown event"),
+        ("leader nope 0 1", "not created yet"),
+        ("crash 1 soon", "crash 1 soon"),
+    ] {
+        let (code, out) = run_event(&broker, event);
+        assert_eq!(code, 2, "{event}: {out}");
+        assert!(out.contains(why), "{event}: {out}");
+    }
+    broker.event("stop 2");
+    let (code, out) = run_event(&broker, "stop 2");
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("broker 2 is down"), "{out}");
+    assert!(broker.event("describe").starts_with("brokers 1:up 2:down; coordinator 1"));
+}
+
+/// `neli-run dev-broker event` against the broker's control socket.
+fn run_event(broker: &Broker, event: &str) -> (i32, String) {
+    let control = broker.control_path();
+    let mut argv = vec!["dev-broker", "event", "--control", control];
+    argv.extend(event.split_whitespace());
+    run(&argv)
+}

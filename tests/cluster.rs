@@ -109,6 +109,20 @@ fn a_crash_of_partition_0s_leader_fences_then_leads_again_once_it_moves() {
 }
 
 #[test]
+fn partition_0_without_a_leader_fences_and_the_command_returns_with_one() {
+    let (g, a, _b) = cluster_group("offline");
+    let first = g.starts()[0].1;
+    let topic = format!("{}.neli", g.name);
+    g.broker.event(&format!("offline {topic} 0"));
+    wait_until(g.broker.timing.takeover(), "the leader fences", || a.log().contains("fenced"));
+    assert!(!g.lock_held(), "no command while nobody can write heartbeats");
+    g.broker.event(&format!("leader {topic} 0 2"));
+    wait_until(g.broker.timing.takeover(), "someone leads again", || g.starts().len() == 2 && g.lock_held());
+    assert!(g.starts()[1].1 > first, "a newer token: {:?}", g.starts());
+    g.assert_no_overlap();
+}
+
+#[test]
 fn a_crash_of_the_coordinator_undone_within_the_session_keeps_the_leader() {
     let (g, a, _b) = cluster_group("crash-coordinator");
     let token = g.starts()[0].1;

@@ -124,6 +124,11 @@ pub fn apply(shared: &Arc<Shared>, event: Event) -> Result<String, String> {
             format!("partition {partition} of {topic} has no leader")
         }
         Event::Coordinator { to } => {
+            if shared.coordinator.is_none() {
+                return Err(
+                    "the coordinator moves only under --group-coordinator kafka (the mock places its own)".into()
+                );
+            }
             up(to)?;
             coordinate(shared, to);
             format!("broker {to} coordinates the groups")
@@ -157,11 +162,11 @@ pub fn apply(shared: &Arc<Shared>, event: Event) -> Result<String, String> {
             // led (a crash not yet noticed) moves first, as KRaft fences the
             // old incarnation; partitions left offline come back with it.
             let moved = move_off(shared, broker);
-            shared.mock.set_up(broker, true);
-            cluster.set_up(broker, true);
             for (topic, partition) in cluster.offline() {
                 let _ = lead(shared, &topic, partition, broker);
             }
+            shared.mock.set_up(broker, true);
+            cluster.set_up(broker, true);
             if cluster.coordinator() == broker {
                 // Nobody else could take the groups: they load here again.
                 coordinate(shared, broker);

@@ -162,7 +162,8 @@ async fn serve(
         })?);
     }
     let control = args.control.as_deref().map(control::Control::bind).transpose()?;
-    let mock = Mock::start(&advertised, &args.deny_topic, args.partitions)
+    let kafka_timed = args.group_coordinator == GroupCoordinator::Kafka;
+    let mock = Mock::start(&advertised, kafka_timed, &args.deny_topic, args.partitions)
         .map_err(|err| Error::Internal(format!("cannot start the mock cluster: {err}")))?;
     let backends = (1..=BrokerId::from(args.brokers))
         .map(|b| Backend::hide(&mock, b).map(std::sync::Mutex::new))

@@ -37,9 +37,15 @@ impl rdkafka::producer::ProducerContext for Quiet {
 /// dropped (librdkafka's `test.mock.num.brokers`).
 pub struct Mock {
     owner: BaseProducer<Quiet>,
-    /// How many brokers it has (ids 1 to N); every topic is replicated on
-    /// all of them.
+    /// How many brokers clients reach (ids 1 to N); every topic is
+    /// replicated on all of them.
     brokers: i32,
+    /// A spare broker N + 1, always down and never shown to clients
+    /// ([`crate::topics::hide_broker`]), that leads the partitions that
+    /// have no leader: the mock cannot leave one leaderless (its Metadata
+    /// answer would read a null leader and crash). None under the mock's
+    /// own coordinator, which could pick it to coordinate a group.
+    pub spare: Option<i32>,
     /// --partitions: how many partitions every topic gets, whatever its
     /// creator asked for.
     partitions: Option<i32>,
@@ -49,12 +55,18 @@ pub struct Mock {
 
 impl Mock {
     /// Creates the mock cluster: a broker for each of `advertised` (ids 1
-    /// to N, in order), with `denied` topics refused and every topic given
-    /// `partitions`.
-    pub fn start(advertised: &[(String, u16)], denied: &[String], partitions: Option<u16>) -> Result<Mock, String> {
+    /// to N, in order) and, if `spare`, a spare, with `denied` topics
+    /// refused and every topic given `partitions`.
+    pub fn start(
+        advertised: &[(String, u16)],
+        spare: bool,
+        denied: &[String],
+        partitions: Option<u16>,
+    ) -> Result<Mock, String> {
         let brokers = advertised.len() as i32;
+        let spare = spare.then_some(brokers + 1);
         let owner: BaseProducer<Quiet> = ClientConfig::new()
-            .set("test.mock.num.brokers", brokers.to_string())
+            .set("test.mock.num.brokers", spare.unwrap_or(brokers).to_string())
             .create_with_context(Quiet)
             .map_err(|e| e.to_string())?;
         let Some(cluster) = owner.client().mock_cluster() else {
@@ -81,7 +93,12 @@ impl Mock {
             info!(topic, "denying access to topic");
         }
         drop(cluster);
-        Ok(Mock { owner, brokers, partitions: partitions.map(i32::from), denied: denied.to_vec() })
+        let mock = Mock { owner, brokers, spare, partitions: partitions.map(i32::from), denied: denied.to_vec() };
+        if let Some(spare) = spare {
+            // Down for good: its listener closed, so nothing reaches it.
+            mock.set_up(spare, false);
+        }
+        Ok(mock)
     }
 
     /// rdkafka's safe handle on the mock, borrowed from its owner each
@@ -98,9 +115,12 @@ impl Mock {
         }
     }
 
-    /// Makes `leader` lead a partition (None: nobody).
+    /// Makes `leader` lead a partition (None: nobody, through the spare).
     pub fn set_leader(&self, topic: &str, partition: i32, leader: Option<i32>) -> Result<(), String> {
-        self.cluster().partition_leader(topic, partition, leader).map_err(|e| e.to_string())
+        let Some(leader) = leader.or(self.spare) else {
+            return Err("a partition can have no leader only under --group-coordinator kafka".into());
+        };
+        self.cluster().partition_leader(topic, partition, Some(leader)).map_err(|e| e.to_string())
     }
 
     /// Creates a topic with `partitions` (unless --partitions says

@@ -39,11 +39,10 @@ impl Shared {
     /// brokers up.
     pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), (i16, String)> {
         let partitions = self.mock.create_topic(topic, partitions)?;
-        if self.cluster.size > 1 {
-            for (p, leader) in (0..).zip(self.cluster.place(topic, partitions)) {
-                if let Err(err) = self.mock.set_leader(topic, p, Some(leader).filter(|l| *l > 0)) {
-                    warn!(topic, partition = p, leader, %err, "the mock did not take the partition's leader");
-                }
+        // The mock would place some on the spare broker.
+        for (p, leader) in (0..).zip(self.cluster.place(topic, partitions)) {
+            if let Err(err) = self.mock.set_leader(topic, p, Some(leader).filter(|l| *l > 0)) {
+                warn!(topic, partition = p, leader, %err, "the mock did not take the partition's leader");
             }
         }
         Ok(())
@@ -267,6 +266,9 @@ impl Edits {
         }
         if let Some(version) = correlation.and_then(|c| self.metadata.lock().expect("lock").remove(&c)) {
             frame = topics::name_controller(&frame, version).unwrap_or(frame);
+            if let Some(spare) = shared.mock.spare {
+                frame = topics::hide_broker(&frame, version, spare).unwrap_or(frame);
+            }
         }
         frame
     }

@@ -12,8 +12,8 @@
 use std::collections::HashSet;
 
 use super::wire::{
-    put_string, Header, Reader, CREATE_TOPICS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REQUEST,
-    INVALID_TOPIC, METADATA, NONE, TOPIC_AUTHORIZATION_FAILED,
+    put_string, put_uvarint, Header, Reader, CREATE_TOPICS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR,
+    INVALID_REQUEST, INVALID_TOPIC, METADATA, NONE, TOPIC_AUTHORIZATION_FAILED,
 };
 
 /// The CreateTopics versions answered here: the non-flexible ones (0 to 4;
@@ -86,6 +86,53 @@ pub fn name_controller(frame: &[u8], version: i16) -> Option<Vec<u8>> {
     }
     let mut out = frame.to_vec();
     out.get_mut(r.at..r.at + 4)?.copy_from_slice(&BROKER.to_be_bytes());
+    Some(out)
+}
+
+/// A Metadata response frame of `version` (without its length) whose broker
+/// list leaves out broker `hidden`, or None if it names no such broker or
+/// does not parse. The mock's spare broker ([`crate::mock::Mock`]) leads
+/// partitions that have no leader: clients must not learn of it, so that to
+/// them such a partition's leader is unknown, as on Kafka.
+pub fn hide_broker(frame: &[u8], version: i16, hidden: i32) -> Option<Vec<u8>> {
+    if version < 1 {
+        return None; // no rack field: not read here, and no client sends v0
+    }
+    let flexible = version >= 9;
+    let mut r = Reader { buf: frame, at: 4 }; // after the correlation id
+    if flexible {
+        r.tagged_fields()?;
+    }
+    if version >= 3 {
+        r.skip(4)?; // throttle time
+    }
+    let head = r.at;
+    let brokers = if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i32()?) };
+    let mut kept = Vec::new();
+    for _ in 0..brokers.max(0) {
+        let start = r.at;
+        let id = r.i32()?;
+        r.string_in(flexible)?; // host
+        r.skip(4)?; // port
+        r.string_in(flexible)?; // rack
+        if flexible {
+            r.tagged_fields()?;
+        }
+        if id != hidden {
+            kept.push(frame.get(start..r.at)?);
+        }
+    }
+    if kept.len() as i64 == brokers {
+        return None;
+    }
+    let mut out = frame.get(..head)?.to_vec();
+    if flexible {
+        put_uvarint(&mut out, kept.len() as u64 + 1);
+    } else {
+        out.extend_from_slice(&(kept.len() as i32).to_be_bytes());
+    }
+    kept.iter().for_each(|b| out.extend_from_slice(b));
+    out.extend_from_slice(r.rest());
     Some(out)
 }
 
@@ -331,6 +378,22 @@ mod tests {
         }
         f.extend_from_slice(&[0, 0, 0, 0]); // the topics that follow are kept
         f
+    }
+
+    #[test]
+    fn metadata_responses_hide_the_spare_broker() {
+        for version in 1..=12 {
+            let before = metadata_response(version);
+            assert_eq!(hide_broker(&before, version, 2), None, "v{version}: no broker 2 to hide");
+            let after = hide_broker(&before, version, 1).expect("parsed");
+            let head = if version >= 3 { 8 } else { 4 } + usize::from(version >= 9);
+            let (count, entry) = if version >= 9 { (1, 4 + 10 + 4 + 1 + 1) } else { (4, 4 + 11 + 4 + 2) };
+            assert_eq!(after.len(), before.len() - entry, "v{version}: one entry fewer");
+            let empty: &[u8] = if version >= 9 { &[1] } else { &[0, 0, 0, 0] };
+            assert_eq!(&after[head..head + count], empty, "v{version}: no brokers listed");
+            assert_eq!(after[head + count..], before[head + count + entry..], "v{version}: the rest kept");
+        }
+        assert_eq!(hide_broker(&metadata_response(0), 0, 1), None, "v0 is not read");
     }
 
     #[test]

@@ -649,9 +649,8 @@ impl Coordinator {
             for m in group.members.values_mut() {
                 m.expires = now + m.session;
             }
-            for until in group.pending.values_mut() {
-                *until = (*until).max(now + 1);
-            }
+            // Ids handed out but not yet joined are not in the log.
+            group.pending.clear();
             if matches!(group.state, State::Preparing { .. } | State::Completing) {
                 group.state = State::Stable;
                 group.prepare(now, self.initial_delay, &mut out);

@@ -291,3 +291,35 @@ fn describes_a_group_as_kafka_does_with_assignments_only_while_stable() {
     c.handle(7, join(&m1), 100);
     assert_eq!(described(&mut c, 100), ("PreparingRebalance".into(), "".into(), vec![vec![], vec![]]));
 }
+
+#[test]
+fn a_group_loaded_on_a_new_coordinator_keeps_its_members_with_fresh_sessions() {
+    let mut c = Coordinator::new(0);
+    let (m1, m2) = stable_pair(&mut c);
+    c.handle(7, heartbeat(G, &m1), 1000);
+    assert!(c.unload().is_empty(), "nobody was waiting");
+    // Unloaded for longer than a session: loading starts every session
+    // afresh, as Kafka's coordinator does when it loads a group.
+    assert!(c.load(9000).is_empty());
+    assert_eq!(c.next_deadline(), Some(12_000), "sessions from the load: 9000 + 3000");
+    assert_eq!(code(&c.handle(8, heartbeat(G, &m1), 9001)[0].frame), NONE, "same generation, no rebalance");
+    assert_eq!(code(&c.handle(9, heartbeat(G, &m2), 9001)[0].frame), NONE);
+}
+
+#[test]
+fn an_unload_answers_waiting_joins_not_coordinator_and_the_load_restarts_their_rebalance() {
+    let mut c = Coordinator::new(0);
+    let (m1, m2) = stable_pair(&mut c);
+    assert!(c.handle(7, join(&m1), 1000).is_empty(), "waits for m2");
+    let pending = joined(&c.handle(8, join(""), 1000)[0].frame).3;
+    let out = c.unload();
+    assert_eq!(joined(reply_to(&out, 7)).0, NOT_COORDINATOR, "m1 looks the coordinator up again");
+    assert!(c.load(2000).is_empty());
+    // The rebalance starts again: both must rejoin, and an id handed out
+    // before the load is not known to the new coordinator.
+    assert_eq!(code(&c.handle(9, heartbeat(G, &m2), 2001)[0].frame), REBALANCE_IN_PROGRESS);
+    assert_eq!(joined(&c.handle(10, join(&pending), 2001)[0].frame).0, UNKNOWN_MEMBER_ID);
+    assert!(c.handle(11, join(&m1), 2002).is_empty());
+    let out = c.handle(12, join(&m2), 2003);
+    assert_eq!(joined(reply_to(&out, 11)).1, G + 1, "a new generation once both rejoined");
+}

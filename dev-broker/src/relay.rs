@@ -71,11 +71,17 @@ where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     let edits = Edits::default();
-    let mut conn =
-        Connection { shared: &shared, peer, broker, id: shared.pending.connection(), login: Default::default() };
-    let id = conn.id;
     // Its client.id, once its first request says it: a cut holds both ways.
     let client_id = std::sync::Mutex::new(None::<String>);
+    let mut conn = Connection {
+        shared: &shared,
+        peer,
+        broker,
+        client_id: &client_id,
+        id: shared.pending.connection(),
+        login: Default::default(),
+    };
+    let id = conn.id;
     let _ = client.set_nodelay(true);
     let (client_rx, client_tx) = client.split();
     let (broker_rx, mut broker_tx) = tokio::io::split(backend);
@@ -94,10 +100,6 @@ where
                 }
                 Err(e) => return Err(e),
             };
-            if let Some(header) = Header::parse(&frame) {
-                shared.cluster.pass(&header.client_id, broker).await;
-                client_id.lock().expect("lock").get_or_insert(header.client_id);
-            }
             match conn.route(&frame, &edits).await {
                 Route::Forward => write_frame(&mut broker_tx, &frame).await?,
                 Route::Answer(answer) => respond(answer).await?,
@@ -157,6 +159,8 @@ struct Connection<'a> {
     peer: SocketAddr,
     /// The broker it reached.
     broker: BrokerId,
+    /// Its client.id, from its first request on.
+    client_id: &'a std::sync::Mutex<Option<String>>,
     /// Its number, for [`Pending`].
     id: u64,
     login: sasl::Login,
@@ -175,6 +179,11 @@ impl Connection<'_> {
     /// login, the ApiVersions fallback, and the part that serves its API.
     async fn route(&mut self, frame: &[u8], edits: &Edits) -> Route {
         let header = Header::parse(frame);
+        if let Some(header) = &header {
+            // Held while a cut lasts, as the network would hold it.
+            self.shared.cluster.pass(&header.client_id, self.broker).await;
+            self.client_id.lock().expect("lock").get_or_insert_with(|| header.client_id.clone());
+        }
         if let Some(users) = self.shared.users.as_ref().filter(|_| !self.login.done()) {
             let Some(header) = &header else { return Route::Close };
             match self.login.step(users, header) {

@@ -150,9 +150,9 @@ impl Timing {
     /// (`socket.max.fails` 1), and the next one goes out on a new one.
     ///
     /// After a network blip, a connection whose packets were dropped stays
-    /// silent until TCP retransmits, and TCP backs off (200, 400, 800,
-    /// 1600 ms ...): a blip of 3 s could keep a connection silent for 6 s,
-    /// past the heartbeat deadline. A heartbeat sent in the blip is now
+    /// silent until TCP retransmits, and TCP backs off (on a LAN 0.2, 0.6,
+    /// 1.4, 3.0, 6.2 s after the first send): a blip of 3.5 s kept every
+    /// connection silent for 6.2 s, past the heartbeat deadline. A heartbeat sent in the blip is now
     /// either through, or its connection replaced, within this timeout
     /// and librdkafka's once-a-second scan for timeouts: with the heartbeat
     /// before it one interval earlier and the margin for the reconnect and

@@ -298,6 +298,14 @@ impl Group {
         Member::spawn(name, &[], &argv, &self.dir.path().join(format!("{name}.log")), None)
     }
 
+    /// `member_untimed` behind `prefix` (e.g. `ip netns exec NS`): the
+    /// product's own timing, in a network namespace.
+    pub fn member_untimed_in(&self, prefix: Vec<String>, name: &str, command: &[&str]) -> Member {
+        let argv = ["-b", &self.broker.address, "-g", &self.name, "--name", name].map(String::from);
+        let argv: Vec<String> = argv.into_iter().chain(["--".to_string()]).chain(self.guarded(command)).collect();
+        Member::spawn(name, &prefix, &argv, &self.dir.path().join(format!("{name}.log")), None)
+    }
+
     fn guarded(&self, command: &[&str]) -> Vec<String> {
         self.detector.wrap().into_iter().chain(command.iter().map(|s| s.to_string())).collect()
     }

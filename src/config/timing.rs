@@ -39,6 +39,14 @@ const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(500);
 /// derived, and shorter than every common stop timeout (systemd's 90 s,
 /// docker's 10 s).
 const GRACE: Duration = Duration::from_secs(3);
+/// How often librdkafka looks for requests past their timeout (fixed, in
+/// rd_kafka_broker_serve): a stuck request is noticed up to this late.
+const TIMEOUT_SCAN: Duration = Duration::from_secs(1);
+/// The shortest `socket.timeout.ms` derived: librdkafka warns below
+/// `fetch.wait.max.ms` (100 ms, kafka/mod.rs) + 1 s.
+const MIN_REQUEST_TIMEOUT: Duration = Duration::from_millis(1100);
+/// The longest: librdkafka's default, never raised.
+const MAX_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// The shortest session timeout the others are derived from: below it the
 /// margin leaves no room for a heartbeat deadline.
 pub const MIN_DERIVED_SESSION: Duration = Duration::from_secs(1);
@@ -135,6 +143,27 @@ impl Timing {
         };
         timing.check(&req)?;
         Ok(timing)
+    }
+
+    /// librdkafka's `socket.timeout.ms` for both clients (unless set with
+    /// -X): a request unanswered this long takes its connection down
+    /// (`socket.max.fails` 1), and the next one goes out on a new one.
+    ///
+    /// After a network blip, a connection whose packets were dropped stays
+    /// silent until TCP retransmits, and TCP backs off (on a LAN 0.2, 0.6,
+    /// 1.4, 3.0, 6.2 s after the first send): a blip of 3.5 s kept every
+    /// connection silent for 6.2 s, past the heartbeat deadline. A heartbeat sent in the blip is now
+    /// either through, or its connection replaced, within this timeout
+    /// and librdkafka's once-a-second scan for timeouts: with the heartbeat
+    /// before it one interval earlier and the margin for the reconnect and
+    /// the read-back, `interval + this + scan + MARGIN` is the deadline, so
+    /// any blip shorter than this timeout leaves the command running.
+    /// That is 3.3 s at the default session timeout of 6 s, above the half
+    /// a session (3 s) that blips are promised. Only connections change:
+    /// the fence still fires at the deadline whatever this is.
+    pub fn request_timeout(&self) -> Duration {
+        let stuck = self.heartbeat_deadline.saturating_sub(self.heartbeat_interval + TIMEOUT_SCAN + MARGIN);
+        stuck.clamp(MIN_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT)
     }
 
     /// The safety inequalities of the module doc. Every duration is bounded
@@ -261,6 +290,7 @@ mod tests {
                 max_poll_interval: ms(12000),
             }
         );
+        assert_eq!(t.request_timeout(), ms(3300));
     }
 
     #[test]
@@ -285,6 +315,18 @@ mod tests {
                 // Room for a network blip of half the session timeout, and
                 // the retransmission that ends it.
                 assert!(t.heartbeat_deadline >= t.session_timeout / 2 + ms(300), "{t:?}");
+            }
+            // A blip that the request timeout ends leaves the heartbeats
+            // back before the deadline (when it is not the floor).
+            let stuck = t.request_timeout();
+            if stuck > MIN_REQUEST_TIMEOUT && stuck < MAX_REQUEST_TIMEOUT {
+                assert_eq!(t.heartbeat_interval + stuck + TIMEOUT_SCAN + MARGIN, t.heartbeat_deadline, "{t:?}");
+            }
+            // From the default session timeout up (to librdkafka's default,
+            // never raised): the stuck connections of a blip of half a
+            // session are replaced only after it, not while it lasts.
+            if s >= 6000 && stuck < MAX_REQUEST_TIMEOUT {
+                assert!(stuck >= t.session_timeout / 2, "{t:?}");
             }
         }
     }

@@ -103,6 +103,9 @@ pub(super) struct ReaderContext {
     pub(super) backlog: i64,
     /// Our --heartbeat-deadline: assumed for records that do not carry one.
     pub(super) deadline: Duration,
+    /// Our --heartbeat-interval: a gap of two in our own heartbeats read
+    /// back is said (`Gap`).
+    pub(super) interval: Duration,
     /// An assignment of partition 0 the consumer loop has yet to report
     /// (`ASSIGNED`, or `ASSIGNED_NEW` when it was newly added), or 0.
     pub(super) assigned: AtomicU8,

@@ -188,43 +188,16 @@ impl Kafka {
             standby: AtomicBool::new(false),
             backlog: s.backlog,
             deadline: s.timing.heartbeat_deadline,
+            interval: s.timing.heartbeat_interval,
             assigned: Default::default(),
             assigned_at: Default::default(),
         };
         let writer = WriterContext { reach: reach.clone(), recorded: Default::default() };
 
-        let ms = |d: Duration| d.as_millis().to_string();
-        let consumer_config = s.target.client_config(&[
-            ("client.id", &s.client_id),
-            ("group.id", &s.target.group),
-            ("session.timeout.ms", &ms(s.timing.session_timeout)),
-            ("heartbeat.interval.ms", &ms(s.timing.coordinator_heartbeat)),
-            ("max.poll.interval.ms", &ms(s.timing.max_poll_interval)),
-            // Sticky: a member joining never takes partition 0 from a leader.
-            ("partition.assignment.strategy", "cooperative-sticky"),
-            ("enable.auto.commit", "false"),
-            // Only if the pin in `start_near_end` fails: skip nothing.
-            ("auto.offset.reset", "earliest"),
-            ("allow.auto.create.topics", "false"),
-            ("enable.partition.eof", "false"),
-            // Brokers that do not answer a fetch when data arrives (the mock,
-            // tansu) would otherwise delay every heartbeat read-back by 500ms.
-            ("fetch.wait.max.ms", "100"),
-        ]);
         let consumer: BaseConsumer<ReaderContext> =
-            consumer_config.create_with_context(reader).map_err(|e| creation_error(e, &s.target))?;
-
-        let deadline_ms = (s.timing.heartbeat_deadline.as_millis() as u64).max(1);
-        let producer_config = s.target.client_config(&[
-            ("client.id", &s.client_id),
-            ("acks", "all"),
-            ("linger.ms", "0"),
-            // A heartbeat delivered after the deadline proves nothing.
-            ("message.timeout.ms", &deadline_ms.to_string()),
-            ("request.timeout.ms", &deadline_ms.to_string()),
-        ]);
+            consumer_config(s).create_with_context(reader).map_err(|e| creation_error(e, &s.target))?;
         let producer: Arc<BaseProducer<WriterContext>> =
-            Arc::new(producer_config.create_with_context(writer).map_err(|e| creation_error(e, &s.target))?);
+            Arc::new(producer_config(s).create_with_context(writer).map_err(|e| creation_error(e, &s.target))?);
 
         let served = producer.clone();
         let serving = Joined::spawn("neli-produce", move |stop| serve_producer(&served, stop))?;
@@ -359,6 +332,54 @@ impl Settings {
     }
 }
 
+fn ms(d: Duration) -> String {
+    d.as_millis().to_string()
+}
+
+/// The consumer's configuration: it joins the group and reads partition 0.
+/// The user's properties win (`Target::client_config`).
+fn consumer_config(s: &Settings) -> rdkafka::ClientConfig {
+    s.target.client_config(&[
+        ("client.id", &s.client_id),
+        ("group.id", &s.target.group),
+        ("session.timeout.ms", &ms(s.timing.session_timeout)),
+        ("heartbeat.interval.ms", &ms(s.timing.coordinator_heartbeat)),
+        ("max.poll.interval.ms", &ms(s.timing.max_poll_interval)),
+        // Sticky: a member joining never takes partition 0 from a leader.
+        ("partition.assignment.strategy", "cooperative-sticky"),
+        ("enable.auto.commit", "false"),
+        // Only if the pin in `start_near_end` fails: skip nothing.
+        ("auto.offset.reset", "earliest"),
+        ("allow.auto.create.topics", "false"),
+        ("enable.partition.eof", "false"),
+        // Brokers that do not answer a fetch when data arrives (the mock,
+        // tansu) would otherwise delay every heartbeat read-back by 500ms.
+        ("fetch.wait.max.ms", "100"),
+        // A fetch or a coordinator heartbeat stuck after a network blip is
+        // sent again on a new connection, not waited out while TCP backs
+        // off (Timing::request_timeout).
+        ("socket.timeout.ms", &ms(s.timing.request_timeout())),
+    ])
+}
+
+/// The producer's configuration: it writes our heartbeats. The user's
+/// properties win (`Target::client_config`).
+fn producer_config(s: &Settings) -> rdkafka::ClientConfig {
+    let deadline = ms(s.timing.heartbeat_deadline.max(Duration::from_millis(1)));
+    s.target.client_config(&[
+        ("client.id", &s.client_id),
+        ("acks", "all"),
+        ("linger.ms", "0"),
+        // A heartbeat delivered after the deadline proves nothing.
+        ("message.timeout.ms", &deadline),
+        ("request.timeout.ms", &deadline),
+        // A heartbeat stuck after a network blip is sent again on a new
+        // connection, not waited out while TCP backs off
+        // (Timing::request_timeout).
+        ("socket.timeout.ms", &ms(s.timing.request_timeout())),
+    ])
+}
+
 /// Records a new owner reads back: four times those two writers produce
 /// in a heartbeat deadline and the margin, at least 64.
 fn backlog(s: &crate::leader::Settings) -> i64 {
@@ -412,6 +433,7 @@ fn consume(
     events: &UnboundedSender<Event>,
 ) {
     let ctx = consumer.context();
+    let mut gap = Gap::default();
     while !asks.closing.load(Ordering::Relaxed) {
         if asks.rejoin.swap(false, Ordering::Relaxed) {
             // The revoke this causes goes through the barrier as any other.
@@ -429,6 +451,7 @@ fn consume(
             added => {
                 if added == ASSIGNED_NEW {
                     ctx.start_near_end(&consumer);
+                    gap = Gap::default();
                 }
                 if events.send(Event::Assigned).is_err() {
                     break;
@@ -445,7 +468,9 @@ fn consume(
                 let Some(payload) = msg.payload() else { continue };
                 let event = match (Heartbeat::decode(payload), Yield::decode(payload)) {
                     (Some(hb), _) if hb.is_from(me) => {
-                        Event::OwnHeartbeat { offset: msg.offset(), sent: BootTime::from_nanos(hb.sent_ns) }
+                        let sent = BootTime::from_nanos(hb.sent_ns);
+                        gap.own(sent, BootTime::now(), ctx);
+                        Event::OwnHeartbeat { offset: msg.offset(), sent }
                     }
                     (Some(hb), _) => {
                         Event::OtherHeartbeat(hb.as_other(msg.offset(), ctx.deadline, crate::clock::wall_ms()))
@@ -479,6 +504,30 @@ fn consume(
     }
     // Dropping closes the consumer: it leaves the group and waits for that.
     drop(consumer);
+}
+
+/// The newest of our own heartbeats read back in this tenure, to say how
+/// long a gap in them was once they are back: how close a network blip
+/// came to the fence (docs/operations.md, "Network blips").
+#[derive(Default)]
+struct Gap {
+    newest: Option<BootTime>,
+}
+
+impl Gap {
+    /// Our heartbeat sent at `sent` is read back at `now`. The age the
+    /// fence saw just before is `now` less the newest one's send time; it is
+    /// said when it spans two heartbeat intervals (rule 1 of
+    /// config/timing.rs: at least one record was missed or late).
+    fn own(&mut self, sent: BootTime, now: BootTime, ctx: &ReaderContext) {
+        if let Some(newest) = self.newest.filter(|n| *n < sent) {
+            let gap = now.since(newest);
+            if gap >= 2 * ctx.interval {
+                info!(gap = ?gap, deadline = ?ctx.deadline, "own heartbeats back after a gap");
+            }
+        }
+        self.newest = self.newest.max(Some(sent));
+    }
 }
 
 fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Event>) {
@@ -583,5 +632,26 @@ mod tests {
             let _ = left.send(());
         });
         assert!(leaving.recv_timeout(Duration::from_secs(30)).is_ok(), "leaving the group hangs in the revoke barrier");
+    }
+
+    /// Both clients replace a connection silent for the request timeout
+    /// (what lets a network blip pass: docs/operations.md, "Network
+    /// blips"), unless the user says otherwise.
+    #[test]
+    fn both_clients_replace_a_connection_stuck_after_a_blip_unless_the_user_says() {
+        let settings = |extra: &[&str]| {
+            let args = ["neli-run", "--group", "g"].iter().chain(extra).chain(&["--", "true"]);
+            let cli = crate::cli::Cli::try_parse_from(args).expect("valid arguments");
+            Settings::of(&Config::from_args(cli.run, None).expect("valid configuration"))
+        };
+        let s = settings(&[]);
+        assert_eq!(s.timing.request_timeout(), Duration::from_millis(3300));
+        for config in [consumer_config(&s), producer_config(&s)] {
+            assert_eq!(config.get("socket.timeout.ms"), Some("3300"));
+        }
+        let s = settings(&["-X", "socket.timeout.ms=20000"]);
+        for config in [consumer_config(&s), producer_config(&s)] {
+            assert_eq!(config.get("socket.timeout.ms"), Some("20000"));
+        }
     }
 }

@@ -11,6 +11,9 @@
 //! - crash: kill -9 of the holder's supervisor until the next child runs,
 //!   and the excess over the session timeout (etcd: the lease TTL);
 //! - fence: the holder's network cut until its child is dead;
+//! - blip: the holder's network cut for 1/6 to 1 session timeout, then
+//!   healed: did the command stop, and how long were its heartbeats away
+//!   (not in the default list: `--scenarios blip`);
 //! - sweep: kill -9 of the holder's neli-run until everything its command
 //!   left behind (2 and 200 setsid'd processes, one ignoring SIGTERM) is
 //!   gone: the shim's own sweep, not the lease (neli-run only);
@@ -95,7 +98,7 @@ struct Bench {
     args: Args,
     /// The groups' directories (kept if anything went wrong).
     work: PathBuf,
-    /// The fence scenario's namespace (none: no fence scenario).
+    /// The fence and blip scenarios' namespace (none: neither runs).
     ns: Option<NetNs>,
     /// How long a scenario waits for a child to start.
     within: Duration,
@@ -135,11 +138,11 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// One namespace for the fence scenario (if asked for), and the handler
+/// One namespace for the fence and blip scenarios (if asked for), and the handler
 /// that cleans up if the runner is stopped.
 fn fence_namespace(args: &Args, work: &Path) -> Option<NetNs> {
-    let ns = if args.scenarios.iter().any(|s| s == "fence") {
-        NetNs::create().map_err(|why| eprintln!("neli-bench: {why}; skipping the fence scenario")).ok()
+    let ns = if args.scenarios.iter().any(|s| s == "fence" || s == "blip") {
+        NetNs::create().map_err(|why| eprintln!("neli-bench: {why}; skipping the fence and blip scenarios")).ok()
     } else {
         None
     };

@@ -48,6 +48,9 @@ pub fn measure(bench: &Bench, c: &mut Contender, results: &mut Results) {
             fence(bench, ns, c, results);
         }
     }
+    if let (true, Some(ns)) = (run("blip"), &bench.ns) {
+        blip(bench, ns, c, results);
+    }
     // etcdctl leaves its command running when killed (the crash
     // scenario's overlap): nothing to sweep.
     if run("sweep") && !c.is_etcd() {
@@ -247,4 +250,89 @@ fn supervisor_pids(pid: Pid) -> Vec<i32> {
 /// A duration in (fractional) milliseconds, as the rows count them.
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+/// A network blip between the holder and the broker: the holder's network
+/// (it runs in the namespace, its standby outside) is cut for a fraction of
+/// the session timeout (1/6, 1/3, 1/2, 7/12, 2/3 and 1: 1, 2, 3, 3.5, 4 and
+/// 6 s at the product's default of 6 s), then healed. Per blip length: whether the command
+/// stopped (a fence, or a handover once the session is gone), the longest
+/// age of the holder's own heartbeats (what the fence compares with its
+/// deadline) and how long after the heal they came back, both from the
+/// holder's "own heartbeats back after a gap" line. Blips up to half the
+/// session timeout must never stop the command (docs/operations.md,
+/// "Network blips"). neli-run only.
+pub fn blip(bench: &Bench, ns: &neli_proof::netns::NetNs, c: &mut Contender, results: &mut Results) {
+    if c.is_etcd() {
+        return;
+    }
+    let (cname, session) = (c.name, c.session);
+    for twelfths in [2, 4, 6, 7, 8, 12] {
+        let len = session * twelfths / 12;
+        let name = format!("blip {}", humantime::format_duration(Duration::from_millis(len.as_millis() as u64)));
+        let mut stopped = 0;
+        for _ in 0..bench.args.reps {
+            let mut g = Group::new(c, &bench.work);
+            g.prefix = ns.exec_prefix();
+            g.spawn();
+            let Some(start) = g.wait_start(1, bench.within) else {
+                results.notes.push(format!("{cname}: {name}: no child in the namespace"));
+                continue;
+            };
+            g.prefix.clear();
+            g.spawn();
+            if !g.settle(bench.within, false) {
+                results.notes.push(format!("{cname}: {name}: the standby never joined"));
+                continue;
+            }
+            let log = g.dir.join("m1.log");
+            let seen = fs::metadata(&log).map_or(0, |m| m.len() as usize);
+            ns.cut();
+            std::thread::sleep(len); // the fault itself: the blip
+            ns.heal();
+            let healed = Instant::now();
+            // The first line from the cut on that says own heartbeats are back.
+            let back = || {
+                let text = fs::read_to_string(&log).unwrap_or_default();
+                let line = text.get(seen..)?.lines().find(|l| l.contains("own heartbeats back after a gap"))?;
+                gap_of(line)
+            };
+            let mut gap = None;
+            wait_for(session * 2, || {
+                gap = back();
+                gap.is_some()
+            });
+            let back_after = healed.elapsed();
+            let ran = alive(start.pid) && g.wait_start(2, Duration::ZERO).is_none();
+            stopped += usize::from(!ran);
+            results.add(&format!("{name}: command still running"), cname, f64::from(u8::from(ran)));
+            let said = match gap {
+                Some(gap) => {
+                    results.add(&format!("{name} heartbeat gap"), cname, ms(gap));
+                    results.add(&format!("{name} back after the heal"), cname, ms(back_after));
+                    format!("gap {gap:.2?}, back {back_after:.2?} after the heal")
+                }
+                None => format!("own heartbeats not back within {:?}", session * 2),
+            };
+            eprintln!("neli-bench: {cname}: {name}: command {}; {said}", if ran { "ran on" } else { "stopped" });
+        }
+        eprintln!("neli-bench: {cname}: {name}: the command stopped in {stopped} of {} runs", bench.args.reps);
+    }
+}
+
+/// The gap a "own heartbeats back after a gap" line says (`gap=3.35s`,
+/// `gap=850ms`: Rust's Debug of a Duration).
+fn gap_of(line: &str) -> Option<Duration> {
+    let value = line.split_whitespace().find_map(|w| w.strip_prefix("gap="))?;
+    let digits = value.find(|c: char| !c.is_ascii_digit() && c != '.')?;
+    let (n, unit) = value.split_at(digits);
+    let n: f64 = n.parse().ok()?;
+    let scale = match unit {
+        "s" => 1.0,
+        "ms" => 1e-3,
+        "µs" => 1e-6,
+        "ns" => 1e-9,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(n * scale))
 }

@@ -342,7 +342,7 @@ async fn connect(
     let member = Member::this_process(cfg.name.clone());
     let t = &cfg.timing;
     info!(group = %printable(&cfg.kafka.group), topic = %cfg.kafka.topic, name = %printable(&cfg.name), brokers = %cfg.kafka.brokers, "joining");
-    info!(session_timeout = ?t.session_timeout, heartbeat_deadline = ?t.heartbeat_deadline, heartbeat_interval = ?t.heartbeat_interval, grace = ?t.grace, coordinator_heartbeat = ?t.coordinator_heartbeat, "timing");
+    info!(session_timeout = ?t.session_timeout, heartbeat_deadline = ?t.heartbeat_deadline, heartbeat_interval = ?t.heartbeat_interval, grace = ?t.grace, coordinator_heartbeat = ?t.coordinator_heartbeat, socket_timeout = ?t.request_timeout(), "timing");
     let connecting = {
         let settings = crate::kafka::Settings::of(cfg);
         tokio::task::spawn_blocking(move || Kafka::connect(&settings, member, events))

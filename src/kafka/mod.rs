@@ -436,9 +436,13 @@ fn consume(
     let mut gap = Gap::default();
     while !asks.closing.load(Ordering::Relaxed) {
         if asks.rejoin.swap(false, Ordering::Relaxed) {
-            // The revoke this causes goes through the barrier as any other.
-            consumer.unsubscribe();
-            subscribe(&consumer, events);
+            if holds_partition_0(&consumer) {
+                // The revoke this causes goes through the barrier as any other.
+                consumer.unsubscribe();
+                subscribe(&consumer, events);
+            } else {
+                debug!("partition 0 is no longer ours: nothing to give back, and librdkafka rejoins by itself");
+            }
         }
         if asks.stand_aside.swap(false, Ordering::Relaxed) {
             leave_until_another_leads(&consumer, me, &asks.closing, watch);
@@ -528,6 +532,28 @@ impl Gap {
         }
         self.newest = self.newest.max(Some(sent));
     }
+}
+
+/// Whether partition 0 is still in our assignment (yes if librdkafka cannot
+/// say), i.e. whether a rejoin has anything to give back.
+///
+/// Without it a rejoin could cost the whole group a session timeout. After
+/// a freeze longer than the session, librdkafka notices on its own: it
+/// reports the assignment lost, forgets its member id and, once our
+/// callback has unassigned, sends JoinGroup with no member id. The core,
+/// seeing its own heartbeats stale, asks for a rejoin at the same moment.
+/// Unsubscribing then drops that JoinGroup's answer ("discarding outdated
+/// request", rd_kafka_cgrp_handle_JoinGroup) and the next one asks for a
+/// new id; but the coordinator keeps the id it handed out in that answer
+/// (MEMBER_ID_REQUIRED, KIP-394) as a pending member for a whole session
+/// timeout (Kafka's addPendingMemberExpiration), and ends no join phase
+/// while a pending member is out (hasAllMembersJoined). Every member's
+/// JoinGroup was parked that long, and so was a leaving leader's
+/// LeaveGroup behind its own JoinGroup on the same connection: a graceful
+/// handover took up to the session timeout (issue 28). librdkafka's lost
+/// assignment already did what the rejoin is for.
+fn holds_partition_0(consumer: &BaseConsumer<ReaderContext>) -> bool {
+    consumer.assignment().map_or(true, |a| a.find_partition(&consumer.context().reach.topic, 0).is_some())
 }
 
 fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Event>) {

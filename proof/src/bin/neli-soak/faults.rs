@@ -25,6 +25,10 @@ pub enum Fault {
     Sigterm,
     /// The leader's neli-run frozen until another leads, then thawed.
     SigstopCont,
+    /// As `SigstopCont`, then half a session later (the frozen member back
+    /// in the group) a graceful stop of the new leader: the handover timed
+    /// is that one (issue 28: it waited out what was left of a session).
+    SigtermAfterThaw,
     /// The child's whole process tree killed (the shim survives).
     ChildCrash,
     /// The leader's network cut until another leads, then healed.
@@ -56,6 +60,7 @@ impl Fault {
             Fault::Kill9 => "kill-9",
             Fault::Sigterm => "sigterm",
             Fault::SigstopCont => "sigstop-cont",
+            Fault::SigtermAfterThaw => "sigterm-after-thaw",
             Fault::ChildCrash => "child-crash",
             Fault::NetCut => "net-cut",
             Fault::NetBlip => "net-blip",
@@ -93,7 +98,7 @@ impl Soak {
         let pid = self.pid(slot);
         match fault {
             Fault::Kill9 => drop(kill(pid, Signal::SIGKILL)),
-            Fault::Sigterm => drop(kill(pid, Signal::SIGTERM)),
+            Fault::Sigterm | Fault::SigtermAfterThaw => drop(kill(pid, Signal::SIGTERM)),
             Fault::SigstopCont => drop(kill(pid, Signal::SIGSTOP)),
             Fault::ChildCrash => {
                 // Everything below the shim, daemons that left its group too.
@@ -216,16 +221,27 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
     let mut reported = 0;
     soak.fill();
     while soak.transitions() < args.transitions && !interrupted.load(Ordering::Relaxed) {
-        let Some(slot) = await_leader(soak, stall, interrupted) else {
+        let Some(mut slot) = await_leader(soak, stall, interrupted) else {
             run.stalls += 1;
             eprintln!("neli-soak: no leader for {stall:?}");
             continue;
         };
-        let before = soak.detector.starts();
-        let mode = leader_mode(soak, &before);
+        let mut before = soak.detector.starts();
+        let mut mode = leader_mode(soak, &before);
         let finishing = matches!(mode.as_str(), "finish" | "scheduled");
         let fault = if finishing && rng.pick(&[true, false]) { Fault::Finish } else { rng.pick(faults) };
         let length = fault.length(rng, soak.session);
+        if fault == Fault::SigtermAfterThaw {
+            // Its freeze first; the row is the mode of the child stopped.
+            match freeze_first(soak, slot, &before, rng, stall, interrupted) {
+                Ok((leader, starts)) => (slot, before, mode) = (leader, starts.clone(), leader_mode(soak, &starts)),
+                Err(End::Interrupted) => break,
+                Err(_) => {
+                    run.stalls += 1;
+                    continue;
+                }
+            }
+        }
         next_mode(soak, rng);
         let (leaderless, moved) = match watch(soak, &Injection { fault, slot, length, before }, rng, stall, interrupted)
         {
@@ -273,6 +289,41 @@ fn leader_mode(soak: &Soak, before: &[(String, i64)]) -> String {
         Some(_) => read_lines(&modes).last().and_then(|l| l.split(' ').nth(1).map(str::to_string)).unwrap_or_default(),
         None => mode_of(&soak.detector, token),
     }
+}
+
+/// The first half of `Fault::SigtermAfterThaw`: the leader in `slot` frozen
+/// until another leads, thawed, and left half a session to come back (the
+/// issue's 3 s at S = 6 s), while the new leader's child runs in a mode that
+/// does not end by itself (the stop must find it running). The new
+/// leader's slot and the starts so far; or a stall or the soak's stop.
+fn freeze_first(
+    soak: &mut Soak,
+    slot: usize,
+    before: &[(String, i64)],
+    rng: &mut Rng,
+    stall: Duration,
+    interrupted: &AtomicBool,
+) -> Result<(usize, Vec<(String, i64)>), End> {
+    let modes: &[&str] = if soak.schedule.is_some() { &SCHEDULED_MODES } else { &MODES };
+    let lasting: Vec<&str> = modes.iter().copied().filter(|m| !matches!(*m, "finish" | "scheduled")).collect();
+    let dir = &soak.detector.dir;
+    let _ = fs::write(dir.join("mode.new"), rng.pick(&lasting));
+    let _ = fs::rename(dir.join("mode.new"), dir.join("mode"));
+    let freeze = Injection { fault: Fault::SigstopCont, slot, length: None, before: before.to_vec() };
+    match watch(soak, &freeze, rng, stall, interrupted) {
+        End::Over { .. } => {}
+        ended => return Err(ended),
+    }
+    let back = Instant::now() + soak.session / 2;
+    while Instant::now() < back && !interrupted.load(Ordering::Relaxed) {
+        soak.fill();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let Some(leader) = await_leader(soak, stall, interrupted) else {
+        eprintln!("neli-soak: no leader for {stall:?} after a thaw");
+        return Err(End::Stalled { moved: true });
+    };
+    Ok((leader, soak.detector.starts()))
 }
 
 /// Draws how the next child will behave (renamed into place, so a child

@@ -215,6 +215,7 @@ fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
         Fault::Kill9,
         Fault::Sigterm,
         Fault::SigstopCont,
+        Fault::SigtermAfterThaw,
         Fault::ChildCrash,
         Fault::BrokenLogKill9,
         Fault::BrokenLogStop,

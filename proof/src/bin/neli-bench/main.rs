@@ -8,6 +8,8 @@
 //!   in a group quiet for a second;
 //! - graceful-after-join: the same, right after a member joined (a rolling
 //!   restart): librdkafka sends at most one JoinGroup a second;
+//! - graceful-after-freeze: the same, half a session after another member
+//!   came back from a freeze of 1.5 sessions (neli-run only);
 //! - crash: kill -9 of the holder's supervisor until the next child runs,
 //!   and the excess over the session timeout (etcd: the lease TTL);
 //! - fence: the holder's network cut until its child is dead;
@@ -72,7 +74,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "startup,graceful,graceful-after-join,crash,fence,sweep,idle,scale"
+        default_value = "startup,graceful,graceful-after-join,graceful-after-freeze,crash,fence,sweep,idle,scale"
     )]
     scenarios: Vec<String>,
     /// Contenders: dev (neli-run on the dev broker with Kafka's group

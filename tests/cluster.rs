@@ -160,6 +160,23 @@ fn a_leader_cut_off_from_the_coordinator_only_hands_over_without_overlap() {
 }
 
 #[test]
+fn a_leader_cut_off_from_partition_0s_leader_only_fences_and_a_standby_leads() {
+    let (g, a, b) = cluster_group("cut-leader");
+    // a still reaches the coordinator on broker 3, so the group keeps
+    // partition 0 with it; but it can neither write nor read its heartbeats
+    // on broker 1. Its fence stops the command, and it gives partition 0
+    // back so that b, which reaches broker 1, leads.
+    g.broker.event("cut a 1");
+    wait_until(g.broker.timing.takeover(), "a fences", || a.log().contains("fenced"));
+    wait_until(g.broker.timing.takeover() * 2, "b leads", || {
+        g.starts().last().is_some_and(|s| s.0 == "b") && g.lock_held()
+    });
+    assert!(b.log().contains("child started"));
+    g.broker.event("heal");
+    g.assert_no_overlap();
+}
+
+#[test]
 fn cluster_events_refused_say_why() {
     let (code, out) = run(&["dev-broker", "event", "--control", "/nonexistent/neli.ctl", "describe"]);
     assert_eq!(code, 2, "{out}");

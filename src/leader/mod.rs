@@ -146,6 +146,10 @@ pub struct Leader {
     /// A revoke waits in the rebalance callback until the command is gone.
     revoke_waits: bool,
     ever_led: bool,
+    /// Our last tenure gave partition 0 back without reading one of its
+    /// heartbeats back, and none has come back since: the next such tenure
+    /// stands aside instead of rejoining (see `give_back`).
+    gave_back: bool,
     /// Our current term; counts up with each new one.
     term: u64,
     /// The token our child was started with: our records claim it while
@@ -191,6 +195,7 @@ impl Leader {
             plan: Plan::Serve,
             revoke_waits: false,
             ever_led: false,
+            gave_back: false,
             term: 0,
             child_token: 0,
             spoke: false,
@@ -398,6 +403,7 @@ impl Leader {
         if now.since(sent) >= deadline {
             return; // read back too late: it proves nothing about now
         }
+        self.gave_back = false;
         match tenure.phase {
             Phase::Candidate | Phase::Fenced => {
                 say::waiting(&self.peers, tenure.start, offset, now);
@@ -639,6 +645,27 @@ impl Leader {
         }
     }
 
+    /// Gives partition 0 back after a tenure that could not confirm. The
+    /// first time, by rejoining: the fault may be the partition's (no
+    /// leader), and whoever the group gives it to, us again most likely,
+    /// confirms as soon as it is back. The second time in a row the fault
+    /// is likely ours (cut off from partition 0's leader while the
+    /// coordinator still hears us), and the sticky assignor would hand the
+    /// partition straight back to us for as long as it lasts: we stand
+    /// aside so that another member can lead. Not while the command may
+    /// still live: standing aside leaves without the revoke barrier.
+    fn give_back(&mut self) {
+        let again = std::mem::replace(&mut self.gave_back, true);
+        if again && self.child == Child::Idle && matches!(self.plan, Plan::Serve | Plan::Start(_)) {
+            warn!("partition 0 came back to us twice and we could not use it: standing aside for another member");
+            return self.stand_aside();
+        }
+        self.tenure = None;
+        self.note_role();
+        self.disclaim();
+        self.out.push(Action::Rejoin);
+    }
+
     fn stand_aside(&mut self) {
         self.plan = Plan::Serve;
         self.tenure = None;
@@ -732,10 +759,7 @@ impl Leader {
         if let Some(tenure) = self.tenure.filter(|t| !matches!(t.phase, Phase::Leader { .. })) {
             if now >= self.give_back_at(&tenure) {
                 warn!(role = ?tenure.phase, window = ?self.settings.resume_window, "no own heartbeat read back for the whole resume window; giving partition 0 back to the group");
-                self.tenure = None;
-                self.note_role();
-                self.disclaim();
-                self.out.push(Action::Rejoin);
+                self.give_back();
             }
         }
         if self.child == Child::Running && self.run_until.is_some_and(|t| now >= t) {

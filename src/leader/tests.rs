@@ -214,6 +214,37 @@ fn a_candidate_that_never_reads_its_heartbeat_back_gives_partition_0_back() {
 }
 
 #[test]
+fn a_second_tenure_in_a_row_that_cannot_confirm_stands_aside_instead_of_rejoining() {
+    // Found by tests/cluster.rs: a member cut off from partition 0's leader
+    // but not from the coordinator was given partition 0 back by the
+    // sticky assignor on every rejoin, and nobody led while the cut lasted.
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(Input::Tick, ms(3100));
+    assert_eq!(l.step(Input::Tick, ms(3200)), vec![gone(2), Rejoin], "the first time: the partition's fault, maybe");
+    l.step(Input::Revoked { lost: false }, ms(3300));
+    l.step(Input::Assigned, ms(4000));
+    l.step(Input::Tick, ms(6100));
+    assert_eq!(l.step(Input::Tick, ms(6200)), vec![gone(4), StandAside], "the second time: ours, likely");
+    assert_eq!(l.role(), Role::Standby);
+    // Our own heartbeat read back in between: the next failure rejoins.
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(Input::Tick, ms(3200));
+    l.step(Input::Assigned, ms(4000));
+    l.step(hb(40, 4000), ms(4010));
+    l.step(Input::Tick, ms(5500)); // fenced: the heartbeat at 4000 ran out
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(5510));
+    l.step(Input::Tick, ms(6100));
+    assert_eq!(l.step(Input::Tick, ms(6200)), vec![gone(4), Rejoin]);
+    // Never while the command may live: that leave holds no barrier.
+    let mut l = leading(Restart::Never);
+    l.step(Input::Tick, ms(2000)); // fenced; the killed child not reaped yet
+    l.gave_back = true;
+    assert_eq!(l.step(Input::Tick, ms(3200)), vec![says(3, None, Some(7)), Rejoin]);
+}
+
+#[test]
 fn a_revoke_while_the_child_still_stops_waits_for_it_even_without_a_tenure() {
     let mut l = leading(Restart::Never);
     l.step(Input::Tick, ms(2000)); // fenced, child being killed

@@ -473,7 +473,9 @@ fn consume(
                 let event = match (Heartbeat::decode(payload), Yield::decode(payload)) {
                     (Some(hb), _) if hb.is_from(me) => {
                         let sent = BootTime::from_nanos(hb.sent_ns);
-                        gap.own(sent, BootTime::now(), ctx);
+                        if let Some(said) = gap.own(sent, BootTime::now(), ctx.interval) {
+                            Gap::say(said, ctx);
+                        }
                         Event::OwnHeartbeat { offset: msg.offset(), sent }
                     }
                     (Some(hb), _) => {
@@ -516,21 +518,33 @@ fn consume(
 #[derive(Default)]
 struct Gap {
     newest: Option<BootTime>,
+    /// When the last of them was read back.
+    read: Option<BootTime>,
 }
 
 impl Gap {
-    /// Our heartbeat sent at `sent` is read back at `now`. The age the
-    /// fence saw just before is `now` less the newest one's send time; it is
-    /// said when it spans two heartbeat intervals (rule 1 of
-    /// config/timing.rs: at least one record was missed or late).
-    fn own(&mut self, sent: BootTime, now: BootTime, ctx: &ReaderContext) {
-        if let Some(newest) = self.newest.filter(|n| *n < sent) {
-            let gap = now.since(newest);
-            if gap >= 2 * ctx.interval {
-                info!(gap = ?gap, deadline = ?ctx.deadline, "own heartbeats back after a gap");
-            }
-        }
+    /// Our heartbeat sent at `sent` is read back at `now`, our heartbeats
+    /// being written every `interval`: the gap to say, if any. The age the
+    /// fence saw just before is `now` less the newest one's send time. Said
+    /// once a gap: the records written meanwhile, read back at once behind
+    /// the first, would each say a gap of their own.
+    fn own(&mut self, sent: BootTime, now: BootTime, interval: Duration) -> Option<Duration> {
+        let reads_paused = self.read.is_none_or(|read| now.since(read) >= interval);
+        let gap = self.newest.filter(|n| *n < sent && reads_paused).map(|newest| now.since(newest));
         self.newest = self.newest.max(Some(sent));
+        self.read = Some(now);
+        gap
+    }
+
+    /// Says `gap` when it spans two heartbeat intervals (rule 1 of
+    /// config/timing.rs: at least one record was missed or late), at debug
+    /// level from one and a half (neli-bench reads those).
+    fn say(gap: Duration, ctx: &ReaderContext) {
+        if gap >= 2 * ctx.interval {
+            info!(gap = ?gap, deadline = ?ctx.deadline, "own heartbeats back after a gap");
+        } else if gap > ctx.interval * 3 / 2 {
+            debug!(gap = ?gap, deadline = ?ctx.deadline, "own heartbeats back after a gap");
+        }
     }
 }
 
@@ -617,6 +631,33 @@ mod tests {
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
         let kafka = Kafka::connect(&Settings::of(&cfg), Member::this_process("t".into()), tx).expect("connects");
         (kafka, events)
+    }
+
+    #[test]
+    fn a_gap_in_own_heartbeats_is_said_once_when_they_are_back() {
+        let ms = |n: u64| BootTime::from_nanos(n * 1_000_000);
+        let interval = Duration::from_millis(500);
+        let mut gap = Gap::default();
+        // Steady: each one read back 10 ms after it was written.
+        for i in 0..4 {
+            let sent = ms(1_000 + i * 500);
+            assert_eq!(
+                gap.own(sent, ms(1_010 + i * 500), interval),
+                Some(Duration::from_millis(510)).filter(|_| i > 0)
+            );
+        }
+        // The newest read was sent at 2500; nothing for 3 s, then the
+        // records written meanwhile come back at once: the first says how
+        // long the fence saw no heartbeat, the rest nothing.
+        let back = ms(5_600);
+        assert_eq!(gap.own(ms(3_000), back, interval), Some(Duration::from_millis(3_100)));
+        for sent in [3_500, 4_000, 4_500, 5_000, 5_500] {
+            assert_eq!(gap.own(ms(sent), back, interval), None, "record sent at {sent} ms");
+        }
+        // Steady again: the next one's age is an interval's, said to no one.
+        assert_eq!(gap.own(ms(6_000), ms(6_110), interval), Some(Duration::from_millis(610)));
+        // A record read again (a rewind) says nothing.
+        assert_eq!(gap.own(ms(4_000), ms(6_700), interval), None);
     }
 
     /// Waits up to 30 s for the next event that `want` accepts.

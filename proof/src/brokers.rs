@@ -12,9 +12,11 @@ use nix::unistd::Pid;
 
 /// A broker process of ours.
 pub struct Broker {
-    /// What clients connect to (HOST:PORT).
+    /// What clients connect to (HOST:PORT, or every broker's, comma-separated).
     pub address: String,
     process: Child,
+    /// A dev broker's control socket, if it is a cluster that takes events.
+    control: Option<PathBuf>,
 }
 
 impl Broker {
@@ -35,6 +37,50 @@ impl Broker {
             c.args(["--group-coordinator", coordinator]);
             c
         })
+    }
+
+    /// `neli-run dev-broker --brokers n` with Kafka's group timing: a
+    /// cluster whose events ([`Broker::event`]) go through a control socket
+    /// at `control`. `address` lists every broker.
+    pub fn dev_cluster(
+        neli: &Path,
+        n: u16,
+        listen_ip: &str,
+        advertise_ip: &str,
+        log: &Path,
+        control: &Path,
+    ) -> Result<Broker, String> {
+        let mut broker = Broker::start("dev broker", listen_ip, advertise_ip, log, |listen, advertise| {
+            let mut c = Command::new(neli);
+            c.args(["dev-broker", "-v", "--listen", listen, "--advertise", advertise]);
+            c.args(["--brokers", &n.to_string()]).arg("--control").arg(control);
+            c
+        })?;
+        let (host, port) = broker.address.rsplit_once(':').expect("HOST:PORT");
+        let port: u16 = port.parse().expect("a port");
+        broker.address = (0..n).map(|i| format!("{host}:{}", port + i)).collect::<Vec<_>>().join(",");
+        broker.control = Some(control.to_path_buf());
+        Ok(broker)
+    }
+
+    /// Makes one cluster event ("stop 2", "leader TOPIC 0 3", "describe":
+    /// `neli-run dev-broker event --help`) on a [`Broker::dev_cluster`];
+    /// what the broker did, or why it refused.
+    pub fn event(&self, event: &str) -> Result<String, String> {
+        use std::io::{Read, Write};
+        let control = self.control.as_ref().ok_or("not a dev broker cluster")?;
+        let mut stream = std::os::unix::net::UnixStream::connect(control).map_err(|e| e.to_string())?;
+        writeln!(stream, "{event}").map_err(|e| e.to_string())?;
+        stream.shutdown(std::net::Shutdown::Write).map_err(|e| e.to_string())?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).map_err(|e| e.to_string())?;
+        let answer = answer.trim_end();
+        answer.strip_prefix("ok ").map(str::to_string).ok_or_else(|| format!("{event}: {answer}"))
+    }
+
+    /// Whether it is a dev broker cluster that takes events.
+    pub fn is_cluster(&self) -> bool {
+        self.control.is_some()
     }
 
     /// tansu with in-memory storage (found on PATH or in ~/.cargo/bin).
@@ -93,7 +139,7 @@ impl Broker {
                 process.try_wait().ok().flatten().is_some() || TcpStream::connect(&connect).is_ok()
             });
             if up && process.try_wait().ok().flatten().is_none() {
-                return Ok(Broker { address: advertise, process });
+                return Ok(Broker { address: advertise, process, control: None });
             }
             let _ = process.kill();
             let _ = process.wait();
@@ -117,6 +163,18 @@ impl Drop for Broker {
     }
 }
 
+/// Partition 0's leader of `topic` in a dev broker cluster's `describe`
+/// answer ("brokers 1:up 2:up; coordinator 2; leaders T/0:1; cuts none").
+pub fn leader_of(describe: &str, topic: &str) -> Option<i32> {
+    let key = format!("{topic}/0:");
+    describe.split([' ', ';']).find_map(|w| w.strip_prefix(&key)?.parse().ok())
+}
+
+/// The group coordinator in a `describe` answer.
+pub fn coordinator_of(describe: &str) -> Option<i32> {
+    describe.split("; ").find_map(|part| part.strip_prefix("coordinator ")?.parse().ok())
+}
+
 fn free_port(ip: &str) -> u16 {
     TcpListener::bind((ip, 0)).and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
 }
@@ -129,4 +187,19 @@ pub fn find(name: &str) -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
         .map(|c| c.join("bin"));
     std::env::split_paths(&path).chain(cargo).map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_answers_are_read() {
+        let d = "brokers 1:up 2:up 3:down; coordinator 3; leaders g.neli/0:2 g.neli/1:3 h.neli/0:1; cuts none";
+        assert_eq!(leader_of(d, "g.neli"), Some(2));
+        assert_eq!(leader_of(d, "h.neli"), Some(1));
+        assert_eq!(leader_of(d, "x.neli"), None);
+        assert_eq!(leader_of("brokers 1:up; coordinator 1; leaders g.neli/0:1; cuts none", "g.neli"), Some(1));
+        assert_eq!(coordinator_of(d), Some(3));
+    }
 }

@@ -62,8 +62,8 @@ impl Contender {
     }
 
     /// The command line of one candidate named `name` in `group`, up to its
-    /// command.
-    fn argv(&self, group: &str, name: &str) -> Vec<String> {
+    /// command, with `timing` (None: the contender's).
+    fn argv(&self, group: &str, name: &str, timing: Option<&[String]>) -> Vec<String> {
         match &self.etcdctl {
             Some(etcdctl) => vec![
                 etcdctl.display().to_string(),
@@ -76,7 +76,7 @@ impl Contender {
             None => {
                 let mut argv = vec![self.neli.display().to_string(), "-b".into(), self.broker.address.clone()];
                 argv.extend(["-g".into(), group.into(), "--name".into(), name.into()]);
-                argv.extend(self.timing.iter().cloned());
+                argv.extend(timing.unwrap_or(&self.timing).iter().cloned());
                 argv.push("--".into());
                 argv
             }
@@ -107,6 +107,7 @@ pub fn on_interrupt(cleanup: impl FnOnce() + Send + 'static) {
 
 /// One candidate process.
 pub struct Candidate {
+    /// Its --name, and its log's name (NAME.log).
     name: String,
     process: Child,
 }
@@ -143,13 +144,17 @@ pub struct Group<'a> {
     /// Each candidate's command, to which its name and the group's
     /// directory are appended: by default `CHILD`.
     pub child: Vec<String>,
+    /// Each candidate's timing flags instead of the contender's.
+    pub timing: Option<Vec<String>>,
+    /// Variables set for each candidate.
+    pub env: Vec<(String, String)>,
     spawned: usize,
 }
 
 /// A child start, as the child recorded it.
 #[derive(Clone, Debug)]
 pub struct Start {
-    name: String,
+    pub name: String,
     pub pid: i32,
     pub at: SystemTime,
 }
@@ -162,7 +167,27 @@ impl<'a> Group<'a> {
         let dir = work.join(&name);
         fs::create_dir_all(&dir).expect("work dir");
         let child = vec!["sh".into(), "-c".into(), CHILD.into()];
-        Group { contender, name, dir, candidates: Vec::new(), prefix: Vec::new(), child, spawned: 0 }
+        Group {
+            contender,
+            name,
+            dir,
+            candidates: Vec::new(),
+            prefix: Vec::new(),
+            child,
+            timing: None,
+            env: Vec::new(),
+            spawned: 0,
+        }
+    }
+
+    /// The group's name (its topic is NAME.neli).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The log of candidate `i`.
+    pub fn log_path(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("{}.log", self.candidates[i].name))
     }
 
     /// Starts one more candidate (its output goes to NAME.log).
@@ -171,7 +196,7 @@ impl<'a> Group<'a> {
         let name = format!("m{}", self.spawned);
         let log = fs::File::create(self.dir.join(format!("{name}.log"))).expect("log");
         let mut argv = self.prefix.clone();
-        argv.extend(self.contender.argv(&self.name, &name));
+        argv.extend(self.contender.argv(&self.name, &name, self.timing.as_deref()));
         argv.extend(self.child.iter().cloned());
         argv.extend([name.clone(), self.dir.display().to_string()]);
         let at = Instant::now();
@@ -180,6 +205,7 @@ impl<'a> Group<'a> {
         let process = die_with_runner(&mut Command::new(&argv[0]))
             .args(&argv[1..])
             .process_group(0)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
@@ -191,7 +217,7 @@ impl<'a> Group<'a> {
     }
 
     /// Every child start so far, in order.
-    fn starts(&self) -> Vec<Start> {
+    pub fn starts(&self) -> Vec<Start> {
         read_lines(&self.dir.join("starts"))
             .iter()
             .filter_map(|l| {

@@ -21,7 +21,10 @@
 //!   gone: the shim's own sweep, not the lease (neli-run only);
 //! - startup: process start until the child runs, one candidate;
 //! - idle: CPU seconds, peak RSS and PSS of a holder and of a waiter;
-//! - scale: graceful handover with 10, 50 and 200 waiters.
+//! - scale: graceful handover with 10, 50 and 200 waiters;
+//! - rolling-restart, leader-move, coordinator-move, leader-crash,
+//!   coordinator-crash: the Kafka cluster's own life, on the `cluster`
+//!   contender only (a dev broker of three brokers; see `cluster.rs`).
 //!
 //! Every child writes its own start time (CLOCK_REALTIME, ns) and pid, so
 //! latencies are measured from the child's side. A handover where the old
@@ -30,6 +33,7 @@
 //! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-bench -- [--reps 5] [--out target/bench]
 
 mod candidates;
+mod cluster;
 mod report;
 mod scenarios;
 
@@ -74,12 +78,14 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "startup,graceful,graceful-after-join,graceful-after-freeze,crash,fence,sweep,idle,scale"
+        default_value = "startup,graceful,graceful-after-join,graceful-after-freeze,crash,fence,sweep,idle,scale,\
+                         rolling-restart,leader-move,coordinator-move,leader-crash,coordinator-crash"
     )]
     scenarios: Vec<String>,
     /// Contenders: dev (neli-run on the dev broker with Kafka's group
     /// timing), dev-mock (on the dev broker with librdkafka's mock
-    /// coordinator), tansu (neli-run on tansu), etcd (etcdctl lock), base
+    /// coordinator), cluster (on a dev broker of three brokers: the only one
+    /// the cluster scenarios run on), tansu (neli-run on tansu), etcd (etcdctl lock), base
     /// (the --baseline binary on the dev broker with Kafka's timing).
     /// Missing tools are skipped with a note.
     #[arg(long, value_delimiter = ',', default_value = "dev,dev-mock,tansu,etcd")]
@@ -173,6 +179,7 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
         let log = work.join(format!("{name}-broker.log"));
         let (broker, etcdctl) = match name.as_str() {
             "dev" => (Broker::dev(neli, "kafka", listen, &ip, &log), None),
+            "cluster" => (Broker::dev_cluster(neli, 3, listen, &ip, &log, &work.join("cluster.ctl")), None),
             "dev-mock" => (Broker::dev(neli, "mock", listen, &ip, &log), None),
             "tansu" => (Broker::tansu(listen, &ip, &log), None),
             // The same dev broker (this build's) for both: only the members differ.
@@ -184,12 +191,13 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
                 Some(etcdctl) => (Broker::etcd(&work.join("etcd-data"), listen, &ip, &log), Some(etcdctl)),
                 None => (Err("etcdctl not found: apt-get install etcd-client".into()), None),
             },
-            other => (Err(format!("unknown contender {other} (dev, dev-mock, tansu, etcd, base)")), None),
+            other => (Err(format!("unknown contender {other} (dev, dev-mock, cluster, tansu, etcd, base)")), None),
         };
         match broker {
             Ok(broker) => contenders.push(Contender {
                 name: match name.as_str() {
                     "dev" => "neli-run/dev",
+                    "cluster" => "neli-run/cluster",
                     "dev-mock" => "neli-run/dev-mock",
                     "tansu" => "neli-run/tansu",
                     "base" => "baseline/dev",

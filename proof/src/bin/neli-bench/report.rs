@@ -40,7 +40,11 @@ fn unit(scenario: &str) -> &'static str {
         "s"
     } else if scenario.ends_with("rss") || scenario.ends_with("pss") {
         "MiB"
-    } else if scenario.contains("overlaps") || scenario.contains("still running") {
+    } else if scenario.contains("overlaps")
+        || scenario.contains("still running")
+        || scenario.ends_with(" stops")
+        || scenario.ends_with(" handovers")
+    {
         "count"
     } else {
         "ms"

@@ -59,6 +59,7 @@ pub fn measure(bench: &Bench, c: &mut Contender, results: &mut Results) {
     if run("sweep") && !c.is_etcd() {
         sweep(bench, c, results);
     }
+    crate::cluster::measure(bench, c, results);
     if run("idle") {
         idle(bench, c, results);
     }
@@ -251,7 +252,7 @@ fn supervisor_pids(pid: Pid) -> Vec<i32> {
 }
 
 /// A duration in (fractional) milliseconds, as the rows count them.
-fn ms(d: Duration) -> f64 {
+pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
@@ -325,7 +326,7 @@ pub fn blip(bench: &Bench, ns: &neli_proof::netns::NetNs, c: &mut Contender, res
 
 /// The gap a "own heartbeats back after a gap" line says (`gap=3.35s`,
 /// `gap=850ms`: Rust's Debug of a Duration).
-fn gap_of(line: &str) -> Option<Duration> {
+pub fn gap_of(line: &str) -> Option<Duration> {
     let value = line.split_whitespace().find_map(|w| w.strip_prefix("gap="))?;
     let digits = value.find(|c: char| !c.is_ascii_digit() && c != '.')?;
     let (n, unit) = value.split_at(digits);

@@ -48,6 +48,21 @@ pub enum Fault {
     /// until another leads, then thawed: the shim's lease must fence, and
     /// neli-run must carry on.
     BrokenLogStop,
+    /// Every broker of the cluster stopped the controlled way and started
+    /// again, one after the other (`--cluster`).
+    RollingRestart,
+    /// Partition 0's leadership moved to another broker.
+    LeaderMove,
+    /// The group coordinator moved to another broker.
+    CoordinatorMove,
+    /// A broker crashed (what it led moves after KRaft's 9 s), started
+    /// again after 0.2-4 session timeouts.
+    BrokerCrash,
+    /// Partition 0 left without a leader for 0.2-2 session timeouts.
+    PartitionOffline,
+    /// The leader cut off from the coordinator's broker only, for 0.2-2
+    /// session timeouts.
+    CoordinatorCut,
     /// No fault: a command in mode `finish` ends its wave by itself (drawn
     /// for half of those).
     Finish,
@@ -68,12 +83,38 @@ impl Fault {
             Fault::BrokerRestart => "broker-restart",
             Fault::BrokenLogKill9 => "broken-log-kill-9",
             Fault::BrokenLogStop => "broken-log-sigstop",
+            Fault::RollingRestart => "rolling-restart",
+            Fault::LeaderMove => "leader-move",
+            Fault::CoordinatorMove => "coordinator-move",
+            Fault::BrokerCrash => "broker-crash",
+            Fault::PartitionOffline => "partition-offline",
+            Fault::CoordinatorCut => "coordinator-cut",
             Fault::Finish => "none (finish)",
         }
     }
 
+    /// Whether the fault is one of the cluster's own life (`--cluster`),
+    /// made through the dev broker's control socket.
+    pub fn is_cluster_event(self) -> bool {
+        matches!(
+            self,
+            Fault::RollingRestart
+                | Fault::LeaderMove
+                | Fault::CoordinatorMove
+                | Fault::BrokerCrash
+                | Fault::PartitionOffline
+                | Fault::CoordinatorCut
+        )
+    }
+
+    /// Whether the fault itself ends the command (its tree killed, or its
+    /// run finished): a stop then is no stop of neli-run's.
+    pub fn ends_the_command(self) -> bool {
+        matches!(self, Fault::ChildCrash | Fault::Finish)
+    }
+
     /// How long a timed disruption lasts; None for faults that last until
-    /// another member leads.
+    /// another member leads (a cluster fault's length is its script's).
     fn length(self, rng: &mut Rng, session: Duration) -> Option<Duration> {
         match self {
             Fault::NetBlip => Some(rng.between(session / 5, session * 4 / 5)),
@@ -117,7 +158,14 @@ impl Soak {
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").cut(),
             Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGSTOP),
             Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR1),
-            Fault::Finish => {}
+            // Cluster events are scripted (see `watch`).
+            Fault::RollingRestart
+            | Fault::LeaderMove
+            | Fault::CoordinatorMove
+            | Fault::BrokerCrash
+            | Fault::PartitionOffline
+            | Fault::CoordinatorCut
+            | Fault::Finish => {}
         }
     }
 
@@ -179,6 +227,12 @@ pub struct Outcome {
     pub leaderless: Vec<Duration>,
     /// Injections after which another member led.
     pub handovers: usize,
+    /// Injections after which no command ran for a while.
+    pub stops: usize,
+    /// Stops after which the same member led again: nobody else needed
+    /// the command stopped (see `Fault::ends_the_command` for stops that
+    /// were the fault's own).
+    pub needless: usize,
 }
 
 /// What the fault loop saw.
@@ -199,12 +253,14 @@ struct Injection {
     length: Option<Duration>,
     /// The child starts before it (at least the leader's).
     before: Vec<(String, i64)>,
+    /// A cluster fault's events, in order of their offsets.
+    script: Vec<(Duration, String)>,
 }
 
 /// How one fault ended.
 enum End {
-    /// A child ran again, after `leaderless` without one; `moved`: another
-    /// member's child.
+    /// A child ran again, after `leaderless` without one (zero: never
+    /// stopped); `moved`: another member's child.
     Over { leaderless: Duration, moved: bool },
     /// No child ran within --stall of it (counted as leaderless that long).
     Stalled { moved: bool },
@@ -230,7 +286,9 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
         let mut mode = leader_mode(soak, &before);
         let finishing = matches!(mode.as_str(), "finish" | "scheduled");
         let fault = if finishing && rng.pick(&[true, false]) { Fault::Finish } else { rng.pick(faults) };
-        let length = fault.length(rng, soak.session);
+        let script = soak.script(fault, slot, rng);
+        let length = script.as_ref().map(|s| s.length).or_else(|| fault.length(rng, soak.session));
+        let script = script.map(|s| s.events).unwrap_or_default();
         if fault == Fault::SigtermAfterThaw {
             // Its freeze first; the row is the mode of the child stopped.
             match freeze_first(soak, slot, &before, rng, stall, interrupted) {
@@ -243,8 +301,8 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
             }
         }
         next_mode(soak, rng);
-        let (leaderless, moved) = match watch(soak, &Injection { fault, slot, length, before }, rng, stall, interrupted)
-        {
+        let injection = Injection { fault, slot, length, before, script };
+        let (leaderless, moved) = match watch(soak, &injection, rng, stall, interrupted) {
             End::Over { leaderless, moved } => (leaderless, moved),
             End::Stalled { moved } => {
                 run.stalls += 1;
@@ -254,6 +312,9 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
         };
         let outcome = run.outcomes.entry((fault, mode)).or_default();
         outcome.handovers += usize::from(moved);
+        let stopped = !leaderless.is_zero();
+        outcome.stops += usize::from(stopped || moved);
+        outcome.needless += usize::from(stopped && !moved);
         outcome.leaderless.push(leaderless);
         let done = soak.transitions();
         if done >= reported + 25 {
@@ -309,7 +370,8 @@ fn freeze_first(
     let dir = &soak.detector.dir;
     let _ = fs::write(dir.join("mode.new"), rng.pick(&lasting));
     let _ = fs::rename(dir.join("mode.new"), dir.join("mode"));
-    let freeze = Injection { fault: Fault::SigstopCont, slot, length: None, before: before.to_vec() };
+    let freeze =
+        Injection { fault: Fault::SigstopCont, slot, length: None, before: before.to_vec(), script: Vec::new() };
     match watch(soak, &freeze, rng, stall, interrupted) {
         End::Over { .. } => {}
         ended => return Err(ended),
@@ -343,12 +405,24 @@ fn watch(soak: &mut Soak, f: &Injection, rng: &mut Rng, stall: Duration, interru
     let injected = Instant::now();
     let injected_at = SystemTime::now();
     soak.strike(f.fault, f.slot, rng);
-    let (mut lost, mut ended, mut moved) = (None, false, false);
+    // Leaderless: every while no child held the lock since the strike.
+    let (mut lost, mut leaderless, mut ended, mut moved) = (None, Duration::ZERO, false, false);
+    let mut script = f.script.iter().peekable();
     loop {
         let now = Instant::now();
+        // A cluster fault's events as their time comes; the rest at once
+        // once the fault is over.
+        while let Some((_, event)) = script.next_if(|(at, _)| injected + *at <= now) {
+            soak.cluster_event(event);
+        }
         let held = soak.detector.lock_held();
-        if !held && lost.is_none() {
-            lost = Some(now);
+        match (held, lost) {
+            (false, None) => lost = Some(now),
+            (true, Some(since)) => {
+                leaderless += now - since;
+                lost = None;
+            }
+            _ => {}
         }
         let starts = soak.detector.starts();
         moved |=
@@ -373,10 +447,11 @@ fn watch(soak: &mut Soak, f: &Injection, rng: &mut Rng, stall: Duration, interru
         if !ended {
             soak.end(f.fault, f.slot);
         }
+        script.for_each(|(_, event)| soak.cluster_event(event));
         if over {
             // A fault that never cost the command (a blip shorter than
             // the deadline) left nobody leaderless.
-            return End::Over { leaderless: lost.map_or(Duration::ZERO, |l| now - l), moved };
+            return End::Over { leaderless, moved };
         }
         if stopped {
             return End::Interrupted;

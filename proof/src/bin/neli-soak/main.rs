@@ -38,6 +38,7 @@
 //!
 //! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu]
 
+mod cluster;
 mod faults;
 mod judge;
 mod members;
@@ -54,7 +55,7 @@ use clap::{Parser, ValueEnum};
 use neli_proof::brokers::Broker;
 use neli_proof::detector::Detector;
 use neli_proof::netns::NetNs;
-use neli_proof::Rng;
+use neli_proof::{timing_args, Rng};
 
 use faults::Fault;
 use members::{Slot, Soak};
@@ -87,6 +88,17 @@ struct Args {
     /// Give up waiting for a leader after one fault after this long.
     #[arg(long, default_value = "60s")]
     stall: humantime::Duration,
+    /// A dev broker of N brokers, whose own life joins the faults: rolling
+    /// restarts, leader and coordinator moves, broker crashes, partition 0
+    /// offline, the leader cut off from the coordinator. Implies
+    /// --product-timing.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=9))]
+    cluster: u16,
+    /// Give members --session-timeout alone, so that they run the timing
+    /// neli-run derives from it, as users do (by default the soak sets
+    /// every timing flag: deadline S/2, grace S/3, heartbeats every S/12).
+    #[arg(long)]
+    product_timing: bool,
     /// Members keep a schedule (--every, --missed all) instead of running
     /// the command once per wave.
     #[arg(long)]
@@ -119,14 +131,16 @@ fn main() -> ExitCode {
         }
     };
     println!(
-        "neli-soak: seed {seed}, {} candidates, broker {}, session {}, faults: {}, work dir {}",
+        "neli-soak: seed {seed}, {} candidates, broker {}{}, session {}{}, faults: {}, work dir {}",
         args.candidates,
         args.brokers.as_deref().unwrap_or(match args.broker {
             BrokerKind::Dev => "dev",
             BrokerKind::DevMock => "dev-mock",
             BrokerKind::Tansu => "tansu",
         }),
+        if args.cluster > 1 { format!(" (a cluster of {})", args.cluster) } else { String::new() },
         args.session_timeout,
+        if soak.timing.len() == 2 { " (the product's derived timing)" } else { "" },
         faults.iter().map(|f| f.name()).collect::<Vec<_>>().join(" "),
         soak.detector.dir.display()
     );
@@ -158,8 +172,14 @@ fn setup(args: &Args) -> Result<(Soak, Vec<Fault>), String> {
         None => ("127.0.0.1", "127.0.0.1".to_string()),
     };
     let log = dir.join("broker.log");
+    if args.cluster > 1 && (args.brokers.is_some() || args.broker != BrokerKind::Dev) {
+        return Err("--cluster runs on the dev broker with Kafka's timing (--broker dev), not with --brokers".into());
+    }
     let broker = match (&args.brokers, args.broker) {
         (Some(_), _) => None,
+        (None, BrokerKind::Dev) if args.cluster > 1 => {
+            Some(Broker::dev_cluster(&neli, args.cluster, listen, &advertise, &log, &dir.join("broker.ctl")))
+        }
         (None, BrokerKind::Dev) => Some(Broker::dev(&neli, "kafka", listen, &advertise, &log)),
         (None, BrokerKind::DevMock) => Some(Broker::dev(&neli, "mock", listen, &advertise, &log)),
         (None, BrokerKind::Tansu) => Some(Broker::tansu(listen, &advertise, &log)),
@@ -168,6 +188,10 @@ fn setup(args: &Args) -> Result<(Soak, Vec<Fault>), String> {
     let brokers = args.brokers.clone().unwrap_or_else(|| broker.as_ref().expect("started").address.clone());
     let faults = faults(args, slots[0].ns.is_some(), broker.is_some());
     let session: Duration = args.session_timeout.into();
+    let timing = match args.product_timing || args.cluster > 1 {
+        true => vec!["--session-timeout".to_string(), format!("{}ms", session.as_millis())],
+        false => timing_args(session),
+    };
     let soak = Soak {
         neli,
         detector,
@@ -175,6 +199,8 @@ fn setup(args: &Args) -> Result<(Soak, Vec<Fault>), String> {
         brokers,
         broker,
         session,
+        timing,
+        cluster: args.cluster,
         slots,
         started: 0,
         births: BTreeMap::new(),
@@ -231,6 +257,16 @@ fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
     // storage would be wiped by a restart, so tansu gets no restarts.
     if own_broker && args.broker != BrokerKind::Tansu {
         faults.push(Fault::BrokerRestart);
+    }
+    if own_broker && args.cluster > 1 {
+        faults.extend([
+            Fault::RollingRestart,
+            Fault::LeaderMove,
+            Fault::CoordinatorMove,
+            Fault::BrokerCrash,
+            Fault::PartitionOffline,
+            Fault::CoordinatorCut,
+        ]);
     }
     faults
 }

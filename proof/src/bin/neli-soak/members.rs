@@ -15,8 +15,8 @@ use nix::unistd::Pid;
 
 use neli_proof::brokers::Broker;
 use neli_proof::detector::Detector;
+use neli_proof::die_with_runner;
 use neli_proof::netns::NetNs;
-use neli_proof::{die_with_runner, timing_args};
 
 /// The child: what it does is chosen by the soak before each start.
 const CHILD: &str = r#"mode=$(cat "$0/mode" 2>/dev/null || echo normal)
@@ -109,6 +109,10 @@ pub struct Soak {
     pub brokers: String,
     pub broker: Option<Broker>,
     pub session: Duration,
+    /// Every member's timing flags.
+    pub timing: Vec<String>,
+    /// Brokers in the cluster (1: a single broker, no cluster faults).
+    pub cluster: u16,
     pub slots: Vec<Slot>,
     pub started: usize,
     /// When each member was started, by name.
@@ -145,7 +149,7 @@ impl Soak {
             let child = die_with_runner(&mut Command::new(&argv[0]))
                 .args(&argv[1..])
                 .args(["-b", &self.brokers, "-g", &self.group, "--name", &name])
-                .args(timing_args(self.session))
+                .args(&self.timing)
                 .args(flags)
                 .arg("--")
                 .args(self.detector.wrap())

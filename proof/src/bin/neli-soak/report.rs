@@ -27,7 +27,8 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, run: Run, verdict: &Verdict) 
     }
     println!("fencing tokens strictly increasing: {}", verdict.tokens_increase);
     println!("stalls (no child running {} after a fault; liveness): {}", args.stall, run.stalls);
-    println!("\nLeaderless: from the moment no child held the lock until one held it again.\n");
+    needless(&run.outcomes);
+    println!("\nLeaderless: how long no child held the lock after the fault struck, until the fault was over.\n");
     table(run.outcomes);
     let dir = &soak.detector.dir;
     let safe = verdict.safe();
@@ -65,17 +66,39 @@ fn schedule(c: &ScheduleCheck) {
     println!("ran to their end twice, no ending recorded (at least once): {}", c.at_least_once);
 }
 
-/// One row per fault and child mode: how often, how often another member
-/// took over, and the leaderless times.
+/// Needless stops (the command stopped, and the same member led next), by
+/// fault; stops the fault made itself (its command killed or finished)
+/// aside.
+fn needless(outcomes: &BTreeMap<(Fault, String), Outcome>) {
+    let mut by_fault: BTreeMap<&str, usize> = BTreeMap::new();
+    for ((fault, _), o) in outcomes.iter().filter(|((f, _), o)| !f.ends_the_command() && o.needless > 0) {
+        *by_fault.entry(fault.name()).or_default() += o.needless;
+    }
+    let each: Vec<String> = by_fault.iter().map(|(f, n)| format!("{f} {n}")).collect();
+    println!(
+        "needless stops (stopped, and the same member led next): {}{}",
+        by_fault.values().sum::<usize>(),
+        if each.is_empty() { String::new() } else { format!(" ({})", each.join(", ")) }
+    );
+}
+
+/// One row per fault and child mode: how often, how often the command
+/// stopped, how often another member took over, the needless stops and the
+/// leaderless times.
 fn table(outcomes: BTreeMap<(Fault, String), Outcome>) {
-    println!("| fault | child | count | new leader | leaderless p50 | p99 | max |\n|---|---|---|---|---|---|---|");
+    println!(
+        "| fault | child | count | stopped | new leader | needless | leaderless p50 | p99 | max |\n\
+         |---|---|---|---|---|---|---|---|---|"
+    );
     for ((fault, mode), mut o) in outcomes {
         o.leaderless.sort();
         let f = |d: Duration| format!("{:.2}s", d.as_secs_f64());
+        let needless = if fault.ends_the_command() { "-".to_string() } else { o.needless.to_string() };
         println!(
-            "| {} | {mode} | {} | {} | {} | {} | {} |",
+            "| {} | {mode} | {} | {} | {} | {needless} | {} | {} | {} |",
             fault.name(),
             o.leaderless.len(),
+            o.stops,
             o.handovers,
             f(percentile(&o.leaderless, 0.5)),
             f(percentile(&o.leaderless, 0.99)),

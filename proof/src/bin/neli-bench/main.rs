@@ -86,7 +86,8 @@ struct Args {
     /// timing), dev-mock (on the dev broker with librdkafka's mock
     /// coordinator), cluster (on a dev broker of three brokers: the only one
     /// the cluster scenarios run on), tansu (neli-run on tansu), etcd (etcdctl lock), base
-    /// (the --baseline binary on the dev broker with Kafka's timing).
+    /// (the --baseline binary on the dev broker with Kafka's timing),
+    /// base-cluster (the --baseline binary on a cluster).
     /// Missing tools are skipped with a note.
     #[arg(long, value_delimiter = ',', default_value = "dev,dev-mock,tansu,etcd")]
     contenders: Vec<String>,
@@ -183,15 +184,21 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
             "dev-mock" => (Broker::dev(neli, "mock", listen, &ip, &log), None),
             "tansu" => (Broker::tansu(listen, &ip, &log), None),
             // The same dev broker (this build's) for both: only the members differ.
-            "base" => match &args.baseline {
-                Some(path) if path.exists() => (Broker::dev(neli, "kafka", listen, &ip, &log), None),
+            "base" | "base-cluster" => match &args.baseline {
+                Some(path) if path.exists() && name == "base" => (Broker::dev(neli, "kafka", listen, &ip, &log), None),
+                Some(path) if path.exists() => {
+                    (Broker::dev_cluster(neli, 3, listen, &ip, &log, &work.join("base-cluster.ctl")), None)
+                }
                 _ => (Err("give the baseline binary with --baseline PATH".into()), None),
             },
             "etcd" => match find("etcdctl") {
                 Some(etcdctl) => (Broker::etcd(&work.join("etcd-data"), listen, &ip, &log), Some(etcdctl)),
                 None => (Err("etcdctl not found: apt-get install etcd-client".into()), None),
             },
-            other => (Err(format!("unknown contender {other} (dev, dev-mock, cluster, tansu, etcd, base)")), None),
+            other => {
+                let known = "dev, dev-mock, cluster, tansu, etcd, base, base-cluster";
+                (Err(format!("unknown contender {other} ({known})")), None)
+            }
         };
         match broker {
             Ok(broker) => contenders.push(Contender {
@@ -201,10 +208,11 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
                     "dev-mock" => "neli-run/dev-mock",
                     "tansu" => "neli-run/tansu",
                     "base" => "baseline/dev",
+                    "base-cluster" => "baseline/cluster",
                     _ => "etcdctl-lock",
                 },
                 neli: match name.as_str() {
-                    "base" => args.baseline.clone().expect("checked above"),
+                    "base" | "base-cluster" => args.baseline.clone().expect("checked above"),
                     _ => neli.to_path_buf(),
                 },
                 etcdctl,

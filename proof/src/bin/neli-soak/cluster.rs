@@ -4,9 +4,10 @@
 //!
 //! Planned events (a rolling restart, a leader or coordinator move) must
 //! never stop the command; unplanned ones (a crash, a partition offline, the
-//! leader cut off from the coordinator) may stop it only where safety needs
-//! it. The soak counts a stop after which the same member led again as a
-//! *needless stop*, and the report says which faults made them.
+//! leader cut off from the coordinator or from partition 0's leader) may
+//! stop it only where safety needs it. The soak counts a stop after which
+//! the same member led again as a *needless stop*, and the report says
+//! which faults made them.
 
 use std::time::Duration;
 
@@ -77,9 +78,12 @@ impl Soak {
                     vec![at(Duration::ZERO, format!("offline {topic} 0")), at(back, format!("leader {topic} 0 {to}"))];
                 (events, s)
             }
-            Fault::CoordinatorCut => {
+            Fault::CoordinatorCut | Fault::LeaderCut => {
                 let name = &self.slots[slot].member.as_ref()?.0;
-                let c = coordinator_of(&now)?;
+                let c = match fault {
+                    Fault::CoordinatorCut => coordinator_of(&now)?,
+                    _ => leader_of(&now, &topic)?,
+                };
                 let back = rng.between(s / 5, s * 2);
                 (vec![at(Duration::ZERO, format!("cut {name} {c}")), at(back, format!("heal {name} {c}"))], s)
             }

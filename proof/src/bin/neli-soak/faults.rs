@@ -63,6 +63,9 @@ pub enum Fault {
     /// The leader cut off from the coordinator's broker only, for 0.2-2
     /// session timeouts.
     CoordinatorCut,
+    /// The leader cut off from partition 0's leader broker only (the
+    /// coordinator still hears it), for 0.2-2 session timeouts.
+    LeaderCut,
     /// No fault: a command in mode `finish` ends its wave by itself (drawn
     /// for half of those).
     Finish,
@@ -89,6 +92,7 @@ impl Fault {
             Fault::BrokerCrash => "broker-crash",
             Fault::PartitionOffline => "partition-offline",
             Fault::CoordinatorCut => "coordinator-cut",
+            Fault::LeaderCut => "leader-cut",
             Fault::Finish => "none (finish)",
         }
     }
@@ -104,6 +108,7 @@ impl Fault {
                 | Fault::BrokerCrash
                 | Fault::PartitionOffline
                 | Fault::CoordinatorCut
+                | Fault::LeaderCut
         )
     }
 
@@ -165,6 +170,7 @@ impl Soak {
             | Fault::BrokerCrash
             | Fault::PartitionOffline
             | Fault::CoordinatorCut
+            | Fault::LeaderCut
             | Fault::Finish => {}
         }
     }

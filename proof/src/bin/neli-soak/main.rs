@@ -90,7 +90,8 @@ struct Args {
     stall: humantime::Duration,
     /// A dev broker of N brokers, whose own life joins the faults: rolling
     /// restarts, leader and coordinator moves, broker crashes, partition 0
-    /// offline, the leader cut off from the coordinator. Implies
+    /// offline, the leader cut off from the coordinator or from partition
+    /// 0's leader. Implies
     /// --product-timing.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=9))]
     cluster: u16,
@@ -266,6 +267,7 @@ fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
             Fault::BrokerCrash,
             Fault::PartitionOffline,
             Fault::CoordinatorCut,
+            Fault::LeaderCut,
         ]);
     }
     faults

@@ -359,7 +359,26 @@ fn consumer_config(s: &Settings) -> rdkafka::ClientConfig {
         // sent again on a new connection, not waited out while TCP backs
         // off (Timing::request_timeout).
         ("socket.timeout.ms", &ms(s.timing.request_timeout())),
+        // Partition 0's leader moved (a rolling restart): the read-back
+        // goes on at the new leader after 100 ms, not librdkafka's 500.
+        ("fetch.error.backoff.ms", "100"),
+        ("topic.metadata.refresh.interval.ms", &metadata_refresh(s)),
     ])
+}
+
+/// How often both clients ask where partition 0 is led: every heartbeat
+/// interval. librdkafka asks by itself when a broker goes down and when one
+/// answers that it no longer leads, and then every 5 minutes. That missed
+/// two moves: a crashed leader's partitions moving 9 s after the crash
+/// (KRaft's broker.session.timeout.ms), after which a leader fenced by the
+/// crash led again only once a rejoin asked, 6 s later at the default
+/// timing; and a broker gone from Metadata after a controlled stop, whose
+/// decommissioning parks partition 0 on librdkafka's internal broker until
+/// the next refresh (the heartbeat gap of a rolling restart: 1.35 s at a 1 s
+/// refresh, 0.8-0.9 s at 0.5 s). A small Metadata request per client and
+/// interval; Java clients refresh on every failed send instead.
+fn metadata_refresh(s: &Settings) -> String {
+    ms(s.timing.heartbeat_interval)
 }
 
 /// The producer's configuration: it writes our heartbeats. The user's
@@ -377,6 +396,7 @@ fn producer_config(s: &Settings) -> rdkafka::ClientConfig {
         // connection, not waited out while TCP backs off
         // (Timing::request_timeout).
         ("socket.timeout.ms", &ms(s.timing.request_timeout())),
+        ("topic.metadata.refresh.interval.ms", &metadata_refresh(s)),
     ])
 }
 
@@ -715,6 +735,8 @@ mod tests {
         assert_eq!(s.timing.request_timeout(), Duration::from_millis(3300));
         for config in [consumer_config(&s), producer_config(&s)] {
             assert_eq!(config.get("socket.timeout.ms"), Some("3300"));
+            // Where partition 0 moved is asked every heartbeat interval.
+            assert_eq!(config.get("topic.metadata.refresh.interval.ms"), Some("500"));
         }
         let s = settings(&["-X", "socket.timeout.ms=20000"]);
         for config in [consumer_config(&s), producer_config(&s)] {

@@ -18,6 +18,10 @@ use std::sync::Mutex;
 /// A broker's id: 1 to N, as the mock numbers them.
 pub type BrokerId = i32;
 
+fn no_partition(topic: &str, partition: i32) -> String {
+    format!("no partition {partition} of topic {topic:?} (not created yet?)")
+}
+
 /// A change made on demand, as a cluster's own life makes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -188,9 +192,16 @@ impl Cluster {
             .leaders
             .get_mut(topic)
             .and_then(|l| l.get_mut(usize::try_from(partition).ok()?))
-            .ok_or_else(|| format!("no partition {partition} of topic {topic:?} (not created yet?)"))?;
+            .ok_or_else(|| no_partition(topic, partition))?;
         *slot = leader;
         Ok(())
+    }
+
+    /// Whether the partition exists (else why not).
+    pub fn has_partition(&self, topic: &str, partition: i32) -> Result<(), String> {
+        let s = self.state();
+        let found = s.leaders.get(topic).is_some_and(|l| usize::try_from(partition).is_ok_and(|p| p < l.len()));
+        found.then_some(()).ok_or_else(|| no_partition(topic, partition))
     }
 
     /// The partitions `broker` leads.

@@ -188,11 +188,13 @@ pub fn apply(shared: &Arc<Shared>, event: Event) -> Result<String, String> {
     Ok(said)
 }
 
-/// Makes `leader` lead a partition (-1: nobody), in the mock and in the
-/// cluster's record.
+/// Makes `leader` lead a partition (-1: nobody), in the mock and then in
+/// the cluster's record: `describe` says a leader moved once clients see it
+/// moved (the mock takes a few hundred milliseconds for each).
 fn lead(shared: &Shared, topic: &str, partition: i32, leader: BrokerId) -> Result<(), String> {
-    shared.cluster.set_leader(topic, partition, leader)?;
-    shared.mock.set_leader(topic, partition, Some(leader).filter(|l| *l > 0))
+    shared.cluster.has_partition(topic, partition)?;
+    shared.mock.set_leader(topic, partition, Some(leader).filter(|l| *l > 0))?;
+    shared.cluster.set_leader(topic, partition, leader)
 }
 
 /// Moves the group coordination to `to`: the groups unload where they were

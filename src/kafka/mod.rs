@@ -367,16 +367,13 @@ fn consumer_config(s: &Settings) -> rdkafka::ClientConfig {
 }
 
 /// How often both clients ask where partition 0 is led: every heartbeat
-/// interval. librdkafka asks by itself when a broker goes down and when one
-/// answers that it no longer leads, and then every 5 minutes. That missed
-/// two moves: a crashed leader's partitions moving 9 s after the crash
-/// (KRaft's broker.session.timeout.ms), after which a leader fenced by the
-/// crash led again only once a rejoin asked, 6 s later at the default
-/// timing; and a broker gone from Metadata after a controlled stop, whose
-/// decommissioning parks partition 0 on librdkafka's internal broker until
-/// the next refresh (the heartbeat gap of a rolling restart: 1.35 s at a 1 s
-/// refresh, 0.8-0.9 s at 0.5 s). A small Metadata request per client and
-/// interval; Java clients refresh on every failed send instead.
+/// interval, not librdkafka's 5 minutes. librdkafka asks by itself when a
+/// broker goes down or answers that it no longer leads, but a broker that
+/// leaves Metadata after a controlled stop is decommissioned, and that
+/// parks partition 0 on librdkafka's internal broker until the next refresh
+/// (in a rolling restart, a heartbeat gap of 1.3-1.7 s at librdkafka's
+/// default, 0.8-0.9 s at 0.5 s; Java clients refresh on every failed send
+/// instead). A small Metadata request per client and interval.
 fn metadata_refresh(s: &Settings) -> String {
     ms(s.timing.heartbeat_interval)
 }

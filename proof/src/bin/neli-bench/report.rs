@@ -106,8 +106,23 @@ fn markdown(args: &Args, results: &Results, contenders: &[&str]) -> String {
     let _ = writeln!(md, "|---|---|{}{}", "---|".repeat(contenders.len()), if etcd.is_some() { "---|" } else { "" });
     let mut scenarios: Vec<&String> = results.samples.keys().map(|(s, _)| s).collect();
     scenarios.dedup();
-    let order = ["startup", "graceful", "crash", "fence", "sweep", "idle", "scale"];
-    scenarios.sort_by_key(|s| (order.iter().position(|o| s.starts_with(o)).unwrap_or(9), s.len(), s.to_string()));
+    let order = [
+        "startup",
+        "graceful",
+        "crash",
+        "fence",
+        "blip",
+        "sweep",
+        "idle",
+        "scale",
+        "rolling-restart",
+        "leader-move",
+        "coordinator-move",
+        "leader-crash",
+        "coordinator-crash",
+    ];
+    let rank = |s: &str| order.iter().position(|o| s.starts_with(o)).unwrap_or(order.len());
+    scenarios.sort_by_key(|s| (rank(s), s.len(), s.to_string()));
     scenarios.dedup();
     for s in &scenarios {
         let u = unit(s);

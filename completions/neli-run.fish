@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= acquire-timeout= metrics-addr= v/verbose q/quiet log-format= h/help V/version
+    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= acquire-timeout= metrics-addr= leader-file= v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -53,6 +53,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l starting-deadline -d 
 complete -c neli-run -n "__fish_neli_run_needs_command" -l name -d 'This member\'s name in logs and heartbeats [default: <HOSTNAME>-<PID>]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l acquire-timeout -d 'Give up (exit 75) if not leader within this time [default: wait forever]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l metrics-addr -d 'Serve /metrics (Prometheus), /livez, /readyz and /leader on this address' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l leader-file -d 'A file that exists while this member leads: written (atomically) when it starts leading, removed when it stops and when neli-run exits. Lines of key=value: token, name, group, pid, since' -r -F
 complete -c neli-run -n "__fish_neli_run_needs_command" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
 complete -c neli-run -n "__fish_neli_run_needs_command" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'

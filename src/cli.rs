@@ -637,6 +637,17 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_METRICS_ADDR", value_name = "HOST:PORT", help_heading = "Operating")]
     pub metrics_addr: Option<String>,
 
+    /// A file that exists while this member leads: written (atomically)
+    /// when it starts leading, removed when it stops and when neli-run
+    /// exits. Lines of key=value: token, name, group, pid, since.
+    ///
+    /// For scripts on the host that ask whether this member leads. Advisory:
+    /// written after the command starts and removed after it stops, and
+    /// left behind by a kill -9 (its pid= names a process that is gone; the
+    /// next start removes it). Its directory must exist.
+    #[arg(long, env = "NELI_LEADER_FILE", value_name = "PATH", help_heading = "Operating")]
+    pub leader_file: Option<std::path::PathBuf>,
+
     /// The command to run while leader, and its arguments (no shell).
     #[arg(last = true, required = true, value_name = "COMMAND", help_heading = "The command")]
     pub command: Vec<OsString>,

@@ -515,3 +515,18 @@ fn a_nonsense_broker_list_from_the_environment_is_refused_by_name() {
         assert!(out.contains("NELI_BROKERS") && out.contains("[::1]:9092"), "{brokers}: {out}");
     }
 }
+
+#[test]
+fn a_leader_file_where_none_can_be_written_is_refused_with_the_fix() {
+    let dir = std::env::temp_dir();
+    let missing = dir.join("neli-no-such-dir").join("leader");
+    let cases = [
+        (missing.to_str().unwrap().to_string(), "does not exist (create it first)"),
+        (dir.to_str().unwrap().to_string(), "is a directory; name a file in it"),
+    ];
+    for (path, why) in cases {
+        let (code, out) = run(&["-g", "g", "-b", "127.0.0.1:1", "--leader-file", &path, "--", "true"]);
+        assert_eq!(code, 2, "{path}: {out}");
+        assert!(out.contains("--leader-file") && out.contains(why), "{path}: {out}");
+    }
+}

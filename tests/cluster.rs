@@ -177,6 +177,42 @@ fn a_leader_cut_off_from_partition_0s_leader_only_fences_and_a_standby_leads() {
 }
 
 #[test]
+fn the_leader_file_exists_only_while_its_member_leads() {
+    let g = Group::on(Broker::cluster(3), "leader-file");
+    let file = |name: &str| g.dir.path().join(format!("{name}.leader"));
+    let read = |name: &str| std::fs::read_to_string(file(name)).ok();
+    let token_in = |text: &str| text.lines().find_map(|l| l.strip_prefix("token=")?.parse::<i64>().ok());
+    let member = |name: &str| {
+        let path = file(name);
+        g.member(name, &["--leader-file", path.to_str().unwrap()], &["sleep", "1000"])
+    };
+    let a = member("a");
+    wait_until(g.broker.timing.takeover(), "a's leader file", || read("a").is_some());
+    let first = g.starts()[0].1;
+    let text = read("a").unwrap();
+    assert_eq!(token_in(&text), Some(first), "the token its command runs with:\n{text}");
+    for line in ["name=a", &format!("group={}", g.name), &format!("pid={}", a.pid())] {
+        assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    }
+    let mut b = member("b");
+    wait_until(g.broker.timing.takeover(), "b is a standby", || b.log().contains("standby"));
+    assert_eq!(read("b"), None, "a standby has none");
+    // Fenced (cut off from partition 0's leader): a's file goes with its
+    // command, and b's comes with b's.
+    g.broker.event("cut a 1");
+    wait_until(g.broker.timing.takeover(), "a fences", || a.log().contains("fenced"));
+    wait_until(g.broker.timing.takeover(), "a's leader file removed", || read("a").is_none());
+    wait_until(g.broker.timing.takeover() * 2, "b's leader file", || read("b").is_some());
+    assert_eq!(token_in(&read("b").unwrap()), g.starts().last().map(|s| s.1));
+    g.broker.event("heal");
+    // A graceful stop removes it.
+    b.signal(nix::sys::signal::Signal::SIGTERM);
+    b.wait_exit(crate::util::LONG);
+    assert_eq!(read("b"), None, "removed when b exits");
+    g.assert_no_overlap();
+}
+
+#[test]
 fn cluster_events_refused_say_why() {
     let (code, out) = run(&["dev-broker", "event", "--control", "/nonexistent/neli.ctl", "describe"]);
     assert_eq!(code, 2, "{out}");

@@ -201,6 +201,8 @@ pub struct Config {
     pub program: OsString,
     pub args: Vec<OsString>,
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Where the leader file goes (`--leader-file`), its directory checked.
+    pub leader_file: Option<std::path::PathBuf>,
 }
 
 impl Config {
@@ -285,10 +287,36 @@ impl Config {
                 _ => return err(format!("--metrics-addr '{addr}': expected HOST:PORT, e.g. 0.0.0.0:9464")),
             },
         };
-        let config =
-            Config { kafka, name, timing, leader, program: program.clone(), args: rest.to_vec(), metrics_addr };
+        let leader_file = args.leader_file.map(checked_leader_file).transpose()?;
+        let config = Config {
+            kafka,
+            name,
+            timing,
+            leader,
+            program: program.clone(),
+            args: rest.to_vec(),
+            metrics_addr,
+            leader_file,
+        };
         Ok(config)
     }
+}
+
+/// A --leader-file whose directory exists (neli-run creates the file, not
+/// its directory) and that is not a directory itself.
+fn checked_leader_file(path: std::path::PathBuf) -> Result<std::path::PathBuf, Failure> {
+    let at = path.display();
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    if path.is_dir() {
+        return err(format!("--leader-file {at}: is a directory; name a file in it, e.g. {at}/leader"));
+    }
+    if !dir.is_dir() {
+        return err(format!("--leader-file {at}: directory {} does not exist (create it first)", dir.display()));
+    }
+    Ok(path)
 }
 
 /// Parses a humantime duration ("500ms", "6s", "1m 30s") of at most `max`.

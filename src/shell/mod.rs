@@ -16,6 +16,7 @@
 //! (`Shell::exit`, at most `LEAVE_WAIT`).
 
 mod input;
+mod leader_file;
 mod signals;
 mod supervisor;
 
@@ -40,6 +41,7 @@ use crate::leader::{Action, Input, Leader, Role};
 use crate::metrics;
 use crate::notify::Notifier;
 use input::Keep;
+use leader_file::LeaderFile;
 use signals::{sleep_for, Signals};
 use supervisor::Supervisor;
 
@@ -91,6 +93,8 @@ struct Report {
     joined: bool,
     ready: bool,
     shown_role: Option<Role>,
+    /// `--leader-file`, and the lines it holds besides the token and since.
+    leader_file: Option<(LeaderFile, String)>,
 }
 
 impl Shell {
@@ -130,6 +134,15 @@ impl Shell {
             joined: false,
             ready: false,
             shown_role: None,
+            leader_file: cfg.leader_file.clone().map(|path| {
+                let about = format!(
+                    "name={}\ngroup={}\npid={}\n",
+                    printable(&cfg.name),
+                    printable(&cfg.kafka.group),
+                    std::process::id()
+                );
+                (LeaderFile::start(path), about)
+            }),
         };
 
         // Started before connecting: --acquire-timeout counts from here.
@@ -291,6 +304,14 @@ impl Shell {
             m.kafka_reachable = self.kafka.reachable();
         }
         let report = &mut self.report;
+        if let Some((file, about)) = report.leader_file.as_mut() {
+            let token = match core.role() {
+                Role::Leader { token } => Some(token),
+                _ => None,
+            };
+            let since = humantime::format_rfc3339_millis(std::time::SystemTime::now());
+            file.show(token, |token| format!("token={token}\n{about}since={since}\n"));
+        }
         if report.joined && !report.ready {
             report.ready = true;
             report.notify("READY=1");
@@ -313,6 +334,9 @@ impl Shell {
     /// (`LEAVE_WAIT`) and a second SIGTERM or SIGINT cuts it short.
     async fn exit(mut self, code: u8) -> u8 {
         self.report.notify("STOPPING=1");
+        if let Some((file, _)) = self.report.leader_file.take() {
+            file.close(LEADER_FILE_WAIT);
+        }
         info!(code, "leaving the group");
         let leaving = tokio::task::spawn_blocking(move || self.kafka.leave());
         tokio::select! {
@@ -384,6 +408,10 @@ async fn tick(interval: &mut Option<Interval>) {
 /// coordinator then expires our session instead (a broker that does not
 /// answer, or a second SIGTERM, must not keep a stopped service up).
 const LEAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long removing the leader file may hold up exiting (a hung file
+/// system).
+const LEADER_FILE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How long a disclaimer may hold up giving partition 0 away. A healthy
 /// broker takes milliseconds; when it is unreachable the next owner waits

@@ -642,9 +642,11 @@ pub struct RunArgs {
     /// exits. Lines of key=value: token, name, group, pid, since.
     ///
     /// For scripts on the host that ask whether this member leads. Advisory:
-    /// written after the command starts and removed after it stops, and
-    /// left behind by a kill -9 (its pid= names a process that is gone; the
-    /// next start removes it). Its directory must exist.
+    /// written once it leads (the command started, or due under --every or
+    /// --cron), removed once it stops leading (its command being stopped or
+    /// killed, maybe not yet gone); left behind by a kill
+    /// -9 (its pid= names a process that is gone; the next start removes
+    /// it). Its directory must exist.
     #[arg(long, env = "NELI_LEADER_FILE", value_name = "PATH", help_heading = "Operating")]
     pub leader_file: Option<std::path::PathBuf>,
 

@@ -5,8 +5,9 @@
 //! leading and when neli-run exits; each write replaces the file at once
 //! (a temporary file renamed over it), so a reader never sees half of one.
 //!
-//! Advisory: it is written after the command starts and removed after it is
-//! stopped (the core acts first, the shell reports after), and a neli-run
+//! Advisory: it is written once the member leads (its command started, or
+//! due under a schedule) and removed once it stops leading, as its command
+//! is stopped or killed (the core acts first, the shell reports after), and a neli-run
 //! killed with -9 leaves it behind (the next start removes it; its `pid=`
 //! line names a process that is gone). The fencing token stays the guard.
 //!

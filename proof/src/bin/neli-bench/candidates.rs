@@ -185,6 +185,11 @@ impl<'a> Group<'a> {
         &self.name
     }
 
+    /// The --name of candidate `i`.
+    pub fn candidate_name(&self, i: usize) -> &str {
+        &self.candidates[i].name
+    }
+
     /// The log of candidate `i`.
     pub fn log_path(&self, i: usize) -> PathBuf {
         self.dir.join(format!("{}.log", self.candidates[i].name))

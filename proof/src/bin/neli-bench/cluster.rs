@@ -14,7 +14,11 @@
 //!   command ran; then the same crash with `--session-timeout 12s`, whose
 //!   derived heartbeat deadline (11.3 s) outlasts the outage;
 //! - coordinator-crash: the coordinator's broker crashed and started again
-//!   a quarter of a session later: stops and handovers.
+//!   a quarter of a session later: stops and handovers;
+//! - cut: the holder cut off from one broker only, the coordinator's
+//!   (`coordinator-cut`) or partition 0's leader's (`leader-cut`), until a
+//!   command runs again: the downtime, who ran it, and whether the old one
+//!   still ran when the new one started.
 //!
 //! The holder runs with its Kafka adapter at debug level, so that every gap
 //! over 1.5 heartbeat intervals in its own heartbeats is in its log; a
@@ -57,6 +61,9 @@ pub fn measure(bench: &Bench, c: &mut Contender, results: &mut Results) {
     if run("coordinator-crash") {
         coordinator_crash(bench, c, results);
     }
+    if run("cut") {
+        cuts(bench, c, results);
+    }
 }
 
 /// A holder and two standbys, settled, the holder's Kafka adapter at debug
@@ -86,6 +93,8 @@ struct Watched {
     gap: Option<Duration>,
     /// When the first new child started, if one did.
     restarted: Option<SystemTime>,
+    /// The holder's child still ran when a new one started.
+    overlap: bool,
 }
 
 /// Watches the group for `window` (or, with `until_running`, until a child
@@ -98,9 +107,11 @@ fn watch(g: &Group, window: Duration, until_running: bool) -> Watched {
     let seen = fs::metadata(&log).map_or(0, |m| m.len() as usize);
     let begun = Instant::now();
     let (mut down_since, mut downtime, mut stopped) = (None::<Instant>, Duration::ZERO, false);
+    let mut overlap = false;
     loop {
         let now = Instant::now();
         let starts = g.starts();
+        overlap |= starts.len() > before.len() && alive(old.pid);
         let running = starts.len() > before.len() || alive(old.pid);
         stopped |= !alive(old.pid);
         match (running, down_since) {
@@ -123,6 +134,7 @@ fn watch(g: &Group, window: Duration, until_running: bool) -> Watched {
                 handovers: new.iter().filter(|s| s.name != old.name).count(),
                 gap,
                 restarted: new.first().map(|s| s.at),
+                overlap,
             };
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -267,6 +279,43 @@ fn coordinator_crash(bench: &Bench, c: &mut Contender, results: &mut Results) {
             w.downtime, w.stopped, w.handovers
         );
         record(results, "coordinator-crash", cname, &w);
+    }
+}
+
+/// The holder cut off from one broker only, --reps times each way: from
+/// the coordinator's (librdkafka's session timer revokes it as the group
+/// gives partition 0 to a standby, which its claims hold back) and from
+/// partition 0's leader's (it fences, gives the partition back, and stands
+/// aside the second time), until a command runs again.
+fn cuts(bench: &Bench, c: &mut Contender, results: &mut Results) {
+    let (cname, session) = (c.name, c.session);
+    let Some(g) = settled_group(bench, c, None) else {
+        results.notes.push(format!("{cname}: cut: the group never settled"));
+        return;
+    };
+    let (broker, topic) = (&g.contender.broker, format!("{}.neli", g.name()));
+    for scenario in ["coordinator-cut", "leader-cut"] {
+        for _ in 0..bench.args.reps {
+            let (led, at) = apart(&g, &topic);
+            let Some(holder) = g.holder() else { break };
+            let name = g.candidate_name(holder).to_string();
+            let from = if scenario == "coordinator-cut" { at } else { led };
+            let w = std::thread::scope(|s| {
+                let watcher = s.spawn(|| watch(&g, session * 2, true));
+                let _ = broker.event(&format!("cut {name} {from}"));
+                watcher.join().expect("the watcher")
+            });
+            let _ = broker.event("heal");
+            eprintln!(
+                "neli-bench: {cname}: {scenario} ({name} from broker {from}): downtime {:.0?}, handovers {}, overlap {}",
+                w.downtime, w.handovers, w.overlap
+            );
+            results.add(&format!("{scenario} downtime"), cname, ms(w.downtime));
+            results.add(&format!("{scenario} handovers"), cname, w.handovers as f64);
+            results.add(&format!("{scenario} overlaps"), cname, f64::from(u8::from(w.overlap)));
+            // The cut member back in the group (it may have stood aside).
+            std::thread::sleep(session * 2);
+        }
     }
 }
 

@@ -23,7 +23,7 @@
 //! - idle: CPU seconds, peak RSS and PSS of a holder and of a waiter;
 //! - scale: graceful handover with 10, 50 and 200 waiters;
 //! - rolling-restart, leader-move, coordinator-move, leader-crash,
-//!   coordinator-crash: the Kafka cluster's own life, on the `cluster`
+//!   coordinator-crash, cut: the Kafka cluster's own life, on the `cluster`
 //!   contender only (a dev broker of three brokers; see `cluster.rs`).
 //!
 //! Every child writes its own start time (CLOCK_REALTIME, ns) and pid, so
@@ -79,7 +79,7 @@ struct Args {
         long,
         value_delimiter = ',',
         default_value = "startup,graceful,graceful-after-join,graceful-after-freeze,crash,fence,sweep,idle,scale,\
-                         rolling-restart,leader-move,coordinator-move,leader-crash,coordinator-crash"
+                         rolling-restart,leader-move,coordinator-move,leader-crash,coordinator-crash,cut"
     )]
     scenarios: Vec<String>,
     /// Contenders: dev (neli-run on the dev broker with Kafka's group

@@ -120,6 +120,8 @@ fn markdown(args: &Args, results: &Results, contenders: &[&str]) -> String {
         "coordinator-move",
         "leader-crash",
         "coordinator-crash",
+        "coordinator-cut",
+        "leader-cut",
     ];
     let rank = |s: &str| order.iter().position(|o| s.starts_with(o)).unwrap_or(order.len());
     scenarios.sort_by_key(|s| (rank(s), s.len(), s.to_string()));

@@ -307,7 +307,9 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
             }
         }
         next_mode(soak, rng);
+        let leader = injection_leader(&before);
         let injection = Injection { fault, slot, length, before, script };
+        let injected_at = SystemTime::now();
         let (leaderless, moved) = match watch(soak, &injection, rng, stall, interrupted) {
             End::Over { leaderless, moved } => (leaderless, moved),
             End::Stalled { moved } => {
@@ -316,9 +318,18 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
             }
             End::Interrupted => break,
         };
+        let stopped = !leaderless.is_zero();
+        if fault.is_cluster_event() && (stopped || moved) {
+            // Where to look in the members' logs (--keep-logs).
+            eprintln!(
+                "neli-soak: {} injected at {} stopped {leader}'s command ({mode}): leaderless {leaderless:.2?}, {}",
+                fault.name(),
+                wall(injected_at),
+                if moved { "another member led next" } else { "the same member led next" }
+            );
+        }
         let outcome = run.outcomes.entry((fault, mode)).or_default();
         outcome.handovers += usize::from(moved);
-        let stopped = !leaderless.is_zero();
         outcome.stops += usize::from(stopped || moved);
         outcome.needless += usize::from(stopped && !moved);
         outcome.leaderless.push(leaderless);
@@ -329,6 +340,11 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
         }
     }
     run
+}
+
+/// The member whose child started last.
+fn injection_leader(starts: &[(String, i64)]) -> String {
+    starts.last().map_or_else(String::new, |s| s.0.clone())
 }
 
 /// Waits (up to `stall`, starting members meanwhile) for a leader whose

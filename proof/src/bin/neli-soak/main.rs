@@ -100,6 +100,15 @@ struct Args {
     /// every timing flag: deadline S/2, grace S/3, heartbeats every S/12).
     #[arg(long)]
     product_timing: bool,
+    /// Only these faults (names as the summary prints them, e.g.
+    /// sigterm,rolling-restart): to look at one kind closely. At least one
+    /// must move leadership (kill-9, sigterm ...), or no transition comes.
+    #[arg(long, value_delimiter = ',', value_name = "FAULT,...")]
+    faults: Vec<String>,
+    /// Keep the work directory (every member's log) even when the soak was
+    /// safe and never stalled.
+    #[arg(long)]
+    keep_logs: bool,
     /// Members keep a schedule (--every, --missed all) instead of running
     /// the command once per wave.
     #[arg(long)]
@@ -187,7 +196,14 @@ fn setup(args: &Args) -> Result<(Soak, Vec<Fault>), String> {
     };
     let broker = broker.transpose()?;
     let brokers = args.brokers.clone().unwrap_or_else(|| broker.as_ref().expect("started").address.clone());
-    let faults = faults(args, slots[0].ns.is_some(), broker.is_some());
+    let mut faults = faults(args, slots[0].ns.is_some(), broker.is_some());
+    if !args.faults.is_empty() {
+        if let Some(unknown) = args.faults.iter().find(|f| !faults.iter().any(|k| k.name() == f.as_str())) {
+            let known: Vec<&str> = faults.iter().map(|f| f.name()).collect();
+            return Err(format!("--faults: {unknown} is not a fault of this run ({})", known.join(", ")));
+        }
+        faults.retain(|f| args.faults.iter().any(|n| n == f.name()));
+    }
     let session: Duration = args.session_timeout.into();
     let timing = match args.product_timing || args.cluster > 1 {
         true => vec!["--session-timeout".to_string(), format!("{}ms", session.as_millis())],

@@ -32,10 +32,17 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, run: Run, verdict: &Verdict) 
     table(run.outcomes);
     let dir = &soak.detector.dir;
     let safe = verdict.safe();
-    if safe && run.stalls == 0 {
+    if safe && run.stalls == 0 && !args.keep_logs {
         let _ = fs::remove_dir_all(dir);
     } else {
-        println!("\n{}: logs kept in {}", if safe { "STALLED" } else { "FAILED" }, dir.display());
+        let why = if !safe {
+            "FAILED"
+        } else if run.stalls > 0 {
+            "STALLED"
+        } else {
+            "--keep-logs"
+        };
+        println!("\n{why}: logs kept in {}", dir.display());
     }
     if safe {
         ExitCode::SUCCESS

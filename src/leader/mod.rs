@@ -180,6 +180,8 @@ pub struct Leader {
     /// resume within one step are two changes, not none.
     roles: Vec<Role>,
     last_role: Role,
+    /// Why we last became a standby (see `why_standby`).
+    stood_down: &'static str,
 }
 
 impl Leader {
@@ -209,6 +211,7 @@ impl Leader {
             out: Vec::new(),
             roles: Vec::new(),
             last_role: Role::Standby,
+            stood_down: "started",
         }
     }
 
@@ -231,6 +234,26 @@ impl Leader {
         if role != self.last_role {
             self.last_role = role;
             self.roles.push(role);
+        }
+    }
+
+    /// Why we last became a standby: "revoked" (partition 0 taken away),
+    /// "lost" (taken without a rebalance's warning), "yielded", "gave back"
+    /// (a tenure that could not confirm), "exiting" or "started". For
+    /// --on-unlead, which says why a leader stopped leading.
+    pub fn why_standby(&self) -> &'static str {
+        self.stood_down
+    }
+
+    /// Why the command ends if it ends now: "exited" (by itself, as far as
+    /// we know), "fenced" (killed by a fence), or "stopped" (we stopped or
+    /// killed it: a revoke, a yield, a shutdown, --max-runtime). For
+    /// --on-exit.
+    pub fn why_child_ends(&self) -> &'static str {
+        match (self.child, self.role()) {
+            (Child::Stopping { kill_at: None }, Role::Fenced) => "fenced",
+            (Child::Stopping { .. }, _) => "stopped",
+            _ => "exited",
         }
     }
 
@@ -366,6 +389,7 @@ impl Leader {
     fn on_revoked(&mut self, lost: bool, now: BootTime) {
         if let Some(tenure) = self.tenure.take() {
             info!(role = ?tenure.phase, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
+            self.stood_down = if lost { "lost" } else { "revoked" };
         }
         self.note_role();
         // Whatever our role was, the partition goes only once the child has.
@@ -661,6 +685,7 @@ impl Leader {
             return self.stand_aside();
         }
         self.tenure = None;
+        self.stood_down = "gave back";
         self.note_role();
         self.disclaim();
         self.out.push(Action::Rejoin);
@@ -669,6 +694,7 @@ impl Leader {
     fn stand_aside(&mut self) {
         self.plan = Plan::Serve;
         self.tenure = None;
+        self.stood_down = "yielded";
         self.note_role();
         self.disclaim();
         self.out.push(Action::StandAside);
@@ -794,6 +820,7 @@ impl Leader {
     fn exit(&mut self, code: u8) {
         self.plan = Plan::Done;
         self.tenure = None;
+        self.stood_down = "exiting";
         self.note_role();
         self.disclaim();
         self.out.push(Action::Exit(code));

@@ -650,8 +650,7 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_LEADER_FILE", value_name = "PATH", help_heading = "Operating")]
     pub leader_file: Option<std::path::PathBuf>,
 
-    /// Run CMD with /bin/sh -c when this member starts leading (its
-    /// command starting, or due under a schedule).
+    /// Run CMD with /bin/sh -c when this member starts leading.
     ///
     /// One string, run by the shell: "curl -s -d led=$NELI_NAME https://..."
     /// works. A hook runs on a thread of its own, one at a time, in order,

@@ -255,7 +255,6 @@ pub fn reap(shim: Option<Pid>) -> Option<ChildStatus> {
 /// goes once `reap` reaps it. Held while spawning one (so that a reap, of
 /// one that exits at once, waits until it is listed) and across each sweep
 /// that spares them (so that one started meanwhile is not swept).
-#[derive(Default)]
 pub struct Beside(Vec<(Pid, Sender<ChildStatus>)>);
 
 static BESIDE: Mutex<Beside> = Mutex::new(Beside(Vec::new()));

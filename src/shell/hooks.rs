@@ -128,7 +128,6 @@ impl Hooks {
     /// second SIGTERM) cuts the wait short. What still runs then is sent
     /// SIGKILL. Someone must reap meanwhile (the loop no longer does).
     pub(super) async fn finish(mut self, hurry: impl std::future::Future<Output = ()>) {
-        let led = self.led;
         self.follow(&[Role::Standby], "exiting");
         let Hooks { jobs, worker, queued, done, stop, lines, .. } = self;
         drop(jobs);
@@ -150,7 +149,7 @@ impl Hooks {
         };
         stop.store(true, Ordering::SeqCst);
         let killed = Beside::kill_all();
-        error!(killed, led, "{cut}; exiting (those still running were sent SIGKILL)");
+        error!(killed, "{cut}; exiting (those still running were sent SIGKILL)");
     }
 }
 

@@ -137,19 +137,32 @@ fn a_hook_that_never_exits_delays_no_fence() {
 }
 
 #[test]
-fn a_hook_past_its_timeout_is_killed_with_its_process_group() {
-    let g = Group::new("hooks-timeout");
+fn a_hook_past_its_timeout_is_killed_with_its_process_group_and_a_fence_is_told_as_one() {
+    let g = Group::on(Broker::dev(), "hooks-timeout");
+    let dir = g.dir.path().display().to_string();
     let file = g.dir.path().join("hook.pids");
-    // The hook and a grandchild, each writing its pid.
+    // The lead hook and a grandchild, each writing its pid, hang.
     let hang = format!("sleep 1000 & echo $! >> {0}; echo $$ >> {0}; wait", file.display());
-    let mut a = g.member("a", &["--on-lead", &hang, "--hook-timeout", "1s"], &["sleep", "1000"]);
+    let record = format!("env | grep '^NELI_' | sort > {dir}/$NELI_HOOK.env");
+    let hooks = ["--on-lead", &hang, "--on-unlead", &record, "--on-exit", &record, "--hook-timeout", "1s"];
+    let mut a = g.member("a", &hooks, &["sleep", "1000"]);
     wait_until(LONG, "the hook and its grandchild run", || pids(&file).len() == 2);
     let hooks = pids(&file);
     wait_until(LONG, "the hook is killed", || a.log().contains(r#"hook failed hook="lead" status=killed by SIGKILL"#));
     assert!(a.log().contains("hook still running after --hook-timeout"), "{}", a.log());
     wait_until(Duration::from_secs(10), "the hook and its grandchild are gone", || hooks.iter().all(|&p| !alive(p)));
     assert!(g.lock_held(), "the command runs on");
+    // A fence: the unlead and exit hooks say so.
+    let t = g.broker.timing;
+    g.broker.signal(Signal::SIGSTOP);
+    wait_until(t.deadline + Duration::from_secs(3), "the fence killed the command", || !g.lock_held());
+    g.broker.signal(Signal::SIGCONT);
+    let env = |hook: &str| env_in(&g.dir.path().join(format!("{hook}.env")));
+    wait_until(LONG, "the unlead and exit hooks ran", || !env("unlead").is_empty() && !env("exit").is_empty());
+    assert!(env("unlead").contains("NELI_REASON=fenced\n"), "{}", env("unlead"));
+    let exit = env("exit");
+    assert!(exit.contains("NELI_REASON=fenced\n") && exit.contains("NELI_EXIT_STATUS=137\n"), "{exit}");
     a.signal(Signal::SIGTERM);
-    assert_eq!(a.wait_exit(LONG).code(), Some(143), "{}", a.log());
+    a.wait_exit(LONG);
     g.assert_no_overlap();
 }

@@ -182,6 +182,8 @@ pub struct Leader {
     last_role: Role,
     /// Why we last became a standby (see `why_standby`).
     stood_down: &'static str,
+    /// A fence killed the command whose exit is due (see `why_child_ends`).
+    fenced_child: bool,
 }
 
 impl Leader {
@@ -212,6 +214,7 @@ impl Leader {
             roles: Vec::new(),
             last_role: Role::Standby,
             stood_down: "started",
+            fenced_child: false,
         }
     }
 
@@ -250,9 +253,9 @@ impl Leader {
     /// killed it: a revoke, a yield, a shutdown, --max-runtime). For
     /// --on-exit.
     pub fn why_child_ends(&self) -> &'static str {
-        match (self.child, self.role()) {
-            (Child::Stopping { kill_at: None }, Role::Fenced) => "fenced",
-            (Child::Stopping { .. }, _) => "stopped",
+        match self.child {
+            _ if self.fenced_child => "fenced",
+            Child::Stopping { .. } => "stopped",
             _ => "exited",
         }
     }
@@ -607,6 +610,7 @@ impl Leader {
         }
         self.note_role();
         if self.child != Child::Idle {
+            self.fenced_child = true;
             self.kill();
         }
     }
@@ -615,6 +619,7 @@ impl Leader {
         let was = self.child;
         let overran = std::mem::take(&mut self.overran);
         self.child = Child::Idle;
+        self.fenced_child = false;
         if std::mem::take(&mut self.revoke_waits) {
             info!("child stopped; releasing partition 0 to the group");
             self.release();

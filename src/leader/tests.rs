@@ -724,6 +724,11 @@ fn the_core_says_why_its_leader_stopped_leading_and_why_its_command_ended() {
     l.step(Input::Tick, ms(2000));
     assert_eq!(l.role(), Role::Fenced);
     assert_eq!(l.why_child_ends(), "fenced");
+    // Resumed before the killed command's exit is reported: still the fence's.
+    l.step(hb(9, 2001), ms(2005));
+    assert_eq!((l.role(), l.why_child_ends()), (Role::Leader { token: 9 }, "fenced"));
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2100));
+    assert_eq!(l.why_child_ends(), "exited", "the next run starts afresh");
     // A revoke, a lost partition, a yield, an exit: each says which.
     let mut l = leading(Restart::Always);
     l.step(Input::Revoked { lost: false }, ms(1100));

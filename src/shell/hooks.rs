@@ -111,7 +111,8 @@ impl Hooks {
         let line = match hook {
             "lead" => &self.lines.on_lead,
             "unlead" => &self.lines.on_unlead,
-            _ => &self.lines.on_exit,
+            "exit" => &self.lines.on_exit,
+            _ => return,
         };
         let Some(line) = line.clone() else { return };
         let mut env = self.env.clone();

@@ -14,6 +14,23 @@ fn pids(file: &Path) -> Vec<i32> {
     std::fs::read_to_string(file).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
 }
 
+/// Kills, when a failing test drops it, the process groups of the hooks
+/// listed in pids files: its members are SIGKILLed, and their hooks would
+/// outlive them. (A passing test has seen them gone: their numbers may be
+/// another's by then.)
+struct KillHooks(Vec<std::path::PathBuf>);
+
+impl Drop for KillHooks {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for pid in self.0.iter().flat_map(|f| pids(f)) {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
 /// Whether `pid` runs (a zombie does not: init may be slow to reap it).
 fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
@@ -68,6 +85,7 @@ fn the_hooks_are_told_the_group_the_token_the_reason_and_the_status_and_a_failin
 fn hooks_that_never_exit_delay_no_handover_and_exit_waits_for_them_only_after_leaving() {
     let g = Group::new("hooks-handover");
     let file = |name: &str| g.dir.path().join(format!("{name}.pids"));
+    let _cleanup = KillHooks(vec![file("a"), file("b")]);
     let member = |name: &str| {
         let hang = format!("echo $$ >> {}; sleep 1000", file(name).display());
         let hooks = ["--on-lead", &hang, "--on-unlead", &hang, "--on-exit", &hang, "--hook-timeout", "10m"];
@@ -116,6 +134,7 @@ fn hooks_that_never_exit_delay_no_handover_and_exit_waits_for_them_only_after_le
 fn a_hook_that_never_exits_delays_no_fence() {
     let g = Group::on(Broker::dev(), "hooks-fence");
     let file = g.dir.path().join("hook.pids");
+    let _cleanup = KillHooks(vec![file.clone()]);
     let hang = format!("echo $$ >> {}; sleep 1000", file.display());
     let hooks = ["--on-lead", &hang, "--on-unlead", &hang, "--on-exit", &hang, "--hook-timeout", "10m"];
     let mut a = g.member("a", &hooks, &["sleep", "1000"]);
@@ -141,6 +160,7 @@ fn a_hook_past_its_timeout_is_killed_with_its_process_group_and_a_fence_is_told_
     let g = Group::on(Broker::dev(), "hooks-timeout");
     let dir = g.dir.path().display().to_string();
     let file = g.dir.path().join("hook.pids");
+    let _cleanup = KillHooks(vec![file.clone()]);
     // The lead hook and a grandchild, each writing its pid, hang.
     let hang = format!("sleep 1000 & echo $! >> {0}; echo $$ >> {0}; wait", file.display());
     let record = format!("env | grep '^NELI_' | sort > {dir}/$NELI_HOOK.env");

@@ -254,7 +254,8 @@ pub fn reap(shim: Option<Pid>) -> Option<ChildStatus> {
 /// The processes running beside the command, each with where its status
 /// goes once `reap` reaps it. Held while spawning one (so that a reap, of
 /// one that exits at once, waits until it is listed) and across each sweep
-/// that spares them (so that one started meanwhile is not swept).
+/// that spares them (so that one started meanwhile is not swept): a kill
+/// on the loop may wait for one spawn, a fork and an exec.
 pub struct Beside(Vec<(Pid, Sender<ChildStatus>)>);
 
 static BESIDE: Mutex<Beside> = Mutex::new(Beside(Vec::new()));

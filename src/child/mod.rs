@@ -23,7 +23,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Duration;
 
 use nix::errno::Errno;
@@ -163,9 +163,17 @@ impl Running {
     /// command's own status (a command that exited on SIGTERM is 143 even if
     /// a daemon it left had to be killed). SIGCONT wakes a shim stopped
     /// along with its group (`kill -STOP -PGID`), which must reap.
+    ///
+    /// The hooks are spared if their list is free; while a hook is being
+    /// spawned (a fork and an exec hold the list) the kill does not wait
+    /// for it but sweeps them too: a hook is a report, the kill is not.
     pub fn kill(&self) {
-        let beside = beside();
-        tree::signal_below_sparing(nix::unistd::getpid(), Signal::SIGKILL, &beside.pids(), |p| p.pid != self.pgid);
+        let spared = match BESIDE.try_lock() {
+            Ok(beside) => beside.pids(),
+            Err(TryLockError::Poisoned(beside)) => beside.into_inner().pids(),
+            Err(TryLockError::WouldBlock) => Default::default(),
+        };
+        tree::signal_below_sparing(nix::unistd::getpid(), Signal::SIGKILL, &spared, |p| p.pid != self.pgid);
         let _ = nix::sys::signal::kill(self.pgid, Signal::SIGCONT);
     }
 }
@@ -253,9 +261,10 @@ pub fn reap(shim: Option<Pid>) -> Option<ChildStatus> {
 
 /// The processes running beside the command, each with where its status
 /// goes once `reap` reaps it. Held while spawning one (so that a reap, of
-/// one that exits at once, waits until it is listed) and across each sweep
-/// that spares them (so that one started meanwhile is not swept): a kill
-/// on the loop may wait for one spawn, a fork and an exec.
+/// one that exits at once, waits until it is listed: a reap on the loop may
+/// wait for one spawn, a fork and an exec) and across the sweep of
+/// `all_gone` (so that one started meanwhile is not swept). The command's
+/// kill never waits for it (`Running::kill`).
 pub struct Beside(Vec<(Pid, Sender<ChildStatus>)>);
 
 static BESIDE: Mutex<Beside> = Mutex::new(Beside(Vec::new()));

@@ -650,6 +650,44 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_LEADER_FILE", value_name = "PATH", help_heading = "Operating")]
     pub leader_file: Option<std::path::PathBuf>,
 
+    /// Run CMD with /bin/sh -c when this member starts leading.
+    ///
+    /// One string, run by the shell: "curl -s -d led=$NELI_NAME https://..."
+    /// works. A hook runs on a thread of its own, one at a time, in order,
+    /// with stdin from /dev/null and neli-run's stdout and stderr; it never
+    /// delays a fence, a revoke or a handover, and it gets the command's
+    /// environment (not the NELI_* settings neli-run read) plus NELI_HOOK
+    /// (lead, unlead, exit), NELI_FENCING_TOKEN and NELI_REASON. Its failure
+    /// is logged and changes nothing.
+    #[arg(long, env = "NELI_ON_LEAD", value_name = "CMD", help_heading = "Hooks")]
+    pub on_lead: Option<String>,
+
+    /// Run CMD with /bin/sh -c when this member stops leading; NELI_REASON
+    /// says why: fenced, revoked, lost, yielded or exiting.
+    ///
+    /// Its command is being stopped or killed meanwhile (it may not be gone
+    /// yet). See --on-lead.
+    #[arg(long, env = "NELI_ON_UNLEAD", value_name = "CMD", help_heading = "Hooks")]
+    pub on_unlead: Option<String>,
+
+    /// Run CMD with /bin/sh -c after each run of the command ends;
+    /// NELI_EXIT_STATUS is its status (128+N for signal N), NELI_REASON
+    /// exited (by itself), stopped (by neli-run) or fenced.
+    ///
+    /// For failure-only alerts: '[ "$NELI_EXIT_STATUS" = 0 ] || page-me'.
+    /// See --on-lead.
+    #[arg(long, env = "NELI_ON_EXIT", value_name = "CMD", help_heading = "Hooks")]
+    pub on_exit: Option<String>,
+
+    /// How long a hook may run before its process group is sent SIGKILL
+    /// (at most 10m) [default: 10s].
+    ///
+    /// At exit neli-run leaves the group first, then waits for the hooks
+    /// still queued (each within this bound; a second SIGTERM cuts it
+    /// short).
+    #[arg(long, env = "NELI_HOOK_TIMEOUT", value_name = "DURATION", value_parser = duration, help_heading = "Hooks")]
+    pub hook_timeout: Option<std::time::Duration>,
+
     /// The command to run while leader, and its arguments (no shell).
     #[arg(last = true, required = true, value_name = "COMMAND", help_heading = "The command")]
     pub command: Vec<OsString>,

@@ -530,3 +530,21 @@ fn a_leader_file_where_none_can_be_written_is_refused_with_the_fix() {
         assert!(out.contains("--leader-file") && out.contains(why), "{path}: {out}");
     }
 }
+
+#[test]
+fn hooks_that_cannot_work_are_refused_with_the_fix() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["--on-lead", " "], "--on-lead is empty: give a shell command line"),
+        (&["--on-exit", ""], "--on-exit is empty: give a shell command line"),
+        (&["--on-unlead", "true", "--hook-timeout", "0s"], "--hook-timeout must be more than 0"),
+        (&["--on-unlead", "true", "--hook-timeout", "1h"], "--hook-timeout 1h: too long, at most 10m"),
+        (&["--on-unlead", "true", "--hook-timeout", "soon"], "e.g. 500ms, 6s, 1m"),
+    ];
+    for (flags, why) in cases {
+        let args: Vec<&str> =
+            ["-g", "g", "-b", "127.0.0.1:1"].iter().chain(flags).chain(&["--", "true"]).copied().collect();
+        let (code, out) = run(&args);
+        assert_eq!(code, 2, "{flags:?}: {out}");
+        assert!(out.contains(why), "{flags:?}: {out}");
+    }
+}

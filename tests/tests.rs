@@ -11,6 +11,7 @@ mod dev_broker;
 mod docs;
 mod election;
 mod faults;
+mod hooks;
 mod layers;
 mod metrics;
 mod sasl;

@@ -7,6 +7,10 @@
 //! never leave the tree below neli-run, which is a child subreaper (or
 //! PID 1) and reaps every exited process itself, so `std::process::Child` is
 //! not kept, and a kill reaches everything below us (`tree`).
+//!
+//! Processes run beside the command (the hooks) are below us too: `reap`
+//! hands their statuses to whoever started them (`Beside`), and the kills
+//! that sweep the tree for the command's leftovers spare them.
 
 pub mod shim;
 pub mod tree;
@@ -18,6 +22,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Duration;
 
 use nix::errno::Errno;
@@ -106,7 +112,7 @@ impl Running {
         unsafe {
             shim.pre_exec(move || {
                 place_lease_fd(&read)?;
-                cloexec_inherited_fds(fd_limit);
+                cloexec_inherited_fds(shim::LEASE_FD + 1, fd_limit);
                 Ok(())
             });
         }
@@ -157,8 +163,17 @@ impl Running {
     /// command's own status (a command that exited on SIGTERM is 143 even if
     /// a daemon it left had to be killed). SIGCONT wakes a shim stopped
     /// along with its group (`kill -STOP -PGID`), which must reap.
+    ///
+    /// The hooks are spared if their list is free; while a hook is being
+    /// spawned (a fork and an exec hold the list) the kill does not wait
+    /// for it but sweeps them too: a hook is a report, the kill is not.
     pub fn kill(&self) {
-        tree::signal_below(nix::unistd::getpid(), Signal::SIGKILL, |p| p.pid != self.pgid);
+        let spared = match BESIDE.try_lock() {
+            Ok(beside) => beside.pids(),
+            Err(TryLockError::Poisoned(beside)) => beside.into_inner().pids(),
+            Err(TryLockError::WouldBlock) => Default::default(),
+        };
+        tree::signal_below_sparing(nix::unistd::getpid(), Signal::SIGKILL, &spared, |p| p.pid != self.pgid);
         let _ = nix::sys::signal::kill(self.pgid, Signal::SIGCONT);
     }
 }
@@ -181,15 +196,15 @@ fn place_lease_fd(read: &OwnedFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Marks every fd above the lease pipe close-on-exec: librdkafka opens its
+/// Marks every fd from `first` on close-on-exec: librdkafka opens its
 /// wake-up pipes without O_CLOEXEC, and the user's command must not inherit
 /// them. Not closed: std's exec-status pipe is among them, and without it a
 /// failed exec (or pre_exec) reads as a successful spawn. The fallback walks
 /// fds up to `limit`, the RLIMIT_NOFILE read before the fork (no fd above it
 /// can have been opened while it held). Async-signal-safe (runs between fork
 /// and exec).
-fn cloexec_inherited_fds(limit: i32) {
-    let first = shim::LEASE_FD as libc::c_uint + 1;
+fn cloexec_inherited_fds(first: i32, limit: i32) {
+    let first = first as libc::c_uint;
     // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets fd flags; no
     // memory is touched.
     let done =
@@ -227,16 +242,75 @@ pub fn become_subreaper() -> nix::Result<()> {
 /// so orphans are ours to reap). Returns the status of `shim` if it was among
 /// them.
 pub fn reap(shim: Option<Pid>) -> Option<ChildStatus> {
+    let mut beside = beside();
     let mut found = None;
     loop {
-        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(pid, code)) if Some(pid) == shim => found = Some(ChildStatus::Exited(code as u8)),
-            Ok(WaitStatus::Signaled(pid, sig, _)) if Some(pid) == shim => {
-                found = Some(ChildStatus::Signaled(sig as i32))
-            }
+        let (pid, status) = match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) => (pid, ChildStatus::Exited(code as u8)),
+            Ok(WaitStatus::Signaled(pid, sig, _)) => (pid, ChildStatus::Signaled(sig as i32)),
             Ok(WaitStatus::StillAlive) | Err(_) => return found,
-            Ok(_) => {}
+            Ok(_) => continue,
+        };
+        if Some(pid) == shim {
+            found = Some(status);
+        } else if let Some(at) = beside.0.iter().position(|(p, _)| *p == pid) {
+            let _ = beside.0.swap_remove(at).1.send(status);
         }
+    }
+}
+
+/// The processes running beside the command, each with where its status
+/// goes once `reap` reaps it. Held while spawning one (so that a reap, of
+/// one that exits at once, waits until it is listed: a reap on the loop may
+/// wait for one spawn, a fork and an exec) and across the sweep of
+/// `all_gone` (so that one started meanwhile is not swept). The command's
+/// kill never waits for it (`Running::kill`).
+pub struct Beside(Vec<(Pid, Sender<ChildStatus>)>);
+
+static BESIDE: Mutex<Beside> = Mutex::new(Beside(Vec::new()));
+
+fn beside() -> MutexGuard<'static, Beside> {
+    BESIDE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Beside {
+    fn pids(&self) -> std::collections::HashSet<Pid> {
+        self.0.iter().map(|(pid, _)| *pid).collect()
+    }
+
+    /// Starts `cmd` beside the command: in a process group of its own,
+    /// without the descriptors neli-run holds (librdkafka's pipes), spared
+    /// by the command's kills; its status comes through the receiver once
+    /// `reap` reaps it (the caller must not wait for it: only `reap` does).
+    pub fn spawn(mut cmd: std::process::Command) -> io::Result<(Pid, Receiver<ChildStatus>)> {
+        let mut beside = beside();
+        let fd_limit = fd_limit();
+        cmd.process_group(0);
+        // SAFETY: only async-signal-safe calls (fcntl, close_range) between
+        // fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                cloexec_inherited_fds(3, fd_limit);
+                Ok(())
+            });
+        }
+        let pid = Pid::from_raw(cmd.spawn()?.id() as i32);
+        let (status, receiver) = channel();
+        beside.0.push((pid, status));
+        Ok((pid, receiver))
+    }
+
+    /// SIGKILLs the process group of `pid`, started by `spawn`, unless it
+    /// has been reaped (its number may then be another's); true if sent.
+    pub fn kill(pid: Pid) -> bool {
+        let beside = beside();
+        beside.0.iter().any(|(p, _)| *p == pid) && killpg(pid, Signal::SIGKILL).is_ok()
+    }
+
+    /// SIGKILLs the process groups of all those not reaped yet; how many.
+    pub fn kill_all() -> usize {
+        let beside = beside();
+        beside.0.iter().filter(|(pid, _)| killpg(*pid, Signal::SIGKILL).is_ok()).count()
     }
 }
 
@@ -249,7 +323,10 @@ pub async fn all_gone() {
     let started = std::time::Instant::now();
     loop {
         reap(None);
-        let left = tree::signal_below(nix::unistd::getpid(), Signal::SIGKILL, |_| true);
+        let left = {
+            let beside = beside();
+            tree::signal_below_sparing(nix::unistd::getpid(), Signal::SIGKILL, &beside.pids(), |_| true)
+        };
         if left == 0 {
             return;
         }

@@ -57,12 +57,31 @@ pub fn below(root: Pid) -> Vec<Proc> {
 /// Sends `sig` to every process below `root` that `pick` selects; returns
 /// how many processes were below `root`.
 pub fn signal_below(root: Pid, sig: Signal, pick: impl Fn(&Proc) -> bool) -> usize {
+    signal_below_sparing(root, sig, &HashSet::new(), pick)
+}
+
+/// As `signal_below`, but leaves alone the processes `spared` and all
+/// their descendants (the hooks: what the command starts is never below
+/// them, since an orphan goes up to a subreaper, and neither they nor the
+/// shells they run are one); returns how many other processes were below
+/// `root`.
+pub fn signal_below_sparing(root: Pid, sig: Signal, spared: &HashSet<Pid>, pick: impl Fn(&Proc) -> bool) -> usize {
     let procs = below(root);
     let ours: HashSet<Pid> = procs.iter().map(|p| p.pid).chain([root]).collect();
-    for p in procs.iter().filter(|p| pick(p)) {
-        send(p.pid, sig, &ours);
+    let mut spared = spared.clone();
+    let mut left = 0;
+    // Parents come before their children.
+    for p in &procs {
+        if spared.contains(&p.pid) || spared.contains(&p.ppid) {
+            spared.insert(p.pid);
+            continue;
+        }
+        left += 1;
+        if pick(p) {
+            send(p.pid, sig, &ours);
+        }
     }
-    procs.len()
+    left
 }
 
 /// Signals `pid` only if it is still one of ours. Through a pidfd, the pid
@@ -122,5 +141,37 @@ mod tests {
         let status = sh.wait().unwrap();
         assert!(status.success() || status.code().is_some(), "{status:?}");
         assert!(below(root).is_empty());
+    }
+
+    #[test]
+    fn spares_the_subtrees_it_is_told_to() {
+        // sh -> (sh -> sleep), the spared subtree, and sh -> sleep.
+        let mut sh = Command::new("sh")
+            .args(["-c", "sh -c 'sleep 30; :' & echo $!; sleep 30 & wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(sh.stdout.take().unwrap()), &mut line).unwrap();
+        let spared = Pid::from_raw(line.trim().parse().unwrap());
+        let root = Pid::from_raw(sh.id() as i32);
+        for _ in 0..500 {
+            if below(root).len() == 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(below(root).len(), 3, "{:?}", below(root));
+        assert_eq!(signal_below_sparing(root, Signal::SIGKILL, &HashSet::from([spared]), |_| true), 1);
+        for _ in 0..500 {
+            if below(root).len() == 2 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let left = below(root);
+        assert!(left.len() == 2 && left.iter().any(|p| p.pid == spared), "the spared pair alone: {left:?}");
+        assert_eq!(signal_below(root, Signal::SIGKILL, |_| true), 2);
+        sh.wait().unwrap();
     }
 }

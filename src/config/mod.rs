@@ -203,6 +203,17 @@ pub struct Config {
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Where the leader file goes (`--leader-file`), its directory checked.
     pub leader_file: Option<std::path::PathBuf>,
+    pub hooks: Hooks,
+}
+
+/// The hooks (`--on-lead`, `--on-unlead`, `--on-exit`): shell command
+/// lines, none empty, and how long each may run.
+#[derive(Clone, Debug)]
+pub struct Hooks {
+    pub on_lead: Option<String>,
+    pub on_unlead: Option<String>,
+    pub on_exit: Option<String>,
+    pub timeout: Duration,
 }
 
 impl Config {
@@ -219,6 +230,7 @@ impl Config {
             return Err(Failure::new(Kind::NotFound, "the command is empty (\"\"): give the program to run after --"));
         }
         let schedule = schedule(&args)?;
+        let hooks = hooks(&args)?;
         let asked = Requested {
             session_timeout: args.session_timeout,
             heartbeat_interval: args.heartbeat_interval,
@@ -297,10 +309,45 @@ impl Config {
             args: rest.to_vec(),
             metrics_addr,
             leader_file,
+            hooks,
         };
         Ok(config)
     }
 }
+
+/// The hooks asked for, checked.
+fn hooks(args: &RunArgs) -> Result<Hooks, Failure> {
+    let line = |name: &str, cmd: &Option<String>| match cmd {
+        Some(cmd) if cmd.trim().is_empty() => {
+            err(format!("{name} is empty: give a shell command line, e.g. {name} 'logger led' (or leave it out)"))
+        }
+        _ => Ok(cmd.clone()),
+    };
+    let timeout = match args.hook_timeout {
+        None => DEFAULT_HOOK_TIMEOUT,
+        Some(d) => match duration(
+            ("--hook-timeout", "NELI_HOOK_TIMEOUT"),
+            d,
+            MAX_HOOK_TIMEOUT,
+            "a hook is a notice: run longer work as the command",
+        )? {
+            d if d.is_zero() => return err("--hook-timeout must be more than 0, e.g. 10s"),
+            d => d,
+        },
+    };
+    Ok(Hooks {
+        on_lead: line("--on-lead", &args.on_lead)?,
+        on_unlead: line("--on-unlead", &args.on_unlead)?,
+        on_exit: line("--on-exit", &args.on_exit)?,
+        timeout,
+    })
+}
+
+/// How long a hook may run unless --hook-timeout says otherwise.
+const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest --hook-timeout.
+const MAX_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A --leader-file whose directory exists (neli-run creates the file, not
 /// its directory) and that is not a directory itself.

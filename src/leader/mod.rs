@@ -180,6 +180,10 @@ pub struct Leader {
     /// resume within one step are two changes, not none.
     roles: Vec<Role>,
     last_role: Role,
+    /// Why we last became a standby (see `why_standby`).
+    stood_down: &'static str,
+    /// A fence killed the command whose exit is due (see `why_child_ends`).
+    fenced_child: bool,
 }
 
 impl Leader {
@@ -209,6 +213,8 @@ impl Leader {
             out: Vec::new(),
             roles: Vec::new(),
             last_role: Role::Standby,
+            stood_down: "started",
+            fenced_child: false,
         }
     }
 
@@ -231,6 +237,26 @@ impl Leader {
         if role != self.last_role {
             self.last_role = role;
             self.roles.push(role);
+        }
+    }
+
+    /// Why we last became a standby: "revoked" (partition 0 taken away),
+    /// "lost" (taken without a rebalance's warning), "yielded", "gave back"
+    /// (a tenure that could not confirm), "exiting" or "started". For
+    /// --on-unlead, which says why a leader stopped leading.
+    pub fn why_standby(&self) -> &'static str {
+        self.stood_down
+    }
+
+    /// Why the command ends if it ends now: "exited" (by itself, as far as
+    /// we know), "fenced" (killed by a fence), or "stopped" (we stopped or
+    /// killed it: a revoke, a yield, a shutdown, --max-runtime). For
+    /// --on-exit.
+    pub fn why_child_ends(&self) -> &'static str {
+        match self.child {
+            _ if self.fenced_child => "fenced",
+            Child::Stopping { .. } => "stopped",
+            _ => "exited",
         }
     }
 
@@ -366,6 +392,7 @@ impl Leader {
     fn on_revoked(&mut self, lost: bool, now: BootTime) {
         if let Some(tenure) = self.tenure.take() {
             info!(role = ?tenure.phase, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
+            self.stood_down = if lost { "lost" } else { "revoked" };
         }
         self.note_role();
         // Whatever our role was, the partition goes only once the child has.
@@ -583,6 +610,7 @@ impl Leader {
         }
         self.note_role();
         if self.child != Child::Idle {
+            self.fenced_child = true;
             self.kill();
         }
     }
@@ -591,6 +619,7 @@ impl Leader {
         let was = self.child;
         let overran = std::mem::take(&mut self.overran);
         self.child = Child::Idle;
+        self.fenced_child = false;
         if std::mem::take(&mut self.revoke_waits) {
             info!("child stopped; releasing partition 0 to the group");
             self.release();
@@ -661,6 +690,7 @@ impl Leader {
             return self.stand_aside();
         }
         self.tenure = None;
+        self.stood_down = "gave back";
         self.note_role();
         self.disclaim();
         self.out.push(Action::Rejoin);
@@ -669,6 +699,7 @@ impl Leader {
     fn stand_aside(&mut self) {
         self.plan = Plan::Serve;
         self.tenure = None;
+        self.stood_down = "yielded";
         self.note_role();
         self.disclaim();
         self.out.push(Action::StandAside);
@@ -794,6 +825,7 @@ impl Leader {
     fn exit(&mut self, code: u8) {
         self.plan = Plan::Done;
         self.tenure = None;
+        self.stood_down = "exiting";
         self.note_role();
         self.disclaim();
         self.out.push(Action::Exit(code));

@@ -715,3 +715,40 @@ fn a_restart_due_before_the_fence_does_not_start_at_the_fence_instant() {
     assert!(!actions.iter().any(|a| matches!(a, Spawn { .. })), "started with a stale heartbeat: {actions:?}");
     assert_eq!(l.role(), Role::Fenced);
 }
+
+#[test]
+fn the_core_says_why_its_leader_stopped_leading_and_why_its_command_ended() {
+    // A fence: the command is killed, and its exit is the fence's.
+    let mut l = leading(Restart::Always);
+    assert_eq!(l.why_child_ends(), "exited", "running: if it ends now, it ended by itself");
+    l.step(Input::Tick, ms(2000));
+    assert_eq!(l.role(), Role::Fenced);
+    assert_eq!(l.why_child_ends(), "fenced");
+    // Resumed before the killed command's exit is reported: still the fence's.
+    l.step(hb(9, 2001), ms(2005));
+    assert_eq!((l.role(), l.why_child_ends()), (Role::Leader { token: 9 }, "fenced"));
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2100));
+    assert_eq!(l.why_child_ends(), "exited", "the next run starts afresh");
+    // A revoke, a lost partition, a yield, an exit: each says which.
+    let mut l = leading(Restart::Always);
+    l.step(Input::Revoked { lost: false }, ms(1100));
+    assert_eq!((l.role(), l.why_standby(), l.why_child_ends()), (Role::Standby, "revoked", "stopped"));
+    let mut l = leading(Restart::Always);
+    l.step(Input::Revoked { lost: true }, ms(1100));
+    assert_eq!((l.why_standby(), l.why_child_ends()), ("lost", "stopped"));
+    let mut l = leading(Restart::Always);
+    l.step(Input::Yield, ms(1100));
+    assert_eq!(l.why_child_ends(), "stopped");
+    l.step(Input::ChildExited(ChildStatus::Exited(143)), ms(1200));
+    assert_eq!((l.role(), l.why_standby()), (Role::Standby, "yielded"));
+    let mut l = leading(Restart::Always);
+    l.step(Input::Shutdown, ms(1100));
+    assert_eq!((l.role(), l.why_child_ends()), (Role::Leader { token: 7 }, "stopped"));
+    l.step(Input::ChildExited(ChildStatus::Exited(143)), ms(1200));
+    assert_eq!((l.role(), l.why_standby()), (Role::Standby, "exiting"));
+    // A command that exits by itself (restarted under --restart always).
+    let mut l = leading(Restart::Always);
+    assert_eq!(l.why_child_ends(), "exited");
+    l.step(Input::ChildExited(ChildStatus::Exited(3)), ms(1100));
+    assert_eq!(l.why_child_ends(), "exited");
+}

@@ -15,6 +15,7 @@
 //! (`Supervisor::kill`), and, once the loop is done, leaving the group
 //! (`Shell::exit`, at most `LEAVE_WAIT`).
 
+mod hooks;
 mod input;
 mod leader_file;
 mod signals;
@@ -40,6 +41,7 @@ use crate::layers_off::{self, Layer};
 use crate::leader::{Action, Input, Leader, Role};
 use crate::metrics;
 use crate::notify::Notifier;
+use hooks::Hooks;
 use input::Keep;
 use leader_file::LeaderFile;
 use signals::{sleep_for, Signals};
@@ -95,6 +97,8 @@ struct Report {
     shown_role: Option<Role>,
     /// `--leader-file`, and the lines it holds besides the token and since.
     leader_file: Option<(LeaderFile, String)>,
+    /// `--on-lead`, `--on-unlead`, `--on-exit`.
+    hooks: Option<Hooks>,
 }
 
 impl Shell {
@@ -143,6 +147,7 @@ impl Shell {
                 );
                 (LeaderFile::start(path), about)
             }),
+            hooks: Hooks::start(&cfg),
         };
 
         // Started before connecting: --acquire-timeout counts from here.
@@ -211,6 +216,9 @@ impl Shell {
                 _ = self.sigchld.recv() => self.child.reap(),
                 Some(status) = self.child.exited() => {
                     info!(%status, "child exited");
+                    if let Some(hooks) = self.report.hooks.as_mut() {
+                        hooks.exited(status, self.core.why_child_ends());
+                    }
                     return Input::ChildExited(status);
                 }
                 _ = sleep_for(sleep) => return Input::Tick,
@@ -261,6 +269,9 @@ impl Shell {
             Action::Spawn { token, lease, attempt } => {
                 if self.child.spawn(token, lease, attempt) {
                     self.report.metrics.lock().expect("metrics lock").child_started(token);
+                    if let Some(hooks) = self.report.hooks.as_mut() {
+                        hooks.spawned(token);
+                    }
                 } else {
                     self.pending.push_back(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
                 }
@@ -288,11 +299,12 @@ impl Shell {
     /// snapshot, READY=1 once in the group, STATUS= on each change of role.
     fn report(&mut self) {
         let core = &mut self.core;
+        let roles = core.roles_taken();
         {
             let mut m = self.report.metrics.lock().expect("metrics lock");
             let now = BootTime::now();
             let wall = self.report.anchor.wall_ms_at(now);
-            for role in core.roles_taken() {
+            for &role in &roles {
                 m.set_role(role, wall);
             }
             m.set_role(core.role(), wall);
@@ -304,6 +316,9 @@ impl Shell {
             m.kafka_reachable = self.kafka.reachable();
         }
         let report = &mut self.report;
+        if let Some(hooks) = report.hooks.as_mut() {
+            hooks.follow(&roles, core.why_standby());
+        }
         if let Some((file, about)) = report.leader_file.as_mut() {
             let token = match core.role() {
                 Role::Leader { token } => Some(token),
@@ -328,10 +343,13 @@ impl Shell {
         }
     }
 
-    /// Leaves the group and returns `code`. The one wait after the loop,
-    /// and on its thread: the core exits only once the command is gone, so
-    /// nothing is left to supervise or fence meanwhile; the wait is bounded
-    /// (`LEAVE_WAIT`) and a second SIGTERM or SIGINT cuts it short.
+    /// Leaves the group, then waits for the hooks, and returns `code`. The
+    /// waits after the loop, and on its thread: the core exits only once
+    /// the command is gone, so nothing is left to supervise or fence
+    /// meanwhile (and the hooks' processes are reaped here: nothing else
+    /// is below us); each wait is bounded (`LEAVE_WAIT`, --hook-timeout)
+    /// and a second SIGTERM or SIGINT cuts it short. The hooks come after
+    /// leaving: a hook must not delay the handover.
     async fn exit(mut self, code: u8) -> u8 {
         self.report.notify("STOPPING=1");
         if let Some((file, _)) = self.report.leader_file.take() {
@@ -339,10 +357,27 @@ impl Shell {
         }
         info!(code, "leaving the group");
         let leaving = tokio::task::spawn_blocking(move || self.kafka.leave());
+        let mut hurried = false;
         tokio::select! {
             _ = leaving => {}
-            _ = self.signals.shutdown() => info!("asked again: exiting without waiting to leave the group"),
+            _ = self.signals.shutdown() => {
+                info!("asked again: exiting without waiting to leave the group");
+                hurried = true;
+            }
             _ = tokio::time::sleep(LEAVE_WAIT) => error!(wait = ?LEAVE_WAIT, "leaving the group takes too long; exiting (the group expires our session)"),
+            _ = reaping(&mut self.sigchld) => {}
+        }
+        if let Some(hooks) = self.report.hooks.take() {
+            let signals = &mut self.signals;
+            let hurry = async move {
+                if !hurried {
+                    signals.shutdown().await;
+                }
+            };
+            tokio::select! {
+                _ = hooks.finish(hurry) => {}
+                _ = reaping(&mut self.sigchld) => {}
+            }
         }
         code
     }
@@ -380,6 +415,17 @@ async fn connect(
         _ = signals.shutdown() => Ok(None),
         _ = sleep_for(cfg.leader.acquire_timeout.map(|t| (started + t).since(BootTime::now()))) => {
             Err(Failure::new(Kind::AcquireTimeout, "not leader within --acquire-timeout (Kafka never answered)"))
+        }
+    }
+}
+
+/// Reaps whatever exits below us, for ever: after the loop, where nothing
+/// else does (the hooks' statuses come back through it).
+async fn reaping(sigchld: &mut tokio::signal::unix::Signal) {
+    loop {
+        child::reap(None);
+        if sigchld.recv().await.is_none() {
+            std::future::pending::<()>().await;
         }
     }
 }

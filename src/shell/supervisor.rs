@@ -33,12 +33,7 @@ impl Supervisor {
             args: cfg.args.clone(),
             stop_signal: cfg.leader.stop_signal.0,
             grace: cfg.leader.grace,
-            env: vec![
-                ("NELI_GROUP".into(), cfg.kafka.group.clone()),
-                ("NELI_TOPIC".into(), cfg.kafka.topic.clone()),
-                ("NELI_NAME".into(), cfg.name.clone()),
-                ("NELI_BROKERS".into(), cfg.kafka.brokers.clone()),
-            ],
+            env: given_env(cfg),
             env_remove: consumed_env(),
         };
         let (gone_tx, gone) = unbounded_channel();
@@ -135,13 +130,23 @@ fn with_attempt(command: &child::Command, attempt: Option<leader::Attempt>) -> s
     std::borrow::Cow::Owned(command)
 }
 
+/// What neli-run tells the command (and the hooks) about its group.
+pub(super) fn given_env(cfg: &Config) -> Vec<(String, String)> {
+    vec![
+        ("NELI_GROUP".into(), cfg.kafka.group.clone()),
+        ("NELI_TOPIC".into(), cfg.kafka.topic.clone()),
+        ("NELI_NAME".into(), cfg.name.clone()),
+        ("NELI_BROKERS".into(), cfg.kafka.brokers.clone()),
+    ]
+}
+
 /// The environment variables neli-run reads, which the command must not
 /// inherit: every option's `NELI_*` (NELI_KAFKA_PROPERTIES may hold a
 /// password) and systemd's notify and watchdog variables, which are ours to
 /// answer. The command gets NELI_GROUP, NELI_TOPIC, NELI_NAME, NELI_BROKERS
 /// and NELI_FENCING_TOKEN set afresh instead (and NELI_ATTEMPT, NELI_WAVE
 /// once per wave).
-fn consumed_env() -> Vec<std::ffi::OsString> {
+pub(super) fn consumed_env() -> Vec<std::ffi::OsString> {
     fn walk(cmd: &clap::Command, out: &mut Vec<std::ffi::OsString>) {
         out.extend(cmd.get_arguments().filter_map(|a| a.get_env()).map(|e| e.to_os_string()));
         cmd.get_subcommands().for_each(|sub| walk(sub, out));

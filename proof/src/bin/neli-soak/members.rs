@@ -42,6 +42,13 @@ case $mode in
   *) sleep "$RUN"; echo "end $NELI_DUE $NELI_FENCING_TOKEN" >> "$0/runs" ;;
 esac"#;
 
+/// Every other member's hooks: each hangs past --hook-timeout, so that
+/// its process group is killed, and none may delay a fence, a revoke or a
+/// handover (the judge's stalls and leaderless times would show it). A
+/// bounded sleep: a member killed with -9 leaves its hook behind.
+const HANGING_HOOKS: [&str; 8] =
+    ["--on-lead", "sleep 30", "--on-unlead", "sleep 30", "--on-exit", "sleep 30", "--hook-timeout", "2s"];
+
 /// Every member's --once-within: members that wait through a run belong to
 /// its wave whatever this is; refilled ones belong to it only this long.
 pub const WAVE: Duration = Duration::from_secs(2);
@@ -151,6 +158,7 @@ impl Soak {
                 .args(["-b", &self.brokers, "-g", &self.group, "--name", &name])
                 .args(&self.timing)
                 .args(flags)
+                .args(if i % 2 == 1 { &HANGING_HOOKS[..] } else { &[] })
                 .arg("--")
                 .args(self.detector.wrap())
                 .args(["sh", "-c", child])

@@ -1,0 +1,188 @@
+//! Hooks (--on-lead, --on-unlead, --on-exit): what they are told, and that
+//! one that hangs delays no handover and no fence, and is killed, process
+//! group and all, at --hook-timeout.
+
+use std::path::Path;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::util::{wait_until, Broker, Group, LONG};
+
+/// The pids in `file`, one a line (each hook appends its own).
+fn pids(file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(file).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// Kills, when a failing test drops it, the process groups of the hooks
+/// listed in pids files: its members are SIGKILLed, and their hooks would
+/// outlive them. (A passing test has seen them gone: their numbers may be
+/// another's by then.)
+struct KillHooks(Vec<std::path::PathBuf>);
+
+impl Drop for KillHooks {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for pid in self.0.iter().flat_map(|f| pids(f)) {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
+/// Whether `pid` runs (a zombie does not: init may be slow to reap it).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+/// The NELI_ variables a hook wrote to `file` (sorted lines).
+fn env_in(file: &Path) -> String {
+    std::fs::read_to_string(file).unwrap_or_default()
+}
+
+#[test]
+fn the_hooks_are_told_the_group_the_token_the_reason_and_the_status_and_a_failing_one_changes_nothing() {
+    let g = Group::new("hooks-env");
+    let dir = g.dir.path().display().to_string();
+    // Each writes what it was told; the lead hook fails besides.
+    let record = format!("env | grep '^NELI_' | sort > {dir}/$NELI_HOOK.env");
+    let lead = format!("{record}; exit 7");
+    let hooks = ["--on-lead", &lead, "--on-unlead", &record, "--on-exit", &record];
+    // A setting neli-run consumed (a password could be in it) is no hook's.
+    let prefix = ["env", "NELI_KAFKA_PROPERTIES=sasl.password=TOPSECRET"].map(String::from).to_vec();
+    let mut a = g.member_in(Some(prefix), "a", &hooks, &["sh", "-c", "sleep 1; exit 3"]);
+    assert_eq!(a.wait_exit(LONG).code(), Some(3), "the command's status, whatever the hooks did:\n{}", a.log());
+    let token = g.starts()[0].1;
+    let log = a.log();
+    assert!(log.contains(r#"hook failed hook="lead" status=exit code 7"#), "{log}");
+    let common = |hook: &str| {
+        let env = env_in(&g.dir.path().join(format!("{hook}.env")));
+        for line in [
+            format!("NELI_GROUP={}", g.name),
+            format!("NELI_TOPIC={}.neli", g.name),
+            "NELI_NAME=a".to_string(),
+            format!("NELI_BROKERS={}", g.broker.address),
+            format!("NELI_FENCING_TOKEN={token}"),
+            format!("NELI_HOOK={hook}"),
+        ] {
+            assert!(env.lines().any(|l| l == line), "{line} in {hook}'s:\n{env}\n{log}");
+        }
+        assert!(!env.contains("TOPSECRET") && !env.contains("NELI_ON_"), "{hook}'s:\n{env}");
+        env
+    };
+    assert!(common("lead").lines().any(|l| l == "NELI_REASON=elected"));
+    let exit = common("exit");
+    assert!(exit.lines().any(|l| l == "NELI_EXIT_STATUS=3") && exit.contains("NELI_REASON=exited"), "{exit}");
+    assert!(common("unlead").lines().any(|l| l == "NELI_REASON=exiting"));
+    // The unlead hook ran after the group was left, never before.
+    let (left, waited) = (log.find("leaving the group"), log.find(r#"hook started hook="unlead""#));
+    assert!(left.is_some() && left < waited, "{log}");
+    g.assert_no_overlap();
+}
+
+#[test]
+fn hooks_that_never_exit_delay_no_handover_and_exit_waits_for_them_only_after_leaving() {
+    let g = Group::new("hooks-handover");
+    let file = |name: &str| g.dir.path().join(format!("{name}.pids"));
+    let _cleanup = KillHooks(vec![file("a"), file("b")]);
+    let member = |name: &str| {
+        let hang = format!("echo $$ >> {}; sleep 1000", file(name).display());
+        let hooks = ["--on-lead", &hang, "--on-unlead", &hang, "--on-exit", &hang, "--hook-timeout", "10m"];
+        g.member(name, &hooks, &["sleep", "1000"])
+    };
+    let mut a = member("a");
+    wait_until(LONG, "a leads and its lead hook hangs", || g.starts().len() == 1 && pids(&file("a")).len() == 1);
+    let mut b = member("b");
+    wait_until(LONG, "b is a standby", || b.log().contains("standby"));
+    // A revoke in a's life: a yields while its lead hook hangs.
+    let t = g.broker.timing;
+    let timeout = format!("{}ms", t.takeover().as_millis());
+    let (code, out) = crate::util::run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
+    assert_eq!(code, 0, "{out}");
+    wait_until(t.takeover(), "b leads", || g.starts().len() == 2 && g.lock_held());
+    assert_eq!(g.starts()[1].0, "b");
+    assert!(pids(&file("a")).iter().all(|&p| alive(p)), "a's lead hook hung throughout");
+    // A graceful stop of b while its lead hook hangs: b leaves the group
+    // first, so a leads again while b still waits for its hooks.
+    wait_until(LONG, "b's lead hook hangs", || pids(&file("b")).len() == 1);
+    b.signal(Signal::SIGTERM);
+    wait_until(t.takeover(), "a leads again", || g.starts().len() == 3 && g.lock_held());
+    assert_eq!(g.starts()[2].0, "a");
+    wait_until(LONG, "b waits for its hooks", || b.log().contains("waiting for the hooks queued"));
+    assert!(!b.exited(), "b waits for its hooks:\n{}", b.log());
+    let log = b.log();
+    assert!(log.find("leaving the group") < log.find("waiting for the hooks queued"), "{log}");
+    // A second SIGTERM cuts the wait short, and kills them.
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(Duration::from_secs(10)).code(), Some(143), "{}", b.log());
+    assert!(b.log().contains("asked again: not waiting for the hooks"), "{}", b.log());
+    for name in ["a", "b"] {
+        if name == "a" {
+            a.signal(Signal::SIGTERM);
+            wait_until(LONG, "a waits for its hooks", || a.log().contains("waiting for the hooks queued"));
+            a.signal(Signal::SIGTERM);
+            a.wait_exit(Duration::from_secs(10));
+        }
+        let hooks = pids(&file(name));
+        wait_until(Duration::from_secs(10), "the hooks are gone", || hooks.iter().all(|&p| !alive(p)));
+    }
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_hook_that_never_exits_delays_no_fence() {
+    let g = Group::on(Broker::dev(), "hooks-fence");
+    let file = g.dir.path().join("hook.pids");
+    let _cleanup = KillHooks(vec![file.clone()]);
+    let hang = format!("echo $$ >> {}; sleep 1000", file.display());
+    let hooks = ["--on-lead", &hang, "--on-unlead", &hang, "--on-exit", &hang, "--hook-timeout", "10m"];
+    let mut a = g.member("a", &hooks, &["sleep", "1000"]);
+    wait_until(LONG, "a leads and its lead hook hangs", || g.lock_held() && pids(&file).len() == 1);
+    let t = g.broker.timing;
+    g.broker.signal(Signal::SIGSTOP);
+    wait_until(t.deadline + Duration::from_secs(3), "the fence killed the command", || !g.lock_held());
+    g.broker.signal(Signal::SIGCONT);
+    wait_until(t.takeover(), "a leads again", || g.lock_held() && g.starts().len() == 2);
+    assert_eq!(pids(&file).len(), 1, "the hooks queued behind the one that hangs wait");
+    a.signal(Signal::SIGTERM);
+    wait_until(LONG, "a waits for its hooks", || a.log().contains("waiting for the hooks queued"));
+    a.signal(Signal::SIGTERM);
+    // (Its status is its command's, 143, unless a load spike fenced it again.)
+    a.wait_exit(Duration::from_secs(10));
+    let hooks = pids(&file);
+    wait_until(Duration::from_secs(10), "a's hooks are gone", || hooks.iter().all(|&p| !alive(p)));
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_hook_past_its_timeout_is_killed_with_its_process_group_and_a_fence_is_told_as_one() {
+    let g = Group::on(Broker::dev(), "hooks-timeout");
+    let dir = g.dir.path().display().to_string();
+    let file = g.dir.path().join("hook.pids");
+    let _cleanup = KillHooks(vec![file.clone()]);
+    // The lead hook and a grandchild, each writing its pid, hang.
+    let hang = format!("sleep 1000 & echo $! >> {0}; echo $$ >> {0}; wait", file.display());
+    let record = format!("env | grep '^NELI_' | sort > {dir}/$NELI_HOOK.env");
+    let hooks = ["--on-lead", &hang, "--on-unlead", &record, "--on-exit", &record, "--hook-timeout", "1s"];
+    let mut a = g.member("a", &hooks, &["sleep", "1000"]);
+    wait_until(LONG, "the hook and its grandchild run", || pids(&file).len() == 2);
+    let hooks = pids(&file);
+    wait_until(LONG, "the hook is killed", || a.log().contains(r#"hook failed hook="lead" status=killed by SIGKILL"#));
+    assert!(a.log().contains("hook still running after --hook-timeout"), "{}", a.log());
+    wait_until(Duration::from_secs(10), "the hook and its grandchild are gone", || hooks.iter().all(|&p| !alive(p)));
+    assert!(g.lock_held(), "the command runs on");
+    // A fence: the unlead and exit hooks say so.
+    let t = g.broker.timing;
+    g.broker.signal(Signal::SIGSTOP);
+    wait_until(t.deadline + Duration::from_secs(3), "the fence killed the command", || !g.lock_held());
+    g.broker.signal(Signal::SIGCONT);
+    let env = |hook: &str| env_in(&g.dir.path().join(format!("{hook}.env")));
+    wait_until(LONG, "the unlead and exit hooks ran", || !env("unlead").is_empty() && !env("exit").is_empty());
+    assert!(env("unlead").contains("NELI_REASON=fenced\n"), "{}", env("unlead"));
+    let exit = env("exit");
+    assert!(exit.contains("NELI_REASON=fenced\n") && exit.contains("NELI_EXIT_STATUS=137\n"), "{exit}");
+    a.signal(Signal::SIGTERM);
+    a.wait_exit(LONG);
+    g.assert_no_overlap();
+}

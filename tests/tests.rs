@@ -13,6 +13,7 @@ mod election;
 mod faults;
 mod layers;
 mod metrics;
+mod pause;
 mod sasl;
 mod schedule;
 mod status;

@@ -92,6 +92,10 @@ mod tests {
         assert_eq!(got, Some(Input::OtherHeartbeat(other())));
         assert!(matches!(keep, Keep::Nothing));
         assert!(matches!(input(Some(Event::Yield), true), (Some(Input::Yield), Keep::Nothing)));
+        let pause = crate::leader::Pause { offset: 3, paused: true, stop: false, at_ms: 1, by: Default::default() };
+        let (got, keep) = input(Some(Event::Pause(pause.clone())), true);
+        assert_eq!(got, Some(Input::Pause(pause)));
+        assert!(matches!(keep, Keep::Nothing));
     }
 
     #[test]

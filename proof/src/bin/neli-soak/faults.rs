@@ -69,7 +69,7 @@ pub enum Fault {
     /// No fault: a command in mode `finish` ends its wave by itself (drawn
     /// for half of those).
     Finish,
-    /// `neli-run pause --stop`, then 1-3 faults at random members (and the
+    /// `neli-run pause --stop`, then 2-4 faults at the leader (or the
     /// broker) while paused, during which no child may start; then
     /// `neli-run resume` (see `pause_episode`).
     Pause,
@@ -358,9 +358,9 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
     run
 }
 
-/// `Fault::Pause`: `neli-run pause --stop`; once acknowledged, 1-3 faults
+/// `Fault::Pause`: `neli-run pause --stop`; once acknowledged, 2-4 faults
 /// (kill -9, a graceful stop, a freeze for a session, the broker down or
-/// frozen) each at a random member, or the broker, each given two sessions
+/// frozen) each at the leader (or the broker), each given two sessions
 /// to play out (failovers happen) while no child may start or run; then
 /// `neli-run resume`, and the time from it until a child runs again (the
 /// one leaderless time counted: the pause itself is the operator's).
@@ -408,13 +408,17 @@ fn pause_episode(
     let kinds = [Fault::Kill9, Fault::Sigterm, Fault::SigstopCont, Fault::BrokerRestart, Fault::BrokerPause];
     let kinds: Vec<Fault> = kinds.into_iter().filter(|k| faults.contains(k)).collect();
     let mut broken = violated(soak, run, "at the acknowledgement");
-    for _ in 0..rng.pick(&[1, 2, 3]) {
+    for _ in 0..rng.pick(&[2, 3, 4]) {
         if broken || interrupted.load(Ordering::Relaxed) || kinds.is_empty() {
             break;
         }
         let fault = rng.pick(&kinds);
+        // The leader as `status` names it (it runs nothing), else anyone: a
+        // failover late in the pause finds the request itself out of the
+        // new owner's backlog, and only the records that carried it say so.
         let alive: Vec<usize> = (0..soak.slots.len()).filter(|&i| soak.slots[i].member.is_some()).collect();
-        let slot = rng.pick(&alive);
+        let named = |n: &str| soak.slots.iter().position(|s| s.member.as_ref().is_some_and(|(m, _)| m == n));
+        let slot = status_leader(soak).and_then(|n| named(&n)).unwrap_or_else(|| rng.pick(&alive));
         soak.strike(fault, slot, rng);
         run.paused_faults += 1;
         for (i, length) in
@@ -453,6 +457,18 @@ fn pause_episode(
     let starts = soak.detector.starts();
     let moved = starts.last().map(|s| &s.0) != before.last().map(|s| &s.0);
     End::Over { leaderless: resumed.elapsed(), moved }
+}
+
+/// The fresh leader `neli-run status` names, if any.
+fn status_leader(soak: &Soak) -> Option<String> {
+    let out = std::process::Command::new(&soak.neli)
+        .args(["status", "-b", &soak.brokers, "-g", &soak.group])
+        .output()
+        .ok()?;
+    // "group G: leader NAME (host H, pid P), token T"
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (_, rest) = text.lines().next()?.split_once(": leader ")?;
+    Some(rest.split_once(" (")?.0.to_string())
 }
 
 /// The member whose child started last.

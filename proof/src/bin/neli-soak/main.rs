@@ -33,7 +33,7 @@
 //! at-least-once the README states (its leader was cut off or frozen as its
 //! run ended), counted and shown.
 //!
-//! A pause (`pause`): `neli-run pause --stop`, faults while paused (kill -9,
+//! A pause (`pause`): `neli-run pause --stop`, faults at the leader while paused (kill -9,
 //! graceful stops, freezes, the broker down), during which a child that
 //! starts or runs is unsafe, then `neli-run resume`.
 //!

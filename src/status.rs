@@ -731,8 +731,20 @@ pub fn pause_main(
 /// with --stop says its command is gone.
 fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result<String, Stop> {
     let group = printable(&target.group);
-    let (consumer, mut view) = read_partition(target)?;
     let what = if paused { "pause" } else { "resume" };
+    let (consumer, mut view) = read_partition(target).map_err(|stop| match stop {
+        // No topic: nowhere to write it yet.
+        Stop::Fail(f) if f.kind == Kind::NoLeader => Stop::Fail(Failure::new(
+            f.kind,
+            format!(
+                "{}; create the topic first (kafka-topics.sh --create --topic {} --partitions 1 --config \
+                 retention.ms=3600000, or start one member, which creates it), then {what}",
+                f.message,
+                printable(&target.topic)
+            ),
+        )),
+        stop => stop,
+    })?;
     let offset = write(target, &PauseRequest::new(paused, stop).encode(), what)?;
     let start = Instant::now();
     while start.elapsed() < timeout {

@@ -122,7 +122,7 @@ fn a_pause_written_while_no_member_runs_is_honoured_by_the_next_one() {
     // No topic yet: nothing to pause, said so.
     let (code, out) = ask(&g, "pause", &[]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("no topic") && out.lines().count() == 1, "{out}");
+    assert!(out.contains("no topic") && out.contains("create the topic first") && out.lines().count() == 1, "{out}");
 
     let mut a = g.member("a", &[], &["sleep", "1000"]);
     wait_until(t.takeover(), "a runs its command", || g.lock_held() && g.starts().len() == 1);

@@ -18,15 +18,17 @@ fn ask(g: &Group, what: &str, extra: &[&str]) -> (i32, String) {
     run(&args)
 }
 
-/// Waits until status shows `name` leading, fresh, under the pause: its own
-/// record says so (every leader's record carries the pause). A leader that
+/// Waits until status shows `member` leading, fresh, and its own record
+/// saying the group is paused and its command does not run. A leader that
 /// did not honour it would have started its command in the step that wrote
 /// that record; then no start follows for two session timeouts either.
 fn leads_paused_without_starting(g: &Group, member: &Member, starts: usize) {
     let t = g.broker.timing;
     wait_until(t.takeover(), &format!("status shows {} leading under the pause", member.name), || {
         let json = status(g);
-        json["fresh"] == true && json["leader"]["name"] == member.name.as_str() && json["paused"].is_object()
+        // (`leader_command_running` is read from the leader's own record.)
+        let said = json["paused"]["leader_command_running"] == false;
+        json["fresh"] == true && json["leader"]["name"] == member.name.as_str() && said
     });
     assert!(stays_false(t.session * 2, || g.starts().len() > starts), "started while paused: {:?}", g.starts());
     assert!(!g.lock_held(), "a command runs while paused");

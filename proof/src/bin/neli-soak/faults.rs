@@ -359,9 +359,10 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
 }
 
 /// `Fault::Pause`: `neli-run pause --stop`; once acknowledged, 2-4 faults
-/// (kill -9, a graceful stop, a freeze for a session, the broker down or
-/// frozen) each at the leader (or the broker), each given two sessions
-/// to play out (failovers happen) while no child may start or run; then
+/// (kill -9, a graceful stop, a freeze or a network cut for a session, a
+/// blip, the broker down or frozen) each at the leader (or the broker),
+/// each given two sessions to play out (failovers happen) while no child
+/// may start or run; then
 /// `neli-run resume`, and the time from it until a child runs again (the
 /// one leaderless time counted: the pause itself is the operator's).
 fn pause_episode(
@@ -405,7 +406,15 @@ fn pause_episode(
         }
         false
     };
-    let kinds = [Fault::Kill9, Fault::Sigterm, Fault::SigstopCont, Fault::BrokerRestart, Fault::BrokerPause];
+    let kinds = [
+        Fault::Kill9,
+        Fault::Sigterm,
+        Fault::SigstopCont,
+        Fault::NetCut,
+        Fault::NetBlip,
+        Fault::BrokerRestart,
+        Fault::BrokerPause,
+    ];
     let kinds: Vec<Fault> = kinds.into_iter().filter(|k| faults.contains(k)).collect();
     let mut broken = violated(soak, run, "at the acknowledgement");
     for _ in 0..rng.pick(&[2, 3, 4]) {

@@ -732,7 +732,7 @@ pub fn pause_main(
 fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result<String, Stop> {
     let group = printable(&target.group);
     let what = if paused { "pause" } else { "resume" };
-    let (consumer, mut view) = read_partition(target).map_err(|stop| match stop {
+    let (consumer, _) = read_partition(target).map_err(|stop| match stop {
         // No topic: nowhere to write it yet.
         Stop::Fail(f) if f.kind == Kind::NoLeader => Stop::Fail(Failure::new(
             f.kind,
@@ -749,7 +749,6 @@ fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result
     let start = Instant::now();
     while start.elapsed() < timeout {
         let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) else { continue };
-        view.read(msg.payload(), msg.offset());
         let Some(hb) = msg.payload().and_then(Heartbeat::decode) else { continue };
         let owner = hb.token.is_some() || hb.role == Some(crate::kafka::heartbeat::WireStance::Contending);
         let honoured = hb.pause.as_ref().filter(|p| p.offset >= offset && p.offset < msg.offset());

@@ -67,6 +67,8 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -s V -l version -d 'Prin
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "status" -d 'Show who leads a group now, read from its heartbeat records'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "yield" -d 'Ask the leader to hand over to another member'
+complete -c neli-run -n "__fish_neli_run_needs_command" -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
+complete -c neli-run -n "__fish_neli_run_needs_command" -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker; and not __fish_seen_subcommand_from event help" -l listen -d 'Address to listen on and advertise to clients (broker 1\'s; broker i listens on PORT + i - 1)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker; and not __fish_seen_subcommand_from event help" -l brokers -d 'Run a cluster of N brokers (1 to 9), on consecutive ports' -r
@@ -119,8 +121,35 @@ json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield help" -f -a "status" -d 'Show who leads a group now, read from its heartbeat records'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield help" -f -a "yield" -d 'Ask the leader to hand over to another member'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l kafka-secret -d 'Set the Kafka property KEY to the contents of the file PATH, less one trailing newline (repeatable), e.g. sasl.password=PATH' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l timeout -d 'How long to wait for the owner of partition 0 to acknowledge (at most 24h)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l stop -d 'Also stop the command that runs now (stop signal, --grace, SIGKILL)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -l kafka-secret -d 'Set the Kafka property KEY to the contents of the file PATH, less one trailing newline (repeatable), e.g. sasl.password=PATH' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -l timeout -d 'How long to wait for the owner of partition 0 to acknowledge (at most 24h)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "status" -d 'Show who leads a group now, read from its heartbeat records'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "yield" -d 'Ask the leader to hand over to another member'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from dev-broker" -f -a "event" -d 'Make one cluster event on the dev broker at --control, and say what it did.'

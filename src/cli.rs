@@ -41,7 +41,7 @@ use crate::leader::{Missed, Restart};
     subcommand_value_name = "SUBCOMMAND",
     subcommand_help_heading = "Subcommands",
     after_help = "Exit status: the command's own, 128+N if signal N killed it; 2 usage error; \
-                  69 (status, yield) Kafka unreachable; \
+                  69 (status, yield, pause, resume) Kafka unreachable; \
                   0 a standby asked to stop; 70 internal error; \
                   75 not leader within --acquire-timeout; 77 Kafka denied access; \
                   78 Kafka configuration rejected; 126/127 command not executable/not found."
@@ -257,6 +257,56 @@ pub enum Sub {
     /// anyone with WRITE on the topic can ask. Exit status: 0 leadership
     /// moved; 1 it did not; 2 usage; 69, 77, 78 as for status.
     Yield(YieldArgs),
+
+    /// Pause the group for maintenance: no member starts the command until
+    /// `neli-run resume`.
+    ///
+    /// Writes a control record to partition 0 that every member honours,
+    /// now and later (its owner carries it forward in every record): whoever
+    /// leads keeps leading without starting the command; --stop also stops
+    /// the running one (stop signal, grace, SIGKILL). Waits until the owner
+    /// of partition 0 says it honours the pause; without one the pause
+    /// still stands, for whoever comes. The request says who asked and the
+    /// leader logs it; `neli-run status` shows it. Exit status: 0
+    /// acknowledged; 1 nobody acknowledged within --timeout (or no topic
+    /// yet); 2 usage; 69, 77, 78 as for status.
+    Pause(PauseArgs),
+
+    /// End a pause: the owner of partition 0 starts the command again.
+    ///
+    /// Writes a control record to partition 0 and waits until the owner
+    /// of partition 0 says it honours it. A schedule's runs due while
+    /// paused count as missed (--missed decides). Exit status: as for
+    /// pause.
+    Resume(ResumeArgs),
+}
+
+/// Options of `neli-run pause`.
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// Also stop the command that runs now (stop signal, --grace, SIGKILL).
+    #[arg(long, env = "NELI_PAUSE_STOP")]
+    pub stop: bool,
+
+    /// How long to wait for the owner of partition 0 to acknowledge (at
+    /// most 24h).
+    #[arg(long, env = "NELI_PAUSE_TIMEOUT", default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
+}
+
+/// Options of `neli-run resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// How long to wait for the owner of partition 0 to acknowledge (at
+    /// most 24h).
+    #[arg(long, env = "NELI_RESUME_TIMEOUT", default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
 }
 
 /// Options of `neli-run yield`.

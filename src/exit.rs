@@ -12,7 +12,8 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// `status` and `yield`: no member leads (or not the one named), the
-    /// answer rather than an error, as grep's 1 is.
+    /// answer rather than an error, as grep's 1 is; `pause` and `resume`:
+    /// no owner of partition 0 acknowledged.
     NoLeader,
     /// A bad flag, duration, property or unsafe timing (clap uses 2 too).
     Usage,
@@ -108,6 +109,8 @@ pub struct Status {
     pub status: Option<&'static str>,
     /// `neli-run yield`.
     pub yield_: Option<&'static str>,
+    /// `neli-run pause` and `resume`.
+    pub pause: Option<&'static str>,
     /// `neli-run dev-broker`.
     pub dev_broker: Option<&'static str>,
 }
@@ -123,6 +126,7 @@ pub const STATUSES: &[Status] = &[
         ),
         status: None,
         yield_: None,
+        pause: None,
         dev_broker: None,
     },
     Status {
@@ -130,6 +134,7 @@ pub const STATUSES: &[Status] = &[
         run: Some("The command was killed by signal N (143 after a graceful SIGTERM)."),
         status: None,
         yield_: None,
+        pause: None,
         dev_broker: None,
     },
     Status {
@@ -137,6 +142,7 @@ pub const STATUSES: &[Status] = &[
         run: Some("A standby (no command running) was asked to stop."),
         status: Some("A fresh leader exists (also: stdout was closed, e.g. `| head -1`)."),
         yield_: Some("Leadership moved to another member."),
+        pause: Some("The owner of partition 0 acknowledged it (with `--stop`: its command is gone)."),
         dev_broker: Some("Stopped by SIGINT or SIGTERM."),
     },
     Status {
@@ -146,6 +152,10 @@ pub const STATUSES: &[Status] = &[
         yield_: Some(
             "It did not move: no fresh leader, `--name` does not lead, or nobody took over within `--timeout`.",
         ),
+        pause: Some(
+            "Nobody acknowledged within `--timeout` (no member owns partition 0: the request stands and the next \
+             owner honours it), or no topic yet.",
+        ),
         dev_broker: None,
     },
     Status {
@@ -153,6 +163,7 @@ pub const STATUSES: &[Status] = &[
         run: Some("Usage error: a bad flag, duration, address, or unsafe timing."),
         status: Some("Usage error."),
         yield_: Some("Usage error (also `--timeout` over 24h)."),
+        pause: Some("Usage error (also `--timeout` over 24h)."),
         dev_broker: Some("Usage error: a bad `--listen` or `--sasl-user`, or the address is in use."),
     },
     Status {
@@ -160,6 +171,7 @@ pub const STATUSES: &[Status] = &[
         run: None,
         status: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
         yield_: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
+        pause: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
         dev_broker: None,
     },
     Status {
@@ -167,6 +179,7 @@ pub const STATUSES: &[Status] = &[
         run: Some("Internal error."),
         status: Some("Internal error."),
         yield_: Some("Internal error."),
+        pause: Some("Internal error."),
         dev_broker: Some("Internal error."),
     },
     Status {
@@ -174,6 +187,7 @@ pub const STATUSES: &[Status] = &[
         run: None,
         status: Some("stdout could not be written (other than closed)."),
         yield_: Some("stdout could not be written (other than closed)."),
+        pause: Some("stdout could not be written (other than closed)."),
         dev_broker: None,
     },
     Status {
@@ -181,6 +195,7 @@ pub const STATUSES: &[Status] = &[
         run: Some("Not leader within `--acquire-timeout`."),
         status: None,
         yield_: None,
+        pause: None,
         dev_broker: None,
     },
     Status {
@@ -188,6 +203,7 @@ pub const STATUSES: &[Status] = &[
         run: Some("Kafka denied access (authentication or authorization)."),
         status: Some("Authentication failed (wrong password, mechanism) or access denied."),
         yield_: Some("Authentication failed or access denied, also no WRITE on the topic."),
+        pause: Some("Authentication failed or access denied, also no WRITE on the topic."),
         dev_broker: None,
     },
     Status {
@@ -195,6 +211,7 @@ pub const STATUSES: &[Status] = &[
         run: Some("Kafka configuration rejected (an unknown property, or a value librdkafka refuses)."),
         status: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         yield_: Some("Kafka client configuration rejected (an unknown `-X` property)."),
+        pause: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         dev_broker: None,
     },
     Status {
@@ -202,6 +219,7 @@ pub const STATUSES: &[Status] = &[
         run: Some("The command is not executable (checked before joining)."),
         status: None,
         yield_: None,
+        pause: None,
         dev_broker: None,
     },
     Status {
@@ -209,6 +227,7 @@ pub const STATUSES: &[Status] = &[
         run: Some("The command is not found, or empty (checked before joining)."),
         status: None,
         yield_: None,
+        pause: None,
         dev_broker: None,
     },
 ];

@@ -84,6 +84,12 @@ pub fn main() -> ExitCode {
         Some(Sub::DevBroker(args)) => return end_beside_librdkafka(exit_code(dev_broker(args).map(|()| 0))),
         Some(Sub::Status(args)) => return said(status::main(args, env_properties)),
         Some(Sub::Yield(args)) => return said(status::yield_main(args, env_properties)),
+        Some(Sub::Pause(args)) => {
+            return said(status::pause_main(args.kafka, true, args.stop, args.timeout.into(), env_properties))
+        }
+        Some(Sub::Resume(args)) => {
+            return said(status::pause_main(args.kafka, false, false, args.timeout.into(), env_properties))
+        }
         None => cli.run,
     };
     let config = match config::Config::from_args(run_args, env_properties) {

@@ -63,6 +63,8 @@ pub struct Snapshot {
     /// Send time of the newest own heartbeat read back, while we own p0.
     pub fresh: Option<BootTime>,
     pub child_up: bool,
+    /// The group is paused (`neli-run pause`), as we last read partition 0.
+    pub paused: bool,
     pub kafka_reachable: bool,
     /// When the shell's loop last turned; None until it starts (while
     /// connecting to Kafka).
@@ -292,6 +294,9 @@ impl Collector for Scrape {
         one(&mut enc, "neli_child_restarts", None, "Starts of the command within one leadership.", restarts)?;
         one(&mut enc, "neli_child_up", None, "1 while the command runs.", gauge(s.child_up as i64))?;
         one(&mut enc, "neli_kafka_reachable", None, "1 while Kafka answers.", gauge(s.kafka_reachable as i64))?;
+        let help =
+            "1 while the group is paused (neli-run pause), as this member last read partition 0: current on its owner.";
+        one(&mut enc, "neli_paused", None, help, gauge(s.paused as i64))?;
         let outcomes = ["success", "failure", "cut_short"];
         let by_outcome = outcomes.map(|k| (k, ConstCounter::new(*s.runs.get(k).unwrap_or(&0))));
         let help = "Runs of the command this member started (of a wave or a schedule), by how they ended.";
@@ -543,6 +548,7 @@ mod tests {
             "neli_transitions_total{kind=\"resumed\"} 1",
             "neli_child_restarts_total 1",
             "neli_child_up 1",
+            "neli_paused 0",
             "neli_runs_total{outcome=\"success\"} 0",
             "# TYPE neli_transitions_total counter",
             "# HELP neli_transitions_total Changes of role, by the role entered.",

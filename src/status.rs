@@ -1,4 +1,4 @@
-//! `neli-run status` and `neli-run yield`: who leads a group, read from the heartbeat records on
+//! `neli-run status`, `yield`, `pause` and `resume`: who leads a group, read from the heartbeat records on
 //! partition 0 rather than from the group coordinator, so it works on any
 //! broker (including ones without DescribeGroups) and never joins the group.
 //!
@@ -10,7 +10,10 @@
 //! own claim check (`Leader::on_other`). Ages use the writer's wall clock
 //! (the record's `at_ms`), so clock skew between machines shifts them.
 //!
-//! Exit statuses: `exit::STATUSES` (its `status` and `yield_` columns) says
+//! The group is paused while the newest pause or resume request (by offset),
+//! read itself or carried forward by a record, is a pause.
+//!
+//! Exit statuses: `exit::STATUSES` (its `status`, `yield_` and `pause` columns) says
 //! what each means; a closed stdout (`status | head -1`) ends quietly with 0.
 //!
 //! Every string read from the topic is someone's choice: the text output
@@ -35,8 +38,8 @@ use crate::cli::{StatusArgs, YieldArgs};
 use crate::clock::wall_ms;
 use crate::config::Target;
 use crate::exit::{Failure, Kind};
-use crate::kafka::heartbeat::{printable, Heartbeat, WireJob};
-use crate::kafka::yield_request::Yield;
+use crate::kafka::heartbeat::{printable, Heartbeat, WireJob, WirePause};
+use crate::kafka::yield_request::{PauseRequest, Yield};
 
 /// How many of the newest records to read: with a 500 ms interval, about
 /// half an hour of history, which is plenty to find the current leader.
@@ -122,6 +125,8 @@ struct Probe {
     last: Mutex<Option<String>>,
     /// Why a record we wrote was not delivered, if it was not.
     undelivered: Mutex<Option<String>>,
+    /// Where the record we wrote landed, once delivered.
+    delivered: Mutex<Option<i64>>,
 }
 
 impl Probe {
@@ -132,6 +137,7 @@ impl Probe {
             fatal: Mutex::new(None),
             last: Mutex::new(None),
             undelivered: Mutex::new(None),
+            delivered: Mutex::new(None),
         }
     }
 
@@ -191,9 +197,12 @@ impl ConsumerContext for Probe {}
 impl ProducerContext for Probe {
     type DeliveryOpaque = ();
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
-        if let Err((err, _)) = result {
-            self.note(err, &err.to_string());
-            *self.undelivered.lock().expect("probe lock") = Some(err.to_string());
+        match result {
+            Ok(msg) => *self.delivered.lock().expect("probe lock") = Some(msg.offset()),
+            Err((err, _)) => {
+                self.note(err, &err.to_string());
+                *self.undelivered.lock().expect("probe lock") = Some(err.to_string());
+            }
         }
     }
 }
@@ -214,9 +223,40 @@ struct View {
     /// When the schedule is next due, as the newest record that said
     /// planned it.
     next_ms: Option<u64>,
+    /// The newest pause or resume request (by offset) the records name.
+    pause: Option<WirePause>,
 }
 
 impl View {
+    /// Takes in the record at `offset`: a heartbeat, or a pause or resume
+    /// request (anything else is not ours to read).
+    fn read(&mut self, payload: Option<&[u8]>, offset: i64) {
+        let Some(payload) = payload else { return };
+        if let Some(mut hb) = Heartbeat::decode(payload) {
+            // A record names only an earlier request (as the members read it).
+            if let Some(pause) = hb.pause.clone().filter(|p| p.offset < offset) {
+                self.note_pause(pause);
+            }
+            hb.pause = hb.pause.filter(|p| p.offset < offset);
+            self.add(hb);
+        } else if let Some(request) = PauseRequest::decode(payload) {
+            let p = request.at(offset);
+            let running = false;
+            self.note_pause(WirePause { offset, paused: p.paused, stop: p.stop, at_ms: p.at_ms, by: p.by, running });
+        }
+    }
+
+    fn note_pause(&mut self, pause: WirePause) {
+        if self.pause.as_ref().is_none_or(|known| pause.offset > known.offset) {
+            self.pause = Some(pause);
+        }
+    }
+
+    /// The pause in force, if the group is paused.
+    fn paused(&self) -> Option<&WirePause> {
+        self.pause.as_ref().filter(|p| p.paused)
+    }
+
     fn add(&mut self, mut hb: Heartbeat) {
         self.next_ms = hb.next_ms.or(self.next_ms);
         if let Some(job) = hb.job.take() {
@@ -267,9 +307,14 @@ impl View {
 
     /// A one-line summary that changes exactly when the answer does.
     fn key(&self, now_ms: u64) -> String {
-        match self.fresh_leader(now_ms) {
+        let leader = match self.fresh_leader(now_ms) {
             Some(hb) => format!("{} {}", hb.name, hb.token.unwrap_or_default()),
             None => "none".into(),
+        };
+        let running = |hb: &Heartbeat| hb.pause.as_ref().map(|p| p.running);
+        match self.paused() {
+            Some(p) => format!("{leader} paused {} {:?}", p.offset, self.fresh_leader(now_ms).and_then(running)),
+            None => leader,
         }
     }
 }
@@ -345,6 +390,16 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
                 "state": run_state(job, fresh),
             })
         });
+        let paused = view.paused().map(|p| {
+            json!({
+                "since": rfc3339(p.at_ms),
+                "by": p.by,
+                "asker": p.by.describe(),
+                "stop": p.stop,
+                "offset": p.offset,
+                "leader_command_running": fresh.and_then(|hb| hb.pause.as_ref()).map(|n| n.running),
+            })
+        });
         return json!({
             "version": JSON_VERSION,
             "group": target.group,
@@ -353,14 +408,30 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
             "leader": leader,
             "last_run": last_run,
             "schedule": schedule,
+            "paused": paused,
         })
         .to_string();
     }
+    let paused = view.paused().map_or(String::new(), |p| pause_line(p, fresh, now));
     if view.scheduled() {
-        return leadership(target, view, fresh, now) + &schedule_lines(view, fresh, now);
+        return leadership(target, view, fresh, now) + &paused + &schedule_lines(view, fresh, now);
     }
     let last_run = view.job.as_ref().map_or(String::new(), |job| run_line(job, fresh, now));
-    leadership(target, view, fresh, now) + &last_run
+    leadership(target, view, fresh, now) + &paused + &last_run
+}
+
+/// The pause line: since when, by whom, and with --stop whether the
+/// leader's command is gone yet.
+fn pause_line(pause: &WirePause, fresh: Option<&Heartbeat>, now: u64) -> String {
+    let since = format!("{} ({} ago)", rfc3339(pause.at_ms), ago(now, pause.at_ms));
+    let command = match (pause.stop, fresh.and_then(|hb| hb.pause.as_ref()).map(|n| n.running)) {
+        (_, None) => "",
+        (true, Some(true)) => ": the leader's command is stopping (--stop)",
+        (true, Some(false)) => ": the leader's command is stopped (--stop)",
+        (false, Some(true)) => ": the leader's command runs on until it ends, and does not start again",
+        (false, Some(false)) => ": the leader does not start its command",
+    };
+    format!("\n  paused since {since} by {}{command}; `neli-run resume` ends it", pause.by.describe())
 }
 
 /// The last line of a command run once per wave, or of a service (whose
@@ -386,6 +457,12 @@ fn run_line(job: &WireJob, fresh: Option<&Heartbeat>, now: u64) -> String {
             };
             let since = start.map_or(String::new(), |ms| format!(" since {} ({} ago)", rfc3339(ms), ago(now, ms)));
             format!("\n  command running{since}, {by}")
+        }
+        (None, _) if fresh.is_some_and(|hb| hb.pause.as_ref().is_some_and(|p| p.paused && !p.running)) => {
+            format!(
+                "\n  last run: stopped by the pause (it runs again on resume), started {}, {by}",
+                rfc3339(job.wave_ms)
+            )
         }
         (None, _) => format!(
             "\n  last run: cut short (its leader crashed, was fenced or stopped: the next leader runs it again), \
@@ -454,13 +531,14 @@ fn schedule_lines(view: &View, fresh: Option<&Heartbeat>, now: u64) -> String {
     out
 }
 
-/// Where a wave's run stands: "exited", "running" (its leader leads, fresh)
-/// or "cut-short" (its leader crashed, was fenced or stopped: the wave's
-/// next leader runs it again).
+/// Where a wave's run stands: "exited", "running" (its leader leads, fresh,
+/// and its command runs) or "cut-short" (its leader crashed, was fenced or
+/// stopped, or `pause --stop` stopped it: it runs again).
 fn run_state(job: &WireJob, fresh: Option<&Heartbeat>) -> &'static str {
+    let runs = |hb: &Heartbeat| hb.token == Some(job.token) && hb.pause.as_ref().is_none_or(|p| p.running);
     match (job.code, fresh) {
         (Some(_), _) => "exited",
-        (None, Some(hb)) if hb.token == Some(job.token) => "running",
+        (None, Some(hb)) if runs(hb) => "running",
         (None, _) => "cut-short",
     }
 }
@@ -557,9 +635,7 @@ fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, View), Stop> 
     while !caught_up && Instant::now() < deadline {
         match consumer.poll(Duration::from_millis(200)) {
             Some(Ok(msg)) => {
-                if let Some(hb) = msg.payload().and_then(Heartbeat::decode) {
-                    view.add(hb);
-                }
+                view.read(msg.payload(), msg.offset());
                 caught_up = msg.offset() + 1 >= high;
             }
             Some(Err(KafkaError::PartitionEOF(_))) => caught_up = true,
@@ -587,11 +663,7 @@ fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, Stop> {
             return Err(Stop::Closed);
         }
         match consumer.poll(Duration::from_millis(250)) {
-            Some(Ok(msg)) => {
-                if let Some(hb) = msg.payload().and_then(Heartbeat::decode) {
-                    view.add(hb);
-                }
-            }
+            Some(Ok(msg)) => view.read(msg.payload(), msg.offset()),
             Some(Err(KafkaError::PartitionEOF(_))) | None => {}
             Some(Err(e)) => {
                 crate::stderr::line(format_args!("warning: {e}"));
@@ -613,6 +685,96 @@ pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> Result<u8,
     }))
 }
 
+/// Writes a control record (`what` request) to partition 0: its offset.
+fn write(target: &Target, value: &[u8], what: &str) -> Result<i64, Stop> {
+    let producer: BaseProducer<Probe> = target
+        .client_config(&[("acks", "all")])
+        .create_with_context(Probe::new(target))
+        .map_err(|e| rejected(e, target))?;
+    if let Err((e, _)) = producer.send(BaseRecord::<(), _>::to(&target.topic).partition(0).payload(value)) {
+        return Err(producer.context().failure(format!("cannot write the {what} request: {e}")));
+    }
+    let flushed = producer.flush(Duration::from_secs(10));
+    // A refused write (e.g. no WRITE on the topic) comes as its delivery
+    // report, which flush() serves.
+    if let Err(e) = flushed {
+        return Err(producer.context().failure(format!("cannot write the {what} request: {e}")));
+    }
+    let probe = producer.context();
+    if let Some(why) = probe.undelivered.lock().expect("probe lock").clone() {
+        return Err(probe.failure(format!("cannot write the {what} request: {}", printable(&why))));
+    }
+    let offset = *probe.delivered.lock().expect("probe lock");
+    offset.ok_or_else(|| probe.failure(format!("cannot write the {what} request: not delivered within 10s")))
+}
+
+/// Runs `neli-run pause` (`paused`, with `--stop` if `stop`) or `resume`.
+pub fn pause_main(
+    kafka: crate::cli::KafkaArgs,
+    paused: bool,
+    stop: bool,
+    timeout: Duration,
+    env_properties: Option<String>,
+) -> Result<u8, Failure> {
+    if timeout > MAX_YIELD_TIMEOUT {
+        return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
+    }
+    finish(Target::from_args(kafka, env_properties).map_err(Stop::from).and_then(|target| {
+        let message = pause(&target, paused, stop, timeout)?;
+        say(&message)?;
+        Ok(0)
+    }))
+}
+
+/// Writes a pause or resume and waits until a record of an owner of
+/// partition 0 (leading or contending) carries it, or a newer one, and
+/// with --stop says its command is gone.
+fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result<String, Stop> {
+    let group = printable(&target.group);
+    let what = if paused { "pause" } else { "resume" };
+    let (consumer, _) = read_partition(target).map_err(|stop| match stop {
+        // No topic: nowhere to write it yet.
+        Stop::Fail(f) if f.kind == Kind::NoLeader => Stop::Fail(Failure::new(
+            f.kind,
+            format!(
+                "{}; create the topic first (kafka-topics.sh --create --topic {} --partitions 1 --config \
+                 retention.ms=3600000, or start one member, which creates it), then {what}",
+                f.message,
+                printable(&target.topic)
+            ),
+        )),
+        stop => stop,
+    })?;
+    let offset = write(target, &PauseRequest::new(paused, stop).encode(), what)?;
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) else { continue };
+        let Some(hb) = msg.payload().and_then(Heartbeat::decode) else { continue };
+        let owner = hb.token.is_some() || hb.role == Some(crate::kafka::heartbeat::WireStance::Contending);
+        let honoured = hb.pause.as_ref().filter(|p| p.offset >= offset && p.offset < msg.offset());
+        let Some(note) = honoured.filter(|note| owner && !(paused && stop && note.running)) else { continue };
+        let (name, host) = (printable(&hb.name), printable(&hb.host));
+        let now = match (note.paused, note.offset == offset) {
+            (_, false) => format!("a newer request (offset {}) is in force now", note.offset),
+            (true, _) if stop => "its command is stopped".into(),
+            (true, _) if note.running => "its command runs on until it ends, and does not start again".into(),
+            (true, _) => "it does not start its command".into(),
+            (false, _) if note.running => "its command runs".into(),
+            (false, _) => "it starts its command when due".into(),
+        };
+        return Ok(format!("group {group}: {what} (offset {offset}) acknowledged by {name} (host {host}): {now}"));
+    }
+    let standing = if paused { "the pause stands on the topic" } else { "the resume stands on the topic" };
+    fail(
+        Kind::NoLeader,
+        format!(
+            "group {group}: no owner of partition 0 acknowledged the {what} within {} ({standing}, and whichever \
+             member owns partition 0 next honours it)",
+            humantime::format_duration(timeout),
+        ),
+    )
+}
+
 /// Asks the leader to hand over and waits until another member leads.
 fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<String, Stop> {
     let group = printable(&target.group);
@@ -628,29 +790,11 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
             );
         }
     }
-    let producer: BaseProducer<Probe> = target
-        .client_config(&[("acks", "all")])
-        .create_with_context(Probe::new(target))
-        .map_err(|e| rejected(e, target))?;
-    let request = Yield::new(name).encode();
-    if let Err((e, _)) = producer.send(BaseRecord::<(), _>::to(&target.topic).partition(0).payload(&request)) {
-        return Err(producer.context().failure(format!("cannot write the yield request: {e}")));
-    }
-    let flushed = producer.flush(Duration::from_secs(10));
-    // A refused write (e.g. no WRITE on the topic) comes as its delivery
-    // report, which flush() serves.
-    if let Err(e) = flushed {
-        return Err(producer.context().failure(format!("cannot write the yield request: {e}")));
-    }
-    if let Some(why) = producer.context().undelivered.lock().expect("probe lock").clone() {
-        return Err(producer.context().failure(format!("cannot write the yield request: {}", printable(&why))));
-    }
+    write(target, &Yield::new(name).encode(), "yield")?;
     let start = Instant::now();
     while start.elapsed() < timeout {
         if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
-            if let Some(hb) = msg.payload().and_then(Heartbeat::decode) {
-                view.add(hb);
-            }
+            view.read(msg.payload(), msg.offset());
         }
         if let Some(new) = view.fresh_leader(wall_ms()) {
             if new.token != old.token && new.name != old.name {
@@ -688,7 +832,7 @@ mod tests {
             crate::clock::BootTime::from_nanos(1),
             at_ms,
             Content {
-                record: Record { term: 1, start: None, stance, attempt: None, next: None },
+                record: Record { term: 1, start: None, stance, attempt: None, next: None, pause: None },
                 since_ms: Some(at_ms),
                 deadline_ms: 3000,
             },
@@ -725,5 +869,68 @@ mod tests {
         assert_eq!(v.leader.as_ref().map(|h| h.name.as_str()), Some("a"), "still shown as the last leader");
         v.add(hb("a", Some(2), 1_500));
         assert_eq!(v.key(1_600), "a 2", "a new token-bearing record leads again");
+    }
+}
+
+#[cfg(test)]
+mod pause_tests {
+    use super::*;
+    use crate::kafka::heartbeat::{Content, Member};
+    use crate::leader::{Asker, Pause, PauseNote, Record, Stance};
+
+    /// Leader a's record carrying `pause` (its command `running` or not).
+    fn leading(pause: Option<Pause>, running: bool, at_ms: u64) -> Vec<u8> {
+        let note = pause.map(|request| PauseNote { request, running });
+        let record = Record {
+            term: 1,
+            start: None,
+            stance: Stance::Leading { token: 1 },
+            attempt: None,
+            next: None,
+            pause: note,
+        };
+        let content = Content { record, since_ms: Some(at_ms), deadline_ms: 3000 };
+        Heartbeat::new(&Member::this_process("a".into()), 1, crate::clock::BootTime::from_nanos(1), at_ms, content)
+            .encode()
+    }
+
+    fn target() -> Target {
+        let (brokers, group, topic) = ("b:9092".into(), "g".into(), "g.neli".into());
+        Target { brokers, group, topic, properties: Vec::new(), origins: Vec::new() }
+    }
+
+    #[test]
+    fn the_newest_request_read_or_carried_is_the_pause_shown_with_who_asked() {
+        let now = wall_ms();
+        let mut v = View::default();
+        let mut request = PauseRequest::new(true, true);
+        request.by =
+            Asker { user: Some("al\u{1b}ice".into()), uid: Some(7), host: Some("h".into()), ..Asker::default() };
+        v.read(Some(&request.encode()), 4);
+        assert_eq!(v.paused().map(|p| (p.offset, p.stop)), Some((4, true)));
+        // The leader still stops its command, then says it is gone.
+        let pause = PauseRequest::decode(&request.encode()).unwrap().at(4);
+        v.read(Some(&leading(Some(pause.clone()), true, now)), 5);
+        let text = render(&target(), &v, false);
+        assert!(text.contains(r"by user al\u{1b}ice (uid 7) on host h: the leader's command is stopping"), "{text}");
+        v.read(Some(&leading(Some(pause), false, now)), 6);
+        let text = render(&target(), &v, false);
+        assert!(text.contains("the leader's command is stopped (--stop)"), "{text}");
+        let json: serde_json::Value = serde_json::from_str(&render(&target(), &v, true)).unwrap();
+        assert_eq!(json["paused"]["stop"], true);
+        assert_eq!(json["paused"]["by"]["uid"], 7);
+        assert_eq!(json["paused"]["leader_command_running"], false);
+        // A record cannot name a request at or after its own offset.
+        let forged = Pause { offset: 9, paused: false, stop: false, at_ms: now, by: Asker::default() };
+        v.read(Some(&leading(Some(forged), true, now)), 7);
+        assert!(v.paused().is_some(), "a forged resume is not read");
+        // A resume, carried by a later record, ends it.
+        v.read(Some(&PauseRequest::new(false, false).encode()), 8);
+        assert!(v.paused().is_none());
+        assert!(!render(&target(), &v, false).contains("paused"));
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&render(&target(), &v, true)).unwrap()["paused"],
+            serde_json::Value::Null
+        );
     }
 }

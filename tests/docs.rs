@@ -100,6 +100,7 @@ fn man_pages_and_completions_are_up_to_date() {
         let (exit, environment) = match sub.get_name() {
             "status" => (exit_items(|s| s.status), READER_ENVIRONMENT),
             "yield" => (exit_items(|s| s.yield_), READER_ENVIRONMENT),
+            "pause" | "resume" => (exit_items(|s| s.pause), READER_ENVIRONMENT),
             "dev-broker" => (exit_items(|s| s.dev_broker), READER_ENVIRONMENT),
             other => panic!("no EXIT STATUS written for the subcommand {other}"),
         };
@@ -131,14 +132,15 @@ fn man_pages_and_completions_are_up_to_date() {
 fn readme_exit_table() -> String {
     let cell = |m: Option<&str>| m.unwrap_or("").replace('|', "\\|");
     let mut table =
-        String::from("| status | `neli-run -- COMMAND` | `status` | `yield` | `dev-broker` |\n|---|---|---|---|---|\n");
+        String::from("| status | `neli-run -- COMMAND` | `status` | `yield` | `pause`, `resume` | `dev-broker` |\n|---|---|---|---|---|---|\n");
     for s in STATUSES {
         table += &format!(
-            "| {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} |\n",
             s.code.label(),
             cell(s.run),
             cell(s.status),
             cell(s.yield_),
+            cell(s.pause),
             cell(s.dev_broker)
         );
     }

@@ -85,7 +85,7 @@ fn dev_broker_refuses_a_sasl_user_without_a_password() {
 fn status_and_yield_with_a_wrong_password_exit_77_saying_authentication_failed() {
     let g = sasl_group("sasl-status");
     let wrong = sasl("SCRAM-SHA-256", "n0pe-p4ss");
-    for sub in ["status", "yield"] {
+    for sub in ["status", "yield", "pause", "resume"] {
         let mut args = vec![sub, "-b", &g.broker.address, "-g", &g.name];
         args.extend(strs(&wrong));
         let (code, out) = run(&args);

@@ -169,7 +169,7 @@ fn status_of_a_group_that_never_ran_exits_1_and_creates_no_topic() {
 #[test]
 fn status_and_yield_of_an_unreachable_broker_exit_69() {
     // A closed port: 69 (EX_UNAVAILABLE), never 1, which means "no leader".
-    for sub in ["status", "yield"] {
+    for sub in ["status", "yield", "pause", "resume"] {
         let (code, out) = run(&[sub, "-b", "127.0.0.1:1", "-g", "g"]);
         assert_eq!(code, 69, "{sub}: {out}");
         assert!(out.contains("cannot read g.neli from 127.0.0.1:1"), "{sub}: {out}");
@@ -180,7 +180,7 @@ fn status_and_yield_of_an_unreachable_broker_exit_69() {
 #[test]
 fn status_and_yield_on_a_topic_they_may_not_read_exit_77() {
     let broker = crate::util::Broker::dev_with("127.0.0.1", &["--deny-topic", "denied.neli"]);
-    for sub in ["status", "yield"] {
+    for sub in ["status", "yield", "pause", "resume"] {
         let (code, out) = run(&[sub, "-b", &broker.address, "-g", "denied"]);
         assert_eq!(code, 77, "{sub}: {out}");
         assert!(out.contains("Kafka denied access: topic denied.neli"), "{sub}: {out}");

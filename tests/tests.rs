@@ -14,6 +14,7 @@ mod faults;
 mod hooks;
 mod layers;
 mod metrics;
+mod pause;
 mod sasl;
 mod schedule;
 mod status;

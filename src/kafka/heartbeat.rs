@@ -10,12 +10,13 @@
 //! a version 1 record reads as leading while it has a token and as released
 //! otherwise, which is all version 1 meant. `job` (once per wave) is an
 //! optional field of version 2: older readers ignore it, and so are the
-//! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it.
+//! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it, and
+//! `pause`.
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock::BootTime;
-use crate::leader::{Attempt, Record, Runner, Stance};
+use crate::leader::{Asker, Attempt, Pause, PauseNote, Record, Runner, Stance};
 
 /// Who we are on the topic.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,6 +87,35 @@ pub struct Heartbeat {
     /// since most of it follows from --session-timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<WireTiming>,
+    /// The group's newest pause or resume its writer knew of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<WirePause>,
+}
+
+/// A [`PauseNote`] on the wire: the request as its record said it, and
+/// whether the writer's command still ran.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WirePause {
+    /// The request's offset: the newest wins.
+    pub offset: i64,
+    /// A pause; false for a resume.
+    pub paused: bool,
+    #[serde(default)]
+    pub stop: bool,
+    /// When it was asked (the asker's wall clock, ms since the epoch).
+    pub at_ms: u64,
+    #[serde(default)]
+    pub by: Asker,
+    /// Whether the writer's command may still run.
+    #[serde(default)]
+    pub running: bool,
+}
+
+impl WirePause {
+    /// The request it names.
+    pub fn request(&self) -> Pause {
+        Pause { offset: self.offset, paused: self.paused, stop: self.stop, at_ms: self.at_ms, by: self.by.clone() }
+    }
 }
 
 /// [`crate::config::timing::Timing`] on the wire, in milliseconds.
@@ -159,7 +189,7 @@ impl Heartbeat {
     /// The record `member` sends as its `seq`th heartbeat at `sent`, which
     /// is `at_ms` on the wall clock (the caller reads the clocks).
     pub fn new(member: &Member, seq: u64, sent: BootTime, at_ms: u64, content: Content) -> Heartbeat {
-        let Record { term, start, stance, attempt, next } = content.record;
+        let Record { term, start, stance, attempt, next, pause } = content.record;
         let role = match stance {
             Stance::Leading { .. } => WireStance::Leading,
             Stance::Contending => WireStance::Contending,
@@ -198,6 +228,14 @@ impl Heartbeat {
             }),
             next_ms: next,
             timing: None,
+            pause: pause.map(|PauseNote { request: p, running }| WirePause {
+                offset: p.offset,
+                paused: p.paused,
+                stop: p.stop,
+                at_ms: p.at_ms,
+                by: p.by,
+                running,
+            }),
         }
     }
 
@@ -242,6 +280,7 @@ impl Heartbeat {
                 due: job.due_ms,
                 ended: job.ended_ms,
             }),
+            pause: self.pause.as_ref().map(WirePause::request),
         }
     }
 
@@ -288,8 +327,14 @@ mod tests {
     #[test]
     fn round_trips_and_recognises_only_its_own_incarnation() {
         let me = Member::this_process("a".into());
-        let record =
-            Record { term: 2, start: Some(5), stance: Stance::Leading { token: 9 }, attempt: None, next: None };
+        let record = Record {
+            term: 2,
+            start: Some(5),
+            stance: Stance::Leading { token: 9 },
+            attempt: None,
+            next: None,
+            pause: None,
+        };
         let hb = Heartbeat::new(
             &me,
             3,
@@ -312,7 +357,14 @@ mod tests {
         let wave_ms = AT - 5000;
         let job =
             Attempt { wave_ms, wave_token: 2, number: 2, token: 3, code: Some(0), by: None, due: None, ended: None };
-        let record = Record { term: 1, start: None, stance: Stance::Released, attempt: Some(job.clone()), next: None };
+        let record = Record {
+            term: 1,
+            start: None,
+            stance: Stance::Released,
+            attempt: Some(job.clone()),
+            next: None,
+            pause: None,
+        };
         let content = Content { record, since_ms: None, deadline_ms: 1 };
         let hb = Heartbeat::decode(&Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, content).encode()).unwrap();
         let read = hb.as_other(4, std::time::Duration::from_secs(3), AT).attempt.unwrap();
@@ -345,6 +397,7 @@ mod tests {
             stance: Stance::Leading { token: 7 },
             attempt: Some(job.clone()),
             next: Some(next),
+            pause: None,
         };
         let hb =
             Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: None, deadline_ms: 1 });
@@ -360,6 +413,28 @@ mod tests {
     }
 
     #[test]
+    fn a_carried_pause_reads_back_as_written_with_who_asked() {
+        let me = Member::this_process("a".into());
+        let by = Asker { user: Some("alice".into()), uid: Some(1000), ..Asker::default() };
+        let request = Pause { offset: 3, paused: true, stop: true, at_ms: AT - 1, by };
+        let record = Record {
+            term: 1,
+            start: None,
+            stance: Stance::Leading { token: 4 },
+            attempt: None,
+            next: None,
+            pause: Some(PauseNote { request: request.clone(), running: false }),
+        };
+        let content = Content { record, since_ms: None, deadline_ms: 1 };
+        let json = Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, content).encode();
+        let text = String::from_utf8(json.clone()).unwrap();
+        assert!(text.contains(r#""pause":{"offset":3,"paused":true,"stop":true"#), "{text}");
+        assert!(text.contains(r#""user":"alice""#) && text.contains(r#""running":false"#), "{text}");
+        let read = Heartbeat::decode(&json).unwrap().as_other(8, std::time::Duration::from_secs(3), AT);
+        assert_eq!(read.pause, Some(request));
+    }
+
+    #[test]
     fn records_read_as_the_stance_their_writer_meant_across_versions() {
         let deadline = std::time::Duration::from_secs(3);
         let v1 = |token: &str| {
@@ -372,7 +447,8 @@ mod tests {
         assert_eq!(v1("null").stance, Stance::Released, "a version 1 candidate contends for nothing");
         assert_eq!(v1("null").term, None);
         let me = Member::this_process("b".into());
-        let record = Record { term: 4, start: None, stance: Stance::Contending, attempt: None, next: None };
+        let record =
+            Record { term: 4, start: None, stance: Stance::Contending, attempt: None, next: None, pause: None };
         let hb =
             Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: Some(9), deadline_ms: 1 });
         assert_eq!(hb.since_ms, None, "only leadership has a beginning");

@@ -44,12 +44,15 @@ use crate::config::properties::creation_error;
 use crate::config::timing::Timing;
 use crate::config::{Config, Target};
 use crate::exit::{Failure, Kind};
-use crate::leader::{Other, Record};
+use crate::leader::{Other, Pause, Record};
 use context::{Reach, ReaderContext, WriterContext};
 use heartbeat::{Content, Heartbeat, Member, WireTiming};
-use yield_request::Yield;
+use yield_request::{PauseRequest, Yield};
 
 /// What the Kafka side reports to the shell's loop.
+// A record is a few hundred bytes and comes a few times a second: moved,
+// not boxed.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Event {
     /// We are in the group, but another member holds partition 0.
@@ -70,6 +73,9 @@ pub enum Event {
     OtherHeartbeat(Other),
     /// `neli-run yield` asked us (while we own partition 0) to hand over.
     Yield,
+    /// A `neli-run pause` or `resume` request, in the backlog too: the
+    /// newest is the group's state whenever it was written.
+    Pause(Pause),
     /// Kafka refused us for good: a problem no retry will fix.
     Fatal(Failure),
 }
@@ -506,6 +512,11 @@ fn consume(
                         info!(offset = msg.offset(), "yield requested by {}", y.asker());
                         Event::Yield
                     }
+                    // The core logs who asked, once it is news to it.
+                    (None, None) => match PauseRequest::decode(payload) {
+                        Some(request) => Event::Pause(request.at(msg.offset())),
+                        None => continue,
+                    },
                     _ => continue,
                 };
                 if events.send(event).is_err() {

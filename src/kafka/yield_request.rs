@@ -1,17 +1,17 @@
-//! The yield record: what `neli-run yield` writes to partition 0 to ask the
-//! leader to hand over (a control record beside the heartbeats).
+//! The control records: what `neli-run yield`, `pause` and `resume` write
+//! to partition 0 beside the heartbeats, each saying who asked.
 
 use serde::{Deserialize, Serialize};
 
-use super::heartbeat::printable;
+use crate::leader::{Asker, Pause};
 
 /// A control record on partition 0: `neli-run yield` asks the leader (any
 /// leader, or the one named) to hand over.
 ///
-/// Version 2 adds who asked (`name`, `host`, `pid`, `user`, `uid`), for the
-/// leader's log. Only fields were added: older versions ignore them, and a
-/// version 1 record reads with them unset. Whoever can write to the topic
-/// can write any of them: they say who asked, they do not prove it.
+/// Version 2 adds who asked (`name`, `host`, `pid`, `user`, `uid`, beside
+/// the other fields on the wire), for the leader's log. Only fields were
+/// added: older versions ignore them, and a version 1 record reads with
+/// them unset.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Yield {
     /// Always "yield": what tells this record from a heartbeat.
@@ -21,42 +21,24 @@ pub struct Yield {
     /// The member asked, or None for whoever leads.
     pub target: Option<String>,
     pub at_ms: u64,
-    /// The asker's NELI_NAME when it runs inside a member's command, else
-    /// its host name (from version 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// The asker's host name (from version 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-    /// The asker's process id (from version 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    /// The asker's local user name, when its uid has one (from version 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user: Option<String>,
-    /// The asker's uid (from version 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uid: Option<u32>,
+    /// Who asked (from version 2).
+    #[serde(flatten)]
+    pub by: Asker,
+}
+
+/// This process as the asker of a control record.
+fn this_asker() -> Asker {
+    let host = nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned());
+    let uid = nix::unistd::getuid();
+    let user = nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.name);
+    let name = std::env::var("NELI_NAME").ok().filter(|n| !n.is_empty()).or_else(|| host.clone());
+    Asker { name, host, pid: Some(std::process::id()), user, uid: Some(uid.as_raw()) }
 }
 
 impl Yield {
     /// A request to `target` (or whoever leads), signed with this process.
     pub fn new(target: Option<String>) -> Yield {
-        let host = nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned());
-        let uid = nix::unistd::getuid();
-        let user = nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.name);
-        let name = std::env::var("NELI_NAME").ok().filter(|n| !n.is_empty()).or_else(|| host.clone());
-        Yield {
-            kind: "yield".into(),
-            v: 2,
-            target,
-            at_ms: crate::clock::wall_ms(),
-            name,
-            host,
-            pid: Some(std::process::id()),
-            user,
-            uid: Some(uid.as_raw()),
-        }
+        Yield { kind: "yield".into(), v: 2, target, at_ms: crate::clock::wall_ms(), by: this_asker() }
     }
 
     /// Serialized record value.
@@ -74,27 +56,48 @@ impl Yield {
         self.target.as_deref().is_none_or(|t| t == name)
     }
 
-    /// Who asked, for a log line, every string escaped ([`printable`]):
-    /// "user alice (uid 1000) on host web-2 (pid 4242)".
+    /// Who asked, for a log line, every string escaped.
     pub fn asker(&self) -> String {
-        if self.host.is_none() && self.user.is_none() && self.pid.is_none() {
-            return "an unknown asker (a neli-run older than the version 2 record, or another writer)".into();
-        }
-        let user = match (&self.user, self.uid) {
-            (Some(user), Some(uid)) => format!("user {} (uid {uid})", printable(user)),
-            (Some(user), None) => format!("user {}", printable(user)),
-            (None, Some(uid)) => format!("uid {uid}"),
-            (None, None) => "an unknown user".into(),
-        };
-        let host = self.host.as_deref().map_or_else(|| "?".into(), printable);
-        let mut out = format!("{user} on host {host}");
-        match (self.pid, self.name.as_deref().filter(|n| Some(*n) != self.host.as_deref())) {
-            (Some(pid), Some(name)) => out += &format!(" (pid {pid}, name {})", printable(name)),
-            (Some(pid), None) => out += &format!(" (pid {pid})"),
-            (None, Some(name)) => out += &format!(" (name {})", printable(name)),
-            (None, None) => {}
-        }
-        out
+        self.by.describe()
+    }
+}
+
+/// A control record on partition 0: `neli-run pause` ("type": "pause") or
+/// `resume` ("resume"). Every member honours the newest one (by offset) it
+/// has read, here or carried forward by a heartbeat ([`Pause`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PauseRequest {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub v: u32,
+    /// `pause --stop`: stop a running command too.
+    #[serde(default)]
+    pub stop: bool,
+    pub at_ms: u64,
+    #[serde(flatten)]
+    pub by: Asker,
+}
+
+impl PauseRequest {
+    /// A pause (or, `paused` false, a resume), signed with this process.
+    pub fn new(paused: bool, stop: bool) -> PauseRequest {
+        let kind = if paused { "pause" } else { "resume" };
+        PauseRequest { kind: kind.into(), v: 1, stop: stop && paused, at_ms: crate::clock::wall_ms(), by: this_asker() }
+    }
+
+    /// Serialized record value.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a pause always serializes")
+    }
+
+    /// Parses a record value that is a pause or resume request.
+    pub fn decode(bytes: &[u8]) -> Option<PauseRequest> {
+        serde_json::from_slice::<PauseRequest>(bytes).ok().filter(|p| p.kind == "pause" || p.kind == "resume")
+    }
+
+    /// The request as read at `offset`.
+    pub fn at(self, offset: i64) -> Pause {
+        Pause { offset, paused: self.kind == "pause", stop: self.stop, at_ms: self.at_ms, by: self.by }
     }
 }
 
@@ -118,7 +121,14 @@ mod tests {
             BootTime::from_nanos(1),
             1,
             Content {
-                record: Record { term: 1, start: None, stance: Stance::Contending, attempt: None, next: None },
+                record: Record {
+                    term: 1,
+                    start: None,
+                    stance: Stance::Contending,
+                    attempt: None,
+                    next: None,
+                    pause: None,
+                },
                 since_ms: None,
                 deadline_ms: 1,
             },
@@ -129,11 +139,11 @@ mod tests {
     #[test]
     fn yield_records_say_who_asked_and_old_ones_still_read() {
         let mine = Yield::decode(&Yield::new(None).encode()).unwrap();
-        assert_eq!((mine.v, mine.pid), (2, Some(std::process::id())));
-        assert_eq!(mine.uid, Some(nix::unistd::getuid().as_raw()));
+        assert_eq!((mine.v, mine.by.pid), (2, Some(std::process::id())));
+        assert_eq!(mine.by.uid, Some(nix::unistd::getuid().as_raw()));
         // The user name as the system itself answers it.
         let id = std::process::Command::new("id").arg("-un").output().unwrap();
-        assert_eq!(mine.user.as_deref(), Some(String::from_utf8_lossy(&id.stdout).trim()));
+        assert_eq!(mine.by.user.as_deref(), Some(String::from_utf8_lossy(&id.stdout).trim()));
         assert!(mine.asker().contains(&format!("(pid {}", std::process::id())), "{}", mine.asker());
         // What version 1 readers decode (their struct, as it was): still a
         // yield for the same target.
@@ -147,16 +157,36 @@ mod tests {
         assert_eq!((old.kind.as_str(), old.target.as_deref()), ("yield", Some("b")));
         // Version 1, as older neli-run versions write it.
         let v1 = Yield::decode(br#"{"type":"yield","v":1,"target":"a","at_ms":5}"#).unwrap();
-        assert!(v1.applies_to("a") && v1.user.is_none());
+        assert!(v1.applies_to("a") && v1.by.user.is_none());
         assert!(v1.asker().contains("unknown asker"), "{}", v1.asker());
-        let forged = Yield {
+        let by = Asker {
             user: Some("al\u{1b}[2Jice".into()),
             host: Some("web-2\nfake".into()),
             pid: Some(7),
             uid: Some(1000),
             name: Some("w\u{202e}x".into()),
-            ..v1
         };
+        let forged = Yield { by, ..v1 };
         assert_eq!(forged.asker(), r"user al\u{1b}[2Jice (uid 1000) on host web-2\nfake (pid 7, name w\u{202e}x)");
+    }
+}
+
+#[cfg(test)]
+mod pause_tests {
+    use super::*;
+
+    #[test]
+    fn pause_and_resume_records_are_neither_yields_nor_heartbeats_and_say_who_asked() {
+        let pause = PauseRequest::new(true, true).encode();
+        assert!(Yield::decode(&pause).is_none() && crate::kafka::heartbeat::Heartbeat::decode(&pause).is_none());
+        assert!(PauseRequest::decode(&Yield::new(None).encode()).is_none());
+        let read = PauseRequest::decode(&pause).unwrap().at(12);
+        assert_eq!((read.offset, read.paused, read.stop), (12, true, true));
+        assert_eq!(read.by.pid, Some(std::process::id()));
+        // A resume never stops anything, whatever it was asked.
+        let resume = PauseRequest::decode(&PauseRequest::new(false, true).encode()).unwrap().at(13);
+        assert_eq!((resume.paused, resume.stop), (false, false));
+        let json = String::from_utf8(pause).unwrap();
+        assert!(json.contains(r#""type":"pause""#) && json.contains(r#""stop":true"#), "{json}");
     }
 }

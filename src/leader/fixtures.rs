@@ -62,7 +62,7 @@ pub fn hb(offset: i64, sent: u64) -> Input {
 /// or contending.
 pub fn says(term: u64, start: Option<i64>, token: Option<i64>) -> Action {
     let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
-    SendHeartbeat(Record { term, start, stance, attempt: None, next: None })
+    SendHeartbeat(Record { term, start, stance, attempt: None, next: None, pause: None })
 }
 
 /// What the leader made by `leading` says.

@@ -2,7 +2,9 @@
 //! harness idea of raft-rs). The scenario tests tell stories; this one
 //! states the rules and lets random sequences of assignments, revokes, own
 //! and foreign records (v1 and v2), child exits, signals and time try to
-//! break them.
+//! break them. Pause and resume requests among them, read as requests or
+//! carried by others' records: while the newest says paused nothing
+//! starts, and `--stop` stops what runs.
 //!
 //! A simulated shell stands around one [`Leader`]: it keeps the rebalance
 //! callback's contract (no assignment while a revoke waits for release), a
@@ -87,6 +89,10 @@ struct Sim {
     last_due: Option<(u64, u32)>,
     /// Scheduled runs started.
     scheduled: u64,
+    /// The newest pause or resume fed: (offset, paused, stop).
+    pause: Option<(i64, bool, bool)>,
+    /// Walks that started the command after a resume.
+    resumed_runs: u64,
     done: bool,
     trace: Vec<String>,
     /// The walk's boot on the wall clock: any time of day, so that due
@@ -150,6 +156,8 @@ impl Sim {
             ended_at: None,
             last_due: None,
             scheduled: 0,
+            pause: None,
+            resumed_runs: 0,
             done: false,
             trace: Vec::new(),
             wall0,
@@ -218,6 +226,13 @@ impl Sim {
                 77 if self.rng.bool() => return Input::Fatal(78),
                 78..=80 => return Input::Forward(SIGHUP),
                 81..=83 => return Input::Yield,
+                84..=86 => {
+                    let offset = self.log;
+                    self.log += 1;
+                    let paused = self.rng.bool();
+                    let stop = paused && self.rng.bool();
+                    return Input::Pause(Pause { offset, paused, stop, at_ms: 0, by: Asker::default() });
+                }
                 _ => {}
             }
         }
@@ -262,6 +277,13 @@ impl Sim {
                     due: None,
                     ended: None,
                 }
+            }),
+            // Now and then a pause or resume carried forward, older or
+            // (forged) not older than the record itself.
+            pause: (self.rng.u8(..5) == 0).then(|| {
+                let paused = self.rng.bool();
+                let offset = self.rng.i64(0..=offset + 1);
+                Pause { offset, paused, stop: paused && self.rng.bool(), at_ms: 0, by: Asker::default() }
             }),
         };
         // The rules, as the README states them.
@@ -323,6 +345,15 @@ impl Sim {
         if matches!(input, Input::Shutdown | Input::Fatal(_)) {
             self.shutting_down = true;
         }
+        // The newest request by offset, of those a record may name.
+        let read = match &input {
+            Input::Pause(p) => Some(p.clone()),
+            Input::OtherHeartbeat(o) => o.pause.clone().filter(|p| p.offset < o.offset),
+            _ => None,
+        };
+        if let Some(p) = read.filter(|p| self.pause.is_none_or(|(known, ..)| p.offset > known)) {
+            self.pause = Some((p.offset, p.paused, p.stop));
+        }
         let now = self.now;
         let actions = self.core.step(input.clone(), ms(now));
         self.trace.push(format!("{now} ms: {input:?} -> {actions:?}, role {:?}", self.core.role()));
@@ -338,6 +369,7 @@ impl Sim {
         let fresh_until = self.newest_read.map(|s| s + D);
         match action.clone() {
             Action::SendHeartbeat(record) => {
+                self.check_carried(&record);
                 if let Some(child) = &self.child {
                     // A record never claims less than is true.
                     if record.stance.token().is_none_or(|t| t < child.token) {
@@ -350,6 +382,7 @@ impl Sim {
                 if self.child.is_some() || record.stance != Stance::Released {
                     self.fail(&format!("disclaimer {record:?} with a child alive: {:?}", self.child));
                 }
+                self.check_carried(&record);
                 self.produce(record);
             }
             Action::Spawn { token, lease, attempt } => {
@@ -365,6 +398,11 @@ impl Sim {
                 }
                 if self.shutting_down {
                     self.fail("spawn while shutting down");
+                }
+                match self.pause {
+                    Some((offset, true, _)) => self.fail(&format!("spawn while paused (request at {offset})")),
+                    Some(_) => self.resumed_runs += 1,
+                    None => {}
                 }
                 if lease <= now || fresh_until.is_none_or(|f| lease > f) {
                     self.fail(&format!("spawn with lease {lease} (newest own record read back + D: {fresh_until:?})"));
@@ -456,6 +494,18 @@ impl Sim {
         self.scheduled += 1;
     }
 
+    /// Every record carries the newest pause or resume we fed, and says
+    /// whether our command may run.
+    fn check_carried(&self, record: &Record) {
+        let said = record.pause.as_ref().map(|n| (n.request.offset, n.request.paused, n.request.stop));
+        if said != self.pause || record.pause.as_ref().is_some_and(|n| n.running != self.child.is_some()) {
+            self.fail(&format!(
+                "{record:?} carries not the newest pause {:?} or not whether a child lives",
+                self.pause
+            ));
+        }
+    }
+
     fn produce(&mut self, record: Record) {
         self.our_term = record.term;
         self.outbox.push_back((record, self.now));
@@ -493,6 +543,11 @@ impl Sim {
                 self.fail(&format!("a child started at {} runs past --max-runtime {max:?} unstopped", child.since));
             }
         }
+        if let (Some((offset, true, true)), Some(child)) = (self.pause, &self.child) {
+            if !child.stopped {
+                self.fail(&format!("a child runs unstopped after pause --stop at {offset}"));
+            }
+        }
         if self.revoke_waits && self.child.is_none() {
             // Every path that ends the child releases a waiting revoke at once.
             self.fail("a revoke waits with no child alive");
@@ -524,7 +579,7 @@ fn held_back(
 #[test]
 fn random_runs_keep_every_promise() {
     let seeds: u64 = std::env::var("NELI_INVARIANT_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
-    let (mut spawned, mut repeated, mut schedules) = (0, 0, 0);
+    let (mut spawned, mut repeated, mut schedules, mut resumed) = (0, 0, 0, 0);
     for seed in 0..seeds {
         let mut sim = Sim::new(seed);
         for _ in 0..600 {
@@ -542,7 +597,10 @@ fn random_runs_keep_every_promise() {
         spawned += u64::from(sim.last_spawn_token.is_some());
         repeated += u64::from(sim.scheduled > 1);
         schedules += u64::from(sim.settings.schedule.is_some());
+        resumed += u64::from(sim.resumed_runs > 0);
     }
+    // Resumes start the command again, or the pause check proves little.
+    assert!(resumed > seeds / 10, "only {resumed} of {seeds} walks started the command after a resume");
     // And a schedule's second run, after a first that ended by itself.
     assert!(repeated * 20 > schedules, "only {repeated} of {schedules} scheduled walks started a second run");
     // The walk must reach leadership often, or it checks little.

@@ -71,6 +71,80 @@ pub struct Record {
     /// When the schedule's next run is due, as its writer plans it
     /// (wall-clock ms).
     pub next: Option<u64>,
+    /// The group's newest pause or resume its writer knows of, carried
+    /// forward in every record as `attempt` is: a member that comes to own
+    /// partition 0 reads it in the backlog, long after the request.
+    pub pause: Option<PauseNote>,
+}
+
+/// What a record says of the group's pause.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PauseNote {
+    pub request: Pause,
+    /// Whether its writer's command may still run: `pause --stop` is
+    /// honoured once its owner's record says no.
+    pub running: bool,
+}
+
+/// A `neli-run pause` or `resume` request: the newest one (by offset) is
+/// the group's state, wherever it was read (the request itself, or a record
+/// that carried it forward).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pause {
+    /// The request's offset on partition 0.
+    pub offset: i64,
+    /// A pause; false for a resume.
+    pub paused: bool,
+    /// `pause --stop`: a running command is stopped too.
+    pub stop: bool,
+    /// When it was asked, on the asker's wall clock (ms since the epoch).
+    pub at_ms: u64,
+    pub by: Asker,
+}
+
+/// Who asked for a yield, pause or resume. Whoever can write to the topic
+/// can write any of these: they say who asked, they do not prove it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Asker {
+    /// The asker's NELI_NAME when it runs inside a member's command, else
+    /// its host name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The asker's local user name, when its uid has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+}
+
+impl Asker {
+    /// Who asked, for a log line, every string escaped (`printable`):
+    /// "user alice (uid 1000) on host web-2 (pid 4242)".
+    pub fn describe(&self) -> String {
+        use crate::kafka::heartbeat::printable;
+        if self.host.is_none() && self.user.is_none() && self.pid.is_none() {
+            return "an unknown asker (a neli-run older than the version 2 record, or another writer)".into();
+        }
+        let user = match (&self.user, self.uid) {
+            (Some(user), Some(uid)) => format!("user {} (uid {uid})", printable(user)),
+            (Some(user), None) => format!("user {}", printable(user)),
+            (None, Some(uid)) => format!("uid {uid}"),
+            (None, None) => "an unknown user".into(),
+        };
+        let host = self.host.as_deref().map_or_else(|| "?".into(), printable);
+        let mut out = format!("{user} on host {host}");
+        match (self.pid, self.name.as_deref().filter(|n| Some(*n) != self.host.as_deref())) {
+            (Some(pid), Some(name)) => out += &format!(" (pid {pid}, name {})", printable(name)),
+            (Some(pid), None) => out += &format!(" (pid {pid})"),
+            (None, Some(name)) => out += &format!(" (name {})", printable(name)),
+            (None, None) => {}
+        }
+        out
+    }
 }
 
 /// A record writer's part in the group.
@@ -117,6 +191,8 @@ pub struct Other {
     pub deadline: Duration,
     /// The newest attempt of a wave its writer knew of.
     pub attempt: Option<Attempt>,
+    /// The newest pause or resume its writer knew of.
+    pub pause: Option<Pause>,
 }
 
 /// Something that happened, as the shell reports it.
@@ -147,6 +223,8 @@ pub enum Input {
     Forward(Signal),
     /// `neli-run yield` asked us to hand leadership over.
     Yield,
+    /// A `neli-run pause` or `resume` request read on partition 0.
+    Pause(Pause),
     /// Nothing but the passing of time (the shell's timer fired).
     Tick,
 }

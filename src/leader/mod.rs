@@ -51,7 +51,7 @@ use crate::clock::{Anchor, BootTime};
 use crate::exit::{self, ChildStatus};
 use attempts::Turn;
 pub use attempts::{supersedes, Attempt, Runner, Waves};
-pub use io::{Action, Input, Other, Record, Restart, Settings, Signal, Stance};
+pub use io::{Action, Asker, Input, Other, Pause, PauseNote, Record, Restart, Settings, Signal, Stance};
 use peers::Peers;
 pub use schedule::{Calendar, Missed, Schedule};
 
@@ -172,6 +172,8 @@ pub struct Leader {
     peers: Peers,
     /// The newest attempt of a wave we know of, ours or read (once per wave).
     attempt: Option<Attempt>,
+    /// The group's newest pause or resume we know of (see `on_pause`).
+    pause: Option<Pause>,
     /// The time of the latest step: a deadline at or before it has been
     /// handled, and returning it from `next_deadline` would spin the shell.
     now: BootTime,
@@ -209,6 +211,7 @@ impl Leader {
             run_ended: None,
             peers: Peers::default(),
             attempt: None,
+            pause: None,
             now: now.boot,
             out: Vec::new(),
             roles: Vec::new(),
@@ -281,6 +284,12 @@ impl Leader {
         self.child != Child::Idle
     }
 
+    /// The pause in force, as far as we know (for metrics): current while
+    /// we own partition 0, which is read only then.
+    pub fn paused(&self) -> Option<&Pause> {
+        self.pause.as_ref().filter(|p| p.paused)
+    }
+
     /// Send time of the newest own heartbeat read back, while we own
     /// partition 0 (for the heartbeat-age metric).
     pub fn fresh(&self) -> Option<BootTime> {
@@ -315,6 +324,7 @@ impl Leader {
                 }
             }
             Input::Yield => self.on_yield(now),
+            Input::Pause(pause) => self.on_pause(pause, now),
             Input::Tick => {}
         }
         self.on_time(now);
@@ -506,6 +516,9 @@ impl Leader {
     /// a restart too waits for a claim read while we led.
     fn start_at(&self) -> Option<BootTime> {
         let Plan::Start(ready) = self.plan else { return None };
+        if self.paused().is_some() {
+            return None;
+        }
         let tenure = self.tenure?;
         let (Phase::Leader { .. }, Some(fresh), Some(start)) = (tenure.phase, tenure.fresh, tenure.start) else {
             return None;
@@ -576,6 +589,11 @@ impl Leader {
     /// that started before its own still contends: the group gave partition
     /// 0 to both, and the earlier one is the one both sides let lead.
     fn on_other(&mut self, other: Other, now: BootTime) {
+        // A pause it names is an earlier record (as a token is): a later
+        // offset would outrank every real request to come.
+        if let Some(pause) = other.pause.clone().filter(|p| p.offset < other.offset) {
+            self.on_pause(pause, now);
+        }
         let runs = self.settings.waves.is_some() || self.settings.schedule.is_some();
         if let (true, Some(attempt)) = (runs, other.attempt.as_ref()) {
             // A token is the offset of an earlier record (as in `peers`).
@@ -616,6 +634,10 @@ impl Leader {
     }
 
     fn on_child_exited(&mut self, status: ChildStatus, now: BootTime) {
+        if let (Some(tenure), Some(_)) = (self.tenure.as_mut(), self.pause.as_ref().filter(|p| p.paused)) {
+            // Say at once that it is gone: `pause --stop` waits for that.
+            tenure.next_heartbeat = now;
+        }
         let was = self.child;
         let overran = std::mem::take(&mut self.overran);
         self.child = Child::Idle;
@@ -674,6 +696,42 @@ impl Leader {
         }
     }
 
+    /// A pause or resume, read as the request or carried by a record: the
+    /// newest by offset is the group's state. While paused no command
+    /// starts (`start_at`), whoever leads; `--stop` also stops a running
+    /// one, and the plan to start it again waits for the resume (a run it
+    /// cut short counts as one a fence cut short). Our next
+    /// record says it at once: the asker waits for that.
+    fn on_pause(&mut self, pause: Pause, now: BootTime) {
+        if self.pause.as_ref().is_some_and(|known| known.offset >= pause.offset) {
+            return;
+        }
+        say::pause(&pause, self.child == Child::Running);
+        let stop = pause.paused && pause.stop;
+        let resumed = !pause.paused && self.paused().is_some();
+        self.pause = Some(pause);
+        if let (true, Plan::Start(_)) = (resumed, self.plan) {
+            // A schedule's due times that passed while paused are missed,
+            // as when nobody led: --missed decides.
+            self.plan = Plan::Start(now);
+        }
+        if let Some(tenure) = self.tenure.as_mut() {
+            tenure.next_heartbeat = now;
+        }
+        if stop && self.child == Child::Running {
+            if let Plan::Serve | Plan::Start(_) = self.plan {
+                self.plan = Plan::Start(now);
+            }
+            self.stop(now);
+        }
+    }
+
+    /// The pause as our records carry it.
+    fn pause_note(&self) -> Option<PauseNote> {
+        let running = self.child != Child::Idle;
+        self.pause.clone().map(|request| PauseNote { request, running })
+    }
+
     /// Gives partition 0 back after a tenure that could not confirm. The
     /// first time, by rejoining: the fault may be the partition's (no
     /// leader), and whoever the group gives it to, us again most likely,
@@ -724,6 +782,7 @@ impl Leader {
                 stance: Stance::Released,
                 attempt: self.attempt.clone(),
                 next: None,
+                pause: self.pause_note(),
             };
             self.out.push(Action::Disclaim(record));
         }
@@ -733,7 +792,7 @@ impl Leader {
     /// without reading one of its records back: other members may have
     /// counted it out by then, so what follows must not keep its place.
     fn send_heartbeat(&mut self, now: BootTime) {
-        let next = self.next_due();
+        let (next, attempt, pause) = (self.next_due(), self.attempt.clone(), self.pause_note());
         let Some(tenure) = self.tenure.as_mut() else { return };
         let confirmed = tenure.fresh.map_or(tenure.term_since, |f| f.sent.max(tenure.term_since));
         if now.since(confirmed) >= self.settings.heartbeat_deadline {
@@ -747,7 +806,7 @@ impl Leader {
             (_, Child::Running | Child::Stopping { .. }) => Stance::Leading { token: self.child_token },
             _ => Stance::Contending,
         };
-        let record = Record { term: self.term, start: tenure.start, stance, attempt: self.attempt.clone(), next };
+        let record = Record { term: self.term, start: tenure.start, stance, attempt, next, pause };
         self.spoke = true;
         self.out.push(Action::SendHeartbeat(record));
     }

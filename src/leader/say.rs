@@ -83,3 +83,21 @@ pub(super) fn goes_first(writer: &str, before: Option<Term>, now: Option<Term>, 
         info!(%writer, "another member has contended for partition 0 since before us; it goes first");
     }
 }
+
+/// A pause or resume newer than we knew of (`running`: our command runs).
+pub(super) fn pause(pause: &Pause, running: bool) {
+    let by = pause.by.describe();
+    match (pause.paused, pause.stop && running) {
+        (true, true) => info!(
+            offset = pause.offset,
+            at_ms = pause.at_ms,
+            "paused by {by}, with --stop: stopping the command; it starts again on resume"
+        ),
+        (true, false) => info!(
+            offset = pause.offset,
+            at_ms = pause.at_ms,
+            "the group is paused, by {by}: no command starts until it is resumed"
+        ),
+        (false, _) => info!(offset = pause.offset, at_ms = pause.at_ms, "the group is resumed, by {by}"),
+    }
+}

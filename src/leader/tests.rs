@@ -18,6 +18,7 @@ fn other(writer: &str, token: Option<i64>, age: u64) -> Input {
         age: Duration::from_millis(age),
         deadline: DEADLINE,
         attempt: None,
+        pause: None,
     })
 }
 
@@ -33,12 +34,13 @@ fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: S
         age: Duration::from_millis(age),
         deadline: DEADLINE,
         attempt: None,
+        pause: None,
     })
 }
 
 /// Our disclaimer, ending term `term`.
 fn gone(term: u64) -> Action {
-    Disclaim(Record { term, start: None, stance: Stance::Released, attempt: None, next: None })
+    Disclaim(Record { term, start: None, stance: Stance::Released, attempt: None, next: None, pause: None })
 }
 
 #[test]
@@ -751,4 +753,118 @@ fn the_core_says_why_its_leader_stopped_leading_and_why_its_command_ended() {
     assert_eq!(l.why_child_ends(), "exited");
     l.step(Input::ChildExited(ChildStatus::Exited(3)), ms(1100));
     assert_eq!(l.why_child_ends(), "exited");
+}
+
+/// A pause (`paused`) or resume asked at `offset`.
+fn asked(offset: i64, paused: bool, stop: bool) -> Pause {
+    Pause { offset, paused, stop, at_ms: wall(0), by: Asker::default() }
+}
+
+/// `said` (a heartbeat or disclaimer) carrying `pause`, its writer's
+/// command `running` or not.
+fn carrying(said: Action, pause: &Pause, running: bool) -> Action {
+    let note = Some(PauseNote { request: pause.clone(), running });
+    match said {
+        SendHeartbeat(record) => SendHeartbeat(Record { pause: note, ..record }),
+        Disclaim(record) => Disclaim(Record { pause: note, ..record }),
+        other => other,
+    }
+}
+
+/// Member x's record at `offset`, released, carrying `pause`.
+fn carried(offset: i64, pause: Pause) -> Input {
+    Input::OtherHeartbeat(Other {
+        writer: "x".into(),
+        offset,
+        term: Some(1),
+        start: Some(0),
+        stance: Stance::Released,
+        age: Duration::ZERO,
+        deadline: DEADLINE,
+        attempt: None,
+        pause: Some(pause),
+    })
+}
+
+#[test]
+fn a_paused_group_leads_without_starting_and_a_resume_starts_at_once() {
+    let pause = asked(3, true, false);
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    // Read in the backlog before our first record: a standby keeps it.
+    assert_eq!(l.step(Input::Pause(pause.clone()), ms(900)), vec![]);
+    assert_eq!(l.step(Input::Assigned, ms(1000)), vec![carrying(says(1, None, None), &pause, false)]);
+    // We lead (and keep partition 0), but the command does not start.
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![carrying(led(), &pause, false)]);
+    assert_eq!(l.role(), Role::Leader { token: 7 });
+    assert_eq!(l.paused(), Some(&pause));
+    assert_eq!(l.next_deadline(), Some(ms(1210)), "the next heartbeat, no start");
+    l.step(hb(8, 1210), ms(1220));
+    // Resumed: the command starts at once, and our record says so.
+    let resume = asked(9, false, false);
+    assert_eq!(
+        l.step(Input::Pause(resume.clone()), ms(1300)),
+        vec![Spawn { token: 7, lease: ms(2210), attempt: None }, carrying(led(), &resume, true)]
+    );
+    assert_eq!(l.paused(), None);
+    // An older request, read again or carried late, changes nothing.
+    assert_eq!(l.step(Input::Pause(pause), ms(1310)), vec![]);
+    assert!(l.child_alive());
+}
+
+#[test]
+fn pause_stop_stops_the_command_and_the_leader_keeps_partition_0_until_resumed() {
+    let mut l = leading(Restart::Never);
+    let pause = asked(8, true, true);
+    assert_eq!(
+        l.step(Input::Pause(pause.clone()), ms(1100)),
+        vec![SignalGroup(SIGTERM), carrying(led(), &pause, true)]
+    );
+    // Its exit is not the run's end (no exit under --restart never): it is
+    // said at once, and we lead on without it.
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![carrying(led(), &pause, false)]);
+    assert_eq!(l.role(), Role::Leader { token: 7 });
+    l.step(hb(9, 1150), ms(1160));
+    // Grace and SIGKILL as for any stop: none is due now.
+    assert_eq!(l.step(Input::Tick, ms(1400)), vec![carrying(led(), &pause, false)]);
+    let resume = asked(10, false, false);
+    assert_eq!(
+        l.step(Input::Pause(resume.clone()), ms(1500)),
+        vec![Spawn { token: 7, lease: ms(2150), attempt: None }, carrying(led(), &resume, true)]
+    );
+}
+
+#[test]
+fn a_pause_without_stop_lets_the_command_run_but_not_restart() {
+    let mut l = leading(Restart::Always);
+    let pause = asked(8, true, false);
+    assert_eq!(l.step(Input::Pause(pause.clone()), ms(1100)), vec![carrying(led(), &pause, true)]);
+    l.step(hb(9, 1100), ms(1110));
+    // Still running: nothing is stopped. Once it ends, --restart waits.
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1200)), vec![carrying(led(), &pause, false)]);
+    assert_eq!(l.step(Input::Tick, ms(1400)), vec![carrying(led(), &pause, false)]);
+    assert!(!l.child_alive());
+    // A stop asked later has nothing to stop.
+    let stop = asked(10, true, true);
+    assert_eq!(l.step(Input::Pause(stop.clone()), ms(1450)), vec![carrying(led(), &stop, false)]);
+}
+
+#[test]
+fn a_new_owner_learns_the_pause_from_records_that_carried_it_before_its_own_first_one() {
+    // The request itself is long gone from the backlog; the last leader's
+    // records carried it.
+    let pause = asked(3, true, false);
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(carried(5, pause.clone()), ms(1005));
+    // A record cannot name a request at or after its own offset (a forged
+    // resume that would outrank every real one to come): ignored.
+    l.step(carried(6, asked(6, false, false)), ms(1006));
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![carrying(led(), &pause, false)]);
+    assert_eq!(l.paused(), Some(&pause));
+    // An older resume carried by a late record does not undo it.
+    l.step(carried(8, asked(2, false, false)), ms(1020));
+    assert_eq!(l.paused(), Some(&pause));
+    assert_eq!(l.step(Input::Tick, ms(1210)), vec![carrying(led(), &pause, false)]);
+    // Our disclaimer carries it on to whoever comes next.
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(1300)), vec![carrying(gone(1), &pause, false), ReleaseRevoke]);
 }

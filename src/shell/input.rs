@@ -34,6 +34,7 @@ pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep)
         Some(Event::OtherHeartbeat(_)) if !claims => return (None, Keep::Nothing),
         Some(Event::OtherHeartbeat(other)) => Input::OtherHeartbeat(other),
         Some(Event::Yield) => Input::Yield,
+        Some(Event::Pause(pause)) => Input::Pause(pause),
         Some(Event::Fatal(failure)) => Input::Fatal(failure.code()),
         None => Input::Fatal(Kind::Internal.code()),
     };
@@ -59,6 +60,7 @@ mod tests {
             age: Duration::from_millis(20),
             deadline: Duration::from_secs(10),
             attempt: None,
+            pause: None,
         }
     }
 
@@ -90,6 +92,10 @@ mod tests {
         assert_eq!(got, Some(Input::OtherHeartbeat(other())));
         assert!(matches!(keep, Keep::Nothing));
         assert!(matches!(input(Some(Event::Yield), true), (Some(Input::Yield), Keep::Nothing)));
+        let pause = crate::leader::Pause { offset: 3, paused: true, stop: false, at_ms: 1, by: Default::default() };
+        let (got, keep) = input(Some(Event::Pause(pause.clone())), true);
+        assert_eq!(got, Some(Input::Pause(pause)));
+        assert!(matches!(keep, Keep::Nothing));
     }
 
     #[test]

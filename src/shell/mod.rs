@@ -311,6 +311,7 @@ impl Shell {
             m.loop_seen = Some(now);
             m.fresh = core.fresh();
             m.child_up = self.child.is_running();
+            m.paused = core.paused().is_some();
             m.note_run(core.last_run(), core.child_alive());
             m.next_due_ms = core.next_due().filter(|_| matches!(core.role(), Role::Leader { .. }));
             m.kafka_reachable = self.kafka.reachable();

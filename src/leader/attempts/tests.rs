@@ -37,6 +37,7 @@ fn carrying(offset: i64, token: Option<i64>, attempt: Attempt) -> Input {
         age: Duration::ZERO,
         deadline: DEADLINE,
         attempt: Some(attempt),
+        pause: None,
     })
 }
 
@@ -428,4 +429,29 @@ fn which_run_says_more() {
     // Waves: the newer attempt, even over a success (a failure is retried).
     assert!(supersedes((4, None::<u64>, None), (3, None, Some(1))));
     assert!(!supersedes((3, None::<u64>, None), (3, None, Some(0))));
+}
+
+#[test]
+fn due_times_that_pass_while_paused_are_missed_and_run_once_on_resume() {
+    let pause = |offset, paused| Pause { offset, paused, stop: false, at_ms: 0, by: Asker::default() };
+    let mut l = Leader::new(scheduled(2000), started(0));
+    l.step(Input::Assigned, ms(1000));
+    let (actions, offset) = live(&mut l, 1000, 2100, 6);
+    assert_eq!(spawns(&actions).iter().map(|(at, _)| *at).collect::<Vec<_>>(), vec![2000]);
+    l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(2100));
+    let (_, offset) = live(&mut l, 2100, 2500, offset + 1);
+    l.step(Input::Pause(pause(offset + 1, true)), ms(2500));
+    // Three due times pass: none starts, the leader leads on.
+    let (actions, offset) = live(&mut l, 2500, 8100, offset + 2);
+    assert!(spawns(&actions).is_empty(), "{actions:?}");
+    assert!(matches!(l.role(), Role::Leader { .. }));
+    // Resumed: --missed once runs the latest of them at once, then the
+    // next one on time.
+    let resumed = l.step(Input::Pause(pause(offset + 1, false)), ms(8100));
+    let runs = spawns(&resumed.into_iter().map(|a| (8100, a)).collect::<Vec<_>>());
+    assert_eq!(runs.iter().map(|(_, j)| j.due).collect::<Vec<_>>(), vec![Some(wall(8000))], "{runs:?}");
+    l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(8200));
+    let (actions, _) = live(&mut l, 8200, 10_100, offset + 2);
+    let runs = spawns(&actions);
+    assert_eq!(runs.iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(10_000, Some(wall(10_000)))]);
 }

@@ -69,6 +69,10 @@ pub enum Fault {
     /// No fault: a command in mode `finish` ends its wave by itself (drawn
     /// for half of those).
     Finish,
+    /// `neli-run pause --stop`, then 2-4 faults at the leader (or the
+    /// broker) while paused, during which no child may start; then
+    /// `neli-run resume` (see `pause_episode`).
+    Pause,
 }
 
 impl Fault {
@@ -94,6 +98,7 @@ impl Fault {
             Fault::CoordinatorCut => "coordinator-cut",
             Fault::LeaderCut => "leader-cut",
             Fault::Finish => "none (finish)",
+            Fault::Pause => "pause",
         }
     }
 
@@ -115,7 +120,7 @@ impl Fault {
     /// Whether the fault itself ends the command (its tree killed, or its
     /// run finished): a stop then is no stop of neli-run's.
     pub fn ends_the_command(self) -> bool {
-        matches!(self, Fault::ChildCrash | Fault::Finish)
+        matches!(self, Fault::ChildCrash | Fault::Finish | Fault::Pause)
     }
 
     /// How long a timed disruption lasts; None for faults that last until
@@ -171,7 +176,8 @@ impl Soak {
             | Fault::PartitionOffline
             | Fault::CoordinatorCut
             | Fault::LeaderCut
-            | Fault::Finish => {}
+            | Fault::Finish
+            | Fault::Pause => {}
         }
     }
 
@@ -248,6 +254,12 @@ pub struct Run {
     pub outcomes: BTreeMap<(Fault, String), Outcome>,
     /// Faults (or waits for a leader) after which no child ran within --stall.
     pub stalls: usize,
+    /// Faults struck while paused (`Fault::Pause`).
+    pub paused_faults: usize,
+    /// A child started, or one ran, while paused: unsafe.
+    pub paused_starts: Vec<String>,
+    /// `pause` or `resume` that exited other than 0 (nobody acknowledged).
+    pub unacknowledged: usize,
 }
 
 /// One fault about to be injected.
@@ -310,7 +322,11 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
         let leader = injection_leader(&before);
         let injection = Injection { fault, slot, length, before, script };
         let injected_at = SystemTime::now();
-        let (leaderless, moved) = match watch(soak, &injection, rng, stall, interrupted) {
+        let watched = match fault {
+            Fault::Pause => pause_episode(soak, faults, rng, stall, interrupted, &mut run),
+            _ => watch(soak, &injection, rng, stall, interrupted),
+        };
+        let (leaderless, moved) = match watched {
             End::Over { leaderless, moved } => (leaderless, moved),
             End::Stalled { moved } => {
                 run.stalls += 1;
@@ -340,6 +356,128 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
         }
     }
     run
+}
+
+/// `Fault::Pause`: `neli-run pause --stop`; once acknowledged, 2-4 faults
+/// (kill -9, a graceful stop, a freeze or a network cut for a session, a
+/// blip, the broker down or frozen) each at the leader (or the broker),
+/// each given two sessions to play out (failovers happen) while no child
+/// may start or run; then
+/// `neli-run resume`, and the time from it until a child runs again (the
+/// one leaderless time counted: the pause itself is the operator's).
+fn pause_episode(
+    soak: &mut Soak,
+    faults: &[Fault],
+    rng: &mut Rng,
+    stall: Duration,
+    interrupted: &AtomicBool,
+    run: &mut Run,
+) -> End {
+    let ask = |soak: &Soak, what: &str, extra: &[&str]| {
+        let timeout = format!("{}s", stall.as_secs().max(1));
+        let out = std::process::Command::new(&soak.neli)
+            .args([what, "-b", &soak.brokers, "-g", &soak.group, "--timeout", &timeout])
+            .args(extra)
+            .output();
+        match out {
+            Ok(out) if out.status.success() => true,
+            Ok(out) => {
+                eprintln!("neli-soak: {what}: {}", String::from_utf8_lossy(&out.stderr).trim());
+                false
+            }
+            Err(e) => {
+                eprintln!("neli-soak: cannot run {what}: {e}");
+                false
+            }
+        }
+    };
+    let before = soak.detector.starts();
+    if !ask(soak, "pause", &["--stop"]) {
+        run.unacknowledged += 1;
+    }
+    let paused_at = SystemTime::now();
+    // Acknowledged: the leader's command is gone, and none may start.
+    let violated = |soak: &Soak, run: &mut Run, when: &str| {
+        let starts = soak.detector.starts();
+        if starts.len() > before.len() || soak.detector.lock_held() {
+            let new = &starts[before.len().min(starts.len())..];
+            run.paused_starts.push(format!("{when}: lock held {}, starts {new:?}", soak.detector.lock_held()));
+            return true;
+        }
+        false
+    };
+    let kinds = [
+        Fault::Kill9,
+        Fault::Sigterm,
+        Fault::SigstopCont,
+        Fault::NetCut,
+        Fault::NetBlip,
+        Fault::BrokerRestart,
+        Fault::BrokerPause,
+    ];
+    let kinds: Vec<Fault> = kinds.into_iter().filter(|k| faults.contains(k)).collect();
+    let mut broken = violated(soak, run, "at the acknowledgement");
+    for _ in 0..rng.pick(&[2, 3, 4]) {
+        if broken || interrupted.load(Ordering::Relaxed) || kinds.is_empty() {
+            break;
+        }
+        let fault = rng.pick(&kinds);
+        // The leader as `status` names it (it runs nothing), else anyone: a
+        // failover late in the pause finds the request itself out of the
+        // new owner's backlog, and only the records that carried it say so.
+        let alive: Vec<usize> = (0..soak.slots.len()).filter(|&i| soak.slots[i].member.is_some()).collect();
+        let named = |n: &str| soak.slots.iter().position(|s| s.member.as_ref().is_some_and(|(m, _)| m == n));
+        let slot = status_leader(soak).and_then(|n| named(&n)).unwrap_or_else(|| rng.pick(&alive));
+        soak.strike(fault, slot, rng);
+        run.paused_faults += 1;
+        for (i, length) in
+            [fault.length(rng, soak.session).unwrap_or(soak.session), soak.session * 2].iter().enumerate()
+        {
+            let until = Instant::now() + *length;
+            while Instant::now() < until && !broken {
+                broken = violated(soak, run, fault.name());
+                soak.fill();
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if i == 0 {
+                soak.end(fault, slot);
+            }
+        }
+    }
+    if broken {
+        eprintln!("neli-soak: a child ran while paused (paused at {})", wall(paused_at));
+    }
+    let resumed = Instant::now();
+    soak.resumes += 1;
+    if !ask(soak, "resume", &[]) {
+        run.unacknowledged += 1;
+    }
+    while !soak.detector.lock_held() {
+        if interrupted.load(Ordering::Relaxed) {
+            return End::Interrupted;
+        }
+        if resumed.elapsed() > stall {
+            eprintln!("neli-soak: no child running {stall:?} after the resume (paused at {})", wall(paused_at));
+            return End::Stalled { moved: false };
+        }
+        soak.fill();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let starts = soak.detector.starts();
+    let moved = starts.last().map(|s| &s.0) != before.last().map(|s| &s.0);
+    End::Over { leaderless: resumed.elapsed(), moved }
+}
+
+/// The fresh leader `neli-run status` names, if any.
+fn status_leader(soak: &Soak) -> Option<String> {
+    let out = std::process::Command::new(&soak.neli)
+        .args(["status", "-b", &soak.brokers, "-g", &soak.group])
+        .output()
+        .ok()?;
+    // "group G: leader NAME (host H, pid P), token T"
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (_, rest) = text.lines().next()?.split_once(": leader ")?;
+    Some(rest.split_once(" (")?.0.to_string())
 }
 
 /// The member whose child started last.

@@ -52,9 +52,11 @@ pub fn judge(soak: &mut Soak) -> Verdict {
     };
     let overlaps = soak.detector.overlaps();
     let starts = soak.detector.starts();
-    // (A schedule runs many due times under one leadership: one token.)
-    let same_leadership = |a: &(String, i64), b: &(String, i64)| soak.schedule.is_some() && a == b;
-    let tokens_increase = starts.windows(2).all(|w| w[0].1 < w[1].1 || same_leadership(&w[0], &w[1]));
+    // (A schedule runs many due times under one leadership: one token; so
+    // does a resume start again the command that `pause --stop` stopped.)
+    let again = starts.windows(2).filter(|w| w[0] == w[1]).count();
+    let repeats_allowed = soak.schedule.is_some() || again <= soak.resumes;
+    let tokens_increase = starts.windows(2).all(|w| w[0].1 < w[1].1 || (w[0] == w[1] && repeats_allowed));
     let (reruns, succeeded) = match soak.schedule {
         Some(_) => (Vec::new(), 0),
         None => (reruns(&soak.detector, &soak.births), recorded_successes(&soak.detector.dir).len()),

@@ -33,8 +33,12 @@
 //! at-least-once the README states (its leader was cut off or frozen as its
 //! run ended), counted and shown.
 //!
+//! A pause (`pause`): `neli-run pause --stop`, faults at the leader while paused (kill -9,
+//! graceful stops, freezes, the broker down), during which a child that
+//! starts or runs is unsafe, then `neli-run resume`.
+//!
 //! Prints one summary and exits 1 on any overlap, orphan, rerun, skipped
-//! due time or fencing token that did not increase.
+//! due time, fencing token that did not increase, or child while paused.
 //!
 //! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu]
 
@@ -228,6 +232,7 @@ fn setup(args: &Args) -> Result<(Soak, Vec<Fault>), String> {
             let run = session / 2 + Duration::from_secs(1);
             (run, Duration::from_secs((run * 2).as_secs_f64().ceil() as u64))
         }),
+        resumes: 0,
     };
     Ok((soak, faults))
 }
@@ -262,6 +267,7 @@ fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
         Fault::ChildCrash,
         Fault::BrokenLogKill9,
         Fault::BrokenLogStop,
+        Fault::Pause,
     ];
     if netns {
         faults.extend([Fault::NetCut, Fault::NetBlip]);

@@ -126,6 +126,9 @@ pub struct Soak {
     pub births: BTreeMap<String, std::time::SystemTime>,
     /// With --schedule: how long a run takes, and the schedule's period.
     pub schedule: Option<(Duration, Duration)>,
+    /// Resumes after `pause --stop`: each may start the stopped command
+    /// again under the same leadership, so under the same token.
+    pub resumes: usize,
 }
 
 impl Soak {

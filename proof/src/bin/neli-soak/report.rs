@@ -26,12 +26,23 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, run: Run, verdict: &Verdict) 
         Some(c) => schedule(c),
     }
     println!("fencing tokens strictly increasing: {}", verdict.tokens_increase);
+    let pauses =
+        run.outcomes.iter().filter(|((f, _), _)| *f == Fault::Pause).map(|(_, o)| o.leaderless.len()).sum::<usize>();
+    println!(
+        "pauses: {pauses}, faults while paused: {}, children while paused: {}, pause or resume not acknowledged: {}",
+        run.paused_faults,
+        run.paused_starts.len(),
+        run.unacknowledged
+    );
+    for why in &run.paused_starts {
+        println!("  while paused, {why}");
+    }
     println!("stalls (no child running {} after a fault; liveness): {}", args.stall, run.stalls);
     needless(&run.outcomes);
     println!("\nLeaderless: how long no child held the lock after the fault struck, until the fault was over.\n");
     table(run.outcomes);
     let dir = &soak.detector.dir;
-    let safe = verdict.safe();
+    let safe = verdict.safe() && run.paused_starts.is_empty();
     if safe && run.stalls == 0 && !args.keep_logs {
         let _ = fs::remove_dir_all(dir);
     } else {

@@ -64,6 +64,9 @@ pub struct Snapshot {
     pub fresh: Option<BootTime>,
     pub child_up: bool,
     pub kafka_reachable: bool,
+    /// The health check's verdict (`--health-cmd`), once it has one; None
+    /// without a check (no series then).
+    pub healthy: Option<bool>,
     /// When the shell's loop last turned; None until it starts (while
     /// connecting to Kafka).
     pub loop_seen: Option<BootTime>,
@@ -292,6 +295,10 @@ impl Collector for Scrape {
         one(&mut enc, "neli_child_restarts", None, "Starts of the command within one leadership.", restarts)?;
         one(&mut enc, "neli_child_up", None, "1 while the command runs.", gauge(s.child_up as i64))?;
         one(&mut enc, "neli_kafka_reachable", None, "1 while Kafka answers.", gauge(s.kafka_reachable as i64))?;
+        if let Some(healthy) = s.healthy {
+            let help = "1 while the health check (--health-cmd) says this member may lead.";
+            one(&mut enc, "neli_healthy", None, help, gauge(healthy as i64))?;
+        }
         let outcomes = ["success", "failure", "cut_short"];
         let by_outcome = outcomes.map(|k| (k, ConstCounter::new(*s.runs.get(k).unwrap_or(&0))));
         let help = "Runs of the command this member started (of a wave or a schedule), by how they ended.";

@@ -203,7 +203,10 @@ impl Kafka {
         let serving = Joined::spawn("neli-produce", move |stop| serve_producer(&served, stop))?;
         let admin = topic::ensure_topic(s, &consumer)?;
         let born = consumer.fetch_watermarks(&s.target.topic, 0, Duration::from_secs(2)).ok().map(|(_, end)| end);
-        consumer.subscribe(&[&s.target.topic]).map_err(|e| creation_error(e, &s.target))?;
+        if !s.health_checked {
+            consumer.subscribe(&[&s.target.topic]).map_err(|e| creation_error(e, &s.target))?;
+        }
+        requests.keep_out.store(s.health_checked, Ordering::Relaxed);
 
         let reader_member = member.clone();
         let reader_requests = requests.clone();
@@ -293,6 +296,14 @@ impl Kafka {
         self.requests.stand_aside.store(true, Ordering::Relaxed);
     }
 
+    /// Stays out of the group while `out` (this member is unhealthy), and
+    /// joins it again once not: a standby leaves at once; a member that
+    /// owns partition 0 leaves as the core says (it stands aside), and
+    /// rejoins only once healthy.
+    pub fn keep_out(&self, out: bool) {
+        self.requests.keep_out.store(out, Ordering::Relaxed);
+    }
+
     /// Whether Kafka answered last time we tried.
     pub fn reachable(&self) -> bool {
         self.reach.is_reachable()
@@ -318,6 +329,9 @@ pub struct Settings {
     pub timing: Timing,
     /// Records a new owner reads back before the end (`backlog`).
     pub backlog: i64,
+    /// A health check gates leadership: stay out of the group until it
+    /// says healthy (`Kafka::keep_out`).
+    pub health_checked: bool,
 }
 
 impl Settings {
@@ -328,6 +342,7 @@ impl Settings {
             client_id: cfg.name.clone(),
             timing: cfg.timing,
             backlog: backlog(&cfg.leader),
+            health_checked: cfg.health.is_some(),
         }
     }
 }
@@ -438,6 +453,8 @@ pub(super) struct Requests {
     pub(super) closing: AtomicBool,
     rejoin: AtomicBool,
     stand_aside: AtomicBool,
+    /// Unhealthy: not in the group (see `Kafka::keep_out`).
+    keep_out: AtomicBool,
 }
 
 /// The consumer thread: polls until asked to close, then closes the consumer
@@ -451,7 +468,18 @@ fn consume(
 ) {
     let ctx = consumer.context();
     let mut gap = Gap::default();
+    let mut subscribed = !asks.keep_out.load(Ordering::Relaxed);
     while !asks.closing.load(Ordering::Relaxed) {
+        let out = asks.keep_out.load(Ordering::Relaxed);
+        if out && subscribed && !holds_partition_0(&consumer) {
+            info!("unhealthy: leaving the group until the health check passes");
+            consumer.unsubscribe();
+            subscribed = false;
+        } else if !out && !subscribed {
+            info!("healthy: joining the group");
+            subscribe(&consumer, events);
+            subscribed = true;
+        }
         if asks.rejoin.swap(false, Ordering::Relaxed) {
             if holds_partition_0(&consumer) {
                 // The revoke this causes goes through the barrier as any other.
@@ -463,7 +491,12 @@ fn consume(
         }
         if asks.stand_aside.swap(false, Ordering::Relaxed) {
             leave_until_another_leads(&consumer, me, &asks.closing, watch);
-            subscribe(&consumer, events);
+            if asks.keep_out.load(Ordering::Relaxed) {
+                info!("unhealthy: staying out of the group until the health check passes");
+                subscribed = false;
+            } else {
+                subscribe(&consumer, events);
+            }
         }
         let polled = consumer.poll(Duration::from_millis(100));
         serve_group(&consumer);
@@ -626,7 +659,7 @@ fn leave_until_another_leads(
             let other_leads =
                 msg.payload().and_then(Heartbeat::decode).is_some_and(|hb| !hb.is_from(me) && hb.token.is_some());
             if other_leads {
-                info!("another member leads now; rejoining the group as a standby");
+                info!("another member leads now; done standing aside");
                 break;
             }
         }

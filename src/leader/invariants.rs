@@ -2,7 +2,8 @@
 //! harness idea of raft-rs). The scenario tests tell stories; this one
 //! states the rules and lets random sequences of assignments, revokes, own
 //! and foreign records (v1 and v2), child exits, signals and time try to
-//! break them.
+//! break them. Walks with a health check (`--health-cmd`) turn it healthy
+//! and unhealthy at random too: no command starts while it is unhealthy.
 //!
 //! A simulated shell stands around one [`Leader`]: it keeps the rebalance
 //! callback's contract (no assignment while a revoke waits for release), a
@@ -88,6 +89,8 @@ struct Sim {
     /// Scheduled runs started.
     scheduled: u64,
     done: bool,
+    /// The health check's verdict as last told to the core.
+    healthy: bool,
     trace: Vec<String>,
     /// The walk's boot on the wall clock: any time of day, so that due
     /// times fall anywhere between the walk's steps.
@@ -113,6 +116,7 @@ impl Sim {
             waves: (restart == Restart::Never && rng.bool())
                 .then(|| Waves { within: Duration::from_millis(rng.u64(0..20_000)), retry_failed: rng.bool() }),
             schedule: None,
+            health_checked: rng.u8(..3) == 0,
         };
         // A schedule runs the command at due times instead (never with waves).
         let schedule = (restart == Restart::Never && settings.waves.is_none() && rng.bool()).then(|| Schedule {
@@ -122,6 +126,7 @@ impl Sim {
         });
         let settings = Settings { schedule, ..settings };
         let wall0 = WALL + rng.u64(..86_400_000);
+        let health_checked = settings.health_checked;
         let mut core = Leader::new(settings.clone(), Anchor { boot: ms(0), wall_ms: wall0 });
         if rng.bool() {
             core.born_at(rng.i64(0..20));
@@ -151,6 +156,7 @@ impl Sim {
             last_due: None,
             scheduled: 0,
             done: false,
+            healthy: !health_checked,
             trace: Vec::new(),
             wall0,
         }
@@ -218,6 +224,10 @@ impl Sim {
                 77 if self.rng.bool() => return Input::Fatal(78),
                 78..=80 => return Input::Forward(SIGHUP),
                 81..=83 => return Input::Yield,
+                84..=86 if self.settings.health_checked => {
+                    self.healthy = !self.healthy;
+                    return Input::Health(self.healthy);
+                }
                 _ => {}
             }
         }
@@ -366,6 +376,9 @@ impl Sim {
                 if self.shutting_down {
                     self.fail("spawn while shutting down");
                 }
+                if !self.healthy {
+                    self.fail("spawn while unhealthy");
+                }
                 if lease <= now || fresh_until.is_none_or(|f| lease > f) {
                     self.fail(&format!("spawn with lease {lease} (newest own record read back + D: {fresh_until:?})"));
                 }
@@ -492,6 +505,10 @@ impl Sim {
             if !child.stopped && now >= child.since + max.as_millis() as u64 {
                 self.fail(&format!("a child started at {} runs past --max-runtime {max:?} unstopped", child.since));
             }
+        }
+        if !self.healthy && self.child.is_none() && role != Role::Standby {
+            // Unhealthy, a member gives partition 0 up once its command is gone.
+            self.fail(&format!("{role:?} while unhealthy with no command"));
         }
         if self.revoke_waits && self.child.is_none() {
             // Every path that ends the child releases a waiting revoke at once.

@@ -53,6 +53,9 @@ pub struct Settings {
     /// Run the command at due times while we lead, instead of once when we
     /// come to lead (never with waves).
     pub schedule: Option<Schedule>,
+    /// A health check gates leadership (`--health-cmd`): unhealthy until
+    /// the shell says its first check passed.
+    pub health_checked: bool,
 }
 
 /// What one of our heartbeat records says. The core decides it, so that a
@@ -147,6 +150,9 @@ pub enum Input {
     Forward(Signal),
     /// `neli-run yield` asked us to hand leadership over.
     Yield,
+    /// The health check (`--health-cmd`) turned healthy (true) or
+    /// unhealthy (false), past its thresholds.
+    Health(bool),
     /// Nothing but the passing of time (the shell's timer fired).
     Tick,
 }

@@ -15,6 +15,7 @@
 //! (`Supervisor::kill`), and, once the loop is done, leaving the group
 //! (`Shell::exit`, at most `LEAVE_WAIT`).
 
+mod health;
 mod hooks;
 mod input;
 mod leader_file;
@@ -41,6 +42,7 @@ use crate::layers_off::{self, Layer};
 use crate::leader::{Action, Input, Leader, Role};
 use crate::metrics;
 use crate::notify::Notifier;
+use health::Health;
 use hooks::Hooks;
 use input::Keep;
 use leader_file::LeaderFile;
@@ -78,6 +80,8 @@ struct Shell {
     /// next owner reads it first. Kills and signals never wait.
     flushing: Option<JoinHandle<()>>,
     after_flush: Vec<Action>,
+    /// `--health-cmd`: its verdicts, as they change.
+    health: Option<Health>,
     report: Report,
 }
 
@@ -114,10 +118,13 @@ impl Shell {
         child::become_subreaper()
             .map_err(|err| Failure::new(Kind::Internal, format!("cannot become a child subreaper: {err}")))?;
         let child = Supervisor::new(&cfg);
+        let health = Health::start(&cfg);
 
         let ids =
             metrics::Ids { group: cfg.kafka.group.clone(), topic: cfg.kafka.topic.clone(), member: cfg.name.clone() };
         let metrics = metrics::shared(ids);
+        // Unhealthy until the first check passes.
+        metrics.lock().expect("metrics lock").healthy = cfg.health.as_ref().map(|_| false);
         if let Some(addr) = cfg.metrics_addr {
             if let Err(err) = metrics::serve(addr, metrics.clone()).await {
                 return Err(Failure::new(Kind::Usage, format!("cannot serve --metrics-addr {addr}: {err}")));
@@ -167,6 +174,7 @@ impl Shell {
             release: None,
             flushing: None,
             after_flush: Vec::new(),
+            health,
             report,
         }))
     }
@@ -213,6 +221,14 @@ impl Shell {
                     }
                 }
                 input = self.signals.next() => return input,
+                healthy = Health::changed(&mut self.health) => {
+                    // Before the core hears it: an unhealthy standby leaves
+                    // the group, and one that owns partition 0 stays out
+                    // once the core has stood aside.
+                    self.kafka.keep_out(!healthy);
+                    self.report.metrics.lock().expect("metrics lock").healthy = Some(healthy);
+                    return Input::Health(healthy);
+                }
                 _ = self.sigchld.recv() => self.child.reap(),
                 Some(status) = self.child.exited() => {
                     info!(%status, "child exited");
@@ -352,6 +368,9 @@ impl Shell {
     /// leaving: a hook must not delay the handover.
     async fn exit(mut self, code: u8) -> u8 {
         self.report.notify("STOPPING=1");
+        if let Some(health) = self.health.take() {
+            health.stop();
+        }
         if let Some((file, _)) = self.report.leader_file.take() {
             file.close(LEADER_FILE_WAIT);
         }

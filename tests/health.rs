@@ -1,0 +1,115 @@
+//! --health-cmd: an unhealthy leader hands over, an unhealthy member never
+//! leads (as a standby, or from its start), and a check that hangs is a
+//! failure at its timeout. Each member's check is `test -f DIR/NAME.ok`:
+//! the test makes a member unhealthy by removing its file.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::util::{stays_false, wait_until, Group, Member, LONG};
+
+/// The check's thresholds in these tests: a check every 200 ms, 2 failures
+/// in a row make a member unhealthy.
+const CHECK: [&str; 6] = ["--health-interval", "200ms", "--health-timeout", "1s", "--health-retries", "2"];
+
+/// The file whose presence makes `name` healthy.
+fn ok_file(g: &Group, name: &str) -> PathBuf {
+    g.dir.path().join(format!("{name}.ok"))
+}
+
+/// `name`, healthy while its file exists (created now if `healthy`).
+fn member(g: &Group, name: &str, healthy: bool) -> Member {
+    let file = ok_file(g, name);
+    if healthy {
+        std::fs::write(&file, "").expect("the health file");
+    }
+    let cmd = format!("test -f {}", file.display());
+    let flags: Vec<&str> = ["--health-cmd", &cmd].into_iter().chain(CHECK).collect();
+    g.member(name, &flags, &["sleep", "1000"])
+}
+
+#[test]
+fn a_leader_whose_check_fails_hands_over_to_a_healthy_standby_and_rejoins_once_healthy() {
+    let g = Group::new("health-handover");
+    let t = g.broker.timing;
+    let mut a = member(&g, "a", true);
+    wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
+    assert!(a.log().contains("health check passed: healthy"), "{}", a.log());
+    let mut b = member(&g, "b", true);
+    wait_until(LONG, "b is a standby", || b.log().contains("standby"));
+    let failed = Instant::now();
+    std::fs::remove_file(ok_file(&g, "a")).expect("a's file");
+    wait_until(t.takeover(), "b leads", || g.starts().len() == 2 && g.lock_held());
+    let took = failed.elapsed();
+    assert_eq!(g.starts()[1].0, "b");
+    // Two failures 200 ms apart, the command's stop, then the handover.
+    eprintln!("a's check failing to b's command running: {took:?}");
+    let log = a.log();
+    assert!(log.contains("health check failed: unhealthy"), "{log}");
+    assert!(log.contains(r#"why="unhealthy""#), "the yield says why:\n{log}");
+    wait_until(LONG, "a stays out", || a.log().contains("staying out of the group until the health check passes"));
+    // Healthy again, a joins as a standby and b leads on.
+    std::fs::write(ok_file(&g, "a"), "").expect("a's file");
+    wait_until(LONG, "a joins again", || a.log().contains("healthy: joining the group"));
+    wait_until(LONG, "a is a standby", || a.log().contains("standby: in the group"));
+    assert_eq!(g.starts().len(), 2, "b leads on: {:?}", g.starts());
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(t.takeover()).code(), Some(143), "{}", b.log());
+    wait_until(t.takeover(), "a leads again", || g.starts().len() == 3 && g.lock_held());
+    a.signal(Signal::SIGTERM);
+    a.wait_exit(t.takeover());
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_standby_whose_check_fails_leaves_the_group_and_never_takes_over() {
+    let g = Group::new("health-standby");
+    let t = g.broker.timing;
+    let mut a = member(&g, "a", true);
+    wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
+    let mut b = member(&g, "b", true);
+    wait_until(LONG, "b is a standby", || b.log().contains("standby"));
+    std::fs::remove_file(ok_file(&g, "b")).expect("b's file");
+    wait_until(LONG, "b leaves", || b.log().contains("unhealthy: leaving the group until the health check passes"));
+    let c = member(&g, "c", true);
+    wait_until(LONG, "c is a standby", || c.log().contains("standby"));
+    // a stops gracefully: the healthy standby leads, never b.
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(t.takeover()).code(), Some(143), "{}", a.log());
+    wait_until(t.takeover(), "c leads", || g.starts().len() == 2 && g.lock_held());
+    assert_eq!(g.starts()[1].0, "c", "{}", b.log());
+    assert!(!b.log().contains("candidate"), "b was never given partition 0:\n{}", b.log());
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(LONG).code(), Some(0), "a standby's exit:\n{}", b.log());
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_check_that_hangs_fails_at_its_timeout_and_its_member_never_joins() {
+    let g = Group::new("health-hang");
+    let t = g.broker.timing;
+    let pids = g.dir.path().join("check.pids");
+    // It also floods what it writes: /dev/null takes it.
+    let hang = format!("echo $$ >> {}; yes | head -c 10000000; exec sleep 1000", pids.display());
+    let flags = ["--health-cmd", &hang, "--health-interval", "100ms", "--health-timeout", "300ms"];
+    let mut b = g.member("b", &flags, &["sleep", "1000"]);
+    let checks = || std::fs::read_to_string(&pids).unwrap_or_default().lines().count();
+    wait_until(LONG, "three checks time out", || checks() >= 3 && b.log().matches("timed out after").count() >= 3);
+    let log = b.log();
+    assert!(log.contains("waiting for the first health check to pass before joining the group"), "{log}");
+    // Each was killed, process group and all, before the next started.
+    for pid in std::fs::read_to_string(&pids).unwrap_or_default().lines().filter_map(|l| l.parse::<i32>().ok()) {
+        let gone = || !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "));
+        wait_until(Duration::from_secs(5), "a timed-out check is gone", gone);
+    }
+    // A healthy member leads while b stays out.
+    let _c = member(&g, "c", true);
+    wait_until(t.takeover(), "c leads", || g.starts().len() == 1 && g.lock_held());
+    assert_eq!(g.starts()[0].0, "c");
+    assert!(stays_false(Duration::from_secs(1), || b.log().contains("candidate") || b.log().contains("standby")));
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
+    g.assert_no_overlap();
+}

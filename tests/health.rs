@@ -113,3 +113,23 @@ fn a_check_that_hangs_fails_at_its_timeout_and_its_member_never_joins() {
     assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
     g.assert_no_overlap();
 }
+
+#[test]
+fn a_lone_leader_whose_check_fails_stops_its_command_and_status_says_why() {
+    let g = Group::new("health-status");
+    let t = g.broker.timing;
+    let mut a = member(&g, "a", true);
+    wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
+    std::fs::remove_file(ok_file(&g, "a")).expect("a's file");
+    wait_until(t.takeover(), "a's command is stopped", || !g.lock_held());
+    let status = || crate::util::run(&["status", "-b", &g.broker.address, "-g", &g.name]).1;
+    wait_until(LONG, "status says why", || status().contains("it stood aside: its health check fails"));
+    let json = crate::util::run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]).1;
+    assert!(json.contains(r#""unhealthy":true"#), "{json}");
+    // Nobody else is healthy: nothing runs, and a stays out meanwhile.
+    assert!(stays_false(Duration::from_secs(1), || g.lock_held()));
+    assert_eq!(g.starts().len(), 1);
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
+    g.assert_no_overlap();
+}

@@ -10,7 +10,9 @@
 //! a version 1 record reads as leading while it has a token and as released
 //! otherwise, which is all version 1 meant. `job` (once per wave) is an
 //! optional field of version 2: older readers ignore it, and so are the
-//! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it.
+//! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it;
+//! and `unhealthy`, set while its writer's health check fails (what
+//! `neli-run status` says of a leader handing over for it).
 
 use serde::{Deserialize, Serialize};
 
@@ -86,6 +88,9 @@ pub struct Heartbeat {
     /// since most of it follows from --session-timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<WireTiming>,
+    /// Its writer's health check (--health-cmd) fails: it hands over.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unhealthy: bool,
 }
 
 /// [`crate::config::timing::Timing`] on the wire, in milliseconds.
@@ -198,6 +203,7 @@ impl Heartbeat {
             }),
             next_ms: next,
             timing: None,
+            unhealthy: false,
         }
     }
 

@@ -253,8 +253,11 @@ impl Kafka {
             since_ms: self.leading.map(|(_, since)| since),
             deadline_ms: self.timing.heartbeat_deadline_ms.max(1),
         };
-        let heartbeat =
-            Heartbeat { timing: Some(self.timing), ..Heartbeat::new(&self.member, self.seq, now, at_ms, content) };
+        let heartbeat = Heartbeat {
+            timing: Some(self.timing),
+            unhealthy: self.requests.keep_out.load(Ordering::Relaxed),
+            ..Heartbeat::new(&self.member, self.seq, now, at_ms, content)
+        };
         let value = heartbeat.encode();
         let record = BaseRecord::to(&self.topic).partition(0).key(self.member.name.as_bytes()).payload(&value);
         if let Err((err, _)) = self.producer.send(record) {

@@ -33,8 +33,15 @@ pub(super) struct Health {
     changes: UnboundedReceiver<bool>,
     /// Dropped to stop the thread (it waits on it between checks).
     _stop: Sender<()>,
-    /// The check running now, if any: killed when neli-run exits.
-    running: Arc<Mutex<Option<Pid>>>,
+    /// The check running now: killed when neli-run exits.
+    running: Arc<Mutex<Slot>>,
+}
+
+/// The check running now, if any; once `stopped`, none is started.
+#[derive(Default)]
+struct Slot {
+    pid: Option<Pid>,
+    stopped: bool,
 }
 
 impl Health {
@@ -44,7 +51,7 @@ impl Health {
         info!(cmd = %check.cmd, "waiting for the first health check to pass before joining the group");
         let (tx, changes) = unbounded_channel();
         let (_stop, stopped) = channel::<()>();
-        let running = Arc::new(Mutex::new(None));
+        let running = Arc::new(Mutex::new(Slot::default()));
         let (env, remove, current) = (given_env(cfg), consumed_env(), running.clone());
         std::thread::Builder::new()
             .name("neli-health".into())
@@ -89,10 +96,13 @@ impl Health {
         }
     }
 
-    /// At exit: kills the check running now, if any (the thread stops once
-    /// this is dropped). Someone must reap it (the loop no longer does).
+    /// At exit: kills the check running now, if any, and starts no other
+    /// (the thread stops once this is dropped). Someone must reap it (the
+    /// loop no longer does).
     pub(super) fn stop(self) {
-        if let Some(pid) = *self.running.lock().unwrap_or_else(|e| e.into_inner()) {
+        let mut slot = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        slot.stopped = true;
+        if let Some(pid) = slot.pid {
             Beside::kill(pid);
         }
     }
@@ -146,7 +156,7 @@ impl std::fmt::Display for Outcome {
         match self {
             Outcome::Exited(status) => write!(f, "{status}"),
             Outcome::TimedOut(t) => write!(f, "timed out after {t:?} (--health-timeout): sent SIGKILL"),
-            Outcome::NotStarted(err) => write!(f, "cannot start /bin/sh: {err}"),
+            Outcome::NotStarted(err) => write!(f, "not started: {err}"),
             Outcome::Stuck => write!(f, "timed out, and not gone after SIGKILL"),
         }
     }
@@ -157,25 +167,29 @@ impl std::fmt::Display for Outcome {
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs the check once, within `timeout`.
-fn run(
-    line: &str,
-    env: &[(String, String)],
-    remove: &[OsString],
-    timeout: Duration,
-    running: &Mutex<Option<Pid>>,
-) -> Outcome {
+fn run(line: &str, env: &[(String, String)], remove: &[OsString], timeout: Duration, running: &Mutex<Slot>) -> Outcome {
     let mut cmd = std::process::Command::new("/bin/sh");
     cmd.arg("-c").arg(line).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     for name in remove {
         cmd.env_remove(name);
     }
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    let (pid, status) = match Beside::spawn(cmd) {
-        Ok(started) => started,
-        Err(err) => return Outcome::NotStarted(err.to_string()),
+    // Spawned under the slot's lock, so that `stop` either prevents it or
+    // sees its pid: none outlives neli-run.
+    let lock = || running.lock().unwrap_or_else(|e| e.into_inner());
+    let (pid, status) = {
+        let mut slot = lock();
+        if slot.stopped {
+            return Outcome::NotStarted("neli-run is exiting".into());
+        }
+        match Beside::spawn(cmd) {
+            Ok((pid, status)) => {
+                slot.pid = Some(pid);
+                (pid, status)
+            }
+            Err(err) => return Outcome::NotStarted(err.to_string()),
+        }
     };
-    let set = |pid| *running.lock().unwrap_or_else(|e| e.into_inner()) = pid;
-    set(Some(pid));
     let outcome = match status.recv_timeout(timeout) {
         Ok(status) => Outcome::Exited(status),
         Err(_) => {
@@ -186,7 +200,7 @@ fn run(
             }
         }
     };
-    set(None);
+    lock().pid = None;
     outcome
 }
 

@@ -96,9 +96,13 @@ struct Report {
     /// LOOP_TICK, however long it would sleep: /livez tells a stuck loop
     /// from a standby's quiet one by that.
     turning: Option<Interval>,
+    /// In the group, or (with --health-cmd) connected and kept out by the
+    /// check: started either way, as systemd's READY=1 means.
     joined: bool,
     ready: bool,
-    shown_role: Option<Role>,
+    /// The health check's verdict, once it has one (`--health-cmd`).
+    healthy: Option<bool>,
+    shown: Option<(Role, Option<bool>)>,
     /// `--leader-file`, and the lines it holds besides the token and since.
     leader_file: Option<(LeaderFile, String)>,
     /// `--on-lead`, `--on-unlead`, `--on-exit`.
@@ -123,7 +127,6 @@ impl Shell {
         let ids =
             metrics::Ids { group: cfg.kafka.group.clone(), topic: cfg.kafka.topic.clone(), member: cfg.name.clone() };
         let metrics = metrics::shared(ids);
-        // Unhealthy until the first check passes.
         metrics.lock().expect("metrics lock").healthy = cfg.health.as_ref().map(|_| false);
         if let Some(addr) = cfg.metrics_addr {
             if let Err(err) = metrics::serve(addr, metrics.clone()).await {
@@ -142,9 +145,12 @@ impl Shell {
             notifier,
             watchdog,
             turning,
-            joined: false,
+            // A member waiting for its check is started, not stuck: without
+            // READY=1 systemd would fail the unit at TimeoutStartSec.
+            joined: cfg.health.is_some(),
             ready: false,
-            shown_role: None,
+            healthy: cfg.health.as_ref().map(|_| false),
+            shown: None,
             leader_file: cfg.leader_file.clone().map(|path| {
                 let about = format!(
                     "name={}\ngroup={}\npid={}\n",
@@ -181,6 +187,9 @@ impl Shell {
 
     /// Turns the loop until the core says exit; returns the exit status.
     async fn serve(mut self) -> u8 {
+        // Said at once: a member kept out by its health check may hear
+        // nothing for long.
+        self.report();
         loop {
             let input = self.next_input().await;
             // Handovers held back by a flush that just ended go first.
@@ -227,6 +236,7 @@ impl Shell {
                     // once the core has stood aside.
                     self.kafka.keep_out(!healthy);
                     self.report.metrics.lock().expect("metrics lock").healthy = Some(healthy);
+                    self.report.healthy = Some(healthy);
                     return Input::Health(healthy);
                 }
                 _ = self.sigchld.recv() => self.child.reap(),
@@ -348,9 +358,12 @@ impl Shell {
             report.notify("READY=1");
         }
         let role = core.role();
-        if report.ready && report.shown_role != Some(role) {
-            report.shown_role = Some(role);
+        if report.ready && report.shown != Some((role, report.healthy)) {
+            report.shown = Some((role, report.healthy));
             report.notify(&match role {
+                Role::Standby if report.healthy == Some(false) => {
+                    "STATUS=unhealthy: out of the group until the health check passes".to_string()
+                }
                 Role::Standby => "STATUS=standby".to_string(),
                 Role::Candidate => "STATUS=candidate: confirming leadership".to_string(),
                 Role::Leader { token } => format!("STATUS=leader, fencing token {token}"),

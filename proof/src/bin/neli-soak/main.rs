@@ -33,8 +33,14 @@
 //! at-least-once the README states (its leader was cut off or frozen as its
 //! run ended), counted and shown.
 //!
+//! Every member has a health check (--health-cmd) that a file fails: the
+//! fault `unhealthy` fails the leader's, and every fourth member starts
+//! with its check failing for a few sessions; a command started by a member
+//! whose check had never passed (the child sees the file) is a *sick
+//! start*.
+//!
 //! Prints one summary and exits 1 on any overlap, orphan, rerun, skipped
-//! due time or fencing token that did not increase.
+//! due time, sick start or fencing token that did not increase.
 //!
 //! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu]
 
@@ -262,6 +268,7 @@ fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
         Fault::ChildCrash,
         Fault::BrokenLogKill9,
         Fault::BrokenLogStop,
+        Fault::Unhealthy,
     ];
     if netns {
         faults.extend([Fault::NetCut, Fault::NetBlip]);

@@ -564,6 +564,17 @@ mod tests {
     }
 
     #[test]
+    fn the_health_gauge_is_there_only_with_a_health_check() {
+        let mut s = Snapshot::default();
+        assert!(!s.render(at(1.0), Format::Prometheus).contains("neli_healthy"), "no --health-cmd, no series");
+        for (healthy, line) in [(false, "neli_healthy 0"), (true, "neli_healthy 1")] {
+            s.healthy = Some(healthy);
+            let text = s.render(at(1.0), Format::Prometheus);
+            assert!(has(&text, line) && text.contains("# TYPE neli_healthy gauge"), "{text}");
+        }
+    }
+
+    #[test]
     fn a_leadership_begins_with_its_token_and_is_shown_only_while_leading() {
         let since = |s: &Snapshot| {
             let text = s.render(at(100.0), Format::Prometheus);

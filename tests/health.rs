@@ -21,12 +21,17 @@ fn ok_file(g: &Group, name: &str) -> PathBuf {
 
 /// `name`, healthy while its file exists (created now if `healthy`).
 fn member(g: &Group, name: &str, healthy: bool) -> Member {
-    let file = ok_file(g, name);
+    let cmd = format!("test -f {}", ok_file(g, name).display());
+    member_checked(g, name, healthy, &cmd)
+}
+
+/// `name`, checked by `cmd` (healthy at first if `healthy`: its file is
+/// created).
+fn member_checked(g: &Group, name: &str, healthy: bool, cmd: &str) -> Member {
     if healthy {
-        std::fs::write(&file, "").expect("the health file");
+        std::fs::write(ok_file(g, name), "").expect("the health file");
     }
-    let cmd = format!("test -f {}", file.display());
-    let flags: Vec<&str> = ["--health-cmd", &cmd].into_iter().chain(CHECK).collect();
+    let flags: Vec<&str> = ["--health-cmd", cmd].into_iter().chain(CHECK).collect();
     g.member(name, &flags, &["sleep", "1000"])
 }
 
@@ -38,7 +43,7 @@ fn a_leader_whose_check_fails_hands_over_to_a_healthy_standby_and_rejoins_once_h
     wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
     assert!(a.log().contains("health check passed: healthy"), "{}", a.log());
     let mut b = member(&g, "b", true);
-    wait_until(LONG, "b is a standby", || b.log().contains("standby"));
+    wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
     let failed = Instant::now();
     std::fs::remove_file(ok_file(&g, "a")).expect("a's file");
     wait_until(t.takeover(), "b leads", || g.starts().len() == 2 && g.lock_held());
@@ -52,7 +57,7 @@ fn a_leader_whose_check_fails_hands_over_to_a_healthy_standby_and_rejoins_once_h
     wait_until(LONG, "a stays out", || a.log().contains("staying out of the group until the health check passes"));
     // Healthy again, a joins as a standby and b leads on.
     std::fs::write(ok_file(&g, "a"), "").expect("a's file");
-    wait_until(LONG, "a joins again", || a.log().contains("healthy: joining the group"));
+    wait_until(LONG, "a joins again", || a.log().matches("healthy: joining the group").count() == 2);
     wait_until(LONG, "a is a standby", || a.log().contains("standby: in the group"));
     assert_eq!(g.starts().len(), 2, "b leads on: {:?}", g.starts());
     b.signal(Signal::SIGTERM);
@@ -70,17 +75,17 @@ fn a_standby_whose_check_fails_leaves_the_group_and_never_takes_over() {
     let mut a = member(&g, "a", true);
     wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
     let mut b = member(&g, "b", true);
-    wait_until(LONG, "b is a standby", || b.log().contains("standby"));
+    wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
     std::fs::remove_file(ok_file(&g, "b")).expect("b's file");
     wait_until(LONG, "b leaves", || b.log().contains("unhealthy: leaving the group until the health check passes"));
     let c = member(&g, "c", true);
-    wait_until(LONG, "c is a standby", || c.log().contains("standby"));
+    wait_until(LONG, "c is a standby", || c.log().contains("standby: in the group"));
     // a stops gracefully: the healthy standby leads, never b.
     a.signal(Signal::SIGTERM);
     assert_eq!(a.wait_exit(t.takeover()).code(), Some(143), "{}", a.log());
     wait_until(t.takeover(), "c leads", || g.starts().len() == 2 && g.lock_held());
     assert_eq!(g.starts()[1].0, "c", "{}", b.log());
-    assert!(!b.log().contains("candidate"), "b was never given partition 0:\n{}", b.log());
+    assert!(!b.log().contains("candidate: assigned"), "b was never given partition 0:\n{}", b.log());
     b.signal(Signal::SIGTERM);
     assert_eq!(b.wait_exit(LONG).code(), Some(0), "a standby's exit:\n{}", b.log());
     g.assert_no_overlap();
@@ -108,17 +113,21 @@ fn a_check_that_hangs_fails_at_its_timeout_and_its_member_never_joins() {
     let _c = member(&g, "c", true);
     wait_until(t.takeover(), "c leads", || g.starts().len() == 1 && g.lock_held());
     assert_eq!(g.starts()[0].0, "c");
-    assert!(stays_false(Duration::from_secs(1), || b.log().contains("candidate") || b.log().contains("standby")));
+    assert!(stays_false(Duration::from_secs(1), || b.log().contains("candidate: assigned")
+        || b.log().contains("standby: in the group")));
     b.signal(Signal::SIGTERM);
     assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
     g.assert_no_overlap();
 }
 
 #[test]
-fn a_lone_leader_whose_check_fails_stops_its_command_and_status_says_why() {
+fn a_lone_leader_whose_check_hangs_stops_its_command_unfenced_and_status_says_why() {
     let g = Group::new("health-status");
     let t = g.broker.timing;
-    let mut a = member(&g, "a", true);
+    // Without its file the check hangs: each is a failure at its timeout
+    // (1 s), and meanwhile the leader's loop heartbeats as ever.
+    let hang = format!("test -f {} || exec sleep 1000", ok_file(&g, "a").display());
+    let mut a = member_checked(&g, "a", true, &hang);
     wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
     std::fs::remove_file(ok_file(&g, "a")).expect("a's file");
     wait_until(t.takeover(), "a's command is stopped", || !g.lock_held());
@@ -126,6 +135,9 @@ fn a_lone_leader_whose_check_fails_stops_its_command_and_status_says_why() {
     wait_until(LONG, "status says why", || status().contains("it stood aside: its health check fails"));
     let json = crate::util::run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]).1;
     assert!(json.contains(r#""unhealthy":true"#), "{json}");
+    let log = a.log();
+    assert!(log.matches("timed out after 1s (--health-timeout): sent SIGKILL").count() >= 2, "{log}");
+    assert!(!log.contains("fenced"), "a hanging check delays no heartbeat:\n{log}");
     // Nobody else is healthy: nothing runs, and a stays out meanwhile.
     assert!(stays_false(Duration::from_secs(1), || g.lock_held()));
     assert_eq!(g.starts().len(), 1);

@@ -210,10 +210,11 @@ impl Kafka {
 
         let reader_member = member.clone();
         let reader_requests = requests.clone();
+        let health_checked = s.health_checked;
         let watch = 3 * s.timing.session_timeout;
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
-            .spawn(move || consume(consumer, &reader_member, &reader_requests, watch, &events))
+            .spawn(move || consume(consumer, !health_checked, &reader_member, &reader_requests, watch, &events))
             .map_err(|e| Failure::new(Kind::Internal, format!("cannot start the Kafka thread: {e}")))?;
 
         Ok(Kafka {
@@ -464,6 +465,7 @@ pub(super) struct Requests {
 /// (which sends LeaveGroup).
 fn consume(
     consumer: BaseConsumer<ReaderContext>,
+    subscribed: bool,
     me: &Member,
     asks: &Requests,
     watch: Duration,
@@ -471,7 +473,9 @@ fn consume(
 ) {
     let ctx = consumer.context();
     let mut gap = Gap::default();
-    let mut subscribed = !asks.keep_out.load(Ordering::Relaxed);
+    // Whether we subscribed before this thread began (not read from
+    // `keep_out`, which the loop may have cleared by now).
+    let mut subscribed = subscribed;
     while !asks.closing.load(Ordering::Relaxed) {
         let out = asks.keep_out.load(Ordering::Relaxed);
         if out && subscribed && !holds_partition_0(&consumer) {

@@ -26,7 +26,7 @@ use tracing::{debug, info, warn};
 use super::supervisor::{consumed_env, given_env};
 use crate::child::Beside;
 use crate::config::Config;
-use crate::exit::ChildStatus;
+use crate::exit::{ChildStatus, Failure, Kind};
 
 /// The health check of this member: its verdicts, as they change.
 pub(super) struct Health {
@@ -46,8 +46,8 @@ struct Slot {
 
 impl Health {
     /// Starts the thread that runs the check; None if none is set.
-    pub(super) fn start(cfg: &Config) -> Option<Health> {
-        let check = cfg.health.clone()?;
+    pub(super) fn start(cfg: &Config) -> Result<Option<Health>, Failure> {
+        let Some(check) = cfg.health.clone() else { return Ok(None) };
         info!(cmd = %check.cmd, "waiting for the first health check to pass before joining the group");
         let (tx, changes) = unbounded_channel();
         let (_stop, stopped) = channel::<()>();
@@ -81,8 +81,8 @@ impl Health {
                     }
                 }
             })
-            .ok()
-            .map(|_| Health { changes, _stop, running })
+            .map(|_| Some(Health { changes, _stop, running }))
+            .map_err(|err| Failure::new(Kind::Internal, format!("cannot start the health check's thread: {err}")))
     }
 
     /// The next change of verdict (never, if the thread has stopped).

@@ -122,7 +122,7 @@ impl Shell {
         child::become_subreaper()
             .map_err(|err| Failure::new(Kind::Internal, format!("cannot become a child subreaper: {err}")))?;
         let child = Supervisor::new(&cfg);
-        let health = Health::start(&cfg);
+        let health = Health::start(&cfg)?;
 
         let ids =
             metrics::Ids { group: cfg.kafka.group.clone(), topic: cfg.kafka.topic.clone(), member: cfg.name.clone() };

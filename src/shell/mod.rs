@@ -122,7 +122,6 @@ impl Shell {
         child::become_subreaper()
             .map_err(|err| Failure::new(Kind::Internal, format!("cannot become a child subreaper: {err}")))?;
         let child = Supervisor::new(&cfg);
-        let health = Health::start(&cfg)?;
 
         let ids =
             metrics::Ids { group: cfg.kafka.group.clone(), topic: cfg.kafka.topic.clone(), member: cfg.name.clone() };
@@ -136,6 +135,9 @@ impl Shell {
 
         let (events_tx, events) = unbounded_channel();
         let Some(kafka) = connect(&cfg, events_tx, &mut signals, started.boot).await? else { return Ok(None) };
+        // Once connected: only the loop reaps a check's process (during a
+        // long connect each would time out, and the log blame the check).
+        let health = Health::start(&cfg)?;
         let notifier = Notifier::from_env();
         let watchdog = Notifier::watchdog_interval().filter(|_| notifier.is_some()).map(tokio::time::interval);
         let turning = cfg.metrics_addr.map(|_| tokio::time::interval(metrics::LOOP_TICK));

@@ -141,7 +141,13 @@ fn a_lone_leader_whose_check_hangs_stops_its_command_unfenced_and_status_says_wh
     // Nobody else is healthy: nothing runs, and a stays out meanwhile.
     assert!(stays_false(Duration::from_secs(1), || g.lock_held()));
     assert_eq!(g.starts().len(), 1);
+    // Healthy again, a leads again at once: alone, it does not wait out
+    // the watch a yield keeps for another member (3 sessions).
+    std::fs::write(ok_file(&g, "a"), "").expect("a's file");
+    let healed = Instant::now();
+    wait_until(t.takeover(), "a leads again", || g.starts().len() == 2 && g.lock_held());
+    assert!(healed.elapsed() < t.session, "a waited out the watch: {:?}\n{}", healed.elapsed(), a.log());
     a.signal(Signal::SIGTERM);
-    assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
+    assert_eq!(a.wait_exit(LONG).code(), Some(143), "{}", a.log());
     g.assert_no_overlap();
 }

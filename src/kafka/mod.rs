@@ -497,7 +497,7 @@ fn consume(
             }
         }
         if asks.stand_aside.swap(false, Ordering::Relaxed) {
-            leave_until_another_leads(&consumer, me, &asks.closing, watch);
+            leave_until_another_leads(&consumer, me, asks, watch);
             if asks.keep_out.load(Ordering::Relaxed) {
                 info!("unhealthy: staying out of the group until the health check passes");
                 subscribed = false;
@@ -636,13 +636,11 @@ fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Ev
 /// Leaves the group and watches partition 0 from outside it until another
 /// member's heartbeat carries a token (it leads), or `watch` passes (we may
 /// be alone). Rejoining at once would let the sticky assignor hand the
-/// partition straight back to us.
-fn leave_until_another_leads(
-    consumer: &BaseConsumer<ReaderContext>,
-    me: &Member,
-    closing: &AtomicBool,
-    watch: Duration,
-) {
+/// partition straight back to us. A member that stood aside unhealthy
+/// stops watching once healthy again: if none other is healthy, the group
+/// waits for it, not for `watch`.
+fn leave_until_another_leads(consumer: &BaseConsumer<ReaderContext>, me: &Member, asks: &Requests, watch: Duration) {
+    let (closing, unhealthy) = (&asks.closing, asks.keep_out.load(Ordering::Relaxed));
     let topic = consumer.context().reach.topic.clone();
     consumer.unsubscribe();
     // The cooperative protocol takes only incremental assignments, and
@@ -662,6 +660,10 @@ fn leave_until_another_leads(
     }
     let until = std::time::Instant::now() + watch;
     while !closing.load(Ordering::Relaxed) && std::time::Instant::now() < until {
+        if unhealthy && !asks.keep_out.load(Ordering::Relaxed) {
+            info!("healthy again: done standing aside");
+            break;
+        }
         if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
             let other_leads =
                 msg.payload().and_then(Heartbeat::decode).is_some_and(|hb| !hb.is_from(me) && hb.token.is_some());

@@ -22,16 +22,16 @@ fn ok_file(g: &Group, name: &str) -> PathBuf {
 /// `name`, healthy while its file exists (created now if `healthy`).
 fn member(g: &Group, name: &str, healthy: bool) -> Member {
     let cmd = format!("test -f {}", ok_file(g, name).display());
-    member_checked(g, name, healthy, &cmd)
+    member_checked(g, name, healthy, &cmd, &[])
 }
 
 /// `name`, checked by `cmd` (healthy at first if `healthy`: its file is
-/// created).
-fn member_checked(g: &Group, name: &str, healthy: bool, cmd: &str) -> Member {
+/// created), with `extra` flags.
+fn member_checked(g: &Group, name: &str, healthy: bool, cmd: &str, extra: &[&str]) -> Member {
     if healthy {
         std::fs::write(ok_file(g, name), "").expect("the health file");
     }
-    let flags: Vec<&str> = ["--health-cmd", cmd].into_iter().chain(CHECK).collect();
+    let flags: Vec<&str> = ["--health-cmd", cmd].into_iter().chain(CHECK).chain(extra.iter().copied()).collect();
     g.member(name, &flags, &["sleep", "1000"])
 }
 
@@ -39,7 +39,10 @@ fn member_checked(g: &Group, name: &str, healthy: bool, cmd: &str) -> Member {
 fn a_leader_whose_check_fails_hands_over_to_a_healthy_standby_and_rejoins_once_healthy() {
     let g = Group::new("health-handover");
     let t = g.broker.timing;
-    let mut a = member(&g, "a", true);
+    let unlead = g.dir.path().join("a.unlead");
+    let (check, hook) =
+        (format!("test -f {}", ok_file(&g, "a").display()), format!("echo $NELI_REASON >> {}", unlead.display()));
+    let mut a = member_checked(&g, "a", true, &check, &["--on-unlead", &hook]);
     wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
     assert!(a.log().contains("health check passed: healthy"), "{}", a.log());
     let mut b = member(&g, "b", true);
@@ -54,6 +57,7 @@ fn a_leader_whose_check_fails_hands_over_to_a_healthy_standby_and_rejoins_once_h
     let log = a.log();
     assert!(log.contains("health check failed: unhealthy"), "{log}");
     assert!(log.contains(r#"why="unhealthy""#), "the yield says why:\n{log}");
+    wait_until(LONG, "--on-unlead is told", || std::fs::read_to_string(&unlead).is_ok_and(|r| r == "unhealthy\n"));
     wait_until(LONG, "a stays out", || a.log().contains("staying out of the group until the health check passes"));
     // Healthy again, a joins as a standby and b leads on.
     std::fs::write(ok_file(&g, "a"), "").expect("a's file");
@@ -127,7 +131,7 @@ fn a_lone_leader_whose_check_hangs_stops_its_command_unfenced_and_status_says_wh
     // Without its file the check hangs: each is a failure at its timeout
     // (1 s), and meanwhile the leader's loop heartbeats as ever.
     let hang = format!("test -f {} || exec sleep 1000", ok_file(&g, "a").display());
-    let mut a = member_checked(&g, "a", true, &hang);
+    let mut a = member_checked(&g, "a", true, &hang, &[]);
     wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
     std::fs::remove_file(ok_file(&g, "a")).expect("a's file");
     wait_until(t.takeover(), "a's command is stopped", || !g.lock_held());

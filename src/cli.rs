@@ -713,7 +713,8 @@ pub struct RunArgs {
     pub on_lead: Option<String>,
 
     /// Run CMD with /bin/sh -c when this member stops leading; NELI_REASON
-    /// says why: fenced, revoked, lost, yielded or exiting.
+    /// says why: fenced, revoked, lost, yielded, unhealthy (--health-cmd) or
+    /// exiting.
     ///
     /// Its command is being stopped or killed meanwhile (it may not be gone
     /// yet). See --on-lead.
@@ -737,6 +738,37 @@ pub struct RunArgs {
     /// short).
     #[arg(long, env = "NELI_HOOK_TIMEOUT", value_name = "DURATION", value_parser = duration, help_heading = "Hooks")]
     pub hook_timeout: Option<std::time::Duration>,
+
+    /// Lead only while CMD, run with /bin/sh -c, exits 0: a member whose
+    /// check fails --health-retries times in a row hands over, and stays
+    /// out of the group until it passes again.
+    ///
+    /// A member joins the group only once its first check passes. An
+    /// unhealthy leader stops its command (stop signal, grace) and stands
+    /// aside as `neli-run yield` makes it; an unhealthy standby leaves the
+    /// group, so it is never given partition 0. A check runs on a thread of
+    /// its own, with stdin, stdout and stderr on /dev/null (the log says
+    /// its exit status) and the command's environment; one that outlasts
+    /// --health-timeout is sent SIGKILL (its process group) and counts as
+    /// failed. It never delays a fence, a revoke or a handover.
+    #[arg(long, env = "NELI_HEALTH_CMD", value_name = "CMD", help_heading = "Health")]
+    pub health_cmd: Option<String>,
+
+    /// How long after a check ends the next one starts [default: 5s].
+    #[arg(long, env = "NELI_HEALTH_INTERVAL", value_name = "DURATION", value_parser = duration,
+          requires = "health_cmd", help_heading = "Health")]
+    pub health_interval: Option<std::time::Duration>,
+
+    /// How long a check may run before it is sent SIGKILL and counts as
+    /// failed [default: 5s].
+    #[arg(long, env = "NELI_HEALTH_TIMEOUT", value_name = "DURATION", value_parser = duration,
+          requires = "health_cmd", help_heading = "Health")]
+    pub health_timeout: Option<std::time::Duration>,
+
+    /// How many checks in a row must fail before this member is unhealthy
+    /// [default: 3]; one that passes makes it healthy again.
+    #[arg(long, env = "NELI_HEALTH_RETRIES", value_name = "N", requires = "health_cmd", help_heading = "Health")]
+    pub health_retries: Option<u32>,
 
     /// The command to run while leader, and its arguments (no shell).
     #[arg(last = true, required = true, value_name = "COMMAND", help_heading = "The command")]

@@ -66,6 +66,9 @@ pub struct Snapshot {
     /// The group is paused (`neli-run pause`), as we last read partition 0.
     pub paused: bool,
     pub kafka_reachable: bool,
+    /// The health check's verdict (`--health-cmd`), once it has one; None
+    /// without a check (no series then).
+    pub healthy: Option<bool>,
     /// When the shell's loop last turned; None until it starts (while
     /// connecting to Kafka).
     pub loop_seen: Option<BootTime>,
@@ -297,6 +300,10 @@ impl Collector for Scrape {
         let help =
             "1 while the group is paused (neli-run pause), as this member last read partition 0: current on its owner.";
         one(&mut enc, "neli_paused", None, help, gauge(s.paused as i64))?;
+        if let Some(healthy) = s.healthy {
+            let help = "1 while the health check (--health-cmd) says this member may lead.";
+            one(&mut enc, "neli_healthy", None, help, gauge(healthy as i64))?;
+        }
         let outcomes = ["success", "failure", "cut_short"];
         let by_outcome = outcomes.map(|k| (k, ConstCounter::new(*s.runs.get(k).unwrap_or(&0))));
         let help = "Runs of the command this member started (of a wave or a schedule), by how they ended.";
@@ -560,6 +567,17 @@ mod tests {
         // of OpenMetrics' own is left in the text format.
         assert!(!text.contains("neli_fences_total"), "{text}");
         assert!(!text.contains("# EOF") && !text.contains("# UNIT"), "{text}");
+    }
+
+    #[test]
+    fn the_health_gauge_is_there_only_with_a_health_check() {
+        let mut s = Snapshot::default();
+        assert!(!s.render(at(1.0), Format::Prometheus).contains("neli_healthy"), "no --health-cmd, no series");
+        for (healthy, line) in [(false, "neli_healthy 0"), (true, "neli_healthy 1")] {
+            s.healthy = Some(healthy);
+            let text = s.render(at(1.0), Format::Prometheus);
+            assert!(has(&text, line) && text.contains("# TYPE neli_healthy gauge"), "{text}");
+        }
     }
 
     #[test]

@@ -215,6 +215,8 @@ struct View {
     /// When its writer took that claim back (the wall clock of its first
     /// newer record without a token), if it did.
     withdrawn_ms: Option<u64>,
+    /// Its writer's newest record says its health check fails.
+    unhealthy: bool,
     /// The newest run of a wave the records name (once per wave), as the
     /// members read it: the larger token, or of one run, its ending.
     job: Option<WireJob>,
@@ -280,7 +282,11 @@ impl View {
                 self.job = Some(job);
             }
         }
+        if self.leader.as_ref().is_some_and(|l| l.name == hb.name && l.incarnation == hb.incarnation) {
+            self.unhealthy = hb.unhealthy;
+        }
         if hb.token.is_some() {
+            self.unhealthy = hb.unhealthy;
             self.leader = Some(hb);
             self.withdrawn_ms = None;
         } else if self.withdrawn_ms.is_none()
@@ -355,6 +361,7 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
                 "heartbeat_age_ms": now.saturating_sub(hb.at_ms),
                 "heartbeat_deadline_ms": hb.deadline_ms,
                 "withdrawn_age_ms": view.withdrawn_ms.map(|ms| now.saturating_sub(ms)),
+                "unhealthy": view.unhealthy,
                 "timing": hb.timing,
             })
         });
@@ -475,7 +482,12 @@ fn run_line(job: &WireJob, fresh: Option<&Heartbeat>, now: u64) -> String {
 /// The text's first lines: who leads, or led last.
 fn leadership(target: &Target, view: &View, fresh: Option<&Heartbeat>, now: u64) -> String {
     let group = printable(&target.group);
-    match (fresh, &view.leader) {
+    let health = match (view.unhealthy, fresh) {
+        (false, _) => "",
+        (true, Some(_)) => "\n  its health check fails (--health-cmd): it is handing over",
+        (true, None) => "\n  it stood aside: its health check fails (--health-cmd)",
+    };
+    let lines = match (fresh, &view.leader) {
         (Some(hb), _) => format!(
             "group {group}: leader {n} (host {h}, pid {p}), token {t}\n  leader since {s} ({sa} ago)\n  last heartbeat {a} ago (deadline {d})",
             n = printable(&hb.name),
@@ -499,7 +511,8 @@ fn leadership(target: &Target, view: &View, fresh: Option<&Heartbeat>, now: u64)
         (None, None) => {
             format!("group {group}: no leader in the retained heartbeats of {}", printable(&target.topic))
         }
-    }
+    };
+    lines + health
 }
 
 /// A schedule's lines: when it is next due, and its newest runs.
@@ -869,6 +882,32 @@ mod tests {
         assert_eq!(v.leader.as_ref().map(|h| h.name.as_str()), Some("a"), "still shown as the last leader");
         v.add(hb("a", Some(2), 1_500));
         assert_eq!(v.key(1_600), "a 2", "a new token-bearing record leads again");
+    }
+
+    #[test]
+    fn a_leader_whose_health_check_fails_is_shown_handing_over_then_standing_aside() {
+        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(["neli-run", "-g", "g", "--", "true"]);
+        let target = crate::config::Config::from_args(cli.expect("arguments").run, None).expect("valid").kafka;
+        let now = wall_ms();
+        let mut v = View::default();
+        let a = hb("a", Some(1), now - 100);
+        v.add(a.clone());
+        v.add(hb("b", None, now - 90));
+        assert!(!leadership(&target, &v, v.fresh_leader(now), now).contains("health"));
+        let mut failing = Heartbeat { unhealthy: true, ..a.clone() };
+        failing.at_ms = now - 50;
+        v.add(failing.clone());
+        let text = leadership(&target, &v, v.fresh_leader(now), now);
+        assert!(
+            text.contains("leader a") && text.contains("health check fails (--health-cmd): it is handing over"),
+            "{text}"
+        );
+        (failing.token, failing.role, failing.at_ms) = (None, Some(WireStance::Released), now - 10);
+        v.add(failing);
+        let text = leadership(&target, &v, v.fresh_leader(now), now);
+        assert!(text.contains("no fresh leader") && text.contains("it stood aside: its health check fails"), "{text}");
+        v.add(hb("b", Some(9), now));
+        assert!(!leadership(&target, &v, v.fresh_leader(now), now).contains("health"), "a new leader, healthy");
     }
 }
 

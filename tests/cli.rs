@@ -548,3 +548,23 @@ fn hooks_that_cannot_work_are_refused_with_the_fix() {
         assert!(out.contains(why), "{flags:?}: {out}");
     }
 }
+
+#[test]
+fn health_checks_that_cannot_work_are_refused_with_the_fix() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["--health-cmd", " "], "--health-cmd is empty: give a shell command line"),
+        (&["--health-cmd", "true", "--health-interval", "0s"], "--health-interval must be more than 0, e.g. 5s"),
+        (&["--health-cmd", "true", "--health-timeout", "2h"], "--health-timeout 2h: too long, at most 10m"),
+        (&["--health-cmd", "true", "--health-retries", "0"], "--health-retries must be at least 1"),
+        (&["--health-cmd", "true", "--health-retries", "many"], "invalid value 'many' for '--health-retries <N>'"),
+        // A threshold without a check would silently do nothing.
+        (&["--health-interval", "1s"], "--health-cmd <CMD>"),
+    ];
+    for (flags, why) in cases {
+        let args: Vec<&str> =
+            ["-g", "g", "-b", "127.0.0.1:1"].iter().chain(flags).chain(&["--", "true"]).copied().collect();
+        let (code, out) = run(&args);
+        assert_eq!(code, 2, "{flags:?}: {out}");
+        assert!(out.contains(why), "{flags:?}: {out}");
+    }
+}

@@ -169,10 +169,12 @@ fn metrics_pass_promtool_check_with_awkward_label_values() {
     let mut argv: Vec<String> =
         ["-b", &g.broker.address, "-g", &group, "--topic", &topic, "--name", "a\"b\\c"].map(String::from).to_vec();
     argv.extend(g.broker.timing.args());
-    argv.extend(["--metrics-addr", &addr, "--", "sleep", "1000"].map(String::from));
+    // With a health check: its gauge goes through promtool too.
+    argv.extend(["--metrics-addr", &addr, "--health-cmd", "true", "--", "sleep", "1000"].map(String::from));
     let _a = Member::spawn("a", &[], &argv, &g.dir.path().join("a.log"), None);
     wait_until(g.broker.timing.takeover(), "a leads", || code(&addr, "/leader") == Some(200));
     let (_, text) = get(&addr, "/metrics").unwrap();
+    assert!(text.lines().any(|l| l == "neli_healthy 1"), "{text}");
     let member = format!(
         "neli_member_info{{group=\"{} \\\"quoted\\\" back\\\\slash\",topic=\"{topic}\",member=\"a\\\"b\\\\c\"}} 1",
         g.name

@@ -38,11 +38,26 @@ fn notify_reports_ready_role_watchdog_and_stopping() {
     let ready = got.iter().position(|m| m == "READY=1").expect("READY=1 was sent");
     let leader = got.iter().position(|m| m.starts_with("STATUS=leader")).unwrap();
     assert!(ready < leader, "READY=1 comes first: {got:?}");
-    crate::util::wait_until(t.takeover(), "the child runs", || g.lock_held());
+    crate::util::wait_until(t.takeover(), "the child runs", || g.lock_held() && !g.starts().is_empty());
     assert!(got[leader].contains(&g.starts()[0].1.to_string()), "{got:?}");
     m.signal(Signal::SIGTERM);
     receive_until(&socket, t.takeover(), |got| got.iter().any(|m| m == "STOPPING=1"));
     m.wait_exit(t.takeover());
+}
+
+#[test]
+fn a_member_kept_out_by_its_health_check_is_ready_and_says_so() {
+    // Without READY=1, systemd would fail the unit at TimeoutStartSec and
+    // restart it, again and again, while the host is unhealthy.
+    let g = Group::new("notify-health");
+    let path = g.dir.path().join("notify.sock");
+    let socket = UnixDatagram::bind(&path).unwrap();
+    let prefix = vec!["env".to_string(), format!("NOTIFY_SOCKET={}", path.display())];
+    let mut m = g.member_in(Some(prefix), "a", &["--health-cmd", "false", "--health-interval", "100ms"], &["true"]);
+    let got = receive_until(&socket, g.broker.timing.takeover(), |got| got.iter().any(|m| m.starts_with("STATUS=")));
+    assert_eq!(got, ["READY=1", "STATUS=unhealthy: out of the group until the health check passes"]);
+    m.signal(Signal::SIGTERM);
+    assert_eq!(m.wait_exit(g.broker.timing.takeover()).code(), Some(0), "{}", m.log());
 }
 
 #[test]

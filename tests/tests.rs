@@ -11,6 +11,7 @@ mod dev_broker;
 mod docs;
 mod election;
 mod faults;
+mod health;
 mod hooks;
 mod layers;
 mod metrics;

@@ -204,6 +204,19 @@ pub struct Config {
     /// Where the leader file goes (`--leader-file`), its directory checked.
     pub leader_file: Option<std::path::PathBuf>,
     pub hooks: Hooks,
+    /// `--health-cmd` and its thresholds, if set.
+    pub health: Option<Health>,
+}
+
+/// The health check (`--health-cmd`): a shell command line, when it runs,
+/// how long it may take, and how many failures in a row make a member
+/// unhealthy.
+#[derive(Clone, Debug)]
+pub struct Health {
+    pub cmd: String,
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub retries: u32,
 }
 
 /// The hooks (`--on-lead`, `--on-unlead`, `--on-exit`): shell command
@@ -231,6 +244,7 @@ impl Config {
         }
         let schedule = schedule(&args)?;
         let hooks = hooks(&args)?;
+        let health = health(&args)?;
         let asked = Requested {
             session_timeout: args.session_timeout,
             heartbeat_interval: args.heartbeat_interval,
@@ -291,6 +305,7 @@ impl Config {
                 None => waves(args.restart, args.once_within, args.failed_run)?,
             },
             schedule,
+            health_checked: health.is_some(),
         };
         let metrics_addr = match args.metrics_addr.as_deref() {
             None => None,
@@ -310,6 +325,7 @@ impl Config {
             metrics_addr,
             leader_file,
             hooks,
+            health,
         };
         Ok(config)
     }
@@ -342,6 +358,49 @@ fn hooks(args: &RunArgs) -> Result<Hooks, Failure> {
         timeout,
     })
 }
+
+/// The health check asked for, checked.
+fn health(args: &RunArgs) -> Result<Option<Health>, Failure> {
+    let Some(cmd) = args.health_cmd.clone() else { return Ok(None) };
+    if cmd.trim().is_empty() {
+        return err("--health-cmd is empty: give a shell command line, e.g. --health-cmd 'curl -fs localhost:8080/ready' (or leave it out)");
+    }
+    let positive = |names: (&str, &str), d: Option<Duration>, default: Duration| match d {
+        None => Ok(default),
+        Some(d) if d.is_zero() => {
+            err(format!("{} must be more than 0, e.g. {}", names.0, humantime::format_duration(default)))
+        }
+        Some(d) => duration(names, d, MAX_HEALTH_DURATION, "a health check runs often and quickly"),
+    };
+    let retries = match args.health_retries {
+        None => DEFAULT_HEALTH_RETRIES,
+        Some(0) => {
+            return err(
+                "--health-retries must be at least 1 (the failures in a row that make a member unhealthy), e.g. 3",
+            )
+        }
+        Some(n) => n,
+    };
+    Ok(Some(Health {
+        cmd,
+        interval: positive(
+            ("--health-interval", "NELI_HEALTH_INTERVAL"),
+            args.health_interval,
+            DEFAULT_HEALTH_INTERVAL,
+        )?,
+        timeout: positive(("--health-timeout", "NELI_HEALTH_TIMEOUT"), args.health_timeout, DEFAULT_HEALTH_TIMEOUT)?,
+        retries,
+    }))
+}
+
+/// --health-interval, --health-timeout and --health-retries unless given
+/// (Docker's are 30s, 30s and 3: a handover waits on them, so shorter).
+const DEFAULT_HEALTH_INTERVAL: Duration = Duration::from_secs(5);
+const DEFAULT_HEALTH_TIMEOUT: Duration = Duration::from_secs(5);
+const DEFAULT_HEALTH_RETRIES: u32 = 3;
+
+/// The longest --health-interval and --health-timeout.
+const MAX_HEALTH_DURATION: Duration = Duration::from_secs(600);
 
 /// How long a hook may run unless --hook-timeout says otherwise.
 const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);

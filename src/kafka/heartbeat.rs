@@ -10,8 +10,9 @@
 //! a version 1 record reads as leading while it has a token and as released
 //! otherwise, which is all version 1 meant. `job` (once per wave) is an
 //! optional field of version 2: older readers ignore it, and so are the
-//! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it, and
-//! `pause`.
+//! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it,
+//! `pause`, and `unhealthy`, set while its writer's health check fails
+//! (what `neli-run status` says of a leader handing over for it).
 
 use serde::{Deserialize, Serialize};
 
@@ -90,6 +91,9 @@ pub struct Heartbeat {
     /// The group's newest pause or resume its writer knew of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause: Option<WirePause>,
+    /// Its writer's health check (--health-cmd) fails: it hands over.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unhealthy: bool,
 }
 
 /// A [`PauseNote`] on the wire: the request as its record said it, and
@@ -236,6 +240,7 @@ impl Heartbeat {
                 by: p.by,
                 running,
             }),
+            unhealthy: false,
         }
     }
 

@@ -209,14 +209,18 @@ impl Kafka {
         let serving = Joined::spawn("neli-produce", move |stop| serve_producer(&served, stop))?;
         let admin = topic::ensure_topic(s, &consumer)?;
         let born = consumer.fetch_watermarks(&s.target.topic, 0, Duration::from_secs(2)).ok().map(|(_, end)| end);
-        consumer.subscribe(&[&s.target.topic]).map_err(|e| creation_error(e, &s.target))?;
+        if !s.health_checked {
+            consumer.subscribe(&[&s.target.topic]).map_err(|e| creation_error(e, &s.target))?;
+        }
+        requests.keep_out.store(s.health_checked, Ordering::Relaxed);
 
         let reader_member = member.clone();
         let reader_requests = requests.clone();
+        let health_checked = s.health_checked;
         let watch = 3 * s.timing.session_timeout;
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
-            .spawn(move || consume(consumer, &reader_member, &reader_requests, watch, &events))
+            .spawn(move || consume(consumer, !health_checked, &reader_member, &reader_requests, watch, &events))
             .map_err(|e| Failure::new(Kind::Internal, format!("cannot start the Kafka thread: {e}")))?;
 
         Ok(Kafka {
@@ -256,8 +260,11 @@ impl Kafka {
             since_ms: self.leading.map(|(_, since)| since),
             deadline_ms: self.timing.heartbeat_deadline_ms.max(1),
         };
-        let heartbeat =
-            Heartbeat { timing: Some(self.timing), ..Heartbeat::new(&self.member, self.seq, now, at_ms, content) };
+        let heartbeat = Heartbeat {
+            timing: Some(self.timing),
+            unhealthy: self.requests.keep_out.load(Ordering::Relaxed),
+            ..Heartbeat::new(&self.member, self.seq, now, at_ms, content)
+        };
         let value = heartbeat.encode();
         let record = BaseRecord::to(&self.topic).partition(0).key(self.member.name.as_bytes()).payload(&value);
         if let Err((err, _)) = self.producer.send(record) {
@@ -299,6 +306,14 @@ impl Kafka {
         self.requests.stand_aside.store(true, Ordering::Relaxed);
     }
 
+    /// Stays out of the group while `out` (this member is unhealthy), and
+    /// joins it again once not: a standby leaves at once; a member that
+    /// owns partition 0 leaves as the core says (it stands aside), and
+    /// rejoins only once healthy.
+    pub fn keep_out(&self, out: bool) {
+        self.requests.keep_out.store(out, Ordering::Relaxed);
+    }
+
     /// Whether Kafka answered last time we tried.
     pub fn reachable(&self) -> bool {
         self.reach.is_reachable()
@@ -324,6 +339,9 @@ pub struct Settings {
     pub timing: Timing,
     /// Records a new owner reads back before the end (`backlog`).
     pub backlog: i64,
+    /// A health check gates leadership: stay out of the group until it
+    /// says healthy (`Kafka::keep_out`).
+    pub health_checked: bool,
 }
 
 impl Settings {
@@ -334,6 +352,7 @@ impl Settings {
             client_id: cfg.name.clone(),
             timing: cfg.timing,
             backlog: backlog(&cfg.leader),
+            health_checked: cfg.health.is_some(),
         }
     }
 }
@@ -444,12 +463,15 @@ pub(super) struct Requests {
     pub(super) closing: AtomicBool,
     rejoin: AtomicBool,
     stand_aside: AtomicBool,
+    /// Unhealthy: not in the group (see `Kafka::keep_out`).
+    keep_out: AtomicBool,
 }
 
 /// The consumer thread: polls until asked to close, then closes the consumer
 /// (which sends LeaveGroup).
 fn consume(
     consumer: BaseConsumer<ReaderContext>,
+    subscribed: bool,
     me: &Member,
     asks: &Requests,
     watch: Duration,
@@ -457,7 +479,20 @@ fn consume(
 ) {
     let ctx = consumer.context();
     let mut gap = Gap::default();
+    // Whether we subscribed before this thread began (not read from
+    // `keep_out`, which the loop may have cleared by now).
+    let mut subscribed = subscribed;
     while !asks.closing.load(Ordering::Relaxed) {
+        let out = asks.keep_out.load(Ordering::Relaxed);
+        if out && subscribed && !holds_partition_0(&consumer) {
+            info!("unhealthy: leaving the group until the health check passes");
+            consumer.unsubscribe();
+            subscribed = false;
+        } else if !out && !subscribed {
+            info!("healthy: joining the group");
+            subscribe(&consumer, events);
+            subscribed = true;
+        }
         if asks.rejoin.swap(false, Ordering::Relaxed) {
             if holds_partition_0(&consumer) {
                 // The revoke this causes goes through the barrier as any other.
@@ -468,8 +503,13 @@ fn consume(
             }
         }
         if asks.stand_aside.swap(false, Ordering::Relaxed) {
-            leave_until_another_leads(&consumer, me, &asks.closing, watch);
-            subscribe(&consumer, events);
+            leave_until_another_leads(&consumer, me, asks, watch);
+            if asks.keep_out.load(Ordering::Relaxed) {
+                info!("unhealthy: staying out of the group until the health check passes");
+                subscribed = false;
+            } else {
+                subscribe(&consumer, events);
+            }
         }
         let polled = consumer.poll(Duration::from_millis(100));
         serve_group(&consumer);
@@ -607,13 +647,11 @@ fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Ev
 /// Leaves the group and watches partition 0 from outside it until another
 /// member's heartbeat carries a token (it leads), or `watch` passes (we may
 /// be alone). Rejoining at once would let the sticky assignor hand the
-/// partition straight back to us.
-fn leave_until_another_leads(
-    consumer: &BaseConsumer<ReaderContext>,
-    me: &Member,
-    closing: &AtomicBool,
-    watch: Duration,
-) {
+/// partition straight back to us. A member that stood aside unhealthy
+/// stops watching once healthy again: if none other is healthy, the group
+/// waits for it, not for `watch`.
+fn leave_until_another_leads(consumer: &BaseConsumer<ReaderContext>, me: &Member, asks: &Requests, watch: Duration) {
+    let (closing, unhealthy) = (&asks.closing, asks.keep_out.load(Ordering::Relaxed));
     let topic = consumer.context().reach.topic.clone();
     consumer.unsubscribe();
     // The cooperative protocol takes only incremental assignments, and
@@ -633,11 +671,15 @@ fn leave_until_another_leads(
     }
     let until = std::time::Instant::now() + watch;
     while !closing.load(Ordering::Relaxed) && std::time::Instant::now() < until {
+        if unhealthy && !asks.keep_out.load(Ordering::Relaxed) {
+            info!("healthy again: done standing aside");
+            break;
+        }
         if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
             let other_leads =
                 msg.payload().and_then(Heartbeat::decode).is_some_and(|hb| !hb.is_from(me) && hb.token.is_some());
             if other_leads {
-                info!("another member leads now; rejoining the group as a standby");
+                info!("another member leads now; done standing aside");
                 break;
             }
         }

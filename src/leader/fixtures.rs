@@ -51,6 +51,7 @@ pub fn settings(restart: Restart) -> Settings {
         claim_margin: Duration::ZERO,
         waves: None,
         schedule: None,
+        health_checked: false,
     }
 }
 

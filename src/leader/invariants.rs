@@ -5,6 +5,8 @@
 //! break them. Pause and resume requests among them, read as requests or
 //! carried by others' records: while the newest says paused nothing
 //! starts, and `--stop` stops what runs.
+//! break them. Walks with a health check (`--health-cmd`) turn it healthy
+//! and unhealthy at random too: no command starts while it is unhealthy.
 //!
 //! A simulated shell stands around one [`Leader`]: it keeps the rebalance
 //! callback's contract (no assignment while a revoke waits for release), a
@@ -94,6 +96,8 @@ struct Sim {
     /// Walks that started the command after a resume.
     resumed_runs: u64,
     done: bool,
+    /// The health check's verdict as last told to the core.
+    healthy: bool,
     trace: Vec<String>,
     /// The walk's boot on the wall clock: any time of day, so that due
     /// times fall anywhere between the walk's steps.
@@ -119,6 +123,7 @@ impl Sim {
             waves: (restart == Restart::Never && rng.bool())
                 .then(|| Waves { within: Duration::from_millis(rng.u64(0..20_000)), retry_failed: rng.bool() }),
             schedule: None,
+            health_checked: rng.u8(..3) == 0,
         };
         // A schedule runs the command at due times instead (never with waves).
         let schedule = (restart == Restart::Never && settings.waves.is_none() && rng.bool()).then(|| Schedule {
@@ -128,6 +133,7 @@ impl Sim {
         });
         let settings = Settings { schedule, ..settings };
         let wall0 = WALL + rng.u64(..86_400_000);
+        let health_checked = settings.health_checked;
         let mut core = Leader::new(settings.clone(), Anchor { boot: ms(0), wall_ms: wall0 });
         if rng.bool() {
             core.born_at(rng.i64(0..20));
@@ -159,6 +165,7 @@ impl Sim {
             pause: None,
             resumed_runs: 0,
             done: false,
+            healthy: !health_checked,
             trace: Vec::new(),
             wall0,
         }
@@ -232,6 +239,10 @@ impl Sim {
                     let paused = self.rng.bool();
                     let stop = paused && self.rng.bool();
                     return Input::Pause(Pause { offset, paused, stop, at_ms: 0, by: Asker::default() });
+                }
+                87..=89 if self.settings.health_checked => {
+                    self.healthy = !self.healthy;
+                    return Input::Health(self.healthy);
                 }
                 _ => {}
             }
@@ -404,6 +415,9 @@ impl Sim {
                     Some(_) => self.resumed_runs += 1,
                     None => {}
                 }
+                if !self.healthy {
+                    self.fail("spawn while unhealthy");
+                }
                 if lease <= now || fresh_until.is_none_or(|f| lease > f) {
                     self.fail(&format!("spawn with lease {lease} (newest own record read back + D: {fresh_until:?})"));
                 }
@@ -547,6 +561,10 @@ impl Sim {
             if !child.stopped {
                 self.fail(&format!("a child runs unstopped after pause --stop at {offset}"));
             }
+        }
+        if !self.healthy && self.child.is_none() && role != Role::Standby {
+            // Unhealthy, a member gives partition 0 up once its command is gone.
+            self.fail(&format!("{role:?} while unhealthy with no command"));
         }
         if self.revoke_waits && self.child.is_none() {
             // Every path that ends the child releases a waiting revoke at once.

@@ -53,6 +53,9 @@ pub struct Settings {
     /// Run the command at due times while we lead, instead of once when we
     /// come to lead (never with waves).
     pub schedule: Option<Schedule>,
+    /// A health check gates leadership (`--health-cmd`): unhealthy until
+    /// the shell says its first check passed.
+    pub health_checked: bool,
 }
 
 /// What one of our heartbeat records says. The core decides it, so that a
@@ -225,6 +228,9 @@ pub enum Input {
     Yield,
     /// A `neli-run pause` or `resume` request read on partition 0.
     Pause(Pause),
+    /// The health check (`--health-cmd`) turned healthy (true) or
+    /// unhealthy (false), past its thresholds.
+    Health(bool),
     /// Nothing but the passing of time (the shell's timer fired).
     Tick,
 }

@@ -99,8 +99,9 @@ enum Plan {
     /// after a promotion, a resume, or by `--restart`. (Kept through a
     /// revoke or a fence: only a promotion, which sets it anew, leads on.)
     Start(BootTime),
-    /// A yield: stop the command, then stand aside for another member.
-    StandAside,
+    /// A yield: stop the command, then stand aside for another member;
+    /// why ("yielded", "unhealthy") is what --on-unlead is told.
+    StandAside(&'static str),
     /// Stop the command, then exit with this code, or with its status.
     Exit(Option<u8>),
     /// Exit was asked of the shell: only a revoke from closing is answered.
@@ -186,12 +187,16 @@ pub struct Leader {
     stood_down: &'static str,
     /// A fence killed the command whose exit is due (see `why_child_ends`).
     fenced_child: bool,
+    /// The health check's word (`--health-cmd`): no command starts while
+    /// it is false, and a member that owns partition 0 stands aside.
+    healthy: bool,
 }
 
 impl Leader {
     /// A standby that has just started at `now` (read on both clocks once,
     /// by the shell: the core reads none).
     pub fn new(settings: Settings, now: Anchor) -> Leader {
+        let gated = settings.health_checked;
         Leader {
             settings,
             started: now.boot,
@@ -218,6 +223,7 @@ impl Leader {
             last_role: Role::Standby,
             stood_down: "started",
             fenced_child: false,
+            healthy: !gated,
         }
     }
 
@@ -244,7 +250,8 @@ impl Leader {
     }
 
     /// Why we last became a standby: "revoked" (partition 0 taken away),
-    /// "lost" (taken without a rebalance's warning), "yielded", "gave back"
+    /// "lost" (taken without a rebalance's warning), "yielded", "unhealthy"
+    /// (its health check failed), "gave back"
     /// (a tenure that could not confirm), "exiting" or "started". For
     /// --on-unlead, which says why a leader stopped leading.
     pub fn why_standby(&self) -> &'static str {
@@ -323,8 +330,9 @@ impl Leader {
                     self.out.push(Action::SignalGroup(sig));
                 }
             }
-            Input::Yield => self.on_yield(now),
+            Input::Yield => self.on_yield("yielded", now),
             Input::Pause(pause) => self.on_pause(pause, now),
+            Input::Health(healthy) => self.on_health(healthy, now),
             Input::Tick => {}
         }
         self.on_time(now);
@@ -376,7 +384,7 @@ impl Leader {
 
     fn acquire_deadline(&self) -> Option<BootTime> {
         match (self.ever_led, self.plan, self.settings.acquire_timeout) {
-            (false, Plan::Serve | Plan::Start(_) | Plan::StandAside, Some(t)) => Some(self.started + t),
+            (false, Plan::Serve | Plan::Start(_) | Plan::StandAside(_), Some(t)) => Some(self.started + t),
             _ => None,
         }
     }
@@ -397,6 +405,9 @@ impl Leader {
             phase: Phase::Candidate,
         });
         self.note_role();
+        if !self.healthy {
+            self.on_yield("unhealthy", now);
+        }
     }
 
     fn on_revoked(&mut self, lost: bool, now: BootTime) {
@@ -516,7 +527,7 @@ impl Leader {
     /// a restart too waits for a claim read while we led.
     fn start_at(&self) -> Option<BootTime> {
         let Plan::Start(ready) = self.plan else { return None };
-        if self.paused().is_some() {
+        if self.paused().is_some() || !self.healthy {
             return None;
         }
         let tenure = self.tenure?;
@@ -648,7 +659,7 @@ impl Leader {
         }
         match self.plan {
             Plan::Exit(code) => return self.exit(code.unwrap_or(status.code())),
-            Plan::StandAside => return self.stand_aside(),
+            Plan::StandAside(why) => return self.stand_aside(why),
             // Fenced and since resumed: it starts again once nothing holds us back.
             Plan::Start(_) | Plan::Done => return,
             Plan::Serve => {}
@@ -682,15 +693,17 @@ impl Leader {
         }
     }
 
-    fn on_yield(&mut self, now: BootTime) {
+    /// Hands over (`why`: "yielded" when asked, "unhealthy" when the
+    /// health check failed): stops the command, then stands aside.
+    fn on_yield(&mut self, why: &'static str, now: BootTime) {
         let Some(tenure) = self.tenure else { return };
-        if let Plan::StandAside | Plan::Exit(_) | Plan::Done = self.plan {
+        if let Plan::StandAside(_) | Plan::Exit(_) | Plan::Done = self.plan {
             return;
         }
-        info!(role = ?tenure.phase, "yielding: stopping the child, then standing aside for another member");
-        self.plan = Plan::StandAside;
+        info!(role = ?tenure.phase, why, "yielding: stopping the child, then standing aside for another member");
+        self.plan = Plan::StandAside(why);
         match self.child {
-            Child::Idle => self.stand_aside(),
+            Child::Idle => self.stand_aside(why),
             Child::Running => self.stop(now),
             Child::Stopping { .. } => {}
         }
@@ -732,6 +745,17 @@ impl Leader {
         self.pause.clone().map(|request| PauseNote { request, running })
     }
 
+    /// The health check's verdict changed (the shell says only changes,
+    /// after its thresholds). Unhealthy, a member that owns partition 0
+    /// hands over as a yield does; a standby is kept out of the group by
+    /// the shell meanwhile, and `start_at` starts nothing.
+    fn on_health(&mut self, healthy: bool, now: BootTime) {
+        self.healthy = healthy;
+        if !healthy {
+            self.on_yield("unhealthy", now);
+        }
+    }
+
     /// Gives partition 0 back after a tenure that could not confirm. The
     /// first time, by rejoining: the fault may be the partition's (no
     /// leader), and whoever the group gives it to, us again most likely,
@@ -745,7 +769,7 @@ impl Leader {
         let again = std::mem::replace(&mut self.gave_back, true);
         if again && self.child == Child::Idle && matches!(self.plan, Plan::Serve | Plan::Start(_)) {
             warn!("partition 0 came back to us twice and we could not use it: standing aside for another member");
-            return self.stand_aside();
+            return self.stand_aside("yielded");
         }
         self.tenure = None;
         self.stood_down = "gave back";
@@ -754,10 +778,10 @@ impl Leader {
         self.out.push(Action::Rejoin);
     }
 
-    fn stand_aside(&mut self) {
+    fn stand_aside(&mut self, why: &'static str) {
         self.plan = Plan::Serve;
         self.tenure = None;
-        self.stood_down = "yielded";
+        self.stood_down = why;
         self.note_role();
         self.disclaim();
         self.out.push(Action::StandAside);

@@ -868,3 +868,39 @@ fn a_new_owner_learns_the_pause_from_records_that_carried_it_before_its_own_firs
     // Our disclaimer carries it on to whoever comes next.
     assert_eq!(l.step(Input::Revoked { lost: false }, ms(1300)), vec![carrying(gone(1), &pause, false), ReleaseRevoke]);
 }
+
+#[test]
+fn an_unhealthy_leader_hands_over_and_an_unhealthy_member_never_starts_the_command() {
+    // The leader's check fails: it stops its command, then stands aside
+    // (why: unhealthy), and nothing restarts it.
+    let mut l = leading(Restart::Always);
+    assert_eq!(l.step(Input::Health(false), ms(1100)), vec![SignalGroup(SIGTERM)]);
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Exited(143)), ms(1150)), vec![gone(1), StandAside]);
+    assert_eq!((l.role(), l.why_standby()), (Role::Standby, "unhealthy"));
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke]);
+    // Given partition 0 while unhealthy (the assignment raced the shell's
+    // leave): it stands aside at once, having written nothing.
+    assert_eq!(l.step(Input::Assigned, ms(2000)), vec![StandAside]);
+    assert_eq!(l.role(), Role::Standby);
+    l.step(Input::Revoked { lost: false }, ms(2010));
+    // Healthy again, it leads as any member does.
+    assert_eq!(l.step(Input::Health(true), ms(3000)), vec![]);
+    l.step(Input::Assigned, ms(3000));
+    assert!(l.step(hb(20, 3000), ms(3010)).iter().any(|a| matches!(a, Spawn { token: 20, .. })));
+
+    // With a health check, a member is unhealthy until its first check
+    // passes: a candidate that confirms leads, but starts nothing.
+    let mut l = Leader::new(Settings { health_checked: true, ..settings(Restart::Never) }, started(0));
+    assert_eq!(l.step(Input::Assigned, ms(1000)), vec![StandAside], "unhealthy: no record, no tenure");
+    let mut l = Leader::new(Settings { health_checked: true, ..settings(Restart::Never) }, started(0));
+    l.step(Input::Health(true), ms(500));
+    l.step(Input::Assigned, ms(1000));
+    // Unhealthy while it confirms: it stands aside before it leads.
+    assert_eq!(l.step(Input::Health(false), ms(1005)), vec![gone(1), StandAside]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "a record read back after it stood aside");
+    // A health change while exiting changes nothing: the exit goes on.
+    let mut l = leading(Restart::Never);
+    l.step(Input::Shutdown, ms(1100));
+    assert_eq!(l.step(Input::Health(false), ms(1110)), vec![]);
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1200)), vec![gone(1), Exit(0)]);
+}

@@ -15,6 +15,7 @@
 //! (`Supervisor::kill`), and, once the loop is done, leaving the group
 //! (`Shell::exit`, at most `LEAVE_WAIT`).
 
+mod health;
 mod hooks;
 mod input;
 mod leader_file;
@@ -41,6 +42,7 @@ use crate::layers_off::{self, Layer};
 use crate::leader::{Action, Input, Leader, Role};
 use crate::metrics;
 use crate::notify::Notifier;
+use health::Health;
 use hooks::Hooks;
 use input::Keep;
 use leader_file::LeaderFile;
@@ -78,6 +80,8 @@ struct Shell {
     /// next owner reads it first. Kills and signals never wait.
     flushing: Option<JoinHandle<()>>,
     after_flush: Vec<Action>,
+    /// `--health-cmd`: its verdicts, as they change.
+    health: Option<Health>,
     report: Report,
 }
 
@@ -92,9 +96,13 @@ struct Report {
     /// LOOP_TICK, however long it would sleep: /livez tells a stuck loop
     /// from a standby's quiet one by that.
     turning: Option<Interval>,
+    /// In the group, or (with --health-cmd) connected and kept out by the
+    /// check: started either way, as systemd's READY=1 means.
     joined: bool,
     ready: bool,
-    shown_role: Option<Role>,
+    /// The health check's verdict, once it has one (`--health-cmd`).
+    healthy: Option<bool>,
+    shown: Option<(Role, Option<bool>)>,
     /// `--leader-file`, and the lines it holds besides the token and since.
     leader_file: Option<(LeaderFile, String)>,
     /// `--on-lead`, `--on-unlead`, `--on-exit`.
@@ -118,6 +126,7 @@ impl Shell {
         let ids =
             metrics::Ids { group: cfg.kafka.group.clone(), topic: cfg.kafka.topic.clone(), member: cfg.name.clone() };
         let metrics = metrics::shared(ids);
+        metrics.lock().expect("metrics lock").healthy = cfg.health.as_ref().map(|_| false);
         if let Some(addr) = cfg.metrics_addr {
             if let Err(err) = metrics::serve(addr, metrics.clone()).await {
                 return Err(Failure::new(Kind::Usage, format!("cannot serve --metrics-addr {addr}: {err}")));
@@ -126,6 +135,9 @@ impl Shell {
 
         let (events_tx, events) = unbounded_channel();
         let Some(kafka) = connect(&cfg, events_tx, &mut signals, started.boot).await? else { return Ok(None) };
+        // Once connected: only the loop reaps a check's process (during a
+        // long connect each would time out, and the log blame the check).
+        let health = Health::start(&cfg)?;
         let notifier = Notifier::from_env();
         let watchdog = Notifier::watchdog_interval().filter(|_| notifier.is_some()).map(tokio::time::interval);
         let turning = cfg.metrics_addr.map(|_| tokio::time::interval(metrics::LOOP_TICK));
@@ -135,9 +147,12 @@ impl Shell {
             notifier,
             watchdog,
             turning,
-            joined: false,
+            // A member waiting for its check is started, not stuck: without
+            // READY=1 systemd would fail the unit at TimeoutStartSec.
+            joined: cfg.health.is_some(),
             ready: false,
-            shown_role: None,
+            healthy: cfg.health.as_ref().map(|_| false),
+            shown: None,
             leader_file: cfg.leader_file.clone().map(|path| {
                 let about = format!(
                     "name={}\ngroup={}\npid={}\n",
@@ -167,12 +182,16 @@ impl Shell {
             release: None,
             flushing: None,
             after_flush: Vec::new(),
+            health,
             report,
         }))
     }
 
     /// Turns the loop until the core says exit; returns the exit status.
     async fn serve(mut self) -> u8 {
+        // Said at once: a member kept out by its health check may hear
+        // nothing for long.
+        self.report();
         loop {
             let input = self.next_input().await;
             // Handovers held back by a flush that just ended go first.
@@ -213,6 +232,15 @@ impl Shell {
                     }
                 }
                 input = self.signals.next() => return input,
+                healthy = Health::changed(&mut self.health) => {
+                    // Before the core hears it: an unhealthy standby leaves
+                    // the group, and one that owns partition 0 stays out
+                    // once the core has stood aside.
+                    self.kafka.keep_out(!healthy);
+                    self.report.metrics.lock().expect("metrics lock").healthy = Some(healthy);
+                    self.report.healthy = Some(healthy);
+                    return Input::Health(healthy);
+                }
                 _ = self.sigchld.recv() => self.child.reap(),
                 Some(status) = self.child.exited() => {
                     info!(%status, "child exited");
@@ -333,9 +361,12 @@ impl Shell {
             report.notify("READY=1");
         }
         let role = core.role();
-        if report.ready && report.shown_role != Some(role) {
-            report.shown_role = Some(role);
+        if report.ready && report.shown != Some((role, report.healthy)) {
+            report.shown = Some((role, report.healthy));
             report.notify(&match role {
+                Role::Standby if report.healthy == Some(false) => {
+                    "STATUS=unhealthy: out of the group until the health check passes".to_string()
+                }
                 Role::Standby => "STATUS=standby".to_string(),
                 Role::Candidate => "STATUS=candidate: confirming leadership".to_string(),
                 Role::Leader { token } => format!("STATUS=leader, fencing token {token}"),
@@ -353,6 +384,9 @@ impl Shell {
     /// leaving: a hook must not delay the handover.
     async fn exit(mut self, code: u8) -> u8 {
         self.report.notify("STOPPING=1");
+        if let Some(health) = self.health.take() {
+            health.stop();
+        }
         if let Some((file, _)) = self.report.leader_file.take() {
             file.close(LEADER_FILE_WAIT);
         }

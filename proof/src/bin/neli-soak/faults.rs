@@ -66,6 +66,9 @@ pub enum Fault {
     /// The leader cut off from partition 0's leader broker only (the
     /// coordinator still hears it), for 0.2-2 session timeouts.
     LeaderCut,
+    /// The leader's health check (--health-cmd) fails until another
+    /// member leads: it hands over.
+    Unhealthy,
     /// No fault: a command in mode `finish` ends its wave by itself (drawn
     /// for half of those).
     Finish,
@@ -97,6 +100,7 @@ impl Fault {
             Fault::PartitionOffline => "partition-offline",
             Fault::CoordinatorCut => "coordinator-cut",
             Fault::LeaderCut => "leader-cut",
+            Fault::Unhealthy => "unhealthy",
             Fault::Finish => "none (finish)",
             Fault::Pause => "pause",
         }
@@ -166,6 +170,7 @@ impl Soak {
                 let _ = kill(pid, sig);
             }
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").cut(),
+            Fault::Unhealthy => drop(fs::write(self.sick_file(slot), "")),
             Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGSTOP),
             Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR1),
             // Cluster events are scripted (see `watch`).
@@ -181,11 +186,18 @@ impl Soak {
         }
     }
 
+    /// The file whose presence fails the health check of the member in `slot`.
+    fn sick_file(&self, slot: usize) -> std::path::PathBuf {
+        let name = self.slots[slot].member.as_ref().map_or("", |(n, _)| n.as_str());
+        self.detector.dir.join(format!("sick-{name}"))
+    }
+
     /// Ends a fault's disruption (a no-op for the one-shot faults).
     fn end(&self, fault: Fault, slot: usize) {
         match fault {
             Fault::SigstopCont | Fault::BrokenLogStop => drop(kill(self.pid(slot), Signal::SIGCONT)),
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").heal(),
+            Fault::Unhealthy => drop(fs::remove_file(self.sick_file(slot))),
             Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGCONT),
             Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR2),
             _ => {}

@@ -28,13 +28,21 @@ pub struct Verdict {
     pub succeeded: usize,
     /// Under --schedule, what the scheduled runs did.
     pub scheduled: Option<ScheduleCheck>,
+    /// Commands started by a member whose health check had never passed
+    /// ("name token", the children's own word).
+    pub sick_starts: Vec<String>,
 }
 
 impl Verdict {
     /// No overlap, orphan, rerun, skipped due time or token out of order.
     pub fn safe(&self) -> bool {
         let schedule_kept = self.scheduled.as_ref().is_none_or(|c| c.reruns.is_empty() && c.skipped.is_empty());
-        self.overlaps.is_empty() && self.orphans == 0 && self.tokens_increase && self.reruns.is_empty() && schedule_kept
+        self.overlaps.is_empty()
+            && self.orphans == 0
+            && self.tokens_increase
+            && self.reruns.is_empty()
+            && schedule_kept
+            && self.sick_starts.is_empty()
     }
 }
 
@@ -62,7 +70,8 @@ pub fn judge(soak: &mut Soak) -> Verdict {
         None => (reruns(&soak.detector, &soak.births), recorded_successes(&soak.detector.dir).len()),
     };
     let scheduled = soak.schedule.map(|(_, every)| check_schedule(&soak.detector.dir, every));
-    Verdict { orphans, overlaps, starts, tokens_increase, reruns, succeeded, scheduled }
+    let sick_starts = read_lines(&soak.detector.dir.join("sick-starts"));
+    Verdict { orphans, overlaps, starts, tokens_increase, reruns, succeeded, scheduled, sick_starts }
 }
 
 /// How much later than the soak's record of its start a neli-run may note

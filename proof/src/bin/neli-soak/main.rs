@@ -37,8 +37,15 @@
 //! graceful stops, freezes, the broker down), during which a child that
 //! starts or runs is unsafe, then `neli-run resume`.
 //!
+//! Every member has a health check (--health-cmd) that a file fails: the
+//! fault `unhealthy` fails the leader's, and every fourth member starts
+//! with its check failing for a few sessions; a command started by a member
+//! whose check had never passed (the child sees the file) is a *sick
+//! start*.
+//!
 //! Prints one summary and exits 1 on any overlap, orphan, rerun, skipped
-//! due time, fencing token that did not increase, or child while paused.
+//! due time, sick start, fencing token that did not increase, or child
+//! while paused.
 //!
 //! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu]
 
@@ -268,6 +275,7 @@ fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
         Fault::BrokenLogKill9,
         Fault::BrokenLogStop,
         Fault::Pause,
+        Fault::Unhealthy,
     ];
     if netns {
         faults.extend([Fault::NetCut, Fault::NetBlip]);

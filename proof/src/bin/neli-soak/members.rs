@@ -20,6 +20,7 @@ use neli_proof::netns::NetNs;
 
 /// The child: what it does is chosen by the soak before each start.
 const CHILD: &str = r#"mode=$(cat "$0/mode" 2>/dev/null || echo normal)
+[ -e "$0/born-sick-$NELI_NAME" ] && echo "$NELI_NAME $NELI_FENCING_TOKEN" >> "$0/sick-starts"
 echo "$NELI_FENCING_TOKEN $mode" >> "$0/modes"
 echo "$NELI_FENCING_TOKEN $NELI_WAVE $NELI_ATTEMPT" >> "$0/waves"
 case $mode in
@@ -33,6 +34,7 @@ esac"#;
 /// The child under --schedule: its run takes RUN seconds, unless its mode
 /// never ends.
 const SCHEDULED: &str = r#"mode=$(cat "$0/mode" 2>/dev/null || echo scheduled)
+[ -e "$0/born-sick-$NELI_NAME" ] && echo "$NELI_NAME $NELI_FENCING_TOKEN" >> "$0/sick-starts"
 echo "$NELI_FENCING_TOKEN $mode" >> "$0/modes"
 echo "start $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN $(date +%s%3N)" >> "$0/runs"
 case $mode in
@@ -48,6 +50,18 @@ esac"#;
 /// bounded sleep: a member killed with -9 leaves its hook behind.
 const HANGING_HOOKS: [&str; 8] =
     ["--on-lead", "sleep 30", "--on-unlead", "sleep 30", "--on-exit", "sleep 30", "--hook-timeout", "2s"];
+
+/// Every member's health check: it fails while `sick-NAME` (the fault
+/// `unhealthy`) or `born-sick-NAME` exists in the work directory. Every
+/// fourth member is born sick, healed `SICK_FOR` later: a command started
+/// while that file exists was started by a member whose check never
+/// passed (the judge's `sick_starts`). A healthy member that turns sick
+/// may still start in the moment before its failures are counted, so the
+/// fault's file is not judged that way.
+const HEALTH: &str = r#"test ! -e "$DIR/sick-$NELI_NAME" -a ! -e "$DIR/born-sick-$NELI_NAME""#;
+
+/// How long a member born sick stays so, in session timeouts.
+const SICK_FOR: u32 = 3;
 
 /// Every member's --once-within: members that wait through a run belong to
 /// its wave whatever this is; refilled ones belong to it only this long.
@@ -134,6 +148,7 @@ pub struct Soak {
 impl Soak {
     /// Starts a candidate in every slot whose neli-run has exited.
     pub fn fill(&mut self) {
+        self.heal_born_sick();
         for i in 0..self.slots.len() {
             if let Some((_, child)) = self.slots[i].member.as_mut() {
                 if child.try_wait().ok().flatten().is_none() {
@@ -142,6 +157,9 @@ impl Soak {
             }
             self.started += 1;
             let name = format!("c{}-{}", i, self.started);
+            if self.started % 4 == 0 {
+                let _ = fs::write(self.detector.dir.join(format!("born-sick-{name}")), "");
+            }
             let log = fs::File::create(self.detector.dir.join(format!("{name}.log"))).expect("log file");
             let (pipe, reader) = LogReader::start(log);
             if let Some(old) = self.slots[i].log.replace(reader) {
@@ -162,6 +180,8 @@ impl Soak {
                 .args(&self.timing)
                 .args(flags)
                 .args(if i % 2 == 1 { &HANGING_HOOKS[..] } else { &[] })
+                .args(["--health-cmd", HEALTH, "--health-interval", "300ms", "--health-retries", "1"])
+                .env("DIR", &self.detector.dir)
                 .arg("--")
                 .args(self.detector.wrap())
                 .args(["sh", "-c", child])
@@ -174,6 +194,16 @@ impl Soak {
                 .expect("start neli-run");
             self.births.insert(name.clone(), std::time::SystemTime::now());
             self.slots[i].member = Some((name, child));
+        }
+    }
+
+    /// Heals the members born sick `SICK_FOR` sessions ago.
+    pub fn heal_born_sick(&self) {
+        for (name, born) in &self.births {
+            let file = self.detector.dir.join(format!("born-sick-{name}"));
+            if born.elapsed().unwrap_or_default() > self.session * SICK_FOR && file.exists() {
+                let _ = fs::remove_file(file);
+            }
         }
     }
 

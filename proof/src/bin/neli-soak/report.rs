@@ -21,6 +21,7 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, run: Run, verdict: &Verdict) 
     println!("faults injected: {}", run.outcomes.values().map(|o| o.leaderless.len()).sum::<usize>());
     println!("overlaps: {}", verdict.overlaps.len());
     println!("orphans left: {}", verdict.orphans);
+    println!("starts by a member whose health check never passed: {:?}", verdict.sick_starts);
     match &verdict.scheduled {
         None => waves(verdict),
         Some(c) => schedule(c),

@@ -1,0 +1,230 @@
+//! `--health-cmd`: a shell command line whose exit status says whether this
+//! member may lead (Docker's HEALTHCHECK, with its interval, timeout and
+//! retries).
+//!
+//! A thread of its own runs the check, one at a time, `--health-interval`
+//! after the last one ended; one that outlasts `--health-timeout` has its
+//! process group sent SIGKILL and counts as failed. Only the verdict's
+//! changes reach the loop (`Verdict`), as an input it never waits for: a
+//! check that hangs delays the next check, nothing else. Its output goes to
+//! /dev/null: a check runs every few seconds, and a flood must neither fill
+//! the log nor be read by neli-run; its exit status is logged.
+//!
+//! Started through `child::Beside`, as the hooks are: neli-run reaps every
+//! process below it on the loop, and the command's kills must spare it.
+
+use std::ffi::OsString;
+use std::process::Stdio;
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::unistd::Pid;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tracing::{debug, info, warn};
+
+use super::supervisor::{consumed_env, given_env};
+use crate::child::Beside;
+use crate::config::Config;
+use crate::exit::{ChildStatus, Failure, Kind};
+
+/// The health check of this member: its verdicts, as they change.
+pub(super) struct Health {
+    changes: UnboundedReceiver<bool>,
+    /// Dropped to stop the thread (it waits on it between checks).
+    _stop: Sender<()>,
+    /// The check running now: killed when neli-run exits.
+    running: Arc<Mutex<Slot>>,
+}
+
+/// The check running now, if any; once `stopped`, none is started.
+#[derive(Default)]
+struct Slot {
+    pid: Option<Pid>,
+    stopped: bool,
+}
+
+impl Health {
+    /// Starts the thread that runs the check; None if none is set.
+    pub(super) fn start(cfg: &Config) -> Result<Option<Health>, Failure> {
+        let Some(check) = cfg.health.clone() else { return Ok(None) };
+        info!(cmd = %check.cmd, "waiting for the first health check to pass before joining the group");
+        let (tx, changes) = unbounded_channel();
+        let (_stop, stopped) = channel::<()>();
+        let running = Arc::new(Mutex::new(Slot::default()));
+        let (env, remove, current) = (given_env(cfg), consumed_env(), running.clone());
+        std::thread::Builder::new()
+            .name("neli-health".into())
+            .spawn(move || {
+                let mut verdict = Verdict::new(check.retries);
+                loop {
+                    let outcome = run(&check.cmd, &env, &remove, check.timeout, &current);
+                    let change = verdict.note(outcome.passed());
+                    match change {
+                        Some(true) => info!(check = %outcome, "health check passed: healthy"),
+                        Some(false) => warn!(check = %outcome, failures = verdict.failures, "health check failed: unhealthy"),
+                        None if outcome.passed() => debug!("health check passed"),
+                        // Counted towards the threshold; past it, quietly.
+                        None if verdict.failures <= check.retries => {
+                            warn!(check = %outcome, failures = verdict.failures, retries = check.retries, "health check failed")
+                        }
+                        None => debug!(check = %outcome, "health check failed"),
+                    }
+                    if let Some(healthy) = change {
+                        if tx.send(healthy).is_err() {
+                            return;
+                        }
+                    }
+                    match stopped.recv_timeout(check.interval) {
+                        Err(RecvTimeoutError::Timeout) => {}
+                        _ => return,
+                    }
+                }
+            })
+            .map(|_| Some(Health { changes, _stop, running }))
+            .map_err(|err| Failure::new(Kind::Internal, format!("cannot start the health check's thread: {err}")))
+    }
+
+    /// The next change of verdict (never, if the thread has stopped).
+    pub(super) async fn changed(health: &mut Option<Health>) -> bool {
+        match health.as_mut() {
+            Some(h) => match h.changes.recv().await {
+                Some(healthy) => healthy,
+                None => std::future::pending().await,
+            },
+            None => std::future::pending().await,
+        }
+    }
+
+    /// At exit: kills the check running now, if any, and starts no other
+    /// (the thread stops once this is dropped). Someone must reap it (the
+    /// loop no longer does).
+    pub(super) fn stop(self) {
+        let mut slot = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        slot.stopped = true;
+        if let Some(pid) = slot.pid {
+            Beside::kill(pid);
+        }
+    }
+}
+
+/// The verdict from checks in a row, as Docker's: healthy after a check
+/// passes, unhealthy after `retries` fail in a row; unknown (unhealthy to
+/// the core) until the first passes.
+struct Verdict {
+    retries: u32,
+    failures: u32,
+    healthy: Option<bool>,
+}
+
+impl Verdict {
+    fn new(retries: u32) -> Verdict {
+        Verdict { retries, failures: 0, healthy: None }
+    }
+
+    /// Notes one check; returns the new verdict if it changed.
+    fn note(&mut self, passed: bool) -> Option<bool> {
+        self.failures = if passed { 0 } else { self.failures.saturating_add(1) };
+        let now = match (passed, self.healthy) {
+            (true, _) => Some(true),
+            (false, Some(true)) if self.failures >= self.retries => Some(false),
+            (false, was) => was,
+        };
+        let changed = (now != self.healthy).then_some(now == Some(true));
+        self.healthy = now;
+        changed
+    }
+}
+
+/// How one check went.
+enum Outcome {
+    Exited(ChildStatus),
+    TimedOut(Duration),
+    NotStarted(String),
+    /// Sent SIGKILL, and still not reaped after KILL_WAIT.
+    Stuck,
+}
+
+impl Outcome {
+    fn passed(&self) -> bool {
+        matches!(self, Outcome::Exited(status) if status.success())
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Exited(status) => write!(f, "{status}"),
+            Outcome::TimedOut(t) => write!(f, "timed out after {t:?} (--health-timeout): sent SIGKILL"),
+            Outcome::NotStarted(err) => write!(f, "not started: {err}"),
+            Outcome::Stuck => write!(f, "timed out, and not gone after SIGKILL"),
+        }
+    }
+}
+
+/// How long a check sent SIGKILL may take to be reaped before the next
+/// one is due (a process in uninterruptible sleep).
+const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// Runs the check once, within `timeout`.
+fn run(line: &str, env: &[(String, String)], remove: &[OsString], timeout: Duration, running: &Mutex<Slot>) -> Outcome {
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.arg("-c").arg(line).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    for name in remove {
+        cmd.env_remove(name);
+    }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    // Spawned under the slot's lock, so that `stop` either prevents it or
+    // sees its pid: none outlives neli-run.
+    let lock = || running.lock().unwrap_or_else(|e| e.into_inner());
+    let (pid, status) = {
+        let mut slot = lock();
+        if slot.stopped {
+            return Outcome::NotStarted("neli-run is exiting".into());
+        }
+        match Beside::spawn(cmd) {
+            Ok((pid, status)) => {
+                slot.pid = Some(pid);
+                (pid, status)
+            }
+            Err(err) => return Outcome::NotStarted(err.to_string()),
+        }
+    };
+    let outcome = match status.recv_timeout(timeout) {
+        Ok(status) => Outcome::Exited(status),
+        Err(_) => {
+            Beside::kill(pid);
+            match status.recv_timeout(KILL_WAIT) {
+                Ok(_) => Outcome::TimedOut(timeout),
+                Err(_) => Outcome::Stuck,
+            }
+        }
+    };
+    lock().pid = None;
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verdict_turns_healthy_on_a_pass_and_unhealthy_after_retries_failures_in_a_row() {
+        let mut v = Verdict::new(3);
+        assert_eq!(v.note(false), None, "unknown until a check passes: still not healthy");
+        assert_eq!(v.note(false), None);
+        assert_eq!(v.note(true), Some(true), "the first pass");
+        assert_eq!(v.note(true), None);
+        assert_eq!(v.note(false), None);
+        assert_eq!(v.note(false), None);
+        assert_eq!(v.note(true), None, "a pass resets the count");
+        assert_eq!(v.note(false), None);
+        assert_eq!(v.note(false), None);
+        assert_eq!(v.note(false), Some(false), "three in a row");
+        assert_eq!(v.note(false), None, "said once");
+        assert_eq!(v.note(true), Some(true), "one pass is enough");
+        let mut v = Verdict::new(1);
+        v.note(true);
+        assert_eq!(v.note(false), Some(false));
+    }
+}

@@ -1,0 +1,157 @@
+//! --health-cmd: an unhealthy leader hands over, an unhealthy member never
+//! leads (as a standby, or from its start), and a check that hangs is a
+//! failure at its timeout. Each member's check is `test -f DIR/NAME.ok`:
+//! the test makes a member unhealthy by removing its file.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::util::{stays_false, wait_until, Group, Member, LONG};
+
+/// The check's thresholds in these tests: a check every 200 ms, 2 failures
+/// in a row make a member unhealthy.
+const CHECK: [&str; 6] = ["--health-interval", "200ms", "--health-timeout", "1s", "--health-retries", "2"];
+
+/// The file whose presence makes `name` healthy.
+fn ok_file(g: &Group, name: &str) -> PathBuf {
+    g.dir.path().join(format!("{name}.ok"))
+}
+
+/// `name`, healthy while its file exists (created now if `healthy`).
+fn member(g: &Group, name: &str, healthy: bool) -> Member {
+    let cmd = format!("test -f {}", ok_file(g, name).display());
+    member_checked(g, name, healthy, &cmd, &[])
+}
+
+/// `name`, checked by `cmd` (healthy at first if `healthy`: its file is
+/// created), with `extra` flags.
+fn member_checked(g: &Group, name: &str, healthy: bool, cmd: &str, extra: &[&str]) -> Member {
+    if healthy {
+        std::fs::write(ok_file(g, name), "").expect("the health file");
+    }
+    let flags: Vec<&str> = ["--health-cmd", cmd].into_iter().chain(CHECK).chain(extra.iter().copied()).collect();
+    g.member(name, &flags, &["sleep", "1000"])
+}
+
+#[test]
+fn a_leader_whose_check_fails_hands_over_to_a_healthy_standby_and_rejoins_once_healthy() {
+    let g = Group::new("health-handover");
+    let t = g.broker.timing;
+    let unlead = g.dir.path().join("a.unlead");
+    let (check, hook) =
+        (format!("test -f {}", ok_file(&g, "a").display()), format!("echo $NELI_REASON >> {}", unlead.display()));
+    let mut a = member_checked(&g, "a", true, &check, &["--on-unlead", &hook]);
+    wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
+    assert!(a.log().contains("health check passed: healthy"), "{}", a.log());
+    let mut b = member(&g, "b", true);
+    wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
+    let failed = Instant::now();
+    std::fs::remove_file(ok_file(&g, "a")).expect("a's file");
+    wait_until(t.takeover(), "b leads", || g.starts().len() == 2 && g.lock_held());
+    let took = failed.elapsed();
+    assert_eq!(g.starts()[1].0, "b");
+    // Two failures 200 ms apart, the command's stop, then the handover.
+    eprintln!("a's check failing to b's command running: {took:?}");
+    let log = a.log();
+    assert!(log.contains("health check failed: unhealthy"), "{log}");
+    assert!(log.contains(r#"why="unhealthy""#), "the yield says why:\n{log}");
+    wait_until(LONG, "--on-unlead is told", || std::fs::read_to_string(&unlead).is_ok_and(|r| r == "unhealthy\n"));
+    wait_until(LONG, "a stays out", || a.log().contains("staying out of the group until the health check passes"));
+    // Healthy again, a joins as a standby and b leads on.
+    std::fs::write(ok_file(&g, "a"), "").expect("a's file");
+    wait_until(LONG, "a joins again", || a.log().matches("healthy: joining the group").count() == 2);
+    wait_until(LONG, "a is a standby", || a.log().contains("standby: in the group"));
+    assert_eq!(g.starts().len(), 2, "b leads on: {:?}", g.starts());
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(t.takeover()).code(), Some(143), "{}", b.log());
+    wait_until(t.takeover(), "a leads again", || g.starts().len() == 3 && g.lock_held());
+    a.signal(Signal::SIGTERM);
+    a.wait_exit(t.takeover());
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_standby_whose_check_fails_leaves_the_group_and_never_takes_over() {
+    let g = Group::new("health-standby");
+    let t = g.broker.timing;
+    let mut a = member(&g, "a", true);
+    wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
+    let mut b = member(&g, "b", true);
+    wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
+    std::fs::remove_file(ok_file(&g, "b")).expect("b's file");
+    wait_until(LONG, "b leaves", || b.log().contains("unhealthy: leaving the group until the health check passes"));
+    let c = member(&g, "c", true);
+    wait_until(LONG, "c is a standby", || c.log().contains("standby: in the group"));
+    // a stops gracefully: the healthy standby leads, never b.
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(t.takeover()).code(), Some(143), "{}", a.log());
+    wait_until(t.takeover(), "c leads", || g.starts().len() == 2 && g.lock_held());
+    assert_eq!(g.starts()[1].0, "c", "{}", b.log());
+    assert!(!b.log().contains("candidate: assigned"), "b was never given partition 0:\n{}", b.log());
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(LONG).code(), Some(0), "a standby's exit:\n{}", b.log());
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_check_that_hangs_fails_at_its_timeout_and_its_member_never_joins() {
+    let g = Group::new("health-hang");
+    let t = g.broker.timing;
+    let pids = g.dir.path().join("check.pids");
+    // It also floods what it writes: /dev/null takes it.
+    let hang = format!("echo $$ >> {}; yes | head -c 10000000; exec sleep 1000", pids.display());
+    let flags = ["--health-cmd", &hang, "--health-interval", "100ms", "--health-timeout", "300ms"];
+    let mut b = g.member("b", &flags, &["sleep", "1000"]);
+    let checks = || std::fs::read_to_string(&pids).unwrap_or_default().lines().count();
+    wait_until(LONG, "three checks time out", || checks() >= 3 && b.log().matches("timed out after").count() >= 3);
+    let log = b.log();
+    assert!(log.contains("waiting for the first health check to pass before joining the group"), "{log}");
+    // Each was killed, process group and all, before the next started.
+    for pid in std::fs::read_to_string(&pids).unwrap_or_default().lines().filter_map(|l| l.parse::<i32>().ok()) {
+        let gone = || !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "));
+        wait_until(Duration::from_secs(5), "a timed-out check is gone", gone);
+    }
+    // A healthy member leads while b stays out.
+    let _c = member(&g, "c", true);
+    wait_until(t.takeover(), "c leads", || g.starts().len() == 1 && g.lock_held());
+    assert_eq!(g.starts()[0].0, "c");
+    assert!(stays_false(Duration::from_secs(1), || b.log().contains("candidate: assigned")
+        || b.log().contains("standby: in the group")));
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_lone_leader_whose_check_hangs_stops_its_command_unfenced_and_status_says_why() {
+    let g = Group::new("health-status");
+    let t = g.broker.timing;
+    // Without its file the check hangs: each is a failure at its timeout
+    // (1 s), and meanwhile the leader's loop heartbeats as ever.
+    let hang = format!("test -f {} || exec sleep 1000", ok_file(&g, "a").display());
+    let mut a = member_checked(&g, "a", true, &hang, &[]);
+    wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
+    std::fs::remove_file(ok_file(&g, "a")).expect("a's file");
+    wait_until(t.takeover(), "a's command is stopped", || !g.lock_held());
+    let status = || crate::util::run(&["status", "-b", &g.broker.address, "-g", &g.name]).1;
+    wait_until(LONG, "status says why", || status().contains("it stood aside: its health check fails"));
+    let json = crate::util::run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]).1;
+    assert!(json.contains(r#""unhealthy":true"#), "{json}");
+    let log = a.log();
+    assert!(log.matches("timed out after 1s (--health-timeout): sent SIGKILL").count() >= 2, "{log}");
+    assert!(!log.contains("fenced"), "a hanging check delays no heartbeat:\n{log}");
+    // Nobody else is healthy: nothing runs, and a stays out meanwhile.
+    assert!(stays_false(Duration::from_secs(1), || g.lock_held()));
+    assert_eq!(g.starts().len(), 1);
+    // Healthy again, a leads again at once: alone, it does not wait out
+    // the watch a yield keeps for another member (3 sessions).
+    std::fs::write(ok_file(&g, "a"), "").expect("a's file");
+    let healed = Instant::now();
+    wait_until(t.takeover(), "a leads again", || g.starts().len() == 2 && g.lock_held());
+    assert!(healed.elapsed() < t.session, "a waited out the watch: {:?}\n{}", healed.elapsed(), a.log());
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(LONG).code(), Some(143), "{}", a.log());
+    g.assert_no_overlap();
+}

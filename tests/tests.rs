@@ -21,4 +21,5 @@ mod status;
 mod supervision;
 mod systemd;
 mod tls;
+mod warm;
 mod waves;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= v/verbose q/quiet log-format= h/help V/version
+    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -58,8 +58,11 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l on-lead -d 'Run CMD w
 complete -c neli-run -n "__fish_neli_run_needs_command" -l on-unlead -d 'Run CMD with /bin/sh -c when this member stops leading; NELI_REASON says why: fenced, revoked, lost, yielded or exiting' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l on-exit -d 'Run CMD with /bin/sh -c after each run of the command ends; NELI_EXIT_STATUS is its status (128+N for signal N), NELI_REASON exited (by itself), stopped (by neli-run) or fenced' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l hook-timeout -d 'How long a hook may run before its process group is sent SIGKILL (at most 10m) [default: 10s]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l lead-signal -d 'With --warm: the signal that tells the command it leads (name or number)' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l unlead-signal -d 'With --warm: the signal that tells the command it no longer leads (name or number)' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
+complete -c neli-run -n "__fish_neli_run_needs_command" -l warm -d 'Run the command on every member, and only tell it when it leads: the leader\'s gets --lead-signal, with its fencing token in the file $NELI_TOKEN_FILE, and --unlead-signal (the file emptied first) when it stops leading'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -202,3 +202,32 @@ fn a_frozen_leader_has_its_warm_command_killed_by_the_shim_and_a_frozen_standby_
     let pids: Vec<i32> = seen(&events).iter().map(|s| s.pid).collect();
     wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));
 }
+
+/// The docs' example script, as a user pastes it: two members hand over
+/// with a yield, and stop on SIGTERM.
+#[test]
+fn the_docs_example_leads_stands_by_and_stops() {
+    let g = Group::new("warm-docs");
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operations.md")).unwrap();
+    let start = docs.find("#!/bin/bash\n# /usr/local/bin/billing-warm").expect("the example in docs/operations.md");
+    let example = &docs[start..start + docs[start..].find("```").unwrap()];
+    let path = g.dir.path().join("billing-warm");
+    std::fs::write(&path, example).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = path.display().to_string();
+    let mut members = [warm(&g, "a", &path, &[]), warm(&g, "b", &path, &[])];
+    let leads = |m: &Member| m.log().matches("leading, token").count();
+    wait_until(LONG, "one leads", || members.iter().map(leads).sum::<usize>() == 1);
+    let first = members.iter().position(|m| leads(m) == 1).unwrap();
+    wait_until(LONG, "both warmed up", || members.iter().all(|m| m.log().contains("warming up")));
+    let timeout = format!("{}ms", g.broker.timing.takeover().as_millis());
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
+    assert_eq!(code, 0, "{out}");
+    wait_until(g.broker.timing.takeover(), "the other leads", || leads(&members[1 - first]) == 1);
+    assert!(members[first].log().contains("standing by"), "{}", members[first].log());
+    for m in members.iter_mut() {
+        m.signal(Signal::SIGTERM);
+        assert_eq!(m.wait_exit(LONG).code(), Some(0), "{}", m.log());
+        assert!(m.log().contains("stopping"), "{}", m.log());
+    }
+}

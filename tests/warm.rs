@@ -231,3 +231,29 @@ fn the_docs_example_leads_stands_by_and_stops() {
         assert!(m.log().contains("stopping"), "{}", m.log());
     }
 }
+
+/// A command that ignores the stop signal: SIGTERM to a standby and to the
+/// leader each ends in SIGKILL after --grace, and nothing is left.
+#[test]
+fn sigterm_kills_a_warm_command_that_ignores_it_after_grace_on_a_standby_and_a_leader() {
+    let g = Group::new("warm-grace");
+    let pids = g.dir.path().join("pids");
+    let script =
+        format!("trap '' TERM USR1 USR2; echo $NELI_NAME $$ >> {}; while :; do sleep 0.05; done", pids.display());
+    let pid_of = |name: &str| -> Option<i32> {
+        let text = std::fs::read_to_string(&pids).unwrap_or_default();
+        text.lines().find_map(|l| l.strip_prefix(&format!("{name} "))?.trim().parse().ok())
+    };
+    let args = ["--warm", "--restart", "always", "--grace", "1s"];
+    let mut a = g.member_unguarded("a", &args, &["bash", "-c", &script]);
+    wait_until(LONG, "a leads", || a.log().contains("leading: token file written"));
+    let mut b = g.member_unguarded("b", &args, &["bash", "-c", &script]);
+    wait_until(LONG, "b is a standby with its command", || b.log().contains("standby") && pid_of("b").is_some());
+    for (m, name) in [(&mut b, "b"), (&mut a, "a")] {
+        let pid = pid_of(name).unwrap();
+        m.signal(Signal::SIGTERM);
+        assert_eq!(m.wait_exit(LONG).code(), Some(137), "killed after --grace:\n{}", m.log());
+        assert!(m.log().contains("grace"), "{}", m.log());
+        wait_until(Duration::from_secs(5), "its command is gone", || !alive(pid));
+    }
+}

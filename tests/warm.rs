@@ -257,3 +257,34 @@ fn sigterm_kills_a_warm_command_that_ignores_it_after_grace_on_a_standby_and_a_l
         wait_until(Duration::from_secs(5), "its command is gone", || !alive(pid));
     }
 }
+
+/// `pause --stop` unleads the warm command and leaves it running; `resume`
+/// tells it to lead again.
+#[test]
+fn pause_stop_unleads_the_warm_command_and_resume_leads_it_again() {
+    let g = Group::new("warm-pause");
+    let script = script(&g);
+    let events = g.dir.path().join("events");
+    let count = |what: &str| seen(&events).iter().filter(|s| s.what == what).count();
+    let mut a = warm(&g, "a", &script, &[]);
+    wait_until(LONG, "a's command is told it leads", || count("lead") == 1);
+    let ask = |what: &str, extra: &[&str]| {
+        let mut args = vec![what, "-b", &g.broker.address, "-g", &g.name, "--timeout", "30s"];
+        args.extend(extra);
+        run(&args)
+    };
+    let (code, out) = ask("pause", &["--stop"]);
+    assert_eq!(code, 0, "{out}");
+    // Acknowledged once told: the script notes it a moment later.
+    wait_until(LONG, "a's command is told it no longer leads", || count("unlead") == 1);
+    let all = seen(&events);
+    assert_eq!(all.last().map(|s| s.token.as_str()), Some(""), "{all:#?}");
+    let (code, out) = ask("resume", &[]);
+    assert_eq!(code, 0, "{out}");
+    wait_until(LONG, "a's command is told it leads again", || count("lead") == 2);
+    let all = seen(&events);
+    assert!(all.last().unwrap().token.parse::<i64>().is_ok(), "{all:#?}");
+    assert_eq!(count("start"), 1, "the command ran throughout: {all:#?}");
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
+}

@@ -118,13 +118,18 @@ fn every_member_runs_the_command_only_the_leader_is_told_and_a_handover_unleads_
 
     // SIGTERM: every command gets the stop signal and nothing is left.
     let pids: Vec<i32> = all.iter().filter(|s| s.what == "start").map(|s| s.pid).collect();
+    let token_dirs = |m: &Member| -> Vec<std::path::PathBuf> {
+        let prefix = format!("neli-run-warm.{}.", m.pid());
+        let entries = std::fs::read_dir(std::env::temp_dir()).unwrap().flatten();
+        entries.filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)).map(|e| e.path()).collect()
+    };
+    assert!(members.iter().all(|m| token_dirs(m).len() == 1), "each member's token file's directory");
     for m in &members {
         m.signal(Signal::SIGTERM);
     }
     for m in members.iter_mut() {
         assert_eq!(m.wait_exit(LONG).code(), Some(0), "the command's status:\n{}", m.log());
-        let dir = std::env::temp_dir().join(format!("neli-run-warm.{}", m.pid()));
-        assert!(!dir.exists(), "{} removed", dir.display());
+        assert_eq!(token_dirs(m), Vec::<std::path::PathBuf>::new(), "removed at exit");
     }
     assert_eq!(seen(&events).iter().filter(|s| s.what == "stop").count(), 3, "{:#?}", seen(&events));
     wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));

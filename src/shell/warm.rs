@@ -69,9 +69,9 @@ impl Warm {
         let base = std::env::var_os("RUNTIME_DIRECTORY")
             .and_then(|dirs| std::env::split_paths(&dirs).next())
             .unwrap_or_else(std::env::temp_dir);
-        let dir = base.join(format!("neli-run-warm.{}", std::process::id()));
-        // A stale one (a pid reused after a kill -9) is ours to replace.
-        let _ = std::fs::remove_dir_all(&dir);
+        // Not a name another user could take first in a shared /tmp.
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let dir = base.join(format!("neli-run-warm.{}.{}", std::process::id(), nanos.subsec_nanos()));
         std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&dir)?;
         let file = dir.join("token");
         std::fs::write(&file, "")?;

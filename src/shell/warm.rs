@@ -69,7 +69,9 @@ impl Warm {
         let base = std::env::var_os("RUNTIME_DIRECTORY")
             .and_then(|dirs| std::env::split_paths(&dirs).next())
             .unwrap_or_else(std::env::temp_dir);
-        // Not a name another user could take first in a shared /tmp.
+        // Not a name known beforehand (the pid and the clock's nanoseconds):
+        // another user cannot simply take it first in a shared /tmp, and if
+        // one did, creating it fails rather than trusting theirs.
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         let dir = base.join(format!("neli-run-warm.{}.{}", std::process::id(), nanos.subsec_nanos()));
         std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&dir)?;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= v/verbose q/quiet log-format= h/help V/version
+    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -62,8 +62,11 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l health-cmd -d 'Lead o
 complete -c neli-run -n "__fish_neli_run_needs_command" -l health-interval -d 'How long after a check ends the next one starts [default: 5s]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l health-timeout -d 'How long a check may run before it is sent SIGKILL and counts as failed [default: 5s]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l health-retries -d 'How many checks in a row must fail before this member is unhealthy [default: 3]; one that passes makes it healthy again' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l lead-signal -d 'With --warm: the signal that tells the command it leads (name or number)' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l unlead-signal -d 'With --warm: the signal that tells the command it no longer leads (name or number)' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
+complete -c neli-run -n "__fish_neli_run_needs_command" -l warm -d 'Run the command on every member, and only tell it when it leads: the leader\'s gets --lead-signal, with its fencing token in the file $NELI_TOKEN_FILE, and --unlead-signal (the file emptied first) when it stops leading'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'

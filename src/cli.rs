@@ -770,6 +770,44 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_HEALTH_RETRIES", value_name = "N", requires = "health_cmd", help_heading = "Health")]
     pub health_retries: Option<u32>,
 
+    /// Run the command on every member, and only tell it when it leads:
+    /// the leader's gets --lead-signal, with its fencing token in the file
+    /// $NELI_TOKEN_FILE, and --unlead-signal (the file emptied first) when
+    /// it stops leading.
+    ///
+    /// For a command that is slow to get ready (a cache to warm, a pool to
+    /// open). The trade: at most one command *acts as leader* only if each
+    /// honours --unlead-signal at once; a fence still SIGKILLs the
+    /// leader's (it starts again as a standby), and the token stays the
+    /// downstream guard. Needs --restart on-failure or always: a command
+    /// that dies on any member is started again after --restart-delay.
+    #[arg(long, env = "NELI_WARM", help_heading = "Warm standbys")]
+    pub warm: bool,
+
+    /// With --warm: the signal that tells the command it leads (name or
+    /// number).
+    #[arg(
+        long,
+        env = "NELI_LEAD_SIGNAL",
+        requires = "warm",
+        default_value = "SIGUSR1",
+        value_name = "SIGNAL",
+        help_heading = "Warm standbys"
+    )]
+    pub lead_signal: String,
+
+    /// With --warm: the signal that tells the command it no longer leads
+    /// (name or number).
+    #[arg(
+        long,
+        env = "NELI_UNLEAD_SIGNAL",
+        requires = "warm",
+        default_value = "SIGUSR2",
+        value_name = "SIGNAL",
+        help_heading = "Warm standbys"
+    )]
+    pub unlead_signal: String,
+
     /// The command to run while leader, and its arguments (no shell).
     #[arg(last = true, required = true, value_name = "COMMAND", help_heading = "The command")]
     pub command: Vec<OsString>,

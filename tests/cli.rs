@@ -568,3 +568,29 @@ fn health_checks_that_cannot_work_are_refused_with_the_fix() {
         assert!(out.contains(why), "{flags:?}: {out}");
     }
 }
+
+#[test]
+fn warm_combinations_that_cannot_work_are_refused_with_the_fix() {
+    let r = ["--restart", "always"];
+    let cases: [(Vec<&str>, &str); 9] = [
+        (vec!["--warm"], "--warm needs --restart on-failure or always"),
+        (vec!["--warm", "--every", "5m"], "--warm and --every do not go together"),
+        ([&r[..], &["--warm", "--once-within", "10s"]].concat(), "--warm and --once-within do not go together"),
+        ([&r[..], &["--warm", "--max-runtime", "1m"]].concat(), "--warm and --max-runtime do not go together"),
+        (
+            [&r[..], &["--warm", "--lead-signal", "KILL"]].concat(),
+            "--lead-signal SIGKILL: the command must be able to catch it",
+        ),
+        ([&r[..], &["--warm", "--unlead-signal", "TERM"]].concat(), "it is not the stop signal SIGTERM"),
+        ([&r[..], &["--warm", "--lead-signal", "USR2"]].concat(), "--lead-signal and --unlead-signal are both SIGUSR2"),
+        ([&r[..], &["--warm", "--lead-signal", "NOPE"]].concat(), "--lead-signal 'NOPE': not a signal name"),
+        (vec!["--lead-signal", "HUP"], "--warm"),
+    ];
+    for (flags, why) in cases {
+        let args: Vec<&str> =
+            ["-g", "g", "-b", "127.0.0.1:1"].iter().chain(&flags).chain(&["--", "true"]).copied().collect();
+        let (code, out) = run(&args);
+        assert_eq!(code, 2, "{flags:?}: {out}");
+        assert!(out.contains(why), "{flags:?}: {out}");
+    }
+}

@@ -22,4 +22,5 @@ mod status;
 mod supervision;
 mod systemd;
 mod tls;
+mod warm;
 mod waves;

@@ -86,8 +86,9 @@ pub struct Running {
 
 impl Running {
     /// Starts the shim and, through it, the command; the child may run until
-    /// `lease` unless the lease is renewed.
-    pub fn spawn(cmd: &Command, token: i64, lease: BootTime) -> io::Result<Running> {
+    /// `lease` unless the lease is renewed. Without a token (a warm
+    /// command, told its token through a file) NELI_FENCING_TOKEN is unset.
+    pub fn spawn(cmd: &Command, token: Option<i64>, lease: BootTime) -> io::Result<Running> {
         let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let mut shim = std::process::Command::new("/proc/self/exe");
         for name in &cmd.env_remove {
@@ -101,8 +102,11 @@ impl Running {
             .arg(&cmd.program)
             .args(&cmd.args)
             .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-            .env("NELI_FENCING_TOKEN", token.to_string())
             .process_group(0);
+        match token {
+            Some(token) => shim.env("NELI_FENCING_TOKEN", token.to_string()),
+            None => shim.env_remove("NELI_FENCING_TOKEN"),
+        };
         // Read before the fork: getrlimit in the child is not on the list of
         // async-signal-safe calls.
         let fd_limit = fd_limit();

@@ -206,6 +206,8 @@ pub struct Config {
     pub hooks: Hooks,
     /// `--health-cmd` and its thresholds, if set.
     pub health: Option<Health>,
+    /// `--warm`: the command runs on every member and is told when it leads.
+    pub warm: Option<Warm>,
 }
 
 /// The health check (`--health-cmd`): a shell command line, when it runs,
@@ -217,6 +219,13 @@ pub struct Health {
     pub interval: Duration,
     pub timeout: Duration,
     pub retries: u32,
+}
+
+/// `--warm`'s signals, checked: they tell the command, they must not stop it.
+#[derive(Clone, Copy, Debug)]
+pub struct Warm {
+    pub lead_signal: crate::leader::Signal,
+    pub unlead_signal: crate::leader::Signal,
 }
 
 /// The hooks (`--on-lead`, `--on-unlead`, `--on-exit`): shell command
@@ -245,6 +254,7 @@ impl Config {
         let schedule = schedule(&args)?;
         let hooks = hooks(&args)?;
         let health = health(&args)?;
+        let warm = warm(&args)?;
         let asked = Requested {
             session_timeout: args.session_timeout,
             heartbeat_interval: args.heartbeat_interval,
@@ -326,9 +336,65 @@ impl Config {
             leader_file,
             hooks,
             health,
+            warm,
         };
         Ok(config)
     }
+}
+
+/// `--warm` and its signals, checked: a warm command runs for ever on every
+/// member, so what bounds or schedules one run does not apply, and it must
+/// be started again when it dies.
+fn warm(args: &RunArgs) -> Result<Option<Warm>, Failure> {
+    if !args.warm {
+        return Ok(None);
+    }
+    let why = "a warm command runs all the time on every member";
+    if args.every.is_some() || args.cron.is_some() {
+        let flag = if args.every.is_some() { "--every" } else { "--cron" };
+        return err(format!("--warm and {flag} do not go together: {why}, not at due times (leave one out)"));
+    }
+    for (flag, given) in [
+        ("--once-within", args.once_within.is_some()),
+        ("--failed-run", args.failed_run.is_some()),
+        ("--max-runtime", args.max_runtime.is_some()),
+    ] {
+        if given {
+            return err(format!("--warm and {flag} do not go together: {why}; {flag} is for a run that ends"));
+        }
+    }
+    if args.restart == Restart::Never {
+        return err(format!(
+            "--warm needs --restart on-failure or always: {why}, and one that dies must be started again \
+             (--restart never is for a run once per tick, as from cron)"
+        ));
+    }
+    let stop = stop_signal(&args.stop_signal)?;
+    let signal = |flag: &str, env: &str, value: &str| -> Result<Signal, Failure> {
+        let flag = given_as(flag, env, value);
+        let sig = parse_signal(value).map_err(|e| Failure::new(e.kind, e.message.replace("--stop-signal", flag)))?;
+        if matches!(sig, Signal::SIGKILL | Signal::SIGSTOP | Signal::SIGCONT) || sig == stop {
+            return err(format!(
+                "{flag} {}: the command must be able to catch it and go on running (and it is not the stop \
+                 signal {}); use SIGUSR1, SIGUSR2 or SIGHUP",
+                sig.as_str(),
+                stop.as_str()
+            ));
+        }
+        Ok(sig)
+    };
+    let lead = signal("--lead-signal", "NELI_LEAD_SIGNAL", &args.lead_signal)?;
+    let unlead = signal("--unlead-signal", "NELI_UNLEAD_SIGNAL", &args.unlead_signal)?;
+    if lead == unlead {
+        return err(format!(
+            "--lead-signal and --unlead-signal are both {}: the command must tell them apart",
+            lead.as_str()
+        ));
+    }
+    Ok(Some(Warm {
+        lead_signal: crate::leader::Signal(lead as i32),
+        unlead_signal: crate::leader::Signal(unlead as i32),
+    }))
 }
 
 /// The hooks asked for, checked.

@@ -21,6 +21,7 @@ mod input;
 mod leader_file;
 mod signals;
 mod supervisor;
+mod warm;
 
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
@@ -48,6 +49,7 @@ use input::Keep;
 use leader_file::LeaderFile;
 use signals::{sleep_for, Signals};
 use supervisor::Supervisor;
+use warm::Warm;
 
 /// Runs `cfg` until the child's run ends; returns the exit status (the
 /// command's, or the core's for an outcome that is not the command's), or
@@ -70,6 +72,8 @@ struct Shell {
     signals: Signals,
     sigchld: tokio::signal::unix::Signal,
     child: Supervisor,
+    /// `--warm`: the command runs all the time and is told when it leads.
+    warm: Option<Warm>,
     /// Inputs the shell makes itself (a start that failed), heard before
     /// anything new.
     pending: VecDeque<Input>,
@@ -121,7 +125,9 @@ impl Shell {
         };
         child::become_subreaper()
             .map_err(|err| Failure::new(Kind::Internal, format!("cannot become a child subreaper: {err}")))?;
-        let child = Supervisor::new(&cfg);
+        let mut child = Supervisor::new(&cfg);
+        let warm = Warm::new(&cfg, &mut child)
+            .map_err(|err| Failure::new(Kind::Internal, format!("cannot create --warm's token file: {err}")))?;
 
         let ids =
             metrics::Ids { group: cfg.kafka.group.clone(), topic: cfg.kafka.topic.clone(), member: cfg.name.clone() };
@@ -178,6 +184,7 @@ impl Shell {
             signals,
             sigchld,
             child,
+            warm,
             pending: VecDeque::new(),
             release: None,
             flushing: None,
@@ -189,11 +196,15 @@ impl Shell {
 
     /// Turns the loop until the core says exit; returns the exit status.
     async fn serve(mut self) -> u8 {
+        self.warm_start();
         // Said at once: a member kept out by its health check may hear
         // nothing for long.
         self.report();
         loop {
             let input = self.next_input().await;
+            if !self.warm_heard(&input) {
+                continue;
+            }
             // Handovers held back by a flush that just ended go first.
             let mut actions = match self.flushing {
                 None => std::mem::take(&mut self.after_flush),
@@ -202,6 +213,7 @@ impl Shell {
             actions.extend(self.core.step(input, BootTime::now()));
             for action in actions {
                 if let ControlFlow::Break(code) = self.apply(action) {
+                    let code = self.warm_stop(code).await;
                     return self.exit(code).await;
                 }
             }
@@ -244,12 +256,19 @@ impl Shell {
                 _ = self.sigchld.recv() => self.child.reap(),
                 Some(status) = self.child.exited() => {
                     info!(%status, "child exited");
+                    if self.warm.is_some() {
+                        match self.warm_exited(status) {
+                            Some(input) => return input,
+                            None => continue,
+                        }
+                    }
                     if let Some(hooks) = self.report.hooks.as_mut() {
                         hooks.exited(status, self.core.why_child_ends());
                     }
                     return Input::ChildExited(status);
                 }
                 _ = sleep_for(sleep) => return Input::Tick,
+                _ = restart(self.warm.as_ref().and_then(|w| w.restart_at)) => self.warm_restart(),
                 _ = flushed(&mut self.flushing) => {
                     self.flushing = None;
                     return Input::Tick;
@@ -292,10 +311,13 @@ impl Shell {
             self.after_flush.push(action);
             return ControlFlow::Continue(());
         }
+        if self.warm_apply(&action) {
+            return ControlFlow::Continue(());
+        }
         match action {
             Action::SendHeartbeat(record) => self.kafka.send_heartbeat(BootTime::now(), record),
             Action::Spawn { token, lease, attempt } => {
-                if self.child.spawn(token, lease, attempt) {
+                if self.child.spawn(Some(token), lease, attempt) {
                     self.report.metrics.lock().expect("metrics lock").child_started(token);
                     if let Some(hooks) = self.report.hooks.as_mut() {
                         hooks.spawned(token);
@@ -338,7 +360,7 @@ impl Shell {
             m.set_role(core.role(), wall);
             m.loop_seen = Some(now);
             m.fresh = core.fresh();
-            m.child_up = self.child.is_running();
+            m.child_up = self.child.is_running() && self.warm.as_ref().is_none_or(|w| w.leads());
             m.paused = core.paused().is_some();
             m.note_run(core.last_run(), core.child_alive());
             m.next_due_ms = core.next_due().filter(|_| matches!(core.role(), Role::Leader { .. }));
@@ -462,6 +484,14 @@ async fn reaping(sigchld: &mut tokio::signal::unix::Signal) {
         if sigchld.recv().await.is_none() {
             std::future::pending::<()>().await;
         }
+    }
+}
+
+/// Waits until `at`, if set (else never ends).
+async fn restart(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -19,6 +19,9 @@ use crate::leader;
 pub(super) struct Supervisor {
     command: child::Command,
     running: Option<Running>,
+    /// The shim has exited and its leftovers are being swept: nothing new
+    /// may start until `exited` says so (the sweep kills all below us).
+    ending: bool,
     /// The command's status, sent once everything it started is gone: the
     /// wait for that runs beside the loop, which keeps heartbeating meanwhile.
     gone_tx: UnboundedSender<ChildStatus>,
@@ -37,7 +40,7 @@ impl Supervisor {
             env_remove: consumed_env(),
         };
         let (gone_tx, gone) = unbounded_channel();
-        Supervisor { command, running: None, gone_tx, gone }
+        Supervisor { command, running: None, ending: false, gone_tx, gone }
     }
 
     /// Whether the shim is still there (its leftovers may not be gone yet).
@@ -45,9 +48,19 @@ impl Supervisor {
         self.running.is_some()
     }
 
-    /// Starts the command under `token`, fenced at `lease`; false if it
-    /// could not be started (said in the log).
-    pub(super) fn spawn(&mut self, token: i64, lease: BootTime, attempt: Option<leader::Attempt>) -> bool {
+    /// Whether nothing is left of the last command: a new one may start.
+    pub(super) fn is_idle(&self) -> bool {
+        self.running.is_none() && !self.ending
+    }
+
+    /// Gives the command one more variable (`--warm`'s NELI_TOKEN_FILE).
+    pub(super) fn set_env(&mut self, name: &str, value: String) {
+        self.command.env.push((name.into(), value));
+    }
+
+    /// Starts the command under `token` (None: told through a file), fenced
+    /// at `lease`; false if it could not be started (said in the log).
+    pub(super) fn spawn(&mut self, token: Option<i64>, lease: BootTime, attempt: Option<leader::Attempt>) -> bool {
         match Running::spawn(&with_attempt(&self.command, attempt), token, lease) {
             Ok(child) => {
                 info!(pid = child.pgid().as_raw(), token, "child started");
@@ -99,6 +112,7 @@ impl Supervisor {
         };
         let Some(status) = child::reap(Some(pgid)) else { return };
         self.running = None;
+        self.ending = true;
         let gone_tx = self.gone_tx.clone();
         tokio::spawn(async move {
             child::all_gone().await;
@@ -109,7 +123,9 @@ impl Supervisor {
     /// The status of a command whose whole tree is gone (never None: the
     /// sender is ours).
     pub(super) async fn exited(&mut self) -> Option<ChildStatus> {
-        self.gone.recv().await
+        let status = self.gone.recv().await;
+        self.ending = false;
+        status
     }
 }
 

@@ -370,6 +370,10 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
     run
 }
 
+/// How long a warm leader's command may take to act on the unlead signal
+/// of `pause --stop` (the soak's warm script takes milliseconds).
+const WARM_HONOUR: Duration = Duration::from_secs(1);
+
 /// `Fault::Pause`: `neli-run pause --stop`; once acknowledged, 2-4 faults
 /// (kill -9, a graceful stop, a freeze or a network cut for a session, a
 /// blip, the broker down or frozen) each at the leader (or the broker),
@@ -404,10 +408,20 @@ fn pause_episode(
         }
     };
     let before = soak.detector.starts();
+    let warm = soak.leader_slot().is_some_and(|slot| soak.is_warm(slot));
     if !ask(soak, "pause", &["--stop"]) {
         run.unacknowledged += 1;
     }
     let paused_at = SystemTime::now();
+    if warm {
+        // A warm leader acknowledges once its command is told (the file
+        // emptied, the unlead signal sent): the command then has a moment
+        // to honour it (docs/operations.md, warm standbys).
+        let until = Instant::now() + WARM_HONOUR;
+        while soak.detector.lock_held() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
     // Acknowledged: the leader's command is gone, and none may start.
     let violated = |soak: &Soak, run: &mut Run, when: &str| {
         let starts = soak.detector.starts();

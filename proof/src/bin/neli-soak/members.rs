@@ -44,6 +44,26 @@ case $mode in
   *) sleep "$RUN"; echo "end $NELI_DUE $NELI_FENCING_TOKEN" >> "$0/runs" ;;
 esac"#;
 
+/// A warm member's command (--warm): it runs all the time and holds the
+/// detector's lock only while its token file holds a token: a child under
+/// the detector, in a process group of its own (set -m), started on the
+/// lead signal and killed, group and all, on the unlead signal. The
+/// overlap detector then counts *leading* commands.
+const WARM: &str = r#"set -m
+dir=$0; guard=
+check() {
+  t=$(cat "$NELI_TOKEN_FILE")
+  if [ -n "$t" ] && [ -z "$guard" ]; then
+    NELI_FENCING_TOKEN=$t "$dir/guarded.sh" "$dir" sleep 100000 & guard=$!
+  elif [ -z "$t" ] && [ -n "$guard" ]; then
+    kill -TERM -- -$guard; wait $guard; guard=
+  fi
+}
+trap check USR1 USR2
+trap '[ -n "$guard" ] && kill -TERM -- -$guard; exit 0' TERM
+check
+while :; do sleep 0.2 & wait $!; done"#;
+
 /// Every other member's hooks: each hangs past --hook-timeout, so that
 /// its process group is killed, and none may delay a fence, a revoke or a
 /// handover (the judge's stalls and leaderless times would show it). A
@@ -172,7 +192,16 @@ impl Soak {
                     let every = format!("{}ms", every.as_millis());
                     (vec!["--every".into(), every, "--missed".into(), "all".into()], SCHEDULED, run)
                 }
+                None if self.is_warm(i) => (
+                    ["--warm", "--restart", "on-failure", "--restart-delay", "200ms"].map(String::from).to_vec(),
+                    WARM,
+                    Duration::ZERO,
+                ),
                 None => (vec!["--once-within".into(), format!("{}ms", WAVE.as_millis())], CHILD, Duration::ZERO),
+            };
+            let (wrap, shell) = match self.is_warm(i) {
+                true => (Vec::new(), "bash"),
+                false => (self.detector.wrap(), "sh"),
             };
             let child = die_with_runner(&mut Command::new(&argv[0]))
                 .args(&argv[1..])
@@ -183,8 +212,8 @@ impl Soak {
                 .args(["--health-cmd", HEALTH, "--health-interval", "300ms", "--health-retries", "1"])
                 .env("DIR", &self.detector.dir)
                 .arg("--")
-                .args(self.detector.wrap())
-                .args(["sh", "-c", child])
+                .args(wrap)
+                .args([shell, "-c", child])
                 .arg(&self.detector.dir)
                 .env("RUN", format!("{:.1}", run.as_secs_f64()))
                 .stdin(Stdio::null())
@@ -205,6 +234,12 @@ impl Soak {
                 let _ = fs::remove_file(file);
             }
         }
+    }
+
+    /// Whether the member in `slot` runs with --warm: every third, unless
+    /// the members keep a schedule.
+    pub fn is_warm(&self, slot: usize) -> bool {
+        slot % 3 == 2 && self.schedule.is_none()
     }
 
     /// The slot of the member whose child started last.

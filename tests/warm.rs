@@ -1,0 +1,295 @@
+//! --warm: the command runs on every member and is told when it leads
+//! (--lead-signal, the token in $NELI_TOKEN_FILE) and when it no longer
+//! does (--unlead-signal, the file emptied first). Each member's command is
+//! a script that writes what it is told to one shared file: appends, in the
+//! order they happen.
+
+use std::path::Path;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::util::{run, wait_until, Group, Member, LONG};
+
+/// One line of the shared file: who, what, the token file's content then,
+/// and the script's pid.
+#[derive(Clone, Debug, PartialEq)]
+struct Seen {
+    name: String,
+    what: String,
+    token: String,
+    pid: i32,
+}
+
+/// Everything the scripts wrote so far, in order.
+fn seen(events: &Path) -> Vec<Seen> {
+    let text = std::fs::read_to_string(events).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let token = f.get(3)?.trim_start_matches('[').trim_end_matches(']').to_string();
+            Some(Seen { name: f[1].into(), what: f[2].into(), token, pid: f.get(4)?.parse().ok()? })
+        })
+        .collect()
+}
+
+/// The warm command of the docs' example, reporting to `events`: it sets
+/// its traps first, reads the token file at start and on each signal, and
+/// exits 0 on SIGTERM, or once a file quit-<name> appears.
+fn script(g: &Group) -> String {
+    let (dir, events) = (g.dir.path().display(), g.dir.path().join("events"));
+    let path = g.dir.path().join("warm.sh");
+    std::fs::write(
+        &path,
+        format!(
+            r#"#!/bin/bash
+ev() {{ echo "$(date +%s%N) $NELI_NAME $1 [$(cat "$NELI_TOKEN_FILE")] $$" >> {events}; }}
+trap 'ev lead' USR1
+trap 'ev unlead' USR2
+trap 'ev stop; exit 0' TERM
+ev start
+while :; do
+  [ -e {dir}/quit-$NELI_NAME ] && {{ ev quit; exit 0; }}
+  sleep 0.05 & wait $!
+done
+"#,
+            events = events.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+fn warm(g: &Group, name: &str, script: &str, extra: &[&str]) -> Member {
+    let args: Vec<&str> =
+        ["--warm", "--restart", "on-failure", "--restart-delay", "200ms"].iter().chain(extra).copied().collect();
+    g.member_unguarded(name, &args, &[script])
+}
+
+/// Whether `pid` runs (a zombie does not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+/// The token the log of `m` says it leads under, the newest.
+fn led_token(m: &Member) -> Option<String> {
+    let log = m.log();
+    let line = log.lines().rev().find(|l| l.contains("leading: token file written"))?;
+    Some(line.split("token=").nth(1)?.split_whitespace().next()?.to_string())
+}
+
+#[test]
+fn every_member_runs_the_command_only_the_leader_is_told_and_a_handover_unleads_before_it_leads() {
+    let g = Group::new("warm-handover");
+    let script = script(&g);
+    let events = g.dir.path().join("events");
+    let mut members: Vec<Member> = ["a", "b", "c"].iter().map(|n| warm(&g, n, &script, &[])).collect();
+    wait_until(LONG, "all three commands run", || seen(&events).iter().filter(|s| s.what == "start").count() == 3);
+    // Each started as a standby's: the token file empty.
+    let starts = seen(&events).into_iter().filter(|s| s.what == "start");
+    assert!(starts.clone().all(|s| s.token.is_empty()), "{:?}", seen(&events));
+    wait_until(LONG, "one is told it leads", || seen(&events).iter().any(|s| s.what == "lead"));
+    let first = seen(&events).into_iter().find(|s| s.what == "lead").unwrap();
+    let leader = members.iter().position(|m| m.name == first.name).unwrap();
+    assert_eq!(Some(first.token.clone()), led_token(&members[leader]), "the token its log names");
+    assert!(first.token.parse::<i64>().is_ok(), "{first:?}");
+
+    // A graceful handover: the old leader's command is told first, with
+    // the file already empty, then another's is told it leads.
+    let t = g.broker.timing;
+    let timeout = format!("{}ms", t.takeover().as_millis());
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
+    assert_eq!(code, 0, "{out}");
+    wait_until(t.takeover(), "another is told it leads", || {
+        seen(&events).iter().filter(|s| s.what == "lead").count() == 2
+    });
+    let all = seen(&events);
+    let unlead = all.iter().position(|s| s.what == "unlead").expect("the old leader's command was told");
+    let second = all.iter().rposition(|s| s.what == "lead").unwrap();
+    assert!(unlead < second, "unlead before the next lead: {all:#?}");
+    assert_eq!(all[unlead].name, first.name);
+    assert_eq!(all[unlead].token, "", "the token file is emptied before the unlead signal");
+    assert_ne!(all[second].name, first.name);
+    assert!(all[second].token.parse::<i64>().unwrap() > first.token.parse::<i64>().unwrap(), "{all:#?}");
+    // Exactly two leads and one unlead, and the commands never restarted.
+    assert_eq!(all.iter().filter(|s| s.what == "lead").count(), 2, "{all:#?}");
+    assert_eq!(all.iter().filter(|s| s.what == "start").count(), 3, "{all:#?}");
+
+    // SIGTERM: every command gets the stop signal and nothing is left.
+    let pids: Vec<i32> = all.iter().filter(|s| s.what == "start").map(|s| s.pid).collect();
+    let token_dirs = |m: &Member| -> Vec<std::path::PathBuf> {
+        let prefix = format!("neli-run-warm.{}.", m.pid());
+        let entries = std::fs::read_dir(std::env::temp_dir()).unwrap().flatten();
+        entries.filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)).map(|e| e.path()).collect()
+    };
+    assert!(members.iter().all(|m| token_dirs(m).len() == 1), "each member's token file's directory");
+    for m in &members {
+        m.signal(Signal::SIGTERM);
+    }
+    for m in members.iter_mut() {
+        assert_eq!(m.wait_exit(LONG).code(), Some(0), "the command's status:\n{}", m.log());
+        assert_eq!(token_dirs(m), Vec::<std::path::PathBuf>::new(), "removed at exit");
+    }
+    assert_eq!(seen(&events).iter().filter(|s| s.what == "stop").count(), 3, "{:#?}", seen(&events));
+    wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));
+}
+
+#[test]
+fn a_standbys_command_that_dies_is_restarted_and_the_leaders_follows_restart() {
+    let g = Group::new("warm-restart");
+    let script = script(&g);
+    let events = g.dir.path().join("events");
+    let count = |what: &str, name: &str| seen(&events).iter().filter(|s| s.what == what && s.name == name).count();
+    let mut a = warm(&g, "a", &script, &[]);
+    wait_until(LONG, "a's command is told it leads", || count("lead", "a") == 1);
+    let mut b = warm(&g, "b", &script, &[]);
+    wait_until(LONG, "b's command runs", || count("start", "b") == 1);
+    wait_until(LONG, "b is a standby", || b.log().contains("standby"));
+
+    // The standby's command, killed, starts again (an empty token file).
+    let pid_of = |name: &str| seen(&events).iter().rev().find(|s| s.what == "start" && s.name == name).unwrap().pid;
+    let old = pid_of("b");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(old), Signal::SIGKILL).unwrap();
+    wait_until(LONG, "b's command starts again", || count("start", "b") == 2);
+    assert_ne!(pid_of("b"), old);
+    assert!(b.log().contains("the standby's command exited; restarting it"), "{}", b.log());
+
+    // The leader's command, killed, is the run failing: --restart
+    // on-failure starts it again, still leading, the token in the file.
+    let token = seen(&events).into_iter().find(|s| s.what == "lead").unwrap().token;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid_of("a")), Signal::SIGKILL).unwrap();
+    wait_until(LONG, "a's command starts again", || count("start", "a") == 2);
+    let again = seen(&events).into_iter().rev().find(|s| s.what == "start" && s.name == "a").unwrap();
+    assert_eq!(again.token, token, "started as the leader's: it reads its token at start");
+    assert!(a.log().contains("restarting the child (--restart)"), "{}", a.log());
+
+    // The leader's run ends with 0: on-failure ends a's part; b leads.
+    std::fs::write(g.dir.path().join("quit-a"), "").unwrap();
+    assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
+    wait_until(g.broker.timing.takeover(), "b's command is told it leads", || count("lead", "b") == 1);
+    assert_eq!(count("start", "b"), 2, "b's command kept running");
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
+    let pids: Vec<i32> = seen(&events).iter().map(|s| s.pid).collect();
+    wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));
+}
+
+#[test]
+fn a_frozen_leader_has_its_warm_command_killed_by_the_shim_and_a_frozen_standby_keeps_its_own() {
+    let g = Group::new("warm-fence");
+    let script = script(&g);
+    let events = g.dir.path().join("events");
+    let count = |what: &str, name: &str| seen(&events).iter().filter(|s| s.what == what && s.name == name).count();
+    let pid_of = |name: &str| seen(&events).iter().rev().find(|s| s.what == "start" && s.name == name).unwrap().pid;
+    let a = warm(&g, "a", &script, &[]);
+    wait_until(LONG, "a's command is told it leads", || count("lead", "a") == 1);
+    let b = warm(&g, "b", &script, &[]);
+    wait_until(LONG, "b is a standby", || count("start", "b") == 1 && b.log().contains("standby"));
+    let (pa, pb) = (pid_of("a"), pid_of("b"));
+    // Frozen, neither renews a lease: the leader's command is fenced by its
+    // shim at the heartbeat deadline; the standby's has no lease to lose.
+    b.signal(Signal::SIGSTOP);
+    a.signal(Signal::SIGSTOP);
+    let deadline = g.broker.timing.deadline;
+    wait_until(deadline + Duration::from_secs(10), "a's command is fenced", || !alive(pa));
+    assert!(alive(pb), "the standby's command runs on");
+    b.signal(Signal::SIGCONT);
+    a.signal(Signal::SIGCONT);
+    // Thawed, a's command starts again (a standby's, or the leader's if a
+    // still owns partition 0), and b's ran throughout.
+    wait_until(g.broker.timing.takeover(), "a's command starts again", || count("start", "a") == 2);
+    assert!(alive(pb) && count("start", "b") == 1, "{:#?}", seen(&events));
+    for mut m in [a, b] {
+        m.signal(Signal::SIGTERM);
+        assert_eq!(m.wait_exit(LONG).code(), Some(0), "{}", m.log());
+    }
+    let pids: Vec<i32> = seen(&events).iter().map(|s| s.pid).collect();
+    wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));
+}
+
+/// The docs' example script, as a user pastes it: two members hand over
+/// with a yield, and stop on SIGTERM.
+#[test]
+fn the_docs_example_leads_stands_by_and_stops() {
+    let g = Group::new("warm-docs");
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operations.md")).unwrap();
+    let start = docs.find("#!/bin/bash\n# /usr/local/bin/billing-warm").expect("the example in docs/operations.md");
+    let example = &docs[start..start + docs[start..].find("```").unwrap()];
+    let path = g.dir.path().join("billing-warm");
+    std::fs::write(&path, example).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = path.display().to_string();
+    let mut members = [warm(&g, "a", &path, &[]), warm(&g, "b", &path, &[])];
+    let leads = |m: &Member| m.log().matches("leading, token").count();
+    wait_until(LONG, "one leads", || members.iter().map(leads).sum::<usize>() == 1);
+    let first = members.iter().position(|m| leads(m) == 1).unwrap();
+    wait_until(LONG, "both warmed up", || members.iter().all(|m| m.log().contains("warming up")));
+    let timeout = format!("{}ms", g.broker.timing.takeover().as_millis());
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
+    assert_eq!(code, 0, "{out}");
+    wait_until(g.broker.timing.takeover(), "the other leads", || leads(&members[1 - first]) == 1);
+    assert!(members[first].log().contains("standing by"), "{}", members[first].log());
+    for m in members.iter_mut() {
+        m.signal(Signal::SIGTERM);
+        assert_eq!(m.wait_exit(LONG).code(), Some(0), "{}", m.log());
+        assert!(m.log().contains("stopping"), "{}", m.log());
+    }
+}
+
+/// A command that ignores the stop signal: SIGTERM to a standby and to the
+/// leader each ends in SIGKILL after --grace, and nothing is left.
+#[test]
+fn sigterm_kills_a_warm_command_that_ignores_it_after_grace_on_a_standby_and_a_leader() {
+    let g = Group::new("warm-grace");
+    let pids = g.dir.path().join("pids");
+    let script =
+        format!("trap '' TERM USR1 USR2; echo $NELI_NAME $$ >> {}; while :; do sleep 0.05; done", pids.display());
+    let pid_of = |name: &str| -> Option<i32> {
+        let text = std::fs::read_to_string(&pids).unwrap_or_default();
+        text.lines().find_map(|l| l.strip_prefix(&format!("{name} "))?.trim().parse().ok())
+    };
+    let args = ["--warm", "--restart", "always", "--grace", "1s"];
+    let mut a = g.member_unguarded("a", &args, &["bash", "-c", &script]);
+    wait_until(LONG, "a leads", || a.log().contains("leading: token file written"));
+    let mut b = g.member_unguarded("b", &args, &["bash", "-c", &script]);
+    wait_until(LONG, "b is a standby with its command", || b.log().contains("standby") && pid_of("b").is_some());
+    for (m, name) in [(&mut b, "b"), (&mut a, "a")] {
+        let pid = pid_of(name).unwrap();
+        m.signal(Signal::SIGTERM);
+        assert_eq!(m.wait_exit(LONG).code(), Some(137), "killed after --grace:\n{}", m.log());
+        assert!(m.log().contains("grace"), "{}", m.log());
+        wait_until(Duration::from_secs(5), "its command is gone", || !alive(pid));
+    }
+}
+
+/// `pause --stop` unleads the warm command and leaves it running; `resume`
+/// tells it to lead again.
+#[test]
+fn pause_stop_unleads_the_warm_command_and_resume_leads_it_again() {
+    let g = Group::new("warm-pause");
+    let script = script(&g);
+    let events = g.dir.path().join("events");
+    let count = |what: &str| seen(&events).iter().filter(|s| s.what == what).count();
+    let mut a = warm(&g, "a", &script, &[]);
+    wait_until(LONG, "a's command is told it leads", || count("lead") == 1);
+    let ask = |what: &str, extra: &[&str]| {
+        let mut args = vec![what, "-b", &g.broker.address, "-g", &g.name, "--timeout", "30s"];
+        args.extend(extra);
+        run(&args)
+    };
+    let (code, out) = ask("pause", &["--stop"]);
+    assert_eq!(code, 0, "{out}");
+    // Acknowledged once told: the script notes it a moment later.
+    wait_until(LONG, "a's command is told it no longer leads", || count("unlead") == 1);
+    let all = seen(&events);
+    assert_eq!(all.last().map(|s| s.token.as_str()), Some(""), "{all:#?}");
+    let (code, out) = ask("resume", &[]);
+    assert_eq!(code, 0, "{out}");
+    wait_until(LONG, "a's command is told it leads again", || count("lead") == 2);
+    let all = seen(&events);
+    assert!(all.last().unwrap().token.parse::<i64>().is_ok(), "{all:#?}");
+    assert_eq!(count("start"), 1, "the command ran throughout: {all:#?}");
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
+}

@@ -35,6 +35,7 @@ use crate::cli::{StatusArgs, YieldArgs};
 use crate::clock::wall_ms;
 use crate::config::Target;
 use crate::exit::{Failure, Kind};
+use crate::kafka::candidacy;
 use crate::kafka::heartbeat::{printable, Heartbeat, WireJob};
 use crate::kafka::yield_request::Yield;
 
@@ -214,10 +215,35 @@ struct View {
     /// When the schedule is next due, as the newest record that said
     /// planned it.
     next_ms: Option<u64>,
+    /// The newest candidacy of each member that does not own partition 0
+    /// (live or not: `standbys` says which are).
+    candidacies: Vec<candidacy::Record>,
 }
 
 impl View {
+    /// Takes in a record's value, whatever it is.
+    fn read(&mut self, payload: Option<&[u8]>) {
+        let Some(payload) = payload else { return };
+        if let Some(hb) = Heartbeat::decode(payload) {
+            return self.add(hb);
+        }
+        if let Some(c) = candidacy::Record::decode(payload) {
+            self.candidacies.retain(|known| known.name != c.name);
+            self.candidacies.push(c);
+        }
+    }
+
+    /// The members whose candidacy is live at `now_ms`: by priority, the
+    /// highest first, then by name.
+    fn standbys(&self, now_ms: u64) -> Vec<&candidacy::Record> {
+        let mut live: Vec<_> = self.candidacies.iter().filter(|c| c.live(now_ms)).collect();
+        live.sort_by(|a, b| b.priority.cmp(&a.priority).then_with(|| a.name.cmp(&b.name)));
+        live
+    }
+
     fn add(&mut self, mut hb: Heartbeat) {
+        // Its writer owns partition 0, or left it: no standby now.
+        self.candidacies.retain(|c| c.name != hb.name || c.incarnation != hb.incarnation);
         self.next_ms = hb.next_ms.or(self.next_ms);
         if let Some(job) = hb.job.take() {
             let newer = |known: &WireJob| {
@@ -353,14 +379,43 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
             "leader": leader,
             "last_run": last_run,
             "schedule": schedule,
+            "standbys": view.standbys(now).iter().map(|c| json!({
+                "name": c.name,
+                "host": c.host,
+                "pid": c.pid,
+                "priority": c.priority,
+                "never_lead": c.never_lead,
+                "since": rfc3339(c.since_ms),
+                "last_seen_ms": now.saturating_sub(c.at_ms),
+            })).collect::<Vec<_>>(),
         })
         .to_string();
     }
+    let standbys = standby_lines(view, now);
     if view.scheduled() {
-        return leadership(target, view, fresh, now) + &schedule_lines(view, fresh, now);
+        return leadership(target, view, fresh, now) + &schedule_lines(view, fresh, now) + &standbys;
     }
     let last_run = view.job.as_ref().map_or(String::new(), |job| run_line(job, fresh, now));
-    leadership(target, view, fresh, now) + &last_run
+    leadership(target, view, fresh, now) + &last_run + &standbys
+}
+
+/// The live members besides the leader, a line each: who may lead next
+/// (the highest priority first), and who only watches (--never-lead).
+fn standby_lines(view: &View, now: u64) -> String {
+    let mut out = String::new();
+    for c in view.standbys(now) {
+        let what = if c.never_lead { "watcher".to_string() } else { format!("standby, priority {}", c.priority) };
+        out += &format!(
+            "\n  {what}: {n} (host {h}, pid {p}) since {s} ({sa} ago), last seen {a} ago",
+            n = printable(&c.name),
+            h = printable(&c.host),
+            p = c.pid,
+            s = rfc3339(c.since_ms),
+            sa = ago(now, c.since_ms),
+            a = ago(now, c.at_ms),
+        );
+    }
+    out
 }
 
 /// The last line of a command run once per wave, or of a service (whose
@@ -557,9 +612,7 @@ fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, View), Stop> 
     while !caught_up && Instant::now() < deadline {
         match consumer.poll(Duration::from_millis(200)) {
             Some(Ok(msg)) => {
-                if let Some(hb) = msg.payload().and_then(Heartbeat::decode) {
-                    view.add(hb);
-                }
+                view.read(msg.payload());
                 caught_up = msg.offset() + 1 >= high;
             }
             Some(Err(KafkaError::PartitionEOF(_))) => caught_up = true,
@@ -587,11 +640,7 @@ fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, Stop> {
             return Err(Stop::Closed);
         }
         match consumer.poll(Duration::from_millis(250)) {
-            Some(Ok(msg)) => {
-                if let Some(hb) = msg.payload().and_then(Heartbeat::decode) {
-                    view.add(hb);
-                }
-            }
+            Some(Ok(msg)) => view.read(msg.payload()),
             Some(Err(KafkaError::PartitionEOF(_))) | None => {}
             Some(Err(e)) => {
                 crate::stderr::line(format_args!("warning: {e}"));
@@ -607,14 +656,15 @@ pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> Result<u8,
         return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
     }
     finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
-        let message = handover(&target, args.name, timeout)?;
+        let message = handover(&target, args.name, args.to, timeout)?;
         say(&message)?;
         Ok(0)
     }))
 }
 
-/// Asks the leader to hand over and waits until another member leads.
-fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<String, Stop> {
+/// Asks the leader to hand over (to `to`) and waits until another member
+/// (`to`) leads.
+fn handover(target: &Target, name: Option<String>, to: Option<String>, timeout: Duration) -> Result<String, Stop> {
     let group = printable(&target.group);
     let (consumer, mut view) = read_partition(target)?;
     let Some(old) = view.fresh_leader(wall_ms()).cloned() else {
@@ -628,11 +678,14 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
             );
         }
     }
+    if let Some(to) = &to {
+        check_target(&view, &old, to, &group)?;
+    }
     let producer: BaseProducer<Probe> = target
         .client_config(&[("acks", "all")])
         .create_with_context(Probe::new(target))
         .map_err(|e| rejected(e, target))?;
-    let request = Yield::new(name).encode();
+    let request = Yield::new(name, to.clone()).encode();
     if let Err((e, _)) = producer.send(BaseRecord::<(), _>::to(&target.topic).partition(0).payload(&request)) {
         return Err(producer.context().failure(format!("cannot write the yield request: {e}")));
     }
@@ -648,12 +701,10 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
     let start = Instant::now();
     while start.elapsed() < timeout {
         if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
-            if let Some(hb) = msg.payload().and_then(Heartbeat::decode) {
-                view.add(hb);
-            }
+            view.read(msg.payload());
         }
         if let Some(new) = view.fresh_leader(wall_ms()) {
-            if new.token != old.token && new.name != old.name {
+            if new.token != old.token && new.name != old.name && to.as_ref().is_none_or(|to| *to == new.name) {
                 return Ok(format!(
                     "group {group}: leadership moved from {} (token {}) to {} (token {})",
                     printable(&old.name),
@@ -664,14 +715,53 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
             }
         }
     }
-    fail(
-        Kind::NoLeader,
-        format!(
-            "group {group}: no other member took over within {} (is {} alone?)",
-            humantime::format_duration(timeout),
-            printable(&old.name)
+    let now = view.fresh_leader(wall_ms()).filter(|new| new.token != old.token);
+    match (&to, now) {
+        (Some(to), Some(new)) => fail(
+            Kind::NoLeader,
+            format!(
+                "group {group}: {} leads now, not {} (did {} stop meanwhile?)",
+                printable(&new.name),
+                printable(to),
+                printable(to)
+            ),
         ),
-    )
+        _ => fail(
+            Kind::NoLeader,
+            format!(
+                "group {group}: no other member took over within {} (is {} alone?)",
+                humantime::format_duration(timeout),
+                printable(&old.name)
+            ),
+        ),
+    }
+}
+
+/// Refuses `yield --to` a member that cannot take over: the leader itself,
+/// one that never leads, or one with no live candidacy.
+fn check_target(view: &View, leader: &Heartbeat, to: &str, group: &str) -> Result<(), Stop> {
+    if to == leader.name {
+        return fail(Kind::NoLeader, format!("{} leads group {group} already", printable(to)));
+    }
+    let standbys = view.standbys(wall_ms());
+    match standbys.iter().find(|c| c.name == to) {
+        Some(c) if c.never_lead => fail(
+            Kind::NoLeader,
+            format!("{} runs with --never-lead: it watches group {group} and never leads; name another", printable(to)),
+        ),
+        Some(_) => Ok(()),
+        None => {
+            let names: Vec<_> = standbys.iter().filter(|c| !c.never_lead).map(|c| printable(&c.name)).collect();
+            let live = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+            fail(
+                Kind::NoLeader,
+                format!(
+                    "{} is not a live member of group {group} (members that may lead: {live}; `neli-run status` lists them)",
+                    printable(to)
+                ),
+            )
+        }
+    }
 }
 
 #[cfg(test)]
@@ -688,7 +778,7 @@ mod tests {
             crate::clock::BootTime::from_nanos(1),
             at_ms,
             Content {
-                record: Record { term: 1, start: None, stance, attempt: None, next: None },
+                record: Record { term: 1, start: None, stance, attempt: None, next: None, to: None },
                 since_ms: Some(at_ms),
                 deadline_ms: 3000,
             },

@@ -15,6 +15,7 @@ mod layers;
 mod metrics;
 mod sasl;
 mod schedule;
+mod standbys;
 mod status;
 mod supervision;
 mod systemd;

@@ -279,6 +279,10 @@ impl Config {
                 None => waves(args.restart, args.once_within, args.failed_run)?,
             },
             schedule,
+            name: name.clone(),
+            priority: args.priority,
+            preempt: false,
+            candidacy_interval: 2 * timing.heartbeat_interval,
         };
         let metrics_addr = match args.metrics_addr.as_deref() {
             None => None,

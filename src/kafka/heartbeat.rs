@@ -10,7 +10,8 @@
 //! a version 1 record reads as leading while it has a token and as released
 //! otherwise, which is all version 1 meant. `job` (once per wave) is an
 //! optional field of version 2: older readers ignore it, and so are the
-//! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it.
+//! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it, and
+//! a disclaimer's `to` (the member its writer hands over to).
 
 use serde::{Deserialize, Serialize};
 
@@ -86,6 +87,10 @@ pub struct Heartbeat {
     /// since most of it follows from --session-timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<WireTiming>,
+    /// A disclaimer's: the member (by name) its writer hands partition 0
+    /// over to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
 }
 
 /// [`crate::config::timing::Timing`] on the wire, in milliseconds.
@@ -159,7 +164,7 @@ impl Heartbeat {
     /// The record `member` sends as its `seq`th heartbeat at `sent`, which
     /// is `at_ms` on the wall clock (the caller reads the clocks).
     pub fn new(member: &Member, seq: u64, sent: BootTime, at_ms: u64, content: Content) -> Heartbeat {
-        let Record { term, start, stance, attempt, next } = content.record;
+        let Record { term, start, stance, attempt, next, to } = content.record;
         let role = match stance {
             Stance::Leading { .. } => WireStance::Leading,
             Stance::Contending => WireStance::Contending,
@@ -198,6 +203,7 @@ impl Heartbeat {
             }),
             next_ms: next,
             timing: None,
+            to,
         }
     }
 
@@ -242,6 +248,7 @@ impl Heartbeat {
                 due: job.due_ms,
                 ended: job.ended_ms,
             }),
+            to: self.to.clone(),
         }
     }
 
@@ -288,8 +295,14 @@ mod tests {
     #[test]
     fn round_trips_and_recognises_only_its_own_incarnation() {
         let me = Member::this_process("a".into());
-        let record =
-            Record { term: 2, start: Some(5), stance: Stance::Leading { token: 9 }, attempt: None, next: None };
+        let record = Record {
+            term: 2,
+            start: Some(5),
+            stance: Stance::Leading { token: 9 },
+            attempt: None,
+            next: None,
+            to: None,
+        };
         let hb = Heartbeat::new(
             &me,
             3,
@@ -312,7 +325,8 @@ mod tests {
         let wave_ms = AT - 5000;
         let job =
             Attempt { wave_ms, wave_token: 2, number: 2, token: 3, code: Some(0), by: None, due: None, ended: None };
-        let record = Record { term: 1, start: None, stance: Stance::Released, attempt: Some(job.clone()), next: None };
+        let record =
+            Record { term: 1, start: None, stance: Stance::Released, attempt: Some(job.clone()), next: None, to: None };
         let content = Content { record, since_ms: None, deadline_ms: 1 };
         let hb = Heartbeat::decode(&Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, content).encode()).unwrap();
         let read = hb.as_other(4, std::time::Duration::from_secs(3), AT).attempt.unwrap();
@@ -345,6 +359,7 @@ mod tests {
             stance: Stance::Leading { token: 7 },
             attempt: Some(job.clone()),
             next: Some(next),
+            to: None,
         };
         let hb =
             Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: None, deadline_ms: 1 });
@@ -372,7 +387,7 @@ mod tests {
         assert_eq!(v1("null").stance, Stance::Released, "a version 1 candidate contends for nothing");
         assert_eq!(v1("null").term, None);
         let me = Member::this_process("b".into());
-        let record = Record { term: 4, start: None, stance: Stance::Contending, attempt: None, next: None };
+        let record = Record { term: 4, start: None, stance: Stance::Contending, attempt: None, next: None, to: None };
         let hb =
             Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: Some(9), deadline_ms: 1 });
         assert_eq!(hb.since_ms, None, "only leadership has a beginning");

@@ -21,6 +21,7 @@
 //! Fencing does not live here: the timer of the shell's loop and the shim's lease do
 //! it, so nothing stuck inside librdkafka can delay it.
 
+pub mod candidacy;
 mod context;
 pub mod heartbeat;
 mod topic;
@@ -44,7 +45,7 @@ use crate::config::properties::creation_error;
 use crate::config::timing::Timing;
 use crate::config::{Config, Target};
 use crate::exit::{Failure, Kind};
-use crate::leader::{Other, Record};
+use crate::leader::{Candidacy, Other, Record};
 use context::{Reach, ReaderContext, WriterContext};
 use heartbeat::{Content, Heartbeat, Member, WireTiming};
 use yield_request::Yield;
@@ -68,8 +69,13 @@ pub enum Event {
     },
     /// Another member's heartbeat.
     OtherHeartbeat(Other),
-    /// `neli-run yield` asked us (while we own partition 0) to hand over.
-    Yield,
+    /// `neli-run yield` asked us (while we own partition 0) to hand over
+    /// (to the member named, with `yield --to`).
+    Yield {
+        to: Option<String>,
+    },
+    /// Another member's candidacy record.
+    Candidacy(Candidacy),
     /// Kafka refused us for good: a problem no retry will fix.
     Fatal(Failure),
 }
@@ -139,6 +145,13 @@ pub struct Kafka {
     _admin: Option<Joined>,
     /// The end of partition 0 when we joined, if Kafka said.
     born: Option<i64>,
+    /// What our candidacy records say besides who we are.
+    priority: u8,
+    never_lead: bool,
+    candidacy_interval: Duration,
+    /// Wall clock (ms) since when we have been a standby: our first
+    /// candidacy record since our last heartbeat.
+    standby_since: Option<u64>,
 }
 
 /// A helper thread that must end before neli-run does: dropping this asks
@@ -207,7 +220,10 @@ impl Kafka {
 
         let reader_member = member.clone();
         let reader_requests = requests.clone();
-        let watch = 3 * s.timing.session_timeout;
+        let watch = Watch {
+            yielded: 3 * s.timing.session_timeout,
+            handed_over: candidacy::LIVE_INTERVALS * s.candidacy_interval,
+        };
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
             .spawn(move || consume(consumer, &reader_member, &reader_requests, watch, &events))
@@ -226,7 +242,36 @@ impl Kafka {
             _serving: serving,
             _admin: admin,
             born,
+            priority: s.priority,
+            never_lead: s.never_lead,
+            candidacy_interval: s.candidacy_interval,
+            standby_since: None,
         })
+    }
+
+    /// Queues our candidacy record (the withdrawal when `leaving`). Never
+    /// blocks.
+    pub fn send_candidacy(&mut self, leaving: bool) {
+        let at_ms = crate::clock::wall_ms();
+        let record = candidacy::Record {
+            kind: "candidacy".into(),
+            v: 1,
+            name: self.member.name.clone(),
+            incarnation: self.member.incarnation.clone(),
+            host: self.member.host.clone(),
+            pid: self.member.pid,
+            priority: self.priority,
+            never_lead: self.never_lead,
+            since_ms: *self.standby_since.get_or_insert(at_ms),
+            at_ms,
+            live_ms: (candidacy::LIVE_INTERVALS * self.candidacy_interval).as_millis() as u64,
+            leaving,
+        };
+        let value = record.encode();
+        let record = BaseRecord::to(&self.topic).partition(0).key(self.member.name.as_bytes()).payload(&value);
+        if let Err((err, _)) = self.producer.send(record) {
+            debug!(%err, "candidacy not queued");
+        }
     }
 
     /// The end of partition 0 when we joined: every record from there on
@@ -238,6 +283,7 @@ impl Kafka {
     /// Queues `record` as one heartbeat stamped with `now`. Never blocks.
     pub fn send_heartbeat(&mut self, now: BootTime, record: Record) {
         self.seq += 1;
+        self.standby_since = None;
         let at_ms = crate::clock::wall_ms();
         let token = record.stance.token();
         self.leading = match (token, self.leading) {
@@ -293,6 +339,12 @@ impl Kafka {
         self.requests.stand_aside.store(true, Ordering::Relaxed);
     }
 
+    /// As `stand_aside`, but rejoins at the latest once the hand-over our
+    /// disclaimer names has gone stale (its target may have died).
+    pub fn hand_over(&self) {
+        self.requests.hand_over.store(true, Ordering::Relaxed);
+    }
+
     /// Whether Kafka answered last time we tried.
     pub fn reachable(&self) -> bool {
         self.reach.is_reachable()
@@ -318,6 +370,10 @@ pub struct Settings {
     pub timing: Timing,
     /// Records a new owner reads back before the end (`backlog`).
     pub backlog: i64,
+    /// What our candidacy records say, and how often we write them.
+    pub priority: u8,
+    pub never_lead: bool,
+    pub candidacy_interval: Duration,
 }
 
 impl Settings {
@@ -328,6 +384,9 @@ impl Settings {
             client_id: cfg.name.clone(),
             timing: cfg.timing,
             backlog: backlog(&cfg.leader),
+            priority: cfg.leader.priority,
+            never_lead: false,
+            candidacy_interval: cfg.leader.candidacy_interval,
         }
     }
 }
@@ -398,11 +457,18 @@ fn producer_config(s: &Settings) -> rdkafka::ClientConfig {
 }
 
 /// Records a new owner reads back: four times those two writers produce
-/// in a heartbeat deadline and the margin, at least 64.
+/// in a heartbeat deadline and the margin, at least 64; and, so that it
+/// knows every member that may lead, room for the candidacies of
+/// `STANDBYS` standbys over the time one counts (`LIVE_INTERVALS` records
+/// each, one more for the margin). A few tens of kilobytes, read once.
 fn backlog(s: &crate::leader::Settings) -> i64 {
     let per_writer = (s.heartbeat_deadline + s.claim_margin).as_nanos() / s.heartbeat_interval.as_nanos().max(1);
-    (4 * per_writer as i64).max(64)
+    (4 * per_writer as i64).max(64) + STANDBYS * (i64::from(candidacy::LIVE_INTERVALS) + 1)
 }
+
+/// How many standbys a new owner is sure to know of (`backlog`): a larger
+/// group still works, but its owner may miss a member of higher priority.
+const STANDBYS: i64 = 64;
 
 /// Serves the producer's delivery reports and errors (reachability, and a
 /// fatal error such as a refused login, which connecting waits for) every
@@ -438,6 +504,17 @@ pub(super) struct Requests {
     pub(super) closing: AtomicBool,
     rejoin: AtomicBool,
     stand_aside: AtomicBool,
+    hand_over: AtomicBool,
+}
+
+/// How long a member that stood aside watches for another to lead before
+/// it rejoins anyway.
+#[derive(Clone, Copy)]
+struct Watch {
+    /// After a yield: it may be alone.
+    yielded: Duration,
+    /// After a hand-over: as long as one holds.
+    handed_over: Duration,
 }
 
 /// The consumer thread: polls until asked to close, then closes the consumer
@@ -446,7 +523,7 @@ fn consume(
     consumer: BaseConsumer<ReaderContext>,
     me: &Member,
     asks: &Requests,
-    watch: Duration,
+    watch: Watch,
     events: &UnboundedSender<Event>,
 ) {
     let ctx = consumer.context();
@@ -461,7 +538,13 @@ fn consume(
                 debug!("partition 0 is no longer ours: nothing to give back, and librdkafka rejoins by itself");
             }
         }
-        if asks.stand_aside.swap(false, Ordering::Relaxed) {
+        let aside =
+            match (asks.stand_aside.swap(false, Ordering::Relaxed), asks.hand_over.swap(false, Ordering::Relaxed)) {
+                (_, true) => Some(watch.handed_over),
+                (true, false) => Some(watch.yielded),
+                (false, false) => None,
+            };
+        if let Some(watch) = aside {
             leave_until_another_leads(&consumer, me, &asks.closing, watch);
             subscribe(&consumer, events);
         }
@@ -487,6 +570,12 @@ fn consume(
                     continue;
                 }
                 let Some(payload) = msg.payload() else { continue };
+                if let Some(c) = candidacy::Record::decode(payload) {
+                    if !c.is_from(me) && events.send(Event::Candidacy(c.as_core(crate::clock::wall_ms()))).is_err() {
+                        break;
+                    }
+                    continue;
+                }
                 let event = match (Heartbeat::decode(payload), Yield::decode(payload)) {
                     (Some(hb), _) if hb.is_from(me) => {
                         let sent = BootTime::from_nanos(hb.sent_ns);
@@ -504,7 +593,7 @@ fn consume(
                         // Anyone who may write to the topic can ask: say who
                         // did (escaped: every field is the writer's choice).
                         info!(offset = msg.offset(), "yield requested by {}", y.asker());
-                        Event::Yield
+                        Event::Yield { to: y.to }
                     }
                     _ => continue,
                 };

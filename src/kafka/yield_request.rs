@@ -12,6 +12,9 @@ use super::heartbeat::printable;
 /// leader's log. Only fields were added: older versions ignore them, and a
 /// version 1 record reads with them unset. Whoever can write to the topic
 /// can write any of them: they say who asked, they do not prove it.
+///
+/// Version 3 adds `to` (`yield --to`): the member to hand over to. An older
+/// leader ignores it and yields to whoever the group picks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Yield {
     /// Always "yield": what tells this record from a heartbeat.
@@ -37,18 +40,22 @@ pub struct Yield {
     /// The asker's uid (from version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uid: Option<u32>,
+    /// The member to hand over to (from version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
 }
 
 impl Yield {
-    /// A request to `target` (or whoever leads), signed with this process.
-    pub fn new(target: Option<String>) -> Yield {
+    /// A request to `target` (or whoever leads) to hand over (to `to`, or
+    /// whoever the group picks), signed with this process.
+    pub fn new(target: Option<String>, to: Option<String>) -> Yield {
         let host = nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned());
         let uid = nix::unistd::getuid();
         let user = nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.name);
         let name = std::env::var("NELI_NAME").ok().filter(|n| !n.is_empty()).or_else(|| host.clone());
         Yield {
             kind: "yield".into(),
-            v: 2,
+            v: 3,
             target,
             at_ms: crate::clock::wall_ms(),
             name,
@@ -56,6 +63,7 @@ impl Yield {
             pid: Some(std::process::id()),
             user,
             uid: Some(uid.as_raw()),
+            to,
         }
     }
 
@@ -107,8 +115,8 @@ mod tests {
 
     #[test]
     fn yield_records_are_not_heartbeats_and_name_their_target() {
-        let any = Yield::new(None).encode();
-        let named = Yield::new(Some("b".into())).encode();
+        let any = Yield::new(None, None).encode();
+        let named = Yield::new(Some("b".into()), None).encode();
         assert!(Heartbeat::decode(&any).is_none());
         assert!(Yield::decode(&any).unwrap().applies_to("a"));
         assert!(!Yield::decode(&named).unwrap().applies_to("a"));
@@ -118,7 +126,14 @@ mod tests {
             BootTime::from_nanos(1),
             1,
             Content {
-                record: Record { term: 1, start: None, stance: Stance::Contending, attempt: None, next: None },
+                record: Record {
+                    term: 1,
+                    start: None,
+                    stance: Stance::Contending,
+                    attempt: None,
+                    next: None,
+                    to: None,
+                },
                 since_ms: None,
                 deadline_ms: 1,
             },
@@ -128,8 +143,8 @@ mod tests {
 
     #[test]
     fn yield_records_say_who_asked_and_old_ones_still_read() {
-        let mine = Yield::decode(&Yield::new(None).encode()).unwrap();
-        assert_eq!((mine.v, mine.pid), (2, Some(std::process::id())));
+        let mine = Yield::decode(&Yield::new(None, None).encode()).unwrap();
+        assert_eq!((mine.v, mine.pid), (3, Some(std::process::id())));
         assert_eq!(mine.uid, Some(nix::unistd::getuid().as_raw()));
         // The user name as the system itself answers it.
         let id = std::process::Command::new("id").arg("-un").output().unwrap();
@@ -143,7 +158,7 @@ mod tests {
             kind: String,
             target: Option<String>,
         }
-        let old: V1 = serde_json::from_slice(&Yield::new(Some("b".into())).encode()).unwrap();
+        let old: V1 = serde_json::from_slice(&Yield::new(Some("b".into()), None).encode()).unwrap();
         assert_eq!((old.kind.as_str(), old.target.as_deref()), ("yield", Some("b")));
         // Version 1, as older neli-run versions write it.
         let v1 = Yield::decode(br#"{"type":"yield","v":1,"target":"a","at_ms":5}"#).unwrap();

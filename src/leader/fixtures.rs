@@ -51,6 +51,10 @@ pub fn settings(restart: Restart) -> Settings {
         claim_margin: Duration::ZERO,
         waves: None,
         schedule: None,
+        name: "me".into(),
+        priority: 1,
+        preempt: false,
+        candidacy_interval: Duration::from_millis(1000),
     }
 }
 
@@ -62,7 +66,7 @@ pub fn hb(offset: i64, sent: u64) -> Input {
 /// or contending.
 pub fn says(term: u64, start: Option<i64>, token: Option<i64>) -> Action {
     let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
-    SendHeartbeat(Record { term, start, stance, attempt: None, next: None })
+    SendHeartbeat(Record { term, start, stance, attempt: None, next: None, to: None })
 }
 
 /// What the leader made by `leading` says.

@@ -113,6 +113,10 @@ impl Sim {
             waves: (restart == Restart::Never && rng.bool())
                 .then(|| Waves { within: Duration::from_millis(rng.u64(0..20_000)), retry_failed: rng.bool() }),
             schedule: None,
+            name: "me".into(),
+            priority: rng.u8(..3),
+            preempt: rng.bool(),
+            candidacy_interval: Duration::from_millis(rng.u64(100..1000)),
         };
         // A schedule runs the command at due times instead (never with waves).
         let schedule = (restart == Restart::Never && settings.waves.is_none() && rng.bool()).then(|| Schedule {
@@ -217,10 +221,32 @@ impl Sim {
                 76 => return Input::Shutdown,
                 77 if self.rng.bool() => return Input::Fatal(78),
                 78..=80 => return Input::Forward(SIGHUP),
-                81..=83 => return Input::Yield,
+                81..=83 => return Input::Yield { to: self.someone() },
+                84..=85 => return Input::Standby,
+                86..=89 => return self.their_candidacy(),
                 _ => {}
             }
         }
+    }
+
+    /// Nobody, us, another member, or one never heard of.
+    fn someone(&mut self) -> Option<String> {
+        [None, Some("me"), Some("a"), Some("b"), Some("z")][self.rng.usize(..5)].map(String::from)
+    }
+
+    /// Another member's candidacy: live or not, of any priority, leaving
+    /// now and then, never leading now and then.
+    fn their_candidacy(&mut self) -> Input {
+        let name = ["a", "b", "me"][self.rng.usize(..3)].to_string();
+        Input::Candidacy(Candidacy {
+            writer: name.clone(),
+            name,
+            priority: self.rng.u8(..4),
+            never_lead: self.rng.u8(..5) == 0,
+            leaving: self.rng.u8(..5) == 0,
+            age: Duration::from_millis(self.rng.u64(0..3000)),
+            live_for: Duration::from_millis(self.rng.u64(0..3000)),
+        })
     }
 
     /// Another member's record, from a v1 or v2 writer, old or new.
@@ -263,6 +289,7 @@ impl Sim {
                     ended: None,
                 }
             }),
+            to: if stance == Stance::Released { self.someone() } else { None },
         };
         // The rules, as the README states them.
         let until = self.now - age + D + self.settings.claim_margin.as_millis() as u64;
@@ -415,8 +442,13 @@ impl Sim {
                 }
                 self.revoke_waits = false;
             }
-            Action::Rejoin | Action::StandAside => {
-                if matches!(action, Action::StandAside) && self.child.is_some() {
+            Action::SendCandidacy { .. } => {
+                if role != Role::Standby {
+                    self.fail(&format!("a candidacy written while {role:?}"));
+                }
+            }
+            Action::Rejoin | Action::StandAside | Action::HandOver => {
+                if matches!(action, Action::StandAside | Action::HandOver) && self.child.is_some() {
                     self.fail("stood aside while a child lives");
                 }
                 self.leaving = true;

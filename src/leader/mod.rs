@@ -51,15 +51,17 @@ use crate::clock::{Anchor, BootTime};
 use crate::exit::{self, ChildStatus};
 use attempts::Turn;
 pub use attempts::{supersedes, Attempt, Runner, Waves};
-pub use io::{Action, Input, Other, Record, Restart, Settings, Signal, Stance};
+pub use io::{Action, Candidacy, Input, Other, Record, Restart, Settings, Signal, Stance};
 use peers::Peers;
 pub use schedule::{Calendar, Missed, Schedule};
+use standbys::Standbys;
 
 mod attempts;
 mod io;
 mod peers;
 mod say;
 mod schedule;
+mod standbys;
 
 /// Where we stand in the group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,6 +174,16 @@ pub struct Leader {
     peers: Peers,
     /// The newest attempt of a wave we know of, ours or read (once per wave).
     attempt: Option<Attempt>,
+    /// Who else may lead, and the newest hand-over (see `standbys`).
+    standbys: Standbys,
+    /// Whom our next disclaimer hands partition 0 over to.
+    hand_to: Option<String>,
+    /// When our next candidacy record is due: set while we are in the group
+    /// without partition 0 (from the first Standby), None while we stand
+    /// aside, out of it.
+    announce_at: Option<BootTime>,
+    /// We have written a candidacy record: we withdraw it when we exit.
+    announced: bool,
     /// The time of the latest step: a deadline at or before it has been
     /// handled, and returning it from `next_deadline` would spin the shell.
     now: BootTime,
@@ -205,6 +217,10 @@ impl Leader {
             run_ended: None,
             peers: Peers::default(),
             attempt: None,
+            standbys: Standbys::default(),
+            hand_to: None,
+            announce_at: None,
+            announced: false,
             now: now.boot,
             out: Vec::new(),
             roles: Vec::new(),
@@ -288,7 +304,13 @@ impl Leader {
                     self.out.push(Action::SignalGroup(sig));
                 }
             }
-            Input::Yield => self.on_yield(now),
+            Input::Yield { to } => self.on_yield(to, now),
+            Input::Standby => {
+                if self.tenure.is_none() && self.announce_at.is_none() {
+                    self.announce_at = Some(now);
+                }
+            }
+            Input::Candidacy(candidacy) => self.on_candidacy(candidacy, now),
             Input::Tick => {}
         }
         self.on_time(now);
@@ -307,6 +329,7 @@ impl Leader {
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
         };
+        consider(self.announce_due());
         if let Some(t) = self.tenure {
             consider(Some(t.next_heartbeat));
             match t.phase {
@@ -459,6 +482,17 @@ impl Leader {
         if now.since(fresh.sent) >= self.settings.heartbeat_deadline {
             return;
         }
+        // A candidate that has not started the command yet may let another
+        // member lead instead: one a hand-over names, or of higher priority.
+        if tenure.phase == Phase::Candidate && self.child == Child::Idle {
+            if let Some(to) = self.standbys.defer_to(&self.settings.name, self.settings.priority, now) {
+                say::defers(&to);
+                self.standbys.deferring(&to);
+                self.hand_to = Some(to);
+                return self.stand_aside();
+            }
+        }
+        let Some(tenure) = self.tenure.as_mut() else { return };
         let was = tenure.phase;
         let took = now.since(tenure.phase_since);
         tenure.phase = Phase::Leader { token: fresh.offset };
@@ -557,6 +591,7 @@ impl Leader {
             }
         }
         let until = (now - other.age) + other.deadline + self.settings.claim_margin;
+        self.standbys.other(&other, self.handover_window(), now);
         let leading = matches!(self.role(), Role::Leader { .. });
         let (before, after) = self.peers.read(&other, until, now);
         say::held_back(&other, until, now, leading, before.claim.is_some());
@@ -631,12 +666,45 @@ impl Leader {
         }
     }
 
-    fn on_yield(&mut self, now: BootTime) {
+    /// When our next candidacy record is due: while we are in the group
+    /// without partition 0, and mean to lead when asked (not while we stop
+    /// to stand aside or exit).
+    fn announce_due(&self) -> Option<BootTime> {
+        let serving = matches!(self.plan, Plan::Serve | Plan::Start(_));
+        self.announce_at.filter(|_| self.tenure.is_none() && serving)
+    }
+
+    /// How long a hand-over holds: three candidacy intervals, as a
+    /// candidacy does. Its target leads well within it, or has died.
+    fn handover_window(&self) -> Duration {
+        3 * self.settings.candidacy_interval
+    }
+
+    /// Another member's candidacy. A leader with --preempt hands over to a
+    /// live one of higher priority.
+    fn on_candidacy(&mut self, candidacy: Candidacy, now: BootTime) {
+        let Some((name, priority)) = self.standbys.read(&candidacy, now) else { return };
+        if self.settings.preempt
+            && priority > self.settings.priority
+            && matches!(self.role(), Role::Leader { .. })
+            && matches!(self.plan, Plan::Serve | Plan::Start(_))
+        {
+            say::preempted(&name, priority, self.settings.priority);
+            self.on_yield(Some(name), now);
+        }
+    }
+
+    fn on_yield(&mut self, to: Option<String>, now: BootTime) {
         let Some(tenure) = self.tenure else { return };
         if let Plan::StandAside | Plan::Exit(_) | Plan::Done = self.plan {
             return;
         }
-        info!(role = ?tenure.phase, "yielding: stopping the child, then standing aside for another member");
+        if to.as_deref() == Some(self.settings.name.as_str()) {
+            info!("asked to hand over to this member, which owns partition 0 already: nothing to do");
+            return;
+        }
+        say::yielding(tenure.phase, to.as_deref());
+        self.hand_to = to;
         self.plan = Plan::StandAside;
         match self.child {
             Child::Idle => self.stand_aside(),
@@ -666,12 +734,16 @@ impl Leader {
         self.out.push(Action::Rejoin);
     }
 
+    /// Leaves the group until another member leads: the one our
+    /// disclaimer hands over to, if it names one.
     fn stand_aside(&mut self) {
         self.plan = Plan::Serve;
         self.tenure = None;
+        self.announce_at = None;
         self.note_role();
+        let handing = self.hand_to.is_some();
         self.disclaim();
-        self.out.push(Action::StandAside);
+        self.out.push(if handing { Action::HandOver } else { Action::StandAside });
     }
 
     /// Lets the revoke go: our command is gone.
@@ -686,6 +758,7 @@ impl Leader {
     /// last claim then runs out by itself, and the disclaimer follows the
     /// revoke once the command is gone. Found by the invariant test.
     fn disclaim(&mut self) {
+        let to = self.hand_to.take();
         if self.child == Child::Idle && std::mem::take(&mut self.spoke) {
             let record = Record {
                 term: self.term,
@@ -693,6 +766,7 @@ impl Leader {
                 stance: Stance::Released,
                 attempt: self.attempt.clone(),
                 next: None,
+                to,
             };
             self.out.push(Action::Disclaim(record));
         }
@@ -716,7 +790,8 @@ impl Leader {
             (_, Child::Running | Child::Stopping { .. }) => Stance::Leading { token: self.child_token },
             _ => Stance::Contending,
         };
-        let record = Record { term: self.term, start: tenure.start, stance, attempt: self.attempt.clone(), next };
+        let record =
+            Record { term: self.term, start: tenure.start, stance, attempt: self.attempt.clone(), next, to: None };
         self.spoke = true;
         self.out.push(Action::SendHeartbeat(record));
     }
@@ -745,6 +820,11 @@ impl Leader {
         let deadline = self.settings.heartbeat_deadline;
         self.try_promote(now);
         self.start_if_due(now);
+        if self.announce_due().is_some_and(|t| now >= t) {
+            self.announce_at = Some(now + self.settings.candidacy_interval);
+            self.announced = true;
+            self.out.push(Action::SendCandidacy { leaving: false });
+        }
         // Heartbeats go on while a shutdown stops the child: we still own
         // the partition, and a cut network must still fence.
         if self.tenure.is_some_and(|t| now >= t.next_heartbeat) {
@@ -796,6 +876,9 @@ impl Leader {
         self.tenure = None;
         self.note_role();
         self.disclaim();
+        if std::mem::take(&mut self.announced) {
+            self.out.push(Action::SendCandidacy { leaving: true });
+        }
         self.out.push(Action::Exit(code));
     }
 }

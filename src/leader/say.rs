@@ -3,6 +3,7 @@
 //! see .cargo/mutants.toml; no test pins a log line's condition).
 
 use super::*;
+use crate::kafka::heartbeat::printable;
 use peers::Term;
 
 /// Our term's first record is on the partition: who contended before it.
@@ -82,4 +83,26 @@ pub(super) fn goes_first(writer: &str, before: Option<Term>, now: Option<Term>, 
     if now.contending && ours.is_some_and(|s| now.start < s && was.is_none_or(|w| w >= s)) && !leading {
         info!(%writer, "another member has contended for partition 0 since before us; it goes first");
     }
+}
+
+/// A yield: what we do once the command is gone (`to` is the writer's
+/// choice: escaped).
+pub(super) fn yielding(phase: Phase, to: Option<&str>) {
+    match to {
+        Some(to) => {
+            info!(role = ?phase, to = %printable(to), "yielding: stopping the child, then handing partition 0 over")
+        }
+        None => info!(role = ?phase, "yielding: stopping the child, then standing aside for another member"),
+    }
+}
+
+/// A candidate lets `to` lead instead (a hand-over names it, or its
+/// priority is higher).
+pub(super) fn defers(to: &str) {
+    info!(to = %printable(to), "another live member should lead (a hand-over names it, or its --priority is higher): handing partition 0 over before leading");
+}
+
+/// --preempt: a member of higher priority is live.
+pub(super) fn preempted(to: &str, theirs: u8, ours: u8) {
+    info!(to = %printable(to), theirs, ours, "a live member of higher --priority (--preempt): handing over to it");
 }

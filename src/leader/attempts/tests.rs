@@ -37,6 +37,7 @@ fn carrying(offset: i64, token: Option<i64>, attempt: Attempt) -> Input {
         age: Duration::ZERO,
         deadline: DEADLINE,
         attempt: Some(attempt),
+        to: None,
     })
 }
 

@@ -643,6 +643,19 @@ pub struct RunArgs {
           value_parser = clap::value_parser!(u8).range(0..=100), help_heading = "Operating")]
     pub priority: u8,
 
+    /// Never lead: watch the group, log who leads, and be listed by
+    /// `neli-run status`, without ever running COMMAND (which may be left
+    /// out).
+    ///
+    /// For a status host, or a host being drained: it never joins the
+    /// consumer group, so Kafka can never give it partition 0. Exits 0 on
+    /// SIGTERM or SIGINT. It writes a small record to the group's topic
+    /// every 2 × --heartbeat-interval, and reads the topic.
+    #[arg(long, env = "NELI_NEVER_LEAD", help_heading = "Operating",
+          conflicts_with_all = ["priority", "acquire_timeout", "every", "cron", "once_within", "failed_run",
+                                "max_runtime", "leader_file", "metrics_addr", "restart"])]
+    pub never_lead: bool,
+
     /// Give up (exit 75) if not leader within this time [default: wait forever].
     #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION", value_parser = duration, help_heading = "Operating")]
     pub acquire_timeout: Option<std::time::Duration>,
@@ -671,7 +684,7 @@ pub struct RunArgs {
     pub leader_file: Option<std::path::PathBuf>,
 
     /// The command to run while leader, and its arguments (no shell).
-    #[arg(last = true, required = true, value_name = "COMMAND", help_heading = "The command")]
+    #[arg(last = true, required_unless_present = "never_lead", value_name = "COMMAND", help_heading = "The command")]
     pub command: Vec<OsString>,
 }
 

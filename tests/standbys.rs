@@ -131,3 +131,40 @@ fn the_live_member_of_highest_priority_leads_when_the_leader_stops() {
     g.assert_no_overlap();
     drop(p1);
 }
+
+#[test]
+fn a_member_that_never_leads_watches_is_listed_and_never_runs() {
+    let g = Group::new("never-lead");
+    let t = g.broker.timing;
+    // Started before the topic exists: it waits for it.
+    let mut w = g.member("w", &["--never-lead"], &["sleep", "1000"]);
+    let mut a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    wait_until(t.takeover(), "status lists w", || standbys(&g) == vec![("w".to_string(), 0)]);
+    let (_, out) = run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]);
+    let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(json["standbys"][0]["never_lead"], true, "{json}");
+    let (_, text) = run(&["status", "-b", &g.broker.address, "-g", &g.name]);
+    assert!(text.contains("watcher: w (host "), "{text}");
+    wait_until(t.takeover(), "w logs who leads", || w.log().contains("the group has a leader leader=a"));
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--to", "w"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("w runs with --never-lead"), "{out}");
+
+    // The leader goes: w never takes over, it says so.
+    a.signal(Signal::SIGTERM);
+    a.wait_exit(t.takeover());
+    wait_until(t.takeover(), "w logs that nobody leads", || w.log().contains("the group has no fresh leader"));
+    assert!(stays_false(t.session * 2, || g.starts().len() > 1), "w ran its command: {:?}", g.starts());
+    w.signal(Signal::SIGTERM);
+    assert_eq!(w.wait_exit(t.takeover()).code(), Some(0), "{}", w.log());
+    assert_eq!(standbys(&g), vec![], "withdrawn at once");
+    g.assert_no_overlap();
+
+    for flag in [&["--priority", "2"][..], &["--every", "1m"], &["--acquire-timeout", "5s"]] {
+        let args = [&["-b", &g.broker.address, "-g", &g.name, "--never-lead"][..], flag, &["--", "true"]].concat();
+        let (code, out) = run(&args);
+        assert_eq!(code, 2, "{out}");
+        assert!(out.contains("'--never-lead' cannot be used with") && out.contains(flag[0]), "{out}");
+    }
+}

@@ -203,15 +203,21 @@ pub struct Config {
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Where the leader file goes (`--leader-file`), its directory checked.
     pub leader_file: Option<std::path::PathBuf>,
+    /// `--never-lead`: watch the group, never join it.
+    pub never_lead: bool,
 }
 
 impl Config {
     /// Checks `args`; `env_properties` is NELI_KAFKA_PROPERTIES, if set.
     pub fn from_args(args: RunArgs, env_properties: Option<String>) -> Result<Config, Failure> {
-        let Some((program, rest)) = args.command.split_first() else {
-            return err("no command given: neli-run [OPTIONS] -- COMMAND [ARGS]...");
+        let none = OsString::new();
+        let (program, rest) = match args.command.split_first() {
+            Some((program, rest)) => (program, rest),
+            // A member that never leads has nothing to run.
+            None if args.never_lead => (&none, &[][..]),
+            None => return err("no command given: neli-run [OPTIONS] -- COMMAND [ARGS]..."),
         };
-        if program.is_empty() {
+        if program.is_empty() && !args.never_lead {
             // An empty name can never be found, so this is "command not
             // found": 127, as `env ""` and shells report it. Refused here
             // because the PATH search would otherwise try "<dir>/" and
@@ -301,6 +307,7 @@ impl Config {
             args: rest.to_vec(),
             metrics_addr,
             leader_file,
+            never_lead: args.never_lead,
         };
         Ok(config)
     }

@@ -47,6 +47,32 @@ pub struct Record {
 }
 
 impl Record {
+    /// `member`'s candidacy now, written every `interval` (the withdrawal
+    /// when `leaving`).
+    pub fn new(
+        member: &Member,
+        priority: u8,
+        never_lead: bool,
+        since_ms: u64,
+        interval: std::time::Duration,
+        leaving: bool,
+    ) -> Record {
+        Record {
+            kind: "candidacy".into(),
+            v: 1,
+            name: member.name.clone(),
+            incarnation: member.incarnation.clone(),
+            host: member.host.clone(),
+            pid: member.pid,
+            priority,
+            never_lead,
+            since_ms,
+            at_ms: crate::clock::wall_ms(),
+            live_ms: (LIVE_INTERVALS * interval).as_millis() as u64,
+            leaving,
+        }
+    }
+
     /// Serialized record value.
     pub fn encode(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a candidacy always serializes")

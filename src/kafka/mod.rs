@@ -147,7 +147,6 @@ pub struct Kafka {
     born: Option<i64>,
     /// What our candidacy records say besides who we are.
     priority: u8,
-    never_lead: bool,
     candidacy_interval: Duration,
     /// Wall clock (ms) since when we have been a standby: our first
     /// candidacy record since our last heartbeat.
@@ -243,7 +242,6 @@ impl Kafka {
             _admin: admin,
             born,
             priority: s.priority,
-            never_lead: s.never_lead,
             candidacy_interval: s.candidacy_interval,
             standby_since: None,
         })
@@ -252,21 +250,9 @@ impl Kafka {
     /// Queues our candidacy record (the withdrawal when `leaving`). Never
     /// blocks.
     pub fn send_candidacy(&mut self, leaving: bool) {
-        let at_ms = crate::clock::wall_ms();
-        let record = candidacy::Record {
-            kind: "candidacy".into(),
-            v: 1,
-            name: self.member.name.clone(),
-            incarnation: self.member.incarnation.clone(),
-            host: self.member.host.clone(),
-            pid: self.member.pid,
-            priority: self.priority,
-            never_lead: self.never_lead,
-            since_ms: *self.standby_since.get_or_insert(at_ms),
-            at_ms,
-            live_ms: (candidacy::LIVE_INTERVALS * self.candidacy_interval).as_millis() as u64,
-            leaving,
-        };
+        let since_ms = *self.standby_since.get_or_insert_with(crate::clock::wall_ms);
+        let record =
+            candidacy::Record::new(&self.member, self.priority, false, since_ms, self.candidacy_interval, leaving);
         let value = record.encode();
         let record = BaseRecord::to(&self.topic).partition(0).key(self.member.name.as_bytes()).payload(&value);
         if let Err((err, _)) = self.producer.send(record) {
@@ -372,7 +358,6 @@ pub struct Settings {
     pub backlog: i64,
     /// What our candidacy records say, and how often we write them.
     pub priority: u8,
-    pub never_lead: bool,
     pub candidacy_interval: Duration,
 }
 
@@ -385,7 +370,6 @@ impl Settings {
             timing: cfg.timing,
             backlog: backlog(&cfg.leader),
             priority: cfg.leader.priority,
-            never_lead: false,
             candidacy_interval: cfg.leader.candidacy_interval,
         }
     }

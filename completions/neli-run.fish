@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= priority= never-lead acquire-timeout= metrics-addr= leader-file= v/verbose q/quiet log-format= h/help V/version
+    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= priority= preempt never-lead acquire-timeout= metrics-addr= leader-file= v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -57,6 +57,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l metrics-addr -d 'Serv
 complete -c neli-run -n "__fish_neli_run_needs_command" -l leader-file -d 'A file that exists while this member leads: written (atomically) when it starts leading, removed when it stops and when neli-run exits. Lines of key=value: token, name, group, pid, since' -r -F
 complete -c neli-run -n "__fish_neli_run_needs_command" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
+complete -c neli-run -n "__fish_neli_run_needs_command" -l preempt -d 'While leading, hand over to a member of higher --priority as soon as one is live (it joined, or came back)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -l never-lead -d 'Never lead: watch the group, log who leads, and be listed by `neli-run status`, without ever running COMMAND (which may be left out)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'

@@ -643,6 +643,15 @@ pub struct RunArgs {
           value_parser = clap::value_parser!(u8).range(0..=100), help_heading = "Operating")]
     pub priority: u8,
 
+    /// While leading, hand over to a member of higher --priority as soon
+    /// as one is live (it joined, or came back).
+    ///
+    /// The leader stops its command (stop signal, --grace) as for `neli-run
+    /// yield --to`. Without it, a leader keeps leading until it stops, and
+    /// the priorities choose only the next leader.
+    #[arg(long, env = "NELI_PREEMPT", help_heading = "Operating")]
+    pub preempt: bool,
+
     /// Never lead: watch the group, log who leads, and be listed by
     /// `neli-run status`, without ever running COMMAND (which may be left
     /// out).
@@ -652,7 +661,7 @@ pub struct RunArgs {
     /// SIGTERM or SIGINT. It writes a small record to the group's topic
     /// every 2 × --heartbeat-interval, and reads the topic.
     #[arg(long, env = "NELI_NEVER_LEAD", help_heading = "Operating",
-          conflicts_with_all = ["priority", "acquire_timeout", "every", "cron", "once_within", "failed_run",
+          conflicts_with_all = ["priority", "preempt", "acquire_timeout", "every", "cron", "once_within", "failed_run",
                                 "max_runtime", "leader_file", "metrics_addr", "restart"])]
     pub never_lead: bool,
 

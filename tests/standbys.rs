@@ -168,3 +168,20 @@ fn a_member_that_never_leads_watches_is_listed_and_never_runs() {
         assert!(out.contains("'--never-lead' cannot be used with") && out.contains(flag[0]), "{out}");
     }
 }
+
+#[test]
+fn preempt_hands_over_to_a_member_of_higher_priority_once_it_is_live() {
+    let g = Group::new("preempt");
+    let t = g.broker.timing;
+    let _a = g.member("a", &["--priority", "1", "--preempt"], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    // Named to sort first: Kafka gives it partition 0 when a leaves, and it
+    // hands it on to b (the hand-over names b).
+    let _a0 = g.member("a0", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "status lists a0", || standbys(&g).len() == 1);
+    assert!(stays_false(t.session, || g.starts().len() > 1), "a lower priority took over: {:?}", g.starts());
+    let _b = g.member("b", &["--priority", "2"], &["sleep", "1000"]);
+    wait_until(t.takeover(), "b's command starts", || last_start(&g).as_deref() == Some("b"));
+    assert_eq!(g.starts().len(), 2, "a0 never started: {:?}", g.starts());
+    g.assert_no_overlap();
+}

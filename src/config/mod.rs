@@ -287,7 +287,7 @@ impl Config {
             schedule,
             name: name.clone(),
             priority: args.priority,
-            preempt: false,
+            preempt: args.preempt,
             candidacy_interval: 2 * timing.heartbeat_interval,
         };
         let metrics_addr = match args.metrics_addr.as_deref() {

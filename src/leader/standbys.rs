@@ -8,14 +8,13 @@ use std::time::Duration;
 use super::{Candidacy, Other, Stance};
 use crate::clock::BootTime;
 
-/// One live member that does not own partition 0, as its newest candidacy
-/// record says.
+/// One member that does not own partition 0 and may lead, as its newest
+/// candidacy record says (one that never leads is not kept).
 #[derive(Clone, Debug)]
 struct Standby {
     writer: String,
     name: String,
     priority: u8,
-    never_lead: bool,
     /// When its record stops counting (our boot clock).
     until: BootTime,
 }
@@ -46,13 +45,7 @@ impl Standbys {
             return None;
         }
         let until = (now - c.age) + c.live_for;
-        self.list.push(Standby {
-            writer: c.writer.clone(),
-            name: c.name.clone(),
-            priority: c.priority,
-            never_lead: c.never_lead,
-            until,
-        });
+        self.list.push(Standby { writer: c.writer.clone(), name: c.name.clone(), priority: c.priority, until });
         (until > now).then(|| (c.name.clone(), c.priority))
     }
 
@@ -76,12 +69,9 @@ impl Standbys {
         }
     }
 
-    /// The live member of `name`, if it may lead and we did not let it
-    /// lead before in vain.
+    /// The live member of `name`, unless we let it lead before in vain.
     fn live(&self, name: &str, now: BootTime) -> Option<&Standby> {
-        self.list
-            .iter()
-            .find(|s| s.name == name && s.until > now && !s.never_lead && self.deferred.as_deref() != Some(name))
+        self.list.iter().find(|s| s.name == name && s.until > now && self.deferred.as_deref() != Some(name))
     }
 
     /// Notes that we let `to` lead.

@@ -795,12 +795,19 @@ fn watch(cfg: &crate::config::Config, stop: &std::sync::atomic::AtomicBool) -> R
     let since_ms = wall_ms();
     let interval = cfg.leader.candidacy_interval;
     tracing::info!(group = %printable(&target.group), name = %printable(&cfg.name), "watching the group; this member never leads (--never-lead)");
+    // Under systemd (Type=notify, WatchdogSec=) as a member that may lead:
+    // ready at once (waiting for the topic is part of its job).
+    let mut systemd = Systemd::new();
+    systemd.send("READY=1");
+    systemd.send("STATUS=watching: this member never leads (--never-lead)");
     // The topic may not exist yet: the first member that may lead creates it.
     let mut waiting = false;
     let (consumer, mut view) = loop {
         if stop.load(Ordering::Relaxed) {
+            systemd.send("STOPPING=1");
             return Ok(0);
         }
+        systemd.watchdog();
         match read_partition(target) {
             Ok(read) => break read,
             Err(Stop::Fail(f)) if matches!(f.kind, Kind::NoLeader | Kind::Unavailable) => {
@@ -827,6 +834,7 @@ fn watch(cfg: &crate::config::Config, stop: &std::sync::atomic::AtomicBool) -> R
     let mut next = Instant::now();
     let mut shown = String::new();
     while !stop.load(Ordering::Relaxed) {
+        systemd.watchdog();
         if Instant::now() >= next {
             send(false);
             next += interval;
@@ -849,9 +857,39 @@ fn watch(cfg: &crate::config::Config, stop: &std::sync::atomic::AtomicBool) -> R
             shown = key;
         }
     }
+    systemd.send("STOPPING=1");
     send(true);
     let _ = producer.flush(Duration::from_secs(2));
     Ok(0)
+}
+
+/// systemd's notify protocol for `never_lead`, if systemd asked for it:
+/// WATCHDOG=1 while its loop turns.
+struct Systemd {
+    notifier: Option<crate::notify::Notifier>,
+    every: Option<Duration>,
+    last: Option<Instant>,
+}
+
+impl Systemd {
+    fn new() -> Systemd {
+        let notifier = crate::notify::Notifier::from_env();
+        let every = crate::notify::Notifier::watchdog_interval().filter(|_| notifier.is_some());
+        Systemd { notifier, every, last: None }
+    }
+
+    fn send(&self, message: &str) {
+        self.notifier.iter().for_each(|n| n.send(message));
+    }
+
+    /// WATCHDOG=1, if due.
+    fn watchdog(&mut self) {
+        let Some(every) = self.every else { return };
+        if self.last.is_none_or(|last| last.elapsed() >= every) {
+            self.send("WATCHDOG=1");
+            self.last = Some(Instant::now());
+        }
+    }
 }
 
 #[cfg(test)]

@@ -151,6 +151,9 @@ impl Soak {
                 .args(["-b", &self.brokers, "-g", &self.group, "--name", &name])
                 .args(&self.timing)
                 .args(flags)
+                // Priorities 0 to 2 by slot: an owner hands partition 0 to a
+                // live member of higher priority before it leads.
+                .args(["--priority", &(i % 3).to_string()])
                 .arg("--")
                 .args(self.detector.wrap())
                 .args(["sh", "-c", child])

@@ -400,6 +400,37 @@ mod tests {
     }
 
     #[test]
+    fn a_disclaimer_names_whom_it_hands_over_to_and_others_read_it() {
+        let me = Member::this_process("a".into());
+        let record =
+            Record { term: 1, start: None, stance: Stance::Released, attempt: None, next: None, to: Some("b".into()) };
+        let hb =
+            Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: None, deadline_ms: 1 });
+        let bytes = hb.encode();
+        let other = Heartbeat::decode(&bytes).unwrap().as_other(3, std::time::Duration::from_secs(3), AT);
+        assert_eq!((other.stance, other.to.as_deref()), (Stance::Released, Some("b")));
+        // A heartbeat that hands over to nobody says nothing of it.
+        let plain = Record { term: 1, start: None, stance: Stance::Released, attempt: None, next: None, to: None };
+        let hb = Heartbeat::new(
+            &me,
+            2,
+            BootTime::from_nanos(2),
+            AT,
+            Content { record: plain, since_ms: None, deadline_ms: 1 },
+        );
+        assert!(!String::from_utf8(hb.encode()).unwrap().contains(r#""to""#));
+        // Older readers (serde ignores fields it does not know) read it as a
+        // plain disclaimer.
+        #[derive(Deserialize)]
+        struct Older {
+            name: String,
+            token: Option<i64>,
+        }
+        let old: Older = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!((old.name.as_str(), old.token), ("a", None));
+    }
+
+    #[test]
     fn printable_escapes_controls_bidi_and_backslashes_only() {
         assert_eq!(printable("web-2 ü 名"), "web-2 ü 名");
         assert_eq!(printable("evil\u{1b}[2J\nfake\r\t"), r"evil\u{1b}[2J\nfake\r\t");

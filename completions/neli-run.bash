@@ -74,7 +74,7 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --once-within --failed-run --max-runtime --every --cron --time-zone --missed --starting-deadline --name --acquire-timeout --metrics-addr --leader-file --on-lead --on-unlead --on-exit --hook-timeout --health-cmd --health-interval --health-timeout --health-retries --warm --lead-signal --unlead-signal --verbose --quiet --log-format --help --version dev-broker status yield pause resume help"
+            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --restart-delay --once-within --failed-run --max-runtime --every --cron --time-zone --missed --starting-deadline --name --priority --preempt --never-lead --acquire-timeout --metrics-addr --leader-file --on-lead --on-unlead --on-exit --hook-timeout --health-cmd --health-interval --health-timeout --health-retries --warm --lead-signal --unlead-signal --verbose --quiet --log-format --help --version dev-broker status yield pause resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -173,6 +173,10 @@ _neli__run() {
                     return 0
                     ;;
                 --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --priority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -628,7 +632,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__yield)
-            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --name --timeout --verbose --quiet --log-format --help"
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --name --to --timeout --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -667,6 +671,10 @@ _neli__run() {
                     return 0
                     ;;
                 --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
+    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= priority= preempt never-lead acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -51,6 +51,7 @@ once\t'Run the latest of them once, at once [default]'
 all\t'Run each of them, oldest first, one after another'"
 complete -c neli-run -n "__fish_neli_run_needs_command" -l starting-deadline -d 'With --every or --cron: skip a due run that cannot start within this long of its due time [default: no limit]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l name -d 'This member\'s name in logs and heartbeats [default: <HOSTNAME>-<PID>]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l priority -d 'This member\'s priority, 0 to 100: when a leader stops, the live member of the highest priority leads [default: 0]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l acquire-timeout -d 'Give up (exit 75) if not leader within this time [default: wait forever]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l metrics-addr -d 'Serve /metrics (Prometheus), /livez, /readyz and /leader on this address' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l leader-file -d 'A file that exists while this member leads: written (atomically) when it starts leading, removed when it stops and when neli-run exits. Lines of key=value: token, name, group, pid, since' -r -F
@@ -66,13 +67,15 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l lead-signal -d 'With 
 complete -c neli-run -n "__fish_neli_run_needs_command" -l unlead-signal -d 'With --warm: the signal that tells the command it no longer leads (name or number)' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
+complete -c neli-run -n "__fish_neli_run_needs_command" -l preempt -d 'While leading, hand over to a member of higher --priority as soon as one is live (it joined, or came back)'
+complete -c neli-run -n "__fish_neli_run_needs_command" -l never-lead -d 'Never lead: watch the group, log who leads, and be listed by `neli-run status`, without ever running COMMAND (which may be left out)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -l warm -d 'Run the command on every member, and only tell it when it leads: the leader\'s gets --lead-signal, with its fencing token in the file $NELI_TOKEN_FILE, and --unlead-signal (the file emptied first) when it stops leading'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c neli-run -n "__fish_neli_run_needs_command" -s V -l version -d 'Print version'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
-complete -c neli-run -n "__fish_neli_run_needs_command" -a "status" -d 'Show who leads a group now, read from its heartbeat records'
+complete -c neli-run -n "__fish_neli_run_needs_command" -a "status" -d 'Show who leads a group now, and its standbys, read from its records'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "yield" -d 'Ask the leader to hand over to another member'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'
@@ -122,6 +125,7 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s g -l group -
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l name -d 'Only if this member leads (its --name)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l to -d 'Hand over to this member (its --name): it must be live (`neli-run status` lists the standbys). Without it, the live member of the highest --priority leads, whichever Kafka picks among equals' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l timeout -d 'How long to wait for another member to lead (at most 24h)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
@@ -154,7 +158,7 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s v -l verbos
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "status" -d 'Show who leads a group now, read from its heartbeat records'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "status" -d 'Show who leads a group now, and its standbys, read from its records'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "yield" -d 'Ask the leader to hand over to another member'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'

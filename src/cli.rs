@@ -237,7 +237,7 @@ pub enum Sub {
     #[cfg(feature = "dev-broker")]
     DevBroker(DevBrokerArgs),
 
-    /// Show who leads a group now, read from its heartbeat records.
+    /// Show who leads a group now, and its standbys, read from its records.
     ///
     /// Works on any broker (it needs no group APIs) and does not join the
     /// group. Names and hosts read from the topic are printed with control
@@ -252,10 +252,11 @@ pub enum Sub {
     /// Writes a control record to partition 0; the leader (the one named by
     /// --name, if given) stops its command as on a revoke, leaves the group
     /// and rejoins only once another member leads (or, if it is alone, after
-    /// three session timeouts). Waits for the new leader and names it. The
-    /// request says who asked (user, host, pid) and the leader logs it;
-    /// anyone with WRITE on the topic can ask. Exit status: 0 leadership
-    /// moved; 1 it did not; 2 usage; 69, 77, 78 as for status.
+    /// three session timeouts). With --to, the member named leads next.
+    /// Waits for the new leader and names it. The request says who asked
+    /// (user, host, pid) and the leader logs it; anyone with WRITE on the
+    /// topic can ask. Exit status: 0 leadership moved; 1 it did not, or
+    /// --to names no live member; 2 usage; 69, 77, 78 as for status.
     Yield(YieldArgs),
 
     /// Pause the group for maintenance: no member starts the command until
@@ -318,6 +319,12 @@ pub struct YieldArgs {
     /// Only if this member leads (its --name).
     #[arg(long, env = "NELI_YIELD_NAME", value_name = "NAME")]
     pub name: Option<String>,
+
+    /// Hand over to this member (its --name): it must be live (`neli-run
+    /// status` lists the standbys). Without it, the live member of the
+    /// highest --priority leads, whichever Kafka picks among equals.
+    #[arg(long, env = "NELI_YIELD_TO", value_name = "NAME")]
+    pub to: Option<String>,
 
     /// How long to wait for another member to lead (at most 24h).
     #[arg(long, env = "NELI_YIELD_TIMEOUT", default_value = "30s", value_name = "DURATION")]
@@ -673,6 +680,42 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_NAME", help_heading = "Operating")]
     pub name: Option<String>,
 
+    /// This member's priority, 0 to 100: when a leader stops, the live
+    /// member of the highest priority leads [default: 0].
+    ///
+    /// Whoever Kafka assigns partition 0 hands it to a live member of
+    /// higher priority before it starts the command (a few hundred ms
+    /// more). A leader keeps leading when a member of higher priority joins
+    /// (unless --preempt). Members write a small record to the group's
+    /// topic every 2 × --heartbeat-interval (1s) while they wait, so that
+    /// the leader and `neli-run status` know them.
+    #[arg(long, env = "NELI_PRIORITY", default_value_t = 0, value_name = "N",
+          value_parser = clap::value_parser!(u8).range(0..=100), help_heading = "Operating")]
+    pub priority: u8,
+
+    /// While leading, hand over to a member of higher --priority as soon
+    /// as one is live (it joined, or came back).
+    ///
+    /// The leader stops its command (stop signal, --grace) as for `neli-run
+    /// yield --to`. Without it, a leader keeps leading until it stops, and
+    /// the priorities choose only the next leader.
+    #[arg(long, env = "NELI_PREEMPT", help_heading = "Operating")]
+    pub preempt: bool,
+
+    /// Never lead: watch the group, log who leads, and be listed by
+    /// `neli-run status`, without ever running COMMAND (which may be left
+    /// out).
+    ///
+    /// For a status host, or a host being drained: it never joins the
+    /// consumer group, so Kafka can never give it partition 0. Exits 0 on
+    /// SIGTERM or SIGINT. It writes a small record to the group's topic
+    /// every 2 × --heartbeat-interval, and reads the topic.
+    #[arg(long, env = "NELI_NEVER_LEAD", help_heading = "Operating",
+          conflicts_with_all = ["priority", "preempt", "acquire_timeout", "every", "cron", "once_within", "failed_run",
+                                "max_runtime", "leader_file", "metrics_addr", "restart", "on_lead", "on_unlead", "on_exit",
+                                "health_cmd", "warm"])]
+    pub never_lead: bool,
+
     /// Give up (exit 75) if not leader within this time [default: wait forever].
     #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION", value_parser = duration, help_heading = "Operating")]
     pub acquire_timeout: Option<std::time::Duration>,
@@ -809,7 +852,7 @@ pub struct RunArgs {
     pub unlead_signal: String,
 
     /// The command to run while leader, and its arguments (no shell).
-    #[arg(last = true, required = true, value_name = "COMMAND", help_heading = "The command")]
+    #[arg(last = true, required_unless_present = "never_lead", value_name = "COMMAND", help_heading = "The command")]
     pub command: Vec<OsString>,
 }
 

@@ -99,7 +99,10 @@ pub fn main() -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
     match runtime {
         Ok(runtime) => {
-            let outcome = runtime.block_on(shell::run(config));
+            let outcome = match config.never_lead {
+                true => runtime.block_on(status::never_lead(config)),
+                false => runtime.block_on(shell::run(config)),
+            };
             // Do not wait for a connection attempt still blocked in librdkafka.
             runtime.shutdown_background();
             end_beside_librdkafka(exit_code(outcome))

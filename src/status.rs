@@ -38,6 +38,7 @@ use crate::cli::{StatusArgs, YieldArgs};
 use crate::clock::wall_ms;
 use crate::config::Target;
 use crate::exit::{Failure, Kind};
+use crate::kafka::candidacy;
 use crate::kafka::heartbeat::{printable, Heartbeat, WireJob, WirePause};
 use crate::kafka::yield_request::{PauseRequest, Yield};
 
@@ -227,10 +228,13 @@ struct View {
     next_ms: Option<u64>,
     /// The newest pause or resume request (by offset) the records name.
     pause: Option<WirePause>,
+    /// The newest candidacy of each member that does not own partition 0
+    /// (live or not: `standbys` says which are).
+    candidacies: Vec<candidacy::Record>,
 }
 
 impl View {
-    /// Takes in the record at `offset`: a heartbeat, or a pause or resume
+    /// Takes in the record at `offset`: a heartbeat, a candidacy, or a pause or resume
     /// request (anything else is not ours to read).
     fn read(&mut self, payload: Option<&[u8]>, offset: i64) {
         let Some(payload) = payload else { return };
@@ -241,6 +245,9 @@ impl View {
             }
             hb.pause = hb.pause.filter(|p| p.offset < offset);
             self.add(hb);
+        } else if let Some(c) = candidacy::Record::decode(payload) {
+            self.candidacies.retain(|known| known.name != c.name);
+            self.candidacies.push(c);
         } else if let Some(request) = PauseRequest::decode(payload) {
             let p = request.at(offset);
             let running = false;
@@ -259,7 +266,17 @@ impl View {
         self.pause.as_ref().filter(|p| p.paused)
     }
 
+    /// The members whose candidacy is live at `now_ms`: by priority, the
+    /// highest first, then by name.
+    fn standbys(&self, now_ms: u64) -> Vec<&candidacy::Record> {
+        let mut live: Vec<_> = self.candidacies.iter().filter(|c| c.live(now_ms)).collect();
+        live.sort_by(|a, b| b.priority.cmp(&a.priority).then_with(|| a.name.cmp(&b.name)));
+        live
+    }
+
     fn add(&mut self, mut hb: Heartbeat) {
+        // Its writer owns partition 0, or left it: no standby now.
+        self.candidacies.retain(|c| c.name != hb.name || c.incarnation != hb.incarnation);
         self.next_ms = hb.next_ms.or(self.next_ms);
         if let Some(job) = hb.job.take() {
             let newer = |known: &WireJob| {
@@ -416,15 +433,25 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
             "last_run": last_run,
             "schedule": schedule,
             "paused": paused,
+            "standbys": view.standbys(now).iter().map(|c| json!({
+                "name": c.name,
+                "host": c.host,
+                "pid": c.pid,
+                "priority": c.priority,
+                "never_lead": c.never_lead,
+                "since": rfc3339(c.since_ms),
+                "last_seen_ms": now.saturating_sub(c.at_ms),
+            })).collect::<Vec<_>>(),
         })
         .to_string();
     }
     let paused = view.paused().map_or(String::new(), |p| pause_line(p, fresh, now));
+    let standbys = standby_lines(view, now);
     if view.scheduled() {
-        return leadership(target, view, fresh, now) + &paused + &schedule_lines(view, fresh, now);
+        return leadership(target, view, fresh, now) + &paused + &schedule_lines(view, fresh, now) + &standbys;
     }
     let last_run = view.job.as_ref().map_or(String::new(), |job| run_line(job, fresh, now));
-    leadership(target, view, fresh, now) + &paused + &last_run
+    leadership(target, view, fresh, now) + &paused + &last_run + &standbys
 }
 
 /// The pause line: since when, by whom, and with --stop whether the
@@ -439,6 +466,25 @@ fn pause_line(pause: &WirePause, fresh: Option<&Heartbeat>, now: u64) -> String 
         (false, Some(false)) => ": the leader does not start its command",
     };
     format!("\n  paused since {since} by {}{command}; `neli-run resume` ends it", pause.by.describe())
+}
+
+/// The live members besides the leader, a line each: who may lead next
+/// (the highest priority first), and who only watches (--never-lead).
+fn standby_lines(view: &View, now: u64) -> String {
+    let mut out = String::new();
+    for c in view.standbys(now) {
+        let what = if c.never_lead { "watcher".to_string() } else { format!("standby, priority {}", c.priority) };
+        out += &format!(
+            "\n  {what}: {n} (host {h}, pid {p}) since {s} ({sa} ago), last seen {a} ago",
+            n = printable(&c.name),
+            h = printable(&c.host),
+            p = c.pid,
+            s = rfc3339(c.since_ms),
+            sa = ago(now, c.since_ms),
+            a = ago(now, c.at_ms),
+        );
+    }
+    out
 }
 
 /// The last line of a command run once per wave, or of a service (whose
@@ -692,7 +738,7 @@ pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> Result<u8,
         return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
     }
     finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
-        let message = handover(&target, args.name, timeout)?;
+        let message = handover(&target, args.name, args.to, timeout)?;
         say(&message)?;
         Ok(0)
     }))
@@ -788,8 +834,9 @@ fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result
     )
 }
 
-/// Asks the leader to hand over and waits until another member leads.
-fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<String, Stop> {
+/// Asks the leader to hand over (to `to`) and waits until another member
+/// (`to`) leads.
+fn handover(target: &Target, name: Option<String>, to: Option<String>, timeout: Duration) -> Result<String, Stop> {
     let group = printable(&target.group);
     let (consumer, mut view) = read_partition(target)?;
     let Some(old) = view.fresh_leader(wall_ms()).cloned() else {
@@ -803,14 +850,17 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
             );
         }
     }
-    write(target, &Yield::new(name).encode(), "yield")?;
+    if let Some(to) = &to {
+        check_target(&view, &old, to, &group)?;
+    }
+    write(target, &Yield::new(name, to.clone()).encode(), "yield")?;
     let start = Instant::now();
     while start.elapsed() < timeout {
         if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
             view.read(msg.payload(), msg.offset());
         }
         if let Some(new) = view.fresh_leader(wall_ms()) {
-            if new.token != old.token && new.name != old.name {
+            if new.token != old.token && new.name != old.name && to.as_ref().is_none_or(|to| *to == new.name) {
                 return Ok(format!(
                     "group {group}: leadership moved from {} (token {}) to {} (token {})",
                     printable(&old.name),
@@ -821,14 +871,181 @@ fn handover(target: &Target, name: Option<String>, timeout: Duration) -> Result<
             }
         }
     }
-    fail(
-        Kind::NoLeader,
-        format!(
-            "group {group}: no other member took over within {} (is {} alone?)",
-            humantime::format_duration(timeout),
-            printable(&old.name)
+    let now = view.fresh_leader(wall_ms()).filter(|new| new.token != old.token);
+    match (&to, now) {
+        (Some(to), Some(new)) => fail(
+            Kind::NoLeader,
+            format!(
+                "group {group}: {} leads now, not {} (did {} stop meanwhile?)",
+                printable(&new.name),
+                printable(to),
+                printable(to)
+            ),
         ),
-    )
+        _ => fail(
+            Kind::NoLeader,
+            format!(
+                "group {group}: no other member took over within {} (is {} alone?)",
+                humantime::format_duration(timeout),
+                printable(&old.name)
+            ),
+        ),
+    }
+}
+
+/// Refuses `yield --to` a member that cannot take over: the leader itself,
+/// one that never leads, or one with no live candidacy.
+fn check_target(view: &View, leader: &Heartbeat, to: &str, group: &str) -> Result<(), Stop> {
+    if to == leader.name {
+        return fail(Kind::NoLeader, format!("{} leads group {group} already", printable(to)));
+    }
+    let standbys = view.standbys(wall_ms());
+    match standbys.iter().find(|c| c.name == to) {
+        Some(c) if c.never_lead => fail(
+            Kind::NoLeader,
+            format!("{} runs with --never-lead: it watches group {group} and never leads; name another", printable(to)),
+        ),
+        Some(_) => Ok(()),
+        None => {
+            let names: Vec<_> = standbys.iter().filter(|c| !c.never_lead).map(|c| printable(&c.name)).collect();
+            let live = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+            fail(
+                Kind::NoLeader,
+                format!(
+                    "{} is not a live member of group {group} (members that may lead: {live}; `neli-run status` lists them)",
+                    printable(to)
+                ),
+            )
+        }
+    }
+}
+
+/// Runs a member with `--never-lead`: it never joins the group (so Kafka
+/// can never assign it partition 0), writes candidacy records saying it
+/// never leads (so that `status` lists it), and logs who leads, until
+/// SIGTERM or SIGINT (then exit 0, after its withdrawal).
+pub async fn never_lead(cfg: crate::config::Config) -> Result<u8, Failure> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        return Err(Failure::new(Kind::Internal, "cannot install signal handlers"));
+    };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let mut watching = tokio::task::spawn_blocking(move || watch(&cfg, &flag));
+    tokio::select! {
+        done = &mut watching => return done.unwrap_or_else(|e| Err(Failure::new(Kind::Internal, e.to_string()))),
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    tracing::info!("asked to stop: withdrawing our candidacy");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    watching.await.unwrap_or_else(|e| Err(Failure::new(Kind::Internal, e.to_string())))
+}
+
+/// `never_lead`'s loop, until `stop`: waits for the group's topic, then
+/// writes a candidacy every interval and logs each change of leader.
+fn watch(cfg: &crate::config::Config, stop: &std::sync::atomic::AtomicBool) -> Result<u8, Failure> {
+    use std::sync::atomic::Ordering;
+    let target = &cfg.kafka;
+    let member = crate::kafka::heartbeat::Member::this_process(cfg.name.clone());
+    let since_ms = wall_ms();
+    let interval = cfg.leader.candidacy_interval;
+    tracing::info!(group = %printable(&target.group), name = %printable(&cfg.name), "watching the group; this member never leads (--never-lead)");
+    // Under systemd (Type=notify, WatchdogSec=) as a member that may lead:
+    // ready at once (waiting for the topic is part of its job).
+    let mut systemd = Systemd::new();
+    systemd.send("READY=1");
+    systemd.send("STATUS=watching: this member never leads (--never-lead)");
+    // The topic may not exist yet: the first member that may lead creates it.
+    let mut waiting = false;
+    let (consumer, mut view) = loop {
+        if stop.load(Ordering::Relaxed) {
+            systemd.send("STOPPING=1");
+            return Ok(0);
+        }
+        systemd.watchdog();
+        match read_partition(target) {
+            Ok(read) => break read,
+            Err(Stop::Fail(f)) if matches!(f.kind, Kind::NoLeader | Kind::Unavailable) => {
+                if !std::mem::replace(&mut waiting, true) {
+                    tracing::warn!("{f}; waiting");
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            Err(Stop::Fail(f)) => return Err(f),
+            Err(Stop::Closed) => return Ok(0),
+        }
+    };
+    let producer: BaseProducer<Probe> = target
+        .client_config(&[("acks", "all")])
+        .create_with_context(Probe::new(target))
+        .map_err(|e| crate::config::properties::creation_error(e, target))?;
+    let send = |leaving: bool| {
+        let record = crate::kafka::candidacy::Record::new(&member, 0, true, since_ms, interval, leaving).encode();
+        let to = BaseRecord::to(&target.topic).partition(0).key(member.name.as_bytes()).payload(&record);
+        if let Err((err, _)) = producer.send(to) {
+            debug!(%err, "candidacy not queued");
+        }
+    };
+    let mut next = Instant::now();
+    let mut shown = String::new();
+    while !stop.load(Ordering::Relaxed) {
+        systemd.watchdog();
+        if Instant::now() >= next {
+            send(false);
+            next += interval;
+        }
+        producer.poll(Duration::ZERO);
+        if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
+            view.read(msg.payload(), msg.offset());
+        }
+        let key = view.key(wall_ms());
+        if key != shown {
+            match view.fresh_leader(wall_ms()) {
+                Some(hb) => tracing::info!(
+                    leader = %printable(&hb.name),
+                    host = %printable(&hb.host),
+                    token = hb.token.unwrap_or_default(),
+                    "the group has a leader"
+                ),
+                None => tracing::warn!("the group has no fresh leader"),
+            }
+            shown = key;
+        }
+    }
+    systemd.send("STOPPING=1");
+    send(true);
+    let _ = producer.flush(Duration::from_secs(2));
+    Ok(0)
+}
+
+/// systemd's notify protocol for `never_lead`, if systemd asked for it:
+/// WATCHDOG=1 while its loop turns.
+struct Systemd {
+    notifier: Option<crate::notify::Notifier>,
+    every: Option<Duration>,
+    last: Option<Instant>,
+}
+
+impl Systemd {
+    fn new() -> Systemd {
+        let notifier = crate::notify::Notifier::from_env();
+        let every = crate::notify::Notifier::watchdog_interval().filter(|_| notifier.is_some());
+        Systemd { notifier, every, last: None }
+    }
+
+    fn send(&self, message: &str) {
+        self.notifier.iter().for_each(|n| n.send(message));
+    }
+
+    /// WATCHDOG=1, if due.
+    fn watchdog(&mut self) {
+        let Some(every) = self.every else { return };
+        if self.last.is_none_or(|last| last.elapsed() >= every) {
+            self.send("WATCHDOG=1");
+            self.last = Some(Instant::now());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -845,7 +1062,7 @@ mod tests {
             crate::clock::BootTime::from_nanos(1),
             at_ms,
             Content {
-                record: Record { term: 1, start: None, stance, attempt: None, next: None, pause: None },
+                record: Record { term: 1, start: None, stance, attempt: None, next: None, pause: None, to: None },
                 since_ms: Some(at_ms),
                 deadline_ms: 3000,
             },
@@ -927,6 +1144,7 @@ mod pause_tests {
             attempt: None,
             next: None,
             pause: note,
+            to: None,
         };
         let content = Content { record, since_ms: Some(at_ms), deadline_ms: 3000 };
         Heartbeat::new(&Member::this_process("a".into()), 1, crate::clock::BootTime::from_nanos(1), at_ms, content)

@@ -45,6 +45,25 @@ fn notify_reports_ready_role_watchdog_and_stopping() {
     m.wait_exit(t.takeover());
 }
 
+/// A member that never leads runs under the same unit file (Type=notify,
+/// WatchdogSec=): ready at once, its watchdog fed, stopping said.
+#[test]
+fn a_member_that_never_leads_speaks_the_notify_protocol_too() {
+    let g = Group::new("notify-never-lead");
+    let path = g.dir.path().join("notify.sock");
+    let socket = UnixDatagram::bind(&path).unwrap();
+    let prefix =
+        vec!["env".to_string(), format!("NOTIFY_SOCKET={}", path.display()), "WATCHDOG_USEC=200000".to_string()];
+    let mut w = g.member_in(Some(prefix), "w", &["--never-lead"], &["sleep", "1000"]);
+    let t = g.broker.timing;
+    let got = receive_until(&socket, t.takeover(), |got| got.iter().filter(|m| *m == "WATCHDOG=1").count() >= 2);
+    assert_eq!(got[0], "READY=1", "{got:?}");
+    assert!(got.iter().any(|m| m.starts_with("STATUS=watching")), "{got:?}");
+    w.signal(Signal::SIGTERM);
+    receive_until(&socket, t.takeover(), |got| got.iter().any(|m| m == "STOPPING=1"));
+    assert_eq!(w.wait_exit(t.takeover()).code(), Some(0), "{}", w.log());
+}
+
 #[test]
 fn a_member_kept_out_by_its_health_check_is_ready_and_says_so() {
     // Without READY=1, systemd would fail the unit at TimeoutStartSec and

@@ -18,6 +18,7 @@ mod metrics;
 mod pause;
 mod sasl;
 mod schedule;
+mod standbys;
 mod status;
 mod supervision;
 mod systemd;

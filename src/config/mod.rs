@@ -208,6 +208,8 @@ pub struct Config {
     pub health: Option<Health>,
     /// `--warm`: the command runs on every member and is told when it leads.
     pub warm: Option<Warm>,
+    /// `--never-lead`: watch the group, never join it.
+    pub never_lead: bool,
 }
 
 /// The health check (`--health-cmd`): a shell command line, when it runs,
@@ -241,10 +243,14 @@ pub struct Hooks {
 impl Config {
     /// Checks `args`; `env_properties` is NELI_KAFKA_PROPERTIES, if set.
     pub fn from_args(args: RunArgs, env_properties: Option<String>) -> Result<Config, Failure> {
-        let Some((program, rest)) = args.command.split_first() else {
-            return err("no command given: neli-run [OPTIONS] -- COMMAND [ARGS]...");
+        let none = OsString::new();
+        let (program, rest) = match args.command.split_first() {
+            Some((program, rest)) => (program, rest),
+            // A member that never leads has nothing to run.
+            None if args.never_lead => (&none, &[][..]),
+            None => return err("no command given: neli-run [OPTIONS] -- COMMAND [ARGS]..."),
         };
-        if program.is_empty() {
+        if program.is_empty() && !args.never_lead {
             // An empty name can never be found, so this is "command not
             // found": 127, as `env ""` and shells report it. Refused here
             // because the PATH search would otherwise try "<dir>/" and
@@ -316,6 +322,10 @@ impl Config {
             },
             schedule,
             health_checked: health.is_some(),
+            name: name.clone(),
+            priority: args.priority,
+            preempt: args.preempt,
+            candidacy_interval: 2 * timing.heartbeat_interval,
         };
         let metrics_addr = match args.metrics_addr.as_deref() {
             None => None,
@@ -337,6 +347,7 @@ impl Config {
             hooks,
             health,
             warm,
+            never_lead: args.never_lead,
         };
         Ok(config)
     }

@@ -11,8 +11,9 @@
 //! otherwise, which is all version 1 meant. `job` (once per wave) is an
 //! optional field of version 2: older readers ignore it, and so are the
 //! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it,
-//! `pause`, and `unhealthy`, set while its writer's health check fails
-//! (what `neli-run status` says of a leader handing over for it).
+//! `pause`, `unhealthy`, set while its writer's health check fails (what
+//! `neli-run status` says of a leader handing over for it), and a
+//! disclaimer's `to` (the member its writer hands over to).
 
 use serde::{Deserialize, Serialize};
 
@@ -94,6 +95,10 @@ pub struct Heartbeat {
     /// Its writer's health check (--health-cmd) fails: it hands over.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unhealthy: bool,
+    /// A disclaimer's: the member (by name) its writer hands partition 0
+    /// over to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
 }
 
 /// A [`PauseNote`] on the wire: the request as its record said it, and
@@ -193,7 +198,7 @@ impl Heartbeat {
     /// The record `member` sends as its `seq`th heartbeat at `sent`, which
     /// is `at_ms` on the wall clock (the caller reads the clocks).
     pub fn new(member: &Member, seq: u64, sent: BootTime, at_ms: u64, content: Content) -> Heartbeat {
-        let Record { term, start, stance, attempt, next, pause } = content.record;
+        let Record { term, start, stance, attempt, next, pause, to } = content.record;
         let role = match stance {
             Stance::Leading { .. } => WireStance::Leading,
             Stance::Contending => WireStance::Contending,
@@ -241,6 +246,7 @@ impl Heartbeat {
                 running,
             }),
             unhealthy: false,
+            to,
         }
     }
 
@@ -286,6 +292,7 @@ impl Heartbeat {
                 ended: job.ended_ms,
             }),
             pause: self.pause.as_ref().map(WirePause::request),
+            to: self.to.clone(),
         }
     }
 
@@ -339,6 +346,7 @@ mod tests {
             attempt: None,
             next: None,
             pause: None,
+            to: None,
         };
         let hb = Heartbeat::new(
             &me,
@@ -369,6 +377,7 @@ mod tests {
             attempt: Some(job.clone()),
             next: None,
             pause: None,
+            to: None,
         };
         let content = Content { record, since_ms: None, deadline_ms: 1 };
         let hb = Heartbeat::decode(&Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, content).encode()).unwrap();
@@ -403,6 +412,7 @@ mod tests {
             attempt: Some(job.clone()),
             next: Some(next),
             pause: None,
+            to: None,
         };
         let hb =
             Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: None, deadline_ms: 1 });
@@ -429,6 +439,7 @@ mod tests {
             attempt: None,
             next: None,
             pause: Some(PauseNote { request: request.clone(), running: false }),
+            to: None,
         };
         let content = Content { record, since_ms: None, deadline_ms: 1 };
         let json = Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, content).encode();
@@ -452,8 +463,15 @@ mod tests {
         assert_eq!(v1("null").stance, Stance::Released, "a version 1 candidate contends for nothing");
         assert_eq!(v1("null").term, None);
         let me = Member::this_process("b".into());
-        let record =
-            Record { term: 4, start: None, stance: Stance::Contending, attempt: None, next: None, pause: None };
+        let record = Record {
+            term: 4,
+            start: None,
+            stance: Stance::Contending,
+            attempt: None,
+            next: None,
+            pause: None,
+            to: None,
+        };
         let hb =
             Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: Some(9), deadline_ms: 1 });
         assert_eq!(hb.since_ms, None, "only leadership has a beginning");
@@ -463,6 +481,45 @@ mod tests {
         // record (no wall clock) reads as just written.
         assert_eq!((other.age, v1("7").age), (std::time::Duration::from_millis(250), std::time::Duration::ZERO));
         assert!(String::from_utf8(hb.encode()).unwrap().contains(r#""role":"contending""#));
+    }
+
+    #[test]
+    fn a_disclaimer_names_whom_it_hands_over_to_and_others_read_it() {
+        let me = Member::this_process("a".into());
+        let record = Record {
+            term: 1,
+            start: None,
+            stance: Stance::Released,
+            attempt: None,
+            next: None,
+            pause: None,
+            to: Some("b".into()),
+        };
+        let hb =
+            Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: None, deadline_ms: 1 });
+        let bytes = hb.encode();
+        let other = Heartbeat::decode(&bytes).unwrap().as_other(3, std::time::Duration::from_secs(3), AT);
+        assert_eq!((other.stance, other.to.as_deref()), (Stance::Released, Some("b")));
+        // A heartbeat that hands over to nobody says nothing of it.
+        let plain =
+            Record { term: 1, start: None, stance: Stance::Released, attempt: None, next: None, pause: None, to: None };
+        let hb = Heartbeat::new(
+            &me,
+            2,
+            BootTime::from_nanos(2),
+            AT,
+            Content { record: plain, since_ms: None, deadline_ms: 1 },
+        );
+        assert!(!String::from_utf8(hb.encode()).unwrap().contains(r#""to""#));
+        // Older readers (serde ignores fields it does not know) read it as a
+        // plain disclaimer.
+        #[derive(Deserialize)]
+        struct Older {
+            name: String,
+            token: Option<i64>,
+        }
+        let old: Older = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!((old.name.as_str(), old.token), ("a", None));
     }
 
     #[test]

@@ -12,6 +12,9 @@ use crate::leader::{Asker, Pause};
 /// the other fields on the wire), for the leader's log. Only fields were
 /// added: older versions ignore them, and a version 1 record reads with
 /// them unset.
+///
+/// Version 3 adds `to` (`yield --to`): the member to hand over to. An older
+/// leader ignores it and yields to whoever the group picks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Yield {
     /// Always "yield": what tells this record from a heartbeat.
@@ -24,6 +27,9 @@ pub struct Yield {
     /// Who asked (from version 2).
     #[serde(flatten)]
     pub by: Asker,
+    /// The member to hand over to (from version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
 }
 
 /// This process as the asker of a control record.
@@ -36,9 +42,10 @@ fn this_asker() -> Asker {
 }
 
 impl Yield {
-    /// A request to `target` (or whoever leads), signed with this process.
-    pub fn new(target: Option<String>) -> Yield {
-        Yield { kind: "yield".into(), v: 2, target, at_ms: crate::clock::wall_ms(), by: this_asker() }
+    /// A request to `target` (or whoever leads) to hand over (to `to`, or
+    /// whoever the group picks), signed with this process.
+    pub fn new(target: Option<String>, to: Option<String>) -> Yield {
+        Yield { kind: "yield".into(), v: 3, target, at_ms: crate::clock::wall_ms(), by: this_asker(), to }
     }
 
     /// Serialized record value.
@@ -110,8 +117,8 @@ mod tests {
 
     #[test]
     fn yield_records_are_not_heartbeats_and_name_their_target() {
-        let any = Yield::new(None).encode();
-        let named = Yield::new(Some("b".into())).encode();
+        let any = Yield::new(None, None).encode();
+        let named = Yield::new(Some("b".into()), None).encode();
         assert!(Heartbeat::decode(&any).is_none());
         assert!(Yield::decode(&any).unwrap().applies_to("a"));
         assert!(!Yield::decode(&named).unwrap().applies_to("a"));
@@ -128,6 +135,7 @@ mod tests {
                     attempt: None,
                     next: None,
                     pause: None,
+                    to: None,
                 },
                 since_ms: None,
                 deadline_ms: 1,
@@ -138,8 +146,8 @@ mod tests {
 
     #[test]
     fn yield_records_say_who_asked_and_old_ones_still_read() {
-        let mine = Yield::decode(&Yield::new(None).encode()).unwrap();
-        assert_eq!((mine.v, mine.by.pid), (2, Some(std::process::id())));
+        let mine = Yield::decode(&Yield::new(None, None).encode()).unwrap();
+        assert_eq!((mine.v, mine.by.pid), (3, Some(std::process::id())));
         assert_eq!(mine.by.uid, Some(nix::unistd::getuid().as_raw()));
         // The user name as the system itself answers it.
         let id = std::process::Command::new("id").arg("-un").output().unwrap();
@@ -153,7 +161,7 @@ mod tests {
             kind: String,
             target: Option<String>,
         }
-        let old: V1 = serde_json::from_slice(&Yield::new(Some("b".into())).encode()).unwrap();
+        let old: V1 = serde_json::from_slice(&Yield::new(Some("b".into()), None).encode()).unwrap();
         assert_eq!((old.kind.as_str(), old.target.as_deref()), ("yield", Some("b")));
         // Version 1, as older neli-run versions write it.
         let v1 = Yield::decode(br#"{"type":"yield","v":1,"target":"a","at_ms":5}"#).unwrap();
@@ -179,7 +187,7 @@ mod pause_tests {
     fn pause_and_resume_records_are_neither_yields_nor_heartbeats_and_say_who_asked() {
         let pause = PauseRequest::new(true, true).encode();
         assert!(Yield::decode(&pause).is_none() && crate::kafka::heartbeat::Heartbeat::decode(&pause).is_none());
-        assert!(PauseRequest::decode(&Yield::new(None).encode()).is_none());
+        assert!(PauseRequest::decode(&Yield::new(None, None).encode()).is_none());
         let read = PauseRequest::decode(&pause).unwrap().at(12);
         assert_eq!((read.offset, read.paused, read.stop), (12, true, true));
         assert_eq!(read.by.pid, Some(std::process::id()));

@@ -52,6 +52,10 @@ pub fn settings(restart: Restart) -> Settings {
         waves: None,
         schedule: None,
         health_checked: false,
+        name: "me".into(),
+        priority: 1,
+        preempt: false,
+        candidacy_interval: Duration::from_millis(1000),
     }
 }
 
@@ -63,7 +67,7 @@ pub fn hb(offset: i64, sent: u64) -> Input {
 /// or contending.
 pub fn says(term: u64, start: Option<i64>, token: Option<i64>) -> Action {
     let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
-    SendHeartbeat(Record { term, start, stance, attempt: None, next: None, pause: None })
+    SendHeartbeat(Record { term, start, stance, attempt: None, next: None, pause: None, to: None })
 }
 
 /// What the leader made by `leading` says.

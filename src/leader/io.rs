@@ -56,6 +56,16 @@ pub struct Settings {
     /// A health check gates leadership (`--health-cmd`): unhealthy until
     /// the shell says its first check passed.
     pub health_checked: bool,
+    /// Our --name: a hand-over names its target by it.
+    pub name: String,
+    /// Our --priority: an owner that has not started the command hands
+    /// partition 0 to a live member of higher priority.
+    pub priority: u8,
+    /// --preempt: a leader hands over to a live member of higher priority.
+    pub preempt: bool,
+    /// How often a member that does not own partition 0 says it is there
+    /// (a candidacy record); one counts for three of them.
+    pub candidacy_interval: Duration,
 }
 
 /// What one of our heartbeat records says. The core decides it, so that a
@@ -78,6 +88,9 @@ pub struct Record {
     /// forward in every record as `attempt` is: a member that comes to own
     /// partition 0 reads it in the backlog, long after the request.
     pub pause: Option<PauseNote>,
+    /// A disclaimer's: the member its writer hands partition 0 over to
+    /// (by name), which other owners let lead while it is live.
+    pub to: Option<String>,
 }
 
 /// What a record says of the group's pause.
@@ -196,6 +209,27 @@ pub struct Other {
     pub attempt: Option<Attempt>,
     /// The newest pause or resume its writer knew of.
     pub pause: Option<Pause>,
+    /// Whom its writer hands partition 0 over to (see [`Record::to`]).
+    pub to: Option<String>,
+}
+
+/// Another member's candidacy record: it is in the group (or watching, with
+/// `never_lead`) without owning partition 0, and may lead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidacy {
+    /// Its name and incarnation, as in [`Other::writer`].
+    pub writer: String,
+    /// Its --name, as a hand-over names it.
+    pub name: String,
+    pub priority: u8,
+    /// It never leads: never a hand-over's target.
+    pub never_lead: bool,
+    /// It leaves (the withdrawal).
+    pub leaving: bool,
+    /// How long ago it was written (our wall clock against the writer's).
+    pub age: Duration,
+    /// How long after it was written it counts (its writer's word).
+    pub live_for: Duration,
 }
 
 /// Something that happened, as the shell reports it.
@@ -224,13 +258,18 @@ pub enum Input {
     Fatal(u8),
     /// A signal to pass on to the child's group.
     Forward(Signal),
-    /// `neli-run yield` asked us to hand leadership over.
-    Yield,
+    /// `neli-run yield` asked us to hand leadership over (to the member
+    /// named, with `yield --to`).
+    Yield { to: Option<String> },
     /// A `neli-run pause` or `resume` request read on partition 0.
     Pause(Pause),
     /// The health check (`--health-cmd`) turned healthy (true) or
     /// unhealthy (false), past its thresholds.
     Health(bool),
+    /// We are in the group and another member owns partition 0.
+    Standby,
+    /// Another member's candidacy record was read from partition 0.
+    Candidacy(Candidacy),
     /// Nothing but the passing of time (the shell's timer fired).
     Tick,
 }
@@ -258,6 +297,13 @@ pub enum Action {
     /// Leave the group and rejoin only once another member leads (or after
     /// a while, if none does): the end of a yield, once the child is gone.
     StandAside,
+    /// As StandAside, but rejoin at the latest once a hand-over has gone
+    /// stale (its target may have died): the disclaimer just written names
+    /// the member we hand partition 0 to.
+    HandOver,
+    /// Write our candidacy record (the withdrawal when `leaving`, given a
+    /// moment to land before what follows).
+    SendCandidacy { leaving: bool },
     /// Leave the group and exit with this status.
     Exit(u8),
     /// Write this record (it claims nothing), and give it a moment to

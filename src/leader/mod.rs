@@ -51,15 +51,17 @@ use crate::clock::{Anchor, BootTime};
 use crate::exit::{self, ChildStatus};
 use attempts::Turn;
 pub use attempts::{supersedes, Attempt, Runner, Waves};
-pub use io::{Action, Asker, Input, Other, Pause, PauseNote, Record, Restart, Settings, Signal, Stance};
+pub use io::{Action, Asker, Candidacy, Input, Other, Pause, PauseNote, Record, Restart, Settings, Signal, Stance};
 use peers::Peers;
 pub use schedule::{Calendar, Missed, Schedule};
+use standbys::Standbys;
 
 mod attempts;
 mod io;
 mod peers;
 mod say;
 mod schedule;
+mod standbys;
 
 /// Where we stand in the group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,6 +177,16 @@ pub struct Leader {
     attempt: Option<Attempt>,
     /// The group's newest pause or resume we know of (see `on_pause`).
     pause: Option<Pause>,
+    /// Who else may lead, and the newest hand-over (see `standbys`).
+    standbys: Standbys,
+    /// Whom our next disclaimer hands partition 0 over to.
+    hand_to: Option<String>,
+    /// When our next candidacy record is due: set while we are in the group
+    /// without partition 0 (from the first Standby), None while we stand
+    /// aside, out of it.
+    announce_at: Option<BootTime>,
+    /// We have written a candidacy record: we withdraw it when we exit.
+    announced: bool,
     /// The time of the latest step: a deadline at or before it has been
     /// handled, and returning it from `next_deadline` would spin the shell.
     now: BootTime,
@@ -217,6 +229,10 @@ impl Leader {
             peers: Peers::default(),
             attempt: None,
             pause: None,
+            standbys: Standbys::default(),
+            hand_to: None,
+            announce_at: None,
+            announced: false,
             now: now.boot,
             out: Vec::new(),
             roles: Vec::new(),
@@ -330,9 +346,15 @@ impl Leader {
                     self.out.push(Action::SignalGroup(sig));
                 }
             }
-            Input::Yield => self.on_yield("yielded", now),
+            Input::Yield { to } => self.on_yield("yielded", to, now),
             Input::Pause(pause) => self.on_pause(pause, now),
             Input::Health(healthy) => self.on_health(healthy, now),
+            Input::Standby => {
+                if self.tenure.is_none() && self.announce_at.is_none() && self.healthy {
+                    self.announce_at = Some(now);
+                }
+            }
+            Input::Candidacy(candidacy) => self.on_candidacy(candidacy, now),
             Input::Tick => {}
         }
         self.on_time(now);
@@ -351,6 +373,7 @@ impl Leader {
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
         };
+        consider(self.announce_due());
         if let Some(t) = self.tenure {
             consider(Some(t.next_heartbeat));
             match t.phase {
@@ -406,7 +429,7 @@ impl Leader {
         });
         self.note_role();
         if !self.healthy {
-            self.on_yield("unhealthy", now);
+            self.on_yield("unhealthy", None, now);
         }
     }
 
@@ -507,6 +530,17 @@ impl Leader {
         if now.since(fresh.sent) >= self.settings.heartbeat_deadline {
             return;
         }
+        // A candidate that has not started the command yet may let another
+        // member lead instead: one a hand-over names, or of higher priority.
+        if tenure.phase == Phase::Candidate && self.child == Child::Idle {
+            if let Some(to) = self.standbys.defer_to(&self.settings.name, self.settings.priority, now) {
+                say::defers(&to);
+                self.standbys.deferring(&to);
+                self.hand_to = Some(to);
+                return self.stand_aside("handed over");
+            }
+        }
+        let Some(tenure) = self.tenure.as_mut() else { return };
         let was = tenure.phase;
         let took = now.since(tenure.phase_since);
         tenure.phase = Phase::Leader { token: fresh.offset };
@@ -613,6 +647,7 @@ impl Leader {
             }
         }
         let until = (now - other.age) + other.deadline + self.settings.claim_margin;
+        self.standbys.other(&other, self.handover_window(), now);
         let leading = matches!(self.role(), Role::Leader { .. });
         let (before, after) = self.peers.read(&other, until, now);
         say::held_back(&other, until, now, leading, before.claim.is_some());
@@ -693,14 +728,48 @@ impl Leader {
         }
     }
 
+    /// When our next candidacy record is due: while we are in the group
+    /// without partition 0, and mean to lead when asked (not while we stop
+    /// to stand aside or exit).
+    fn announce_due(&self) -> Option<BootTime> {
+        let serving = matches!(self.plan, Plan::Serve | Plan::Start(_));
+        self.announce_at.filter(|_| self.tenure.is_none() && serving && self.healthy)
+    }
+
+    /// How long a hand-over holds: three candidacy intervals, as a
+    /// candidacy does. Its target leads well within it, or has died.
+    fn handover_window(&self) -> Duration {
+        3 * self.settings.candidacy_interval
+    }
+
+    /// Another member's candidacy. A leader with --preempt hands over to a
+    /// live one of higher priority.
+    fn on_candidacy(&mut self, candidacy: Candidacy, now: BootTime) {
+        let Some((name, priority)) = self.standbys.read(&candidacy, now) else { return };
+        if self.settings.preempt
+            && priority > self.settings.priority
+            && matches!(self.role(), Role::Leader { .. })
+            && matches!(self.plan, Plan::Serve | Plan::Start(_))
+        {
+            say::preempted(&name, priority, self.settings.priority);
+            self.on_yield("preempted", Some(name), now);
+        }
+    }
+
     /// Hands over (`why`: "yielded" when asked, "unhealthy" when the
-    /// health check failed): stops the command, then stands aside.
-    fn on_yield(&mut self, why: &'static str, now: BootTime) {
+    /// health check failed, "preempted" for a member of higher priority;
+    /// `to` the member named, if any): stops the command, then stands aside.
+    fn on_yield(&mut self, why: &'static str, to: Option<String>, now: BootTime) {
         let Some(tenure) = self.tenure else { return };
         if let Plan::StandAside(_) | Plan::Exit(_) | Plan::Done = self.plan {
             return;
         }
-        info!(role = ?tenure.phase, why, "yielding: stopping the child, then standing aside for another member");
+        if to.as_deref() == Some(self.settings.name.as_str()) {
+            info!("asked to hand over to this member, which owns partition 0 already: nothing to do");
+            return;
+        }
+        say::yielding(tenure.phase, to.as_deref(), why);
+        self.hand_to = to;
         self.plan = Plan::StandAside(why);
         match self.child {
             Child::Idle => self.stand_aside(why),
@@ -748,11 +817,19 @@ impl Leader {
     /// The health check's verdict changed (the shell says only changes,
     /// after its thresholds). Unhealthy, a member that owns partition 0
     /// hands over as a yield does; a standby is kept out of the group by
-    /// the shell meanwhile, and `start_at` starts nothing.
+    /// the shell meanwhile, and withdraws its candidacy at once (no owner
+    /// may hand partition 0 to it), and `start_at` starts nothing.
     fn on_health(&mut self, healthy: bool, now: BootTime) {
         self.healthy = healthy;
-        if !healthy {
-            self.on_yield("unhealthy", now);
+        if healthy {
+            return;
+        }
+        self.on_yield("unhealthy", None, now);
+        if self.tenure.is_none() {
+            self.announce_at = None;
+            if std::mem::take(&mut self.announced) {
+                self.out.push(Action::SendCandidacy { leaving: true });
+            }
         }
     }
 
@@ -778,13 +855,17 @@ impl Leader {
         self.out.push(Action::Rejoin);
     }
 
+    /// Leaves the group until another member leads: the one our
+    /// disclaimer hands over to, if it names one.
     fn stand_aside(&mut self, why: &'static str) {
         self.plan = Plan::Serve;
         self.tenure = None;
         self.stood_down = why;
+        self.announce_at = None;
         self.note_role();
+        let handing = self.hand_to.is_some();
         self.disclaim();
-        self.out.push(Action::StandAside);
+        self.out.push(if handing { Action::HandOver } else { Action::StandAside });
     }
 
     /// Lets the revoke go: our command is gone.
@@ -799,6 +880,7 @@ impl Leader {
     /// last claim then runs out by itself, and the disclaimer follows the
     /// revoke once the command is gone. Found by the invariant test.
     fn disclaim(&mut self) {
+        let to = self.hand_to.take();
         if self.child == Child::Idle && std::mem::take(&mut self.spoke) {
             let record = Record {
                 term: self.term,
@@ -807,6 +889,7 @@ impl Leader {
                 attempt: self.attempt.clone(),
                 next: None,
                 pause: self.pause_note(),
+                to,
             };
             self.out.push(Action::Disclaim(record));
         }
@@ -830,7 +913,7 @@ impl Leader {
             (_, Child::Running | Child::Stopping { .. }) => Stance::Leading { token: self.child_token },
             _ => Stance::Contending,
         };
-        let record = Record { term: self.term, start: tenure.start, stance, attempt, next, pause };
+        let record = Record { term: self.term, start: tenure.start, stance, attempt, next, pause, to: None };
         self.spoke = true;
         self.out.push(Action::SendHeartbeat(record));
     }
@@ -859,6 +942,11 @@ impl Leader {
         let deadline = self.settings.heartbeat_deadline;
         self.try_promote(now);
         self.start_if_due(now);
+        if self.announce_due().is_some_and(|t| now >= t) {
+            self.announce_at = Some(now + self.settings.candidacy_interval);
+            self.announced = true;
+            self.out.push(Action::SendCandidacy { leaving: false });
+        }
         // Heartbeats go on while a shutdown stops the child: we still own
         // the partition, and a cut network must still fence.
         if self.tenure.is_some_and(|t| now >= t.next_heartbeat) {
@@ -911,6 +999,9 @@ impl Leader {
         self.stood_down = "exiting";
         self.note_role();
         self.disclaim();
+        if std::mem::take(&mut self.announced) {
+            self.out.push(Action::SendCandidacy { leaving: true });
+        }
         self.out.push(Action::Exit(code));
     }
 }

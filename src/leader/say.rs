@@ -3,6 +3,7 @@
 //! see .cargo/mutants.toml; no test pins a log line's condition).
 
 use super::*;
+use crate::kafka::heartbeat::printable;
 use peers::Term;
 
 /// Our term's first record is on the partition: who contended before it.
@@ -100,4 +101,26 @@ pub(super) fn pause(pause: &Pause, running: bool) {
         ),
         (false, _) => info!(offset = pause.offset, at_ms = pause.at_ms, "the group is resumed, by {by}"),
     }
+}
+
+/// A yield: what we do once the command is gone (`to` is the writer's
+/// choice: escaped).
+pub(super) fn yielding(phase: Phase, to: Option<&str>, why: &str) {
+    match to {
+        Some(to) => {
+            info!(role = ?phase, why, to = %printable(to), "yielding: stopping the child, then handing partition 0 over")
+        }
+        None => info!(role = ?phase, why, "yielding: stopping the child, then standing aside for another member"),
+    }
+}
+
+/// A candidate lets `to` lead instead (a hand-over names it, or its
+/// priority is higher).
+pub(super) fn defers(to: &str) {
+    info!(to = %printable(to), "another live member should lead (a hand-over names it, or its --priority is higher): handing partition 0 over before leading");
+}
+
+/// --preempt: a member of higher priority is live.
+pub(super) fn preempted(to: &str, theirs: u8, ours: u8) {
+    info!(to = %printable(to), theirs, ours, "a live member of higher --priority (--preempt): handing over to it");
 }

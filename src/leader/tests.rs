@@ -19,6 +19,7 @@ fn other(writer: &str, token: Option<i64>, age: u64) -> Input {
         deadline: DEADLINE,
         attempt: None,
         pause: None,
+        to: None,
     })
 }
 
@@ -35,12 +36,13 @@ fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: S
         deadline: DEADLINE,
         attempt: None,
         pause: None,
+        to: None,
     })
 }
 
 /// Our disclaimer, ending term `term`.
 fn gone(term: u64) -> Action {
-    Disclaim(Record { term, start: None, stance: Stance::Released, attempt: None, next: None, pause: None })
+    Disclaim(Record { term, start: None, stance: Stance::Released, attempt: None, next: None, pause: None, to: None })
 }
 
 #[test]
@@ -260,18 +262,18 @@ fn a_revoke_while_the_child_still_stops_waits_for_it_even_without_a_tenure() {
 #[test]
 fn yield_stops_the_child_then_stands_aside_without_restart_or_exit() {
     let mut l = leading(Restart::Always);
-    assert_eq!(l.step(Input::Yield, ms(1100)), vec![SignalGroup(SIGTERM)]);
+    assert_eq!(l.step(Input::Yield { to: None }, ms(1100)), vec![SignalGroup(SIGTERM)]);
     assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![gone(1), StandAside]);
     assert_eq!(l.role(), Role::Standby);
     assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke]);
     assert_eq!(l.next_deadline(), None, "no restart pending");
     // A standby has nothing to yield.
-    assert_eq!(l.step(Input::Yield, ms(1200)), vec![]);
+    assert_eq!(l.step(Input::Yield { to: None }, ms(1200)), vec![]);
     // A fenced leader has no child: it stands aside at once.
     let mut l = leading(Restart::Never);
     l.step(Input::Tick, ms(2000));
     l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
-    assert_eq!(l.step(Input::Yield, ms(2002)), vec![gone(2), StandAside]);
+    assert_eq!(l.step(Input::Yield { to: None }, ms(2002)), vec![gone(2), StandAside]);
 }
 
 fn claim(token: i64) -> Input {
@@ -739,7 +741,7 @@ fn the_core_says_why_its_leader_stopped_leading_and_why_its_command_ended() {
     l.step(Input::Revoked { lost: true }, ms(1100));
     assert_eq!((l.why_standby(), l.why_child_ends()), ("lost", "stopped"));
     let mut l = leading(Restart::Always);
-    l.step(Input::Yield, ms(1100));
+    l.step(Input::Yield { to: None }, ms(1100));
     assert_eq!(l.why_child_ends(), "stopped");
     l.step(Input::ChildExited(ChildStatus::Exited(143)), ms(1200));
     assert_eq!((l.role(), l.why_standby()), (Role::Standby, "yielded"));
@@ -783,6 +785,7 @@ fn carried(offset: i64, pause: Pause) -> Input {
         deadline: DEADLINE,
         attempt: None,
         pause: Some(pause),
+        to: None,
     })
 }
 
@@ -903,4 +906,187 @@ fn an_unhealthy_leader_hands_over_and_an_unhealthy_member_never_starts_the_comma
     l.step(Input::Shutdown, ms(1100));
     assert_eq!(l.step(Input::Health(false), ms(1110)), vec![]);
     assert_eq!(l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1200)), vec![gone(1), Exit(0)]);
+}
+
+/// Member `name`'s candidacy of `priority`, written `age` ms ago, counting
+/// for 3 s.
+fn candidacy(name: &str, priority: u8, age: u64) -> Input {
+    Input::Candidacy(Candidacy {
+        writer: format!("{name}/1"),
+        name: name.into(),
+        priority,
+        never_lead: false,
+        leaving: false,
+        age: Duration::from_millis(age),
+        live_for: Duration::from_millis(3000),
+    })
+}
+
+/// A disclaimer by `writer` handing partition 0 over to `to`.
+fn handing(writer: &str, to: &str, age: u64) -> Input {
+    Input::OtherHeartbeat(Other {
+        writer: format!("{writer}/1"),
+        offset: 3,
+        term: Some(1),
+        start: None,
+        stance: Stance::Released,
+        age: Duration::from_millis(age),
+        deadline: DEADLINE,
+        attempt: None,
+        pause: None,
+        to: Some(to.into()),
+    })
+}
+
+/// Our disclaimer handing partition 0 over to `to`, ending term `term`.
+fn gone_to(term: u64, to: &str) -> Action {
+    Disclaim(Record {
+        term,
+        start: None,
+        stance: Stance::Released,
+        attempt: None,
+        next: None,
+        pause: None,
+        to: Some(to.into()),
+    })
+}
+
+#[test]
+fn a_standby_in_the_group_says_so_every_interval_and_withdraws_when_it_exits() {
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    assert_eq!(l.step(Input::Tick, ms(100)), vec![], "not in the group yet: nothing to say");
+    assert_eq!(l.step(Input::Standby, ms(500)), vec![SendCandidacy { leaving: false }]);
+    assert_eq!(l.next_deadline(), Some(ms(1500)));
+    assert_eq!(l.step(Input::Tick, ms(1499)), vec![]);
+    assert_eq!(l.step(Input::Tick, ms(1500)), vec![SendCandidacy { leaving: false }]);
+    // Owning partition 0, it heartbeats instead.
+    assert_eq!(l.step(Input::Assigned, ms(1600)), vec![says(1, None, None)]);
+    assert_eq!(l.step(Input::Tick, ms(2500)), vec![says(1, None, None)]);
+    // A standby again (its candidacy was due meanwhile).
+    let standby = vec![gone(1), ReleaseRevoke, SendCandidacy { leaving: false }];
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(2550)), standby);
+    assert_eq!(l.step(Input::Shutdown, ms(2800)), vec![SendCandidacy { leaving: true }, Exit(0)]);
+}
+
+#[test]
+fn an_unhealthy_standby_withdraws_its_candidacy_at_once_and_says_it_again_once_back() {
+    let mut l = Leader::new(Settings { health_checked: true, ..settings(Restart::Never) }, started(0));
+    l.step(Input::Health(true), ms(100));
+    assert_eq!(l.step(Input::Standby, ms(500)), vec![SendCandidacy { leaving: false }]);
+    // No owner may hand partition 0 to a member its check keeps out.
+    assert_eq!(l.step(Input::Health(false), ms(700)), vec![SendCandidacy { leaving: true }]);
+    assert_eq!(l.step(Input::Tick, ms(5000)), vec![], "nothing while unhealthy");
+    assert_eq!(l.step(Input::Standby, ms(5001)), vec![], "nor when the group says we are in it");
+    // Healthy again and back in the group: it says so again.
+    assert_eq!(l.step(Input::Health(true), ms(6000)), vec![]);
+    assert_eq!(l.step(Input::Standby, ms(6100)), vec![SendCandidacy { leaving: false }]);
+    assert_eq!(l.step(Input::Shutdown, ms(6200)), vec![SendCandidacy { leaving: true }, Exit(0)]);
+}
+
+#[test]
+fn an_owner_lets_the_member_a_fresh_hand_over_names_lead_while_it_is_live() {
+    // b is live and named: we hand over to it before leading.
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(candidacy("b", 0, 100), ms(900));
+    l.step(handing("a", "b", 50), ms(950));
+    l.step(Input::Assigned, ms(1000));
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), HandOver]);
+    assert_eq!(l.role(), Role::Standby);
+    // No candidacy while out of the group: only once back in it.
+    assert_eq!(l.step(Input::Tick, ms(5000)), vec![]);
+    assert_eq!(l.step(Input::Standby, ms(5001)), vec![SendCandidacy { leaving: false }]);
+
+    // Named ourselves, we lead, whatever the priorities.
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(candidacy("c", 9, 100), ms(900));
+    l.step(handing("a", "me", 50), ms(950));
+    l.step(Input::Assigned, ms(1000));
+    assert!(l.step(hb(7, 1000), ms(1010)).contains(&Spawn { token: 7, lease: ms(2000), attempt: None }));
+
+    // A stale hand-over (three candidacy intervals), or a dead target, is
+    // no reason to wait.
+    for (handed_at, b_seen) in [(900, 900), (9500, 5000)] {
+        let mut l = Leader::new(settings(Restart::Never), started(0));
+        l.step(candidacy("b", 0, 0), ms(b_seen));
+        l.step(handing("a", "b", 0), ms(handed_at));
+        l.step(Input::Assigned, ms(10_000));
+        let actions = l.step(hb(7, 10_000), ms(10_010));
+        assert!(actions.contains(&Spawn { token: 7, lease: ms(11_000), attempt: None }), "{actions:?}");
+    }
+
+    // Handed over once, and partition 0 came back before b led: b could
+    // not take it (its records get through, its membership does not). We
+    // lead rather than hand over again and again.
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(candidacy("b", 0, 0), ms(900));
+    l.step(handing("a", "b", 0), ms(900));
+    l.step(Input::Assigned, ms(1000));
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), HandOver]);
+    l.step(Input::Standby, ms(1500));
+    l.step(candidacy("b", 0, 0), ms(1600));
+    l.step(Input::Assigned, ms(1700));
+    let actions = l.step(hb(9, 1700), ms(1710));
+    assert!(actions.contains(&Spawn { token: 9, lease: ms(2700), attempt: None }), "{actions:?}");
+
+    // Someone led since the hand-over: it happened.
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(candidacy("b", 0, 0), ms(900));
+    l.step(handing("a", "b", 0), ms(900));
+    l.step(other("b/1", Some(4), 0), ms(920));
+    l.step(other("b/1", None, 0), ms(930));
+    l.step(Input::Assigned, ms(1000));
+    assert!(l.step(hb(7, 1000), ms(1010)).iter().any(|a| matches!(a, Spawn { .. })));
+}
+
+#[test]
+fn an_owner_hands_over_to_the_live_member_of_highest_priority_above_its_own() {
+    // We are priority 1.
+    let lead = |inputs: Vec<Input>| {
+        let mut l = Leader::new(settings(Restart::Never), started(0));
+        for input in inputs {
+            l.step(input, ms(5000));
+        }
+        l.step(Input::Assigned, ms(6000));
+        l.step(hb(7, 6000), ms(6010))
+    };
+    assert_eq!(
+        lead(vec![candidacy("b", 2, 0), candidacy("c", 3, 0), candidacy("d", 0, 0)]),
+        vec![gone_to(1, "c"), HandOver]
+    );
+    let spawned = |actions: Vec<Action>| actions.iter().any(|a| matches!(a, Spawn { .. }));
+    assert!(spawned(lead(vec![candidacy("b", 1, 0)])), "equal priority: no hand-over");
+    assert!(spawned(lead(vec![candidacy("b", 2, 3000)])), "gone for three intervals");
+    let withdrawn = Input::Candidacy(Candidacy { leaving: true, ..candidacy_of("b", 2) });
+    assert!(spawned(lead(vec![candidacy("b", 2, 0), withdrawn])), "withdrawn");
+    let watcher = Input::Candidacy(Candidacy { never_lead: true, ..candidacy_of("b", 2) });
+    assert!(spawned(lead(vec![watcher])), "a member that never leads");
+    assert!(spawned(lead(vec![candidacy("b", 2, 0), other("b/1", None, 0)])), "its disclaimer: it left the group");
+    // A leader does not hand over when one of higher priority joins.
+    let mut l = leading(Restart::Never);
+    assert_eq!(l.step(candidacy("b", 2, 0), ms(1100)), vec![]);
+}
+
+fn candidacy_of(name: &str, priority: u8) -> Candidacy {
+    let Input::Candidacy(c) = candidacy(name, priority, 0) else { unreachable!() };
+    c
+}
+
+#[test]
+fn yield_to_a_member_hands_over_to_it_once_the_command_is_gone() {
+    let mut l = leading(Restart::Always);
+    assert_eq!(l.step(Input::Yield { to: Some("me".into()) }, ms(1100)), vec![], "we lead already");
+    assert_eq!(l.step(Input::Yield { to: Some("b".into()) }, ms(1100)), vec![SignalGroup(SIGTERM)]);
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![gone_to(1, "b"), HandOver]);
+    assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke]);
+}
+
+#[test]
+fn preempt_hands_over_to_a_member_of_higher_priority_only_when_asked() {
+    let preempting = Settings { preempt: true, ..settings(Restart::Always) };
+    let mut l = Leader::new(preempting, started(0));
+    l.step(Input::Assigned, ms(1000));
+    l.step(hb(7, 1000), ms(1010));
+    assert_eq!(l.step(candidacy("b", 1, 0), ms(1100)), vec![], "equal priority");
+    assert_eq!(l.step(candidacy("b", 2, 0), ms(1100)), vec![SignalGroup(SIGTERM)]);
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![gone_to(1, "b"), HandOver]);
 }

@@ -26,15 +26,15 @@ pub(super) enum Keep {
 /// heard at all.
 pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep) {
     let input = match event {
-        // A standby has nothing to tell the core but that time passed.
-        Some(Event::Standby) => return (Some(Input::Tick), Keep::Joined),
+        Some(Event::Standby) => return (Some(Input::Standby), Keep::Joined),
         Some(Event::Assigned) => return (Some(Input::Assigned), Keep::Joined),
         Some(Event::Revoked { lost, release }) => return (Some(Input::Revoked { lost }), Keep::Release(release)),
         Some(Event::OwnHeartbeat { offset, sent }) => Input::OwnHeartbeat { offset, sent },
         Some(Event::OtherHeartbeat(_)) if !claims => return (None, Keep::Nothing),
         Some(Event::OtherHeartbeat(other)) => Input::OtherHeartbeat(other),
-        Some(Event::Yield) => Input::Yield,
+        Some(Event::Yield { to }) => Input::Yield { to },
         Some(Event::Pause(pause)) => Input::Pause(pause),
+        Some(Event::Candidacy(candidacy)) => Input::Candidacy(candidacy),
         Some(Event::Fatal(failure)) => Input::Fatal(failure.code()),
         None => Input::Fatal(Kind::Internal.code()),
     };
@@ -61,12 +61,13 @@ mod tests {
             deadline: Duration::from_secs(10),
             attempt: None,
             pause: None,
+            to: None,
         }
     }
 
     #[test]
     fn joining_is_kept_for_ready() {
-        assert!(matches!(input(Some(Event::Standby), true), (Some(Input::Tick), Keep::Joined)));
+        assert!(matches!(input(Some(Event::Standby), true), (Some(Input::Standby), Keep::Joined)));
         assert!(matches!(input(Some(Event::Assigned), true), (Some(Input::Assigned), Keep::Joined)));
     }
 
@@ -91,7 +92,8 @@ mod tests {
         let (got, keep) = input(Some(Event::OtherHeartbeat(other())), true);
         assert_eq!(got, Some(Input::OtherHeartbeat(other())));
         assert!(matches!(keep, Keep::Nothing));
-        assert!(matches!(input(Some(Event::Yield), true), (Some(Input::Yield), Keep::Nothing)));
+        let to = Some("b".to_string());
+        assert_eq!(input(Some(Event::Yield { to: to.clone() }), true).0, Some(Input::Yield { to }));
         let pause = crate::leader::Pause { offset: 3, paused: true, stop: false, at_ms: 1, by: Default::default() };
         let (got, keep) = input(Some(Event::Pause(pause.clone())), true);
         assert_eq!(got, Some(Input::Pause(pause)));

@@ -306,7 +306,10 @@ impl Shell {
     /// Carries out one of the core's actions; Break with the status when
     /// the core says exit.
     fn apply(&mut self, action: Action) -> ControlFlow<u8> {
-        let handover = matches!(action, Action::ReleaseRevoke | Action::StandAside | Action::Rejoin | Action::Exit(_));
+        let handover = matches!(
+            action,
+            Action::ReleaseRevoke | Action::StandAside | Action::HandOver | Action::Rejoin | Action::Exit(_)
+        );
         if handover && self.flushing.is_some() {
             self.after_flush.push(action);
             return ControlFlow::Continue(());
@@ -335,6 +338,13 @@ impl Shell {
             }
             Action::Rejoin => self.kafka.rejoin(),
             Action::StandAside => self.kafka.stand_aside(),
+            Action::HandOver => self.kafka.hand_over(),
+            Action::SendCandidacy { leaving } => {
+                self.kafka.send_candidacy(leaving);
+                if leaving {
+                    self.flushing = Some(tokio::task::spawn_blocking(self.kafka.flusher(DISCLAIM_WAIT)));
+                }
+            }
             Action::ReleaseRevoke => {
                 if let Some(release) = self.release.take() {
                     let _ = release.send(());

@@ -38,6 +38,7 @@ fn carrying(offset: i64, token: Option<i64>, attempt: Attempt) -> Input {
         deadline: DEADLINE,
         attempt: Some(attempt),
         pause: None,
+        to: None,
     })
 }
 

@@ -19,6 +19,10 @@
 //! - sweep: kill -9 of the holder's neli-run until everything its command
 //!   left behind (2 and 200 setsid'd processes, one ignoring SIGTERM) is
 //!   gone: the shim's own sweep, not the lease (neli-run only);
+//! - yield-to: `neli-run yield --to` a waiter, from the old child's exit
+//!   until the waiter's child runs (the target alternates between the two
+//!   waiters, so Kafka gives partition 0 to the other one first about
+//!   half the time: neli-run only; not in the default list);
 //! - startup: process start until the child runs, one candidate;
 //! - idle: CPU seconds, peak RSS and PSS of a holder and of a waiter;
 //! - scale: graceful handover with 10, 50 and 200 waiters;

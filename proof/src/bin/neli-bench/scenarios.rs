@@ -43,6 +43,9 @@ pub fn measure(bench: &Bench, c: &mut Contender, results: &mut Results) {
             handovers(bench, c, results, (scenario, stop, at_once));
         }
     }
+    if run("yield-to") && !c.is_etcd() {
+        yield_to(bench, c, results);
+    }
     if run("graceful-after-freeze") && !c.is_etcd() {
         graceful_after_freeze(bench, c, results);
     }
@@ -106,6 +109,58 @@ fn handovers(bench: &Bench, c: &mut Contender, results: &mut Results, kind: (&st
             }
             None => results.notes.push(format!("{cname}: {scenario}: no new holder within {within:?}")),
         }
+    }
+}
+
+/// `neli-run yield --to` a waiter until its child runs, timed from the old
+/// child's exit, in a group of a holder and two waiters: the target
+/// alternates between the two, so that about half the time Kafka gives
+/// partition 0 to the other one first, which hands it on (issue 29).
+fn yield_to(bench: &Bench, c: &mut Contender, results: &mut Results) {
+    let (cname, within) = (c.name, bench.within);
+    let (neli, address) = (c.neli.clone(), c.broker.address.clone());
+    let mut g = Group::new(c, &bench.work);
+    for _ in 0..3 {
+        g.spawn();
+    }
+    if g.wait_start(1, within).is_none() || !g.settle(within, false) {
+        results.notes.push(format!("{cname}: yield-to: the group never settled"));
+        return;
+    }
+    for rep in 0..bench.args.reps {
+        let (Some(holder), Some(old)) = (g.holder(), g.starts().pop()) else { return };
+        let count = g.starts().len();
+        let mut waiters: Vec<String> =
+            (0..3).filter(|&i| i != holder).map(|i| g.candidate_name(i).to_string()).collect();
+        waiters.sort();
+        let to = waiters[rep % 2].clone();
+        let yielding = std::process::Command::new(&neli)
+            .args(["yield", "-b", &address, "-g", g.name(), "--to", &to])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        let Ok(mut yielding) = yielding else { return };
+        // To the millisecond (wait_for polls every 10).
+        let until = Instant::now() + within;
+        while alive(old.pid) && Instant::now() < until {
+            if let Ok(Some(status)) = yielding.try_wait().map(|s| s.filter(|s| !s.success())) {
+                // A neli-run without `yield --to` (a --baseline).
+                results.notes.push(format!("{cname}: yield-to: yield --to failed ({status})"));
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let stopped = SystemTime::now();
+        let new = g.wait_start(count + 1, within);
+        let _ = yielding.wait();
+        match new {
+            Some(s) if s.name == to => {
+                results.add("yield-to", cname, ms(s.at.duration_since(stopped).unwrap_or_default()))
+            }
+            Some(s) => results.notes.push(format!("{cname}: yield-to {to}: {} led instead", s.name)),
+            None => results.notes.push(format!("{cname}: yield-to {to}: no new holder within {within:?}")),
+        }
+        g.settle(within, false);
     }
 }
 

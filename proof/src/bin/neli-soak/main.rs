@@ -7,6 +7,10 @@
 //! a network namespace of its own, so a network cut is a real one: packets
 //! dropped, sockets left open.
 //!
+//! Members have priorities 0 to 2 by slot (`--priority`): a new owner of
+//! partition 0 that knows of a live member of higher priority hands it
+//! over before it leads, so handovers also go through hand-overs.
+//!
 //! The overlap detector is independent of neli-run (see `neli_proof::detector`):
 //! two children at once, or a child that outlives its neli-run, is caught by
 //! the kernel's lock. "Leaderless" is measured on that lock too: the time

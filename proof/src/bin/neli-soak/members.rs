@@ -211,6 +211,9 @@ impl Soak {
                 .args(if i % 2 == 1 { &HANGING_HOOKS[..] } else { &[] })
                 .args(["--health-cmd", HEALTH, "--health-interval", "300ms", "--health-retries", "1"])
                 .env("DIR", &self.detector.dir)
+                // Priorities 0 to 2 by slot: an owner hands partition 0 to a
+                // live member of higher priority before it leads.
+                .args(["--priority", &(i % 3).to_string()])
                 .arg("--")
                 .args(wrap)
                 .args([shell, "-c", child])

@@ -1090,3 +1090,17 @@ fn preempt_hands_over_to_a_member_of_higher_priority_only_when_asked() {
     assert_eq!(l.step(candidacy("b", 2, 0), ms(1100)), vec![SignalGroup(SIGTERM)]);
     assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![gone_to(1, "b"), HandOver]);
 }
+
+#[test]
+fn a_fenced_leader_resumes_though_a_member_of_higher_priority_is_live() {
+    // Only a candidate that has not started the command hands over to a
+    // member of higher priority; a fenced leader whose heartbeats come back
+    // resumes its leadership (without --preempt).
+    let mut l = leading(Restart::Always);
+    l.step(Input::Tick, ms(2000));
+    assert_eq!(l.role(), Role::Fenced);
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
+    l.step(candidacy("b", 2, 0), ms(2002));
+    l.step(hb(9, 2001), ms(2005));
+    assert_eq!(l.role(), Role::Leader { token: 9 });
+}

@@ -180,16 +180,18 @@ fn a_fence_kills_the_daemons_and_leadership_returns_without_overlap() {
 
 #[test]
 fn neli_run_sweeps_until_nothing_is_left_even_from_a_daemon_that_keeps_forking() {
-    // A setsid'd daemon that forks `sleep`s as fast as it can: one sweep
-    // lists its processes and kills them, but children forked between the
-    // listing and the kill are not on it. Only sweeping again until nothing
+    // A setsid'd daemon that forks `sleep`s as fast as it can (2000 of
+    // them at most, each for 30 s: a sweep that fails must not leave a fork
+    // bomb behind on a loaded machine, as an unbounded loop once did). One
+    // sweep lists its processes and kills them, but children forked between
+    // the listing and the kill are not on it. Only sweeping again until nothing
     // is left (all_gone) gets them all. A sweep that stopped after one pass
     // leaves survivors in most rounds (5 of 6 when tried), so three rounds.
     for round in 0..3 {
         let g = Group::new(&format!("daemons-forking-{round}"));
         let d = g.dir.path().display();
         let script = format!(
-            "setsid sh -c 'i=0; while :; do sleep 1000 & i=$((i+1)); [ $i = 100 ] && echo $$ > {d}/d3; done' & \
+            "setsid sh -c 'i=0; while [ $i -lt 2000 ]; do sleep 30 & i=$((i+1)); [ $i = 100 ] && echo $$ > {d}/d3; done' & \
              while [ ! -s {d}/d3 ]; do sleep 0.01; done; exec sleep 1000"
         );
         let mut m = g.member("a", &[], &["sh", "-c", &script]);

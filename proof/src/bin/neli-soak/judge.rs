@@ -61,10 +61,16 @@ pub fn judge(soak: &mut Soak) -> Verdict {
     let overlaps = soak.detector.overlaps();
     let starts = soak.detector.starts();
     // (A schedule runs many due times under one leadership: one token; so
-    // does a resume start again the command that `pause --stop` stopped.)
-    let again = starts.windows(2).filter(|w| w[0] == w[1]).count();
+    // does a resume start again the command that `pause --stop` stopped,
+    // and a warm member, under --restart on-failure, its command that died.)
+    let warm = |name: &str| {
+        let slot = name.strip_prefix('c').and_then(|n| n.split('-').next()).and_then(|n| n.parse().ok());
+        slot.is_some_and(|slot| soak.is_warm(slot))
+    };
+    let again = starts.windows(2).filter(|w| w[0] == w[1] && !warm(&w[0].0)).count();
     let repeats_allowed = soak.schedule.is_some() || again <= soak.resumes;
-    let tokens_increase = starts.windows(2).all(|w| w[0].1 < w[1].1 || (w[0] == w[1] && repeats_allowed));
+    let tokens_increase =
+        starts.windows(2).all(|w| w[0].1 < w[1].1 || (w[0] == w[1] && (repeats_allowed || warm(&w[0].0))));
     let (reruns, succeeded) = match soak.schedule {
         Some(_) => (Vec::new(), 0),
         None => (reruns(&soak.detector, &soak.births), recorded_successes(&soak.detector.dir).len()),

@@ -1104,3 +1104,52 @@ fn a_fenced_leader_resumes_though_a_member_of_higher_priority_is_live() {
     l.step(hb(9, 2001), ms(2005));
     assert_eq!(l.role(), Role::Leader { token: 9 });
 }
+
+#[test]
+fn a_resume_while_not_paused_does_not_cut_the_restart_delay_short() {
+    // The command exits: --restart starts it again after the delay (100 ms).
+    let mut l = leading(Restart::Always);
+    l.step(Input::ChildExited(ChildStatus::Exited(1)), ms(1100));
+    assert_eq!(l.next_deadline(), Some(ms(1200)), "the restart, after the delay");
+    // A resume of a group that was not paused changes nothing: no start
+    // before the delay is over.
+    let actions = l.step(Input::Pause(asked(9, false, false)), ms(1110));
+    assert!(!actions.iter().any(|a| matches!(a, Spawn { .. })), "{actions:?}");
+    assert!(!l.child_alive());
+}
+
+#[test]
+fn a_restarted_member_replaces_its_old_candidacy_and_its_withdrawal_ends_both() {
+    // b restarted (a new incarnation), then stopped: nobody named b is
+    // live, so we lead instead of handing partition 0 to b's ghost.
+    let b2 = |leaving| {
+        Input::Candidacy(Candidacy {
+            writer: "b/2".into(),
+            name: "b".into(),
+            priority: 2,
+            never_lead: false,
+            leaving,
+            age: Duration::ZERO,
+            live_for: Duration::from_millis(3000),
+        })
+    };
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(candidacy("b", 2, 0), ms(900));
+    l.step(b2(false), ms(910));
+    l.step(b2(true), ms(920));
+    l.step(Input::Assigned, ms(1000));
+    l.step(hb(7, 1000), ms(1010));
+    assert_eq!(l.role(), Role::Leader { token: 7 });
+}
+
+#[test]
+fn a_hand_over_written_longer_ago_than_its_window_is_stale() {
+    // a handed partition 0 to b 3.5 s ago (the window is 3 s): b is live
+    // but of lower priority, so we lead.
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(candidacy("b", 0, 0), ms(4900));
+    l.step(handing("a", "b", 3500), ms(4950));
+    l.step(Input::Assigned, ms(5000));
+    l.step(hb(7, 5000), ms(5010));
+    assert_eq!(l.role(), Role::Leader { token: 7 });
+}

@@ -531,6 +531,15 @@ fn a_leader_file_where_none_can_be_written_is_refused_with_the_fix() {
     }
 }
 
+/// `neli-run FLAGS -- true` is a usage error (2) whose message says `why`.
+fn refused(flags: &[&str], why: &str) {
+    let args: Vec<&str> =
+        ["-g", "g", "-b", "127.0.0.1:1"].iter().chain(flags).chain(&["--", "true"]).copied().collect();
+    let (code, out) = run(&args);
+    assert_eq!(code, 2, "{flags:?}: {out}");
+    assert!(out.contains(why), "{flags:?}: {out}");
+}
+
 #[test]
 fn hooks_that_cannot_work_are_refused_with_the_fix() {
     let cases: [(&[&str], &str); 5] = [
@@ -541,11 +550,7 @@ fn hooks_that_cannot_work_are_refused_with_the_fix() {
         (&["--on-unlead", "true", "--hook-timeout", "soon"], "e.g. 500ms, 6s, 1m"),
     ];
     for (flags, why) in cases {
-        let args: Vec<&str> =
-            ["-g", "g", "-b", "127.0.0.1:1"].iter().chain(flags).chain(&["--", "true"]).copied().collect();
-        let (code, out) = run(&args);
-        assert_eq!(code, 2, "{flags:?}: {out}");
-        assert!(out.contains(why), "{flags:?}: {out}");
+        refused(flags, why);
     }
 }
 
@@ -561,11 +566,7 @@ fn health_checks_that_cannot_work_are_refused_with_the_fix() {
         (&["--health-interval", "1s"], "--health-cmd <CMD>"),
     ];
     for (flags, why) in cases {
-        let args: Vec<&str> =
-            ["-g", "g", "-b", "127.0.0.1:1"].iter().chain(flags).chain(&["--", "true"]).copied().collect();
-        let (code, out) = run(&args);
-        assert_eq!(code, 2, "{flags:?}: {out}");
-        assert!(out.contains(why), "{flags:?}: {out}");
+        refused(flags, why);
     }
 }
 
@@ -587,10 +588,6 @@ fn warm_combinations_that_cannot_work_are_refused_with_the_fix() {
         (vec!["--lead-signal", "HUP"], "--warm"),
     ];
     for (flags, why) in cases {
-        let args: Vec<&str> =
-            ["-g", "g", "-b", "127.0.0.1:1"].iter().chain(&flags).chain(&["--", "true"]).copied().collect();
-        let (code, out) = run(&args);
-        assert_eq!(code, 2, "{flags:?}: {out}");
-        assert!(out.contains(why), "{flags:?}: {out}");
+        refused(&flags, why);
     }
 }

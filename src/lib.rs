@@ -164,16 +164,17 @@ fn exit_code(outcome: Result<u8, exit::Failure>) -> u8 {
     })
 }
 
-/// Returns `code` for `main` to exit with, unless librdkafka still runs (a
-/// leave given up on, a connection attempt still blocked in it): then exit's
-/// handlers must not run beside its threads, since they free what those
-/// threads use (OpenSSL's cleanup among them; seen in CI as a corrupted heap
-/// and an abort in place of the status due), so the process ends at once.
-/// Nothing is lost: everything neli-run writes is written unbuffered.
+/// Returns `code` for `main` to exit with, unless librdkafka may still run
+/// (a leave given up on, a connection attempt still blocked in it, or no
+/// /proc to tell): then exit's handlers must not run beside its threads,
+/// since they free what those threads use (OpenSSL's cleanup among them;
+/// seen in CI as a corrupted heap and an abort in place of the status due),
+/// so the process ends at once. Nothing is lost: everything neli-run writes
+/// is written unbuffered.
 fn end_beside_librdkafka(code: u8) -> ExitCode {
     let threads = librdkafka_threads();
-    if threads > 0 {
-        tracing::debug!(threads, "librdkafka still runs: exiting without exit handlers");
+    if threads != Some(0) {
+        tracing::debug!(?threads, "librdkafka may still run: exiting without exit handlers");
         // SAFETY: _exit ends the process at once; nothing is left to unwind.
         unsafe { libc::_exit(code.into()) }
     }
@@ -181,11 +182,12 @@ fn end_beside_librdkafka(code: u8) -> ExitCode {
 }
 
 /// How many of this process's threads are librdkafka's (it names them
-/// "rdk:main", "rdk:broker1" and so on).
-fn librdkafka_threads() -> usize {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
+/// "rdk:main", "rdk:broker1" and so on); None without a /proc to count them
+/// in (a container or a namespace without it).
+fn librdkafka_threads() -> Option<usize> {
+    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
     let named = |task: std::fs::DirEntry| std::fs::read_to_string(task.path().join("comm")).ok();
-    tasks.flatten().filter_map(named).filter(|comm| comm.starts_with("rdk:")).count()
+    Some(tasks.flatten().filter_map(named).filter(|comm| comm.starts_with("rdk:")).count())
 }
 
 fn init_logging(args: &LogArgs) {

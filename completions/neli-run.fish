@@ -114,7 +114,7 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s X -d 'A lib
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l json -d 'Print JSON instead of text'
-complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l watch -d 'Keep watching; print a line each time the leader or its freshness changes (until Ctrl-C)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l watch -d 'Keep watching; print a line each time the leader, its freshness, a pause or the standbys change (until Ctrl-C)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'

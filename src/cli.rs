@@ -341,8 +341,8 @@ pub struct StatusArgs {
     #[arg(long, env = "NELI_JSON")]
     pub json: bool,
 
-    /// Keep watching; print a line each time the leader or its freshness
-    /// changes (until Ctrl-C).
+    /// Keep watching; print a line each time the leader, its freshness, a
+    /// pause or the standbys change (until Ctrl-C).
     #[arg(long, env = "NELI_WATCH")]
     pub watch: bool,
 }

@@ -335,10 +335,17 @@ impl View {
             None => "none".into(),
         };
         let running = |hb: &Heartbeat| hb.pause.as_ref().map(|p| p.running);
-        match self.paused() {
-            Some(p) => format!("{leader} paused {} {:?}", p.offset, self.fresh_leader(now_ms).and_then(running)),
-            None => leader,
-        }
+        let paused = match self.paused() {
+            Some(p) => format!(" paused {} {:?}", p.offset, self.fresh_leader(now_ms).and_then(running)),
+            None => String::new(),
+        };
+        // Who may lead next, and whether they can: not when they last wrote.
+        let standbys: String = self
+            .standbys(now_ms)
+            .iter()
+            .map(|c| format!(" {}/{} {} {} {}", c.name, c.incarnation, c.priority, c.never_lead, c.unhealthy))
+            .collect();
+        format!("{leader}{paused}{standbys}")
     }
 }
 
@@ -439,6 +446,7 @@ fn render(target: &Target, view: &View, json_out: bool) -> String {
                 "pid": c.pid,
                 "priority": c.priority,
                 "never_lead": c.never_lead,
+                "healthy": !c.unhealthy,
                 "since": rfc3339(c.since_ms),
                 "last_seen_ms": now.saturating_sub(c.at_ms),
             })).collect::<Vec<_>>(),
@@ -469,11 +477,18 @@ fn pause_line(pause: &WirePause, fresh: Option<&Heartbeat>, now: u64) -> String 
 }
 
 /// The live members besides the leader, a line each: who may lead next
-/// (the highest priority first), and who only watches (--never-lead).
+/// (the highest priority first), who may not while its health check fails,
+/// and who only watches (--never-lead).
 fn standby_lines(view: &View, now: u64) -> String {
     let mut out = String::new();
     for c in view.standbys(now) {
-        let what = if c.never_lead { "watcher".to_string() } else { format!("standby, priority {}", c.priority) };
+        let what = match (c.never_lead, c.unhealthy) {
+            (true, _) => "watcher".to_string(),
+            (false, false) => format!("standby, priority {}", c.priority),
+            (false, true) => {
+                format!("standby, priority {}, unhealthy (--health-cmd fails: it may not lead)", c.priority)
+            }
+        };
         out += &format!(
             "\n  {what}: {n} (host {h}, pid {p}) since {s} ({sa} ago), last seen {a} ago",
             n = printable(&c.name),
@@ -905,9 +920,17 @@ fn check_target(view: &View, leader: &Heartbeat, to: &str, group: &str) -> Resul
             Kind::NoLeader,
             format!("{} runs with --never-lead: it watches group {group} and never leads; name another", printable(to)),
         ),
+        Some(c) if c.unhealthy => fail(
+            Kind::NoLeader,
+            format!(
+                "{}'s health check (--health-cmd) fails: it may not lead group {group} until it passes; name another",
+                printable(to)
+            ),
+        ),
         Some(_) => Ok(()),
         None => {
-            let names: Vec<_> = standbys.iter().filter(|c| !c.never_lead).map(|c| printable(&c.name)).collect();
+            let may = |c: &&&candidacy::Record| !c.never_lead && !c.unhealthy;
+            let names: Vec<_> = standbys.iter().filter(may).map(|c| printable(&c.name)).collect();
             let live = if names.is_empty() { "none".to_string() } else { names.join(", ") };
             fail(
                 Kind::NoLeader,
@@ -981,7 +1004,8 @@ fn watch(cfg: &crate::config::Config, stop: &std::sync::atomic::AtomicBool) -> R
         .create_with_context(Probe::new(target))
         .map_err(|e| crate::config::properties::creation_error(e, target))?;
     let send = |leaving: bool| {
-        let record = crate::kafka::candidacy::Record::new(&member, 0, true, since_ms, interval, leaving).encode();
+        let record =
+            crate::kafka::candidacy::Record::new(&member, 0, true, since_ms, interval, leaving, false).encode();
         let to = BaseRecord::to(&target.topic).partition(0).key(member.name.as_bytes()).payload(&record);
         if let Err((err, _)) = producer.send(to) {
             debug!(%err, "candidacy not queued");

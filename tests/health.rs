@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::util::{stays_false, wait_until, Group, Member, LONG};
+use crate::util::{run, stays_false, wait_until, Group, Member, LONG};
 
 /// The check's thresholds in these tests: a check every 200 ms, 2 failures
 /// in a row make a member unhealthy.
@@ -82,6 +82,22 @@ fn a_standby_whose_check_fails_leaves_the_group_and_never_takes_over() {
     wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
     std::fs::remove_file(ok_file(&g, "b")).expect("b's file");
     wait_until(LONG, "b leaves", || b.log().contains("unhealthy: leaving the group until the health check passes"));
+    // status shows why b may not lead, and a hand-over to it is refused.
+    let status = |json: bool| {
+        let mut args = vec!["status", "-b", &g.broker.address, "-g", &g.name];
+        args.extend(json.then_some("--json"));
+        run(&args).1
+    };
+    let b_healthy = || {
+        let json: serde_json::Value = serde_json::from_str(status(true).trim()).unwrap_or_default();
+        json["standbys"].as_array().and_then(|s| s.iter().find(|s| s["name"] == "b")).map(|b| b["healthy"].clone())
+    };
+    wait_until(LONG, "status says b is unhealthy", || b_healthy() == Some(false.into()));
+    let text = status(false);
+    assert!(text.contains("standby, priority 0, unhealthy (--health-cmd fails: it may not lead): b (host "), "{text}");
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--to", "b"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("b's health check (--health-cmd) fails: it may not lead group"), "{out}");
     let c = member(&g, "c", true);
     wait_until(LONG, "c is a standby", || c.log().contains("standby: in the group"));
     // a stops gracefully: the healthy standby leads, never b.

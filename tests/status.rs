@@ -104,7 +104,7 @@ impl Drop for KillOnDrop {
 }
 
 #[test]
-fn status_watch_prints_each_change_of_leader() {
+fn status_watch_prints_each_change_of_leader_and_of_standbys() {
     let g = Group::new("status-watch");
     let t = g.broker.timing;
     let mut a = g.member("a", &[], &["sleep", "1000"]);
@@ -141,6 +141,16 @@ fn status_watch_prints_each_change_of_leader() {
     a.signal(Signal::SIGTERM);
     a.wait_exit(t.takeover());
     assert_eq!(next_leader(&rx), "b");
+    // A member joins: the leader is the same, the standbys are not.
+    let _c = g.member("c", &[], &["sleep", "1000"]);
+    loop {
+        let line = rx.recv_timeout(t.takeover()).expect("a status line naming c");
+        let json: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if json["standbys"].as_array().is_some_and(|s| s.iter().any(|s| s["name"] == "c")) {
+            assert_eq!(json["leader"]["name"], "b", "{json}");
+            break;
+        }
+    }
     drop(watch);
     wait_until(t.takeover(), "b's command starts", || g.starts().last().is_some_and(|s| s.0 == "b"));
     g.assert_no_overlap();

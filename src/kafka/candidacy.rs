@@ -44,6 +44,10 @@ pub struct Record {
     /// The withdrawal: its writer leaves.
     #[serde(default)]
     pub leaving: bool,
+    /// Its health check fails (--health-cmd): it is out of the group and
+    /// may not lead, but says so, so that `status` can show why.
+    #[serde(default)]
+    pub unhealthy: bool,
 }
 
 impl Record {
@@ -56,6 +60,7 @@ impl Record {
         since_ms: u64,
         interval: std::time::Duration,
         leaving: bool,
+        unhealthy: bool,
     ) -> Record {
         Record {
             kind: "candidacy".into(),
@@ -70,6 +75,7 @@ impl Record {
             at_ms: crate::clock::wall_ms(),
             live_ms: (LIVE_INTERVALS * interval).as_millis() as u64,
             leaving,
+            unhealthy,
         }
     }
 
@@ -104,6 +110,7 @@ impl Record {
             priority: self.priority,
             never_lead: self.never_lead,
             leaving: self.leaving,
+            unhealthy: self.unhealthy,
             age: ms(now_ms.saturating_sub(self.at_ms)),
             live_for: ms(self.live_ms),
         }
@@ -130,6 +137,7 @@ mod tests {
             at_ms: 2_000,
             live_ms: 3_000,
             leaving: false,
+            unhealthy: false,
         }
     }
 

@@ -261,8 +261,16 @@ impl Kafka {
     /// blocks.
     pub fn send_candidacy(&mut self, leaving: bool) {
         let since_ms = *self.standby_since.get_or_insert_with(crate::clock::wall_ms);
-        let record =
-            candidacy::Record::new(&self.member, self.priority, false, since_ms, self.candidacy_interval, leaving);
+        let unhealthy = self.requests.keep_out.load(Ordering::Relaxed);
+        let record = candidacy::Record::new(
+            &self.member,
+            self.priority,
+            false,
+            since_ms,
+            self.candidacy_interval,
+            leaving,
+            unhealthy,
+        );
         let value = record.encode();
         let record = BaseRecord::to(&self.topic).partition(0).key(self.member.name.as_bytes()).payload(&value);
         if let Err((err, _)) = self.producer.send(record) {

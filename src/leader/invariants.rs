@@ -269,15 +269,20 @@ impl Sim {
     }
 
     /// Another member's candidacy: live or not, of any priority, leaving
-    /// now and then, never leading now and then.
+    /// now and then, never leading now and then, unhealthy now and then.
     fn their_candidacy(&mut self) -> Input {
         let name = ["a", "b", "me"][self.rng.usize(..3)].to_string();
+        let (priority, never_lead) = (self.rng.u8(..4), self.rng.u8(..5) == 0);
+        // One draw for both, as many draws as before health came in: the
+        // walks stay the same.
+        let out = self.rng.u8(..10);
         Input::Candidacy(Candidacy {
             writer: name.clone(),
             name,
-            priority: self.rng.u8(..4),
-            never_lead: self.rng.u8(..5) == 0,
-            leaving: self.rng.u8(..5) == 0,
+            priority,
+            never_lead,
+            leaving: out < 2,
+            unhealthy: (2..4).contains(&out),
             age: Duration::from_millis(self.rng.u64(0..3000)),
             live_for: Duration::from_millis(self.rng.u64(0..3000)),
         })

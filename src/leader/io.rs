@@ -226,6 +226,8 @@ pub struct Candidacy {
     pub never_lead: bool,
     /// It leaves (the withdrawal).
     pub leaving: bool,
+    /// Its health check fails: it may not lead until it says otherwise.
+    pub unhealthy: bool,
     /// How long ago it was written (our wall clock against the writer's).
     pub age: Duration,
     /// How long after it was written it counts (its writer's word).

@@ -183,7 +183,8 @@ pub struct Leader {
     hand_to: Option<String>,
     /// When our next candidacy record is due: set while we are in the group
     /// without partition 0 (from the first Standby), None while we stand
-    /// aside, out of it.
+    /// aside, out of it; out of it for our health check, we say so anyway
+    /// (see `announce_due`).
     announce_at: Option<BootTime>,
     /// We have written a candidacy record: we withdraw it when we exit.
     announced: bool,
@@ -730,10 +731,14 @@ impl Leader {
 
     /// When our next candidacy record is due: while we are in the group
     /// without partition 0, and mean to lead when asked (not while we stop
-    /// to stand aside or exit).
+    /// to stand aside or exit); and while our health check keeps us out of
+    /// it, at once and then every interval, so that `status` shows why we
+    /// do not lead (the shell marks those records unhealthy: no owner lets
+    /// us lead on them).
     fn announce_due(&self) -> Option<BootTime> {
         let serving = matches!(self.plan, Plan::Serve | Plan::Start(_));
-        self.announce_at.filter(|_| self.tenure.is_none() && serving && self.healthy)
+        let due = if self.healthy { self.announce_at } else { self.announce_at.or(Some(self.now)) };
+        due.filter(|_| self.tenure.is_none() && serving)
     }
 
     /// How long a hand-over holds: three candidacy intervals, as a
@@ -817,19 +822,14 @@ impl Leader {
     /// The health check's verdict changed (the shell says only changes,
     /// after its thresholds). Unhealthy, a member that owns partition 0
     /// hands over as a yield does; a standby is kept out of the group by
-    /// the shell meanwhile, and withdraws its candidacy at once (no owner
-    /// may hand partition 0 to it), and `start_at` starts nothing.
+    /// the shell meanwhile, and says at once that it is unhealthy (no owner
+    /// may hand partition 0 to it), and `start_at` starts nothing. Healthy
+    /// again, it says so once it is back in the group (Standby).
     fn on_health(&mut self, healthy: bool, now: BootTime) {
         self.healthy = healthy;
-        if healthy {
-            return;
-        }
-        self.on_yield("unhealthy", None, now);
-        if self.tenure.is_none() {
-            self.announce_at = None;
-            if std::mem::take(&mut self.announced) {
-                self.out.push(Action::SendCandidacy { leaving: true });
-            }
+        self.announce_at = None;
+        if !healthy {
+            self.on_yield("unhealthy", None, now);
         }
     }
 
@@ -861,7 +861,11 @@ impl Leader {
         self.plan = Plan::Serve;
         self.tenure = None;
         self.stood_down = why;
-        self.announce_at = None;
+        if self.healthy {
+            // Out of the group until another member leads: we say we are a
+            // candidate again once back in it.
+            self.announce_at = None;
+        }
         self.note_role();
         let handing = self.hand_to.is_some();
         self.disclaim();

@@ -37,11 +37,12 @@ pub(super) struct Standbys {
 impl Standbys {
     /// Takes in a candidacy read `now`: the newest of a name replaces its
     /// older ones (a restarted member's incarnation too); a withdrawal
-    /// removes it. Returns the member if it may lead.
+    /// removes it, as one whose health check fails does. Returns the member
+    /// if it may lead.
     pub(super) fn read(&mut self, c: &Candidacy, now: BootTime) -> Option<(String, u8)> {
         self.list.retain(|s| s.name != c.name && s.writer != c.writer);
-        if c.leaving || c.never_lead {
-            // A member that never leads is listed by `status`, not here.
+        if c.leaving || c.never_lead || c.unhealthy {
+            // Listed by `status`, not here: no owner may let it lead.
             return None;
         }
         let until = (now - c.age) + c.live_for;

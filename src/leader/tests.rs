@@ -878,7 +878,9 @@ fn an_unhealthy_leader_hands_over_and_an_unhealthy_member_never_starts_the_comma
     // (why: unhealthy), and nothing restarts it.
     let mut l = leading(Restart::Always);
     assert_eq!(l.step(Input::Health(false), ms(1100)), vec![SignalGroup(SIGTERM)]);
-    assert_eq!(l.step(Input::ChildExited(ChildStatus::Exited(143)), ms(1150)), vec![gone(1), StandAside]);
+    // Out of the group, it says at once that it is unhealthy.
+    let aside = vec![gone(1), StandAside, SendCandidacy { leaving: false }];
+    assert_eq!(l.step(Input::ChildExited(ChildStatus::Exited(143)), ms(1150)), aside);
     assert_eq!((l.role(), l.why_standby()), (Role::Standby, "unhealthy"));
     assert_eq!(l.step(Input::Revoked { lost: false }, ms(1160)), vec![ReleaseRevoke]);
     // Given partition 0 while unhealthy (the assignment raced the shell's
@@ -887,19 +889,20 @@ fn an_unhealthy_leader_hands_over_and_an_unhealthy_member_never_starts_the_comma
     assert_eq!(l.role(), Role::Standby);
     l.step(Input::Revoked { lost: false }, ms(2010));
     // Healthy again, it leads as any member does.
-    assert_eq!(l.step(Input::Health(true), ms(3000)), vec![]);
+    assert_eq!(l.step(Input::Health(true), ms(2100)), vec![]);
     l.step(Input::Assigned, ms(3000));
     assert!(l.step(hb(20, 3000), ms(3010)).iter().any(|a| matches!(a, Spawn { token: 20, .. })));
 
     // With a health check, a member is unhealthy until its first check
     // passes: a candidate that confirms leads, but starts nothing.
     let mut l = Leader::new(Settings { health_checked: true, ..settings(Restart::Never) }, started(0));
-    assert_eq!(l.step(Input::Assigned, ms(1000)), vec![StandAside], "unhealthy: no record, no tenure");
+    assert_eq!(l.step(Input::Tick, ms(10)), vec![SendCandidacy { leaving: false }], "unhealthy, out of the group");
+    assert_eq!(l.step(Input::Assigned, ms(1000)), vec![StandAside], "unhealthy: no heartbeat, no tenure");
     let mut l = Leader::new(Settings { health_checked: true, ..settings(Restart::Never) }, started(0));
     l.step(Input::Health(true), ms(500));
     l.step(Input::Assigned, ms(1000));
     // Unhealthy while it confirms: it stands aside before it leads.
-    assert_eq!(l.step(Input::Health(false), ms(1005)), vec![gone(1), StandAside]);
+    assert_eq!(l.step(Input::Health(false), ms(1005)), vec![gone(1), StandAside, SendCandidacy { leaving: false }]);
     assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "a record read back after it stood aside");
     // A health change while exiting changes nothing: the exit goes on.
     let mut l = leading(Restart::Never);
@@ -917,6 +920,7 @@ fn candidacy(name: &str, priority: u8, age: u64) -> Input {
         priority,
         never_lead: false,
         leaving: false,
+        unhealthy: false,
         age: Duration::from_millis(age),
         live_for: Duration::from_millis(3000),
     })
@@ -969,16 +973,26 @@ fn a_standby_in_the_group_says_so_every_interval_and_withdraws_when_it_exits() {
 }
 
 #[test]
-fn an_unhealthy_standby_withdraws_its_candidacy_at_once_and_says_it_again_once_back() {
+fn an_unhealthy_standby_says_so_at_once_and_every_interval_and_is_a_candidate_again_once_back() {
+    // Unhealthy from the start (its first check not passed yet), out of
+    // the group: it says so at once (the shell marks the record unhealthy),
+    // so that status shows it.
     let mut l = Leader::new(Settings { health_checked: true, ..settings(Restart::Never) }, started(0));
-    l.step(Input::Health(true), ms(100));
-    assert_eq!(l.step(Input::Standby, ms(500)), vec![SendCandidacy { leaving: false }]);
-    // No owner may hand partition 0 to a member its check keeps out.
-    assert_eq!(l.step(Input::Health(false), ms(700)), vec![SendCandidacy { leaving: true }]);
-    assert_eq!(l.step(Input::Tick, ms(5000)), vec![], "nothing while unhealthy");
-    assert_eq!(l.step(Input::Standby, ms(5001)), vec![], "nor when the group says we are in it");
+    assert_eq!(l.step(Input::Tick, ms(10)), vec![SendCandidacy { leaving: false }]);
+    assert_eq!(l.step(Input::Tick, ms(500)), vec![], "within the interval");
+    assert_eq!(l.step(Input::Tick, ms(1010)), vec![SendCandidacy { leaving: false }]);
+    // Healthy: a candidate again only once back in the group.
+    assert_eq!(l.step(Input::Health(true), ms(1100)), vec![]);
+    assert_eq!(l.step(Input::Tick, ms(2100)), vec![], "not at the unhealthy records' interval");
+    assert_eq!(l.step(Input::Tick, ms(3000)), vec![], "healthy, not in the group yet");
+    assert_eq!(l.step(Input::Standby, ms(3100)), vec![SendCandidacy { leaving: false }]);
+    // No owner may hand partition 0 to a member its check keeps out: it
+    // says so at once, and every interval while it lasts.
+    assert_eq!(l.step(Input::Health(false), ms(3700)), vec![SendCandidacy { leaving: false }]);
+    assert_eq!(l.step(Input::Standby, ms(3800)), vec![], "not again when the group says we are in it");
+    assert_eq!(l.step(Input::Tick, ms(4700)), vec![SendCandidacy { leaving: false }]);
     // Healthy again and back in the group: it says so again.
-    assert_eq!(l.step(Input::Health(true), ms(6000)), vec![]);
+    assert_eq!(l.step(Input::Health(true), ms(5000)), vec![]);
     assert_eq!(l.step(Input::Standby, ms(6100)), vec![SendCandidacy { leaving: false }]);
     assert_eq!(l.step(Input::Shutdown, ms(6200)), vec![SendCandidacy { leaving: true }, Exit(0)]);
 }
@@ -1060,6 +1074,9 @@ fn an_owner_hands_over_to_the_live_member_of_highest_priority_above_its_own() {
     assert!(spawned(lead(vec![candidacy("b", 2, 0), withdrawn])), "withdrawn");
     let watcher = Input::Candidacy(Candidacy { never_lead: true, ..candidacy_of("b", 2) });
     assert!(spawned(lead(vec![watcher])), "a member that never leads");
+    let sick = Input::Candidacy(Candidacy { unhealthy: true, ..candidacy_of("b", 2) });
+    assert!(spawned(lead(vec![sick.clone()])), "a member whose health check fails");
+    assert!(spawned(lead(vec![candidacy("b", 2, 0), sick])), "one whose health check fails now");
     assert!(spawned(lead(vec![candidacy("b", 2, 0), other("b/1", None, 0)])), "its disclaimer: it left the group");
     // A leader does not hand over when one of higher priority joins.
     let mut l = leading(Restart::Never);
@@ -1087,6 +1104,8 @@ fn preempt_hands_over_to_a_member_of_higher_priority_only_when_asked() {
     l.step(Input::Assigned, ms(1000));
     l.step(hb(7, 1000), ms(1010));
     assert_eq!(l.step(candidacy("b", 1, 0), ms(1100)), vec![], "equal priority");
+    let sick = Input::Candidacy(Candidacy { unhealthy: true, ..candidacy_of("b", 2) });
+    assert_eq!(l.step(sick, ms(1100)), vec![], "its health check fails");
     assert_eq!(l.step(candidacy("b", 2, 0), ms(1100)), vec![SignalGroup(SIGTERM)]);
     assert_eq!(l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(1150)), vec![gone_to(1, "b"), HandOver]);
 }
@@ -1129,6 +1148,7 @@ fn a_restarted_member_replaces_its_old_candidacy_and_its_withdrawal_ends_both() 
             priority: 2,
             never_lead: false,
             leaving,
+            unhealthy: false,
             age: Duration::ZERO,
             live_for: Duration::from_millis(3000),
         })

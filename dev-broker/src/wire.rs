@@ -37,6 +37,7 @@ pub const INVALID_REPLICATION_FACTOR: i16 = 38;
 pub const INVALID_REQUEST: i16 = 42;
 pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
 pub const MEMBER_ID_REQUIRED: i16 = 79;
+pub const FENCED_INSTANCE_ID: i16 = 82;
 
 /// Reads a frame front to back; every read is None past its end.
 #[derive(Clone)]

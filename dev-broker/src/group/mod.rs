@@ -16,11 +16,22 @@
 //!
 //! Honest by construction: members learn of a rebalance only through their
 //! own next Heartbeat (REBALANCE_IN_PROGRESS) or JoinGroup, as on Kafka.
+//! Static membership (KIP-345, group.instance.id) as Kafka 3.x classic
+//! groups have it: a static member gets its member id without
+//! MEMBER_ID_REQUIRED; one restarted (no member id, a known instance id)
+//! takes its old place under a new member id, in a stable group with no
+//! rebalance and its stored assignment; its old id is then answered
+//! FENCED_INSTANCE_ID (Heartbeat, SyncGroup, OffsetCommit, LeaveGroup,
+//! JoinGroup); a static member that does not rejoin a rebalance stays until
+//! its session ends; a LeaveGroup may name it by instance id alone.
+//!
 //! Simplified where neli-run cannot tell: any JoinGroup of a known member
 //! starts a rebalance (Kafka spares a follower whose metadata is unchanged),
-//! and static membership (group.instance.id) is not supported. Offsets are
-//! the coordinator's, as on Kafka: a commit is checked against the member
-//! and its generation, and kept in memory.
+//! and the protocol is the leader's first that all support (Kafka votes; a
+//! restarted static member starts a rebalance only if it no longer supports
+//! the group's protocol). Offsets are the coordinator's, as on Kafka: a
+//! commit is checked against the member and its generation, and kept in
+//! memory.
 
 mod request;
 #[cfg(test)]
@@ -29,8 +40,8 @@ mod tests;
 use std::collections::BTreeMap;
 
 use crate::wire::{
-    put_bytes, put_string, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE, NOT_COORDINATOR,
-    REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
+    put_bytes, put_string, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED,
+    NONE, NOT_COORDINATOR, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
 };
 pub use request::{
     cap_api_versions, find_coordinator, Body, Committed, JoinGroup, OffsetCommit, Request, SyncGroup, ADDED,
@@ -140,6 +151,9 @@ enum State {
 struct Member {
     client_id: String,
     host: String,
+    /// Its group.instance.id: a static member, whose next incarnation
+    /// takes its place (and its assignment) under a new member id.
+    instance: Option<String>,
     /// When it first joined: the first of the members left leads a new
     /// generation when the old leader is gone.
     order: u64,
@@ -176,6 +190,77 @@ impl Group {
     /// name it; empty while it has none.
     fn protocol_type(&self) -> &str {
         self.members.values().next().map_or("", |m| m.protocol_type.as_str())
+    }
+
+    /// The member id a static member's instance id has now.
+    fn static_member(&self, instance: &str) -> Option<&String> {
+        self.members.iter().find(|(_, m)| m.instance.as_deref() == Some(instance)).map(|(id, _)| id)
+    }
+
+    /// Whether `id` (with `instance`, if static) is a member now, as
+    /// Kafka's validateCurrentMember: an instance id now held by another
+    /// member id is fenced, an instance id not in the group is unknown.
+    fn check(&self, id: &str, instance: Option<&str>) -> i16 {
+        match instance.map(|i| self.static_member(i)) {
+            Some(Some(current)) if current != id => FENCED_INSTANCE_ID,
+            Some(None) => UNKNOWN_MEMBER_ID,
+            _ if !self.members.contains_key(id) => UNKNOWN_MEMBER_ID,
+            _ => NONE,
+        }
+    }
+
+    /// A static member back under a new member id (Kafka's
+    /// replaceStaticMember): the old id's waiting join and sync are
+    /// fenced, and it keeps its place, its assignment and its leadership.
+    fn replace(&mut self, old: &str, new: &str, out: &mut Vec<Reply>) -> &mut Member {
+        let mut m = self.members.remove(old).expect("a member");
+        for (to, req) in m.join.take().into_iter().chain(m.sync.take()) {
+            out.push(Reply { to, frame: req.error(FENCED_INSTANCE_ID) });
+        }
+        if self.leader.as_deref() == Some(old) {
+            self.leader = Some(new.to_string());
+        }
+        self.members.entry(new.to_string()).or_insert(m)
+    }
+
+    /// A static member back with no member id (restarted) while its
+    /// instance id still holds `old`: it takes that place under `new`, as
+    /// Kafka's updateStaticMemberAndRebalance does. In a stable group
+    /// whose protocol it still supports, that is all: no rebalance, and the
+    /// answer names the leader as it was (its old id, if it led) and no
+    /// members, so that it syncs as a follower and gets its stored
+    /// assignment back. Mid-rebalance it joins the rebalance; after the
+    /// join phase (its old id may be in the leader's assignment) it starts
+    /// a new one.
+    fn rejoin_static(
+        &mut self,
+        (to, req): (ReplyTo, &Request),
+        join: &JoinGroup,
+        (old, new): (&str, &str),
+        now: Millis,
+        out: &mut Vec<Reply>,
+    ) {
+        let leader_was = self.leader.clone().unwrap_or_default();
+        let m = self.replace(old, new, out);
+        m.session = join.session;
+        m.rebalance = join.rebalance;
+        m.protocols = join.protocols.clone();
+        m.expires = now + join.session;
+        m.join = Some((to, req.clone()));
+        let kept =
+            self.protocol.clone().filter(|p| self.members.values().all(|m| m.protocols.iter().any(|(q, _)| q == p)));
+        match (self.state, kept) {
+            (State::Stable, Some(protocol)) => {
+                self.members.get_mut(new).expect("replaced").join = None;
+                let frame = req.join_response(NONE, self.generation, &protocol, &leader_was, new, &[]);
+                out.push(Reply { to, frame });
+            }
+            (State::Preparing { .. }, _) => self.try_complete_join(now, false, out),
+            _ => {
+                self.prepare(now, 0, out);
+                self.try_complete_join(now, false, out);
+            }
+        }
     }
 
     fn remove(&mut self, id: &str, out: &mut Vec<Reply>) {
@@ -222,8 +307,13 @@ impl Group {
                 out.push(Reply { to, frame: req.error(REBALANCE_IN_PROGRESS) });
             }
         }
-        let timeout = self.members.values().map(|m| m.rebalance).max().unwrap_or(0);
-        self.state = State::Preparing { until: now + timeout, initial: false };
+        self.state = State::Preparing { until: now + self.rebalance_timeout(), initial: false };
+    }
+
+    /// How long a join phase waits for the members: the longest of their
+    /// rebalance timeouts.
+    fn rebalance_timeout(&self) -> Millis {
+        self.members.values().map(|m| m.rebalance).max().unwrap_or(0)
     }
 
     /// Ends the join phase if every member has rejoined (or `timed_out`:
@@ -237,8 +327,14 @@ impl Group {
         if !all_in && !timed_out {
             return;
         }
-        let late: Vec<String> =
-            self.members.iter().filter(|(_, m)| m.join.is_none()).map(|(id, _)| id.clone()).collect();
+        // A static member that did not rejoin stays, with its last
+        // metadata, until its session ends (Kafka's onCompleteJoin).
+        let late: Vec<String> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.join.is_none() && m.instance.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
         for id in late {
             self.remove(&id, out);
         }
@@ -247,11 +343,17 @@ impl Group {
             self.empty();
             return;
         }
-        self.generation += 1;
         let mut in_order: Vec<(&String, &Member)> = self.members.iter().collect();
         in_order.sort_by_key(|(_, m)| m.order);
-        let first = in_order[0].0;
-        let leader = self.leader.clone().filter(|l| self.members.contains_key(l)).unwrap_or_else(|| first.clone());
+        let joined = |id: &String| self.members[id].join.is_some();
+        let Some(first) = in_order.iter().map(|(id, _)| *id).find(|id| joined(id)) else {
+            // Only static members that have not rejoined: wait on, until
+            // they do or their sessions end.
+            self.state = State::Preparing { until: now + self.rebalance_timeout(), initial: false };
+            return;
+        };
+        self.generation += 1;
+        let leader = self.leader.clone().filter(|l| self.members.contains_key(l) && joined(l)).unwrap_or(first.clone());
         // The leader's first protocol that every member supports.
         let supported = |name: &str| self.members.values().all(|m| m.protocols.iter().any(|(p, _)| p == name));
         let protocol = self.members[&leader].protocols.iter().map(|(p, _)| p.clone()).find(|p| supported(p));
@@ -265,20 +367,24 @@ impl Group {
             self.state = State::Empty;
             return;
         };
-        let metadata: Vec<(String, Vec<u8>)> = in_order
+        let metadata: Vec<(String, Option<String>, Vec<u8>)> = in_order
             .iter()
             .map(|(id, m)| {
                 let meta = m.protocols.iter().find(|(p, _)| *p == protocol).map(|(_, d)| d.clone()).unwrap_or_default();
-                (id.to_string(), meta)
+                (id.to_string(), m.instance.clone(), meta)
             })
             .collect();
         self.leader = Some(leader.clone());
         self.protocol = Some(protocol.clone());
-        let listed: Vec<(&str, &[u8])> = metadata.iter().map(|(id, d)| (id.as_str(), d.as_slice())).collect();
+        let listed: Vec<_> = metadata.iter().map(|(id, i, d)| (id.as_str(), i.as_deref(), d.as_slice())).collect();
         for (id, m) in self.members.iter_mut() {
-            let (to, req) = m.join.take().expect("everyone joined");
-            let members = if *id == leader { &listed[..] } else { &[] };
-            out.push(Reply { to, frame: req.join_response(NONE, self.generation, &protocol, &leader, id, members) });
+            if let Some((to, req)) = m.join.take() {
+                let members = if *id == leader { &listed[..] } else { &[] };
+                out.push(Reply {
+                    to,
+                    frame: req.join_response(NONE, self.generation, &protocol, &leader, id, members),
+                });
+            }
             m.expires = now + m.session;
             m.assignment.clear();
         }
@@ -330,8 +436,8 @@ impl Coordinator {
         match &req.body {
             Body::Join(join) => self.join(to, &req, join, now, &mut out),
             Body::Sync(sync) => self.sync(to, &req, sync, now, &mut out),
-            Body::Heartbeat { generation, member } => {
-                let frame = self.heartbeat(*generation, member, &req, now);
+            Body::Heartbeat { generation, member, instance } => {
+                let frame = self.heartbeat(*generation, (member, instance.as_deref()), &req, now);
                 out.push(Reply { to, frame });
             }
             Body::Leave { members } => self.leave(to, &req, members, now, &mut out),
@@ -348,14 +454,16 @@ impl Coordinator {
     }
 
     /// A JoinGroup: a first one gets its member id (MEMBER_ID_REQUIRED);
-    /// a member's join starts a rebalance, or completes the one going.
+    /// a member's join starts a rebalance, or completes the one going. A
+    /// static member (with an instance id) gets its id at once, and one
+    /// back after a restart takes its own place (see `rejoin_static`).
     fn join(&mut self, to: ReplyTo, req: &Request, join: &JoinGroup, now: Millis, out: &mut Vec<Reply>) {
-        let JoinGroup { session, rebalance, member, protocol_type, protocols } = join;
+        let JoinGroup { session, rebalance, member, instance, protocol_type, protocols } = join;
         let group = self.groups.entry(req.group.clone()).or_default();
         let id = if member.is_empty() {
-            let id = format!("{}-{}", req.client_id, self.next_member);
+            let id = format!("{}-{}", instance.as_ref().unwrap_or(&req.client_id), self.next_member);
             self.next_member += 1;
-            if req.version >= 4 {
+            if instance.is_none() && req.version >= 4 {
                 group.pending.insert(id.clone(), now + session);
                 out.push(Reply { to, frame: req.join_response(MEMBER_ID_REQUIRED, -1, "", "", &id, &[]) });
                 return;
@@ -364,11 +472,19 @@ impl Coordinator {
         } else {
             member.clone()
         };
-        let known = group.members.contains_key(&id);
-        if !known && group.pending.remove(&id).is_none() && !member.is_empty() {
-            out.push(Reply { to, frame: req.error(UNKNOWN_MEMBER_ID) });
-            return;
+        let old = instance.as_deref().and_then(|i| group.static_member(i)).cloned();
+        if let (true, Some(old)) = (member.is_empty(), old) {
+            return group.rejoin_static((to, req), join, (&old, &id), now, out);
         }
+        let known = group.members.contains_key(&id);
+        if !member.is_empty() && !group.pending.contains_key(&id) {
+            let code = group.check(&id, instance.as_deref());
+            if code != NONE {
+                out.push(Reply { to, frame: req.error(code) });
+                return;
+            }
+        }
+        group.pending.remove(&id);
         let consistent = group.members.values().all(|m| {
             m.protocol_type == *protocol_type && m.protocols.iter().any(|(p, _)| protocols.iter().any(|(q, _)| p == q))
         });
@@ -383,6 +499,7 @@ impl Coordinator {
         let m = group.members.entry(id).or_insert_with(|| Member {
             client_id: req.client_id.clone(),
             host: req.host.clone(),
+            instance: instance.clone(),
             order,
             session: 0,
             rebalance: 0,
@@ -410,11 +527,12 @@ impl Coordinator {
     /// A SyncGroup: the leader's brings the assignments; every member's
     /// waits for them.
     fn sync(&mut self, to: ReplyTo, req: &Request, sync: &SyncGroup, now: Millis, out: &mut Vec<Reply>) {
-        let SyncGroup { generation, member, assignments } = sync;
+        let SyncGroup { generation, member, instance, assignments } = sync;
         let group = self.groups.entry(req.group.clone()).or_default();
-        let code = match (group.state, group.members.get(member)) {
-            (_, None) => UNKNOWN_MEMBER_ID,
-            (State::Preparing { .. }, _) => REBALANCE_IN_PROGRESS,
+        let checked = group.check(member, instance.as_deref());
+        let code = match group.state {
+            _ if checked != NONE => checked,
+            State::Preparing { .. } => REBALANCE_IN_PROGRESS,
             _ if *generation != group.generation => ILLEGAL_GENERATION,
             _ => NONE,
         };
@@ -440,23 +558,33 @@ impl Coordinator {
 
     /// A Heartbeat's answer: whether the member is still in the group's
     /// current generation, and if a rebalance asks it to rejoin.
-    fn heartbeat(&mut self, generation: i32, member: &str, req: &Request, now: Millis) -> Vec<u8> {
+    fn heartbeat(
+        &mut self,
+        generation: i32,
+        (member, instance): (&str, Option<&str>),
+        req: &Request,
+        now: Millis,
+    ) -> Vec<u8> {
         let group = self.groups.entry(req.group.clone()).or_default();
-        let code = match (group.state, group.members.get(member)) {
-            (_, None) | (State::Empty, _) => UNKNOWN_MEMBER_ID,
-            (State::Preparing { .. }, _) => REBALANCE_IN_PROGRESS,
+        let checked = group.check(member, instance);
+        let code = match group.state {
+            _ if checked != NONE => checked,
+            State::Empty => UNKNOWN_MEMBER_ID,
+            State::Preparing { .. } => REBALANCE_IN_PROGRESS,
             _ if generation != group.generation => ILLEGAL_GENERATION,
             _ => NONE,
         };
-        if let Some(m) = group.members.get_mut(member) {
+        if let Some(m) = group.members.get_mut(member).filter(|_| checked == NONE) {
             m.expires = now + m.session;
         }
         req.error(code)
     }
 
     /// A LeaveGroup, as Kafka's GroupCoordinator.handleLeaveGroup: each
-    /// member known leaves, each other one gets UNKNOWN_MEMBER_ID (a static
-    /// member's instance id is not looked up here).
+    /// member known leaves, each other one gets UNKNOWN_MEMBER_ID, and an
+    /// old incarnation of a static member FENCED_INSTANCE_ID. From v3 a
+    /// static member can be named by its instance id alone (no member id),
+    /// as an administrator removes one.
     fn leave(
         &mut self,
         to: ReplyTo,
@@ -476,12 +604,20 @@ impl Coordinator {
         let results: Vec<(&str, Option<&str>, i16)> = members
             .iter()
             .map(|(id, instance)| {
-                let code = if group.members.contains_key(id) {
-                    group.remove(id, out);
-                    left = true;
-                    NONE
-                } else {
-                    UNKNOWN_MEMBER_ID
+                let current = match (id.is_empty(), instance.as_deref()) {
+                    (true, Some(i)) => group.static_member(i).cloned().ok_or(UNKNOWN_MEMBER_ID),
+                    _ => match group.check(id, instance.as_deref()) {
+                        NONE => Ok(id.clone()),
+                        code => Err(code),
+                    },
+                };
+                let code = match current {
+                    Ok(current) => {
+                        group.remove(&current, out);
+                        left = true;
+                        NONE
+                    }
+                    Err(code) => code,
                 };
                 (id.as_str(), instance.as_deref(), code)
             })
@@ -495,14 +631,16 @@ impl Coordinator {
     /// An OffsetCommit's answer, validated as Kafka 3.9 does
     /// (GroupCoordinator.validateOffsetCommit, then doCommitOffsets).
     fn commit(&mut self, req: &Request, commit: &OffsetCommit, now: Millis) -> Vec<u8> {
-        let OffsetCommit { generation, member, topics } = commit;
-        let managed = *generation >= 0 || !member.is_empty();
+        let OffsetCommit { generation, member, instance, topics } = commit;
+        let managed = *generation >= 0 || !member.is_empty() || instance.is_some();
         if managed && !self.groups.contains_key(&req.group) {
             // A member of a group Kafka has never heard of is stale.
             return req.error(ILLEGAL_GENERATION);
         }
         let group = self.groups.entry(req.group.clone()).or_default();
+        let checked = group.check(member, instance.as_deref());
         let code = match (managed, group.members.get_mut(member)) {
+            (true, _) if checked != NONE => checked,
             (true, None) => UNKNOWN_MEMBER_ID,
             (true, Some(_)) if *generation != group.generation => ILLEGAL_GENERATION,
             (true, Some(_)) if group.state == State::Completing => REBALANCE_IN_PROGRESS,
@@ -596,7 +734,7 @@ impl Coordinator {
             for (member, m) in members {
                 put_string(&mut out, Some(member));
                 if req.version >= 4 {
-                    put_string(&mut out, None); // group.instance.id
+                    put_string(&mut out, m.instance.as_deref());
                 }
                 put_string(&mut out, Some(&m.client_id));
                 put_string(&mut out, Some(&m.host));

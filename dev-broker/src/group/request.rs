@@ -53,6 +53,8 @@ pub enum Body {
     Heartbeat {
         generation: i32,
         member: String,
+        /// Its group.instance.id (from v3), if a static member.
+        instance: Option<String>,
     },
     /// The members leaving: id and group.instance.id (one, without an
     /// instance id, before v3).
@@ -76,8 +78,11 @@ pub enum Body {
 pub struct JoinGroup {
     pub session: Millis,
     pub rebalance: Millis,
-    /// Empty on a member's first JoinGroup.
+    /// Empty on a member's first JoinGroup (and on a static member's
+    /// first after a restart).
     pub member: String,
+    /// Its group.instance.id (from v5): a static member (KIP-345).
+    pub instance: Option<String>,
     pub protocol_type: String,
     /// The assignors it supports, each with its metadata, in its order.
     pub protocols: Vec<(String, Vec<u8>)>,
@@ -89,6 +94,8 @@ pub struct JoinGroup {
 pub struct SyncGroup {
     pub generation: i32,
     pub member: String,
+    /// Its group.instance.id (from v3), if a static member.
+    pub instance: Option<String>,
     pub assignments: Vec<(String, Vec<u8>)>,
 }
 
@@ -98,6 +105,8 @@ pub struct OffsetCommit {
     /// -1 (and no member) outside group management.
     pub generation: i32,
     pub member: String,
+    /// Its group.instance.id (from v7), if a static member.
+    pub instance: Option<String>,
     pub topics: Vec<(String, Vec<(i32, Committed)>)>,
 }
 
@@ -138,23 +147,23 @@ impl Request {
                 let session = r.i32()?.max(0) as Millis;
                 let rebalance = if version >= 1 { r.i32()?.max(0) as Millis } else { session };
                 let member = r.string()?;
-                if version >= 5 {
-                    r.string_in(false)?; // group.instance.id
-                }
+                let instance = if version >= 5 { r.string_in(false)? } else { None };
                 let protocol_type = r.string()?;
                 let protocols = (0..r.i32()?.max(0)).map(|_| Some((r.string()?, r.bytes()?))).collect::<Option<_>>()?;
-                Body::Join(JoinGroup { session, rebalance, member, protocol_type, protocols })
+                Body::Join(JoinGroup { session, rebalance, member, instance, protocol_type, protocols })
             }
             SYNC_GROUP => {
                 let (generation, member) = (r.i32()?, r.string()?);
-                if version >= 3 {
-                    r.string_in(false)?;
-                }
+                let instance = if version >= 3 { r.string_in(false)? } else { None };
                 let assignments =
                     (0..r.i32()?.max(0)).map(|_| Some((r.string()?, r.bytes()?))).collect::<Option<_>>()?;
-                Body::Sync(SyncGroup { generation, member, assignments })
+                Body::Sync(SyncGroup { generation, member, instance, assignments })
             }
-            HEARTBEAT => Body::Heartbeat { generation: r.i32()?, member: r.string()? },
+            HEARTBEAT => {
+                let (generation, member) = (r.i32()?, r.string()?);
+                let instance = if version >= 3 { r.string_in(false)? } else { None };
+                Body::Heartbeat { generation, member, instance }
+            }
             LEAVE_GROUP if version >= 3 => {
                 let members = (0..r.i32()?.max(0)).map(|_| Some((r.string()?, r.string_in(false)?)));
                 Body::Leave { members: members.collect::<Option<_>>()? }
@@ -162,9 +171,7 @@ impl Request {
             LEAVE_GROUP => Body::Leave { members: vec![(r.string()?, None)] },
             OFFSET_COMMIT => {
                 let (generation, member) = (r.i32()?, r.string()?);
-                if version >= 7 {
-                    r.string_in(false)?; // group.instance.id
-                }
+                let instance = if version >= 7 { r.string_in(false)? } else { None };
                 if version <= 4 {
                     r.i64()?; // retention time
                 }
@@ -181,7 +188,7 @@ impl Request {
                         Some((name, partitions))
                     })
                     .collect::<Option<_>>()?;
-                Body::Commit(OffsetCommit { generation, member, topics })
+                Body::Commit(OffsetCommit { generation, member, instance, topics })
             }
             OFFSET_FETCH => {
                 let count = r.i32()?;
@@ -309,7 +316,7 @@ impl Request {
         protocol: &str,
         leader: &str,
         member: &str,
-        members: &[(&str, &[u8])],
+        members: &[(&str, Option<&str>, &[u8])],
     ) -> Vec<u8> {
         let mut out = self.response();
         out.extend_from_slice(&code.to_be_bytes());
@@ -318,10 +325,10 @@ impl Request {
         put_string(&mut out, Some(leader));
         put_string(&mut out, Some(member));
         out.extend_from_slice(&(members.len() as i32).to_be_bytes());
-        for (id, metadata) in members {
+        for (id, instance, metadata) in members {
             put_string(&mut out, Some(id));
             if self.version >= 5 {
-                put_string(&mut out, None); // group.instance.id
+                put_string(&mut out, *instance);
             }
             put_bytes(&mut out, metadata);
         }
@@ -420,6 +427,7 @@ mod tests {
             session: 3000,
             rebalance: 9000,
             member: "m1".into(),
+            instance: None,
             protocol_type: "t".into(),
             protocols: vec![("p".into(), vec![9])],
         });
@@ -434,9 +442,14 @@ mod tests {
                 body: want
             })
         );
+        // A static member's: with its group.instance.id.
+        let mut fi = f.clone();
+        fi.splice(26..28, [0, 1, b'i']);
+        let Body::Join(static_join) = parse(&fi).unwrap().body else { panic!("a JoinGroup") };
+        assert_eq!(static_join.instance.as_deref(), Some("i"));
         // Heartbeat v3 and LeaveGroup v1.
         let hb = [0, 12, 0, 3, 0, 0, 0, 1, 0, 0, 0, 1, b'g', 0, 0, 0, 4, 0, 1, b'm', 255, 255];
-        assert_eq!(parse(&hb).unwrap().body, Body::Heartbeat { generation: 4, member: "m".into() });
+        assert_eq!(parse(&hb).unwrap().body, Body::Heartbeat { generation: 4, member: "m".into(), instance: None });
         let lv = [0, 13, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, b'g', 0, 1, b'm'];
         assert_eq!(parse(&lv).unwrap().body, Body::Leave { members: vec![("m".into(), None)] });
         // LeaveGroup v3 (KIP-345): a list of members, each with an instance id.
@@ -475,6 +488,7 @@ mod tests {
         let want = Body::Commit(OffsetCommit {
             generation: 3,
             member: "m".into(),
+            instance: None,
             topics: vec![("t".into(), vec![(0, Committed { offset: 9, leader_epoch: 2, metadata: Some("x".into()) })])],
         });
         assert_eq!(parse(&f).unwrap().body, want);

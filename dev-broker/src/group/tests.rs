@@ -12,12 +12,18 @@ fn req(version: i16, body: Body) -> Request {
 }
 
 fn join(member: &str) -> Request {
+    join_as(member, None)
+}
+
+/// A JoinGroup v5, of a static member with `instance`.
+fn join_as(member: &str, instance: Option<&str>) -> Request {
     req(
         5,
         Body::Join(JoinGroup {
             session: 3000,
             rebalance: 10_000,
             member: member.into(),
+            instance: instance.map(Into::into),
             protocol_type: "consumer".into(),
             protocols: vec![(PROTO.into(), member.as_bytes().to_vec())],
         }),
@@ -25,12 +31,21 @@ fn join(member: &str) -> Request {
 }
 
 fn sync(generation: i32, member: &str, assignments: &[(&str, &[u8])]) -> Request {
+    sync_as(generation, (member, None), assignments)
+}
+
+fn sync_as(generation: i32, (member, instance): (&str, Option<&str>), assignments: &[(&str, &[u8])]) -> Request {
     let assignments = assignments.iter().map(|(m, a)| (m.to_string(), a.to_vec())).collect();
-    req(3, Body::Sync(SyncGroup { generation, member: member.into(), assignments }))
+    let instance = instance.map(Into::into);
+    req(3, Body::Sync(SyncGroup { generation, member: member.into(), instance, assignments }))
 }
 
 fn heartbeat(generation: i32, member: &str) -> Request {
-    req(3, Body::Heartbeat { generation, member: member.into() })
+    heartbeat_as(generation, member, None)
+}
+
+fn heartbeat_as(generation: i32, member: &str, instance: Option<&str>) -> Request {
+    req(3, Body::Heartbeat { generation, member: member.into(), instance: instance.map(Into::into) })
 }
 
 fn leave(member: &str) -> Request {
@@ -177,7 +192,7 @@ fn leave_group_v3_answers_each_member_listed() {
     let want = vec![("stranger".into(), None, UNKNOWN_MEMBER_ID), (m2.clone(), None, NONE)];
     assert_eq!(left(&out[0].frame), (NONE, want));
     assert_eq!(described(&mut c, 300).0, "Empty");
-    // The instance id is echoed; static members are not looked up by it.
+    // The instance id is echoed; no static member has this one.
     let static_leave = req(3, Body::Leave { members: vec![("".into(), Some("i-1".into()))] });
     let out = c.handle(11, static_leave, 400);
     assert_eq!(left(&out[0].frame), (NONE, vec![("".into(), Some("i-1".into()), UNKNOWN_MEMBER_ID)]));
@@ -216,7 +231,7 @@ fn syncs_in_another_generation_or_during_a_join_are_refused() {
 
 fn commit(generation: i32, member: &str, offset: i64) -> Request {
     let topics = vec![("t".into(), vec![(0, Committed { offset, leader_epoch: -1, metadata: Some("m".into()) })])];
-    req(7, Body::Commit(OffsetCommit { generation, member: member.into(), topics }))
+    req(7, Body::Commit(OffsetCommit { generation, member: member.into(), instance: None, topics }))
 }
 
 /// The error of a one-partition OffsetCommit v7 answer.
@@ -322,4 +337,154 @@ fn an_unload_answers_waiting_joins_not_coordinator_and_the_load_restarts_their_r
     assert!(c.handle(11, join(&m1), 2002).is_empty());
     let out = c.handle(12, join(&m2), 2003);
     assert_eq!(joined(reply_to(&out, 11)).1, G + 1, "a new generation once both rejoined");
+}
+
+/// A stable group in generation 2 of static member "a" (the leader, with
+/// p0; its member id returned first) and dynamic m2 (p1).
+fn static_pair(c: &mut Coordinator) -> (String, String) {
+    let (error, generation, leader, a, listed) = joined(&c.handle(1, join_as("", Some("a")), 0)[0].frame);
+    assert_eq!((error, generation, leader.as_str(), listed), (NONE, 1, a.as_str(), 1), "no MEMBER_ID_REQUIRED");
+    assert!(a.starts_with("a-"), "named after its instance id, as Kafka does: {a}");
+    c.handle(2, sync_as(1, (&a, Some("a")), &[(&a, b"p0")]), 0);
+    let m2 = joined(&c.handle(3, join(""), 0)[0].frame).3;
+    assert!(c.handle(4, join(&m2), 0).is_empty(), "the join waits for a");
+    let out = c.handle(5, join_as(&a, Some("a")), 0);
+    assert_eq!(joined(reply_to(&out, 5)), (0, 2, a.clone(), a.clone(), 2));
+    c.handle(6, sync(2, &m2, &[]), 0);
+    let out = c.handle(7, sync_as(2, (&a, Some("a")), &[(&a, b"p0"), (&m2, b"p1")]), 0);
+    assert_eq!(reply_to(&out, 6)[10..], [0, 0, 0, 2, b'p', b'1']);
+    (a, m2)
+}
+
+#[test]
+fn a_restarted_static_member_takes_its_place_with_its_assignment_and_no_rebalance() {
+    let mut c = Coordinator::new(0);
+    let (a, m2) = static_pair(&mut c);
+    // Restarted: no member id, the same instance id, while the group is
+    // stable. Answered at once, in the same generation, with the leader as
+    // it was (its own old id: it syncs as a follower) and no members.
+    let out = c.handle(10, join_as("", Some("a")), 1000);
+    let (error, generation, leader, new, listed) = joined(reply_to(&out, 10));
+    assert_eq!((error, generation, leader.as_str(), listed), (NONE, G, a.as_str(), 0));
+    assert!(new != a && new.starts_with("a-"), "a new member id: {new}");
+    assert_eq!(out.len(), 1, "nobody else is answered");
+    assert_eq!(reply_to(&c.handle(11, sync_as(G, (&new, Some("a")), &[]), 1010), 11)[10..], [0, 0, 0, 2, b'p', b'0']);
+    assert_eq!(code(&c.handle(12, heartbeat(G, &m2), 1100)[0].frame), NONE, "no rebalance for the others");
+    assert_eq!(described(&mut c, 1100), ("Stable".into(), PROTO.into(), vec![b"p0".to_vec(), b"p1".to_vec()]));
+    // It leads the next generation under its new id.
+    c.handle(13, join(&m2), 1200);
+    let out = c.handle(14, join_as(&new, Some("a")), 1200);
+    assert_eq!(joined(reply_to(&out, 14)), (0, G + 1, new.clone(), new.clone(), 2));
+}
+
+#[test]
+fn the_old_incarnation_of_a_static_member_is_fenced_everywhere() {
+    let mut c = Coordinator::new(0);
+    let (a, _) = static_pair(&mut c);
+    let new = joined(&c.handle(10, join_as("", Some("a")), 1000)[0].frame).3;
+    let old = (a.as_str(), Some("a"));
+    assert_eq!(code(&c.handle(11, heartbeat_as(G, &a, Some("a")), 1100)[0].frame), FENCED_INSTANCE_ID);
+    assert_eq!(code(&c.handle(12, sync_as(G, old, &[]), 1100)[0].frame), FENCED_INSTANCE_ID);
+    assert_eq!(joined(&c.handle(13, join_as(&a, Some("a")), 1100)[0].frame).0, FENCED_INSTANCE_ID);
+    let mut commit = commit(G, &a, 5);
+    if let Body::Commit(c) = &mut commit.body {
+        c.instance = Some("a".into());
+    }
+    assert_eq!(committed(&c.handle(14, commit, 1100)[0].frame), FENCED_INSTANCE_ID);
+    let leaving = req(3, Body::Leave { members: vec![(a.clone(), Some("a".into()))] });
+    assert_eq!(
+        left(&c.handle(15, leaving, 1100)[0].frame),
+        (NONE, vec![(a.clone(), Some("a".into()), FENCED_INSTANCE_ID)])
+    );
+    // None of that touched the new incarnation, nor the group.
+    assert_eq!(code(&c.handle(16, heartbeat_as(G, &new, Some("a")), 1200)[0].frame), NONE);
+    assert_eq!(described(&mut c, 1200).0, "Stable");
+}
+
+#[test]
+fn a_restart_during_a_rebalance_fences_the_old_join_and_joins_in_its_place() {
+    let mut c = Coordinator::new(0);
+    let (a, m2) = static_pair(&mut c);
+    assert!(c.handle(10, join_as(&a, Some("a")), 1000).is_empty(), "waits for m2");
+    let out = c.handle(11, join_as("", Some("a")), 1100);
+    assert_eq!(joined(reply_to(&out, 10)).0, FENCED_INSTANCE_ID, "the old one's waiting join");
+    assert!(out.iter().all(|r| r.to != 11), "the new one waits in the rebalance");
+    let out = c.handle(12, join(&m2), 1200);
+    let new = joined(reply_to(&out, 11)).3;
+    assert_eq!(joined(reply_to(&out, 11)), (0, G + 1, new.clone(), new.clone(), 2), "it leads, under its new id");
+}
+
+#[test]
+fn a_static_member_that_stops_without_leaving_holds_its_place_until_its_session_ends() {
+    let mut c = Coordinator::new(0);
+    let (a, m2) = static_pair(&mut c);
+    // a stops (no LeaveGroup, as a static member closing sends none);
+    // m2 heartbeats on. Nothing happens until a's session ends.
+    for t in (500..3000).step_by(500) {
+        assert_eq!(code(&c.handle(t, heartbeat(G, &m2), t)[0].frame), NONE);
+    }
+    assert!(c.tick(2999).is_empty());
+    c.tick(3000);
+    assert_eq!(code(&c.handle(20, heartbeat(G, &m2), 3001)[0].frame), REBALANCE_IN_PROGRESS);
+    assert_eq!(joined(reply_to(&c.handle(21, join(&m2), 3002), 21)), (0, G + 1, m2.clone(), m2.clone(), 1));
+    // Its instance id is free again: a restart now is a new member.
+    assert_eq!(code(&c.handle(22, heartbeat_as(G, &a, Some("a")), 3003)[0].frame), UNKNOWN_MEMBER_ID);
+}
+
+#[test]
+fn a_static_member_that_misses_a_rebalance_is_dropped_when_its_session_ends() {
+    let mut c = Coordinator::new(0);
+    let (a, m2) = static_pair(&mut c);
+    // m2's rebalance timeout (1 s) is shorter than a's session (3 s).
+    let mut rejoin = join(&m2);
+    if let Body::Join(j) = &mut rejoin.body {
+        j.rebalance = 1000;
+    }
+    c.handle(10, heartbeat_as(G, &a, Some("a")), 500);
+    assert!(c.handle(11, rejoin, 600).is_empty());
+    // a never rejoins: its session (500 + 3000) ends before the
+    // rebalance timeout (its own 10 s, the longest), and drops it.
+    assert_eq!(c.next_deadline(), Some(3500));
+    let out = c.tick(3500);
+    assert_eq!(joined(reply_to(&out, 11)), (0, G + 1, m2.clone(), m2.clone(), 1));
+}
+
+#[test]
+fn a_static_member_that_has_not_rejoined_when_the_join_times_out_is_kept() {
+    let mut c = Coordinator::new(0);
+    // A static member whose session (3 s) outlasts the rebalance timeout
+    // (1 s) of every member: m2's and its own.
+    let short = |member: &str, instance: Option<&str>| {
+        let mut r = join_as(member, instance);
+        if let Body::Join(j) = &mut r.body {
+            j.rebalance = 1000;
+        }
+        r
+    };
+    let a = joined(&c.handle(1, short("", Some("a")), 0)[0].frame).3;
+    c.handle(2, sync_as(1, (&a, Some("a")), &[(&a, b"p0")]), 0);
+    let m2 = joined(&c.handle(3, short("", None), 100)[0].frame).3;
+    assert!(c.handle(4, short(&m2, None), 100).is_empty(), "waits for a");
+    assert_eq!(c.next_deadline(), Some(1100), "the rebalance timeout, before a's session (3000)");
+    let out = c.tick(1100);
+    // m2 leads generation 2 and is told of a, which stays a member.
+    assert_eq!(joined(reply_to(&out, 4)), (0, 2, m2.clone(), m2.clone(), 2));
+    assert_eq!(code(&c.handle(5, heartbeat_as(2, &a, Some("a")), 1200)[0].frame), NONE, "still a member");
+}
+
+#[test]
+fn leave_group_v3_removes_a_static_member_named_by_its_instance_id() {
+    let mut c = Coordinator::new(0);
+    let (a, m2) = static_pair(&mut c);
+    let by_instance = req(3, Body::Leave { members: vec![("".into(), Some("a".into()))] });
+    assert_eq!(left(&c.handle(10, by_instance, 100)[0].frame), (NONE, vec![("".into(), Some("a".into()), NONE)]));
+    assert_eq!(code(&c.handle(11, heartbeat(G, &m2), 200)[0].frame), REBALANCE_IN_PROGRESS);
+    assert_eq!(joined(reply_to(&c.handle(12, join(&m2), 210), 12)), (0, G + 1, m2.clone(), m2.clone(), 1));
+    // Its own LeaveGroup (v1, as librdkafka sends on unsubscribe) too.
+    c.handle(13, sync(G + 1, &m2, &[(&m2, b"p0")]), 220);
+    assert!(c.handle(14, join_as("", Some("b")), 300).is_empty(), "a new static member: a rebalance");
+    let b = joined(reply_to(&c.handle(15, join(&m2), 300), 14)).3;
+    assert_eq!(c.handle(16, leave(&b), 400)[0].frame[8..], NONE.to_be_bytes());
+    assert_eq!(code(&c.handle(17, heartbeat_as(G + 2, &b, Some("b")), 500)[0].frame), UNKNOWN_MEMBER_ID);
+    assert_eq!(code(&c.handle(18, heartbeat_as(G + 2, &a, Some("a")), 500)[0].frame), UNKNOWN_MEMBER_ID);
 }

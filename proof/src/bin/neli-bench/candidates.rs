@@ -41,6 +41,12 @@ pub struct Contender {
     pub timing: Vec<String>,
     /// Groups made so far (each gets a fresh name).
     pub groups: usize,
+    /// Static members (KIP-345): each candidate gives its name as its
+    /// group.instance.id (`-X group.instance.id=NAME`).
+    pub static_members: bool,
+    /// The broker's log (the dev broker's, at debug level, has every group
+    /// request).
+    pub broker_log: PathBuf,
 }
 
 impl Contender {
@@ -62,8 +68,9 @@ impl Contender {
     }
 
     /// The command line of one candidate named `name` in `group`, up to its
-    /// command, with `timing` (None: the contender's).
-    fn argv(&self, group: &str, name: &str, timing: Option<&[String]>) -> Vec<String> {
+    /// command, with `timing` (None: the contender's) and, for static
+    /// members, `instance` as its group.instance.id.
+    fn argv(&self, group: &str, (name, instance): (&str, &str), timing: Option<&[String]>) -> Vec<String> {
         match &self.etcdctl {
             Some(etcdctl) => vec![
                 etcdctl.display().to_string(),
@@ -77,6 +84,9 @@ impl Contender {
                 let mut argv = vec![self.neli.display().to_string(), "-b".into(), self.broker.address.clone()];
                 argv.extend(["-g".into(), group.into(), "--name".into(), name.into()]);
                 argv.extend(timing.unwrap_or(&self.timing).iter().cloned());
+                if self.static_members {
+                    argv.extend(["-X".into(), format!("group.instance.id={instance}")]);
+                }
                 argv.push("--".into());
                 argv
             }
@@ -116,6 +126,16 @@ impl Candidate {
     /// The supervisor's (neli-run's or etcdctl's) pid.
     pub fn pid(&self) -> Pid {
         Pid::from_raw(self.process.id() as i32)
+    }
+
+    /// Its --name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its exit status, once it has exited.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.process.try_wait().ok().flatten()
     }
 }
 
@@ -199,9 +219,18 @@ impl<'a> Group<'a> {
     pub fn spawn(&mut self) -> Instant {
         self.spawned += 1;
         let name = format!("m{}", self.spawned);
-        let log = fs::File::create(self.dir.join(format!("{name}.log"))).expect("log");
+        self.spawn_as(&name, &name)
+    }
+
+    /// Starts a candidate named `name` (again, if one was; its log goes on
+    /// in NAME.log) with `instance` as its group.instance.id if the
+    /// contender's members are static.
+    pub fn spawn_as(&mut self, name: &str, instance: &str) -> Instant {
+        let name = name.to_string();
+        let log = fs::OpenOptions::new().create(true).append(true).open(self.dir.join(format!("{name}.log")));
+        let log = log.expect("log");
         let mut argv = self.prefix.clone();
-        argv.extend(self.contender.argv(&self.name, &name, self.timing.as_deref()));
+        argv.extend(self.contender.argv(&self.name, (&name, instance), self.timing.as_deref()));
         argv.extend(self.child.iter().cloned());
         argv.extend([name.clone(), self.dir.display().to_string()]);
         let at = Instant::now();

@@ -28,7 +28,10 @@
 //! - scale: graceful handover with 10, 50 and 200 waiters;
 //! - rolling-restart, leader-move, coordinator-move, leader-crash,
 //!   coordinator-crash, cut: the Kafka cluster's own life, on the `cluster`
-//!   contender only (a dev broker of three brokers; see `cluster.rs`).
+//!   contender only (a dev broker of three brokers; see `cluster.rs`);
+//! - restart-in-place, duplicate-instance: static membership (KIP-345) put
+//!   to the test, on the `-static` contenders (see `statics.rs`; not in the
+//!   default list).
 //!
 //! Every child writes its own start time (CLOCK_REALTIME, ns) and pid, so
 //! latencies are measured from the child's side. A handover where the old
@@ -40,6 +43,7 @@ mod candidates;
 mod cluster;
 mod report;
 mod scenarios;
+mod statics;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -87,11 +91,13 @@ struct Args {
     )]
     scenarios: Vec<String>,
     /// Contenders: dev (neli-run on the dev broker with Kafka's group
-    /// timing), dev-mock (on the dev broker with librdkafka's mock
+    /// timing), dev-static (the same, each member static: its name as its
+    /// group.instance.id), dev-mock (on the dev broker with librdkafka's mock
     /// coordinator), cluster (on a dev broker of three brokers: the only one
     /// the cluster scenarios run on), tansu (neli-run on tansu), etcd (etcdctl lock), base
     /// (the --baseline binary on the dev broker with Kafka's timing),
-    /// base-cluster (the --baseline binary on a cluster).
+    /// base-static (the --baseline binary, static), base-cluster (the
+    /// --baseline binary on a cluster).
     /// Missing tools are skipped with a note.
     #[arg(long, value_delimiter = ',', default_value = "dev,dev-mock,tansu,etcd")]
     contenders: Vec<String>,
@@ -183,13 +189,15 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
     for name in &args.contenders {
         let log = work.join(format!("{name}-broker.log"));
         let (broker, etcdctl) = match name.as_str() {
-            "dev" => (Broker::dev(neli, "kafka", listen, &ip, &log), None),
+            "dev" | "dev-static" => (Broker::dev(neli, "kafka", listen, &ip, &log), None),
             "cluster" => (Broker::dev_cluster(neli, 3, listen, &ip, &log, &work.join("cluster.ctl")), None),
             "dev-mock" => (Broker::dev(neli, "mock", listen, &ip, &log), None),
             "tansu" => (Broker::tansu(listen, &ip, &log), None),
             // The same dev broker (this build's) for both: only the members differ.
-            "base" | "base-cluster" => match &args.baseline {
-                Some(path) if path.exists() && name == "base" => (Broker::dev(neli, "kafka", listen, &ip, &log), None),
+            "base" | "base-static" | "base-cluster" => match &args.baseline {
+                Some(path) if path.exists() && name != "base-cluster" => {
+                    (Broker::dev(neli, "kafka", listen, &ip, &log), None)
+                }
                 Some(path) if path.exists() => {
                     (Broker::dev_cluster(neli, 3, listen, &ip, &log, &work.join("base-cluster.ctl")), None)
                 }
@@ -200,7 +208,7 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
                 None => (Err("etcdctl not found: apt-get install etcd-client".into()), None),
             },
             other => {
-                let known = "dev, dev-mock, cluster, tansu, etcd, base, base-cluster";
+                let known = "dev, dev-static, dev-mock, cluster, tansu, etcd, base, base-static, base-cluster";
                 (Err(format!("unknown contender {other} ({known})")), None)
             }
         };
@@ -208,15 +216,17 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
             Ok(broker) => contenders.push(Contender {
                 name: match name.as_str() {
                     "dev" => "neli-run/dev",
+                    "dev-static" => "neli-run/dev-static",
                     "cluster" => "neli-run/cluster",
                     "dev-mock" => "neli-run/dev-mock",
                     "tansu" => "neli-run/tansu",
                     "base" => "baseline/dev",
+                    "base-static" => "baseline/dev-static",
                     "base-cluster" => "baseline/cluster",
                     _ => "etcdctl-lock",
                 },
                 neli: match name.as_str() {
-                    "base" | "base-cluster" => args.baseline.clone().expect("checked above"),
+                    "base" | "base-static" | "base-cluster" => args.baseline.clone().expect("checked above"),
                     _ => neli.to_path_buf(),
                 },
                 etcdctl,
@@ -224,6 +234,8 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
                 session: timing.0,
                 timing: timing.1.clone(),
                 groups: 0,
+                static_members: name.ends_with("-static"),
+                broker_log: log,
             }),
             Err(why) => {
                 eprintln!("neli-bench: skipping {name}: {why}");

@@ -44,6 +44,10 @@ fn unit(scenario: &str) -> &'static str {
         || scenario.contains("still running")
         || scenario.ends_with(" stops")
         || scenario.ends_with(" handovers")
+        || scenario.ends_with(" kept")
+        || scenario.ends_with(" joins")
+        || scenario.ends_with(" starts")
+        || scenario.ends_with(" exits")
     {
         "count"
     } else {

@@ -63,6 +63,7 @@ pub fn measure(bench: &Bench, c: &mut Contender, results: &mut Results) {
         sweep(bench, c, results);
     }
     crate::cluster::measure(bench, c, results);
+    crate::statics::measure(bench, c, results);
     if run("idle") {
         idle(bench, c, results);
     }

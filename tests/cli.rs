@@ -352,6 +352,34 @@ fn kafka_config_with_a_secret_readable_by_others_warns_once() {
     assert!(!out.contains("WARN"), "{out}");
 }
 
+/// Static membership is refused, whichever way it is given: measured on the
+/// dev broker, it would make every graceful handover wait out the session
+/// (docs/proof.md, "Static membership").
+#[test]
+fn static_membership_is_refused_from_every_origin_and_says_why() {
+    let dir = crate::util::tempdir::Dir::new("static-membership");
+    let file = dir.path().join("client.properties");
+    write_mode(&file, "group.instance.id=a\n", 0o600);
+    let file = file.to_str().unwrap();
+    let secret = format!("group.instance.id={file}");
+    let cases: [(Env, Vec<&str>, &str); 4] = [
+        (&[], vec!["-X", "group.instance.id=a"], "-X:"),
+        (&[], vec!["--kafka-config", file], "line 1"),
+        (&[], vec!["--kafka-secret", &secret], "--kafka-secret"),
+        (&[("NELI_KAFKA_PROPERTIES", "group.instance.id=a")], vec![], "NELI_KAFKA_PROPERTIES"),
+    ];
+    for (env, extra, origin) in cases {
+        let mut args = vec!["-g", "g", "-b", "127.0.0.1:1"];
+        args.extend(extra);
+        args.extend(["--", "true"]);
+        let (code, out) = run_env(env, &args);
+        assert_eq!(code, 2, "{out}");
+        assert!(out.contains("group.instance.id: static membership is not supported"), "{out}");
+        assert!(out.contains("graceful handover") && out.contains("remove it"), "{out}");
+        assert!(out.contains(origin), "{origin}: {out}");
+    }
+}
+
 #[test]
 fn env_properties_errors_name_the_variable_and_never_a_fragment() {
     let env = [("NELI_KAFKA_PROPERTIES", "security.protocol=PLAINTEXT;sasl.password=pw;with;semicolon")];

@@ -20,6 +20,28 @@ const OWNED_PROPERTIES: [(&str, &str); 4] = [
     ("client.id", "--name"),
 ];
 
+/// Properties neli-run refuses, and why: Kafka's static membership
+/// (KIP-345), measured on the dev broker (docs/proof.md, "Static
+/// membership"): a static member sends no LeaveGroup, so every graceful
+/// handover would wait out the session; a restart in place still waits out
+/// its old incarnation's claim; and two members given one id fence each
+/// other in turn.
+const REFUSED_PROPERTIES: [(&str, &str); 1] = [(
+    "group.instance.id",
+    "static membership is not supported: a static member sends no LeaveGroup, so every graceful handover \
+     would wait the whole session timeout (6 s instead of about 0.1 s), a restart in place still waits out \
+     its old claim, and two members given one id fence each other in turn; remove it (each member's \
+     --name already tells them apart)",
+)];
+
+/// Why `key` may not be set from `origin`: a flag of its own, or refused.
+fn not_settable(key: &str, origin: &str) -> Option<String> {
+    if let Some((_, flag)) = OWNED_PROPERTIES.iter().find(|(k, _)| *k == key) {
+        return Some(format!("{origin} {key} is set by {flag}; use that flag instead"));
+    }
+    REFUSED_PROPERTIES.iter().find(|(k, _)| *k == key).map(|(_, why)| format!("{origin} {key}: {why}"))
+}
+
 /// Properties whose value is a secret: a --kafka-config file holding one
 /// should be readable by its owner only.
 const SECRET_FILE_KEYS: [&str; 3] = ["sasl.password", "ssl.key.password", "sasl.jaas.config"];
@@ -230,8 +252,8 @@ fn read_secret(spec: &str) -> Result<(String, String, Origin), Failure> {
     if key.is_empty() || path.is_empty() {
         return err(format!("--kafka-secret {spec}: expected KEY=PATH, both non-empty"));
     }
-    if let Some((_, flag)) = OWNED_PROPERTIES.iter().find(|(k, _)| *k == key) {
-        return err(format!("--kafka-secret {key} is set by {flag}; use that flag instead"));
+    if let Some(why) = not_settable(key, "--kafka-secret") {
+        return err(why);
     }
     let bytes = std::fs::read(path).or_else(|e| err(format!("--kafka-secret {key}={path}: cannot read it ({e})")))?;
     let Ok(mut value) = String::from_utf8(bytes) else {
@@ -294,8 +316,8 @@ pub(super) fn checked_property(key: &str, value: String, origin: &Origin) -> Res
     if key.is_empty() {
         return err(format!("{origin}: the key is empty (expected KEY=VALUE)"));
     }
-    if let Some((_, flag)) = OWNED_PROPERTIES.iter().find(|(k, _)| *k == key) {
-        return err(format!("{origin}: {key} is set by {flag}; use that flag instead"));
+    if let Some(why) = not_settable(key, &format!("{origin}:")) {
+        return err(why);
     }
     Ok((key.to_string(), value))
 }

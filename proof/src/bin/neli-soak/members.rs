@@ -48,8 +48,13 @@ esac"#;
 /// detector's lock only while its token file holds a token: a child under
 /// the detector, in a process group of its own (set -m), started on the
 /// lead signal and killed, group and all, on the unlead signal. The
-/// overlap detector then counts *leading* commands.
-const WARM: &str = r#"set -m
+/// overlap detector then counts *leading* commands. It writes nothing:
+/// bash's job notifications ("[1]+ Done ...", every 0.2 s under set -m)
+/// blocked it on a full pipe once a broken-log fault stalled its reader,
+/// and a bash blocked in a write runs no trap, so it held on to its lead
+/// (two pauses of seed 4244 flagged it).
+const WARM: &str = r#"exec >/dev/null 2>&1
+set -m
 dir=$0; guard=
 check() {
   t=$(cat "$NELI_TOKEN_FILE")

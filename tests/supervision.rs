@@ -20,11 +20,11 @@ fn librdkafka_is_gone_before_neli_run_exits() {
     let mut m = g.member("a", &["-v"], &["sh", "-c", "exit 4"]);
     assert_eq!(m.wait_exit(LONG).code(), Some(4), "{}", m.log());
     assert!(m.log().contains("creating the topic"), "{}", m.log());
-    assert!(!m.log().contains("librdkafka still runs"), "{}", m.log());
+    assert!(!m.log().contains("librdkafka may still run"), "{}", m.log());
     let broker = crate::util::Broker::dev_with("127.0.0.1", &["--deny-topic", "denied.neli"]);
     let (code, out) = crate::util::run(&["-v", "-g", "denied", "-b", &broker.address, "--", "true"]);
     assert_eq!(code, 77, "{out}");
-    assert!(!out.contains("librdkafka still runs"), "{out}");
+    assert!(!out.contains("librdkafka may still run"), "{out}");
 }
 
 #[test]
@@ -275,7 +275,7 @@ fn a_shim_that_cannot_be_executed_is_reported_and_not_taken_for_a_start() {
         crate::util::skip("cannot unmount /proc in a new mount namespace (unshare --mount) here");
         return;
     }
-    let mut m = g.member_in(Some(prefix), "a", &[], &["sleep", "1000"]);
+    let mut m = g.member_in(Some(prefix), "a", &["-v"], &["sleep", "1000"]);
     let code = m.wait_exit(LONG).code();
     let log = m.log();
     assert!(!log.contains("child started"), "a failed exec taken for a start: {log}");
@@ -284,6 +284,10 @@ fn a_shim_that_cannot_be_executed_is_reported_and_not_taken_for_a_start() {
         log.contains("cannot start the child") && log.contains("cannot start the shim /proc/self/exe: No such file"),
         "the failed exec is reported: {log}"
     );
+    // Without /proc, librdkafka's threads cannot be counted: it may still
+    // run, so exit's handlers must not (they aborted here twice in CI,
+    // with a corrupted heap in place of the status).
+    assert!(log.contains("librdkafka may still run: exiting without exit handlers threads=None"), "{log}");
     assert!(g.starts().is_empty(), "{:?}", g.starts());
 }
 

@@ -254,6 +254,14 @@ fn kafka_config_file_supplies_brokers_and_properties() {
 /// Extra environment variables for a run.
 type Env<'a> = &'a [(&'a str, &'a str)];
 
+/// A member of group g with `flags`, against a broker nobody listens on,
+/// run with `env`: what a refusal at start-up says.
+fn run_member(env: Env, flags: &[&str]) -> (i32, String) {
+    let args: Vec<&str> =
+        ["-g", "g", "-b", "127.0.0.1:1"].iter().chain(flags).chain(&["--", "true"]).copied().collect();
+    run_env(env, &args)
+}
+
 /// `run`, with extra environment variables.
 fn run_env(env: Env, args: &[&str]) -> (i32, String) {
     let out = std::process::Command::new(crate::util::bin())
@@ -285,10 +293,7 @@ fn a_mistyped_secret_key_names_the_key_and_a_fix_never_the_value() {
         (&[("NELI_KAFKA_PROPERTIES", "sasl.pasword=TOPSECRET-typo")], vec![], "NELI_KAFKA_PROPERTIES"),
     ];
     for (env, extra, origin) in cases {
-        let mut args = vec!["-g", "g", "-b", "127.0.0.1:1"];
-        args.extend(extra);
-        args.extend(["--", "true"]);
-        let (code, out) = run_env(env, &args);
+        let (code, out) = run_member(env, &extra);
         assert_eq!(code, 78, "{out}");
         assert!(!out.contains("TOPSECRET"), "the value was printed: {out}");
         assert!(out.contains("sasl.pasword") && out.contains("did you mean sasl.password?"), "{out}");
@@ -369,10 +374,7 @@ fn static_membership_is_refused_from_every_origin_and_says_why() {
         (&[("NELI_KAFKA_PROPERTIES", "group.instance.id=a")], vec![], "NELI_KAFKA_PROPERTIES"),
     ];
     for (env, extra, origin) in cases {
-        let mut args = vec!["-g", "g", "-b", "127.0.0.1:1"];
-        args.extend(extra);
-        args.extend(["--", "true"]);
-        let (code, out) = run_env(env, &args);
+        let (code, out) = run_member(env, &extra);
         assert_eq!(code, 2, "{out}");
         assert!(out.contains("group.instance.id: static membership is not supported"), "{out}");
         assert!(out.contains("graceful handover") && out.contains("remove it"), "{out}");
@@ -490,10 +492,7 @@ fn absurd_durations_are_refused_in_one_line_without_a_panic() {
         (["-X", "heartbeat.interval.ms=18446744073709551615"], "3600000"),
     ];
     for (args, needle) in cases {
-        let mut argv = vec!["-g", "g", "-b", "127.0.0.1:1"];
-        argv.extend(args);
-        argv.extend(["--", "true"]);
-        let (code, out) = run(&argv);
+        let (code, out) = run_member(&[], &args);
         assert_eq!(code, 2, "{args:?}: {out}");
         assert!(out.contains(needle), "{args:?}: {out}");
         assert_eq!(out.lines().count(), 1, "{args:?}: {out}");
@@ -561,9 +560,7 @@ fn a_leader_file_where_none_can_be_written_is_refused_with_the_fix() {
 
 /// `neli-run FLAGS -- true` is a usage error (2) whose message says `why`.
 fn refused(flags: &[&str], why: &str) {
-    let args: Vec<&str> =
-        ["-g", "g", "-b", "127.0.0.1:1"].iter().chain(flags).chain(&["--", "true"]).copied().collect();
-    let (code, out) = run(&args);
+    let (code, out) = run_member(&[], flags);
     assert_eq!(code, 2, "{flags:?}: {out}");
     assert!(out.contains(why), "{flags:?}: {out}");
 }

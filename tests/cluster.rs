@@ -234,6 +234,9 @@ fn cluster_events_refused_say_why() {
         ("reboot 1", "unknown event"),
         ("leader nope 0 1", "not created yet"),
         ("crash 1 soon", "crash 1 soon"),
+        ("stop", "stop needs BROKER"),
+        ("leader t 0", "leader needs TOPIC PARTITION BROKER"),
+        ("describe extra", "describe takes no arguments"),
     ] {
         let (code, out) = run_event(&broker, event);
         assert_eq!(code, 2, "{event}: {out}");
@@ -244,6 +247,38 @@ fn cluster_events_refused_say_why() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("broker 2 is down"), "{out}");
     assert!(broker.event("describe").starts_with("brokers 1:up 2:down; coordinator 1"));
+}
+
+/// Each broker stopped in turn until none is up, then started again: every
+/// answer is a sentence that says what happened (a topic's partition
+/// moved, then offline with the groups uncoordinated, then taken back).
+#[test]
+fn stopping_every_broker_and_starting_one_again_say_what_happened() {
+    let broker = Broker::cluster(3);
+    // A member that runs `true` once creates the topic (partition 0 on broker 1).
+    let timing = broker.timing.args();
+    let mut args = vec!["-g", "last-up", "-b", &broker.address];
+    args.extend(timing.iter().map(String::as_str));
+    let (code, out) = run(&[&args[..], &["--", "true"]].concat());
+    assert_eq!(code, 0, "{out}");
+    let said = |event: &str| {
+        let said = broker.event(event);
+        assert!(!said.contains("(s)") && !said.contains('('), "{event}: {said}");
+        said
+    };
+    assert_eq!(said("stop 1"), "broker 1 stopped, the controlled way: the leadership of 1 partition moved to broker 2");
+    assert_eq!(said("stop 2"), "broker 2 stopped, the controlled way: the leadership of 1 partition moved to broker 3");
+    assert_eq!(
+        said("stop 3"),
+        "broker 3 stopped, the controlled way: no other broker is up, so the partition it led is offline and the \
+         groups have no coordinator"
+    );
+    assert_eq!(
+        said("start 3"),
+        "broker 3 started: it leads the partition that had no leader and coordinates the groups"
+    );
+    assert_eq!(said("start 1"), "broker 1 started, as a follower");
+    assert!(said("describe").starts_with("brokers 1:up 2:down 3:up; coordinator 3"));
 }
 
 /// `neli-run dev-broker event` against the broker's control socket.

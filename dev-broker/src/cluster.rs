@@ -84,6 +84,15 @@ impl Event {
             ["heal", client] => Event::Heal { client: Some(client.to_string()), broker: None },
             ["heal", client, b] => Event::Heal { client: Some(client.to_string()), broker: Some(broker(b)?) },
             ["describe"] => Event::Describe,
+            [name, ..] => {
+                // A known event with the wrong words: say what it takes.
+                let usage = GRAMMAR.split(" | ").find(|u| u.split(' ').next() == Some(name));
+                return Err(match usage.map(|u| u[name.len()..].trim()) {
+                    Some("") => format!("{name} takes no arguments"),
+                    Some(words) => format!("{name} needs {words}"),
+                    None => format!("unknown event {line:?}; events: {GRAMMAR}"),
+                });
+            }
             _ => return Err(format!("unknown event {line:?}; events: {GRAMMAR}")),
         })
     }
@@ -296,6 +305,10 @@ mod tests {
         assert!(Event::parse("stop x").unwrap_err().contains("not a broker id"));
         assert!(Event::parse("reboot 1").unwrap_err().contains("events: leader TOPIC"));
         assert!(Event::parse("crash 1 soon").unwrap_err().contains("crash 1 soon"));
+        assert_eq!(Event::parse("stop").unwrap_err(), "stop needs BROKER");
+        assert_eq!(Event::parse("leader t 0").unwrap_err(), "leader needs TOPIC PARTITION BROKER");
+        assert_eq!(Event::parse("describe extra").unwrap_err(), "describe takes no arguments");
+        assert!(Event::parse("").unwrap_err().contains("events: leader TOPIC"));
     }
 
     #[test]

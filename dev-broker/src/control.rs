@@ -137,7 +137,7 @@ pub fn apply(shared: &Arc<Shared>, event: Event) -> Result<String, String> {
             up(broker)?;
             let moved = move_off(shared, broker);
             down(shared, broker);
-            format!("broker {broker} stopped, the controlled way ({moved})")
+            format!("broker {broker} stopped, the controlled way: {moved}")
         }
         Event::Crash { broker, after } => {
             up(broker)?;
@@ -162,16 +162,22 @@ pub fn apply(shared: &Arc<Shared>, event: Event) -> Result<String, String> {
             // led (a crash not yet noticed) moves first, as KRaft fences the
             // old incarnation; partitions left offline come back with it.
             let moved = move_off(shared, broker);
-            for (topic, partition) in cluster.offline() {
-                let _ = lead(shared, &topic, partition, broker);
-            }
+            let offline = cluster.offline();
+            let took = offline.iter().filter(|(topic, p)| lead(shared, topic, *p, broker).is_ok()).count();
             shared.mock.set_up(broker, true);
             cluster.set_up(broker, true);
-            if cluster.coordinator() == broker {
+            let coordinates = cluster.coordinator() == broker;
+            if coordinates {
                 // Nobody else could take the groups: they load here again.
                 coordinate(shared, broker);
             }
-            format!("broker {broker} started ({moved})")
+            let crashed = match moved.to {
+                Some(_) if moved.led > 0 || moved.coordinated => {
+                    format!("; first, as Kafka fences a crashed broker's old incarnation, {moved}")
+                }
+                _ => String::new(),
+            };
+            format!("broker {broker} started{}{crashed}", Started { took, coordinates })
         }
         Event::Cut { client, broker } => {
             cluster.check(broker)?;
@@ -210,7 +216,7 @@ fn coordinate(shared: &Shared, to: BrokerId) {
 /// Moves every leadership and the coordination off `broker` to the next
 /// broker up; what has nowhere to go goes offline (a partition) or unloads
 /// (the groups). Says what moved.
-fn move_off(shared: &Shared, broker: BrokerId) -> String {
+fn move_off(shared: &Shared, broker: BrokerId) -> Moved {
     let cluster = &shared.cluster;
     let to = cluster.successor(broker);
     let led = cluster.led_by(broker);
@@ -230,11 +236,67 @@ fn move_off(shared: &Shared, broker: BrokerId) -> String {
             }
         }
     }
-    let target = to.map_or_else(|| "no other broker is up: offline".to_string(), |b| format!("to broker {b}"));
-    match (led.len(), coordinated) {
-        (0, false) => "it led nothing".to_string(),
-        (n, false) => format!("{n} leadership(s) moved {target}"),
-        (n, true) => format!("{n} leadership(s) and the group coordinator moved {target}"),
+    Moved { led: led.len(), coordinated, to }
+}
+
+/// What `move_off` moved off a broker, and where: said as a clause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Moved {
+    /// Partitions it led.
+    led: usize,
+    /// Whether it coordinated the groups.
+    coordinated: bool,
+    /// Where they went (None: no other broker is up).
+    to: Option<BrokerId>,
+}
+
+impl std::fmt::Display for Moved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let partitions = |n: usize| if n == 1 { "1 partition".to_string() } else { format!("{n} partitions") };
+        match (self.led, self.coordinated, self.to) {
+            (0, false, _) => write!(f, "it led nothing"),
+            (n, coordinated, Some(to)) => {
+                let what = match (n, coordinated) {
+                    (0, _) => "the group coordinator".to_string(),
+                    (n, false) => format!("the leadership of {}", partitions(n)),
+                    (n, true) => format!("the leadership of {} and the group coordinator", partitions(n)),
+                };
+                write!(f, "{what} moved to broker {to}")
+            }
+            (n, coordinated, None) => {
+                let offline = match n {
+                    0 => String::new(),
+                    1 => "the partition it led is offline".to_string(),
+                    n => format!("the {n} partitions it led are offline"),
+                };
+                let groups = if coordinated { "the groups have no coordinator" } else { "" };
+                let and = if offline.is_empty() || groups.is_empty() { "" } else { " and " };
+                write!(f, "no other broker is up, so {offline}{and}{groups}")
+            }
+        }
+    }
+}
+
+/// What a broker started again took on: the partitions left without a
+/// leader, and the groups if nobody else coordinates them.
+struct Started {
+    took: usize,
+    coordinates: bool,
+}
+
+impl std::fmt::Display for Started {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let leads = match self.took {
+            0 => String::new(),
+            1 => "leads the partition that had no leader".to_string(),
+            n => format!("leads the {n} partitions that had no leader"),
+        };
+        match (leads.is_empty(), self.coordinates) {
+            (true, false) => write!(f, ", as a follower"),
+            (true, true) => write!(f, ": it coordinates the groups"),
+            (false, false) => write!(f, ": it {leads}"),
+            (false, true) => write!(f, ": it {leads} and coordinates the groups"),
+        }
     }
 }
 
@@ -250,4 +312,32 @@ pub fn down(shared: &Shared, broker: BrokerId) -> u64 {
         }
     }
     downs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_moved_is_said_in_a_sentence() {
+        let said = |led, coordinated, to| Moved { led, coordinated, to }.to_string();
+        assert_eq!(said(0, false, None), "it led nothing");
+        assert_eq!(said(1, false, Some(2)), "the leadership of 1 partition moved to broker 2");
+        assert_eq!(said(0, true, Some(1)), "the group coordinator moved to broker 1");
+        assert_eq!(
+            said(3, true, Some(1)),
+            "the leadership of 3 partitions and the group coordinator moved to broker 1"
+        );
+        assert_eq!(
+            said(1, true, None),
+            "no other broker is up, so the partition it led is offline and the groups have no coordinator"
+        );
+        assert_eq!(said(2, false, None), "no other broker is up, so the 2 partitions it led are offline");
+        assert_eq!(said(0, true, None), "no other broker is up, so the groups have no coordinator");
+        let started = |took, coordinates| Started { took, coordinates }.to_string();
+        assert_eq!(started(0, false), ", as a follower");
+        assert_eq!(started(1, true), ": it leads the partition that had no leader and coordinates the groups");
+        assert_eq!(started(0, true), ": it coordinates the groups");
+        assert_eq!(started(2, false), ": it leads the 2 partitions that had no leader");
+    }
 }

@@ -616,3 +616,23 @@ fn warm_combinations_that_cannot_work_are_refused_with_the_fix() {
         refused(&flags, why);
     }
 }
+
+/// -X shows a secret to every local user (/proc/PID/cmdline): a warning
+/// names the key and the safer places, never the value.
+#[test]
+fn a_secret_given_with_x_is_warned_about_without_its_value() {
+    let flags = ["-X", "sasl.password=HUNTER2", "-X", "ssl.key.password=HUNTER3", "--acquire-timeout", "1s"];
+    let (code, out) = run_member(&[], &flags);
+    assert_eq!(code, 75, "{out}");
+    let warnings: Vec<&str> = out.lines().filter(|l| l.contains("WARN") && l.contains("/proc/PID/cmdline")).collect();
+    assert_eq!(warnings.len(), 1, "{out}");
+    for needle in ["-X sasl.password", "-X ssl.key.password", "--kafka-secret", "NELI_KAFKA_SECRETS", "mode 600"] {
+        assert!(warnings[0].contains(needle), "{needle}: {out}");
+    }
+    assert!(!out.contains("HUNTER"), "a secret was printed: {out}");
+    // Not a secret, or not on the command line: no warning.
+    let env = [("NELI_KAFKA_PROPERTIES", "sasl.password=HUNTER2")];
+    let (code, out) = run_member(&env, &["-X", "ssl.key.location=/x.pem", "--acquire-timeout", "1s"]);
+    assert_eq!(code, 75, "{out}");
+    assert!(!out.contains("/proc/PID/cmdline") && !out.contains("HUNTER"), "{out}");
+}

@@ -42,9 +42,21 @@ fn not_settable(key: &str, origin: &str) -> Option<String> {
     REFUSED_PROPERTIES.iter().find(|(k, _)| *k == key).map(|(_, why)| format!("{origin} {key}: {why}"))
 }
 
-/// Properties whose value is a secret: a --kafka-config file holding one
-/// should be readable by its owner only.
-const SECRET_FILE_KEYS: [&str; 3] = ["sasl.password", "ssl.key.password", "sasl.jaas.config"];
+/// Properties whose value is a secret (librdkafka's sensitive ones less
+/// those that hold a name, a path or a public certificate, plus Java's
+/// sasl.jaas.config): a --kafka-config file holding one should be readable
+/// by its owner only, and -X shows one to every local user.
+const SECRET_KEYS: [&str; 9] = [
+    "sasl.password",
+    "sasl.jaas.config",
+    "ssl.key.password",
+    "ssl.key.pem",
+    "ssl.keystore.password",
+    "sasl.oauthbearer.config",
+    "sasl.oauthbearer.client.secret",
+    "sasl.oauthbearer.assertion.private.key.passphrase",
+    "sasl.oauthbearer.assertion.private.key.pem",
+];
 
 /// Where a Kafka property came from, for messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,7 +119,7 @@ impl Target {
             let mut secrets = Vec::new();
             for entry in read_kafka_config(path)? {
                 let origin = Origin::File { path: path.display().to_string(), line: entry.line };
-                if SECRET_FILE_KEYS.contains(&entry.key.as_str()) && !secrets.contains(&entry.key) {
+                if SECRET_KEYS.contains(&entry.key.as_str()) && !secrets.contains(&entry.key) {
                     secrets.push(entry.key.clone());
                 }
                 match entry.key.as_str() {
@@ -137,10 +149,15 @@ impl Target {
         for spec in args.kafka_secrets.iter().flat_map(|s| s.split(';')).filter(|s| !s.trim().is_empty()) {
             properties.push(read_secret(spec)?);
         }
+        let mut exposed = Vec::new();
         for prop in &args.kafka_properties {
             let (k, v) = parse_property(prop, &Origin::Flag)?;
+            if SECRET_KEYS.contains(&k.as_str()) && !exposed.contains(&k) {
+                exposed.push(k.clone());
+            }
             properties.push((k, v, Origin::Flag));
         }
+        warn_if_on_the_command_line(&exposed);
         for (k, v, origin) in &properties {
             if k.contains('\0') {
                 return err(format!("{origin}: a key contains a NUL byte, which librdkafka cannot take"));
@@ -236,6 +253,19 @@ fn warn_if_others_can_read(path: &Path, secrets: &[String]) {
             "--kafka-config {} holds {} but its mode is {mode:03o} (readable by group or others): chmod 600 it",
             path.display(),
             secrets.join(", ")
+        );
+    }
+}
+
+/// Warns (once, not fatal) when -X gave secrets, which every local user can
+/// read on neli-run's command line; names the keys, never a value.
+fn warn_if_on_the_command_line(secrets: &[String]) {
+    if !secrets.is_empty() {
+        tracing::warn!(
+            "-X {}: every local user can read neli-run's command line (/proc/PID/cmdline, ps); put secrets in \
+             a --kafka-secret KEY=PATH file (NELI_KAFKA_SECRETS, systemd's LoadCredential=), a --kafka-config \
+             file of mode 600, or NELI_KAFKA_PROPERTIES",
+            secrets.join(", -X ")
         );
     }
 }

@@ -39,12 +39,7 @@ use crate::leader::{Missed, Restart};
     subcommand_negates_reqs = true,
     args_override_self = true,
     subcommand_value_name = "SUBCOMMAND",
-    subcommand_help_heading = "Subcommands",
-    after_help = "Exit status: the command's own, 128+N if signal N killed it; 2 usage error; \
-                  69 (status, yield, pause, resume) Kafka unreachable; \
-                  0 a standby asked to stop; 70 internal error; \
-                  75 not leader within --acquire-timeout; 77 Kafka denied access; \
-                  78 Kafka configuration rejected; 126/127 command not executable/not found."
+    subcommand_help_heading = "Subcommands"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -60,12 +55,13 @@ pub struct Cli {
 impl Cli {
     /// Parses `argv`. `--version` and `-V` name the build (`build_version`),
     /// set here rather than in the derive so that the man page keeps the plain
-    /// version. Logging flags may come before a subcommand (`neli-run -v
-    /// status`); the options of running a command may not, since the
-    /// subcommand would ignore them.
+    /// version; so are the exit statuses `--help` lists (`exit::STATUSES`).
+    /// Logging flags may come before a subcommand (`neli-run -v status`);
+    /// the options of running a command may not, since the subcommand would
+    /// ignore them.
     pub fn parse_argv(argv: &[OsString]) -> Result<Cli, clap::Error> {
         use clap::{CommandFactory, FromArgMatches};
-        let mut command = Cli::command().version(build_version().leak() as &'static str);
+        let mut command = with_exit_statuses(Cli::command().version(build_version().leak() as &'static str));
         let matches = command.try_get_matches_from_mut(argv).map_err(|err| name_the_variable(err, &command, argv))?;
         if let Some((sub, _)) = matches.subcommand() {
             let misplaced = command
@@ -82,6 +78,24 @@ impl Cli {
         }
         Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
     }
+}
+
+/// `--help`'s exit statuses for `command` and its subcommands, rendered
+/// from `exit::STATUSES`, the table the man pages and the README use.
+fn with_exit_statuses(command: clap::Command) -> clap::Command {
+    let mut command = command.after_help(crate::exit::help(""));
+    let names: Vec<String> = command.get_subcommands().map(|s| s.get_name().to_string()).collect();
+    for name in names {
+        command = command.mut_subcommand(&name, |sub| {
+            let nested: Vec<String> = sub.get_subcommands().map(|s| s.get_name().to_string()).collect();
+            let mut sub = sub.after_help(crate::exit::help(&name));
+            for inner in nested {
+                sub = sub.mut_subcommand(&inner, |s| s.after_help(crate::exit::help(&format!("{name} {inner}"))));
+            }
+            sub
+        });
+    }
+    command
 }
 
 /// clap names the flag of a bad value even when the value came from the
@@ -241,10 +255,8 @@ pub enum Sub {
     ///
     /// Works on any broker (it needs no group APIs) and does not join the
     /// group. Names and hosts read from the topic are printed with control
-    /// characters escaped. Exit status: 0 a fresh leader exists; 1 none does
-    /// (or no member has run yet); 2 usage error; 69 Kafka unreachable; 77
-    /// authentication failed or access denied; 78 Kafka configuration
-    /// rejected. A closed stdout (`| head -1`) ends it quietly with 0.
+    /// characters escaped. A closed stdout (`| head -1`) ends it quietly
+    /// with 0.
     Status(StatusArgs),
 
     /// Ask the leader to hand over to another member.
@@ -255,8 +267,7 @@ pub enum Sub {
     /// three session timeouts). With --to, the member named leads next.
     /// Waits for the new leader and names it. The request says who asked
     /// (user, host, pid) and the leader logs it; anyone with WRITE on the
-    /// topic can ask. Exit status: 0 leadership moved; 1 it did not, or
-    /// --to names no live member; 2 usage; 69, 77, 78 as for status.
+    /// topic can ask.
     Yield(YieldArgs),
 
     /// Pause the group for maintenance: no member starts the command until
@@ -268,17 +279,14 @@ pub enum Sub {
     /// the running one (stop signal, grace, SIGKILL). Waits until the owner
     /// of partition 0 says it honours the pause; without one the pause
     /// still stands, for whoever comes. The request says who asked and the
-    /// leader logs it; `neli-run status` shows it. Exit status: 0
-    /// acknowledged; 1 nobody acknowledged within --timeout (or no topic
-    /// yet); 2 usage; 69, 77, 78 as for status.
+    /// leader logs it; `neli-run status` shows it.
     Pause(PauseArgs),
 
     /// End a pause: the owner of partition 0 starts the command again.
     ///
     /// Writes a control record to partition 0 and waits until the owner
     /// of partition 0 says it honours it. A schedule's runs due while
-    /// paused count as missed (--missed decides). Exit status: as for
-    /// pause.
+    /// paused count as missed (--missed decides).
     Resume(ResumeArgs),
 }
 
@@ -506,8 +514,6 @@ pub enum DevBrokerEvent {
     ///                                   and one broker, as a network cut;
     ///   heal [CLIENT [BROKER]]          end cuts;
     ///   describe                        brokers, coordinator, leaders, cuts.
-    /// Exit status: 0 done; 2 refused (the reason is said) or no dev broker
-    /// there.
     #[command(verbatim_doc_comment)]
     Event {
         /// The dev broker's --control socket.

@@ -113,6 +113,8 @@ pub struct Status {
     pub pause: Option<&'static str>,
     /// `neli-run dev-broker`.
     pub dev_broker: Option<&'static str>,
+    /// `neli-run dev-broker event`.
+    pub event: Option<&'static str>,
 }
 
 /// The one exit-status table: the man pages and the README are generated
@@ -128,6 +130,7 @@ pub const STATUSES: &[Status] = &[
         yield_: None,
         pause: None,
         dev_broker: None,
+        event: None,
     },
     Status {
         code: Code::Signal,
@@ -136,6 +139,7 @@ pub const STATUSES: &[Status] = &[
         yield_: None,
         pause: None,
         dev_broker: None,
+        event: None,
     },
     Status {
         code: Code::Success,
@@ -144,6 +148,7 @@ pub const STATUSES: &[Status] = &[
         yield_: Some("Leadership moved to another member."),
         pause: Some("The owner of partition 0 acknowledged it (with `--stop`: its command is gone)."),
         dev_broker: Some("Stopped by SIGINT or SIGTERM."),
+        event: Some("The event was made (the line printed says what it did)."),
     },
     Status {
         code: Code::Failure(Kind::NoLeader),
@@ -157,6 +162,7 @@ pub const STATUSES: &[Status] = &[
              owner honours it), or no topic yet.",
         ),
         dev_broker: None,
+        event: None,
     },
     Status {
         code: Code::Failure(Kind::Usage),
@@ -165,6 +171,7 @@ pub const STATUSES: &[Status] = &[
         yield_: Some("Usage error (also `--timeout` over 24h)."),
         pause: Some("Usage error (also `--timeout` over 24h)."),
         dev_broker: Some("Usage error: a bad `--listen` or `--sasl-user`, or the address is in use."),
+        event: Some("Refused (the reason is said), or no dev broker at `--control`."),
     },
     Status {
         code: Code::Failure(Kind::Unavailable),
@@ -173,6 +180,7 @@ pub const STATUSES: &[Status] = &[
         yield_: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
         pause: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
         dev_broker: None,
+        event: None,
     },
     Status {
         code: Code::Failure(Kind::Internal),
@@ -181,6 +189,7 @@ pub const STATUSES: &[Status] = &[
         yield_: Some("Internal error."),
         pause: Some("Internal error."),
         dev_broker: Some("Internal error."),
+        event: Some("Internal error (the control socket failed mid-answer)."),
     },
     Status {
         code: Code::Failure(Kind::Io),
@@ -189,6 +198,7 @@ pub const STATUSES: &[Status] = &[
         yield_: Some("stdout could not be written (other than closed)."),
         pause: Some("stdout could not be written (other than closed)."),
         dev_broker: None,
+        event: None,
     },
     Status {
         code: Code::Failure(Kind::AcquireTimeout),
@@ -197,6 +207,7 @@ pub const STATUSES: &[Status] = &[
         yield_: None,
         pause: None,
         dev_broker: None,
+        event: None,
     },
     Status {
         code: Code::Failure(Kind::Denied),
@@ -205,6 +216,7 @@ pub const STATUSES: &[Status] = &[
         yield_: Some("Authentication failed or access denied, also no WRITE on the topic."),
         pause: Some("Authentication failed or access denied, also no WRITE on the topic."),
         dev_broker: None,
+        event: None,
     },
     Status {
         code: Code::Failure(Kind::KafkaConfig),
@@ -213,6 +225,7 @@ pub const STATUSES: &[Status] = &[
         yield_: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         pause: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         dev_broker: None,
+        event: None,
     },
     Status {
         code: Code::Failure(Kind::NotExecutable),
@@ -221,6 +234,7 @@ pub const STATUSES: &[Status] = &[
         yield_: None,
         pause: None,
         dev_broker: None,
+        event: None,
     },
     Status {
         code: Code::Failure(Kind::NotFound),
@@ -229,8 +243,37 @@ pub const STATUSES: &[Status] = &[
         yield_: None,
         pause: None,
         dev_broker: None,
+        event: None,
     },
 ];
+
+/// The meaning of each status for one of neli-run's commands, named as the
+/// command line spells it: "" for running a command, "status", "dev-broker
+/// event" ... (a name it does not know has none).
+pub fn meanings(command: &str) -> fn(&Status) -> Option<&'static str> {
+    match command {
+        "" => |s| s.run,
+        "status" => |s| s.status,
+        "yield" => |s| s.yield_,
+        "pause" | "resume" => |s| s.pause,
+        "dev-broker" => |s| s.dev_broker,
+        "dev-broker event" => |s| s.event,
+        _ => |_| None,
+    }
+}
+
+/// `--help`'s list of the exit statuses of `command` (see `meanings`), from
+/// `STATUSES` as the man pages' EXIT STATUS sections are.
+pub fn help(command: &str) -> String {
+    let meaning = meanings(command);
+    let rows: Vec<(String, &str)> = STATUSES.iter().filter_map(|s| Some((s.code.label(), meaning(s)?))).collect();
+    let width = rows.iter().map(|(label, _)| label.len()).max().unwrap_or(0);
+    let mut out = String::from("Exit status:");
+    for (label, text) in rows {
+        out += &format!("\n  {label:width$}  {}", text.replace('`', ""));
+    }
+    out
+}
 
 /// A failure: its kind, and a message that says what to do about it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -323,6 +366,9 @@ mod tests {
                 | Kind::NotExecutable
                 | Kind::NotFound => {}
             }
+        }
+        for name in ["", "status", "yield", "pause", "resume", "dev-broker", "dev-broker event"] {
+            assert!(STATUSES.iter().any(|s| meanings(name)(s).is_some()), "no status for {name:?}");
         }
         let codes: Vec<String> = STATUSES.iter().map(|s| s.code.label()).collect();
         let unique: std::collections::BTreeSet<&String> = codes.iter().collect();

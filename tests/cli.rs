@@ -636,3 +636,31 @@ fn a_secret_given_with_x_is_warned_about_without_its_value() {
     assert_eq!(code, 75, "{out}");
     assert!(!out.contains("/proc/PID/cmdline") && !out.contains("HUNTER"), "{out}");
 }
+
+/// `--help` lists each command's exit statuses from src/exit.rs's one
+/// table (the man pages' EXIT STATUS), not a copy kept by hand.
+#[test]
+fn help_lists_every_exit_status_of_each_command() {
+    use neli_run::for_tests::{Status, STATUSES};
+    type Meaning = fn(&Status) -> Option<&'static str>;
+    let commands: [(&[&str], Meaning); 7] = [
+        (&[], |s| s.run),
+        (&["status"], |s| s.status),
+        (&["yield"], |s| s.yield_),
+        (&["pause"], |s| s.pause),
+        (&["resume"], |s| s.pause),
+        (&["dev-broker"], |s| s.dev_broker),
+        (&["dev-broker", "event"], |s| s.event),
+    ];
+    for (sub, meaning) in commands {
+        let (code, out) = run(&[sub, &["--help"]].concat());
+        assert_eq!(code, 0, "{out}");
+        let (_, listed) = out.split_once("\nExit status:\n").unwrap_or_else(|| panic!("{sub:?}: {out}"));
+        let all: Vec<String> = STATUSES.iter().map(|s| s.code.label()).collect();
+        let labels = listed.lines().filter_map(|l| l.strip_prefix("  ")?.split("  ").next());
+        let labels: Vec<&str> = labels.filter(|l| all.iter().any(|a| a == l)).collect();
+        let expected: Vec<String> = STATUSES.iter().filter(|s| meaning(s).is_some()).map(|s| s.code.label()).collect();
+        assert_eq!(labels, expected, "{sub:?}: {out}");
+        assert!(!out.contains("Exit status: ") && out.matches("Exit status").count() == 1, "{sub:?}: {out}");
+    }
+}

@@ -96,27 +96,41 @@ fn man_pages_and_completions_are_up_to_date() {
     cmd.build();
     check(&root.join("man/neli-run.1"), &page(&cmd, &exit_items(|s| s.run), RUN_ENVIRONMENT), &mut stale);
     let mut pages = vec!["neli-run.1".to_string()];
-    for sub in cmd.get_subcommands() {
-        let (exit, environment) = match sub.get_name() {
+    // Every subcommand has a page, a subcommand's subcommands too
+    // (`dev-broker event`), since its parent's page cites it.
+    let subs = cmd.get_subcommands().flat_map(|sub| {
+        let nested = sub.get_subcommands().filter(|s| s.get_name() != "help");
+        std::iter::once((sub.get_name().to_string(), sub))
+            .chain(nested.map(move |n| (format!("{} {}", sub.get_name(), n.get_name()), n)))
+    });
+    for (name, sub) in subs {
+        let (exit, environment) = match name.as_str() {
             "status" => (exit_items(|s| s.status), READER_ENVIRONMENT),
             "yield" => (exit_items(|s| s.yield_), READER_ENVIRONMENT),
             "pause" | "resume" => (exit_items(|s| s.pause), READER_ENVIRONMENT),
             "dev-broker" => (exit_items(|s| s.dev_broker), READER_ENVIRONMENT),
+            "dev-broker event" => (exit_items(|s| s.event), READER_ENVIRONMENT),
             other => panic!("no EXIT STATUS written for the subcommand {other}"),
         };
         let file = format!("{}.1", sub.get_display_name().expect("built: neli-run-NAME"));
         check(&root.join("man").join(&file), &page(sub, &exit, environment), &mut stale);
         pages.push(file);
     }
-    // Every page the main page cites exists, and no page is left over.
+    // The main page cites every subcommand's page.
     let main = String::from_utf8(std::fs::read(root.join("man/neli-run.1")).unwrap()).unwrap();
     for sub in cmd.get_subcommands() {
         let cited = format!("{}-{}(1)", cmd.get_name(), sub.get_name()).replace('-', "\\-");
         assert!(main.contains(&cited), "neli-run.1 cites {cited}");
     }
+    // No page is left over, and every page cited exists.
     for entry in std::fs::read_dir(root.join("man")).unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         assert!(pages.contains(&name), "man/{name} is not generated: remove it");
+        let text = String::from_utf8(std::fs::read(entry.path()).unwrap()).unwrap();
+        for cited in cited_pages(&text).into_iter().filter(|c| c.starts_with("neli-run")) {
+            let page = format!("{cited}.1");
+            assert!(root.join("man").join(&page).exists(), "man/{name} cites {cited}(1): man/{page} does not exist");
+        }
     }
 
     use clap_complete::Shell;
@@ -126,6 +140,24 @@ fn man_pages_and_completions_are_up_to_date() {
         check(&root.join("completions").join(file), &out, &mut stale);
     }
     assert!(stale.is_empty(), "stale generated files {stale:?}: run NELI_BLESS=1 cargo test --test tests docs");
+}
+
+/// The pages a man page cites, `name(1)`, with roff's `\-` read as `-`.
+fn cited_pages(roff: &str) -> Vec<String> {
+    let text = roff.replace("\\-", "-");
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("(1)") {
+        let name: String = rest[..i].chars().rev().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+        out.push(name.chars().rev().collect());
+        rest = &rest[i + 3..];
+    }
+    out
+}
+
+#[test]
+fn cited_pages_are_read_from_roff() {
+    assert_eq!(cited_pages("a\n.TP\nneli\\-run\\-x(1)\nsee tail(1)."), ["neli-run-x", "tail"]);
 }
 
 /// The README's exit table: the one in src/exit.rs, as Markdown.

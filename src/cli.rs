@@ -59,9 +59,40 @@ impl Cli {
     /// Logging flags may come before a subcommand (`neli-run -v status`);
     /// the options of running a command may not, since the subcommand would
     /// ignore them.
+    ///
+    /// The options that cannot go together (the definition's
+    /// `conflicts_with`) or need another (`NEEDS`) are checked here rather
+    /// than by clap, knowing where each value came from: clap would name
+    /// `--restart` for NELI_RESTART, and count NELI_WARM=false as --warm.
+    /// With --never-lead, the options it has no use for are ignored when they
+    /// come from the environment (one EnvironmentFile for the hosts that lead
+    /// and those that never do), refused when given on the command line.
     pub fn parse_argv(argv: &[OsString]) -> Result<Cli, clap::Error> {
         use clap::{CommandFactory, FromArgMatches};
         let mut command = with_exit_statuses(Cli::command().version(build_version().leak() as &'static str));
+        let conflicts = conflicts(&command);
+        for (id, _) in &conflicts {
+            command = command.mut_arg(id, |a| a.conflicts_with(clap::builder::Resettable::Reset));
+        }
+        let lenient = |c: &clap::Command| c.clone().ignore_errors(true).try_get_matches_from(argv).ok();
+        let mut ignored = Vec::new();
+        if let Some(matches) = lenient(&command).filter(|m| m.subcommand().is_none()) {
+            if matches!(matches.try_get_one::<bool>("never_lead"), Ok(Some(true))) {
+                let unused: Vec<&str> =
+                    conflicts.iter().filter(|(a, _)| a == "never_lead").map(|(_, b)| b.as_str()).collect();
+                for arg in command.get_arguments().filter(|a| unused.contains(&a.get_id().as_str())) {
+                    if is_set(&matches, arg) && matches.value_source(arg.get_id().as_str()) == Some(Env) {
+                        ignored.extend(arg.get_env().map(|v| v.to_string_lossy().into_owned()));
+                    }
+                }
+                for arg in unused {
+                    command = command.mut_arg(arg, |a| a.env(None));
+                }
+            }
+        }
+        if let Some(matches) = lenient(&command) {
+            related(&command, &matches, &conflicts)?;
+        }
         let matches = command.try_get_matches_from_mut(argv).map_err(|err| name_the_variable(err, &command, argv))?;
         if let Some((sub, _)) = matches.subcommand() {
             let misplaced = command
@@ -76,7 +107,134 @@ impl Cli {
                 ));
             }
         }
-        Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+        let mut cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
+        cli.run.from_env = FromEnv(
+            command
+                .get_arguments()
+                .filter(|a| matches.value_source(a.get_id().as_str()) == Some(Env))
+                .filter_map(|a| Some((format!("--{}", a.get_long()?), given(a, &matches))))
+                .collect(),
+        );
+        cli.run.ignored = ignored;
+        Ok(cli)
+    }
+}
+
+use clap::parser::ValueSource::EnvVariable as Env;
+
+/// The pairs of options that cannot go together, as the definition
+/// declares them (`conflicts_with`: --never-lead's list is what a member
+/// that never leads has no use for).
+fn conflicts(command: &clap::Command) -> Vec<(String, String)> {
+    let pairs = command.get_arguments().flat_map(|a| {
+        command.get_arg_conflicts_with(a).into_iter().map(|b| (a.get_id().to_string(), b.get_id().to_string()))
+    });
+    pairs.collect()
+}
+
+/// Options that mean nothing without another (clap's `requires`, which
+/// has no getter, so listed here).
+const NEEDS: [(&str, &str); 5] = [
+    ("lead_signal", "warm"),
+    ("unlead_signal", "warm"),
+    ("health_interval", "health_cmd"),
+    ("health_timeout", "health_cmd"),
+    ("health_retries", "health_cmd"),
+];
+
+/// Whether the user set `arg` (on the command line or in the environment):
+/// a flag set to false in the environment is not set.
+fn is_set(matches: &clap::ArgMatches, arg: &clap::Arg) -> bool {
+    use clap::parser::ValueSource::CommandLine;
+    let id = arg.get_id().as_str();
+    if !matches!(matches.value_source(id), Some(CommandLine | Env)) {
+        return false;
+    }
+    // Not get_flag: a parse that stopped at an error may hold no value.
+    match arg.get_action() {
+        clap::ArgAction::SetTrue => matches!(matches.try_get_one::<bool>(id), Ok(Some(true))),
+        clap::ArgAction::Count => matches!(matches.try_get_one::<u8>(id), Ok(Some(n)) if *n > 0),
+        _ => true,
+    }
+}
+
+/// `arg` as the user gave it: `'--restart <RESTART>'`, or
+/// `NELI_RESTART=always (from the environment)`.
+fn given(arg: &clap::Arg, matches: &clap::ArgMatches) -> String {
+    match (matches.value_source(arg.get_id().as_str()), arg.get_env()) {
+        (Some(Env), Some(var)) => {
+            let value = std::env::var_os(var).unwrap_or_default();
+            format!("{}={} (from the environment)", var.to_string_lossy(), value.to_string_lossy())
+        }
+        _ => format!("'{}'", flag(arg)),
+    }
+}
+
+/// `given`, at the start of a message: "the argument '--restart
+/// <RESTART>'", as clap says it.
+fn subject(arg: &clap::Arg, matches: &clap::ArgMatches) -> String {
+    match given(arg, matches) {
+        flag if flag.starts_with('\'') => format!("the argument {flag}"),
+        from_env => from_env,
+    }
+}
+
+/// `--restart <RESTART>`, as clap names an option in its messages.
+fn flag(arg: &clap::Arg) -> String {
+    let name = arg.get_long().map_or_else(|| arg.get_id().to_string(), |l| format!("--{l}"));
+    match (arg.get_action().takes_values(), arg.get_value_names()) {
+        (true, Some([value, ..])) => format!("{name} <{value}>"),
+        (true, _) => format!("{name} <{}>", arg.get_id().as_str().to_uppercase()),
+        (false, _) => name,
+    }
+}
+
+/// Refuses options of `command` that cannot go together or lack the option
+/// they need, naming each as the user gave it.
+fn related(
+    command: &clap::Command,
+    matches: &clap::ArgMatches,
+    conflicts: &[(String, String)],
+) -> Result<(), clap::Error> {
+    use clap::error::ErrorKind;
+    let arg = |id: &str| command.get_arguments().find(|a| a.get_id() == id);
+    for (a, b) in conflicts {
+        let (Some(a), Some(b)) = (arg(a), arg(b)) else { continue };
+        if is_set(matches, a) && is_set(matches, b) {
+            let conflict = format!("{} cannot be used with {}", subject(a, matches), given(b, matches));
+            return Err(command.clone().error(ErrorKind::ArgumentConflict, conflict));
+        }
+    }
+    for (a, b) in NEEDS {
+        let (Some(a), Some(b)) = (arg(a), arg(b)) else { continue };
+        if is_set(matches, a) && !is_set(matches, b) {
+            let needs = format!("{} needs '{}'", subject(a, matches), flag(b));
+            return Err(command.clone().error(ErrorKind::MissingRequiredArgument, needs));
+        }
+    }
+    Ok(())
+}
+
+/// Which options took their value from the environment, set by
+/// `Cli::parse_argv`: a message about one names the variable and its value,
+/// which is what to fix (in a unit's EnvironmentFile, say).
+#[derive(Clone, Debug, Default)]
+pub struct FromEnv(Vec<(String, String)>);
+
+impl FromEnv {
+    /// `--flag` as the user gave it: "NELI_FLAG=value (from the
+    /// environment)" when its value came from there, else `--flag`.
+    pub fn name(&self, flag: &str) -> String {
+        self.0.iter().find(|(f, _)| f == flag).map_or_else(|| flag.to_string(), |(_, given)| given.clone())
+    }
+
+    /// As `name`, with the value it took: `--flag VALUE` when given on the
+    /// command line.
+    pub fn name_with(&self, flag: &str, value: &str) -> String {
+        match self.name(flag) {
+            name if name == flag => format!("{flag} {value}"),
+            name => name,
+        }
     }
 }
 
@@ -696,7 +854,8 @@ pub struct RunArgs {
     /// topic every 2 × --heartbeat-interval (1s) while they wait, so that
     /// the leader and `neli-run status` know them.
     #[arg(long, env = "NELI_PRIORITY", default_value_t = 0, value_name = "N",
-          value_parser = clap::value_parser!(u8).range(0..=100), help_heading = "Operating")]
+          value_parser = clap::value_parser!(u8).range(0..=100), allow_negative_numbers = true,
+          help_heading = "Operating")]
     pub priority: u8,
 
     /// While leading, hand over to a member of higher --priority as soon
@@ -716,10 +875,19 @@ pub struct RunArgs {
     /// consumer group, so Kafka can never give it partition 0. Exits 0 on
     /// SIGTERM or SIGINT. It writes a small record to the group's topic
     /// every 2 × --heartbeat-interval, and reads the topic.
+    ///
+    /// It has no use for the options of a member that may lead: the
+    /// options of the command and of Cron and schedules, Hooks, Health and
+    /// Warm standbys, and --priority, --preempt, --acquire-timeout,
+    /// --metrics-addr and --leader-file. Given on the command line they are
+    /// refused; from the environment they are ignored, with a warning that
+    /// names them, so that one EnvironmentFile serves both kinds of host.
     #[arg(long, env = "NELI_NEVER_LEAD", help_heading = "Operating",
-          conflicts_with_all = ["priority", "preempt", "acquire_timeout", "every", "cron", "once_within", "failed_run",
-                                "max_runtime", "leader_file", "metrics_addr", "restart", "on_lead", "on_unlead", "on_exit",
-                                "health_cmd", "warm"])]
+          conflicts_with_all = ["priority", "preempt", "acquire_timeout", "metrics_addr", "leader_file", "restart",
+                                "restart_delay", "stop_signal", "max_runtime", "once_within", "failed_run", "every",
+                                "cron", "time_zone", "missed", "starting_deadline", "on_lead", "on_unlead", "on_exit",
+                                "hook_timeout", "health_cmd", "health_interval", "health_timeout", "health_retries",
+                                "warm", "lead_signal", "unlead_signal"])]
     pub never_lead: bool,
 
     /// Give up (exit 75) if not leader within this time [default: wait forever].
@@ -805,18 +973,18 @@ pub struct RunArgs {
 
     /// How long after a check ends the next one starts [default: 5s].
     #[arg(long, env = "NELI_HEALTH_INTERVAL", value_name = "DURATION", value_parser = duration,
-          requires = "health_cmd", help_heading = "Health")]
+          help_heading = "Health")]
     pub health_interval: Option<std::time::Duration>,
 
     /// How long a check may run before it is sent SIGKILL and counts as
     /// failed [default: 5s].
     #[arg(long, env = "NELI_HEALTH_TIMEOUT", value_name = "DURATION", value_parser = duration,
-          requires = "health_cmd", help_heading = "Health")]
+          help_heading = "Health")]
     pub health_timeout: Option<std::time::Duration>,
 
     /// How many checks in a row must fail before this member is unhealthy
     /// [default: 3]; one that passes makes it healthy again.
-    #[arg(long, env = "NELI_HEALTH_RETRIES", value_name = "N", requires = "health_cmd", help_heading = "Health")]
+    #[arg(long, env = "NELI_HEALTH_RETRIES", value_name = "N", help_heading = "Health")]
     pub health_retries: Option<u32>,
 
     /// Run the command on every member, and only tell it when it leads:
@@ -838,7 +1006,6 @@ pub struct RunArgs {
     #[arg(
         long,
         env = "NELI_LEAD_SIGNAL",
-        requires = "warm",
         default_value = "SIGUSR1",
         value_name = "SIGNAL",
         help_heading = "Warm standbys"
@@ -850,7 +1017,6 @@ pub struct RunArgs {
     #[arg(
         long,
         env = "NELI_UNLEAD_SIGNAL",
-        requires = "warm",
         default_value = "SIGUSR2",
         value_name = "SIGNAL",
         help_heading = "Warm standbys"
@@ -860,6 +1026,14 @@ pub struct RunArgs {
     /// The command to run while leader, and its arguments (no shell).
     #[arg(last = true, required_unless_present = "never_lead", value_name = "COMMAND", help_heading = "The command")]
     pub command: Vec<OsString>,
+
+    /// Which options took their value from the environment (`parse_argv`).
+    #[arg(skip)]
+    pub from_env: FromEnv,
+
+    /// The variables --never-lead ignored (`parse_argv`): the config warns.
+    #[arg(skip)]
+    pub ignored: Vec<String>,
 }
 
 #[cfg(test)]
@@ -870,5 +1044,36 @@ mod tests {
     #[test]
     fn definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// --never-lead's help says what it has no use for: the options under
+    /// five headings and five more. Its `conflicts_with_all` must say the
+    /// same, which `parse_argv` refuses and ignores by.
+    #[test]
+    fn never_lead_refuses_what_its_help_says() {
+        let command = Cli::command();
+        let arg = |id: &str| command.get_arguments().find(|a| a.get_id() == id).unwrap();
+        let mut refused: Vec<&str> =
+            command.get_arg_conflicts_with(arg("never_lead")).iter().map(|a| a.get_id().as_str()).collect();
+        let headings = ["The command", "Cron and schedules", "Hooks", "Health", "Warm standbys"];
+        let named = ["priority", "preempt", "acquire_timeout", "metrics_addr", "leader_file"];
+        let mut said: Vec<&str> = command
+            .get_arguments()
+            .filter(|a| a.get_help_heading().is_some_and(|h| headings.contains(&h)) && !a.is_positional())
+            .map(|a| a.get_id().as_str())
+            .chain(named)
+            .collect();
+        refused.sort();
+        said.sort();
+        assert_eq!(refused, said);
+    }
+
+    #[test]
+    fn an_option_from_the_environment_is_named_with_its_variable() {
+        let from_env = FromEnv(vec![("--restart".into(), "NELI_RESTART=always (from the environment)".into())]);
+        assert_eq!(from_env.name("--restart"), "NELI_RESTART=always (from the environment)");
+        assert_eq!(from_env.name_with("--restart", "always"), "NELI_RESTART=always (from the environment)");
+        assert_eq!(from_env.name("--every"), "--every");
+        assert_eq!(from_env.name_with("--once-within", "0"), "--once-within 0");
     }
 }

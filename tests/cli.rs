@@ -617,6 +617,93 @@ fn warm_combinations_that_cannot_work_are_refused_with_the_fix() {
     }
 }
 
+/// The README's env file with NELI_NEVER_LEAD=true, under the shipped
+/// unit's `neli-run -- $NELI_COMMAND`: "the same unit file serves both kinds
+/// of host" (docs/operations.md). What --never-lead has no use for is
+/// ignored, with one warning that names the variables, and the member
+/// watches the group.
+#[test]
+fn never_lead_from_the_environment_ignores_the_settings_it_does_not_use() {
+    use nix::sys::signal::Signal;
+    let g = crate::util::Group::new("never-lead-env");
+    let env = [
+        "NELI_NEVER_LEAD=true",
+        "NELI_RESTART=always",
+        "NELI_PRIORITY=0",
+        "NELI_ON_LEAD=logger led",
+        "NELI_HEALTH_INTERVAL=1s",
+        "NELI_LEAD_SIGNAL=USR1",
+        "NELI_PREEMPT=false",
+    ];
+    let prefix = std::iter::once("env").chain(env).map(String::from).collect();
+    let mut w = g.member_in(Some(prefix), "w", &[], &["/usr/bin/billing-worker", "--queue", "nightly run"]);
+    let t = g.broker.timing;
+    crate::util::wait_until(t.takeover(), "w watches the group", || w.log().contains("watching the group"));
+    w.signal(Signal::SIGTERM);
+    assert_eq!(w.wait_exit(t.takeover()).code(), Some(0), "{}", w.log());
+    let log = w.log();
+    let warnings: Vec<&str> = log.lines().filter(|l| l.contains("WARN") && l.contains("NELI_")).collect();
+    assert_eq!(warnings.len(), 1, "{log}");
+    for var in ["NELI_RESTART", "NELI_PRIORITY", "NELI_ON_LEAD", "NELI_HEALTH_INTERVAL", "NELI_LEAD_SIGNAL"] {
+        assert!(warnings[0].contains(var), "{var}: {log}");
+    }
+    // A flag set to false is not a setting.
+    assert!(!warnings[0].contains("NELI_PREEMPT") && warnings[0].contains("--never-lead ignores"), "{log}");
+    assert!(g.starts().is_empty(), "a member that never leads ran its command: {:?}", g.starts());
+}
+
+/// A conflict or a missing option that involves a value from the
+/// environment names the variable and its value (what to fix); on the
+/// command line, --never-lead still refuses what it does not use, the
+/// default value too.
+#[test]
+fn conflicts_from_the_environment_name_the_variable() {
+    let never_lead: Env = &[("NELI_NEVER_LEAD", "true")];
+    let cases: [(Env, &[&str], &str); 9] = [
+        (
+            never_lead,
+            &["--restart", "always"],
+            "NELI_NEVER_LEAD=true (from the environment) cannot be used with '--restart <RESTART>'",
+        ),
+        (&[], &["--never-lead", "--priority", "0"], "the argument '--never-lead' cannot be used with '--priority <N>'"),
+        (
+            &[("NELI_RESTART", "always")],
+            &["--never-lead", "--priority", "0"],
+            "'--never-lead' cannot be used with '--priority <N>'",
+        ),
+        (&[("NELI_LEAD_SIGNAL", "USR1")], &[], "NELI_LEAD_SIGNAL=USR1 (from the environment) needs '--warm'"),
+        (&[("NELI_WARM", "false")], &["--lead-signal", "HUP"], "the argument '--lead-signal <SIGNAL>' needs '--warm'"),
+        (
+            &[("NELI_HEALTH_RETRIES", "2")],
+            &[],
+            "NELI_HEALTH_RETRIES=2 (from the environment) needs '--health-cmd <CMD>'",
+        ),
+        (
+            &[("NELI_EVERY", "5m"), ("NELI_CRON", "0 * * * *")],
+            &[],
+            "NELI_EVERY=5m (from the environment) cannot be used with NELI_CRON=0 * * * * (from the environment)",
+        ),
+        (
+            &[("NELI_RESTART", "always")],
+            &["--once-within", "5s"],
+            "with NELI_RESTART=always (from the environment) the command runs as a service",
+        ),
+        (
+            &[("NELI_WARM", "true"), ("NELI_RESTART", "always")],
+            &["--max-runtime", "1m"],
+            "NELI_WARM=true (from the environment) and --max-runtime do not go together",
+        ),
+    ];
+    for (env, flags, why) in cases {
+        let (code, out) = run_member(env, flags);
+        assert_eq!(code, 2, "{env:?} {flags:?}: {out}");
+        assert!(out.contains(why), "{env:?} {flags:?}: {out}");
+    }
+    // Set to false in the environment, --never-lead is not in force.
+    let (code, out) = run_member(&[("NELI_NEVER_LEAD", "false")], &["--restart", "always", "--acquire-timeout", "1s"]);
+    assert_eq!(code, 75, "{out}");
+}
+
 /// -X shows a secret to every local user (/proc/PID/cmdline): a warning
 /// names the key and the safer places, never the value.
 #[test]
@@ -635,6 +722,15 @@ fn a_secret_given_with_x_is_warned_about_without_its_value() {
     let (code, out) = run_member(&env, &["-X", "ssl.key.location=/x.pem", "--acquire-timeout", "1s"]);
     assert_eq!(code, 75, "{out}");
     assert!(!out.contains("/proc/PID/cmdline") && !out.contains("HUNTER"), "{out}");
+}
+
+/// A negative --priority is said to be out of range, not taken for a
+/// command (clap's tip `-- -1` would have made -1 the command).
+#[test]
+fn a_negative_priority_is_out_of_range() {
+    let (code, out) = run_member(&[], &["--priority", "-1"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("-1 is not in 0..=100") && !out.contains("'-- -1'"), "{out}");
 }
 
 /// `--help` lists each command's exit statuses from src/exit.rs's one

@@ -55,17 +55,16 @@ fn err<T>(msg: impl Into<String>) -> Result<T, Failure> {
 }
 
 /// Once per wave: on by default with `--restart never`, and only there.
-fn waves(
-    restart: Restart,
-    once_within: Option<Duration>,
-    failed_run: Option<FailedRun>,
-) -> Result<Option<Waves>, Failure> {
-    if restart != Restart::Never {
+fn waves(args: &RunArgs) -> Result<Option<Waves>, Failure> {
+    let (once_within, failed_run) = (args.once_within, args.failed_run);
+    let named = |flag| args.from_env.name(flag);
+    if args.restart != Restart::Never {
         if once_within.is_some() || failed_run.is_some() {
-            let flag = if once_within.is_some() { "--once-within" } else { "--failed-run" };
+            let flag = named(if once_within.is_some() { "--once-within" } else { "--failed-run" });
             return err(format!(
                 "{flag} applies only to --restart never (a command run once per tick, as from cron); \
-                 with --restart on-failure or always the command runs as a service and has no waves"
+                 with {} the command runs as a service and has no waves",
+                restart(args)
             ));
         }
         return Ok(None);
@@ -82,11 +81,21 @@ fn waves(
     let retry_failed = failed_run != Some(FailedRun::Exit);
     if within.is_zero() {
         if failed_run.is_some() {
-            return err("--failed-run has no effect with --once-within 0 (every member runs the command)");
+            return err(format!(
+                "{} has no effect with {} (every member runs the command)",
+                named("--failed-run"),
+                args.from_env.name_with("--once-within", "0")
+            ));
         }
         return Ok(None);
     }
     Ok(Some(Waves { within, retry_failed }))
+}
+
+/// `--restart always` as the user gave it, for messages.
+fn restart(args: &RunArgs) -> String {
+    let value = clap::ValueEnum::to_possible_value(&args.restart).map(|v| v.get_name().to_string());
+    args.from_env.name_with("--restart", &value.unwrap_or_default())
 }
 
 /// The shortest --every: a schedule, not a busy loop.
@@ -127,23 +136,28 @@ fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
                 ("--starting-deadline", args.starting_deadline.is_some()),
             ];
             if let Some((flag, _)) = without.iter().find(|(_, given)| *given) {
-                return err(format!("{flag} applies only to a schedule: give --every or --cron"));
+                return err(format!("{} applies only to a schedule: give --every or --cron", args.from_env.name(flag)));
             }
             return Ok(None);
         }
     };
-    let flag = if args.every.is_some() { "--every" } else { "--cron" };
+    let flag = args.from_env.name(if args.every.is_some() { "--every" } else { "--cron" });
     if args.every.is_some() && args.time_zone.is_some() {
-        return err("--time-zone applies only to --cron (--every counts from the Unix epoch, in UTC)");
+        return err(format!(
+            "{} applies only to --cron (--every counts from the Unix epoch, in UTC)",
+            args.from_env.name("--time-zone")
+        ));
     }
     if args.restart != Restart::Never {
         return err(format!(
-            "{flag} runs the command at its due times and keeps leading between runs; --restart is for a \
-             command run as a service: leave one of them out"
+            "{flag} runs the command at its due times and keeps leading between runs; {} is for a \
+             command run as a service: leave one of them out",
+            restart(args)
         ));
     }
     for (other, given) in [("--once-within", args.once_within.is_some()), ("--failed-run", args.failed_run.is_some())] {
         if given {
+            let other = args.from_env.name(other);
             return err(format!(
                 "{other} applies to a command run once per tick from cron on every host; with {flag} neli-run \
                  keeps the schedule itself and runs each due time once (leave {other} out)"
@@ -257,10 +271,21 @@ impl Config {
             // report a directory as not executable (126).
             return Err(Failure::new(Kind::NotFound, "the command is empty (\"\"): give the program to run after --"));
         }
+        if !args.ignored.is_empty() {
+            tracing::warn!(
+                "--never-lead ignores {} from the environment: a member that never leads has no use for them \
+                 (on the command line they are refused)",
+                args.ignored.join(", ")
+            );
+        }
         let schedule = schedule(&args)?;
         let hooks = hooks(&args)?;
         let health = health(&args)?;
         let warm = warm(&args)?;
+        let waves = match schedule {
+            Some(_) => None,
+            None => waves(&args)?,
+        };
         let asked = Requested {
             session_timeout: args.session_timeout,
             heartbeat_interval: args.heartbeat_interval,
@@ -316,10 +341,7 @@ impl Config {
                     }
                 }
             },
-            waves: match schedule {
-                Some(_) => None,
-                None => waves(args.restart, args.once_within, args.failed_run)?,
-            },
+            waves,
             schedule,
             health_checked: health.is_some(),
             name: name.clone(),
@@ -361,9 +383,10 @@ fn warm(args: &RunArgs) -> Result<Option<Warm>, Failure> {
         return Ok(None);
     }
     let why = "a warm command runs all the time on every member";
+    let warm = args.from_env.name("--warm");
     if args.every.is_some() || args.cron.is_some() {
-        let flag = if args.every.is_some() { "--every" } else { "--cron" };
-        return err(format!("--warm and {flag} do not go together: {why}, not at due times (leave one out)"));
+        let flag = args.from_env.name(if args.every.is_some() { "--every" } else { "--cron" });
+        return err(format!("{warm} and {flag} do not go together: {why}, not at due times (leave one out)"));
     }
     for (flag, given) in [
         ("--once-within", args.once_within.is_some()),
@@ -371,12 +394,13 @@ fn warm(args: &RunArgs) -> Result<Option<Warm>, Failure> {
         ("--max-runtime", args.max_runtime.is_some()),
     ] {
         if given {
-            return err(format!("--warm and {flag} do not go together: {why}; {flag} is for a run that ends"));
+            let given = args.from_env.name(flag);
+            return err(format!("{warm} and {given} do not go together: {why}; {flag} is for a run that ends"));
         }
     }
     if args.restart == Restart::Never {
         return err(format!(
-            "--warm needs --restart on-failure or always: {why}, and one that dies must be started again \
+            "{warm} needs --restart on-failure or always: {why}, and one that dies must be started again \
              (--restart never is for a run once per tick, as from cron)"
         ));
     }

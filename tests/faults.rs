@@ -55,10 +55,11 @@ fn sigstop_of_the_leader_fences_through_the_shim_and_sigcont_does_not_overlap() 
 /// is half the session: several times a normal handover, well below the old.
 #[test]
 fn a_graceful_handover_right_after_a_member_came_back_from_a_freeze_is_not_held_up() {
-    let g = Group::on(Broker::dev(), "thawed-handover");
     let session = Duration::from_secs(6);
-    let timing = ["--session-timeout", "6s"];
-    let join = |name: &str| g.member(name, &timing, &["sleep", "1000"]);
+    let mut broker = Broker::dev();
+    broker.timing = broker.timing.with_session(session);
+    let g = Group::on(broker, "thawed-handover");
+    let join = |name: &str| g.member(name, &[], &["sleep", "1000"]);
     let mut members: Vec<Member> = ["a", "b", "c"].into_iter().map(join).collect();
     for (round, newcomer) in ["d", "e", "f"].into_iter().enumerate() {
         wait_until(LONG, "a leader runs its child", || g.lock_held());

@@ -166,7 +166,9 @@ fn a_lone_leader_whose_check_hangs_stops_its_command_unfenced_and_status_says_wh
     std::fs::write(ok_file(&g, "a"), "").expect("a's file");
     let healed = Instant::now();
     wait_until(t.takeover(), "a leads again", || g.starts().len() == 2 && g.lock_held());
-    assert!(healed.elapsed() < t.session, "a waited out the watch: {:?}\n{}", healed.elapsed(), a.log());
+    // The watch is 3 sessions; a join and a rebalance on a loaded machine
+    // may take more than one.
+    assert!(healed.elapsed() < t.session * 2, "a waited out the watch: {:?}\n{}", healed.elapsed(), a.log());
     a.signal(Signal::SIGTERM);
     assert_eq!(a.wait_exit(LONG).code(), Some(143), "{}", a.log());
     g.assert_no_overlap();

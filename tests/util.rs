@@ -70,6 +70,28 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// The timing of a session `session` long, with the longest heartbeat
+    /// deadline the rules allow (as neli-run derives it: the session less
+    /// the coordinator heartbeat and a 500 ms margin): a leader is fenced
+    /// only by a heartbeat gap the group would not forgive either. A
+    /// shorter deadline fenced leaders in the middle of tests on a loaded
+    /// two-core machine (a 1.64 s gap against a 1.5 s deadline), which no
+    /// test but the fence tests expects.
+    pub fn of_session(
+        session: Duration,
+        coordinator_heartbeat: Duration,
+        heartbeat: Duration,
+        grace: Duration,
+    ) -> Timing {
+        let deadline = session.saturating_sub(coordinator_heartbeat + Duration::from_millis(500));
+        Timing { session, coordinator_heartbeat, heartbeat, deadline, grace }
+    }
+
+    /// The same timing with another session (and its deadline).
+    pub fn with_session(self, session: Duration) -> Timing {
+        Timing::of_session(session, self.coordinator_heartbeat, self.heartbeat, self.grace)
+    }
+
     pub fn args(&self) -> Vec<String> {
         let ms = |d: Duration| format!("{}ms", d.as_millis());
         vec![
@@ -116,13 +138,7 @@ impl Broker {
                 address,
                 process: None,
                 control: None,
-                timing: Timing {
-                    session,
-                    coordinator_heartbeat: hb,
-                    heartbeat: hb,
-                    deadline: session / 2,
-                    grace: session / 4,
-                },
+                timing: Timing::of_session(session, hb, hb, session / 4),
             };
         }
         Broker::dev()
@@ -206,15 +222,13 @@ impl Broker {
             address,
             process: Some(process),
             control: None,
-            // Short, for fast tests, yet with a deadline that a loaded
-            // two-core CI machine running many tests at once still meets.
-            timing: Timing {
-                session: Duration::from_millis(3000),
-                coordinator_heartbeat: Duration::from_millis(300),
-                heartbeat: Duration::from_millis(250),
-                deadline: Duration::from_millis(1500),
-                grace: Duration::from_millis(1000),
-            },
+            // Short, for fast tests (a crash is noticed within 3 s).
+            timing: Timing::of_session(
+                Duration::from_millis(3000),
+                Duration::from_millis(300),
+                Duration::from_millis(250),
+                Duration::from_millis(1000),
+            ),
         }
     }
 
@@ -262,7 +276,7 @@ impl Group {
     pub fn on(broker: Broker, test: &str) -> Group {
         let n = GROUPS.fetch_add(1, Ordering::Relaxed);
         let name = format!("t-{test}-{}-{n}", std::process::id());
-        let dir = tempdir::Dir::new(&name);
+        let dir = tempdir::Dir::new(&format!("t-{test}-{n}"));
         let detector = Detector::new(dir.path().to_path_buf()).expect("the detector's work dir");
         Group { broker, name, dir, detector }
     }
@@ -476,8 +490,11 @@ pub mod tempdir {
     pub struct Dir(PathBuf);
 
     impl Dir {
+        /// A directory for `name`, of this test process only: two test runs
+        /// at once (two checkouts, or a mutation run beside a test run) must
+        /// not remove each other's files.
         pub fn new(name: &str) -> Dir {
-            let path = std::env::temp_dir().join(format!("neli-run-tests/{name}"));
+            let path = std::env::temp_dir().join(format!("neli-run-tests/{name}-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&path);
             std::fs::create_dir_all(&path).unwrap();
             Dir(path)

@@ -35,7 +35,10 @@ fn seen(events: &Path) -> Vec<Seen> {
 
 /// The warm command of the docs' example, reporting to `events`: it sets
 /// its traps first, reads the token file at start and on each signal, and
-/// exits 0 on SIGTERM, or once a file quit-<name> appears.
+/// exits 0 on SIGTERM, or once a file quit-<name> appears. No command
+/// substitution (`$(...)`): bash 5.2 fails to parse one in a trap that runs
+/// while it parses another ("unexpected EOF while looking for matching
+/// `)'"), as when the lead signal comes while the script starts.
 fn script(g: &Group) -> String {
     let (dir, events) = (g.dir.path().display(), g.dir.path().join("events"));
     let path = g.dir.path().join("warm.sh");
@@ -43,7 +46,7 @@ fn script(g: &Group) -> String {
         &path,
         format!(
             r#"#!/bin/bash
-ev() {{ echo "$(date +%s%N) $NELI_NAME $1 [$(cat "$NELI_TOKEN_FILE")] $$" >> {events}; }}
+ev() {{ local token=; read -r token < "$NELI_TOKEN_FILE"; echo "$EPOCHREALTIME $NELI_NAME $1 [$token] $$" >> {events}; }}
 trap 'ev lead' USR1
 trap 'ev unlead' USR2
 trap 'ev stop; exit 0' TERM

@@ -52,12 +52,14 @@ esac"#;
 /// bash's job notifications ("[1]+ Done ...", every 0.2 s under set -m)
 /// blocked it on a full pipe once a broken-log fault stalled its reader,
 /// and a bash blocked in a write runs no trap, so it held on to its lead
-/// (two pauses of seed 4244 flagged it).
+/// (two pauses of seed 4244 flagged it). It reads the token file with
+/// `read`, not `$(cat ...)`: bash 5.2 fails to parse a command substitution
+/// in a trap that runs while it parses another, and `check` runs both ways.
 const WARM: &str = r#"exec >/dev/null 2>&1
 set -m
 dir=$0; guard=
 check() {
-  t=$(cat "$NELI_TOKEN_FILE")
+  t=; read -r t < "$NELI_TOKEN_FILE"
   if [ -n "$t" ] && [ -z "$guard" ]; then
     NELI_FENCING_TOKEN=$t "$dir/guarded.sh" "$dir" sleep 100000 & guard=$!
   elif [ -z "$t" ] && [ -n "$guard" ]; then

@@ -82,19 +82,21 @@ pub fn main() -> ExitCode {
     let run_args = match cli.subcommand {
         #[cfg(feature = "dev-broker")]
         Some(Sub::DevBroker(args)) => return end_beside_librdkafka(exit_code(dev_broker(args).map(|()| 0))),
-        Some(Sub::Status(args)) => return said(status::main(args, env_properties)),
-        Some(Sub::Yield(args)) => return said(status::yield_main(args, env_properties)),
+        Some(Sub::Status(args)) => return end_beside_librdkafka(said(status::main(args, env_properties))),
+        Some(Sub::Yield(args)) => return end_beside_librdkafka(said(status::yield_main(args, env_properties))),
         Some(Sub::Pause(args)) => {
-            return said(status::pause_main(args.kafka, true, args.stop, args.timeout.into(), env_properties))
+            let asked = status::pause_main(args.kafka, true, args.stop, args.timeout.into(), env_properties);
+            return end_beside_librdkafka(said(asked));
         }
         Some(Sub::Resume(args)) => {
-            return said(status::pause_main(args.kafka, false, false, args.timeout.into(), env_properties))
+            let asked = status::pause_main(args.kafka, false, false, args.timeout.into(), env_properties);
+            return end_beside_librdkafka(said(asked));
         }
         None => cli.run,
     };
     let config = match config::Config::from_args(run_args, env_properties) {
         Ok(config) => config,
-        Err(err) => return said(Err(err)),
+        Err(err) => return ExitCode::from(said(Err(err))),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
     match runtime {
@@ -148,11 +150,11 @@ fn dev_broker(args: cli::DevBrokerArgs) -> Result<(), exit::Failure> {
 /// The status of a command that ends before anything is logged (`status`,
 /// `yield`, a configuration refused): a failure is said on stderr as one
 /// line, "error: ...".
-fn said(outcome: Result<u8, exit::Failure>) -> ExitCode {
-    ExitCode::from(outcome.unwrap_or_else(|err| {
+fn said(outcome: Result<u8, exit::Failure>) -> u8 {
+    outcome.unwrap_or_else(|err| {
         stderr::line(format_args!("error: {err}"));
         err.code()
-    }))
+    })
 }
 
 /// The exit status for an outcome: the status, or the failure's, which is
@@ -164,21 +166,24 @@ fn exit_code(outcome: Result<u8, exit::Failure>) -> u8 {
     })
 }
 
-/// Returns `code` for `main` to exit with, unless librdkafka may still run
-/// (a leave given up on, a connection attempt still blocked in it, or no
-/// /proc to tell): then exit's handlers must not run beside its threads,
-/// since they free what those threads use (OpenSSL's cleanup among them;
-/// seen in CI as a corrupted heap and an abort in place of the status due),
-/// so the process ends at once. Nothing is lost: everything neli-run writes
-/// is written unbuffered.
+/// Ends the process with `code` at once, without exit's handlers: they
+/// free what librdkafka uses (OpenSSL's cleanup among them), and a client
+/// may still be in use or being destroyed beside them, on a thread of its
+/// own (a leave given up on, a connection attempt still blocked in it, or
+/// one whose last reference another thread dropped a moment ago). CI saw
+/// a corrupted heap and an abort in place of the status due three times,
+/// each after another such holder had been joined before exiting; so the
+/// handlers never run, whatever is left. Nothing is lost: stdout is flushed
+/// here, and everything else neli-run writes is written unbuffered. With
+/// -v, it says when librdkafka's own threads still run.
 fn end_beside_librdkafka(code: u8) -> ExitCode {
     let threads = librdkafka_threads();
     if threads != Some(0) {
         tracing::debug!(?threads, "librdkafka may still run: exiting without exit handlers");
-        // SAFETY: _exit ends the process at once; nothing is left to unwind.
-        unsafe { libc::_exit(code.into()) }
     }
-    ExitCode::from(code)
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    // SAFETY: _exit ends the process at once; nothing is left to unwind.
+    unsafe { libc::_exit(code.into()) }
 }
 
 /// How many of this process's threads are librdkafka's (it names them

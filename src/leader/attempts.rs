@@ -154,8 +154,15 @@ impl Leader {
     }
 
     /// Takes in an attempt another member's record names, if it is newer
-    /// than what we know.
+    /// than what we know. Under a schedule, only a schedule's (one with a
+    /// due time): a wave's, from a member started with other flags, says
+    /// nothing about the schedule, and taking it would forget the newest
+    /// due time run, which a clock behind it would then run again (found
+    /// by the invariant walks once the wall clock stepped back in them).
     pub(super) fn learn(&mut self, attempt: Attempt) {
+        if self.settings.schedule.is_some() && attempt.due.is_none() {
+            return;
+        }
         let newer = |known: &Attempt| {
             supersedes((attempt.token, attempt.due, attempt.code), (known.token, known.due, known.code))
         };

@@ -456,3 +456,18 @@ fn due_times_that_pass_while_paused_are_missed_and_run_once_on_resume() {
     let runs = spawns(&actions);
     assert_eq!(runs.iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(10_000, Some(wall(10_000)))]);
 }
+
+#[test]
+fn a_wave_read_under_a_schedule_does_not_make_it_forget_its_newest_due_time() {
+    // The run of due time `due` ended on a host whose clock is ahead of
+    // ours (or ours stepped back); then a member started with other flags
+    // writes a wave's attempt, under a newer token. The due time stays
+    // run: the next is the one after it, not `due` again.
+    let due = (wall(1010) / 60_000 + 1) * 60_000;
+    let ran = Attempt { due: Some(due), ended: Some(due + 500), ..x_ran(500, 1, 3, Some(0)) };
+    let wave = x_ran(900, 1, 4, Some(0));
+    let (l, actions) = wave_member(scheduled(60_000), vec![carrying(5, None, ran), carrying(6, None, wave)]);
+    assert_eq!(spawned(&actions), None, "{actions:?}");
+    assert_eq!(l.last_run().map(|j| j.due), Some(Some(due)));
+    assert_eq!(l.next_due(), Some(due + 60_000));
+}

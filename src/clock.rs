@@ -106,12 +106,17 @@ impl Anchor {
     /// than a millisecond apart (the thread was preempted between them):
     /// a pair read apart would look like a step.
     pub fn now() -> Anchor {
+        Anchor::read(BootTime::now, wall_ms)
+    }
+
+    /// `now` on the clocks given (tests give theirs): up to five tries.
+    fn read(mut boot: impl FnMut() -> BootTime, mut wall: impl FnMut() -> u64) -> Anchor {
         let ms = |t: BootTime| BootTime(Duration::from_millis(t.0.as_millis() as u64));
         let mut tries = 0;
         loop {
-            let before = BootTime::now();
-            let wall_ms = wall_ms();
-            let after = BootTime::now();
+            let before = boot();
+            let wall_ms = wall();
+            let after = boot();
             tries += 1;
             if after.since(before) <= Duration::from_millis(1) || tries == 5 {
                 return Anchor { boot: ms(before), wall_ms };
@@ -207,6 +212,44 @@ mod tests {
         // Read from the machine, twice: no step (the test hook is not set here).
         let now = Anchor::now();
         assert_eq!(now.stepped(Anchor::now()), None);
+    }
+
+    #[test]
+    fn a_reading_interrupted_between_the_two_clocks_is_read_again() {
+        // Boot-clock readings `apart` ms apart, then 0.5 ms apart; the wall
+        // clock counts its readings.
+        let read = |apart: u64| {
+            let (mut boots, mut walls) = (0u64, 0u64);
+            let anchor = Anchor::read(
+                || {
+                    boots += 1;
+                    // Before and after of try n: n*100 ms, then +apart (try 1) or +0.5.
+                    let (n, late) = (boots.div_ceil(2), boots % 2 == 0);
+                    let gap = if n == 1 { apart * 1_000_000 } else { 500_000 };
+                    BootTime::from_nanos(n * 100_000_000 + if late { gap } else { 0 })
+                },
+                || {
+                    walls += 1;
+                    walls
+                },
+            );
+            (anchor, walls)
+        };
+        assert_eq!(read(1), (Anchor { boot: BootTime::from_nanos(100_000_000), wall_ms: 1 }, 1));
+        assert_eq!(read(5), (Anchor { boot: BootTime::from_nanos(200_000_000), wall_ms: 2 }, 2), "read again");
+        // Never read within a millisecond: the fifth try stands.
+        let (mut boots, mut walls) = (0u64, 0u64);
+        let anchor = Anchor::read(
+            || {
+                boots += 1;
+                BootTime::from_nanos(boots * 10_000_000)
+            },
+            || {
+                walls += 1;
+                walls
+            },
+        );
+        assert_eq!(anchor, Anchor { boot: BootTime::from_nanos(90_000_000), wall_ms: 5 });
     }
 
     #[test]

@@ -13,8 +13,9 @@
 //! - `kafka`: the rdkafka adapter (group membership, heartbeats, topic).
 //! - `child`: the supervisor and its shim (process group, lease, reaping).
 //! - `cli` / `config`: the command line, and the checks that make it safe.
-//! - `clock`: the one module that reads a clock; `calendar`: the due times
-//!   of --every and --cron; `exit`: every exit status, one map and one table.
+//! - `clock`: the clocks that decide (boot time, the wall clock, the anchor
+//!   that pairs them); `calendar`: the due times of --every and --cron;
+//!   `exit`: every exit status, one map and one table.
 //! - `neli-run dev-broker`: an in-memory Kafka-protocol broker for trying and
 //!   testing, the crate `neli_dev_broker` in dev-broker/ (the `dev-broker`
 //!   feature, on by default).

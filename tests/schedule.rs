@@ -181,6 +181,72 @@ fn a_new_leader_does_not_repeat_a_run_that_ended_before_a_graceful_handover() {
     g.assert_no_overlap();
 }
 
+/// The wall clock stepping under a running member (NTP's first sync an
+/// hour forward, then 5 s back) without root: `NELI_TEST_WALL_OFFSET_FILE`
+/// is a debug-build-only hook (src/clock.rs; a release build has none) that
+/// adds the milliseconds a file holds to neli-run's every wall-clock
+/// reading. The job reads the same file, so it logs the time by the clock
+/// neli-run sees, and applies the next step itself (moving STEP over the
+/// offset) as it starts: mid-run, never while neli-run decides a start.
+#[test]
+fn due_times_follow_the_wall_clock_when_it_steps_forward_then_back_and_none_runs_twice() {
+    let g = Group::new("schedule-clock-step");
+    let dir = g.dir.path();
+    let (offset, step, runs) = (dir.join("offset"), dir.join("step"), dir.join("runs"));
+    // Started an hour behind, as before NTP's first sync.
+    std::fs::write(&offset, "-3600000").unwrap();
+    let job = format!(
+        r#"now=$(( $(date +%s%3N) + $(cat {o}) )); echo "$NELI_DUE $NELI_ATTEMPT $now" >> {r}; if [ -f {s} ]; then mv {s} {o}; fi; sleep 0.3"#,
+        o = offset.display(),
+        s = step.display(),
+        r = runs.display()
+    );
+    let env = vec!["env".to_string(), format!("NELI_TEST_WALL_OFFSET_FILE={}", offset.display())];
+    let flags = [&LONG_LEASE[..], &["--every", "2s"]].concat();
+    let mut a = g.member_in(Some(env), "a", &flags, &["sh", "-c", &job]);
+    let lines = || neli_proof::detector::read_lines(&runs).len();
+    wait_until(LONG, "a first run", || lines() >= 1);
+    for to in ["0", "-5000"] {
+        let tmp = dir.join("step.tmp");
+        std::fs::write(&tmp, to).unwrap();
+        std::fs::rename(&tmp, &step).unwrap();
+        wait_until(LONG, "a run takes the step", || !step.exists());
+        let n = lines();
+        wait_until(LONG, "two runs after the step", || lines() >= n + 2);
+    }
+    a.signal(Signal::SIGTERM);
+    a.wait_exit(LONG);
+    // Every run started at or after its due time by the clock neli-run saw
+    // (1 ms rounding aside), in the same frame (not an hour off), and each
+    // due time ran once, in order (again only as a later attempt of a run a
+    // fence cut short).
+    let runs: Vec<(u64, u32, u64)> = neli_proof::detector::read_lines(&runs)
+        .iter()
+        .map(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            (millis(w[0]), w[1].parse().unwrap(), w[2].parse().unwrap())
+        })
+        .collect();
+    for &(due, _, now) in &runs {
+        assert!(now + 100 >= due && now < due + 600_000, "a run of {due} started at {now}: {runs:?}");
+    }
+    for w in runs.windows(2) {
+        assert!(w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 < w[1].1), "{runs:?}");
+    }
+    // neli-run saw both steps, and said so.
+    let log = a.log();
+    let steps: Vec<i64> = log
+        .lines()
+        .filter(|l| l.contains("the wall clock stepped"))
+        .filter_map(|l| l.split("step_ms=").nth(1)?.split(' ').next()?.parse().ok())
+        .collect();
+    assert!(
+        steps.len() == 2 && (steps[0] - 3_600_000).abs() < 1000 && (steps[1] + 5000).abs() < 1000,
+        "{steps:?}: {log}"
+    );
+    g.assert_no_overlap();
+}
+
 #[test]
 fn schedule_flags_that_cannot_apply_are_refused_naming_why() {
     let cases: [(&[&str], &str); 9] = [

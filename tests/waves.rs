@@ -287,3 +287,32 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
     assert!(b.log().contains("this wave's run already ended"), "{}", b.log());
     assert!(g.starts().is_empty(), "b ran the job: {}", b.log());
 }
+
+/// A member started before its host's clock was set (NTP's first sync
+/// steps it an hour forward while the member waits) judges the wave by the
+/// clock as set: the wave began seconds before it started, so it belongs
+/// to it. By the clock it started with, the wave would begin an hour in its
+/// future, and it would run the job again. `NELI_TEST_WALL_OFFSET_FILE` is
+/// a debug-build-only hook (src/clock.rs; a release build has none): it
+/// adds the milliseconds a file holds to neli-run's wall-clock readings.
+#[test]
+fn a_member_started_before_its_clock_was_set_belongs_to_the_wave_by_the_clock_as_set() {
+    let g = Group::new("wave-clock-step");
+    let (offset, gate) = (g.dir.path().join("offset"), g.dir.path().join("gate"));
+    let job = recorded(&g, &format!("while [ ! -f {} ]; do sleep 0.05; done", gate.display()));
+    // A lease the load cannot cut short: a fence would make b's run a retry.
+    let mut a = g.member("a", &LONG_LEASE, &["sh", "-c", &job]);
+    wait_until(LONG, "a runs the job", || attempts(&g).len() == 1);
+    std::fs::write(&offset, "-3600000").unwrap();
+    let env = vec!["env".to_string(), format!("NELI_TEST_WALL_OFFSET_FILE={}", offset.display())];
+    let mut b = g.member_in(Some(env), "b", &LONG_LEASE, &["sh", "-c", &job]);
+    wait_until(LONG, "b has joined as a standby", || b.log().contains("standby"));
+    std::fs::write(&offset, "0").unwrap();
+    std::fs::write(&gate, "").unwrap();
+    assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
+    assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
+    assert!(b.log().contains("this wave's run already ended"), "{}", b.log());
+    assert!(b.log().contains("the wall clock stepped"), "{}", b.log());
+    assert_eq!(attempts(&g).len(), 1, "the job ran once: {}", b.log());
+    g.assert_no_overlap();
+}

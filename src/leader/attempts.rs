@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use tracing::info;
+use tracing::{info, warn};
 
 use super::{say, schedule, Child, Leader, Plan};
-use crate::clock::BootTime;
+use crate::clock::{Anchor, BootTime};
 use crate::exit::ChildStatus;
 
 /// Once per wave: members started for the same tick (cron on every host)
@@ -94,6 +94,29 @@ pub(super) enum Turn {
 }
 
 impl Leader {
+    /// Both clocks as the shell read them just now, before a step. When the
+    /// wall clock stepped (NTP's first sync after we started, or someone
+    /// set it), we convert by the new reading from now on: a due time is a
+    /// point on the wall clock, so the one we wait for comes sooner or
+    /// later on the boot clock by the step, as cron's would; and the wave
+    /// and due times we write agree again with the send times beside them.
+    /// What we measure on the boot clock alone (heartbeats, leases, grace,
+    /// --max-runtime, --restart-delay) does not move. A step back never
+    /// runs a due time again: the next run is after the newest one on
+    /// record, whatever the clock says.
+    pub fn wall_clock(&mut self, read: Anchor) {
+        if let Some(step_ms) = self.anchor.stepped(read) {
+            warn!(step_ms, "the wall clock stepped: due times and waves follow it from now on");
+            self.anchor = read;
+        }
+    }
+
+    /// Wall-clock milliseconds since the Unix epoch at `t`, as we convert
+    /// them (for metrics: the same frame as our records).
+    pub fn wall_ms_at(&self, t: BootTime) -> u64 {
+        self.anchor.wall_ms_at(t)
+    }
+
     /// The schedule's next run for us, ready since `ready`, at `now`, after
     /// the newest run we know of.
     pub(super) fn next_run(&self, ready: BootTime, now: BootTime) -> Option<schedule::Next> {
@@ -154,8 +177,15 @@ impl Leader {
     }
 
     /// Takes in an attempt another member's record names, if it is newer
-    /// than what we know.
+    /// than what we know. Under a schedule, only a schedule's (one with a
+    /// due time): a wave's, from a member started with other flags, says
+    /// nothing about the schedule, and taking it would forget the newest
+    /// due time run, which a clock behind it would then run again (found
+    /// by the invariant walks once the wall clock stepped back in them).
     pub(super) fn learn(&mut self, attempt: Attempt) {
+        if self.settings.schedule.is_some() && attempt.due.is_none() {
+            return;
+        }
         let newer = |known: &Attempt| {
             supersedes((attempt.token, attempt.due, attempt.code), (known.token, known.due, known.code))
         };

@@ -4,9 +4,10 @@
 //! and foreign records (v1 and v2), child exits, signals and time try to
 //! break them. Pause and resume requests among them, read as requests or
 //! carried by others' records: while the newest says paused nothing
-//! starts, and `--stop` stops what runs.
-//! break them. Walks with a health check (`--health-cmd`) turn it healthy
-//! and unhealthy at random too: no command starts while it is unhealthy.
+//! starts, and `--stop` stops what runs. The wall clock steps now and
+//! then, forward and back: due times follow it, and none runs twice.
+//! Walks with a health check (`--health-cmd`) turn it healthy and
+//! unhealthy at random too: no command starts while it is unhealthy.
 //!
 //! A simulated shell stands around one [`Leader`]: it keeps the rebalance
 //! callback's contract (no assignment while a revoke waits for release), a
@@ -100,8 +101,12 @@ struct Sim {
     healthy: bool,
     trace: Vec<String>,
     /// The walk's boot on the wall clock: any time of day, so that due
-    /// times fall anywhere between the walk's steps.
+    /// times fall anywhere between the walk's steps. Moved by the wall
+    /// clock's steps.
     wall0: u64,
+    /// Draws the wall clock's steps, apart from `rng`: the walks' other
+    /// inputs stay what they were before steps came in.
+    clock: fastrand::Rng,
 }
 
 impl Sim {
@@ -176,6 +181,7 @@ impl Sim {
             healthy: !health_checked,
             trace: Vec::new(),
             wall0,
+            clock: fastrand::Rng::with_seed(seed ^ 0x5eed_c10c),
         }
     }
 
@@ -379,6 +385,9 @@ impl Sim {
     /// Time passes to the next input; the shell's timer fires on the way,
     /// on time (or, after a freeze, late: at the input's own time).
     fn step(&mut self) {
+        if self.clock.u8(..100) == 0 {
+            self.step_wall_clock();
+        }
         let frozen = self.rng.u8(..50) == 0;
         let at = self.now + if frozen { self.rng.u64(0..3000) } else { self.rng.u64(0..250) };
         while let Some(due) = self.core.next_deadline().map(as_ms).filter(|&d| d <= at) {
@@ -391,6 +400,20 @@ impl Sim {
         self.now = at;
         let input = self.next_input();
         self.feed(input);
+    }
+
+    /// The wall clock steps (NTP, or by hand), forward or back, by 100 ms
+    /// (what counts as a step) to 5 s. The shell reads it before each step
+    /// of the core: here, a tick's, as the first thing after the step (a
+    /// deadline the step moved into the past is handled before any input
+    /// that comes later, as a timer's tick is). The checks then count due
+    /// times on the clock as set.
+    fn step_wall_clock(&mut self) {
+        let by = self.clock.u64(100..5000);
+        self.wall0 = if self.clock.bool() { self.wall0 + by } else { self.wall0 - by };
+        self.trace.push(format!("{} ms: the wall clock now reads {}", self.now, self.wall0 + self.now));
+        self.core.wall_clock(Anchor { boot: ms(self.now), wall_ms: self.wall0 + self.now });
+        self.feed(Input::Tick);
     }
 
     /// Feeds one input and checks every action and the state after it.

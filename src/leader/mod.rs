@@ -1,7 +1,8 @@
 //! The leadership state machine: the pure core of neli-run.
 //!
 //! Events go in through [`Leader::step`] with the time they happened (and
-//! the wall clock once, as the [`Anchor`] of [`Leader::new`]); actions come
+//! the wall clock as an [`Anchor`]: at [`Leader::new`], and anew through
+//! [`Leader::wall_clock`] before each step); actions come
 //! out as data for the shell to carry out. The core never reads a clock, a
 //! socket or a process: that is what lets its tests (`tests.rs`, the
 //! scenarios; `invariants.rs`, the random walks) go through every
@@ -140,8 +141,9 @@ struct Tenure {
 pub struct Leader {
     settings: Settings,
     started: BootTime,
-    /// Our start on both clocks: every conversion between boot time and
-    /// the wall clock of the records goes through it.
+    /// Our start on both clocks, or the reading after the wall clock's
+    /// latest step: every conversion between boot time and the wall clock
+    /// of the records goes through it.
     anchor: Anchor,
     tenure: Option<Tenure>,
     child: Child,

@@ -10,10 +10,11 @@
 //!
 //! What takes time runs beside the loop and comes back as an input: waiting
 //! for a stopped command's leftovers to go (`Supervisor::reap`), flushing a
-//! disclaimer. The loop waits nowhere else but in two bounded places, each
-//! saying why where it is: the kill's one pass over /proc
-//! (`Supervisor::kill`), and, once the loop is done, leaving the group
-//! (`Shell::exit`, at most `LEAVE_WAIT`).
+//! disclaimer. The loop also waits, each wait bounded and saying why where
+//! it is, in the kill's one pass over /proc (`Supervisor::kill`), in `reap`
+//! behind the lock of the processes run beside the command, and, once the
+//! loop is done, in `warm_stop`'s grace and `Shell::exit` (leaving the
+//! group, at most `LEAVE_WAIT`; the leader file; the hooks).
 
 mod health;
 mod hooks;
@@ -92,8 +93,6 @@ struct Shell {
 /// What the shell tells the operator: the metrics' snapshot and systemd.
 struct Report {
     metrics: metrics::Shared,
-    /// The moment the core's wall-clock times are counted from.
-    anchor: Anchor,
     notifier: Option<Notifier>,
     watchdog: Option<Interval>,
     /// With --metrics-addr, the loop notes that it turns at least every
@@ -149,7 +148,6 @@ impl Shell {
         let turning = cfg.metrics_addr.map(|_| tokio::time::interval(metrics::LOOP_TICK));
         let report = Report {
             metrics,
-            anchor: started,
             notifier,
             watchdog,
             turning,
@@ -210,6 +208,9 @@ impl Shell {
                 None => std::mem::take(&mut self.after_flush),
                 Some(_) => Vec::new(),
             };
+            // The wall clock read anew each turn: after a step (NTP's first
+            // sync), due times follow it (`Leader::wall_clock`).
+            self.core.wall_clock(Anchor::now());
             actions.extend(self.core.step(input, BootTime::now()));
             for action in actions {
                 if let ControlFlow::Break(code) = self.apply(action) {
@@ -363,7 +364,7 @@ impl Shell {
         {
             let mut m = self.report.metrics.lock().expect("metrics lock");
             let now = BootTime::now();
-            let wall = self.report.anchor.wall_ms_at(now);
+            let wall = core.wall_ms_at(now);
             for &role in &roles {
                 m.set_role(role, wall);
             }

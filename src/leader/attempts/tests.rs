@@ -456,3 +456,108 @@ fn due_times_that_pass_while_paused_are_missed_and_run_once_on_resume() {
     let runs = spawns(&actions);
     assert_eq!(runs.iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(10_000, Some(wall(10_000)))]);
 }
+
+/// Both clocks read at `boot` ms after boot, the wall clock `step` ms off
+/// the one we started with (`started(0)`).
+fn read(boot: u64, step: i64) -> Anchor {
+    Anchor { boot: ms(boot), wall_ms: wall(boot).checked_add_signed(step).unwrap() }
+}
+
+#[test]
+fn due_times_follow_the_wall_clock_when_it_steps_forward_or_back_and_none_runs_twice() {
+    let mut l = Leader::new(scheduled(2000), started(0));
+    l.step(Input::Assigned, ms(1000));
+    let (actions, offset) = live(&mut l, 1000, 2300, 6);
+    assert_eq!(spawns(&actions).iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(2000, Some(wall(2000)))]);
+    l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(2300));
+    let (_, offset) = live(&mut l, 2300, 2500, offset + 1);
+    // A reading within 100 ms of our frame is no step.
+    l.wall_clock(read(2500, 99));
+    assert_eq!(l.wall_ms_at(ms(2500)), wall(2500));
+    // The wall clock steps 1 s forward at 2500: the due time 4000 (by the
+    // wall clock we started with) comes at 3000.
+    l.wall_clock(read(2500, 1000));
+    assert_eq!(l.next_due(), Some(wall(4000)), "the same due time, on the wall clock");
+    let (actions, offset) = live(&mut l, 2500, 3300, offset + 1);
+    let runs = spawns(&actions);
+    assert_eq!(runs.iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(3000, Some(wall(4000)))]);
+    // Written in the new frame: it started at its due time (the send time
+    // beside it says the same), and ended 300 ms later.
+    assert_eq!(runs[0].1.wave_ms, wall(4000));
+    let ended = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(3300));
+    let ending = ended.iter().find_map(|a| match a {
+        SendHeartbeat(r) => r.attempt.clone(),
+        _ => None,
+    });
+    assert_eq!(ending.and_then(|j| j.ended), Some(wall(4300)));
+    let (_, offset) = live(&mut l, 3300, 3500, offset + 1);
+    // Then 3 s back at 3500 (the wall clock reads 1500 of our start's
+    // frame): the due time 4000 it already ran lies ahead again, and does
+    // not run again; nor does 2000. The next is 6000, at 8000.
+    l.wall_clock(read(3500, -2000));
+    assert_eq!(l.next_due(), Some(wall(6000)));
+    let (actions, _) = live(&mut l, 3500, 8100, offset + 1);
+    let runs = spawns(&actions);
+    assert_eq!(runs.iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(8000, Some(wall(6000)))]);
+}
+
+#[test]
+fn due_times_a_forward_step_passes_over_are_missed_and_follow_missed() {
+    // The run of 2000 ended at 2300; at 2500 the wall clock steps 5 s
+    // forward: 4000 and 6000 passed while we were ready to run them.
+    let run = |missed| {
+        let settings = Settings {
+            schedule: Some(Schedule { calendar: every(2000), missed, starting_deadline: None }),
+            ..settings(Restart::Never)
+        };
+        let mut l = Leader::new(settings, started(0));
+        l.step(Input::Assigned, ms(1000));
+        let (_, offset) = live(&mut l, 1000, 2300, 6);
+        l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(2300));
+        let (_, offset) = live(&mut l, 2300, 2500, offset + 1);
+        l.wall_clock(read(2500, 5000));
+        let (actions, _) = live(&mut l, 2500, 2600, offset + 1);
+        spawns(&actions).iter().map(|(at, j)| (*at, j.due.map(|d| d - WALL))).collect::<Vec<_>>()
+    };
+    // (At once: as soon as a record sent after the last run's ending is
+    // read back, at 2505.)
+    assert_eq!(run(Missed::Once), vec![(2505, Some(6000))], "the latest, at once");
+    assert_eq!(run(Missed::All), vec![(2505, Some(4000))], "the oldest first, at once");
+    assert_eq!(run(Missed::Skip), vec![], "the next, 8000, at 3000");
+}
+
+#[test]
+fn a_member_started_before_its_clock_was_set_places_waves_by_the_clock_as_set() {
+    // Started with the wall clock an hour behind (before NTP's first sync),
+    // which is set right at 500; then it reads a success of a wave begun at
+    // 300 by a host whose clock was right. It started before that wave (by
+    // the clocks as set): the wave is its own, and covered.
+    let wave = || carrying(4, None, x_ran(300, 1, 3, Some(0)));
+    let behind = Anchor { boot: ms(0), wall_ms: wall(0) - 3_600_000 };
+    let mut l = Leader::new(waves(false), behind);
+    l.wall_clock(read(500, 0));
+    l.step(wave(), ms(900));
+    l.step(Input::Assigned, ms(1000));
+    assert_eq!(l.step(hb(7, 1000), ms(1010)).last(), Some(&Exit(0)));
+    // Without the step, the wave would seem to begin an hour in its future
+    // (a clock ahead's), and it would run a wave of its own.
+    let mut l = Leader::new(waves(false), behind);
+    l.step(wave(), ms(900));
+    l.step(Input::Assigned, ms(1000));
+    assert_eq!(spawned(&l.step(hb(7, 1000), ms(1010))).map(|j| j.number), Some(1));
+}
+
+#[test]
+fn a_wave_read_under_a_schedule_does_not_make_it_forget_its_newest_due_time() {
+    // The run of due time `due` ended on a host whose clock is ahead of
+    // ours (or ours stepped back); then a member started with other flags
+    // writes a wave's attempt, under a newer token. The due time stays
+    // run: the next is the one after it, not `due` again.
+    let due = (wall(1010) / 60_000 + 1) * 60_000;
+    let ran = Attempt { due: Some(due), ended: Some(due + 500), ..x_ran(500, 1, 3, Some(0)) };
+    let wave = x_ran(900, 1, 4, Some(0));
+    let (l, actions) = wave_member(scheduled(60_000), vec![carrying(5, None, ran), carrying(6, None, wave)]);
+    assert_eq!(spawned(&actions), None, "{actions:?}");
+    assert_eq!(l.last_run().map(|j| j.due), Some(Some(due)));
+    assert_eq!(l.next_due(), Some(due + 60_000));
+}

@@ -567,7 +567,7 @@ fn consume(
         let out = asks.keep_out.load(Ordering::Relaxed);
         if out && subscribed && !holds_partition_0(&consumer) {
             info!("unhealthy: leaving the group until the health check passes");
-            consumer.unsubscribe();
+            leave_group(&consumer);
             subscribed = false;
         } else if !out && !subscribed {
             info!("healthy: joining the group");
@@ -731,6 +731,15 @@ fn holds_partition_0(consumer: &BaseConsumer<ReaderContext>) -> bool {
     consumer.assignment().map_or(true, |a| a.find_partition(&consumer.context().reach.topic, 0).is_some())
 }
 
+/// Leaves the group until `subscribe`. Out of it we are no standby: the
+/// next assignment without partition 0 says "standby" again, which the
+/// core waits for to write our candidacy (a standby healthy again after a
+/// failed check wrote none, and `status` lost it: audit D2).
+fn leave_group(consumer: &BaseConsumer<ReaderContext>) {
+    consumer.unsubscribe();
+    consumer.context().standby.store(false, Ordering::Relaxed);
+}
+
 fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Event>) {
     if let Err(err) = consumer.subscribe(&[&consumer.context().reach.topic]) {
         let _ = events.send(Event::Fatal(Failure::new(Kind::Internal, format!("rejoining: {err}"))));
@@ -746,7 +755,7 @@ fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Ev
 fn leave_until_another_leads(consumer: &BaseConsumer<ReaderContext>, me: &Member, asks: &Requests, watch: Duration) {
     let (closing, unhealthy) = (&asks.closing, asks.keep_out.load(Ordering::Relaxed));
     let topic = consumer.context().reach.topic.clone();
-    consumer.unsubscribe();
+    leave_group(&consumer);
     // The cooperative protocol takes only incremental assignments, and
     // librdkafka refuses them until the revoke this causes has been served:
     // poll until then.

@@ -755,7 +755,7 @@ fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Ev
 fn leave_until_another_leads(consumer: &BaseConsumer<ReaderContext>, me: &Member, asks: &Requests, watch: Duration) {
     let (closing, unhealthy) = (&asks.closing, asks.keep_out.load(Ordering::Relaxed));
     let topic = consumer.context().reach.topic.clone();
-    leave_group(&consumer);
+    leave_group(consumer);
     // The cooperative protocol takes only incremental assignments, and
     // librdkafka refuses them until the revoke this causes has been served:
     // poll until then.

@@ -348,3 +348,26 @@ fn a_plain_yield_no_member_may_follow_is_refused_and_the_command_runs_on() {
     assert_eq!(status(&g).1["leader"]["token"], token, "a leads under the same token");
     g.assert_no_overlap();
 }
+
+/// Regression (H6): a leader standing aside after a yield read partition 0
+/// only to see whether another led, and dropped what else it read: a pause
+/// written meanwhile reached it only once it had rejoined (3 session
+/// timeouts later). It hears it while it stands aside now.
+#[test]
+fn a_member_standing_aside_hears_a_pause_written_meanwhile() {
+    let g = Group::new("aside-pause");
+    let t = g.broker.timing;
+    // A session of 10 s: it stands aside for 30 s, alone.
+    let a = g.member("a", &LONG_LEASE, &["sleep", "1000"]);
+    wait_until(t.takeover(), "status sees a running its command", || status(&g).0 == 0 && g.starts().len() == 1);
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--force", "--timeout", "1s"]);
+    assert_eq!(code, 1, "{out}");
+    wait_until(LONG, "a stands aside", || !g.lock_held() && a.log().contains("standing aside for another member"));
+    let (_, out) = run(&["pause", "-b", &g.broker.address, "-g", &g.name, "--timeout", "1s"]);
+    let assigned = || a.log().matches("candidate: assigned partition 0").count();
+    wait_until(LONG, "a hears the pause", || a.log().contains("the group is paused, by "));
+    assert_eq!(assigned(), 1, "a heard the pause only once it had rejoined ({out}):\n{}", a.log());
+    // Back in the group it leads, and starts nothing while paused.
+    wait_until(LONG * 2, "a leads again", || assigned() == 2 && a.log().matches("leader: read own").count() == 2);
+    assert_eq!(g.starts().len(), 1, "started while paused: {:?}", g.starts());
+}

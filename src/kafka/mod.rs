@@ -854,12 +854,47 @@ mod tests {
 
     /// Writes `values` to partition 0 of g.neli, and waits until they are on it.
     fn produce(brokers: &str, values: &[Vec<u8>]) {
+        produce_to(brokers, 0, values);
+    }
+
+    /// `produce`, to `partition`.
+    fn produce_to(brokers: &str, partition: i32, values: &[Vec<u8>]) {
         let producer: BaseProducer =
             rdkafka::ClientConfig::new().set("bootstrap.servers", brokers).create().expect("a producer");
         for value in values {
-            producer.send(BaseRecord::<(), _>::to("g.neli").partition(0).payload(value)).expect("queued");
+            producer.send(BaseRecord::<(), _>::to("g.neli").partition(partition).payload(value)).expect("queued");
         }
         producer.flush(Duration::from_secs(20)).expect("written");
+    }
+
+    /// Only partition 0 is the group's: a member given other partitions of
+    /// a topic of several (Kafka assigns them too) reads nothing there.
+    #[test]
+    fn records_of_other_partitions_are_not_heard() {
+        let cluster = MockCluster::new(1).expect("mock cluster");
+        cluster.create_topic("g.neli", 2, 1).expect("topic");
+        let brokers = cluster.bootstrap_servers();
+        produce_to(&brokers, 1, &[candidacy_of(&Member::this_process("p9".into()))]);
+        produce(&brokers, &[candidacy_of(&Member::this_process("p1".into()))]);
+        let (_kafka, mut events) = connect(&brokers);
+        let mut heard = Vec::new();
+        next(&mut events, |e| match e {
+            Event::Candidacy(c) => {
+                heard.push(c.name.clone());
+                (c.name == "p1").then_some(())
+            }
+            _ => None,
+        });
+        // A claim of absence needs a period (as `stays_false` in the
+        // integration tests): partition 1 is read from its start, in the
+        // same fetches as partition 0.
+        std::thread::sleep(Duration::from_millis(500));
+        while let Ok(event) = events.try_recv() {
+            if let Event::Candidacy(c) = event {
+                heard.push(c.name);
+            }
+        }
+        assert_eq!(heard, ["p1"]);
     }
 
     /// `member`'s candidacy of priority 2, written now.
@@ -889,8 +924,9 @@ mod tests {
         };
         let content = Content { record, since_ms: None, deadline_ms: 5000 };
         let ours = Heartbeat::new(&me, 1, BootTime::now(), crate::clock::wall_ms(), content).encode();
-        // Both before we join: the backlog we read back is one fetch.
-        produce(&brokers, &[ours, candidacy_of(&p1)]);
+        // All before we join: the backlog we read back is one fetch.
+        let p2 = Member::this_process("p2".into());
+        produce(&brokers, &[ours, candidacy_of(&p1), candidacy_of(&p2)]);
         let (_kafka, mut events) = connect_as(&brokers, me);
         let mut heard = Vec::new();
         next(&mut events, |e| {
@@ -903,7 +939,7 @@ mod tests {
             }
             done.then_some(())
         });
-        assert_eq!(heard, ["own heartbeat, more: true", "candidacy of p1", "caught up"]);
+        assert_eq!(heard, ["own heartbeat, more: true", "candidacy of p1", "candidacy of p2", "caught up"]);
     }
 
     /// Regression (H6): a member standing aside read partition 0 only to
@@ -922,14 +958,17 @@ mod tests {
         let p1 = Member::this_process("p1".into());
         let pause = PauseRequest::new(true, false).encode();
         let until = Instant::now() + Duration::from_secs(15);
-        let (mut paused, mut candidate) = (false, false);
-        while !(paused && candidate) {
+        let (mut left, mut paused, mut candidate) = (false, false, false);
+        while !(left && paused && candidate) {
             assert!(Instant::now() < until, "nothing read while standing aside reached the core");
             produce(&brokers, &[pause.clone(), candidacy_of(&p1)]);
             std::thread::sleep(Duration::from_millis(200));
             while let Ok(event) = events.try_recv() {
                 match event {
                     Event::Assigned => panic!("rejoined before the records came"),
+                    // It left the group: partition 0 goes (the release is
+                    // dropped here, which ends the barrier).
+                    Event::Revoked { .. } => left = true,
                     Event::Pause(p) => paused |= p.paused,
                     Event::Candidacy(c) => candidate |= c.name == "p1",
                     _ => {}

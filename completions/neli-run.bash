@@ -632,7 +632,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__yield)
-            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --name --to --timeout --verbose --quiet --log-format --help"
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --name --to --timeout --force --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

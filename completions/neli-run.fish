@@ -129,6 +129,7 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l to -d 'Hand 
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l timeout -d 'How long to wait for another member to lead (at most 24h)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l force -d 'Yield even when no member may take over (none live, or every one unhealthy or --never-lead, as `neli-run status` lists them): the command stops and nothing runs until a member leads, the same one after 3 session timeouts if it is alone. Without it such a yield is refused'
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -495,6 +495,14 @@ pub struct YieldArgs {
     /// How long to wait for another member to lead (at most 24h).
     #[arg(long, env = "NELI_YIELD_TIMEOUT", default_value = "30s", value_name = "DURATION")]
     pub timeout: humantime::Duration,
+
+    /// Yield even when no member may take over (none live, or every one
+    /// unhealthy or --never-lead, as `neli-run status` lists them): the
+    /// command stops and nothing runs until a member leads, the same one
+    /// after 3 session timeouts if it is alone. Without it such a yield is
+    /// refused.
+    #[arg(long, env = "NELI_YIELD_FORCE")]
+    pub force: bool,
 }
 
 /// Options of `neli-run status`.

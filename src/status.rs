@@ -752,8 +752,19 @@ pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> Result<u8,
     if timeout > MAX_YIELD_TIMEOUT {
         return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
     }
+    for (flag, value) in [("--name", &args.name), ("--to", &args.to)] {
+        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            let what = if flag == "--to" { "the member to hand over to" } else { "the member that must lead" };
+            return finish(fail(
+                Kind::Usage,
+                format!(
+                    "{flag} is empty: give {what} (its --name, as `neli-run status` lists it), or leave {flag} out"
+                ),
+            ));
+        }
+    }
     finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
-        let message = handover(&target, args.name, args.to, timeout)?;
+        let message = handover(&target, args.name, args.to, args.force, timeout)?;
         say(&message)?;
         Ok(0)
     }))
@@ -850,8 +861,18 @@ fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result
 }
 
 /// Asks the leader to hand over (to `to`) and waits until another member
-/// (`to`) leads.
-fn handover(target: &Target, name: Option<String>, to: Option<String>, timeout: Duration) -> Result<String, Stop> {
+/// (`to`) leads, or until it is clear that none will: the old leader leads
+/// again, or (with `to`) a member other than `to` leads. Without `to`, and
+/// unless `force`, refuses when no member `status` knows of may take over:
+/// the leader would stop its command and lead again only after its watch
+/// (3 session timeouts), with nothing running meanwhile.
+fn handover(
+    target: &Target,
+    name: Option<String>,
+    to: Option<String>,
+    force: bool,
+    timeout: Duration,
+) -> Result<String, Stop> {
     let group = printable(&target.group);
     let (consumer, mut view) = read_partition(target)?;
     let Some(old) = view.fresh_leader(wall_ms()).cloned() else {
@@ -865,30 +886,50 @@ fn handover(target: &Target, name: Option<String>, to: Option<String>, timeout: 
             );
         }
     }
-    if let Some(to) = &to {
-        check_target(&view, &old, to, &group)?;
+    match &to {
+        Some(to) => check_target(&view, &old, to, &group)?,
+        None if !force => {
+            // A standby that has just joined writes its first record now:
+            // give it one candidacy interval (twice the leader's heartbeat
+            // interval) before refusing.
+            let interval = old.timing.map_or(500, |t| t.heartbeat_interval_ms);
+            let grace = (2 * Duration::from_millis(interval)).min(timeout);
+            let start = Instant::now();
+            while let Err(refused) = check_someone_may_lead(&view, &old, &group) {
+                if start.elapsed() >= grace {
+                    return Err(refused);
+                }
+                if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
+                    view.read(msg.payload(), msg.offset());
+                }
+            }
+        }
+        None => {}
     }
     write(target, &Yield::new(name, to.clone()).encode(), "yield")?;
     let start = Instant::now();
+    let mut now = None;
     while start.elapsed() < timeout {
         if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
             view.read(msg.payload(), msg.offset());
         }
-        if let Some(new) = view.fresh_leader(wall_ms()) {
-            if new.token != old.token && new.name != old.name && to.as_ref().is_none_or(|to| *to == new.name) {
-                return Ok(format!(
-                    "group {group}: leadership moved from {} (token {}) to {} (token {})",
-                    printable(&old.name),
-                    old.token.unwrap_or_default(),
-                    printable(&new.name),
-                    new.token.unwrap_or_default()
-                ));
-            }
+        now = view.fresh_leader(wall_ms()).filter(|new| new.token != old.token).cloned();
+        let Some(new) = &now else { continue };
+        if new.name != old.name && to.as_ref().is_none_or(|to| *to == new.name) {
+            return Ok(format!(
+                "group {group}: leadership moved from {} (token {}) to {} (token {})",
+                printable(&old.name),
+                old.token.unwrap_or_default(),
+                printable(&new.name),
+                new.token.unwrap_or_default()
+            ));
         }
+        // Another leads under a new token: the hand-over is over, and
+        // waiting on says nothing more.
+        break;
     }
-    let now = view.fresh_leader(wall_ms()).filter(|new| new.token != old.token);
     match (&to, now) {
-        (Some(to), Some(new)) => fail(
+        (Some(to), Some(new)) if new.name != old.name => fail(
             Kind::NoLeader,
             format!(
                 "group {group}: {} leads now, not {} (did {} stop meanwhile?)",
@@ -897,7 +938,19 @@ fn handover(target: &Target, name: Option<String>, to: Option<String>, timeout: 
                 printable(to)
             ),
         ),
-        _ => fail(
+        (_, Some(new)) => fail(
+            Kind::NoLeader,
+            format!(
+                "group {group}: no other member took over: {} leads again (token {}){}",
+                printable(&old.name),
+                new.token.unwrap_or_default(),
+                match &to {
+                    Some(to) => format!(" ({} did not take partition 0: did it stop meanwhile?)", printable(to)),
+                    None => String::new(),
+                }
+            ),
+        ),
+        (_, None) => fail(
             Kind::NoLeader,
             format!(
                 "group {group}: no other member took over within {} (is {} alone?)",
@@ -906,6 +959,39 @@ fn handover(target: &Target, name: Option<String>, to: Option<String>, timeout: 
             ),
         ),
     }
+}
+
+/// Refuses a plain `yield` when no member `status` knows of may take over
+/// (none is live, or every one never leads or fails its health check):
+/// the leader would stop its command for nothing, and the group would run
+/// nothing until it leads again (audit D6). `--force` yields anyway (e.g.
+/// to members older than candidacy records, which `status` cannot see).
+fn check_someone_may_lead(view: &View, leader: &Heartbeat, group: &str) -> Result<(), Stop> {
+    let others: Vec<_> = view.standbys(wall_ms()).into_iter().filter(|c| c.name != leader.name).collect();
+    if others.iter().any(|c| !c.never_lead && !c.unhealthy) {
+        return Ok(());
+    }
+    // Each one live, and why it may not lead.
+    let why: Vec<_> = others
+        .iter()
+        .map(|c| {
+            if c.never_lead {
+                format!("{} runs with --never-lead", printable(&c.name))
+            } else {
+                format!("{}'s health check (--health-cmd) fails", printable(&c.name))
+            }
+        })
+        .collect();
+    let why = if why.is_empty() { "no other member is live".to_string() } else { why.join(", ") };
+    fail(
+        Kind::NoLeader,
+        format!(
+            "group {group}: no member may take over from {} ({why}): it would stop its command and lead again \
+             only after 3 session timeouts, with nothing running meanwhile. Start or heal a standby \
+             (`neli-run status` lists them), or pass --force to yield anyway",
+            printable(&leader.name)
+        ),
+    )
 }
 
 /// Refuses `yield --to` a member that cannot take over: the leader itself,

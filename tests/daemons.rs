@@ -153,8 +153,8 @@ fn a_yield_hands_over_only_once_the_daemons_are_gone() {
     let script = daemonizing(g.dir.path(), "exec sleep 1000");
     let a = g.member("a", &[], &["sh", "-c", &script]);
     wait_for_daemons(g.dir.path());
-    let _b = g.member("b", &[], &["sleep", "1000"]);
-    wait_until(LONG, "b is a standby", || a.log().contains("child started"));
+    let b = g.member("b", &[], &["sleep", "1000"]);
+    wait_until(LONG, "b is a standby", || a.log().contains("child started") && b.log().contains("standby"));
     let t = g.broker.timing;
     let timeout = format!("{}ms", t.takeover().as_millis());
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);

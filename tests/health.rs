@@ -173,3 +173,33 @@ fn a_lone_leader_whose_check_hangs_stops_its_command_unfenced_and_status_says_wh
     assert_eq!(a.wait_exit(LONG).code(), Some(143), "{}", a.log());
     g.assert_no_overlap();
 }
+
+/// Regression (audit D2): a standby whose check failed and then passed
+/// rejoined the group but wrote no candidacy record again, so `status`
+/// dropped it and `yield --to` refused it (its Kafka thread still thought
+/// it had said "standby" in the group it had left).
+#[test]
+fn a_standby_healthy_again_is_a_candidate_again() {
+    let g = Group::new("health-again");
+    let t = g.broker.timing;
+    let _a = member(&g, "a", true);
+    wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
+    let b = member(&g, "b", true);
+    wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
+    let b_healthy = || {
+        let json = run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]).1;
+        let json: serde_json::Value = serde_json::from_str(json.trim()).unwrap_or_default();
+        json["standbys"].as_array().and_then(|s| s.iter().find(|s| s["name"] == "b")).map(|b| b["healthy"].clone())
+    };
+    wait_until(LONG, "status lists b", || b_healthy() == Some(true.into()));
+    std::fs::remove_file(ok_file(&g, "b")).expect("b's file");
+    wait_until(LONG, "status says b is unhealthy", || b_healthy() == Some(false.into()));
+    std::fs::write(ok_file(&g, "b"), "").expect("b's file");
+    wait_until(LONG, "b joins again", || b.log().matches("healthy: joining the group").count() == 2);
+    wait_until(LONG, "status lists b as a healthy standby again", || b_healthy() == Some(true.into()));
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--to", "b", "--timeout", "60s"]);
+    assert_eq!(code, 0, "{out}\n{}", b.log());
+    assert!(out.contains("to b (token"), "{out}");
+    assert_eq!(g.starts().last().map(|s| s.0.as_str()), Some("b"), "{:?}", g.starts());
+    g.assert_no_overlap();
+}

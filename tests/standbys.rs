@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{run, stays_false, wait_until, Group};
+use crate::util::{bin, run, stays_false, wait_until, Group, LONG};
 
 /// `status --json`'s standbys, as (name, priority).
 fn standbys(g: &Group) -> Vec<(String, u64)> {
@@ -88,6 +88,12 @@ fn yield_to_a_member_that_cannot_take_over_is_refused() {
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--to", "a"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("a leads group") && out.contains("already"), "{out}");
+    // An empty name is a usage error, not a member's name (audit D13).
+    for flag in ["--to", "--name"] {
+        let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, flag, ""]);
+        assert_eq!(code, 2, "{out}");
+        assert!(out.contains(&format!("{flag} is empty: give the member")), "{out}");
+    }
     assert_eq!(g.starts().len(), 1, "nothing moved");
     let (code, out) = run(&["-b", &g.broker.address, "-g", &g.name, "--priority", "101", "--", "true"]);
     assert_eq!(code, 2, "{out}");
@@ -190,5 +196,52 @@ fn preempt_hands_over_to_a_member_of_higher_priority_once_it_is_live() {
     let _b = g.member("b", &["--priority", "2"], &["sleep", "1000"]);
     wait_until(t.takeover(), "b's command starts", || last_start(&g).as_deref() == Some("b"));
     assert_eq!(g.starts().len(), 2, "a0 never started: {:?}", g.starts());
+    g.assert_no_overlap();
+}
+
+/// Regression (audit D13): `yield --to c` with c dead (its candidacy still
+/// live) waited out its whole --timeout although the old leader led again
+/// long before. It says so as soon as a leads under a new token.
+#[test]
+fn yield_to_a_member_that_died_returns_once_the_old_leader_leads_again() {
+    let g = Group::new("yield-to-dead");
+    let t = g.broker.timing;
+    let _a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    // c's candidacy counts for 3 of its intervals (2 heartbeat intervals
+    // each): 12 s, so that the yield takes it for live after its death.
+    let slow = ["--session-timeout", "10s", "--heartbeat-deadline", "8s", "--heartbeat-interval", "2s"];
+    let c = g.member("c", &slow, &["sleep", "1000"]);
+    wait_until(t.takeover(), "status lists c", || standbys(&g).len() == 1);
+    c.signal(Signal::SIGKILL);
+    /// Killed if the test fails: it would wait 10 minutes.
+    struct Asked(Option<std::process::Child>);
+    impl Drop for Asked {
+        fn drop(&mut self) {
+            if let Some(child) = self.0.as_mut() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+    let mut asked = Asked(Some(
+        std::process::Command::new(bin())
+            .args(["yield", "-b", &g.broker.address, "-g", &g.name, "--to", "c", "--timeout", "10m"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("neli-run yield"),
+    ));
+    let mut done = None;
+    wait_until(LONG + t.takeover(), "yield returns once a leads again", || {
+        done = asked.0.as_mut().and_then(|c| c.try_wait().expect("wait for yield"));
+        done.is_some()
+    });
+    let out = asked.0.take().expect("yield").wait_with_output().expect("yield's output");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(done.and_then(|s| s.code()), Some(1), "{text}");
+    assert!(text.contains("no other member took over: a leads again (token "), "{text}");
+    assert!(text.contains("c did not take partition 0"), "{text}");
+    wait_until(t.takeover(), "a's command runs again", || g.starts().len() == 2 && g.lock_held());
     g.assert_no_overlap();
 }

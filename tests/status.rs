@@ -308,8 +308,66 @@ fn yield_of_a_lone_leader_times_out_and_it_leads_again() {
     // Its command runs (a leader's records are out one produce and fetch
     // before its command starts; a yield then could stop it unrecorded).
     wait_until(t.takeover(), "status sees a running its command", || status(&g).0 == 0 && g.starts().len() == 1);
-    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", "3s"]);
+    // Refused without --force (nobody may take over): see the next test.
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", "3s", "--force"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("no other member took over"), "{out}");
     wait_until(t.takeover() * 2, "a leads again", || g.starts().len() == 2 && g.lock_held());
+}
+
+/// Regression (audit D6): a plain yield with no member that may take over
+/// stopped the command, and the group ran nothing for 3 session timeouts
+/// until the same member led again. It is refused now, naming why, and
+/// the command runs on under the same token.
+#[test]
+fn a_plain_yield_no_member_may_follow_is_refused_and_the_command_runs_on() {
+    let g = Group::new("yield-refused");
+    let t = g.broker.timing;
+    let _a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "status sees a running its command", || status(&g).0 == 0 && g.starts().len() == 1);
+    let token = status(&g).1["leader"]["token"].clone();
+    let refused = |why: &[&str]| {
+        let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name]);
+        assert_eq!(code, 1, "{out}");
+        assert!(out.contains("no member may take over from a (") && out.contains("--force"), "{out}");
+        for why in why {
+            assert!(out.contains(why), "{why}: {out}");
+        }
+    };
+    refused(&["no other member is live"]);
+    // A standby whose check fails (from its start: its file never exists),
+    // and one that never leads: still nobody.
+    let check = format!("test -f {}", g.dir.path().join("b.ok").display());
+    let _b = g.member("b", &["--health-cmd", &check, "--health-interval", "200ms"], &["sleep", "1000"]);
+    let _w = g.member("w", &["--never-lead"], &["sleep", "1000"]);
+    let listed = || status(&g).1["standbys"].as_array().map_or(0, |s| s.len());
+    wait_until(LONG, "status lists b and w", || listed() == 2);
+    refused(&["b's health check (--health-cmd) fails", "w runs with --never-lead"]);
+    assert_eq!(g.starts().len(), 1, "a's command never stopped: {:?}", g.starts());
+    assert!(g.lock_held(), "a's command runs on");
+    assert_eq!(status(&g).1["leader"]["token"], token, "a leads under the same token");
+    g.assert_no_overlap();
+}
+
+/// Regression (H6): a leader standing aside after a yield read partition 0
+/// only to see whether another led, and dropped what else it read: a pause
+/// written meanwhile reached it only once it had rejoined (3 session
+/// timeouts later). It hears it while it stands aside now.
+#[test]
+fn a_member_standing_aside_hears_a_pause_written_meanwhile() {
+    let g = Group::new("aside-pause");
+    let t = g.broker.timing;
+    // A session of 10 s: it stands aside for 30 s, alone.
+    let a = g.member("a", &LONG_LEASE, &["sleep", "1000"]);
+    wait_until(t.takeover(), "status sees a running its command", || status(&g).0 == 0 && g.starts().len() == 1);
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--force", "--timeout", "1s"]);
+    assert_eq!(code, 1, "{out}");
+    wait_until(LONG, "a stands aside", || !g.lock_held() && a.log().contains("standing aside for another member"));
+    let (_, out) = run(&["pause", "-b", &g.broker.address, "-g", &g.name, "--timeout", "1s"]);
+    let assigned = || a.log().matches("candidate: assigned partition 0").count();
+    wait_until(LONG, "a hears the pause", || a.log().contains("the group is paused, by "));
+    assert_eq!(assigned(), 1, "a heard the pause only once it had rejoined ({out}):\n{}", a.log());
+    // Back in the group it leads, and starts nothing while paused.
+    wait_until(LONG * 2, "a leads again", || assigned() == 2 && a.log().matches("leader: read own").count() == 2);
+    assert_eq!(g.starts().len(), 1, "started while paused: {:?}", g.starts());
 }

@@ -99,7 +99,9 @@ fn every_member_runs_the_command_only_the_leader_is_told_and_a_handover_unleads_
     assert!(first.token.parse::<i64>().is_ok(), "{first:?}");
 
     // A graceful handover: the old leader's command is told first, with
-    // the file already empty, then another's is told it leads.
+    // the file already empty, then another's is told it leads. (A plain
+    // yield needs a standby to hand over to.)
+    wait_until(LONG, "a standby", || members.iter().any(|m| m.log().contains("standby: in the group")));
     let t = g.broker.timing;
     let timeout = format!("{}ms", t.takeover().as_millis());
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
@@ -228,6 +230,7 @@ fn the_docs_example_leads_stands_by_and_stops() {
     wait_until(LONG, "one leads", || members.iter().map(leads).sum::<usize>() == 1);
     let first = members.iter().position(|m| leads(m) == 1).unwrap();
     wait_until(LONG, "both warmed up", || members.iter().all(|m| m.log().contains("warming up")));
+    wait_until(LONG, "the other is a standby", || members[1 - first].log().contains("standby: in the group"));
     let timeout = format!("{}ms", g.broker.timing.takeover().as_millis());
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
     assert_eq!(code, 0, "{out}");

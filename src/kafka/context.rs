@@ -96,7 +96,9 @@ pub(super) struct ReaderContext {
     pub(super) reach: Reach,
     /// `closing` is set when we leave: the revoke on close must not block.
     pub(super) requests: Arc<Requests>,
-    /// Whether "standby" was logged since we last owned partition 0.
+    /// Whether "standby" was said since we last owned partition 0 or left
+    /// the group (`leave_group`): said once a membership, as the core
+    /// writes our candidacy from then on.
     pub(super) standby: AtomicBool,
     /// How many records before the end a new owner starts reading: enough
     /// for every record of two writers over a heartbeat deadline and more.

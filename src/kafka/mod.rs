@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::RDKafkaErrorCode;
-use rdkafka::message::Message;
+use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::Offset;
 use tokio::sync::mpsc::UnboundedSender;
@@ -45,7 +45,7 @@ use crate::config::properties::creation_error;
 use crate::config::timing::Timing;
 use crate::config::{Config, Target};
 use crate::exit::{Failure, Kind};
-use crate::leader::{Candidacy, Other, Pause, Record};
+use crate::leader::{Candidacy, Other, Pause, Record, Stance};
 use context::{Reach, ReaderContext, WriterContext};
 use heartbeat::{Content, Heartbeat, Member, WireTiming};
 use yield_request::{PauseRequest, Yield};
@@ -65,11 +65,16 @@ pub enum Event {
         lost: bool,
         release: mpsc::SyncSender<()>,
     },
-    /// One of our own heartbeats, read back.
+    /// One of our own heartbeats, read back; `more`: records fetched
+    /// after it are still to be sent (`CaughtUp` follows them).
     OwnHeartbeat {
         offset: i64,
         sent: BootTime,
+        more: bool,
     },
+    /// Every record fetched so far has been sent, after an own heartbeat
+    /// that said `more`.
+    CaughtUp,
     /// Another member's heartbeat.
     OtherHeartbeat(Other),
     /// `neli-run yield` asked us (while we own partition 0) to hand over
@@ -563,11 +568,11 @@ fn consume(
     // `keep_out`, which the loop may have cleared by now).
     let mut subscribed = subscribed;
     let mut slice = STANDBY_POLL;
-    while !asks.closing.load(Ordering::Relaxed) {
+    'polling: while !asks.closing.load(Ordering::Relaxed) {
         let out = asks.keep_out.load(Ordering::Relaxed);
         if out && subscribed && !holds_partition_0(&consumer) {
             info!("unhealthy: leaving the group until the health check passes");
-            consumer.unsubscribe();
+            leave_group(&consumer);
             subscribed = false;
         } else if !out && !subscribed {
             info!("healthy: joining the group");
@@ -590,7 +595,7 @@ fn consume(
                 (false, false) => None,
             };
         if let Some(watch) = aside {
-            leave_until_another_leads(&consumer, me, asks, watch);
+            leave_until_another_leads(&consumer, me, asks, watch, events);
             if asks.keep_out.load(Ordering::Relaxed) {
                 info!("unhealthy: staying out of the group until the health check passes");
                 subscribed = false;
@@ -612,65 +617,87 @@ fn consume(
                 }
             }
         }
-        match polled {
-            None => {}
-            Some(Ok(msg)) => {
-                ctx.reach.reachable();
-                if msg.topic() != ctx.reach.topic || msg.partition() != 0 {
-                    continue;
-                }
-                let Some(payload) = msg.payload() else { continue };
-                if let Some(c) = candidacy::Record::decode(payload) {
-                    if !c.is_from(me) && events.send(Event::Candidacy(c.as_core(crate::clock::wall_ms()))).is_err() {
-                        break;
-                    }
-                    continue;
-                }
-                let event = match (Heartbeat::decode(payload), Yield::decode(payload)) {
-                    (Some(hb), _) if hb.is_from(me) => {
-                        let sent = BootTime::from_nanos(hb.sent_ns);
-                        if let Some(said) = gap.own(sent, BootTime::now(), ctx.interval) {
-                            Gap::say(said, ctx);
+        // Records fetched behind one of our own heartbeats are heard
+        // before the core may lead on it: it says `more`, and `CaughtUp`
+        // follows once the fetched records are all sent (audit D11), or a
+        // backlog's worth of them (a flood of records must not hold the
+        // requests above back).
+        let (mut polled, mut owed, mut left) = (polled, false, ctx.backlog);
+        while let Some(result) = polled.take() {
+            match result {
+                Ok(msg) => {
+                    ctx.reach.reachable();
+                    let event = match event_of(&msg, ctx, me, true) {
+                        Some(Event::OwnHeartbeat { offset, sent, .. }) => {
+                            if let Some(said) = gap.own(sent, BootTime::now(), ctx.interval) {
+                                Gap::say(said, ctx);
+                            }
+                            polled = consumer.poll(Duration::ZERO);
+                            let more = polled.is_some();
+                            owed |= more;
+                            Some(Event::OwnHeartbeat { offset, sent, more })
                         }
-                        Event::OwnHeartbeat { offset: msg.offset(), sent }
+                        event => event,
+                    };
+                    if event.is_some_and(|event| events.send(event).is_err()) {
+                        break 'polling;
                     }
-                    (Some(hb), _) => {
-                        Event::OtherHeartbeat(hb.as_other(msg.offset(), ctx.deadline, crate::clock::wall_ms()))
-                    }
-                    (None, Some(y))
-                        if y.applies_to(&me.name) && msg.offset() >= ctx.assigned_at.load(Ordering::Relaxed) =>
+                }
+                Err(err) => {
+                    match err
+                        .rdkafka_error_code()
+                        .and_then(|c| fatal(c, err.to_string(), &ctx.reach.topic, &ctx.reach.group))
                     {
-                        // Anyone who may write to the topic can ask: say who
-                        // did (escaped: every field is the writer's choice).
-                        info!(offset = msg.offset(), "yield requested by {}", y.asker());
-                        Event::Yield { to: y.to }
+                        Some(fatal) => {
+                            let _ = events.send(Event::Fatal(fatal));
+                        }
+                        None => debug!(%err, "consumer error"),
                     }
-                    // The core logs who asked, once it is news to it.
-                    (None, None) => match PauseRequest::decode(payload) {
-                        Some(request) => Event::Pause(request.at(msg.offset())),
-                        None => continue,
-                    },
-                    _ => continue,
-                };
-                if events.send(event).is_err() {
-                    break;
                 }
             }
-            Some(Err(err)) => {
-                match err
-                    .rdkafka_error_code()
-                    .and_then(|c| fatal(c, err.to_string(), &ctx.reach.topic, &ctx.reach.group))
-                {
-                    Some(fatal) => {
-                        let _ = events.send(Event::Fatal(fatal));
-                    }
-                    None => debug!(%err, "consumer error"),
-                }
+            if polled.is_none() && owed && left > 0 {
+                left -= 1;
+                polled = consumer.poll(Duration::ZERO);
             }
+        }
+        if owed && events.send(Event::CaughtUp).is_err() {
+            break;
         }
     }
     // Dropping closes the consumer: it leaves the group and waits for that.
     drop(consumer);
+}
+
+/// What a record of partition 0 tells the core, if anything: another
+/// member's heartbeat or candidacy, a pause or resume, one of our own
+/// heartbeats (`more` false: the caller says whether records are queued
+/// behind it), and, when `yields` (we own partition 0: it is meant for us),
+/// a yield.
+fn event_of(msg: &BorrowedMessage<'_>, ctx: &ReaderContext, me: &Member, yields: bool) -> Option<Event> {
+    if msg.topic() != ctx.reach.topic || msg.partition() != 0 {
+        return None;
+    }
+    let payload = msg.payload()?;
+    if let Some(c) = candidacy::Record::decode(payload) {
+        return (!c.is_from(me)).then(|| Event::Candidacy(c.as_core(crate::clock::wall_ms())));
+    }
+    match (Heartbeat::decode(payload), Yield::decode(payload)) {
+        (Some(hb), _) if hb.is_from(me) => {
+            Some(Event::OwnHeartbeat { offset: msg.offset(), sent: BootTime::from_nanos(hb.sent_ns), more: false })
+        }
+        (Some(hb), _) => Some(Event::OtherHeartbeat(hb.as_other(msg.offset(), ctx.deadline, crate::clock::wall_ms()))),
+        (None, Some(y))
+            if yields && y.applies_to(&me.name) && msg.offset() >= ctx.assigned_at.load(Ordering::Relaxed) =>
+        {
+            // Anyone who may write to the topic can ask: say who did
+            // (escaped: every field is the writer's choice).
+            info!(offset = msg.offset(), "yield requested by {}", y.asker());
+            Some(Event::Yield { to: y.to })
+        }
+        // The core logs who asked, once it is news to it.
+        (None, None) => PauseRequest::decode(payload).map(|request| Event::Pause(request.at(msg.offset()))),
+        _ => None,
+    }
 }
 
 /// The newest of our own heartbeats read back in this tenure, to say how
@@ -731,6 +758,15 @@ fn holds_partition_0(consumer: &BaseConsumer<ReaderContext>) -> bool {
     consumer.assignment().map_or(true, |a| a.find_partition(&consumer.context().reach.topic, 0).is_some())
 }
 
+/// Leaves the group until `subscribe`. Out of it we are no standby: the
+/// next assignment without partition 0 says "standby" again, which the
+/// core waits for to write our candidacy (a standby healthy again after a
+/// failed check wrote none, and `status` lost it: audit D2).
+fn leave_group(consumer: &BaseConsumer<ReaderContext>) {
+    consumer.unsubscribe();
+    consumer.context().standby.store(false, Ordering::Relaxed);
+}
+
 fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Event>) {
     if let Err(err) = consumer.subscribe(&[&consumer.context().reach.topic]) {
         let _ = events.send(Event::Fatal(Failure::new(Kind::Internal, format!("rejoining: {err}"))));
@@ -742,11 +778,20 @@ fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Ev
 /// be alone). Rejoining at once would let the sticky assignor hand the
 /// partition straight back to us. A member that stood aside unhealthy
 /// stops watching once healthy again: if none other is healthy, the group
-/// waits for it, not for `watch`.
-fn leave_until_another_leads(consumer: &BaseConsumer<ReaderContext>, me: &Member, asks: &Requests, watch: Duration) {
+/// waits for it, not for `watch`. The records read meanwhile reach the
+/// core as ever (others' heartbeats and candidacies, pauses), so that what
+/// it knows of the group is current when it rejoins; a yield read now was
+/// meant for whoever leads, and our own records say nothing new.
+fn leave_until_another_leads(
+    consumer: &BaseConsumer<ReaderContext>,
+    me: &Member,
+    asks: &Requests,
+    watch: Duration,
+    events: &UnboundedSender<Event>,
+) {
     let (closing, unhealthy) = (&asks.closing, asks.keep_out.load(Ordering::Relaxed));
     let topic = consumer.context().reach.topic.clone();
-    consumer.unsubscribe();
+    leave_group(consumer);
     // The cooperative protocol takes only incremental assignments, and
     // librdkafka refuses them until the revoke this causes has been served:
     // poll until then.
@@ -769,8 +814,14 @@ fn leave_until_another_leads(consumer: &BaseConsumer<ReaderContext>, me: &Member
             break;
         }
         if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
+            let event = event_of(&msg, consumer.context(), me, false);
             let other_leads =
-                msg.payload().and_then(Heartbeat::decode).is_some_and(|hb| !hb.is_from(me) && hb.token.is_some());
+                matches!(&event, Some(Event::OtherHeartbeat(other)) if matches!(other.stance, Stance::Leading { .. }));
+            if let Some(event) = event.filter(|e| !matches!(e, Event::OwnHeartbeat { .. })) {
+                if events.send(event).is_err() {
+                    break;
+                }
+            }
             if other_leads {
                 info!("another member leads now; done standing aside");
                 break;
@@ -788,12 +839,142 @@ mod tests {
 
     /// A member of group `g` on the broker at `brokers`, and its events.
     fn connect(brokers: &str) -> (Kafka, tokio::sync::mpsc::UnboundedReceiver<Event>) {
+        connect_as(brokers, Member::this_process("t".into()))
+    }
+
+    /// `connect`, as `member`.
+    fn connect_as(brokers: &str, member: Member) -> (Kafka, tokio::sync::mpsc::UnboundedReceiver<Event>) {
         let cli = crate::cli::Cli::try_parse_from(["neli-run", "--group", "g", "--brokers", brokers, "--", "true"])
             .expect("valid arguments");
         let cfg = Config::from_args(cli.run, None).expect("valid configuration");
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
-        let kafka = Kafka::connect(&Settings::of(&cfg), Member::this_process("t".into()), tx).expect("connects");
+        let kafka = Kafka::connect(&Settings::of(&cfg), member, tx).expect("connects");
         (kafka, events)
+    }
+
+    /// Writes `values` to partition 0 of g.neli, and waits until they are on it.
+    fn produce(brokers: &str, values: &[Vec<u8>]) {
+        produce_to(brokers, 0, values);
+    }
+
+    /// `produce`, to `partition`.
+    fn produce_to(brokers: &str, partition: i32, values: &[Vec<u8>]) {
+        let producer: BaseProducer =
+            rdkafka::ClientConfig::new().set("bootstrap.servers", brokers).create().expect("a producer");
+        for value in values {
+            producer.send(BaseRecord::<(), _>::to("g.neli").partition(partition).payload(value)).expect("queued");
+        }
+        producer.flush(Duration::from_secs(20)).expect("written");
+    }
+
+    /// Only partition 0 is the group's: a member given other partitions of
+    /// a topic of several (Kafka assigns them too) reads nothing there.
+    #[test]
+    fn records_of_other_partitions_are_not_heard() {
+        let cluster = MockCluster::new(1).expect("mock cluster");
+        cluster.create_topic("g.neli", 2, 1).expect("topic");
+        let brokers = cluster.bootstrap_servers();
+        produce_to(&brokers, 1, &[candidacy_of(&Member::this_process("p9".into()))]);
+        produce(&brokers, &[candidacy_of(&Member::this_process("p1".into()))]);
+        let (_kafka, mut events) = connect(&brokers);
+        let mut heard = Vec::new();
+        next(&mut events, |e| match e {
+            Event::Candidacy(c) => {
+                heard.push(c.name.clone());
+                (c.name == "p1").then_some(())
+            }
+            _ => None,
+        });
+        // A claim of absence needs a period (as `stays_false` in the
+        // integration tests): partition 1 is read from its start, in the
+        // same fetches as partition 0.
+        std::thread::sleep(Duration::from_millis(500));
+        while let Ok(event) = events.try_recv() {
+            if let Event::Candidacy(c) = event {
+                heard.push(c.name);
+            }
+        }
+        assert_eq!(heard, ["p1"]);
+    }
+
+    /// `member`'s candidacy of priority 2, written now.
+    fn candidacy_of(member: &Member) -> Vec<u8> {
+        candidacy::Record::new(member, 2, false, 0, Duration::from_secs(1), false, false).encode()
+    }
+
+    /// Regression (audit D11): a candidacy written just after a new owner's
+    /// first heartbeat came in the same fetch, and the core, hearing the
+    /// heartbeat first, started the command before it heard of the member
+    /// it should have let lead. The heartbeat now says records are behind
+    /// it, and `CaughtUp` comes once they are all sent.
+    #[test]
+    fn records_fetched_behind_an_own_heartbeat_come_before_caught_up() {
+        let cluster = MockCluster::new(1).expect("mock cluster");
+        cluster.create_topic("g.neli", 1, 1).expect("topic");
+        let brokers = cluster.bootstrap_servers();
+        let (me, p1) = (Member::this_process("t".into()), Member::this_process("p1".into()));
+        let record = Record {
+            term: 1,
+            start: None,
+            stance: Stance::Contending,
+            attempt: None,
+            next: None,
+            pause: None,
+            to: None,
+        };
+        let content = Content { record, since_ms: None, deadline_ms: 5000 };
+        let ours = Heartbeat::new(&me, 1, BootTime::now(), crate::clock::wall_ms(), content).encode();
+        // All before we join: the backlog we read back is one fetch.
+        let p2 = Member::this_process("p2".into());
+        produce(&brokers, &[ours, candidacy_of(&p1), candidacy_of(&p2)]);
+        let (_kafka, mut events) = connect_as(&brokers, me);
+        let mut heard = Vec::new();
+        next(&mut events, |e| {
+            let done = matches!(e, Event::CaughtUp);
+            match e {
+                Event::OwnHeartbeat { more, .. } => heard.push(format!("own heartbeat, more: {more}")),
+                Event::Candidacy(c) => heard.push(format!("candidacy of {}", c.name)),
+                Event::CaughtUp => heard.push("caught up".into()),
+                _ => {}
+            }
+            done.then_some(())
+        });
+        assert_eq!(heard, ["own heartbeat, more: true", "candidacy of p1", "candidacy of p2", "caught up"]);
+    }
+
+    /// Regression (H6): a member standing aside read partition 0 only to
+    /// see whether another led, and dropped the pauses and candidacies it
+    /// read meanwhile. They reach the core while it stands aside now.
+    #[test]
+    fn records_read_while_standing_aside_reach_the_core() {
+        let cluster = MockCluster::new(1).expect("mock cluster");
+        cluster.create_topic("g.neli", 1, 1).expect("topic");
+        let brokers = cluster.bootstrap_servers();
+        let (kafka, mut events) = connect(&brokers);
+        next(&mut events, |e| matches!(e, Event::Assigned).then_some(()));
+        kafka.stand_aside();
+        // It watches from the end once it has left: written until read
+        // (the watch lasts 3 session timeouts, 18 s, without another leader).
+        let p1 = Member::this_process("p1".into());
+        let pause = PauseRequest::new(true, false).encode();
+        let until = Instant::now() + Duration::from_secs(15);
+        let (mut left, mut paused, mut candidate) = (false, false, false);
+        while !(left && paused && candidate) {
+            assert!(Instant::now() < until, "nothing read while standing aside reached the core");
+            produce(&brokers, &[pause.clone(), candidacy_of(&p1)]);
+            std::thread::sleep(Duration::from_millis(200));
+            while let Ok(event) = events.try_recv() {
+                match event {
+                    Event::Assigned => panic!("rejoined before the records came"),
+                    // It left the group: partition 0 goes (the release is
+                    // dropped here, which ends the barrier).
+                    Event::Revoked { .. } => left = true,
+                    Event::Pause(p) => paused |= p.paused,
+                    Event::Candidacy(c) => candidate |= c.name == "p1",
+                    _ => {}
+                }
+            }
+        }
     }
 
     #[test]
@@ -824,7 +1005,10 @@ mod tests {
     }
 
     /// Waits up to 30 s for the next event that `want` accepts.
-    fn next<T>(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>, want: impl Fn(Event) -> Option<T>) -> T {
+    fn next<T>(
+        events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+        mut want: impl FnMut(Event) -> Option<T>,
+    ) -> T {
         let until = std::time::Instant::now() + Duration::from_secs(30);
         while std::time::Instant::now() < until {
             match events.try_recv() {

@@ -60,7 +60,7 @@ pub fn settings(restart: Restart) -> Settings {
 }
 
 pub fn hb(offset: i64, sent: u64) -> Input {
-    Input::OwnHeartbeat { offset, sent: ms(sent) }
+    Input::OwnHeartbeat { offset, sent: ms(sent), more: false }
 }
 
 /// Our heartbeat in term `term` (begun at `start`): leading with `token`,

@@ -99,6 +99,9 @@ struct Sim {
     done: bool,
     /// The health check's verdict as last told to the core.
     healthy: bool,
+    /// The newest own record fed said records were fetched behind it, and
+    /// no `CaughtUp` has come since.
+    catching_up: bool,
     trace: Vec<String>,
     /// The walk's boot on the wall clock: any time of day, so that due
     /// times fall anywhere between the walk's steps. Moved by the wall
@@ -179,6 +182,7 @@ impl Sim {
             resumed_runs: 0,
             done: false,
             healthy: !health_checked,
+            catching_up: false,
             trace: Vec::new(),
             wall0,
             clock: fastrand::Rng::with_seed(seed ^ 0x5eed_c10c),
@@ -235,7 +239,11 @@ impl Sim {
                     let offset = self.log;
                     self.log += 1;
                     self.own_start.entry(record.term).or_insert(offset);
-                    return Input::OwnHeartbeat { offset, sent: ms(sent) };
+                    // Now and then with records fetched behind it, heard
+                    // before `CaughtUp`.
+                    let more = self.rng.u8(..4) == 0;
+                    self.catching_up = more;
+                    return Input::OwnHeartbeat { offset, sent: ms(sent), more };
                 }
                 50..=71 => return self.their_record(),
                 72..=75 if self.child.as_ref().is_some_and(|c| c.exits_at.is_none()) => {
@@ -264,6 +272,10 @@ impl Sim {
                 }
                 90..=91 => return Input::Standby,
                 92..=95 => return self.their_candidacy(),
+                96..=98 if self.catching_up => {
+                    self.catching_up = false;
+                    return Input::CaughtUp;
+                }
                 _ => {}
             }
         }
@@ -435,9 +447,14 @@ impl Sim {
             self.pause = Some((p.offset, p.paused, p.stop));
         }
         let now = self.now;
+        let before = self.core.role();
         let actions = self.core.step(input.clone(), ms(now));
         self.trace.push(format!("{now} ms: {input:?} -> {actions:?}, role {:?}", self.core.role()));
         let role = self.core.role();
+        if before == Role::Candidate && matches!(role, Role::Leader { .. }) && self.catching_up {
+            // It may not know yet of a member it should let lead.
+            self.fail("a candidate led before it heard the records fetched with its heartbeat");
+        }
         for action in actions {
             self.check(&action, role);
         }

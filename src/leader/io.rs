@@ -246,8 +246,12 @@ pub enum Input {
     /// on without us (session expired), so there is no time for grace.
     Revoked { lost: bool },
     /// One of our own heartbeat records (this very incarnation) was read
-    /// back from partition 0; `sent` is when we produced it.
-    OwnHeartbeat { offset: i64, sent: BootTime },
+    /// back from partition 0; `sent` is when we produced it. `more`: records
+    /// fetched after it are still to come, before `CaughtUp`.
+    OwnHeartbeat { offset: i64, sent: BootTime, more: bool },
+    /// Every record fetched so far has been heard (after an own heartbeat
+    /// that said `more`).
+    CaughtUp,
     /// Another member's heartbeat record was read from partition 0.
     OtherHeartbeat(Other),
     /// The child's whole process group is gone.

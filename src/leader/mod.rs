@@ -205,6 +205,14 @@ pub struct Leader {
     /// The health check's word (`--health-cmd`): no command starts while
     /// it is false, and a member that owns partition 0 stands aside.
     healthy: bool,
+    /// Records fetched after our newest own heartbeat are still to come
+    /// (`Input::CaughtUp` ends it): a candidate does not lead on that
+    /// heartbeat until it has heard them, so that it knows of a member it
+    /// should let lead before it starts the command. A candidacy written
+    /// just after our record once arrived in the same fetch, and the
+    /// command started 0.1 ms before the member of higher priority was
+    /// known (audit D11).
+    catching_up: bool,
 }
 
 impl Leader {
@@ -243,6 +251,7 @@ impl Leader {
             stood_down: "started",
             fenced_child: false,
             healthy: !gated,
+            catching_up: false,
         }
     }
 
@@ -339,7 +348,11 @@ impl Leader {
         match input {
             Input::Assigned => self.on_assigned(now),
             Input::Revoked { lost } => self.on_revoked(lost, now),
-            Input::OwnHeartbeat { offset, sent } => self.on_heartbeat(offset, sent, now),
+            Input::OwnHeartbeat { offset, sent, more } => {
+                self.catching_up = more;
+                self.on_heartbeat(offset, sent, now)
+            }
+            Input::CaughtUp => self.catching_up = false,
             Input::OtherHeartbeat(other) => self.on_other(other, now),
             Input::ChildExited(status) => self.on_child_exited(status, now),
             Input::Shutdown => self.on_shutdown(None, now),
@@ -508,8 +521,14 @@ impl Leader {
     /// its writer says it began earlier. So after a graceful handover, whose
     /// disclaimer is the newest record, the next owner leads one produce and
     /// fetch after its assignment.
+    ///
+    /// A candidate also waits until it has heard the records fetched with
+    /// its heartbeat (`catching_up`): they may name a member to let lead.
     fn promotion_at(&self) -> Option<BootTime> {
         let tenure = self.tenure?;
+        if tenure.phase == Phase::Candidate && self.catching_up {
+            return None;
+        }
         if tenure.phase == Phase::Candidate || tenure.phase == Phase::Fenced {
             let (fresh, start) = (tenure.fresh?, tenure.start?);
             if self.peers.newest_token().is_some_and(|t| fresh.offset <= t) {

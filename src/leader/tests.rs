@@ -1173,3 +1173,55 @@ fn a_hand_over_written_longer_ago_than_its_window_is_stale() {
     l.step(hb(7, 5000), ms(5010));
     assert_eq!(l.role(), Role::Leader { token: 7 });
 }
+
+/// Our heartbeat read back with records fetched behind it, still to come.
+fn hb_more(offset: i64, sent: u64) -> Input {
+    Input::OwnHeartbeat { offset, sent: ms(sent), more: true }
+}
+
+#[test]
+fn a_new_owner_hears_the_records_fetched_with_its_heartbeat_before_it_leads() {
+    // Audit D11, in the order the storm fed it: our first record read back,
+    // then, from the same fetch, the candidacy of a member of higher
+    // priority (we are 1). The command started, then was stopped 0.1 ms
+    // later; now we hand over without starting it, with --preempt or not.
+    for preempt in [false, true] {
+        let mut l = Leader::new(Settings { preempt, ..settings(Restart::Always) }, started(0));
+        l.step(Input::Assigned, ms(1000));
+        assert_eq!(l.step(hb_more(7, 1000), ms(1010)), vec![], "not before the records behind it");
+        assert_eq!(l.role(), Role::Candidate);
+        assert_eq!(l.next_deadline(), Some(ms(1200)), "the next heartbeat: nothing else to wait for");
+        assert_eq!(l.step(candidacy("p2", 2, 0), ms(1010)), vec![]);
+        assert_eq!(l.step(Input::CaughtUp, ms(1010)), vec![gone_to(1, "p2"), HandOver]);
+        assert_eq!(l.role(), Role::Standby);
+    }
+    // Nobody to let lead: it leads once it has heard them, in the same
+    // lease (the heartbeat read back at 1010).
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(Input::Assigned, ms(1000));
+    assert_eq!(l.step(hb_more(7, 1000), ms(1010)), vec![]);
+    assert_eq!(l.step(candidacy("p0", 0, 0), ms(1011)), vec![]);
+    assert_eq!(l.step(Input::CaughtUp, ms(1012)), vec![Spawn { token: 7, lease: ms(2000), attempt: None }, led()]);
+    // A later heartbeat with nothing behind it says as much (a CaughtUp
+    // lost on the way holds nothing back for long).
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(Input::Assigned, ms(1000));
+    assert_eq!(l.step(hb_more(7, 1000), ms(1010)), vec![]);
+    assert_eq!(l.step(Input::Tick, ms(1200)), vec![says(1, Some(7), None)]);
+    assert_eq!(
+        l.step(hb(8, 1200), ms(1210)),
+        vec![Spawn { token: 8, lease: ms(2200), attempt: None }, says(1, Some(7), Some(8))]
+    );
+}
+
+#[test]
+fn a_fenced_leader_resumes_on_a_heartbeat_with_records_behind_it() {
+    // Only a candidate may let another member lead, so only a candidate
+    // waits to hear the records behind its heartbeat.
+    let mut l = leading(Restart::Always);
+    l.step(Input::Tick, ms(2000));
+    assert_eq!(l.role(), Role::Fenced);
+    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2001));
+    l.step(hb_more(9, 2001), ms(2005));
+    assert_eq!(l.role(), Role::Leader { token: 9 });
+}

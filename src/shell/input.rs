@@ -29,7 +29,8 @@ pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep)
         Some(Event::Standby) => return (Some(Input::Standby), Keep::Joined),
         Some(Event::Assigned) => return (Some(Input::Assigned), Keep::Joined),
         Some(Event::Revoked { lost, release }) => return (Some(Input::Revoked { lost }), Keep::Release(release)),
-        Some(Event::OwnHeartbeat { offset, sent }) => Input::OwnHeartbeat { offset, sent },
+        Some(Event::OwnHeartbeat { offset, sent, more }) => Input::OwnHeartbeat { offset, sent, more },
+        Some(Event::CaughtUp) => Input::CaughtUp,
         Some(Event::OtherHeartbeat(_)) if !claims => return (None, Keep::Nothing),
         Some(Event::OtherHeartbeat(other)) => Input::OtherHeartbeat(other),
         Some(Event::Yield { to }) => Input::Yield { to },
@@ -86,8 +87,8 @@ mod tests {
     #[test]
     fn heartbeats_and_yield_pass_through() {
         let sent = BootTime::from_nanos(42);
-        let (got, keep) = input(Some(Event::OwnHeartbeat { offset: 9, sent }), true);
-        assert_eq!(got, Some(Input::OwnHeartbeat { offset: 9, sent }));
+        let (got, keep) = input(Some(Event::OwnHeartbeat { offset: 9, sent, more: true }), true);
+        assert_eq!(got, Some(Input::OwnHeartbeat { offset: 9, sent, more: true }));
         assert!(matches!(keep, Keep::Nothing));
         let (got, keep) = input(Some(Event::OtherHeartbeat(other())), true);
         assert_eq!(got, Some(Input::OtherHeartbeat(other())));
@@ -105,8 +106,8 @@ mod tests {
         assert!(matches!(input(Some(Event::OtherHeartbeat(other())), false), (None, Keep::Nothing)));
         // Only others' heartbeats: our own still count.
         let sent = BootTime::from_nanos(1);
-        let (got, _) = input(Some(Event::OwnHeartbeat { offset: 1, sent }), false);
-        assert_eq!(got, Some(Input::OwnHeartbeat { offset: 1, sent }));
+        let (got, _) = input(Some(Event::OwnHeartbeat { offset: 1, sent, more: false }), false);
+        assert_eq!(got, Some(Input::OwnHeartbeat { offset: 1, sent, more: false }));
     }
 
     #[test]

@@ -18,7 +18,7 @@
 mod health;
 mod hooks;
 mod input;
-mod leader_file;
+pub(crate) mod leader_file;
 mod signals;
 mod supervisor;
 mod warm;
@@ -420,7 +420,7 @@ impl Shell {
             health.stop();
         }
         if let Some((file, _)) = self.report.leader_file.take() {
-            file.close(LEADER_FILE_WAIT);
+            file.close(LEADER_FILE_WAIT).await;
         }
         info!(code, "leaving the group");
         let leaving = tokio::task::spawn_blocking(move || self.kafka.leave());

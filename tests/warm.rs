@@ -293,3 +293,81 @@ fn pause_stop_unleads_the_warm_command_and_resume_leads_it_again() {
     a.signal(Signal::SIGTERM);
     assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
 }
+
+/// A warm member (as `warm` starts one) whose writes of files wait while
+/// `hold` exists: a hung file system (NELI_TEST_HOLD_WRITES, debug builds).
+fn warm_holding(g: &Group, name: &str, script: &str, hold: &Path) -> Member {
+    let mut argv: Vec<String> = ["-b", &g.broker.address, "-g", &g.name, "--name", name].map(String::from).to_vec();
+    argv.extend(g.broker.timing.args());
+    argv.extend(["--warm", "--restart", "on-failure", "--restart-delay", "200ms", "--", script].map(String::from));
+    let prefix = ["env".to_string(), format!("NELI_TEST_HOLD_WRITES={}", hold.display())];
+    Member::spawn(name, &prefix, &argv, &g.dir.path().join(format!("{name}.log")), None)
+}
+
+/// Removes what a member that exited while a write hung left of its token
+/// file: its private directory.
+fn remove_token_dirs(m: &Member) {
+    let prefix = format!("neli-run-warm.{}.", m.pid());
+    for entry in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// A write of the token file that hangs (a hung $RUNTIME_DIRECTORY or
+/// /tmp) holds back the lead signal (the command is told only once the
+/// file holds the token), and not the loop: SIGTERM still stops the
+/// command and neli-run, while the file's last write still hangs.
+#[test]
+fn a_token_file_write_that_hangs_holds_back_the_lead_signal_and_not_the_loop() {
+    let g = Group::new("warm-hung-write");
+    let script = script(&g);
+    let events = g.dir.path().join("events");
+    let count = |what: &str| seen(&events).iter().filter(|s| s.what == what).count();
+    let hold = g.dir.path().join("hold");
+    std::fs::write(&hold, "").unwrap();
+    let mut a = warm_holding(&g, "a", &script, &hold);
+    wait_until(LONG, "a's command runs", || count("start") == 1);
+    wait_until(LONG, "a leads and its token's write hangs", || a.log().contains("TEST BUILD: holding a write"));
+    std::fs::remove_file(&hold).unwrap();
+    wait_until(LONG, "a's command is told it leads", || count("lead") >= 1);
+    let lead = seen(&events).into_iter().find(|s| s.what == "lead").unwrap();
+    assert!(lead.token.parse::<i64>().is_ok(), "told before the file held the token: {lead:?}");
+    // The file system hangs again.
+    std::fs::write(&hold, "").unwrap();
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
+    assert_eq!(count("stop"), 1, "{:#?}", seen(&events));
+    assert!(a.log().contains("was not removed in time"), "{}", a.log());
+    remove_token_dirs(&a);
+    let pids: Vec<i32> = seen(&events).iter().map(|s| s.pid).collect();
+    wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));
+}
+
+/// The command's lease is the leader's before the token file is written:
+/// a neli-run frozen while the write is under way (here: while it hangs)
+/// has its command killed by the shim, as any frozen leader's. Were the
+/// file written first, the command would read itself leader with a
+/// standby's lease, which never runs out.
+#[test]
+fn a_leader_frozen_while_its_token_file_is_written_has_its_command_fenced() {
+    let g = Group::new("warm-frozen-write");
+    let script = script(&g);
+    let events = g.dir.path().join("events");
+    let hold = g.dir.path().join("hold");
+    std::fs::write(&hold, "").unwrap();
+    let mut a = warm_holding(&g, "a", &script, &hold);
+    wait_until(LONG, "a's command runs", || seen(&events).iter().any(|s| s.what == "start"));
+    let pid = seen(&events)[0].pid;
+    wait_until(LONG, "a leads and its token's write hangs", || a.log().contains("TEST BUILD: holding a write"));
+    a.signal(Signal::SIGSTOP);
+    let deadline = g.broker.timing.deadline;
+    wait_until(deadline + Duration::from_secs(10), "a's command is fenced by its lease", || !alive(pid));
+    a.signal(Signal::SIGCONT);
+    std::fs::remove_file(&hold).unwrap();
+    a.signal(Signal::SIGTERM);
+    a.wait_exit(LONG);
+    let pids: Vec<i32> = seen(&events).iter().map(|s| s.pid).collect();
+    wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));
+}

@@ -400,12 +400,7 @@ impl Shell {
         if warm.stopping {
             return None;
         }
-        let again = match warm.restart {
-            Restart::Never => false,
-            Restart::OnFailure => !status.success(),
-            Restart::Always => true,
-        };
-        if again {
+        if warm.restart.again(status) {
             info!(%status, delay = ?warm.restart_delay, "the standby's command exited; restarting it (--restart)");
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
             return None;

@@ -61,11 +61,8 @@ pub(super) struct Warm {
     writer: Option<Writer>,
     /// The writes it did, in order: (their number, how each went).
     written: UnboundedReceiver<(u64, std::io::Result<()>)>,
-    /// The number of the last write queued.
-    queued: u64,
-    /// What follows once the write numbered so is done: only the last
-    /// write's step is taken (an earlier one was overtaken).
-    then: Option<(u64, Then)>,
+    /// What follows the last write queued, once it is done.
+    steps: Steps,
     /// The leader's lease, as the core last set it (a command started once
     /// the file is written starts with it).
     lease: BootTime,
@@ -97,7 +94,7 @@ enum Op {
 }
 
 /// What the loop does once a write is done.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Then {
     /// The file holds the token: send the running command --lead-signal.
     Lead(i64),
@@ -109,6 +106,34 @@ enum Then {
     /// The file is emptied: make the lease a standby's, send
     /// --unlead-signal, and tell the core the leading part ended.
     Unlead,
+}
+
+/// The writes queued, numbered, and the step that follows the last: only
+/// the last write's is taken (an earlier one's was overtaken: the command
+/// is being told otherwise).
+#[derive(Debug, Default)]
+struct Steps {
+    queued: u64,
+    then: Option<(u64, Then)>,
+}
+
+impl Steps {
+    /// Numbers a new write, whose step is `then` (an earlier one's is dropped).
+    fn queue(&mut self, then: Option<Then>) -> u64 {
+        self.queued += 1;
+        self.then = then.map(|then| (self.queued, then));
+        self.queued
+    }
+
+    /// The write numbered `n` is done: its step, if it was the last queued.
+    fn done(&mut self, n: u64) -> Option<Then> {
+        self.then.take_if(|(last, _)| *last == n).map(|(_, then)| then)
+    }
+
+    /// Nothing follows the writes under way.
+    fn drop(&mut self) {
+        self.then = None;
+    }
 }
 
 /// How long exiting waits for the token file's directory to be removed (a
@@ -149,8 +174,7 @@ impl Warm {
             file,
             writer: Some(writer),
             written,
-            queued: 0,
-            then: None,
+            steps: Steps::default(),
             lease: no_lease(),
             owed: false,
             leading: None,
@@ -167,10 +191,9 @@ impl Warm {
     /// Queues a write of the file (`token`, or empty), with what follows
     /// once it is done; an earlier write's step is dropped.
     fn write(&mut self, token: Option<i64>, then: Option<Then>) {
-        self.queued += 1;
-        self.then = then.map(|then| (self.queued, then));
+        let n = self.steps.queue(then);
         if let Some(writer) = self.writer.as_ref() {
-            let _ = writer.ops.send(Op::Write(self.queued, token));
+            let _ = writer.ops.send(Op::Write(n, token));
         }
     }
 
@@ -180,23 +203,18 @@ impl Warm {
     fn unlead(&mut self) {
         match self.leading.take() {
             Some(_) => self.write(None, None),
-            None => self.then = None,
+            None => self.steps.drop(),
         }
     }
 }
 
 /// Creates a private directory (0700, a name nobody can know beforehand:
 /// another user cannot take it first in a shared /tmp, and if one did,
-/// another name is tried) in `base`, and the empty token file in it.
+/// creating it fails rather than trusting theirs) in `base`, and the empty
+/// token file in it.
 fn private_file(base: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
-    let mut tries = 0;
-    let dir = loop {
-        let dir = base.join(format!("neli-run-warm.{}.{:016x}", std::process::id(), files::random()));
-        match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&dir) {
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists && tries < 16 => tries += 1,
-            made => break made.map(|()| dir)?,
-        }
-    };
+    let dir = base.join(format!("neli-run-warm.{}.{:016x}", std::process::id(), files::random()));
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&dir)?;
     let file = dir.join("token");
     files::create_new(&file).inspect_err(|_| {
         let _ = std::fs::remove_dir(&dir);
@@ -237,10 +255,7 @@ fn write(file: &Path, token: Option<i64>) -> std::io::Result<()> {
     match (written, token) {
         (Err(err), None) => {
             error!(%err, file = %file.display(), "cannot empty the token file; removing it");
-            std::fs::remove_file(file).or_else(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => Ok(()),
-                _ => Err(e),
-            })
+            std::fs::remove_file(file)
         }
         (written, _) => written,
     }
@@ -293,23 +308,26 @@ impl Shell {
                 };
                 warm.write(Some(token), Some(then));
             }
+            // The core renews only while its command runs or stops (as in
+            // the default mode, a stop keeps the lease); the newest is kept
+            // for a command that starts once the file is written.
             leader::Action::Lease(until) => {
-                if warm.leading.is_some() {
-                    warm.lease = until;
-                    self.child.renew(until);
-                }
+                warm.lease = until;
+                self.child.renew(until);
             }
             leader::Action::SignalGroup(sig) if warm.stopping => {
                 warm.unlead();
                 self.child.signal(sig);
                 self.owe_if_gone();
             }
-            leader::Action::SignalGroup(sig) if sig == warm.stop && warm.leading.is_some() => {
-                // The lease stays the leader's until the file is emptied.
+            // The core's stop (it sends no other signal: forwarded ones
+            // went to the command in `warm_heard`), while the command runs
+            // as the leader's: the lease stays the leader's until the file
+            // is emptied.
+            leader::Action::SignalGroup(_) => {
                 warm.leading = None;
                 warm.write(None, Some(Then::Unlead));
             }
-            leader::Action::SignalGroup(sig) => self.child.signal(sig),
             leader::Action::KillGroup => {
                 // The kill first: it keeps the promise, the file reports.
                 self.child.kill();
@@ -326,7 +344,7 @@ impl Shell {
     /// it. Returns what the core must hear, if anything.
     pub(super) fn warm_written(&mut self, n: u64, written: std::io::Result<()>) -> Option<Input> {
         let warm = self.warm.as_mut()?;
-        let Some((_, then)) = warm.then.take_if(|(last, _)| *last == n) else {
+        let Some(then) = warm.steps.done(n) else {
             if let Err(err) = written {
                 error!(%err, file = %warm.file.display(), "cannot write the token file");
             }
@@ -483,5 +501,26 @@ pub(super) async fn written(warm: &mut Option<Warm>) -> Option<(u64, std::io::Re
     match warm {
         Some(warm) => warm.written.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_last_writes_step_is_taken() {
+        let mut steps = Steps::default();
+        let lead = steps.queue(Some(Then::Lead(7)));
+        assert_eq!(steps.done(lead), Some(Then::Lead(7)));
+        assert_eq!(steps.done(lead), None, "taken once");
+        let (lead, unlead) = (steps.queue(Some(Then::Lead(9))), steps.queue(Some(Then::Unlead)));
+        assert_eq!(steps.done(lead), None, "overtaken");
+        assert_eq!(steps.done(unlead), Some(Then::Unlead));
+        let (start, empty) = (steps.queue(Some(Then::Start(11))), steps.queue(None));
+        assert_eq!((steps.done(start), steps.done(empty)), (None, None));
+        let ending = steps.queue(Some(Then::Ending(12)));
+        steps.drop();
+        assert_eq!(steps.done(ending), None);
     }
 }

@@ -921,7 +921,13 @@ pub struct RunArgs {
     /// --cron), removed once it stops leading (its command being stopped or
     /// killed, maybe not yet gone); left behind by a kill
     /// -9 (its pid= names a process that is gone; the next start removes
-    /// it). Its directory must exist.
+    /// it). Its directory must exist and be writable (checked at start).
+    ///
+    /// neli-run replaces or removes only a leader file it wrote, or one
+    /// whose pid= is gone, and never writes through a link: a path holding
+    /// anything else (another file, a link, the leader file of another
+    /// neli-run that runs) is refused at start and left as it is. Give each
+    /// member on a host a path of its own.
     #[arg(long, env = "NELI_LEADER_FILE", value_name = "PATH", help_heading = "Operating")]
     pub leader_file: Option<std::path::PathBuf>,
 

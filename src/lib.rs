@@ -20,6 +20,7 @@
 //!   testing, the crate `neli_dev_broker` in dev-broker/ (the `dev-broker`
 //!   feature, on by default).
 //! - `status`: who leads a group, read from its heartbeat records.
+//! - `files`: files written for others to read, never through a link, never over another's.
 //! - `layers_off`: debug-build switches that let a test see one safety layer alone.
 //! - `stderr`: reports that never block or panic, whatever reads our stderr.
 //! - `notify`: systemd's `Type=notify` protocol; `metrics`: /metrics, /livez, /readyz
@@ -31,6 +32,7 @@ mod cli;
 mod clock;
 mod config;
 mod exit;
+mod files;
 mod kafka;
 mod layers_off;
 mod leader;

@@ -14,6 +14,7 @@ mod faults;
 mod health;
 mod hooks;
 mod layers;
+mod leader_file;
 mod metrics;
 mod pause;
 mod sasl;

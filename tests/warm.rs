@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{run, wait_until, Group, Member, LONG};
+use crate::util::{run, stays_false, wait_until, Group, Member, LONG};
 
 /// One line of the shared file: who, what, the token file's content then,
 /// and the script's pid.
@@ -296,6 +296,122 @@ fn pause_stop_unleads_the_warm_command_and_resume_leads_it_again() {
     let all = seen(&events);
     assert!(all.last().unwrap().token.parse::<i64>().is_ok(), "{all:#?}");
     assert_eq!(count("start"), 1, "the command ran throughout: {all:#?}");
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
+}
+
+/// A warm member (as `warm` starts one) whose writes of files wait while
+/// `hold` exists: a hung file system (NELI_TEST_HOLD_WRITES, debug builds).
+fn warm_holding(g: &Group, name: &str, script: &str, hold: &Path, restart_delay: &str) -> Member {
+    let mut argv: Vec<String> = ["-b", &g.broker.address, "-g", &g.name, "--name", name].map(String::from).to_vec();
+    argv.extend(g.broker.timing.args());
+    argv.extend(
+        ["--warm", "--restart", "on-failure", "--restart-delay", restart_delay, "--", script].map(String::from),
+    );
+    let prefix = ["env".to_string(), format!("NELI_TEST_HOLD_WRITES={}", hold.display())];
+    Member::spawn(name, &prefix, &argv, &g.dir.path().join(format!("{name}.log")), None)
+}
+
+/// Removes what a member that exited while a write hung left of its token
+/// file: its private directory.
+fn remove_token_dirs(m: &Member) {
+    let prefix = format!("neli-run-warm.{}.", m.pid());
+    for entry in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// A write of the token file that hangs (a hung $RUNTIME_DIRECTORY or
+/// /tmp) holds back the lead signal (the command is told only once the
+/// file holds the token), and not the loop: SIGTERM still stops the
+/// command and neli-run, while the file's last write still hangs.
+#[test]
+fn a_token_file_write_that_hangs_holds_back_the_lead_signal_and_not_the_loop() {
+    let g = Group::new("warm-hung-write");
+    let script = script(&g);
+    let events = g.dir.path().join("events");
+    let count = |what: &str| seen(&events).iter().filter(|s| s.what == what).count();
+    let hold = g.dir.path().join("hold");
+    std::fs::write(&hold, "").unwrap();
+    let mut a = warm_holding(&g, "a", &script, &hold, "200ms");
+    wait_until(LONG, "a's command runs", || count("start") == 1);
+    wait_until(LONG, "a leads and its token's write hangs", || a.log().contains("TEST BUILD: holding a write"));
+    std::fs::remove_file(&hold).unwrap();
+    wait_until(LONG, "a's command is told it leads", || count("lead") >= 1);
+    let lead = seen(&events).into_iter().find(|s| s.what == "lead").unwrap();
+    assert!(lead.token.parse::<i64>().is_ok(), "told before the file held the token: {lead:?}");
+    // The file system hangs again.
+    std::fs::write(&hold, "").unwrap();
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
+    assert_eq!(count("stop"), 1, "{:#?}", seen(&events));
+    assert!(a.log().contains("was not removed in time"), "{}", a.log());
+    remove_token_dirs(&a);
+    let pids: Vec<i32> = seen(&events).iter().map(|s| s.pid).collect();
+    wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));
+}
+
+/// The command's lease is the leader's before the token file is written:
+/// a neli-run frozen while the write is under way (here: while it hangs)
+/// has its command killed by the shim, as any frozen leader's. Were the
+/// file written first, the command would read itself leader with a
+/// standby's lease, which never runs out.
+#[test]
+fn a_leader_frozen_while_its_token_file_is_written_has_its_command_fenced() {
+    let g = Group::new("warm-frozen-write");
+    let script = script(&g);
+    let events = g.dir.path().join("events");
+    let hold = g.dir.path().join("hold");
+    std::fs::write(&hold, "").unwrap();
+    let mut a = warm_holding(&g, "a", &script, &hold, "200ms");
+    wait_until(LONG, "a's command runs", || seen(&events).iter().any(|s| s.what == "start"));
+    let pid = seen(&events)[0].pid;
+    wait_until(LONG, "a leads and its token's write hangs", || a.log().contains("TEST BUILD: holding a write"));
+    a.signal(Signal::SIGSTOP);
+    let deadline = g.broker.timing.deadline;
+    wait_until(deadline + Duration::from_secs(10), "a's command is fenced by its lease", || !alive(pid));
+    a.signal(Signal::SIGCONT);
+    std::fs::remove_file(&hold).unwrap();
+    a.signal(Signal::SIGTERM);
+    a.wait_exit(LONG);
+    let pids: Vec<i32> = seen(&events).iter().map(|s| s.pid).collect();
+    wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));
+}
+
+/// A member that comes to lead while its command is not running (dead,
+/// its restart not due) starts it once the token file is written, under
+/// the newest lease: not the one it was granted when it came to lead,
+/// which ran out while the write hung.
+#[test]
+fn a_command_started_once_its_token_file_is_written_runs_under_the_newest_lease() {
+    let g = Group::new("warm-late-start");
+    let script = script(&g);
+    let events = g.dir.path().join("events");
+    let count = |what: &str, name: &str| seen(&events).iter().filter(|s| s.what == what && s.name == name).count();
+    let b = warm(&g, "b", &script, &[]);
+    wait_until(LONG, "b's command is told it leads", || count("lead", "b") == 1);
+    let hold = g.dir.path().join("hold");
+    let mut a = warm_holding(&g, "a", &script, &hold, "1h");
+    wait_until(LONG, "a is a standby with its command", || count("start", "a") == 1 && a.log().contains("standby"));
+    let first = seen(&events).into_iter().find(|s| s.what == "start" && s.name == "a").unwrap().pid;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(first), Signal::SIGKILL).unwrap();
+    wait_until(LONG, "a's command is dead, its restart an hour away", || a.log().contains("restarting it"));
+    std::fs::write(&hold, "").unwrap();
+    b.signal(Signal::SIGTERM);
+    wait_until(g.broker.timing.takeover(), "a leads, its token's write hangs", || {
+        a.log().contains("TEST BUILD: holding a write")
+    });
+    // The lease a was granted on coming to lead runs out meanwhile (the
+    // loop renews it every heartbeat).
+    std::thread::sleep(g.broker.timing.deadline * 2);
+    std::fs::remove_file(&hold).unwrap();
+    wait_until(LONG, "a's command starts, reading its token", || count("start", "a") == 2);
+    let started = seen(&events).into_iter().rev().find(|s| s.what == "start" && s.name == "a").unwrap();
+    assert!(started.token.parse::<i64>().is_ok(), "{started:?}");
+    let deadline = g.broker.timing.deadline;
+    assert!(stays_false(deadline, || !alive(started.pid)), "killed by its lease at start:\n{}", a.log());
     a.signal(Signal::SIGTERM);
     assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
 }

@@ -19,6 +19,8 @@ use nix::sys::signal::Signal;
 use crate::cli::{FailedRun, RunArgs};
 
 use crate::exit::{Failure, Kind};
+use crate::kafka::heartbeat::printable;
+use crate::shell::leader_file::{holder, Holder};
 
 use crate::leader::{Missed, Restart, Schedule, Settings, Waves};
 
@@ -510,7 +512,9 @@ const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A --leader-file whose directory exists (neli-run creates the file, not
-/// its directory) and that is not a directory itself.
+/// its directory) and takes new files, and that is free: nothing there, or
+/// a leader file whose writer is gone (anything else would be replaced,
+/// then removed: a typo must not cost the file it names).
 fn checked_leader_file(path: std::path::PathBuf) -> Result<std::path::PathBuf, Failure> {
     let at = path.display();
     let dir = match path.parent() {
@@ -523,7 +527,25 @@ fn checked_leader_file(path: std::path::PathBuf) -> Result<std::path::PathBuf, F
     if !dir.is_dir() {
         return err(format!("--leader-file {at}: directory {} does not exist (create it first)", dir.display()));
     }
-    Ok(path)
+    if let Err(why) = crate::files::probe_dir(dir) {
+        return err(format!(
+            "--leader-file {at}: directory {} cannot hold it: {why}; name a directory the user neli-run runs as can \
+             write (under systemd, RuntimeDirectory=neli gives /run/neli)",
+            dir.display()
+        ));
+    }
+    match holder(&path) {
+        Holder::Nobody | Holder::Us | Holder::Gone { .. } => Ok(path),
+        Holder::Other { pid, group } => err(format!(
+            "--leader-file {at}: it is the leader file of another neli-run that runs (pid {pid}, group {}); give each \
+             member a path of its own",
+            printable(&group)
+        )),
+        Holder::Foreign(why) => err(format!(
+            "--leader-file {at}: it {why}: neli-run replaces and removes that path, so it must be free or hold a \
+             leader file neli-run wrote; name another path (or remove that file, if it is one neli-run left)"
+        )),
+    }
 }
 
 /// Parses a humantime duration ("500ms", "6s", "1m 30s") of at most `max`.

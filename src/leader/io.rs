@@ -20,6 +20,18 @@ pub enum Restart {
     Always,
 }
 
+impl Restart {
+    /// Whether a command that exited with `status` starts again: the one
+    /// policy, for the leader's command and for `--warm`'s standby's.
+    pub fn again(self, status: ChildStatus) -> bool {
+        match self {
+            Restart::Never => false,
+            Restart::OnFailure => !status.success(),
+            Restart::Always => true,
+        }
+    }
+}
+
 /// A signal, by number: the core decides when one goes to the command's
 /// group, the supervisor sends it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

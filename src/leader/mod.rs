@@ -730,12 +730,7 @@ impl Leader {
         if self.settings.schedule.is_some() {
             return self.scheduled_run_ended(status, now);
         }
-        let again = match self.settings.restart {
-            Restart::Never => false,
-            Restart::OnFailure => !status.success(),
-            Restart::Always => true,
-        };
-        if again {
+        if self.settings.restart.again(status) {
             info!(%status, delay = ?self.settings.restart_delay, "restarting the child (--restart)");
             self.plan = Plan::Start(now + self.settings.restart_delay);
         } else {

@@ -3,7 +3,8 @@
 //! balancer's check script, a prompt). Written when it leads (its fencing
 //! token, name, group and pid, as `key=value` lines), removed when it stops
 //! leading and when neli-run exits; each write replaces the file at once
-//! (a temporary file renamed over it), so a reader never sees half of one.
+//! (`files::write_atomically`: a new temporary file renamed over it,
+//! never following a link), so a reader never sees half of one.
 //!
 //! Advisory: it is written once the member leads (its command started, or
 //! due under a schedule) and removed once it stops leading, as its command
@@ -11,16 +12,28 @@
 //! killed with -9 leaves it behind (the next start removes it; its `pid=`
 //! line names a process that is gone). The fencing token stays the guard.
 //!
+//! Whose file it is ([`holder`]): neli-run replaces or removes only a
+//! leader file it wrote, or one whose writer is gone. Anything else at the
+//! path (a typo naming another file, a link, another running neli-run's
+//! leader file) is refused at start, and left alone if it appears later:
+//! the first neli-run to hold a path keeps it.
+//!
 //! The file system may be slow or full: every write and removal runs on a
 //! thread of its own, in order, and a failure is logged, never raised. The
 //! loop only queues them.
 
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Sender};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tracing::warn;
+use nix::errno::Errno;
+use nix::unistd::Pid;
+use tokio::sync::oneshot;
+use tracing::{info, warn};
+
+use crate::files;
 
 /// What the writer thread does next.
 enum Op {
@@ -31,7 +44,8 @@ enum Op {
 /// The leader file of this member, as its writer thread keeps it.
 pub(super) struct LeaderFile {
     ops: Sender<Op>,
-    writer: JoinHandle<()>,
+    /// Told once the writer is done (its queue closed and emptied).
+    done: oneshot::Receiver<()>,
     /// The token the file says, if it is written.
     shown: Option<i64>,
 }
@@ -41,22 +55,34 @@ impl LeaderFile {
     /// run left there (it was killed while leading).
     pub(super) fn start(path: PathBuf) -> LeaderFile {
         let (ops, queued) = channel();
-        let writer = std::thread::spawn(move || {
+        let (done_tx, done) = oneshot::channel();
+        std::thread::spawn(move || {
             for op in queued {
-                let done = match op {
-                    Op::Write(text) => write_atomically(&path, &text),
-                    Op::Remove => std::fs::remove_file(&path).or_else(|e| match e.kind() {
-                        std::io::ErrorKind::NotFound => Ok(()),
-                        _ => Err(e),
-                    }),
+                let done = match (holder(&path), op) {
+                    (Holder::Other { pid, .. }, _) => {
+                        Err(format!("it is the leader file of another neli-run that runs (pid {pid}); left alone"))
+                    }
+                    (Holder::Foreign(why), _) => Err(format!("it {why}; left alone (neli-run replaces only its own)")),
+                    (_, Op::Write(text)) => files::write_atomically(&path, &text).map_err(|e| e.to_string()),
+                    (Holder::Nobody, Op::Remove) => Ok(()),
+                    (held, Op::Remove) => {
+                        if let Holder::Gone { pid } = held {
+                            info!(path = %path.display(), pid, "removing the leader file of a neli-run that is gone");
+                        }
+                        std::fs::remove_file(&path).or_else(|e| match e.kind() {
+                            std::io::ErrorKind::NotFound => Ok(()),
+                            _ => Err(e.to_string()),
+                        })
+                    }
                 };
                 if let Err(err) = done {
                     warn!(path = %path.display(), %err, "cannot update the leader file");
                 }
             }
+            let _ = done_tx.send(());
         });
         let _ = ops.send(Op::Remove);
-        LeaderFile { ops, writer, shown: None }
+        LeaderFile { ops, done, shown: None }
     }
 
     /// Shows `token` (we lead under it) or None (we do not): queues a write
@@ -74,29 +100,107 @@ impl LeaderFile {
     }
 
     /// Removes the file and waits up to `wait` for the writer to be done
-    /// (a file system that hangs must not keep neli-run from exiting).
-    pub(super) fn close(self, wait: Duration) {
+    /// (a file system that hangs must not keep neli-run from exiting); the
+    /// wait is the runtime's, no worker thread is held.
+    pub(super) async fn close(self, wait: Duration) {
         let _ = self.ops.send(Op::Remove);
         drop(self.ops);
-        let until = std::time::Instant::now() + wait;
-        while !self.writer.is_finished() && std::time::Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if !self.writer.is_finished() {
+        if tokio::time::timeout(wait, self.done).await.is_err() {
             warn!(?wait, "the leader file was not removed in time");
         }
     }
 }
 
-/// Writes `text` to a temporary file beside `path`, then renames it over
-/// `path`.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(format!(".{}.tmp", std::process::id()));
-    let temporary = PathBuf::from(temporary);
-    std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, path)).inspect_err(|_| {
-        let _ = std::fs::remove_file(&temporary);
-    })
+/// Who holds a leader file's path, judged by what is there.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Holder {
+    Nobody,
+    /// A leader file that names this process.
+    Us,
+    /// A leader file whose writer is gone (killed with -9): free to take.
+    Gone {
+        pid: i32,
+    },
+    /// The leader file of another neli-run, which runs.
+    Other {
+        pid: i32,
+        group: String,
+    },
+    /// Anything else, and why it is not a leader file neli-run wrote.
+    Foreign(String),
+}
+
+/// The most a leader file holds (its name and group are bounded by Kafka's).
+const MAX_LEN: u64 = 64 * 1024;
+
+/// Who holds `path`: nobody, a neli-run (this one, one that is gone, one
+/// that runs), or something neli-run must not touch.
+pub(crate) fn holder(path: &Path) -> Holder {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Holder::Nobody,
+        Err(err) => return Holder::Foreign(format!("cannot be read ({err})")),
+    };
+    if meta.file_type().is_symlink() {
+        return Holder::Foreign("is a symbolic link".into());
+    }
+    if !meta.is_file() {
+        return Holder::Foreign("is not a regular file".into());
+    }
+    let mut text = String::new();
+    let read = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .and_then(|file| file.take(MAX_LEN + 1).read_to_string(&mut text));
+    match read {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Holder::Nobody,
+        Err(err) => return Holder::Foreign(format!("is not a leader file ({err})")),
+        Ok(n) if n as u64 > MAX_LEN => return Holder::Foreign("is not a leader file (too long)".into()),
+        Ok(_) => {}
+    }
+    let Some((pid, group)) = parse(&text) else {
+        return Holder::Foreign("is not a leader file (no token= and pid= lines)".into());
+    };
+    if pid == std::process::id() as i32 {
+        Holder::Us
+    } else if runs_as_neli_run(pid) {
+        Holder::Other { pid, group: group.to_string() }
+    } else {
+        Holder::Gone { pid }
+    }
+}
+
+/// The `pid=` and `group=` of a leader file as neli-run writes it: lines of
+/// `key=value` with a numeric token and pid; None if it is not one.
+fn parse(text: &str) -> Option<(i32, &str)> {
+    let (mut token, mut pid, mut group) = (None, None, "");
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        let (key, value) = line.split_once('=')?;
+        if key.is_empty() || !key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+            return None;
+        }
+        match key {
+            "token" => token = Some(value.parse::<i64>().ok()?),
+            "pid" => pid = Some(value.parse::<i32>().ok().filter(|&p| p > 0)?),
+            "group" => group = value,
+            _ => {}
+        }
+    }
+    token.and(pid).map(|pid| (pid, group))
+}
+
+/// Whether `pid` is a process that runs this program (a pid reused by
+/// another program is not): if it cannot be told, it is taken to be one.
+fn runs_as_neli_run(pid: i32) -> bool {
+    if nix::sys::signal::kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH) {
+        return false;
+    }
+    let comm = |pid: &str| std::fs::read(format!("/proc/{pid}/comm"));
+    match (comm(&pid.to_string()), comm("self")) {
+        (Ok(theirs), Ok(ours)) => theirs == ours,
+        _ => true,
+    }
 }
 
 #[cfg(test)]
@@ -108,7 +212,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("neli-leader-file-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("leader");
-        std::fs::write(&path, "left by a run killed while leading").unwrap();
+        std::fs::write(&path, "token=3\nname=a\ngroup=g\npid=999999999\nsince=x\n").unwrap();
         let read = || std::fs::read_to_string(&path).ok();
         let settle = |want: Option<&str>| {
             let until = std::time::Instant::now() + Duration::from_secs(10);
@@ -119,18 +223,46 @@ mod tests {
         };
         let mut file = LeaderFile::start(path.clone());
         settle(None);
-        file.show(Some(7), |t| format!("token={t}\n"));
-        settle(Some("token=7\n"));
+        let text = |t: i64| format!("token={t}\npid={}\n", std::process::id());
+        file.show(Some(7), text);
+        settle(Some(&text(7)));
         file.show(Some(7), |_| unreachable!("nothing changed"));
-        file.show(Some(9), |t| format!("token={t}\n"));
-        settle(Some("token=9\n"));
+        file.show(Some(9), text);
+        settle(Some(&text(9)));
         file.show(None, |_| unreachable!());
         settle(None);
-        file.show(Some(11), |t| format!("token={t}\n"));
-        settle(Some("token=11\n"));
-        file.close(Duration::from_secs(10));
+        file.show(Some(11), text);
+        settle(Some(&text(11)));
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        runtime.block_on(file.close(Duration::from_secs(10)));
         assert_eq!(read(), None);
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no temporary file left");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn only_a_leader_file_neli_run_wrote_is_its_to_replace() {
+        let dir = std::env::temp_dir().join(format!("neli-leader-holder-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("leader");
+        let with = |text: &str| {
+            let _ = std::fs::remove_file(&path);
+            std::fs::write(&path, text).unwrap();
+            holder(&path)
+        };
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(holder(&path), Holder::Nobody);
+        let ours = std::process::id();
+        assert_eq!(with(&format!("token=5\nname=a\ngroup=g\npid={ours}\nsince=t\n")), Holder::Us);
+        assert_eq!(with("token=5\nname=a\ngroup=g\npid=999999999\n"), Holder::Gone { pid: 999999999 });
+        // A live process that is not this program: its pid was reused.
+        assert_eq!(with("token=5\npid=1\n"), Holder::Gone { pid: 1 });
+        for text in ["PRE-EXISTING USER FILE\n", "", "pid=1\n", "token=5\n", "token=x\npid=1\n", "Token=5\npid=1\n"] {
+            assert!(matches!(with(text), Holder::Foreign(_)), "{text:?}");
+        }
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(dir.join("elsewhere"), &path).unwrap();
+        assert_eq!(holder(&path), Holder::Foreign("is a symbolic link".into()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

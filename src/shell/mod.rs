@@ -19,7 +19,7 @@
 mod health;
 mod hooks;
 mod input;
-mod leader_file;
+pub(crate) mod leader_file;
 mod signals;
 mod supervisor;
 mod warm;
@@ -125,8 +125,7 @@ impl Shell {
         child::become_subreaper()
             .map_err(|err| Failure::new(Kind::Internal, format!("cannot become a child subreaper: {err}")))?;
         let mut child = Supervisor::new(&cfg);
-        let warm = Warm::new(&cfg, &mut child)
-            .map_err(|err| Failure::new(Kind::Internal, format!("cannot create --warm's token file: {err}")))?;
+        let warm = Warm::new(&cfg, &mut child)?;
 
         let ids =
             metrics::Ids { group: cfg.kafka.group.clone(), topic: cfg.kafka.topic.clone(), member: cfg.name.clone() };
@@ -270,6 +269,11 @@ impl Shell {
                 }
                 _ = sleep_for(sleep) => return Input::Tick,
                 _ = restart(self.warm.as_ref().and_then(|w| w.restart_at)) => self.warm_restart(),
+                Some((n, done)) = warm::written(&mut self.warm) => {
+                    if let Some(input) = self.warm_written(n, done) {
+                        return input;
+                    }
+                }
                 _ = flushed(&mut self.flushing) => {
                     self.flushing = None;
                     return Input::Tick;
@@ -421,7 +425,7 @@ impl Shell {
             health.stop();
         }
         if let Some((file, _)) = self.report.leader_file.take() {
-            file.close(LEADER_FILE_WAIT);
+            file.close(LEADER_FILE_WAIT).await;
         }
         info!(code, "leaving the group");
         let leaving = tokio::task::spawn_blocking(move || self.kafka.leave());

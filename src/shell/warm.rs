@@ -3,11 +3,21 @@
 //! command that runs while we lead, and one long-running command: the core
 //! is left as it is, and its "command" is the leading part.
 //!
-//! - The core's start becomes: the token written to the token file, then
-//!   --lead-signal (a command started meanwhile reads the file at start).
-//! - The core's stop becomes: the token file emptied, then --unlead-signal,
-//!   and the leading part reported ended at once, so a revoke, a yield or a
-//!   pause goes on without waiting (the command must honour the signal).
+//! - The core's start becomes: the command's lease made the leader's (it
+//!   is fenced from then on), the token written to the token file, then
+//!   --lead-signal (a command started meanwhile reads the file at start:
+//!   one not running starts once the file is written).
+//! - The core's stop becomes: the token file emptied, then the lease made
+//!   a standby's and --unlead-signal, and the leading part reported ended
+//!   at once, so a revoke, a yield or a pause goes on without waiting for
+//!   the command (it must honour the signal).
+//! - The file is written on a thread of its own (a hung file system must
+//!   not stall the loop that fences); the loop hears when a write is done
+//!   (`Shell::warm_written`), and only then signals. A command is never
+//!   told it leads by a file written before its lease was the leader's,
+//!   nor left with a standby's lease while the file says it leads. A file
+//!   that cannot be emptied gets the command killed: it would read itself
+//!   leader.
 //! - The core's kill (a fence, or grace run out) kills the command itself,
 //!   as in the default mode, and the shim's lease runs while it leads:
 //!   fencing promises what it always did. A dead command starts again as a
@@ -20,16 +30,20 @@
 //!   decides); a standby's is started again, or ends neli-run, by the same
 //!   policy.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Sender};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::oneshot;
 use tracing::{error, info, warn};
 
 use super::Shell;
 use crate::clock::BootTime;
 use crate::config::Config;
-use crate::exit::{ChildStatus, Kind};
+use crate::exit::{ChildStatus, Failure, Kind};
+use crate::files;
 use crate::leader::{self, Input, Restart};
 
 /// The warm command's state beside the core's.
@@ -43,16 +57,88 @@ pub(super) struct Warm {
     /// The private directory that holds the token file (removed at exit).
     dir: PathBuf,
     file: PathBuf,
+    /// The token file's writer thread (None once closed).
+    writer: Option<Writer>,
+    /// The writes it did, in order: (their number, how each went).
+    written: UnboundedReceiver<(u64, std::io::Result<()>)>,
+    /// What follows the last write queued, once it is done.
+    steps: Steps,
+    /// The leader's lease, as the core last set it (a command started once
+    /// the file is written starts with it).
+    lease: BootTime,
     /// The core thinks its command runs: it has started it and has not
     /// been told that it ended.
     owed: bool,
-    /// The token the command was told it leads under.
+    /// The token the file says, or is being written to say: the command
+    /// leads under it once told.
     leading: Option<i64>,
     /// SIGTERM, SIGINT or a fatal error came: stops and kills are real.
     stopping: bool,
     /// When a dead command starts again as a standby.
     pub(super) restart_at: Option<tokio::time::Instant>,
 }
+
+/// The token file's writer: a thread that writes it, in order, and says
+/// when each write is done.
+struct Writer {
+    ops: Sender<Op>,
+    /// Told once the thread is done (its queue closed and emptied).
+    done: oneshot::Receiver<()>,
+}
+
+enum Op {
+    /// Write this token, or empty the file (numbered, for the loop).
+    Write(u64, Option<i64>),
+    /// Remove the directory: the last thing at exit.
+    RemoveDir,
+}
+
+/// What the loop does once a write is done.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Then {
+    /// The file holds the token: send the running command --lead-signal.
+    Lead(i64),
+    /// The file holds the token: start the command (it reads it at start).
+    Start(i64),
+    /// The file holds the token; the last command is still ending (its end
+    /// is this run's, and --restart starts it again).
+    Ending(i64),
+    /// The file is emptied: make the lease a standby's, send
+    /// --unlead-signal, and tell the core the leading part ended.
+    Unlead,
+}
+
+/// The writes queued, numbered, and the step that follows the last: only
+/// the last write's is taken (an earlier one's was overtaken: the command
+/// is being told otherwise).
+#[derive(Debug, Default)]
+struct Steps {
+    queued: u64,
+    then: Option<(u64, Then)>,
+}
+
+impl Steps {
+    /// Numbers a new write, whose step is `then` (an earlier one's is dropped).
+    fn queue(&mut self, then: Option<Then>) -> u64 {
+        self.queued += 1;
+        self.then = then.map(|then| (self.queued, then));
+        self.queued
+    }
+
+    /// The write numbered `n` is done: its step, if it was the last queued.
+    fn done(&mut self, n: u64) -> Option<Then> {
+        self.then.take_if(|(last, _)| *last == n).map(|(_, then)| then)
+    }
+
+    /// Nothing follows the writes under way.
+    fn drop(&mut self) {
+        self.then = None;
+    }
+}
+
+/// How long exiting waits for the token file's directory to be removed (a
+/// hung file system must not keep neli-run from exiting).
+const WRITER_WAIT: Duration = Duration::from_secs(1);
 
 /// A lease that never runs out: a standby's command is not fenced (the
 /// shim still kills it if neli-run dies).
@@ -63,21 +149,20 @@ fn no_lease() -> BootTime {
 impl Warm {
     /// With --warm: creates the private directory of the token file (0700,
     /// in $RUNTIME_DIRECTORY if systemd gave one, else the temporary
-    /// directory) and names the file to the command as NELI_TOKEN_FILE.
-    pub(super) fn new(cfg: &Config, child: &mut super::Supervisor) -> std::io::Result<Option<Warm>> {
+    /// directory), the file, empty, and its writer, and names the file to
+    /// the command as NELI_TOKEN_FILE.
+    pub(super) fn new(cfg: &Config, child: &mut super::Supervisor) -> Result<Option<Warm>, Failure> {
         let Some(signals) = cfg.warm else { return Ok(None) };
         let base = std::env::var_os("RUNTIME_DIRECTORY")
             .and_then(|dirs| std::env::split_paths(&dirs).next())
             .unwrap_or_else(std::env::temp_dir);
-        // Not a name known beforehand (the pid and the clock's nanoseconds):
-        // another user cannot simply take it first in a shared /tmp, and if
-        // one did, creating it fails rather than trusting theirs.
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let dir = base.join(format!("neli-run-warm.{}.{}", std::process::id(), nanos.subsec_nanos()));
-        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&dir)?;
-        let file = dir.join("token");
-        std::fs::write(&file, "")?;
+        let (dir, file) = private_file(&base).map_err(|err| {
+            let at = base.display();
+            let why = format!("cannot create --warm's token file in {at}: {err}");
+            Failure::new(Kind::Internal, format!("{why}; make {at} writable, or set TMPDIR (RuntimeDirectory= under systemd) to a directory neli-run can write"))
+        })?;
         child.set_env("NELI_TOKEN_FILE", file.to_string_lossy().into_owned());
+        let (writer, written) = Writer::start(dir.clone(), file.clone());
         Ok(Some(Warm {
             lead: signals.lead_signal,
             unlead: signals.unlead_signal,
@@ -87,6 +172,10 @@ impl Warm {
             restart_delay: cfg.leader.restart_delay,
             dir,
             file,
+            writer: Some(writer),
+            written,
+            steps: Steps::default(),
+            lease: no_lease(),
             owed: false,
             leading: None,
             stopping: false,
@@ -99,21 +188,76 @@ impl Warm {
         self.leading.is_some()
     }
 
-    /// Writes the token file atomically: the token, or empty.
-    fn write(&self, token: Option<i64>) -> std::io::Result<()> {
-        let tmp = self.dir.join(".token");
-        std::fs::write(&tmp, token.map(|t| format!("{t}\n")).unwrap_or_default())?;
-        std::fs::rename(&tmp, &self.file)
+    /// Queues a write of the file (`token`, or empty), with what follows
+    /// once it is done; an earlier write's step is dropped.
+    fn write(&mut self, token: Option<i64>, then: Option<Then>) {
+        let n = self.steps.queue(then);
+        if let Some(writer) = self.writer.as_ref() {
+            let _ = writer.ops.send(Op::Write(n, token));
+        }
     }
 
-    /// Empties the token file, or removes it if it cannot be written.
+    /// Has the file emptied, if it says we lead; drops the step a write
+    /// still under way would take (the command is being stopped, killed,
+    /// or is gone: nothing follows).
     fn unlead(&mut self) {
-        if self.leading.take().is_some() {
-            if let Err(err) = self.write(None) {
-                error!(%err, file = %self.file.display(), "cannot empty the token file; removing it");
-                let _ = std::fs::remove_file(&self.file);
-            }
+        match self.leading.take() {
+            Some(_) => self.write(None, None),
+            None => self.steps.drop(),
         }
+    }
+}
+
+/// Creates a private directory (0700, a name nobody can know beforehand:
+/// another user cannot take it first in a shared /tmp, and if one did,
+/// creating it fails rather than trusting theirs) in `base`, and the empty
+/// token file in it.
+fn private_file(base: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
+    let dir = base.join(format!("neli-run-warm.{}.{:016x}", std::process::id(), files::random()));
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&dir)?;
+    let file = dir.join("token");
+    files::create_new(&file).inspect_err(|_| {
+        let _ = std::fs::remove_dir(&dir);
+    })?;
+    Ok((dir, file))
+}
+
+impl Writer {
+    /// Starts the thread that writes `file` in `dir`; the receiver hears
+    /// each write's number and outcome.
+    fn start(dir: PathBuf, file: PathBuf) -> (Writer, UnboundedReceiver<(u64, std::io::Result<()>)>) {
+        let (ops, queued) = channel();
+        let (written_tx, written): (UnboundedSender<_>, _) = unbounded_channel();
+        let (done_tx, done) = oneshot::channel();
+        std::thread::spawn(move || {
+            for op in queued {
+                match op {
+                    Op::Write(n, token) => {
+                        let _ = written_tx.send((n, write(&file, token)));
+                    }
+                    Op::RemoveDir => {
+                        if let Err(err) = std::fs::remove_dir_all(&dir) {
+                            warn!(%err, dir = %dir.display(), "cannot remove the token file's directory");
+                        }
+                    }
+                }
+            }
+            let _ = done_tx.send(());
+        });
+        (Writer { ops, done }, written)
+    }
+}
+
+/// Writes `token` to the token file, or empties it: a file that cannot be
+/// emptied is removed (it then reads as empty).
+fn write(file: &Path, token: Option<i64>) -> std::io::Result<()> {
+    let written = files::write_atomically(file, &token.map(|t| format!("{t}\n")).unwrap_or_default());
+    match (written, token) {
+        (Err(err), None) => {
+            error!(%err, file = %file.display(), "cannot empty the token file; removing it");
+            std::fs::remove_file(file)
+        }
+        (written, _) => written,
     }
 }
 
@@ -149,48 +293,41 @@ impl Shell {
         match *action {
             leader::Action::Spawn { token, lease, .. } => {
                 warm.restart_at = None;
-                if let Err(err) = warm.write(Some(token)) {
-                    error!(%err, file = %warm.file.display(), "cannot write the token file; not leading");
-                    self.pending.push_back(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
-                    return true;
-                }
                 warm.leading = Some(token);
                 warm.owed = true;
-                if let Some(hooks) = self.report.hooks.as_mut() {
-                    hooks.spawned(token);
-                }
-                self.report.metrics.lock().expect("metrics lock").child_started(token);
-                if self.child.is_running() {
+                warm.lease = lease;
+                let then = if self.child.is_running() {
+                    // The lease first: from here the command is fenced as
+                    // the leader's, before the file can tell it it leads.
                     self.child.renew(lease);
-                    info!(token, "leading: token file written, lead signal sent");
-                    self.child.signal(warm.lead);
-                } else if self.child.is_idle() && !self.child.spawn(None, lease, None) {
-                    warm.unlead();
-                    warm.owed = false;
-                    self.pending.push_back(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
-                }
-                // Else the last command is still ending: its end is this
-                // run's, and --restart starts it again.
+                    Then::Lead(token)
+                } else if self.child.is_idle() {
+                    Then::Start(token)
+                } else {
+                    Then::Ending(token)
+                };
+                warm.write(Some(token), Some(then));
             }
+            // The core renews only while its command runs or stops (as in
+            // the default mode, a stop keeps the lease); the newest is kept
+            // for a command that starts once the file is written.
             leader::Action::Lease(until) => {
-                if warm.leading.is_some() {
-                    self.child.renew(until);
-                }
+                warm.lease = until;
+                self.child.renew(until);
             }
             leader::Action::SignalGroup(sig) if warm.stopping => {
                 warm.unlead();
                 self.child.signal(sig);
                 self.owe_if_gone();
             }
-            leader::Action::SignalGroup(sig) if sig == warm.stop && warm.leading.is_some() => {
-                warm.unlead();
-                self.child.renew(no_lease());
-                self.child.signal(warm.unlead);
-                info!("no longer leading: token file emptied, unlead signal sent");
-                warm.owed = false;
-                self.pending.push_back(Input::ChildExited(ChildStatus::Exited(0)));
+            // The core's stop (it sends no other signal: forwarded ones
+            // went to the command in `warm_heard`), while the command runs
+            // as the leader's: the lease stays the leader's until the file
+            // is emptied.
+            leader::Action::SignalGroup(_) => {
+                warm.leading = None;
+                warm.write(None, Some(Then::Unlead));
             }
-            leader::Action::SignalGroup(sig) => self.child.signal(sig),
             leader::Action::KillGroup => {
                 // The kill first: it keeps the promise, the file reports.
                 self.child.kill();
@@ -200,6 +337,59 @@ impl Shell {
             _ => return false,
         }
         true
+    }
+
+    /// A write of the token file is done (`n`, as `Warm::write` numbered
+    /// it): takes the step that follows it, unless a later write overtook
+    /// it. Returns what the core must hear, if anything.
+    pub(super) fn warm_written(&mut self, n: u64, written: std::io::Result<()>) -> Option<Input> {
+        let warm = self.warm.as_mut()?;
+        let Some(then) = warm.steps.done(n) else {
+            if let Err(err) = written {
+                error!(%err, file = %warm.file.display(), "cannot write the token file");
+            }
+            return None;
+        };
+        let token = match (then, written) {
+            (Then::Unlead, Ok(())) => {
+                self.child.renew(no_lease());
+                self.child.signal(warm.unlead);
+                info!("no longer leading: token file emptied, unlead signal sent");
+                return std::mem::take(&mut warm.owed).then_some(Input::ChildExited(ChildStatus::Exited(0)));
+            }
+            (Then::Unlead, Err(err)) => {
+                // It would read itself leader: the kill keeps the promise.
+                self.child.kill();
+                error!(%err, file = %warm.file.display(), "cannot empty or remove the token file; command killed");
+                return None;
+            }
+            (Then::Lead(token) | Then::Start(token) | Then::Ending(token), Err(err)) => {
+                error!(%err, token, file = %warm.file.display(), "cannot write the token file; not leading");
+                warm.leading = None;
+                warm.owed = false;
+                self.child.renew(no_lease());
+                return Some(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
+            }
+            (Then::Lead(token), Ok(())) => {
+                self.child.signal(warm.lead);
+                info!(token, "leading: token file written, lead signal sent");
+                token
+            }
+            (Then::Start(token), Ok(())) => {
+                if self.child.is_idle() && !self.child.spawn(None, warm.lease, None) {
+                    warm.unlead();
+                    warm.owed = false;
+                    return Some(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
+                }
+                token
+            }
+            (Then::Ending(token), Ok(())) => token,
+        };
+        if let Some(hooks) = self.report.hooks.as_mut() {
+            hooks.spawned(token);
+        }
+        self.report.metrics.lock().expect("metrics lock").child_started(token);
+        None
     }
 
     /// The core waits for a command that is already gone (it never came
@@ -228,12 +418,7 @@ impl Shell {
         if warm.stopping {
             return None;
         }
-        let again = match warm.restart {
-            Restart::Never => false,
-            Restart::OnFailure => !status.success(),
-            Restart::Always => true,
-        };
-        if again {
+        if warm.restart.again(status) {
             info!(%status, delay = ?warm.restart_delay, "the standby's command exited; restarting it (--restart)");
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
             return None;
@@ -298,9 +483,44 @@ impl Shell {
                 }
             }
         }
-        if let Err(err) = std::fs::remove_dir_all(&warm.dir) {
-            warn!(%err, dir = %warm.dir.display(), "cannot remove the token file's directory");
+        // After the writes still queued; bounded, as the file system may hang.
+        if let Some(writer) = warm.writer.take() {
+            let _ = writer.ops.send(Op::RemoveDir);
+            drop(writer.ops);
+            if tokio::time::timeout(WRITER_WAIT, writer.done).await.is_err() {
+                warn!(wait = ?WRITER_WAIT, dir = %warm.dir.display(), "the token file's directory was not removed in time");
+            }
         }
         code
+    }
+}
+
+/// The next write of the token file done: (its number, how it went); never,
+/// without --warm.
+pub(super) async fn written(warm: &mut Option<Warm>) -> Option<(u64, std::io::Result<()>)> {
+    match warm {
+        Some(warm) => warm.written.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_last_writes_step_is_taken() {
+        let mut steps = Steps::default();
+        let lead = steps.queue(Some(Then::Lead(7)));
+        assert_eq!(steps.done(lead), Some(Then::Lead(7)));
+        assert_eq!(steps.done(lead), None, "taken once");
+        let (lead, unlead) = (steps.queue(Some(Then::Lead(9))), steps.queue(Some(Then::Unlead)));
+        assert_eq!(steps.done(lead), None, "overtaken");
+        assert_eq!(steps.done(unlead), Some(Then::Unlead));
+        let (start, empty) = (steps.queue(Some(Then::Start(11))), steps.queue(None));
+        assert_eq!((steps.done(start), steps.done(empty)), (None, None));
+        let ending = steps.queue(Some(Then::Ending(12)));
+        steps.drop();
+        assert_eq!(steps.done(ending), None);
     }
 }

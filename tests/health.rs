@@ -1,14 +1,14 @@
 //! --health-cmd: an unhealthy leader hands over, an unhealthy member never
-//! leads (as a standby, or from its start), and a check that hangs is a
-//! failure at its timeout. Each member's check is `test -f DIR/NAME.ok`:
-//! the test makes a member unhealthy by removing its file.
+//! leads (as a standby, or from its start), a check that hangs is a
+//! failure at its timeout, and none leaves anything running. Each member's check is `test -f DIR/NAME.ok`: the test
+//! makes a member unhealthy by removing its file.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::util::{run, stays_false, wait_until, Group, Member, LONG};
+use crate::util::{run, sleeping, stays_false, wait_until, Group, KillSleeping, Member, LONG};
 
 /// The check's thresholds in these tests: a check every 200 ms, 2 failures
 /// in a row make a member unhealthy.
@@ -169,5 +169,30 @@ fn a_lone_leader_whose_check_hangs_stops_its_command_unfenced_and_status_says_wh
     assert!(healed.elapsed() < t.session, "a waited out the watch: {:?}\n{}", healed.elapsed(), a.log());
     a.signal(Signal::SIGTERM);
     assert_eq!(a.wait_exit(LONG).code(), Some(143), "{}", a.log());
+    g.assert_no_overlap();
+}
+
+#[test]
+fn what_a_passing_check_leaves_running_is_killed_once_it_ends() {
+    let g = Group::new("health-leftovers");
+    let t = g.broker.timing;
+    let checks = g.dir.path().join("checks");
+    // A background job and a daemon in a session of its own, each
+    // sleeping a duration no other test uses.
+    let (job, daemon) = (format!("773{}", std::process::id()), format!("774{}", std::process::id()));
+    let _cleanup = (KillSleeping(job.clone()), KillSleeping(daemon.clone()));
+    let check = format!("echo >> {}; sleep {job} & setsid sleep {daemon} & true", checks.display());
+    let mut a = g.member("a", &["--health-cmd", &check, "--health-interval", "200ms"], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
+    let count = || std::fs::read_to_string(&checks).unwrap_or_default().lines().count();
+    wait_until(LONG, "eight checks passed", || count() >= 8);
+    // The check's keeper kills both once the check's shell exits: of each,
+    // at most the latest check's may still be there, if not yet killed.
+    let (jobs, daemons) = (sleeping(&job), sleeping(&daemon));
+    assert!(jobs.len() <= 1 && daemons.len() <= 1, "left by {} checks: {jobs:?} and {daemons:?}", count());
+    assert!(g.lock_held(), "the command runs on");
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(LONG).code(), Some(143), "{}", a.log());
+    assert!(sleeping(&job).is_empty() && sleeping(&daemon).is_empty(), "nothing outlives neli-run");
     g.assert_no_overlap();
 }

@@ -1,13 +1,13 @@
-//! Hooks (--on-lead, --on-unlead, --on-exit): what they are told, and that
-//! one that hangs delays no handover and no fence, and is killed, process
-//! group and all, at --hook-timeout.
+//! Hooks (--on-lead, --on-unlead, --on-exit): what they are told, that one
+//! that hangs delays no handover and no fence, and is killed, with all it
+//! started, at --hook-timeout, and that nothing a hook starts outlives it.
 
 use std::path::Path;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{wait_until, Broker, Group, LONG};
+use crate::util::{sleeping, wait_until, Broker, Group, KillSleeping, LONG};
 
 /// The pids in `file`, one a line (each hook appends its own).
 fn pids(file: &Path) -> Vec<i32> {
@@ -15,9 +15,9 @@ fn pids(file: &Path) -> Vec<i32> {
 }
 
 /// Kills, when a failing test drops it, the process groups of the hooks
-/// listed in pids files: its members are SIGKILLed, and their hooks would
-/// outlive them. (A passing test has seen them gone: their numbers may be
-/// another's by then.)
+/// listed in pids files (each its keeper's): its members are SIGKILLed, and
+/// their hooks would outlive them. (A passing test has seen them gone:
+/// their numbers may be another's by then.)
 struct KillHooks(Vec<std::path::PathBuf>);
 
 impl Drop for KillHooks {
@@ -26,7 +26,9 @@ impl Drop for KillHooks {
             return;
         }
         for pid in self.0.iter().flat_map(|f| pids(f)) {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+            if let Ok(group) = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(pid))) {
+                let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
+            }
         }
     }
 }
@@ -184,5 +186,23 @@ fn a_hook_past_its_timeout_is_killed_with_its_process_group_and_a_fence_is_told_
     assert!(exit.contains("NELI_REASON=fenced\n") && exit.contains("NELI_EXIT_STATUS=137\n"), "{exit}");
     a.signal(Signal::SIGTERM);
     a.wait_exit(LONG);
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_daemon_the_unlead_hook_starts_at_exit_does_not_outlive_neli_run() {
+    let g = Group::new("hooks-daemon");
+    let marker = format!("777{}", std::process::id());
+    let _cleanup = KillSleeping(marker.clone());
+    let daemon = g.dir.path().join("daemon.pid");
+    let hook = format!("setsid sleep {marker} >/dev/null 2>&1 & echo $! > {}", daemon.display());
+    let mut a = g.member("a", &["--on-unlead", &hook], &["sleep", "1000"]);
+    wait_until(g.broker.timing.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
+    a.signal(Signal::SIGINT);
+    a.wait_exit(LONG);
+    let pid: i32 = std::fs::read_to_string(&daemon).expect("the unlead hook ran").trim().parse().unwrap();
+    // The hook's keeper killed it once the hook's shell exited, before
+    // neli-run could.
+    assert!(!alive(pid) && sleeping(&marker).is_empty(), "the daemon outlived neli-run: {:?}", sleeping(&marker));
     g.assert_no_overlap();
 }

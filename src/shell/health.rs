@@ -3,15 +3,18 @@
 //! retries).
 //!
 //! A thread of its own runs the check, one at a time, `--health-interval`
-//! after the last one ended; one that outlasts `--health-timeout` has its
-//! process group sent SIGKILL and counts as failed. Only the verdict's
+//! after the last one ended; one that outlasts `--health-timeout` is sent
+//! SIGKILL, with all it started, and counts as failed. Only the verdict's
 //! changes reach the loop (`Verdict`), as an input it never waits for: a
 //! check that hangs delays the next check, nothing else. Its output goes to
 //! /dev/null: a check runs every few seconds, and a flood must neither fill
 //! the log nor be read by neli-run; its exit status is logged.
 //!
 //! Started through `child::Beside`, as the hooks are: neli-run reaps every
-//! process below it on the loop, and the command's kills must spare it.
+//! process below it on the loop, and the command's kills must spare it. Its
+//! keeper (`child::keeper`) kills what a check leaves running (`cmd &`, a
+//! `setsid` daemon) once the check has exited: nothing piles up, one per
+//! interval, below neli-run.
 
 use std::ffi::OsString;
 use std::process::Stdio;
@@ -168,8 +171,8 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs the check once, within `timeout`.
 fn run(line: &str, env: &[(String, String)], remove: &[OsString], timeout: Duration, running: &Mutex<Slot>) -> Outcome {
-    let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.arg("-c").arg(line).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut cmd = Beside::shell(line);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     for name in remove {
         cmd.env_remove(name);
     }

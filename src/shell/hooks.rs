@@ -4,13 +4,15 @@
 //!
 //! A report, never part of what keeps the safety promise: the loop only
 //! queues a hook, after it has acted; a thread of its own runs them one at
-//! a time, in order, each within --hook-timeout (then its process group is
-//! sent SIGKILL), and a failure is logged, never raised. A hook that hangs
+//! a time, in order, each within --hook-timeout (then it and everything it
+//! started are sent SIGKILL), and a failure is logged, never raised. A hook that hangs
 //! delays the hooks after it, nothing else.
 //!
 //! neli-run is a subreaper and reaps every process below it on the loop;
 //! so a hook is started through `child::Beside`, which gets its status back
-//! from the loop's `reap` and keeps the command's kills from sweeping it.
+//! from the loop's `reap` and keeps the command's kills from sweeping it,
+//! under a keeper (`child::keeper`) that kills what the hook left once it
+//! has exited: nothing a hook starts outlives it.
 
 use std::ffi::OsString;
 use std::process::Stdio;
@@ -150,7 +152,7 @@ impl Hooks {
         };
         stop.store(true, Ordering::SeqCst);
         let killed = Beside::kill_all();
-        error!(killed, "{cut}; exiting (those still running were sent SIGKILL)");
+        error!(killed, "{cut}; exiting (those still running, and all they started, were sent SIGKILL)");
     }
 }
 
@@ -189,8 +191,8 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 /// Runs one hook to its end or its timeout, and logs how it went.
 fn run(job: &Job, remove: &[OsString], timeout: Duration) {
     let hook = job.hook;
-    let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.arg("-c").arg(&job.line).stdin(Stdio::null());
+    let mut cmd = Beside::shell(&job.line);
+    cmd.stdin(Stdio::null());
     for name in remove {
         cmd.env_remove(name);
     }
@@ -207,7 +209,7 @@ fn run(job: &Job, remove: &[OsString], timeout: Duration) {
                     hook,
                     pid = pid.as_raw(),
                     ?timeout,
-                    "hook still running after --hook-timeout: its process group was sent SIGKILL"
+                    "hook still running after --hook-timeout: it and all it started were sent SIGKILL"
                 );
             }
             status.recv_timeout(KILL_WAIT).ok()

@@ -1,6 +1,7 @@
 //! --health-cmd: an unhealthy leader hands over, an unhealthy member never
 //! leads (as a standby, or from its start), a check that hangs is a
-//! failure at its timeout, and none leaves anything running. Each member's check is `test -f DIR/NAME.ok`: the test
+//! failure at its timeout, one that cannot run says why, and none leaves
+//! anything running. Each member's check is `test -f DIR/NAME.ok`: the test
 //! makes a member unhealthy by removing its file.
 
 use std::path::PathBuf;
@@ -195,4 +196,24 @@ fn what_a_passing_check_leaves_running_is_killed_once_it_ends() {
     assert_eq!(a.wait_exit(LONG).code(), Some(143), "{}", a.log());
     assert!(sleeping(&job).is_empty() && sleeping(&daemon).is_empty(), "nothing outlives neli-run");
     g.assert_no_overlap();
+}
+
+#[test]
+fn a_check_that_cannot_run_says_why_and_the_log_keeps_saying_the_member_is_out() {
+    let g = Group::new("health-not-found");
+    let flags = ["--health-cmd", "/nonexistent/check", "--health-interval", "100ms", "--health-retries", "2"];
+    let mut b = g.member("b", &flags, &["sleep", "1000"]);
+    wait_until(LONG, "the log says why", || b.log().contains("exit code 127 (not found by the shell)"));
+    // The shell's own word, from the check's stderr (dash: "not found",
+    // bash: "No such file or directory").
+    wait_until(LONG, "the log has the shell's word", || {
+        b.log().contains(r#"stderr="#) && b.log().contains("/nonexistent/check:")
+    });
+    // Past --health-retries it still says so, now and then.
+    let still = "health check still failing: out of the group until a check passes";
+    wait_until(LONG, "it keeps saying the member is out", || b.log().matches(still).count() >= 2);
+    assert!(b.log().lines().filter(|l| l.contains(still)).all(|l| l.contains("not found by the shell")), "{}", b.log());
+    assert!(g.starts().is_empty(), "b never leads");
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
 }

@@ -217,3 +217,19 @@ fn a_check_that_cannot_run_says_why_and_the_log_keeps_saying_the_member_is_out()
     b.signal(Signal::SIGTERM);
     assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
 }
+
+#[test]
+fn a_check_is_judged_by_its_own_shell_not_by_what_it_left() {
+    let g = Group::new("health-own-status");
+    // Two leftovers end first, one with a status and one by a signal of
+    // their own; then the check's shell is killed.
+    let check = "(sh -c 'exit 3' &); (sh -c 'kill -KILL $$' &); sleep 0.3; kill -TERM $$";
+    let flags = ["--health-cmd", check, "--health-interval", "100ms", "--health-retries", "1"];
+    let mut b = g.member("b", &flags, &["sleep", "1000"]);
+    wait_until(LONG, "a check fails", || b.log().contains("health check failed"));
+    let log = b.log();
+    let first = log.lines().find(|l| l.contains("health check failed")).unwrap_or_default();
+    assert!(first.contains("check=killed by SIGTERM "), "{log}");
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
+}

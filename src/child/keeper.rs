@@ -80,14 +80,10 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
             Ok(())
         });
     }
-    let child = match command.spawn() {
-        Ok(child) => Pid::from_raw(child.id() as i32),
-        Err(err) => {
-            stderr::line(format_args!("neli-run: keeper: cannot execute {}: {err}", program.to_string_lossy()));
-            let kind = if err.kind() == io::ErrorKind::NotFound { Kind::NotFound } else { Kind::NotExecutable };
-            return Ok(ChildStatus::Exited(kind.code()));
-        }
-    };
+    let child = command
+        .spawn()
+        .map_err(|err| io::Error::other(format!("cannot execute {}: {err}", program.to_string_lossy())))?;
+    let child = Pid::from_raw(child.id() as i32);
     loop {
         // A blocking read: SIGCHLD or SIGTERM is all that can come.
         let Some(info) = signals.read_signal()? else { continue };

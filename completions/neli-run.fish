@@ -58,10 +58,10 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l leader-file -d 'A fil
 complete -c neli-run -n "__fish_neli_run_needs_command" -l on-lead -d 'Run CMD with /bin/sh -c when this member starts leading' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l on-unlead -d 'Run CMD with /bin/sh -c when this member stops leading; NELI_REASON says why: fenced, revoked, lost, yielded, unhealthy (--health-cmd) or exiting' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l on-exit -d 'Run CMD with /bin/sh -c after each run of the command ends; NELI_EXIT_STATUS is its status (128+N for signal N), NELI_REASON exited (by itself), stopped (by neli-run) or fenced' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -l hook-timeout -d 'How long a hook may run before its process group is sent SIGKILL (at most 10m) [default: 10s]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l hook-timeout -d 'How long a hook may run before it and all it started are sent SIGKILL (at most 10m) [default: 10s]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l health-cmd -d 'Lead only while CMD, run with /bin/sh -c, exits 0: a member whose check fails --health-retries times in a row hands over, and stays out of the group until it passes again' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l health-interval -d 'How long after a check ends the next one starts [default: 5s]' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -l health-timeout -d 'How long a check may run before it is sent SIGKILL and counts as failed [default: 5s]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l health-timeout -d 'How long a check may run before it and all it started are sent SIGKILL, and it counts as failed [default: 5s]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l health-retries -d 'How many checks in a row must fail before this member is unhealthy [default: 3]; one that passes makes it healthy again' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l lead-signal -d 'With --warm: the signal that tells the command it leads (name or number)' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l unlead-signal -d 'With --warm: the signal that tells the command it no longer leads (name or number)' -r

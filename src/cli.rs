@@ -939,7 +939,9 @@ pub struct RunArgs {
     /// delays a fence, a revoke or a handover, and it gets the command's
     /// environment (not the NELI_* settings neli-run read) plus NELI_HOOK
     /// (lead, unlead, exit), NELI_FENCING_TOKEN and NELI_REASON. Its failure
-    /// is logged and changes nothing.
+    /// is logged and changes nothing. What it leaves running is killed once
+    /// it exits. Behind one that hangs, a lead or unlead hook still waiting
+    /// is replaced by the next: only the latest state is told.
     #[arg(long, env = "NELI_ON_LEAD", value_name = "CMD", help_heading = "Hooks")]
     pub on_lead: Option<String>,
 
@@ -961,12 +963,13 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_ON_EXIT", value_name = "CMD", help_heading = "Hooks")]
     pub on_exit: Option<String>,
 
-    /// How long a hook may run before its process group is sent SIGKILL
-    /// (at most 10m) [default: 10s].
+    /// How long a hook may run before it and all it started are sent
+    /// SIGKILL (at most 10m) [default: 10s].
     ///
     /// At exit neli-run leaves the group first, then waits for the hooks
-    /// still queued (each within this bound; a second SIGTERM cuts it
-    /// short).
+    /// still queued, all of them within this bound and 1s (a second SIGTERM
+    /// cuts it short): a stop fits systemd's TimeoutStopSec=30s at the
+    /// defaults.
     #[arg(long, env = "NELI_HOOK_TIMEOUT", value_name = "DURATION", value_parser = duration, help_heading = "Hooks")]
     pub hook_timeout: Option<std::time::Duration>,
 
@@ -978,10 +981,12 @@ pub struct RunArgs {
     /// unhealthy leader stops its command (stop signal, grace) and stands
     /// aside as `neli-run yield` makes it; an unhealthy standby leaves the
     /// group, so it is never given partition 0. A check runs on a thread of
-    /// its own, with stdin, stdout and stderr on /dev/null (the log says
-    /// its exit status) and the command's environment; one that outlasts
-    /// --health-timeout is sent SIGKILL (its process group) and counts as
-    /// failed. It never delays a fence, a revoke or a handover.
+    /// its own, with stdin and stdout on /dev/null (the log says its exit
+    /// status and the last line of its stderr) and the command's
+    /// environment; one that outlasts --health-timeout is sent SIGKILL, with
+    /// all it started, and counts as failed, and what one leaves running is
+    /// killed once it exits. It never delays a fence, a revoke or a
+    /// handover.
     #[arg(long, env = "NELI_HEALTH_CMD", value_name = "CMD", help_heading = "Health")]
     pub health_cmd: Option<String>,
 
@@ -990,8 +995,8 @@ pub struct RunArgs {
           help_heading = "Health")]
     pub health_interval: Option<std::time::Duration>,
 
-    /// How long a check may run before it is sent SIGKILL and counts as
-    /// failed [default: 5s].
+    /// How long a check may run before it and all it started are sent
+    /// SIGKILL, and it counts as failed [default: 5s].
     #[arg(long, env = "NELI_HEALTH_TIMEOUT", value_name = "DURATION", value_parser = duration,
           help_heading = "Health")]
     pub health_timeout: Option<std::time::Duration>,

@@ -63,11 +63,15 @@ pub mod for_tests {
 }
 
 /// The `neli-run` binary: parse, set up logging, run, exit with one status.
-/// (The shim is this binary re-executed with a first argument of its own.)
+/// (The shim and the keeper are this binary re-executed with a first
+/// argument of their own.)
 pub fn main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().collect();
     if argv.get(1).is_some_and(|a| a == child::shim::ARG) {
         child::shim::main(&argv[2..]);
+    }
+    if argv.get(1).is_some_and(|a| a == child::keeper::ARG) {
+        child::keeper::main(&argv[2..]);
     }
     // Before anything can be logged, and before the log reader can be gone.
     stderr::init();

@@ -1,14 +1,15 @@
 //! --health-cmd: an unhealthy leader hands over, an unhealthy member never
-//! leads (as a standby, or from its start), and a check that hangs is a
-//! failure at its timeout. Each member's check is `test -f DIR/NAME.ok`:
-//! the test makes a member unhealthy by removing its file.
+//! leads (as a standby, or from its start), a check that hangs is a
+//! failure at its timeout, one that cannot run says why, and none leaves
+//! anything running. Each member's check is `test -f DIR/NAME.ok`: the test
+//! makes a member unhealthy by removing its file.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::util::{run, stays_false, wait_until, Group, Member, LONG};
+use crate::util::{run, sleeping, stays_false, wait_until, Group, KillSleeping, Member, LONG};
 
 /// The check's thresholds in these tests: a check every 200 ms, 2 failures
 /// in a row make a member unhealthy.
@@ -202,4 +203,65 @@ fn a_standby_healthy_again_is_a_candidate_again() {
     assert!(out.contains("to b (token"), "{out}");
     assert_eq!(g.starts().last().map(|s| s.0.as_str()), Some("b"), "{:?}", g.starts());
     g.assert_no_overlap();
+}
+
+#[test]
+fn what_a_passing_check_leaves_running_is_killed_once_it_ends() {
+    let g = Group::new("health-leftovers");
+    let t = g.broker.timing;
+    let checks = g.dir.path().join("checks");
+    // A background job and a daemon in a session of its own, each
+    // sleeping a duration no other test uses.
+    let (job, daemon) = (format!("773{}", std::process::id()), format!("774{}", std::process::id()));
+    let _cleanup = (KillSleeping(job.clone()), KillSleeping(daemon.clone()));
+    let check = format!("echo >> {}; sleep {job} & setsid sleep {daemon} & true", checks.display());
+    let mut a = g.member("a", &["--health-cmd", &check, "--health-interval", "200ms"], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
+    let count = || std::fs::read_to_string(&checks).unwrap_or_default().lines().count();
+    wait_until(LONG, "eight checks passed", || count() >= 8);
+    // The check's keeper kills both once the check's shell exits: of each,
+    // at most the latest check's may still be there, if not yet killed.
+    let (jobs, daemons) = (sleeping(&job), sleeping(&daemon));
+    assert!(jobs.len() <= 1 && daemons.len() <= 1, "left by {} checks: {jobs:?} and {daemons:?}", count());
+    assert!(g.lock_held(), "the command runs on");
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(LONG).code(), Some(143), "{}", a.log());
+    assert!(sleeping(&job).is_empty() && sleeping(&daemon).is_empty(), "nothing outlives neli-run");
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_check_that_cannot_run_says_why_and_the_log_keeps_saying_the_member_is_out() {
+    let g = Group::new("health-not-found");
+    let flags = ["--health-cmd", "/nonexistent/check", "--health-interval", "100ms", "--health-retries", "2"];
+    let mut b = g.member("b", &flags, &["sleep", "1000"]);
+    wait_until(LONG, "the log says why", || b.log().contains("exit code 127 (not found by the shell)"));
+    // The shell's own word, from the check's stderr (dash: "not found",
+    // bash: "No such file or directory").
+    wait_until(LONG, "the log has the shell's word", || {
+        b.log().contains(r#"stderr="#) && b.log().contains("/nonexistent/check:")
+    });
+    // Past --health-retries it still says so, now and then.
+    let still = "health check still failing: out of the group until a check passes";
+    wait_until(LONG, "it keeps saying the member is out", || b.log().matches(still).count() >= 2);
+    assert!(b.log().lines().filter(|l| l.contains(still)).all(|l| l.contains("not found by the shell")), "{}", b.log());
+    assert!(g.starts().is_empty(), "b never leads");
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
+}
+
+#[test]
+fn a_check_is_judged_by_its_own_shell_not_by_what_it_left() {
+    let g = Group::new("health-own-status");
+    // Two leftovers end first, one with a status and one by a signal of
+    // their own; then the check's shell is killed.
+    let check = "(sh -c 'exit 3' &); (sh -c 'kill -KILL $$' &); sleep 0.3; kill -TERM $$";
+    let flags = ["--health-cmd", check, "--health-interval", "100ms", "--health-retries", "1"];
+    let mut b = g.member("b", &flags, &["sleep", "1000"]);
+    wait_until(LONG, "a check fails", || b.log().contains("health check failed"));
+    let log = b.log();
+    let first = log.lines().find(|l| l.contains("health check failed")).unwrap_or_default();
+    assert!(first.contains("check=killed by SIGTERM "), "{log}");
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
 }

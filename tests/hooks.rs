@@ -1,13 +1,15 @@
-//! Hooks (--on-lead, --on-unlead, --on-exit): what they are told, and that
-//! one that hangs delays no handover and no fence, and is killed, process
-//! group and all, at --hook-timeout.
+//! Hooks (--on-lead, --on-unlead, --on-exit): what they are told, that one
+//! that hangs delays no handover and no fence, and is killed, with all it
+//! started, at --hook-timeout, that those queued behind it say only what is
+//! still news and are waited for at exit within one timeout, and that
+//! nothing a hook starts outlives it.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::util::{wait_until, Broker, Group, LONG};
+use crate::util::{sleeping, wait_until, Broker, Group, KillSleeping, LONG};
 
 /// The pids in `file`, one a line (each hook appends its own).
 fn pids(file: &Path) -> Vec<i32> {
@@ -15,9 +17,9 @@ fn pids(file: &Path) -> Vec<i32> {
 }
 
 /// Kills, when a failing test drops it, the process groups of the hooks
-/// listed in pids files: its members are SIGKILLed, and their hooks would
-/// outlive them. (A passing test has seen them gone: their numbers may be
-/// another's by then.)
+/// listed in pids files (each its keeper's): its members are SIGKILLed, and
+/// their hooks would outlive them. (A passing test has seen them gone:
+/// their numbers may be another's by then.)
 struct KillHooks(Vec<std::path::PathBuf>);
 
 impl Drop for KillHooks {
@@ -26,7 +28,9 @@ impl Drop for KillHooks {
             return;
         }
         for pid in self.0.iter().flat_map(|f| pids(f)) {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+            if let Ok(group) = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(pid))) {
+                let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
+            }
         }
     }
 }
@@ -184,5 +188,107 @@ fn a_hook_past_its_timeout_is_killed_with_its_process_group_and_a_fence_is_told_
     assert!(exit.contains("NELI_REASON=fenced\n") && exit.contains("NELI_EXIT_STATUS=137\n"), "{exit}");
     a.signal(Signal::SIGTERM);
     a.wait_exit(LONG);
+    g.assert_no_overlap();
+}
+
+/// `neli-run yield` on `g`, waiting up to one takeover.
+fn yield_now(g: &Group) {
+    let timeout = format!("{}ms", g.broker.timing.takeover().as_millis());
+    let (code, out) = crate::util::run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn hooks_that_hang_queue_only_the_latest_change_and_a_stop_waits_one_timeout_for_them() {
+    // The audit's case: lead and unlead hooks that never exit, at the
+    // default --hook-timeout (10s), two yields, then a stop. The hooks
+    // queued behind the one that hangs were waited for one by one (36 s,
+    // past systemd's TimeoutStopSec=30s).
+    let g = Group::new("hooks-bounded");
+    let t = g.broker.timing;
+    let file = g.dir.path().join("a.pids");
+    let _cleanup = KillHooks(vec![file.clone()]);
+    let hang = format!("echo $$ >> {}; sleep 1000", file.display());
+    let hooks = ["--restart", "always", "--on-lead", &hang, "--on-unlead", &hang];
+    let mut a = g.member("a", &hooks, &["sleep", "1000"]);
+    wait_until(LONG, "a leads and its lead hook hangs", || g.starts().len() == 1 && pids(&file).len() == 1);
+    let mut b = g.member("b", &["--restart", "always"], &["sleep", "1000"]);
+    wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
+    yield_now(&g);
+    wait_until(t.takeover(), "b leads", || g.starts().len() == 2 && g.lock_held());
+    yield_now(&g);
+    wait_until(t.takeover(), "a leads again", || g.starts().len() == 3 && g.lock_held());
+    assert_eq!(g.starts()[2].0, "a");
+    a.signal(Signal::SIGTERM);
+    let stopping = Instant::now();
+    // One --hook-timeout and a margin for the hooks, after the command's
+    // stop and the leave: well within 30 s, even on a loaded machine.
+    let status = a.wait_exit(Duration::from_secs(25));
+    eprintln!("a's stop took {:?}", stopping.elapsed());
+    assert_eq!(status.code(), Some(143), "{}", a.log());
+    // The second lead hook was overtaken before it started.
+    let log = a.log();
+    assert_eq!(log.matches(r#"hook started hook="lead""#).count(), 1, "{log}");
+    let hooks = pids(&file);
+    wait_until(Duration::from_secs(10), "a's hooks are gone", || hooks.iter().all(|&p| !alive(p)));
+    b.signal(Signal::SIGTERM);
+    b.wait_exit(LONG);
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_lead_hook_overtaken_by_an_unlead_before_it_starts_never_runs() {
+    let g = Group::new("hooks-stale");
+    let t = g.broker.timing;
+    let dir = g.dir.path();
+    let (told, hung, release) = (dir.join("told"), dir.join("hung"), dir.join("release"));
+    // Each hook writes what it tells; the first hangs until released, and
+    // the changes meanwhile queue behind it.
+    let record = format!("echo $NELI_HOOK $NELI_FENCING_TOKEN >> {}", told.display());
+    let lead = format!(
+        "{record}; [ -e {hung} ] || {{ touch {hung}; while [ ! -e {release} ]; do sleep 0.05; done; }}",
+        hung = hung.display(),
+        release = release.display()
+    );
+    let hooks = ["--on-lead", &lead, "--on-unlead", &record, "--hook-timeout", "10m"];
+    let mut a = g.member("a", &hooks, &["sleep", "1000"]);
+    wait_until(LONG, "a leads and its lead hook hangs", || g.starts().len() == 1 && hung.exists());
+    let mut b = g.member("b", &[], &["sleep", "1000"]);
+    wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
+    // a stops leading, leads again, and stops again, while the hook hangs.
+    for (starts, leader) in [(2, "b"), (3, "a"), (4, "b")] {
+        yield_now(&g);
+        wait_until(t.takeover(), &format!("{leader} leads"), || g.starts().len() == starts && g.lock_held());
+        assert_eq!(g.starts()[starts - 1].0, leader);
+    }
+    let (first, last) = (g.starts()[0].1, g.starts()[2].1);
+    std::fs::write(&release, "").unwrap();
+    let lines = || std::fs::read_to_string(&told).unwrap_or_default();
+    wait_until(LONG, "the latest unlead hook ran", || lines().contains(&format!("unlead {last}\n")));
+    // Told: a led under its first token, then no longer leads. The lead
+    // under its second token was stale before it could start.
+    assert_eq!(lines(), format!("lead {first}\nunlead {last}\n"), "{}", a.log());
+    for member in [&mut a, &mut b] {
+        member.signal(Signal::SIGTERM);
+        member.wait_exit(LONG);
+    }
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_daemon_the_unlead_hook_starts_at_exit_does_not_outlive_neli_run() {
+    let g = Group::new("hooks-daemon");
+    let marker = format!("777{}", std::process::id());
+    let _cleanup = KillSleeping(marker.clone());
+    let daemon = g.dir.path().join("daemon.pid");
+    let hook = format!("setsid sleep {marker} >/dev/null 2>&1 & echo $! > {}", daemon.display());
+    let mut a = g.member("a", &["--on-unlead", &hook], &["sleep", "1000"]);
+    wait_until(g.broker.timing.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
+    a.signal(Signal::SIGINT);
+    a.wait_exit(LONG);
+    let pid: i32 = std::fs::read_to_string(&daemon).expect("the unlead hook ran").trim().parse().unwrap();
+    // The hook's keeper killed it once the hook's shell exited, before
+    // neli-run could.
+    assert!(!alive(pid) && sleeping(&marker).is_empty(), "the daemon outlived neli-run: {:?}", sleeping(&marker));
     g.assert_no_overlap();
 }

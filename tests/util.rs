@@ -48,6 +48,34 @@ pub fn stays_false(window: Duration, mut cond: impl FnMut() -> bool) -> bool {
     true
 }
 
+/// The processes running `sleep MARKER` (a duration no other test uses, such
+/// as `773` and this test process's id): a hook's or check's leftover,
+/// found by its command line alone. Each as (pid, parent pid).
+pub fn sleeping(marker: &str) -> Vec<(i32, i32)> {
+    let wanted = format!("sleep\0{marker}\0");
+    let procs = fs::read_dir("/proc").into_iter().flatten().flatten();
+    let pids = procs.filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()));
+    pids.filter(|pid| fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted.as_bytes()))
+        .filter_map(|pid| {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid = stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect()
+}
+
+/// Kills, when dropped, whatever still runs `sleep MARKER` (see `sleeping`):
+/// a failing test leaves none behind.
+pub struct KillSleeping(pub String);
+
+impl Drop for KillSleeping {
+    fn drop(&mut self) {
+        for (pid, _) in sleeping(&self.0) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
 /// A heartbeat deadline (the shim's lease) far longer than `SHIM_BOUND`, for
 /// tests of a kill that must come from something else: a command gone
 /// within that bound was not killed by the lease running out. The session

@@ -8,10 +8,13 @@
 //! PID 1) and reaps every exited process itself, so `std::process::Child` is
 //! not kept, and a kill reaches everything below us (`tree`).
 //!
-//! Processes run beside the command (the hooks) are below us too: `reap`
-//! hands their statuses to whoever started them (`Beside`), and the kills
-//! that sweep the tree for the command's leftovers spare them.
+//! Processes run beside the command (the hooks, the health check) are below
+//! us too, each under a keeper of its own (`keeper.rs`) that keeps what it
+//! starts below it and kills that when it ends: `reap` hands their statuses
+//! to whoever started them (`Beside`), and the kills that sweep the tree for
+//! the command's leftovers spare them.
 
+pub mod keeper;
 pub mod shim;
 pub mod tree;
 
@@ -282,10 +285,19 @@ impl Beside {
         self.0.iter().map(|(pid, _)| *pid).collect()
     }
 
-    /// Starts `cmd` beside the command: in a process group of its own,
-    /// without the descriptors neli-run holds (librdkafka's pipes), spared
-    /// by the command's kills; its status comes through the receiver once
-    /// `reap` reaps it (the caller must not wait for it: only `reap` does).
+    /// The command that runs `line` with /bin/sh -c under a keeper of its
+    /// own, for `spawn` once its environment and stdio are set.
+    pub fn shell(line: &str) -> std::process::Command {
+        let mut cmd = std::process::Command::new("/proc/self/exe");
+        cmd.arg0("neli-run-keeper").arg(keeper::ARG).args(["--", "/bin/sh", "-c", line]);
+        cmd
+    }
+
+    /// Starts `cmd` (from `shell`) beside the command: in a process group of
+    /// its own, without the descriptors neli-run holds (librdkafka's pipes),
+    /// spared by the command's kills; its status comes through the receiver
+    /// once `reap` reaps it (the caller must not wait for it: only `reap`
+    /// does).
     pub fn spawn(mut cmd: std::process::Command) -> io::Result<(Pid, Receiver<ChildStatus>)> {
         let mut beside = beside();
         let fd_limit = fd_limit();
@@ -304,17 +316,19 @@ impl Beside {
         Ok((pid, receiver))
     }
 
-    /// SIGKILLs the process group of `pid`, started by `spawn`, unless it
-    /// has been reaped (its number may then be another's); true if sent.
+    /// Has the keeper `pid`, started by `spawn`, SIGKILL everything below it
+    /// and end (SIGTERM: a SIGKILL would leave what is below it to us),
+    /// unless it has been reaped (its number may then be another's); true
+    /// if sent.
     pub fn kill(pid: Pid) -> bool {
         let beside = beside();
-        beside.0.iter().any(|(p, _)| *p == pid) && killpg(pid, Signal::SIGKILL).is_ok()
+        beside.0.iter().any(|(p, _)| *p == pid) && nix::sys::signal::kill(pid, Signal::SIGTERM).is_ok()
     }
 
-    /// SIGKILLs the process groups of all those not reaped yet; how many.
+    /// As `kill`, for all those not reaped yet; how many.
     pub fn kill_all() -> usize {
         let beside = beside();
-        beside.0.iter().filter(|(pid, _)| killpg(*pid, Signal::SIGKILL).is_ok()).count()
+        beside.0.iter().filter(|(pid, _)| nix::sys::signal::kill(*pid, Signal::SIGTERM).is_ok()).count()
     }
 }
 

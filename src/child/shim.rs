@@ -60,7 +60,7 @@ pub const LEASE_FD: i32 = 3;
 
 /// Signals that report a fault in the shim itself; blocking them would hide a
 /// crash (tini leaves them alone too).
-const FAULTS: [Signal; 7] =
+pub(super) const FAULTS: [Signal; 7] =
     [Signal::SIGSEGV, Signal::SIGBUS, Signal::SIGFPE, Signal::SIGILL, Signal::SIGABRT, Signal::SIGTRAP, Signal::SIGSYS];
 
 /// Entry point: `neli-run __shim <stop-signal> <grace-ms> -- <cmd> [args]`.
@@ -333,7 +333,7 @@ fn fence(why: &str) -> ChildStatus {
 /// are its subreaper), and the next round gets it. Returns false if it gave
 /// up: a SIGKILLed process never runs user code again, but one in
 /// uninterruptible sleep can take long to go.
-fn kill_all() -> bool {
+pub(super) fn kill_all() -> bool {
     let until = std::time::Instant::now() + Duration::from_secs(5);
     loop {
         tree::signal_below(getpid(), Signal::SIGKILL, |_| true);
@@ -360,7 +360,7 @@ fn arm_at(timer: &TimerFd, nanos: u64) -> io::Result<()> {
 }
 
 /// Ends the shim the way the command ended, so neli-run sees the same status.
-fn finish(status: ChildStatus) -> u8 {
+pub(super) fn finish(status: ChildStatus) -> u8 {
     if let ChildStatus::Signaled(sig) = status {
         if let Ok(sig) = Signal::try_from(sig) {
             // Dying of SIGSEGV and the like must not write a second core.

@@ -3,17 +3,25 @@
 //! retries).
 //!
 //! A thread of its own runs the check, one at a time, `--health-interval`
-//! after the last one ended; one that outlasts `--health-timeout` has its
-//! process group sent SIGKILL and counts as failed. Only the verdict's
+//! after the last one ended; one that outlasts `--health-timeout` is sent
+//! SIGKILL, with all it started, and counts as failed. Only the verdict's
 //! changes reach the loop (`Verdict`), as an input it never waits for: a
-//! check that hangs delays the next check, nothing else. Its output goes to
-//! /dev/null: a check runs every few seconds, and a flood must neither fill
-//! the log nor be read by neli-run; its exit status is logged.
+//! check that hangs delays the next check, nothing else. Its stdout goes to
+//! /dev/null, its stderr to a pipe read to its end by a thread of the
+//! check's own, which keeps only the last `TAIL` bytes (a flood is read and
+//! dropped, never held): the last line is logged with a failure, so a
+//! check that cannot run says why. The log says each change, each failure
+//! up to the threshold, and then every `STILL_FAILING`th failure while the
+//! member stays out (about once a minute at the default interval).
 //!
 //! Started through `child::Beside`, as the hooks are: neli-run reaps every
-//! process below it on the loop, and the command's kills must spare it.
+//! process below it on the loop, and the command's kills must spare it. Its
+//! keeper (`child::keeper`) kills what a check leaves running (`cmd &`, a
+//! `setsid` daemon) once the check has exited: nothing piles up, one per
+//! interval, below neli-run.
 
 use std::ffi::OsString;
+use std::io::Read;
 use std::process::Stdio;
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -27,6 +35,7 @@ use super::supervisor::{consumed_env, given_env};
 use crate::child::Beside;
 use crate::config::Config;
 use crate::exit::{ChildStatus, Failure, Kind};
+use crate::kafka::heartbeat::printable;
 
 /// The health check of this member: its verdicts, as they change.
 pub(super) struct Health {
@@ -58,17 +67,26 @@ impl Health {
             .spawn(move || {
                 let mut verdict = Verdict::new(check.retries);
                 loop {
-                    let outcome = run(&check.cmd, &env, &remove, check.timeout, &current);
+                    let (outcome, stderr) = run(&check.cmd, &env, &remove, check.timeout, &current);
                     let change = verdict.note(outcome.passed());
+                    let (failures, retries) = (verdict.failures, check.retries);
+                    let stderr = stderr.as_deref();
                     match change {
                         Some(true) => info!(check = %outcome, "health check passed: healthy"),
-                        Some(false) => warn!(check = %outcome, failures = verdict.failures, "health check failed: unhealthy"),
+                        Some(false) => warn!(check = %outcome, stderr, failures, "health check failed: unhealthy"),
                         None if outcome.passed() => debug!("health check passed"),
-                        // Counted towards the threshold; past it, quietly.
-                        None if verdict.failures <= check.retries => {
-                            warn!(check = %outcome, failures = verdict.failures, retries = check.retries, "health check failed")
+                        None if failures <= retries => {
+                            warn!(check = %outcome, stderr, failures, retries, "health check failed")
                         }
-                        None => debug!(check = %outcome, "health check failed"),
+                        // Past the threshold, now and then: a member kept out
+                        // for ever must not look like one that is fine.
+                        None if failures % STILL_FAILING == 0 => warn!(
+                            check = %outcome,
+                            stderr,
+                            failures,
+                            "health check still failing: out of the group until a check passes"
+                        ),
+                        None => debug!(check = %outcome, stderr, "health check failed"),
                     }
                     if let Some(healthy) = change {
                         if tx.send(healthy).is_err() {
@@ -154,6 +172,9 @@ impl Outcome {
 impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            // The shell's codes for a command it could not run.
+            Outcome::Exited(status @ ChildStatus::Exited(127)) => write!(f, "{status} (not found by the shell)"),
+            Outcome::Exited(status @ ChildStatus::Exited(126)) => write!(f, "{status} (found, but not executable)"),
             Outcome::Exited(status) => write!(f, "{status}"),
             Outcome::TimedOut(t) => write!(f, "timed out after {t:?} (--health-timeout): sent SIGKILL"),
             Outcome::NotStarted(err) => write!(f, "not started: {err}"),
@@ -166,28 +187,58 @@ impl std::fmt::Display for Outcome {
 /// one is due (a process in uninterruptible sleep).
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
-/// Runs the check once, within `timeout`.
-fn run(line: &str, env: &[(String, String)], remove: &[OsString], timeout: Duration, running: &Mutex<Slot>) -> Outcome {
-    let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.arg("-c").arg(line).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+/// How much of the end of a check's stderr is kept, in bytes.
+const TAIL: usize = 200;
+
+/// How long the last of a check's stderr may take to be read once it has
+/// ended (its keeper has killed all that could hold the pipe open).
+const TAIL_WAIT: Duration = Duration::from_secs(1);
+
+/// Past --health-retries, a failure is logged once in this many: about once
+/// a minute at the default --health-interval (5s).
+const STILL_FAILING: u32 = 12;
+
+/// Runs the check once, within `timeout`: how it went, and the last line
+/// of its stderr, if it wrote any.
+fn run(
+    line: &str,
+    env: &[(String, String)],
+    remove: &[OsString],
+    timeout: Duration,
+    running: &Mutex<Slot>,
+) -> (Outcome, Option<String>) {
+    let mut cmd = Beside::shell(line);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null());
     for name in remove {
         cmd.env_remove(name);
     }
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    let tail = match stderr_tail() {
+        Ok((write, tail)) => {
+            cmd.stderr(write);
+            Some(tail)
+        }
+        Err(err) => {
+            debug!(%err, "cannot read the health check's stderr: /dev/null takes it");
+            cmd.stderr(Stdio::null());
+            None
+        }
+    };
     // Spawned under the slot's lock, so that `stop` either prevents it or
     // sees its pid: none outlives neli-run.
     let lock = || running.lock().unwrap_or_else(|e| e.into_inner());
     let (pid, status) = {
         let mut slot = lock();
         if slot.stopped {
-            return Outcome::NotStarted("neli-run is exiting".into());
+            return (Outcome::NotStarted("neli-run is exiting".into()), None);
         }
+        // `cmd`, and with it our copy of the pipe's write end, goes here.
         match Beside::spawn(cmd) {
             Ok((pid, status)) => {
                 slot.pid = Some(pid);
                 (pid, status)
             }
-            Err(err) => return Outcome::NotStarted(err.to_string()),
+            Err(err) => return (Outcome::NotStarted(err.to_string()), None),
         }
     };
     let outcome = match status.recv_timeout(timeout) {
@@ -201,7 +252,47 @@ fn run(line: &str, env: &[(String, String)], remove: &[OsString], timeout: Durat
         }
     };
     lock().pid = None;
-    outcome
+    let stderr = tail.and_then(|tail| tail.recv_timeout(TAIL_WAIT).ok()).and_then(|tail| last_line(&tail));
+    (outcome, stderr)
+}
+
+/// A pipe for a check's stderr, and the end of what it carries once all
+/// its writers are gone: a thread reads it to its end, keeping the last
+/// `TAIL` bytes.
+fn stderr_tail() -> std::io::Result<(std::os::fd::OwnedFd, std::sync::mpsc::Receiver<Vec<u8>>)> {
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (tx, tail) = channel();
+    std::thread::Builder::new().name("neli-health-err".into()).spawn(move || {
+        let _ = tx.send(read_tail(std::fs::File::from(read)));
+    })?;
+    Ok((write, tail))
+}
+
+/// Reads `from` to its end; the last `TAIL` bytes.
+fn read_tail(mut from: impl Read) -> Vec<u8> {
+    let mut tail = Vec::with_capacity(2 * TAIL);
+    let mut buf = [0u8; 4096];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => return tail,
+            Ok(n) => {
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > TAIL {
+                    tail.drain(..tail.len() - TAIL);
+                }
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return tail,
+        }
+    }
+}
+
+/// The last line that is not blank in `tail`, printable (control
+/// characters escaped), if any.
+fn last_line(tail: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(tail);
+    let line = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
+    Some(printable(line))
 }
 
 #[cfg(test)]
@@ -226,5 +317,20 @@ mod tests {
         let mut v = Verdict::new(1);
         v.note(true);
         assert_eq!(v.note(false), Some(false));
+    }
+
+    #[test]
+    fn a_check_that_cannot_run_says_why_and_its_stderr_is_kept_to_its_last_line() {
+        let said = |code| Outcome::Exited(ChildStatus::Exited(code)).to_string();
+        assert_eq!(said(127), "exit code 127 (not found by the shell)");
+        assert_eq!(said(126), "exit code 126 (found, but not executable)");
+        assert_eq!(said(1), "exit code 1");
+        // A flood is read to its end, and only its last bytes are kept.
+        let flood = [b'x'].repeat(1 << 20).into_iter().chain(*b"\nsh: 1: /nonexistent/check: not found\n\n");
+        let tail = read_tail(std::io::Cursor::new(flood.collect::<Vec<u8>>()));
+        assert_eq!(tail.len(), TAIL);
+        assert_eq!(last_line(&tail).as_deref(), Some("sh: 1: /nonexistent/check: not found"));
+        assert_eq!(last_line(b"\x1b[2Jcleared \n  \n"), Some("\\u{1b}[2Jcleared".into()), "escaped");
+        assert_eq!(last_line(b" \n"), None);
     }
 }

@@ -4,19 +4,30 @@
 //!
 //! A report, never part of what keeps the safety promise: the loop only
 //! queues a hook, after it has acted; a thread of its own runs them one at
-//! a time, in order, each within --hook-timeout (then its process group is
-//! sent SIGKILL), and a failure is logged, never raised. A hook that hangs
-//! delays the hooks after it, nothing else.
+//! a time, in order, each within --hook-timeout (then it and everything it
+//! started are sent SIGKILL), and a failure is logged, never raised. A hook
+//! that hangs delays the hooks after it, nothing else.
+//!
+//! Behind one that hangs, the queue says only what is still news: a lead or
+//! unlead hook queued replaces the one still waiting (a lead followed by an
+//! unlead before it started never runs, nor does that unlead if the lead
+//! hook before was not started either: the world was never told it led),
+//! and at most `MAX_EXIT_HOOKS` exit hooks wait, the oldest dropped. At exit
+//! the wait for the hooks is bounded as a whole, by one --hook-timeout and
+//! `EXIT_MARGIN`, whatever is queued: a stop fits systemd's
+//! TimeoutStopSec=30s at the defaults.
 //!
 //! neli-run is a subreaper and reaps every process below it on the loop;
 //! so a hook is started through `child::Beside`, which gets its status back
-//! from the loop's `reap` and keeps the command's kills from sweeping it.
+//! from the loop's `reap` and keeps the command's kills from sweeping it,
+//! under a keeper (`child::keeper`) that kills what the hook left once it
+//! has exited: nothing a hook starts outlives it.
 
+use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
-use std::sync::Arc;
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -35,16 +46,45 @@ struct Job {
     env: Vec<(String, String)>,
 }
 
+/// What the hooks' thread is to run, shared with the loop (which holds
+/// its lock only to queue: never across a hook).
+#[derive(Default)]
+struct Queue {
+    /// In order: at most one lead or unlead hook (the latest), and at most
+    /// `MAX_EXIT_HOOKS` exit hooks.
+    jobs: VecDeque<Job>,
+    /// Whether --on-lead is set, and whether the last lead or unlead hook
+    /// started was a lead: with --on-lead, an unlead runs only to take one
+    /// back.
+    lead_hook: bool,
+    told_lead: bool,
+    /// Whether a hook runs now.
+    running: bool,
+    /// No more jobs come: the thread ends once `jobs` is empty.
+    closed: bool,
+    /// Set when neli-run stops waiting: nothing more is started.
+    stopped: bool,
+}
+
+/// The queue and its bell.
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// The hooks of this member, and what they have been told so far.
 pub(super) struct Hooks {
     lines: crate::config::Hooks,
     env: Vec<(String, String)>,
-    jobs: Sender<Job>,
+    shared: Arc<Shared>,
     worker: JoinHandle<()>,
-    queued: usize,
-    done: Arc<AtomicUsize>,
-    /// Set when neli-run stops waiting: nothing more is started.
-    stop: Arc<AtomicBool>,
     /// What the hooks know of our role: the token --on-lead ran for,
     /// and the last role seen.
     led: Option<i64>,
@@ -60,29 +100,16 @@ impl Hooks {
         if lines.on_lead.is_none() && lines.on_unlead.is_none() && lines.on_exit.is_none() {
             return None;
         }
-        let (jobs, queue) = channel::<Job>();
-        let (done, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
-        let (counted, stopped, timeout, remove) = (done.clone(), stop.clone(), lines.timeout, consumed_env());
+        let queue = Queue { lead_hook: lines.on_lead.is_some(), ..Queue::default() };
+        let shared = Arc::new(Shared { queue: Mutex::new(queue), changed: Condvar::new() });
+        let (queue, timeout, remove) = (shared.clone(), lines.timeout, consumed_env());
         let worker = std::thread::spawn(move || {
-            for job in queue {
-                if !stopped.load(Ordering::SeqCst) {
-                    run(&job, &remove, timeout);
-                }
-                counted.fetch_add(1, Ordering::SeqCst);
+            while let Some(job) = next(&queue) {
+                run(&job, &remove, timeout);
+                queue.lock().running = false;
             }
         });
-        Some(Hooks {
-            lines,
-            env: given_env(cfg),
-            jobs,
-            worker,
-            queued: 0,
-            done,
-            stop,
-            led: None,
-            last: Role::Standby,
-            command_token: None,
-        })
+        Some(Hooks { lines, env: given_env(cfg), shared, worker, led: None, last: Role::Standby, command_token: None })
     }
 
     /// Follows the roles taken since the last turn, in order: --on-lead
@@ -106,7 +133,8 @@ impl Hooks {
         self.queue("exit", token, env);
     }
 
-    /// Queues `hook` (if set) under `token`, with `extra` in its environment.
+    /// Queues `hook` (if set) under `token`, with `extra` in its
+    /// environment, in place of what it overtakes (`overtaken`).
     fn queue(&mut self, hook: &'static str, token: i64, extra: Vec<(&str, String)>) {
         let line = match hook {
             "lead" => &self.lines.on_lead,
@@ -119,24 +147,36 @@ impl Hooks {
         env.push(("NELI_HOOK".into(), hook.into()));
         env.push(("NELI_FENCING_TOKEN".into(), token.to_string()));
         env.extend(extra.into_iter().map(|(k, v)| (k.to_string(), v)));
-        if self.jobs.send(Job { hook, line, env }).is_ok() {
-            self.queued += 1;
+        let dropped = {
+            let mut queue = self.shared.lock();
+            let dropped = overtaken(&queue.jobs, hook).map(|at| queue.jobs.remove(at));
+            queue.jobs.push_back(Job { hook, line, env });
+            dropped.flatten()
+        };
+        self.shared.changed.notify_all();
+        if let Some(stale) = dropped {
+            info!(hook = stale.hook, by = hook, "hook dropped before it started: overtaken by a later one");
         }
     }
 
     /// At exit, once the group is left: --on-unlead if we still lead, then
-    /// waits for the hooks queued, each within --hook-timeout; `hurry` (a
-    /// second SIGTERM) cuts the wait short. What still runs then is sent
-    /// SIGKILL. Someone must reap meanwhile (the loop no longer does).
+    /// waits for the hooks queued, all of them within one --hook-timeout
+    /// and `EXIT_MARGIN`; `hurry` (a second SIGTERM) cuts the wait short.
+    /// What still runs then is sent SIGKILL. Someone must reap meanwhile
+    /// (the loop no longer does).
     pub(super) async fn finish(mut self, hurry: impl std::future::Future<Output = ()>) {
         self.follow(&[Role::Standby], "exiting");
-        let Hooks { jobs, worker, queued, done, stop, lines, .. } = self;
-        drop(jobs);
-        let left = queued.saturating_sub(done.load(Ordering::SeqCst));
+        let Hooks { shared, worker, lines, .. } = self;
+        let left = {
+            let mut queue = shared.lock();
+            queue.closed = true;
+            queue.jobs.len() + usize::from(queue.running)
+        };
+        shared.changed.notify_all();
         if left == 0 {
             return;
         }
-        let bound = (lines.timeout + KILL_WAIT) * left as u32;
+        let bound = lines.timeout + EXIT_MARGIN;
         info!(hooks = left, ?bound, "waiting for the hooks queued");
         let finished = async {
             while !worker.is_finished() {
@@ -148,9 +188,49 @@ impl Hooks {
             _ = hurry => "asked again: not waiting for the hooks",
             _ = tokio::time::sleep(bound) => "the hooks take too long",
         };
-        stop.store(true, Ordering::SeqCst);
+        shared.lock().stopped = true;
         let killed = Beside::kill_all();
-        error!(killed, "{cut}; exiting (those still running were sent SIGKILL)");
+        error!(killed, "{cut}; exiting (those still running, and all they started, were sent SIGKILL)");
+    }
+}
+
+/// Where the job that `hook` overtakes waits in `jobs`, if one does: a lead
+/// or unlead hook overtakes the lead or unlead hook waiting (there is at
+/// most one: each replaces the last), an exit hook the oldest exit hook
+/// once `MAX_EXIT_HOOKS` wait.
+fn overtaken(jobs: &VecDeque<Job>, hook: &str) -> Option<usize> {
+    if hook == "exit" {
+        let exits = jobs.iter().filter(|j| j.hook == "exit").count();
+        (exits >= MAX_EXIT_HOOKS).then(|| jobs.iter().position(|j| j.hook == "exit")).flatten()
+    } else {
+        jobs.iter().position(|j| j.hook != "exit")
+    }
+}
+
+/// The next hook to run, once there is one; None once the queue is closed
+/// and empty, or neli-run stopped waiting. With --on-lead, an unlead hook is
+/// passed over when the last lead or unlead hook started was not a lead:
+/// the lead it would take back never ran.
+fn next(shared: &Shared) -> Option<Job> {
+    let mut queue = shared.lock();
+    loop {
+        if queue.stopped {
+            return None;
+        }
+        match queue.jobs.pop_front() {
+            Some(job) if job.hook == "unlead" && queue.lead_hook && !queue.told_lead => {
+                info!(hook = job.hook, "hook not run: the lead hook it would take back never ran");
+            }
+            Some(job) => {
+                if job.hook != "exit" {
+                    queue.told_lead = job.hook == "lead";
+                }
+                queue.running = true;
+                return Some(job);
+            }
+            None if queue.closed => return None,
+            None => queue = shared.changed.wait(queue).unwrap_or_else(|e| e.into_inner()),
+        }
     }
 }
 
@@ -186,11 +266,22 @@ fn changes(
 /// goes on (a process in uninterruptible sleep).
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
+/// How long the wait for the hooks at exit may last beyond one
+/// --hook-timeout: the hook then running is killed at its timeout, and one
+/// started later is cut at this bound. At the defaults (10s, and a --grace
+/// of at most 3s, and a group left in milliseconds) a stop takes well
+/// within systemd's TimeoutStopSec=30s.
+const EXIT_MARGIN: Duration = Duration::from_secs(1);
+
+/// How many exit hooks may wait behind one that hangs (a command that
+/// --restart starts again and again): the oldest is dropped beyond.
+const MAX_EXIT_HOOKS: usize = 8;
+
 /// Runs one hook to its end or its timeout, and logs how it went.
 fn run(job: &Job, remove: &[OsString], timeout: Duration) {
     let hook = job.hook;
-    let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.arg("-c").arg(&job.line).stdin(Stdio::null());
+    let mut cmd = Beside::shell(&job.line);
+    cmd.stdin(Stdio::null());
     for name in remove {
         cmd.env_remove(name);
     }
@@ -207,7 +298,7 @@ fn run(job: &Job, remove: &[OsString], timeout: Duration) {
                     hook,
                     pid = pid.as_raw(),
                     ?timeout,
-                    "hook still running after --hook-timeout: its process group was sent SIGKILL"
+                    "hook still running after --hook-timeout: it and all it started were sent SIGKILL"
                 );
             }
             status.recv_timeout(KILL_WAIT).ok()
@@ -244,5 +335,48 @@ mod tests {
             follow(&[Role::Candidate, leader(12), Role::Standby], "lost"),
             [("lead", 12, "elected"), ("unlead", 12, "lost")]
         );
+    }
+
+    /// A queue as the loop fills it, and the hooks it then runs, in order.
+    fn ran(queued: &[&'static str], told_lead: bool) -> Vec<&'static str> {
+        let shared = Shared::default();
+        for &hook in queued {
+            let mut queue = shared.lock();
+            if let Some(at) = overtaken(&queue.jobs, hook) {
+                queue.jobs.remove(at);
+            }
+            queue.jobs.push_back(Job { hook, line: String::new(), env: Vec::new() });
+        }
+        shared.lock().told_lead = told_lead;
+        shared.lock().lead_hook = true;
+        shared.lock().closed = true;
+        std::iter::from_fn(|| next(&shared)).map(|job| job.hook).collect()
+    }
+
+    #[test]
+    fn behind_a_hook_that_hangs_only_the_latest_change_waits_and_an_unlead_only_takes_back_a_lead() {
+        // The lead hook ran (and hangs): two yields and a stop queue three
+        // changes; the last alone is news.
+        assert_eq!(ran(&["unlead", "lead", "unlead"], true), ["unlead"]);
+        assert_eq!(ran(&["unlead", "lead"], true), ["lead"], "a new token: the world hears it");
+        // The unlead hook ran last: a lead overtaken by an unlead never
+        // runs, and neither does that unlead.
+        assert_eq!(ran(&["lead", "unlead"], false), Vec::<&str>::new());
+        assert_eq!(ran(&["lead"], false), ["lead"]);
+        // Without --on-lead, every unlead is news.
+        let shared = Shared::default();
+        shared.lock().jobs.push_back(Job { hook: "unlead", line: String::new(), env: Vec::new() });
+        shared.lock().closed = true;
+        assert_eq!(next(&shared).map(|job| job.hook), Some("unlead"));
+        // Exit hooks keep their order among the changes, the oldest dropped
+        // beyond MAX_EXIT_HOOKS.
+        assert_eq!(ran(&["exit", "unlead", "exit", "lead"], true), ["exit", "exit", "lead"]);
+        let many = vec!["exit"; MAX_EXIT_HOOKS + 3];
+        assert_eq!(ran(&many, false).len(), MAX_EXIT_HOOKS);
+        // Once neli-run stops waiting, nothing more starts.
+        let shared = Shared::default();
+        shared.lock().jobs.push_back(Job { hook: "exit", line: String::new(), env: Vec::new() });
+        shared.lock().stopped = true;
+        assert!(next(&shared).is_none());
     }
 }

@@ -251,7 +251,7 @@ fn due_times_follow_the_wall_clock_when_it_steps_forward_then_back_and_none_runs
 fn schedule_flags_that_cannot_apply_are_refused_naming_why() {
     let cases: [(&[&str], &str); 9] = [
         (&["--every", "500ms"], "--every must be at least 1s"),
-        (&["--every", "5m", "--restart", "always"], "--restart is for a command run as a service"),
+        (&["--every", "5m", "--restart", "always"], "--restart always is for a command run as a service"),
         (&["--every", "5m", "--once-within", "10s"], "leave --once-within out"),
         (&["--cron", "*/5 * * * *", "--failed-run", "exit"], "leave --failed-run out"),
         (&["--missed", "all"], "--missed applies only to a schedule: give --every or --cron"),

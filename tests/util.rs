@@ -404,9 +404,12 @@ impl Group {
         self.detector.overlaps()
     }
 
-    /// Whether some child (or a descendant of one) holds the lock now.
+    /// Whether some child (or a descendant of one) holds the lock now, and
+    /// a start has been recorded: the wrapper records it just after taking
+    /// the lock, and a test that stops the child at once (a SIGTERM the
+    /// instant it runs) would otherwise find no start to check.
     pub fn lock_held(&self) -> bool {
-        self.detector.lock_held()
+        self.detector.lock_held() && !self.starts().is_empty()
     }
 
     /// Asserts no overlap happened. A missing overlap file means none, so

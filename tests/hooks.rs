@@ -237,8 +237,7 @@ fn hooks_that_hang_queue_only_the_latest_change_and_a_stop_waits_one_timeout_for
 }
 
 #[test]
-fn stale_lead_and_unlead_hooks_queued_behind_one_that_hangs_never_run()
-{
+fn stale_lead_and_unlead_hooks_queued_behind_one_that_hangs_never_run() {
     let g = Group::new("hooks-stale");
     let t = g.broker.timing;
     let dir = g.dir.path();

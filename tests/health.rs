@@ -224,6 +224,7 @@ fn what_a_passing_check_leaves_running_is_killed_once_it_ends() {
     let (jobs, daemons) = (sleeping(&job), sleeping(&daemon));
     assert!(jobs.len() <= 1 && daemons.len() <= 1, "left by {} checks: {jobs:?} and {daemons:?}", count());
     assert!(g.lock_held(), "the command runs on");
+    assert!(!a.log().contains("health check failed"), "{}", a.log());
     a.signal(Signal::SIGTERM);
     assert_eq!(a.wait_exit(LONG).code(), Some(143), "{}", a.log());
     assert!(sleeping(&job).is_empty() && sleeping(&daemon).is_empty(), "nothing outlives neli-run");
@@ -235,7 +236,8 @@ fn a_check_that_cannot_run_says_why_and_the_log_keeps_saying_the_member_is_out()
     let g = Group::new("health-not-found");
     let flags = ["--health-cmd", "/nonexistent/check", "--health-interval", "100ms", "--health-retries", "2"];
     let mut b = g.member("b", &flags, &["sleep", "1000"]);
-    wait_until(LONG, "the log says why", || b.log().contains("exit code 127 (not found by the shell)"));
+    let said = "health check failed check=exit code 127 (not found by the shell)";
+    wait_until(LONG, "the log says why", || b.log().contains(said));
     // The shell's own word, from the check's stderr (dash: "not found",
     // bash: "No such file or directory").
     wait_until(LONG, "the log has the shell's word", || {
@@ -244,7 +246,13 @@ fn a_check_that_cannot_run_says_why_and_the_log_keeps_saying_the_member_is_out()
     // Past --health-retries it still says so, now and then.
     let still = "health check still failing: out of the group until a check passes";
     wait_until(LONG, "it keeps saying the member is out", || b.log().matches(still).count() >= 2);
-    assert!(b.log().lines().filter(|l| l.contains(still)).all(|l| l.contains("not found by the shell")), "{}", b.log());
+    let log = b.log();
+    let (failed, still): (Vec<&str>, Vec<&str>) =
+        (log.lines().filter(|l| l.contains(said)).collect(), log.lines().filter(|l| l.contains(still)).collect());
+    // Each failure up to --health-retries, then every 12th.
+    assert!(failed.len() == 2 && failed[0].contains("failures=1 retries=2"), "{log}");
+    assert!(still[0].contains("failures=12") && still[1].contains("failures=24"), "{log}");
+    assert!(still.iter().all(|l| l.contains("not found by the shell")), "{log}");
     assert!(g.starts().is_empty(), "b never leads");
     b.signal(Signal::SIGTERM);
     assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());

@@ -237,37 +237,54 @@ fn hooks_that_hang_queue_only_the_latest_change_and_a_stop_waits_one_timeout_for
 }
 
 #[test]
-fn a_lead_hook_overtaken_by_an_unlead_before_it_starts_never_runs() {
+fn stale_lead_and_unlead_hooks_queued_behind_one_that_hangs_never_run() {
     let g = Group::new("hooks-stale");
     let t = g.broker.timing;
     let dir = g.dir.path();
-    let (told, hung, release) = (dir.join("told"), dir.join("hung"), dir.join("release"));
-    // Each hook writes what it tells; the first hangs until released, and
-    // the changes meanwhile queue behind it.
-    let record = format!("echo $NELI_HOOK $NELI_FENCING_TOKEN >> {}", told.display());
-    let lead = format!(
-        "{record}; [ -e {hung} ] || {{ touch {hung}; while [ ! -e {release} ]; do sleep 0.05; done; }}",
-        hung = hung.display(),
-        release = release.display()
-    );
-    let hooks = ["--on-lead", &lead, "--on-unlead", &record, "--hook-timeout", "10m"];
+    let told = dir.join("told");
+    // Each hook writes what it tells; the first of each kind hangs until
+    // released, and the changes meanwhile queue behind it.
+    let hook = |kind: &str| {
+        let (hung, release) = (dir.join(format!("{kind}.hung")), dir.join(format!("{kind}.release")));
+        let hook = format!(
+            "echo $NELI_HOOK $NELI_FENCING_TOKEN >> {}; [ -e {hung} ] || {{ touch {hung}; while [ ! -e {release} ]; do sleep 0.05; done; }}",
+            told.display(),
+            hung = hung.display(),
+            release = release.display()
+        );
+        (hook, hung, release)
+    };
+    let ((lead, lead_hung, lead_release), (unlead, unlead_hung, unlead_release)) = (hook("lead"), hook("unlead"));
+    let hooks = ["--on-lead", &lead, "--on-unlead", &unlead, "--hook-timeout", "10m"];
     let mut a = g.member("a", &hooks, &["sleep", "1000"]);
-    wait_until(LONG, "a leads and its lead hook hangs", || g.starts().len() == 1 && hung.exists());
+    wait_until(LONG, "a leads and its lead hook hangs", || g.starts().len() == 1 && lead_hung.exists());
     let mut b = g.member("b", &[], &["sleep", "1000"]);
     wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
-    // a stops leading, leads again, and stops again, while the hook hangs.
-    for (starts, leader) in [(2, "b"), (3, "a"), (4, "b")] {
-        yield_now(&g);
-        wait_until(t.takeover(), &format!("{leader} leads"), || g.starts().len() == starts && g.lock_held());
-        assert_eq!(g.starts()[starts - 1].0, leader);
-    }
-    let (first, last) = (g.starts()[0].1, g.starts()[2].1);
-    std::fs::write(&release, "").unwrap();
+    let yields = |leaders: &[&str]| {
+        for &leader in leaders {
+            let starts = g.starts().len() + 1;
+            yield_now(&g);
+            wait_until(t.takeover(), &format!("{leader} leads"), || g.starts().len() == starts && g.lock_held());
+            assert_eq!(g.starts()[starts - 1].0, leader);
+        }
+    };
+    // While the lead hook hangs, a stops leading, leads again, and stops
+    // again: only the last unlead waits, and runs (the world heard lead).
+    yields(&["b", "a", "b"]);
+    let (first, third) = (g.starts()[0].1, g.starts()[2].1);
+    std::fs::write(&lead_release, "").unwrap();
     let lines = || std::fs::read_to_string(&told).unwrap_or_default();
-    wait_until(LONG, "the latest unlead hook ran", || lines().contains(&format!("unlead {last}\n")));
-    // Told: a led under its first token, then no longer leads. The lead
-    // under its second token was stale before it could start.
-    assert_eq!(lines(), format!("lead {first}\nunlead {last}\n"), "{}", a.log());
+    wait_until(LONG, "the latest unlead hook hangs", || {
+        lines().contains(&format!("unlead {third}\n")) && unlead_hung.exists()
+    });
+    // While it hangs, a leads again and stops again: the lead is overtaken
+    // by the unlead, which is passed over (the world heard unlead last).
+    yields(&["a", "b"]);
+    std::fs::write(&unlead_release, "").unwrap();
+    wait_until(LONG, "the last unlead is passed over", || {
+        a.log().contains("hook not run: the lead hook it would take back never ran")
+    });
+    assert_eq!(lines(), format!("lead {first}\nunlead {third}\n"), "{}", a.log());
     for member in [&mut a, &mut b] {
         member.signal(Signal::SIGTERM);
         member.wait_exit(LONG);
@@ -281,8 +298,10 @@ fn a_daemon_the_unlead_hook_starts_at_exit_does_not_outlive_neli_run() {
     let marker = format!("777{}", std::process::id());
     let _cleanup = KillSleeping(marker.clone());
     let daemon = g.dir.path().join("daemon.pid");
-    let hook = format!("setsid sleep {marker} >/dev/null 2>&1 & echo $! > {}", daemon.display());
-    let mut a = g.member("a", &["--on-unlead", &hook], &["sleep", "1000"]);
+    // It takes a moment after starting the daemon: the exit waits for it,
+    // within --hook-timeout and a margin.
+    let hook = format!("setsid sleep {marker} >/dev/null 2>&1 & sleep 0.3; echo $! > {}", daemon.display());
+    let mut a = g.member("a", &["--on-unlead", &hook, "--hook-timeout", "1s"], &["sleep", "1000"]);
     wait_until(g.broker.timing.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
     a.signal(Signal::SIGINT);
     a.wait_exit(LONG);

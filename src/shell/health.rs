@@ -270,20 +270,24 @@ fn stderr_tail() -> std::io::Result<(std::os::fd::OwnedFd, std::sync::mpsc::Rece
 
 /// Reads `from` to its end; the last `TAIL` bytes.
 fn read_tail(mut from: impl Read) -> Vec<u8> {
-    let mut tail = Vec::with_capacity(2 * TAIL);
-    let mut buf = [0u8; 4096];
-    loop {
-        match from.read(&mut buf) {
-            Ok(0) => return tail,
-            Ok(n) => {
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > TAIL {
-                    tail.drain(..tail.len() - TAIL);
-                }
-            }
-            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return tail,
-        }
+    let mut tail = Tail(Vec::with_capacity(2 * TAIL));
+    // An error ends the read as its end does (io::copy retries EINTR).
+    let _ = std::io::copy(&mut from, &mut tail);
+    tail.0
+}
+
+/// What is written to it, but only the last `TAIL` bytes.
+struct Tail(Vec<u8>);
+
+impl std::io::Write for Tail {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        self.0.drain(..self.0.len().saturating_sub(TAIL));
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

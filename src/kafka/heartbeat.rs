@@ -463,15 +463,7 @@ mod tests {
         assert_eq!(v1("null").stance, Stance::Released, "a version 1 candidate contends for nothing");
         assert_eq!(v1("null").term, None);
         let me = Member::this_process("b".into());
-        let record = Record {
-            term: 4,
-            start: None,
-            stance: Stance::Contending,
-            attempt: None,
-            next: None,
-            pause: None,
-            to: None,
-        };
+        let record = Record::contending(4);
         let hb =
             Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: Some(9), deadline_ms: 1 });
         assert_eq!(hb.since_ms, None, "only leadership has a beginning");

@@ -913,15 +913,7 @@ mod tests {
         cluster.create_topic("g.neli", 1, 1).expect("topic");
         let brokers = cluster.bootstrap_servers();
         let (me, p1) = (Member::this_process("t".into()), Member::this_process("p1".into()));
-        let record = Record {
-            term: 1,
-            start: None,
-            stance: Stance::Contending,
-            attempt: None,
-            next: None,
-            pause: None,
-            to: None,
-        };
+        let record = Record::contending(1);
         let content = Content { record, since_ms: None, deadline_ms: 5000 };
         let ours = Heartbeat::new(&me, 1, BootTime::now(), crate::clock::wall_ms(), content).encode();
         // All before we join: the backlog we read back is one fetch.

@@ -113,7 +113,7 @@ mod tests {
     use super::*;
     use crate::clock::BootTime;
     use crate::kafka::heartbeat::{Content, Heartbeat, Member};
-    use crate::leader::{Record, Stance};
+    use crate::leader::Record;
 
     #[test]
     fn yield_records_are_not_heartbeats_and_name_their_target() {
@@ -127,19 +127,7 @@ mod tests {
             1,
             BootTime::from_nanos(1),
             1,
-            Content {
-                record: Record {
-                    term: 1,
-                    start: None,
-                    stance: Stance::Contending,
-                    attempt: None,
-                    next: None,
-                    pause: None,
-                    to: None,
-                },
-                since_ms: None,
-                deadline_ms: 1,
-            },
+            Content { record: Record::contending(1), since_ms: None, deadline_ms: 1 },
         );
         assert!(Yield::decode(&hb.encode()).is_none());
     }

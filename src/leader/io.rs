@@ -105,6 +105,15 @@ pub struct Record {
     pub to: Option<String>,
 }
 
+#[cfg(test)]
+impl Record {
+    /// A candidate's record of `term`, saying nothing else: what the
+    /// adapter's tests encode when only the record's kind matters.
+    pub fn contending(term: u64) -> Record {
+        Record { term, start: None, stance: Stance::Contending, attempt: None, next: None, pause: None, to: None }
+    }
+}
+
 /// What a record says of the group's pause.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PauseNote {

@@ -101,7 +101,7 @@ fn stdout_closed() -> bool {
 /// (rdkafka's own message carries the property's value, which may be a
 /// secret).
 fn rejected(err: KafkaError, target: &Target) -> Stop {
-    Stop::Fail(crate::config::properties::creation_error(err, target))
+    Stop::Fail(crate::config::creation_error(err, target))
 }
 
 /// The status or failure of `result`, for `main` to say: a reader that
@@ -1088,7 +1088,7 @@ fn watch(cfg: &crate::config::Config, stop: &std::sync::atomic::AtomicBool) -> R
     let producer: BaseProducer<Probe> = target
         .client_config(&[("acks", "all")])
         .create_with_context(Probe::new(target))
-        .map_err(|e| crate::config::properties::creation_error(e, target))?;
+        .map_err(|e| crate::config::creation_error(e, target))?;
     let send = |leaving: bool| {
         let record =
             crate::kafka::candidacy::Record::new(&member, 0, true, since_ms, interval, leaving, false).encode();

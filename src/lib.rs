@@ -57,7 +57,7 @@ use crate::cli::{Cli, LogArgs, LogFormat, Sub};
 pub mod for_tests {
     pub use crate::cli::Cli;
     pub use crate::clock::{wall_ms, BootTime};
-    pub use crate::exit::{Status, STATUSES};
+    pub use crate::exit::{meanings, Status, STATUSES};
     pub use crate::kafka::heartbeat::{Content, Heartbeat, Member};
     pub use crate::leader::{Attempt, Record, Runner, Stance};
 }

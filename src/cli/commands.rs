@@ -34,8 +34,7 @@ pub enum Sub {
     ///
     /// Works on any broker (it needs no group APIs) and does not join the
     /// group. Names and hosts read from the topic are printed with control
-    /// characters escaped. A closed stdout (`| head -1`) ends it quietly
-    /// with 0.
+    /// characters escaped.
     Status(StatusArgs),
 
     /// Ask the leader to hand over to another member.

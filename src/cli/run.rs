@@ -231,9 +231,9 @@ pub struct RunArgs {
     /// out).
     ///
     /// For a status host, or a host being drained: it never joins the
-    /// consumer group, so Kafka can never give it partition 0. Exits 0 on
-    /// SIGTERM or SIGINT. It writes a small record to the group's topic
-    /// every 2 × --heartbeat-interval, and reads the topic.
+    /// consumer group, so Kafka can never give it partition 0. It writes a
+    /// small record to the group's topic every 2 × --heartbeat-interval,
+    /// and reads the topic.
     ///
     /// It has no use for the options of a member that may lead: the
     /// options of the command and of Cron and schedules, Hooks, Health and
@@ -249,7 +249,7 @@ pub struct RunArgs {
                                 "warm", "lead_signal", "unlead_signal"])]
     pub never_lead: bool,
 
-    /// Give up (exit 75) if not leader within this time [default: wait forever].
+    /// Give up if not leader within this time [default: wait forever].
     #[arg(long, env = "NELI_ACQUIRE_TIMEOUT", value_name = "DURATION", value_parser = duration, help_heading = "Operating")]
     pub acquire_timeout: Option<std::time::Duration>,
 

@@ -131,7 +131,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let (session, timing) = match args.product_defaults {
-        // The product's default session timeout (src/cli.rs).
+        // The product's default session timeout (src/cli/run.rs).
         true => (Duration::from_secs(6), Vec::new()),
         false => (args.session_timeout.into(), timing_args(args.session_timeout.into())),
     };

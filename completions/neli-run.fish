@@ -52,7 +52,7 @@ all\t'Run each of them, oldest first, one after another'"
 complete -c neli-run -n "__fish_neli_run_needs_command" -l starting-deadline -d 'With --every or --cron: skip a due run that cannot start within this long of its due time [default: no limit]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l name -d 'This member\'s name in logs and heartbeats [default: <HOSTNAME>-<PID>]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l priority -d 'This member\'s priority, 0 to 100: when a leader stops, the live member of the highest priority leads [default: 0]' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -l acquire-timeout -d 'Give up (exit 75) if not leader within this time [default: wait forever]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l acquire-timeout -d 'Give up if not leader within this time [default: wait forever]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l metrics-addr -d 'Serve /metrics (Prometheus), /livez, /readyz and /leader on this address' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l leader-file -d 'A file that exists while this member leads: written (atomically) when it starts leading, removed when it stops and when neli-run exits. Lines of key=value: token, name, group, pid, since' -r -F
 complete -c neli-run -n "__fish_neli_run_needs_command" -l on-lead -d 'Run CMD with /bin/sh -c when this member starts leading' -r

@@ -16,7 +16,7 @@
 //! read anew before each step, which the core takes up when the wall clock
 //! stepped ([`Anchor::stepped`]). Elsewhere, `std::time::Instant` (or
 //! tokio's) only bounds waits that decide nothing about leading (polls and
-//! give-ups in `kafka/`, `status.rs`, `leader_file.rs`, `child/`, warm's
+//! give-ups in `kafka/`, `status/`, `leader_file.rs`, `child/`, warm's
 //! restart delay), and `SystemTime` only stamps what people read (the
 //! leader file's `since`) or names a file (warm's token directory).
 

@@ -1,8 +1,9 @@
 //! Exit statuses: the child's, passed on, and neli-run's own failures, each
 //! kind mapped to its status in one place (`Kind::code`), and what each
 //! status means to a user in one table (`STATUSES`), from which the man
-//! pages' EXIT STATUS sections are generated and against which the README's
-//! table is checked (tests/docs.rs).
+//! pages' EXIT STATUS sections and `--help`'s exit lists are generated and
+//! against which the README's table is checked (tests/docs.rs). No other
+//! help text states an exit status (tests/docs.rs checks that too).
 
 use std::fmt;
 
@@ -143,7 +144,7 @@ pub const STATUSES: &[Status] = &[
     },
     Status {
         code: Code::Success,
-        run: Some("A standby (no command running) was asked to stop."),
+        run: Some("A standby (no command running), or a `--never-lead` member, was asked to stop."),
         status: Some("A fresh leader exists (also: stdout was closed, e.g. `| head -1`)."),
         yield_: Some("Leadership moved to another member."),
         pause: Some("The owner of partition 0 acknowledged it (with `--stop`: its command is gone)."),

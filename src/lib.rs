@@ -12,14 +12,19 @@
 //! - `shell`: the loop that feeds it and carries out its actions.
 //! - `kafka`: the rdkafka adapter (group membership, heartbeats, topic).
 //! - `child`: the supervisor and its shim (process group, lease, reaping).
-//! - `cli` / `config`: the command line, and the checks that make it safe.
+//! - `cli` / `config`: the command line (cli/: the options of running a
+//!   command, the connection, the subcommands), and the checks that make it
+//!   safe.
 //! - `clock`: the clocks that decide (boot time, the wall clock, the anchor
 //!   that pairs them); `calendar`: the due times of --every and --cron;
 //!   `exit`: every exit status, one map and one table.
 //! - `neli-run dev-broker`: an in-memory Kafka-protocol broker for trying and
 //!   testing, the crate `neli_dev_broker` in dev-broker/ (the `dev-broker`
 //!   feature, on by default).
-//! - `status`: who leads a group, read from its heartbeat records.
+//! - `status`: `status`, `yield`, `pause` and `resume`, and the member that
+//!   runs with `--never-lead`: who leads a group, read from partition 0 from
+//!   outside the group (status/: the reader, the view and its rendering, the
+//!   control records, the watcher).
 //! - `files`: files written for others to read, never through a link, never over another's.
 //! - `layers_off`: debug-build switches that let a test see one safety layer alone.
 //! - `stderr`: reports that never block or panic, whatever reads our stderr.
@@ -57,7 +62,7 @@ use crate::cli::{Cli, LogArgs, LogFormat, Sub};
 pub mod for_tests {
     pub use crate::cli::Cli;
     pub use crate::clock::{wall_ms, BootTime};
-    pub use crate::exit::{Status, STATUSES};
+    pub use crate::exit::{meanings, Status, STATUSES};
     pub use crate::kafka::heartbeat::{Content, Heartbeat, Member};
     pub use crate::leader::{Attempt, Record, Runner, Stance};
 }

@@ -1,11 +1,12 @@
 //! systemd's notify protocol (`Type=notify`), spoken only when systemd asks
 //! for it through NOTIFY_SOCKET: READY=1 once neli-run has joined its group,
 //! STATUS= the current role, WATCHDOG=1 at half of WatchdogSec while the run
-//! loop is alive, STOPPING=1 on the way out. A datagram per message, as
+//! loop is alive (the `--never-lead` member's loop keeps a [`Watchdog`]),
+//! STOPPING=1 on the way out. A datagram per message, as
 //! sd_notify(3) sends them; failures are ignored as sd_notify's are.
 
 use std::os::unix::net::UnixDatagram;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where to send notifications, if systemd gave us a socket.
 pub struct Notifier {
@@ -42,5 +43,28 @@ impl Notifier {
         }
         let usec: u64 = std::env::var("WATCHDOG_USEC").ok()?.parse().ok()?;
         (usec > 0).then(|| Duration::from_micros(usec / 2))
+    }
+}
+
+/// WATCHDOG=1 from a loop that turns without a timer of its own (the
+/// `--never-lead` member's; the shell's loop ticks a tokio interval of
+/// `Notifier::watchdog_interval` instead): sent when due.
+pub struct Watchdog {
+    every: Duration,
+    last: Option<Instant>,
+}
+
+impl Watchdog {
+    /// If systemd expects WATCHDOG=1 from this process.
+    pub fn from_env() -> Option<Watchdog> {
+        Some(Watchdog { every: Notifier::watchdog_interval()?, last: None })
+    }
+
+    /// Sends WATCHDOG=1 through `notifier`, if due.
+    pub fn beat(&mut self, notifier: &Notifier) {
+        if self.last.is_none_or(|last| last.elapsed() >= self.every) {
+            notifier.send("WATCHDOG=1");
+            self.last = Some(Instant::now());
+        }
     }
 }

@@ -4,13 +4,15 @@
 //! (neli-run-status.1 ...), and every page has EXIT STATUS and ENVIRONMENT
 //! sections: the exit statuses from src/exit.rs's one table, which the
 //! README's table is checked against (and rewritten from with NELI_BLESS=1),
-//! the environment written here. The Markdown docs are checked too: every
-//! relative link leads to a file and heading that exist.
+//! the environment written here; `--help` ends with the same list, and no
+//! other help text (a flag's, a description) states an exit status by hand.
+//! The Markdown docs are checked too: every relative link leads to a file
+//! and heading that exist.
 
 use std::path::Path;
 
 use clap::CommandFactory;
-use neli_run::for_tests::{Cli, Status, STATUSES};
+use neli_run::for_tests::{meanings, Cli, Status, STATUSES};
 use roff::{bold, roman, Roff};
 
 fn check(path: &Path, fresh: &[u8], stale: &mut Vec<String>) {
@@ -94,26 +96,15 @@ fn man_pages_and_completions_are_up_to_date() {
     // No `help` subcommand page: `neli-run help X` is `neli-run X --help`.
     let mut cmd = Cli::command().disable_help_subcommand(true);
     cmd.build();
-    check(&root.join("man/neli-run.1"), &page(&cmd, &exit_items(|s| s.run), RUN_ENVIRONMENT), &mut stale);
+    check(&root.join("man/neli-run.1"), &page(&cmd, &exit_items(meanings("")), RUN_ENVIRONMENT), &mut stale);
     let mut pages = vec!["neli-run.1".to_string()];
     // Every subcommand has a page, a subcommand's subcommands too
     // (`dev-broker event`), since its parent's page cites it.
-    let subs = cmd.get_subcommands().flat_map(|sub| {
-        let nested = sub.get_subcommands().filter(|s| s.get_name() != "help");
-        std::iter::once((sub.get_name().to_string(), sub))
-            .chain(nested.map(move |n| (format!("{} {}", sub.get_name(), n.get_name()), n)))
-    });
-    for (name, sub) in subs {
-        let (exit, environment) = match name.as_str() {
-            "status" => (exit_items(|s| s.status), READER_ENVIRONMENT),
-            "yield" => (exit_items(|s| s.yield_), READER_ENVIRONMENT),
-            "pause" | "resume" => (exit_items(|s| s.pause), READER_ENVIRONMENT),
-            "dev-broker" => (exit_items(|s| s.dev_broker), READER_ENVIRONMENT),
-            "dev-broker event" => (exit_items(|s| s.event), READER_ENVIRONMENT),
-            other => panic!("no EXIT STATUS written for the subcommand {other}"),
-        };
+    for (name, sub) in subcommands(&cmd) {
+        let exit = exit_items(meanings(&name));
+        assert!(!exit.is_empty(), "no EXIT STATUS for the subcommand {name}: give it a column in exit::meanings");
         let file = format!("{}.1", sub.get_display_name().expect("built: neli-run-NAME"));
-        check(&root.join("man").join(&file), &page(sub, &exit, environment), &mut stale);
+        check(&root.join("man").join(&file), &page(sub, &exit, READER_ENVIRONMENT), &mut stale);
         pages.push(file);
     }
     // The main page cites every subcommand's page.
@@ -140,6 +131,88 @@ fn man_pages_and_completions_are_up_to_date() {
         check(&root.join("completions").join(file), &out, &mut stale);
     }
     assert!(stale.is_empty(), "stale generated files {stale:?}: run NELI_BLESS=1 cargo test --test tests docs");
+}
+
+/// Every subcommand, a subcommand's subcommands too (`dev-broker event`),
+/// named as `exit::meanings` takes them.
+fn subcommands(cmd: &clap::Command) -> Vec<(String, &clap::Command)> {
+    let subs = cmd.get_subcommands().flat_map(|sub| {
+        let nested = sub.get_subcommands().filter(|s| s.get_name() != "help");
+        std::iter::once((sub.get_name().to_string(), sub))
+            .chain(nested.map(move |n| (format!("{} {}", sub.get_name(), n.get_name()), n)))
+    });
+    subs.collect()
+}
+
+/// Where a text states an exit status of neli-run's own: "exit 75",
+/// "exits with 2", "ends it quietly with 0", or a sentence that opens
+/// "Exits 0" (its subject left out: neli-run). What another program exits
+/// with ("CMD exits 0") and what a run exited with are not that.
+fn stated_exits(text: &str) -> Vec<String> {
+    let own: Vec<String> = STATUSES.iter().map(|s| s.code.label()).filter(|l| l.parse::<u8>().is_ok()).collect();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let bare = |w: &str| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_string();
+    let mut found = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let verb = bare(word);
+        let opens = verb.starts_with(char::is_uppercase);
+        let verb = verb.to_lowercase();
+        if !["exit", "exits", "ends"].contains(&verb.as_str()) {
+            continue;
+        }
+        let filler = ["with", "status", "code", "it", "quietly"];
+        let Some(n) = words[i + 1..].iter().take(4).map(|w| bare(w)).find(|w| !filler.contains(&w.as_str())) else {
+            continue;
+        };
+        let any = opens || verb == "ends";
+        if own.contains(&n) && (n != "0" || any) {
+            found.push(words[i.saturating_sub(4)..(i + 5).min(words.len())].join(" "));
+        }
+    }
+    found
+}
+
+#[test]
+fn stated_exits_are_found_and_other_programs_exits_are_not() {
+    for said in ["Give up (exit 75) if not leader.", "Exits 0 on SIGTERM.", "A closed stdout ends it quietly with 0."] {
+        assert_eq!(stated_exits(said).len(), 1, "{said}");
+    }
+    for other in ["Lead only while CMD exits 0.", "unless it exited with status 0", "--once-within 0", "exit 143"] {
+        assert_eq!(stated_exits(other), Vec::<String>::new(), "{other}");
+    }
+}
+
+/// Each page states its exit statuses once, completely, from `STATUSES`:
+/// `--help` (as `neli-run` builds it at run time) ends with every status the
+/// command can end with and its meaning, as the man page's EXIT STATUS
+/// lists them; neither its description nor a flag's help, on the page or
+/// in the man page, states one by hand.
+#[test]
+fn help_states_each_exit_status_once_from_statuses() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    let names = std::iter::once(String::new()).chain(subcommands(&cmd).into_iter().map(|(name, _)| name));
+    for name in names {
+        let items = exit_items(meanings(&name));
+        assert!(!items.is_empty(), "{name:?}: no exit statuses in exit::STATUSES");
+        let expected: String = items.iter().map(|(label, meaning)| format!("{label} {meaning}\n")).collect();
+        let man =
+            if name.is_empty() { "neli-run.1".to_string() } else { format!("neli-run-{}.1", name.replace(' ', "-")) };
+        let man = std::fs::read_to_string(root.join("man").join(&man)).unwrap().replace("\\-", "-");
+        let (man_text, _) = man.split_once(".SH \"EXIT STATUS\"").expect("every man page has EXIT STATUS");
+        assert_eq!(stated_exits(man_text), Vec::<String>::new(), "man page of {name:?}: say it in exit::STATUSES");
+        for flag in ["--help", "-h"] {
+            let argv: Vec<std::ffi::OsString> =
+                ["neli-run"].into_iter().chain(name.split_whitespace()).chain([flag]).map(Into::into).collect();
+            let help = Cli::parse_argv(&argv).expect_err("help is an early exit").to_string();
+            let (text, listed) =
+                help.split_once("\nExit status:\n").unwrap_or_else(|| panic!("{name:?} {flag}: {help}"));
+            let words = |text: &str| text.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+            assert_eq!(words(listed), words(&expected), "{name:?} {flag}: not exit::STATUSES's list\n{help}");
+            assert_eq!(stated_exits(text), Vec::<String>::new(), "{name:?} {flag}: say it in exit::STATUSES\n{help}");
+        }
+    }
 }
 
 /// The pages a man page cites, `name(1)`, with roff's `\-` read as `-`.

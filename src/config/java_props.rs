@@ -17,7 +17,7 @@
 //!   `\#`, `\\`); a malformed `\uXXXX` is an error, as in Java.
 
 use super::err;
-use super::target::{checked_property, Origin};
+use super::properties::{checked_property, Origin};
 use crate::exit::Failure;
 
 /// One `key=value` of the file.

@@ -7,8 +7,10 @@ pub mod properties;
 mod target;
 pub mod timing;
 
+pub use properties::Origin;
+pub(crate) use target::creation_error;
 use target::given_as;
-pub use target::{Origin, Target};
+pub use target::Target;
 
 use std::ffi::OsString;
 

@@ -1,25 +1,81 @@
-//! Kafka properties as librdkafka judges them: why one is refused, and the
-//! known property nearest to a typo. Beside the configuration that checks
-//! them (a client's creation is judged the same way, by the Kafka adapter,
-//! `status` and `yield`).
+//! Kafka properties one by one: where each came from (`Origin`), whether it
+//! is ours to set (a flag of its own, or refused), and as librdkafka judges
+//! them: why one is refused, and the known property nearest to a typo.
+//! `Target` gathers them, and says why a client could not be created
+//! (`creation_error`, for the Kafka adapter, `status` and `yield`).
 
 use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaConfRes;
 
-use super::Target;
-use crate::exit::{Failure, Kind};
+use std::fmt;
 
-/// Why a client could not be created, naming the property and where it came
-/// from, never its value (`status` and `yield` say it the same way).
-pub(crate) fn creation_error(err: KafkaError, target: &Target) -> Failure {
-    let origin = match &err {
-        KafkaError::ClientConfig(_, _, key, _) => target.origin(key),
-        _ => "-X, --kafka-config, --kafka-secret or NELI_KAFKA_PROPERTIES".into(),
-    };
-    Failure::new(
-        Kind::KafkaConfig,
-        format!("Kafka client configuration rejected: {}", rejected_property(&err, &origin)),
-    )
+use super::err;
+use crate::exit::Failure;
+
+/// Where a Kafka property came from, for messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// `-X KEY=VALUE`.
+    Flag,
+    /// NELI_KAFKA_PROPERTIES, its n-th entry (from 1).
+    Env(usize),
+    /// A --kafka-config file, at a line.
+    File { path: String, line: usize },
+    /// A --kafka-secret file.
+    Secret { path: String },
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Flag => write!(f, "-X"),
+            Origin::Env(n) => write!(f, "NELI_KAFKA_PROPERTIES entry {n}"),
+            Origin::File { path, line } => write!(f, "--kafka-config {path} line {line}"),
+            Origin::Secret { path } => write!(f, "--kafka-secret {path}"),
+        }
+    }
+}
+
+/// Properties that have a flag of their own; setting them with -X would let
+/// the two disagree.
+const OWNED_PROPERTIES: [(&str, &str); 4] = [
+    ("bootstrap.servers", "--brokers"),
+    ("group.id", "--group"),
+    ("session.timeout.ms", "--session-timeout"),
+    ("client.id", "--name"),
+];
+
+/// Properties neli-run refuses, and why: Kafka's static membership
+/// (KIP-345), measured on the dev broker (docs/proof.md, "Static
+/// membership"): a static member sends no LeaveGroup, so every graceful
+/// handover would wait out the session; a restart in place still waits out
+/// its old incarnation's claim; and two members given one id fence each
+/// other in turn.
+const REFUSED_PROPERTIES: [(&str, &str); 1] = [(
+    "group.instance.id",
+    "static membership is not supported: a static member sends no LeaveGroup, so every graceful handover \
+     would wait the whole session timeout (6 s instead of about 0.1 s), a restart in place still waits out \
+     its old claim, and two members given one id fence each other in turn; remove it (each member's \
+     --name already tells them apart)",
+)];
+
+/// Why `key` may not be set from `origin`: a flag of its own, or refused.
+pub(super) fn not_settable(key: &str, origin: &str) -> Option<String> {
+    if let Some((_, flag)) = OWNED_PROPERTIES.iter().find(|(k, _)| *k == key) {
+        return Some(format!("{origin} {key} is set by {flag}; use that flag instead"));
+    }
+    REFUSED_PROPERTIES.iter().find(|(k, _)| *k == key).map(|(_, why)| format!("{origin} {key}: {why}"))
+}
+
+/// `KEY=VALUE` from `origin`, checked: a key, and one that is ours to set.
+pub(super) fn checked_property(key: &str, value: String, origin: &Origin) -> Result<(String, String), Failure> {
+    if key.is_empty() {
+        return err(format!("{origin}: the key is empty (expected KEY=VALUE)"));
+    }
+    if let Some(why) = not_settable(key, &format!("{origin}:")) {
+        return err(why);
+    }
+    Ok((key.to_string(), value))
 }
 
 /// Whether a property's value is a secret that no message may show.

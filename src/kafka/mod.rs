@@ -41,7 +41,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, info, warn};
 
 use crate::clock::BootTime;
-use crate::config::properties::creation_error;
+use crate::config::creation_error;
 use crate::config::timing::Timing;
 use crate::config::{Config, Target};
 use crate::exit::{Failure, Kind};

@@ -10,7 +10,7 @@ use tracing::{debug, error, info, warn};
 
 use super::context::ReaderContext;
 use super::{fatal, fatal_kind, Joined, Settings};
-use crate::config::properties::creation_error;
+use crate::config::creation_error;
 use crate::exit::{Failure, Kind};
 
 /// Makes sure the topic exists: metadata first (any broker), CreateTopics

@@ -165,16 +165,11 @@ mod tests {
         let forged = Yield { by, ..v1 };
         assert_eq!(forged.asker(), r"user al\u{1b}[2Jice (uid 1000) on host web-2\nfake (pid 7, name w\u{202e}x)");
     }
-}
-
-#[cfg(test)]
-mod pause_tests {
-    use super::*;
 
     #[test]
     fn pause_and_resume_records_are_neither_yields_nor_heartbeats_and_say_who_asked() {
         let pause = PauseRequest::new(true, true).encode();
-        assert!(Yield::decode(&pause).is_none() && crate::kafka::heartbeat::Heartbeat::decode(&pause).is_none());
+        assert!(Yield::decode(&pause).is_none() && Heartbeat::decode(&pause).is_none());
         assert!(PauseRequest::decode(&Yield::new(None, None).encode()).is_none());
         let read = PauseRequest::decode(&pause).unwrap().at(12);
         assert_eq!((read.offset, read.paused, read.stop), (12, true, true));

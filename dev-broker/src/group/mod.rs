@@ -32,8 +32,13 @@
 //! the group's protocol). Offsets are the coordinator's, as on Kafka: a
 //! commit is checked against the member and its generation, and kept in
 //! memory.
+//!
+//! This file is the machine ([`Coordinator`]); `task.rs` is the tokio task
+//! that runs it (requests and the timer in, replies out), `request.rs` the
+//! requests it takes and the frames it answers with.
 
 mod request;
+mod task;
 #[cfg(test)]
 mod tests;
 
@@ -46,78 +51,7 @@ use crate::wire::{
 pub use request::{
     cap_api_versions, find_coordinator, Body, Committed, JoinGroup, OffsetCommit, Request, SyncGroup, ADDED,
 };
-
-/// What the coordinator task takes.
-pub enum Message {
-    /// A group request, with where its response goes.
-    Ask(Request, tokio::sync::oneshot::Sender<Vec<u8>>),
-    /// Its broker went away (see [`Coordinator::unload`]).
-    Unload,
-    /// Its groups loaded on a broker (see [`Coordinator::load`]).
-    Load,
-}
-
-/// Where the forwarder sends group requests: to the one coordinator task
-/// ([`spawn`]) that holds every group, whichever connection and broker they
-/// came in on (the forwarder answers NOT_COORDINATOR on the others).
-pub type CoordinatorTx = tokio::sync::mpsc::UnboundedSender<Message>;
-
-/// Starts the coordinator task; it runs until every sender is gone.
-pub fn spawn(initial_delay: std::time::Duration) -> CoordinatorTx {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(coordinate(rx, initial_delay));
-    tx
-}
-
-/// Sends a group request and waits for its answer: None when the
-/// coordinator is gone.
-pub async fn ask(coordinator: &CoordinatorTx, request: Request) -> Option<Vec<u8>> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    coordinator.send(Message::Ask(request, tx)).ok()?;
-    rx.await.ok()
-}
-
-/// Runs the Kafka-timed group coordinator: requests in, responses out as
-/// they fall due, and its timer (joins that time out, sessions that end),
-/// which stands still while no broker has its groups loaded.
-async fn coordinate(mut requests: tokio::sync::mpsc::UnboundedReceiver<Message>, initial_delay: std::time::Duration) {
-    let start = tokio::time::Instant::now();
-    let now = || start.elapsed().as_millis() as u64;
-    let mut core = Coordinator::new(initial_delay.as_millis() as u64);
-    let mut waiting = std::collections::HashMap::new();
-    let mut loaded = true;
-    for id in 0u64.. {
-        let due = core.next_deadline().filter(|_| loaded).map(|at| start + std::time::Duration::from_millis(at));
-        let replies = tokio::select! {
-            message = requests.recv() => match message {
-                None => return,
-                Some(Message::Ask(request, reply)) if !loaded => {
-                    let _ = reply.send(request.error(NOT_COORDINATOR));
-                    continue;
-                }
-                Some(Message::Ask(request, reply)) => {
-                    tracing::debug!(at_ms = now(), group = %request.group, "{:?}", request.body);
-                    waiting.insert(id, reply);
-                    core.handle(id, request, now())
-                }
-                Some(Message::Unload) => {
-                    loaded = false;
-                    core.unload()
-                }
-                Some(Message::Load) => {
-                    loaded = true;
-                    core.load(now())
-                }
-            },
-            _ = async { tokio::time::sleep_until(due.expect("guarded")).await }, if due.is_some() => core.tick(now()),
-        };
-        for Reply { to, frame } in replies {
-            if let Some(reply) = waiting.remove(&to) {
-                let _ = reply.send(frame); // a closed connection no longer waits
-            }
-        }
-    }
-}
+pub use task::{ask, spawn, CoordinatorTx, Message};
 
 /// Milliseconds on the coordinator's own clock.
 pub type Millis = u64;

@@ -31,8 +31,7 @@ use neli_proof::brokers::{coordinator_of, leader_of};
 
 use crate::candidates::{alive, Contender, Group};
 use crate::report::Results;
-use crate::scenarios::{gap_of, ms};
-use crate::Bench;
+use crate::{gap_of, ms, Bench};
 
 /// KRaft's broker.session.timeout.ms default: how long a crashed broker's
 /// leaderships stay with it (the dev broker's `crash B` default).

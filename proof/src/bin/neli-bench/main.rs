@@ -131,7 +131,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let (session, timing) = match args.product_defaults {
-        // The product's default session timeout (src/cli.rs).
+        // The product's default session timeout (src/cli/run.rs).
         true => (Duration::from_secs(6), Vec::new()),
         false => (args.session_timeout.into(), timing_args(args.session_timeout.into())),
     };
@@ -244,4 +244,28 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
         }
     }
     contenders
+}
+
+// What the scenarios' modules (scenarios.rs, cluster.rs, statics.rs) share.
+
+/// A duration in (fractional) milliseconds, as the rows count them.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The gap a "own heartbeats back after a gap" line says (`gap=3.35s`,
+/// `gap=850ms`: Rust's Debug of a Duration).
+fn gap_of(line: &str) -> Option<Duration> {
+    let value = line.split_whitespace().find_map(|w| w.strip_prefix("gap="))?;
+    let digits = value.find(|c: char| !c.is_ascii_digit() && c != '.')?;
+    let (n, unit) = value.split_at(digits);
+    let n: f64 = n.parse().ok()?;
+    let scale = match unit {
+        "s" => 1.0,
+        "ms" => 1e-3,
+        "µs" => 1e-6,
+        "ns" => 1e-9,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(n * scale))
 }

@@ -12,7 +12,7 @@ use neli_proof::wait_for;
 
 use crate::candidates::{alive, handover, Contender, Group, Stop};
 use crate::report::Results;
-use crate::Bench;
+use crate::{gap_of, ms, Bench};
 
 /// The handover scenarios: how the holder is stopped, and whether the stop
 /// follows the last join at once.
@@ -307,11 +307,6 @@ fn supervisor_pids(pid: Pid) -> Vec<i32> {
     pids
 }
 
-/// A duration in (fractional) milliseconds, as the rows count them.
-pub fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
 /// A network blip between the holder and the broker: the holder's network
 /// (it runs in the namespace, its standby outside) is cut for a fraction of
 /// the session timeout (1/6, 1/3, 1/2, 7/12, 2/3 and 1: 1, 2, 3, 3.5, 4 and
@@ -378,23 +373,6 @@ pub fn blip(bench: &Bench, ns: &neli_proof::netns::NetNs, c: &mut Contender, res
         }
         eprintln!("neli-bench: {cname}: {name}: the command stopped in {stopped} of {} runs", bench.args.reps);
     }
-}
-
-/// The gap a "own heartbeats back after a gap" line says (`gap=3.35s`,
-/// `gap=850ms`: Rust's Debug of a Duration).
-pub fn gap_of(line: &str) -> Option<Duration> {
-    let value = line.split_whitespace().find_map(|w| w.strip_prefix("gap="))?;
-    let digits = value.find(|c: char| !c.is_ascii_digit() && c != '.')?;
-    let (n, unit) = value.split_at(digits);
-    let n: f64 = n.parse().ok()?;
-    let scale = match unit {
-        "s" => 1.0,
-        "ms" => 1e-3,
-        "µs" => 1e-6,
-        "ns" => 1e-9,
-        _ => return None,
-    };
-    Some(Duration::from_secs_f64(n * scale))
 }
 
 /// A graceful stop of the holder just after another member came back from

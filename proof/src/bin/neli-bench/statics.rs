@@ -29,8 +29,7 @@ use nix::sys::signal::{kill, killpg, Signal};
 
 use crate::candidates::{alive, Contender, Group, Stop};
 use crate::report::Results;
-use crate::scenarios::ms;
-use crate::Bench;
+use crate::{ms, Bench};
 
 /// Runs the scenarios asked for against `c`.
 pub fn measure(bench: &Bench, c: &mut Contender, results: &mut Results) {

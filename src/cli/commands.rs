@@ -1,0 +1,272 @@
+//! The subcommands: `status`, `yield`, `pause`, `resume` (which read and
+//! write the group's topic: `crate::status`) and `dev-broker` (the crate
+//! neli-dev-broker), each with its options.
+
+use clap::{Args, Subcommand};
+
+use super::KafkaArgs;
+
+/// Commands other than running a child.
+#[derive(Debug, Subcommand)]
+pub enum Sub {
+    /// Run a Kafka-protocol broker in memory, to try neli-run without Kafka.
+    ///
+    /// It is librdkafka's mock cluster (one broker, or a cluster with
+    /// --brokers) behind fixed addresses, with a group coordinator of its
+    /// own that keeps Kafka's timing.
+    /// Topics are created as on Kafka: by CreateTopics, or by a producer
+    /// (one partition), never by a client that only looks. Everything lives
+    /// in this process's memory and is lost when it stops. Other Kafka
+    /// clients work too (kafka-python and kafkajs are checked: produce, join
+    /// a group, consume, leave, create a topic). For development and tests
+    /// only. Stops on Ctrl-C.
+    ///
+    /// SIGUSR1 takes every broker down (every connection closed, new ones
+    /// refused) and SIGUSR2 brings them back with their state, as Kafka
+    /// brokers restarting over their logs: to see what clients do then.
+    /// With --control, `neli-run dev-broker event` makes one cluster event
+    /// at a time (a leader or the coordinator moved, a broker stopped or
+    /// crashed, a client cut off from one broker).
+    #[cfg(feature = "dev-broker")]
+    DevBroker(DevBrokerArgs),
+
+    /// Show who leads a group now, and its standbys, read from its records.
+    ///
+    /// Works on any broker (it needs no group APIs) and does not join the
+    /// group. Names and hosts read from the topic are printed with control
+    /// characters escaped.
+    Status(StatusArgs),
+
+    /// Ask the leader to hand over to another member.
+    ///
+    /// Writes a control record to partition 0; the leader (the one named by
+    /// --name, if given) stops its command as on a revoke, leaves the group
+    /// and rejoins only once another member leads (or, if it is alone, after
+    /// three session timeouts). With --to, the member named leads next.
+    /// Waits for the new leader and names it. The request says who asked
+    /// (user, host, pid) and the leader logs it; anyone with WRITE on the
+    /// topic can ask.
+    Yield(YieldArgs),
+
+    /// Pause the group for maintenance: no member starts the command until
+    /// `neli-run resume`.
+    ///
+    /// Writes a control record to partition 0 that every member honours,
+    /// now and later (its owner carries it forward in every record): whoever
+    /// leads keeps leading without starting the command; --stop also stops
+    /// the running one (stop signal, grace, SIGKILL). Waits until the owner
+    /// of partition 0 says it honours the pause; without one the pause
+    /// still stands, for whoever comes. The request says who asked and the
+    /// leader logs it; `neli-run status` shows it.
+    Pause(PauseArgs),
+
+    /// End a pause: the owner of partition 0 starts the command again.
+    ///
+    /// Writes a control record to partition 0 and waits until the owner
+    /// of partition 0 says it honours it. A schedule's runs due while
+    /// paused count as missed (--missed decides).
+    Resume(ResumeArgs),
+}
+
+/// Options of `neli-run pause`.
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// Also stop the command that runs now (stop signal, --grace, SIGKILL).
+    #[arg(long, env = "NELI_PAUSE_STOP")]
+    pub stop: bool,
+
+    /// How long to wait for the owner of partition 0 to acknowledge (at
+    /// most 24h).
+    #[arg(long, env = "NELI_PAUSE_TIMEOUT", default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
+}
+
+/// Options of `neli-run resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// How long to wait for the owner of partition 0 to acknowledge (at
+    /// most 24h).
+    #[arg(long, env = "NELI_RESUME_TIMEOUT", default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
+}
+
+/// Options of `neli-run yield`.
+#[derive(Debug, Args)]
+pub struct YieldArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// Only if this member leads (its --name).
+    #[arg(long, env = "NELI_YIELD_NAME", value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Hand over to this member (its --name): it must be live (`neli-run
+    /// status` lists the standbys). Without it, the live member of the
+    /// highest --priority leads, whichever Kafka picks among equals.
+    #[arg(long, env = "NELI_YIELD_TO", value_name = "NAME")]
+    pub to: Option<String>,
+
+    /// How long to wait for another member to lead (at most 24h).
+    #[arg(long, env = "NELI_YIELD_TIMEOUT", default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
+
+    /// Yield even when no member may take over (none live, or every one
+    /// unhealthy or --never-lead, as `neli-run status` lists them): the
+    /// command stops and nothing runs until a member leads, the same one
+    /// after 3 session timeouts if it is alone. Without it such a yield is
+    /// refused.
+    #[arg(long, env = "NELI_YIELD_FORCE")]
+    pub force: bool,
+}
+
+/// Options of `neli-run status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// Print JSON instead of text.
+    #[arg(long, env = "NELI_JSON")]
+    pub json: bool,
+
+    /// Keep watching; print a line each time the leader, its freshness, a
+    /// pause or the standbys change (until Ctrl-C).
+    #[arg(long, env = "NELI_WATCH")]
+    pub watch: bool,
+}
+
+/// Options of `neli-run dev-broker`.
+#[cfg(feature = "dev-broker")]
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct DevBrokerArgs {
+    /// Make one cluster event on a running dev broker, instead of running one.
+    #[command(subcommand)]
+    pub event: Option<DevBrokerEvent>,
+
+    /// Address to listen on and advertise to clients (broker 1's; broker i
+    /// listens on PORT + i - 1).
+    #[arg(long, env = "NELI_DEV_BROKER_LISTEN", default_value = "127.0.0.1:9092", value_name = "HOST:PORT")]
+    pub listen: String,
+
+    /// Run a cluster of N brokers (1 to 9), on consecutive ports.
+    ///
+    /// Every topic is replicated on all of them, partition p led by broker
+    /// p mod N + 1 (so partition 0 by broker 1), and the group coordinator
+    /// is the last broker (the others answer NOT_COORDINATOR, as Kafka's
+    /// brokers do): with N > 1, partition 0's leader and the coordinator
+    /// are apart, as on most clusters.
+    #[arg(long, env = "NELI_DEV_BROKER_BROKERS", default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=9))]
+    pub brokers: u16,
+
+    /// Take cluster events on a unix socket at PATH (mode 600), from
+    /// `neli-run dev-broker event --control PATH EVENT`.
+    #[arg(long, env = "NELI_DEV_BROKER_CONTROL", value_name = "PATH")]
+    pub control: Option<std::path::PathBuf>,
+
+    /// Address to advertise to clients, when it differs from --listen
+    /// (e.g. listening on 0.0.0.0 for clients in other network namespaces).
+    #[arg(long, env = "NELI_DEV_BROKER_ADVERTISE", value_name = "HOST:PORT")]
+    pub advertise: Option<String>,
+
+    /// Refuse access to TOPIC, as a broker with ACLs refuses a principal
+    /// without permission (repeatable): to see what clients do then.
+    #[arg(long, env = "NELI_DEV_BROKER_DENY_TOPIC", value_name = "TOPIC")]
+    pub deny_topic: Vec<String>,
+
+    /// Give every topic N partitions, whatever its creator asks for, as a
+    /// topic created by hand with more than one: to see what members do
+    /// then (a member joining may take partition 0 from a leader, which
+    /// then stops its command). Without it, a topic gets what CreateTopics
+    /// asks for, and one partition when a producer's Metadata request
+    /// creates it.
+    #[arg(long, env = "NELI_DEV_BROKER_PARTITIONS", value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub partitions: Option<u16>,
+
+    /// Who answers the group APIs (JoinGroup, SyncGroup, Heartbeat,
+    /// LeaveGroup, and with `kafka` also OffsetCommit, OffsetFetch,
+    /// DescribeGroups and ListGroups).
+    ///
+    /// `kafka`: a coordinator with Kafka's timing (a join ends as soon as
+    /// every member has rejoined; a session ends at exactly its last
+    /// heartbeat plus the session timeout), so handovers take what they
+    /// take on a Kafka cluster. `mock`: librdkafka's mock, an independent
+    /// implementation of the protocol, which waits the session timeout less
+    /// one second after any change in the group, and serves librdkafka
+    /// clients only (kafka-python cannot join a group on it, and kafkajs
+    /// cannot read its LeaveGroup answer).
+    #[arg(long, env = "NELI_DEV_BROKER_GROUP_COORDINATOR", value_enum, default_value_t = GroupCoordinator::Kafka)]
+    pub group_coordinator: GroupCoordinator,
+
+    /// With --group-coordinator kafka: how long a group that starts from
+    /// empty waits for more members before its first assignment (Kafka's
+    /// group.initial.rebalance.delay.ms, 3s by default on a cluster).
+    #[arg(long, env = "NELI_DEV_BROKER_INITIAL_REBALANCE_DELAY", default_value = "0s", value_name = "DURATION",
+          value_parser = humantime::parse_duration)]
+    pub initial_rebalance_delay: std::time::Duration,
+
+    /// Require a SASL login as USER with PASSWORD (repeatable).
+    ///
+    /// Clients then need -X security.protocol=SASL_PLAINTEXT and
+    /// sasl.mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, as with a Kafka
+    /// listener that requires SASL: to try credentials and --kafka-config
+    /// files before using them against Kafka. It tests clients' SASL; it is
+    /// not access control: any user who logs in may do everything, nothing
+    /// is encrypted, and the mock behind it listens only on a unix socket in
+    /// a directory private to the broker's user.
+    #[arg(long, env = "NELI_DEV_BROKER_SASL_USER", value_name = "USER:PASSWORD")]
+    pub sasl_user: Vec<String>,
+}
+
+/// `neli-run dev-broker event`.
+#[cfg(feature = "dev-broker")]
+#[derive(Debug, Subcommand)]
+pub enum DevBrokerEvent {
+    /// Make one cluster event on the dev broker at --control, and say what
+    /// it did.
+    ///
+    /// EVENT is one of:
+    ///   leader TOPIC PARTITION BROKER   move a partition's leadership;
+    ///   offline TOPIC PARTITION         leave it without a leader;
+    ///   coordinator BROKER              move the group coordinator (its
+    ///                                   members' sessions start afresh);
+    ///   stop BROKER                     a controlled shutdown: leaderships
+    ///                                   and the coordinator moved first;
+    ///   crash BROKER [DURATION]         connections cut at once, what it led
+    ///                                   moved after DURATION [default: 9s,
+    ///                                   KRaft's broker.session.timeout.ms];
+    ///   start BROKER                    start it again, as a follower;
+    ///   cut CLIENT BROKER               hold every byte between a client
+    ///                                   (its client.id: a member's --name)
+    ///                                   and one broker, as a network cut;
+    ///   heal [CLIENT [BROKER]]          end cuts;
+    ///   describe                        brokers, coordinator, leaders, cuts.
+    #[command(verbatim_doc_comment)]
+    Event {
+        /// The dev broker's --control socket.
+        #[arg(long, env = "NELI_DEV_BROKER_CONTROL", value_name = "PATH")]
+        control: std::path::PathBuf,
+
+        /// The event and its arguments, e.g. `stop 2`.
+        #[arg(required = true, value_name = "EVENT", trailing_var_arg = true)]
+        words: Vec<String>,
+    },
+}
+
+/// Who answers a dev broker's group APIs (see --group-coordinator).
+#[cfg(feature = "dev-broker")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroupCoordinator {
+    /// Kafka's timing, answered by the dev broker itself.
+    Kafka,
+    /// librdkafka's mock cluster.
+    Mock,
+}

@@ -1,0 +1,306 @@
+//! `neli-run yield`, `pause` and `resume`: a control record written to
+//! partition 0, then the records read until the owner of partition 0 acts
+//! on it (or it is clear that none will).
+
+use std::time::{Duration, Instant};
+
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+
+use super::probe::Probe;
+use super::read::read_partition;
+use super::view::View;
+use super::{fail, finish, rejected, say, Stop};
+use crate::cli::YieldArgs;
+use crate::clock::wall_ms;
+use crate::config::Target;
+use crate::exit::{Failure, Kind};
+use crate::kafka::candidacy;
+use crate::kafka::heartbeat::{printable, Heartbeat};
+use crate::kafka::yield_request::{PauseRequest, Yield};
+
+/// The longest `yield --timeout` taken: a yield that waits longer is a typo.
+const MAX_YIELD_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// Runs `neli-run yield`.
+pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> Result<u8, Failure> {
+    let timeout: Duration = args.timeout.into();
+    if timeout > MAX_YIELD_TIMEOUT {
+        return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
+    }
+    for (flag, value) in [("--name", &args.name), ("--to", &args.to)] {
+        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            let what = if flag == "--to" { "the member to hand over to" } else { "the member that must lead" };
+            return finish(fail(
+                Kind::Usage,
+                format!(
+                    "{flag} is empty: give {what} (its --name, as `neli-run status` lists it), or leave {flag} out"
+                ),
+            ));
+        }
+    }
+    finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
+        let message = handover(&target, args.name, args.to, args.force, timeout)?;
+        say(&message)?;
+        Ok(0)
+    }))
+}
+
+/// Writes a control record (`what` request) to partition 0: its offset.
+fn write(target: &Target, value: &[u8], what: &str) -> Result<i64, Stop> {
+    let producer: BaseProducer<Probe> = target
+        .client_config(&[("acks", "all")])
+        .create_with_context(Probe::new(target))
+        .map_err(|e| rejected(e, target))?;
+    if let Err((e, _)) = producer.send(BaseRecord::<(), _>::to(&target.topic).partition(0).payload(value)) {
+        return Err(producer.context().failure(format!("cannot write the {what} request: {e}")));
+    }
+    let flushed = producer.flush(Duration::from_secs(10));
+    // A refused write (e.g. no WRITE on the topic) comes as its delivery
+    // report, which flush() serves.
+    if let Err(e) = flushed {
+        return Err(producer.context().failure(format!("cannot write the {what} request: {e}")));
+    }
+    let probe = producer.context();
+    if let Some(why) = probe.undelivered.lock().expect("probe lock").clone() {
+        return Err(probe.failure(format!("cannot write the {what} request: {}", printable(&why))));
+    }
+    let offset = *probe.delivered.lock().expect("probe lock");
+    offset.ok_or_else(|| probe.failure(format!("cannot write the {what} request: not delivered within 10s")))
+}
+
+/// Runs `neli-run pause` (`paused`, with `--stop` if `stop`) or `resume`.
+pub fn pause_main(
+    kafka: crate::cli::KafkaArgs,
+    paused: bool,
+    stop: bool,
+    timeout: Duration,
+    env_properties: Option<String>,
+) -> Result<u8, Failure> {
+    if timeout > MAX_YIELD_TIMEOUT {
+        return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
+    }
+    finish(Target::from_args(kafka, env_properties).map_err(Stop::from).and_then(|target| {
+        let message = pause(&target, paused, stop, timeout)?;
+        say(&message)?;
+        Ok(0)
+    }))
+}
+
+/// Writes a pause or resume and waits until a record of an owner of
+/// partition 0 (leading or contending) carries it, or a newer one, and
+/// with --stop says its command is gone.
+fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result<String, Stop> {
+    let group = printable(&target.group);
+    let what = if paused { "pause" } else { "resume" };
+    let (consumer, _) = read_partition(target).map_err(|stop| match stop {
+        // No topic: nowhere to write it yet.
+        Stop::Fail(f) if f.kind == Kind::NoLeader => Stop::Fail(Failure::new(
+            f.kind,
+            format!(
+                "{}; create the topic first (kafka-topics.sh --create --topic {} --partitions 1 --config \
+                 retention.ms=3600000, or start one member, which creates it), then {what}",
+                f.message,
+                printable(&target.topic)
+            ),
+        )),
+        stop => stop,
+    })?;
+    let offset = write(target, &PauseRequest::new(paused, stop).encode(), what)?;
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) else { continue };
+        let Some(hb) = msg.payload().and_then(Heartbeat::decode) else { continue };
+        let owner = hb.token.is_some() || hb.role == Some(crate::kafka::heartbeat::WireStance::Contending);
+        let honoured = hb.pause.as_ref().filter(|p| p.offset >= offset && p.offset < msg.offset());
+        let Some(note) = honoured.filter(|note| owner && !(paused && stop && note.running)) else { continue };
+        let (name, host) = (printable(&hb.name), printable(&hb.host));
+        let now = match (note.paused, note.offset == offset) {
+            (_, false) => format!("a newer request (offset {}) is in force now", note.offset),
+            (true, _) if stop => "its command is stopped".into(),
+            (true, _) if note.running => "its command runs on until it ends, and does not start again".into(),
+            (true, _) => "it does not start its command".into(),
+            (false, _) if note.running => "its command runs".into(),
+            (false, _) => "it starts its command when due".into(),
+        };
+        return Ok(format!("group {group}: {what} (offset {offset}) acknowledged by {name} (host {host}): {now}"));
+    }
+    let standing = if paused { "the pause stands on the topic" } else { "the resume stands on the topic" };
+    fail(
+        Kind::NoLeader,
+        format!(
+            "group {group}: no owner of partition 0 acknowledged the {what} within {} ({standing}, and whichever \
+             member owns partition 0 next honours it)",
+            humantime::format_duration(timeout),
+        ),
+    )
+}
+
+/// Asks the leader to hand over (to `to`) and waits until another member
+/// (`to`) leads, or until it is clear that none will: the old leader leads
+/// again, or (with `to`) a member other than `to` leads. Without `to`, and
+/// unless `force`, refuses when no member `status` knows of may take over:
+/// the leader would stop its command and lead again only after its watch
+/// (3 session timeouts), with nothing running meanwhile.
+fn handover(
+    target: &Target,
+    name: Option<String>,
+    to: Option<String>,
+    force: bool,
+    timeout: Duration,
+) -> Result<String, Stop> {
+    let group = printable(&target.group);
+    let (consumer, mut view) = read_partition(target)?;
+    let Some(old) = view.fresh_leader(wall_ms()).cloned() else {
+        return fail(Kind::NoLeader, format!("group {group}: no fresh leader to yield"));
+    };
+    if let Some(name) = &name {
+        if *name != old.name {
+            return fail(
+                Kind::NoLeader,
+                format!("{} does not lead group {group} ({} does)", printable(name), printable(&old.name)),
+            );
+        }
+    }
+    match &to {
+        Some(to) => check_target(&view, &old, to, &group)?,
+        None if !force => {
+            // A standby that has just joined writes its first record now:
+            // give it one candidacy interval (twice the leader's heartbeat
+            // interval) before refusing.
+            let interval = old.timing.map_or(500, |t| t.heartbeat_interval_ms);
+            let grace = (2 * Duration::from_millis(interval)).min(timeout);
+            let start = Instant::now();
+            while let Err(refused) = check_someone_may_lead(&view, &old, &group) {
+                if start.elapsed() >= grace {
+                    return Err(refused);
+                }
+                if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
+                    view.read(msg.payload(), msg.offset());
+                }
+            }
+        }
+        None => {}
+    }
+    write(target, &Yield::new(name, to.clone()).encode(), "yield")?;
+    let start = Instant::now();
+    let mut now = None;
+    while start.elapsed() < timeout {
+        if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
+            view.read(msg.payload(), msg.offset());
+        }
+        now = view.fresh_leader(wall_ms()).filter(|new| new.token != old.token).cloned();
+        let Some(new) = &now else { continue };
+        if new.name != old.name && to.as_ref().is_none_or(|to| *to == new.name) {
+            return Ok(format!(
+                "group {group}: leadership moved from {} (token {}) to {} (token {})",
+                printable(&old.name),
+                old.token.unwrap_or_default(),
+                printable(&new.name),
+                new.token.unwrap_or_default()
+            ));
+        }
+        // Another leads under a new token: the hand-over is over, and
+        // waiting on says nothing more.
+        break;
+    }
+    match (&to, now) {
+        (Some(to), Some(new)) if new.name != old.name => fail(
+            Kind::NoLeader,
+            format!(
+                "group {group}: {} leads now, not {} (did {} stop meanwhile?)",
+                printable(&new.name),
+                printable(to),
+                printable(to)
+            ),
+        ),
+        (_, Some(new)) => fail(
+            Kind::NoLeader,
+            format!(
+                "group {group}: no other member took over: {} leads again (token {}){}",
+                printable(&old.name),
+                new.token.unwrap_or_default(),
+                match &to {
+                    Some(to) => format!(" ({} did not take partition 0: did it stop meanwhile?)", printable(to)),
+                    None => String::new(),
+                }
+            ),
+        ),
+        (_, None) => fail(
+            Kind::NoLeader,
+            format!(
+                "group {group}: no other member took over within {} (is {} alone?)",
+                humantime::format_duration(timeout),
+                printable(&old.name)
+            ),
+        ),
+    }
+}
+
+/// Refuses a plain `yield` when no member `status` knows of may take over
+/// (none is live, or every one never leads or fails its health check):
+/// the leader would stop its command for nothing, and the group would run
+/// nothing until it leads again (audit D6). `--force` yields anyway (e.g.
+/// to members older than candidacy records, which `status` cannot see).
+fn check_someone_may_lead(view: &View, leader: &Heartbeat, group: &str) -> Result<(), Stop> {
+    let others: Vec<_> = view.standbys(wall_ms()).into_iter().filter(|c| c.name != leader.name).collect();
+    if others.iter().any(|c| !c.never_lead && !c.unhealthy) {
+        return Ok(());
+    }
+    // Each one live, and why it may not lead.
+    let why: Vec<_> = others
+        .iter()
+        .map(|c| {
+            if c.never_lead {
+                format!("{} runs with --never-lead", printable(&c.name))
+            } else {
+                format!("{}'s health check (--health-cmd) fails", printable(&c.name))
+            }
+        })
+        .collect();
+    let why = if why.is_empty() { "no other member is live".to_string() } else { why.join(", ") };
+    fail(
+        Kind::NoLeader,
+        format!(
+            "group {group}: no member may take over from {} ({why}): it would stop its command and lead again \
+             only after 3 session timeouts, with nothing running meanwhile. Start or heal a standby \
+             (`neli-run status` lists them), or pass --force to yield anyway",
+            printable(&leader.name)
+        ),
+    )
+}
+
+/// Refuses `yield --to` a member that cannot take over: the leader itself,
+/// one that never leads, or one with no live candidacy.
+fn check_target(view: &View, leader: &Heartbeat, to: &str, group: &str) -> Result<(), Stop> {
+    if to == leader.name {
+        return fail(Kind::NoLeader, format!("{} leads group {group} already", printable(to)));
+    }
+    let standbys = view.standbys(wall_ms());
+    match standbys.iter().find(|c| c.name == to) {
+        Some(c) if c.never_lead => fail(
+            Kind::NoLeader,
+            format!("{} runs with --never-lead: it watches group {group} and never leads; name another", printable(to)),
+        ),
+        Some(c) if c.unhealthy => fail(
+            Kind::NoLeader,
+            format!(
+                "{}'s health check (--health-cmd) fails: it may not lead group {group} until it passes; name another",
+                printable(to)
+            ),
+        ),
+        Some(_) => Ok(()),
+        None => {
+            let may = |c: &&&candidacy::Record| !c.never_lead && !c.unhealthy;
+            let names: Vec<_> = standbys.iter().filter(may).map(|c| printable(&c.name)).collect();
+            let live = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+            fail(
+                Kind::NoLeader,
+                format!(
+                    "{} is not a live member of group {group} (members that may lead: {live}; `neli-run status` lists them)",
+                    printable(to)
+                ),
+            )
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Reading partition 0 from outside the group: a consumer that assigns
+//! itself the partition (it never joins the group) and catches up on its
+//! newest records, for `status`, `yield`, `pause`, `resume` and the
+//! `--never-lead` member.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::probe::Probe;
+use super::view::View;
+use super::{fail, rejected, Stop};
+use crate::config::Target;
+use crate::exit::{Failure, Kind};
+use crate::kafka::heartbeat::printable;
+
+/// How many of the newest records to read: with a 500 ms interval, about
+/// half an hour of history, which is plenty to find the current leader.
+const HISTORY: i64 = 4096;
+
+/// A reader of partition 0 outside the group, caught up to its end.
+pub(super) fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, View), Stop> {
+    // librdkafka wants a group for assign(); assign() never joins it.
+    let group = format!("{}.status", target.group);
+    let config = target.client_config(&[
+        ("group.id", &group),
+        ("enable.auto.commit", "false"),
+        ("enable.partition.eof", "true"),
+        ("fetch.wait.max.ms", "100"),
+    ]);
+    let consumer: BaseConsumer<Probe> = match config.create_with_context(Probe::new(target)) {
+        Ok(c) => c,
+        Err(e) => return Err(rejected(e, target)),
+    };
+    let probe = consumer.context();
+    // Asked in short rounds: a failed login shows between two of them.
+    let until = Instant::now() + Duration::from_secs(5);
+    let marks = loop {
+        let marks = consumer.fetch_watermarks(&target.topic, 0, Duration::from_secs(1));
+        if marks.is_ok() {
+            break marks;
+        }
+        // librdkafka reports why (e.g. a failed login) as an event that only
+        // polling serves to the context.
+        for _ in 0..5 {
+            if consumer.poll(Duration::from_millis(100)).is_none() || probe.fatal.lock().expect("probe lock").is_some()
+            {
+                break;
+            }
+        }
+        let unknown = matches!(
+            marks,
+            Err(KafkaError::MetadataFetch(
+                RDKafkaErrorCode::UnknownPartition | RDKafkaErrorCode::UnknownTopicOrPartition
+            ) | KafkaError::OffsetFetch(RDKafkaErrorCode::UnknownTopicOrPartition))
+        );
+        if unknown || probe.fatal.lock().expect("probe lock").is_some() || Instant::now() >= until {
+            break marks;
+        }
+    };
+    let (low, high) = match marks {
+        Ok(marks) => marks,
+        Err(
+            KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownPartition)
+            | KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownTopicOrPartition)
+            | KafkaError::OffsetFetch(RDKafkaErrorCode::UnknownTopicOrPartition),
+        ) if probe.fatal.lock().expect("probe lock").is_none() => {
+            // A topic we may not see has no partitions either: tell that apart.
+            let denied = consumer.fetch_metadata(Some(&target.topic), Duration::from_secs(2)).ok().and_then(|md| {
+                let code = md.topics().first()?.error().map(RDKafkaErrorCode::from)?;
+                crate::kafka::fatal(
+                    code,
+                    format!("Kafka denied access: topic {}: {code}", target.topic),
+                    &target.topic,
+                    &target.group,
+                )
+            });
+            if let Some(fatal) = denied {
+                return fail(fatal.kind, printable(&fatal.message));
+            }
+            let (topic, group) = (printable(&target.topic), printable(&target.group));
+            return fail(Kind::NoLeader, format!("no topic {topic}: no member of group {group} has run yet"));
+        }
+        Err(e) => {
+            return Err(probe.failure(format!(
+                "cannot read {} from {}: {e}",
+                printable(&target.topic),
+                printable(&target.brokers)
+            )))
+        }
+    };
+
+    let mut view = View::default();
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(&target.topic, 0, Offset::Offset(low.max(high - HISTORY)))
+        .map_err(|e| Failure::new(Kind::Internal, e.to_string()))?;
+    consumer.assign(&tpl).map_err(|e| Failure::new(Kind::Internal, e.to_string()))?;
+    // Catch up to the end as it was when we started.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut caught_up = high <= low;
+    while !caught_up && Instant::now() < deadline {
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(msg)) => {
+                view.read(msg.payload(), msg.offset());
+                caught_up = msg.offset() + 1 >= high;
+            }
+            Some(Err(KafkaError::PartitionEOF(_))) => caught_up = true,
+            Some(Err(e)) => return Err(probe.failure(format!("reading {}: {e}", printable(&target.topic)))),
+            None => {}
+        }
+    }
+    Ok((consumer, view))
+}

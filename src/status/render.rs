@@ -1,0 +1,375 @@
+//! `status`'s answer: a `View` as text for people (every string read from
+//! the topic escaped, [`printable`]) or as JSON (`--json`).
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde_json::json;
+
+use super::view::View;
+use crate::clock::wall_ms;
+use crate::config::Target;
+use crate::kafka::heartbeat::{printable, Heartbeat, WireJob, WirePause};
+
+/// `status --json`'s format (docs/operations.md, "Who leads?"): raised when a key
+/// changes meaning or goes away; new keys may appear without it.
+const JSON_VERSION: u32 = 1;
+
+fn ago(now_ms: u64, then_ms: u64) -> String {
+    humantime::format_duration(Duration::from_millis(now_ms.saturating_sub(then_ms))).to_string()
+}
+
+fn rfc3339(ms: u64) -> String {
+    written(ms, |t| humantime::format_rfc3339_seconds(t).to_string())
+}
+
+/// As [`rfc3339`], to the millisecond: when a run started and ended.
+fn rfc3339_ms(ms: u64) -> String {
+    written(ms, |t| humantime::format_rfc3339_millis(t).to_string())
+}
+
+/// A record's time as `format` writes it. The time is the writer's word:
+/// one past what SystemTime holds must not panic here.
+fn written(ms: u64, format: impl Fn(std::time::SystemTime) -> String) -> String {
+    match UNIX_EPOCH.checked_add(Duration::from_millis(ms)).filter(|_| ms < 253_402_300_800_000) {
+        Some(t) => format(t),
+        None => format!("{ms} ms after the epoch"),
+    }
+}
+
+pub(super) fn render(target: &Target, view: &View, json_out: bool) -> String {
+    let now = wall_ms();
+    let fresh = view.fresh_leader(now);
+    if json_out {
+        let leader = view.leader.as_ref().map(|hb| {
+            json!({
+                "name": hb.name,
+                "host": hb.host,
+                "pid": hb.pid,
+                "token": hb.token,
+                "leader_since": hb.since_ms.map(rfc3339),
+                "heartbeat_age_ms": now.saturating_sub(hb.at_ms),
+                "heartbeat_deadline_ms": hb.deadline_ms,
+                "withdrawn_age_ms": view.withdrawn_ms.map(|ms| now.saturating_sub(ms)),
+                "unhealthy": view.unhealthy,
+                "timing": hb.timing,
+            })
+        });
+        let schedule = view.scheduled().then(|| {
+            let runs: Vec<_> = view
+                .runs
+                .iter()
+                .map(|run| {
+                    json!({
+                        "due": run.due_ms.map(rfc3339),
+                        "started": rfc3339_ms(run.wave_ms),
+                        "ended": run.ended_ms.map(rfc3339_ms),
+                        "status": run.code,
+                        "state": run_state(run, fresh),
+                        "attempt": run.attempt,
+                        "token": run.token,
+                        "name": run.name,
+                        "host": run.host,
+                    })
+                })
+                .collect();
+            json!({ "next_due": view.next_ms.map(rfc3339), "runs": runs })
+        });
+        let last_run = view.job.as_ref().map(|job| {
+            json!({
+                "due": job.due_ms.map(rfc3339),
+                "wave": rfc3339(job.wave_ms),
+                "attempt": job.attempt,
+                "token": job.token,
+                "name": job.name,
+                "host": job.host,
+                "status": job.code,
+                "state": run_state(job, fresh),
+            })
+        });
+        let paused = view.paused().map(|p| {
+            json!({
+                "since": rfc3339(p.at_ms),
+                "by": p.by,
+                "asker": p.by.describe(),
+                "stop": p.stop,
+                "offset": p.offset,
+                "leader_command_running": fresh.and_then(|hb| hb.pause.as_ref()).map(|n| n.running),
+            })
+        });
+        return json!({
+            "version": JSON_VERSION,
+            "group": target.group,
+            "topic": target.topic,
+            "fresh": fresh.is_some(),
+            "leader": leader,
+            "last_run": last_run,
+            "schedule": schedule,
+            "paused": paused,
+            "standbys": view.standbys(now).iter().map(|c| json!({
+                "name": c.name,
+                "host": c.host,
+                "pid": c.pid,
+                "priority": c.priority,
+                "never_lead": c.never_lead,
+                "healthy": !c.unhealthy,
+                "since": rfc3339(c.since_ms),
+                "last_seen_ms": now.saturating_sub(c.at_ms),
+            })).collect::<Vec<_>>(),
+        })
+        .to_string();
+    }
+    let paused = view.paused().map_or(String::new(), |p| pause_line(p, fresh, now));
+    let standbys = standby_lines(view, now);
+    if view.scheduled() {
+        return leadership(target, view, fresh, now) + &paused + &schedule_lines(view, fresh, now) + &standbys;
+    }
+    let last_run = view.job.as_ref().map_or(String::new(), |job| run_line(job, fresh, now));
+    leadership(target, view, fresh, now) + &paused + &last_run + &standbys
+}
+
+/// The pause line: since when, by whom, and with --stop whether the
+/// leader's command is gone yet.
+fn pause_line(pause: &WirePause, fresh: Option<&Heartbeat>, now: u64) -> String {
+    let since = format!("{} ({} ago)", rfc3339(pause.at_ms), ago(now, pause.at_ms));
+    let command = match (pause.stop, fresh.and_then(|hb| hb.pause.as_ref()).map(|n| n.running)) {
+        (_, None) => "",
+        (true, Some(true)) => ": the leader's command is stopping (--stop)",
+        (true, Some(false)) => ": the leader's command is stopped (--stop)",
+        (false, Some(true)) => ": the leader's command runs on until it ends, and does not start again",
+        (false, Some(false)) => ": the leader does not start its command",
+    };
+    format!("\n  paused since {since} by {}{command}; `neli-run resume` ends it", pause.by.describe())
+}
+
+/// The live members besides the leader, a line each: who may lead next
+/// (the highest priority first), who may not while its health check fails,
+/// and who only watches (--never-lead).
+fn standby_lines(view: &View, now: u64) -> String {
+    let mut out = String::new();
+    for c in view.standbys(now) {
+        let what = match (c.never_lead, c.unhealthy) {
+            (true, _) => "watcher".to_string(),
+            (false, false) => format!("standby, priority {}", c.priority),
+            (false, true) => {
+                format!("standby, priority {}, unhealthy (--health-cmd fails: it may not lead)", c.priority)
+            }
+        };
+        out += &format!(
+            "\n  {what}: {n} (host {h}, pid {p}) since {s} ({sa} ago), last seen {a} ago",
+            n = printable(&c.name),
+            h = printable(&c.host),
+            p = c.pid,
+            s = rfc3339(c.since_ms),
+            sa = ago(now, c.since_ms),
+            a = ago(now, c.at_ms),
+        );
+    }
+    out
+}
+
+/// The last line of a command run once per wave, or of a service (whose
+/// run is a wave of one that never ends): what it does now, in the words
+/// of a service while it runs; attempts only once it ended or was cut
+/// short.
+fn run_line(job: &WireJob, fresh: Option<&Heartbeat>, now: u64) -> String {
+    let by = format!("by {} (host {}), token {}", printable(&job.name), printable(&job.host), job.token);
+    let retried = match job.attempt {
+        1 => String::new(),
+        a => format!(", attempt {a} (earlier attempts of the run started {} were cut short)", rfc3339(job.wave_ms)),
+    };
+    match (job.code, run_state(job, fresh)) {
+        (Some(code), _) => {
+            format!("\n  last run: exited {code}, started {}, {by}{retried}", rfc3339(job.wave_ms))
+        }
+        (None, "running") => {
+            // This attempt's start: the wave's for a first attempt, else
+            // its leader's (who started it on becoming leader).
+            let start = match job.attempt {
+                1 => Some(job.wave_ms),
+                _ => fresh.and_then(|hb| hb.since_ms),
+            };
+            let since = start.map_or(String::new(), |ms| format!(" since {} ({} ago)", rfc3339(ms), ago(now, ms)));
+            format!("\n  command running{since}, {by}")
+        }
+        (None, _) if fresh.is_some_and(|hb| hb.pause.as_ref().is_some_and(|p| p.paused && !p.running)) => {
+            format!(
+                "\n  last run: stopped by the pause (it runs again on resume), started {}, {by}",
+                rfc3339(job.wave_ms)
+            )
+        }
+        (None, _) => format!(
+            "\n  last run: cut short (its leader crashed, was fenced or stopped: the next leader runs it again), \
+             started {}, {by}{retried}",
+            rfc3339(job.wave_ms)
+        ),
+    }
+}
+
+/// The text's first lines: who leads, or led last.
+pub(super) fn leadership(target: &Target, view: &View, fresh: Option<&Heartbeat>, now: u64) -> String {
+    let group = printable(&target.group);
+    let health = match (view.unhealthy, fresh) {
+        (false, _) => "",
+        (true, Some(_)) => "\n  its health check fails (--health-cmd): it is handing over",
+        (true, None) => "\n  it stood aside: its health check fails (--health-cmd)",
+    };
+    let lines = match (fresh, &view.leader) {
+        (Some(hb), _) => format!(
+            "group {group}: leader {n} (host {h}, pid {p}), token {t}\n  leader since {s} ({sa} ago)\n  last heartbeat {a} ago (deadline {d})",
+            n = printable(&hb.name),
+            h = printable(&hb.host),
+            p = hb.pid,
+            t = hb.token.unwrap_or_default(),
+            s = hb.since_ms.map_or("?".into(), rfc3339),
+            sa = hb.since_ms.map_or("?".into(), |s| ago(now, s)),
+            a = ago(now, hb.at_ms),
+            d = humantime::format_duration(Duration::from_millis(hb.deadline_ms)),
+        ),
+        (None, Some(hb)) => format!(
+            "group {group}: no fresh leader (last: {n}, token {t}, {a} ago)",
+            n = printable(&hb.name),
+            t = hb.token.unwrap_or_default(),
+            a = match view.withdrawn_ms {
+                Some(ms) => format!("stopped leading {}", ago(now, ms)),
+                None => format!("last heartbeat {}", ago(now, hb.at_ms)),
+            },
+        ),
+        (None, None) => {
+            format!("group {group}: no leader in the retained heartbeats of {}", printable(&target.topic))
+        }
+    };
+    lines + health
+}
+
+/// A schedule's lines: when it is next due, and its newest runs.
+fn schedule_lines(view: &View, fresh: Option<&Heartbeat>, now: u64) -> String {
+    let mut out = match view.next_ms {
+        Some(next) if next >= now => format!("\n  next run due {} (in {})", rfc3339(next), ago(next, now)),
+        Some(next) => format!("\n  next run was due {} ({} ago)", rfc3339(next), ago(now, next)),
+        None => String::new(),
+    };
+    if !view.runs.is_empty() {
+        out += "\n  runs (oldest first):";
+    }
+    for run in &view.runs {
+        out += &format!(
+            "\n    due {d}: started {s}, {e}, by {n} (host {h}), token {t}{a}",
+            d = run.due_ms.map_or("?".into(), rfc3339),
+            s = rfc3339_ms(run.wave_ms),
+            e = match (run.code, run.ended_ms) {
+                (Some(code), Some(ended)) => format!("ended {} with status {code}", rfc3339_ms(ended)),
+                (Some(code), None) => format!("exited {code}"),
+                (None, _) => run_state(run, fresh).replace('-', " "),
+            },
+            n = printable(&run.name),
+            h = printable(&run.host),
+            t = run.token,
+            a = if run.attempt > 1 { format!(", attempt {}", run.attempt) } else { String::new() },
+        );
+    }
+    out
+}
+
+/// Where a wave's run stands: "exited", "running" (its leader leads, fresh,
+/// and its command runs) or "cut-short" (its leader crashed, was fenced or
+/// stopped, or `pause --stop` stopped it: it runs again).
+fn run_state(job: &WireJob, fresh: Option<&Heartbeat>) -> &'static str {
+    let runs = |hb: &Heartbeat| hb.token == Some(job.token) && hb.pause.as_ref().is_none_or(|p| p.running);
+    match (job.code, fresh) {
+        (Some(_), _) => "exited",
+        (None, Some(hb)) if runs(hb) => "running",
+        (None, _) => "cut-short",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::heartbeat::{Content, Member, WireStance};
+    use crate::kafka::yield_request::PauseRequest;
+    use crate::leader::{Asker, Pause, PauseNote, Record, Stance};
+    use crate::status::view::tests::hb;
+
+    #[test]
+    fn a_leader_whose_health_check_fails_is_shown_handing_over_then_standing_aside() {
+        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(["neli-run", "-g", "g", "--", "true"]);
+        let target = crate::config::Config::from_args(cli.expect("arguments").run, None).expect("valid").kafka;
+        let now = wall_ms();
+        let mut v = View::default();
+        let a = hb("a", Some(1), now - 100);
+        v.add(a.clone());
+        v.add(hb("b", None, now - 90));
+        assert!(!leadership(&target, &v, v.fresh_leader(now), now).contains("health"));
+        let mut failing = Heartbeat { unhealthy: true, ..a.clone() };
+        failing.at_ms = now - 50;
+        v.add(failing.clone());
+        let text = leadership(&target, &v, v.fresh_leader(now), now);
+        assert!(
+            text.contains("leader a") && text.contains("health check fails (--health-cmd): it is handing over"),
+            "{text}"
+        );
+        (failing.token, failing.role, failing.at_ms) = (None, Some(WireStance::Released), now - 10);
+        v.add(failing);
+        let text = leadership(&target, &v, v.fresh_leader(now), now);
+        assert!(text.contains("no fresh leader") && text.contains("it stood aside: its health check fails"), "{text}");
+        v.add(hb("b", Some(9), now));
+        assert!(!leadership(&target, &v, v.fresh_leader(now), now).contains("health"), "a new leader, healthy");
+    }
+
+    /// Leader a's record carrying `pause` (its command `running` or not).
+    fn leading(pause: Option<Pause>, running: bool, at_ms: u64) -> Vec<u8> {
+        let note = pause.map(|request| PauseNote { request, running });
+        let record = Record {
+            term: 1,
+            start: None,
+            stance: Stance::Leading { token: 1 },
+            attempt: None,
+            next: None,
+            pause: note,
+            to: None,
+        };
+        let content = Content { record, since_ms: Some(at_ms), deadline_ms: 3000 };
+        Heartbeat::new(&Member::this_process("a".into()), 1, crate::clock::BootTime::from_nanos(1), at_ms, content)
+            .encode()
+    }
+
+    fn target() -> Target {
+        let (brokers, group, topic) = ("b:9092".into(), "g".into(), "g.neli".into());
+        Target { brokers, group, topic, properties: Vec::new(), origins: Vec::new() }
+    }
+
+    #[test]
+    fn the_newest_request_read_or_carried_is_the_pause_shown_with_who_asked() {
+        let now = wall_ms();
+        let mut v = View::default();
+        let mut request = PauseRequest::new(true, true);
+        request.by =
+            Asker { user: Some("al\u{1b}ice".into()), uid: Some(7), host: Some("h".into()), ..Asker::default() };
+        v.read(Some(&request.encode()), 4);
+        assert_eq!(v.paused().map(|p| (p.offset, p.stop)), Some((4, true)));
+        // The leader still stops its command, then says it is gone.
+        let pause = PauseRequest::decode(&request.encode()).unwrap().at(4);
+        v.read(Some(&leading(Some(pause.clone()), true, now)), 5);
+        let text = render(&target(), &v, false);
+        assert!(text.contains(r"by user al\u{1b}ice (uid 7) on host h: the leader's command is stopping"), "{text}");
+        v.read(Some(&leading(Some(pause), false, now)), 6);
+        let text = render(&target(), &v, false);
+        assert!(text.contains("the leader's command is stopped (--stop)"), "{text}");
+        let json: serde_json::Value = serde_json::from_str(&render(&target(), &v, true)).unwrap();
+        assert_eq!(json["paused"]["stop"], true);
+        assert_eq!(json["paused"]["by"]["uid"], 7);
+        assert_eq!(json["paused"]["leader_command_running"], false);
+        // A record cannot name a request at or after its own offset.
+        let forged = Pause { offset: 9, paused: false, stop: false, at_ms: now, by: Asker::default() };
+        v.read(Some(&leading(Some(forged), true, now)), 7);
+        assert!(v.paused().is_some(), "a forged resume is not read");
+        // A resume, carried by a later record, ends it.
+        v.read(Some(&PauseRequest::new(false, false).encode()), 8);
+        assert!(v.paused().is_none());
+        assert!(!render(&target(), &v, false).contains("paused"));
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&render(&target(), &v, true)).unwrap()["paused"],
+            serde_json::Value::Null
+        );
+    }
+}

@@ -1,0 +1,208 @@
+//! What the records on partition 0 say (`View`): who leads and whether it
+//! is fresh, the runs of a wave or a schedule, the pause in force, and the
+//! live standbys. Read by `status`, `yield` and the `--never-lead` member;
+//! `render` writes it out.
+
+use crate::kafka::candidacy;
+use crate::kafka::heartbeat::{Heartbeat, WireJob, WirePause};
+use crate::kafka::yield_request::PauseRequest;
+
+/// How many of a schedule's runs `status` shows: the newest. Older ones
+/// are in the retained records only while the topic keeps them; the newest
+/// always is, since every record carries it forward.
+const RUNS: usize = 10;
+
+/// What the records say.
+#[derive(Debug, Default)]
+pub(super) struct View {
+    /// The newest record carrying a token.
+    pub(super) leader: Option<Heartbeat>,
+    /// When its writer took that claim back (the wall clock of its first
+    /// newer record without a token), if it did.
+    pub(super) withdrawn_ms: Option<u64>,
+    /// Its writer's newest record says its health check fails.
+    pub(super) unhealthy: bool,
+    /// The newest run of a wave the records name (once per wave), as the
+    /// members read it: the larger token, or of one run, its ending.
+    pub(super) job: Option<WireJob>,
+    /// A schedule's newest runs the records name, oldest first.
+    pub(super) runs: Vec<WireJob>,
+    /// When the schedule is next due, as the newest record that said
+    /// planned it.
+    pub(super) next_ms: Option<u64>,
+    /// The newest pause or resume request (by offset) the records name.
+    pub(super) pause: Option<WirePause>,
+    /// The newest candidacy of each member that does not own partition 0
+    /// (live or not: `standbys` says which are).
+    pub(super) candidacies: Vec<candidacy::Record>,
+}
+
+impl View {
+    /// Takes in the record at `offset`: a heartbeat, a candidacy, or a pause or resume
+    /// request (anything else is not ours to read).
+    pub(super) fn read(&mut self, payload: Option<&[u8]>, offset: i64) {
+        let Some(payload) = payload else { return };
+        if let Some(mut hb) = Heartbeat::decode(payload) {
+            // A record names only an earlier request (as the members read it).
+            if let Some(pause) = hb.pause.clone().filter(|p| p.offset < offset) {
+                self.note_pause(pause);
+            }
+            hb.pause = hb.pause.filter(|p| p.offset < offset);
+            self.add(hb);
+        } else if let Some(c) = candidacy::Record::decode(payload) {
+            self.candidacies.retain(|known| known.name != c.name);
+            self.candidacies.push(c);
+        } else if let Some(request) = PauseRequest::decode(payload) {
+            let p = request.at(offset);
+            let running = false;
+            self.note_pause(WirePause { offset, paused: p.paused, stop: p.stop, at_ms: p.at_ms, by: p.by, running });
+        }
+    }
+
+    fn note_pause(&mut self, pause: WirePause) {
+        if self.pause.as_ref().is_none_or(|known| pause.offset > known.offset) {
+            self.pause = Some(pause);
+        }
+    }
+
+    /// The pause in force, if the group is paused.
+    pub(super) fn paused(&self) -> Option<&WirePause> {
+        self.pause.as_ref().filter(|p| p.paused)
+    }
+
+    /// The members whose candidacy is live at `now_ms`: by priority, the
+    /// highest first, then by name.
+    pub(super) fn standbys(&self, now_ms: u64) -> Vec<&candidacy::Record> {
+        let mut live: Vec<_> = self.candidacies.iter().filter(|c| c.live(now_ms)).collect();
+        live.sort_by(|a, b| b.priority.cmp(&a.priority).then_with(|| a.name.cmp(&b.name)));
+        live
+    }
+
+    pub(super) fn add(&mut self, mut hb: Heartbeat) {
+        // Its writer owns partition 0, or left it: no standby now.
+        self.candidacies.retain(|c| c.name != hb.name || c.incarnation != hb.incarnation);
+        self.next_ms = hb.next_ms.or(self.next_ms);
+        if let Some(job) = hb.job.take() {
+            let newer = |known: &WireJob| {
+                crate::leader::supersedes((job.token, job.due_ms, job.code), (known.token, known.due_ms, known.code))
+            };
+            if job.due_ms.is_some() {
+                match self.runs.iter_mut().find(|r| (r.token, r.due_ms) == (job.token, job.due_ms)) {
+                    Some(known) if newer(known) => *known = job.clone(),
+                    Some(_) => {}
+                    None => {
+                        self.runs.push(job.clone());
+                        self.runs.sort_by_key(|r| (r.due_ms, r.token));
+                        if self.runs.len() > RUNS {
+                            self.runs.remove(0);
+                        }
+                    }
+                }
+            }
+            if self.job.as_ref().is_none_or(newer) {
+                self.job = Some(job);
+            }
+        }
+        if self.leader.as_ref().is_some_and(|l| l.name == hb.name && l.incarnation == hb.incarnation) {
+            self.unhealthy = hb.unhealthy;
+        }
+        if hb.token.is_some() {
+            self.unhealthy = hb.unhealthy;
+            self.leader = Some(hb);
+            self.withdrawn_ms = None;
+        } else if self.withdrawn_ms.is_none()
+            && self.leader.as_ref().is_some_and(|l| l.name == hb.name && l.incarnation == hb.incarnation)
+        {
+            // A leader that released (or was fenced) runs nothing: without
+            // this it showed as leading until its deadline.
+            self.withdrawn_ms = Some(hb.at_ms);
+        }
+    }
+
+    /// Whether the records are a schedule's (`--every`, `--cron`).
+    pub(super) fn scheduled(&self) -> bool {
+        !self.runs.is_empty() || self.next_ms.is_some()
+    }
+
+    /// The leader, if its newest heartbeat is within its own deadline and
+    /// it has not taken its claim back since.
+    pub(super) fn fresh_leader(&self, now_ms: u64) -> Option<&Heartbeat> {
+        self.leader
+            .as_ref()
+            .filter(|hb| self.withdrawn_ms.is_none() && now_ms.saturating_sub(hb.at_ms) < hb.deadline_ms)
+    }
+
+    /// A one-line summary that changes exactly when the answer does.
+    pub(super) fn key(&self, now_ms: u64) -> String {
+        let leader = match self.fresh_leader(now_ms) {
+            Some(hb) => format!("{} {}", hb.name, hb.token.unwrap_or_default()),
+            None => "none".into(),
+        };
+        let running = |hb: &Heartbeat| hb.pause.as_ref().map(|p| p.running);
+        let paused = match self.paused() {
+            Some(p) => format!(" paused {} {:?}", p.offset, self.fresh_leader(now_ms).and_then(running)),
+            None => String::new(),
+        };
+        // Who may lead next, and whether they can: not when they last wrote.
+        let standbys: String = self
+            .standbys(now_ms)
+            .iter()
+            .map(|c| format!(" {}/{} {} {} {}", c.name, c.incarnation, c.priority, c.never_lead, c.unhealthy))
+            .collect();
+        format!("{leader}{paused}{standbys}")
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::kafka::heartbeat::{Content, Member, WireStance};
+    use crate::leader::{Record, Stance};
+
+    pub(in crate::status) fn hb(name: &str, token: Option<i64>, at_ms: u64) -> Heartbeat {
+        let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
+        let mut hb = Heartbeat::new(
+            &Member::this_process(name.into()),
+            1,
+            crate::clock::BootTime::from_nanos(1),
+            at_ms,
+            Content {
+                record: Record { term: 1, start: None, stance, attempt: None, next: None, pause: None, to: None },
+                since_ms: Some(at_ms),
+                deadline_ms: 3000,
+            },
+        );
+        hb.at_ms = at_ms;
+        hb
+    }
+
+    #[test]
+    fn the_newest_token_bearing_record_leads_while_within_its_deadline() {
+        let mut v = View::default();
+        v.add(hb("a", Some(1), 1_000));
+        v.add(hb("b", None, 2_000)); // a candidate: not a leader yet
+        assert_eq!(v.fresh_leader(3_999).map(|h| h.name.as_str()), Some("a"));
+        assert!(v.fresh_leader(4_000).is_none(), "stale after its own deadline");
+        v.add(hb("b", Some(5), 4_100));
+        assert_eq!(v.key(4_200), "b 5");
+    }
+
+    #[test]
+    fn a_newer_record_of_the_leader_without_a_token_takes_its_claim_back() {
+        let mut v = View::default();
+        let a = hb("a", Some(1), 1_000);
+        let mut other_a = hb("a", None, 1_100);
+        other_a.incarnation = "restarted".into();
+        v.add(a.clone());
+        v.add(other_a); // another incarnation of the same name: not the leader
+        assert_eq!(v.key(1_200), "a 1");
+        let mut released = a.clone();
+        (released.token, released.role, released.at_ms) = (None, Some(WireStance::Released), 1_300);
+        v.add(released);
+        assert!(v.fresh_leader(1_400).is_none(), "released, long before its deadline");
+        assert_eq!(v.withdrawn_ms, Some(1_300));
+        assert_eq!(v.leader.as_ref().map(|h| h.name.as_str()), Some("a"), "still shown as the last leader");
+        v.add(hb("a", Some(2), 1_500));
+        assert_eq!(v.key(1_600), "a 2", "a new token-bearing record leads again");
+    }
+}

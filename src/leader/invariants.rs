@@ -210,26 +210,26 @@ impl Sim {
                     self.ended_at = Some(now);
                 }
                 self.child = None;
-                return Input::ChildExited(status);
+                return exited(status);
             }
         }
         if self.leaving && self.owned && !self.revoke_waits {
             self.leaving = false;
             self.owned = false;
             self.revoke_waits = true;
-            return Input::Revoked { lost: false };
+            return revoked(false);
         }
         loop {
             match self.rng.u8(..100) {
                 0..=9 => return Input::Tick,
                 10..=15 if !self.owned && !self.revoke_waits && !self.leaving => {
                     self.owned = true;
-                    return Input::Assigned;
+                    return assigned();
                 }
                 16..=17 if self.owned && !self.revoke_waits => {
                     self.owned = false;
                     self.revoke_waits = true;
-                    return Input::Revoked { lost: self.rng.u8(..3) == 0 };
+                    return revoked(self.rng.u8(..3) == 0);
                 }
                 18..=49 if !self.outbox.is_empty() => {
                     let (record, sent) = self.outbox.pop_front().expect("not empty");
@@ -243,7 +243,7 @@ impl Sim {
                     // before `CaughtUp`.
                     let more = self.rng.u8(..4) == 0;
                     self.catching_up = more;
-                    return Input::OwnHeartbeat { offset, sent: ms(sent), more };
+                    return Input::OwnHeartbeat { partition: P, offset, sent: ms(sent), more };
                 }
                 50..=71 => return self.their_record(),
                 72..=75 if self.child.as_ref().is_some_and(|c| c.exits_at.is_none()) => {
@@ -274,7 +274,7 @@ impl Sim {
                 92..=95 => return self.their_candidacy(),
                 96..=98 if self.catching_up => {
                     self.catching_up = false;
-                    return Input::CaughtUp;
+                    return caught_up();
                 }
                 _ => {}
             }
@@ -391,7 +391,7 @@ impl Sim {
                 self.terms.remove(&writer);
             }
         }
-        Input::OtherHeartbeat(other)
+        Input::OtherHeartbeat(P, other)
     }
 
     /// Time passes to the next input; the shell's timer fires on the way,
@@ -440,18 +440,18 @@ impl Sim {
         // The newest request by offset, of those a record may name.
         let read = match &input {
             Input::Pause(p) => Some(p.clone()),
-            Input::OtherHeartbeat(o) => o.pause.clone().filter(|p| p.offset < o.offset),
+            Input::OtherHeartbeat(_, o) => o.pause.clone().filter(|p| p.offset < o.offset),
             _ => None,
         };
         if let Some(p) = read.filter(|p| self.pause.is_none_or(|(known, ..)| p.offset > known)) {
             self.pause = Some((p.offset, p.paused, p.stop));
         }
         let now = self.now;
-        let before = self.core.role();
+        let before = self.core.standing();
         let actions = self.core.step(input.clone(), ms(now));
-        self.trace.push(format!("{now} ms: {input:?} -> {actions:?}, role {:?}", self.core.role()));
-        let role = self.core.role();
-        if before == Role::Candidate && matches!(role, Role::Leader { .. }) && self.catching_up {
+        self.trace.push(format!("{now} ms: {input:?} -> {actions:?}, role {:?}", self.core.standing()));
+        let role = self.core.standing();
+        if before == Standing::Candidate && matches!(role, Standing::Leader { .. }) && self.catching_up {
             // It may not know yet of a member it should let lead.
             self.fail("a candidate led before it heard the records fetched with its heartbeat");
         }
@@ -461,11 +461,11 @@ impl Sim {
         self.check_state(role);
     }
 
-    fn check(&mut self, action: &Action, role: Role) {
+    fn check(&mut self, action: &Action, role: Standing) {
         let now = self.now;
         let fresh_until = self.newest_read.map(|s| s + D);
         match action.clone() {
-            Action::SendHeartbeat(record) => {
+            Action::SendHeartbeat(_, record) => {
                 self.check_carried(&record);
                 if let Some(child) = &self.child {
                     // A record never claims less than is true.
@@ -475,14 +475,14 @@ impl Sim {
                 }
                 self.produce(record);
             }
-            Action::Disclaim(record) => {
+            Action::Disclaim(_, record) => {
                 if self.child.is_some() || record.stance != Stance::Released {
                     self.fail(&format!("disclaimer {record:?} with a child alive: {:?}", self.child));
                 }
                 self.check_carried(&record);
                 self.produce(record);
             }
-            Action::Spawn { token, lease, attempt } => {
+            Action::Spawn { token, lease, attempt, .. } => {
                 if let Some(schedule) = &self.settings.schedule {
                     self.check_scheduled(schedule.starting_deadline, attempt);
                 }
@@ -490,7 +490,7 @@ impl Sim {
                 if self.child.is_some() {
                     self.fail("spawn while a child lives");
                 }
-                if role != (Role::Leader { token }) {
+                if role != (Standing::Leader { token }) {
                     self.fail(&format!("spawn of token {token} while {role:?}"));
                 }
                 if self.shutting_down {
@@ -518,7 +518,7 @@ impl Sim {
                 // Most commands take SIGTERM; some ignore it.
                 self.child = Some(Child { token, lease, exits_at: None, killed: false, since: now, stopped: false });
             }
-            Action::Lease(until) => {
+            Action::Lease(_, until) => {
                 let until = as_ms(until);
                 if fresh_until.is_none_or(|f| until > f) {
                     self.fail(&format!("lease to {until} beyond the newest own record read back + D"));
@@ -529,7 +529,7 @@ impl Sim {
                     None => self.fail("lease without a child"),
                 }
             }
-            Action::SignalGroup(sig) => {
+            Action::SignalGroup(_, sig) => {
                 if let Some(child) = self.child.as_mut() {
                     child.stopped |= sig == SIGTERM;
                     if sig == SIGTERM && child.exits_at.is_none() && self.rng.u8(..4) != 0 {
@@ -537,14 +537,14 @@ impl Sim {
                     }
                 }
             }
-            Action::KillGroup => {
+            Action::KillGroup(_) => {
                 if let Some(child) = self.child.as_mut() {
                     child.killed = true;
                     child.stopped = true;
                     child.exits_at = Some(child.exits_at.map_or(now + 20, |t| t.min(now + 20)));
                 }
             }
-            Action::ReleaseRevoke => {
+            Action::ReleaseRevoke(_) => {
                 if self.child.is_some() {
                     self.fail("revoke released while a child lives");
                 }
@@ -554,7 +554,7 @@ impl Sim {
                 self.revoke_waits = false;
             }
             Action::SendCandidacy { .. } => {
-                if role != Role::Standby {
+                if role != Standing::Standby {
                     self.fail(&format!("a candidacy written while {role:?}"));
                 }
             }
@@ -616,13 +616,13 @@ impl Sim {
         self.outbox.push_back((record, self.now));
     }
 
-    fn check_state(&mut self, role: Role) {
+    fn check_state(&mut self, role: Standing) {
         let now = self.now;
-        let taken = self.core.roles_taken();
+        let taken = self.core.standings_taken();
         if taken.windows(2).any(|w| w[0] == w[1]) || taken.last().is_some_and(|&r| r != role) {
             self.fail(&format!("roles reported {taken:?} while {role:?}"));
         }
-        if let Role::Leader { token } = role {
+        if let Standing::Leader { token } = role {
             if self.last_token != Some(token) {
                 if self.last_token.is_some_and(|t| token <= t) {
                     self.fail(&format!("leader with token {token} after {:?}", self.last_token));
@@ -653,7 +653,7 @@ impl Sim {
                 self.fail(&format!("a child runs unstopped after pause --stop at {offset}"));
             }
         }
-        if !self.healthy && self.child.is_none() && role != Role::Standby {
+        if !self.healthy && self.child.is_none() && role != Standing::Standby {
             // Unhealthy, a member gives partition 0 up once its command is gone.
             self.fail(&format!("{role:?} while unhealthy with no command"));
         }
@@ -699,8 +699,8 @@ fn random_runs_keep_every_promise() {
             if sim.done {
                 // After Exit, only a revoke from closing is answered.
                 if sim.revoke_waits {
-                    let actions = sim.core.step(Input::Revoked { lost: false }, ms(sim.now));
-                    assert_eq!(actions, vec![Action::ReleaseRevoke], "seed {seed}");
+                    let actions = sim.core.step(revoked(false), ms(sim.now));
+                    assert_eq!(actions, vec![Action::ReleaseRevoke(P)], "seed {seed}");
                 }
                 assert_eq!(sim.core.step(Input::Tick, ms(sim.now + 10_000)), vec![], "seed {seed}");
                 break;

@@ -52,7 +52,10 @@ use crate::clock::{Anchor, BootTime};
 use crate::exit::{self, ChildStatus};
 use attempts::Turn;
 pub use attempts::{supersedes, Attempt, Runner, Waves};
-pub use io::{Action, Asker, Candidacy, Input, Other, Pause, PauseNote, Record, Restart, Settings, Signal, Stance};
+pub use io::{
+    Action, Asker, Candidacy, Input, Other, Partition, Pause, PauseNote, Record, Restart, Settings, Signal, Stance,
+    SEATS,
+};
 use peers::Peers;
 pub use schedule::{Calendar, Missed, Schedule};
 use standbys::Standbys;
@@ -66,14 +69,14 @@ mod standbys;
 
 /// Where we stand in the group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
+pub enum Standing {
     Standby,
     Candidate,
     Leader { token: i64 },
     Fenced,
 }
 
-/// A tenure's phase: what `Role` is while we own partition 0.
+/// A tenure's phase: what `Standing` is while we own partition 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Candidate,
@@ -140,6 +143,8 @@ struct Tenure {
 #[derive(Debug)]
 pub struct Leader {
     settings: Settings,
+    /// The seat's partition.
+    partition: Partition,
     started: BootTime,
     /// Our start on both clocks, or the reading after the wall clock's
     /// latest step: every conversion between boot time and the wall clock
@@ -194,10 +199,10 @@ pub struct Leader {
     /// handled, and returning it from `next_deadline` would spin the shell.
     now: BootTime,
     out: Vec<Action>,
-    /// Every role taken since the shell last asked, in order: a fence and a
+    /// Every standing taken since the shell last asked, in order: a fence and a
     /// resume within one step are two changes, not none.
-    roles: Vec<Role>,
-    last_role: Role,
+    standings: Vec<Standing>,
+    last_standing: Standing,
     /// Why we last became a standby (see `why_standby`).
     stood_down: &'static str,
     /// A fence killed the command whose exit is due (see `why_child_ends`).
@@ -222,6 +227,7 @@ impl Leader {
         let gated = settings.health_checked;
         Leader {
             settings,
+            partition: SEATS[0],
             started: now.boot,
             anchor: now,
             tenure: None,
@@ -246,8 +252,8 @@ impl Leader {
             announced: false,
             now: now.boot,
             out: Vec::new(),
-            roles: Vec::new(),
-            last_role: Role::Standby,
+            standings: Vec::new(),
+            last_standing: Standing::Standby,
             stood_down: "started",
             fenced_child: false,
             healthy: !gated,
@@ -262,18 +268,18 @@ impl Leader {
         self.born = Some(end);
     }
 
-    /// The roles taken since the last call, in order (for metrics and
+    /// The standings taken since the last call, in order (for metrics and
     /// systemd's status line).
-    pub fn roles_taken(&mut self) -> Vec<Role> {
-        std::mem::take(&mut self.roles)
+    pub fn standings_taken(&mut self) -> Vec<Standing> {
+        std::mem::take(&mut self.standings)
     }
 
-    /// Notes the current role if it changed.
-    fn note_role(&mut self) {
-        let role = self.role();
-        if role != self.last_role {
-            self.last_role = role;
-            self.roles.push(role);
+    /// Notes the current standing if it changed.
+    fn note_standing(&mut self) {
+        let standing = self.standing();
+        if standing != self.last_standing {
+            self.last_standing = standing;
+            self.standings.push(standing);
         }
     }
 
@@ -298,13 +304,13 @@ impl Leader {
         }
     }
 
-    /// Our role now (for logs, status and tests).
-    pub fn role(&self) -> Role {
+    /// Our standing now (for logs, status and tests).
+    pub fn standing(&self) -> Standing {
         match self.tenure.map(|t| t.phase) {
-            None => Role::Standby,
-            Some(Phase::Candidate) => Role::Candidate,
-            Some(Phase::Leader { token }) => Role::Leader { token },
-            Some(Phase::Fenced) => Role::Fenced,
+            None => Standing::Standby,
+            Some(Phase::Candidate) => Standing::Candidate,
+            Some(Phase::Leader { token }) => Standing::Leader { token },
+            Some(Phase::Fenced) => Standing::Fenced,
         }
     }
 
@@ -336,8 +342,8 @@ impl Leader {
         if self.plan == Plan::Done {
             // After Exit the shell only tears down; a revoke from closing the
             // consumer must still be released.
-            if let Input::Revoked { .. } = input {
-                return vec![Action::ReleaseRevoke];
+            if let Input::Revoked { partition, .. } = input {
+                return vec![Action::ReleaseRevoke(partition)];
             }
             return Vec::new();
         }
@@ -346,20 +352,26 @@ impl Leader {
         // died after its lease ran out was fenced, not exiting by itself.
         self.on_time(now);
         match input {
-            Input::Assigned => self.on_assigned(now),
-            Input::Revoked { lost } => self.on_revoked(lost, now),
-            Input::OwnHeartbeat { offset, sent, more } => {
+            Input::Assigned { partition } if partition == self.partition => self.on_assigned(now),
+            Input::Revoked { partition, lost } if partition == self.partition => self.on_revoked(lost, now),
+            Input::OwnHeartbeat { partition, offset, sent, more } if partition == self.partition => {
                 self.catching_up = more;
                 self.on_heartbeat(offset, sent, now)
             }
-            Input::CaughtUp => self.catching_up = false,
-            Input::OtherHeartbeat(other) => self.on_other(other, now),
-            Input::ChildExited(status) => self.on_child_exited(status, now),
+            Input::CaughtUp { partition } if partition == self.partition => self.catching_up = false,
+            Input::OtherHeartbeat(partition, other) if partition == self.partition => self.on_other(other, now),
+            Input::ChildExited(partition, status) if partition == self.partition => self.on_child_exited(status, now),
+            Input::Assigned { .. }
+            | Input::Revoked { .. }
+            | Input::OwnHeartbeat { .. }
+            | Input::CaughtUp { .. }
+            | Input::OtherHeartbeat(..)
+            | Input::ChildExited(..) => {}
             Input::Shutdown => self.on_shutdown(None, now),
             Input::Fatal(code) => self.on_shutdown(Some(code), now),
             Input::Forward(sig) => {
                 if self.child != Child::Idle {
-                    self.out.push(Action::SignalGroup(sig));
+                    self.out.push(Action::SignalGroup(self.partition, sig));
                 }
             }
             Input::Yield { to } => self.on_yield("yielded", to, now),
@@ -374,7 +386,7 @@ impl Leader {
             Input::Tick => {}
         }
         self.on_time(now);
-        self.note_role();
+        self.note_standing();
         std::mem::take(&mut self.out)
     }
 
@@ -443,7 +455,7 @@ impl Leader {
             fresh: None,
             phase: Phase::Candidate,
         });
-        self.note_role();
+        self.note_standing();
         if !self.healthy {
             self.on_yield("unhealthy", None, now);
         }
@@ -454,8 +466,8 @@ impl Leader {
             info!(role = ?tenure.phase, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
             self.stood_down = if lost { "lost" } else { "revoked" };
         }
-        self.note_role();
-        // Whatever our role was, the partition goes only once the child has.
+        self.note_standing();
+        // Whatever our standing was, the partition goes only once the child has.
         match self.child {
             Child::Idle => self.release(),
             Child::Running | Child::Stopping { .. } => {
@@ -501,7 +513,7 @@ impl Leader {
             // as our claims do, and `--grace` is not cut short by it.
             Phase::Leader { .. } => {
                 if self.child != Child::Idle {
-                    self.out.push(Action::Lease(sent + deadline));
+                    self.out.push(Action::Lease(self.partition, sent + deadline));
                 }
             }
         }
@@ -571,7 +583,7 @@ impl Leader {
         tenure.next_heartbeat = now;
         self.ever_led = true;
         say::promoted(was, fresh.offset, took);
-        self.note_role();
+        self.note_standing();
         if let Plan::Serve | Plan::Start(_) = self.plan {
             self.plan = Plan::Start(now);
         }
@@ -644,7 +656,7 @@ impl Leader {
                     tenure.next_heartbeat = now;
                 }
             }
-            self.out.push(Action::Spawn { token, lease, attempt });
+            self.out.push(Action::Spawn { partition: self.partition, token, lease, attempt });
         }
     }
 
@@ -670,7 +682,7 @@ impl Leader {
         }
         let until = (now - other.age) + other.deadline + self.settings.claim_margin;
         self.standbys.other(&other, self.handover_window(), now);
-        let leading = matches!(self.role(), Role::Leader { .. });
+        let leading = matches!(self.standing(), Standing::Leader { .. });
         let (before, after) = self.peers.read(&other, until, now);
         say::held_back(&other, until, now, leading, before.claim.is_some());
         say::goes_first(&other.writer, before.term, after.term, self.tenure.and_then(|t| t.start), leading);
@@ -694,7 +706,7 @@ impl Leader {
             tenure.phase = Phase::Fenced;
             tenure.phase_since = now;
         }
-        self.note_role();
+        self.note_standing();
         if self.child != Child::Idle {
             self.fenced_child = true;
             self.kill();
@@ -769,7 +781,7 @@ impl Leader {
         let Some((name, priority)) = self.standbys.read(&candidacy, now) else { return };
         if self.settings.preempt
             && priority > self.settings.priority
-            && matches!(self.role(), Role::Leader { .. })
+            && matches!(self.standing(), Standing::Leader { .. })
             && matches!(self.plan, Plan::Serve | Plan::Start(_))
         {
             say::preempted(&name, priority, self.settings.priority);
@@ -866,7 +878,7 @@ impl Leader {
         }
         self.tenure = None;
         self.stood_down = "gave back";
-        self.note_role();
+        self.note_standing();
         self.disclaim();
         self.out.push(Action::Rejoin);
     }
@@ -882,7 +894,7 @@ impl Leader {
             // candidate again once back in it.
             self.announce_at = None;
         }
-        self.note_role();
+        self.note_standing();
         let handing = self.hand_to.is_some();
         self.disclaim();
         self.out.push(if handing { Action::HandOver } else { Action::StandAside });
@@ -891,7 +903,7 @@ impl Leader {
     /// Lets the revoke go: our command is gone.
     fn release(&mut self) {
         self.disclaim();
-        self.out.push(Action::ReleaseRevoke);
+        self.out.push(Action::ReleaseRevoke(self.partition));
     }
 
     /// Says, before giving partition 0 up, that our command is gone and
@@ -911,7 +923,7 @@ impl Leader {
                 pause: self.pause_note(),
                 to,
             };
-            self.out.push(Action::Disclaim(record));
+            self.out.push(Action::Disclaim(self.partition, record));
         }
     }
 
@@ -935,7 +947,7 @@ impl Leader {
         };
         let record = Record { term: self.term, start: tenure.start, stance, attempt, next, pause, to: None };
         self.spoke = true;
-        self.out.push(Action::SendHeartbeat(record));
+        self.out.push(Action::SendHeartbeat(self.partition, record));
     }
 
     fn on_shutdown(&mut self, code: Option<u8>, now: BootTime) {
@@ -1003,13 +1015,13 @@ impl Leader {
 
     fn stop(&mut self, now: BootTime) {
         if self.child == Child::Running {
-            self.out.push(Action::SignalGroup(self.settings.stop_signal));
+            self.out.push(Action::SignalGroup(self.partition, self.settings.stop_signal));
             self.child = Child::Stopping { kill_at: Some(now + self.settings.grace) };
         }
     }
 
     fn kill(&mut self) {
-        self.out.push(Action::KillGroup);
+        self.out.push(Action::KillGroup(self.partition));
         self.child = Child::Stopping { kill_at: None };
     }
 
@@ -1017,7 +1029,7 @@ impl Leader {
         self.plan = Plan::Done;
         self.tenure = None;
         self.stood_down = "exiting";
-        self.note_role();
+        self.note_standing();
         self.disclaim();
         if std::mem::take(&mut self.announced) {
             self.out.push(Action::SendCandidacy { leaving: true });

@@ -3,7 +3,7 @@
 //! see .cargo/mutants.toml; no test pins a log line's condition).
 
 use super::*;
-use crate::kafka::heartbeat::printable;
+use crate::printable::printable;
 use peers::Term;
 
 /// Our term's first record is on the partition: who contended before it.

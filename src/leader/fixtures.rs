@@ -2,7 +2,9 @@
 //! machine whose clocks are fixed (so no test depends on when it runs), the
 //! signals they send, and the settings and leader the scenarios start from.
 
-use std::time::Duration;
+pub use std::time::Duration;
+
+pub use crate::exit::ChildStatus;
 
 use super::*;
 use Action::*;
@@ -108,9 +110,9 @@ pub fn led() -> Action {
 pub fn leading(restart: Restart) -> Leader {
     let mut l = Leader::new(settings(restart), started(0));
     assert_eq!(l.step(assigned(), ms(1000)), vec![says(1, None, None)]);
-    assert_eq!(l.standing(), Standing::Candidate);
+    assert_eq!(l.standing(P), Standing::Candidate);
     // The new leader announces its token with a heartbeat at once.
     assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![spawn(7, ms(2000)), led()]);
-    assert_eq!(l.standing(), Standing::Leader { token: 7 });
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
     l
 }

@@ -152,7 +152,7 @@ impl Sim {
         let wall0 = WALL + rng.u64(..86_400_000);
         let mut core = Leader::new(settings.clone(), Anchor { boot: ms(0), wall_ms: wall0 });
         if rng.bool() {
-            core.born_at(rng.i64(0..20));
+            core.born_at(P, rng.i64(0..20));
         }
         Sim {
             rng,
@@ -447,10 +447,10 @@ impl Sim {
             self.pause = Some((p.offset, p.paused, p.stop));
         }
         let now = self.now;
-        let before = self.core.standing();
+        let before = self.core.standing(P);
         let actions = self.core.step(input.clone(), ms(now));
-        self.trace.push(format!("{now} ms: {input:?} -> {actions:?}, role {:?}", self.core.standing()));
-        let role = self.core.standing();
+        self.trace.push(format!("{now} ms: {input:?} -> {actions:?}, role {:?}", self.core.standing(P)));
+        let role = self.core.standing(P);
         if before == Standing::Candidate && matches!(role, Standing::Leader { .. }) && self.catching_up {
             // It may not know yet of a member it should let lead.
             self.fail("a candidate led before it heard the records fetched with its heartbeat");
@@ -618,7 +618,7 @@ impl Sim {
 
     fn check_state(&mut self, role: Standing) {
         let now = self.now;
-        let taken = self.core.standings_taken();
+        let taken = self.core.standings_taken(P);
         if taken.windows(2).any(|w| w[0] == w[1]) || taken.last().is_some_and(|&r| r != role) {
             self.fail(&format!("roles reported {taken:?} while {role:?}"));
         }

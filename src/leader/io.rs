@@ -318,6 +318,29 @@ pub enum Input {
     Tick,
 }
 
+impl Input {
+    /// The seat's partition it concerns; None for the whole member's.
+    pub fn partition(&self) -> Option<Partition> {
+        match *self {
+            Input::Assigned { partition }
+            | Input::Revoked { partition, .. }
+            | Input::OwnHeartbeat { partition, .. }
+            | Input::CaughtUp { partition }
+            | Input::OtherHeartbeat(partition, _)
+            | Input::ChildExited(partition, _) => Some(partition),
+            Input::Shutdown
+            | Input::Fatal(_)
+            | Input::Forward(_)
+            | Input::Yield { .. }
+            | Input::Pause(_)
+            | Input::Health(_)
+            | Input::Standby
+            | Input::Candidacy(_)
+            | Input::Tick => None,
+        }
+    }
+}
+
 /// Something for the shell to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -356,4 +379,23 @@ pub enum Action {
     /// is gone instead of waiting out our last record. Comes before giving
     /// the partition up.
     Disclaim(Partition, Record),
+}
+
+impl Action {
+    /// The seat's partition it concerns (the shell routes it there); None
+    /// for the whole member's.
+    pub fn partition(&self) -> Option<Partition> {
+        match *self {
+            Action::SendHeartbeat(partition, _)
+            | Action::Spawn { partition, .. }
+            | Action::Lease(partition, _)
+            | Action::SignalGroup(partition, _)
+            | Action::KillGroup(partition)
+            | Action::ReleaseRevoke(partition)
+            | Action::Disclaim(partition, _) => Some(partition),
+            Action::Rejoin | Action::StandAside | Action::HandOver | Action::SendCandidacy { .. } | Action::Exit(_) => {
+                None
+            }
+        }
+    }
 }

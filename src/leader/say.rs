@@ -4,7 +4,9 @@
 
 use super::*;
 use crate::printable::printable;
-use peers::Term;
+use peers::{Peers, Term};
+use seat::Phase;
+use std::time::Duration;
 
 /// Our term's first record is on the partition: who contended before it.
 pub(super) fn earlier_contenders(peers: &Peers, offset: i64, now: BootTime) {

@@ -59,7 +59,7 @@ fn standby_does_nothing_and_has_no_deadline() {
     let mut l = Leader::new(settings(Restart::Never), started(0));
     assert_eq!(l.step(Input::Tick, ms(50_000)), vec![]);
     assert_eq!(l.next_deadline(), None);
-    assert_eq!(l.standing(), Standing::Standby);
+    assert_eq!(l.standing(P), Standing::Standby);
 }
 
 #[test]
@@ -74,7 +74,7 @@ fn candidate_heartbeats_on_its_interval_until_it_reads_one_back() {
     // A deadline without reading one back ends its term: others may
     // have counted it out.
     assert_eq!(l.step(Input::Tick, ms(3000)), vec![says(2, None, None)]);
-    assert_eq!(l.standing(), Standing::Candidate);
+    assert_eq!(l.standing(P), Standing::Candidate);
 }
 
 #[test]
@@ -83,7 +83,7 @@ fn records_of_others_or_from_before_the_tenure_never_count() {
     l.step(assigned(), ms(1000));
     assert_eq!(l.step(other("x", None, 0), ms(1002)), vec![]);
     assert_eq!(l.step(hb(4, 999), ms(1003)), vec![], "sent before we were assigned");
-    assert_eq!(l.standing(), Standing::Candidate);
+    assert_eq!(l.standing(P), Standing::Candidate);
 }
 
 #[test]
@@ -91,7 +91,7 @@ fn a_heartbeat_read_back_after_the_deadline_does_not_elect() {
     let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(assigned(), ms(1000));
     assert_eq!(l.step(hb(5, 1000), ms(2000)), vec![says(2, None, None)]);
-    assert_eq!(l.standing(), Standing::Candidate);
+    assert_eq!(l.standing(P), Standing::Candidate);
 }
 
 #[test]
@@ -109,22 +109,22 @@ fn stale_heartbeats_fence_with_sigkill_and_fresh_ones_resume_with_a_new_token() 
     // Freshness is measured from the send instant, so deadline = 2000.
     assert!(!l.step(Input::Tick, ms(1999)).contains(&KillGroup(P)));
     assert_eq!(l.step(Input::Tick, ms(2000)), vec![KillGroup(P)]);
-    assert_eq!(l.standing(), Standing::Fenced);
+    assert_eq!(l.standing(P), Standing::Fenced);
     assert_eq!(l.step(exited(ChildStatus::Signaled(9)), ms(2005)), vec![]);
     // A backlog: old own heartbeats read now do not resume. A deadline
     // has passed since the last one read back: a new term.
     assert_eq!(l.step(hb(9, 1500), ms(2600)), vec![says(2, None, None)]);
-    assert_eq!(l.standing(), Standing::Fenced);
+    assert_eq!(l.standing(P), Standing::Fenced);
     assert_eq!(l.step(hb(12, 2600), ms(2610)), vec![spawn(12, ms(3600)), says(2, Some(12), Some(12))]);
-    assert_eq!(l.standing(), Standing::Leader { token: 12 });
+    assert_eq!(l.standing(P), Standing::Leader { token: 12 });
 }
 
 #[test]
 fn a_fenced_leader_whose_child_still_dies_goes_on_claiming_its_token() {
     let mut l = leading(Restart::Never);
-    assert_eq!(l.fresh(), Some(ms(1000)), "the newest own heartbeat read back (for the heartbeat-age metric)");
+    assert_eq!(l.fresh(P), Some(ms(1000)), "the newest own heartbeat read back (for the heartbeat-age metric)");
     assert!(l.step(Input::Tick, ms(2000)).contains(&KillGroup(P)));
-    assert_eq!(l.standing(), Standing::Fenced);
+    assert_eq!(l.standing(P), Standing::Fenced);
     // Until the child is gone, others must still wait: our record
     // claims partition 0 with the dying child's token, not a contention.
     let claims = l.step(Input::Tick, ms(2200));
@@ -159,7 +159,7 @@ fn a_child_dying_after_its_lease_ran_out_was_fenced_not_exiting() {
     let mut l = leading(Restart::Never);
     let out = l.step(exited(ChildStatus::Signaled(9)), ms(2500));
     assert_eq!(out, vec![says(2, None, Some(7)), KillGroup(P)]);
-    assert_eq!(l.standing(), Standing::Fenced);
+    assert_eq!(l.standing(P), Standing::Fenced);
 }
 
 #[test]
@@ -176,7 +176,7 @@ fn heartbeats_returning_after_the_resume_window_rejoin_instead_of_resuming() {
         "a 2.3s gap > the 2.2s window"
     );
     assert_eq!(l.step(hb(30, 3300), ms(3310)), vec![]);
-    assert_eq!(l.standing(), Standing::Standby);
+    assert_eq!(l.standing(P), Standing::Standby);
     assert_eq!(l.step(revoked(false), ms(3320)), vec![ReleaseRevoke(P)]);
     // Within the window, the same return resumes.
     let mut l = leading(Restart::Never);
@@ -200,7 +200,7 @@ fn a_fenced_owner_gives_partition_0_back_after_the_resume_window_without_any_hea
     assert_eq!(l.next_deadline(), Some(ms(3200)), "1000 + the 2.2s resume window");
     assert_eq!(l.step(Input::Tick, ms(3199)), vec![]);
     assert_eq!(l.step(Input::Tick, ms(3200)), vec![says(3, None, None), gone(3), Rejoin]);
-    assert_eq!(l.standing(), Standing::Standby);
+    assert_eq!(l.standing(P), Standing::Standby);
     assert_eq!(l.next_deadline(), None);
     assert_eq!(l.step(revoked(false), ms(3300)), vec![ReleaseRevoke(P)]);
 }
@@ -211,7 +211,7 @@ fn a_candidate_that_never_reads_its_heartbeat_back_gives_partition_0_back() {
     l.step(assigned(), ms(1000));
     l.step(Input::Tick, ms(3100));
     assert_eq!(l.step(Input::Tick, ms(3200)), vec![gone(2), Rejoin], "its contending records withdrawn");
-    assert_eq!(l.standing(), Standing::Standby);
+    assert_eq!(l.standing(P), Standing::Standby);
     // Assigned again later: a new tenure, a new window.
     assert_eq!(l.step(assigned(), ms(4000)), vec![says(3, None, None)]);
     assert_eq!(l.step(hb(40, 4000), ms(4010)), vec![spawn(40, ms(5000)), says(3, Some(40), Some(40))]);
@@ -230,7 +230,7 @@ fn a_second_tenure_in_a_row_that_cannot_confirm_stands_aside_instead_of_rejoinin
     l.step(assigned(), ms(4000));
     l.step(Input::Tick, ms(6100));
     assert_eq!(l.step(Input::Tick, ms(6200)), vec![gone(4), StandAside], "the second time: ours, likely");
-    assert_eq!(l.standing(), Standing::Standby);
+    assert_eq!(l.standing(P), Standing::Standby);
     // Our own heartbeat read back in between: the next failure rejoins.
     let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(assigned(), ms(1000));
@@ -244,7 +244,7 @@ fn a_second_tenure_in_a_row_that_cannot_confirm_stands_aside_instead_of_rejoinin
     // Never while the command may live: that leave holds no barrier.
     let mut l = leading(Restart::Never);
     l.step(Input::Tick, ms(2000)); // fenced; the killed child not reaped yet
-    l.gave_back = true;
+    l.seat_mut(P).gave_back = true;
     assert_eq!(l.step(Input::Tick, ms(3200)), vec![says(3, None, Some(7)), Rejoin]);
 }
 
@@ -264,7 +264,7 @@ fn yield_stops_the_child_then_stands_aside_without_restart_or_exit() {
     let mut l = leading(Restart::Always);
     assert_eq!(l.step(Input::Yield { to: None }, ms(1100)), vec![SignalGroup(P, SIGTERM)]);
     assert_eq!(l.step(exited(ChildStatus::Signaled(15)), ms(1150)), vec![gone(1), StandAside]);
-    assert_eq!(l.standing(), Standing::Standby);
+    assert_eq!(l.standing(P), Standing::Standby);
     assert_eq!(l.step(revoked(false), ms(1160)), vec![ReleaseRevoke(P)]);
     assert_eq!(l.next_deadline(), None, "no restart pending");
     // A standby has nothing to yield.
@@ -288,7 +288,7 @@ fn a_candidate_waits_until_other_claims_have_been_quiet_for_a_deadline() {
     l.step(assigned(), ms(1000));
     l.step(claim(5), ms(1005));
     assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![], "contested: no leadership");
-    assert_eq!(l.standing(), Standing::Candidate);
+    assert_eq!(l.standing(P), Standing::Candidate);
     assert_eq!(l.step(claim(5), ms(1200)), vec![says(1, Some(7), None)]);
     l.step(Input::Tick, ms(1400));
     assert_eq!(l.step(hb(9, 1400), ms(1900)), vec![says(1, Some(7), None)], "still within a deadline of the claim");
@@ -393,7 +393,7 @@ fn a_new_owner_leads_on_its_first_record_read_back_once_the_last_leader_disclaim
     l.step(claim(3), ms(990));
     l.step(assigned(), ms(1000));
     assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![]);
-    assert_eq!(l.standing(), Standing::Candidate);
+    assert_eq!(l.standing(P), Standing::Candidate);
     for t in (1200..1990).step_by(200) {
         l.step(Input::Tick, ms(t));
         assert_eq!(l.step(hb(7 + t as i64 / 200, t), ms(t + 5)), vec![]);
@@ -406,9 +406,9 @@ fn a_new_owner_leads_on_its_first_record_read_back_once_the_last_leader_disclaim
 fn of_two_leaders_the_older_token_fences() {
     let mut l = leading(Restart::Never); // token 7
     assert_eq!(l.step(claim(3), ms(1020)), vec![], "an older claim: the other one must yield");
-    assert_eq!(l.standing(), Standing::Leader { token: 7 });
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
     assert_eq!(l.step(claim(12), ms(1030)), vec![KillGroup(P)]);
-    assert_eq!(l.standing(), Standing::Fenced);
+    assert_eq!(l.standing(P), Standing::Fenced);
     l.step(exited(ChildStatus::Signaled(9)), ms(1040));
     assert_eq!(l.step(hb(13, 1100), ms(1110)), vec![], "no resume while the other claims");
 }
@@ -425,7 +425,7 @@ fn resuming_while_the_fenced_child_still_dies_spawns_once_it_is_gone() {
 fn graceful_revoke_holds_the_callback_until_the_child_is_gone() {
     let mut l = leading(Restart::Always);
     assert_eq!(l.step(revoked(false), ms(1100)), vec![SignalGroup(P, SIGTERM)]);
-    assert_eq!(l.standing(), Standing::Standby);
+    assert_eq!(l.standing(P), Standing::Standby);
     assert_eq!(l.next_deadline(), Some(ms(1600)));
     assert_eq!(l.step(Input::Tick, ms(1600)), vec![KillGroup(P)]);
     assert_eq!(
@@ -489,7 +489,7 @@ fn two_owners(a_first_on_the_log: bool) -> [Vec<i64>; 2] {
         for i in 0..2 {
             step(&mut m, i, Input::Tick, t);
             step(&mut m, i, hb(offset, t), t + 5);
-            let (start, stance) = match m[i].standing() {
+            let (start, stance) = match m[i].standing(P) {
                 Standing::Leader { token } => (None, Stance::Leading { token }),
                 _ => (None, Stance::Contending),
             };
@@ -543,7 +543,7 @@ fn an_earlier_contender_holds_a_candidate_back_until_it_withdraws_or_goes_quiet(
     l.step(other("old", None, 0), ms(1001));
     l.step(hb(7, 1000), ms(1010));
     assert_eq!(l.step(contender("y", 9, 1, None, Stance::Contending, 0), ms(1011)), vec![]);
-    assert_eq!(l.standing(), Standing::Leader { token: 7 });
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
 }
 
 #[test]
@@ -554,10 +554,10 @@ fn a_leader_fences_when_a_term_that_began_before_its_own_still_contends() {
     let mut l = leading(Restart::Never); // our term began at 7
     assert_eq!(l.step(contender("late", 9, 1, None, Stance::Contending, 0), ms(1015)), vec![]);
     assert_eq!(l.step(contender("stale", 3, 1, None, Stance::Contending, 1500), ms(1016)), vec![], "ran out");
-    assert_eq!(l.standing(), Standing::Leader { token: 7 });
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
     // Read at 12, but its writer says its term began at 5.
     assert_eq!(l.step(contender("early", 12, 1, Some(5), Stance::Contending, 0), ms(1020)), vec![KillGroup(P)]);
-    assert_eq!(l.standing(), Standing::Fenced);
+    assert_eq!(l.standing(P), Standing::Fenced);
     l.step(exited(ChildStatus::Signaled(9)), ms(1030));
     assert_eq!(l.step(hb(13, 1200), ms(1210)), vec![says(1, Some(7), None)], "no resume while it contends");
     // It leads now: a claim from a term that began before ours.
@@ -679,13 +679,13 @@ fn every_role_taken_within_one_step_is_reported() {
     l.step(other("x", Some(3), 700), ms(1000)); // holds until 1300
     l.step(assigned(), ms(1000));
     l.step(hb(7, 1000), ms(1010));
-    assert_eq!(l.standings_taken(), vec![Standing::Candidate]);
+    assert_eq!(l.standings_taken(P), vec![Standing::Candidate]);
     // The timer fires late, with a revoke: led (and started the command),
     // then revoked, in one step. Both count.
     let actions = l.step(revoked(false), ms(1350));
     assert_eq!(actions[0], spawn(7, ms(2000)));
-    assert_eq!(l.standings_taken(), vec![Standing::Leader { token: 7 }, Standing::Standby]);
-    assert_eq!(l.standings_taken(), vec![], "each change is reported once");
+    assert_eq!(l.standings_taken(P), vec![Standing::Leader { token: 7 }, Standing::Standby]);
+    assert_eq!(l.standings_taken(P), vec![], "each change is reported once");
 }
 
 #[test]
@@ -699,44 +699,44 @@ fn a_restart_due_before_the_fence_does_not_start_at_the_fence_instant() {
         !actions.iter().any(|a| matches!(a, Spawn { partition: P, .. })),
         "started with a stale heartbeat: {actions:?}"
     );
-    assert_eq!(l.standing(), Standing::Fenced);
+    assert_eq!(l.standing(P), Standing::Fenced);
 }
 
 #[test]
 fn the_core_says_why_its_leader_stopped_leading_and_why_its_command_ended() {
     // A fence: the command is killed, and its exit is the fence's.
     let mut l = leading(Restart::Always);
-    assert_eq!(l.why_child_ends(), "exited", "running: if it ends now, it ended by itself");
+    assert_eq!(l.why_child_ends(P), "exited", "running: if it ends now, it ended by itself");
     l.step(Input::Tick, ms(2000));
-    assert_eq!(l.standing(), Standing::Fenced);
-    assert_eq!(l.why_child_ends(), "fenced");
+    assert_eq!(l.standing(P), Standing::Fenced);
+    assert_eq!(l.why_child_ends(P), "fenced");
     // Resumed before the killed command's exit is reported: still the fence's.
     l.step(hb(9, 2001), ms(2005));
-    assert_eq!((l.standing(), l.why_child_ends()), (Standing::Leader { token: 9 }, "fenced"));
+    assert_eq!((l.standing(P), l.why_child_ends(P)), (Standing::Leader { token: 9 }, "fenced"));
     l.step(exited(ChildStatus::Signaled(9)), ms(2100));
-    assert_eq!(l.why_child_ends(), "exited", "the next run starts afresh");
+    assert_eq!(l.why_child_ends(P), "exited", "the next run starts afresh");
     // A revoke, a lost partition, a yield, an exit: each says which.
     let mut l = leading(Restart::Always);
     l.step(revoked(false), ms(1100));
-    assert_eq!((l.standing(), l.why_standby(), l.why_child_ends()), (Standing::Standby, "revoked", "stopped"));
+    assert_eq!((l.standing(P), l.why_standby(P), l.why_child_ends(P)), (Standing::Standby, "revoked", "stopped"));
     let mut l = leading(Restart::Always);
     l.step(revoked(true), ms(1100));
-    assert_eq!((l.why_standby(), l.why_child_ends()), ("lost", "stopped"));
+    assert_eq!((l.why_standby(P), l.why_child_ends(P)), ("lost", "stopped"));
     let mut l = leading(Restart::Always);
     l.step(Input::Yield { to: None }, ms(1100));
-    assert_eq!(l.why_child_ends(), "stopped");
+    assert_eq!(l.why_child_ends(P), "stopped");
     l.step(exited(ChildStatus::Exited(143)), ms(1200));
-    assert_eq!((l.standing(), l.why_standby()), (Standing::Standby, "yielded"));
+    assert_eq!((l.standing(P), l.why_standby(P)), (Standing::Standby, "yielded"));
     let mut l = leading(Restart::Always);
     l.step(Input::Shutdown, ms(1100));
-    assert_eq!((l.standing(), l.why_child_ends()), (Standing::Leader { token: 7 }, "stopped"));
+    assert_eq!((l.standing(P), l.why_child_ends(P)), (Standing::Leader { token: 7 }, "stopped"));
     l.step(exited(ChildStatus::Exited(143)), ms(1200));
-    assert_eq!((l.standing(), l.why_standby()), (Standing::Standby, "exiting"));
+    assert_eq!((l.standing(P), l.why_standby(P)), (Standing::Standby, "exiting"));
     // A command that exits by itself (restarted under --restart always).
     let mut l = leading(Restart::Always);
-    assert_eq!(l.why_child_ends(), "exited");
+    assert_eq!(l.why_child_ends(P), "exited");
     l.step(exited(ChildStatus::Exited(3)), ms(1100));
-    assert_eq!(l.why_child_ends(), "exited");
+    assert_eq!(l.why_child_ends(P), "exited");
 }
 
 /// A pause (`paused`) or resume asked at `offset`.
@@ -783,7 +783,7 @@ fn a_paused_group_leads_without_starting_and_a_resume_starts_at_once() {
     assert_eq!(l.step(assigned(), ms(1000)), vec![carrying(says(1, None, None), &pause, false)]);
     // We lead (and keep partition 0), but the command does not start.
     assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![carrying(led(), &pause, false)]);
-    assert_eq!(l.standing(), Standing::Leader { token: 7 });
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
     assert_eq!(l.paused(), Some(&pause));
     assert_eq!(l.next_deadline(), Some(ms(1210)), "the next heartbeat, no start");
     l.step(hb(8, 1210), ms(1220));
@@ -796,7 +796,7 @@ fn a_paused_group_leads_without_starting_and_a_resume_starts_at_once() {
     assert_eq!(l.paused(), None);
     // An older request, read again or carried late, changes nothing.
     assert_eq!(l.step(Input::Pause(pause), ms(1310)), vec![]);
-    assert!(l.child_alive());
+    assert!(l.child_alive(P));
 }
 
 #[test]
@@ -810,7 +810,7 @@ fn pause_stop_stops_the_command_and_the_leader_keeps_partition_0_until_resumed()
     // Its exit is not the run's end (no exit under --restart never): it is
     // said at once, and we lead on without it.
     assert_eq!(l.step(exited(ChildStatus::Signaled(15)), ms(1150)), vec![carrying(led(), &pause, false)]);
-    assert_eq!(l.standing(), Standing::Leader { token: 7 });
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
     l.step(hb(9, 1150), ms(1160));
     // Grace and SIGKILL as for any stop: none is due now.
     assert_eq!(l.step(Input::Tick, ms(1400)), vec![carrying(led(), &pause, false)]);
@@ -830,7 +830,7 @@ fn a_pause_without_stop_lets_the_command_run_but_not_restart() {
     // Still running: nothing is stopped. Once it ends, --restart waits.
     assert_eq!(l.step(exited(ChildStatus::Exited(0)), ms(1200)), vec![carrying(led(), &pause, false)]);
     assert_eq!(l.step(Input::Tick, ms(1400)), vec![carrying(led(), &pause, false)]);
-    assert!(!l.child_alive());
+    assert!(!l.child_alive(P));
     // A stop asked later has nothing to stop.
     let stop = asked(10, true, true);
     assert_eq!(l.step(Input::Pause(stop.clone()), ms(1450)), vec![carrying(led(), &stop, false)]);
@@ -866,12 +866,12 @@ fn an_unhealthy_leader_hands_over_and_an_unhealthy_member_never_starts_the_comma
     // Out of the group, it says at once that it is unhealthy.
     let aside = vec![gone(1), StandAside, SendCandidacy { leaving: false }];
     assert_eq!(l.step(exited(ChildStatus::Exited(143)), ms(1150)), aside);
-    assert_eq!((l.standing(), l.why_standby()), (Standing::Standby, "unhealthy"));
+    assert_eq!((l.standing(P), l.why_standby(P)), (Standing::Standby, "unhealthy"));
     assert_eq!(l.step(revoked(false), ms(1160)), vec![ReleaseRevoke(P)]);
     // Given partition 0 while unhealthy (the assignment raced the shell's
     // leave): it stands aside at once, having written nothing.
     assert_eq!(l.step(assigned(), ms(2000)), vec![StandAside]);
-    assert_eq!(l.standing(), Standing::Standby);
+    assert_eq!(l.standing(P), Standing::Standby);
     l.step(revoked(false), ms(2010));
     // Healthy again, it leads as any member does.
     assert_eq!(l.step(Input::Health(true), ms(2100)), vec![]);
@@ -996,7 +996,7 @@ fn an_owner_lets_the_member_a_fresh_hand_over_names_lead_while_it_is_live() {
     l.step(handing("a", "b", 50), ms(950));
     l.step(assigned(), ms(1000));
     assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), HandOver]);
-    assert_eq!(l.standing(), Standing::Standby);
+    assert_eq!(l.standing(P), Standing::Standby);
     // No candidacy while out of the group: only once back in it.
     assert_eq!(l.step(Input::Tick, ms(5000)), vec![]);
     assert_eq!(l.step(Input::Standby, ms(5001)), vec![SendCandidacy { leaving: false }]);
@@ -1108,11 +1108,11 @@ fn a_fenced_leader_resumes_though_a_member_of_higher_priority_is_live() {
     // resumes its leadership (without --preempt).
     let mut l = leading(Restart::Always);
     l.step(Input::Tick, ms(2000));
-    assert_eq!(l.standing(), Standing::Fenced);
+    assert_eq!(l.standing(P), Standing::Fenced);
     l.step(exited(ChildStatus::Signaled(9)), ms(2001));
     l.step(candidacy("b", 2, 0), ms(2002));
     l.step(hb(9, 2001), ms(2005));
-    assert_eq!(l.standing(), Standing::Leader { token: 9 });
+    assert_eq!(l.standing(P), Standing::Leader { token: 9 });
 }
 
 #[test]
@@ -1125,7 +1125,7 @@ fn a_resume_while_not_paused_does_not_cut_the_restart_delay_short() {
     // before the delay is over.
     let actions = l.step(Input::Pause(asked(9, false, false)), ms(1110));
     assert!(!actions.iter().any(|a| matches!(a, Spawn { partition: P, .. })), "{actions:?}");
-    assert!(!l.child_alive());
+    assert!(!l.child_alive(P));
 }
 
 #[test]
@@ -1150,7 +1150,7 @@ fn a_restarted_member_replaces_its_old_candidacy_and_its_withdrawal_ends_both() 
     l.step(b2(true), ms(920));
     l.step(assigned(), ms(1000));
     l.step(hb(7, 1000), ms(1010));
-    assert_eq!(l.standing(), Standing::Leader { token: 7 });
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
 }
 
 #[test]
@@ -1162,7 +1162,7 @@ fn a_hand_over_written_longer_ago_than_its_window_is_stale() {
     l.step(handing("a", "b", 3500), ms(4950));
     l.step(assigned(), ms(5000));
     l.step(hb(7, 5000), ms(5010));
-    assert_eq!(l.standing(), Standing::Leader { token: 7 });
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
 }
 
 /// Our heartbeat read back with records fetched behind it, still to come.
@@ -1180,11 +1180,11 @@ fn a_new_owner_hears_the_records_fetched_with_its_heartbeat_before_it_leads() {
         let mut l = Leader::new(Settings { preempt, ..settings(Restart::Always) }, started(0));
         l.step(assigned(), ms(1000));
         assert_eq!(l.step(hb_more(7, 1000), ms(1010)), vec![], "not before the records behind it");
-        assert_eq!(l.standing(), Standing::Candidate);
+        assert_eq!(l.standing(P), Standing::Candidate);
         assert_eq!(l.next_deadline(), Some(ms(1200)), "the next heartbeat: nothing else to wait for");
         assert_eq!(l.step(candidacy("p2", 2, 0), ms(1010)), vec![]);
         assert_eq!(l.step(caught_up(), ms(1010)), vec![gone_to(1, "p2"), HandOver]);
-        assert_eq!(l.standing(), Standing::Standby);
+        assert_eq!(l.standing(P), Standing::Standby);
     }
     // Nobody to let lead: it leads once it has heard them, in the same
     // lease (the heartbeat read back at 1010).
@@ -1208,8 +1208,8 @@ fn a_fenced_leader_resumes_on_a_heartbeat_with_records_behind_it() {
     // waits to hear the records behind its heartbeat.
     let mut l = leading(Restart::Always);
     l.step(Input::Tick, ms(2000));
-    assert_eq!(l.standing(), Standing::Fenced);
+    assert_eq!(l.standing(P), Standing::Fenced);
     l.step(exited(ChildStatus::Signaled(9)), ms(2001));
     l.step(hb_more(9, 2001), ms(2005));
-    assert_eq!(l.standing(), Standing::Leader { token: 9 });
+    assert_eq!(l.standing(P), Standing::Leader { token: 9 });
 }

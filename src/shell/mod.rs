@@ -171,7 +171,7 @@ impl Shell {
         // Started before connecting: --acquire-timeout counts from here.
         let mut core = Leader::new(cfg.leader.clone(), started);
         if let Some(end) = kafka.born() {
-            core.born_at(end);
+            core.born_at(SEAT, end);
         }
         Ok(Some(Shell {
             core,
@@ -263,7 +263,7 @@ impl Shell {
                         }
                     }
                     if let Some(hooks) = self.report.hooks.as_mut() {
-                        hooks.exited(status, self.core.why_child_ends());
+                        hooks.exited(status, self.core.why_child_ends(SEAT));
                     }
                     return Input::ChildExited(SEAT, status);
                 }
@@ -364,7 +364,7 @@ impl Shell {
     /// snapshot, READY=1 once in the group, STATUS= on each change of role.
     fn report(&mut self) {
         let core = &mut self.core;
-        let standings = core.standings_taken();
+        let standings = core.standings_taken(SEAT);
         {
             let mut m = self.report.metrics.lock().expect("metrics lock");
             let now = BootTime::now();
@@ -372,21 +372,21 @@ impl Shell {
             for &standing in &standings {
                 m.set_standing(standing, wall);
             }
-            m.set_standing(core.standing(), wall);
+            m.set_standing(core.standing(SEAT), wall);
             m.loop_seen = Some(now);
-            m.fresh = core.fresh();
+            m.fresh = core.fresh(SEAT);
             m.child_up = self.child.is_running() && self.warm.as_ref().is_none_or(|w| w.leads());
             m.paused = core.paused().is_some();
-            m.note_run(core.last_run(), core.child_alive());
-            m.next_due_ms = core.next_due().filter(|_| matches!(core.standing(), Standing::Leader { .. }));
+            m.note_run(core.last_run(SEAT), core.child_alive(SEAT));
+            m.next_due_ms = core.next_due(SEAT).filter(|_| matches!(core.standing(SEAT), Standing::Leader { .. }));
             m.kafka_reachable = self.kafka.reachable();
         }
         let report = &mut self.report;
         if let Some(hooks) = report.hooks.as_mut() {
-            hooks.follow(&standings, core.why_standby());
+            hooks.follow(&standings, core.why_standby(SEAT));
         }
         if let Some((file, about)) = report.leader_file.as_mut() {
-            let token = match core.standing() {
+            let token = match core.standing(SEAT) {
                 Standing::Leader { token } => Some(token),
                 _ => None,
             };
@@ -397,7 +397,7 @@ impl Shell {
             report.ready = true;
             report.notify("READY=1");
         }
-        let standing = core.standing();
+        let standing = core.standing(SEAT);
         if report.ready && report.shown != Some((standing, report.healthy)) {
             report.shown = Some((standing, report.healthy));
             report.notify(&match standing {

@@ -412,7 +412,7 @@ impl Shell {
             // If we no longer lead then (a fence), it starts as a standby's.
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
             if let Some(hooks) = self.report.hooks.as_mut() {
-                hooks.exited(status, self.core.why_child_ends());
+                hooks.exited(status, self.core.why_child_ends(SEAT));
             }
             return Some(Input::ChildExited(SEAT, status));
         }
@@ -437,7 +437,7 @@ impl Shell {
         if warm.owed || warm.stopping || !self.child.is_idle() {
             return;
         }
-        if matches!(self.core.standing(), leader::Standing::Leader { .. } | leader::Standing::Candidate) {
+        if matches!(self.core.standing(SEAT), leader::Standing::Leader { .. } | leader::Standing::Candidate) {
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
             return;
         }

@@ -247,7 +247,7 @@ fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
     // where the clocks alone would have had it wait out the day.
     let ahead = |born| {
         let mut l = Leader::new(waves(false), started(40_000));
-        l.born_at(born);
+        l.born_at(P, born);
         l.step(carrying(6, None, Attempt { wave_token: 5, ..x_ran(86_400_000, 1, 5, Some(0)) }), ms(40_900));
         l.step(assigned(), ms(41_000));
         l.step(hb(7, 41_000), ms(41_010))
@@ -258,7 +258,7 @@ fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
     // Born before the wave by the log, though the clocks put our start long
     // after it (a wave from a clock behind ours): ours all the same.
     let mut l = Leader::new(waves(false), started(40_000));
-    l.born_at(2);
+    l.born_at(P, 2);
     l.step(carrying(4, None, Attempt { wave_token: 3, ..x_ran(500, 1, 3, Some(0)) }), ms(40_900));
     l.step(assigned(), ms(41_000));
     assert_eq!(l.step(hb(7, 41_000), ms(41_010)).last(), Some(&Exit(0)));
@@ -327,12 +327,12 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
             _ => None,
         });
     assert_eq!(named, Some((at, Some(first_due))), "{actions:?}");
-    assert!(l.child_alive(), "a run is counted only once it is over");
-    assert_eq!(l.last_run().map(|j| (j.due, j.code)), Some((Some(first_due), None)), "metrics read the run");
-    assert_eq!(l.next_due(), Some(first_due + 2000), "while it runs, its records plan the next due time");
+    assert!(l.child_alive(P), "a run is counted only once it is over");
+    assert_eq!(l.last_run(P).map(|j| (j.due, j.code)), Some((Some(first_due), None)), "metrics read the run");
+    assert_eq!(l.next_due(P), Some(first_due + 2000), "while it runs, its records plan the next due time");
     // It ends by itself: the record says so at once, and plans the next.
     let ended = l.step(exited(ChildStatus::Exited(3)), ms(at + 300));
-    assert!(!l.child_alive());
+    assert!(!l.child_alive(P));
     let record = ended.iter().find_map(|a| match a {
         SendHeartbeat(P, r) => Some(r.clone()),
         _ => None,
@@ -417,7 +417,7 @@ fn a_due_time_that_ended_stays_ended_whatever_later_attempt_is_read() {
         let read = order.into_iter().enumerate().map(|(i, attempt)| carrying(6 + i as i64, None, attempt)).collect();
         let (l, actions) = wave_member(scheduled(60_000), read);
         assert_eq!(spawned(&actions), None, "the due time ended: not run again: {actions:?}");
-        assert_eq!(l.last_run().map(|j| (j.token, j.code)), Some((3, Some(0))), "the ending is kept");
+        assert_eq!(l.last_run(P).map(|j| (j.token, j.code)), Some((3, Some(0))), "the ending is kept");
     }
 }
 
@@ -456,7 +456,7 @@ fn due_times_that_pass_while_paused_are_missed_and_run_once_on_resume() {
     // Three due times pass: none starts, the leader leads on.
     let (actions, offset) = live(&mut l, 2500, 8100, offset + 2);
     assert!(spawns(&actions).is_empty(), "{actions:?}");
-    assert!(matches!(l.standing(), Standing::Leader { .. }));
+    assert!(matches!(l.standing(P), Standing::Leader { .. }));
     // Resumed: --missed once runs the latest of them at once, then the
     // next one on time.
     let resumed = l.step(Input::Pause(pause(offset + 1, false)), ms(8100));
@@ -488,7 +488,7 @@ fn due_times_follow_the_wall_clock_when_it_steps_forward_or_back_and_none_runs_t
     // The wall clock steps 1 s forward at 2500: the due time 4000 (by the
     // wall clock we started with) comes at 3000.
     l.wall_clock(read(2500, 1000));
-    assert_eq!(l.next_due(), Some(wall(4000)), "the same due time, on the wall clock");
+    assert_eq!(l.next_due(P), Some(wall(4000)), "the same due time, on the wall clock");
     let (actions, offset) = live(&mut l, 2500, 3300, offset + 1);
     let runs = spawns(&actions);
     assert_eq!(runs.iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(3000, Some(wall(4000)))]);
@@ -506,7 +506,7 @@ fn due_times_follow_the_wall_clock_when_it_steps_forward_or_back_and_none_runs_t
     // frame): the due time 4000 it already ran lies ahead again, and does
     // not run again; nor does 2000. The next is 6000, at 8000.
     l.wall_clock(read(3500, -2000));
-    assert_eq!(l.next_due(), Some(wall(6000)));
+    assert_eq!(l.next_due(P), Some(wall(6000)));
     let (actions, _) = live(&mut l, 3500, 8100, offset + 1);
     let runs = spawns(&actions);
     assert_eq!(runs.iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(8000, Some(wall(6000)))]);
@@ -569,6 +569,6 @@ fn a_wave_read_under_a_schedule_does_not_make_it_forget_its_newest_due_time() {
     let wave = x_ran(900, 1, 4, Some(0));
     let (l, actions) = wave_member(scheduled(60_000), vec![carrying(5, None, ran), carrying(6, None, wave)]);
     assert_eq!(spawned(&actions), None, "{actions:?}");
-    assert_eq!(l.last_run().map(|j| j.due), Some(Some(due)));
-    assert_eq!(l.next_due(), Some(due + 60_000));
+    assert_eq!(l.last_run(P).map(|j| j.due), Some(Some(due)));
+    assert_eq!(l.next_due(P), Some(due + 60_000));
 }

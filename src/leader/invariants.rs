@@ -17,6 +17,8 @@
 //! out from the records it fed in, by the README's rules, not by asking
 //! the core.
 //!
+//! Every action that names a partition names a seat's.
+//!
 //! `NELI_INVARIANT_SEEDS=n` runs more seeds than the default.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -449,20 +451,23 @@ impl Sim {
         let now = self.now;
         let before = self.core.standing(P);
         let actions = self.core.step(input.clone(), ms(now));
-        self.trace.push(format!("{now} ms: {input:?} -> {actions:?}, role {:?}", self.core.standing(P)));
-        let role = self.core.standing(P);
-        if before == Standing::Candidate && matches!(role, Standing::Leader { .. }) && self.catching_up {
+        self.trace.push(format!("{now} ms: {input:?} -> {actions:?}, standing {:?}", self.core.standing(P)));
+        let standing = self.core.standing(P);
+        if before == Standing::Candidate && matches!(standing, Standing::Leader { .. }) && self.catching_up {
             // It may not know yet of a member it should let lead.
             self.fail("a candidate led before it heard the records fetched with its heartbeat");
         }
         for action in actions {
-            self.check(&action, role);
+            self.check(&action, standing);
         }
-        self.check_state(role);
+        self.check_state(standing);
     }
 
-    fn check(&mut self, action: &Action, role: Standing) {
+    fn check(&mut self, action: &Action, standing: Standing) {
         let now = self.now;
+        if action.partition().is_some_and(|p| !SEATS.contains(&p)) {
+            self.fail(&format!("{action:?} names a partition that is no seat"));
+        }
         let fresh_until = self.newest_read.map(|s| s + D);
         match action.clone() {
             Action::SendHeartbeat(_, record) => {
@@ -490,8 +495,8 @@ impl Sim {
                 if self.child.is_some() {
                     self.fail("spawn while a child lives");
                 }
-                if role != (Standing::Leader { token }) {
-                    self.fail(&format!("spawn of token {token} while {role:?}"));
+                if standing != (Standing::Leader { token }) {
+                    self.fail(&format!("spawn of token {token} while {standing:?}"));
                 }
                 if self.shutting_down {
                     self.fail("spawn while shutting down");
@@ -554,8 +559,8 @@ impl Sim {
                 self.revoke_waits = false;
             }
             Action::SendCandidacy { .. } => {
-                if role != Standing::Standby {
-                    self.fail(&format!("a candidacy written while {role:?}"));
+                if standing != Standing::Standby {
+                    self.fail(&format!("a candidacy written while {standing:?}"));
                 }
             }
             Action::Rejoin | Action::StandAside | Action::HandOver => {
@@ -616,13 +621,13 @@ impl Sim {
         self.outbox.push_back((record, self.now));
     }
 
-    fn check_state(&mut self, role: Standing) {
+    fn check_state(&mut self, standing: Standing) {
         let now = self.now;
         let taken = self.core.standings_taken(P);
-        if taken.windows(2).any(|w| w[0] == w[1]) || taken.last().is_some_and(|&r| r != role) {
-            self.fail(&format!("roles reported {taken:?} while {role:?}"));
+        if taken.windows(2).any(|w| w[0] == w[1]) || taken.last().is_some_and(|&r| r != standing) {
+            self.fail(&format!("standings reported {taken:?} while {standing:?}"));
         }
-        if let Standing::Leader { token } = role {
+        if let Standing::Leader { token } = standing {
             if self.last_token != Some(token) {
                 if self.last_token.is_some_and(|t| token <= t) {
                     self.fail(&format!("leader with token {token} after {:?}", self.last_token));
@@ -653,9 +658,9 @@ impl Sim {
                 self.fail(&format!("a child runs unstopped after pause --stop at {offset}"));
             }
         }
-        if !self.healthy && self.child.is_none() && role != Standing::Standby {
+        if !self.healthy && self.child.is_none() && standing != Standing::Standby {
             // Unhealthy, a member gives partition 0 up once its command is gone.
-            self.fail(&format!("{role:?} while unhealthy with no command"));
+            self.fail(&format!("{standing:?} while unhealthy with no command"));
         }
         if self.revoke_waits && self.child.is_none() {
             // Every path that ends the child releases a waiting revoke at once.

@@ -55,6 +55,15 @@ impl Restart {
 pub struct Signal(pub i32);
 
 /// The timing and policy the core needs; validated by `config`.
+///
+/// Most of it is the seats' (heartbeats, the fence and the resume window,
+/// grace and the stop signal, --restart, --max-runtime, claims, waves and
+/// the schedule: what one command on one partition follows), the rest the
+/// member's (--acquire-timeout, the health check, --name, --priority,
+/// --preempt, the candidacy interval). It stays one struct while one seat
+/// exists: the Kafka adapter, the supervisor, `--warm` and `status` read
+/// both halves through `Config::leader`. Once seats can differ (NELI
+/// roles), the seat's half becomes a struct of its own, given to each seat.
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub heartbeat_interval: Duration,

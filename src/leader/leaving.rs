@@ -71,7 +71,7 @@ impl Seat {
         self.stood_down = "gave back";
         self.note_standing();
         self.disclaim(cx);
-        self.leaving = Some(Leave::Rejoin);
+        self.ask(Leave::Rejoin);
     }
 
     /// Gives the tenure up and asks the member to leave the group until
@@ -84,7 +84,7 @@ impl Seat {
         self.note_standing();
         let handing = cx.hand_to.is_some();
         self.disclaim(cx);
-        self.leaving = Some(Leave::StandAside { handing });
+        self.ask(Leave::StandAside { handing });
     }
 
     /// Lets the revoke go: our command is gone.
@@ -144,6 +144,13 @@ impl Seat {
     /// Retires, and asks the member to exit with `code`.
     pub(super) fn exit(&mut self, cx: &mut Ctx, code: u8) {
         self.retire(cx);
-        self.leaving = Some(Leave::Exit(code));
+        self.ask(Leave::Exit(code));
+    }
+
+    /// Asks the member to leave or exit once this call returns: at most
+    /// once per call (each of these ends the seat's part of a step).
+    fn ask(&mut self, leave: Leave) {
+        debug_assert!(self.leaving.is_none(), "{:?} asked after {:?}", leave, self.leaving);
+        self.leaving = Some(leave);
     }
 }

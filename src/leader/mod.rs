@@ -67,10 +67,11 @@
 //!
 //! Files: `io.rs` is the contract with the shell and `config` (settings,
 //! inputs, actions, records); this one the member; `seat.rs` the
-//! leadership policy of one seat; `peers.rs` the other members' claims
-//! and terms; `standbys.rs` who else may lead; `attempts.rs` and
-//! `schedule.rs` what once per wave and a schedule add; `say.rs` what is
-//! only logged.
+//! leadership policy of one seat; `leaving.rs` how a seat lets its
+//! partition go (yield, give back, release, exit); `peers.rs` the other
+//! members' claims and terms; `standbys.rs` who else may lead;
+//! `attempts.rs` and `schedule.rs` what once per wave and a schedule add;
+//! `say.rs` what is only logged.
 
 use std::collections::BTreeMap;
 

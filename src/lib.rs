@@ -43,6 +43,7 @@ mod layers_off;
 mod leader;
 mod metrics;
 mod notify;
+mod printable;
 mod shell;
 mod status;
 mod stderr;

@@ -1,7 +1,7 @@
 //! `--metrics-addr`: what an operator's tools ask of a running member.
 //!
 //! - `/metrics`: who this member is (`neli_build_info`, `neli_member_info`
-//!   with group, topic and name), its role (leader or not, fencing token,
+//!   with group, topic and name), its standing (leader or not, fencing token,
 //!   since when it leads, heartbeat age, transitions by kind, child restarts,
 //!   child up, Kafka reachable; with a schedule, runs by outcome, the last
 //!   success and the next due time) and the `process_*` metrics every
@@ -36,7 +36,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::clock::BootTime;
-use crate::leader::{Attempt, Role};
+use crate::leader::{Attempt, Standing};
 
 /// With `--metrics-addr`, the shell's loop notes that it turns at least this
 /// often, however long it would otherwise sleep (a standby may wait for
@@ -59,7 +59,7 @@ pub struct Ids {
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
     pub ids: Ids,
-    pub role: Option<Role>,
+    pub standing: Option<Standing>,
     /// Send time of the newest own heartbeat read back, while we own p0.
     pub fresh: Option<BootTime>,
     pub child_up: bool,
@@ -96,25 +96,25 @@ pub fn shared(ids: Ids) -> Shared {
 }
 
 impl Snapshot {
-    /// Records a change of role at `now_ms` (wall clock), counting it by kind; a leadership
+    /// Records a change of standing at `now_ms` (wall clock), counting it by kind; a leadership
     /// under a new fencing token begins then.
-    pub fn set_role(&mut self, role: Role, now_ms: u64) {
-        let kind = match (self.role, role) {
+    pub fn set_standing(&mut self, standing: Standing, now_ms: u64) {
+        let kind = match (self.standing, standing) {
             (Some(old), new) if old == new => return,
-            (_, Role::Standby) if self.role.is_none() => "joined",
-            (_, Role::Standby) => "revoked",
-            (_, Role::Candidate) => "candidate",
-            (Some(Role::Fenced), Role::Leader { .. }) => "resumed",
-            (_, Role::Leader { .. }) => "leader",
-            (_, Role::Fenced) => "fenced",
+            (_, Standing::Standby) if self.standing.is_none() => "joined",
+            (_, Standing::Standby) => "revoked",
+            (_, Standing::Candidate) => "candidate",
+            (Some(Standing::Fenced), Standing::Leader { .. }) => "resumed",
+            (_, Standing::Leader { .. }) => "leader",
+            (_, Standing::Fenced) => "fenced",
         };
         *self.transitions.entry(kind).or_default() += 1;
-        self.leading = match (role, self.leading) {
-            (Role::Leader { token }, Some((held, since))) if held == token => Some((held, since)),
-            (Role::Leader { token }, _) => Some((token, now_ms)),
+        self.leading = match (standing, self.leading) {
+            (Standing::Leader { token }, Some((held, since))) if held == token => Some((held, since)),
+            (Standing::Leader { token }, _) => Some((token, now_ms)),
             _ => None,
         };
-        self.role = Some(role);
+        self.standing = Some(standing);
     }
 
     /// Records a start of the command; a second start under the same token
@@ -146,7 +146,7 @@ impl Snapshot {
     }
 
     fn is_leader(&self) -> bool {
-        matches!(self.role, Some(Role::Leader { .. })) && self.child_up
+        matches!(self.standing, Some(Standing::Leader { .. })) && self.child_up
     }
 
     /// Whether the shell's loop turned within [`LOOP_STUCK`] (or has not begun:
@@ -264,7 +264,7 @@ impl Collector for Scrape {
         let member =
             Info::new(vec![("group", ids.group.clone()), ("topic", ids.topic.clone()), ("member", ids.member.clone())]);
         one(&mut enc, "neli_member", None, "The group, topic and member name (--name) of this member.", member)?;
-        let leading = s.leading.filter(|_| matches!(s.role, Some(Role::Leader { .. })));
+        let leading = s.leading.filter(|_| matches!(s.standing, Some(Standing::Leader { .. })));
         let gauge = |v: i64| ConstGauge::new(v);
         let help = "1 while this member leads and runs the command.";
         one(&mut enc, "neli_leader", None, help, gauge(s.is_leader() as i64))?;
@@ -533,12 +533,12 @@ mod tests {
     #[test]
     fn transitions_are_counted_by_kind_and_render_as_prometheus_text() {
         let mut s = Snapshot::default();
-        s.set_role(Role::Standby, 1000);
-        s.set_role(Role::Candidate, 1000);
-        s.set_role(Role::Leader { token: 7 }, 1000);
-        s.set_role(Role::Leader { token: 7 }, 1000);
-        s.set_role(Role::Fenced, 1000);
-        s.set_role(Role::Leader { token: 9 }, 1000);
+        s.set_standing(Standing::Standby, 1000);
+        s.set_standing(Standing::Candidate, 1000);
+        s.set_standing(Standing::Leader { token: 7 }, 1000);
+        s.set_standing(Standing::Leader { token: 7 }, 1000);
+        s.set_standing(Standing::Fenced, 1000);
+        s.set_standing(Standing::Leader { token: 9 }, 1000);
         s.child_up = true;
         for token in [7, 7, 9] {
             s.child_started(token); // a start, a restart, a resume
@@ -588,19 +588,19 @@ mod tests {
             Some(line.rsplit(' ').next()?.parse::<f64>().unwrap())
         };
         let mut s = Snapshot::default();
-        s.set_role(Role::Standby, 1000);
+        s.set_standing(Standing::Standby, 1000);
         assert_eq!(since(&s), None);
         let begun = 1_700_000_000_250;
-        s.set_role(Role::Leader { token: 3 }, begun);
+        s.set_standing(Standing::Leader { token: 3 }, begun);
         let first = since(&s).expect("leading");
         assert_eq!(first, begun as f64 / 1000.0);
-        s.set_role(Role::Leader { token: 3 }, begun + 5000);
+        s.set_standing(Standing::Leader { token: 3 }, begun + 5000);
         assert_eq!(since(&s), Some(first), "the same leadership goes on");
-        s.set_role(Role::Fenced, begun + 6000);
+        s.set_standing(Standing::Fenced, begun + 6000);
         assert_eq!(since(&s), None, "fenced: not leading");
-        s.set_role(Role::Leader { token: 4 }, begun + 7000);
+        s.set_standing(Standing::Leader { token: 4 }, begun + 7000);
         assert_eq!(since(&s), Some(first + 7.0), "a resume is a new leadership, under a new token");
-        s.set_role(Role::Standby, begun + 8000);
+        s.set_standing(Standing::Standby, begun + 8000);
         assert_eq!(since(&s), None);
     }
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use super::{say, schedule, Child, Leader, Plan};
+use super::seat::{Child, Plan, Seat, View};
+use super::{say, schedule, Leader, Settings};
 use crate::clock::{Anchor, BootTime};
 use crate::exit::ChildStatus;
 
@@ -116,19 +117,21 @@ impl Leader {
     pub fn wall_ms_at(&self, t: BootTime) -> u64 {
         self.anchor.wall_ms_at(t)
     }
+}
 
+impl Seat {
     /// The schedule's next run for us, ready since `ready`, at `now`, after
     /// the newest run we know of.
-    pub(super) fn next_run(&self, ready: BootTime, now: BootTime) -> Option<schedule::Next> {
-        let wall = |t| self.anchor.wall_ms_at(t);
-        self.settings.schedule.as_ref()?.next(self.attempt.as_ref(), wall(ready), wall(now))
+    pub(super) fn next_run(&self, v: &View, ready: BootTime, now: BootTime) -> Option<schedule::Next> {
+        let wall = |t| v.anchor.wall_ms_at(t);
+        v.settings.schedule.as_ref()?.next(self.attempt.as_ref(), wall(ready), wall(now))
     }
 
     /// The run of a schedule's due time that we start now under `token`
     /// (its wave is this attempt alone: the due time is what attempts
     /// share).
-    pub(super) fn scheduled(&self, next: schedule::Next, token: i64, now: BootTime) -> Attempt {
-        let wave_ms = self.anchor.wall_ms_at(now);
+    pub(super) fn scheduled(&self, v: &View, next: schedule::Next, token: i64, now: BootTime) -> Attempt {
+        let wave_ms = v.anchor.wall_ms_at(now);
         say::due(next.due, wave_ms);
         let number = self.attempt.as_ref().filter(|_| next.retry).map_or(1, |last| last.number + 1);
         Attempt { wave_ms, wave_token: token, number, token, code: None, by: None, due: Some(next.due), ended: None }
@@ -136,10 +139,10 @@ impl Leader {
 
     /// When the schedule's next run is due, as we plan it now (for our
     /// records, `neli-run status` and metrics).
-    pub fn next_due(&self) -> Option<u64> {
-        let schedule = self.settings.schedule.as_ref()?;
+    pub(super) fn next_due(&self, v: &View) -> Option<u64> {
+        let schedule = v.settings.schedule.as_ref()?;
         match (self.plan, self.child, &self.attempt) {
-            (Plan::Start(ready), Child::Idle, _) => self.next_run(ready, self.now).map(|n| n.due),
+            (Plan::Start(ready), Child::Idle, _) => self.next_run(v, ready, v.latest).map(|n| n.due),
             (_, Child::Running, Some(Attempt { due: Some(due), .. })) => schedule.calendar.after(*due),
             _ => None,
         }
@@ -149,17 +152,17 @@ impl Leader {
     /// everything written before our term's first record has been read by
     /// now (see `promotion_at`), so the newest attempt we know of is the
     /// newest of the wave, or was carried forward by a later record.
-    pub(super) fn turn(&self, token: i64, now: BootTime) -> Turn {
-        let Some(waves) = self.settings.waves else { return Turn::Run(None) };
-        let wave_ms = self.anchor.wall_ms_at(now);
+    pub(super) fn turn(&self, v: &View, token: i64, now: BootTime) -> Turn {
+        let Some(waves) = v.settings.waves else { return Turn::Run(None) };
+        let wave_ms = v.anchor.wall_ms_at(now);
         let fresh =
             Attempt { wave_ms, wave_token: token, number: 1, token, code: None, by: None, due: None, ended: None };
         // Started before the wave began (by the log), or within the window
         // after (by the clocks; a wave that seems to begin in our future
         // comes from a clock ahead of ours and cannot be placed).
         let ours = |j: &&Attempt| {
-            let wave = self.anchor.boot_at(j.wave_ms);
-            self.born.is_some_and(|end| end <= j.wave_token) || (wave <= now && self.started < wave + waves.within)
+            let wave = v.anchor.boot_at(j.wave_ms);
+            self.born.is_some_and(|end| end <= j.wave_token) || (wave <= now && v.started < wave + waves.within)
         };
         say::wave_from_the_future(self.attempt.as_ref(), wave_ms);
         let Some(last) = self.attempt.as_ref().filter(ours) else {
@@ -182,8 +185,8 @@ impl Leader {
     /// nothing about the schedule, and taking it would forget the newest
     /// due time run, which a clock behind it would then run again (found
     /// by the invariant walks once the wall clock stepped back in them).
-    pub(super) fn learn(&mut self, attempt: Attempt) {
-        if self.settings.schedule.is_some() && attempt.due.is_none() {
+    pub(super) fn learn(&mut self, settings: &Settings, attempt: Attempt) {
+        if settings.schedule.is_some() && attempt.due.is_none() {
             return;
         }
         let newer = |known: &Attempt| {
@@ -196,19 +199,19 @@ impl Leader {
 
     /// A scheduled run ended on its own: we say so at once, and lead on to
     /// the next due time.
-    pub(super) fn scheduled_run_ended(&mut self, status: ChildStatus, now: BootTime) {
+    pub(super) fn scheduled_run_ended(&mut self, v: &View, status: ChildStatus, now: BootTime) {
         let token = self.child_token;
         if let Some(attempt) = self.attempt.as_mut().filter(|j| j.token == token) {
             attempt.code = Some(status.code());
-            attempt.ended = Some(self.anchor.wall_ms_at(now));
+            attempt.ended = Some(v.anchor.wall_ms_at(now));
         }
         self.run_ended = Some(now);
         self.plan = Plan::Start(now);
         if let Some(tenure) = self.tenure.as_mut() {
             tenure.next_heartbeat = now;
         }
-        let next = self.next_due();
-        let next_due_in = next.map(|ms| Duration::from_millis(ms.saturating_sub(self.anchor.wall_ms_at(now))));
+        let next = self.next_due(v);
+        let next_due_in = next.map(|ms| Duration::from_millis(ms.saturating_sub(v.anchor.wall_ms_at(now))));
         info!(%status, ?next_due_in, "the scheduled run ended");
     }
 }

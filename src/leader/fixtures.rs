@@ -2,7 +2,9 @@
 //! machine whose clocks are fixed (so no test depends on when it runs), the
 //! signals they send, and the settings and leader the scenarios start from.
 
-use std::time::Duration;
+pub use std::time::Duration;
+
+pub use crate::exit::ChildStatus;
 
 use super::*;
 use Action::*;
@@ -59,15 +61,43 @@ pub fn settings(restart: Restart) -> Settings {
     }
 }
 
+/// The seat the scenarios play on.
+pub const P: Partition = SEATS[0];
+
 pub fn hb(offset: i64, sent: u64) -> Input {
-    Input::OwnHeartbeat { offset, sent: ms(sent), more: false }
+    Input::OwnHeartbeat { partition: P, offset, sent: ms(sent), more: false }
+}
+
+/// The group assigned us the seat's partition.
+pub fn assigned() -> Input {
+    Input::Assigned { partition: P }
+}
+
+/// The seat's partition was taken from us (`lost`: without a warning).
+pub fn revoked(lost: bool) -> Input {
+    Input::Revoked { partition: P, lost }
+}
+
+/// The seat's command is gone, with `status`.
+pub fn exited(status: ChildStatus) -> Input {
+    Input::ChildExited(P, status)
+}
+
+/// Every record fetched with our heartbeat has been heard.
+pub fn caught_up() -> Input {
+    Input::CaughtUp { partition: P }
+}
+
+/// Start the seat's command under `token` until `lease` (no attempt).
+pub fn spawn(token: i64, lease: BootTime) -> Action {
+    Spawn { partition: P, token, lease, attempt: None }
 }
 
 /// Our heartbeat in term `term` (begun at `start`): leading with `token`,
 /// or contending.
 pub fn says(term: u64, start: Option<i64>, token: Option<i64>) -> Action {
     let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
-    SendHeartbeat(Record { term, start, stance, attempt: None, next: None, pause: None, to: None })
+    SendHeartbeat(P, Record { term, start, stance, attempt: None, next: None, pause: None, to: None })
 }
 
 /// What the leader made by `leading` says.
@@ -79,10 +109,10 @@ pub fn led() -> Action {
 /// at 1000 read back at 1010 with offset 7.
 pub fn leading(restart: Restart) -> Leader {
     let mut l = Leader::new(settings(restart), started(0));
-    assert_eq!(l.step(Input::Assigned, ms(1000)), vec![says(1, None, None)]);
-    assert_eq!(l.role(), Role::Candidate);
+    assert_eq!(l.step(assigned(), ms(1000)), vec![says(1, None, None)]);
+    assert_eq!(l.standing(P), Standing::Candidate);
     // The new leader announces its token with a heartbeat at once.
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![Spawn { token: 7, lease: ms(2000), attempt: None }, led()]);
-    assert_eq!(l.role(), Role::Leader { token: 7 });
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![spawn(7, ms(2000)), led()]);
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
     l
 }

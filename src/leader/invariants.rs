@@ -17,6 +17,8 @@
 //! out from the records it fed in, by the README's rules, not by asking
 //! the core.
 //!
+//! Every action that names a partition names a seat's.
+//!
 //! `NELI_INVARIANT_SEEDS=n` runs more seeds than the default.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -152,7 +154,7 @@ impl Sim {
         let wall0 = WALL + rng.u64(..86_400_000);
         let mut core = Leader::new(settings.clone(), Anchor { boot: ms(0), wall_ms: wall0 });
         if rng.bool() {
-            core.born_at(rng.i64(0..20));
+            core.born_at(P, rng.i64(0..20));
         }
         Sim {
             rng,
@@ -210,26 +212,26 @@ impl Sim {
                     self.ended_at = Some(now);
                 }
                 self.child = None;
-                return Input::ChildExited(status);
+                return exited(status);
             }
         }
         if self.leaving && self.owned && !self.revoke_waits {
             self.leaving = false;
             self.owned = false;
             self.revoke_waits = true;
-            return Input::Revoked { lost: false };
+            return revoked(false);
         }
         loop {
             match self.rng.u8(..100) {
                 0..=9 => return Input::Tick,
                 10..=15 if !self.owned && !self.revoke_waits && !self.leaving => {
                     self.owned = true;
-                    return Input::Assigned;
+                    return assigned();
                 }
                 16..=17 if self.owned && !self.revoke_waits => {
                     self.owned = false;
                     self.revoke_waits = true;
-                    return Input::Revoked { lost: self.rng.u8(..3) == 0 };
+                    return revoked(self.rng.u8(..3) == 0);
                 }
                 18..=49 if !self.outbox.is_empty() => {
                     let (record, sent) = self.outbox.pop_front().expect("not empty");
@@ -243,7 +245,7 @@ impl Sim {
                     // before `CaughtUp`.
                     let more = self.rng.u8(..4) == 0;
                     self.catching_up = more;
-                    return Input::OwnHeartbeat { offset, sent: ms(sent), more };
+                    return Input::OwnHeartbeat { partition: P, offset, sent: ms(sent), more };
                 }
                 50..=71 => return self.their_record(),
                 72..=75 if self.child.as_ref().is_some_and(|c| c.exits_at.is_none()) => {
@@ -274,7 +276,7 @@ impl Sim {
                 92..=95 => return self.their_candidacy(),
                 96..=98 if self.catching_up => {
                     self.catching_up = false;
-                    return Input::CaughtUp;
+                    return caught_up();
                 }
                 _ => {}
             }
@@ -391,7 +393,7 @@ impl Sim {
                 self.terms.remove(&writer);
             }
         }
-        Input::OtherHeartbeat(other)
+        Input::OtherHeartbeat(P, other)
     }
 
     /// Time passes to the next input; the shell's timer fires on the way,
@@ -440,32 +442,35 @@ impl Sim {
         // The newest request by offset, of those a record may name.
         let read = match &input {
             Input::Pause(p) => Some(p.clone()),
-            Input::OtherHeartbeat(o) => o.pause.clone().filter(|p| p.offset < o.offset),
+            Input::OtherHeartbeat(_, o) => o.pause.clone().filter(|p| p.offset < o.offset),
             _ => None,
         };
         if let Some(p) = read.filter(|p| self.pause.is_none_or(|(known, ..)| p.offset > known)) {
             self.pause = Some((p.offset, p.paused, p.stop));
         }
         let now = self.now;
-        let before = self.core.role();
+        let before = self.core.standing(P);
         let actions = self.core.step(input.clone(), ms(now));
-        self.trace.push(format!("{now} ms: {input:?} -> {actions:?}, role {:?}", self.core.role()));
-        let role = self.core.role();
-        if before == Role::Candidate && matches!(role, Role::Leader { .. }) && self.catching_up {
+        self.trace.push(format!("{now} ms: {input:?} -> {actions:?}, standing {:?}", self.core.standing(P)));
+        let standing = self.core.standing(P);
+        if before == Standing::Candidate && matches!(standing, Standing::Leader { .. }) && self.catching_up {
             // It may not know yet of a member it should let lead.
             self.fail("a candidate led before it heard the records fetched with its heartbeat");
         }
         for action in actions {
-            self.check(&action, role);
+            self.check(&action, standing);
         }
-        self.check_state(role);
+        self.check_state(standing);
     }
 
-    fn check(&mut self, action: &Action, role: Role) {
+    fn check(&mut self, action: &Action, standing: Standing) {
         let now = self.now;
+        if action.partition().is_some_and(|p| !SEATS.contains(&p)) {
+            self.fail(&format!("{action:?} names a partition that is no seat"));
+        }
         let fresh_until = self.newest_read.map(|s| s + D);
         match action.clone() {
-            Action::SendHeartbeat(record) => {
+            Action::SendHeartbeat(_, record) => {
                 self.check_carried(&record);
                 if let Some(child) = &self.child {
                     // A record never claims less than is true.
@@ -475,14 +480,14 @@ impl Sim {
                 }
                 self.produce(record);
             }
-            Action::Disclaim(record) => {
+            Action::Disclaim(_, record) => {
                 if self.child.is_some() || record.stance != Stance::Released {
                     self.fail(&format!("disclaimer {record:?} with a child alive: {:?}", self.child));
                 }
                 self.check_carried(&record);
                 self.produce(record);
             }
-            Action::Spawn { token, lease, attempt } => {
+            Action::Spawn { token, lease, attempt, .. } => {
                 if let Some(schedule) = &self.settings.schedule {
                     self.check_scheduled(schedule.starting_deadline, attempt);
                 }
@@ -490,8 +495,8 @@ impl Sim {
                 if self.child.is_some() {
                     self.fail("spawn while a child lives");
                 }
-                if role != (Role::Leader { token }) {
-                    self.fail(&format!("spawn of token {token} while {role:?}"));
+                if standing != (Standing::Leader { token }) {
+                    self.fail(&format!("spawn of token {token} while {standing:?}"));
                 }
                 if self.shutting_down {
                     self.fail("spawn while shutting down");
@@ -518,7 +523,7 @@ impl Sim {
                 // Most commands take SIGTERM; some ignore it.
                 self.child = Some(Child { token, lease, exits_at: None, killed: false, since: now, stopped: false });
             }
-            Action::Lease(until) => {
+            Action::Lease(_, until) => {
                 let until = as_ms(until);
                 if fresh_until.is_none_or(|f| until > f) {
                     self.fail(&format!("lease to {until} beyond the newest own record read back + D"));
@@ -529,7 +534,7 @@ impl Sim {
                     None => self.fail("lease without a child"),
                 }
             }
-            Action::SignalGroup(sig) => {
+            Action::SignalGroup(_, sig) => {
                 if let Some(child) = self.child.as_mut() {
                     child.stopped |= sig == SIGTERM;
                     if sig == SIGTERM && child.exits_at.is_none() && self.rng.u8(..4) != 0 {
@@ -537,14 +542,14 @@ impl Sim {
                     }
                 }
             }
-            Action::KillGroup => {
+            Action::KillGroup(_) => {
                 if let Some(child) = self.child.as_mut() {
                     child.killed = true;
                     child.stopped = true;
                     child.exits_at = Some(child.exits_at.map_or(now + 20, |t| t.min(now + 20)));
                 }
             }
-            Action::ReleaseRevoke => {
+            Action::ReleaseRevoke(_) => {
                 if self.child.is_some() {
                     self.fail("revoke released while a child lives");
                 }
@@ -554,8 +559,8 @@ impl Sim {
                 self.revoke_waits = false;
             }
             Action::SendCandidacy { .. } => {
-                if role != Role::Standby {
-                    self.fail(&format!("a candidacy written while {role:?}"));
+                if standing != Standing::Standby {
+                    self.fail(&format!("a candidacy written while {standing:?}"));
                 }
             }
             Action::Rejoin | Action::StandAside | Action::HandOver => {
@@ -616,13 +621,13 @@ impl Sim {
         self.outbox.push_back((record, self.now));
     }
 
-    fn check_state(&mut self, role: Role) {
+    fn check_state(&mut self, standing: Standing) {
         let now = self.now;
-        let taken = self.core.roles_taken();
-        if taken.windows(2).any(|w| w[0] == w[1]) || taken.last().is_some_and(|&r| r != role) {
-            self.fail(&format!("roles reported {taken:?} while {role:?}"));
+        let taken = self.core.standings_taken(P);
+        if taken.windows(2).any(|w| w[0] == w[1]) || taken.last().is_some_and(|&r| r != standing) {
+            self.fail(&format!("standings reported {taken:?} while {standing:?}"));
         }
-        if let Role::Leader { token } = role {
+        if let Standing::Leader { token } = standing {
             if self.last_token != Some(token) {
                 if self.last_token.is_some_and(|t| token <= t) {
                     self.fail(&format!("leader with token {token} after {:?}", self.last_token));
@@ -653,9 +658,9 @@ impl Sim {
                 self.fail(&format!("a child runs unstopped after pause --stop at {offset}"));
             }
         }
-        if !self.healthy && self.child.is_none() && role != Role::Standby {
+        if !self.healthy && self.child.is_none() && standing != Standing::Standby {
             // Unhealthy, a member gives partition 0 up once its command is gone.
-            self.fail(&format!("{role:?} while unhealthy with no command"));
+            self.fail(&format!("{standing:?} while unhealthy with no command"));
         }
         if self.revoke_waits && self.child.is_none() {
             // Every path that ends the child releases a waiting revoke at once.
@@ -699,8 +704,8 @@ fn random_runs_keep_every_promise() {
             if sim.done {
                 // After Exit, only a revoke from closing is answered.
                 if sim.revoke_waits {
-                    let actions = sim.core.step(Input::Revoked { lost: false }, ms(sim.now));
-                    assert_eq!(actions, vec![Action::ReleaseRevoke], "seed {seed}");
+                    let actions = sim.core.step(revoked(false), ms(sim.now));
+                    assert_eq!(actions, vec![Action::ReleaseRevoke(P)], "seed {seed}");
                 }
                 assert_eq!(sim.core.step(Input::Tick, ms(sim.now + 10_000)), vec![], "seed {seed}");
                 break;

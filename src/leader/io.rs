@@ -1,13 +1,30 @@
 //! The core's contract with the shell (and with `config`): the settings it
 //! is built with, what happened ([`Input`]), what to do ([`Action`]), and
 //! the records it writes ([`Record`]) and reads ([`Other`]). Plain data; the
-//! policy that maps one to the other is in `mod.rs`.
+//! policy that maps one to the other is in `mod.rs` (the member) and
+//! `seat.rs` (one command on one partition). What concerns a seat carries
+//! its [`Partition`]; what concerns the whole member does not.
 
 use std::time::Duration;
 
 use super::{Attempt, Schedule, Waves};
 use crate::clock::BootTime;
 use crate::exit::ChildStatus;
+
+/// A partition of the topic: a seat is keyed by the partition it leads on.
+pub type Partition = i32;
+
+/// The seats this member holds, by partition: the one place that names
+/// them. One today, on partition 0; NELI roles (one command per partition)
+/// make it a list.
+pub const SEATS: &[Partition] = &[0];
+
+/// Where the member-wide records go (yield, pause, candidacy): partition 0,
+/// whatever the seats. A different idea from "seat 0", which happens to
+/// sit on the same partition today.
+// Named here for the Kafka adapter, whose control records use it.
+#[allow(dead_code)]
+pub const CONTROL_PARTITION: Partition = 0;
 
 /// What to do when the child exits on its own while we lead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +55,15 @@ impl Restart {
 pub struct Signal(pub i32);
 
 /// The timing and policy the core needs; validated by `config`.
+///
+/// Most of it is the seats' (heartbeats, the fence and the resume window,
+/// grace and the stop signal, --restart, --max-runtime, claims, waves and
+/// the schedule: what one command on one partition follows), the rest the
+/// member's (--acquire-timeout, the health check, --name, --priority,
+/// --preempt, the candidacy interval). It stays one struct while one seat
+/// exists: the Kafka adapter, the supervisor, `--warm` and `status` read
+/// both halves through `Config::leader`. Once seats can differ (NELI
+/// roles), the seat's half becomes a struct of its own, given to each seat.
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub heartbeat_interval: Duration,
@@ -162,7 +188,7 @@ impl Asker {
     /// Who asked, for a log line, every string escaped (`printable`):
     /// "user alice (uid 1000) on host web-2 (pid 4242)".
     pub fn describe(&self) -> String {
-        use crate::kafka::heartbeat::printable;
+        use crate::printable::printable;
         if self.host.is_none() && self.user.is_none() && self.pid.is_none() {
             return "an unknown asker (a neli-run older than the version 2 record, or another writer)".into();
         }
@@ -261,22 +287,22 @@ pub struct Candidacy {
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
-    /// The group assigned us partition 0.
-    Assigned,
-    /// Partition 0 was taken from us. `lost` means the group already moved
-    /// on without us (session expired), so there is no time for grace.
-    Revoked { lost: bool },
+    /// The group assigned us a seat's partition.
+    Assigned { partition: Partition },
+    /// A seat's partition was taken from us. `lost` means the group already
+    /// moved on without us (session expired), so there is no time for grace.
+    Revoked { partition: Partition, lost: bool },
     /// One of our own heartbeat records (this very incarnation) was read
-    /// back from partition 0; `sent` is when we produced it. `more`: records
-    /// fetched after it are still to come, before `CaughtUp`.
-    OwnHeartbeat { offset: i64, sent: BootTime, more: bool },
-    /// Every record fetched so far has been heard (after an own heartbeat
-    /// that said `more`).
-    CaughtUp,
-    /// Another member's heartbeat record was read from partition 0.
-    OtherHeartbeat(Other),
-    /// The child's whole process group is gone.
-    ChildExited(ChildStatus),
+    /// back from a seat's partition; `sent` is when we produced it. `more`:
+    /// records fetched after it are still to come, before `CaughtUp`.
+    OwnHeartbeat { partition: Partition, offset: i64, sent: BootTime, more: bool },
+    /// Every record fetched so far from the partition has been heard (after
+    /// an own heartbeat that said `more`).
+    CaughtUp { partition: Partition },
+    /// Another member's heartbeat record was read from a seat's partition.
+    OtherHeartbeat(Partition, Other),
+    /// The seat's child's whole process group is gone.
+    ChildExited(Partition, ChildStatus),
     /// SIGTERM or SIGINT: stop the child, leave the group, exit. A second
     /// one kills the child at once.
     Shutdown,
@@ -301,23 +327,47 @@ pub enum Input {
     Tick,
 }
 
+impl Input {
+    /// The seat's partition it concerns; None for the whole member's.
+    pub fn partition(&self) -> Option<Partition> {
+        match *self {
+            Input::Assigned { partition }
+            | Input::Revoked { partition, .. }
+            | Input::OwnHeartbeat { partition, .. }
+            | Input::CaughtUp { partition }
+            | Input::OtherHeartbeat(partition, _)
+            | Input::ChildExited(partition, _) => Some(partition),
+            Input::Shutdown
+            | Input::Fatal(_)
+            | Input::Forward(_)
+            | Input::Yield { .. }
+            | Input::Pause(_)
+            | Input::Health(_)
+            | Input::Standby
+            | Input::Candidacy(_)
+            | Input::Tick => None,
+        }
+    }
+}
+
 /// Something for the shell to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
-    /// Produce this heartbeat record now.
-    SendHeartbeat(Record),
-    /// Start the child with this fencing token; the shim must kill it by
-    /// itself at `lease` unless the lease is extended. `attempt` says which
-    /// attempt of which wave it is (once per wave).
-    Spawn { token: i64, lease: BootTime, attempt: Option<Attempt> },
-    /// Move the running child's lease forward.
-    Lease(BootTime),
-    /// Send a signal to the child's process group.
-    SignalGroup(Signal),
-    /// SIGKILL the child's process group.
-    KillGroup,
-    /// Let the blocked rebalance callback return: the child is gone.
-    ReleaseRevoke,
+    /// Produce this heartbeat record on the seat's partition now.
+    SendHeartbeat(Partition, Record),
+    /// Start the seat's child with this fencing token; the shim must kill
+    /// it by itself at `lease` unless the lease is extended. `attempt` says
+    /// which attempt of which wave it is (once per wave).
+    Spawn { partition: Partition, token: i64, lease: BootTime, attempt: Option<Attempt> },
+    /// Move the seat's running child's lease forward.
+    Lease(Partition, BootTime),
+    /// Send a signal to the seat's child's process group.
+    SignalGroup(Partition, Signal),
+    /// SIGKILL the seat's child's process group.
+    KillGroup(Partition),
+    /// Let the blocked rebalance callback return for this partition: the
+    /// seat's child is gone.
+    ReleaseRevoke(Partition),
     /// Leave the group and join it again: our claim on partition 0 is
     /// too old to trust, so get a fresh assignment from the coordinator.
     Rejoin,
@@ -333,8 +383,28 @@ pub enum Action {
     SendCandidacy { leaving: bool },
     /// Leave the group and exit with this status.
     Exit(u8),
-    /// Write this record (it claims nothing), and give it a moment to
-    /// land: the next owner then reads that our command is gone instead of
-    /// waiting out our last record. Comes before giving partition 0 up.
-    Disclaim(Record),
+    /// Write this record on the seat's partition (it claims nothing), and
+    /// give it a moment to land: the next owner then reads that our command
+    /// is gone instead of waiting out our last record. Comes before giving
+    /// the partition up.
+    Disclaim(Partition, Record),
+}
+
+impl Action {
+    /// The seat's partition it concerns (the shell routes it there); None
+    /// for the whole member's.
+    pub fn partition(&self) -> Option<Partition> {
+        match *self {
+            Action::SendHeartbeat(partition, _)
+            | Action::Spawn { partition, .. }
+            | Action::Lease(partition, _)
+            | Action::SignalGroup(partition, _)
+            | Action::KillGroup(partition)
+            | Action::ReleaseRevoke(partition)
+            | Action::Disclaim(partition, _) => Some(partition),
+            Action::Rejoin | Action::StandAside | Action::HandOver | Action::SendCandidacy { .. } | Action::Exit(_) => {
+                None
+            }
+        }
+    }
 }

@@ -3,8 +3,10 @@
 //! see .cargo/mutants.toml; no test pins a log line's condition).
 
 use super::*;
-use crate::kafka::heartbeat::printable;
-use peers::Term;
+use crate::printable::printable;
+use peers::{Peers, Term};
+use seat::Phase;
+use std::time::Duration;
 
 /// Our term's first record is on the partition: who contended before it.
 pub(super) fn earlier_contenders(peers: &Peers, offset: i64, now: BootTime) {

@@ -37,7 +37,7 @@ use super::supervisor::{consumed_env, given_env};
 use crate::child::Beside;
 use crate::config::Config;
 use crate::exit::ChildStatus;
-use crate::leader::Role;
+use crate::leader::Standing;
 
 /// One hook to run: which, its command line, and its environment.
 struct Job {
@@ -85,10 +85,10 @@ pub(super) struct Hooks {
     env: Vec<(String, String)>,
     shared: Arc<Shared>,
     worker: JoinHandle<()>,
-    /// What the hooks know of our role: the token --on-lead ran for,
-    /// and the last role seen.
+    /// What the hooks know of our standing: the token --on-lead ran for,
+    /// and the last standing seen.
     led: Option<i64>,
-    last: Role,
+    last: Standing,
     /// The token the command runs (or last ran) with.
     command_token: Option<i64>,
 }
@@ -109,14 +109,22 @@ impl Hooks {
                 queue.lock().running = false;
             }
         });
-        Some(Hooks { lines, env: given_env(cfg), shared, worker, led: None, last: Role::Standby, command_token: None })
+        Some(Hooks {
+            lines,
+            env: given_env(cfg),
+            shared,
+            worker,
+            led: None,
+            last: Standing::Standby,
+            command_token: None,
+        })
     }
 
-    /// Follows the roles taken since the last turn, in order: --on-lead
+    /// Follows the standings taken since the last turn, in order: --on-lead
     /// for each new token, --on-unlead when leading ends (`why_standby`:
     /// the core's word for a change to standby).
-    pub(super) fn follow(&mut self, roles: &[Role], why_standby: &'static str) {
-        for (hook, token, reason) in changes(&mut self.led, &mut self.last, roles, why_standby) {
+    pub(super) fn follow(&mut self, standings: &[Standing], why_standby: &'static str) {
+        for (hook, token, reason) in changes(&mut self.led, &mut self.last, standings, why_standby) {
             self.queue(hook, token, vec![("NELI_REASON", reason.into())]);
         }
     }
@@ -165,7 +173,7 @@ impl Hooks {
     /// What still runs then is sent SIGKILL. Someone must reap meanwhile
     /// (the loop no longer does).
     pub(super) async fn finish(mut self, hurry: impl std::future::Future<Output = ()>) {
-        self.follow(&[Role::Standby], "exiting");
+        self.follow(&[Standing::Standby], "exiting");
         let Hooks { shared, worker, lines, .. } = self;
         let left = {
             let mut queue = shared.lock();
@@ -234,27 +242,27 @@ fn next(shared: &Shared) -> Option<Job> {
     }
 }
 
-/// The hooks a sequence of roles calls for, as (hook, token, reason):
+/// The hooks a sequence of standings calls for, as (hook, token, reason):
 /// "lead" on each new token (reason "elected", or "resumed" after a
 /// fence), "unlead" when leading ends ("fenced", or `why_standby`).
 fn changes(
     led: &mut Option<i64>,
-    last: &mut Role,
-    roles: &[Role],
+    last: &mut Standing,
+    standings: &[Standing],
     why_standby: &'static str,
 ) -> Vec<(&'static str, i64, &'static str)> {
     let mut out = Vec::new();
-    for &role in roles {
+    for &role in standings {
         let before = std::mem::replace(last, role);
         match role {
-            Role::Leader { token } if *led == Some(token) => {}
-            Role::Leader { token } => {
+            Standing::Leader { token } if *led == Some(token) => {}
+            Standing::Leader { token } => {
                 *led = Some(token);
-                out.push(("lead", token, if before == Role::Fenced { "resumed" } else { "elected" }));
+                out.push(("lead", token, if before == Standing::Fenced { "resumed" } else { "elected" }));
             }
-            Role::Fenced | Role::Standby | Role::Candidate => {
+            Standing::Fenced | Standing::Standby | Standing::Candidate => {
                 if let Some(token) = led.take() {
-                    out.push(("unlead", token, if role == Role::Fenced { "fenced" } else { why_standby }));
+                    out.push(("unlead", token, if role == Standing::Fenced { "fenced" } else { why_standby }));
                 }
             }
         }
@@ -318,21 +326,21 @@ mod tests {
 
     #[test]
     fn the_hooks_follow_leading_with_its_token_and_why_it_ended() {
-        let (mut led, mut last) = (None, Role::Standby);
-        let mut follow = |roles: &[Role], why| changes(&mut led, &mut last, roles, why);
-        let leader = |token| Role::Leader { token };
-        assert_eq!(follow(&[Role::Candidate], "revoked"), vec![], "no lead, no unlead");
+        let (mut led, mut last) = (None, Standing::Standby);
+        let mut follow = |standings: &[Standing], why| changes(&mut led, &mut last, standings, why);
+        let leader = |token| Standing::Leader { token };
+        assert_eq!(follow(&[Standing::Candidate], "revoked"), vec![], "no lead, no unlead");
         assert_eq!(follow(&[leader(7)], "revoked"), vec![("lead", 7, "elected")]);
         assert_eq!(follow(&[leader(7)], "revoked"), vec![], "the same token: nothing new");
         // A fence and a resume within one turn are two changes.
         assert_eq!(
-            follow(&[Role::Fenced, leader(9)], "revoked"),
+            follow(&[Standing::Fenced, leader(9)], "revoked"),
             vec![("unlead", 7, "fenced"), ("lead", 9, "resumed")]
         );
-        assert_eq!(follow(&[Role::Standby], "yielded"), vec![("unlead", 9, "yielded")]);
-        assert_eq!(follow(&[Role::Standby], "exiting"), vec![], "unlead once");
+        assert_eq!(follow(&[Standing::Standby], "yielded"), vec![("unlead", 9, "yielded")]);
+        assert_eq!(follow(&[Standing::Standby], "exiting"), vec![], "unlead once");
         assert_eq!(
-            follow(&[Role::Candidate, leader(12), Role::Standby], "lost"),
+            follow(&[Standing::Candidate, leader(12), Standing::Standby], "lost"),
             [("lead", 12, "elected"), ("unlead", 12, "lost")]
         );
     }

@@ -6,7 +6,7 @@ use std::sync::mpsc::SyncSender;
 
 use crate::exit::Kind;
 use crate::kafka::Event;
-use crate::leader::Input;
+use crate::leader::{Input, SEATS};
 
 /// What the shell keeps from a Kafka event beside the core's input.
 #[derive(Debug)]
@@ -25,14 +25,18 @@ pub(super) enum Keep {
 /// is switched off (`layers_off`): other members' heartbeats are then not
 /// heard at all.
 pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep) {
+    // Kafka's events name no partition yet: they are the one seat's.
+    let partition = SEATS[0];
     let input = match event {
         Some(Event::Standby) => return (Some(Input::Standby), Keep::Joined),
-        Some(Event::Assigned) => return (Some(Input::Assigned), Keep::Joined),
-        Some(Event::Revoked { lost, release }) => return (Some(Input::Revoked { lost }), Keep::Release(release)),
-        Some(Event::OwnHeartbeat { offset, sent, more }) => Input::OwnHeartbeat { offset, sent, more },
-        Some(Event::CaughtUp) => Input::CaughtUp,
+        Some(Event::Assigned) => return (Some(Input::Assigned { partition }), Keep::Joined),
+        Some(Event::Revoked { lost, release }) => {
+            return (Some(Input::Revoked { partition, lost }), Keep::Release(release))
+        }
+        Some(Event::OwnHeartbeat { offset, sent, more }) => Input::OwnHeartbeat { partition, offset, sent, more },
+        Some(Event::CaughtUp) => Input::CaughtUp { partition },
         Some(Event::OtherHeartbeat(_)) if !claims => return (None, Keep::Nothing),
-        Some(Event::OtherHeartbeat(other)) => Input::OtherHeartbeat(other),
+        Some(Event::OtherHeartbeat(other)) => Input::OtherHeartbeat(partition, other),
         Some(Event::Yield { to }) => Input::Yield { to },
         Some(Event::Pause(pause)) => Input::Pause(pause),
         Some(Event::Candidacy(candidacy)) => Input::Candidacy(candidacy),
@@ -69,7 +73,7 @@ mod tests {
     #[test]
     fn joining_is_kept_for_ready() {
         assert!(matches!(input(Some(Event::Standby), true), (Some(Input::Standby), Keep::Joined)));
-        assert!(matches!(input(Some(Event::Assigned), true), (Some(Input::Assigned), Keep::Joined)));
+        assert!(matches!(input(Some(Event::Assigned), true), (Some(Input::Assigned { partition: 0 }), Keep::Joined)));
     }
 
     #[test]
@@ -77,7 +81,7 @@ mod tests {
         for lost in [false, true] {
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
             let (got, keep) = input(Some(Event::Revoked { lost, release: tx }), true);
-            assert_eq!(got, Some(Input::Revoked { lost }));
+            assert_eq!(got, Some(Input::Revoked { partition: 0, lost }));
             let Keep::Release(release) = keep else { panic!("the release is kept: {keep:?}") };
             release.send(()).unwrap();
             assert_eq!(rx.try_recv(), Ok(()), "the kept sender is the callback's");
@@ -88,10 +92,10 @@ mod tests {
     fn heartbeats_and_yield_pass_through() {
         let sent = BootTime::from_nanos(42);
         let (got, keep) = input(Some(Event::OwnHeartbeat { offset: 9, sent, more: true }), true);
-        assert_eq!(got, Some(Input::OwnHeartbeat { offset: 9, sent, more: true }));
+        assert_eq!(got, Some(Input::OwnHeartbeat { partition: 0, offset: 9, sent, more: true }));
         assert!(matches!(keep, Keep::Nothing));
         let (got, keep) = input(Some(Event::OtherHeartbeat(other())), true);
-        assert_eq!(got, Some(Input::OtherHeartbeat(other())));
+        assert_eq!(got, Some(Input::OtherHeartbeat(0, other())));
         assert!(matches!(keep, Keep::Nothing));
         let to = Some("b".to_string());
         assert_eq!(input(Some(Event::Yield { to: to.clone() }), true).0, Some(Input::Yield { to }));
@@ -107,7 +111,7 @@ mod tests {
         // Only others' heartbeats: our own still count.
         let sent = BootTime::from_nanos(1);
         let (got, _) = input(Some(Event::OwnHeartbeat { offset: 1, sent, more: false }), false);
-        assert_eq!(got, Some(Input::OwnHeartbeat { offset: 1, sent, more: false }));
+        assert_eq!(got, Some(Input::OwnHeartbeat { partition: 0, offset: 1, sent, more: false }));
     }
 
     #[test]

@@ -41,7 +41,7 @@ use crate::exit::{ChildStatus, Failure, Kind};
 use crate::kafka::heartbeat::{printable, Member};
 use crate::kafka::{Event, Kafka};
 use crate::layers_off::{self, Layer};
-use crate::leader::{Action, Input, Leader, Role};
+use crate::leader::{Action, Input, Leader, Partition, Standing, SEATS};
 use crate::metrics;
 use crate::notify::Notifier;
 use health::Health;
@@ -105,7 +105,7 @@ struct Report {
     ready: bool,
     /// The health check's verdict, once it has one (`--health-cmd`).
     healthy: Option<bool>,
-    shown: Option<(Role, Option<bool>)>,
+    shown: Option<(Standing, Option<bool>)>,
     /// `--leader-file`, and the lines it holds besides the token and since.
     leader_file: Option<(LeaderFile, String)>,
     /// `--on-lead`, `--on-unlead`, `--on-exit`.
@@ -171,7 +171,7 @@ impl Shell {
         // Started before connecting: --acquire-timeout counts from here.
         let mut core = Leader::new(cfg.leader.clone(), started);
         if let Some(end) = kafka.born() {
-            core.born_at(end);
+            core.born_at(SEAT, end);
         }
         Ok(Some(Shell {
             core,
@@ -263,9 +263,9 @@ impl Shell {
                         }
                     }
                     if let Some(hooks) = self.report.hooks.as_mut() {
-                        hooks.exited(status, self.core.why_child_ends());
+                        hooks.exited(status, self.core.why_child_ends(SEAT));
                     }
-                    return Input::ChildExited(status);
+                    return Input::ChildExited(SEAT, status);
                 }
                 _ = sleep_for(sleep) => return Input::Tick,
                 _ = restart(self.warm.as_ref().and_then(|w| w.restart_at)) => self.warm_restart(),
@@ -313,7 +313,7 @@ impl Shell {
     fn apply(&mut self, action: Action) -> ControlFlow<u8> {
         let handover = matches!(
             action,
-            Action::ReleaseRevoke | Action::StandAside | Action::HandOver | Action::Rejoin | Action::Exit(_)
+            Action::ReleaseRevoke(_) | Action::StandAside | Action::HandOver | Action::Rejoin | Action::Exit(_)
         );
         if handover && self.flushing.is_some() {
             self.after_flush.push(action);
@@ -323,21 +323,21 @@ impl Shell {
             return ControlFlow::Continue(());
         }
         match action {
-            Action::SendHeartbeat(record) => self.kafka.send_heartbeat(BootTime::now(), record),
-            Action::Spawn { token, lease, attempt } => {
+            Action::SendHeartbeat(_, record) => self.kafka.send_heartbeat(BootTime::now(), record),
+            Action::Spawn { token, lease, attempt, .. } => {
                 if self.child.spawn(Some(token), lease, attempt) {
                     self.report.metrics.lock().expect("metrics lock").child_started(token);
                     if let Some(hooks) = self.report.hooks.as_mut() {
                         hooks.spawned(token);
                     }
                 } else {
-                    self.pending.push_back(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
+                    self.pending.push_back(Input::ChildExited(SEAT, ChildStatus::Exited(Kind::Internal.code())));
                 }
             }
-            Action::Lease(until) => self.child.renew(until),
-            Action::SignalGroup(sig) => self.child.signal(sig),
-            Action::KillGroup => self.child.kill(),
-            Action::Disclaim(record) => {
+            Action::Lease(_, until) => self.child.renew(until),
+            Action::SignalGroup(_, sig) => self.child.signal(sig),
+            Action::KillGroup(_) => self.child.kill(),
+            Action::Disclaim(_, record) => {
                 self.kafka.send_heartbeat(BootTime::now(), record);
                 self.flushing = Some(tokio::task::spawn_blocking(self.kafka.flusher(DISCLAIM_WAIT)));
             }
@@ -350,7 +350,7 @@ impl Shell {
                     self.flushing = Some(tokio::task::spawn_blocking(self.kafka.flusher(DISCLAIM_WAIT)));
                 }
             }
-            Action::ReleaseRevoke => {
+            Action::ReleaseRevoke(_) => {
                 if let Some(release) = self.release.take() {
                     let _ = release.send(());
                 }
@@ -364,30 +364,30 @@ impl Shell {
     /// snapshot, READY=1 once in the group, STATUS= on each change of role.
     fn report(&mut self) {
         let core = &mut self.core;
-        let roles = core.roles_taken();
+        let standings = core.standings_taken(SEAT);
         {
             let mut m = self.report.metrics.lock().expect("metrics lock");
             let now = BootTime::now();
             let wall = core.wall_ms_at(now);
-            for &role in &roles {
-                m.set_role(role, wall);
+            for &standing in &standings {
+                m.set_standing(standing, wall);
             }
-            m.set_role(core.role(), wall);
+            m.set_standing(core.standing(SEAT), wall);
             m.loop_seen = Some(now);
-            m.fresh = core.fresh();
+            m.fresh = core.fresh(SEAT);
             m.child_up = self.child.is_running() && self.warm.as_ref().is_none_or(|w| w.leads());
             m.paused = core.paused().is_some();
-            m.note_run(core.last_run(), core.child_alive());
-            m.next_due_ms = core.next_due().filter(|_| matches!(core.role(), Role::Leader { .. }));
+            m.note_run(core.last_run(SEAT), core.child_alive(SEAT));
+            m.next_due_ms = core.next_due(SEAT).filter(|_| matches!(core.standing(SEAT), Standing::Leader { .. }));
             m.kafka_reachable = self.kafka.reachable();
         }
         let report = &mut self.report;
         if let Some(hooks) = report.hooks.as_mut() {
-            hooks.follow(&roles, core.why_standby());
+            hooks.follow(&standings, core.why_standby(SEAT));
         }
         if let Some((file, about)) = report.leader_file.as_mut() {
-            let token = match core.role() {
-                Role::Leader { token } => Some(token),
+            let token = match core.standing(SEAT) {
+                Standing::Leader { token } => Some(token),
                 _ => None,
             };
             let since = humantime::format_rfc3339_millis(std::time::SystemTime::now());
@@ -397,17 +397,17 @@ impl Shell {
             report.ready = true;
             report.notify("READY=1");
         }
-        let role = core.role();
-        if report.ready && report.shown != Some((role, report.healthy)) {
-            report.shown = Some((role, report.healthy));
-            report.notify(&match role {
-                Role::Standby if report.healthy == Some(false) => {
+        let standing = core.standing(SEAT);
+        if report.ready && report.shown != Some((standing, report.healthy)) {
+            report.shown = Some((standing, report.healthy));
+            report.notify(&match standing {
+                Standing::Standby if report.healthy == Some(false) => {
                     "STATUS=unhealthy: out of the group until the health check passes".to_string()
                 }
-                Role::Standby => "STATUS=standby".to_string(),
-                Role::Candidate => "STATUS=candidate: confirming leadership".to_string(),
-                Role::Leader { token } => format!("STATUS=leader, fencing token {token}"),
-                Role::Fenced => "STATUS=fenced: no fresh heartbeat, command killed".to_string(),
+                Standing::Standby => "STATUS=standby".to_string(),
+                Standing::Candidate => "STATUS=candidate: confirming leadership".to_string(),
+                Standing::Leader { token } => format!("STATUS=leader, fencing token {token}"),
+                Standing::Fenced => "STATUS=fenced: no fresh heartbeat, command killed".to_string(),
             });
         }
     }
@@ -533,6 +533,9 @@ async fn tick(interval: &mut Option<Interval>) {
 /// How long leaving the group may take before neli-run exits anyway: the
 /// coordinator then expires our session instead (a broker that does not
 /// answer, or a second SIGTERM, must not keep a stopped service up).
+/// The one seat this shell runs (the integrator makes it a map of seats).
+const SEAT: Partition = SEATS[0];
+
 const LEAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How long removing the leader file may hold up exiting (a hung file

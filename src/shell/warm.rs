@@ -40,6 +40,7 @@ use tokio::sync::oneshot;
 use tracing::{error, info, warn};
 
 use super::Shell;
+use super::SEAT;
 use crate::clock::BootTime;
 use crate::config::Config;
 use crate::exit::{ChildStatus, Failure, Kind};
@@ -311,11 +312,11 @@ impl Shell {
             // The core renews only while its command runs or stops (as in
             // the default mode, a stop keeps the lease); the newest is kept
             // for a command that starts once the file is written.
-            leader::Action::Lease(until) => {
+            leader::Action::Lease(_, until) => {
                 warm.lease = until;
                 self.child.renew(until);
             }
-            leader::Action::SignalGroup(sig) if warm.stopping => {
+            leader::Action::SignalGroup(_, sig) if warm.stopping => {
                 warm.unlead();
                 self.child.signal(sig);
                 self.owe_if_gone();
@@ -324,11 +325,11 @@ impl Shell {
             // went to the command in `warm_heard`), while the command runs
             // as the leader's: the lease stays the leader's until the file
             // is emptied.
-            leader::Action::SignalGroup(_) => {
+            leader::Action::SignalGroup(..) => {
                 warm.leading = None;
                 warm.write(None, Some(Then::Unlead));
             }
-            leader::Action::KillGroup => {
+            leader::Action::KillGroup(_) => {
                 // The kill first: it keeps the promise, the file reports.
                 self.child.kill();
                 warm.unlead();
@@ -355,7 +356,7 @@ impl Shell {
                 self.child.renew(no_lease());
                 self.child.signal(warm.unlead);
                 info!("no longer leading: token file emptied, unlead signal sent");
-                return std::mem::take(&mut warm.owed).then_some(Input::ChildExited(ChildStatus::Exited(0)));
+                return std::mem::take(&mut warm.owed).then_some(Input::ChildExited(SEAT, ChildStatus::Exited(0)));
             }
             (Then::Unlead, Err(err)) => {
                 // It would read itself leader: the kill keeps the promise.
@@ -368,7 +369,7 @@ impl Shell {
                 warm.leading = None;
                 warm.owed = false;
                 self.child.renew(no_lease());
-                return Some(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
+                return Some(Input::ChildExited(SEAT, ChildStatus::Exited(Kind::Internal.code())));
             }
             (Then::Lead(token), Ok(())) => {
                 self.child.signal(warm.lead);
@@ -379,7 +380,7 @@ impl Shell {
                 if self.child.is_idle() && !self.child.spawn(None, warm.lease, None) {
                     warm.unlead();
                     warm.owed = false;
-                    return Some(Input::ChildExited(ChildStatus::Exited(Kind::Internal.code())));
+                    return Some(Input::ChildExited(SEAT, ChildStatus::Exited(Kind::Internal.code())));
                 }
                 token
             }
@@ -397,7 +398,7 @@ impl Shell {
     fn owe_if_gone(&mut self) {
         if let Some(warm) = self.warm.as_mut().filter(|w| w.owed && self.child.is_idle()) {
             warm.owed = false;
-            self.pending.push_back(Input::ChildExited(ChildStatus::Signaled(Signal::SIGKILL as i32)));
+            self.pending.push_back(Input::ChildExited(SEAT, ChildStatus::Signaled(Signal::SIGKILL as i32)));
         }
     }
 
@@ -411,9 +412,9 @@ impl Shell {
             // If we no longer lead then (a fence), it starts as a standby's.
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
             if let Some(hooks) = self.report.hooks.as_mut() {
-                hooks.exited(status, self.core.why_child_ends());
+                hooks.exited(status, self.core.why_child_ends(SEAT));
             }
-            return Some(Input::ChildExited(status));
+            return Some(Input::ChildExited(SEAT, status));
         }
         if warm.stopping {
             return None;
@@ -436,7 +437,7 @@ impl Shell {
         if warm.owed || warm.stopping || !self.child.is_idle() {
             return;
         }
-        if matches!(self.core.role(), leader::Role::Leader { .. } | leader::Role::Candidate) {
+        if matches!(self.core.standing(SEAT), leader::Standing::Leader { .. } | leader::Standing::Candidate) {
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
             return;
         }

@@ -28,18 +28,21 @@ fn ours(wave: u64, wave_token: i64, number: u32, token: i64) -> Attempt {
 /// Member x's record at `offset` carrying `attempt`: a claim with `token`, or
 /// its disclaimer.
 fn carrying(offset: i64, token: Option<i64>, attempt: Attempt) -> Input {
-    Input::OtherHeartbeat(Other {
-        writer: "x".into(),
-        offset,
-        term: Some(1),
-        start: Some(0),
-        stance: token.map_or(Stance::Released, |token| Stance::Leading { token }),
-        age: Duration::ZERO,
-        deadline: DEADLINE,
-        attempt: Some(attempt),
-        pause: None,
-        to: None,
-    })
+    Input::OtherHeartbeat(
+        P,
+        Other {
+            writer: "x".into(),
+            offset,
+            term: Some(1),
+            start: Some(0),
+            stance: token.map_or(Stance::Released, |token| Stance::Leading { token }),
+            age: Duration::ZERO,
+            deadline: DEADLINE,
+            attempt: Some(attempt),
+            pause: None,
+            to: None,
+        },
+    )
 }
 
 /// A member started at 0 that has read `read` (at 900, before its
@@ -49,21 +52,23 @@ fn wave_member(settings: Settings, read: Vec<Input>) -> (Leader, Vec<Action>) {
     for input in read {
         l.step(input, ms(900));
     }
-    l.step(Input::Assigned, ms(1000));
+    l.step(assigned(), ms(1000));
     let actions = l.step(hb(7, 1000), ms(1010));
     (l, actions)
 }
 
 fn spawned(actions: &[Action]) -> Option<Attempt> {
     actions.iter().find_map(|a| match a {
-        Spawn { attempt, .. } => Some(attempt.clone().expect("once per wave: every spawn names its attempt")),
+        Spawn { partition: P, attempt, .. } => {
+            Some(attempt.clone().expect("once per wave: every spawn names its attempt"))
+        }
         _ => None,
     })
 }
 
 fn disclaimed(actions: &[Action]) -> Option<Attempt> {
     actions.iter().find_map(|a| match a {
-        Disclaim(record) => record.attempt.clone(),
+        Disclaim(P, record) => record.attempt.clone(),
         _ => None,
     })
 }
@@ -86,8 +91,8 @@ fn the_first_leader_of_a_wave_runs_it_and_its_last_record_says_how_it_ended() {
         }
     );
     // Its heartbeats carry the attempt, so a later leader knows it was begun.
-    assert!(actions.contains(&SendHeartbeat(Record { attempt: Some(attempt.clone()), ..record(led()) })));
-    let actions = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(1500));
+    assert!(actions.contains(&SendHeartbeat(P, Record { attempt: Some(attempt.clone()), ..record(led()) })));
+    let actions = l.step(exited(ChildStatus::Exited(0)), ms(1500));
     assert_eq!(disclaimed(&actions), Some(Attempt { code: Some(0), ..attempt }));
     assert_eq!(actions.last(), Some(&Exit(0)));
 }
@@ -95,7 +100,7 @@ fn the_first_leader_of_a_wave_runs_it_and_its_last_record_says_how_it_ended() {
 /// The record of an action that writes one.
 fn record(action: Action) -> Record {
     match action {
-        SendHeartbeat(r) | Disclaim(r) => r,
+        SendHeartbeat(P, r) | Disclaim(P, r) => r,
         other => panic!("{other:?} writes no record"),
     }
 }
@@ -126,7 +131,7 @@ fn an_attempt_that_never_ended_is_run_again_as_the_next_attempt_of_its_wave() {
     for last in [carrying(4, Some(3), begun.clone()), carrying(4, None, begun.clone())] {
         let mut l = Leader::new(waves(false), started(0));
         l.step(last, ms(5)); // a claim run out by 1010
-        l.step(Input::Assigned, ms(1000));
+        l.step(assigned(), ms(1000));
         let actions = l.step(hb(7, 1000), ms(1010));
         assert_eq!(spawned(&actions), Some(ours(500, 0, 3, 7)));
     }
@@ -136,7 +141,7 @@ fn an_attempt_that_never_ended_is_run_again_as_the_next_attempt_of_its_wave() {
 fn a_member_started_after_the_window_runs_a_wave_of_its_own() {
     let mut l = Leader::new(waves(false), started(40_000));
     l.step(carrying(4, None, x_ran(500, 1, 3, Some(0))), ms(40_900));
-    l.step(Input::Assigned, ms(41_000));
+    l.step(assigned(), ms(41_000));
     let actions = l.step(hb(7, 41_000), ms(41_010));
     assert_eq!(spawned(&actions), Some(ours(41_010, 7, 1, 7)));
     // Just inside the window (started 29.999 s after the wave began), it
@@ -144,7 +149,7 @@ fn a_member_started_after_the_window_runs_a_wave_of_its_own() {
     for (start, belongs) in [(30_499, true), (30_500, false)] {
         let mut l = Leader::new(waves(false), started(start));
         l.step(carrying(4, None, x_ran(500, 1, 3, Some(0))), ms(40_900));
-        l.step(Input::Assigned, ms(41_000));
+        l.step(assigned(), ms(41_000));
         let actions = l.step(hb(7, 41_000), ms(41_010));
         assert_eq!(actions.last() == Some(&Exit(0)), belongs, "started at {start}: {actions:?}");
     }
@@ -184,12 +189,12 @@ fn the_newest_attempt_counts_and_an_ending_beats_none_of_the_same_attempt() {
 fn a_fenced_attempt_resumes_as_the_next_attempt_and_a_stopped_one_stays_unended() {
     let (mut l, _) = wave_member(waves(false), vec![]);
     l.step(Input::Tick, ms(2010)); // fenced: no heartbeat back for the deadline
-    l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(2011));
+    l.step(exited(ChildStatus::Signaled(9)), ms(2011));
     let actions = l.step(hb(12, 2600), ms(2610));
     assert_eq!(spawned(&actions), Some(ours(1010, 7, 2, 12)));
     // SIGTERM stops it: the attempt did not end on its own.
     l.step(Input::Shutdown, ms(2700));
-    let actions = l.step(Input::ChildExited(ChildStatus::Signaled(15)), ms(2800));
+    let actions = l.step(exited(ChildStatus::Signaled(15)), ms(2800));
     assert_eq!(disclaimed(&actions).map(|j| j.code), Some(None));
     assert_eq!(actions.last(), Some(&Exit(143)));
 }
@@ -197,7 +202,7 @@ fn a_fenced_attempt_resumes_as_the_next_attempt_and_a_stopped_one_stays_unended(
 #[test]
 fn without_waves_records_carry_no_attempt_and_read_ones_are_ignored() {
     let (_, actions) = wave_member(settings(Restart::Never), vec![carrying(4, None, x_ran(500, 1, 3, Some(0)))]);
-    assert_eq!(actions, vec![Spawn { token: 7, lease: ms(2000), attempt: None }, led()]);
+    assert_eq!(actions, vec![spawn(7, ms(2000)), led()]);
 }
 
 #[test]
@@ -205,7 +210,7 @@ fn a_run_past_max_runtime_is_stopped_and_ends_as_if_by_itself() {
     let max = Duration::from_millis(3000);
     let run = |restart| {
         let mut l = Leader::new(Settings { max_runtime: Some(max), ..settings(restart) }, started(0));
-        l.step(Input::Assigned, ms(1000));
+        l.step(assigned(), ms(1000));
         l.step(hb(7, 1000), ms(1010));
         // Heartbeats keep the lease up; the run started at 1010 overruns at 4010.
         for t in (1200..4000).step_by(200) {
@@ -217,10 +222,10 @@ fn a_run_past_max_runtime_is_stopped_and_ends_as_if_by_itself() {
         l.step(hb(30, 4000), ms(4005));
         assert_eq!(l.next_deadline(), Some(ms(4010)), "the overrun");
         assert_eq!(l.step(Input::Tick, ms(4009)), vec![]);
-        assert_eq!(l.step(Input::Tick, ms(4010)), vec![SignalGroup(SIGTERM)]);
+        assert_eq!(l.step(Input::Tick, ms(4010)), vec![SignalGroup(P, SIGTERM)]);
         // Grace, then SIGKILL, as for any stop.
-        assert!(l.step(Input::Tick, ms(4510)).contains(&KillGroup));
-        l.step(Input::ChildExited(ChildStatus::Signaled(9)), ms(4520))
+        assert!(l.step(Input::Tick, ms(4510)).contains(&KillGroup(P)));
+        l.step(exited(ChildStatus::Signaled(9)), ms(4520))
     };
     assert_eq!(run(Restart::Never).last(), Some(&Exit(137)), "its status, as a run that ended");
     let again = run(Restart::Always);
@@ -229,7 +234,7 @@ fn a_run_past_max_runtime_is_stopped_and_ends_as_if_by_itself() {
     let mut l = leading(Restart::Never);
     for t in (1200..10_000).step_by(200) {
         let actions = [l.step(Input::Tick, ms(t)), l.step(hb(7 + t as i64 / 200, t), ms(t + 5))].concat();
-        assert!(!actions.iter().any(|a| matches!(a, SignalGroup(_) | KillGroup)), "at {t}: {actions:?}");
+        assert!(!actions.iter().any(|a| matches!(a, SignalGroup(P, _) | KillGroup(P))), "at {t}: {actions:?}");
     }
 }
 
@@ -242,9 +247,9 @@ fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
     // where the clocks alone would have had it wait out the day.
     let ahead = |born| {
         let mut l = Leader::new(waves(false), started(40_000));
-        l.born_at(born);
+        l.born_at(P, born);
         l.step(carrying(6, None, Attempt { wave_token: 5, ..x_ran(86_400_000, 1, 5, Some(0)) }), ms(40_900));
-        l.step(Input::Assigned, ms(41_000));
+        l.step(assigned(), ms(41_000));
         l.step(hb(7, 41_000), ms(41_010))
     };
     assert_eq!(ahead(4).last(), Some(&Exit(0)));
@@ -253,9 +258,9 @@ fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
     // Born before the wave by the log, though the clocks put our start long
     // after it (a wave from a clock behind ours): ours all the same.
     let mut l = Leader::new(waves(false), started(40_000));
-    l.born_at(2);
+    l.born_at(P, 2);
     l.step(carrying(4, None, Attempt { wave_token: 3, ..x_ran(500, 1, 3, Some(0)) }), ms(40_900));
-    l.step(Input::Assigned, ms(41_000));
+    l.step(assigned(), ms(41_000));
     assert_eq!(l.step(hb(7, 41_000), ms(41_010)).last(), Some(&Exit(0)));
 }
 
@@ -280,7 +285,7 @@ fn live(l: &mut Leader, from: u64, to: u64, mut offset: i64) -> (Vec<(u64, Actio
         let mut pending = vec![(t, Input::Tick)];
         while let Some((at, input)) = pending.pop() {
             for action in l.step(input, ms(at)) {
-                if let SendHeartbeat(_) = action {
+                if let SendHeartbeat(P, _) = action {
                     offset += 1;
                     pending.push((at + 5, hb(offset, at)));
                 }
@@ -296,7 +301,9 @@ fn spawns(actions: &[(u64, Action)]) -> Vec<(u64, Attempt)> {
     actions
         .iter()
         .filter_map(|(t, a)| match a {
-            Spawn { attempt, .. } => Some((*t, attempt.clone().expect("a scheduled spawn names its run"))),
+            Spawn { partition: P, attempt, .. } => {
+                Some((*t, attempt.clone().expect("a scheduled spawn names its run")))
+            }
             _ => None,
         })
         .collect()
@@ -305,7 +312,7 @@ fn spawns(actions: &[(u64, Action)]) -> Vec<(u64, Attempt)> {
 #[test]
 fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
     let mut l = Leader::new(scheduled(2000), started(0));
-    l.step(Input::Assigned, ms(1000));
+    l.step(assigned(), ms(1000));
     let (actions, offset) = live(&mut l, 1000, 7000, 6);
     let first_due = (wall(1000) / 2000 + 1) * 2000;
     // Not when it came to lead: at its first due time, on time.
@@ -314,19 +321,20 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
     assert_eq!((starts.len(), attempt.due, attempt.number, attempt.code), (1, Some(first_due), 1, None), "{starts:?}");
     assert!(wall(at) >= first_due && wall(at) < first_due + 50, "{starts:?}");
     // Named on the topic in the same step, not at the next heartbeat.
-    let named = actions.iter().skip_while(|(_, a)| !matches!(a, Spawn { .. })).find_map(|(t, a)| match a {
-        SendHeartbeat(r) => Some((*t, r.attempt.as_ref().and_then(|j| j.due))),
-        _ => None,
-    });
+    let named =
+        actions.iter().skip_while(|(_, a)| !matches!(a, Spawn { partition: P, .. })).find_map(|(t, a)| match a {
+            SendHeartbeat(P, r) => Some((*t, r.attempt.as_ref().and_then(|j| j.due))),
+            _ => None,
+        });
     assert_eq!(named, Some((at, Some(first_due))), "{actions:?}");
-    assert!(l.child_alive(), "a run is counted only once it is over");
-    assert_eq!(l.last_run().map(|j| (j.due, j.code)), Some((Some(first_due), None)), "metrics read the run");
-    assert_eq!(l.next_due(), Some(first_due + 2000), "while it runs, its records plan the next due time");
+    assert!(l.child_alive(P), "a run is counted only once it is over");
+    assert_eq!(l.last_run(P).map(|j| (j.due, j.code)), Some((Some(first_due), None)), "metrics read the run");
+    assert_eq!(l.next_due(P), Some(first_due + 2000), "while it runs, its records plan the next due time");
     // It ends by itself: the record says so at once, and plans the next.
-    let ended = l.step(Input::ChildExited(ChildStatus::Exited(3)), ms(at + 300));
-    assert!(!l.child_alive());
+    let ended = l.step(exited(ChildStatus::Exited(3)), ms(at + 300));
+    assert!(!l.child_alive(P));
     let record = ended.iter().find_map(|a| match a {
-        SendHeartbeat(r) => Some(r.clone()),
+        SendHeartbeat(P, r) => Some(r.clone()),
         _ => None,
     });
     let record = record.expect("the ending is written at once");
@@ -343,21 +351,24 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
 #[test]
 fn a_due_time_missed_during_a_run_starts_once_its_ending_is_read_back() {
     let mut l = Leader::new(scheduled(2000), started(0));
-    l.step(Input::Assigned, ms(1000));
+    l.step(assigned(), ms(1000));
     let (actions, _) = live(&mut l, 1000, 4000, 6);
     let (at, attempt) = spawns(&actions)[0].clone();
     // The run takes 2.5 s: the next due time passes meanwhile.
     let end = at + 2500;
     for t in (at + 50..end).step_by(50) {
         for a in l.step(Input::Tick, ms(t)) {
-            if let SendHeartbeat(_) = a {
+            if let SendHeartbeat(P, _) = a {
                 l.step(hb(100 + t as i64, t), ms(t + 5));
             }
         }
     }
-    let ended = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(end));
-    assert!(ended.iter().any(|a| matches!(a, SendHeartbeat(_))), "{ended:?}");
-    assert!(!ended.iter().any(|a| matches!(a, Spawn { .. })), "not before the ending is on the partition: {ended:?}");
+    let ended = l.step(exited(ChildStatus::Exited(0)), ms(end));
+    assert!(ended.iter().any(|a| matches!(a, SendHeartbeat(P, _))), "{ended:?}");
+    assert!(
+        !ended.iter().any(|a| matches!(a, Spawn { partition: P, .. })),
+        "not before the ending is on the partition: {ended:?}"
+    );
     // A record sent before the ending (or in the same step, before it)
     // proves nothing; one sent after it does.
     assert_eq!(l.step(hb(1000, end), ms(end + 2)), vec![]);
@@ -385,11 +396,11 @@ fn the_next_leader_runs_a_cut_short_run_again_and_an_ended_one_never() {
     assert_eq!(spawned(&actions), None, "{actions:?}");
     assert_eq!(l.next_deadline(), Some(ms(1210)), "only its heartbeat is due before the next run");
     let next = actions.iter().find_map(|a| match a {
-        SendHeartbeat(r) => r.next,
+        SendHeartbeat(P, r) => r.next,
         _ => None,
     });
     assert_eq!(next, Some(due + 60_000), "its records plan the next due time");
-    assert!(!l.step(Input::Tick, ms(1210)).iter().any(|a| matches!(a, Spawn { .. })));
+    assert!(!l.step(Input::Tick, ms(1210)).iter().any(|a| matches!(a, Spawn { partition: P, .. })));
 }
 
 /// Found by neli-soak on tansu: a member whose run of a due time ended
@@ -406,7 +417,7 @@ fn a_due_time_that_ended_stays_ended_whatever_later_attempt_is_read() {
         let read = order.into_iter().enumerate().map(|(i, attempt)| carrying(6 + i as i64, None, attempt)).collect();
         let (l, actions) = wave_member(scheduled(60_000), read);
         assert_eq!(spawned(&actions), None, "the due time ended: not run again: {actions:?}");
-        assert_eq!(l.last_run().map(|j| (j.token, j.code)), Some((3, Some(0))), "the ending is kept");
+        assert_eq!(l.last_run(P).map(|j| (j.token, j.code)), Some((3, Some(0))), "the ending is kept");
     }
 }
 
@@ -436,22 +447,22 @@ fn which_run_says_more() {
 fn due_times_that_pass_while_paused_are_missed_and_run_once_on_resume() {
     let pause = |offset, paused| Pause { offset, paused, stop: false, at_ms: 0, by: Asker::default() };
     let mut l = Leader::new(scheduled(2000), started(0));
-    l.step(Input::Assigned, ms(1000));
+    l.step(assigned(), ms(1000));
     let (actions, offset) = live(&mut l, 1000, 2100, 6);
     assert_eq!(spawns(&actions).iter().map(|(at, _)| *at).collect::<Vec<_>>(), vec![2000]);
-    l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(2100));
+    l.step(exited(ChildStatus::Exited(0)), ms(2100));
     let (_, offset) = live(&mut l, 2100, 2500, offset + 1);
     l.step(Input::Pause(pause(offset + 1, true)), ms(2500));
     // Three due times pass: none starts, the leader leads on.
     let (actions, offset) = live(&mut l, 2500, 8100, offset + 2);
     assert!(spawns(&actions).is_empty(), "{actions:?}");
-    assert!(matches!(l.role(), Role::Leader { .. }));
+    assert!(matches!(l.standing(P), Standing::Leader { .. }));
     // Resumed: --missed once runs the latest of them at once, then the
     // next one on time.
     let resumed = l.step(Input::Pause(pause(offset + 1, false)), ms(8100));
     let runs = spawns(&resumed.into_iter().map(|a| (8100, a)).collect::<Vec<_>>());
     assert_eq!(runs.iter().map(|(_, j)| j.due).collect::<Vec<_>>(), vec![Some(wall(8000))], "{runs:?}");
-    l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(8200));
+    l.step(exited(ChildStatus::Exited(0)), ms(8200));
     let (actions, _) = live(&mut l, 8200, 10_100, offset + 2);
     let runs = spawns(&actions);
     assert_eq!(runs.iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(10_000, Some(wall(10_000)))]);
@@ -466,10 +477,10 @@ fn read(boot: u64, step: i64) -> Anchor {
 #[test]
 fn due_times_follow_the_wall_clock_when_it_steps_forward_or_back_and_none_runs_twice() {
     let mut l = Leader::new(scheduled(2000), started(0));
-    l.step(Input::Assigned, ms(1000));
+    l.step(assigned(), ms(1000));
     let (actions, offset) = live(&mut l, 1000, 2300, 6);
     assert_eq!(spawns(&actions).iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(2000, Some(wall(2000)))]);
-    l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(2300));
+    l.step(exited(ChildStatus::Exited(0)), ms(2300));
     let (_, offset) = live(&mut l, 2300, 2500, offset + 1);
     // A reading within 100 ms of our frame is no step.
     l.wall_clock(read(2500, 99));
@@ -477,16 +488,16 @@ fn due_times_follow_the_wall_clock_when_it_steps_forward_or_back_and_none_runs_t
     // The wall clock steps 1 s forward at 2500: the due time 4000 (by the
     // wall clock we started with) comes at 3000.
     l.wall_clock(read(2500, 1000));
-    assert_eq!(l.next_due(), Some(wall(4000)), "the same due time, on the wall clock");
+    assert_eq!(l.next_due(P), Some(wall(4000)), "the same due time, on the wall clock");
     let (actions, offset) = live(&mut l, 2500, 3300, offset + 1);
     let runs = spawns(&actions);
     assert_eq!(runs.iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(3000, Some(wall(4000)))]);
     // Written in the new frame: it started at its due time (the send time
     // beside it says the same), and ended 300 ms later.
     assert_eq!(runs[0].1.wave_ms, wall(4000));
-    let ended = l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(3300));
+    let ended = l.step(exited(ChildStatus::Exited(0)), ms(3300));
     let ending = ended.iter().find_map(|a| match a {
-        SendHeartbeat(r) => r.attempt.clone(),
+        SendHeartbeat(P, r) => r.attempt.clone(),
         _ => None,
     });
     assert_eq!(ending.and_then(|j| j.ended), Some(wall(4300)));
@@ -495,7 +506,7 @@ fn due_times_follow_the_wall_clock_when_it_steps_forward_or_back_and_none_runs_t
     // frame): the due time 4000 it already ran lies ahead again, and does
     // not run again; nor does 2000. The next is 6000, at 8000.
     l.wall_clock(read(3500, -2000));
-    assert_eq!(l.next_due(), Some(wall(6000)));
+    assert_eq!(l.next_due(P), Some(wall(6000)));
     let (actions, _) = live(&mut l, 3500, 8100, offset + 1);
     let runs = spawns(&actions);
     assert_eq!(runs.iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(8000, Some(wall(6000)))]);
@@ -511,9 +522,9 @@ fn due_times_a_forward_step_passes_over_are_missed_and_follow_missed() {
             ..settings(Restart::Never)
         };
         let mut l = Leader::new(settings, started(0));
-        l.step(Input::Assigned, ms(1000));
+        l.step(assigned(), ms(1000));
         let (_, offset) = live(&mut l, 1000, 2300, 6);
-        l.step(Input::ChildExited(ChildStatus::Exited(0)), ms(2300));
+        l.step(exited(ChildStatus::Exited(0)), ms(2300));
         let (_, offset) = live(&mut l, 2300, 2500, offset + 1);
         l.wall_clock(read(2500, 5000));
         let (actions, _) = live(&mut l, 2500, 2600, offset + 1);
@@ -537,13 +548,13 @@ fn a_member_started_before_its_clock_was_set_places_waves_by_the_clock_as_set() 
     let mut l = Leader::new(waves(false), behind);
     l.wall_clock(read(500, 0));
     l.step(wave(), ms(900));
-    l.step(Input::Assigned, ms(1000));
+    l.step(assigned(), ms(1000));
     assert_eq!(l.step(hb(7, 1000), ms(1010)).last(), Some(&Exit(0)));
     // Without the step, the wave would seem to begin an hour in its future
     // (a clock ahead's), and it would run a wave of its own.
     let mut l = Leader::new(waves(false), behind);
     l.step(wave(), ms(900));
-    l.step(Input::Assigned, ms(1000));
+    l.step(assigned(), ms(1000));
     assert_eq!(spawned(&l.step(hb(7, 1000), ms(1010))).map(|j| j.number), Some(1));
 }
 
@@ -558,6 +569,6 @@ fn a_wave_read_under_a_schedule_does_not_make_it_forget_its_newest_due_time() {
     let wave = x_ran(900, 1, 4, Some(0));
     let (l, actions) = wave_member(scheduled(60_000), vec![carrying(5, None, ran), carrying(6, None, wave)]);
     assert_eq!(spawned(&actions), None, "{actions:?}");
-    assert_eq!(l.last_run().map(|j| j.due), Some(Some(due)));
-    assert_eq!(l.next_due(), Some(due + 60_000));
+    assert_eq!(l.last_run(P).map(|j| j.due), Some(Some(due)));
+    assert_eq!(l.next_due(P), Some(due + 60_000));
 }

@@ -1,0 +1,724 @@
+//! A seat: one command on one partition, from its assignment to its
+//! revoke, through every tenure (candidate, leader, fenced), its term and
+//! its claims, its fence and lease, the plan after its command's exit, and
+//! its attempts. Everything here is once per seat: with twelve seats there
+//! are twelve of each. What is once per member (the settings, the clocks,
+//! health, the pause, who else may lead, leaving the group, exiting) is in
+//! `mod.rs`; a seat sees it through a [`View`] and acts on it through a
+//! [`Ctx`], never by reaching into the member.
+
+use std::time::Duration;
+
+use tracing::{info, warn};
+
+use super::attempts::Turn;
+use super::leaving::Leave;
+use super::peers::Peers;
+use super::standbys::Standbys;
+use super::{say, Action, Attempt, Other, Partition, Pause, PauseNote, Record, Settings, Stance, Standing};
+use crate::clock::{Anchor, BootTime};
+use crate::exit::ChildStatus;
+
+/// A tenure's phase: what `Standing` is while we own the seat's partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    Candidate,
+    Leader { token: i64 },
+    Fenced,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Child {
+    Idle,
+    Running,
+    /// Stop requested; `kill_at` is when grace runs out (None once killed).
+    Stopping {
+        kill_at: Option<BootTime>,
+    },
+}
+
+/// What this seat means to do with its command, whatever the group does:
+/// the one place that says what follows the command's exit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Plan {
+    /// Run the command while we lead; nothing is due.
+    Serve,
+    /// Start the command from this time on, once we lead with a fresh
+    /// heartbeat, it is gone, and no claim or earlier term holds us back:
+    /// after a promotion, a resume, or by `--restart`. (Kept through a
+    /// revoke or a fence: only a promotion, which sets it anew, leads on.)
+    Start(BootTime),
+    /// A yield: stop the command, then stand aside for another member;
+    /// why ("yielded", "unhealthy") is what --on-unlead is told.
+    StandAside(&'static str),
+    /// Stop the command, then exit with this code, or with its status.
+    Exit(Option<u8>),
+    /// Exit was asked of the shell: only a revoke from closing is answered.
+    Done,
+}
+
+/// Our newest own heartbeat read back.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Fresh {
+    /// When we produced it (our own clock).
+    pub sent: BootTime,
+    /// Where it landed: the fencing token if it makes us leader.
+    pub offset: i64,
+}
+
+/// Our ownership of the seat's partition, from assignment to revoke.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Tenure {
+    pub since: BootTime,
+    /// Since when the current phase holds (for "took X" in logs).
+    pub phase_since: BootTime,
+    pub next_heartbeat: BootTime,
+    /// When the current term began (see [`Record::term`]).
+    pub term_since: BootTime,
+    /// The offset of the term's first own record read back.
+    pub start: Option<i64>,
+    /// The newest own heartbeat of this term read back.
+    pub fresh: Option<Fresh>,
+    pub phase: Phase,
+}
+
+/// What a seat sees of its member in one step: the settings, the clocks,
+/// and the member-wide word on health and the pause. Read only.
+#[derive(Clone, Copy)]
+pub(super) struct View<'a> {
+    pub settings: &'a Settings,
+    /// Our start on both clocks, or the reading after the wall clock's
+    /// latest step.
+    pub anchor: Anchor,
+    /// When this neli-run started (boot clock).
+    pub started: BootTime,
+    /// The time of the latest step (see `Leader::now`).
+    pub latest: BootTime,
+    pub healthy: bool,
+    /// The group's newest pause or resume we know of.
+    pub pause: Option<&'a Pause>,
+}
+
+impl View<'_> {
+    /// The pause in force, as far as we know.
+    pub fn paused(&self) -> bool {
+        self.pause.is_some_and(|p| p.paused)
+    }
+}
+
+/// What a seat may change of its member while it takes an input: the
+/// choice of who else may lead, whom a disclaimer hands over to, and the
+/// actions of the step.
+pub(super) struct Ctx<'a> {
+    pub v: View<'a>,
+    pub standbys: &'a mut Standbys,
+    /// Whom our next disclaimer hands the partition over to (member-wide:
+    /// a yield names one member, whichever seat writes the disclaimer).
+    pub hand_to: &'a mut Option<String>,
+    pub out: &'a mut Vec<Action>,
+}
+
+/// One command on one partition: its core state.
+#[derive(Debug)]
+pub struct Seat {
+    pub(super) partition: Partition,
+    pub(super) tenure: Option<Tenure>,
+    pub(super) child: Child,
+    pub(super) plan: Plan,
+    /// A revoke waits in the rebalance callback until the command is gone.
+    pub(super) revoke_waits: bool,
+    pub(super) ever_led: bool,
+    /// Our last tenure gave the partition back without reading one of its
+    /// heartbeats back, and none has come back since: the next such tenure
+    /// stands aside instead of rejoining (see `give_back`).
+    pub(super) gave_back: bool,
+    /// Our current term; counts up with each new one.
+    pub(super) term: u64,
+    /// The token our child was started with: our records claim it while
+    /// the child may live, leader or not.
+    pub(super) child_token: i64,
+    /// We have written records since we last disclaimed.
+    pub(super) spoke: bool,
+    /// When the running command overruns --max-runtime.
+    pub(super) run_until: Option<BootTime>,
+    /// The end of the partition when we started: a wave that began at or
+    /// after it began after us, on the log's word rather than a clock's.
+    pub(super) born: Option<i64>,
+    /// We stopped the command for overrunning: its exit ends its run as if
+    /// it had exited by itself (the restart policy and its wave apply).
+    pub(super) overran: bool,
+    /// When our latest scheduled run ended: the next one starts only once a
+    /// record that says so is read back, or a crash could run it twice.
+    pub(super) run_ended: Option<BootTime>,
+    /// What the other members' records on this partition say (see `peers`).
+    pub(super) peers: Peers,
+    /// The newest attempt of a wave we know of, ours or read (once per wave).
+    pub(super) attempt: Option<Attempt>,
+    /// Every standing taken since the shell last asked, in order: a fence
+    /// and a resume within one step are two changes, not none.
+    pub(super) standings: Vec<Standing>,
+    pub(super) last_standing: Standing,
+    /// Why we last became a standby (see `why_standby`).
+    pub(super) stood_down: &'static str,
+    /// A fence killed the command whose exit is due (see `why_child_ends`).
+    pub(super) fenced_child: bool,
+    /// Records fetched after our newest own heartbeat are still to come
+    /// (`Input::CaughtUp` ends it): a candidate does not lead on that
+    /// heartbeat until it has heard them, so that it knows of a member it
+    /// should let lead before it starts the command. A candidacy written
+    /// just after our record once arrived in the same fetch, and the
+    /// command started 0.1 ms before the member of higher priority was
+    /// known (audit D11).
+    pub(super) catching_up: bool,
+    /// What the seat asks of the member after this input (see [`Leave`]).
+    pub(super) leaving: Option<Leave>,
+}
+
+impl Seat {
+    /// A seat on `partition` that holds nothing yet.
+    pub(super) fn new(partition: Partition) -> Seat {
+        Seat {
+            partition,
+            tenure: None,
+            child: Child::Idle,
+            plan: Plan::Serve,
+            revoke_waits: false,
+            ever_led: false,
+            gave_back: false,
+            term: 0,
+            child_token: 0,
+            spoke: false,
+            run_until: None,
+            born: None,
+            overran: false,
+            run_ended: None,
+            peers: Peers::default(),
+            attempt: None,
+            standings: Vec::new(),
+            last_standing: Standing::Standby,
+            stood_down: "started",
+            fenced_child: false,
+            catching_up: false,
+            leaving: None,
+        }
+    }
+
+    /// The standings taken since the last call, in order.
+    pub(super) fn standings_taken(&mut self) -> Vec<Standing> {
+        std::mem::take(&mut self.standings)
+    }
+
+    /// Notes the current standing if it changed.
+    pub(super) fn note_standing(&mut self) {
+        let standing = self.standing();
+        if standing != self.last_standing {
+            self.last_standing = standing;
+            self.standings.push(standing);
+        }
+    }
+
+    /// Why we last became a standby (see `Leader::why_standby`).
+    pub(super) fn why_standby(&self) -> &'static str {
+        self.stood_down
+    }
+
+    /// Why the command ends if it ends now (see `Leader::why_child_ends`).
+    pub(super) fn why_child_ends(&self) -> &'static str {
+        match self.child {
+            _ if self.fenced_child => "fenced",
+            Child::Stopping { .. } => "stopped",
+            _ => "exited",
+        }
+    }
+
+    /// Our standing on this seat now.
+    pub(super) fn standing(&self) -> Standing {
+        match self.tenure.map(|t| t.phase) {
+            None => Standing::Standby,
+            Some(Phase::Candidate) => Standing::Candidate,
+            Some(Phase::Leader { token }) => Standing::Leader { token },
+            Some(Phase::Fenced) => Standing::Fenced,
+        }
+    }
+
+    /// Send time of the newest own heartbeat read back, while we own the
+    /// partition.
+    pub(super) fn fresh(&self) -> Option<BootTime> {
+        self.tenure.and_then(|t| t.fresh).map(|f| f.sent)
+    }
+
+    /// Whether the seat means to run its command (not stopping it to stand
+    /// aside or exit).
+    pub(super) fn serving(&self) -> bool {
+        matches!(self.plan, Plan::Serve | Plan::Start(_))
+    }
+
+    /// The seat's deadlines: each one `consider`ed.
+    pub(super) fn deadlines(&self, v: &View, mut consider: impl FnMut(Option<BootTime>)) {
+        if let Some(t) = self.tenure {
+            consider(Some(t.next_heartbeat));
+            match t.phase {
+                Phase::Leader { .. } => consider(t.fresh.map(|f| f.sent + v.settings.heartbeat_deadline)),
+                Phase::Candidate | Phase::Fenced => consider(Some(give_back_at(v.settings, &t))),
+            }
+        }
+        if let Child::Stopping { kill_at } = self.child {
+            consider(kill_at);
+        }
+        if self.child == Child::Running {
+            consider(self.run_until);
+        }
+        // A moment already passed was tried then and failed (the heartbeat
+        // was stale); only a new heartbeat can change that.
+        consider(self.promotion_at(v).filter(|&at| at > v.latest));
+        consider(self.start_at(v).filter(|&at| at > v.latest));
+    }
+
+    pub(super) fn on_assigned(&mut self, cx: &mut Ctx, now: BootTime) {
+        if self.tenure.is_some() {
+            return;
+        }
+        info!(after = ?now.since(cx.v.started), "candidate: assigned partition 0, confirming with a heartbeat");
+        self.term += 1;
+        self.tenure = Some(Tenure {
+            since: now,
+            phase_since: now,
+            next_heartbeat: now,
+            term_since: now,
+            start: None,
+            fresh: None,
+            phase: Phase::Candidate,
+        });
+        self.note_standing();
+        if !cx.v.healthy {
+            self.on_yield(cx, "unhealthy", None, now);
+        }
+    }
+
+    pub(super) fn on_revoked(&mut self, cx: &mut Ctx, lost: bool, now: BootTime) {
+        if let Some(tenure) = self.tenure.take() {
+            info!(role = ?tenure.phase, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
+            self.stood_down = if lost { "lost" } else { "revoked" };
+        }
+        self.note_standing();
+        // Whatever our standing was, the partition goes only once the child has.
+        match self.child {
+            Child::Idle => self.release(cx),
+            Child::Running | Child::Stopping { .. } => {
+                self.revoke_waits = true;
+                if lost {
+                    self.kill(cx);
+                } else {
+                    self.stop(cx, now);
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_heartbeat(&mut self, cx: &mut Ctx, (offset, sent, more): (i64, BootTime, bool), now: BootTime) {
+        self.catching_up = more;
+        let deadline = cx.v.settings.heartbeat_deadline;
+        let Some(tenure) = self.tenure.as_mut() else {
+            return;
+        };
+        if sent < tenure.term_since {
+            return; // an earlier term's record: it says nothing about this one
+        }
+        if tenure.fresh.is_some_and(|f| f.sent >= sent) {
+            return;
+        }
+        if tenure.start.is_none() {
+            tenure.start = Some(offset);
+            say::earlier_contenders(&self.peers, offset, now);
+        }
+        // (A gap longer than the resume window never gets here: `on_time`
+        // gave the partition back first.)
+        tenure.fresh = Some(Fresh { sent, offset });
+        if now.since(sent) >= deadline {
+            return; // read back too late: it proves nothing about now
+        }
+        self.gave_back = false;
+        match tenure.phase {
+            Phase::Candidate | Phase::Fenced => {
+                say::waiting(&self.peers, tenure.start, offset, now);
+                self.try_promote(cx, now)
+            }
+            // While the child stops (a shutdown or a yield) too: we still
+            // own the partition and heartbeat, so the lease may run as long
+            // as our claims do, and `--grace` is not cut short by it.
+            Phase::Leader { .. } => {
+                if self.child != Child::Idle {
+                    cx.out.push(Action::Lease(self.partition, sent + deadline));
+                }
+            }
+        }
+    }
+
+    /// Every record fetched with our heartbeat has been heard.
+    pub(super) fn on_caught_up(&mut self) {
+        self.catching_up = false;
+    }
+
+    /// When a candidate (or fenced leader) may lead: its newest own heartbeat
+    /// is fresh, and no other member's claim or earlier term holds it back.
+    ///
+    /// No fixed wait: the log itself is the proof. Everything written to
+    /// the partition before our first record of this term (from the backlog
+    /// the adapter pins before that record is sent) has been read by the
+    /// time that record comes back, since a partition is read in order; so
+    /// a claim that may still hold, or a term that began before ours, is
+    /// known. A record that lands after ours comes from a writer whose
+    /// earlier records we read (so its claim was known), or from a term that
+    /// began after ours, which yields to us, or fences us (`on_other`) if
+    /// its writer says it began earlier. So after a graceful handover, whose
+    /// disclaimer is the newest record, the next owner leads one produce and
+    /// fetch after its assignment.
+    ///
+    /// A candidate also waits until it has heard the records fetched with
+    /// its heartbeat (`catching_up`): they may name a member to let lead.
+    fn promotion_at(&self, v: &View) -> Option<BootTime> {
+        let tenure = self.tenure?;
+        if tenure.phase == Phase::Candidate && self.catching_up {
+            return None;
+        }
+        if tenure.phase == Phase::Candidate || tenure.phase == Phase::Fenced {
+            let (fresh, start) = (tenure.fresh?, tenure.start?);
+            if self.peers.newest_token().is_some_and(|t| fresh.offset <= t) {
+                // Our token must be newer than any we have read (a fence by
+                // a newer token is resumed from a later record), or tokens
+                // would not grow across the group. Found by the invariant test.
+                return None;
+            }
+            let at = self.peers.held_until(start).unwrap_or(tenure.since);
+            return (at < fresh.sent + v.settings.heartbeat_deadline).then_some(at);
+        }
+        None
+    }
+
+    fn try_promote(&mut self, cx: &mut Ctx, now: BootTime) {
+        if self.promotion_at(&cx.v).is_none_or(|at| now < at) {
+            return;
+        }
+        let Some(tenure) = self.tenure.as_mut() else { return };
+        let Some(fresh) = tenure.fresh else { return };
+        if now.since(fresh.sent) >= cx.v.settings.heartbeat_deadline {
+            return;
+        }
+        // A candidate that has not started the command yet may let another
+        // member lead instead: one a hand-over names, or of higher priority.
+        if tenure.phase == Phase::Candidate && self.child == Child::Idle {
+            if let Some(to) = cx.standbys.defer_to(&cx.v.settings.name, cx.v.settings.priority, now) {
+                say::defers(&to);
+                cx.standbys.deferring(&to);
+                *cx.hand_to = Some(to);
+                return self.stand_aside(cx, "handed over");
+            }
+        }
+        let Some(tenure) = self.tenure.as_mut() else { return };
+        let was = tenure.phase;
+        let took = now.since(tenure.phase_since);
+        tenure.phase = Phase::Leader { token: fresh.offset };
+        tenure.phase_since = now;
+        // Announce the token at once (for `neli-run status`).
+        tenure.next_heartbeat = now;
+        self.ever_led = true;
+        say::promoted(was, fresh.offset, took);
+        self.note_standing();
+        if let Plan::Serve | Plan::Start(_) = self.plan {
+            self.plan = Plan::Start(now);
+        }
+    }
+
+    /// When the command may start: it is due, we lead, it is gone, and no
+    /// claim or earlier term holds us back; None if that cannot come
+    /// before our newest heartbeat runs out. Every start goes through here:
+    /// a restart too waits for a claim read while we led.
+    fn start_at(&self, v: &View) -> Option<BootTime> {
+        let Plan::Start(ready) = self.plan else { return None };
+        if v.paused() || !v.healthy {
+            return None;
+        }
+        let tenure = self.tenure?;
+        let (Phase::Leader { .. }, Some(fresh), Some(start)) = (tenure.phase, tenure.fresh, tenure.start) else {
+            return None;
+        };
+        if self.child != Child::Idle {
+            return None;
+        }
+        let due = match &v.settings.schedule {
+            None => ready,
+            // Not before our last run's ending is on the partition.
+            // (A record sent as it ended, in the same step, is later.)
+            Some(_) if self.run_ended.is_some_and(|ended| fresh.sent <= ended) => return None,
+            Some(_) => {
+                let next = self.next_run(v, ready, v.latest)?;
+                if next.missed {
+                    ready
+                } else {
+                    v.anchor.boot_at(next.due)
+                }
+            }
+        };
+        let at = self.peers.held_until(start).map_or(due, |quiet| quiet.max(due));
+        (at < fresh.sent + v.settings.heartbeat_deadline).then_some(at)
+    }
+
+    /// Starts the command once `start_at` has come, under the lease our
+    /// newest heartbeat gives (and not at or past its end); or, once per
+    /// wave, exits if a run of our wave already ended.
+    fn start_if_due(&mut self, cx: &mut Ctx, now: BootTime) {
+        let Some(Tenure { phase: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
+        let lease = fresh.sent + cx.v.settings.heartbeat_deadline;
+        if self.start_at(&cx.v).is_some_and(|at| now >= at) && now < lease {
+            let attempt = match (&cx.v.settings.schedule, self.plan) {
+                (Some(_), Plan::Start(ready)) => {
+                    let Some(next) = self.next_run(&cx.v, ready, now) else { return };
+                    Some(self.scheduled(&cx.v, next, token, now))
+                }
+                _ => match self.turn(&cx.v, token, now) {
+                    Turn::Run(attempt) => attempt,
+                    Turn::Covered(code) => {
+                        say::covered(self.attempt.as_ref(), code);
+                        return self.exit(cx, code);
+                    }
+                },
+            };
+            self.attempt = attempt.clone();
+            self.plan = Plan::Serve;
+            self.child = Child::Running;
+            self.child_token = token;
+            self.run_until = cx.v.settings.max_runtime.map(|d| now + d);
+            if cx.v.settings.schedule.is_some() {
+                // Name the run on the topic at once: a crash before a record
+                // names it leaves the next leader no trace of it (it runs
+                // it again, as attempt 1).
+                if let Some(tenure) = self.tenure.as_mut() {
+                    tenure.next_heartbeat = now;
+                }
+            }
+            cx.out.push(Action::Spawn { partition: self.partition, token, lease, attempt });
+        }
+    }
+
+    /// Another member's record on this partition (the member took in what
+    /// it says of the pause and of hand-overs). A claim holds us back until
+    /// its writer's command must be dead: its deadline after it was
+    /// written, with the margin. Its writer's later record without a claim
+    /// withdraws it. Of two leaders the newer leadership (larger token) is
+    /// the coordinator's latest word: the older one fences. A leader also
+    /// fences when a term that started before its own still contends: the
+    /// group gave the partition to both, and the earlier one is the one
+    /// both sides let lead.
+    pub(super) fn on_other(&mut self, cx: &mut Ctx, other: Other, now: BootTime) {
+        let runs = cx.v.settings.waves.is_some() || cx.v.settings.schedule.is_some();
+        if let (true, Some(attempt)) = (runs, other.attempt.as_ref()) {
+            // A token is the offset of an earlier record (as in `peers`).
+            if attempt.token < other.offset {
+                self.learn(cx.v.settings, attempt.clone());
+            }
+        }
+        let until = (now - other.age) + other.deadline + cx.v.settings.claim_margin;
+        let leading = matches!(self.standing(), Standing::Leader { .. });
+        let (before, after) = self.peers.read(&other, until, now);
+        say::held_back(&other, until, now, leading, before.claim.is_some());
+        say::goes_first(&other.writer, before.term, after.term, self.tenure.and_then(|t| t.start), leading);
+        let Some(tenure) = self.tenure else { return };
+        let Phase::Leader { token: mine } = tenure.phase else { return };
+        match other.stance {
+            Stance::Leading { token } if token > mine => {
+                warn!(mine, theirs = token, "another member claims partition 0 with a newer token; fencing");
+            }
+            Stance::Contending if after.term.is_some_and(|t| t.goes_first(tenure.start, now)) => {
+                warn!(writer = %other.writer, "another member has contended for partition 0 since before our leadership began; fencing");
+            }
+            _ => return,
+        }
+        self.fence(cx, now);
+    }
+
+    /// Stops leading at once: the command is killed, not asked to stop.
+    fn fence(&mut self, cx: &mut Ctx, now: BootTime) {
+        if let Some(tenure) = self.tenure.as_mut() {
+            tenure.phase = Phase::Fenced;
+            tenure.phase_since = now;
+        }
+        self.note_standing();
+        if self.child != Child::Idle {
+            self.fenced_child = true;
+            self.kill(cx);
+        }
+    }
+
+    pub(super) fn on_child_exited(&mut self, cx: &mut Ctx, status: ChildStatus, now: BootTime) {
+        if let (Some(tenure), true) = (self.tenure.as_mut(), cx.v.paused()) {
+            // Say at once that it is gone: `pause --stop` waits for that.
+            tenure.next_heartbeat = now;
+        }
+        let was = self.child;
+        let overran = std::mem::take(&mut self.overran);
+        self.child = Child::Idle;
+        self.fenced_child = false;
+        if std::mem::take(&mut self.revoke_waits) {
+            info!("child stopped; releasing partition 0 to the group");
+            self.release(cx);
+        }
+        match self.plan {
+            Plan::Exit(code) => return self.exit(cx, code.unwrap_or(status.code())),
+            Plan::StandAside(why) => return self.stand_aside(cx, why),
+            // Fenced and since resumed: it starts again once nothing holds us back.
+            Plan::Start(_) | Plan::Done => return,
+            Plan::Serve => {}
+        }
+        // We stopped it (a fence, a revoke): no restart policy applies. (A
+        // running command means we lead: every way out of leading stops it.)
+        // Stopped for overrunning, its run is over as if it had ended itself.
+        if was != Child::Running && !overran {
+            return;
+        }
+        let settings = cx.v.settings;
+        if settings.schedule.is_some() {
+            return self.scheduled_run_ended(&cx.v, status, now);
+        }
+        if settings.restart.again(status) {
+            info!(%status, delay = ?settings.restart_delay, "restarting the child (--restart)");
+            self.plan = Plan::Start(now + settings.restart_delay);
+        } else {
+            info!(%status, "the child's run is over; leaving the group");
+            // The attempt ended on its own: our last record says so, and the
+            // rest of its wave exits on reading it.
+            let token = self.child_token;
+            if let Some(attempt) = self.attempt.as_mut().filter(|j| j.token == token) {
+                attempt.code = Some(status.code());
+            }
+            self.exit(cx, status.code());
+        }
+    }
+
+    /// The seat's part of a pause or resume newer than the member knew
+    /// (see `Leader::on_pause`): a resume starts a command a pause held
+    /// back from now on, our next record says it at once, and `--stop`
+    /// (`stop`) stops a running command, to start again on the resume.
+    pub(super) fn on_pause(&mut self, cx: &mut Ctx, resumed: bool, stop: bool, now: BootTime) {
+        if let (true, Plan::Start(_)) = (resumed, self.plan) {
+            // A schedule's due times that passed while paused are missed,
+            // as when nobody led: --missed decides.
+            self.plan = Plan::Start(now);
+        }
+        if let Some(tenure) = self.tenure.as_mut() {
+            tenure.next_heartbeat = now;
+        }
+        if stop && self.child == Child::Running {
+            if let Plan::Serve | Plan::Start(_) = self.plan {
+                self.plan = Plan::Start(now);
+            }
+            self.stop(cx, now);
+        }
+    }
+
+    /// A signal to pass on to the command's group, if it may live.
+    pub(super) fn forward(&mut self, cx: &mut Ctx, sig: super::Signal) {
+        if self.child != Child::Idle {
+            cx.out.push(Action::SignalGroup(self.partition, sig));
+        }
+    }
+
+    /// The pause as our records carry it.
+    pub(super) fn pause_note(&self, v: &View) -> Option<PauseNote> {
+        let running = self.child != Child::Idle;
+        v.pause.cloned().map(|request| PauseNote { request, running })
+    }
+
+    /// Queues our next heartbeat. A term ends once we have gone a deadline
+    /// without reading one of its records back: other members may have
+    /// counted it out by then, so what follows must not keep its place.
+    fn send_heartbeat(&mut self, cx: &mut Ctx, now: BootTime) {
+        let (next, attempt, pause) = (self.next_due(&cx.v), self.attempt.clone(), self.pause_note(&cx.v));
+        let settings = cx.v.settings;
+        let Some(tenure) = self.tenure.as_mut() else { return };
+        let confirmed = tenure.fresh.map_or(tenure.term_since, |f| f.sent.max(tenure.term_since));
+        if now.since(confirmed) >= settings.heartbeat_deadline {
+            self.term += 1;
+            tenure.term_since = now;
+            tenure.start = None;
+        }
+        tenure.next_heartbeat = now + settings.heartbeat_interval;
+        let stance = match (tenure.phase, self.child) {
+            (Phase::Leader { token }, _) => Stance::Leading { token },
+            (_, Child::Running | Child::Stopping { .. }) => Stance::Leading { token: self.child_token },
+            _ => Stance::Contending,
+        };
+        let record = Record { term: self.term, start: tenure.start, stance, attempt, next, pause, to: None };
+        self.spoke = true;
+        cx.out.push(Action::SendHeartbeat(self.partition, record));
+    }
+
+    /// Deadlines that have passed by `now`, those that may start the
+    /// command (the member's candidacy comes between these and the rest).
+    pub(super) fn on_time_to_start(&mut self, cx: &mut Ctx, now: BootTime) {
+        self.try_promote(cx, now);
+        self.start_if_due(cx, now);
+    }
+
+    /// Deadlines that have passed by `now`: heartbeats, the fence, giving
+    /// the partition back, --max-runtime and grace.
+    pub(super) fn on_time(&mut self, cx: &mut Ctx, now: BootTime) {
+        let settings = cx.v.settings;
+        let deadline = settings.heartbeat_deadline;
+        // Heartbeats go on while a shutdown stops the child: we still own
+        // the partition, and a cut network must still fence.
+        if self.tenure.is_some_and(|t| now >= t.next_heartbeat) {
+            self.send_heartbeat(cx, now);
+        }
+        if let Some(Tenure { phase: Phase::Leader { .. }, fresh: Some(fresh), .. }) = self.tenure {
+            if now >= fresh.sent + deadline {
+                warn!(age = ?now.since(fresh.sent), deadline = ?deadline, "fenced: own heartbeats stopped arriving; killing the child");
+                self.fence(cx, now);
+            }
+        }
+        if let Some(tenure) = self.tenure.filter(|t| !matches!(t.phase, Phase::Leader { .. })) {
+            if now >= give_back_at(settings, &tenure) {
+                warn!(role = ?tenure.phase, window = ?settings.resume_window, "no own heartbeat read back for the whole resume window; giving partition 0 back to the group");
+                self.give_back(cx);
+            }
+        }
+        if self.child == Child::Running && self.run_until.is_some_and(|t| now >= t) {
+            warn!(max_runtime = ?settings.max_runtime.unwrap_or_default(), "the run exceeded --max-runtime; stopping it");
+            self.overran = true;
+            self.stop(cx, now);
+        }
+        if let Child::Stopping { kill_at: Some(t) } = self.child {
+            if now >= t {
+                warn!(grace = ?settings.grace, "child still running after the grace period; sending SIGKILL");
+                self.kill(cx);
+            }
+        }
+    }
+
+    pub(super) fn stop(&mut self, cx: &mut Ctx, now: BootTime) {
+        if self.child == Child::Running {
+            cx.out.push(Action::SignalGroup(self.partition, cx.v.settings.stop_signal));
+            self.child = Child::Stopping { kill_at: Some(now + cx.v.settings.grace) };
+        }
+    }
+
+    pub(super) fn kill(&mut self, cx: &mut Ctx) {
+        cx.out.push(Action::KillGroup(self.partition));
+        self.child = Child::Stopping { kill_at: None };
+    }
+}
+
+/// When an owner of the partition that does not lead gives it back: once
+/// its own heartbeats have been gone for the resume window. After that the
+/// coordinator may have expired our session and moved the partition on
+/// without its verdict reaching us, so resuming would be unsafe; and
+/// holding on (data path broken, coordinator reachable) would leave the
+/// group leaderless for as long as the fault lasts. Found by neli-soak.
+fn give_back_at(settings: &Settings, tenure: &Tenure) -> BootTime {
+    tenure.fresh.map_or(tenure.since, |f| f.sent) + settings.resume_window
+}
+
+/// How long a hand-over holds: three candidacy intervals, as a candidacy
+/// does. Its target leads well within it, or has died.
+pub(super) fn handover_window(settings: &Settings) -> Duration {
+    3 * settings.candidacy_interval
+}

@@ -1,0 +1,68 @@
+//! The core's scenarios: each test tells one story of rebalances, records,
+//! child exits and signals, and asserts the exact actions. One file per
+//! theme; what several share is here.
+
+use super::fixtures::*;
+use super::*;
+use Action::*;
+
+mod control;
+mod exits;
+mod fencing;
+mod seats;
+mod standbys;
+mod tenure;
+
+/// Member `writer`'s record as a version 1 writer put it: written `age`
+/// ms ago, claiming `token` or nothing.
+fn other(writer: &str, token: Option<i64>, age: u64) -> Input {
+    let stance = token.map_or(Stance::Released, |token| Stance::Leading { token });
+    Input::OtherHeartbeat(
+        P,
+        Other {
+            writer: writer.into(),
+            offset: 0,
+            term: None,
+            start: None,
+            stance,
+            age: Duration::from_millis(age),
+            deadline: DEADLINE,
+            attempt: None,
+            pause: None,
+            to: None,
+        },
+    )
+}
+
+/// Member `writer`'s record at `offset` in its term `term` (which it says
+/// began at `start`), written `age` ms ago.
+fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: Stance, age: u64) -> Input {
+    Input::OtherHeartbeat(
+        P,
+        Other {
+            writer: writer.into(),
+            offset,
+            term: Some(term),
+            start,
+            stance,
+            age: Duration::from_millis(age),
+            deadline: DEADLINE,
+            attempt: None,
+            pause: None,
+            to: None,
+        },
+    )
+}
+
+/// Our disclaimer, ending term `term`.
+fn gone(term: u64) -> Action {
+    Disclaim(
+        P,
+        Record { term, start: None, stance: Stance::Released, attempt: None, next: None, pause: None, to: None },
+    )
+}
+
+/// A pause (`paused`) or resume asked at `offset`.
+fn asked(offset: i64, paused: bool, stop: bool) -> Pause {
+    Pause { offset, paused, stop, at_ms: wall(0), by: Asker::default() }
+}

@@ -5,7 +5,7 @@
 use std::sync::mpsc::SyncSender;
 
 use crate::exit::Kind;
-use crate::kafka::Event;
+use crate::kafka::{Event, Partition};
 use crate::leader::Input;
 
 /// What the shell keeps from a Kafka event beside the core's input.
@@ -15,24 +15,31 @@ pub(super) enum Keep {
     /// We are in the group, as a standby or the owner of partition 0:
     /// systemd may hear READY=1.
     Joined,
-    /// The blocked rebalance callback of a revoke, which the shell lets
-    /// return when the core says so (`Action::ReleaseRevoke`).
-    Release(SyncSender<()>),
+    /// The release of a seat's partition that a revoke's blocked rebalance
+    /// callback waits for, which the shell sends when that seat's core says
+    /// so (`Action::ReleaseRevoke`). The callback returns once every seat
+    /// revoked with it is released.
+    Release(Partition, SyncSender<()>),
 }
 
 /// Maps a Kafka event (None: the Kafka thread stopped) to the core's input,
 /// if the core has to hear of it. `claims` is false when the claims layer
 /// is switched off (`layers_off`): other members' heartbeats are then not
-/// heard at all.
+/// heard at all. A seat's event carries its partition through, to the
+/// release kept and (once the core keys its seats) to the input.
 pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep) {
+    // `partition: _` below: the core keys seats next (`Input::Assigned {
+    // partition }` ...), and takes the field then.
     let input = match event {
         Some(Event::Standby) => return (Some(Input::Standby), Keep::Joined),
-        Some(Event::Assigned) => return (Some(Input::Assigned), Keep::Joined),
-        Some(Event::Revoked { lost, release }) => return (Some(Input::Revoked { lost }), Keep::Release(release)),
-        Some(Event::OwnHeartbeat { offset, sent, more }) => Input::OwnHeartbeat { offset, sent, more },
-        Some(Event::CaughtUp) => Input::CaughtUp,
-        Some(Event::OtherHeartbeat(_)) if !claims => return (None, Keep::Nothing),
-        Some(Event::OtherHeartbeat(other)) => Input::OtherHeartbeat(other),
+        Some(Event::Assigned { partition: _ }) => return (Some(Input::Assigned), Keep::Joined),
+        Some(Event::Revoked { partition, lost, release }) => {
+            return (Some(Input::Revoked { lost }), Keep::Release(partition, release))
+        }
+        Some(Event::OwnHeartbeat { partition: _, offset, sent, more }) => Input::OwnHeartbeat { offset, sent, more },
+        Some(Event::CaughtUp { partition: _ }) => Input::CaughtUp,
+        Some(Event::OtherHeartbeat(..)) if !claims => return (None, Keep::Nothing),
+        Some(Event::OtherHeartbeat(_partition, other)) => Input::OtherHeartbeat(other),
         Some(Event::Yield { to }) => Input::Yield { to },
         Some(Event::Pause(pause)) => Input::Pause(pause),
         Some(Event::Candidacy(candidacy)) => Input::Candidacy(candidacy),
@@ -69,16 +76,17 @@ mod tests {
     #[test]
     fn joining_is_kept_for_ready() {
         assert!(matches!(input(Some(Event::Standby), true), (Some(Input::Standby), Keep::Joined)));
-        assert!(matches!(input(Some(Event::Assigned), true), (Some(Input::Assigned), Keep::Joined)));
+        assert!(matches!(input(Some(Event::Assigned { partition: 0 }), true), (Some(Input::Assigned), Keep::Joined)));
     }
 
     #[test]
-    fn a_revoke_keeps_its_release() {
-        for lost in [false, true] {
+    fn a_revoke_keeps_its_release_under_its_partition() {
+        for (partition, lost) in [(0, false), (0, true), (3, false)] {
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
-            let (got, keep) = input(Some(Event::Revoked { lost, release: tx }), true);
+            let (got, keep) = input(Some(Event::Revoked { partition, lost, release: tx }), true);
             assert_eq!(got, Some(Input::Revoked { lost }));
-            let Keep::Release(release) = keep else { panic!("the release is kept: {keep:?}") };
+            let Keep::Release(kept, release) = keep else { panic!("the release is kept: {keep:?}") };
+            assert_eq!(kept, partition);
             release.send(()).unwrap();
             assert_eq!(rx.try_recv(), Ok(()), "the kept sender is the callback's");
         }
@@ -87,11 +95,14 @@ mod tests {
     #[test]
     fn heartbeats_and_yield_pass_through() {
         let sent = BootTime::from_nanos(42);
-        let (got, keep) = input(Some(Event::OwnHeartbeat { offset: 9, sent, more: true }), true);
+        let (got, keep) = input(Some(Event::OwnHeartbeat { partition: 0, offset: 9, sent, more: true }), true);
         assert_eq!(got, Some(Input::OwnHeartbeat { offset: 9, sent, more: true }));
         assert!(matches!(keep, Keep::Nothing));
-        let (got, keep) = input(Some(Event::OtherHeartbeat(other())), true);
+        let (got, keep) = input(Some(Event::OtherHeartbeat(0, other())), true);
         assert_eq!(got, Some(Input::OtherHeartbeat(other())));
+        assert!(matches!(keep, Keep::Nothing));
+        let (got, keep) = input(Some(Event::CaughtUp { partition: 0 }), true);
+        assert_eq!(got, Some(Input::CaughtUp));
         assert!(matches!(keep, Keep::Nothing));
         let to = Some("b".to_string());
         assert_eq!(input(Some(Event::Yield { to: to.clone() }), true).0, Some(Input::Yield { to }));
@@ -103,10 +114,10 @@ mod tests {
 
     #[test]
     fn without_the_claims_layer_others_are_not_heard() {
-        assert!(matches!(input(Some(Event::OtherHeartbeat(other())), false), (None, Keep::Nothing)));
+        assert!(matches!(input(Some(Event::OtherHeartbeat(0, other())), false), (None, Keep::Nothing)));
         // Only others' heartbeats: our own still count.
         let sent = BootTime::from_nanos(1);
-        let (got, _) = input(Some(Event::OwnHeartbeat { offset: 1, sent, more: false }), false);
+        let (got, _) = input(Some(Event::OwnHeartbeat { partition: 0, offset: 1, sent, more: false }), false);
         assert_eq!(got, Some(Input::OwnHeartbeat { offset: 1, sent, more: false }));
     }
 

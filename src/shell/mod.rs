@@ -24,7 +24,7 @@ mod signals;
 mod supervisor;
 mod warm;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::ControlFlow;
 use std::sync::mpsc::SyncSender;
 
@@ -39,7 +39,7 @@ use crate::clock::{Anchor, BootTime};
 use crate::config::Config;
 use crate::exit::{ChildStatus, Failure, Kind};
 use crate::kafka::heartbeat::{printable, Member};
-use crate::kafka::{Event, Kafka};
+use crate::kafka::{Event, Kafka, Partition, SEATS};
 use crate::layers_off::{self, Layer};
 use crate::leader::{Action, Input, Leader, Role};
 use crate::metrics;
@@ -78,8 +78,9 @@ struct Shell {
     /// Inputs the shell makes itself (a start that failed), heard before
     /// anything new.
     pending: VecDeque<Input>,
-    /// The rebalance callback a revoke blocks, until the core releases it.
-    release: Option<SyncSender<()>>,
+    /// Per revoked seat's partition: the release the rebalance callback
+    /// waits for, until that seat's core releases it.
+    release: BTreeMap<Partition, SyncSender<()>>,
     /// A disclaimer is flushed off the loop; the handovers that follow it
     /// (release, stand aside, rejoin, exit) wait for that, in order, so the
     /// next owner reads it first. Kills and signals never wait.
@@ -170,7 +171,7 @@ impl Shell {
 
         // Started before connecting: --acquire-timeout counts from here.
         let mut core = Leader::new(cfg.leader.clone(), started);
-        if let Some(end) = kafka.born() {
+        if let Some(end) = kafka.born(SEAT) {
             core.born_at(end);
         }
         Ok(Some(Shell {
@@ -183,7 +184,7 @@ impl Shell {
             child,
             warm,
             pending: VecDeque::new(),
-            release: None,
+            release: BTreeMap::new(),
             flushing: None,
             after_flush: Vec::new(),
             health,
@@ -303,7 +304,9 @@ impl Shell {
         match keep {
             Keep::Nothing => {}
             Keep::Joined => self.report.joined = true,
-            Keep::Release(release) => self.release = Some(release),
+            Keep::Release(partition, release) => {
+                self.release.insert(partition, release);
+            }
         }
         input
     }
@@ -323,7 +326,7 @@ impl Shell {
             return ControlFlow::Continue(());
         }
         match action {
-            Action::SendHeartbeat(record) => self.kafka.send_heartbeat(BootTime::now(), record),
+            Action::SendHeartbeat(record) => self.kafka.send_heartbeat(SEAT, BootTime::now(), record),
             Action::Spawn { token, lease, attempt } => {
                 if self.child.spawn(Some(token), lease, attempt) {
                     self.report.metrics.lock().expect("metrics lock").child_started(token);
@@ -338,7 +341,7 @@ impl Shell {
             Action::SignalGroup(sig) => self.child.signal(sig),
             Action::KillGroup => self.child.kill(),
             Action::Disclaim(record) => {
-                self.kafka.send_heartbeat(BootTime::now(), record);
+                self.kafka.send_heartbeat(SEAT, BootTime::now(), record);
                 self.flushing = Some(tokio::task::spawn_blocking(self.kafka.flusher(DISCLAIM_WAIT)));
             }
             Action::Rejoin => self.kafka.rejoin(),
@@ -351,7 +354,7 @@ impl Shell {
                 }
             }
             Action::ReleaseRevoke => {
-                if let Some(release) = self.release.take() {
+                if let Some(release) = self.release.remove(&SEAT) {
                     let _ = release.send(());
                 }
             }
@@ -529,6 +532,10 @@ async fn tick(interval: &mut Option<Interval>) {
         None => std::future::pending().await,
     }
 }
+
+/// The one seat, until the core's actions carry their partition (the
+/// seat split's next step): its heartbeats, disclaimer and release.
+const SEAT: Partition = SEATS[0];
 
 /// How long leaving the group may take before neli-run exits anyway: the
 /// coordinator then expires our session instead (a broker that does not

@@ -152,16 +152,19 @@ mod tests {
     #[test]
     fn the_barrier_holds_until_every_revoked_seat_is_released() {
         let mut barrier = Barrier::default();
-        let (zero, two) = (barrier.hold(0), barrier.hold(2));
+        let (zero, one, two) = (barrier.hold(0), barrier.hold(1), barrier.hold(2));
         let (ended, _) = waiting(barrier);
-        // The later partition first: the wait on the first must see it.
-        two.send(()).unwrap();
-        assert!(ended.recv_timeout(A_WHILE).is_err(), "ended with partition 0 still held");
-        drop(two);
-        assert!(ended.recv_timeout(A_WHILE).is_err(), "ended with partition 0 still held");
+        assert!(ended.recv_timeout(A_WHILE).is_err(), "ended with nothing released");
+        // The partition the wait sits on first, then a later one while it
+        // sits on the next.
         zero.send(()).unwrap();
+        assert!(ended.recv_timeout(A_WHILE).is_err(), "ended with partitions 1 and 2 still held");
+        two.send(()).unwrap();
+        drop(two);
+        assert!(ended.recv_timeout(A_WHILE).is_err(), "ended with partition 1 still held");
+        one.send(()).unwrap();
         assert!(ended.recv_timeout(Duration::from_secs(5)).is_ok(), "every partition released, still held");
-        drop(zero);
+        drop((zero, one));
     }
 
     #[test]
@@ -169,6 +172,7 @@ mod tests {
         let mut barrier = Barrier::default();
         let (zero, two) = (barrier.hold(0), barrier.hold(2));
         let (ended, _) = waiting(barrier);
+        assert!(ended.recv_timeout(A_WHILE).is_err(), "ended with nothing released");
         drop(zero);
         assert!(ended.recv_timeout(A_WHILE).is_err(), "ended with partition 2 still held");
         drop(two);

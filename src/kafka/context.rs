@@ -306,3 +306,119 @@ impl WriterContext {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc as std_mpsc;
+
+    use rdkafka::TopicPartitionList;
+    use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+    use super::*;
+
+    /// A consumer of seats `seats` on g.neli that never connects (nothing
+    /// listens at its address): the callbacks are called by hand.
+    fn reader(seats: &[Partition]) -> (Arc<BaseConsumer<ReaderContext>>, UnboundedReceiver<Event>) {
+        let (events, heard) = unbounded_channel();
+        let ctx = ReaderContext {
+            reach: Reach::new(events, "g.neli".into(), "g".into()),
+            requests: Arc::default(),
+            seats: seats.to_vec(),
+            standby: AtomicBool::new(false),
+            backlog: 64,
+            deadline: Duration::from_secs(5),
+            interval: Duration::from_millis(500),
+            assigned: Mutex::default(),
+            assigned_at: Mutex::default(),
+        };
+        let consumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", "127.0.0.1:9")
+            .set("group.id", "g")
+            .create_with_context(ctx)
+            .expect("a consumer");
+        (Arc::new(consumer), heard)
+    }
+
+    /// Calls the revoke callback for `partitions` on a thread: its end.
+    fn revoke(consumer: &Arc<BaseConsumer<ReaderContext>>, partitions: &[Partition]) -> std_mpsc::Receiver<()> {
+        let mut tpl = TopicPartitionList::new();
+        for &p in partitions {
+            tpl.add_partition("g.neli", p);
+        }
+        let (consumer, (done, returned)) = (consumer.clone(), std_mpsc::channel());
+        std::thread::spawn(move || {
+            consumer.context().pre_rebalance(&consumer, &Rebalance::Revoke(&tpl));
+            let _ = done.send(());
+        });
+        returned
+    }
+
+    /// The next event, within 5 s.
+    fn next(heard: &mut UnboundedReceiver<Event>) -> Event {
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            match heard.try_recv() {
+                Ok(event) => return event,
+                Err(_) if std::time::Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+                Err(err) => panic!("no event: {err}"),
+            }
+        }
+    }
+
+    const A_WHILE: Duration = Duration::from_millis(300);
+
+    /// The callback returns only once every revoked seat is released, each
+    /// by its own sender (the barrier's unit tests try the other orders).
+    #[test]
+    fn a_revoke_of_two_seats_returns_once_both_are_released() {
+        let (consumer, mut heard) = reader(&[0, 1]);
+        let returned = revoke(&consumer, &[1, 0, 5]);
+        let mut releases = BTreeMap::new();
+        for _ in 0..2 {
+            let Event::Revoked { partition, lost: false, release } = next(&mut heard) else { panic!("not a revoke") };
+            releases.insert(partition, release);
+        }
+        assert_eq!(releases.keys().copied().collect::<Vec<_>>(), [0, 1], "one event per revoked seat, 5 is none");
+        assert!(returned.recv_timeout(A_WHILE).is_err(), "returned with nothing released");
+        releases[&0].send(()).unwrap();
+        assert!(returned.recv_timeout(A_WHILE).is_err(), "returned with seat 1 still held");
+        drop(releases.remove(&0));
+        assert!(returned.recv_timeout(A_WHILE).is_err(), "returned with seat 1 still held");
+        releases[&1].send(()).unwrap();
+        assert!(returned.recv_timeout(Duration::from_secs(5)).is_ok(), "both released, still held");
+    }
+
+    /// The shell's loop gone (its end of the channel dropped): nothing runs,
+    /// nothing holds.
+    #[test]
+    fn a_revoke_the_shell_loop_cannot_hear_does_not_hold() {
+        let (consumer, heard) = reader(&[0]);
+        drop(heard);
+        assert!(revoke(&consumer, &[0]).recv_timeout(Duration::from_secs(5)).is_ok());
+    }
+
+    /// Revokes of partitions that are no seat's, and any revoke while we
+    /// leave, return at once and say nothing.
+    #[test]
+    fn a_revoke_of_no_seat_or_while_leaving_does_not_hold() {
+        let (consumer, mut heard) = reader(&[0]);
+        assert!(revoke(&consumer, &[1, 2]).recv_timeout(Duration::from_secs(5)).is_ok());
+        consumer.context().requests.closing.store(true, Ordering::Relaxed);
+        assert!(revoke(&consumer, &[0]).recv_timeout(Duration::from_secs(5)).is_ok());
+        assert!(heard.try_recv().is_err(), "no event");
+    }
+
+    /// An assignment the consumer loop has not reported yet is reported
+    /// before the revoke of the same seat, and only that seat's.
+    #[test]
+    fn an_unreported_assignment_comes_before_its_revoke() {
+        let (consumer, mut heard) = reader(&[0, 1]);
+        consumer.context().assigned.lock().unwrap().extend([(0, true), (1, true)]);
+        let returned = revoke(&consumer, &[0]);
+        assert!(matches!(next(&mut heard), Event::Assigned { partition: 0 }));
+        let Event::Revoked { partition: 0, release, .. } = next(&mut heard) else { panic!("not a revoke of 0") };
+        assert_eq!(*consumer.context().assigned.lock().unwrap(), BTreeMap::from([(1, true)]), "seat 1's pin kept");
+        drop(release);
+        assert!(returned.recv_timeout(Duration::from_secs(5)).is_ok());
+    }
+}

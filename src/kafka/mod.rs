@@ -103,8 +103,8 @@ pub enum Event {
     },
     /// Another member's heartbeat, on a seat's partition.
     OtherHeartbeat(Partition, Other),
-    /// `neli-run yield` asked us (while we own partition 0) to hand over
-    /// (to the member named, with `yield --to`).
+    /// `neli-run yield` asked us (while we own the control partition) to
+    /// hand over (to the member named, with `yield --to`).
     Yield { to: Option<String> },
     /// A `neli-run pause` or `resume` request, in the backlog too: the
     /// newest is the group's state whenever it was written.

@@ -371,7 +371,8 @@ fn leave_until_another_leads(
         if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
             let event = event_of(&msg, ctx, me, false);
             // Any seat's leader: at one seat, the one we stood aside for.
-            let other_leads = matches!(&event, Some(Event::OtherHeartbeat(_, other)) if matches!(other.stance, Stance::Leading { .. }));
+            let other_leads =
+                matches!(&event, Some(Event::OtherHeartbeat(_, o)) if matches!(o.stance, Stance::Leading { .. }));
             if let Some(event) = event.filter(|e| !matches!(e, Event::OwnHeartbeat { .. })) {
                 if events.send(event).is_err() {
                     break;

@@ -1,7 +1,7 @@
 //! The two clients' contexts: what librdkafka calls back into. The
 //! consumer's (`ReaderContext`) turns rebalances into events and holds the
-//! revoke barrier (barrier.rs); the producer's (`WriterContext`) serves delivery reports.
-//! Both route librdkafka's log and errors through `Reach`, which they share,
+//! revoke barrier (barrier.rs); the producer's (`WriterContext`) serves
+//! delivery reports. Both route librdkafka's log and errors through `Reach`, which they share,
 //! so that a change of reachability is logged once, not once per client.
 
 use std::collections::BTreeMap;
@@ -127,10 +127,10 @@ pub(super) struct ReaderContext {
 
 impl ReaderContext {
     /// Pins the read position of the seat's `partition` a little before its
-    /// current end, before our first heartbeat there is written: far enough back to read
-    /// the newest records of any other member that may still lead (a broker
-    /// can hand the partition over while it does), near enough to lead after
-    /// one fetch. The core leads on what it has read before its own first
+    /// current end, before our first heartbeat there is written: far enough
+    /// back to read the newest records of any other member that may still
+    /// lead (a broker can hand the partition over while it does), near
+    /// enough to lead after one fetch. The core leads on what it has read before its own first
     /// record, so a start past a claim would be unsafe: if the pin fails,
     /// reading starts at the beginning (`auto.offset.reset=earliest`), which
     /// is slower but skips nothing.

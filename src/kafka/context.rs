@@ -421,4 +421,39 @@ mod tests {
         drop(release);
         assert!(returned.recv_timeout(Duration::from_secs(5)).is_ok());
     }
+
+    /// Only the seats' partitions of our topic count as holding a seat.
+    #[test]
+    fn a_seat_is_held_by_its_partition_of_our_topic_only() {
+        let (consumer, _heard) = reader(&[0, 2]);
+        let holds = |topic: &str, partitions: &[Partition]| {
+            let mut tpl = TopicPartitionList::new();
+            for &p in partitions {
+                tpl.add_partition(topic, p);
+            }
+            consumer.context().holds_a_seat(&tpl)
+        };
+        assert!(holds("g.neli", &[0]));
+        assert!(holds("g.neli", &[1, 2]));
+        assert!(!holds("g.neli", &[1, 3]), "no seat's partition");
+        assert!(!holds("other.neli", &[0, 2]), "another topic's");
+        assert!(!holds("g.neli", &[]));
+    }
+
+    /// An assignment without a seat's partition says "standby" once a
+    /// membership (leaving the group makes it say so again).
+    #[test]
+    fn standby_is_said_once_a_membership() {
+        // Not in a group: the whole assignment is empty, no seat is ours.
+        let (consumer, mut heard) = reader(&[0]);
+        let assign = || consumer.context().post_rebalance(&consumer, &Rebalance::Assign(&TopicPartitionList::new()));
+        assign();
+        assert!(matches!(heard.try_recv(), Ok(Event::Standby)));
+        assign();
+        assert!(heard.try_recv().is_err(), "said twice");
+        consumer.context().standby.store(false, Ordering::Relaxed);
+        assign();
+        assert!(matches!(heard.try_recv(), Ok(Event::Standby)), "not said again after leaving");
+        assert!(consumer.context().assigned.lock().unwrap().is_empty());
+    }
 }

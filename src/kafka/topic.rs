@@ -9,7 +9,7 @@ use rdkafka::error::RDKafkaErrorCode;
 use tracing::{debug, error, info, warn};
 
 use super::context::ReaderContext;
-use super::{fatal, fatal_kind, Joined, Settings, CONTROL_PARTITION};
+use super::{fatal, fatal_kind, Joined, Settings};
 use crate::config::properties::creation_error;
 use crate::exit::{Failure, Kind};
 
@@ -69,7 +69,8 @@ pub(super) fn ensure_topic(s: &Settings, consumer: &BaseConsumer<ReaderContext>)
 /// How many partitions the group's topic needs: up to the highest of the
 /// seats' partitions and the control partition (1 with the one seat).
 fn partitions_used(s: &Settings) -> usize {
-    let highest = s.seats.iter().copied().chain([CONTROL_PARTITION]).max().unwrap_or(CONTROL_PARTITION);
+    let control = super::CONTROL_PARTITION;
+    let highest = s.seats.iter().copied().chain([control]).max().unwrap_or(control);
     usize::try_from(highest).map_or(1, |h| h + 1)
 }
 

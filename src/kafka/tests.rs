@@ -13,12 +13,61 @@ fn connect(brokers: &str) -> (Kafka, tokio::sync::mpsc::UnboundedReceiver<Event>
 
 /// `connect`, as `member`.
 fn connect_as(brokers: &str, member: Member) -> (Kafka, tokio::sync::mpsc::UnboundedReceiver<Event>) {
+    let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+    let kafka = Kafka::connect(&settings(brokers), member, tx).expect("connects");
+    (kafka, events)
+}
+
+/// The adapter's settings for a member of group `g` at `brokers`.
+fn settings(brokers: &str) -> Settings {
     let cli = crate::cli::Cli::try_parse_from(["neli-run", "--group", "g", "--brokers", brokers, "--", "true"])
         .expect("valid arguments");
-    let cfg = Config::from_args(cli.run, None).expect("valid configuration");
-    let (tx, events) = tokio::sync::mpsc::unbounded_channel();
-    let kafka = Kafka::connect(&Settings::of(&cfg), member, tx).expect("connects");
-    (kafka, events)
+    Settings::of(&Config::from_args(cli.run, None).expect("valid configuration"))
+}
+
+/// `member`'s heartbeat, contending.
+fn heartbeat_of(member: &Member, seq: u64) -> Vec<u8> {
+    let content = Content { record: Record::contending(1), since_ms: None, deadline_ms: 5000 };
+    Heartbeat::new(member, seq, BootTime::now(), crate::clock::wall_ms(), content).encode()
+}
+
+/// A new owner pins its read position a backlog before the end of the
+/// seat's partition (not its beginning), and a yield in that backlog was
+/// meant for an earlier owner: only one written once it owns the partition
+/// is its own.
+#[test]
+fn a_new_owner_reads_a_backlog_before_the_end_and_only_later_yields_are_its_own() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("g.neli", 1, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    let backlog = settings(&brokers).backlog;
+    let p1 = Member::this_process("p1".into());
+    let early = 5;
+    let mut before: Vec<Vec<u8>> = (0..backlog + early).map(|i| heartbeat_of(&p1, i as u64)).collect();
+    before.push(yield_request::Yield::new(None, None).encode());
+    produce(&brokers, &before);
+    let end = backlog + early + 1;
+    let (_kafka, mut events) = connect(&brokers);
+    let first = next(&mut events, |e| match e {
+        Event::Yield { .. } => panic!("a yield from before we owned partition 0 was heard as ours"),
+        Event::OtherHeartbeat(0, other) => Some(other.offset),
+        _ => None,
+    });
+    assert_eq!(first, end - backlog, "the first record read is a backlog before the end");
+    // Once a heartbeat written after the backlog yield is read, that yield
+    // has been passed over.
+    produce(&brokers, &[heartbeat_of(&p1, 1_000)]);
+    next(&mut events, |e| match e {
+        Event::Yield { .. } => panic!("a yield from before we owned partition 0 was heard as ours"),
+        Event::OtherHeartbeat(0, other) => (other.offset == end).then_some(()),
+        _ => None,
+    });
+    produce(&brokers, &[yield_request::Yield::new(None, Some("b".into())).encode()]);
+    let to = next(&mut events, |e| match e {
+        Event::Yield { to } => Some(to),
+        _ => None,
+    });
+    assert_eq!(to.as_deref(), Some("b"));
 }
 
 /// Writes `values` to partition 0 of g.neli, and waits until they are on it.

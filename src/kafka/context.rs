@@ -1,11 +1,12 @@
 //! The two clients' contexts: what librdkafka calls back into. The
 //! consumer's (`ReaderContext`) turns rebalances into events and holds the
-//! revoke barrier; the producer's (`WriterContext`) serves delivery reports.
-//! Both route librdkafka's log and errors through `Reach`, which they share,
+//! revoke barrier (barrier.rs); the producer's (`WriterContext`) serves
+//! delivery reports. Both route librdkafka's log and errors through `Reach`, which they share,
 //! so that a change of reachability is logged once, not once per client.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rdkafka::client::ClientContext;
@@ -14,12 +15,14 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{DeliveryResult, ProducerContext};
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::Offset;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, info, warn};
 
+use super::barrier::{seats_revoked, Barrier};
+use super::consumer::Requests;
 use super::heartbeat::Heartbeat;
-use super::{fatal, Event, Requests, ASSIGNED, ASSIGNED_NEW};
+use super::{fatal, Event, Partition};
 use crate::exit::Failure;
 
 /// What both clients report to: the events of the shell's loop, and whether Kafka
@@ -91,13 +94,16 @@ impl Reach {
     }
 }
 
-/// The consumer's context: it joins the group and reads partition 0.
+/// The consumer's context: it joins the group and reads the seats'
+/// partitions.
 pub(super) struct ReaderContext {
     pub(super) reach: Reach,
     /// `closing` is set when we leave: the revoke on close must not block.
     pub(super) requests: Arc<Requests>,
-    /// Whether "standby" was said since we last owned partition 0 or left
-    /// the group (`leave_group`): said once a membership, as the core
+    /// The seats' partitions (`Settings::seats`).
+    pub(super) seats: Vec<Partition>,
+    /// Whether "standby" was said since we last owned a seat's partition or
+    /// left the group (`leave_group`): said once a membership, as the core
     /// writes our candidacy from then on.
     pub(super) standby: AtomicBool,
     /// How many records before the end a new owner starts reading: enough
@@ -108,33 +114,47 @@ pub(super) struct ReaderContext {
     /// Our --heartbeat-interval: a gap of two in our own heartbeats read
     /// back is said (`Gap`).
     pub(super) interval: Duration,
-    /// An assignment of partition 0 the consumer loop has yet to report
-    /// (`ASSIGNED`, or `ASSIGNED_NEW` when it was newly added), or 0.
-    pub(super) assigned: AtomicU8,
-    /// The end of partition 0 when it was last assigned to us: records
-    /// before it are the backlog, read for the claims in it, and a yield
-    /// among them was meant for an earlier owner.
-    pub(super) assigned_at: AtomicI64,
+    /// The seats' partitions whose assignment the consumer loop has yet to
+    /// report, each true when it was newly added (its read position is
+    /// then pinned first). Filled and emptied on the consumer thread (the
+    /// callbacks run inside its polls): the lock is never contended.
+    pub(super) assigned: Mutex<BTreeMap<Partition, bool>>,
+    /// The end of each seat's partition when it was last assigned to us:
+    /// records before it are the backlog, read for the claims in it, and a
+    /// yield among the control partition's was meant for an earlier owner.
+    pub(super) assigned_at: Mutex<BTreeMap<Partition, i64>>,
 }
 
 impl ReaderContext {
-    /// Pins the read position of partition 0 a little before its current
-    /// end, before our first heartbeat is written: far enough back to read
-    /// the newest records of any other member that may still lead (a broker
-    /// can hand the partition over while it does), near enough to lead after
-    /// one fetch. The core leads on what it has read before its own first
+    /// Pins the read position of the seat's `partition` a little before its
+    /// current end, before our first heartbeat there is written: far enough
+    /// back to read the newest records of any other member that may still
+    /// lead (a broker can hand the partition over while it does), near
+    /// enough to lead after one fetch. The core leads on what it has read before its own first
     /// record, so a start past a claim would be unsafe: if the pin fails,
     /// reading starts at the beginning (`auto.offset.reset=earliest`), which
     /// is slower but skips nothing.
-    pub(super) fn start_near_end(&self, consumer: &BaseConsumer<Self>) {
-        let pinned = consumer.fetch_watermarks(&self.reach.topic, 0, Duration::from_secs(2)).and_then(|(low, end)| {
-            self.assigned_at.store(end, Ordering::Relaxed);
+    pub(super) fn start_near_end(&self, consumer: &BaseConsumer<Self>, partition: Partition) {
+        let topic = &self.reach.topic;
+        let pinned = consumer.fetch_watermarks(topic, partition, Duration::from_secs(2)).and_then(|(low, end)| {
+            self.assigned_at.lock().expect("assigned_at lock").insert(partition, end);
             let start = (end - self.backlog).max(low);
-            consumer.seek(&self.reach.topic, 0, Offset::Offset(start), Duration::from_secs(2))
+            consumer.seek(topic, partition, Offset::Offset(start), Duration::from_secs(2))
         });
         if let Err(err) = pinned {
-            debug!(%err, "could not pin partition 0's start; reading it from the beginning");
+            debug!(%err, partition, "could not pin the partition's start; reading it from the beginning");
         }
+    }
+
+    /// The end of `partition` when it was last assigned to us (0 if never
+    /// pinned: every record is then new).
+    pub(super) fn assigned_at(&self, partition: Partition) -> i64 {
+        self.assigned_at.lock().expect("assigned_at lock").get(&partition).copied().unwrap_or(0)
+    }
+
+    /// Whether `assignment` holds a seat's partition.
+    pub(super) fn holds_a_seat(&self, assignment: &rdkafka::TopicPartitionList) -> bool {
+        self.seats.iter().any(|&p| assignment.find_partition(&self.reach.topic, p).is_some())
     }
 }
 
@@ -148,42 +168,37 @@ impl ClientContext for ReaderContext {
     }
 }
 
-/// Whether a revoke of `revoked` must hold the barrier: it takes partition
-/// 0 from us, and we are not leaving (the revoke on close must not block).
-/// A revoke of other partitions alone (a member joining a topic of several
-/// partitions may take them) leaves the command running.
-fn revokes_partition_0(revoked: &TopicPartitionList, topic: &str, closing: bool) -> bool {
-    !closing && revoked.find_partition(topic, 0).is_some()
-}
-
 impl ConsumerContext for ReaderContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         let Rebalance::Revoke(tpl) = rebalance else {
             return;
         };
-        if !revokes_partition_0(tpl, &self.reach.topic, self.requests.closing.load(Ordering::Relaxed)) {
+        let closing = || self.requests.closing.load(Ordering::Relaxed);
+        let revoked = seats_revoked(tpl, &self.reach.topic, &self.seats, closing());
+        if revoked.is_empty() {
             return;
         }
         self.standby.store(false, Ordering::Relaxed);
         // An assignment made earlier in the same poll, not yet reported by
         // the consumer loop, is reported first: events keep their order.
-        if self.assigned.swap(0, Ordering::Relaxed) != 0 {
-            let _ = self.reach.events.send(Event::Assigned);
-        }
-        let lost = consumer.assignment_lost();
-        let (release, released) = mpsc::sync_channel(1);
-        if self.reach.events.send(Event::Revoked { lost, release }).is_ok() {
-            // The barrier. It ends when the shell's loop says the command is
-            // gone, or is gone itself (nothing runs then), or when we leave:
-            // the loop leaves only once the command is gone, and may never
-            // read this event (it picks among ready branches at random, and
-            // a child exit can win over a queued revoke).
-            while let Err(mpsc::RecvTimeoutError::Timeout) = released.recv_timeout(Duration::from_millis(50)) {
-                if self.requests.closing.load(Ordering::Relaxed) {
-                    break;
-                }
+        let mut assigned = self.assigned.lock().expect("assigned lock");
+        for partition in &revoked {
+            if assigned.remove(partition).is_some() {
+                let _ = self.reach.events.send(Event::Assigned { partition: *partition });
             }
         }
+        drop(assigned);
+        let lost = consumer.assignment_lost();
+        let mut barrier = Barrier::default();
+        for partition in revoked {
+            // Not sent: the event and its release are dropped, which
+            // releases (the shell's loop is gone, and nothing runs).
+            let release = barrier.hold(partition);
+            let _ = self.reach.events.send(Event::Revoked { partition, lost, release });
+        }
+        // The barrier. It ends when the shell's loop says each revoked
+        // seat's command is gone, or is gone itself, or when we leave.
+        barrier.wait(closing);
     }
 
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -194,19 +209,26 @@ impl ConsumerContext for ReaderContext {
                 // coordinator has just confirmed, not on what this rebalance
                 // added: a rejoin asked for while librdkafka was already
                 // joining is merged into that join, and we come out of it
-                // still owning partition 0 with nothing newly added. The core
-                // ignores Assigned while it holds a tenure. (Found by the
+                // still owning the partition with nothing newly added. The
+                // core ignores Assigned while it holds a tenure. (Found by the
                 // broker-restart fault: nobody led again.)
-                let owns = consumer.assignment().is_ok_and(|a| a.find_partition(&self.reach.topic, 0).is_some());
-                if owns {
+                let owned = consumer.assignment().map(|a| {
+                    let topic = &self.reach.topic;
+                    self.seats.iter().copied().filter(|&p| a.find_partition(topic, p).is_some()).collect::<Vec<_>>()
+                });
+                let owned = owned.unwrap_or_default();
+                if !owned.is_empty() {
                     self.standby.store(false, Ordering::Relaxed);
                     // Reported by the consumer loop once this callback has
                     // returned: pinning the read position takes two broker
                     // round trips, which the rebalance must not wait for.
-                    let pin = added.find_partition(&self.reach.topic, 0).is_some();
-                    self.assigned.store(if pin { ASSIGNED_NEW } else { ASSIGNED }, Ordering::Relaxed);
+                    let mut assigned = self.assigned.lock().expect("assigned lock");
+                    for partition in owned {
+                        let pin = added.find_partition(&self.reach.topic, partition).is_some();
+                        assigned.insert(partition, pin);
+                    }
                 } else if !self.standby.swap(true, Ordering::Relaxed) {
-                    info!("standby: in the group, another member holds partition 0");
+                    info!("standby: in the group, another member holds every seat's partition");
                     let _ = self.reach.events.send(Event::Standby);
                 }
             }
@@ -287,22 +309,151 @@ impl WriterContext {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::mpsc as std_mpsc;
+
+    use rdkafka::TopicPartitionList;
+    use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
     use super::*;
 
+    /// A consumer of seats `seats` on g.neli that never connects (nothing
+    /// listens at its address): the callbacks are called by hand.
+    fn reader(seats: &[Partition]) -> (Arc<BaseConsumer<ReaderContext>>, UnboundedReceiver<Event>) {
+        let (events, heard) = unbounded_channel();
+        let ctx = ReaderContext {
+            reach: Reach::new(events, "g.neli".into(), "g".into()),
+            requests: Arc::default(),
+            seats: seats.to_vec(),
+            standby: AtomicBool::new(false),
+            backlog: 64,
+            deadline: Duration::from_secs(5),
+            interval: Duration::from_millis(500),
+            assigned: Mutex::default(),
+            assigned_at: Mutex::default(),
+        };
+        let consumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", "127.0.0.1:9")
+            .set("group.id", "g")
+            .create_with_context(ctx)
+            .expect("a consumer");
+        (Arc::new(consumer), heard)
+    }
+
+    /// Calls the revoke callback for `partitions` on a thread: its end.
+    fn revoke(consumer: &Arc<BaseConsumer<ReaderContext>>, partitions: &[Partition]) -> std_mpsc::Receiver<()> {
+        let mut tpl = TopicPartitionList::new();
+        for &p in partitions {
+            tpl.add_partition("g.neli", p);
+        }
+        let (consumer, (done, returned)) = (consumer.clone(), std_mpsc::channel());
+        std::thread::spawn(move || {
+            consumer.context().pre_rebalance(&consumer, &Rebalance::Revoke(&tpl));
+            let _ = done.send(());
+        });
+        returned
+    }
+
+    /// The next event, within 5 s.
+    fn next(heard: &mut UnboundedReceiver<Event>) -> Event {
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            match heard.try_recv() {
+                Ok(event) => return event,
+                Err(_) if std::time::Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+                Err(err) => panic!("no event: {err}"),
+            }
+        }
+    }
+
+    const A_WHILE: Duration = Duration::from_millis(300);
+
+    /// The callback returns only once every revoked seat is released, each
+    /// by its own sender (the barrier's unit tests try the other orders).
     #[test]
-    fn only_a_revoke_of_partition_0_holds_the_barrier_and_never_while_leaving() {
-        let revoke = |partitions: &[i32]| {
+    fn a_revoke_of_two_seats_returns_once_both_are_released() {
+        let (consumer, mut heard) = reader(&[0, 1]);
+        let returned = revoke(&consumer, &[1, 0, 5]);
+        let mut releases = BTreeMap::new();
+        for _ in 0..2 {
+            let Event::Revoked { partition, lost: false, release } = next(&mut heard) else { panic!("not a revoke") };
+            releases.insert(partition, release);
+        }
+        assert_eq!(releases.keys().copied().collect::<Vec<_>>(), [0, 1], "one event per revoked seat, 5 is none");
+        assert!(returned.recv_timeout(A_WHILE).is_err(), "returned with nothing released");
+        releases[&0].send(()).unwrap();
+        assert!(returned.recv_timeout(A_WHILE).is_err(), "returned with seat 1 still held");
+        drop(releases.remove(&0));
+        assert!(returned.recv_timeout(A_WHILE).is_err(), "returned with seat 1 still held");
+        releases[&1].send(()).unwrap();
+        assert!(returned.recv_timeout(Duration::from_secs(5)).is_ok(), "both released, still held");
+    }
+
+    /// The shell's loop gone (its end of the channel dropped): nothing runs,
+    /// nothing holds.
+    #[test]
+    fn a_revoke_the_shell_loop_cannot_hear_does_not_hold() {
+        let (consumer, heard) = reader(&[0]);
+        drop(heard);
+        assert!(revoke(&consumer, &[0]).recv_timeout(Duration::from_secs(5)).is_ok());
+    }
+
+    /// Revokes of partitions that are no seat's, and any revoke while we
+    /// leave, return at once and say nothing.
+    #[test]
+    fn a_revoke_of_no_seat_or_while_leaving_does_not_hold() {
+        let (consumer, mut heard) = reader(&[0]);
+        assert!(revoke(&consumer, &[1, 2]).recv_timeout(Duration::from_secs(5)).is_ok());
+        consumer.context().requests.closing.store(true, Ordering::Relaxed);
+        assert!(revoke(&consumer, &[0]).recv_timeout(Duration::from_secs(5)).is_ok());
+        assert!(heard.try_recv().is_err(), "no event");
+    }
+
+    /// An assignment the consumer loop has not reported yet is reported
+    /// before the revoke of the same seat, and only that seat's.
+    #[test]
+    fn an_unreported_assignment_comes_before_its_revoke() {
+        let (consumer, mut heard) = reader(&[0, 1]);
+        consumer.context().assigned.lock().unwrap().extend([(0, true), (1, true)]);
+        let returned = revoke(&consumer, &[0]);
+        assert!(matches!(next(&mut heard), Event::Assigned { partition: 0 }));
+        let Event::Revoked { partition: 0, release, .. } = next(&mut heard) else { panic!("not a revoke of 0") };
+        assert_eq!(*consumer.context().assigned.lock().unwrap(), BTreeMap::from([(1, true)]), "seat 1's pin kept");
+        drop(release);
+        assert!(returned.recv_timeout(Duration::from_secs(5)).is_ok());
+    }
+
+    /// Only the seats' partitions of our topic count as holding a seat.
+    #[test]
+    fn a_seat_is_held_by_its_partition_of_our_topic_only() {
+        let (consumer, _heard) = reader(&[0, 2]);
+        let holds = |topic: &str, partitions: &[Partition]| {
             let mut tpl = TopicPartitionList::new();
             for &p in partitions {
-                tpl.add_partition("g.neli", p);
+                tpl.add_partition(topic, p);
             }
-            tpl
+            consumer.context().holds_a_seat(&tpl)
         };
-        assert!(revokes_partition_0(&revoke(&[0]), "g.neli", false));
-        assert!(revokes_partition_0(&revoke(&[2, 0, 3]), "g.neli", false));
-        assert!(!revokes_partition_0(&revoke(&[1, 2]), "g.neli", false), "other partitions only");
-        assert!(!revokes_partition_0(&revoke(&[0]), "other.neli", false), "another topic's partition 0");
-        assert!(!revokes_partition_0(&revoke(&[0]), "g.neli", true), "leaving");
-        assert!(!revokes_partition_0(&revoke(&[1]), "g.neli", true));
+        assert!(holds("g.neli", &[0]));
+        assert!(holds("g.neli", &[1, 2]));
+        assert!(!holds("g.neli", &[1, 3]), "no seat's partition");
+        assert!(!holds("other.neli", &[0, 2]), "another topic's");
+        assert!(!holds("g.neli", &[]));
+    }
+
+    /// An assignment without a seat's partition says "standby" once a
+    /// membership (leaving the group makes it say so again).
+    #[test]
+    fn standby_is_said_once_a_membership() {
+        // Not in a group: the whole assignment is empty, no seat is ours.
+        let (consumer, mut heard) = reader(&[0]);
+        let assign = || consumer.context().post_rebalance(&consumer, &Rebalance::Assign(&TopicPartitionList::new()));
+        assign();
+        assert!(matches!(heard.try_recv(), Ok(Event::Standby)));
+        assign();
+        assert!(heard.try_recv().is_err(), "said twice");
+        consumer.context().standby.store(false, Ordering::Relaxed);
+        assign();
+        assert!(matches!(heard.try_recv(), Ok(Event::Standby)), "not said again after leaving");
+        assert!(consumer.context().assigned.lock().unwrap().is_empty());
     }
 }

@@ -30,8 +30,9 @@ pub(super) fn ensure_topic(s: &Settings, consumer: &BaseConsumer<ReaderContext>)
                 };
                 match topic.error().map(RDKafkaErrorCode::from) {
                     None if !topic.partitions().is_empty() => {
-                        if topic.partitions().len() > 1 {
-                            warn!(topic = %s.target.topic, partitions = topic.partitions().len(), "topic has more than one partition; only partition 0 elects, the others add needless assignments");
+                        let (has, used) = (topic.partitions().len(), partitions_used(s));
+                        if has > used {
+                            warn!(topic = %s.target.topic, partitions = has, seats = ?s.seats, "topic has more partitions than the seats and the control partition use; the others add needless assignments");
                         }
                         consumer.context().reach.reachable();
                         return Ok(admin);
@@ -65,11 +66,19 @@ pub(super) fn ensure_topic(s: &Settings, consumer: &BaseConsumer<ReaderContext>)
     }
 }
 
+/// How many partitions the group's topic needs: up to the highest of the
+/// seats' partitions and the control partition (1 with the one seat).
+fn partitions_used(s: &Settings) -> usize {
+    let control = super::CONTROL_PARTITION;
+    let highest = s.seats.iter().copied().chain([control]).max().unwrap_or(control);
+    usize::try_from(highest).map_or(1, |h| h + 1)
+}
+
 /// Creates the topic; returns the thread that drops the admin client.
 /// Dropping one joins its polling thread, which wakes every 100 ms: that
 /// wait is not for the first election to make.
 fn create_topic(s: &Settings) -> Result<Option<Joined>, Failure> {
-    info!(topic = %s.target.topic, "creating the topic (1 partition, 1 hour retention)");
+    info!(topic = %s.target.topic, partitions = partitions_used(s), "creating the topic (1 hour retention)");
     let admin: AdminClient<rdkafka::client::DefaultClientContext> =
         s.target.client_config(&[("client.id", &s.client_id)]).create().map_err(|e| creation_error(e, &s.target))?;
     create_topic_with(s, &admin)?;
@@ -81,7 +90,8 @@ fn create_topic_with(s: &Settings, admin: &AdminClient<rdkafka::client::DefaultC
     let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
     let mut replication = -1; // the broker's default.replication.factor (KIP-464)
     loop {
-        let topic = NewTopic::new(&s.target.topic, 1, TopicReplication::Fixed(replication))
+        let partitions = i32::try_from(partitions_used(s)).unwrap_or(1);
+        let topic = NewTopic::new(&s.target.topic, partitions, TopicReplication::Fixed(replication))
             .set("retention.ms", "3600000")
             .set("segment.ms", "600000");
         // Kafka::connect runs on one of tokio's blocking threads (shell/mod.rs),

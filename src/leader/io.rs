@@ -22,8 +22,6 @@ pub const SEATS: &[Partition] = &[0];
 /// Where the member-wide records go (yield, pause, candidacy): partition 0,
 /// whatever the seats. A different idea from "seat 0", which happens to
 /// sit on the same partition today.
-// Named here for the Kafka adapter, whose control records use it.
-#[allow(dead_code)]
 pub const CONTROL_PARTITION: Partition = 0;
 
 /// What to do when the child exits on its own while we lead.

@@ -82,7 +82,7 @@ use crate::exit;
 pub use attempts::{supersedes, Attempt, Runner, Waves};
 pub use io::{
     Action, Asker, Candidacy, Input, Other, Partition, Pause, PauseNote, Record, Restart, Settings, Signal, Stance,
-    SEATS,
+    CONTROL_PARTITION, SEATS,
 };
 use leaving::Leave;
 pub use schedule::{Calendar, Missed, Schedule};

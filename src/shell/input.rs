@@ -6,7 +6,7 @@ use std::sync::mpsc::SyncSender;
 
 use crate::exit::Kind;
 use crate::kafka::Event;
-use crate::leader::{Input, SEATS};
+use crate::leader::{Input, Partition};
 
 /// What the shell keeps from a Kafka event beside the core's input.
 #[derive(Debug)]
@@ -15,28 +15,31 @@ pub(super) enum Keep {
     /// We are in the group, as a standby or the owner of partition 0:
     /// systemd may hear READY=1.
     Joined,
-    /// The blocked rebalance callback of a revoke, which the shell lets
-    /// return when the core says so (`Action::ReleaseRevoke`).
-    Release(SyncSender<()>),
+    /// The release of a seat's partition that a revoke's blocked rebalance
+    /// callback waits for, which the shell sends when that seat's core says
+    /// so (`Action::ReleaseRevoke`). The callback returns once every seat
+    /// revoked with it is released.
+    Release(Partition, SyncSender<()>),
 }
 
 /// Maps a Kafka event (None: the Kafka thread stopped) to the core's input,
 /// if the core has to hear of it. `claims` is false when the claims layer
 /// is switched off (`layers_off`): other members' heartbeats are then not
-/// heard at all.
+/// heard at all. A seat's event carries its partition through, to the
+/// release kept and (once the core keys its seats) to the input.
 pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep) {
-    // Kafka's events name no partition yet: they are the one seat's.
-    let partition = SEATS[0];
     let input = match event {
         Some(Event::Standby) => return (Some(Input::Standby), Keep::Joined),
-        Some(Event::Assigned) => return (Some(Input::Assigned { partition }), Keep::Joined),
-        Some(Event::Revoked { lost, release }) => {
-            return (Some(Input::Revoked { partition, lost }), Keep::Release(release))
+        Some(Event::Assigned { partition }) => return (Some(Input::Assigned { partition }), Keep::Joined),
+        Some(Event::Revoked { partition, lost, release }) => {
+            return (Some(Input::Revoked { partition, lost }), Keep::Release(partition, release))
         }
-        Some(Event::OwnHeartbeat { offset, sent, more }) => Input::OwnHeartbeat { partition, offset, sent, more },
-        Some(Event::CaughtUp) => Input::CaughtUp { partition },
-        Some(Event::OtherHeartbeat(_)) if !claims => return (None, Keep::Nothing),
-        Some(Event::OtherHeartbeat(other)) => Input::OtherHeartbeat(partition, other),
+        Some(Event::OwnHeartbeat { partition, offset, sent, more }) => {
+            Input::OwnHeartbeat { partition, offset, sent, more }
+        }
+        Some(Event::CaughtUp { partition }) => Input::CaughtUp { partition },
+        Some(Event::OtherHeartbeat(..)) if !claims => return (None, Keep::Nothing),
+        Some(Event::OtherHeartbeat(partition, other)) => Input::OtherHeartbeat(partition, other),
         Some(Event::Yield { to }) => Input::Yield { to },
         Some(Event::Pause(pause)) => Input::Pause(pause),
         Some(Event::Candidacy(candidacy)) => Input::Candidacy(candidacy),
@@ -73,16 +76,20 @@ mod tests {
     #[test]
     fn joining_is_kept_for_ready() {
         assert!(matches!(input(Some(Event::Standby), true), (Some(Input::Standby), Keep::Joined)));
-        assert!(matches!(input(Some(Event::Assigned), true), (Some(Input::Assigned { partition: 0 }), Keep::Joined)));
+        assert!(matches!(
+            input(Some(Event::Assigned { partition: 0 }), true),
+            (Some(Input::Assigned { partition: 0 }), Keep::Joined)
+        ));
     }
 
     #[test]
-    fn a_revoke_keeps_its_release() {
-        for lost in [false, true] {
+    fn a_revoke_keeps_its_release_under_its_partition() {
+        for (partition, lost) in [(0, false), (0, true), (3, false)] {
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
-            let (got, keep) = input(Some(Event::Revoked { lost, release: tx }), true);
-            assert_eq!(got, Some(Input::Revoked { partition: 0, lost }));
-            let Keep::Release(release) = keep else { panic!("the release is kept: {keep:?}") };
+            let (got, keep) = input(Some(Event::Revoked { partition, lost, release: tx }), true);
+            assert_eq!(got, Some(Input::Revoked { partition, lost }));
+            let Keep::Release(kept, release) = keep else { panic!("the release is kept: {keep:?}") };
+            assert_eq!(kept, partition);
             release.send(()).unwrap();
             assert_eq!(rx.try_recv(), Ok(()), "the kept sender is the callback's");
         }
@@ -91,11 +98,14 @@ mod tests {
     #[test]
     fn heartbeats_and_yield_pass_through() {
         let sent = BootTime::from_nanos(42);
-        let (got, keep) = input(Some(Event::OwnHeartbeat { offset: 9, sent, more: true }), true);
+        let (got, keep) = input(Some(Event::OwnHeartbeat { partition: 0, offset: 9, sent, more: true }), true);
         assert_eq!(got, Some(Input::OwnHeartbeat { partition: 0, offset: 9, sent, more: true }));
         assert!(matches!(keep, Keep::Nothing));
-        let (got, keep) = input(Some(Event::OtherHeartbeat(other())), true);
+        let (got, keep) = input(Some(Event::OtherHeartbeat(0, other())), true);
         assert_eq!(got, Some(Input::OtherHeartbeat(0, other())));
+        assert!(matches!(keep, Keep::Nothing));
+        let (got, keep) = input(Some(Event::CaughtUp { partition: 0 }), true);
+        assert_eq!(got, Some(Input::CaughtUp { partition: 0 }));
         assert!(matches!(keep, Keep::Nothing));
         let to = Some("b".to_string());
         assert_eq!(input(Some(Event::Yield { to: to.clone() }), true).0, Some(Input::Yield { to }));
@@ -107,10 +117,10 @@ mod tests {
 
     #[test]
     fn without_the_claims_layer_others_are_not_heard() {
-        assert!(matches!(input(Some(Event::OtherHeartbeat(other())), false), (None, Keep::Nothing)));
+        assert!(matches!(input(Some(Event::OtherHeartbeat(0, other())), false), (None, Keep::Nothing)));
         // Only others' heartbeats: our own still count.
         let sent = BootTime::from_nanos(1);
-        let (got, _) = input(Some(Event::OwnHeartbeat { offset: 1, sent, more: false }), false);
+        let (got, _) = input(Some(Event::OwnHeartbeat { partition: 0, offset: 1, sent, more: false }), false);
         assert_eq!(got, Some(Input::OwnHeartbeat { partition: 0, offset: 1, sent, more: false }));
     }
 

@@ -24,7 +24,7 @@ mod signals;
 mod supervisor;
 mod warm;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::ControlFlow;
 use std::sync::mpsc::SyncSender;
 
@@ -62,6 +62,9 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
     }
 }
 
+/// The one seat this shell runs.
+const SEAT: Partition = SEATS[0];
+
 /// The loop's state between two turns: the core, what it talks through,
 /// and the command it supervises.
 struct Shell {
@@ -78,8 +81,9 @@ struct Shell {
     /// Inputs the shell makes itself (a start that failed), heard before
     /// anything new.
     pending: VecDeque<Input>,
-    /// The rebalance callback a revoke blocks, until the core releases it.
-    release: Option<SyncSender<()>>,
+    /// Per revoked seat's partition: the release the rebalance callback
+    /// waits for, until that seat's core releases it.
+    release: BTreeMap<Partition, SyncSender<()>>,
     /// A disclaimer is flushed off the loop; the handovers that follow it
     /// (release, stand aside, rejoin, exit) wait for that, in order, so the
     /// next owner reads it first. Kills and signals never wait.
@@ -170,8 +174,10 @@ impl Shell {
 
         // Started before connecting: --acquire-timeout counts from here.
         let mut core = Leader::new(cfg.leader.clone(), started);
-        if let Some(end) = kafka.born() {
-            core.born_at(SEAT, end);
+        for &seat in SEATS {
+            if let Some(end) = kafka.born(seat) {
+                core.born_at(seat, end);
+            }
         }
         Ok(Some(Shell {
             core,
@@ -183,7 +189,7 @@ impl Shell {
             child,
             warm,
             pending: VecDeque::new(),
-            release: None,
+            release: BTreeMap::new(),
             flushing: None,
             after_flush: Vec::new(),
             health,
@@ -303,7 +309,9 @@ impl Shell {
         match keep {
             Keep::Nothing => {}
             Keep::Joined => self.report.joined = true,
-            Keep::Release(release) => self.release = Some(release),
+            Keep::Release(partition, release) => {
+                self.release.insert(partition, release);
+            }
         }
         input
     }
@@ -323,7 +331,7 @@ impl Shell {
             return ControlFlow::Continue(());
         }
         match action {
-            Action::SendHeartbeat(_, record) => self.kafka.send_heartbeat(BootTime::now(), record),
+            Action::SendHeartbeat(seat, record) => self.kafka.send_heartbeat(seat, BootTime::now(), record),
             Action::Spawn { token, lease, attempt, .. } => {
                 if self.child.spawn(Some(token), lease, attempt) {
                     self.report.metrics.lock().expect("metrics lock").child_started(token);
@@ -337,8 +345,8 @@ impl Shell {
             Action::Lease(_, until) => self.child.renew(until),
             Action::SignalGroup(_, sig) => self.child.signal(sig),
             Action::KillGroup(_) => self.child.kill(),
-            Action::Disclaim(_, record) => {
-                self.kafka.send_heartbeat(BootTime::now(), record);
+            Action::Disclaim(seat, record) => {
+                self.kafka.send_heartbeat(seat, BootTime::now(), record);
                 self.flushing = Some(tokio::task::spawn_blocking(self.kafka.flusher(DISCLAIM_WAIT)));
             }
             Action::Rejoin => self.kafka.rejoin(),
@@ -350,8 +358,8 @@ impl Shell {
                     self.flushing = Some(tokio::task::spawn_blocking(self.kafka.flusher(DISCLAIM_WAIT)));
                 }
             }
-            Action::ReleaseRevoke(_) => {
-                if let Some(release) = self.release.take() {
+            Action::ReleaseRevoke(seat) => {
+                if let Some(release) = self.release.remove(&seat) {
                     let _ = release.send(());
                 }
             }
@@ -533,9 +541,6 @@ async fn tick(interval: &mut Option<Interval>) {
 /// How long leaving the group may take before neli-run exits anyway: the
 /// coordinator then expires our session instead (a broker that does not
 /// answer, or a second SIGTERM, must not keep a stopped service up).
-/// The one seat this shell runs (the integrator makes it a map of seats).
-const SEAT: Partition = SEATS[0];
-
 const LEAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How long removing the leader file may hold up exiting (a hung file

@@ -1,0 +1,200 @@
+//! The revoke barrier, keyed by partition. A rebalance that takes seats'
+//! partitions from us blocks librdkafka's callback until the command of
+//! every one of those seats is gone: the group cannot finish the rebalance,
+//! so no other member owns one of them, meanwhile. One release per revoked
+//! seat, each its own channel: the shell lets each go on its own when that
+//! seat's core says so (`Action::ReleaseRevoke`), and a release the shell
+//! dropped (its loop ended: nothing runs) counts as given.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::time::Duration;
+
+use rdkafka::TopicPartitionList;
+
+use super::Partition;
+
+/// How often a barrier that waits asks whether we are leaving.
+const CLOSING_CHECK: Duration = Duration::from_millis(50);
+
+/// The seats' partitions a revoke of `revoked` takes from us, which the
+/// barrier must hold for: none while we leave (the revoke on close must
+/// not block), and none when it takes only partitions that are no seat's
+/// (a member joining a topic of more partitions may take those): the
+/// commands then run on.
+pub(super) fn seats_revoked(
+    revoked: &TopicPartitionList,
+    topic: &str,
+    seats: &[Partition],
+    closing: bool,
+) -> Vec<Partition> {
+    if closing {
+        return Vec::new();
+    }
+    seats.iter().copied().filter(|&p| revoked.find_partition(topic, p).is_some()).collect()
+}
+
+/// The releases a revoke waits for, one per revoked seat's partition.
+#[derive(Default)]
+pub(super) struct Barrier {
+    held: BTreeMap<Partition, Receiver<()>>,
+}
+
+impl Barrier {
+    /// Holds the barrier for `partition`: it stays closed until the sender
+    /// returned is sent to or dropped.
+    pub(super) fn hold(&mut self, partition: Partition) -> SyncSender<()> {
+        let (release, released) = mpsc::sync_channel(1);
+        self.held.insert(partition, released);
+        release
+    }
+
+    /// The partitions still held, in order.
+    #[cfg(test)]
+    fn held(&self) -> impl Iterator<Item = Partition> + '_ {
+        self.held.keys().copied()
+    }
+
+    /// Lets go of every partition released so far (sent to, or its sender
+    /// dropped), without waiting; whether none is held any more.
+    pub(super) fn settle(&mut self) -> bool {
+        self.held.retain(|_, released| matches!(released.try_recv(), Err(TryRecvError::Empty)));
+        self.held.is_empty()
+    }
+
+    /// Blocks until every partition held is released, or `closing` says we
+    /// leave: the shell's loop leaves only once every command is gone, and
+    /// may never read the revoke (it picks among ready branches at random,
+    /// and a child exit can win over a queued revoke). Asked every
+    /// `CLOSING_CHECK` while one is still held.
+    pub(super) fn wait(mut self, closing: impl Fn() -> bool) {
+        while !self.settle() {
+            let Some((&partition, first)) = self.held.first_key_value() else { return };
+            match first.recv_timeout(CLOSING_CHECK) {
+                Err(RecvTimeoutError::Timeout) => {
+                    if closing() {
+                        return;
+                    }
+                }
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+                    self.held.remove(&partition);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use super::*;
+
+    fn revoke(topic: &str, partitions: &[i32]) -> TopicPartitionList {
+        let mut tpl = TopicPartitionList::new();
+        for &p in partitions {
+            tpl.add_partition(topic, p);
+        }
+        tpl
+    }
+
+    #[test]
+    fn only_a_revoke_of_a_seats_partition_holds_the_barrier_and_never_while_leaving() {
+        let held = |partitions: &[i32], topic, seats: &[i32], closing| {
+            seats_revoked(&revoke(topic, partitions), "g.neli", seats, closing)
+        };
+        assert_eq!(held(&[0], "g.neli", &[0], false), [0]);
+        assert_eq!(held(&[2, 0, 3], "g.neli", &[0], false), [0]);
+        assert_eq!(held(&[1, 2], "g.neli", &[0], false), [0; 0], "other partitions only");
+        assert_eq!(held(&[0], "other.neli", &[0], false), [0; 0], "another topic's partition 0");
+        assert_eq!(held(&[0], "g.neli", &[0], true), [0; 0], "leaving");
+        assert_eq!(held(&[1], "g.neli", &[0], true), [0; 0]);
+        // Several seats: each one revoked, and only those.
+        assert_eq!(held(&[3, 2, 0, 1], "g.neli", &[0, 1, 2], false), [0, 1, 2]);
+        assert_eq!(held(&[2, 5], "g.neli", &[0, 1, 2], false), [2]);
+        assert_eq!(held(&[0, 1, 2], "g.neli", &[0, 1, 2], true), [0; 0], "leaving");
+    }
+
+    #[test]
+    fn each_partition_is_released_on_its_own_by_a_send_or_a_drop() {
+        let mut barrier = Barrier::default();
+        let (zero, one, two) = (barrier.hold(0), barrier.hold(1), barrier.hold(2));
+        assert!(!barrier.settle());
+        assert_eq!(barrier.held().collect::<Vec<_>>(), [0, 1, 2]);
+        one.send(()).unwrap();
+        assert!(!barrier.settle());
+        assert_eq!(barrier.held().collect::<Vec<_>>(), [0, 2], "a release ends its own partition only");
+        drop(two);
+        assert!(!barrier.settle());
+        assert_eq!(barrier.held().collect::<Vec<_>>(), [0], "a dropped release counts as given");
+        // Sent to and still held by the shell: released all the same.
+        zero.send(()).unwrap();
+        assert!(barrier.settle());
+        drop((zero, one));
+    }
+
+    /// Runs `barrier.wait` on a thread: its end, and the flag it asks.
+    fn waiting(barrier: Barrier) -> (mpsc::Receiver<()>, Arc<AtomicBool>) {
+        let (done, ended) = mpsc::channel();
+        let closing = Arc::new(AtomicBool::new(false));
+        let flag = closing.clone();
+        std::thread::spawn(move || {
+            barrier.wait(|| flag.load(Ordering::Relaxed));
+            let _ = done.send(());
+        });
+        (ended, closing)
+    }
+
+    const A_WHILE: Duration = Duration::from_millis(200);
+
+    #[test]
+    fn the_barrier_holds_until_every_revoked_seat_is_released() {
+        let mut barrier = Barrier::default();
+        let (zero, one, two) = (barrier.hold(0), barrier.hold(1), barrier.hold(2));
+        let (ended, _) = waiting(barrier);
+        assert!(ended.recv_timeout(A_WHILE).is_err(), "ended with nothing released");
+        // The partition the wait sits on first, then a later one while it
+        // sits on the next.
+        zero.send(()).unwrap();
+        assert!(ended.recv_timeout(A_WHILE).is_err(), "ended with partitions 1 and 2 still held");
+        two.send(()).unwrap();
+        drop(two);
+        assert!(ended.recv_timeout(A_WHILE).is_err(), "ended with partition 1 still held");
+        one.send(()).unwrap();
+        assert!(ended.recv_timeout(Duration::from_secs(5)).is_ok(), "every partition released, still held");
+        drop((zero, one));
+    }
+
+    #[test]
+    fn the_barrier_holds_until_the_last_release_is_dropped() {
+        let mut barrier = Barrier::default();
+        let (zero, two) = (barrier.hold(0), barrier.hold(2));
+        let (ended, _) = waiting(barrier);
+        assert!(ended.recv_timeout(A_WHILE).is_err(), "ended with nothing released");
+        drop(zero);
+        assert!(ended.recv_timeout(A_WHILE).is_err(), "ended with partition 2 still held");
+        drop(two);
+        assert!(ended.recv_timeout(Duration::from_secs(5)).is_ok(), "every release dropped, still held");
+    }
+
+    #[test]
+    fn leaving_ends_the_barrier_with_releases_outstanding() {
+        let mut barrier = Barrier::default();
+        let _held = (barrier.hold(0), barrier.hold(1));
+        let start = Instant::now();
+        let (ended, closing) = waiting(barrier);
+        assert!(ended.recv_timeout(A_WHILE).is_err());
+        closing.store(true, Ordering::Relaxed);
+        assert!(ended.recv_timeout(Duration::from_secs(5)).is_ok(), "leaving, and still held");
+        assert!(start.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn an_empty_barrier_does_not_wait_even_for_a_closing_check() {
+        let start = Instant::now();
+        Barrier::default().wait(|| panic!("asked whether we leave with nothing held"));
+        assert!(start.elapsed() < CLOSING_CHECK);
+    }
+}

@@ -1,0 +1,420 @@
+//! The consumer thread (`neli-kafka`): it answers the shell loop's
+//! requests (stay out, rejoin, stand aside), polls, reports assignments
+//! (pinning each new seat's read position first) and every record that
+//! concerns us (decode.rs), until asked to close.
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::Offset;
+use tokio::sync::mpsc::UnboundedSender;
+use tracing::{debug, info, warn};
+
+use super::context::ReaderContext;
+use super::decode::{Decoder, Read};
+use super::heartbeat::Member;
+use super::{fatal, Event, Partition, CONTROL_PARTITION};
+use crate::clock::BootTime;
+use crate::exit::{Failure, Kind};
+use crate::leader::Stance;
+
+/// What the shell's loop asks of the consumer thread.
+#[derive(Default)]
+pub(super) struct Requests {
+    pub(super) closing: AtomicBool,
+    pub(super) rejoin: AtomicBool,
+    pub(super) stand_aside: AtomicBool,
+    /// Unhealthy: not in the group (see `Kafka::keep_out`).
+    pub(super) keep_out: AtomicBool,
+    pub(super) hand_over: AtomicBool,
+}
+
+/// How long a member that stood aside watches for another to lead before
+/// it rejoins anyway.
+#[derive(Clone, Copy)]
+pub(super) struct Watch {
+    /// After a yield: it may be alone.
+    pub(super) yielded: Duration,
+    /// After a hand-over: as long as one holds.
+    pub(super) handed_over: Duration,
+}
+
+/// The consumer thread: polls until asked to close, then closes the consumer
+/// (which sends LeaveGroup).
+pub(super) fn consume(
+    consumer: BaseConsumer<ReaderContext>,
+    subscribed: bool,
+    me: &Member,
+    asks: &Requests,
+    watch: Watch,
+    events: &UnboundedSender<Event>,
+) {
+    let mut reader = Reader {
+        consumer: &consumer,
+        me,
+        events,
+        gaps: BTreeMap::new(),
+        // Whether we subscribed before this thread began (not read from
+        // `keep_out`, which the loop may have cleared by now).
+        subscribed,
+        slice: STANDBY_POLL,
+    };
+    while !asks.closing.load(Ordering::Relaxed) {
+        reader.answer(asks, watch);
+        if reader.poll_once().is_break() {
+            break;
+        }
+    }
+    // Dropping closes the consumer: it leaves the group and waits for that.
+    drop(consumer);
+}
+
+/// The consumer thread's state between two polls.
+struct Reader<'a> {
+    consumer: &'a BaseConsumer<ReaderContext>,
+    me: &'a Member,
+    events: &'a UnboundedSender<Event>,
+    /// Per seat's partition: the gap in our own heartbeats read back.
+    gaps: BTreeMap<Partition, Gap>,
+    /// Whether we are subscribed (in the group, or joining it).
+    subscribed: bool,
+    /// How long the next poll lasts (`OWNER_POLL`, `STANDBY_POLL`).
+    slice: Duration,
+}
+
+impl Reader<'_> {
+    /// Answers what the shell's loop asked since the last poll: stay out of
+    /// the group or join it again (`keep_out`), rejoin, stand aside or hand
+    /// over.
+    fn answer(&mut self, asks: &Requests, watch: Watch) {
+        let (consumer, events) = (self.consumer, self.events);
+        let out = asks.keep_out.load(Ordering::Relaxed);
+        if out && self.subscribed && !holds_a_seat(consumer) {
+            info!("unhealthy: leaving the group until the health check passes");
+            leave_group(consumer);
+            self.subscribed = false;
+        } else if !out && !self.subscribed {
+            info!("healthy: joining the group");
+            subscribe(consumer, events);
+            self.subscribed = true;
+        }
+        if asks.rejoin.swap(false, Ordering::Relaxed) {
+            if holds_a_seat(consumer) {
+                // The revoke this causes goes through the barrier as any other.
+                consumer.unsubscribe();
+                subscribe(consumer, events);
+            } else {
+                debug!("no seat's partition is ours any more: nothing to give back, and librdkafka rejoins by itself");
+            }
+        }
+        let aside =
+            match (asks.stand_aside.swap(false, Ordering::Relaxed), asks.hand_over.swap(false, Ordering::Relaxed)) {
+                (_, true) => Some(watch.handed_over),
+                (true, false) => Some(watch.yielded),
+                (false, false) => None,
+            };
+        if let Some(watch) = aside {
+            leave_until_another_leads(consumer, self.me, asks, watch, events);
+            if asks.keep_out.load(Ordering::Relaxed) {
+                info!("unhealthy: staying out of the group until the health check passes");
+                self.subscribed = false;
+            } else {
+                subscribe(consumer, events);
+            }
+        }
+    }
+
+    /// One poll: the assignments the rebalance callbacks left to report,
+    /// then every record fetched. Break once the shell's loop is gone.
+    fn poll_once(&mut self) -> ControlFlow<()> {
+        let (consumer, events) = (self.consumer, self.events);
+        let ctx = consumer.context();
+        let polled = consumer.poll(self.slice);
+        self.slice = if serve_group(consumer) { OWNER_POLL } else { STANDBY_POLL };
+        self.report_assigned()?;
+        // Records fetched behind one of our own heartbeats are heard
+        // before the core may lead on it: it says `more`, and `CaughtUp`
+        // follows once the fetched records are all sent (audit D11), or a
+        // backlog's worth of them (a flood of records must not hold the
+        // requests above back). Owed per seat.
+        let (mut polled, mut owed, mut left) = (polled, Vec::<Partition>::new(), ctx.backlog);
+        while let Some(result) = polled.take() {
+            match result {
+                Ok(msg) => {
+                    ctx.reach.reachable();
+                    let event = match event_of(&msg, ctx, self.me, true) {
+                        Some(Event::OwnHeartbeat { partition, offset, sent, .. }) => {
+                            let gap = self.gaps.entry(partition).or_default();
+                            if let Some(said) = gap.own(sent, BootTime::now(), ctx.interval) {
+                                Gap::say(said, ctx);
+                            }
+                            polled = consumer.poll(Duration::ZERO);
+                            let more = polled.is_some();
+                            if more && !owed.contains(&partition) {
+                                owed.push(partition);
+                            }
+                            Some(Event::OwnHeartbeat { partition, offset, sent, more })
+                        }
+                        event => event,
+                    };
+                    if event.is_some_and(|event| events.send(event).is_err()) {
+                        return ControlFlow::Break(());
+                    }
+                }
+                Err(err) => {
+                    match err
+                        .rdkafka_error_code()
+                        .and_then(|c| fatal(c, err.to_string(), &ctx.reach.topic, &ctx.reach.group))
+                    {
+                        Some(fatal) => {
+                            let _ = events.send(Event::Fatal(fatal));
+                        }
+                        None => debug!(%err, "consumer error"),
+                    }
+                }
+            }
+            if polled.is_none() && !owed.is_empty() && left > 0 {
+                left -= 1;
+                polled = consumer.poll(Duration::ZERO);
+            }
+        }
+        for partition in owed {
+            if events.send(Event::CaughtUp { partition }).is_err() {
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Reports the seats' partitions the last poll assigned us, pinning
+    /// the read position of each newly added one first (and starting its
+    /// gap afresh). Break once the shell's loop is gone.
+    fn report_assigned(&mut self) -> ControlFlow<()> {
+        let ctx = self.consumer.context();
+        let assigned = std::mem::take(&mut *ctx.assigned.lock().expect("assigned lock"));
+        for (partition, new) in assigned {
+            if new {
+                ctx.start_near_end(self.consumer, partition);
+                self.gaps.insert(partition, Gap::default());
+            }
+            if self.events.send(Event::Assigned { partition }).is_err() {
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// What a record read tells the core, if anything (`Decoder::event`); a
+/// yield only when `yields` (we are in the group: what we read we own, and
+/// a yield on the control partition is meant for us from its assignment on).
+fn event_of(msg: &BorrowedMessage<'_>, ctx: &ReaderContext, me: &Member, yields: bool) -> Option<Event> {
+    let decoder = Decoder {
+        topic: &ctx.reach.topic,
+        seats: &ctx.seats,
+        me,
+        deadline: ctx.deadline,
+        yields_from: yields.then(|| ctx.assigned_at(CONTROL_PARTITION)),
+        wall_ms: crate::clock::wall_ms(),
+    };
+    decoder.event(Read { topic: msg.topic(), partition: msg.partition(), offset: msg.offset(), payload: msg.payload() })
+}
+
+/// Makes librdkafka serve the group now: send a coordinator heartbeat that
+/// is due, or the JoinGroup of a rejoin. librdkafka does both only when its
+/// main thread wakes (rd_kafka_cgrp_serve, after each batch of operations
+/// in rd_kafka_thread_main), and with nothing else to do that thread wakes
+/// every 500 ms: measured here, `heartbeat.interval.ms` 100 gave one
+/// heartbeat every 500 ms, and a standby learnt of a leader's leave up to
+/// half a second late. Asking for the assignment is an operation on the
+/// group's queue, so it wakes that thread; called every poll (100 ms at
+/// most), heartbeats go out within 100 ms of falling due. Returns whether
+/// we own a seat's partition.
+fn serve_group(consumer: &BaseConsumer<ReaderContext>) -> bool {
+    consumer.assignment().is_ok_and(|a| consumer.context().holds_a_seat(&a))
+}
+
+/// How long one poll of the consumer thread lasts: a request of the shell's
+/// loop (stand aside, hand over, rejoin) waits for its end, since a poll
+/// cannot be woken. Only an owner of a seat's partition makes such requests, and
+/// they hold up a handover: it polls in short slices (measured: a yield
+/// waited 97 ms for the end of a 100 ms poll, of a 300 ms handover; at 10
+/// ms, an idle leader took 0.87 % of a core instead of 0.35 %). A
+/// standby's loop wakes less often.
+const OWNER_POLL: Duration = Duration::from_millis(20);
+const STANDBY_POLL: Duration = Duration::from_millis(100);
+
+/// The newest of our own heartbeats read back in this tenure, to say how
+/// long a gap in them was once they are back: how close a network blip
+/// came to the fence (docs/operations.md, "Network blips").
+#[derive(Default)]
+struct Gap {
+    newest: Option<BootTime>,
+    /// When the last of them was read back.
+    read: Option<BootTime>,
+}
+
+impl Gap {
+    /// Our heartbeat sent at `sent` is read back at `now`, our heartbeats
+    /// being written every `interval`: the gap to say, if any. The age the
+    /// fence saw just before is `now` less the newest one's send time. Said
+    /// once a gap: the records written meanwhile, read back at once behind
+    /// the first, would each say a gap of their own.
+    fn own(&mut self, sent: BootTime, now: BootTime, interval: Duration) -> Option<Duration> {
+        let reads_paused = self.read.is_none_or(|read| now.since(read) >= interval);
+        let gap = self.newest.filter(|n| *n < sent && reads_paused).map(|newest| now.since(newest));
+        self.newest = self.newest.max(Some(sent));
+        self.read = Some(now);
+        gap
+    }
+
+    /// Says `gap` when it spans two heartbeat intervals (rule 1 of
+    /// config/timing.rs: at least one record was missed or late), at debug
+    /// level from one and a half (neli-bench reads those).
+    fn say(gap: Duration, ctx: &ReaderContext) {
+        if gap >= 2 * ctx.interval {
+            info!(gap = ?gap, deadline = ?ctx.deadline, "own heartbeats back after a gap");
+        } else if gap > ctx.interval * 3 / 2 {
+            debug!(gap = ?gap, deadline = ?ctx.deadline, "own heartbeats back after a gap");
+        }
+    }
+}
+
+/// Whether a seat's partition is still in our assignment (yes if librdkafka
+/// cannot say), i.e. whether a rejoin has anything to give back.
+///
+/// Without it a rejoin could cost the whole group a session timeout. After
+/// a freeze longer than the session, librdkafka notices on its own: it
+/// reports the assignment lost, forgets its member id and, once our
+/// callback has unassigned, sends JoinGroup with no member id. The core,
+/// seeing its own heartbeats stale, asks for a rejoin at the same moment.
+/// Unsubscribing then drops that JoinGroup's answer ("discarding outdated
+/// request", rd_kafka_cgrp_handle_JoinGroup) and the next one asks for a
+/// new id; but the coordinator keeps the id it handed out in that answer
+/// (MEMBER_ID_REQUIRED, KIP-394) as a pending member for a whole session
+/// timeout (Kafka's addPendingMemberExpiration), and ends no join phase
+/// while a pending member is out (hasAllMembersJoined). Every member's
+/// JoinGroup was parked that long, and so was a leaving leader's
+/// LeaveGroup behind its own JoinGroup on the same connection: a graceful
+/// handover took up to the session timeout (issue 28). librdkafka's lost
+/// assignment already did what the rejoin is for.
+fn holds_a_seat(consumer: &BaseConsumer<ReaderContext>) -> bool {
+    consumer.assignment().map_or(true, |a| consumer.context().holds_a_seat(&a))
+}
+
+/// Leaves the group until `subscribe`. Out of it we are no standby: the
+/// next assignment without a seat's partition says "standby" again, which the
+/// core waits for to write our candidacy (a standby healthy again after a
+/// failed check wrote none, and `status` lost it: audit D2).
+fn leave_group(consumer: &BaseConsumer<ReaderContext>) {
+    consumer.unsubscribe();
+    consumer.context().standby.store(false, Ordering::Relaxed);
+}
+
+fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Event>) {
+    if let Err(err) = consumer.subscribe(&[&consumer.context().reach.topic]) {
+        let _ = events.send(Event::Fatal(Failure::new(Kind::Internal, format!("rejoining: {err}"))));
+    }
+}
+
+/// Leaves the group and watches the seats' partitions and the control
+/// partition from outside it until another member's heartbeat carries a
+/// token (it leads), or `watch` passes (we may be alone). Rejoining at once
+/// would let the sticky assignor hand the partitions straight back to us. A
+/// member that stood aside unhealthy stops watching once healthy again: if
+/// none other is healthy, the group waits for it, not for `watch`. The
+/// records read meanwhile reach the core as ever (others' heartbeats and
+/// candidacies, pauses), so that what it knows of the group is current when
+/// it rejoins; a yield read now was meant for whoever leads, and our own
+/// records say nothing new.
+fn leave_until_another_leads(
+    consumer: &BaseConsumer<ReaderContext>,
+    me: &Member,
+    asks: &Requests,
+    watch: Duration,
+    events: &UnboundedSender<Event>,
+) {
+    let (closing, unhealthy) = (&asks.closing, asks.keep_out.load(Ordering::Relaxed));
+    let ctx = consumer.context();
+    leave_group(consumer);
+    // The cooperative protocol takes only incremental assignments, and
+    // librdkafka refuses them until the revoke this causes has been served:
+    // poll until then.
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    let mut watched = ctx.seats.clone();
+    watched.push(CONTROL_PARTITION);
+    watched.sort_unstable();
+    watched.dedup();
+    for partition in watched {
+        if tpl.add_partition_offset(&ctx.reach.topic, partition, Offset::End).is_err() {
+            return;
+        }
+    }
+    let until = Instant::now() + Duration::from_secs(10);
+    while let Err(err) = consumer.incremental_assign(&tpl) {
+        if Instant::now() > until {
+            warn!(%err, "cannot watch the group's partitions from outside it; rejoining at once");
+            return;
+        }
+        consumer.poll(Duration::from_millis(50));
+    }
+    let until = Instant::now() + watch;
+    while !closing.load(Ordering::Relaxed) && Instant::now() < until {
+        if unhealthy && !asks.keep_out.load(Ordering::Relaxed) {
+            info!("healthy again: done standing aside");
+            break;
+        }
+        if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
+            let event = event_of(&msg, ctx, me, false);
+            // Any seat's leader: at one seat, the one we stood aside for.
+            let other_leads =
+                matches!(&event, Some(Event::OtherHeartbeat(_, o)) if matches!(o.stance, Stance::Leading { .. }));
+            if let Some(event) = event.filter(|e| !matches!(e, Event::OwnHeartbeat { .. })) {
+                if events.send(event).is_err() {
+                    break;
+                }
+            }
+            if other_leads {
+                info!("another member leads now; done standing aside");
+                break;
+            }
+        }
+    }
+    let _ = consumer.incremental_unassign(&tpl);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gap_in_own_heartbeats_is_said_once_when_they_are_back() {
+        let ms = |n: u64| BootTime::from_nanos(n * 1_000_000);
+        let interval = Duration::from_millis(500);
+        let mut gap = Gap::default();
+        // Steady: each one read back 10 ms after it was written.
+        for i in 0..4 {
+            let sent = ms(1_000 + i * 500);
+            assert_eq!(
+                gap.own(sent, ms(1_010 + i * 500), interval),
+                Some(Duration::from_millis(510)).filter(|_| i > 0)
+            );
+        }
+        // The newest read was sent at 2500; nothing for 3 s, then the
+        // records written meanwhile come back at once: the first says how
+        // long the fence saw no heartbeat, the rest nothing.
+        let back = ms(5_600);
+        assert_eq!(gap.own(ms(3_000), back, interval), Some(Duration::from_millis(3_100)));
+        for sent in [3_500, 4_000, 4_500, 5_000, 5_500] {
+            assert_eq!(gap.own(ms(sent), back, interval), None, "record sent at {sent} ms");
+        }
+        // Steady again: the next one's age is an interval's, said to no one.
+        assert_eq!(gap.own(ms(6_000), ms(6_110), interval), Some(Duration::from_millis(610)));
+        // A record read again (a rewind) says nothing.
+        assert_eq!(gap.own(ms(4_000), ms(6_700), interval), None);
+    }
+}

@@ -1,0 +1,252 @@
+//! The adapter's tests against librdkafka's mock cluster (in-process,
+//! over TCP): the consumer thread, the barrier and the clients' settings.
+
+use super::*;
+use clap::Parser;
+use rdkafka::mocking::MockCluster;
+use yield_request::PauseRequest;
+
+/// A member of group `g` on the broker at `brokers`, and its events.
+fn connect(brokers: &str) -> (Kafka, tokio::sync::mpsc::UnboundedReceiver<Event>) {
+    connect_as(brokers, Member::this_process("t".into()))
+}
+
+/// `connect`, as `member`.
+fn connect_as(brokers: &str, member: Member) -> (Kafka, tokio::sync::mpsc::UnboundedReceiver<Event>) {
+    let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+    let kafka = Kafka::connect(&settings(brokers), member, tx).expect("connects");
+    (kafka, events)
+}
+
+/// The adapter's settings for a member of group `g` at `brokers`.
+fn settings(brokers: &str) -> Settings {
+    let cli = crate::cli::Cli::try_parse_from(["neli-run", "--group", "g", "--brokers", brokers, "--", "true"])
+        .expect("valid arguments");
+    Settings::of(&Config::from_args(cli.run, None).expect("valid configuration"))
+}
+
+/// `member`'s heartbeat, contending.
+fn heartbeat_of(member: &Member, seq: u64) -> Vec<u8> {
+    let content = Content { record: Record::contending(1), since_ms: None, deadline_ms: 5000 };
+    Heartbeat::new(member, seq, BootTime::now(), crate::clock::wall_ms(), content).encode()
+}
+
+/// A new owner pins its read position a backlog before the end of the
+/// seat's partition (not its beginning), and a yield in that backlog was
+/// meant for an earlier owner: only one written once it owns the partition
+/// is its own.
+#[test]
+fn a_new_owner_reads_a_backlog_before_the_end_and_only_later_yields_are_its_own() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("g.neli", 1, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    let backlog = settings(&brokers).backlog;
+    let p1 = Member::this_process("p1".into());
+    let early = 5;
+    let mut before: Vec<Vec<u8>> = (0..backlog + early).map(|i| heartbeat_of(&p1, i as u64)).collect();
+    before.push(yield_request::Yield::new(None, None).encode());
+    produce(&brokers, &before);
+    let end = backlog + early + 1;
+    let (_kafka, mut events) = connect(&brokers);
+    let first = next(&mut events, |e| match e {
+        Event::Yield { .. } => panic!("a yield from before we owned partition 0 was heard as ours"),
+        Event::OtherHeartbeat(0, other) => Some(other.offset),
+        _ => None,
+    });
+    assert_eq!(first, end - backlog, "the first record read is a backlog before the end");
+    // Once a heartbeat written after the backlog yield is read, that yield
+    // has been passed over.
+    produce(&brokers, &[heartbeat_of(&p1, 1_000)]);
+    next(&mut events, |e| match e {
+        Event::Yield { .. } => panic!("a yield from before we owned partition 0 was heard as ours"),
+        Event::OtherHeartbeat(0, other) => (other.offset == end).then_some(()),
+        _ => None,
+    });
+    produce(&brokers, &[yield_request::Yield::new(None, Some("b".into())).encode()]);
+    let to = next(&mut events, |e| match e {
+        Event::Yield { to } => Some(to),
+        _ => None,
+    });
+    assert_eq!(to.as_deref(), Some("b"));
+}
+
+/// Writes `values` to partition 0 of g.neli, and waits until they are on it.
+fn produce(brokers: &str, values: &[Vec<u8>]) {
+    produce_to(brokers, 0, values);
+}
+
+/// `produce`, to `partition`.
+fn produce_to(brokers: &str, partition: i32, values: &[Vec<u8>]) {
+    let producer: BaseProducer =
+        rdkafka::ClientConfig::new().set("bootstrap.servers", brokers).create().expect("a producer");
+    for value in values {
+        producer.send(BaseRecord::<(), _>::to("g.neli").partition(partition).payload(value)).expect("queued");
+    }
+    producer.flush(Duration::from_secs(20)).expect("written");
+}
+
+/// Only partition 0 is the group's: a member given other partitions of
+/// a topic of several (Kafka assigns them too) reads nothing there.
+#[test]
+fn records_of_other_partitions_are_not_heard() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("g.neli", 2, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    produce_to(&brokers, 1, &[candidacy_of(&Member::this_process("p9".into()))]);
+    produce(&brokers, &[candidacy_of(&Member::this_process("p1".into()))]);
+    let (_kafka, mut events) = connect(&brokers);
+    let mut heard = Vec::new();
+    next(&mut events, |e| match e {
+        Event::Candidacy(c) => {
+            heard.push(c.name.clone());
+            (c.name == "p1").then_some(())
+        }
+        _ => None,
+    });
+    // A claim of absence needs a period (as `stays_false` in the
+    // integration tests): partition 1 is read from its start, in the
+    // same fetches as partition 0.
+    std::thread::sleep(Duration::from_millis(500));
+    while let Ok(event) = events.try_recv() {
+        if let Event::Candidacy(c) = event {
+            heard.push(c.name);
+        }
+    }
+    assert_eq!(heard, ["p1"]);
+}
+
+/// `member`'s candidacy of priority 2, written now.
+fn candidacy_of(member: &Member) -> Vec<u8> {
+    candidacy::Record::new(member, 2, false, 0, Duration::from_secs(1), false, false).encode()
+}
+
+/// Regression (audit D11): a candidacy written just after a new owner's
+/// first heartbeat came in the same fetch, and the core, hearing the
+/// heartbeat first, started the command before it heard of the member
+/// it should have let lead. The heartbeat now says records are behind
+/// it, and `CaughtUp` comes once they are all sent.
+#[test]
+fn records_fetched_behind_an_own_heartbeat_come_before_caught_up() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("g.neli", 1, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    let (me, p1) = (Member::this_process("t".into()), Member::this_process("p1".into()));
+    let record = Record::contending(1);
+    let content = Content { record, since_ms: None, deadline_ms: 5000 };
+    let ours = Heartbeat::new(&me, 1, BootTime::now(), crate::clock::wall_ms(), content).encode();
+    // All before we join: the backlog we read back is one fetch.
+    let p2 = Member::this_process("p2".into());
+    produce(&brokers, &[ours, candidacy_of(&p1), candidacy_of(&p2)]);
+    let (_kafka, mut events) = connect_as(&brokers, me);
+    let mut heard = Vec::new();
+    next(&mut events, |e| {
+        let done = matches!(e, Event::CaughtUp { .. });
+        match e {
+            Event::OwnHeartbeat { more, .. } => heard.push(format!("own heartbeat, more: {more}")),
+            Event::Candidacy(c) => heard.push(format!("candidacy of {}", c.name)),
+            Event::CaughtUp { .. } => heard.push("caught up".into()),
+            _ => {}
+        }
+        done.then_some(())
+    });
+    assert_eq!(heard, ["own heartbeat, more: true", "candidacy of p1", "candidacy of p2", "caught up"]);
+}
+
+/// Regression (H6): a member standing aside read partition 0 only to
+/// see whether another led, and dropped the pauses and candidacies it
+/// read meanwhile. They reach the core while it stands aside now.
+#[test]
+fn records_read_while_standing_aside_reach_the_core() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("g.neli", 1, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    let (kafka, mut events) = connect(&brokers);
+    next(&mut events, |e| matches!(e, Event::Assigned { .. }).then_some(()));
+    kafka.stand_aside();
+    // It watches from the end once it has left: written until read
+    // (the watch lasts 3 session timeouts, 18 s, without another leader).
+    let p1 = Member::this_process("p1".into());
+    let pause = PauseRequest::new(true, false).encode();
+    let until = Instant::now() + Duration::from_secs(15);
+    let (mut left, mut paused, mut candidate) = (false, false, false);
+    while !(left && paused && candidate) {
+        assert!(Instant::now() < until, "nothing read while standing aside reached the core");
+        produce(&brokers, &[pause.clone(), candidacy_of(&p1)]);
+        std::thread::sleep(Duration::from_millis(200));
+        while let Ok(event) = events.try_recv() {
+            match event {
+                Event::Assigned { .. } => panic!("rejoined before the records came"),
+                // It left the group: partition 0 goes (the release is
+                // dropped here, which ends the barrier).
+                Event::Revoked { .. } => left = true,
+                Event::Pause(p) => paused |= p.paused,
+                Event::Candidacy(c) => candidate |= c.name == "p1",
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Waits up to 30 s for the next event that `want` accepts.
+fn next<T>(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>, mut want: impl FnMut(Event) -> Option<T>) -> T {
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < until {
+        match events.try_recv() {
+            Ok(event) => {
+                if let Some(found) = want(event) {
+                    return found;
+                }
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    panic!("no such event within 30 s");
+}
+
+/// Regression (the exit hang): leaving joins the consumer thread, which
+/// may sit in the revoke barrier waiting for a release that the shell's loop
+/// never sends (the revoke event is queued behind a child exit that led
+/// to the exit). Leaving must end the barrier, or neli-run never exits.
+/// librdkafka's mock cluster is the broker (in-process, over TCP).
+#[test]
+fn leaving_ends_a_revoke_barrier_the_shell_loop_never_released() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("g.neli", 1, 1).expect("topic");
+    let (kafka, mut events) = connect(&cluster.bootstrap_servers());
+    next(&mut events, |e| matches!(e, Event::Assigned { .. }).then_some(()));
+    kafka.rejoin();
+    // Held, never sent to: the barrier stays closed.
+    let _release = next(&mut events, |e| match e {
+        Event::Revoked { release, .. } => Some(release),
+        _ => None,
+    });
+    let (left, leaving) = mpsc::channel();
+    std::thread::spawn(move || {
+        kafka.leave();
+        let _ = left.send(());
+    });
+    assert!(leaving.recv_timeout(Duration::from_secs(30)).is_ok(), "leaving the group hangs in the revoke barrier");
+}
+
+/// Both clients replace a connection silent for the request timeout
+/// (what lets a network blip pass: docs/operations.md, "Network
+/// blips"), unless the user says otherwise.
+#[test]
+fn both_clients_replace_a_connection_stuck_after_a_blip_unless_the_user_says() {
+    let settings = |extra: &[&str]| {
+        let args = ["neli-run", "--group", "g"].iter().chain(extra).chain(&["--", "true"]);
+        let cli = crate::cli::Cli::try_parse_from(args).expect("valid arguments");
+        Settings::of(&Config::from_args(cli.run, None).expect("valid configuration"))
+    };
+    let s = settings(&[]);
+    assert_eq!(s.timing.request_timeout(), Duration::from_millis(3300));
+    for config in [consumer_config(&s), producer_config(&s)] {
+        assert_eq!(config.get("socket.timeout.ms"), Some("3300"));
+        // Where partition 0 moved is asked every heartbeat interval.
+        assert_eq!(config.get("topic.metadata.refresh.interval.ms"), Some("500"));
+    }
+    let s = settings(&["-X", "socket.timeout.ms=20000"]);
+    for config in [consumer_config(&s), producer_config(&s)] {
+        assert_eq!(config.get("socket.timeout.ms"), Some("20000"));
+    }
+}

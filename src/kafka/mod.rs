@@ -68,11 +68,7 @@ pub enum Event {
     /// We are in the group, but another member holds every seat's partition.
     Standby,
     /// A seat's partition is ours.
-    Assigned {
-        // Read once the core keys its seats (the seat split's next step).
-        #[allow(dead_code)]
-        partition: Partition,
-    },
+    Assigned { partition: Partition },
     /// A seat's partition is being taken away. The rebalance callback is
     /// blocked until `release` is sent to (or dropped), and until the
     /// releases of the other seats revoked with it are too.
@@ -83,11 +79,7 @@ pub enum Event {
     OwnHeartbeat { partition: Partition, offset: i64, sent: BootTime, more: bool },
     /// Every record fetched so far has been sent, after an own heartbeat
     /// of this seat that said `more`.
-    CaughtUp {
-        // Read once the core keys its seats (the seat split's next step).
-        #[allow(dead_code)]
-        partition: Partition,
-    },
+    CaughtUp { partition: Partition },
     /// Another member's heartbeat, on a seat's partition.
     OtherHeartbeat(Partition, Other),
     /// `neli-run yield` asked us (while we own the control partition) to

@@ -11,7 +11,8 @@
 //! that process only, never in the one running the other tests.
 
 use std::fs::File;
-use std::process::Command;
+use std::os::fd::OwnedFd;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
@@ -123,23 +124,49 @@ fn a_kill_wakes_a_stopped_shim() {
     });
 }
 
+/// `sh -c script` with its stdin from a pipe: the returned end, dropped,
+/// lets a `read` in the script go on (the order of exits is the test's).
+fn held(script: &str) -> (Command, OwnedFd) {
+    // Close-on-exec: no other child may hold the write end.
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("a pipe");
+    let mut sh = Command::new("sh");
+    sh.args(["-c", script]).stdin(Stdio::from(read));
+    (sh, write)
+}
+
 #[test]
 fn every_status_goes_to_whoever_started_that_process() {
     isolated("every_status_goes_to_whoever_started_that_process", || {
-        let (mut a, mut b) = (seat("exit 3"), seat("sleep 0.2; exit 5"));
-        let mut hook = Command::new("sh");
-        hook.args(["-c", "exit 7"]);
+        let lease = || File::options().write(true).open("/dev/null").expect("/dev/null");
+        let (mut sh, a_go) = held("read _; exit 3");
+        let mut a = Running::start(&mut sh, lease()).expect("sh starts");
+        let (mut sh, b_go) = held("read _; exit 5");
+        let mut b = Running::start(&mut sh, lease()).expect("sh starts");
+        let (hook, hook_go) = held("read _; exit 7");
         let (_, hook) = Beside::spawn(hook).expect("the hook starts");
+        let (mut stray, stray_go) = held("read _; exit 9");
         // Not registered: an orphan's status, reaped and dropped.
-        let stray = Command::new("sh").args(["-c", "exit 9"]).spawn().expect("sh starts").id();
-        let stray = Pid::from_raw(stray as i32);
+        let stray = Pid::from_raw(stray.spawn().expect("sh starts").id() as i32);
+        // They exit in the order opposite to the registry's.
+        let gone = |pid: Pid| !std::path::Path::new(&format!("/proc/{pid}")).exists();
+        drop(stray_go);
+        until("the stray is reaped", || gone(stray));
+        assert!(!a.reaped() && !b.reaped(), "an orphan's status is nobody's");
+        drop(hook_go);
         let mut hooks = Vec::new();
-        until("all four are reaped", || {
+        until("the hook is reaped", || {
             hooks.extend(hook.try_iter());
-            a.reaped() && b.reaped() && !hooks.is_empty() && !std::path::Path::new(&format!("/proc/{stray}")).exists()
+            !hooks.is_empty()
         });
+        assert!(!a.reaped() && !b.reaped(), "a hook's status is the hook's");
+        drop(b_go);
+        until("B's shim is reaped", || b.reaped());
+        assert!(!a.reaped(), "B's status is B's");
+        drop(a_go);
+        until("A's shim is reaped", || a.reaped());
         assert_eq!((block_on(a.exited()), block_on(b.exited())), (ChildStatus::Exited(3), ChildStatus::Exited(5)));
         assert_eq!(hooks, [ChildStatus::Exited(7)]);
+        assert!(hook.try_recv().is_err(), "one status each");
     });
 }
 

@@ -18,8 +18,9 @@
 //! It blocks every other signal, so a signal sent to its process group
 //! reaches the line, not the keeper. neli-run never SIGKILLs a keeper: what
 //! is below it would come back to neli-run (`Beside::kill` sends SIGTERM).
-//! The command's kills spare the keeper and all below it, as they spared
-//! the shell before (`tree::signal_below_sparing`).
+//! The command's kills never reach it (they are rooted at the command's
+//! shim), and the sweeps of orphans spare it and all below it, as it is
+//! registered with the reaper (`reaper.rs`).
 
 use std::ffi::OsString;
 use std::io;

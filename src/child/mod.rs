@@ -1,22 +1,30 @@
 //! The child supervisor: starts the command behind its shim, signals its
 //! process group, renews its lease and waits until the group is gone.
 //!
-//! The process tree is `neli-run -> shim -> command -> ...`, where the shim
-//! leads a new process group that the command shares (see `shim.rs` for what
-//! the shim guarantees on its own). Descendants may leave that group; they
-//! never leave the tree below neli-run, which is a child subreaper (or
-//! PID 1) and reaps every exited process itself, so `std::process::Child` is
-//! not kept, and a kill reaches everything below us (`tree`).
+//! The process tree is `neli-run -> shim -> command -> ...`, one shim per
+//! seat, where the shim leads a new process group that the command shares
+//! (see `shim.rs` for what the shim guarantees on its own). Descendants may
+//! leave that group; they never leave the tree below the shim while it
+//! lives, as the shim is a child subreaper, so a seat's kill reaches
+//! everything below its own shim (`tree`) and nothing of another seat's.
+//! neli-run is a subreaper too (or PID 1): it reaps every exited process
+//! itself, so `std::process::Child` is not kept, and what a shim that died
+//! abruptly left comes back to it, to be swept (`all_gone`).
 //!
 //! Processes run beside the command (the hooks, the health check) are below
 //! us too, each under a keeper of its own (`keeper.rs`) that keeps what it
-//! starts below it and kills that when it ends: `reap` hands their statuses
-//! to whoever started them (`Beside`), and the kills that sweep the tree for
-//! the command's leftovers spare them.
+//! starts below it and kills that when it ends. Shims and keepers are
+//! registered with the reaper (`reaper.rs`), which hands each status to
+//! whoever started that process, and whose sweeps spare them.
 
 pub mod keeper;
+mod reaper;
 pub mod shim;
+#[cfg(test)]
+mod tests;
 pub mod tree;
+
+pub use reaper::{all_gone, reap, Beside};
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -25,15 +33,13 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::sys::signal::{killpg, Signal};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
+use tokio::sync::oneshot;
 
 use crate::clock::BootTime;
 use crate::exit::{ChildStatus, Failure, Kind};
@@ -80,11 +86,13 @@ pub fn check_executable(program: &OsStr) -> Result<(), Failure> {
     }
 }
 
-/// A started child: its shim's pid, which is also the process group id.
+/// A started child: its shim's pid, which is also the process group id,
+/// and the shim's registration with the reaper (its status comes there).
 #[derive(Debug)]
 pub struct Running {
     pgid: Pid,
     lease: File,
+    exit: oneshot::Receiver<ChildStatus>,
 }
 
 impl Running {
@@ -125,16 +133,44 @@ impl Running {
         }
         // Without /proc (a container or namespace that lacks it) the exec
         // fails, and says so here.
-        let child = shim
-            .spawn()
-            .map_err(|err| io::Error::new(err.kind(), format!("cannot start the shim /proc/self/exe: {err}")))?;
+        let started = Running::start(&mut shim, File::from(write))
+            .map_err(|err| io::Error::new(err.kind(), format!("cannot start the shim /proc/self/exe: {err}")));
         // Closes our copy of the read end (the pre_exec closure owns it) once
         // the shim has its own, before the first lease is written.
         drop(shim);
-        let mut running = Running { pgid: Pid::from_raw(child.id() as i32), lease: File::from(write) };
+        let mut running = started?;
         running.renew(lease)?;
         fcntl(&running.lease, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
         Ok(running)
+    }
+
+    /// Starts `shim` (a shim's command line, in a group of its own) and
+    /// registers it with the reaper under the lock it is forked under, so
+    /// its status comes to `exited` however soon it exits, and no sweep
+    /// takes it for an orphan.
+    fn start(shim: &mut std::process::Command, lease: File) -> io::Result<Running> {
+        let (pgid, exit) = reaper::spawn_shim(shim)?;
+        Ok(Running { pgid, lease, exit })
+    }
+
+    /// Whether `reap` has reaped the shim (its number may then be
+    /// another's, and its group's too once that is empty).
+    fn reaped(&self) -> bool {
+        !self.exit.is_empty() || self.exit.is_terminated()
+    }
+
+    /// Waits until `reap` has reaped the shim: its status. Cancel-safe; once
+    /// it has returned, the `Running` is done with (the reaper's channel is
+    /// spent).
+    pub async fn exited(&mut self) -> ChildStatus {
+        if self.exit.is_terminated() {
+            return std::future::pending().await;
+        }
+        (&mut self.exit).await.unwrap_or_else(|_| {
+            // Never: the registry drops an entry only as it reaps its pid.
+            tracing::error!(pid = self.pgid.as_raw(), "the shim's registration was lost");
+            ChildStatus::Exited(Kind::Internal.code())
+        })
     }
 
     /// The shim's pid and the group's id.
@@ -158,7 +194,11 @@ impl Running {
 
     /// Sends `sig` to the whole group; the shim, which ignores it, passes
     /// it on to descendants that left the group when it is the stop signal.
+    /// Not once the shim is reaped: its group is then leftovers, swept.
     pub fn signal(&self, sig: Signal) {
+        if self.reaped() {
+            return;
+        }
         match killpg(self.pgid, sig) {
             Ok(()) | Err(Errno::ESRCH) => {}
             Err(err) => tracing::warn!(%err, %sig, "could not signal the child's group"),
@@ -166,21 +206,24 @@ impl Running {
     }
 
     /// SIGKILLs everything the command started, whatever group or session
-    /// it moved to, but not the shim: the shim reaps them and reports the
-    /// command's own status (a command that exited on SIGTERM is 143 even if
-    /// a daemon it left had to be killed). SIGCONT wakes a shim stopped
-    /// along with its group (`kill -STOP -PGID`), which must reap.
+    /// it moved to: everything below its shim, which is a subreaper, and
+    /// nothing else (another seat's command, a hook, a check). Not the
+    /// shim: it reaps them and reports the command's own status (a command
+    /// that exited on SIGTERM is 143 even if a daemon it left had to be
+    /// killed). SIGCONT wakes a shim stopped along with its group (`kill
+    /// -STOP -PGID`), which must reap.
     ///
-    /// The hooks are spared if their list is free; while a hook is being
-    /// spawned (a fork and an exec hold the list) the kill does not wait
-    /// for it but sweeps them too: a hook is a report, the kill is not.
+    /// The shim's number is its own here: this runs on the loop, and only
+    /// the loop reaps, so a shim not reaped yet is not reaped during the
+    /// kill; once reaped, its leftovers are directly below neli-run, and
+    /// `all_gone`'s. A shim that dies during the walk leaves its command to
+    /// us too: what was read below it is then signalled only if still below
+    /// it (`tree::signal`).
     pub fn kill(&self) {
-        let spared = match BESIDE.try_lock() {
-            Ok(beside) => beside.pids(),
-            Err(TryLockError::Poisoned(beside)) => beside.into_inner().pids(),
-            Err(TryLockError::WouldBlock) => Default::default(),
-        };
-        tree::signal_below_sparing(nix::unistd::getpid(), Signal::SIGKILL, &spared, |p| p.pid != self.pgid);
+        if self.reaped() {
+            return;
+        }
+        tree::signal_below(self.pgid, Signal::SIGKILL, |_| true);
         let _ = nix::sys::signal::kill(self.pgid, Signal::SIGCONT);
     }
 }
@@ -243,118 +286,4 @@ fn fd_limit() -> i32 {
 /// `all_gone` does not wait on whatever init does with orphans.
 pub fn become_subreaper() -> nix::Result<()> {
     nix::sys::prctl::set_child_subreaper(true)
-}
-
-/// Reaps every exited child without blocking (we are a subreaper, or PID 1,
-/// so orphans are ours to reap). Returns the status of `shim` if it was among
-/// them.
-pub fn reap(shim: Option<Pid>) -> Option<ChildStatus> {
-    let mut beside = beside();
-    let mut found = None;
-    loop {
-        let (pid, status) = match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(pid, code)) => (pid, ChildStatus::Exited(code as u8)),
-            Ok(WaitStatus::Signaled(pid, sig, _)) => (pid, ChildStatus::Signaled(sig as i32)),
-            Ok(WaitStatus::StillAlive) | Err(_) => return found,
-            Ok(_) => continue,
-        };
-        if Some(pid) == shim {
-            found = Some(status);
-        } else if let Some(at) = beside.0.iter().position(|(p, _)| *p == pid) {
-            let _ = beside.0.swap_remove(at).1.send(status);
-        }
-    }
-}
-
-/// The processes running beside the command, each with where its status
-/// goes once `reap` reaps it. Held while spawning one (so that a reap, of
-/// one that exits at once, waits until it is listed: a reap on the loop may
-/// wait for one spawn, a fork and an exec) and across the sweep of
-/// `all_gone` (so that one started meanwhile is not swept). The command's
-/// kill never waits for it (`Running::kill`).
-pub struct Beside(Vec<(Pid, Sender<ChildStatus>)>);
-
-static BESIDE: Mutex<Beside> = Mutex::new(Beside(Vec::new()));
-
-fn beside() -> MutexGuard<'static, Beside> {
-    BESIDE.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl Beside {
-    fn pids(&self) -> std::collections::HashSet<Pid> {
-        self.0.iter().map(|(pid, _)| *pid).collect()
-    }
-
-    /// The command that runs `line` with /bin/sh -c under a keeper of its
-    /// own, for `spawn` once its environment and stdio are set.
-    pub fn shell(line: &str) -> std::process::Command {
-        let mut cmd = std::process::Command::new("/proc/self/exe");
-        cmd.arg0("neli-run-keeper").arg(keeper::ARG).args(["--", "/bin/sh", "-c", line]);
-        cmd
-    }
-
-    /// Starts `cmd` (from `shell`) beside the command: in a process group of
-    /// its own, without the descriptors neli-run holds (librdkafka's pipes),
-    /// spared by the command's kills; its status comes through the receiver
-    /// once `reap` reaps it (the caller must not wait for it: only `reap`
-    /// does).
-    pub fn spawn(mut cmd: std::process::Command) -> io::Result<(Pid, Receiver<ChildStatus>)> {
-        let mut beside = beside();
-        let fd_limit = fd_limit();
-        cmd.process_group(0);
-        // SAFETY: only async-signal-safe calls (fcntl, close_range) between
-        // fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                cloexec_inherited_fds(3, fd_limit);
-                Ok(())
-            });
-        }
-        let pid = Pid::from_raw(cmd.spawn()?.id() as i32);
-        let (status, receiver) = channel();
-        beside.0.push((pid, status));
-        Ok((pid, receiver))
-    }
-
-    /// Has the keeper `pid`, started by `spawn`, SIGKILL everything below it
-    /// and end (SIGTERM: a SIGKILL would leave what is below it to us),
-    /// unless it has been reaped (its number may then be another's); true
-    /// if sent.
-    pub fn kill(pid: Pid) -> bool {
-        let beside = beside();
-        beside.0.iter().any(|(p, _)| *p == pid) && nix::sys::signal::kill(pid, Signal::SIGTERM).is_ok()
-    }
-
-    /// As `kill`, for all those not reaped yet; how many.
-    pub fn kill_all() -> usize {
-        let beside = beside();
-        beside.0.iter().filter(|(pid, _)| nix::sys::signal::kill(*pid, Signal::SIGTERM).is_ok()).count()
-    }
-}
-
-/// Waits until nothing is left below us, SIGKILLing stragglers. The shim
-/// has exited by now and normally took everything with it; what is left
-/// was reparented to us when the shim was killed, and is condemned. A
-/// process that has been sent SIGKILL never runs user code again, so after a
-/// bound (uninterruptible sleep) we go on.
-pub async fn all_gone() {
-    let started = std::time::Instant::now();
-    loop {
-        reap(None);
-        let left = {
-            let beside = beside();
-            tree::signal_below_sparing(nix::unistd::getpid(), Signal::SIGKILL, &beside.pids(), |_| true)
-        };
-        if left == 0 {
-            return;
-        }
-        if started.elapsed() > Duration::from_secs(5) {
-            tracing::error!(
-                left,
-                "processes the command started were sent SIGKILL but still exist (uninterruptible sleep?)"
-            );
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }

@@ -55,33 +55,42 @@ pub fn below(root: Pid) -> Vec<Proc> {
 }
 
 /// Sends `sig` to every process below `root` that `pick` selects; returns
-/// how many processes were below `root`.
+/// how many processes were below `root`. The kill of one command: `root`
+/// is its shim, and everything below it is the command's.
 pub fn signal_below(root: Pid, sig: Signal, pick: impl Fn(&Proc) -> bool) -> usize {
-    signal_below_sparing(root, sig, &HashSet::new(), pick)
-}
-
-/// As `signal_below`, but leaves alone the processes `spared` and all
-/// their descendants (the hooks: what the command starts is never below
-/// them, since an orphan goes up to a subreaper, and neither they nor the
-/// shells they run are one); returns how many other processes were below
-/// `root`.
-pub fn signal_below_sparing(root: Pid, sig: Signal, spared: &HashSet<Pid>, pick: impl Fn(&Proc) -> bool) -> usize {
     let procs = below(root);
     let ours: HashSet<Pid> = procs.iter().map(|p| p.pid).chain([root]).collect();
-    let mut spared = spared.clone();
-    let mut left = 0;
+    procs.iter().filter(|p| pick(p)).for_each(|p| send(p.pid, sig, &ours));
+    procs.len()
+}
+
+/// Of `procs` (below some root, parents before their children, as `below`
+/// lists them), those outside the subtrees of the processes `kept` selects
+/// (the ones neli-run registered: a live shim and what its command started,
+/// a hook's keeper and what its line started).
+pub fn outside(procs: Vec<Proc>, kept: impl Fn(Pid) -> bool) -> Vec<Proc> {
+    let mut spared = HashSet::new();
+    let mut left = Vec::new();
     // Parents come before their children.
-    for p in &procs {
-        if spared.contains(&p.pid) || spared.contains(&p.ppid) {
+    for p in procs {
+        if kept(p.pid) || spared.contains(&p.ppid) {
             spared.insert(p.pid);
-            continue;
-        }
-        left += 1;
-        if pick(p) {
-            send(p.pid, sig, &ours);
+        } else {
+            left.push(p);
         }
     }
     left
+}
+
+/// Sends `sig` to each of `procs`, read below `root` a moment ago, that is
+/// still below: whose parent is `root` or one of `procs`. A process whose
+/// parent died meanwhile was reparented to the nearest subreaper, `root`
+/// (or neli-run, for a shim that died: the sweep's), and is still sent it.
+pub fn signal(procs: &[Proc], root: Pid, sig: Signal) {
+    let ours: HashSet<Pid> = procs.iter().map(|p| p.pid).chain([root]).collect();
+    for p in procs {
+        send(p.pid, sig, &ours);
+    }
 }
 
 /// Signals `pid` only if it is still one of ours. Through a pidfd, the pid
@@ -162,7 +171,9 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert_eq!(below(root).len(), 3, "{:?}", below(root));
-        assert_eq!(signal_below_sparing(root, Signal::SIGKILL, &HashSet::from([spared]), |_| true), 1);
+        let condemned = outside(below(root), |pid| pid == spared);
+        assert_eq!(condemned.len(), 1, "{condemned:?}");
+        signal(&condemned, root, Signal::SIGKILL);
         for _ in 0..500 {
             if below(root).len() == 2 {
                 break;

@@ -9,10 +9,10 @@
 //! shim's lease backs it up if this process itself is frozen.
 //!
 //! What takes time runs beside the loop and comes back as an input: waiting
-//! for a stopped command's leftovers to go (`Supervisor::reap`), flushing a
-//! disclaimer. The loop also waits, each wait bounded and saying why where
+//! for a stopped command's leftovers to go (`Supervisor::exited`), flushing
+//! a disclaimer. The loop also waits, each wait bounded and saying why where
 //! it is, in the kill's one pass over /proc (`Supervisor::kill`), in `reap`
-//! behind the lock of the processes run beside the command, and, once the
+//! behind the reaper's lock (held by a spawn, or a sweep's signals), and, once the
 //! loop is done, in `warm_stop`'s grace and `Shell::exit` (leaving the
 //! group, at most `LEAVE_WAIT`; the leader file; the hooks).
 
@@ -259,7 +259,7 @@ impl Shell {
                     self.report.healthy = Some(healthy);
                     return Input::Health(healthy);
                 }
-                _ = self.sigchld.recv() => self.child.reap(),
+                _ = self.sigchld.recv() => child::reap(),
                 Some(status) = self.child.exited() => {
                     info!(%status, "child exited");
                     if self.warm.is_some() {
@@ -503,7 +503,7 @@ async fn connect(
 /// else does (the hooks' statuses come back through it).
 async fn reaping(sigchld: &mut tokio::signal::unix::Signal) {
     loop {
-        child::reap(None);
+        child::reap();
         if sigchld.recv().await.is_none() {
             std::future::pending::<()>().await;
         }

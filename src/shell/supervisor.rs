@@ -1,9 +1,12 @@
 //! The supervised command as the shell holds it: how to start it, the
 //! running one, and its status once everything it started is gone.
 //!
-//! One today. A shell that runs one command per role or partition would
-//! hold one `Supervisor` per key; everything about a command's life is here,
-//! and the shell only routes the core's actions to it.
+//! One per seat (one today): everything about a command's life is here, and
+//! the shell only routes the core's actions to it. Each owns its shim's
+//! registration with the reaper and hears its own shim's exit (`exited`):
+//! the shell's SIGCHLD handler calls the reaper once (`child::reap`), which
+//! hands each status to its owner. A seat's kill reaches only what is below
+//! its own shim, and its sweep only orphans, never another seat's command.
 
 use nix::sys::signal::Signal;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -20,7 +23,8 @@ pub(super) struct Supervisor {
     command: child::Command,
     running: Option<Running>,
     /// The shim has exited and its leftovers are being swept: nothing new
-    /// may start until `exited` says so (the sweep kills all below us).
+    /// may start until `exited` says so (a new shim would be spared by the
+    /// sweep, but the leftovers would outlive its start).
     ending: bool,
     /// The command's status, sent once everything it started is gone: the
     /// wait for that runs beside the loop, which keeps heartbeating meanwhile.
@@ -90,27 +94,39 @@ impl Supervisor {
         }
     }
 
-    /// SIGKILLs everything the running command started. This runs on the
-    /// loop, and is its one piece of synchronous work that grows with the
-    /// machine: one pass over /proc (a read of each process's stat, no wait
-    /// on any process). It stays on the loop because it names the shim by
-    /// pid (the SIGCONT that wakes a stopped shim): while a shim lives only
-    /// the loop reaps (`reap`), so the shim cannot be reaped, and its pid
-    /// reused, before the kill is done.
+    /// SIGKILLs everything the running command started (all below its
+    /// shim: no other seat's). This runs on the loop, and is its one piece
+    /// of synchronous work that grows with the machine: one pass over /proc
+    /// (a read of each process's stat, no wait on any process). It stays on
+    /// the loop because it names the shim by pid (the walk below it, the
+    /// SIGCONT that wakes a stopped shim): only the loop reaps
+    /// (`child::reap`), so a shim not reaped yet cannot be reaped, and its
+    /// pid reused, before the kill is done.
     pub(super) fn kill(&self) {
         self.running.iter().for_each(Running::kill)
     }
 
-    /// On SIGCHLD: reaps what exited. Once the shim is among them, what it
-    /// leaves is killed and reaped off the loop (up to seconds, for a
-    /// process in uninterruptible sleep), and its status comes back through
-    /// `exited` after that.
-    pub(super) fn reap(&mut self) {
-        let Some(pgid) = self.running.as_ref().map(Running::pgid) else {
-            child::reap(None);
-            return;
-        };
-        let Some(status) = child::reap(Some(pgid)) else { return };
+    /// The status of a command whose whole tree is gone (never None: the
+    /// sender is ours). Waits first for the reaper to hand over the shim's
+    /// status; what the shim leaves is then killed off the loop (up to
+    /// seconds, for a process in uninterruptible sleep), and its status
+    /// comes back after that. Cancel-safe: each step is taken as soon as
+    /// its wait ends, with no wait in between.
+    pub(super) async fn exited(&mut self) -> Option<ChildStatus> {
+        loop {
+            tokio::select! {
+                status = shim_exited(&mut self.running) => self.sweep(status),
+                status = self.gone.recv() => {
+                    self.ending = false;
+                    return status;
+                }
+            }
+        }
+    }
+
+    /// The shim was reaped with `status`: sweeps its leftovers off the
+    /// loop, then sends the status on to `exited`.
+    fn sweep(&mut self, status: ChildStatus) {
         self.running = None;
         self.ending = true;
         let gone_tx = self.gone_tx.clone();
@@ -119,13 +135,13 @@ impl Supervisor {
             let _ = gone_tx.send(status);
         });
     }
+}
 
-    /// The status of a command whose whole tree is gone (never None: the
-    /// sender is ours).
-    pub(super) async fn exited(&mut self) -> Option<ChildStatus> {
-        let status = self.gone.recv().await;
-        self.ending = false;
-        status
+/// The running shim's status, once reaped (else never ends).
+async fn shim_exited(running: &mut Option<Running>) -> ChildStatus {
+    match running {
+        Some(running) => running.exited().await,
+        None => std::future::pending().await,
     }
 }
 

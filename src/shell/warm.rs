@@ -463,7 +463,7 @@ impl Shell {
             let mut killed = false;
             loop {
                 tokio::select! {
-                    _ = self.sigchld.recv() => self.child.reap(),
+                    _ = self.sigchld.recv() => crate::child::reap(),
                     Some(status) = self.child.exited() => {
                         info!(%status, "the warm command exited");
                         if code == 0 {

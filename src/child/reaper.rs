@@ -1,0 +1,225 @@
+//! The reaper: one registry of the processes neli-run started, each with
+//! where its status goes, and `reap`, which routes every status by pid.
+//!
+//! neli-run is a child subreaper (or PID 1), so `waitpid(-1)` hands it the
+//! statuses of the processes it started (each seat's shim; the keepers of
+//! the hooks and health checks run beside the commands) and of orphans
+//! reparented to it (what a shim or a keeper that died abruptly left).
+//! Whose each status is, only the registry says:
+//!
+//! - A process is registered under the lock it is forked under (`spawn`),
+//!   and `reap` holds that lock across its `waitpid`s: a process that exits
+//!   at once is listed before it can be reaped, so its status is never
+//!   taken for an orphan's and dropped.
+//! - `reap` removes an entry as it reaps its pid. A pid is reused only once
+//!   reaped, so a registered pid always names the process registered, and a
+//!   registered shim is alive or a zombie: what its command started is
+//!   below it (the shim is a subreaper too) until it dies.
+//! - A pid nobody registered is an orphan's: reaped and dropped.
+//! - Every process directly below neli-run that is not registered is an
+//!   orphan, condemned whatever seat it came from, and `all_gone` sweeps
+//!   it with all below it; a registered process and all below it are never
+//!   touched by a sweep (another seat's live command, a hook).
+//!
+//! `reap` is called on the shell's loop only (its SIGCHLD handler and its
+//! exit path): a `Running` on the loop then knows that its shim, not
+//! reaped yet, still has its number (`Running::kill`).
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+use tokio::sync::oneshot;
+
+use super::{cloexec_inherited_fds, fd_limit, keeper, tree};
+use crate::exit::ChildStatus;
+
+/// Where a registered process's status goes once reaped.
+enum Owner {
+    /// A seat's shim: to its `Running`, which the loop awaits.
+    Shim(oneshot::Sender<ChildStatus>),
+    /// A keeper run beside the commands: to the thread that started it.
+    Beside(mpsc::Sender<ChildStatus>),
+}
+
+impl Owner {
+    /// Hands `status` over; an owner that stopped listening drops it.
+    fn deliver(self, status: ChildStatus) {
+        match self {
+            Owner::Shim(to) => drop(to.send(status)),
+            Owner::Beside(to) => drop(to.send(status)),
+        }
+    }
+}
+
+/// The processes neli-run started and has not reaped, by pid.
+struct Registry(Vec<(Pid, Owner)>);
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry(Vec::new()));
+
+/// The registry, locked. Held by a spawn (a fork and an exec), by `reap`
+/// (its `waitpid`s, none blocking), by a sweep's signals (no /proc walk),
+/// and for a lookup: the loop, which reaps, may wait that long for it.
+fn registry() -> MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Registry {
+    fn holds(&self, pid: Pid) -> bool {
+        self.0.iter().any(|(p, _)| *p == pid)
+    }
+
+    fn is_beside(&self, pid: Pid) -> bool {
+        self.0.iter().any(|(p, owner)| *p == pid && matches!(owner, Owner::Beside(_)))
+    }
+}
+
+/// Forks and execs `cmd`, registered with `owner` under the lock it is
+/// forked under (see the module's doc). std's spawn waits for the exec, and
+/// on a failed one reaps the child itself: no `reap` can take it first.
+fn spawn(cmd: &mut std::process::Command, owner: Owner) -> io::Result<Pid> {
+    let mut registry = registry();
+    let pid = Pid::from_raw(cmd.spawn()?.id() as i32);
+    registry.0.push((pid, owner));
+    Ok(pid)
+}
+
+/// Starts `cmd` (set up as a shim) registered as a seat's shim; its status
+/// comes through the receiver once `reap` reaps it.
+pub(super) fn spawn_shim(cmd: &mut std::process::Command) -> io::Result<(Pid, oneshot::Receiver<ChildStatus>)> {
+    let (status, receiver) = oneshot::channel();
+    Ok((spawn(cmd, Owner::Shim(status))?, receiver))
+}
+
+/// Reaps every exited child without blocking (we are a subreaper, or PID 1,
+/// so orphans are ours to reap), and hands each status to whoever started
+/// that process; an orphan's is dropped. On the loop only (module's doc).
+pub fn reap() {
+    let mut registry = registry();
+    loop {
+        let (pid, status) = match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) => (pid, ChildStatus::Exited(code as u8)),
+            Ok(WaitStatus::Signaled(pid, sig, _)) => (pid, ChildStatus::Signaled(sig as i32)),
+            Ok(WaitStatus::StillAlive) | Err(_) => return,
+            Ok(_) => continue,
+        };
+        match registry.0.iter().position(|(p, _)| *p == pid) {
+            Some(at) => registry.0.swap_remove(at).1.deliver(status),
+            None => tracing::debug!(pid = pid.as_raw(), %status, "reaped an orphan"),
+        }
+    }
+}
+
+/// The processes run beside the commands (the hooks, the health check),
+/// each under a keeper of its own (`keeper.rs`) that keeps what it starts
+/// below it: registered, so that `reap` hands each status to whoever
+/// started it, and a sweep spares it and all below it.
+pub struct Beside;
+
+impl Beside {
+    /// The command that runs `line` with /bin/sh -c under a keeper of its
+    /// own, for `spawn` once its environment and stdio are set.
+    pub fn shell(line: &str) -> std::process::Command {
+        let mut cmd = std::process::Command::new("/proc/self/exe");
+        cmd.arg0("neli-run-keeper").arg(keeper::ARG).args(["--", "/bin/sh", "-c", line]);
+        cmd
+    }
+
+    /// Starts `cmd` (from `shell`) beside the command: in a process group of
+    /// its own, without the descriptors neli-run holds (librdkafka's pipes),
+    /// spared by the sweeps; its status comes through the receiver once
+    /// `reap` reaps it (the caller must not wait for it: only `reap` does).
+    pub fn spawn(mut cmd: std::process::Command) -> io::Result<(Pid, Receiver<ChildStatus>)> {
+        let fd_limit = fd_limit();
+        cmd.process_group(0);
+        // SAFETY: only async-signal-safe calls (fcntl, close_range) between
+        // fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                cloexec_inherited_fds(3, fd_limit);
+                Ok(())
+            });
+        }
+        let (status, receiver) = mpsc::channel();
+        Ok((spawn(&mut cmd, Owner::Beside(status))?, receiver))
+    }
+
+    /// Has the keeper `pid`, started by `spawn`, SIGKILL everything below it
+    /// and end (SIGTERM: a SIGKILL would leave what is below it to us),
+    /// unless it has been reaped (its number may then be another's); true
+    /// if sent.
+    pub fn kill(pid: Pid) -> bool {
+        let registry = registry();
+        registry.is_beside(pid) && nix::sys::signal::kill(pid, Signal::SIGTERM).is_ok()
+    }
+
+    /// As `kill`, for all those not reaped yet (never a shim); how many.
+    pub fn kill_all() -> usize {
+        let registry = registry();
+        let beside = registry.0.iter().filter(|(_, owner)| matches!(owner, Owner::Beside(_)));
+        beside.filter(|(pid, _)| nix::sys::signal::kill(*pid, Signal::SIGTERM).is_ok()).count()
+    }
+}
+
+/// One pass of `all_gone`: SIGKILLs every orphan below us (every process
+/// directly below neli-run that is not registered) and all below it;
+/// returns how many it found (zombies too: they go once the loop reaps).
+///
+/// /proc is read without the lock (a walk over every process of the
+/// machine), then the lock is taken, and held while the orphans are told
+/// apart and signalled (a lookup and a few syscalls each):
+/// - A shim or keeper being started while /proc is read is forked under
+///   the lock: by the time the sweep holds it, that process is registered,
+///   and spared with all below it. One forked after the read is not in it.
+/// - Nothing is reaped while the sweep holds the lock, so no pid it read
+///   directly below us can be reused meanwhile by a process neli-run starts
+///   (that needs the lock too). Deeper pids are signalled only if still
+///   below what was read (`tree::signal`, through a pidfd).
+/// - A registered shim's command is below that shim while it lives, so it
+///   is spared; once the shim died (even before it is reaped) what it left
+///   is directly below us, unregistered, and condemned: it is the dead
+///   seat's leftovers, which that seat's own sweep would kill anyway.
+fn sweep() -> usize {
+    let us = nix::unistd::getpid();
+    let procs = tree::below(us);
+    let registry = registry();
+    let orphans = tree::outside(procs, |pid| registry.holds(pid));
+    tree::signal(&orphans, us, Signal::SIGKILL);
+    orphans.len()
+}
+
+/// Waits until no orphan is left below us (see `sweep`), SIGKILLing them.
+/// A shim has exited by now and normally took everything with it; what is
+/// left was reparented to us when the shim was killed, and is condemned. A
+/// process that has been sent SIGKILL never runs user code again, so after a
+/// bound (uninterruptible sleep) we go on. The loop reaps the orphans as
+/// they die (their SIGCHLD); each pass reads /proc on a blocking thread,
+/// off the runtime's workers.
+pub async fn all_gone() {
+    let started = Instant::now();
+    loop {
+        let left = match tokio::task::spawn_blocking(sweep).await {
+            Ok(left) => left,
+            Err(err) => {
+                tracing::error!(%err, "the sweep of the command's leftovers failed");
+                return;
+            }
+        };
+        if left == 0 {
+            return;
+        }
+        if started.elapsed() > Duration::from_secs(5) {
+            tracing::error!(
+                left,
+                "processes the command started were sent SIGKILL but still exist (uninterruptible sleep?)"
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

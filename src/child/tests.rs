@@ -1,0 +1,217 @@
+//! The reaper's routing, a seat's kill and the sweep, with real processes
+//! and real signals. The lib's tests cannot exec a shim (/proc/self/exe is
+//! the test binary), so a seat's shim is played by `sh -c`, started as
+//! `Running::spawn` starts a shim (`Running::start`): registered with the
+//! reaper, in a group of its own.
+//!
+//! Each test runs in a process of its own (`isolated`), a child subreaper
+//! as neli-run is: `reap` waits for any child, and would take the statuses
+//! of other tests' processes, and orphans must come back to the test, not
+//! to init. The subreaper bit applies to the whole process, so it is set in
+//! that process only, never in the one running the other tests.
+
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::{getpid, Pid};
+
+use super::tree::{below, outside};
+use super::{become_subreaper, reap, tree, Beside, Running};
+use crate::exit::ChildStatus;
+
+/// Set to a test's name in the process that runs it alone.
+const ISOLATED: &str = "NELI_RUN_ISOLATED_TEST";
+
+/// Runs the test `name` of this module in a process of its own, made a
+/// child subreaper, and fails if it fails there (or did not run). What it
+/// leaves running is killed when it ends.
+fn isolated(name: &str, body: impl FnOnce()) {
+    if std::env::var(ISOLATED).as_deref() == Ok(name) {
+        struct Cleanup;
+        impl Drop for Cleanup {
+            fn drop(&mut self) {
+                tree::signal_below(getpid(), Signal::SIGKILL, |_| true);
+            }
+        }
+        let _cleanup = Cleanup;
+        become_subreaper().expect("a child subreaper");
+        body();
+        return;
+    }
+    let test = format!("{}::{name}", module_path!().split_once("::").expect("a crate's module").1);
+    let out = Command::new("/proc/self/exe")
+        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .env(ISOLATED, name)
+        .output()
+        .expect("the test binary runs");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && said.contains("1 passed"), "{test} alone: {:?}\n{said}", out.status);
+}
+
+/// A seat's shim, played by `sh -c script`: registered, in its own group.
+fn seat(script: &str) -> Running {
+    let mut sh = Command::new("sh");
+    sh.args(["-c", script]);
+    std::os::unix::process::CommandExt::process_group(&mut sh, 0);
+    let lease = File::options().write(true).open("/dev/null").expect("/dev/null");
+    Running::start(&mut sh, lease).expect("sh starts")
+}
+
+/// Reaps, as the loop does, until `done` (for at most ten seconds, far more
+/// than anything here takes: a bound, not a guess).
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        reap();
+        if done() {
+            return;
+        }
+        assert!(Instant::now() < end, "not within 10 s: {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The pids below `root`, sorted.
+fn pids_below(root: Pid) -> Vec<Pid> {
+    let mut pids: Vec<Pid> = below(root).iter().map(|p| p.pid).collect();
+    pids.sort();
+    pids
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime").block_on(future)
+}
+
+/// Whether `pid` is stopped (state T in /proc/PID/stat).
+fn stopped(pid: Pid) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rfind(')').is_some_and(|at| stat[at + 1..].trim_start().starts_with('T'))
+}
+
+#[test]
+fn a_seats_kill_leaves_another_seats_command_alone() {
+    isolated("a_seats_kill_leaves_another_seats_command_alone", || {
+        let mut a = seat("sleep 100 & sleep 100 & wait; exit 3");
+        let b = seat("sleep 100 & sleep 100 & wait; exit 5");
+        until("both seats' commands run", || below(a.pgid()).len() == 2 && below(b.pgid()).len() == 2);
+        let b_tree = pids_below(b.pgid());
+        a.kill();
+        // A's shell exits once both its sleeps are dead (it waits for them).
+        until("A's shim is reaped", || a.reaped());
+        assert_eq!(block_on(a.exited()), ChildStatus::Exited(3));
+        assert!(!b.reaped(), "B's shim still runs");
+        assert_eq!(pids_below(b.pgid()), b_tree, "B's command untouched by A's kill");
+        let mut b = b;
+        b.kill();
+        until("B's shim is reaped", || b.reaped());
+        assert_eq!(block_on(b.exited()), ChildStatus::Exited(5));
+    });
+}
+
+#[test]
+fn a_kill_wakes_a_stopped_shim() {
+    isolated("a_kill_wakes_a_stopped_shim", || {
+        let mut a = seat("sleep 100 & wait; exit 4");
+        until("the command runs", || below(a.pgid()).len() == 1);
+        kill(a.pgid(), Signal::SIGSTOP).expect("SIGSTOP");
+        until("the shim is stopped", || stopped(a.pgid()));
+        a.kill();
+        until("the shim, woken, reaps its command and is reaped", || a.reaped());
+        assert_eq!(block_on(a.exited()), ChildStatus::Exited(4));
+    });
+}
+
+/// `sh -c script` with its stdin from a pipe: the returned end, dropped,
+/// lets a `read` in the script go on (the order of exits is the test's).
+fn held(script: &str) -> (Command, OwnedFd) {
+    // Close-on-exec: no other child may hold the write end.
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("a pipe");
+    let mut sh = Command::new("sh");
+    sh.args(["-c", script]).stdin(Stdio::from(read));
+    (sh, write)
+}
+
+#[test]
+fn every_status_goes_to_whoever_started_that_process() {
+    isolated("every_status_goes_to_whoever_started_that_process", || {
+        let lease = || File::options().write(true).open("/dev/null").expect("/dev/null");
+        let (mut sh, a_go) = held("read _; exit 3");
+        let mut a = Running::start(&mut sh, lease()).expect("sh starts");
+        let (mut sh, b_go) = held("read _; exit 5");
+        let mut b = Running::start(&mut sh, lease()).expect("sh starts");
+        let (hook, hook_go) = held("read _; exit 7");
+        let (_, hook) = Beside::spawn(hook).expect("the hook starts");
+        let (mut stray, stray_go) = held("read _; exit 9");
+        // Not registered: an orphan's status, reaped and dropped.
+        let stray = Pid::from_raw(stray.spawn().expect("sh starts").id() as i32);
+        // They exit in the order opposite to the registry's.
+        let gone = |pid: Pid| !std::path::Path::new(&format!("/proc/{pid}")).exists();
+        drop(stray_go);
+        until("the stray is reaped", || gone(stray));
+        assert!(!a.reaped() && !b.reaped(), "an orphan's status is nobody's");
+        drop(hook_go);
+        let mut hooks = Vec::new();
+        until("the hook is reaped", || {
+            hooks.extend(hook.try_iter());
+            !hooks.is_empty()
+        });
+        assert!(!a.reaped() && !b.reaped(), "a hook's status is the hook's");
+        drop(b_go);
+        until("B's shim is reaped", || b.reaped());
+        assert!(!a.reaped(), "B's status is B's");
+        drop(a_go);
+        until("A's shim is reaped", || a.reaped());
+        assert_eq!((block_on(a.exited()), block_on(b.exited())), (ChildStatus::Exited(3), ChildStatus::Exited(5)));
+        assert_eq!(hooks, [ChildStatus::Exited(7)]);
+        assert!(hook.try_recv().is_err(), "one status each");
+    });
+}
+
+#[test]
+fn a_sweep_takes_orphans_and_spares_live_seats_and_hooks() {
+    isolated("a_sweep_takes_orphans_and_spares_live_seats_and_hooks", || {
+        let us = getpid();
+        let b = seat("sleep 100 & sleep 100 & wait");
+        let mut hook = Command::new("sh");
+        hook.args(["-c", "sleep 100 & wait"]);
+        let (hook, _status) = Beside::spawn(hook).expect("the hook starts");
+        // A shell that leaves a subshell and its two sleeps to us, as a
+        // shim killed with SIGKILL leaves its command, in another session.
+        let _ = Command::new("sh")
+            .args(["-c", "setsid sh -c 'sleep 100 & sleep 100 & wait' & exit 0"])
+            .spawn()
+            .expect("sh starts")
+            .id();
+        let registered = |pid| pid == b.pgid() || pid == hook;
+        until("the orphans are below us, the rest in place", || {
+            let orphans = outside(below(us), registered);
+            orphans.len() == 3
+                && orphans.iter().filter(|p| p.ppid == us).count() == 1
+                && below(b.pgid()).len() == 2
+                && below(hook).len() == 1
+        });
+        let (b_tree, hook_tree) = (pids_below(b.pgid()), pids_below(hook));
+        block_on(async {
+            let mut sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).expect("SIGCHLD");
+            let reaping = async {
+                loop {
+                    reap();
+                    sigchld.recv().await;
+                }
+            };
+            tokio::select! {
+                _ = super::all_gone() => {}
+                _ = reaping => {}
+            }
+        });
+        // all_gone returns once none is left, not even as a zombie.
+        let left = outside(below(us), registered);
+        assert!(left.is_empty(), "orphans left: {left:?}");
+        assert!(!b.reaped(), "B's shim still runs");
+        assert_eq!(pids_below(b.pgid()), b_tree, "B's command untouched by the sweep");
+        assert_eq!(pids_below(hook), hook_tree, "the hook untouched by the sweep");
+    });
+}

@@ -20,13 +20,13 @@ mod health;
 mod hooks;
 mod input;
 pub(crate) mod leader_file;
+mod seat;
 mod signals;
 mod supervisor;
 mod warm;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::ControlFlow;
-use std::sync::mpsc::SyncSender;
 
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -48,9 +48,8 @@ use health::Health;
 use hooks::Hooks;
 use input::Keep;
 use leader_file::LeaderFile;
+use seat::{Heard, Seat};
 use signals::{sleep_for, Signals};
-use supervisor::Supervisor;
-use warm::Warm;
 
 /// Runs `cfg` until the child's run ends; returns the exit status (the
 /// command's, or the core's for an outcome that is not the command's), or
@@ -62,11 +61,13 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
     }
 }
 
-/// The one seat this shell runs.
+/// The seat whose standing the reports show (the metrics, the hooks, the
+/// leader file, systemd's status line): the one seat there is. Per-seat
+/// reports come with NELI roles.
 const SEAT: Partition = SEATS[0];
 
-/// The loop's state between two turns: the core, what it talks through,
-/// and the command it supervises.
+/// The loop's state between two turns: the core, what the member talks
+/// through, and its seats, each with the command it supervises.
 struct Shell {
     core: Leader,
     kafka: Kafka,
@@ -75,15 +76,11 @@ struct Shell {
     kafka_alive: bool,
     signals: Signals,
     sigchld: tokio::signal::unix::Signal,
-    child: Supervisor,
-    /// `--warm`: the command runs all the time and is told when it leads.
-    warm: Option<Warm>,
+    /// One per seat (`leader::SEATS`), by partition.
+    seats: BTreeMap<Partition, Seat>,
     /// Inputs the shell makes itself (a start that failed), heard before
     /// anything new.
     pending: VecDeque<Input>,
-    /// Per revoked seat's partition: the release the rebalance callback
-    /// waits for, until that seat's core releases it.
-    release: BTreeMap<Partition, SyncSender<()>>,
     /// A disclaimer is flushed off the loop; the handovers that follow it
     /// (release, stand aside, rejoin, exit) wait for that, in order, so the
     /// next owner reads it first. Kills and signals never wait.
@@ -128,8 +125,7 @@ impl Shell {
         };
         child::become_subreaper()
             .map_err(|err| Failure::new(Kind::Internal, format!("cannot become a child subreaper: {err}")))?;
-        let mut child = Supervisor::new(&cfg);
-        let warm = Warm::new(&cfg, &mut child)?;
+        let seats = Seat::all(&cfg)?;
 
         let ids =
             metrics::Ids { group: cfg.kafka.group.clone(), topic: cfg.kafka.topic.clone(), member: cfg.name.clone() };
@@ -186,10 +182,8 @@ impl Shell {
             kafka_alive: true,
             signals,
             sigchld,
-            child,
-            warm,
+            seats,
             pending: VecDeque::new(),
-            release: BTreeMap::new(),
             flushing: None,
             after_flush: Vec::new(),
             health,
@@ -243,6 +237,10 @@ impl Shell {
             // fires at once, and the core handles any input only after the
             // deadlines that passed (a fence among them).
             let sleep = self.core.next_deadline().map(|t| t.since(BootTime::now()));
+            // `--warm`: the first seat whose dead command is due to start
+            // again as a standby's.
+            let restart_at =
+                self.seats.iter().filter_map(|(&p, seat)| Some((seat.warm.as_ref()?.restart_at?, p))).min();
             tokio::select! {
                 event = self.events.recv(), if self.kafka_alive => {
                     if let Some(input) = self.heard(event) {
@@ -260,24 +258,15 @@ impl Shell {
                     return Input::Health(healthy);
                 }
                 _ = self.sigchld.recv() => child::reap(),
-                Some(status) = self.child.exited() => {
-                    info!(%status, "child exited");
-                    if self.warm.is_some() {
-                        match self.warm_exited(status) {
-                            Some(input) => return input,
-                            None => continue,
-                        }
+                (seat, heard) = seat::heard(&mut self.seats) => {
+                    if let Some(input) = self.seat_heard(seat, heard) {
+                        return input;
                     }
-                    if let Some(hooks) = self.report.hooks.as_mut() {
-                        hooks.exited(status, self.core.why_child_ends(SEAT));
-                    }
-                    return Input::ChildExited(SEAT, status);
                 }
                 _ = sleep_for(sleep) => return Input::Tick,
-                _ = restart(self.warm.as_ref().and_then(|w| w.restart_at)) => self.warm_restart(),
-                Some((n, done)) = warm::written(&mut self.warm) => {
-                    if let Some(input) = self.warm_written(n, done) {
-                        return input;
+                _ = restart(restart_at.map(|(at, _)| at)) => {
+                    if let Some((_, seat)) = restart_at {
+                        self.warm_restart(seat);
                     }
                 }
                 _ = flushed(&mut self.flushing) => {
@@ -291,6 +280,24 @@ impl Shell {
                     m.kafka_reachable = self.kafka.reachable();
                 }
             }
+        }
+    }
+
+    /// Takes in what a seat heard: its command's exit, or (`--warm`) a write
+    /// of its token file; returns what the core must hear, if anything.
+    fn seat_heard(&mut self, seat: Partition, heard: Heard) -> Option<Input> {
+        match heard {
+            Heard::Exited(status) => {
+                info!(%status, "child exited");
+                if self.seats.get(&seat).is_some_and(|s| s.warm.is_some()) {
+                    return self.warm_exited(seat, status);
+                }
+                if let Some(hooks) = self.report.hooks.as_mut() {
+                    hooks.exited(status, self.core.why_child_ends(seat));
+                }
+                Some(Input::ChildExited(seat, status))
+            }
+            Heard::Written(n, done) => self.warm_written(seat, n, done),
         }
     }
 
@@ -309,9 +316,11 @@ impl Shell {
         match keep {
             Keep::Nothing => {}
             Keep::Joined => self.report.joined = true,
-            Keep::Release(partition, release) => {
-                self.release.insert(partition, release);
-            }
+            Keep::Release(partition, release) => match self.seats.get_mut(&partition) {
+                Some(seat) => seat.hold(release),
+                // Never: Kafka reports revokes of the seats' partitions only.
+                None => error!(partition, "a revoke of a partition that is no seat's; released"),
+            },
         }
         input
     }
@@ -327,24 +336,33 @@ impl Shell {
             self.after_flush.push(action);
             return ControlFlow::Continue(());
         }
-        if self.warm_apply(&action) {
-            return ControlFlow::Continue(());
+        if let Some(partition) = action.partition() {
+            if self.warm_apply(partition, &action) {
+                return ControlFlow::Continue(());
+            }
+            if !self.seats.contains_key(&partition) {
+                // Never: the core names only the seats it was built with.
+                error!(partition, "an action for a partition that is no seat's; ignored");
+                return ControlFlow::Continue(());
+            }
         }
+        // Each seat's action goes to the seat its partition names.
+        let mut seat = action.partition().and_then(|partition| self.seats.get_mut(&partition));
         match action {
             Action::SendHeartbeat(seat, record) => self.kafka.send_heartbeat(seat, BootTime::now(), record),
-            Action::Spawn { token, lease, attempt, .. } => {
-                if self.child.spawn(Some(token), lease, attempt) {
+            Action::Spawn { partition, token, lease, attempt } => {
+                if seat.is_some_and(|seat| seat.child.spawn(Some(token), lease, attempt)) {
                     self.report.metrics.lock().expect("metrics lock").child_started(token);
                     if let Some(hooks) = self.report.hooks.as_mut() {
                         hooks.spawned(token);
                     }
                 } else {
-                    self.pending.push_back(Input::ChildExited(SEAT, ChildStatus::Exited(Kind::Internal.code())));
+                    self.pending.push_back(Input::ChildExited(partition, ChildStatus::Exited(Kind::Internal.code())));
                 }
             }
-            Action::Lease(_, until) => self.child.renew(until),
-            Action::SignalGroup(_, sig) => self.child.signal(sig),
-            Action::KillGroup(_) => self.child.kill(),
+            Action::Lease(_, until) => seat.iter_mut().for_each(|seat| seat.child.renew(until)),
+            Action::SignalGroup(_, sig) => seat.iter_mut().for_each(|seat| seat.child.signal(sig)),
+            Action::KillGroup(_) => seat.iter_mut().for_each(|seat| seat.child.kill()),
             Action::Disclaim(seat, record) => {
                 self.kafka.send_heartbeat(seat, BootTime::now(), record);
                 self.flushing = Some(tokio::task::spawn_blocking(self.kafka.flusher(DISCLAIM_WAIT)));
@@ -358,11 +376,7 @@ impl Shell {
                     self.flushing = Some(tokio::task::spawn_blocking(self.kafka.flusher(DISCLAIM_WAIT)));
                 }
             }
-            Action::ReleaseRevoke(seat) => {
-                if let Some(release) = self.release.remove(&seat) {
-                    let _ = release.send(());
-                }
-            }
+            Action::ReleaseRevoke(_) => seat.iter_mut().for_each(|seat| seat.release()),
             Action::Exit(code) => return ControlFlow::Break(code),
         }
         ControlFlow::Continue(())
@@ -383,7 +397,10 @@ impl Shell {
             m.set_standing(core.standing(SEAT), wall);
             m.loop_seen = Some(now);
             m.fresh = core.fresh(SEAT);
-            m.child_up = self.child.is_running() && self.warm.as_ref().is_none_or(|w| w.leads());
+            m.child_up = self
+                .seats
+                .get(&SEAT)
+                .is_some_and(|seat| seat.child.is_running() && seat.warm.as_ref().is_none_or(|w| w.leads()));
             m.paused = core.paused().is_some();
             m.note_run(core.last_run(SEAT), core.child_alive(SEAT));
             m.next_due_ms = core.next_due(SEAT).filter(|_| matches!(core.standing(SEAT), Standing::Leader { .. }));

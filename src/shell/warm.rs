@@ -39,13 +39,13 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::oneshot;
 use tracing::{error, info, warn};
 
+use super::seat::Seat;
 use super::Shell;
-use super::SEAT;
 use crate::clock::BootTime;
 use crate::config::Config;
 use crate::exit::{ChildStatus, Failure, Kind};
 use crate::files;
-use crate::leader::{self, Input, Restart};
+use crate::leader::{self, Input, Partition, Restart};
 
 /// The warm command's state beside the core's.
 pub(super) struct Warm {
@@ -152,7 +152,7 @@ impl Warm {
     /// in $RUNTIME_DIRECTORY if systemd gave one, else the temporary
     /// directory), the file, empty, and its writer, and names the file to
     /// the command as NELI_TOKEN_FILE.
-    pub(super) fn new(cfg: &Config, child: &mut super::Supervisor) -> Result<Option<Warm>, Failure> {
+    pub(super) fn new(cfg: &Config, child: &mut super::supervisor::Supervisor) -> Result<Option<Warm>, Failure> {
         let Some(signals) = cfg.warm else { return Ok(None) };
         let base = std::env::var_os("RUNTIME_DIRECTORY")
             .and_then(|dirs| std::env::split_paths(&dirs).next())
@@ -266,43 +266,48 @@ impl Shell {
     /// Starts the warm command as a standby's, before the loop (it then has
     /// time to set up before any lead signal).
     pub(super) fn warm_start(&mut self) {
-        let Some(warm) = self.warm.as_mut() else { return };
-        if !self.child.spawn(None, no_lease(), None) {
-            warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
+        for Seat { child, warm, .. } in self.seats.values_mut() {
+            let Some(warm) = warm.as_mut() else { continue };
+            if !child.spawn(None, no_lease(), None) {
+                warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
+            }
         }
     }
 
     /// Takes in an input before the core does; false if the core must not
     /// hear it (a forwarded signal goes to the warm command, whatever we are).
     pub(super) fn warm_heard(&mut self, input: &Input) -> bool {
-        let Some(warm) = self.warm.as_mut() else { return true };
-        match input {
-            Input::Forward(sig) => {
-                self.child.signal(*sig);
-                return false;
+        let mut heard = true;
+        for Seat { child, warm, .. } in self.seats.values_mut() {
+            let Some(warm) = warm.as_mut() else { continue };
+            match input {
+                Input::Forward(sig) => {
+                    child.signal(*sig);
+                    heard = false;
+                }
+                Input::Shutdown | Input::Fatal(_) => warm.stopping = true,
+                _ => {}
             }
-            Input::Shutdown | Input::Fatal(_) => warm.stopping = true,
-            _ => {}
         }
-        true
+        heard
     }
 
     /// Carries out one of the core's actions on the command (Spawn, Lease,
     /// SignalGroup, KillGroup); false if it is not one of those.
-    pub(super) fn warm_apply(&mut self, action: &leader::Action) -> bool {
-        let Some(warm) = self.warm.as_mut() else { return false };
+    pub(super) fn warm_apply(&mut self, seat: Partition, action: &leader::Action) -> bool {
+        let Some(Seat { child, warm: Some(warm), .. }) = self.seats.get_mut(&seat) else { return false };
         match *action {
             leader::Action::Spawn { token, lease, .. } => {
                 warm.restart_at = None;
                 warm.leading = Some(token);
                 warm.owed = true;
                 warm.lease = lease;
-                let then = if self.child.is_running() {
+                let then = if child.is_running() {
                     // The lease first: from here the command is fenced as
                     // the leader's, before the file can tell it it leads.
-                    self.child.renew(lease);
+                    child.renew(lease);
                     Then::Lead(token)
-                } else if self.child.is_idle() {
+                } else if child.is_idle() {
                     Then::Start(token)
                 } else {
                     Then::Ending(token)
@@ -314,12 +319,12 @@ impl Shell {
             // for a command that starts once the file is written.
             leader::Action::Lease(_, until) => {
                 warm.lease = until;
-                self.child.renew(until);
+                child.renew(until);
             }
             leader::Action::SignalGroup(_, sig) if warm.stopping => {
                 warm.unlead();
-                self.child.signal(sig);
-                self.owe_if_gone();
+                child.signal(sig);
+                self.owe_if_gone(seat);
             }
             // The core's stop (it sends no other signal: forwarded ones
             // went to the command in `warm_heard`), while the command runs
@@ -331,9 +336,9 @@ impl Shell {
             }
             leader::Action::KillGroup(_) => {
                 // The kill first: it keeps the promise, the file reports.
-                self.child.kill();
+                child.kill();
                 warm.unlead();
-                self.owe_if_gone();
+                self.owe_if_gone(seat);
             }
             _ => return false,
         }
@@ -343,8 +348,8 @@ impl Shell {
     /// A write of the token file is done (`n`, as `Warm::write` numbered
     /// it): takes the step that follows it, unless a later write overtook
     /// it. Returns what the core must hear, if anything.
-    pub(super) fn warm_written(&mut self, n: u64, written: std::io::Result<()>) -> Option<Input> {
-        let warm = self.warm.as_mut()?;
+    pub(super) fn warm_written(&mut self, seat: Partition, n: u64, written: std::io::Result<()>) -> Option<Input> {
+        let Some(Seat { child, warm: Some(warm), .. }) = self.seats.get_mut(&seat) else { return None };
         let Some(then) = warm.steps.done(n) else {
             if let Err(err) = written {
                 error!(%err, file = %warm.file.display(), "cannot write the token file");
@@ -353,14 +358,14 @@ impl Shell {
         };
         let token = match (then, written) {
             (Then::Unlead, Ok(())) => {
-                self.child.renew(no_lease());
-                self.child.signal(warm.unlead);
+                child.renew(no_lease());
+                child.signal(warm.unlead);
                 info!("no longer leading: token file emptied, unlead signal sent");
-                return std::mem::take(&mut warm.owed).then_some(Input::ChildExited(SEAT, ChildStatus::Exited(0)));
+                return std::mem::take(&mut warm.owed).then_some(Input::ChildExited(seat, ChildStatus::Exited(0)));
             }
             (Then::Unlead, Err(err)) => {
                 // It would read itself leader: the kill keeps the promise.
-                self.child.kill();
+                child.kill();
                 error!(%err, file = %warm.file.display(), "cannot empty or remove the token file; command killed");
                 return None;
             }
@@ -368,19 +373,19 @@ impl Shell {
                 error!(%err, token, file = %warm.file.display(), "cannot write the token file; not leading");
                 warm.leading = None;
                 warm.owed = false;
-                self.child.renew(no_lease());
-                return Some(Input::ChildExited(SEAT, ChildStatus::Exited(Kind::Internal.code())));
+                child.renew(no_lease());
+                return Some(Input::ChildExited(seat, ChildStatus::Exited(Kind::Internal.code())));
             }
             (Then::Lead(token), Ok(())) => {
-                self.child.signal(warm.lead);
+                child.signal(warm.lead);
                 info!(token, "leading: token file written, lead signal sent");
                 token
             }
             (Then::Start(token), Ok(())) => {
-                if self.child.is_idle() && !self.child.spawn(None, warm.lease, None) {
+                if child.is_idle() && !child.spawn(None, warm.lease, None) {
                     warm.unlead();
                     warm.owed = false;
-                    return Some(Input::ChildExited(SEAT, ChildStatus::Exited(Kind::Internal.code())));
+                    return Some(Input::ChildExited(seat, ChildStatus::Exited(Kind::Internal.code())));
                 }
                 token
             }
@@ -395,26 +400,27 @@ impl Shell {
 
     /// The core waits for a command that is already gone (it never came
     /// up): tell it at once.
-    fn owe_if_gone(&mut self) {
-        if let Some(warm) = self.warm.as_mut().filter(|w| w.owed && self.child.is_idle()) {
+    fn owe_if_gone(&mut self, seat: Partition) {
+        let Some(Seat { child, warm: Some(warm), .. }) = self.seats.get_mut(&seat) else { return };
+        if warm.owed && child.is_idle() {
             warm.owed = false;
-            self.pending.push_back(Input::ChildExited(SEAT, ChildStatus::Signaled(Signal::SIGKILL as i32)));
+            self.pending.push_back(Input::ChildExited(seat, ChildStatus::Signaled(Signal::SIGKILL as i32)));
         }
     }
 
     /// The warm command is gone with `status`: the core's run ended if it
     /// thought one ran, else a standby's command died (started again, or
     /// neli-run ends, as --restart says). Returns what the core must hear.
-    pub(super) fn warm_exited(&mut self, status: ChildStatus) -> Option<Input> {
-        let warm = self.warm.as_mut()?;
+    pub(super) fn warm_exited(&mut self, seat: Partition, status: ChildStatus) -> Option<Input> {
+        let Some(Seat { warm: Some(warm), .. }) = self.seats.get_mut(&seat) else { return None };
         if std::mem::take(&mut warm.owed) {
             warm.unlead();
             // If we no longer lead then (a fence), it starts as a standby's.
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
             if let Some(hooks) = self.report.hooks.as_mut() {
-                hooks.exited(status, self.core.why_child_ends(SEAT));
+                hooks.exited(status, self.core.why_child_ends(seat));
             }
-            return Some(Input::ChildExited(SEAT, status));
+            return Some(Input::ChildExited(seat, status));
         }
         if warm.stopping {
             return None;
@@ -431,17 +437,17 @@ impl Shell {
     /// The restart time of a dead command has come: start it as a
     /// standby's, unless we lead or are about to (the core then starts it,
     /// or ends our part: asked again after --restart-delay).
-    pub(super) fn warm_restart(&mut self) {
-        let Some(warm) = self.warm.as_mut() else { return };
+    pub(super) fn warm_restart(&mut self, seat: Partition) {
+        let Some(Seat { child, warm: Some(warm), .. }) = self.seats.get_mut(&seat) else { return };
         warm.restart_at = None;
-        if warm.owed || warm.stopping || !self.child.is_idle() {
+        if warm.owed || warm.stopping || !child.is_idle() {
             return;
         }
-        if matches!(self.core.standing(SEAT), leader::Standing::Leader { .. } | leader::Standing::Candidate) {
+        if matches!(self.core.standing(seat), leader::Standing::Leader { .. } | leader::Standing::Candidate) {
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
             return;
         }
-        if !self.child.spawn(None, no_lease(), None) {
+        if !child.spawn(None, no_lease(), None) {
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
         }
     }
@@ -452,19 +458,29 @@ impl Shell {
     /// SIGINT), then removes the token file. Returns the exit status: the
     /// command's where the core's is 0.
     pub(super) async fn warm_stop(&mut self, code: u8) -> u8 {
-        let Some(warm) = self.warm.as_mut() else { return code };
+        let mut code = code;
+        let seats: Vec<Partition> = self.seats.keys().copied().collect();
+        for seat in seats {
+            code = self.warm_stop_seat(seat, code).await;
+        }
+        code
+    }
+
+    /// `warm_stop` for one seat's command.
+    async fn warm_stop_seat(&mut self, seat: Partition, code: u8) -> u8 {
+        let Some(Seat { child, warm: Some(warm), .. }) = self.seats.get_mut(&seat) else { return code };
         warm.stopping = true;
         warm.unlead();
         let mut code = code;
-        if !self.child.is_idle() {
-            self.child.signal(warm.stop);
+        if !child.is_idle() {
+            child.signal(warm.stop);
             let grace = tokio::time::sleep(warm.grace);
             tokio::pin!(grace);
             let mut killed = false;
             loop {
                 tokio::select! {
                     _ = self.sigchld.recv() => crate::child::reap(),
-                    Some(status) = self.child.exited() => {
+                    Some(status) = child.exited() => {
                         info!(%status, "the warm command exited");
                         if code == 0 {
                             code = status.code();
@@ -473,12 +489,12 @@ impl Shell {
                     }
                     _ = &mut grace, if !killed => {
                         warn!(grace = ?warm.grace, "the warm command still runs after the grace period; sending SIGKILL");
-                        self.child.kill();
+                        child.kill();
                         killed = true;
                     }
                     _ = self.signals.shutdown(), if !killed => {
                         warn!("asked again: killing the warm command now");
-                        self.child.kill();
+                        child.kill();
                         killed = true;
                     }
                 }

@@ -21,7 +21,7 @@ use nix::sys::signal::Signal;
 use crate::cli::{FailedRun, RunArgs};
 
 use crate::exit::{Failure, Kind};
-use crate::kafka::heartbeat::printable;
+use crate::printable::printable;
 use crate::shell::leader_file::{holder, Holder};
 
 use crate::leader::{Missed, Restart, Schedule, Settings, Waves};

@@ -11,7 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::heartbeat::{printable, Member};
+use super::heartbeat::Member;
+use crate::printable::printable;
 use crate::leader::Candidacy;
 
 /// How many of its writer's intervals a candidacy counts for: one lost

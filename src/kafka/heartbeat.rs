@@ -19,9 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::BootTime;
 use crate::leader::{Asker, Attempt, Pause, PauseNote, Record, Runner, Stance};
-/// Re-exported while callers still import it from here (the integrator
-/// drops this once `status.rs` and `cli.rs` have moved).
-pub use crate::printable::printable;
+use crate::printable::printable;
 
 /// Who we are on the topic.
 #[derive(Clone, Debug, PartialEq, Eq)]

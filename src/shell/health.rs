@@ -35,7 +35,7 @@ use super::supervisor::{consumed_env, given_env};
 use crate::child::Beside;
 use crate::config::Config;
 use crate::exit::{ChildStatus, Failure, Kind};
-use crate::kafka::heartbeat::printable;
+use crate::printable::printable;
 
 /// The health check of this member: its verdicts, as they change.
 pub(super) struct Health {

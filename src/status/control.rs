@@ -16,7 +16,8 @@ use crate::clock::wall_ms;
 use crate::config::Target;
 use crate::exit::{Failure, Kind};
 use crate::kafka::candidacy;
-use crate::kafka::heartbeat::{printable, Heartbeat};
+use crate::kafka::heartbeat::Heartbeat;
+use crate::printable::printable;
 use crate::kafka::yield_request::{PauseRequest, Yield};
 
 /// The longest `yield --timeout` taken: a yield that waits longer is a typo.

@@ -18,7 +18,7 @@
 //! what each means; a closed stdout (`status | head -1`) ends quietly with 0.
 //!
 //! Every string read from the topic is someone's choice: the text output
-//! escapes control characters in it (`kafka::heartbeat::printable`).
+//! escapes control characters in it (`crate::printable::printable`).
 //!
 //! The rooms: this file runs `status` (once, or `--watch`) and holds what
 //! the commands share (`Stop`, one line to stdout); `read.rs` reads

@@ -16,7 +16,7 @@ use tracing::debug;
 use super::Stop;
 use crate::config::Target;
 use crate::exit::{Failure, Kind};
-use crate::kafka::heartbeat::printable;
+use crate::printable::printable;
 
 /// The clients' context: librdkafka's chatter goes to debug level (-v
 /// shows it), and the errors it reports only there are kept, so that a

@@ -15,7 +15,7 @@ use super::view::View;
 use super::{fail, rejected, Stop};
 use crate::config::Target;
 use crate::exit::{Failure, Kind};
-use crate::kafka::heartbeat::printable;
+use crate::printable::printable;
 
 /// How many of the newest records to read: with a 500 ms interval, about
 /// half an hour of history, which is plenty to find the current leader.

@@ -8,7 +8,8 @@ use serde_json::json;
 use super::view::View;
 use crate::clock::wall_ms;
 use crate::config::Target;
-use crate::kafka::heartbeat::{printable, Heartbeat, WireJob, WirePause};
+use crate::kafka::heartbeat::{Heartbeat, WireJob, WirePause};
+use crate::printable::printable;
 
 /// `status --json`'s format (docs/operations.md, "Who leads?"): raised when a key
 /// changes meaning or goes away; new keys may appear without it.

@@ -14,7 +14,7 @@ use super::read::read_partition;
 use super::Stop;
 use crate::clock::wall_ms;
 use crate::exit::{Failure, Kind};
-use crate::kafka::heartbeat::printable;
+use crate::printable::printable;
 use crate::notify::{Notifier, Watchdog};
 
 /// Runs a member with `--never-lead`: it never joins the group (so Kafka

@@ -59,6 +59,10 @@ fn a_standby_in_the_group_says_so_every_interval_and_withdraws_when_it_exits() {
     assert_eq!(l.step(Input::Tick, ms(100)), vec![], "not in the group yet: nothing to say");
     assert_eq!(l.step(Input::Standby, ms(500)), vec![SendCandidacy { leaving: false }]);
     assert_eq!(l.next_deadline(), Some(ms(1500)));
+    // Told again (another rebalance): the next one stays an interval after
+    // the last, not at once.
+    assert_eq!(l.step(Input::Standby, ms(600)), vec![]);
+    assert_eq!(l.next_deadline(), Some(ms(1500)));
     assert_eq!(l.step(Input::Tick, ms(1499)), vec![]);
     assert_eq!(l.step(Input::Tick, ms(1500)), vec![SendCandidacy { leaving: false }]);
     // Owning partition 0, it heartbeats instead.

@@ -12,8 +12,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::heartbeat::Member;
-use crate::printable::printable;
 use crate::leader::Candidacy;
+use crate::printable::printable;
 
 /// How many of its writer's intervals a candidacy counts for: one lost
 /// record is not a member gone.

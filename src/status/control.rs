@@ -17,8 +17,8 @@ use crate::config::Target;
 use crate::exit::{Failure, Kind};
 use crate::kafka::candidacy;
 use crate::kafka::heartbeat::Heartbeat;
-use crate::printable::printable;
 use crate::kafka::yield_request::{PauseRequest, Yield};
+use crate::printable::printable;
 
 /// The longest `yield --timeout` taken: a yield that waits longer is a typo.
 const MAX_YIELD_TIMEOUT: Duration = Duration::from_secs(24 * 3600);

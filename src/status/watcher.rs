@@ -14,8 +14,8 @@ use super::read::read_partition;
 use super::Stop;
 use crate::clock::wall_ms;
 use crate::exit::{Failure, Kind};
-use crate::printable::printable;
 use crate::notify::{Notifier, Watchdog};
+use crate::printable::printable;
 
 /// Runs a member with `--never-lead`: it never joins the group (so Kafka
 /// can never assign it partition 0), writes candidacy records saying it

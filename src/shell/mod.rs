@@ -8,12 +8,19 @@
 //! so fencing happens here on time whatever the Kafka thread is doing; the
 //! shim's lease backs it up if this process itself is frozen.
 //!
+//! It is split as the core is: `Shell` is the member's part (Kafka, the
+//! signals, the health check, the reports), and each seat's part, one per
+//! partition of `leader::SEATS`, is a `Seat` (`seat.rs`: the command, its
+//! `--warm` adapter, its revoke's release). The core's actions for a seat
+//! go to the seat they name, and a command's exit comes back as its own
+//! seat's input (the reaper routes each status by the shim's pid).
+//!
 //! What takes time runs beside the loop and comes back as an input: waiting
 //! for a stopped command's leftovers to go (`Supervisor::exited`), flushing
 //! a disclaimer. The loop also waits, each wait bounded and saying why where
 //! it is, in the kill's one pass over /proc (`Supervisor::kill`), in `reap`
-//! behind the reaper's lock (held by a spawn, or a sweep's signals), and, once the
-//! loop is done, in `warm_stop`'s grace and `Shell::exit` (leaving the
+//! behind the reaper's lock (held by a spawn, or a sweep's signals), and,
+//! once the loop is done, in `warm_stop`'s grace and `Shell::exit` (leaving the
 //! group, at most `LEAVE_WAIT`; the leader file; the hooks).
 
 mod health;
@@ -350,7 +357,7 @@ impl Shell {
         // Each seat's action goes to the seat its partition names.
         let mut seat = action.partition().and_then(|partition| self.seats.get_mut(&partition));
         match action {
-            Action::SendHeartbeat(seat, record) => self.kafka.send_heartbeat(seat, BootTime::now(), record),
+            Action::SendHeartbeat(partition, record) => self.kafka.send_heartbeat(partition, BootTime::now(), record),
             Action::Spawn { partition, token, lease, attempt } => {
                 if seat.is_some_and(|seat| seat.child.spawn(Some(token), lease, attempt)) {
                     self.report.metrics.lock().expect("metrics lock").child_started(token);
@@ -364,8 +371,8 @@ impl Shell {
             Action::Lease(_, until) => seat.iter_mut().for_each(|seat| seat.child.renew(until)),
             Action::SignalGroup(_, sig) => seat.iter_mut().for_each(|seat| seat.child.signal(sig)),
             Action::KillGroup(_) => seat.iter_mut().for_each(|seat| seat.child.kill()),
-            Action::Disclaim(seat, record) => {
-                self.kafka.send_heartbeat(seat, BootTime::now(), record);
+            Action::Disclaim(partition, record) => {
+                self.kafka.send_heartbeat(partition, BootTime::now(), record);
                 self.flushing = Some(tokio::task::spawn_blocking(self.kafka.flusher(DISCLAIM_WAIT)));
             }
             Action::Rejoin => self.kafka.rejoin(),

@@ -324,3 +324,19 @@ fn a_fenced_leader_resumes_on_a_heartbeat_with_records_behind_it() {
     l.step(hb_more(9, 2001), ms(2005));
     assert_eq!(l.standing(P), Standing::Leader { token: 9 });
 }
+
+#[test]
+fn a_member_that_stops_its_command_to_exit_or_stand_aside_is_no_candidate_meanwhile() {
+    // Shutting down, the partition taken while the command stops: told it
+    // is a standby, it says nothing (it exits once the command is gone).
+    let mut l = leading(Restart::Never);
+    assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(P, SIGTERM)]);
+    assert_eq!(l.step(revoked(false), ms(1150)), vec![]);
+    assert_eq!(l.step(Input::Standby, ms(1160)), vec![], "it exits: no candidacy");
+    assert_eq!(l.step(exited(ChildStatus::Signaled(15)), ms(1200)), vec![gone(1), ReleaseRevoke(P), Exit(143)]);
+    // Yielding the same way: it stands aside, no candidate until another leads.
+    let mut l = leading(Restart::Always);
+    assert_eq!(l.step(Input::Yield { to: None }, ms(1100)), vec![SignalGroup(P, SIGTERM)]);
+    assert_eq!(l.step(revoked(false), ms(1150)), vec![]);
+    assert_eq!(l.step(Input::Standby, ms(1160)), vec![], "it stands aside: no candidacy");
+}

@@ -116,3 +116,21 @@ pub fn leading(restart: Restart) -> Leader {
     assert_eq!(l.standing(P), Standing::Leader { token: 7 });
     l
 }
+
+/// Member `writer`'s record at `offset` on our seat's partition, in its
+/// term `term` (begun at `start`), written just now with our deadline and
+/// carrying nothing: what the scenarios' records are built from.
+pub fn record_of(writer: &str, offset: i64, term: Option<u64>, start: Option<i64>, stance: Stance) -> Other {
+    Other {
+        writer: writer.into(),
+        offset,
+        term,
+        start,
+        stance,
+        age: Duration::ZERO,
+        deadline: DEADLINE,
+        attempt: None,
+        pause: None,
+        to: None,
+    }
+}

@@ -28,21 +28,8 @@ fn ours(wave: u64, wave_token: i64, number: u32, token: i64) -> Attempt {
 /// Member x's record at `offset` carrying `attempt`: a claim with `token`, or
 /// its disclaimer.
 fn carrying(offset: i64, token: Option<i64>, attempt: Attempt) -> Input {
-    Input::OtherHeartbeat(
-        P,
-        Other {
-            writer: "x".into(),
-            offset,
-            term: Some(1),
-            start: Some(0),
-            stance: token.map_or(Stance::Released, |token| Stance::Leading { token }),
-            age: Duration::ZERO,
-            deadline: DEADLINE,
-            attempt: Some(attempt),
-            pause: None,
-            to: None,
-        },
-    )
+    let stance = token.map_or(Stance::Released, |token| Stance::Leading { token });
+    Input::OtherHeartbeat(P, Other { attempt: Some(attempt), ..record_of("x", offset, Some(1), Some(0), stance) })
 }
 
 /// A member started at 0 that has read `read` (at 900, before its

@@ -16,21 +16,7 @@ fn carrying(said: Action, pause: &Pause, running: bool) -> Action {
 
 /// Member x's record at `offset`, released, carrying `pause`.
 fn carried(offset: i64, pause: Pause) -> Input {
-    Input::OtherHeartbeat(
-        P,
-        Other {
-            writer: "x".into(),
-            offset,
-            term: Some(1),
-            start: Some(0),
-            stance: Stance::Released,
-            age: Duration::ZERO,
-            deadline: DEADLINE,
-            attempt: None,
-            pause: Some(pause),
-            to: None,
-        },
-    )
+    Input::OtherHeartbeat(P, Other { pause: Some(pause), ..record_of("x", offset, Some(1), Some(0), Stance::Released) })
 }
 
 #[test]

@@ -17,21 +17,7 @@ mod tenure;
 /// ms ago, claiming `token` or nothing.
 fn other(writer: &str, token: Option<i64>, age: u64) -> Input {
     let stance = token.map_or(Stance::Released, |token| Stance::Leading { token });
-    Input::OtherHeartbeat(
-        P,
-        Other {
-            writer: writer.into(),
-            offset: 0,
-            term: None,
-            start: None,
-            stance,
-            age: Duration::from_millis(age),
-            deadline: DEADLINE,
-            attempt: None,
-            pause: None,
-            to: None,
-        },
-    )
+    Input::OtherHeartbeat(P, Other { age: Duration::from_millis(age), ..record_of(writer, 0, None, None, stance) })
 }
 
 /// Member `writer`'s record at `offset` in its term `term` (which it says
@@ -39,18 +25,7 @@ fn other(writer: &str, token: Option<i64>, age: u64) -> Input {
 fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: Stance, age: u64) -> Input {
     Input::OtherHeartbeat(
         P,
-        Other {
-            writer: writer.into(),
-            offset,
-            term: Some(term),
-            start,
-            stance,
-            age: Duration::from_millis(age),
-            deadline: DEADLINE,
-            attempt: None,
-            pause: None,
-            to: None,
-        },
+        Other { age: Duration::from_millis(age), ..record_of(writer, offset, Some(term), start, stance) },
     )
 }
 

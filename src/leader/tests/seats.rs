@@ -23,18 +23,7 @@ fn elsewhere() -> Vec<Input> {
 /// Member x's claim at offset 100, written just now, with a token newer
 /// than any leader's here: on a seat's partition it would fence.
 fn other_on(token: i64) -> Other {
-    Other {
-        writer: "x".into(),
-        offset: 100,
-        term: Some(1),
-        start: Some(100),
-        stance: Stance::Leading { token: token + 100 },
-        age: Duration::ZERO,
-        deadline: DEADLINE,
-        attempt: None,
-        pause: None,
-        to: None,
-    }
+    record_of("x", 100, Some(1), Some(100), Stance::Leading { token: token + 100 })
 }
 
 #[test]

@@ -20,21 +20,8 @@ fn candidacy(name: &str, priority: u8, age: u64) -> Input {
 
 /// A disclaimer by `writer` handing partition 0 over to `to`.
 fn handing(writer: &str, to: &str, age: u64) -> Input {
-    Input::OtherHeartbeat(
-        P,
-        Other {
-            writer: format!("{writer}/1"),
-            offset: 3,
-            term: Some(1),
-            start: None,
-            stance: Stance::Released,
-            age: Duration::from_millis(age),
-            deadline: DEADLINE,
-            attempt: None,
-            pause: None,
-            to: Some(to.into()),
-        },
-    )
+    let record = record_of(&format!("{writer}/1"), 3, Some(1), None, Stance::Released);
+    Input::OtherHeartbeat(P, Other { age: Duration::from_millis(age), to: Some(to.into()), ..record })
 }
 
 /// Our disclaimer handing partition 0 over to `to`, ending term `term`.

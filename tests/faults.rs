@@ -74,10 +74,10 @@ fn a_graceful_handover_right_after_a_member_came_back_from_a_freeze_is_not_held_
         // least 1 s apart (rkcg_join_intvl): a thaw right at the takeover's
         // rebalance would add that second to the handover, another case.
         std::thread::sleep(Duration::from_millis(1500));
-        let gave_back = members[frozen].log().matches("giving partition 0 back").count();
+        let gave_back = members[frozen].log().matches("giving the partition back").count();
         members[frozen].signal(Signal::SIGCONT);
         wait_until(LONG, "the thawed member gives partition 0 back", || {
-            members[frozen].log().matches("giving partition 0 back").count() > gave_back
+            members[frozen].log().matches("giving the partition back").count() > gave_back
         });
         let stopped = Instant::now();
         members[next].signal(Signal::SIGTERM);
@@ -338,7 +338,9 @@ fn network_cut_past_the_resume_window_gives_partition_0_back_and_someone_leads()
     // fenced and resumed once (a new start) before the cut.
     let before = g.starts().len();
     ns.cut();
-    wait_until(g.broker.timing.takeover(), "a gives partition 0 back", || a.log().contains("giving partition 0 back"));
+    wait_until(g.broker.timing.takeover(), "a gives partition 0 back", || {
+        a.log().contains("giving the partition back")
+    });
     ns.heal();
     wait_until(g.broker.timing.takeover(), "someone leads again", || g.starts().len() > before && g.lock_held());
     g.assert_no_overlap();

@@ -17,6 +17,7 @@ mod layers;
 mod leader_file;
 mod metrics;
 mod pause;
+mod roles;
 mod sasl;
 mod schedule;
 mod standbys;

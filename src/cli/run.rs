@@ -114,11 +114,30 @@ pub struct RunArgs {
     )]
     pub stop_signal: String,
 
-    /// What to do when the command exits while leader.
+    /// What to do when the command exits while leader [default: never;
+    /// always with --roles above 1].
     ///
     /// never: exit with its status and let a standby take over.
-    #[arg(long, env = "NELI_RESTART", value_enum, default_value = "never", help_heading = "The command")]
-    pub restart: Restart,
+    #[arg(long, env = "NELI_RESTART", value_enum, help_heading = "The command")]
+    pub restart: Option<Restart>,
+
+    /// NELI's roles: run the command once per role, each role on exactly
+    /// one member of the group at a time [default: 1, the single leader].
+    ///
+    /// Role j is elected on partition j of the group's topic (created with
+    /// N partitions; an existing topic with fewer is refused). Each role's
+    /// command gets `{role}` in its arguments replaced by the role's
+    /// number, NELI_ROLE and NELI_ROLES in its environment, and its own
+    /// fencing token, which grows with every new owner of that role. Every
+    /// rule of the single leader holds per role: a revoke stops only the
+    /// roles it takes, a fence kills only its role's command. Members
+    /// share the roles evenly, and a member joining or leaving moves only
+    /// its share (Kafka's cooperative-sticky assignment). Above 1, the
+    /// commands are services (--restart always by default), and the
+    /// options not yet made per role are refused, each by name.
+    #[arg(long, env = "NELI_ROLES", value_name = "N", help_heading = "The command",
+          value_parser = clap::value_parser!(u32).range(1..=crate::leader::MAX_ROLES as i64))]
+    pub roles: Option<u32>,
 
     /// Pause before restarting the command.
     #[arg(long, env = "NELI_RESTART_DELAY", default_value = "1s", value_name = "DURATION", value_parser = duration, help_heading = "The command")]
@@ -246,7 +265,7 @@ pub struct RunArgs {
                                 "restart_delay", "stop_signal", "max_runtime", "once_within", "failed_run", "every",
                                 "cron", "time_zone", "missed", "starting_deadline", "on_lead", "on_unlead", "on_exit",
                                 "hook_timeout", "health_cmd", "health_interval", "health_timeout", "health_retries",
-                                "warm", "lead_signal", "unlead_signal"])]
+                                "warm", "lead_signal", "unlead_signal", "roles"])]
     pub never_lead: bool,
 
     /// Give up if not leader within this time [default: wait forever].
@@ -404,6 +423,15 @@ pub struct RunArgs {
     /// The variables --never-lead ignored (`parse_argv`): the config warns.
     #[arg(skip)]
     pub ignored: Vec<String>,
+}
+
+impl RunArgs {
+    /// The restart policy: as given, else never for the single leader and
+    /// always for roles (each role's command is a service).
+    pub fn restart(&self) -> Restart {
+        let roles = self.roles.unwrap_or(1);
+        self.restart.unwrap_or(if roles > 1 { Restart::Always } else { Restart::Never })
+    }
 }
 
 #[cfg(test)]

@@ -62,7 +62,7 @@ fn err<T>(msg: impl Into<String>) -> Result<T, Failure> {
 fn waves(args: &RunArgs) -> Result<Option<Waves>, Failure> {
     let (once_within, failed_run) = (args.once_within, args.failed_run);
     let named = |flag| args.from_env.name(flag);
-    if args.restart != Restart::Never {
+    if args.restart() != Restart::Never {
         if once_within.is_some() || failed_run.is_some() {
             let flag = named(if once_within.is_some() { "--once-within" } else { "--failed-run" });
             return err(format!(
@@ -98,7 +98,7 @@ fn waves(args: &RunArgs) -> Result<Option<Waves>, Failure> {
 
 /// `--restart always` as the user gave it, for messages.
 fn restart(args: &RunArgs) -> String {
-    let value = clap::ValueEnum::to_possible_value(&args.restart).map(|v| v.get_name().to_string());
+    let value = clap::ValueEnum::to_possible_value(&args.restart()).map(|v| v.get_name().to_string());
     args.from_env.name_with("--restart", &value.unwrap_or_default())
 }
 
@@ -152,7 +152,7 @@ fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
             args.from_env.name("--time-zone")
         ));
     }
-    if args.restart != Restart::Never {
+    if args.restart() != Restart::Never {
         return err(format!(
             "{flag} runs the command at its due times and keeps leading between runs; {} is for a \
              command run as a service: leave one of them out",
@@ -228,6 +228,9 @@ pub struct Config {
     pub warm: Option<Warm>,
     /// `--never-lead`: watch the group, never join it.
     pub never_lead: bool,
+    /// `--roles`, as given: with it, each role's command gets `{role}`
+    /// replaced and NELI_ROLE (the core's `Settings::roles` counts them).
+    pub roles: Option<u32>,
 }
 
 /// The health check (`--health-cmd`): a shell command line, when it runs,
@@ -282,6 +285,8 @@ impl Config {
                 args.ignored.join(", ")
             );
         }
+        let roles = roles(&args)?;
+        let restart = args.restart();
         let schedule = schedule(&args)?;
         let hooks = hooks(&args)?;
         let health = health(&args)?;
@@ -315,7 +320,7 @@ impl Config {
             heartbeat_deadline: timing.heartbeat_deadline,
             grace: timing.grace,
             stop_signal: crate::leader::Signal(stop_signal(&args.stop_signal)? as i32),
-            restart: args.restart,
+            restart,
             restart_delay: duration(
                 ("--restart-delay", "NELI_RESTART_DELAY"),
                 args.restart_delay,
@@ -352,6 +357,7 @@ impl Config {
             priority: args.priority,
             preempt: args.preempt,
             candidacy_interval: 2 * timing.heartbeat_interval,
+            roles: roles.unwrap_or(1),
         };
         let metrics_addr = match args.metrics_addr.as_deref() {
             None => None,
@@ -374,9 +380,47 @@ impl Config {
             health,
             warm,
             never_lead: args.never_lead,
+            roles,
         };
         Ok(config)
     }
+}
+
+/// `--roles`, checked: above 1, each role's command is a service, and what
+/// is not yet per role is refused by name (the single leader, `--roles 1`,
+/// takes every option).
+fn roles(args: &RunArgs) -> Result<Option<u32>, Failure> {
+    let Some(n) = args.roles.filter(|&n| n > 1) else { return Ok(args.roles) };
+    let roles = args.from_env.name_with("--roles", &n.to_string());
+    if args.restart() != Restart::Always {
+        return err(format!(
+            "{roles} runs each role's command as a service: {} is for a command that runs to completion, \
+             which roles do not support yet; use --restart always (the default with --roles) or --roles 1",
+            restart(args)
+        ));
+    }
+    let given = [
+        ("--every", args.every.is_some()),
+        ("--cron", args.cron.is_some()),
+        ("--warm", args.warm),
+        ("--health-cmd", args.health_cmd.is_some()),
+        ("--priority", args.priority != 0),
+        ("--preempt", args.preempt),
+        ("--on-lead", args.on_lead.is_some()),
+        ("--on-unlead", args.on_unlead.is_some()),
+        ("--on-exit", args.on_exit.is_some()),
+        ("--leader-file", args.leader_file.is_some()),
+        ("--metrics-addr", args.metrics_addr.is_some()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+        return err(format!(
+            "{} does not work with {roles} yet: with roles, neli-run supports --restart always, --restart-delay, \
+             --max-runtime, --grace, --stop-signal, --acquire-timeout, the timing and Kafka options (or run \
+             the single leader, --roles 1, which takes every option)",
+            args.from_env.name(flag)
+        ));
+    }
+    Ok(Some(n))
 }
 
 /// `--warm` and its signals, checked: a warm command runs for ever on every
@@ -402,7 +446,7 @@ fn warm(args: &RunArgs) -> Result<Option<Warm>, Failure> {
             return err(format!("{warm} and {given} do not go together: {why}; {flag} is for a run that ends"));
         }
     }
-    if args.restart == Restart::Never {
+    if args.restart() == Restart::Never {
         return err(format!(
             "{warm} needs --restart on-failure or always: {why}, and one that dies must be started again \
              (--restart never is for a run once per tick, as from cron)"

@@ -55,7 +55,7 @@ use consumer::{Requests, Watch};
 use context::{Reach, ReaderContext, WriterContext};
 use heartbeat::{Content, Heartbeat, Member, WireTiming};
 
-pub use crate::leader::{Partition, CONTROL_PARTITION, SEATS};
+pub use crate::leader::{Partition, CONTROL_PARTITION};
 
 /// What the Kafka side reports to the shell's loop. Events about a seat
 /// carry its partition; those about the member (standby, yield, pause,
@@ -408,7 +408,8 @@ pub struct Settings {
     pub timing: Timing,
     /// Records a new owner reads back before the end (`backlog`).
     pub backlog: i64,
-    /// The seats' partitions (`SEATS`): what elects a command here.
+    /// The seats' partitions (`leader::Settings::seats`, one per role):
+    /// what elects a command here.
     pub seats: Vec<Partition>,
     /// A health check gates leadership: stay out of the group until it
     /// says healthy (`Kafka::keep_out`).
@@ -426,7 +427,7 @@ impl Settings {
             client_id: cfg.name.clone(),
             timing: cfg.timing,
             backlog: backlog(&cfg.leader),
-            seats: SEATS.to_vec(),
+            seats: cfg.leader.seats().collect(),
             health_checked: cfg.health.is_some(),
             priority: cfg.leader.priority,
             candidacy_interval: cfg.leader.candidacy_interval,

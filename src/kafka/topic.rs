@@ -1,5 +1,6 @@
 //! The group's topic: found, or created as Kafka creates it (CreateTopics:
-//! one partition, an hour's retention), naming the ACL a denial lacks.
+//! one partition per role, an hour's retention), naming the ACL a denial
+//! lacks; one with fewer partitions than the roles is refused.
 
 use std::time::Duration;
 
@@ -31,6 +32,9 @@ pub(super) fn ensure_topic(s: &Settings, consumer: &BaseConsumer<ReaderContext>)
                 match topic.error().map(RDKafkaErrorCode::from) {
                     None if !topic.partitions().is_empty() => {
                         let (has, used) = (topic.partitions().len(), partitions_used(s));
+                        if has < used {
+                            return Err(too_few(&s.target.topic, has, used));
+                        }
                         if has > used {
                             warn!(topic = %s.target.topic, partitions = has, seats = ?s.seats, "topic has more partitions than the seats and the control partition use; the others add needless assignments");
                         }
@@ -74,6 +78,19 @@ fn partitions_used(s: &Settings) -> usize {
     usize::try_from(highest).map_or(1, |h| h + 1)
 }
 
+/// The topic exists with fewer partitions than the roles need: one per
+/// role, role j on partition j. Kafka can add partitions, never remove them.
+fn too_few(topic: &str, has: usize, used: usize) -> Failure {
+    Failure::new(
+        Kind::KafkaConfig,
+        format!(
+            "topic {topic} has {has} partition(s), and --roles {used} needs {used} (role j is elected on partition \
+             j). Add them (kafka-topics.sh --bootstrap-server ... --alter --topic {topic} --partitions {used}), \
+             or run with --roles {has} or fewer, or pass another --topic"
+        ),
+    )
+}
+
 /// Creates the topic; returns the thread that drops the admin client.
 /// Dropping one joins its polling thread, which wakes every 100 ms: that
 /// wait is not for the first election to make.
@@ -114,9 +131,10 @@ fn create_topic_with(s: &Settings, admin: &AdminClient<rdkafka::client::DefaultC
                     Kind::Denied,
                     format!(
                         "topic {t} does not exist and this principal may not create it ({code}). Ask an admin to \
-                         create it (kafka-topics.sh --create --topic {t} --partitions 1 --config retention.ms=3600000) \
+                         create it (kafka-topics.sh --create --topic {t} --partitions {n} --config retention.ms=3600000) \
                          or grant CREATE on it.",
-                        t = s.target.topic
+                        t = s.target.topic,
+                        n = partitions_used(s)
                     ),
                 ));
             }
@@ -125,9 +143,10 @@ fn create_topic_with(s: &Settings, admin: &AdminClient<rdkafka::client::DefaultC
                 return Err(Failure::new(
                     Kind::KafkaConfig,
                     format!(
-                        "topic {t} does not exist and could not be created ({code}). Create it with one \
-                         partition (kafka-topics.sh --create --topic {t} --partitions 1) or pass --topic.",
-                        t = s.target.topic
+                        "topic {t} does not exist and could not be created ({code}). Create it with {n} \
+                         partition(s) (kafka-topics.sh --create --topic {t} --partitions {n}) or pass --topic.",
+                        t = s.target.topic,
+                        n = partitions_used(s)
                     ),
                 ));
             }

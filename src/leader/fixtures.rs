@@ -58,11 +58,12 @@ pub fn settings(restart: Restart) -> Settings {
         priority: 1,
         preempt: false,
         candidacy_interval: Duration::from_millis(1000),
+        roles: 1,
     }
 }
 
 /// The seat the scenarios play on.
-pub const P: Partition = SEATS[0];
+pub const P: Partition = 0;
 
 pub fn hb(offset: i64, sent: u64) -> Input {
     Input::OwnHeartbeat { partition: P, offset, sent: ms(sent), more: false }

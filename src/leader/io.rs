@@ -14,14 +14,14 @@ use crate::exit::ChildStatus;
 /// A partition of the topic: a seat is keyed by the partition it leads on.
 pub type Partition = i32;
 
-/// The seats this member holds, by partition: the one place that names
-/// them. One today, on partition 0; NELI roles (one command per partition)
-/// make it a list.
-pub const SEATS: &[Partition] = &[0];
+/// The most roles a group may have (`--roles`): a topic of that many
+/// partitions is still small, and every member reads the partitions it
+/// owns only.
+pub const MAX_ROLES: u32 = 1024;
 
 /// Where the member-wide records go (yield, pause, candidacy): partition 0,
-/// whatever the seats. A different idea from "seat 0", which happens to
-/// sit on the same partition today.
+/// whatever the seats. A different idea from "seat 0" (role 0), which
+/// happens to sit on the same partition.
 pub const CONTROL_PARTITION: Partition = 0;
 
 /// What to do when the child exits on its own while we lead.
@@ -102,6 +102,16 @@ pub struct Settings {
     /// How often a member that does not own partition 0 says it is there
     /// (a candidacy record); one counts for three of them.
     pub candidacy_interval: Duration,
+    /// NELI's roles (`--roles`): one seat per role, role j on partition j.
+    /// 1 is the single leader, on partition 0.
+    pub roles: u32,
+}
+
+impl Settings {
+    /// The seats' partitions, one per role: the one place that names them.
+    pub fn seats(&self) -> impl Iterator<Item = Partition> {
+        0..Partition::try_from(self.roles.max(1)).unwrap_or(Partition::MAX)
+    }
 }
 
 /// What one of our heartbeat records says. The core decides it, so that a

@@ -39,7 +39,7 @@ impl Seat {
             return;
         }
         if to.as_deref() == Some(cx.v.settings.name.as_str()) {
-            info!("asked to hand over to this member, which owns partition 0 already: nothing to do");
+            info!("asked to hand over to this member, which owns the partition already: nothing to do");
             return;
         }
         say::yielding(tenure.phase, to.as_deref(), why);
@@ -64,7 +64,7 @@ impl Seat {
     pub(super) fn give_back(&mut self, cx: &mut Ctx) {
         let again = std::mem::replace(&mut self.gave_back, true);
         if again && self.child == Child::Idle && self.serving() {
-            warn!("partition 0 came back to us twice and we could not use it: standing aside for another member");
+            warn!("the partition came back to us twice and we could not use it: standing aside for another member");
             return self.stand_aside(cx, "yielded");
         }
         self.tenure = None;

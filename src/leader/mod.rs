@@ -40,9 +40,9 @@
 //! (see [`Schedule`]).
 //!
 //! The member and its seats. A [`Leader`] is the member's core, one per
-//! neli-run process; it holds one [`Seat`] per partition it may lead on
-//! (`SEATS`: partition 0 alone today; NELI roles make it one seat per
-//! role). Each rule lives where it happens once: asked "with twelve seats,
+//! neli-run process; it holds one [`Seat`] per partition it may lead on:
+//! one per NELI role (`Settings::seats`, role j on partition j; the single
+//! leader is role 0 on partition 0). Each rule lives where it happens once: asked "with twelve seats,
 //! is this once per member or once per seat?",
 //! - once per **seat** (`seat.rs`): the tenure and its phase, the term,
 //!   the command (its token, lease, grace, --max-runtime), the fence, the
@@ -62,8 +62,8 @@
 //! through a `Ctx` (the standbys, the hand-over's target, the step's
 //! actions); what only the member can do (leave the group, exit) a seat
 //! asks for (`leaving::Leave`), and the member does it once the seat's call
-//! returns. Leaving and exiting are member-wide today: NELI roles will
-//! need a seat to give up its own partition instead (see `Leave`).
+//! returns. Leaving the group is member-wide (see `Leave`); so is exiting,
+//! which waits until every seat's command is gone (`exit_when_idle`).
 //!
 //! Files: `io.rs` is the contract with the shell and `config` (settings,
 //! inputs, actions, records); this one the member; `seat.rs` the
@@ -82,7 +82,7 @@ use crate::exit;
 pub use attempts::{supersedes, Attempt, Runner, Waves};
 pub use io::{
     Action, Asker, Candidacy, Input, Other, Partition, Pause, PauseNote, Record, Restart, Settings, Signal, Stance,
-    CONTROL_PARTITION, SEATS,
+    CONTROL_PARTITION, MAX_ROLES,
 };
 use leaving::Leave;
 pub use schedule::{Calendar, Missed, Schedule};
@@ -131,6 +131,9 @@ pub struct Leader {
     announced: bool,
     /// Exit was asked of the shell: only a revoke from closing is answered.
     done: bool,
+    /// A seat asked the member to exit with this status: it does once
+    /// every seat's command is gone (`exit_when_idle`).
+    exiting: Option<u8>,
     /// The time of the latest step: a deadline at or before it has been
     /// handled, and returning it from `next_deadline` would spin the shell.
     now: BootTime,
@@ -138,15 +141,17 @@ pub struct Leader {
     /// The health check's word (`--health-cmd`): no command starts while
     /// it is false, and a member that owns a seat's partition stands aside.
     healthy: bool,
-    /// One per partition we may lead on (`SEATS`).
+    /// One per partition we may lead on (`Settings::seats`).
     seats: BTreeMap<Partition, Seat>,
 }
 
 impl Leader {
     /// A standby that has just started at `now` (read on both clocks once,
-    /// by the shell: the core reads none), with a seat on each of `SEATS`.
+    /// by the shell: the core reads none), with a seat on each partition of
+    /// `Settings::seats`.
     pub fn new(settings: Settings, now: Anchor) -> Leader {
         let gated = settings.health_checked;
+        let seats = settings.seats().map(|p| (p, Seat::new(p))).collect();
         Leader {
             settings,
             started: now.boot,
@@ -157,10 +162,11 @@ impl Leader {
             announce_at: None,
             announced: false,
             done: false,
+            exiting: None,
             now: now.boot,
             out: Vec::new(),
             healthy: !gated,
-            seats: SEATS.iter().map(|&p| (p, Seat::new(p))).collect(),
+            seats,
         }
     }
 
@@ -249,9 +255,11 @@ impl Leader {
     }
 
     /// Runs `f` on the seat of `partition` (if it is one), then does what
-    /// the seat asked of the member.
+    /// the seat asked of the member. With several seats, what it logs
+    /// names its role.
     fn on_seat(&mut self, partition: Partition, f: impl FnOnce(&mut Seat, &mut Ctx)) {
         let Leader { settings, started, anchor, pause, standbys, hand_to, now, out, healthy, seats, .. } = self;
+        let _role = (settings.roles > 1).then(|| tracing::info_span!("role", role = partition).entered());
         let Some(seat) = seats.get_mut(&partition) else { return };
         let v = View {
             settings,
@@ -308,8 +316,8 @@ impl Leader {
             Input::ChildExited(partition, status) => {
                 self.on_seat(partition, |s, cx| s.on_child_exited(cx, status, now))
             }
-            Input::Shutdown => self.each_seat(|s, cx| s.on_shutdown(cx, None, now)),
-            Input::Fatal(code) => self.each_seat(|s, cx| s.on_shutdown(cx, Some(code), now)),
+            Input::Shutdown => self.shutdown(None, now),
+            Input::Fatal(code) => self.shutdown(Some(code), now),
             Input::Forward(sig) => self.each_seat(|s, cx| s.forward(cx, sig)),
             Input::Yield { to } => self.on_yield("yielded", to, now),
             Input::Pause(pause) => self.on_pause(pause, now),
@@ -363,6 +371,25 @@ impl Leader {
             (false, true, Some(t)) => Some(self.started + t),
             _ => None,
         }
+    }
+
+    /// SIGTERM or SIGINT (`code` None: exit with the command's status), or a
+    /// fatal error: every seat stops its command, then the member exits;
+    /// asked again, the commands are killed. A seat counts as asked again
+    /// only if it was stopping to exit before this input: one seat's exit
+    /// stops the others within the same step (`exit_when_idle`), which is
+    /// their first ask. With several seats a requested stop exits 0 (each
+    /// command's status is in the log): no one command's status speaks for
+    /// the member.
+    fn shutdown(&mut self, code: Option<u8>, now: BootTime) {
+        let code = code.or((self.seats.len() > 1).then_some(0));
+        let asked: Vec<Partition> =
+            self.seats.values().filter(|s| matches!(s.plan, Plan::Exit(_))).map(|s| s.partition).collect();
+        self.each_seat(|s, cx| {
+            if asked.contains(&s.partition) || !matches!(s.plan, Plan::Exit(_) | Plan::Done) {
+                s.on_shutdown(cx, code, now);
+            }
+        });
     }
 
     /// Another member's record on a seat's partition: the pause it carries
@@ -475,7 +502,28 @@ impl Leader {
                 }
                 self.out.push(if handing { Action::HandOver } else { Action::StandAside });
             }
-            Leave::Exit(code) => self.exit(code),
+            Leave::Exit(code) => self.exit_when_idle(code),
+        }
+    }
+
+    /// A seat asked the member to exit (its run is over, a shutdown, a
+    /// fatal error): a member exits as a whole, so every other seat stops
+    /// its command first, and the member exits, with the first status
+    /// asked for, once no seat's command may still run. With one seat, at
+    /// once: it asks only once its command is gone.
+    fn exit_when_idle(&mut self, code: u8) {
+        if self.done {
+            return;
+        }
+        let code = *self.exiting.get_or_insert(code);
+        let now = self.now;
+        self.each_seat(|s, cx| {
+            if !matches!(s.plan, Plan::Exit(_) | Plan::Done) {
+                s.on_shutdown(cx, Some(code), now);
+            }
+        });
+        if !self.done && self.seats.values().all(|s| s.child == Child::Idle) {
+            self.exit(code);
         }
     }
 

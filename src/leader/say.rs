@@ -12,7 +12,7 @@ use std::time::Duration;
 pub(super) fn earlier_contenders(peers: &Peers, offset: i64, now: BootTime) {
     for (writer, term) in peers.terms() {
         if term.goes_first(Some(offset), now) {
-            info!(%writer, "another member has contended for partition 0 since before us; it goes first");
+            info!(%writer, "another member has contended for the partition since before us; it goes first");
         }
     }
 }
@@ -26,7 +26,7 @@ pub(super) fn waiting(peers: &Peers, start: Option<i64>, offset: i64, now: BootT
         return;
     }
     if let Some(until) = peers.held_until(offset).filter(|until| *until > now) {
-        info!(wait = ?until.since(now), "another member's claim on partition 0 still holds: waiting until its command must be gone");
+        info!(wait = ?until.since(now), "another member's claim on the partition still holds: waiting until its command must be gone");
     }
 }
 
@@ -72,7 +72,7 @@ pub(super) fn promoted(was: Phase, token: i64, took: Duration) {
 /// would lead (`waiting` says when one starts).
 pub(super) fn held_back(other: &Other, until: BootTime, now: BootTime, leading: bool, known: bool) {
     if let (Some(token), true, false, false) = (other.stance.token(), until > now, leading, known) {
-        tracing::debug!(writer = %other.writer, token, age = ?other.age, holds_until = ?until.since(now), "another member claims partition 0");
+        tracing::debug!(writer = %other.writer, token, age = ?other.age, holds_until = ?until.since(now), "another member claims the partition");
     }
 }
 
@@ -83,7 +83,7 @@ pub(super) fn goes_first(writer: &str, before: Option<Term>, now: Option<Term>, 
     let Some(now) = now else { return };
     let was = before.filter(|b| b.id == now.id && b.contending).map(|b| b.start);
     if now.contending && ours.is_some_and(|s| now.start < s && was.is_none_or(|w| w >= s)) && !leading {
-        info!(%writer, "another member has contended for partition 0 since before us; it goes first");
+        info!(%writer, "another member has contended for the partition since before us; it goes first");
     }
 }
 
@@ -110,16 +110,16 @@ pub(super) fn pause(pause: &Pause, running: bool) {
 pub(super) fn yielding(phase: Phase, to: Option<&str>, why: &str) {
     match to {
         Some(to) => {
-            info!(role = ?phase, why, to = %printable(to), "yielding: stopping the child, then handing partition 0 over")
+            info!(standing = ?phase, why, to = %printable(to), "yielding: stopping the child, then handing the partition over")
         }
-        None => info!(role = ?phase, why, "yielding: stopping the child, then standing aside for another member"),
+        None => info!(standing = ?phase, why, "yielding: stopping the child, then standing aside for another member"),
     }
 }
 
 /// A candidate lets `to` lead instead (a hand-over names it, or its
 /// priority is higher).
 pub(super) fn defers(to: &str) {
-    info!(to = %printable(to), "another live member should lead (a hand-over names it, or its --priority is higher): handing partition 0 over before leading");
+    info!(to = %printable(to), "another live member should lead (a hand-over names it, or its --priority is higher): handing the partition over before leading");
 }
 
 /// --preempt: a member of higher priority is live.

@@ -275,10 +275,12 @@ impl Seat {
     }
 
     pub(super) fn on_assigned(&mut self, cx: &mut Ctx, now: BootTime) {
-        if self.tenure.is_some() {
+        // A seat retired while its member waits for another seat's command
+        // to exit has nothing to lead for.
+        if self.tenure.is_some() || self.plan == Plan::Done {
             return;
         }
-        info!(after = ?now.since(cx.v.started), "candidate: assigned partition 0, confirming with a heartbeat");
+        info!(after = ?now.since(cx.v.started), partition = self.partition, "candidate: assigned the partition, confirming with a heartbeat");
         self.term += 1;
         self.tenure = Some(Tenure {
             since: now,
@@ -297,7 +299,7 @@ impl Seat {
 
     pub(super) fn on_revoked(&mut self, cx: &mut Ctx, lost: bool, now: BootTime) {
         if let Some(tenure) = self.tenure.take() {
-            info!(role = ?tenure.phase, held = ?now.since(tenure.since), lost, "revoked: partition 0 taken away");
+            info!(standing = ?tenure.phase, held = ?now.since(tenure.since), lost, "revoked: the partition was taken away");
             self.stood_down = if lost { "lost" } else { "revoked" };
         }
         self.note_standing();
@@ -526,10 +528,10 @@ impl Seat {
         let Phase::Leader { token: mine } = tenure.phase else { return };
         match other.stance {
             Stance::Leading { token } if token > mine => {
-                warn!(mine, theirs = token, "another member claims partition 0 with a newer token; fencing");
+                warn!(mine, theirs = token, "another member claims the partition with a newer token; fencing");
             }
             Stance::Contending if after.term.is_some_and(|t| t.goes_first(tenure.start, now)) => {
-                warn!(writer = %other.writer, "another member has contended for partition 0 since before our leadership began; fencing");
+                warn!(writer = %other.writer, "another member has contended for the partition since before our leadership began; fencing");
             }
             _ => return,
         }
@@ -559,7 +561,7 @@ impl Seat {
         self.child = Child::Idle;
         self.fenced_child = false;
         if std::mem::take(&mut self.revoke_waits) {
-            info!("child stopped; releasing partition 0 to the group");
+            info!("child stopped; releasing the partition to the group");
             self.release(cx);
         }
         match self.plan {
@@ -677,7 +679,7 @@ impl Seat {
         }
         if let Some(tenure) = self.tenure.filter(|t| !matches!(t.phase, Phase::Leader { .. })) {
             if now >= give_back_at(settings, &tenure) {
-                warn!(role = ?tenure.phase, window = ?settings.resume_window, "no own heartbeat read back for the whole resume window; giving partition 0 back to the group");
+                warn!(standing = ?tenure.phase, window = ?settings.resume_window, "no own heartbeat read back for the whole resume window; giving the partition back to the group");
                 self.give_back(cx);
             }
         }

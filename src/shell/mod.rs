@@ -10,7 +10,7 @@
 //!
 //! It is split as the core is: `Shell` is the member's part (Kafka, the
 //! signals, the health check, the reports), and each seat's part, one per
-//! partition of `leader::SEATS`, is a `Seat` (`seat.rs`: the command, its
+//! role's partition (`leader::Settings::seats`), is a `Seat` (`seat.rs`: the command, its
 //! `--warm` adapter, its revoke's release). The core's actions for a seat
 //! go to the seat they name, and a command's exit comes back as its own
 //! seat's input (the reaper routes each status by the shim's pid).
@@ -48,7 +48,7 @@ use crate::exit::{ChildStatus, Failure, Kind};
 use crate::kafka::heartbeat::Member;
 use crate::kafka::{Event, Kafka};
 use crate::layers_off::{self, Layer};
-use crate::leader::{Action, Input, Leader, Partition, Standing, SEATS};
+use crate::leader::{Action, Input, Leader, Partition, Standing};
 use crate::metrics;
 use crate::notify::Notifier;
 use crate::printable::printable;
@@ -69,10 +69,12 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
     }
 }
 
-/// The seat whose standing the reports show (the metrics, the hooks, the
-/// leader file, systemd's status line): the one seat there is. Per-seat
-/// reports come with NELI roles.
-const SEAT: Partition = SEATS[0];
+/// The seat whose standing the single leader's reports show (the metrics,
+/// the hooks, the leader file, systemd's status line): role 0's, the one
+/// seat there is. With more roles, systemd's status line names each role
+/// held (`roles_status`), and the other reports are refused by `config`
+/// until they are per role.
+const SEAT: Partition = 0;
 
 /// The loop's state between two turns: the core, what the member talks
 /// through, and its seats, each with the command it supervises.
@@ -84,7 +86,7 @@ struct Shell {
     kafka_alive: bool,
     signals: Signals,
     sigchld: tokio::signal::unix::Signal,
-    /// One per seat (`leader::SEATS`), by partition.
+    /// One per seat (one per role), by partition.
     seats: BTreeMap<Partition, Seat>,
     /// Inputs the shell makes itself (a start that failed), heard before
     /// anything new.
@@ -115,6 +117,8 @@ struct Report {
     /// The health check's verdict, once it has one (`--health-cmd`).
     healthy: Option<bool>,
     shown: Option<(Standing, Option<bool>)>,
+    /// With roles, systemd's status line as last sent (`roles_status`).
+    shown_roles: Option<String>,
     /// `--leader-file`, and the lines it holds besides the token and since.
     leader_file: Option<(LeaderFile, String)>,
     /// `--on-lead`, `--on-unlead`, `--on-exit`.
@@ -164,6 +168,7 @@ impl Shell {
             ready: false,
             healthy: cfg.health.as_ref().map(|_| false),
             shown: None,
+            shown_roles: None,
             leader_file: cfg.leader_file.clone().map(|path| {
                 let about = format!(
                     "name={}\ngroup={}\npid={}\n",
@@ -178,7 +183,7 @@ impl Shell {
 
         // Started before connecting: --acquire-timeout counts from here.
         let mut core = Leader::new(cfg.leader.clone(), started);
-        for &seat in SEATS {
+        for seat in cfg.leader.seats() {
             if let Some(end) = kafka.born(seat) {
                 core.born_at(seat, end);
             }
@@ -395,6 +400,10 @@ impl Shell {
     fn report(&mut self) {
         let core = &mut self.core;
         let standings = core.standings_taken(SEAT);
+        // Every other seat's too, though only systemd's line shows them.
+        for &seat in self.seats.keys().filter(|&&p| p != SEAT) {
+            core.standings_taken(seat);
+        }
         {
             let mut m = self.report.metrics.lock().expect("metrics lock");
             let now = BootTime::now();
@@ -429,6 +438,14 @@ impl Shell {
         if report.joined && !report.ready {
             report.ready = true;
             report.notify("READY=1");
+        }
+        if self.seats.len() > 1 {
+            let held = roles_status(self.seats.keys().map(|&p| (p, core.standing(p))));
+            if report.ready && report.shown_roles.as_ref() != Some(&held) {
+                report.notify(&format!("STATUS={held}"));
+                report.shown_roles = Some(held);
+            }
+            return;
         }
         let standing = core.standing(SEAT);
         if report.ready && report.shown != Some((standing, report.healthy)) {
@@ -492,6 +509,26 @@ impl Report {
     /// Sends a notification to systemd, if it asked for them.
     fn notify(&self, message: &str) {
         self.notifier.iter().for_each(|n| n.send(message));
+    }
+}
+
+/// systemd's status line for a member of several roles: the roles it
+/// leads, with their tokens, and those it is confirming or fenced on.
+fn roles_status(standings: impl Iterator<Item = (Partition, Standing)>) -> String {
+    let (mut leading, mut other) = (Vec::new(), Vec::new());
+    for (role, standing) in standings {
+        match standing {
+            Standing::Leader { token } => leading.push(format!("{role} (token {token})")),
+            Standing::Candidate => other.push(format!("{role} confirming")),
+            Standing::Fenced => other.push(format!("{role} fenced")),
+            Standing::Standby => {}
+        }
+    }
+    match (leading.is_empty(), other.is_empty()) {
+        (true, true) => "standby: no role".into(),
+        (false, true) => format!("leading role(s) {}", leading.join(", ")),
+        (true, false) => format!("role(s) {}", other.join(", ")),
+        (false, false) => format!("leading role(s) {}; role(s) {}", leading.join(", "), other.join(", ")),
     }
 }
 

@@ -1,6 +1,6 @@
 //! A seat as the shell holds it: one command, elected on one partition of
-//! the group's topic (`leader::SEATS`: partition 0 alone today; NELI roles
-//! make it one per role).
+//! the group's topic (one per NELI role, `leader::Settings::seats`; the
+//! single leader's on partition 0).
 //!
 //! The member's part of the shell (Kafka, signals, the health check, hooks,
 //! metrics, systemd) stays in `Shell`; a seat owns what one command needs:
@@ -21,7 +21,7 @@ use super::supervisor::Supervisor;
 use super::warm::{self, Warm};
 use crate::config::Config;
 use crate::exit::{ChildStatus, Failure};
-use crate::leader::{Partition, SEATS};
+use crate::leader::Partition;
 
 /// One command's part of the shell.
 pub(super) struct Seat {
@@ -44,10 +44,10 @@ pub(super) enum Heard {
 impl Seat {
     /// Every seat `cfg` runs, by partition: one command each, none started.
     pub(super) fn all(cfg: &Config) -> Result<BTreeMap<Partition, Seat>, Failure> {
-        SEATS
-            .iter()
-            .map(|&partition| {
-                let mut child = Supervisor::new(cfg);
+        cfg.leader
+            .seats()
+            .map(|partition| {
+                let mut child = Supervisor::new(cfg, partition);
                 let warm = Warm::new(cfg, &mut child)?;
                 Ok((partition, Seat { child, warm, release: None }))
             })

@@ -33,9 +33,11 @@ pub(super) struct Supervisor {
 }
 
 impl Supervisor {
-    /// The command `cfg` names, with the environment neli-run gives it.
-    pub(super) fn new(cfg: &Config) -> Supervisor {
-        let command = child::Command {
+    /// The command `cfg` names, with the environment neli-run gives it;
+    /// with `--roles`, as role `role` runs it (`{role}` in its arguments
+    /// replaced, NELI_ROLE and NELI_ROLES set).
+    pub(super) fn new(cfg: &Config, role: leader::Partition) -> Supervisor {
+        let mut command = child::Command {
             program: cfg.program.clone(),
             args: cfg.args.clone(),
             stop_signal: cfg.leader.stop_signal.0,
@@ -43,6 +45,11 @@ impl Supervisor {
             env: given_env(cfg),
             env_remove: consumed_env(),
         };
+        if let Some(roles) = cfg.roles {
+            command.args = command.args.iter().map(|arg| with_role(arg, role)).collect();
+            command.env.push(("NELI_ROLE".into(), role.to_string()));
+            command.env.push(("NELI_ROLES".into(), roles.to_string()));
+        }
         let (gone_tx, gone) = unbounded_channel();
         Supervisor { command, running: None, ending: false, gone_tx, gone }
     }
@@ -160,6 +167,21 @@ fn with_attempt(command: &child::Command, attempt: Option<leader::Attempt>) -> s
         Some(due) => ("NELI_DUE".into(), rfc3339(due).to_string()),
     });
     std::borrow::Cow::Owned(command)
+}
+
+/// `arg` with every `{role}` in it replaced by `role`'s number.
+fn with_role(arg: &std::ffi::OsStr, role: leader::Partition) -> std::ffi::OsString {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let (bytes, pattern, number) = (arg.as_bytes(), b"{role}", role.to_string());
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some(at) = rest.windows(pattern.len()).position(|w| w == pattern) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(number.as_bytes());
+        rest = &rest[at + pattern.len()..];
+    }
+    out.extend_from_slice(rest);
+    std::ffi::OsString::from_vec(out)
 }
 
 /// What neli-run tells the command (and the hooks) about its group.

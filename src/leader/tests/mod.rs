@@ -9,6 +9,7 @@ use Action::*;
 mod control;
 mod exits;
 mod fencing;
+mod roles;
 mod seats;
 mod standbys;
 mod tenure;

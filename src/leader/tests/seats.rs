@@ -27,9 +27,12 @@ fn other_on(token: i64) -> Other {
 }
 
 #[test]
-fn the_seats_are_the_partitions_seats_names() {
-    assert!(!SEATS.contains(&NOT_A_SEAT));
-    assert_eq!(SEATS, &[P], "one seat today, on partition 0");
+fn the_seats_are_one_per_role_from_partition_0() {
+    assert_eq!(settings(Restart::Never).seats().collect::<Vec<_>>(), vec![P], "the single leader: partition 0");
+    assert!(!settings(Restart::Never).seats().any(|p| p == NOT_A_SEAT));
+    let roles = Settings { roles: 3, ..settings(Restart::Always) };
+    assert_eq!(roles.seats().collect::<Vec<_>>(), vec![0, 1, 2]);
+    assert_eq!(Settings { roles: 0, ..roles }.seats().collect::<Vec<_>>(), vec![0], "never no seat at all");
 }
 
 #[test]

@@ -1,0 +1,132 @@
+//! NELI's roles: a member with several seats, one per role. Each seat's
+//! rules hold on its own (its token, its fence, its revoke); the member
+//! exits as a whole, once every seat's command is gone.
+
+use super::*;
+
+/// The second role's partition.
+const Q: Partition = 1;
+
+/// A member of two roles that leads both: role 0 (P) with token 7, role 1
+/// (Q) with token 20, both commands running.
+fn leading_both() -> Leader {
+    let mut l = Leader::new(Settings { roles: 2, ..settings(Restart::Always) }, started(0));
+    assert_eq!(l.step(assigned(), ms(1000)), vec![says(1, None, None)]);
+    let on_q = |stance| SendHeartbeat(Q, Record { stance, ..record(1, None) });
+    assert_eq!(l.step(Input::Assigned { partition: Q }, ms(1000)), vec![on_q(Stance::Contending)]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![spawn(7, ms(2000)), led()]);
+    let out = l.step(Input::OwnHeartbeat { partition: Q, offset: 20, sent: ms(1000), more: false }, ms(1010));
+    let spawn_q = Spawn { partition: Q, token: 20, lease: ms(2000), attempt: None };
+    assert_eq!(out, vec![spawn_q, SendHeartbeat(Q, Record { start: Some(20), ..record(1, Some(20)) })]);
+    assert_eq!((l.standing(P), l.standing(Q)), (Standing::Leader { token: 7 }, Standing::Leader { token: 20 }));
+    l
+}
+
+/// Our record in term `term` on a seat's partition, leading with `token` or
+/// contending.
+fn record(term: u64, token: Option<i64>) -> Record {
+    let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
+    Record { term, start: token, stance, attempt: None, next: None, pause: None, to: None }
+}
+
+/// Our disclaimer on `partition`, ending term 1.
+fn gone_on(partition: Partition) -> Action {
+    Disclaim(partition, Record { stance: Stance::Released, start: None, ..record(1, None) })
+}
+
+#[test]
+fn each_role_leads_on_its_own_partition_with_its_own_token() {
+    let l = leading_both();
+    assert!(l.child_alive(P) && l.child_alive(Q));
+}
+
+#[test]
+fn a_revoke_stops_only_the_roles_it_takes() {
+    let mut l = leading_both();
+    assert_eq!(l.step(Input::Revoked { partition: Q, lost: false }, ms(1100)), vec![SignalGroup(Q, SIGTERM)]);
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
+    assert_eq!(l.step(Input::ChildExited(Q, ChildStatus::Signaled(15)), ms(1200)), vec![gone_on(Q), ReleaseRevoke(Q)]);
+    assert!(l.child_alive(P), "role 0's command runs on");
+    // A lost role is killed at once, the other still untouched.
+    let mut l = leading_both();
+    assert_eq!(l.step(Input::Revoked { partition: P, lost: true }, ms(1100)), vec![KillGroup(P)]);
+    assert!(l.child_alive(Q));
+}
+
+#[test]
+fn a_fence_kills_only_its_roles_command() {
+    let mut l = leading_both();
+    // Role 1's heartbeats keep coming back; role 0's stop.
+    let q_hb = |offset, sent| Input::OwnHeartbeat { partition: Q, offset, sent: ms(sent), more: false };
+    let out = l.step(q_hb(21, 1800), ms(1810));
+    assert!(out.contains(&Lease(Q, ms(2800))), "{out:?}");
+    let out = l.step(Input::Tick, ms(2000));
+    assert!(out.contains(&KillGroup(P)), "{out:?}");
+    assert!(!out.contains(&KillGroup(Q)), "{out:?}");
+    assert_eq!((l.standing(P), l.standing(Q)), (Standing::Fenced, Standing::Leader { token: 20 }));
+}
+
+#[test]
+fn the_member_exits_once_every_roles_command_is_gone_and_a_stop_exits_0() {
+    let mut l = leading_both();
+    // Each command is asked once; nothing exits while one still runs.
+    assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![SignalGroup(P, SIGTERM), SignalGroup(Q, SIGTERM)]);
+    let out = l.step(Input::ChildExited(P, ChildStatus::Signaled(15)), ms(1150));
+    assert_eq!(out, vec![gone(1)]);
+    assert_eq!(l.step(Input::ChildExited(Q, ChildStatus::Exited(3)), ms(1160)), vec![gone_on(Q), Exit(0)]);
+    assert_eq!(l.next_deadline(), None);
+}
+
+#[test]
+fn a_second_shutdown_kills_every_command_still_running() {
+    let mut l = leading_both();
+    l.step(Input::Shutdown, ms(1100));
+    assert_eq!(l.step(Input::ChildExited(P, ChildStatus::Signaled(15)), ms(1150)), vec![gone(1)]);
+    assert_eq!(l.step(Input::Shutdown, ms(1160)), vec![KillGroup(Q)]);
+    assert_eq!(l.step(Input::ChildExited(Q, ChildStatus::Signaled(9)), ms(1170)), vec![gone_on(Q), Exit(0)]);
+}
+
+#[test]
+fn a_stop_with_one_role_idle_asks_the_running_one_once() {
+    let mut l = leading_both();
+    l.step(Input::Revoked { partition: P, lost: false }, ms(1100));
+    l.step(Input::ChildExited(P, ChildStatus::Signaled(15)), ms(1110));
+    // Role 0 is idle and exits at once: that must not count as a second
+    // ask for role 1, whose command gets its stop signal and its grace.
+    assert_eq!(l.step(Input::Shutdown, ms(1120)), vec![SignalGroup(Q, SIGTERM)]);
+    assert_eq!(l.next_deadline(), Some(ms(1210)), "role 1's heartbeat; its grace ends at 1620");
+    let out = l.step(Input::Tick, ms(1620));
+    assert!(out.contains(&KillGroup(Q)), "the grace ran out: {out:?}");
+}
+
+#[test]
+fn a_fatal_error_exits_with_its_code_once_every_command_is_gone() {
+    let mut l = leading_both();
+    assert_eq!(l.step(Input::Fatal(77), ms(1100)), vec![SignalGroup(P, SIGTERM), SignalGroup(Q, SIGTERM)]);
+    l.step(Input::ChildExited(Q, ChildStatus::Exited(0)), ms(1110));
+    let out = l.step(Input::ChildExited(P, ChildStatus::Exited(0)), ms(1120));
+    assert_eq!(out.last(), Some(&Exit(77)));
+}
+
+#[test]
+fn a_retired_role_does_not_lead_again_while_the_member_waits_for_another() {
+    let mut l = leading_both();
+    l.step(Input::Shutdown, ms(1100));
+    l.step(Input::ChildExited(P, ChildStatus::Signaled(15)), ms(1150));
+    assert_eq!(l.step(revoked(false), ms(1160)), vec![ReleaseRevoke(P)]);
+    assert_eq!(l.step(assigned(), ms(1170)), vec![], "no tenure, no heartbeat for a role that is done");
+    assert_eq!(l.standing(P), Standing::Standby);
+}
+
+#[test]
+fn one_roles_exit_stops_the_others_first() {
+    // What only a policy of one run can ask (config refuses it with
+    // roles): a role whose run is over exits the member, and the member
+    // stops every other role's command before it does.
+    let mut l = leading_both();
+    l.seat_mut(P).plan = seat::Plan::Exit(Some(5));
+    let out = l.step(Input::ChildExited(P, ChildStatus::Exited(0)), ms(1100));
+    assert_eq!(out, vec![gone(1), SignalGroup(Q, SIGTERM)]);
+    let out = l.step(Input::ChildExited(Q, ChildStatus::Exited(0)), ms(1110));
+    assert_eq!(out, vec![gone_on(Q), Exit(5)]);
+}

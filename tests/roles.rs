@@ -1,0 +1,226 @@
+//! NELI's roles (`--roles N`): one command per role, each role on exactly one
+//! member at a time, spread evenly, and only the roles of a member that
+//! comes or goes move. Every role's command runs under an overlap detector
+//! of its own (`DIR/{role}`, replaced per role by neli-run): a second start
+//! of one role while its lock is held is an overlap.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use neli_proof::detector::Detector;
+use nix::sys::signal::Signal;
+
+use crate::util::{run, stays_false, wait_until, Group, Member};
+
+/// A group whose members run `--roles n`, each role's command guarded by
+/// its own detector.
+struct Roles {
+    g: Group,
+    n: usize,
+    detectors: Vec<Detector>,
+}
+
+impl Roles {
+    fn new(test: &str, n: usize) -> Roles {
+        let g = Group::new(test);
+        let detectors =
+            (0..n).map(|j| Detector::new(g.dir.path().join("roles").join(j.to_string())).unwrap()).collect();
+        Roles { g, n, detectors }
+    }
+
+    /// A member of the group running `sleep 1000` for each role it owns.
+    fn member(&self, name: &str) -> Member {
+        let n = self.n.to_string();
+        let guarded = self.detectors[0].wrap()[0].clone();
+        let dir = self.g.dir.path().join("roles").join("{role}").display().to_string();
+        self.g.member_unguarded(name, &["--roles", &n], &[&guarded, &dir, "sleep", "1000"])
+    }
+
+    /// Each role's starts so far: (member, token), in order.
+    fn starts(&self) -> Vec<Vec<(String, i64)>> {
+        self.detectors.iter().map(Detector::starts).collect()
+    }
+
+    /// Who runs each role now (the newest start of each, all locks held),
+    /// or None while some role runs nowhere.
+    fn holders(&self) -> Option<Vec<String>> {
+        let held = self.detectors.iter().all(Detector::lock_held);
+        let newest: Option<Vec<String>> = self.starts().into_iter().map(|s| s.last().map(|s| s.0.clone())).collect();
+        newest.filter(|_| held)
+    }
+
+    /// How many roles each member runs now.
+    fn spread(&self) -> BTreeMap<String, usize> {
+        let mut spread = BTreeMap::new();
+        for holder in self.holders().unwrap_or_default() {
+            *spread.entry(holder).or_insert(0) += 1;
+        }
+        spread
+    }
+
+    /// Waits until the roles are spread over `members` members, at most
+    /// `most` each, every role running.
+    fn wait_spread(&self, members: usize, most: usize) {
+        wait_until(self.g.broker.timing.takeover(), &format!("{} roles spread over {members} members", self.n), || {
+            let spread = self.spread();
+            spread.len() == members && spread.values().all(|&k| k <= most)
+        });
+    }
+
+    fn assert_no_overlap(&self) {
+        for (j, d) in self.detectors.iter().enumerate() {
+            assert!(!d.starts().is_empty(), "role {j} never ran: nothing was checked");
+            assert_eq!(d.overlaps(), Vec::<String>::new(), "two commands of role {j} ran at once");
+        }
+    }
+
+    fn assert_no_orphan(&self) {
+        wait_until(Duration::from_secs(5), "no role's lock is held once every member exited", || {
+            self.detectors.iter().all(|d| !d.lock_held())
+        });
+    }
+}
+
+#[test]
+fn roles_spread_evenly_and_each_runs_once() {
+    let r = Roles::new("roles-spread", 6);
+    let members: Vec<Member> = ["a", "b", "c"].iter().map(|n| r.member(n)).collect();
+    r.wait_spread(3, 2);
+    let starts = r.starts();
+    assert!(
+        stays_false(r.g.broker.timing.session, || r.starts() != starts),
+        "a role started again in a stable group: {:?}",
+        r.starts()
+    );
+    // Tokens grow per role, across its owners.
+    for (j, s) in r.starts().iter().enumerate() {
+        assert!(s.windows(2).all(|w| w[0].1 < w[1].1), "role {j}'s tokens must increase: {s:?}");
+    }
+    drop(members);
+    r.assert_no_overlap();
+    r.assert_no_orphan();
+}
+
+/// A member that stops hands over only its own roles: the others' commands
+/// never stop.
+#[test]
+fn a_graceful_leave_moves_only_the_leavers_roles() {
+    let r = Roles::new("roles-leave", 6);
+    let mut members: Vec<Member> = ["a", "b", "c"].iter().map(|n| r.member(n)).collect();
+    r.wait_spread(3, 2);
+    let before = r.starts();
+    let holders = r.holders().unwrap();
+    members[2].signal(Signal::SIGTERM);
+    assert_eq!(members[2].wait_exit(r.g.broker.timing.takeover()).code(), Some(0), "{}", members[2].log());
+    r.wait_spread(2, 3);
+    let after = r.starts();
+    for j in 0..r.n {
+        let moved = after[j].len() - before[j].len();
+        if holders[j] == "c" {
+            assert_eq!(moved, 1, "c's role {j} started once elsewhere: {:?}", after[j]);
+        } else {
+            assert_eq!(moved, 0, "role {j} of {} was stopped for nothing: {:?}", holders[j], after[j]);
+        }
+    }
+    drop(members);
+    r.assert_no_overlap();
+    r.assert_no_orphan();
+}
+
+/// A member killed with SIGKILL: its shims kill its commands, and its roles
+/// start elsewhere once the group expires its session; no other role moves.
+#[test]
+fn a_crashed_members_roles_move_and_only_they() {
+    let r = Roles::new("roles-crash", 4);
+    let mut members: Vec<Member> = ["a", "b"].iter().map(|n| r.member(n)).collect();
+    r.wait_spread(2, 2);
+    let before = r.starts();
+    let holders = r.holders().unwrap();
+    members[0].signal(Signal::SIGKILL);
+    members[0].wait_exit(r.g.broker.timing.takeover());
+    r.wait_spread(1, 4);
+    let after = r.starts();
+    for j in 0..r.n {
+        let moved = after[j].len() - before[j].len();
+        assert_eq!(moved, usize::from(holders[j] == "a"), "role {j}: {:?}", after[j]);
+    }
+    drop(members);
+    r.assert_no_overlap();
+    r.assert_no_orphan();
+}
+
+/// A member joining takes its share (at most ceil(roles / members)) and
+/// stops no role it does not take.
+#[test]
+fn a_join_takes_its_share_and_stops_no_other_role() {
+    let r = Roles::new("roles-join", 4);
+    let mut members: Vec<Member> = ["a", "b"].iter().map(|n| r.member(n)).collect();
+    r.wait_spread(2, 2);
+    let before = r.starts();
+    members.push(r.member("c"));
+    r.wait_spread(3, 2);
+    let after = r.starts();
+    let holders = r.holders().unwrap();
+    let taken = holders.iter().filter(|h| *h == "c").count();
+    assert!((1..=2).contains(&taken), "c took {taken} roles: {holders:?}");
+    for j in 0..r.n {
+        let moved = after[j].len() - before[j].len();
+        assert_eq!(moved, usize::from(holders[j] == "c"), "role {j} of {}: {:?}", holders[j], after[j]);
+    }
+    drop(members);
+    r.assert_no_overlap();
+    r.assert_no_orphan();
+}
+
+/// The command of each role is told its role, in `{role}` and its
+/// environment.
+#[test]
+fn each_roles_command_is_told_its_role() {
+    let g = Group::new("roles-env");
+    let out = g.dir.path().join("out-{role}").display().to_string();
+    let script = "echo \"$NELI_ROLE $NELI_ROLES $1 $NELI_FENCING_TOKEN\" > \"$0\"; exec sleep 1000";
+    let m = g.member_unguarded("a", &["--roles", "3"], &["sh", "-c", script, &out, "{role}"]);
+    let read = |j: usize| std::fs::read_to_string(g.dir.path().join(format!("out-{j}"))).unwrap_or_default();
+    wait_until(g.broker.timing.takeover(), "every role's command ran", || (0..3).all(|j| !read(j).is_empty()));
+    for j in 0..3 {
+        let words: Vec<String> = read(j).split_whitespace().map(String::from).collect();
+        assert_eq!(words[..3], [j.to_string(), "3".into(), j.to_string()], "role {j}: {words:?}");
+        assert!(words[3].parse::<i64>().is_ok(), "role {j}'s token: {words:?}");
+    }
+    drop(m);
+}
+
+/// A topic made for fewer roles is refused with the command that fixes it.
+#[test]
+fn a_topic_with_fewer_partitions_than_roles_is_refused() {
+    let g = Group::new("roles-topic");
+    let mut one = g.member_unguarded("a", &[], &["true"]);
+    assert_eq!(one.wait_exit(g.broker.timing.takeover()).code(), Some(0), "{}", one.log());
+    let mut three = g.member_unguarded("b", &["--roles", "3"], &["sleep", "1000"]);
+    assert_eq!(three.wait_exit(g.broker.timing.takeover()).code(), Some(78), "{}", three.log());
+    let log = three.log();
+    assert!(log.contains("has 1 partition(s), and --roles 3 needs 3"), "{log}");
+    assert!(log.contains(&format!("--alter --topic {}.neli --partitions 3", g.name)), "{log}");
+}
+
+#[test]
+fn what_roles_do_not_support_yet_is_refused_by_name() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["--restart", "never"], "--restart never is for a command that runs to completion"),
+        (&["--restart", "on-failure"], "--restart on-failure is for a command that runs to completion"),
+        (&["--every", "1m"], "--every does not work with --roles 4 yet"),
+        (&["--health-cmd", "true"], "--health-cmd does not work with --roles 4 yet"),
+        (&["--leader-file", "/tmp/x"], "--leader-file does not work with --roles 4 yet"),
+    ];
+    for (extra, said) in cases {
+        let args: Vec<&str> = ["-g", "g", "--roles", "4"].iter().chain(extra).chain(&["--", "true"]).copied().collect();
+        let (code, out) = run(&args);
+        assert_eq!(code, 2, "{extra:?}: {out}");
+        assert!(out.contains(said), "{extra:?}: {out}");
+    }
+    for bad in ["0", "1025", "x"] {
+        let (code, out) = run(&["-g", "g", "--roles", bad, "--", "true"]);
+        assert_eq!(code, 2, "--roles {bad}: {out}");
+        assert!(out.contains("--roles"), "--roles {bad}: {out}");
+    }
+}

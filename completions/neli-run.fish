@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= priority= preempt never-lead acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
+    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= roles= restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= priority= preempt never-lead acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -35,9 +35,10 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l heartbeat-interval -d
 complete -c neli-run -n "__fish_neli_run_needs_command" -l heartbeat-deadline -d 'Kill the command when no own heartbeat has come back for this long [default: --session-timeout - 700ms]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l grace -d 'Time between the stop signal and SIGKILL [default: --session-timeout / 2, at most 3s]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l stop-signal -d 'Signal that asks the command to stop (name or number)' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -l restart -d 'What to do when the command exits while leader' -r -f -a "never\t'Exit with the child\'s status (and leave the group)'
+complete -c neli-run -n "__fish_neli_run_needs_command" -l restart -d 'What to do when the command exits while leader [default: never; always with --roles above 1]' -r -f -a "never\t'Exit with the child\'s status (and leave the group)'
 on-failure\t'Start it again unless it exited with status 0'
 always\t'Start it again whatever its status'"
+complete -c neli-run -n "__fish_neli_run_needs_command" -l roles -d 'NELI\'s roles: run the command once per role, each role on exactly one member of the group at a time [default: 1, the single leader]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l restart-delay -d 'Pause before restarting the command' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l once-within -d 'With --restart never: members started within this long of a run\'s wave run the command once between them [default: 30s; 0 turns it off]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l failed-run -d 'With --restart never: what a wave does when its run fails (exits non-zero) [default: retry]' -r -f -a "retry\t'The next member runs it again, as after a crash [default]: each member runs it at most once, and a service fails over'

@@ -224,3 +224,35 @@ fn what_roles_do_not_support_yet_is_refused_by_name() {
         assert!(out.contains("--roles"), "--roles {bad}: {out}");
     }
 }
+
+/// `status` lists who leads each role (text and JSON); `yield` and `pause`,
+/// which act on the one leader, refuse a group of roles and write nothing.
+#[test]
+fn status_shows_each_roles_leader_and_yield_and_pause_refuse_roles() {
+    let r = Roles::new("roles-status", 3);
+    let members: Vec<Member> = ["a", "b"].iter().map(|n| r.member(n)).collect();
+    r.wait_spread(2, 2);
+    let holders = r.holders().unwrap();
+    let group = ["-b", r.g.broker.address.as_str(), "-g", r.g.name.as_str()];
+    let (code, out) = run(&[&["status"][..], &group].concat());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("3 of 3 roles led"), "{out}");
+    for (j, holder) in holders.iter().enumerate() {
+        assert!(out.contains(&format!("role {j}: {holder} (host")), "role {j} is {holder}'s: {out}");
+    }
+    let (code, out) = run(&[&["status", "--json"][..], &group].concat());
+    assert_eq!(code, 0, "{out}");
+    let json: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    let named: Vec<&str> =
+        json["roles"].as_array().unwrap().iter().map(|r| r["leader"]["name"].as_str().unwrap()).collect();
+    assert_eq!(named, holders, "{out}");
+    let starts = r.starts();
+    for what in [&["yield"][..], &["pause"]] {
+        let (code, out) = run(&[what, &group].concat());
+        assert_eq!(code, 2, "{what:?}: {out}");
+        assert!(out.contains(&format!("runs 3 roles (--roles): {} works on a single leader only", what[0])), "{out}");
+    }
+    assert!(stays_false(r.g.broker.timing.session, || r.starts() != starts), "a role moved: {:?}", r.starts());
+    drop(members);
+    r.assert_no_overlap();
+}

@@ -364,7 +364,7 @@ fn a_member_standing_aside_hears_a_pause_written_meanwhile() {
     assert_eq!(code, 1, "{out}");
     wait_until(LONG, "a stands aside", || !g.lock_held() && a.log().contains("standing aside for another member"));
     let (_, out) = run(&["pause", "-b", &g.broker.address, "-g", &g.name, "--timeout", "1s"]);
-    let assigned = || a.log().matches("candidate: assigned partition 0").count();
+    let assigned = || a.log().matches("candidate: assigned the partition").count();
     wait_until(LONG, "a hears the pause", || a.log().contains("the group is paused, by "));
     assert_eq!(assigned(), 1, "a heard the pause only once it had rejoined ({out}):\n{}", a.log());
     // Back in the group it leads, and starts nothing while paused.

@@ -12,8 +12,9 @@
 //! optional field of version 2: older readers ignore it, and so are the
 //! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it,
 //! `pause`, `unhealthy`, set while its writer's health check fails (what
-//! `neli-run status` says of a leader handing over for it), and a
-//! disclaimer's `to` (the member its writer hands over to).
+//! `neli-run status` says of a leader handing over for it), a
+//! disclaimer's `to` (the member its writer hands over to), and `roles`,
+//! its writer's --roles above 1 (the partition is then the role).
 
 use serde::{Deserialize, Serialize};
 
@@ -100,6 +101,10 @@ pub struct Heartbeat {
     /// over to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+    /// Its writer's --roles, above 1: this record's partition is the role
+    /// it leads (`neli-run status` reads every role's partition by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<u32>,
 }
 
 /// A [`PauseNote`] on the wire: the request as its record said it, and
@@ -248,6 +253,7 @@ impl Heartbeat {
             }),
             unhealthy: false,
             to,
+            roles: None,
         }
     }
 

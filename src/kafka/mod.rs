@@ -166,6 +166,8 @@ pub struct Kafka {
     /// Wall clock (ms) since when we have been a standby: our first
     /// candidacy record since our last heartbeat.
     standby_since: Option<u64>,
+    /// Our --roles above 1, said in every heartbeat (`Heartbeat::roles`).
+    roles: Option<u32>,
 }
 
 /// A helper thread that must end before neli-run does: dropping this asks
@@ -270,6 +272,7 @@ impl Kafka {
             priority: s.priority,
             candidacy_interval: s.candidacy_interval,
             standby_since: None,
+            roles: u32::try_from(s.seats.len()).ok().filter(|&n| n > 1),
         })
     }
 
@@ -326,6 +329,7 @@ impl Kafka {
         let heartbeat = Heartbeat {
             timing: Some(self.timing),
             unhealthy: self.requests.keep_out.load(Ordering::Relaxed),
+            roles: self.roles,
             ..Heartbeat::new(&self.member, self.seq, now, at_ms, content)
         };
         let value = heartbeat.encode();

@@ -94,7 +94,7 @@ pub fn pause_main(
 fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result<String, Stop> {
     let group = printable(&target.group);
     let what = if paused { "pause" } else { "resume" };
-    let (consumer, _) = read_partition(target).map_err(|stop| match stop {
+    let (consumer, view) = read_partition(target).map_err(|stop| match stop {
         // No topic: nowhere to write it yet.
         Stop::Fail(f) if f.kind == Kind::NoLeader => Stop::Fail(Failure::new(
             f.kind,
@@ -107,6 +107,7 @@ fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result
         )),
         stop => stop,
     })?;
+    not_roles(&view, &group, what)?;
     let offset = write(target, &PauseRequest::new(paused, stop).encode(), what)?;
     let start = Instant::now();
     while start.elapsed() < timeout {
@@ -137,6 +138,22 @@ fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result
     )
 }
 
+/// Refuses `what` (yield, pause, resume) on a group of roles: each role
+/// has its own leader, and moving or holding one of them is not built yet.
+fn not_roles(view: &super::view::View, group: &str, what: &str) -> Result<(), Stop> {
+    match view.roles {
+        Some(roles) => fail(
+            Kind::Usage,
+            format!(
+                "group {group} runs {roles} roles (--roles): {what} works on a single leader only, for now; \
+                 `neli-run status` shows who leads each role, and stopping a member (SIGTERM) moves its roles \
+                 to the others"
+            ),
+        ),
+        None => Ok(()),
+    }
+}
+
 /// Asks the leader to hand over (to `to`) and waits until another member
 /// (`to`) leads, or until it is clear that none will: the old leader leads
 /// again, or (with `to`) a member other than `to` leads. Without `to`, and
@@ -152,6 +169,7 @@ fn handover(
 ) -> Result<String, Stop> {
     let group = printable(&target.group);
     let (consumer, mut view) = read_partition(target)?;
+    not_roles(&view, &group, "yield")?;
     let Some(old) = view.fresh_leader(wall_ms()).cloned() else {
         return fail(Kind::NoLeader, format!("group {group}: no fresh leader to yield"));
     };

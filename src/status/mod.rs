@@ -47,8 +47,8 @@ use crate::config::Target;
 use crate::exit::{Failure, Kind};
 
 pub use control::{pause_main, yield_main};
-use read::read_partition;
-use render::render;
+use read::{read_partition, read_partitions};
+use render::{render, render_roles};
 pub use watcher::never_lead;
 
 /// Why `status` or `yield` ends without its answer.
@@ -118,6 +118,10 @@ pub fn main(args: StatusArgs, env_properties: Option<String>) -> Result<u8, Fail
 
 fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, Stop> {
     let (consumer, mut view) = read_partition(target)?;
+    if let Some(roles) = view.roles {
+        drop(consumer);
+        return roles_status(target, roles, json_out, watch);
+    }
     if !watch {
         say(&render(target, &view, json_out))?;
         return Ok(view.fresh_leader(wall_ms()).is_some());
@@ -134,6 +138,39 @@ fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, Stop> {
         }
         match consumer.poll(Duration::from_millis(250)) {
             Some(Ok(msg)) => view.read(msg.payload(), msg.offset()),
+            Some(Err(KafkaError::PartitionEOF(_))) | None => {}
+            Some(Err(e)) => {
+                crate::stderr::line(format_args!("warning: {e}"));
+            }
+        }
+    }
+}
+
+/// `status` of a group of `roles` roles: every role's partition read, and
+/// fresh only while every role is led.
+fn roles_status(target: &Target, roles: u32, json_out: bool, watch: bool) -> Result<bool, Stop> {
+    let (consumer, mut views) = read_partitions(target, roles)?;
+    let led = |views: &[view::View]| views.iter().all(|v| v.fresh_leader(wall_ms()).is_some());
+    if !watch {
+        say(&render_roles(target, &views, json_out))?;
+        return Ok(led(&views));
+    }
+    let mut shown = String::new();
+    loop {
+        let key: String = views.iter().map(|v| v.key(wall_ms()) + "|").collect();
+        if key != shown {
+            say(&render_roles(target, &views, json_out))?;
+            shown = key;
+        }
+        if stdout_closed() {
+            return Err(Stop::Closed);
+        }
+        match consumer.poll(Duration::from_millis(250)) {
+            Some(Ok(msg)) => {
+                if let Some(view) = usize::try_from(msg.partition()).ok().and_then(|p| views.get_mut(p)) {
+                    view.read(msg.payload(), msg.offset());
+                }
+            }
             Some(Err(KafkaError::PartitionEOF(_))) | None => {}
             Some(Err(e)) => {
                 crate::stderr::line(format_args!("warning: {e}"));

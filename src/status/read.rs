@@ -1,6 +1,6 @@
-//! Reading partition 0 from outside the group: a consumer that assigns
-//! itself the partition (it never joins the group) and catches up on its
-//! newest records, for `status`, `yield`, `pause`, `resume` and the
+//! Reading partition 0 (and, for a group of roles, every role's partition)
+//! from outside the group: a consumer that assigns itself the partitions
+//! (it never joins the group) and catches up on their newest records, for `status`, `yield`, `pause`, `resume` and the
 //! `--never-lead` member.
 
 use std::time::{Duration, Instant};
@@ -23,6 +23,13 @@ const HISTORY: i64 = 4096;
 
 /// A reader of partition 0 outside the group, caught up to its end.
 pub(super) fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, View), Stop> {
+    let (consumer, mut views) = read_partitions(target, 1)?;
+    Ok((consumer, views.remove(0)))
+}
+
+/// A reader of partitions 0 to `n - 1` outside the group (one per role of
+/// a group of `n` roles), each caught up to its end: a view of each.
+pub(super) fn read_partitions(target: &Target, n: u32) -> Result<(BaseConsumer<Probe>, Vec<View>), Stop> {
     // librdkafka wants a group for assign(); assign() never joins it.
     let group = format!("{}.status", target.group);
     let config = target.client_config(&[
@@ -93,24 +100,37 @@ pub(super) fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, Vi
         }
     };
 
-    let mut view = View::default();
+    let mut marks = vec![(low, high)];
+    for partition in 1..i32::try_from(n).unwrap_or(1) {
+        let more = consumer.fetch_watermarks(&target.topic, partition, Duration::from_secs(5));
+        marks.push(more.map_err(|e| probe.failure(format!("cannot read {}: {e}", printable(&target.topic))))?);
+    }
     let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(&target.topic, 0, Offset::Offset(low.max(high - HISTORY)))
-        .map_err(|e| Failure::new(Kind::Internal, e.to_string()))?;
+    for (partition, &(low, high)) in (0..).zip(&marks) {
+        tpl.add_partition_offset(&target.topic, partition, Offset::Offset(low.max(high - HISTORY)))
+            .map_err(|e| Failure::new(Kind::Internal, e.to_string()))?;
+    }
     consumer.assign(&tpl).map_err(|e| Failure::new(Kind::Internal, e.to_string()))?;
-    // Catch up to the end as it was when we started.
+    // Catch up to the end of each as it was when we started.
+    let mut views: Vec<View> = marks.iter().map(|_| View::default()).collect();
+    let mut behind: Vec<bool> = marks.iter().map(|&(low, high)| high > low).collect();
     let deadline = Instant::now() + Duration::from_secs(10);
-    let mut caught_up = high <= low;
-    while !caught_up && Instant::now() < deadline {
+    while behind.contains(&true) && Instant::now() < deadline {
         match consumer.poll(Duration::from_millis(200)) {
             Some(Ok(msg)) => {
+                let Ok(p) = usize::try_from(msg.partition()) else { continue };
+                let (Some(view), Some(&(_, high))) = (views.get_mut(p), marks.get(p)) else { continue };
                 view.read(msg.payload(), msg.offset());
-                caught_up = msg.offset() + 1 >= high;
+                behind[p] = msg.offset() + 1 < high;
             }
-            Some(Err(KafkaError::PartitionEOF(_))) => caught_up = true,
+            Some(Err(KafkaError::PartitionEOF(p))) => {
+                if let Some(behind) = usize::try_from(p).ok().and_then(|p| behind.get_mut(p)) {
+                    *behind = false;
+                }
+            }
             Some(Err(e)) => return Err(probe.failure(format!("reading {}: {e}", printable(&target.topic)))),
             None => {}
         }
     }
-    Ok((consumer, view))
+    Ok((consumer, views))
 }

@@ -128,6 +128,94 @@ pub(super) fn render(target: &Target, view: &View, json_out: bool) -> String {
     leadership(target, view, fresh, now) + &paused + &last_run + &standbys
 }
 
+/// A group of roles (`--roles`): who leads each role, one line each, then
+/// the members without a role; `views[j]` is role j's partition.
+pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> String {
+    let now = wall_ms();
+    fn role(now: u64, (j, view): (usize, &View)) -> (usize, Option<&Heartbeat>, Option<&Heartbeat>) {
+        let fresh = view.fresh_leader(now);
+        (j, fresh, view.leader.as_ref().filter(|_| fresh.is_none()))
+    }
+    let role = |jv| role(now, jv);
+    if json_out {
+        let roles: Vec<_> = views
+            .iter()
+            .enumerate()
+            .map(role)
+            .map(|(j, fresh, stale)| {
+                let hb = fresh.or(stale);
+                json!({
+                    "role": j,
+                    "fresh": fresh.is_some(),
+                    "leader": hb.map(|hb| json!({
+                        "name": hb.name,
+                        "host": hb.host,
+                        "pid": hb.pid,
+                        "token": hb.token,
+                        "leader_since": hb.since_ms.map(rfc3339),
+                        "heartbeat_age_ms": now.saturating_sub(hb.at_ms),
+                        "heartbeat_deadline_ms": hb.deadline_ms,
+                    })),
+                })
+            })
+            .collect();
+        let standbys = views.first().map(|v| v.standbys(now)).unwrap_or_default();
+        return json!({
+            "version": JSON_VERSION,
+            "group": target.group,
+            "topic": target.topic,
+            "fresh": views.iter().all(|v| v.fresh_leader(now).is_some()),
+            "roles": roles,
+            "standbys": standbys.iter().map(|c| json!({
+                "name": c.name,
+                "host": c.host,
+                "pid": c.pid,
+                "since": rfc3339(c.since_ms),
+                "last_seen_ms": now.saturating_sub(c.at_ms),
+            })).collect::<Vec<_>>(),
+        })
+        .to_string();
+    }
+    let led = views.iter().filter(|v| v.fresh_leader(now).is_some()).count();
+    let mut out = format!(
+        "group {} (topic {}): {led} of {} roles led",
+        printable(&target.group),
+        printable(&target.topic),
+        views.len()
+    );
+    for (j, fresh, stale) in views.iter().enumerate().map(role) {
+        out += &match (fresh, stale) {
+            (Some(hb), _) => format!(
+                "
+  role {j}: {} (host {}, pid {}), token {}{}",
+                printable(&hb.name),
+                printable(&hb.host),
+                hb.pid,
+                hb.token.unwrap_or_default(),
+                hb.since_ms.map_or(String::new(), |ms| format!(", since {} ({} ago)", rfc3339(ms), ago(now, ms))),
+            ),
+            (None, Some(hb)) => format!(
+                "
+  role {j}: no leader (last: {} (host {}), heard {} ago)",
+                printable(&hb.name),
+                printable(&hb.host),
+                ago(now, hb.at_ms)
+            ),
+            (None, None) => format!("\n  role {j}: no leader (none heard yet)"),
+        };
+    }
+    for c in views.first().map(|v| v.standbys(now)).unwrap_or_default() {
+        out += &format!(
+            "\n  no role: {} (host {}, pid {}), last seen {} ago",
+            printable(&c.name),
+            printable(&c.host),
+            c.pid,
+            ago(now, c.at_ms)
+        );
+    }
+    out
+}
+
 /// The pause line: since when, by whom, and with --stop whether the
 /// leader's command is gone yet.
 fn pause_line(pause: &WirePause, fresh: Option<&Heartbeat>, now: u64) -> String {

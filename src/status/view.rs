@@ -35,6 +35,9 @@ pub(super) struct View {
     /// The newest candidacy of each member that does not own partition 0
     /// (live or not: `standbys` says which are).
     pub(super) candidacies: Vec<candidacy::Record>,
+    /// The --roles of the newest heartbeat's writer, above 1: a group of
+    /// roles, each on its own partition.
+    pub(super) roles: Option<u32>,
 }
 
 impl View {
@@ -48,6 +51,7 @@ impl View {
                 self.note_pause(pause);
             }
             hb.pause = hb.pause.filter(|p| p.offset < offset);
+            self.roles = hb.roles.filter(|&n| n > 1);
             self.add(hb);
         } else if let Some(c) = candidacy::Record::decode(payload) {
             self.candidacies.retain(|known| known.name != c.name);

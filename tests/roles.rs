@@ -256,3 +256,24 @@ fn status_shows_each_roles_leader_and_yield_and_pause_refuse_roles() {
     drop(members);
     r.assert_no_overlap();
 }
+
+/// A member frozen (SIGSTOP): each of its shims kills its command once the
+/// lease runs out, the group gives its roles to the others, and thawed it
+/// takes its share back; no role ever runs twice at once.
+#[test]
+fn a_frozen_members_roles_move_and_come_back_without_overlap() {
+    let r = Roles::new("roles-sigstop", 4);
+    let members: Vec<Member> = ["a", "b"].iter().map(|n| r.member(n)).collect();
+    r.wait_spread(2, 2);
+    members[0].signal(Signal::SIGSTOP);
+    r.wait_spread(1, 4);
+    assert_eq!(r.spread().keys().collect::<Vec<_>>(), ["b"], "b runs every role while a is frozen");
+    members[0].signal(Signal::SIGCONT);
+    r.wait_spread(2, 2);
+    for (j, s) in r.starts().iter().enumerate() {
+        assert!(s.windows(2).all(|w| w[0].1 < w[1].1), "role {j}'s tokens must increase: {s:?}");
+    }
+    drop(members);
+    r.assert_no_overlap();
+    r.assert_no_orphan();
+}

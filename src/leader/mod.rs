@@ -547,6 +547,8 @@ impl Leader {
 mod fixtures;
 #[cfg(test)]
 mod invariants;
+#[cfg(test)]
+mod roles_walk;
 
 #[cfg(test)]
 mod tests;

@@ -139,6 +139,18 @@ pub struct RunArgs {
           value_parser = clap::value_parser!(u32).range(1..=crate::leader::MAX_ROLES as i64))]
     pub roles: Option<u32>,
 
+    /// NELI's non-exclusive mode: a revoke does not wait for the command,
+    /// which gets --grace to finish while the next owner starts its own.
+    ///
+    /// The trade: for a moment two commands of one role (or of the single
+    /// leader) may run, and in exchange a handover leaves no gap. For work
+    /// where a gap costs more than a duplicate (a cache warmer, a
+    /// metrics scraper), never for work that must not run twice. A lost
+    /// partition (its session expired) still kills the command at once,
+    /// and a fence still kills it.
+    #[arg(long, env = "NELI_OVERLAP", help_heading = "The command")]
+    pub overlap: bool,
+
     /// Pause before restarting the command.
     #[arg(long, env = "NELI_RESTART_DELAY", default_value = "1s", value_name = "DURATION", value_parser = duration, help_heading = "The command")]
     pub restart_delay: std::time::Duration,
@@ -265,7 +277,7 @@ pub struct RunArgs {
                                 "restart_delay", "stop_signal", "max_runtime", "once_within", "failed_run", "every",
                                 "cron", "time_zone", "missed", "starting_deadline", "on_lead", "on_unlead", "on_exit",
                                 "hook_timeout", "health_cmd", "health_interval", "health_timeout", "health_retries",
-                                "warm", "lead_signal", "unlead_signal", "roles"])]
+                                "warm", "lead_signal", "unlead_signal", "roles", "overlap"])]
     pub never_lead: bool,
 
     /// Give up if not leader within this time [default: wait forever].

@@ -287,6 +287,7 @@ impl Config {
         }
         let roles = roles(&args)?;
         let restart = args.restart();
+        let overlap = overlap(&args)?;
         let schedule = schedule(&args)?;
         let hooks = hooks(&args)?;
         let health = health(&args)?;
@@ -358,6 +359,7 @@ impl Config {
             preempt: args.preempt,
             candidacy_interval: 2 * timing.heartbeat_interval,
             roles: roles.unwrap_or(1),
+            overlap,
         };
         let metrics_addr = match args.metrics_addr.as_deref() {
             None => None,
@@ -414,13 +416,40 @@ fn roles(args: &RunArgs) -> Result<Option<u32>, Failure> {
     ];
     if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
         return err(format!(
-            "{} does not work with {roles} yet: with roles, neli-run supports --restart always, --restart-delay, \
+            "{} does not work with {roles} yet: with roles, neli-run supports --restart always, --overlap, --restart-delay, \
              --max-runtime, --grace, --stop-signal, --acquire-timeout, the timing and Kafka options (or run \
              the single leader, --roles 1, which takes every option)",
             args.from_env.name(flag)
         ));
     }
     Ok(Some(n))
+}
+
+/// `--overlap`, checked: for a command that runs as a service. A run once
+/// per wave or per due time is told apart by its records, which a second
+/// command running beside it would blur, and a warm command is never
+/// stopped by a revoke at all.
+fn overlap(args: &RunArgs) -> Result<bool, Failure> {
+    if !args.overlap {
+        return Ok(false);
+    }
+    let overlap = args.from_env.name("--overlap");
+    for (flag, given) in [("--every", args.every.is_some()), ("--cron", args.cron.is_some()), ("--warm", args.warm)] {
+        if given {
+            return err(format!(
+                "{overlap} does not go with {}: it is for a command run as a service",
+                args.from_env.name(flag)
+            ));
+        }
+    }
+    if args.restart() == Restart::Never {
+        return err(format!(
+            "{overlap} needs --restart on-failure or always (or --roles): with {} a run is once per wave, \
+             which two commands at once would blur",
+            restart(args)
+        ));
+    }
+    Ok(true)
 }
 
 /// `--warm` and its signals, checked: a warm command runs for ever on every

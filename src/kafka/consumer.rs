@@ -31,6 +31,8 @@ pub(super) struct Requests {
     /// Unhealthy: not in the group (see `Kafka::keep_out`).
     pub(super) keep_out: AtomicBool,
     pub(super) hand_over: AtomicBool,
+    /// Out of the group for good, ahead of exiting (`Kafka::leave_group`).
+    pub(super) leave: AtomicBool,
 }
 
 /// How long a member that stood aside watches for another to lead before
@@ -92,6 +94,14 @@ impl Reader<'_> {
     /// over.
     fn answer(&mut self, asks: &Requests, watch: Watch) {
         let (consumer, events) = (self.consumer, self.events);
+        if asks.leave.load(Ordering::Relaxed) {
+            if self.subscribed {
+                info!("leaving the group ahead of exiting (--overlap): the next owners start now");
+                leave_group(consumer);
+                self.subscribed = false;
+            }
+            return;
+        }
         let out = asks.keep_out.load(Ordering::Relaxed);
         if out && self.subscribed && !holds_a_seat(consumer) {
             info!("unhealthy: leaving the group until the health check passes");

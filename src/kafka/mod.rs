@@ -367,6 +367,13 @@ impl Kafka {
         self.requests.rejoin.store(true, Ordering::Relaxed);
     }
 
+    /// Leaves the group for good, ahead of exiting: the consumer thread
+    /// reads nothing more, and what it still owned is revoked
+    /// (`Action::LeaveGroup`).
+    pub fn leave_group(&self) {
+        self.requests.leave.store(true, Ordering::Relaxed);
+    }
+
     /// Leaves the group and rejoins once another member leads (the end of
     /// a yield).
     pub fn stand_aside(&self) {

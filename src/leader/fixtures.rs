@@ -59,6 +59,7 @@ pub fn settings(restart: Restart) -> Settings {
         preempt: false,
         candidacy_interval: Duration::from_millis(1000),
         roles: 1,
+        overlap: false,
     }
 }
 

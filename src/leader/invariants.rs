@@ -140,6 +140,7 @@ impl Sim {
             candidacy_interval: Duration::from_millis(rng.u64(100..1000)),
             // One seat: the roles walk (`roles_walk`) tries several.
             roles: 1,
+            overlap: false,
         };
         // A schedule runs the command at due times instead (never with waves).
         let schedule = (restart == Restart::Never && settings.waves.is_none() && rng.bool()).then(|| Schedule {
@@ -571,6 +572,9 @@ impl Sim {
                 }
                 self.leaving = true;
             }
+            // Only with --overlap, which these walks leave off
+            // (`roles_walk` tries it).
+            Action::LeaveGroup => self.fail("left the group ahead of exiting without --overlap"),
             Action::Exit(_) => {
                 if self.child.is_some() {
                     self.fail("exit while a child lives");

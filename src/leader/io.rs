@@ -105,6 +105,9 @@ pub struct Settings {
     /// NELI's roles (`--roles`): one seat per role, role j on partition j.
     /// 1 is the single leader, on partition 0.
     pub roles: u32,
+    /// `--overlap`: a revoke is released at once while the command stops,
+    /// and a new owner starts without waiting out the old owner's claim.
+    pub overlap: bool,
 }
 
 impl Settings {
@@ -389,6 +392,10 @@ pub enum Action {
     /// Write our candidacy record (the withdrawal when `leaving`, given a
     /// moment to land before what follows).
     SendCandidacy { leaving: bool },
+    /// Leave the group now and stay out: the member is exiting, and with
+    /// `--overlap` lets its partitions go before its commands are gone, so
+    /// that the next owners start while they finish.
+    LeaveGroup,
     /// Leave the group and exit with this status.
     Exit(u8),
     /// Write this record on the seat's partition (it claims nothing), and
@@ -410,9 +417,12 @@ impl Action {
             | Action::KillGroup(partition)
             | Action::ReleaseRevoke(partition)
             | Action::Disclaim(partition, _) => Some(partition),
-            Action::Rejoin | Action::StandAside | Action::HandOver | Action::SendCandidacy { .. } | Action::Exit(_) => {
-                None
-            }
+            Action::Rejoin
+            | Action::StandAside
+            | Action::HandOver
+            | Action::SendCandidacy { .. }
+            | Action::LeaveGroup
+            | Action::Exit(_) => None,
         }
     }
 }

@@ -134,6 +134,8 @@ pub struct Leader {
     /// A seat asked the member to exit with this status: it does once
     /// every seat's command is gone (`exit_when_idle`).
     exiting: Option<u8>,
+    /// We left the group ahead of exiting (`--overlap`).
+    left: bool,
     /// The time of the latest step: a deadline at or before it has been
     /// handled, and returning it from `next_deadline` would spin the shell.
     now: BootTime,
@@ -163,6 +165,7 @@ impl Leader {
             announced: false,
             done: false,
             exiting: None,
+            left: false,
             now: now.boot,
             out: Vec::new(),
             healthy: !gated,
@@ -380,9 +383,15 @@ impl Leader {
     /// stops the others within the same step (`exit_when_idle`), which is
     /// their first ask. With several seats a requested stop exits 0 (each
     /// command's status is in the log): no one command's status speaks for
-    /// the member.
+    /// the member. With --overlap the member leaves the group at once: its
+    /// revokes are released while its commands stop.
     fn shutdown(&mut self, code: Option<u8>, now: BootTime) {
         let code = code.or((self.seats.len() > 1).then_some(0));
+        if self.settings.overlap && !self.left && self.seats.values().any(|s| s.child != Child::Idle) {
+            // The next owners need not wait for our commands to finish.
+            self.left = true;
+            self.out.push(Action::LeaveGroup);
+        }
         let asked: Vec<Partition> =
             self.seats.values().filter(|s| matches!(s.plan, Plan::Exit(_))).map(|s| s.partition).collect();
         self.each_seat(|s, cx| {

@@ -107,8 +107,16 @@ impl Peers {
     /// claim, and the latest term that contends from before ours.
     pub fn held_until(&self, ours: i64) -> Option<BootTime> {
         let claims = self.by_writer.values().filter_map(|p| p.claim);
+        claims.chain(self.contending_until(ours)).max()
+    }
+
+    /// As `held_until`, without the claims of commands that may still run:
+    /// what holds an owner back under `--overlap`, where an earlier owner's
+    /// command may finish beside ours, but two contenders of one partition
+    /// still go in the order of their terms.
+    pub fn contending_until(&self, ours: i64) -> Option<BootTime> {
         let earlier = self.by_writer.values().filter_map(|p| p.term).filter(|t| t.contending && t.start < ours);
-        claims.chain(earlier.map(|t| t.until)).max()
+        earlier.map(|t| t.until).max()
     }
 
     /// The newest fencing token another member has claimed.

@@ -9,7 +9,8 @@
 //!
 //! The promises: a role's command runs only while its member owns the
 //! role's partition or a revoke of it waits (the barrier, per role); a
-//! revoke is released only once that role's command is gone; a command
+//! revoke is released only once that role's command is gone (with
+//! `--overlap`, once it is asked to stop); a command
 //! starts only on an owned partition with none of its own running, under a
 //! token larger than any before on that partition; the member exits only
 //! once every role's command is gone, and says Exit once; an action names
@@ -49,7 +50,12 @@ struct Walk {
     /// Asked to leave the group (rejoin, stand aside): every owned
     /// partition is revoked next.
     leaving: bool,
+    /// Left for good ahead of exiting (`Action::LeaveGroup`): no more
+    /// assignments.
+    left: bool,
     done: bool,
+    /// `--overlap`: a command asked to stop may outlive its release.
+    overlap: bool,
     /// The revoke this step's input is: the deadlines that passed before it
     /// come first (`Leader::step`), so a restart due then may still start
     /// on that partition, which the revoke then stops.
@@ -65,12 +71,26 @@ impl Walk {
         let restart = [Restart::Always, Restart::OnFailure][rng.usize(..2)];
         let settings = Settings {
             roles: n,
+            overlap: rng.u8(..4) == 0,
             max_runtime: (rng.u8(..4) == 0).then(|| Duration::from_millis(rng.u64(1..3000))),
             ..settings(restart)
         };
+        let overlap = settings.overlap;
         let core = Leader::new(settings, started(0));
         let roles = (0..n).map(|_| Role::default()).collect();
-        Walk { rng, core, now: 0, roles, leaving: false, done: false, revoking: None, spawned: 0, trace: Vec::new() }
+        Walk {
+            rng,
+            core,
+            now: 0,
+            roles,
+            leaving: false,
+            left: false,
+            done: false,
+            overlap,
+            revoking: None,
+            spawned: 0,
+            trace: Vec::new(),
+        }
     }
 
     fn fail(&self, what: &str) -> ! {
@@ -108,7 +128,7 @@ impl Walk {
             let partition = p as Partition;
             match self.rng.u8(..100) {
                 0..=14 => return Input::Tick,
-                15..=24 if !role.owned && !role.revoke_waits && !self.leaving => {
+                15..=24 if !role.owned && !role.revoke_waits && !self.leaving && !self.left => {
                     role.owned = true;
                     if let Some((_, earlier)) = role.last_token.as_mut() {
                         *earlier = true;
@@ -156,7 +176,8 @@ impl Walk {
             self.check(action);
         }
         for (p, role) in self.roles.iter().enumerate() {
-            if role.child.is_some() && !role.owned && !role.revoke_waits {
+            let stopping = role.child.is_some_and(|c| c.1.is_some());
+            if role.child.is_some() && !role.owned && !role.revoke_waits && !(self.overlap && stopping) {
                 self.fail(&format!("role {p}'s command runs on a partition neither owned nor held by a revoke"));
             }
         }
@@ -207,13 +228,15 @@ impl Walk {
             }
             Action::ReleaseRevoke(p) => {
                 let role = &mut self.roles[p as usize];
-                if role.child.is_some() {
+                let stopping = role.child.is_some_and(|c| c.1.is_some());
+                if role.child.is_some() && !(self.overlap && stopping) {
                     self.fail(&format!("role {p}'s revoke released while its command runs"));
                 }
                 role.revoke_waits = false;
             }
             Action::Disclaim(p, _) => self.roles[p as usize].outbox.push_back(now),
             Action::Rejoin | Action::StandAside | Action::HandOver => self.leaving = true,
+            Action::LeaveGroup => (self.leaving, self.left) = (true, true),
             Action::SendCandidacy { .. } => {}
             Action::Exit(_) => {
                 if let Some(p) = self.roles.iter().position(|r| r.child.is_some()) {

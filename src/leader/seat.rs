@@ -303,9 +303,15 @@ impl Seat {
             self.stood_down = if lost { "lost" } else { "revoked" };
         }
         self.note_standing();
-        // Whatever our standing was, the partition goes only once the child has.
+        // Whatever our standing was, the partition goes only once the child
+        // has; with --overlap, a graceful revoke lets it go at once, while the
+        // child stops.
         match self.child {
             Child::Idle => self.release(cx),
+            Child::Running | Child::Stopping { .. } if !lost && cx.v.settings.overlap => {
+                self.stop(cx, now);
+                cx.out.push(Action::ReleaseRevoke(self.partition));
+            }
             Child::Running | Child::Stopping { .. } => {
                 self.revoke_waits = true;
                 if lost {
@@ -391,10 +397,20 @@ impl Seat {
                 // would not grow across the group. Found by the invariant test.
                 return None;
             }
-            let at = self.peers.held_until(start).unwrap_or(tenure.since);
+            let at = self.held_until(v, start).unwrap_or(tenure.since);
             return (at < fresh.sent + v.settings.heartbeat_deadline).then_some(at);
         }
         None
+    }
+
+    /// Until when the others' records hold back a term that began at
+    /// `start` (`Peers::held_until`); with --overlap, an earlier owner's
+    /// command may still be finishing, and only earlier contenders do.
+    fn held_until(&self, v: &View, start: i64) -> Option<BootTime> {
+        match v.settings.overlap {
+            true => self.peers.contending_until(start),
+            false => self.peers.held_until(start),
+        }
     }
 
     fn try_promote(&mut self, cx: &mut Ctx, now: BootTime) {
@@ -461,7 +477,7 @@ impl Seat {
                 }
             }
         };
-        let at = self.peers.held_until(start).map_or(due, |quiet| quiet.max(due));
+        let at = self.held_until(v, start).map_or(due, |quiet| quiet.max(due));
         (at < fresh.sent + v.settings.heartbeat_deadline).then_some(at)
     }
 

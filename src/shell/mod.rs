@@ -381,6 +381,7 @@ impl Shell {
                 self.flushing = Some(tokio::task::spawn_blocking(self.kafka.flusher(DISCLAIM_WAIT)));
             }
             Action::Rejoin => self.kafka.rejoin(),
+            Action::LeaveGroup => self.kafka.leave_group(),
             Action::StandAside => self.kafka.stand_aside(),
             Action::HandOver => self.kafka.hand_over(),
             Action::SendCandidacy { leaving } => {

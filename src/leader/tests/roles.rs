@@ -130,3 +130,37 @@ fn one_roles_exit_stops_the_others_first() {
     let out = l.step(Input::ChildExited(Q, ChildStatus::Exited(0)), ms(1110));
     assert_eq!(out, vec![gone_on(Q), Exit(5)]);
 }
+
+/// `--overlap`: a graceful revoke is released at once while the command
+/// stops (a lost one still waits for the kill), and a new owner starts
+/// without waiting out the old owner's claim.
+#[test]
+fn with_overlap_a_revoke_does_not_wait_and_a_claim_does_not_hold_back() {
+    let overlapping = || Leader::new(Settings { overlap: true, ..settings(Restart::Always) }, started(0));
+    let mut l = overlapping();
+    l.step(assigned(), ms(1000));
+    l.step(hb(7, 1000), ms(1010));
+    assert_eq!(l.step(revoked(false), ms(1100)), vec![SignalGroup(P, SIGTERM), ReleaseRevoke(P)]);
+    assert_eq!(l.step(exited(ChildStatus::Signaled(15)), ms(1200)), vec![], "released already, not restarted");
+    let mut l = overlapping();
+    l.step(assigned(), ms(1000));
+    l.step(hb(7, 1000), ms(1010));
+    assert_eq!(l.step(revoked(true), ms(1100)), vec![KillGroup(P)], "lost: it waits for the kill");
+    // A stop leaves the group first: the revoke that follows is released
+    // while the command stops, and the member exits once it is gone.
+    let mut l = overlapping();
+    l.step(assigned(), ms(1000));
+    l.step(hb(7, 1000), ms(1010));
+    assert_eq!(l.step(Input::Shutdown, ms(1100)), vec![LeaveGroup, SignalGroup(P, SIGTERM)]);
+    assert_eq!(l.step(revoked(false), ms(1150)), vec![ReleaseRevoke(P)]);
+    assert_eq!(l.step(exited(ChildStatus::Signaled(15)), ms(1200)), vec![gone(1), Exit(143)]);
+    // Another member's fresh claim, read before our first record.
+    let claim = Input::OtherHeartbeat(P, record_of("x", 3, Some(1), Some(3), Stance::Leading { token: 3 }));
+    for (overlap, starts) in [(true, true), (false, false)] {
+        let mut l = Leader::new(Settings { overlap, ..settings(Restart::Always) }, started(0));
+        l.step(assigned(), ms(1000));
+        l.step(claim.clone(), ms(1001));
+        let out = l.step(hb(7, 1000), ms(1010));
+        assert_eq!(out.contains(&spawn(7, ms(2000))), starts, "overlap {overlap}: {out:?}");
+    }
+}

@@ -12,7 +12,9 @@
 //! - `/readyz`, and `/healthz` (its older name, kept): 200 while Kafka
 //!   answers and the shell's loop turns: a readiness probe.
 //! - `/leader`: 200 only on the member running the command: for load
-//!   balancers and readiness probes.
+//!   balancers and readiness probes. With `--roles`, 200 on a member that
+//!   runs some role's command, and `/leader?role=J` on the one running role
+//!   J's; `/metrics` then has each role's series, labelled `role`.
 //!
 //! The exposition is prometheus-client's (the Prometheus org's Rust client):
 //! group, topic and name are user-supplied label values, which it escapes.
@@ -85,6 +87,36 @@ pub struct Snapshot {
     last_success_ms: Option<u64>,
     /// When the schedule is next due, as we plan it (wall ms).
     pub next_due_ms: Option<u64>,
+    /// With `--roles` above 1, each role's own series (the member-wide ones
+    /// above then speak for role 0's seat only: `neli_roles_led` and these
+    /// say the rest).
+    pub roles: BTreeMap<i32, RoleStat>,
+}
+
+/// One role's share of the snapshot, with `--roles` above 1.
+#[derive(Clone, Debug, Default)]
+pub struct RoleStat {
+    /// The token this member leads the role under, while it does.
+    pub token: Option<i64>,
+    /// The role's command runs here.
+    pub up: bool,
+    /// Starts of the role's command within one leadership.
+    pub restarts: u64,
+    last_start_token: Option<i64>,
+}
+
+impl RoleStat {
+    /// Records a start of the role's command (see `Snapshot::child_started`).
+    pub fn started(&mut self, token: i64) {
+        if self.last_start_token == Some(token) {
+            self.restarts += 1;
+        }
+        self.last_start_token = Some(token);
+    }
+
+    fn leads(&self) -> bool {
+        self.token.is_some() && self.up
+    }
 }
 
 /// Shared between the shell's loop and the server.
@@ -264,38 +296,12 @@ impl Collector for Scrape {
         let member =
             Info::new(vec![("group", ids.group.clone()), ("topic", ids.topic.clone()), ("member", ids.member.clone())]);
         one(&mut enc, "neli_member", None, "The group, topic and member name (--name) of this member.", member)?;
-        let leading = s.leading.filter(|_| matches!(s.standing, Some(Standing::Leader { .. })));
         let gauge = |v: i64| ConstGauge::new(v);
-        let help = "1 while this member leads and runs the command.";
-        one(&mut enc, "neli_leader", None, help, gauge(s.is_leader() as i64))?;
-        let help = "Fencing token of the current leadership, -1 when not leading.";
-        one(&mut enc, "neli_fencing_token", None, help, gauge(leading.map_or(-1, |(token, _)| token)))?;
-        if let Some((_, since_ms)) = leading {
-            let help = "When the current leadership (fencing token) of this member began (Unix time).";
-            one(
-                &mut enc,
-                "neli_leader_since_timestamp",
-                Some(&Unit::Seconds),
-                help,
-                ConstGauge::new(seconds(since_ms)),
-            )?;
+        if s.roles.is_empty() {
+            self.leadership(&mut enc)?;
+        } else {
+            self.roles(&mut enc)?;
         }
-        if let Some(fresh) = s.fresh {
-            let age = ConstGauge::new(self.now.since(fresh).as_secs_f64());
-            one(
-                &mut enc,
-                "neli_heartbeat_age",
-                Some(&Unit::Seconds),
-                "Age of the newest own heartbeat read back.",
-                age,
-            )?;
-        }
-        let kinds = ["joined", "candidate", "leader", "fenced", "resumed", "revoked"];
-        let by_kind = kinds.map(|k| (k, ConstCounter::new(*s.transitions.get(k).unwrap_or(&0))));
-        family(&mut enc, "neli_transitions", "Changes of role, by the role entered.", "kind", by_kind)?;
-        let restarts = ConstCounter::new(s.child_restarts);
-        one(&mut enc, "neli_child_restarts", None, "Starts of the command within one leadership.", restarts)?;
-        one(&mut enc, "neli_child_up", None, "1 while the command runs.", gauge(s.child_up as i64))?;
         one(&mut enc, "neli_kafka_reachable", None, "1 while Kafka answers.", gauge(s.kafka_reachable as i64))?;
         let help =
             "1 while the group is paused (neli-run pause), as this member last read partition 0: current on its owner.";
@@ -334,6 +340,55 @@ impl Collector for Scrape {
     }
 }
 
+impl Scrape {
+    /// The single leader's standing: leader or not, its token and since
+    /// when, its heartbeats' age, its transitions and its command.
+    fn leadership(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let s = &self.snapshot;
+        let leading = s.leading.filter(|_| matches!(s.standing, Some(Standing::Leader { .. })));
+        let gauge = |v: i64| ConstGauge::new(v);
+        let help = "1 while this member leads and runs the command.";
+        one(enc, "neli_leader", None, help, gauge(s.is_leader() as i64))?;
+        let help = "Fencing token of the current leadership, -1 when not leading.";
+        one(enc, "neli_fencing_token", None, help, gauge(leading.map_or(-1, |(token, _)| token)))?;
+        if let Some((_, since_ms)) = leading {
+            let help = "When the current leadership (fencing token) of this member began (Unix time).";
+            one(enc, "neli_leader_since_timestamp", Some(&Unit::Seconds), help, ConstGauge::new(seconds(since_ms)))?;
+        }
+        if let Some(fresh) = s.fresh {
+            let age = ConstGauge::new(self.now.since(fresh).as_secs_f64());
+            let help = "Age of the newest own heartbeat read back.";
+            one(enc, "neli_heartbeat_age", Some(&Unit::Seconds), help, age)?;
+        }
+        let kinds = ["joined", "candidate", "leader", "fenced", "resumed", "revoked"];
+        let by_kind = kinds.map(|k| (k, ConstCounter::new(*s.transitions.get(k).unwrap_or(&0))));
+        family(enc, "neli_transitions", "Changes of role, by the role entered.", "kind", by_kind)?;
+        let restarts = ConstCounter::new(s.child_restarts);
+        one(enc, "neli_child_restarts", None, "Starts of the command within one leadership.", restarts)?;
+        one(enc, "neli_child_up", None, "1 while the command runs.", gauge(s.child_up as i64))
+    }
+
+    /// Each role's series (`--roles` above 1), labelled `role`, in place of
+    /// the single leader's.
+    fn roles(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let s = &self.snapshot;
+        let led = s.roles.values().filter(|r| r.leads()).count() as i64;
+        let help = "Roles this member leads and runs the command of.";
+        one(enc, "neli_roles_led", None, help, ConstGauge::new(led))?;
+        let labels: Vec<String> = s.roles.keys().map(|r| r.to_string()).collect();
+        let per_role = |f: fn(&RoleStat) -> i64| {
+            labels.iter().zip(s.roles.values()).map(move |(l, r)| (l.as_str(), ConstGauge::new(f(r))))
+        };
+        let help = "1 while this member leads the role and runs its command.";
+        role_family(enc, "neli_role_leader", help, per_role(|r| r.leads() as i64))?;
+        let help = "Fencing token of this member's leadership of the role, -1 when it does not lead it.";
+        role_family(enc, "neli_role_fencing_token", help, per_role(|r| r.token.unwrap_or(-1)))?;
+        let restarts = labels.iter().zip(s.roles.values()).map(|(l, r)| (l.as_str(), ConstCounter::new(r.restarts)));
+        let help = "Starts of the role's command within one leadership.";
+        role_family(enc, "neli_role_child_restarts", help, restarts)
+    }
+}
+
 fn seconds(ms: u64) -> f64 {
     ms as f64 / 1000.0
 }
@@ -360,6 +415,29 @@ fn family<M: EncodeMetric + TypedMetric>(
     let mut metric = enc.encode_descriptor(name, help, None, M::TYPE)?;
     for (value, sample) in samples {
         sample.encode(metric.encode_family(&[(key, value)])?)?;
+    }
+    Ok(())
+}
+
+/// The role `/leader?role=J` asks about, if any.
+fn role_asked(path: &str) -> Result<Option<i32>, String> {
+    let Some((_, query)) = path.split_once('?') else { return Ok(None) };
+    match query.split('&').find_map(|kv| kv.strip_prefix("role=")) {
+        None => Ok(None),
+        Some(role) => role.parse().map(Some).map_err(|_| format!("role={role}: expected a role's number\n")),
+    }
+}
+
+/// A family with the label `role`, a sample per role.
+fn role_family<'a, M: EncodeMetric + TypedMetric>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (&'a str, M)>,
+) -> Result<(), std::fmt::Error> {
+    let mut metric = enc.encode_descriptor(name, help, None, M::TYPE)?;
+    for (role, sample) in samples {
+        sample.encode(metric.encode_family(&[("role", role)])?)?;
     }
     Ok(())
 }
@@ -494,6 +572,12 @@ impl Reply {
             }
             "/readyz" | "/healthz" if s.kafka_reachable => reply("200 OK", "ok\n"),
             "/readyz" | "/healthz" => reply("503 Service Unavailable", "Kafka unreachable\n"),
+            "/leader" if !s.roles.is_empty() => match role_asked(path) {
+                Err(why) => reply("400 Bad Request", &why),
+                Ok(Some(role)) if s.roles.get(&role).is_some_and(RoleStat::leads) => reply("200 OK", "leader\n"),
+                Ok(None) if s.roles.values().any(RoleStat::leads) => reply("200 OK", "leader of a role\n"),
+                Ok(_) => reply("503 Service Unavailable", "not leader\n"),
+            },
             "/leader" if s.is_leader() => reply("200 OK", "leader\n"),
             "/leader" => reply("503 Service Unavailable", "not leader\n"),
             _ => reply("404 Not Found", "try /metrics, /livez, /readyz, /healthz or /leader\n"),

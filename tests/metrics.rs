@@ -208,3 +208,52 @@ fn metrics_address_in_use_is_refused_at_start() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("cannot serve --metrics-addr") && out.contains("in use"), "{out}");
 }
+
+/// With `--roles`, /metrics has each role's series (labelled `role`,
+/// promtool-clean), and /leader answers per role: `?role=J` on the member
+/// running role J's command only.
+#[test]
+fn roles_have_their_own_series_and_leader_probe() {
+    let g = Group::new("metrics-roles");
+    let [addr_a, addr_b] = free_addrs();
+    let t = g.broker.timing;
+    let _a = g.member_unguarded("a", &["--roles", "2", "--metrics-addr", &addr_a], &["sleep", "1000"]);
+    let _b = g.member_unguarded("b", &["--roles", "2", "--metrics-addr", &addr_b], &["sleep", "1000"]);
+    let leads = |addr: &str, role: u8| code(addr, &format!("/leader?role={role}")) == Some(200);
+    wait_until(t.takeover(), "each member leads one role", || {
+        (0..2).all(|j| leads(&addr_a, j) != leads(&addr_b, j)) && leads(&addr_a, 0) != leads(&addr_a, 1)
+    });
+    for addr in [&addr_a, &addr_b] {
+        let (_, text) = get(addr, "/metrics").unwrap();
+        let (mine, other) = if leads(addr, 0) { (0, 1) } else { (1, 0) };
+        for line in [
+            "neli_roles_led 1".to_string(),
+            format!("neli_role_leader{{role=\"{mine}\"}} 1"),
+            format!("neli_role_leader{{role=\"{other}\"}} 0"),
+            format!("neli_role_fencing_token{{role=\"{other}\"}} -1"),
+            format!("neli_role_child_restarts_total{{role=\"{mine}\"}} 0"),
+        ] {
+            assert!(text.lines().any(|l| l == line), "{addr}: missing {line}:\n{text}");
+        }
+        let token = text.lines().find_map(|l| l.strip_prefix(&format!("neli_role_fencing_token{{role=\"{mine}\"}} ")));
+        assert!(token.is_some_and(|t| t.parse::<i64>().is_ok_and(|t| t >= 0)), "{text}");
+        assert!(!text.contains("neli_leader "), "the single leader's series are left out: {text}");
+        assert_eq!(code(addr, "/leader"), Some(200), "a member that runs some role's command");
+        assert_eq!(code(addr, "/leader?role=x"), Some(400));
+        if std::process::Command::new("promtool").arg("--version").output().is_ok_and(|o| o.status.success()) {
+            let mut check = Command::new("promtool")
+                .args(["check", "metrics"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            check.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+            let out = check.wait_with_output().unwrap();
+            let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success() && said.trim().is_empty(), "promtool check metrics: {said}\n{text}");
+        } else {
+            skip("promtool is not installed (Debian: apt-get install prometheus)");
+        }
+    }
+}

@@ -412,12 +412,11 @@ fn roles(args: &RunArgs) -> Result<Option<u32>, Failure> {
         ("--on-unlead", args.on_unlead.is_some()),
         ("--on-exit", args.on_exit.is_some()),
         ("--leader-file", args.leader_file.is_some()),
-        ("--metrics-addr", args.metrics_addr.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
         return err(format!(
             "{} does not work with {roles} yet: with roles, neli-run supports --restart always, --overlap, --restart-delay, \
-             --max-runtime, --grace, --stop-signal, --acquire-timeout, the timing and Kafka options (or run \
+             --max-runtime, --grace, --stop-signal, --acquire-timeout, --metrics-addr, the timing and Kafka options (or run \
              the single leader, --roles 1, which takes every option)",
             args.from_env.name(flag)
         ));

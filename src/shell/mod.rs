@@ -365,7 +365,12 @@ impl Shell {
             Action::SendHeartbeat(partition, record) => self.kafka.send_heartbeat(partition, BootTime::now(), record),
             Action::Spawn { partition, token, lease, attempt } => {
                 if seat.is_some_and(|seat| seat.child.spawn(Some(token), lease, attempt)) {
-                    self.report.metrics.lock().expect("metrics lock").child_started(token);
+                    let mut m = self.report.metrics.lock().expect("metrics lock");
+                    match self.seats.len() {
+                        1 => m.child_started(token),
+                        _ => m.roles.entry(partition).or_default().started(token),
+                    }
+                    drop(m);
                     if let Some(hooks) = self.report.hooks.as_mut() {
                         hooks.spawned(token);
                     }
@@ -423,6 +428,16 @@ impl Shell {
             m.note_run(core.last_run(SEAT), core.child_alive(SEAT));
             m.next_due_ms = core.next_due(SEAT).filter(|_| matches!(core.standing(SEAT), Standing::Leader { .. }));
             m.kafka_reachable = self.kafka.reachable();
+            if self.seats.len() > 1 {
+                for (&role, seat) in &self.seats {
+                    let stat = m.roles.entry(role).or_default();
+                    stat.token = match core.standing(role) {
+                        Standing::Leader { token } => Some(token),
+                        _ => None,
+                    };
+                    stat.up = seat.child.is_running();
+                }
+            }
         }
         let report = &mut self.report;
         if let Some(hooks) = report.hooks.as_mut() {

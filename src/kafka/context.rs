@@ -125,6 +125,9 @@ pub(super) struct ReaderContext {
     pub(super) assigned_at: Mutex<BTreeMap<Partition, i64>>,
 }
 
+/// How long pinning a new seat's read position may take, each step.
+const PIN_WAIT: Duration = Duration::from_secs(2);
+
 impl ReaderContext {
     /// Pins the read position of the seat's `partition` a little before its
     /// current end, before our first heartbeat there is written: far enough
@@ -134,12 +137,28 @@ impl ReaderContext {
     /// record, so a start past a claim would be unsafe: if the pin fails,
     /// reading starts at the beginning (`auto.offset.reset=earliest`), which
     /// is slower but skips nothing.
+    ///
+    /// librdkafka refuses a seek ("Erroneous state") until its own thread
+    /// has taken the assignment in, which on a loaded machine can come after
+    /// the rebalance callback returned (seen: one start in four with both
+    /// cores busy): the seek is tried again meanwhile,
+    /// for as long as the pin may take (a seek purges whatever was fetched
+    /// from the beginning before it).
     pub(super) fn start_near_end(&self, consumer: &BaseConsumer<Self>, partition: Partition) {
         let topic = &self.reach.topic;
-        let pinned = consumer.fetch_watermarks(topic, partition, Duration::from_secs(2)).and_then(|(low, end)| {
+        let until = std::time::Instant::now() + PIN_WAIT;
+        let pinned = consumer.fetch_watermarks(topic, partition, PIN_WAIT).and_then(|(low, end)| {
             self.assigned_at.lock().expect("assigned_at lock").insert(partition, end);
-            let start = (end - self.backlog).max(low);
-            consumer.seek(topic, partition, Offset::Offset(start), Duration::from_secs(2))
+            let start = Offset::Offset((end - self.backlog).max(low));
+            loop {
+                match consumer.seek(topic, partition, start, PIN_WAIT) {
+                    // rdkafka says the code in words only ("Erroneous state").
+                    Err(KafkaError::Seek(_)) if std::time::Instant::now() < until => {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    done => return done,
+                }
+            }
         });
         if let Err(err) = pinned {
             debug!(%err, partition, "could not pin the partition's start; reading it from the beginning");

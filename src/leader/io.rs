@@ -111,6 +111,11 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Whether what a seat logs names its role (a span): with several.
+    pub fn names_roles(&self) -> bool {
+        self.roles > 1
+    }
+
     /// The seats' partitions, one per role: the one place that names them.
     pub fn seats(&self) -> impl Iterator<Item = Partition> {
         0..Partition::try_from(self.roles.max(1)).unwrap_or(Partition::MAX)

@@ -262,7 +262,7 @@ impl Leader {
     /// names its role.
     fn on_seat(&mut self, partition: Partition, f: impl FnOnce(&mut Seat, &mut Ctx)) {
         let Leader { settings, started, anchor, pause, standbys, hand_to, now, out, healthy, seats, .. } = self;
-        let _role = (settings.roles > 1).then(|| tracing::info_span!("role", role = partition).entered());
+        let _role = settings.names_roles().then(|| tracing::info_span!("role", role = partition).entered());
         let Some(seat) = seats.get_mut(&partition) else { return };
         let v = View {
             settings,

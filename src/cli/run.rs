@@ -124,8 +124,9 @@ pub struct RunArgs {
     /// NELI's roles: run the command once per role, each role on exactly
     /// one member of the group at a time [default: 1, the single leader].
     ///
-    /// Role j is elected on partition j of the group's topic (created with
-    /// N partitions; an existing topic with fewer is refused). Each role's
+    /// On every host: `neli-run -g ingest --roles 12 -- ./worker --shard
+    /// {role}`. Role j is elected on partition j of the group's topic
+    /// (created with N partitions; an existing topic with fewer is refused). Each role's
     /// command gets `{role}` in its arguments replaced by the role's
     /// number, NELI_ROLE and NELI_ROLES in its environment, and its own
     /// fencing token, which grows with every new owner of that role. Every

@@ -51,19 +51,27 @@ impl Detector {
     /// Read from /proc/locks, never by taking the lock: a probe that held it
     /// for a moment would make a child starting then look like an overlap.
     pub fn lock_held(&self) -> bool {
-        use std::os::unix::fs::MetadataExt;
-        let Ok(meta) = fs::metadata(self.dir.join("lock")) else {
-            return false; // no child has ever run
-        };
-        // "1: FLOCK  ADVISORY  WRITE 4242 08:01:131090 0 EOF"; the device is
-        // major:minor in hex.
-        let (major, minor) = (libc::major(meta.dev()), libc::minor(meta.dev()));
-        let id = format!("{major:02x}:{minor:02x}:{}", meta.ino());
-        fs::read_to_string("/proc/locks")
-            .unwrap_or_default()
-            .lines()
-            .any(|l| l.contains(" FLOCK ") && l.split_whitespace().nth(5) == Some(id.as_str()))
+        self.lock_id().is_some_and(|id| locks_held(&[Some(id)])[0])
     }
+
+    /// The lock file as /proc/locks names it (MAJ:MIN:INODE, the device
+    /// in hex); None until a child has created it.
+    pub fn lock_id(&self) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::metadata(self.dir.join("lock")).ok()?;
+        let (major, minor) = (libc::major(meta.dev()), libc::minor(meta.dev()));
+        Some(format!("{major:02x}:{minor:02x}:{}", meta.ino()))
+    }
+}
+
+/// Which of the locks `ids` (see `Detector::lock_id`; None: never created,
+/// so free) some process holds, from one read of /proc/locks:
+/// "1: FLOCK  ADVISORY  WRITE 4242 08:01:131090 0 EOF".
+pub fn locks_held(ids: &[Option<String>]) -> Vec<bool> {
+    let locks = fs::read_to_string("/proc/locks").unwrap_or_default();
+    let held: Vec<&str> =
+        locks.lines().filter(|l| l.contains(" FLOCK ")).filter_map(|l| l.split_whitespace().nth(5)).collect();
+    ids.iter().map(|id| id.as_deref().is_some_and(|id| held.contains(&id))).collect()
 }
 
 /// The lines of a file; none if it does not exist.

@@ -76,6 +76,8 @@ pub enum Fault {
     /// broker) while paused, during which no child may start; then
     /// `neli-run resume` (see `pause_episode`).
     Pause,
+    /// With --roles: a new member joins the group (see `roles`).
+    Join,
 }
 
 impl Fault {
@@ -103,6 +105,7 @@ impl Fault {
             Fault::Unhealthy => "unhealthy",
             Fault::Finish => "none (finish)",
             Fault::Pause => "pause",
+            Fault::Join => "join",
         }
     }
 
@@ -148,16 +151,16 @@ const MODES: [&str; 6] = ["normal", "normal", "ignore-term", "grandchildren", "d
 const SCHEDULED_MODES: [&str; 6] = ["scheduled", "scheduled", "scheduled", "ignore-term", "grandchildren", "daemonize"];
 
 impl Soak {
-    /// Strikes the member in `slot` (or the broker) with `fault`.
-    fn strike(&self, fault: Fault, slot: usize, rng: &mut Rng) {
-        let pid = self.pid(slot);
+    /// Strikes the member in `slot` (or the broker: any slot) with `fault`.
+    pub fn strike(&self, fault: Fault, slot: usize, rng: &mut Rng) {
+        let pid = || self.pid(slot);
         match fault {
-            Fault::Kill9 => drop(kill(pid, Signal::SIGKILL)),
-            Fault::Sigterm | Fault::SigtermAfterThaw => drop(kill(pid, Signal::SIGTERM)),
-            Fault::SigstopCont => drop(kill(pid, Signal::SIGSTOP)),
+            Fault::Kill9 => drop(kill(pid(), Signal::SIGKILL)),
+            Fault::Sigterm | Fault::SigtermAfterThaw => drop(kill(pid(), Signal::SIGTERM)),
+            Fault::SigstopCont => drop(kill(pid(), Signal::SIGSTOP)),
             Fault::ChildCrash => {
                 // Everything below the shim, daemons that left its group too.
-                for p in shim_of(pid).map(below).unwrap_or_default() {
+                for p in shim_of(pid()).map(below).unwrap_or_default() {
                     let _ = kill(p, Signal::SIGKILL);
                 }
             }
@@ -167,7 +170,7 @@ impl Soak {
                 // Let neli-run and its child meet the broken pipe first.
                 std::thread::sleep(Duration::from_millis(300));
                 let sig = if fault == Fault::BrokenLogKill9 { Signal::SIGKILL } else { Signal::SIGSTOP };
-                let _ = kill(pid, sig);
+                let _ = kill(pid(), sig);
             }
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").cut(),
             Fault::Unhealthy => drop(fs::write(self.sick_file(slot), "")),
@@ -182,7 +185,8 @@ impl Soak {
             | Fault::CoordinatorCut
             | Fault::LeaderCut
             | Fault::Finish
-            | Fault::Pause => {}
+            | Fault::Pause
+            | Fault::Join => {}
         }
     }
 
@@ -193,7 +197,7 @@ impl Soak {
     }
 
     /// Ends a fault's disruption (a no-op for the one-shot faults).
-    fn end(&self, fault: Fault, slot: usize) {
+    pub fn end(&self, fault: Fault, slot: usize) {
         match fault {
             Fault::SigstopCont | Fault::BrokenLogStop => drop(kill(self.pid(slot), Signal::SIGCONT)),
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").heal(),
@@ -214,7 +218,7 @@ fn shim_of(neli: Pid) -> Option<i32> {
 /// Every process below `root`, parents before their children. The shim is a
 /// child subreaper, so whatever the command started, daemons too, stays
 /// below it until reaped.
-fn below(root: i32) -> Vec<Pid> {
+pub fn below(root: i32) -> Vec<Pid> {
     let mut found = Vec::new();
     let mut next = vec![root];
     while let Some(parent) = next.pop() {
@@ -239,7 +243,7 @@ fn mode_of(detector: &Detector, token: i64) -> String {
 }
 
 /// A wall-clock time as the candidates' logs print it (UTC, HH:MM:SS.mmm).
-fn wall(t: std::time::SystemTime) -> String {
+pub fn wall(t: std::time::SystemTime) -> String {
     let ms = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() % 86_400_000;
     format!("{:02}:{:02}:{:02}.{:03}Z", ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000)
 }

@@ -107,12 +107,12 @@ pub struct Slot {
 pub struct LogReader(Arc<AtomicU8>);
 
 impl LogReader {
-    const READING: u8 = 0;
+    pub const READING: u8 = 0;
     pub const STALLED: u8 = 1;
     pub const DEAD: u8 = 2;
 
     /// The pipe's write end for the member, and its reader.
-    fn start(mut log: fs::File) -> (std::os::fd::OwnedFd, LogReader) {
+    pub fn start(mut log: fs::File) -> (std::os::fd::OwnedFd, LogReader) {
         use std::io::{Read, Write};
         // Close-on-exec: no other member may hold this reader's pipe.
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("a pipe");

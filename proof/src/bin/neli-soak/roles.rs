@@ -1,0 +1,923 @@
+//! The roles soak (`--roles R`): every member runs `neli-run --roles R`,
+//! each role's command under an overlap detector of its own
+//! (`WORK/roles/{role}`, which neli-run fills in per role), and faults
+//! strike random members (with roles every member leads some), the broker
+//! or the cluster until --transitions role moves: a role's command
+//! starting on another member than that role's previous start.
+//!
+//! Between faults the soak waits for the group to *settle*: every role's
+//! lock held, each by a live member (running, neither struck down, frozen
+//! nor cut off), the roles spread evenly over the live members (R/n rounded
+//! down or up each), no start for half a session, nothing left to do (a
+//! thaw, a heal, a restart, a cluster event) and nothing done for a
+//! session. A fault and what follows
+//! up to the next settled moment is an *episode*. Now and then a second
+//! fault strikes while the first is in flight; an episode that overlapped
+//! another (or a member's unasked exit) is not *clean*.
+//!
+//! Judged on clean episodes that began settled, the *needless moves*:
+//! after a join, a role whose holder changed to another member than the
+//! joiner, or that started again on its holder; after a member's leave
+//! (SIGTERM) or crash (kill -9) that was not started again within the
+//! episode, a role of another member that moved or started again. Measured:
+//! each role's longest time with no command (its lock free), and how long
+//! the roles of a member stopped with SIGTERM or kill -9 took to start
+//! elsewhere (clean episodes only).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use neli_proof::detector::{locks_held, Detector};
+use neli_proof::netns::NetNs;
+use neli_proof::{die_with_runner, Rng};
+
+use crate::faults::{below, wall, Fault};
+use crate::members::{LogReader, Soak};
+use crate::{Args, BrokerKind};
+
+/// Each role's command, by NELI_ROLE mod 4 (see `KINDS`): a plain service;
+/// one with two children; one that leaves two daemons (setsid'd, one
+/// ignoring SIGTERM) holding the role's lock, which only its shim can reap;
+/// one that ignores SIGTERM (killed after --grace).
+const COMMAND: &str = r#"case $((NELI_ROLE % 4)) in
+  1) sleep 100000 & sleep 100000 & wait ;;
+  2) (setsid sh -c 'trap "" TERM; exec sleep 100000' &); setsid sleep 100000 & exec sleep 100000 ;;
+  3) trap '' TERM; exec sleep 100000 ;;
+  *) exec sleep 100000 ;;
+esac"#;
+
+/// What each role's command is, by role mod 4 (the summary's words).
+pub const KINDS: [&str; 4] = ["plain", "children", "daemons", "ignores TERM"];
+
+/// Refuses what a roles soak cannot do.
+pub fn check(args: &Args, roles: usize) -> Result<(), String> {
+    if args.schedule {
+        return Err(
+            "--roles cannot go with --schedule: neli-run refuses --every and --cron with --roles above 1".into()
+        );
+    }
+    if roles < args.candidates {
+        return Err(format!(
+            "--roles {roles} needs at least as many roles as --candidates ({}): the soak tells a settled group \
+             by every member holding its share",
+            args.candidates
+        ));
+    }
+    Ok(())
+}
+
+/// The faults of a roles soak: on members, on the broker (one of ours;
+/// no restart of tansu's in-memory log), network cuts with namespaces, the
+/// cluster's own life with --cluster.
+pub fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
+    let mut faults = vec![
+        Fault::Kill9,
+        Fault::Sigterm,
+        Fault::SigstopCont,
+        Fault::Join,
+        Fault::ChildCrash,
+        Fault::BrokenLogKill9,
+        Fault::BrokenLogStop,
+    ];
+    if netns {
+        faults.extend([Fault::NetCut, Fault::NetBlip]);
+    }
+    if own_broker {
+        faults.push(Fault::BrokerPause);
+    }
+    if own_broker && args.broker != BrokerKind::Tansu {
+        faults.push(Fault::BrokerRestart);
+    }
+    if own_broker && args.cluster > 1 {
+        faults.extend([
+            Fault::RollingRestart,
+            Fault::LeaderMove,
+            Fault::CoordinatorMove,
+            Fault::BrokerCrash,
+            Fault::PartitionOffline,
+            Fault::CoordinatorCut,
+            Fault::LeaderCut,
+        ]);
+    }
+    faults
+}
+
+/// Why a fault of the single leader's soak is not one of the roles soak.
+pub fn refused(name: &str) -> Option<&'static str> {
+    match name {
+        "pause" => Some("`neli-run pause` refuses a group of roles"),
+        "unhealthy" => Some("--health-cmd is refused with --roles above 1"),
+        "sigterm-after-thaw" => Some("it times a single leader's handover after a thaw (sigstop-cont covers freezes)"),
+        "none (finish)" => Some("a role's command is a service (--restart always)"),
+        _ => None,
+    }
+}
+
+/// Whether the fault strikes one member (a live one, chosen at random).
+fn strikes_a_member(fault: Fault) -> bool {
+    matches!(
+        fault,
+        Fault::Kill9
+            | Fault::Sigterm
+            | Fault::SigstopCont
+            | Fault::BrokenLogKill9
+            | Fault::BrokenLogStop
+            | Fault::NetCut
+            | Fault::NetBlip
+            | Fault::CoordinatorCut
+            | Fault::LeaderCut
+    )
+}
+
+/// Whether the fault stops its member's neli-run: a leave or a crash.
+fn stops_its_member(fault: Fault) -> bool {
+    matches!(fault, Fault::Kill9 | Fault::Sigterm | Fault::BrokenLogKill9)
+}
+
+/// The group as it stood: who ran each role last, and how many starts each
+/// role had.
+#[derive(Clone)]
+struct Snapshot {
+    holders: Vec<String>,
+    counts: Vec<usize>,
+}
+
+/// A role the struck member held: its starts then, and how long it took to
+/// start on another member.
+struct Move {
+    role: usize,
+    count: usize,
+    took: Option<Duration>,
+}
+
+/// One fault and what followed it until the group settled.
+struct Episode {
+    fault: Fault,
+    /// The member struck, or the one that joined: (slot, name).
+    member: Option<(usize, String)>,
+    at: Instant,
+    wall: SystemTime,
+    /// The group when struck, if it had settled then.
+    before: Option<Snapshot>,
+    /// A stopped member started again within the episode.
+    back: bool,
+    /// No other episode, nor an unasked exit, overlapped it.
+    clean: bool,
+    moves: Vec<Move>,
+}
+
+/// What a pending action does when its time comes.
+enum Action {
+    /// A member in this slot (once the one there has exited).
+    Start(usize),
+    /// A signal to the member of this name, if it still runs in the slot.
+    Signal(usize, String, Signal),
+    /// The slot's network cut healed (if its member still runs there).
+    Heal(usize, String),
+    /// A broker fault's end.
+    End(Fault),
+    /// A cluster fault's scripted event.
+    Event(String),
+    /// A second fault, while the first is in flight.
+    Strike,
+    /// Nothing: the episode stays open until then (a cluster fault's watch).
+    Wait,
+}
+
+struct Pending {
+    at: Instant,
+    /// The episode it belongs to (None: a member's unasked exit).
+    episode: Option<usize>,
+    action: Action,
+}
+
+/// A role's longest time with no command running.
+#[derive(Clone, Default)]
+pub struct Gap {
+    pub length: Duration,
+    /// When it began, and the faults in flight then.
+    pub from: Option<SystemTime>,
+    pub during: String,
+}
+
+/// Clean episodes judged for needless moves, by what they were.
+#[derive(Default)]
+pub struct Needless {
+    pub judged: usize,
+    pub moves: Vec<String>,
+}
+
+/// What the roles soak saw, for the summary.
+#[derive(Default)]
+pub struct Figures {
+    /// By fault: how many struck, how many while another was in flight.
+    pub faults: BTreeMap<Fault, (usize, usize)>,
+    /// Clean episodes by fault.
+    pub clean: BTreeMap<Fault, usize>,
+    /// Role moves: from the SIGTERM or the kill -9 sent to a member until
+    /// each of its roles started on another member.
+    pub graceful: Vec<Duration>,
+    pub crash: Vec<Duration>,
+    pub joins: Needless,
+    pub leaves: Needless,
+    pub crashes: Needless,
+    pub gaps: Vec<Gap>,
+    /// Times the group did not settle within --stall.
+    pub stalls: usize,
+    /// Members that exited unasked, or not 0 after a SIGTERM.
+    pub exits: Vec<String>,
+    pub wall: Duration,
+}
+
+/// The roles soak as it runs.
+struct Run<'a> {
+    soak: &'a mut Soak,
+    faults: &'a [Fault],
+    rng: Rng,
+    detectors: Vec<Detector>,
+    ids: Vec<Option<String>>,
+    starts: Vec<Vec<(String, i64)>>,
+    held: Vec<bool>,
+    /// When a new start was last seen.
+    last_start: Instant,
+    /// Per role, since when its lock has been free, and the faults in
+    /// flight meanwhile.
+    free: Vec<Option<(Instant, SystemTime, Vec<Fault>)>>,
+    open: Vec<Episode>,
+    pending: Vec<Pending>,
+    next_id: usize,
+    /// Slots whose member was sent SIGTERM or SIGKILL, not yet exited.
+    struck: BTreeMap<usize, Signal>,
+    /// Slots whose member is frozen or cut off, by episode.
+    impaired: BTreeMap<usize, usize>,
+    /// Since the last strike or action: the group must settle within --stall.
+    clock: Instant,
+    /// After a stall: strike the next fault without waiting to settle.
+    forced: bool,
+    figures: Figures,
+}
+
+/// Runs the roles soak until --transitions (or a stop), judges it and
+/// prints the summary.
+pub fn soak(
+    soak: &mut Soak,
+    args: &Args,
+    roles: usize,
+    faults: &[Fault],
+    seed: u64,
+    interrupted: &AtomicBool,
+) -> ExitCode {
+    let began = Instant::now();
+    let detectors: Vec<Detector> = (0..roles)
+        .map(|j| Detector::new(soak.detector.dir.join("roles").join(j.to_string())).expect("a role's work dir"))
+        .collect();
+    let mut run = Run {
+        soak,
+        faults,
+        rng: Rng(seed),
+        detectors,
+        ids: vec![None; roles],
+        starts: vec![Vec::new(); roles],
+        held: vec![false; roles],
+        last_start: Instant::now(),
+        free: vec![None; roles],
+        open: Vec::new(),
+        pending: Vec::new(),
+        next_id: 0,
+        struck: BTreeMap::new(),
+        impaired: BTreeMap::new(),
+        clock: Instant::now(),
+        forced: false,
+        figures: Figures { gaps: vec![Gap::default(); roles], ..Figures::default() },
+    };
+    for slot in 0..run.soak.slots.len() {
+        run.start(slot);
+    }
+    let stall: Duration = args.stall.into();
+    let (mut reported, mut progress) = (0, Progress::default());
+    while !interrupted.load(Ordering::Relaxed) {
+        run.tick();
+        let done = run.transitions();
+        let settled = run.settled();
+        if settled || (run.forced && run.open.is_empty() && run.pending.is_empty()) {
+            let had = run.open.len();
+            run.close(settled);
+            if done >= args.transitions {
+                break;
+            }
+            if let Some(why) = (had > 0).then(|| progress.note(done, false)).flatten() {
+                eprintln!("neli-soak: {why}: stopping");
+                break;
+            }
+            run.forced = false;
+            run.strike_next(settled);
+        } else if run.clock.elapsed() > stall {
+            run.stall(stall);
+            if done >= args.transitions {
+                break;
+            }
+            if let Some(why) = progress.note(done, true) {
+                eprintln!("neli-soak: {why}: stopping");
+                break;
+            }
+        }
+        if done >= reported + 25 {
+            reported = done;
+            let overlaps: usize = run.detectors.iter().map(|d| d.overlaps().len()).sum();
+            println!("neli-soak: {done} transitions, {overlaps} overlaps");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    run.finish();
+    run.figures.wall = began.elapsed();
+    let verdict = crate::roles_report::judge(run.soak, &run.detectors);
+    crate::roles_report::report(seed, args, run.soak, &run.figures, &verdict)
+}
+
+/// Whether the soak gets anywhere: a fault list that moves no role, or a
+/// group stuck, would never reach --transitions.
+#[derive(Default)]
+struct Progress {
+    at: usize,
+    idle: usize,
+    stuck: usize,
+}
+
+impl Progress {
+    /// Notes the transitions `done` once a fault's episode closed, or after
+    /// a stall; why to stop, if the soak should.
+    fn note(&mut self, done: usize, stall: bool) -> Option<&'static str> {
+        if done > self.at {
+            (self.idle, self.stuck) = (0, 0);
+        } else if stall {
+            self.stuck += 1;
+        } else {
+            self.idle += 1;
+        }
+        self.at = done;
+        if self.idle >= 50 {
+            Some("50 faults in a row moved no role (do --faults move roles?)")
+        } else if self.stuck >= 3 {
+            Some("three stalls in a row with no role moving")
+        } else {
+            None
+        }
+    }
+}
+
+impl Run<'_> {
+    /// Starts a member in `slot`; its name.
+    fn start(&mut self, slot: usize) -> String {
+        let soak = &mut *self.soak;
+        soak.started += 1;
+        let name = format!("c{}-{}", slot, soak.started);
+        let log = fs::File::create(soak.detector.dir.join(format!("{name}.log"))).expect("log file");
+        let (pipe, reader) = LogReader::start(log);
+        if let Some(old) = soak.slots[slot].log.replace(reader) {
+            old.set(LogReader::DEAD);
+        }
+        let mut argv = soak.slots[slot].ns.as_ref().map(NetNs::exec_prefix).unwrap_or_default();
+        argv.push(soak.neli.display().to_string());
+        let dir = soak.detector.dir.join("roles").join("{role}");
+        let child = die_with_runner(&mut Command::new(&argv[0]))
+            .args(&argv[1..])
+            .args(["-b", &soak.brokers, "-g", &soak.group, "--name", &name])
+            .args(&soak.timing)
+            .args(["--roles", &self.detectors.len().to_string()])
+            .arg("--")
+            .arg(soak.detector.dir.join("guarded.sh"))
+            .arg(dir)
+            .args(["sh", "-c", COMMAND])
+            .stdin(Stdio::null())
+            .stdout(pipe.try_clone().expect("a pipe"))
+            .stderr(pipe)
+            .spawn()
+            .expect("start neli-run");
+        soak.births.insert(name.clone(), SystemTime::now());
+        soak.slots[slot].member = Some((name.clone(), child));
+        name
+    }
+
+    /// Slots whose member runs, not struck down, frozen or cut off.
+    fn live(&self) -> Vec<usize> {
+        (0..self.soak.slots.len())
+            .filter(|s| self.soak.slots[*s].member.is_some())
+            .filter(|s| !self.struck.contains_key(s) && !self.impaired.contains_key(s))
+            .collect()
+    }
+
+    fn name(&self, slot: usize) -> Option<String> {
+        self.soak.slots[slot].member.as_ref().map(|(n, _)| n.clone())
+    }
+
+    /// Role moves so far, over every role.
+    fn transitions(&self) -> usize {
+        self.starts.iter().map(|s| s.windows(2).filter(|w| w[0].0 != w[1].0).count()).sum()
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            holders: self.starts.iter().map(|s| s.last().map(|s| s.0.clone()).unwrap_or_default()).collect(),
+            counts: self.starts.iter().map(Vec::len).collect(),
+        }
+    }
+
+    /// The faults in flight.
+    fn in_flight(&self) -> Vec<Fault> {
+        self.open.iter().map(|e| e.fault).collect()
+    }
+
+    /// One look at everything: exited members, due actions, the locks and
+    /// the starts.
+    fn tick(&mut self) {
+        self.reap();
+        let now = Instant::now();
+        let (mut due, rest): (Vec<Pending>, Vec<Pending>) =
+            std::mem::take(&mut self.pending).into_iter().partition(|p| p.at <= now);
+        self.pending = rest;
+        due.sort_by_key(|p| p.at);
+        for p in due {
+            if self.act(&p.action) {
+                self.clock = Instant::now();
+            } else {
+                self.pending.push(p);
+            }
+        }
+        let pending = &self.pending;
+        self.impaired.retain(|_, ep| pending.iter().any(|p| p.episode == Some(*ep)));
+        self.look();
+    }
+
+    /// Notes members that exited; one that exited unasked is started again
+    /// at once, and spoils the episodes in flight.
+    fn reap(&mut self) {
+        for slot in 0..self.soak.slots.len() {
+            let Some((name, child)) = self.soak.slots[slot].member.as_mut() else { continue };
+            let Ok(Some(status)) = child.try_wait() else { continue };
+            let name = name.clone();
+            self.soak.slots[slot].member = None;
+            self.impaired.remove(&slot);
+            match self.struck.remove(&slot) {
+                Some(Signal::SIGTERM) if status.code() != Some(0) => {
+                    self.figures.exits.push(format!("{name} exited {status} after a SIGTERM (expected 0)"));
+                }
+                Some(_) => {}
+                None => {
+                    eprintln!("neli-soak: {name} exited unasked ({status}) at {}", wall(SystemTime::now()));
+                    self.figures.exits.push(format!("{name} exited unasked: {status}"));
+                    self.open.iter_mut().for_each(|e| e.clean = false);
+                    self.pending.push(Pending { at: Instant::now(), episode: None, action: Action::Start(slot) });
+                }
+            }
+        }
+    }
+
+    /// Does a pending action; whether it is done (a start waits for the
+    /// slot's member to exit, and is dropped if a join filled the slot).
+    fn act(&mut self, action: &Action) -> bool {
+        let still = |run: &Run, slot: usize, name: &str| run.name(slot).as_deref() == Some(name);
+        match action {
+            Action::Start(slot) => {
+                if self.soak.slots[*slot].member.is_some() {
+                    return !self.struck.contains_key(slot);
+                }
+                self.start(*slot);
+            }
+            Action::Signal(slot, name, sig) => {
+                if still(self, *slot, name) {
+                    let _ = kill(self.soak.pid(*slot), *sig);
+                    // A thaw mends a stalled log (a dead one stays dead):
+                    // the member's later lines are what tells its story.
+                    if *sig == Signal::SIGCONT {
+                        self.soak.slots[*slot].log.as_ref().expect("a log reader").set(LogReader::READING);
+                    }
+                }
+            }
+            Action::Heal(slot, name) => {
+                if still(self, *slot, name) {
+                    self.soak.slots[*slot].ns.as_ref().expect("a namespace").heal();
+                }
+            }
+            Action::End(fault) => self.soak.end(*fault, 0),
+            Action::Event(event) => self.soak.cluster_event(event),
+            Action::Strike => {
+                if let Some(fault) = self.draw() {
+                    self.strike(fault, false);
+                }
+            }
+            Action::Wait => {}
+        }
+        true
+    }
+
+    /// Reads every role's lock and starts: leaderless gaps and the moves of
+    /// struck members' roles.
+    fn look(&mut self) {
+        let now = Instant::now();
+        for (id, d) in self.ids.iter_mut().zip(&self.detectors) {
+            if id.is_none() {
+                *id = d.lock_id();
+            }
+        }
+        self.held = locks_held(&self.ids);
+        let starts: Vec<Vec<(String, i64)>> = self.detectors.iter().map(Detector::starts).collect();
+        if starts.iter().zip(&self.starts).any(|(new, old)| new.len() > old.len()) {
+            self.last_start = now;
+        }
+        self.starts = starts;
+        for j in 0..self.held.len() {
+            match (self.held[j], self.free[j].is_some()) {
+                (false, false) if !self.starts[j].is_empty() => {
+                    self.free[j] = Some((now, SystemTime::now(), self.in_flight()));
+                }
+                (true, true) => self.gap_over(j, now),
+                _ => {}
+            }
+        }
+        for e in &mut self.open {
+            let Some((_, name)) = e.member.as_ref().filter(|_| stops_its_member(e.fault)) else { continue };
+            for m in e.moves.iter_mut().filter(|m| m.took.is_none()) {
+                if self.starts[m.role].iter().skip(m.count).any(|s| s.0 != *name) {
+                    m.took = Some(now - e.at);
+                }
+            }
+        }
+    }
+
+    /// Role `j`'s lock, free since `free[j]`, is held again (or the soak
+    /// ends) at `now`: the longest such time is the role's gap.
+    fn gap_over(&mut self, j: usize, now: Instant) {
+        let Some((since, from, during)) = self.free[j].take() else { return };
+        let gap = &mut self.figures.gaps[j];
+        if now - since > gap.length {
+            let during: Vec<&str> = during.iter().map(|f| f.name()).collect();
+            let during = if during.is_empty() { "no fault".into() } else { during.join("+") };
+            *gap = Gap { length: now - since, from: Some(from), during };
+        }
+    }
+
+    /// Whether the group has settled (see the module doc).
+    fn settled(&self) -> bool {
+        if !self.pending.is_empty() || !self.held.iter().all(|h| *h) {
+            return false;
+        }
+        // Half a session with no start, and a whole one since the last
+        // strike or action: what a fault did may show late (a network cut's
+        // retransmits, a broker's clients reconnecting).
+        if self.last_start.elapsed() < self.soak.session / 2 || self.clock.elapsed() < self.soak.session {
+            return false;
+        }
+        let mut spread: BTreeMap<String, usize> =
+            self.live().into_iter().filter_map(|s| self.name(s)).map(|n| (n, 0)).collect();
+        for s in &self.starts {
+            match s.last().and_then(|(holder, _)| spread.get_mut(holder)) {
+                Some(count) => *count += 1,
+                None => return false,
+            }
+        }
+        let (n, members) = (self.starts.len(), spread.len());
+        members > 0 && spread.values().all(|&k| n / members <= k && k <= n.div_ceil(members))
+    }
+
+    /// Draws a fault that applies now: one striking a member needs another
+    /// live member to take its roles; a join, a slot with no member (a
+    /// join is drawn one time in three when one is free).
+    fn draw(&mut self) -> Option<Fault> {
+        let live = self.live().len();
+        let joinable = !self.joinable().is_empty();
+        let held = self.held.iter().any(|h| *h);
+        let applies = |f: &Fault| match f {
+            Fault::Join => joinable,
+            Fault::ChildCrash => held,
+            f if strikes_a_member(*f) => live >= 2,
+            _ => true,
+        };
+        let can: Vec<Fault> = self.faults.iter().copied().filter(applies).collect();
+        if can.contains(&Fault::Join) && self.rng.next_u64() % 3 == 0 {
+            return Some(Fault::Join);
+        }
+        (!can.is_empty()).then(|| self.rng.pick(&can))
+    }
+
+    /// Empty slots no restart waits for.
+    fn joinable(&self) -> Vec<usize> {
+        let restarting: BTreeSet<usize> = self
+            .pending
+            .iter()
+            .filter_map(|p| match p.action {
+                Action::Start(slot) => Some(slot),
+                _ => None,
+            })
+            .collect();
+        (0..self.soak.slots.len())
+            .filter(|s| self.soak.slots[*s].member.is_none() && !self.struck.contains_key(s) && !restarting.contains(s))
+            .collect()
+    }
+
+    /// Strikes the next fault; one time in four a second one follows while
+    /// the first is in flight.
+    fn strike_next(&mut self, settled: bool) {
+        let Some(fault) = self.draw() else {
+            eprintln!("neli-soak: no fault of this run applies now");
+            self.forced = true;
+            return;
+        };
+        let id = self.strike(fault, settled);
+        if self.rng.next_u64() % 4 == 0 {
+            let at = Instant::now() + self.rng.between(Duration::ZERO, self.soak.session * 2);
+            self.pending.push(Pending { at, episode: Some(id), action: Action::Strike });
+        }
+    }
+
+    /// Strikes `fault` (at a random live member, for a member's fault) and
+    /// opens its episode; its id.
+    fn strike(&mut self, fault: Fault, settled: bool) -> usize {
+        let (id, s, now) = (self.next_id, self.soak.session, Instant::now());
+        self.next_id += 1;
+        let alone = self.open.is_empty();
+        self.open.iter_mut().for_each(|e| e.clean = false);
+        for (_, _, during) in self.free.iter_mut().flatten() {
+            during.push(fault);
+        }
+        let counted = self.figures.faults.entry(fault).or_default();
+        counted.0 += 1;
+        counted.1 += usize::from(!alone);
+        let live = self.live();
+        let slot = if live.is_empty() { 0 } else { self.rng.pick(&live) };
+        let mut e = Episode {
+            fault,
+            member: None,
+            at: now,
+            wall: SystemTime::now(),
+            before: (settled && alone).then(|| self.snapshot()),
+            back: false,
+            clean: settled && alone,
+            moves: Vec::new(),
+        };
+        let later = |run: &mut Run, lo: Duration, hi: Duration, action: Action| {
+            let at = now + run.rng.between(lo, hi);
+            run.pending.push(Pending { at, episode: Some(id), action });
+        };
+        if strikes_a_member(fault) {
+            let name = self.name(slot).expect("a live member");
+            e.moves = (0..self.starts.len())
+                .filter(|&j| self.starts[j].last().is_some_and(|s| s.0 == name))
+                .map(|role| Move { role, count: self.starts[role].len(), took: None })
+                .collect();
+            e.member = Some((slot, name));
+        }
+        let name = e.member.as_ref().map(|m| m.1.clone()).unwrap_or_default();
+        match fault {
+            Fault::Kill9 | Fault::Sigterm | Fault::BrokenLogKill9 => {
+                let sig = if fault == Fault::Sigterm { Signal::SIGTERM } else { Signal::SIGKILL };
+                if fault == Fault::BrokenLogKill9 {
+                    // The log broken first; the kill once neli-run and its
+                    // commands met it.
+                    let log = self.soak.slots[slot].log.as_ref().expect("a log reader");
+                    log.set(self.rng.pick(&[LogReader::STALLED, LogReader::DEAD]));
+                    let at = now + Duration::from_millis(300);
+                    self.pending.push(Pending { at, episode: Some(id), action: Action::Signal(slot, name, sig) });
+                } else {
+                    let _ = kill(self.soak.pid(slot), sig);
+                }
+                self.struck.insert(slot, sig);
+                // Back within the episode, or left for a later join.
+                e.back = !self.faults.contains(&Fault::Join) || self.rng.pick(&[true, false]);
+                if e.back {
+                    later(self, s / 5, s * 2, Action::Start(slot));
+                }
+            }
+            Fault::SigstopCont | Fault::BrokenLogStop => {
+                let delay = match fault {
+                    Fault::BrokenLogStop => {
+                        let log = self.soak.slots[slot].log.as_ref().expect("a log reader");
+                        log.set(self.rng.pick(&[LogReader::STALLED, LogReader::DEAD]));
+                        let at = now + Duration::from_millis(300);
+                        let stop = Action::Signal(slot, name.clone(), Signal::SIGSTOP);
+                        self.pending.push(Pending { at, episode: Some(id), action: stop });
+                        Duration::from_millis(300)
+                    }
+                    _ => {
+                        let _ = kill(self.soak.pid(slot), Signal::SIGSTOP);
+                        Duration::ZERO
+                    }
+                };
+                self.impaired.insert(slot, id);
+                later(self, delay + s / 5, delay + s * 3, Action::Signal(slot, name, Signal::SIGCONT));
+            }
+            Fault::NetCut | Fault::NetBlip => {
+                self.soak.slots[slot].ns.as_ref().expect("a namespace").cut();
+                self.impaired.insert(slot, id);
+                let (lo, hi) = if fault == Fault::NetBlip { (s / 5, s * 4 / 5) } else { (s, s * 3) };
+                later(self, lo, hi, Action::Heal(slot, name));
+            }
+            Fault::ChildCrash => self.crash_a_command(),
+            Fault::Join => {
+                let free = self.joinable();
+                let slot = self.rng.pick(&free);
+                e.member = Some((slot, self.start(slot)));
+            }
+            Fault::BrokerPause | Fault::BrokerRestart => {
+                self.soak.strike(fault, 0, &mut self.rng);
+                later(self, s / 5, s * 3 / 2, Action::End(fault));
+            }
+            _ if fault.is_cluster_event() => {
+                if let Some(script) = self.soak.script(fault, slot, &mut self.rng) {
+                    for (offset, event) in script.events {
+                        self.pending.push(Pending {
+                            at: now + offset,
+                            episode: Some(id),
+                            action: Action::Event(event),
+                        });
+                    }
+                    let at = now + script.length;
+                    self.pending.push(Pending { at, episode: Some(id), action: Action::Wait });
+                }
+                if strikes_a_member(fault) {
+                    self.impaired.insert(slot, id);
+                }
+            }
+            _ => unreachable!("{} is not a fault of the roles soak", fault.name()),
+        }
+        self.note(&format!(
+            "{} {}{}{}",
+            fault.name(),
+            e.member.as_ref().map_or("", |m| m.1.as_str()),
+            if stops_its_member(fault) && !e.back { " (back only by a join)" } else { "" },
+            if alone { "" } else { " (while another fault is in flight)" }
+        ));
+        self.clock = Instant::now();
+        self.open.push(e);
+        id
+    }
+
+    /// A line in the work directory's faults.log (wall time as the members'
+    /// logs print it), to find a fault's traces in the members' logs.
+    fn note(&self, line: &str) {
+        use std::io::Write;
+        let path = self.soak.detector.dir.join("faults.log");
+        if let Ok(mut log) = fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = writeln!(log, "{} {line}", wall(SystemTime::now()));
+        }
+    }
+
+    /// `Fault::ChildCrash`: the whole tree of a random running role's
+    /// command killed; its shim lives on, and restarts it (--restart always).
+    fn crash_a_command(&mut self) {
+        let running: Vec<usize> = (0..self.held.len()).filter(|&j| self.held[j]).collect();
+        let role = self.rng.pick(&running);
+        let holder = self.starts[role].last().map(|s| s.0.clone()).unwrap_or_default();
+        let Some(slot) = (0..self.soak.slots.len()).find(|&s| self.name(s) == Some(holder.clone())) else { return };
+        let neli = self.soak.pid(slot).as_raw();
+        let key = format!("NELI_ROLE={role}");
+        let shim = children(neli).into_iter().find(|c| {
+            let env = fs::read(format!("/proc/{c}/environ")).unwrap_or_default();
+            env.split(|b| *b == 0).any(|v| v == key.as_bytes())
+        });
+        for p in shim.map(below).unwrap_or_default() {
+            let _ = kill(p, Signal::SIGKILL);
+        }
+    }
+
+    /// Closes the episodes in flight: judges the clean ones that began
+    /// settled against the group now (`settled`), and keeps their moves.
+    fn close(&mut self, settled: bool) {
+        let after = self.snapshot();
+        for e in std::mem::take(&mut self.open) {
+            if !(e.clean && settled) {
+                continue;
+            }
+            *self.figures.clean.entry(e.fault).or_default() += 1;
+            let took = e.moves.iter().filter_map(|m| m.took);
+            match e.fault {
+                Fault::Sigterm => self.figures.graceful.extend(took),
+                Fault::Kill9 => self.figures.crash.extend(took),
+                _ => {}
+            }
+            let (Some(before), Some((_, member))) = (&e.before, &e.member) else { continue };
+            let needless = match e.fault {
+                Fault::Join => &mut self.figures.joins,
+                Fault::Sigterm if !e.back => &mut self.figures.leaves,
+                Fault::Kill9 | Fault::BrokenLogKill9 if !e.back => &mut self.figures.crashes,
+                _ => continue,
+            };
+            needless.judged += 1;
+            for j in 0..after.holders.len() {
+                let (was, is) = (&before.holders[j], &after.holders[j]);
+                let restarted = after.counts[j] > before.counts[j];
+                // A join may take any role; a leaver's or a crashed
+                // member's roles must move; no other role may.
+                let fine = match e.fault {
+                    Fault::Join => is == member || (was == is && !restarted),
+                    _ => was == member || (was == is && !restarted),
+                };
+                if !fine {
+                    needless.moves.push(format!(
+                        "{} of {member} at {}: role {j} from {was} to {is} (starts {} -> {})",
+                        e.fault.name(),
+                        wall(e.wall),
+                        before.counts[j],
+                        after.counts[j]
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The group did not settle within --stall: says how it stands, and
+    /// lets the next fault strike without waiting.
+    fn stall(&mut self, stall: Duration) {
+        self.figures.stalls += 1;
+        let live: Vec<String> = self.live().into_iter().filter_map(|s| self.name(s)).collect();
+        let roles: Vec<String> = (0..self.held.len())
+            .map(|j| {
+                let holder = self.starts[j].last().map_or("-", |s| s.0.as_str());
+                format!("{j}:{holder}{}", if self.held[j] { "" } else { "(free)" })
+            })
+            .collect();
+        eprintln!(
+            "neli-soak: the group did not settle within {stall:?} (at {}; in flight: {}; {} actions pending): \
+             live {live:?}, roles {}",
+            wall(SystemTime::now()),
+            self.in_flight().iter().map(|f| f.name()).collect::<Vec<_>>().join("+"),
+            self.pending.len(),
+            roles.join(" ")
+        );
+        // A member that outlived its SIGTERM by --stall is killed, and named.
+        let hung: Vec<usize> =
+            self.struck.iter().filter(|(_, sig)| **sig == Signal::SIGTERM).map(|(s, _)| *s).collect();
+        for slot in hung {
+            let name = self.name(slot).unwrap_or_default();
+            eprintln!("neli-soak: {name} still runs {stall:?} after its SIGTERM: kill -9");
+            self.figures.exits.push(format!("{name} still ran --stall after a SIGTERM: killed"));
+            let _ = kill(self.soak.pid(slot), Signal::SIGKILL);
+            self.struck.insert(slot, Signal::SIGKILL);
+        }
+        self.open.clear();
+        self.forced = true;
+        self.clock = Instant::now();
+    }
+
+    /// Ends what is still in flight (thaws, heals, the broker and the
+    /// cluster back), then stops every member with SIGTERM (kill -9 after
+    /// 30 s), noting any that does not exit 0.
+    fn finish(&mut self) {
+        // A role still without a command counts until now.
+        let now = Instant::now();
+        (0..self.free.len()).for_each(|j| self.gap_over(j, now));
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.sort_by_key(|p| p.at);
+        for p in pending.iter().filter(|p| !matches!(p.action, Action::Start(_) | Action::Strike | Action::Wait)) {
+            self.act(&p.action);
+        }
+        self.reap();
+        for slot in &self.soak.slots {
+            if let Some(ns) = &slot.ns {
+                ns.heal();
+            }
+            if let Some(log) = &slot.log {
+                log.set(LogReader::READING);
+            }
+            if let Some((_, child)) = &slot.member {
+                let pid = Pid::from_raw(child.id() as i32);
+                let _ = kill(pid, Signal::SIGCONT);
+                let _ = kill(pid, Signal::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for slot in &mut self.soak.slots {
+            let Some((name, child)) = slot.member.as_mut() else { continue };
+            let mut status = child.try_wait().ok().flatten();
+            while status.is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+                status = child.try_wait().ok().flatten();
+            }
+            match status {
+                Some(s) if s.code() == Some(0) => {}
+                Some(s) => self.figures.exits.push(format!("{name} exited {s} after the final SIGTERM (expected 0)")),
+                None => {
+                    self.figures.exits.push(format!("{name} still ran 30 s after the final SIGTERM: killed"));
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+            }
+            slot.member = None;
+        }
+    }
+}
+
+/// The children of `pid`, over all its threads.
+fn children(pid: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for task in fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        let list = fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        found.extend(list.split_whitespace().filter_map(|c| c.parse::<i32>().ok()));
+    }
+    found
+}

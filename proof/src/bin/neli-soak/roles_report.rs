@@ -1,0 +1,172 @@
+//! The roles soak's verdict, per role from its own detector, and its
+//! summary (see `roles`).
+
+use std::fs;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use neli_proof::detector::{locks_held, Detector};
+use neli_proof::percentile;
+
+use crate::faults::wall;
+use crate::members::Soak;
+use crate::roles::{Figures, Needless, KINDS};
+use crate::Args;
+
+/// One role's record once every member exited.
+pub struct Role {
+    pub starts: Vec<(String, i64)>,
+    pub overlaps: Vec<String>,
+    /// Its lock still held once every member exited.
+    pub orphan: bool,
+    /// Consecutive starts whose token did not increase (one member
+    /// restarting its command under the same token aside).
+    pub tokens: Vec<String>,
+    /// Starts again on the same member under the same token (a command
+    /// restarted after it died: `child-crash`).
+    pub same_token: usize,
+}
+
+impl Role {
+    fn transitions(&self) -> usize {
+        self.starts.windows(2).filter(|w| w[0].0 != w[1].0).count()
+    }
+}
+
+/// Waits up to 5 s for every role's lock to be free (the members are
+/// gone), stops the broker, and reads each role's records.
+pub fn judge(soak: &mut Soak, detectors: &[Detector]) -> Vec<Role> {
+    drop(soak.broker.take());
+    let ids: Vec<Option<String>> = detectors.iter().map(Detector::lock_id).collect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while locks_held(&ids).iter().any(|h| *h) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let held = locks_held(&ids);
+    detectors
+        .iter()
+        .zip(held)
+        .map(|(d, orphan)| {
+            let starts = d.starts();
+            let mut tokens = Vec::new();
+            let mut same_token = 0;
+            for w in starts.windows(2) {
+                match w[0].1.cmp(&w[1].1) {
+                    std::cmp::Ordering::Less => {}
+                    std::cmp::Ordering::Equal if w[0].0 == w[1].0 => same_token += 1,
+                    _ => tokens.push(format!("{} {} then {} {}", w[0].0, w[0].1, w[1].0, w[1].1)),
+                }
+            }
+            Role { overlaps: d.overlaps(), starts, orphan, tokens, same_token }
+        })
+        .collect()
+}
+
+/// Prints the summary; keeps the work directory unless the soak passed,
+/// never stalled and every member exited as asked. Fails on an overlap, an
+/// orphan, a token that did not increase or a needless move (unless
+/// --needless-moves-ok).
+pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[Role]) -> ExitCode {
+    let f = |d: Duration| format!("{:.2}s", d.as_secs_f64());
+    println!("\n## neli-soak summary (seed {seed}, {} roles over {} candidates)\n", roles.len(), args.candidates);
+    let transitions: usize = roles.iter().map(Role::transitions).sum();
+    let starts: usize = roles.iter().map(|r| r.starts.len()).sum();
+    println!(
+        "transitions: {transitions} ({starts} role starts), in {}",
+        humantime::format_duration(secs(figures.wall))
+    );
+    let struck: usize = figures.faults.values().map(|c| c.0).sum();
+    let concurrent: usize = figures.faults.values().map(|c| c.1).sum();
+    let each: Vec<String> = figures
+        .faults
+        .iter()
+        .map(|(fault, (n, _))| format!("{} {n} ({} clean)", fault.name(), figures.clean.get(fault).unwrap_or(&0)))
+        .collect();
+    println!("faults: {struck}, {concurrent} of them while another was in flight: {}", each.join(", "));
+    let overlaps: usize = roles.iter().map(|r| r.overlaps.len()).sum();
+    let orphans = roles.iter().filter(|r| r.orphan).count();
+    let tokens: usize = roles.iter().map(|r| r.tokens.len()).sum();
+    let same: usize = roles.iter().map(|r| r.same_token).sum();
+    println!("overlaps: {overlaps}");
+    println!("orphans left: {orphans}");
+    println!(
+        "fencing tokens strictly increasing per role: {} (restarts on the same member under the same token: {same})",
+        tokens == 0
+    );
+    for (j, r) in roles.iter().enumerate() {
+        r.tokens.iter().for_each(|t| println!("  role {j}: token did not increase: {t}"));
+        r.overlaps.iter().for_each(|o| println!("  role {j}: overlap: {o}"));
+    }
+    let needless = figures.joins.moves.len() + figures.leaves.moves.len() + figures.crashes.moves.len();
+    let judged = |n: &Needless| format!("{} in {} clean", n.moves.len(), n.judged);
+    println!(
+        "needless moves: {needless} (joins {}, leaves {}, crashes {}; episodes with another fault in flight not judged)",
+        judged(&figures.joins),
+        judged(&figures.leaves),
+        judged(&figures.crashes)
+    );
+    for m in figures.joins.moves.iter().chain(&figures.leaves.moves).chain(&figures.crashes.moves) {
+        println!("  {m}");
+    }
+    let moves = |what: &str, samples: &[Duration]| {
+        let mut s = samples.to_vec();
+        s.sort();
+        let max = s.last().copied().unwrap_or_default();
+        println!(
+            "role moves after {what}: {} moves, p50 {}, p99 {}, max {}",
+            s.len(),
+            f(percentile(&s, 0.5)),
+            f(percentile(&s, 0.99)),
+            f(max)
+        );
+    };
+    moves("a SIGTERM (graceful leave; to the role's new start)", &figures.graceful);
+    moves("a kill -9", &figures.crash);
+    println!("stalls (the group did not settle within {}): {}", args.stall, figures.stalls);
+    println!("members that exited unasked, or other than 0 after a SIGTERM: {}", figures.exits.len());
+    figures.exits.iter().for_each(|e| println!("  {e}"));
+    println!(
+        "\nLongest without a command: per role, the longest time its lock was free (from the kernel's lock), \
+         when it began and the faults in flight meanwhile.\n"
+    );
+    println!(
+        "| role | command | starts | transitions | overlaps | orphan | longest without a command | from | during |\n\
+         |---|---|---|---|---|---|---|---|---|"
+    );
+    for (j, r) in roles.iter().enumerate() {
+        let gap = &figures.gaps[j];
+        println!(
+            "| {j} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            KINDS[j % 4],
+            r.starts.len(),
+            r.transitions(),
+            r.overlaps.len(),
+            if r.orphan { "yes" } else { "no" },
+            f(gap.length),
+            gap.from.map(wall).unwrap_or_else(|| "-".into()),
+            if gap.from.is_some() { gap.during.as_str() } else { "-" }
+        );
+    }
+    let safe = overlaps == 0 && orphans == 0 && tokens == 0 && (needless == 0 || args.needless_moves_ok);
+    let dir = &soak.detector.dir;
+    if safe && figures.stalls == 0 && figures.exits.is_empty() && !args.keep_logs {
+        let _ = fs::remove_dir_all(dir);
+    } else {
+        let why = match (safe, figures.stalls > 0 || !figures.exits.is_empty()) {
+            (false, _) => "FAILED",
+            (true, true) => "STALLED or a member exited unexpectedly",
+            (true, false) => "--keep-logs",
+        };
+        println!("\n{why}: logs kept in {}", dir.display());
+    }
+    if safe {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// A duration to the second, for humans.
+fn secs(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs())
+}

@@ -42,18 +42,11 @@ pub(super) fn render(target: &Target, view: &View, json_out: bool) -> String {
     let fresh = view.fresh_leader(now);
     if json_out {
         let leader = view.leader.as_ref().map(|hb| {
-            json!({
-                "name": hb.name,
-                "host": hb.host,
-                "pid": hb.pid,
-                "token": hb.token,
-                "leader_since": hb.since_ms.map(rfc3339),
-                "heartbeat_age_ms": now.saturating_sub(hb.at_ms),
-                "heartbeat_deadline_ms": hb.deadline_ms,
-                "withdrawn_age_ms": view.withdrawn_ms.map(|ms| now.saturating_sub(ms)),
-                "unhealthy": view.unhealthy,
-                "timing": hb.timing,
-            })
+            let mut leader = leader_json(hb, now);
+            leader["withdrawn_age_ms"] = json!(view.withdrawn_ms.map(|ms| now.saturating_sub(ms)));
+            leader["unhealthy"] = json!(view.unhealthy);
+            leader["timing"] = json!(hb.timing);
+            leader
         });
         let schedule = view.scheduled().then(|| {
             let runs: Vec<_> = view
@@ -128,6 +121,20 @@ pub(super) fn render(target: &Target, view: &View, json_out: bool) -> String {
     leadership(target, view, fresh, now) + &paused + &last_run + &standbys
 }
 
+/// A leader's record as `status --json` names it: who, its token, since
+/// when, and how fresh.
+fn leader_json(hb: &Heartbeat, now: u64) -> serde_json::Value {
+    json!({
+        "name": hb.name,
+        "host": hb.host,
+        "pid": hb.pid,
+        "token": hb.token,
+        "leader_since": hb.since_ms.map(rfc3339),
+        "heartbeat_age_ms": now.saturating_sub(hb.at_ms),
+        "heartbeat_deadline_ms": hb.deadline_ms,
+    })
+}
+
 /// A group of roles (`--roles`): who leads each role, one line each, then
 /// the members without a role; `views[j]` is role j's partition.
 pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> String {
@@ -147,15 +154,7 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
                 json!({
                     "role": j,
                     "fresh": fresh.is_some(),
-                    "leader": hb.map(|hb| json!({
-                        "name": hb.name,
-                        "host": hb.host,
-                        "pid": hb.pid,
-                        "token": hb.token,
-                        "leader_since": hb.since_ms.map(rfc3339),
-                        "heartbeat_age_ms": now.saturating_sub(hb.at_ms),
-                        "heartbeat_deadline_ms": hb.deadline_ms,
-                    })),
+                    "leader": hb.map(|hb| leader_json(hb, now)),
                 })
             })
             .collect();

@@ -67,6 +67,16 @@ impl Roles {
         });
     }
 
+    /// Asserts that since `before`, each role held by `who` (by `holders`)
+    /// started once more, elsewhere or on `who`, and no other role started
+    /// again.
+    fn assert_only_moved(&self, before: &[Vec<(String, i64)>], holders: &[String], who: &str) {
+        for (j, (after, before)) in self.starts().iter().zip(before).enumerate() {
+            let moved = after.len() - before.len();
+            assert_eq!(moved, usize::from(holders[j] == who), "role {j} (held by {}): {after:?}", holders[j]);
+        }
+    }
+
     fn assert_no_overlap(&self) {
         for (j, d) in self.detectors.iter().enumerate() {
             assert!(!d.starts().is_empty(), "role {j} never ran: nothing was checked");
@@ -113,15 +123,7 @@ fn a_graceful_leave_moves_only_the_leavers_roles() {
     members[2].signal(Signal::SIGTERM);
     assert_eq!(members[2].wait_exit(r.g.broker.timing.takeover()).code(), Some(0), "{}", members[2].log());
     r.wait_spread(2, 3);
-    let after = r.starts();
-    for j in 0..r.n {
-        let moved = after[j].len() - before[j].len();
-        if holders[j] == "c" {
-            assert_eq!(moved, 1, "c's role {j} started once elsewhere: {:?}", after[j]);
-        } else {
-            assert_eq!(moved, 0, "role {j} of {} was stopped for nothing: {:?}", holders[j], after[j]);
-        }
-    }
+    r.assert_only_moved(&before, &holders, "c");
     drop(members);
     r.assert_no_overlap();
     r.assert_no_orphan();
@@ -139,11 +141,7 @@ fn a_crashed_members_roles_move_and_only_they() {
     members[0].signal(Signal::SIGKILL);
     members[0].wait_exit(r.g.broker.timing.takeover());
     r.wait_spread(1, 4);
-    let after = r.starts();
-    for j in 0..r.n {
-        let moved = after[j].len() - before[j].len();
-        assert_eq!(moved, usize::from(holders[j] == "a"), "role {j}: {:?}", after[j]);
-    }
+    r.assert_only_moved(&before, &holders, "a");
     drop(members);
     r.assert_no_overlap();
     r.assert_no_orphan();
@@ -159,14 +157,10 @@ fn a_join_takes_its_share_and_stops_no_other_role() {
     let before = r.starts();
     members.push(r.member("c"));
     r.wait_spread(3, 2);
-    let after = r.starts();
     let holders = r.holders().unwrap();
     let taken = holders.iter().filter(|h| *h == "c").count();
     assert!((1..=2).contains(&taken), "c took {taken} roles: {holders:?}");
-    for j in 0..r.n {
-        let moved = after[j].len() - before[j].len();
-        assert_eq!(moved, usize::from(holders[j] == "c"), "role {j} of {}: {:?}", holders[j], after[j]);
-    }
+    r.assert_only_moved(&before, &holders, "c");
     drop(members);
     r.assert_no_overlap();
     r.assert_no_orphan();

@@ -302,20 +302,11 @@ fn slots(args: &Args) -> Vec<Slot> {
     slots
 }
 
-/// The faults this run can inject: network ones only with namespaces,
-/// broker ones only on a broker of its own.
-fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
-    let mut faults = vec![
-        Fault::Kill9,
-        Fault::Sigterm,
-        Fault::SigstopCont,
-        Fault::SigtermAfterThaw,
-        Fault::ChildCrash,
-        Fault::BrokenLogKill9,
-        Fault::BrokenLogStop,
-        Fault::Pause,
-        Fault::Unhealthy,
-    ];
+/// The faults of the network, the broker and the cluster this run can
+/// inject, whatever the members run: network ones only with namespaces,
+/// broker ones only on a broker of its own, the cluster's with --cluster.
+fn environment_faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
+    let mut faults = Vec::new();
     if netns {
         faults.extend([Fault::NetCut, Fault::NetBlip]);
     }
@@ -339,5 +330,23 @@ fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
             Fault::LeaderCut,
         ]);
     }
+    faults
+}
+
+/// The faults this run can inject: network ones only with namespaces,
+/// broker ones only on a broker of its own.
+fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
+    let mut faults = vec![
+        Fault::Kill9,
+        Fault::Sigterm,
+        Fault::SigstopCont,
+        Fault::SigtermAfterThaw,
+        Fault::ChildCrash,
+        Fault::BrokenLogKill9,
+        Fault::BrokenLogStop,
+        Fault::Pause,
+        Fault::Unhealthy,
+    ];
+    faults.extend(environment_faults(args, netns, own_broker));
     faults
 }

@@ -39,7 +39,7 @@ use neli_proof::{die_with_runner, Rng};
 
 use crate::faults::{below, wall, Fault};
 use crate::members::{LogReader, Soak};
-use crate::{Args, BrokerKind};
+use crate::Args;
 
 /// Each role's command, by NELI_ROLE mod 4 (see `KINDS`): a plain service;
 /// one with two children; one that leaves two daemons (setsid'd, one
@@ -85,26 +85,7 @@ pub fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
         Fault::BrokenLogKill9,
         Fault::BrokenLogStop,
     ];
-    if netns {
-        faults.extend([Fault::NetCut, Fault::NetBlip]);
-    }
-    if own_broker {
-        faults.push(Fault::BrokerPause);
-    }
-    if own_broker && args.broker != BrokerKind::Tansu {
-        faults.push(Fault::BrokerRestart);
-    }
-    if own_broker && args.cluster > 1 {
-        faults.extend([
-            Fault::RollingRestart,
-            Fault::LeaderMove,
-            Fault::CoordinatorMove,
-            Fault::BrokerCrash,
-            Fault::PartitionOffline,
-            Fault::CoordinatorCut,
-            Fault::LeaderCut,
-        ]);
-    }
+    faults.extend(crate::environment_faults(args, netns, own_broker));
     faults
 }
 

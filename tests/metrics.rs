@@ -252,3 +252,22 @@ fn roles_have_their_own_series_and_leader_probe() {
         }
     }
 }
+
+/// A command that exits and starts again under the same leadership counts
+/// as a restart of its own seat: the single leader's counter, or its
+/// role's with `--roles`.
+#[test]
+fn a_restart_is_counted_for_its_own_seat() {
+    for (roles, series) in [("1", "neli_child_restarts_total"), ("2", "neli_role_child_restarts_total{role=\"1\"}")] {
+        let g = Group::new("metrics-restarts");
+        let addr = free_addr();
+        let flags = ["--roles", roles, "--restart", "always", "--restart-delay", "100ms", "--metrics-addr", &addr];
+        let _a = g.member_unguarded("a", &flags, &["sh", "-c", "sleep 0.2; exit 3"]);
+        let restarts = || {
+            let text = get(&addr, "/metrics").map(|r| r.1).unwrap_or_default();
+            let count = text.lines().find_map(|l| l.strip_prefix(series)?.trim().parse::<u64>().ok());
+            count.unwrap_or(0)
+        };
+        wait_until(g.broker.timing.takeover(), &format!("{series} counts the restarts"), || restarts() >= 2);
+    }
+}

@@ -30,10 +30,16 @@ impl Roles {
 
     /// A member of the group running `sleep 1000` for each role it owns.
     fn member(&self, name: &str) -> Member {
+        self.member_running(name, &[], &["sleep", "1000"])
+    }
+
+    /// A member with `extra` flags running `command` for each role it owns.
+    fn member_running(&self, name: &str, extra: &[&str], command: &[&str]) -> Member {
         let n = self.n.to_string();
         let guarded = self.detectors[0].wrap()[0].clone();
         let dir = self.g.dir.path().join("roles").join("{role}").display().to_string();
-        self.g.member_unguarded(name, &["--roles", &n], &[&guarded, &dir, "sleep", "1000"])
+        let command = [&[guarded.as_str(), &dir][..], command].concat();
+        self.g.member_unguarded(name, &[&["--roles", &n][..], extra].concat(), &command)
     }
 
     /// Each role's starts so far: (member, token), in order.
@@ -166,6 +172,108 @@ fn a_join_takes_its_share_and_stops_no_other_role() {
     r.assert_no_orphan();
 }
 
+/// A join's revoke holds the consumer thread until the revoked role's
+/// command is gone, and this one ignores SIGTERM for the whole grace, longer
+/// than the heartbeat deadline: the roles the member keeps read none of
+/// their heartbeats back meanwhile, yet must not be fenced (the broker's
+/// acknowledgements of their records keep them fresh).
+#[test]
+fn a_join_whose_revoked_command_is_slow_to_stop_stops_no_other_role() {
+    let r = Roles::new("roles-slow-revoke", 4);
+    // Grace 4.5 s against a 2 s deadline (tansu's coordinator heartbeat of
+    // 600 ms still fits the session).
+    let timing = ["--session-timeout", "6s", "--heartbeat-deadline", "2s", "--grace", "4500ms"];
+    let stubborn = ["sh", "-c", "trap '' TERM; sleep 1000"];
+    let mut members: Vec<Member> = ["a", "b"].iter().map(|n| r.member_running(n, &timing, &stubborn)).collect();
+    r.wait_spread(2, 2);
+    let before = r.starts();
+    members.push(r.member_running("c", &timing, &stubborn));
+    r.wait_spread(3, 2);
+    let holders = r.holders().unwrap();
+    r.assert_only_moved(&before, &holders, "c");
+    for m in &members[..2] {
+        assert!(!m.log().contains("fenced"), "{}", m.log());
+    }
+    drop(members);
+    r.assert_no_overlap();
+    r.assert_no_orphan();
+}
+
+/// A drain by the health check (`--health-cmd 'test ! -e FILE'`, the file
+/// touched): the member stops its roles' commands, leaves the group and
+/// stays up; its roles, and only they, move to the others. The file
+/// removed, it joins again and takes its share back; no role ever runs
+/// twice at once.
+#[test]
+fn a_member_drained_by_its_health_check_hands_its_roles_over_and_takes_them_back() {
+    let r = Roles::new("roles-drain", 6);
+    let drain = |name: &str| r.g.dir.path().join(format!("drain-{name}"));
+    let mut members: Vec<Member> = ["a", "b", "c"]
+        .iter()
+        .map(|n| {
+            let check = format!("test ! -e {}", drain(n).display());
+            let health = ["--health-cmd", &check, "--health-interval", "100ms", "--health-retries", "1"];
+            r.member_running(n, &health, &["sleep", "1000"])
+        })
+        .collect();
+    r.wait_spread(3, 2);
+    let before = r.starts();
+    let holders = r.holders().unwrap();
+    std::fs::write(drain("c"), "").unwrap();
+    r.wait_spread(2, 3);
+    r.assert_only_moved(&before, &holders, "c");
+    assert!(!members.iter_mut().any(|m| m.exited()), "a drained member stays up");
+    let group = ["status", "-b", r.g.broker.address.as_str(), "-g", r.g.name.as_str()];
+    wait_until(r.g.broker.timing.takeover(), "status says c is drained", || run(&group).1.contains("no role: c (host"));
+    let (_, out) = run(&group);
+    assert!(out.contains("unhealthy (--health-cmd fails: it takes no role)"), "{out}");
+    std::fs::remove_file(drain("c")).unwrap();
+    r.wait_spread(3, 2);
+    for (j, s) in r.starts().iter().enumerate() {
+        assert!(s.windows(2).all(|w| w[0].1 < w[1].1), "role {j}'s tokens must increase: {s:?}");
+    }
+    drop(members);
+    r.assert_no_overlap();
+    r.assert_no_orphan();
+}
+
+/// `--leader-file` with `{role}`: one file per role, which exists on the
+/// member leading that role only, names the role and its command's token,
+/// and goes when the member stops.
+#[test]
+fn each_role_has_a_leader_file_of_its_own() {
+    let r = Roles::new("roles-leader-file", 4);
+    let file = |name: &str, j: usize| r.g.dir.path().join(format!("{name}-leader-{j}"));
+    let read = |name: &str, j: usize| std::fs::read_to_string(file(name, j)).ok();
+    let member = |name: &str| {
+        let path = r.g.dir.path().join(format!("{name}-leader-{{role}}"));
+        r.member_running(name, &["--leader-file", path.to_str().unwrap()], &["sleep", "1000"])
+    };
+    let mut members = vec![member("a"), member("b")];
+    r.wait_spread(2, 2);
+    // Each role's file is its holder's, naming the role and the token its
+    // command runs with.
+    let shown = |j: usize, holder: &str| {
+        let token = r.starts()[j].last().map(|s| format!("token={}", s.1));
+        let other = if holder == "a" { "b" } else { "a" };
+        read(other, j).is_none()
+            && read(holder, j).is_some_and(|text| {
+                text.lines().any(|l| l == format!("role={j}")) && text.lines().any(|l| Some(l.to_string()) == token)
+            })
+    };
+    let holders = r.holders().unwrap();
+    wait_until(r.g.broker.timing.takeover(), "each role's leader file is its holder's", || {
+        holders.iter().enumerate().all(|(j, h)| shown(j, h))
+    });
+    members[1].signal(Signal::SIGTERM);
+    members[1].wait_exit(r.g.broker.timing.takeover());
+    assert!((0..4).all(|j| read("b", j).is_none()), "b's files are removed when it exits");
+    r.wait_spread(1, 4);
+    wait_until(r.g.broker.timing.takeover(), "a's leader files for every role", || (0..4).all(|j| shown(j, "a")));
+    drop(members);
+    r.assert_no_overlap();
+}
+
 /// The command of each role is told its role, in `{role}` and its
 /// environment.
 #[test]
@@ -199,12 +307,14 @@ fn a_topic_with_fewer_partitions_than_roles_is_refused() {
 
 #[test]
 fn what_roles_do_not_support_yet_is_refused_by_name() {
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 4] = [
         (&["--restart", "never"], "--restart never is for a command that runs to completion"),
         (&["--restart", "on-failure"], "--restart on-failure is for a command that runs to completion"),
         (&["--every", "1m"], "--every does not work with --roles 4 yet"),
-        (&["--health-cmd", "true"], "--health-cmd does not work with --roles 4 yet"),
-        (&["--leader-file", "/tmp/x"], "--leader-file does not work with --roles 4 yet"),
+        (
+            &["--leader-file", "/tmp/x"],
+            "--leader-file /tmp/x: with --roles 4, each role has a leader file of its own: put {role} in the path",
+        ),
     ];
     for (extra, said) in cases {
         let args: Vec<&str> = ["-g", "g", "--roles", "4"].iter().chain(extra).chain(&["--", "true"]).copied().collect();

@@ -311,6 +311,10 @@ pub struct RunArgs {
     /// anything else (another file, a link, the leader file of another
     /// neli-run that runs) is refused at start and left as it is. Give each
     /// member on a host a path of its own.
+    ///
+    /// With --roles, each role has a file of its own, which exists while
+    /// this member leads that role: put {role} in the path
+    /// (/run/neli-run/leader-{role}); each file says role= too.
     #[arg(long, env = "NELI_LEADER_FILE", value_name = "PATH", help_heading = "Operating")]
     pub leader_file: Option<std::path::PathBuf>,
 
@@ -370,6 +374,12 @@ pub struct RunArgs {
     /// all it started, and counts as failed, and what one leaves running is
     /// killed once it exits. It never delays a fence, a revoke or a
     /// handover.
+    ///
+    /// With --roles it is the member's: unhealthy, it stops every role's
+    /// command and leaves the group, and only its roles move. That is how
+    /// to drain a member and bring it back without stopping it:
+    /// --health-cmd 'test ! -e /run/neli-run/drain', then touch or remove
+    /// the file.
     #[arg(long, env = "NELI_HEALTH_CMD", value_name = "CMD", help_heading = "Health")]
     pub health_cmd: Option<String>,
 

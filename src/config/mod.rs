@@ -12,6 +12,7 @@ pub(crate) use target::creation_error;
 use target::given_as;
 pub use target::Target;
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 
 use std::time::Duration;
@@ -219,8 +220,9 @@ pub struct Config {
     pub program: OsString,
     pub args: Vec<OsString>,
     pub metrics_addr: Option<std::net::SocketAddr>,
-    /// Where the leader file goes (`--leader-file`), its directory checked.
-    pub leader_file: Option<std::path::PathBuf>,
+    /// Where each seat's leader file goes (`--leader-file`, with `{role}`
+    /// replaced per role), each directory checked; empty without one.
+    pub leader_files: BTreeMap<crate::leader::Partition, std::path::PathBuf>,
     pub hooks: Hooks,
     /// `--health-cmd` and its thresholds, if set.
     pub health: Option<Health>,
@@ -368,7 +370,7 @@ impl Config {
                 _ => return err(format!("--metrics-addr '{addr}': expected HOST:PORT, e.g. 0.0.0.0:9464")),
             },
         };
-        let leader_file = args.leader_file.map(checked_leader_file).transpose()?;
+        let leader_files = leader_files(args.leader_file, roles, &leader)?;
         let config = Config {
             kafka,
             name,
@@ -377,7 +379,7 @@ impl Config {
             program: program.clone(),
             args: rest.to_vec(),
             metrics_addr,
-            leader_file,
+            leader_files,
             hooks,
             health,
             warm,
@@ -405,18 +407,16 @@ fn roles(args: &RunArgs) -> Result<Option<u32>, Failure> {
         ("--every", args.every.is_some()),
         ("--cron", args.cron.is_some()),
         ("--warm", args.warm),
-        ("--health-cmd", args.health_cmd.is_some()),
         ("--priority", args.priority != 0),
         ("--preempt", args.preempt),
         ("--on-lead", args.on_lead.is_some()),
         ("--on-unlead", args.on_unlead.is_some()),
         ("--on-exit", args.on_exit.is_some()),
-        ("--leader-file", args.leader_file.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
         return err(format!(
             "{} does not work with {roles} yet: with roles, neli-run supports --restart always, --overlap, --restart-delay, \
-             --max-runtime, --grace, --stop-signal, --acquire-timeout, --metrics-addr, the timing and Kafka options (or run \
+             --max-runtime, --health-cmd, --grace, --stop-signal, --acquire-timeout, --metrics-addr, the timing and Kafka options (or run \
              the single leader, --roles 1, which takes every option)",
             args.from_env.name(flag)
         ));
@@ -584,6 +584,44 @@ const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The longest --hook-timeout.
 const MAX_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// `arg` with every `{role}` in it replaced by `role`'s number.
+pub fn with_role(arg: &std::ffi::OsStr, role: crate::leader::Partition) -> std::ffi::OsString {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let (bytes, pattern, number) = (arg.as_bytes(), b"{role}", role.to_string());
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some(at) = rest.windows(pattern.len()).position(|w| w == pattern) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(number.as_bytes());
+        rest = &rest[at + pattern.len()..];
+    }
+    out.extend_from_slice(rest);
+    std::ffi::OsString::from_vec(out)
+}
+
+/// `--leader-file`, one per seat: with `--roles`, `{role}` in the path is
+/// replaced by each role's number, and above one role the path must hold
+/// it (the roles of a member would otherwise share one file).
+fn leader_files(
+    path: Option<std::path::PathBuf>,
+    roles: Option<u32>,
+    leader: &Settings,
+) -> Result<BTreeMap<crate::leader::Partition, std::path::PathBuf>, Failure> {
+    let Some(path) = path else { return Ok(BTreeMap::new()) };
+    if roles.is_none() {
+        return Ok(BTreeMap::from([(0, checked_leader_file(path)?)]));
+    }
+    if leader.roles > 1 && !path.as_os_str().as_encoded_bytes().windows(6).any(|w| w == b"{role}") {
+        return err(format!(
+            "--leader-file {}: with --roles {}, each role has a leader file of its own: put {{role}} in the path \
+             (e.g. /run/neli-run/leader-{{role}}), which names the role",
+            path.display(),
+            leader.roles
+        ));
+    }
+    leader.seats().map(|role| Ok((role, checked_leader_file(with_role(path.as_os_str(), role).into())?))).collect()
+}
 
 /// A --leader-file whose directory exists (neli-run creates the file, not
 /// its directory) and takes new files, and that is free: nothing there, or

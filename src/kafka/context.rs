@@ -21,8 +21,9 @@ use tracing::{debug, info, warn};
 
 use super::barrier::{seats_revoked, Barrier};
 use super::consumer::Requests;
-use super::heartbeat::Heartbeat;
+use super::heartbeat::{Heartbeat, Member};
 use super::{fatal, Event, Partition};
+use crate::clock::BootTime;
 use crate::exit::Failure;
 
 /// What both clients report to: the events of the shell's loop, and whether Kafka
@@ -38,11 +39,15 @@ pub(super) struct Reach {
     /// since the shell's loop reads events only once connected (a wrong
     /// password would otherwise look like an unreachable broker forever).
     pub(super) fatal: Arc<Mutex<Option<Failure>>>,
+    /// A revoke barrier blocks the consumer thread: none of our records is
+    /// read back meanwhile, so the producer says which were written
+    /// (`Event::Delivered`).
+    reader_held: Arc<AtomicBool>,
 }
 
 impl Reach {
     pub(super) fn new(events: UnboundedSender<Event>, topic: String, group: String) -> Reach {
-        Reach { events, topic, group, unreachable: Arc::default(), fatal: Arc::default() }
+        Reach { events, topic, group, unreachable: Arc::default(), fatal: Arc::default(), reader_held: Arc::default() }
     }
 
     /// Whether Kafka answers, as the clients last heard.
@@ -208,6 +213,7 @@ impl ConsumerContext for ReaderContext {
         }
         drop(assigned);
         let lost = consumer.assignment_lost();
+        self.reach.reader_held.store(true, Ordering::Relaxed);
         let mut barrier = Barrier::default();
         for partition in revoked {
             // Not sent: the event and its release are dropped, which
@@ -218,6 +224,7 @@ impl ConsumerContext for ReaderContext {
         // The barrier. It ends when the shell's loop says each revoked
         // seat's command is gone, or is gone itself, or when we leave.
         barrier.wait(closing);
+        self.reach.reader_held.store(false, Ordering::Relaxed);
     }
 
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -260,6 +267,9 @@ impl ConsumerContext for ReaderContext {
 /// The producer's context: it writes our heartbeats.
 pub(super) struct WriterContext {
     pub(super) reach: Reach,
+    /// Who we are: our own heartbeats' deliveries are reported while the
+    /// reader is held.
+    pub(super) me: Member,
     /// The last run of ours whose ending was logged as delivered: (token,
     /// due time). Every record after it carries the same ending.
     pub(super) recorded: Mutex<Option<(i64, Option<u64>)>>,
@@ -283,7 +293,12 @@ impl ProducerContext for WriterContext {
         match result {
             Ok(msg) => {
                 self.reach.reachable();
-                self.ended_run_recorded(msg.payload());
+                let Some(hb) = msg.payload().and_then(Heartbeat::decode) else { return };
+                self.ended_run_recorded(&hb);
+                if self.reach.reader_held.load(Ordering::Relaxed) && hb.is_from(&self.me) {
+                    let (partition, offset, sent) = (msg.partition(), msg.offset(), BootTime::from_nanos(hb.sent_ns));
+                    let _ = self.reach.events.send(Event::Delivered { partition, offset, sent });
+                }
             }
             Err((err, _)) => {
                 let what = format!("writing heartbeats: {err}");
@@ -303,9 +318,8 @@ impl WriterContext {
     /// own run ended (a wave's, in the disclaimer before we exit; a
     /// schedule's, in the heartbeat right after it): from now on no member
     /// runs it again. Until then a crash makes it run again.
-    fn ended_run_recorded(&self, payload: Option<&[u8]>) {
-        let Some(hb) = payload.and_then(Heartbeat::decode) else { return };
-        let Some(job) = hb.job.filter(|j| j.name == hb.name && j.host == hb.host) else { return };
+    fn ended_run_recorded(&self, hb: &Heartbeat) {
+        let Some(job) = hb.job.as_ref().filter(|j| j.name == hb.name && j.host == hb.host) else { return };
         let Some(code) = job.code else { return };
         let Ok(mut last) = self.recorded.lock() else { return };
         if last.replace((job.token, job.due_ms)) == Some((job.token, job.due_ms)) {

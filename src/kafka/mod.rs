@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::RDKafkaErrorCode;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::debug;
 
@@ -77,6 +77,10 @@ pub enum Event {
     /// `more`: records fetched after it are still to be sent (`CaughtUp`
     /// follows them).
     OwnHeartbeat { partition: Partition, offset: i64, sent: BootTime, more: bool },
+    /// One of our own heartbeats was written to a seat's partition (a
+    /// delivery report): said only while a revoke barrier holds the
+    /// consumer thread, which then reads nothing back.
+    Delivered { partition: Partition, offset: i64, sent: BootTime },
     /// Every record fetched so far has been sent, after an own heartbeat
     /// of this seat that said `more`.
     CaughtUp { partition: Partition },
@@ -222,7 +226,7 @@ impl Kafka {
             assigned: Default::default(),
             assigned_at: Default::default(),
         };
-        let writer = WriterContext { reach: reach.clone(), recorded: Default::default() };
+        let writer = WriterContext { reach: reach.clone(), me: member.clone(), recorded: Default::default() };
 
         let consumer: BaseConsumer<ReaderContext> =
             consumer_config(s).create_with_context(reader).map_err(|e| creation_error(e, &s.target))?;
@@ -530,9 +534,18 @@ const STANDBYS: i64 = 64;
 /// fatal error such as a refused login, which connecting waits for) every
 /// 100 ms until asked to stop. Not rdkafka's `poll(100ms)`: it spins through
 /// the last millisecond of each wait.
-fn serve_producer(producer: &BaseProducer<WriterContext>, stop: &AtomicBool) {
+///
+/// A poll that does not wait serves one event, and each partition's
+/// acknowledged batch is an event of its own: twelve roles write 24 records
+/// a second, and one poll per wake left the reports further behind each
+/// second (seen: seconds late, and their records held in memory
+/// meanwhile). So each wake polls once more than there are messages not yet
+/// served, which bounds the events queued: the queue is empty after it.
+fn serve_producer<C: ProducerContext>(producer: &BaseProducer<C>, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
-        producer.poll(Duration::ZERO);
+        for _ in 0..=producer.in_flight_count().max(0) {
+            producer.poll(Duration::ZERO);
+        }
         std::thread::park_timeout(Duration::from_millis(100));
     }
 }

@@ -250,3 +250,59 @@ fn both_clients_replace_a_connection_stuck_after_a_blip_unless_the_user_says() {
         assert_eq!(config.get("socket.timeout.ms"), Some("20000"));
     }
 }
+
+/// Counts the delivery reports served.
+#[derive(Default)]
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl rdkafka::ClientContext for Counting {}
+
+impl rdkafka::producer::ProducerContext for Counting {
+    type DeliveryOpaque = ();
+    fn delivery(&self, _: &rdkafka::producer::DeliveryResult<'_>, _: ()) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Each partition's acknowledged batch is a delivery report event of its
+/// own, and a poll serves one: a member of twelve roles writes more than the
+/// ten a second one poll per wake served. Every wake serves all of them:
+/// 600 reports queued (50 rounds of one record on each of 12 partitions,
+/// each round acknowledged before the next) are served within a few wakes,
+/// where one poll per wake took a minute.
+#[test]
+fn the_producer_serves_every_delivery_report_queued_at_each_wake() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("g.neli", 12, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    let producer: Arc<BaseProducer<Counting>> = Arc::new(
+        rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .create_with_context(Counting::default())
+            .unwrap(),
+    );
+    let reader: BaseConsumer = rdkafka::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+    let acknowledged = |round: i64| {
+        (0..12).all(|p| reader.fetch_watermarks("g.neli", p, Duration::from_secs(5)).is_ok_and(|(_, end)| end > round))
+    };
+    for round in 0..50 {
+        for p in 0..12 {
+            producer.send(BaseRecord::<(), _>::to("g.neli").partition(p).payload("x")).expect("queued");
+        }
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        while !acknowledged(round) {
+            assert!(std::time::Instant::now() < until, "round {round} not acknowledged");
+        }
+    }
+    assert_eq!(producer.context().0.load(Ordering::Relaxed), 0, "nothing served yet");
+    let (served, stop) = (producer.clone(), Arc::new(AtomicBool::new(false)));
+    let stopping = stop.clone();
+    let serving = std::thread::spawn(move || serve_producer(&served, &stopping));
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while producer.context().0.load(Ordering::Relaxed) < 600 {
+        assert!(std::time::Instant::now() < until, "served {} of 600", producer.context().0.load(Ordering::Relaxed));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.store(true, Ordering::Relaxed);
+    serving.join().unwrap();
+}

@@ -38,6 +38,7 @@ pub fn started(n: u64) -> Anchor {
 pub const HB: Duration = Duration::from_millis(200);
 pub const DEADLINE: Duration = Duration::from_millis(1000);
 pub const GRACE: Duration = Duration::from_millis(500);
+pub const RESUME_WINDOW: Duration = Duration::from_millis(2200);
 
 pub fn settings(restart: Restart) -> Settings {
     Settings {
@@ -49,7 +50,7 @@ pub fn settings(restart: Restart) -> Settings {
         restart_delay: Duration::from_millis(100),
         acquire_timeout: None,
         max_runtime: None,
-        resume_window: Duration::from_millis(2200),
+        resume_window: RESUME_WINDOW,
         claim_margin: Duration::ZERO,
         waves: None,
         schedule: None,

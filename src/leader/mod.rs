@@ -147,6 +147,12 @@ pub struct Leader {
     seats: BTreeMap<Partition, Seat>,
 }
 
+/// The span a seat's log lines go in, naming its role, when the member
+/// has several (`role{role=3}: ...`): the core's and the shell's alike.
+pub fn role_span(several: bool, partition: Partition) -> Option<tracing::span::EnteredSpan> {
+    several.then(|| tracing::info_span!("role", role = partition).entered())
+}
+
 impl Leader {
     /// A standby that has just started at `now` (read on both clocks once,
     /// by the shell: the core reads none), with a seat on each partition of
@@ -262,7 +268,7 @@ impl Leader {
     /// names its role.
     fn on_seat(&mut self, partition: Partition, f: impl FnOnce(&mut Seat, &mut Ctx)) {
         let Leader { settings, started, anchor, pause, standbys, hand_to, now, out, healthy, seats, .. } = self;
-        let _role = settings.names_roles().then(|| tracing::info_span!("role", role = partition).entered());
+        let _role = role_span(settings.names_roles(), partition);
         let Some(seat) = seats.get_mut(&partition) else { return };
         let v = View {
             settings,
@@ -314,6 +320,7 @@ impl Leader {
             Input::OwnHeartbeat { partition, offset, sent, more } => {
                 self.on_seat(partition, |s, cx| s.on_heartbeat(cx, (offset, sent, more), now))
             }
+            Input::Delivered { partition, offset, sent } => self.on_delivered(partition, (offset, sent), now),
             Input::CaughtUp { partition } => self.on_seat(partition, |s, _| s.on_caught_up()),
             Input::OtherHeartbeat(partition, other) => self.on_other(partition, other, now),
             Input::ChildExited(partition, status) => {
@@ -399,6 +406,18 @@ impl Leader {
                 s.on_shutdown(cx, code, now);
             }
         });
+    }
+
+    /// An own record written while a revoke holds the reader: the seat may
+    /// stay fresh on it until a session after the revoke began, less a
+    /// coordinator heartbeat and the margin (the resume window): the
+    /// coordinator answered us then, so no other member can own the seat's
+    /// partition before. With no revoke waiting, the reader reads records
+    /// back, and a delivery says nothing more.
+    fn on_delivered(&mut self, partition: Partition, record: (i64, BootTime), now: BootTime) {
+        let Some(since) = self.seats.values().filter_map(|s| s.revoke_waits).min() else { return };
+        let until = since + self.settings.resume_window;
+        self.on_seat(partition, |s, cx| s.on_delivered(cx, record, until, now));
     }
 
     /// Another member's record on a seat's partition: the pause it carries

@@ -36,6 +36,13 @@ struct Role {
     log: i64,
     /// Our records produced there, not yet read back: their send times.
     outbox: VecDeque<u64>,
+    /// How many of `outbox`'s first records the broker has acknowledged.
+    delivered: usize,
+    /// The latest lease what the core was told allows: a record read back,
+    /// its send time plus the deadline; one delivered while a revoke holds
+    /// the reader, the same but no later than a resume window after the
+    /// revoke began (the coordinator had just answered then).
+    allowed: u64,
     /// The token of the role's last start, and whether it was of an
     /// earlier tenure: a restart within a leadership keeps its token, a new
     /// leadership's is larger.
@@ -60,6 +67,8 @@ struct Walk {
     /// come first (`Leader::step`), so a restart due then may still start
     /// on that partition, which the revoke then stops.
     revoking: Option<Partition>,
+    /// Since when a revoke holds the reader.
+    barrier_since: Option<u64>,
     spawned: u64,
     trace: Vec<String>,
 }
@@ -88,6 +97,7 @@ impl Walk {
             done: false,
             overlap,
             revoking: None,
+            barrier_since: None,
             spawned: 0,
             trace: Vec::new(),
         }
@@ -116,6 +126,7 @@ impl Walk {
         }
         if self.leaving || self.done {
             if let Some(p) = self.roles.iter().position(|r| r.owned && !r.revoke_waits) {
+                self.barrier_since.get_or_insert(now);
                 let role = &mut self.roles[p];
                 (role.owned, role.revoke_waits) = (false, true);
                 return Input::Revoked { partition: p as Partition, lost: false };
@@ -123,6 +134,7 @@ impl Walk {
             self.leaving = false;
         }
         loop {
+            let held = self.roles.iter().any(|r| r.revoke_waits);
             let p = self.rng.usize(..self.roles.len());
             let role = &mut self.roles[p];
             let partition = p as Partition;
@@ -137,16 +149,29 @@ impl Walk {
                 }
                 25..=28 if role.owned && !role.revoke_waits => {
                     (role.owned, role.revoke_waits) = (false, true);
+                    self.barrier_since.get_or_insert(now);
                     return Input::Revoked { partition, lost: self.rng.u8(..3) == 0 };
                 }
                 29..=79 if !role.outbox.is_empty() => {
                     let sent = role.outbox.pop_front().expect("not empty");
+                    role.delivered = role.delivered.saturating_sub(1);
                     if self.rng.u8(..10) == 0 {
                         continue; // lost on the way
                     }
                     let offset = role.log;
                     role.log += 1;
+                    role.allowed = role.allowed.max(sent + DEADLINE.as_millis() as u64);
                     return Input::OwnHeartbeat { partition, offset, sent: ms(sent), more: false };
+                }
+                // While a revoke holds the reader, the producer tells what
+                // was written.
+                90..=97 if held && role.delivered < role.outbox.len() => {
+                    let (at, window) = (role.delivered, RESUME_WINDOW.as_millis() as u64);
+                    let sent = role.outbox[at];
+                    let bound = self.barrier_since.map_or(0, |since| since + window);
+                    role.allowed = role.allowed.max((sent + DEADLINE.as_millis() as u64).min(bound));
+                    role.delivered += 1;
+                    return Input::Delivered { partition, offset: role.log + at as i64, sent: ms(sent) };
                 }
                 80..=85 if role.child.as_ref().is_some_and(|c| c.1.is_none()) => {
                     // The command ends by itself.
@@ -188,6 +213,12 @@ impl Walk {
         if self.done {
             self.fail(&format!("{action:?} after Exit"));
         }
+        if let Action::Lease(p, lease) | Action::Spawn { partition: p, lease, .. } = action {
+            let lease = lease.since(ms(0)).as_millis() as u64;
+            if lease > self.roles[p as usize].allowed {
+                self.fail(&format!("role {p} leased to {lease}, later than its records allow"));
+            }
+        }
         if let Some(p) = action.partition() {
             if usize::try_from(p).map_or(true, |p| p >= self.roles.len()) {
                 self.fail(&format!("{action:?} names no seat"));
@@ -223,7 +254,11 @@ impl Walk {
             Action::KillGroup(p) => {
                 if let Some(child) = self.roles[p as usize].child.as_mut() {
                     child.2 = true;
-                    let exits = now + self.rng.u64(0..50);
+                    // Now and then a process stuck in the kernel (a hung
+                    // mount) outlives its SIGKILL for seconds, and the
+                    // barrier outlasts the resume window.
+                    let stuck = if self.rng.u8(..8) == 0 { 4000 } else { 50 };
+                    let exits = now + self.rng.u64(0..stuck);
                     child.1 = Some(child.1.map_or(exits, |t| t.min(exits)));
                 }
             }
@@ -234,6 +269,9 @@ impl Walk {
                     self.fail(&format!("role {p}'s revoke released while its command runs"));
                 }
                 role.revoke_waits = false;
+                if !self.roles.iter().any(|r| r.revoke_waits) {
+                    self.barrier_since = None;
+                }
             }
             Action::Disclaim(p, _) => self.roles[p as usize].outbox.push_back(now),
             Action::Rejoin | Action::StandAside | Action::HandOver => self.leaving = true,

@@ -125,8 +125,9 @@ pub struct Seat {
     pub(super) tenure: Option<Tenure>,
     pub(super) child: Child,
     pub(super) plan: Plan,
-    /// A revoke waits in the rebalance callback until the command is gone.
-    pub(super) revoke_waits: bool,
+    /// A revoke waits in the rebalance callback until the command is gone:
+    /// since when (the coordinator had just answered us then).
+    pub(super) revoke_waits: Option<BootTime>,
     pub(super) ever_led: bool,
     /// Our last tenure gave the partition back without reading one of its
     /// heartbeats back, and none has come back since: the next such tenure
@@ -182,7 +183,7 @@ impl Seat {
             tenure: None,
             child: Child::Idle,
             plan: Plan::Serve,
-            revoke_waits: false,
+            revoke_waits: None,
             ever_led: false,
             gave_back: false,
             term: 0,
@@ -313,7 +314,7 @@ impl Seat {
                 cx.out.push(Action::ReleaseRevoke(self.partition));
             }
             Child::Running | Child::Stopping { .. } => {
-                self.revoke_waits = true;
+                self.revoke_waits = Some(now);
                 if lost {
                     self.kill(cx);
                 } else {
@@ -359,6 +360,34 @@ impl Seat {
                     cx.out.push(Action::Lease(self.partition, sent + deadline));
                 }
             }
+        }
+    }
+
+    /// One of our heartbeats on the partition was written, as the broker
+    /// acknowledged, while a revoke of another seat holds the reader (the
+    /// barrier blocks the thread that reads our records back): a leading
+    /// seat stays fresh on it, up to `until`, past which the coordinator
+    /// could have expired our session without the reader being able to say
+    /// so. It never promotes, resumes or places a term: only a record read
+    /// back, with every record before it, does.
+    pub(super) fn on_delivered(
+        &mut self,
+        cx: &mut Ctx,
+        (offset, sent): (i64, BootTime),
+        until: BootTime,
+        now: BootTime,
+    ) {
+        let deadline = cx.v.settings.heartbeat_deadline;
+        let Some(tenure) = self.tenure.as_mut().filter(|t| matches!(t.phase, Phase::Leader { .. })) else {
+            return;
+        };
+        let newer = sent >= tenure.term_since && tenure.fresh.is_some_and(|f| f.sent < sent);
+        if !newer || sent + deadline > until || now.since(sent) >= deadline {
+            return;
+        }
+        tenure.fresh = Some(Fresh { sent, offset });
+        if self.child != Child::Idle {
+            cx.out.push(Action::Lease(self.partition, sent + deadline));
         }
     }
 
@@ -576,7 +605,7 @@ impl Seat {
         let overran = std::mem::take(&mut self.overran);
         self.child = Child::Idle;
         self.fenced_child = false;
-        if std::mem::take(&mut self.revoke_waits) {
+        if self.revoke_waits.take().is_some() {
             info!("child stopped; releasing the partition to the group");
             self.release(cx);
         }

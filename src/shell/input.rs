@@ -37,6 +37,7 @@ pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep)
         Some(Event::OwnHeartbeat { partition, offset, sent, more }) => {
             Input::OwnHeartbeat { partition, offset, sent, more }
         }
+        Some(Event::Delivered { partition, offset, sent }) => Input::Delivered { partition, offset, sent },
         Some(Event::CaughtUp { partition }) => Input::CaughtUp { partition },
         Some(Event::OtherHeartbeat(..)) if !claims => return (None, Keep::Nothing),
         Some(Event::OtherHeartbeat(partition, other)) => Input::OtherHeartbeat(partition, other),

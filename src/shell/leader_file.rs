@@ -99,13 +99,22 @@ impl LeaderFile {
         });
     }
 
-    /// Removes the file and waits up to `wait` for the writer to be done
-    /// (a file system that hangs must not keep neli-run from exiting); the
-    /// wait is the runtime's, no worker thread is held.
-    pub(super) async fn close(self, wait: Duration) {
-        let _ = self.ops.send(Op::Remove);
-        drop(self.ops);
-        if tokio::time::timeout(wait, self.done).await.is_err() {
+    /// Removes the files (one per seat) and waits up to `wait` in all for
+    /// their writers to be done (a file system that hangs must not keep
+    /// neli-run from exiting); the wait is the runtime's, no worker thread
+    /// is held.
+    pub(super) async fn close_all(files: impl IntoIterator<Item = LeaderFile>, wait: Duration) {
+        let mut done = Vec::new();
+        for file in files {
+            let _ = file.ops.send(Op::Remove);
+            done.push(file.done);
+        }
+        let all = async {
+            for file in done {
+                let _ = file.await;
+            }
+        };
+        if tokio::time::timeout(wait, all).await.is_err() {
             warn!(?wait, "the leader file was not removed in time");
         }
     }
@@ -234,7 +243,7 @@ mod tests {
         file.show(Some(11), text);
         settle(Some(&text(11)));
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-        runtime.block_on(file.close(Duration::from_secs(10)));
+        runtime.block_on(LeaderFile::close_all([file], Duration::from_secs(10)));
         assert_eq!(read(), None);
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no temporary file left");
         std::fs::remove_dir_all(&dir).unwrap();

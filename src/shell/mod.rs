@@ -48,7 +48,7 @@ use crate::exit::{ChildStatus, Failure, Kind};
 use crate::kafka::heartbeat::Member;
 use crate::kafka::{Event, Kafka};
 use crate::layers_off::{self, Layer};
-use crate::leader::{Action, Input, Leader, Partition, Standing};
+use crate::leader::{role_span, Action, Input, Leader, Partition, Standing};
 use crate::metrics;
 use crate::notify::Notifier;
 use crate::printable::printable;
@@ -119,8 +119,9 @@ struct Report {
     shown: Option<(Standing, Option<bool>)>,
     /// With roles, systemd's status line as last sent (`roles_status`).
     shown_roles: Option<String>,
-    /// `--leader-file`, and the lines it holds besides the token and since.
-    leader_file: Option<(LeaderFile, String)>,
+    /// `--leader-file`, one per seat, and the lines each holds besides the
+    /// token and since (the role's first, with roles).
+    leader_files: BTreeMap<Partition, (LeaderFile, String)>,
     /// `--on-lead`, `--on-unlead`, `--on-exit`.
     hooks: Option<Hooks>,
 }
@@ -169,15 +170,20 @@ impl Shell {
             healthy: cfg.health.as_ref().map(|_| false),
             shown: None,
             shown_roles: None,
-            leader_file: cfg.leader_file.clone().map(|path| {
-                let about = format!(
-                    "name={}\ngroup={}\npid={}\n",
-                    printable(&cfg.name),
-                    printable(&cfg.kafka.group),
-                    std::process::id()
-                );
-                (LeaderFile::start(path), about)
-            }),
+            leader_files: cfg
+                .leader_files
+                .iter()
+                .map(|(&role, path)| {
+                    let about = format!(
+                        "{}name={}\ngroup={}\npid={}\n",
+                        cfg.roles.map_or(String::new(), |_| format!("role={role}\n")),
+                        printable(&cfg.name),
+                        printable(&cfg.kafka.group),
+                        std::process::id()
+                    );
+                    (role, (LeaderFile::start(path.clone()), about))
+                })
+                .collect(),
             hooks: Hooks::start(&cfg),
         };
 
@@ -299,6 +305,7 @@ impl Shell {
     /// Takes in what a seat heard: its command's exit, or (`--warm`) a write
     /// of its token file; returns what the core must hear, if anything.
     fn seat_heard(&mut self, seat: Partition, heard: Heard) -> Option<Input> {
+        let _role = role_span(self.seats.len() > 1, seat);
         match heard {
             Heard::Exited(status) => {
                 info!(%status, "child exited");
@@ -360,6 +367,7 @@ impl Shell {
             }
         }
         // Each seat's action goes to the seat its partition names.
+        let _role = action.partition().and_then(|p| role_span(self.seats.len() > 1, p));
         let mut seat = action.partition().and_then(|partition| self.seats.get_mut(&partition));
         match action {
             Action::SendHeartbeat(partition, record) => self.kafka.send_heartbeat(partition, BootTime::now(), record),
@@ -443,8 +451,8 @@ impl Shell {
         if let Some(hooks) = report.hooks.as_mut() {
             hooks.follow(&standings, core.why_standby(SEAT));
         }
-        if let Some((file, about)) = report.leader_file.as_mut() {
-            let token = match core.standing(SEAT) {
+        for (&role, (file, about)) in report.leader_files.iter_mut() {
+            let token = match core.standing(role) {
                 Standing::Leader { token } => Some(token),
                 _ => None,
             };
@@ -490,9 +498,8 @@ impl Shell {
         if let Some(health) = self.health.take() {
             health.stop();
         }
-        if let Some((file, _)) = self.report.leader_file.take() {
-            file.close(LEADER_FILE_WAIT).await;
-        }
+        let files = std::mem::take(&mut self.report.leader_files).into_values().map(|(file, _)| file);
+        LeaderFile::close_all(files, LEADER_FILE_WAIT).await;
         info!(code, "leaving the group");
         let leaving = tokio::task::spawn_blocking(move || self.kafka.leave());
         let mut hurried = false;

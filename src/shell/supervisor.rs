@@ -46,7 +46,7 @@ impl Supervisor {
             env_remove: consumed_env(),
         };
         if let Some(roles) = cfg.roles {
-            command.args = command.args.iter().map(|arg| with_role(arg, role)).collect();
+            command.args = command.args.iter().map(|arg| crate::config::with_role(arg, role)).collect();
             command.env.push(("NELI_ROLE".into(), role.to_string()));
             command.env.push(("NELI_ROLES".into(), roles.to_string()));
         }
@@ -167,21 +167,6 @@ fn with_attempt(command: &child::Command, attempt: Option<leader::Attempt>) -> s
         Some(due) => ("NELI_DUE".into(), rfc3339(due).to_string()),
     });
     std::borrow::Cow::Owned(command)
-}
-
-/// `arg` with every `{role}` in it replaced by `role`'s number.
-fn with_role(arg: &std::ffi::OsStr, role: leader::Partition) -> std::ffi::OsString {
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    let (bytes, pattern, number) = (arg.as_bytes(), b"{role}", role.to_string());
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut rest = bytes;
-    while let Some(at) = rest.windows(pattern.len()).position(|w| w == pattern) {
-        out.extend_from_slice(&rest[..at]);
-        out.extend_from_slice(number.as_bytes());
-        rest = &rest[at + pattern.len()..];
-    }
-    out.extend_from_slice(rest);
-    std::ffi::OsString::from_vec(out)
 }
 
 /// What neli-run tells the command (and the hooks) about its group.

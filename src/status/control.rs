@@ -146,8 +146,9 @@ fn not_roles(view: &super::view::View, group: &str, what: &str) -> Result<(), St
             Kind::Usage,
             format!(
                 "group {group} runs {roles} roles (--roles): {what} works on a single leader only, for now; \
-                 `neli-run status` shows who leads each role, and stopping a member (SIGTERM) moves its roles \
-                 to the others"
+                 `neli-run status` shows who leads each role; stopping a member (SIGTERM), or draining it \
+                 with its --health-cmd (e.g. 'test ! -e /run/neli-run/drain'), moves its roles, and only \
+                 them, to the others"
             ),
         ),
         None => Ok(()),

@@ -205,10 +205,11 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
     }
     for c in views.first().map(|v| v.standbys(now)).unwrap_or_default() {
         out += &format!(
-            "\n  no role: {} (host {}, pid {}), last seen {} ago",
+            "\n  no role: {} (host {}, pid {}){}, last seen {} ago",
             printable(&c.name),
             printable(&c.host),
             c.pid,
+            if c.unhealthy { ", unhealthy (--health-cmd fails: it takes no role)" } else { "" },
             ago(now, c.at_ms)
         );
     }

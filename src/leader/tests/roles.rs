@@ -172,3 +172,49 @@ fn a_seats_log_lines_name_its_role_when_there_are_several() {
     assert!(!settings(Restart::Always).names_roles());
     assert!(Settings { roles: 2, ..settings(Restart::Always) }.names_roles());
 }
+
+/// Our record on `partition` at `offset`, sent at `sent`, as its delivery
+/// report tells it.
+fn delivered(partition: Partition, offset: i64, sent: u64) -> Input {
+    Input::Delivered { partition, offset, sent: ms(sent) }
+}
+
+#[test]
+fn a_kept_role_stays_fresh_on_its_delivered_records_while_a_revoke_holds_the_reader() {
+    let mut l = leading_both();
+    // Role 1 is revoked at 1100: its command ignores SIGTERM for the whole
+    // grace, and the barrier blocks the reader, so role 0 reads nothing back.
+    assert_eq!(l.step(Input::Revoked { partition: Q, lost: false }, ms(1100)), vec![SignalGroup(Q, SIGTERM)]);
+    let out = l.step(delivered(P, 8, 1500), ms(1510));
+    assert!(out.contains(&Lease(P, ms(2500))), "{out:?}");
+    let out = l.step(Input::Tick, ms(2000));
+    assert!(!out.contains(&KillGroup(P)), "fenced on records written: {out:?}");
+    // Fresh up to a resume window (2.2 s) after the revoke began, not past.
+    let out = l.step(delivered(P, 9, 2300), ms(2310));
+    assert!(out.contains(&Lease(P, ms(3300))), "{out:?}");
+    let out = l.step(delivered(P, 10, 2400), ms(2410));
+    assert!(!out.iter().any(|a| matches!(a, Lease(P, _))), "past the session's bound: {out:?}");
+    let out = l.step(Input::Tick, ms(3300));
+    assert!(out.contains(&KillGroup(P)), "{out:?}");
+    assert_eq!(l.standing(P), Standing::Fenced);
+    // A delivery never resumes a fenced role: only a record read back does.
+    let out = l.step(delivered(P, 11, 3200), ms(3210));
+    assert!(!out.iter().any(|a| matches!(a, Lease(P, _) | Spawn { .. })), "{out:?}");
+    assert_eq!(l.standing(P), Standing::Fenced);
+}
+
+#[test]
+fn a_delivery_says_nothing_while_no_revoke_holds_the_reader() {
+    // The reader reads our records back: a delivery is no evidence more.
+    let mut l = leading_both();
+    let out = l.step(delivered(P, 8, 1500), ms(1510));
+    assert!(!out.iter().any(|a| matches!(a, Lease(P, _))), "{out:?}");
+    assert!(l.step(Input::Tick, ms(2000)).contains(&KillGroup(P)));
+    // Nor once the revoke is released.
+    let mut l = leading_both();
+    l.step(Input::Revoked { partition: Q, lost: false }, ms(1100));
+    l.step(Input::ChildExited(Q, ChildStatus::Signaled(15)), ms(1200));
+    let out = l.step(delivered(P, 8, 1500), ms(1510));
+    assert!(!out.iter().any(|a| matches!(a, Lease(P, _))), "{out:?}");
+    assert!(l.step(Input::Tick, ms(2000)).contains(&KillGroup(P)));
+}

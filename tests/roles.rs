@@ -274,6 +274,34 @@ fn each_role_has_a_leader_file_of_its_own() {
     r.assert_no_overlap();
 }
 
+/// With roles, each role's hooks follow that role: --on-lead once per role
+/// with its role and token, --on-exit and --on-unlead for each as the member
+/// stops.
+#[test]
+fn each_roles_hooks_follow_that_role() {
+    let r = Roles::new("roles-hooks", 3);
+    let log = r.g.dir.path().join("hooks");
+    let line =
+        format!("echo \"$NELI_HOOK $NELI_ROLE $NELI_ROLES $NELI_FENCING_TOKEN $NELI_REASON\" >> {}", log.display());
+    let hooks = ["--on-lead", &line, "--on-unlead", &line, "--on-exit", &line];
+    let mut a = r.member_running("a", &hooks, &["sleep", "1000"]);
+    let told = |hook: &str| {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let mut lines: Vec<String> = text.lines().filter(|l| l.starts_with(hook)).map(String::from).collect();
+        lines.sort();
+        lines
+    };
+    wait_until(r.g.broker.timing.takeover(), "a lead hook per role", || told("lead ").len() == 3);
+    let tokens: Vec<i64> = r.starts().iter().map(|s| s.last().expect("the role started").1).collect();
+    let each = |what: &str| (0..3).map(|j| format!("{what} {j} 3 {} ", tokens[j])).collect::<Vec<_>>();
+    let expect = |hook: &str, reason: &str| each(hook).into_iter().map(|l| l + reason).collect::<Vec<_>>();
+    assert_eq!(told("lead "), expect("lead", "elected"));
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(r.g.broker.timing.takeover()).code(), Some(0), "{}", a.log());
+    assert_eq!(told("exit "), expect("exit", "stopped"), "{}", a.log());
+    assert_eq!(told("unlead "), expect("unlead", "exiting"), "{}", a.log());
+}
+
 /// The command of each role is told its role, in `{role}` and its
 /// environment.
 #[test]

@@ -329,6 +329,9 @@ pub struct RunArgs {
     /// is logged and changes nothing. What it leaves running is killed once
     /// it exits. Behind one that hangs, a lead or unlead hook still waiting
     /// is replaced by the next: only the latest state is told.
+    ///
+    /// With --roles, each role's hooks follow that role (one thread runs
+    /// them all, in order), told NELI_ROLE and NELI_ROLES too.
     #[arg(long, env = "NELI_ON_LEAD", value_name = "CMD", help_heading = "Hooks")]
     pub on_lead: Option<String>,
 

@@ -409,14 +409,11 @@ fn roles(args: &RunArgs) -> Result<Option<u32>, Failure> {
         ("--warm", args.warm),
         ("--priority", args.priority != 0),
         ("--preempt", args.preempt),
-        ("--on-lead", args.on_lead.is_some()),
-        ("--on-unlead", args.on_unlead.is_some()),
-        ("--on-exit", args.on_exit.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
         return err(format!(
             "{} does not work with {roles} yet: with roles, neli-run supports --restart always, --overlap, --restart-delay, \
-             --max-runtime, --health-cmd, --grace, --stop-signal, --acquire-timeout, --metrics-addr, the timing and Kafka options (or run \
+             --max-runtime, --health-cmd, --leader-file, the hooks, --grace, --stop-signal, --acquire-timeout, --metrics-addr, the timing and Kafka options (or run \
              the single leader, --roles 1, which takes every option)",
             args.from_env.name(flag)
         ));

@@ -2,6 +2,9 @@
 //! this member starts leading, stops leading, and when a run of its command
 //! ends (a page on failure, a note to a chat, a load balancer told).
 //!
+//! With `--roles`, each role's hooks follow that role (told `NELI_ROLE`):
+//! one thread and one queue for the member, the rules below per role.
+//!
 //! A report, never part of what keeps the safety promise: the loop only
 //! queues a hook, after it has acted; a thread of its own runs them one at
 //! a time, in order, each within --hook-timeout (then it and everything it
@@ -23,7 +26,7 @@
 //! under a keeper (`child::keeper`) that kills what the hook left once it
 //! has exited: nothing a hook starts outlives it.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::mpsc::RecvTimeoutError;
@@ -37,11 +40,13 @@ use super::supervisor::{consumed_env, given_env};
 use crate::child::Beside;
 use crate::config::Config;
 use crate::exit::ChildStatus;
-use crate::leader::Standing;
+use crate::leader::{Partition, Standing};
 
-/// One hook to run: which, its command line, and its environment.
+/// One hook to run: which, for which role's seat, its command line, and
+/// its environment.
 struct Job {
     hook: &'static str,
+    role: Partition,
     line: String,
     env: Vec<(String, String)>,
 }
@@ -50,14 +55,14 @@ struct Job {
 /// its lock only to queue: never across a hook).
 #[derive(Default)]
 struct Queue {
-    /// In order: at most one lead or unlead hook (the latest), and at most
-    /// `MAX_EXIT_HOOKS` exit hooks.
+    /// In order: at most one lead or unlead hook per role (the latest), and
+    /// at most `MAX_EXIT_HOOKS` exit hooks.
     jobs: VecDeque<Job>,
-    /// Whether --on-lead is set, and whether the last lead or unlead hook
-    /// started was a lead: with --on-lead, an unlead runs only to take one
-    /// back.
+    /// Whether --on-lead is set, and the roles whose last lead or unlead
+    /// hook started was a lead: with --on-lead, an unlead runs only to take
+    /// one back.
     lead_hook: bool,
-    told_lead: bool,
+    told_lead: BTreeSet<Partition>,
     /// Whether a hook runs now.
     running: bool,
     /// No more jobs come: the thread ends once `jobs` is empty.
@@ -83,14 +88,27 @@ impl Shared {
 pub(super) struct Hooks {
     lines: crate::config::Hooks,
     env: Vec<(String, String)>,
+    /// With --roles, each job is told its role, and how many there are.
+    roles: Option<u32>,
     shared: Arc<Shared>,
     worker: JoinHandle<()>,
-    /// What the hooks know of our standing: the token --on-lead ran for,
-    /// and the last standing seen.
+    /// Per seat, what its hooks were told.
+    told: BTreeMap<Partition, Told>,
+}
+
+/// What one seat's hooks know of its standing: the token --on-lead ran
+/// for, the last standing seen, and the token the command runs (or last
+/// ran) with.
+struct Told {
     led: Option<i64>,
     last: Standing,
-    /// The token the command runs (or last ran) with.
     command_token: Option<i64>,
+}
+
+impl Default for Told {
+    fn default() -> Told {
+        Told { led: None, last: Standing::Standby, command_token: None }
+    }
 }
 
 impl Hooks {
@@ -109,41 +127,34 @@ impl Hooks {
                 queue.lock().running = false;
             }
         });
-        Some(Hooks {
-            lines,
-            env: given_env(cfg),
-            shared,
-            worker,
-            led: None,
-            last: Standing::Standby,
-            command_token: None,
-        })
+        Some(Hooks { lines, env: given_env(cfg), roles: cfg.roles, shared, worker, told: BTreeMap::new() })
     }
 
-    /// Follows the standings taken since the last turn, in order: --on-lead
-    /// for each new token, --on-unlead when leading ends (`why_standby`:
-    /// the core's word for a change to standby).
-    pub(super) fn follow(&mut self, standings: &[Standing], why_standby: &'static str) {
-        for (hook, token, reason) in changes(&mut self.led, &mut self.last, standings, why_standby) {
-            self.queue(hook, token, vec![("NELI_REASON", reason.into())]);
+    /// Follows the standings `role`'s seat took since the last turn, in
+    /// order: --on-lead for each new token, --on-unlead when leading ends
+    /// (`why_standby`: the core's word for a change to standby).
+    pub(super) fn follow(&mut self, role: Partition, standings: &[Standing], why_standby: &'static str) {
+        let told = self.told.entry(role).or_default();
+        for (hook, token, reason) in changes(&mut told.led, &mut told.last, standings, why_standby) {
+            self.queue(hook, role, token, vec![("NELI_REASON", reason.into())]);
         }
     }
 
-    /// Notes the token the command was just started with.
-    pub(super) fn spawned(&mut self, token: i64) {
-        self.command_token = Some(token);
+    /// Notes the token `role`'s command was just started with.
+    pub(super) fn spawned(&mut self, role: Partition, token: i64) {
+        self.told.entry(role).or_default().command_token = Some(token);
     }
 
-    /// The command's run ended with `status`, `why` as the core says.
-    pub(super) fn exited(&mut self, status: ChildStatus, why: &'static str) {
-        let Some(token) = self.command_token else { return };
+    /// `role`'s command's run ended with `status`, `why` as the core says.
+    pub(super) fn exited(&mut self, role: Partition, status: ChildStatus, why: &'static str) {
+        let Some(token) = self.told.get(&role).and_then(|t| t.command_token) else { return };
         let env = vec![("NELI_REASON", why.into()), ("NELI_EXIT_STATUS", status.code().to_string())];
-        self.queue("exit", token, env);
+        self.queue("exit", role, token, env);
     }
 
-    /// Queues `hook` (if set) under `token`, with `extra` in its
+    /// Queues `hook` (if set) for `role` under `token`, with `extra` in its
     /// environment, in place of what it overtakes (`overtaken`).
-    fn queue(&mut self, hook: &'static str, token: i64, extra: Vec<(&str, String)>) {
+    fn queue(&mut self, hook: &'static str, role: Partition, token: i64, extra: Vec<(&str, String)>) {
         let line = match hook {
             "lead" => &self.lines.on_lead,
             "unlead" => &self.lines.on_unlead,
@@ -154,11 +165,15 @@ impl Hooks {
         let mut env = self.env.clone();
         env.push(("NELI_HOOK".into(), hook.into()));
         env.push(("NELI_FENCING_TOKEN".into(), token.to_string()));
+        if let Some(roles) = self.roles {
+            env.push(("NELI_ROLE".into(), role.to_string()));
+            env.push(("NELI_ROLES".into(), roles.to_string()));
+        }
         env.extend(extra.into_iter().map(|(k, v)| (k.to_string(), v)));
         let dropped = {
             let mut queue = self.shared.lock();
-            let dropped = overtaken(&queue.jobs, hook).map(|at| queue.jobs.remove(at));
-            queue.jobs.push_back(Job { hook, line, env });
+            let dropped = overtaken(&queue.jobs, hook, role).map(|at| queue.jobs.remove(at));
+            queue.jobs.push_back(Job { hook, role, line, env });
             dropped.flatten()
         };
         self.shared.changed.notify_all();
@@ -173,7 +188,10 @@ impl Hooks {
     /// What still runs then is sent SIGKILL. Someone must reap meanwhile
     /// (the loop no longer does).
     pub(super) async fn finish(mut self, hurry: impl std::future::Future<Output = ()>) {
-        self.follow(&[Standing::Standby], "exiting");
+        let roles: Vec<Partition> = self.told.keys().copied().collect();
+        for role in roles {
+            self.follow(role, &[Standing::Standby], "exiting");
+        }
         let Hooks { shared, worker, lines, .. } = self;
         let left = {
             let mut queue = shared.lock();
@@ -202,16 +220,16 @@ impl Hooks {
     }
 }
 
-/// Where the job that `hook` overtakes waits in `jobs`, if one does: a lead
-/// or unlead hook overtakes the lead or unlead hook waiting (there is at
-/// most one: each replaces the last), an exit hook the oldest exit hook
-/// once `MAX_EXIT_HOOKS` wait.
-fn overtaken(jobs: &VecDeque<Job>, hook: &str) -> Option<usize> {
+/// Where the job that `hook` for `role` overtakes waits in `jobs`, if one
+/// does: a lead or unlead hook overtakes the role's lead or unlead hook
+/// waiting (there is at most one: each replaces the last), an exit hook the
+/// oldest exit hook once `MAX_EXIT_HOOKS` wait.
+fn overtaken(jobs: &VecDeque<Job>, hook: &str, role: Partition) -> Option<usize> {
     if hook == "exit" {
         let exits = jobs.iter().filter(|j| j.hook == "exit").count();
         (exits >= MAX_EXIT_HOOKS).then(|| jobs.iter().position(|j| j.hook == "exit")).flatten()
     } else {
-        jobs.iter().position(|j| j.hook != "exit")
+        jobs.iter().position(|j| j.hook != "exit" && j.role == role)
     }
 }
 
@@ -226,13 +244,15 @@ fn next(shared: &Shared) -> Option<Job> {
             return None;
         }
         match queue.jobs.pop_front() {
-            Some(job) if job.hook == "unlead" && queue.lead_hook && !queue.told_lead => {
+            Some(job) if job.hook == "unlead" && queue.lead_hook && !queue.told_lead.contains(&job.role) => {
                 info!(hook = job.hook, "hook not run: the lead hook it would take back never ran");
             }
             Some(job) => {
-                if job.hook != "exit" {
-                    queue.told_lead = job.hook == "lead";
-                }
+                match job.hook {
+                    "lead" => queue.told_lead.insert(job.role),
+                    "unlead" => queue.told_lead.remove(&job.role),
+                    _ => false,
+                };
                 queue.running = true;
                 return Some(job);
             }
@@ -347,18 +367,41 @@ mod tests {
 
     /// A queue as the loop fills it, and the hooks it then runs, in order.
     fn ran(queued: &[&'static str], told_lead: bool) -> Vec<&'static str> {
+        ran_of(&queued.iter().map(|&hook| (hook, 0)).collect::<Vec<_>>(), if told_lead { &[0] } else { &[] })
+            .into_iter()
+            .map(|(hook, _)| hook)
+            .collect()
+    }
+
+    /// `ran`, of hooks for several roles, `told_lead` the roles told.
+    fn ran_of(queued: &[(&'static str, Partition)], told_lead: &[Partition]) -> Vec<(&'static str, Partition)> {
         let shared = Shared::default();
-        for &hook in queued {
+        for &(hook, role) in queued {
             let mut queue = shared.lock();
-            if let Some(at) = overtaken(&queue.jobs, hook) {
+            if let Some(at) = overtaken(&queue.jobs, hook, role) {
                 queue.jobs.remove(at);
             }
-            queue.jobs.push_back(Job { hook, line: String::new(), env: Vec::new() });
+            queue.jobs.push_back(job(hook, role));
         }
-        shared.lock().told_lead = told_lead;
+        shared.lock().told_lead = told_lead.iter().copied().collect();
         shared.lock().lead_hook = true;
         shared.lock().closed = true;
-        std::iter::from_fn(|| next(&shared)).map(|job| job.hook).collect()
+        std::iter::from_fn(|| next(&shared)).map(|job| (job.hook, job.role)).collect()
+    }
+
+    fn job(hook: &'static str, role: Partition) -> Job {
+        Job { hook, role, line: String::new(), env: Vec::new() }
+    }
+
+    #[test]
+    fn each_roles_lead_and_unlead_hooks_are_its_own() {
+        // Role 1's unlead does not overtake role 0's lead, nor role 0's
+        // the other way; each role's latest change waits.
+        let queued = [("lead", 0), ("unlead", 1), ("unlead", 0), ("lead", 1), ("lead", 0)];
+        assert_eq!(ran_of(&queued, &[1]), [("lead", 1), ("lead", 0)]);
+        // An unlead takes back its own role's lead only.
+        assert_eq!(ran_of(&[("unlead", 0), ("unlead", 1)], &[1]), [("unlead", 1)]);
+        assert_eq!(ran_of(&[("lead", 2), ("unlead", 2)], &[]), []);
     }
 
     #[test]
@@ -373,7 +416,7 @@ mod tests {
         assert_eq!(ran(&["lead"], false), ["lead"]);
         // Without --on-lead, every unlead is news.
         let shared = Shared::default();
-        shared.lock().jobs.push_back(Job { hook: "unlead", line: String::new(), env: Vec::new() });
+        shared.lock().jobs.push_back(job("unlead", 0));
         shared.lock().closed = true;
         assert_eq!(next(&shared).map(|job| job.hook), Some("unlead"));
         // Exit hooks keep their order among the changes, the oldest dropped
@@ -383,7 +426,7 @@ mod tests {
         assert_eq!(ran(&many, false).len(), MAX_EXIT_HOOKS);
         // Once neli-run stops waiting, nothing more starts.
         let shared = Shared::default();
-        shared.lock().jobs.push_back(Job { hook: "exit", line: String::new(), env: Vec::new() });
+        shared.lock().jobs.push_back(job("exit", 0));
         shared.lock().stopped = true;
         assert!(next(&shared).is_none());
     }

@@ -313,7 +313,7 @@ impl Shell {
                     return self.warm_exited(seat, status);
                 }
                 if let Some(hooks) = self.report.hooks.as_mut() {
-                    hooks.exited(status, self.core.why_child_ends(seat));
+                    hooks.exited(seat, status, self.core.why_child_ends(seat));
                 }
                 Some(Input::ChildExited(seat, status))
             }
@@ -380,7 +380,7 @@ impl Shell {
                     }
                     drop(m);
                     if let Some(hooks) = self.report.hooks.as_mut() {
-                        hooks.spawned(token);
+                        hooks.spawned(partition, token);
                     }
                 } else {
                     self.pending.push_back(Input::ChildExited(partition, ChildStatus::Exited(Kind::Internal.code())));
@@ -414,10 +414,10 @@ impl Shell {
     fn report(&mut self) {
         let core = &mut self.core;
         let standings = core.standings_taken(SEAT);
-        // Every other seat's too, though only systemd's line shows them.
-        for &seat in self.seats.keys().filter(|&&p| p != SEAT) {
-            core.standings_taken(seat);
-        }
+        // Every other seat's too, for its hooks (the metrics and systemd's
+        // line show where each stands now).
+        let others: Vec<(Partition, Vec<Standing>)> =
+            self.seats.keys().filter(|&&p| p != SEAT).map(|&p| (p, core.standings_taken(p))).collect();
         {
             let mut m = self.report.metrics.lock().expect("metrics lock");
             let now = BootTime::now();
@@ -449,7 +449,10 @@ impl Shell {
         }
         let report = &mut self.report;
         if let Some(hooks) = report.hooks.as_mut() {
-            hooks.follow(&standings, core.why_standby(SEAT));
+            hooks.follow(SEAT, &standings, core.why_standby(SEAT));
+            for (role, taken) in &others {
+                hooks.follow(*role, taken, core.why_standby(*role));
+            }
         }
         for (&role, (file, about)) in report.leader_files.iter_mut() {
             let token = match core.standing(role) {

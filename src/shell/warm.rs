@@ -392,7 +392,7 @@ impl Shell {
             (Then::Ending(token), Ok(())) => token,
         };
         if let Some(hooks) = self.report.hooks.as_mut() {
-            hooks.spawned(token);
+            hooks.spawned(seat, token);
         }
         self.report.metrics.lock().expect("metrics lock").child_started(token);
         None
@@ -418,7 +418,7 @@ impl Shell {
             // If we no longer lead then (a fence), it starts as a standby's.
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
             if let Some(hooks) = self.report.hooks.as_mut() {
-                hooks.exited(status, self.core.why_child_ends(seat));
+                hooks.exited(seat, status, self.core.why_child_ends(seat));
             }
             return Some(Input::ChildExited(seat, status));
         }

@@ -78,6 +78,14 @@ pub enum Fault {
     Pause,
     /// With --roles: a new member joins the group (see `roles`).
     Join,
+    /// With --roles: a member holding a role drained by its health check
+    /// (its file `drain-NAME`): it stops every role's command, leaves the
+    /// group and stays alive, a standby; its roles move to the others.
+    Drain,
+    /// With --roles: a drained member's file removed once the group settled
+    /// without it: it rejoins and takes its share back (drawn by no one:
+    /// it follows each drain).
+    Undrain,
 }
 
 impl Fault {
@@ -106,6 +114,8 @@ impl Fault {
             Fault::Finish => "none (finish)",
             Fault::Pause => "pause",
             Fault::Join => "join",
+            Fault::Drain => "drain",
+            Fault::Undrain => "undrain",
         }
     }
 
@@ -173,7 +183,7 @@ impl Soak {
                 let _ = kill(pid(), sig);
             }
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").cut(),
-            Fault::Unhealthy => drop(fs::write(self.sick_file(slot), "")),
+            Fault::Unhealthy | Fault::Drain => drop(fs::write(self.slot_health_file(fault, slot), "")),
             Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGSTOP),
             Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR1),
             // Cluster events are scripted (see `watch`).
@@ -186,14 +196,21 @@ impl Soak {
             | Fault::LeaderCut
             | Fault::Finish
             | Fault::Pause
-            | Fault::Join => {}
+            | Fault::Join
+            | Fault::Undrain => {}
         }
     }
 
-    /// The file whose presence fails the health check of the member in `slot`.
-    fn sick_file(&self, slot: usize) -> std::path::PathBuf {
-        let name = self.slots[slot].member.as_ref().map_or("", |(n, _)| n.as_str());
-        self.detector.dir.join(format!("sick-{name}"))
+    /// The file whose presence fails the health check of the member named
+    /// `name`: `sick-NAME` for `Unhealthy`, `drain-NAME` for `Drain`.
+    pub fn health_file(&self, fault: Fault, name: &str) -> std::path::PathBuf {
+        let what = if fault == Fault::Drain { "drain" } else { "sick" };
+        self.detector.dir.join(format!("{what}-{name}"))
+    }
+
+    /// That file of the member in `slot`.
+    fn slot_health_file(&self, fault: Fault, slot: usize) -> std::path::PathBuf {
+        self.health_file(fault, self.slots[slot].member.as_ref().map_or("", |(n, _)| n.as_str()))
     }
 
     /// Ends a fault's disruption (a no-op for the one-shot faults).
@@ -201,7 +218,7 @@ impl Soak {
         match fault {
             Fault::SigstopCont | Fault::BrokenLogStop => drop(kill(self.pid(slot), Signal::SIGCONT)),
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").heal(),
-            Fault::Unhealthy => drop(fs::remove_file(self.sick_file(slot))),
+            Fault::Unhealthy | Fault::Drain => drop(fs::remove_file(self.slot_health_file(fault, slot))),
             Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGCONT),
             Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR2),
             _ => {}

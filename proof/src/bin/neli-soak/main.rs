@@ -53,10 +53,11 @@
 //!
 //! Roles (`--roles R`): every member runs `neli-run --roles R`, each role's
 //! command under an overlap detector of its own, and the faults strike
-//! random members (kill -9, SIGTERM, a freeze, a cut, a join), the broker
-//! or the cluster; a transition is a role starting on another member than
-//! its last start. Judged per role: overlaps, orphans, tokens; and the
-//! needless moves of a join, a leave or a crash (see `roles`).
+//! random members (kill -9, SIGTERM, a freeze, a cut, a join, a drain by
+//! the member's health check and its undrain), the broker or the cluster;
+//! a transition is a role starting on another member than its last start.
+//! Judged per role: overlaps, orphans, tokens; and the needless moves of a
+//! join, a leave, a crash, a drain or an undrain (see `roles`).
 //!
 //! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu]
 //!        ... --roles 12 --candidates 3 --transitions 500 [--cluster 3 | --broker tansu]
@@ -143,13 +144,6 @@ struct Args {
     /// members. At least --candidates, so that every member holds a role.
     #[arg(long, value_name = "R", value_parser = clap::value_parser!(u16).range(2..=1000))]
     roles: Option<u16>,
-    /// With --roles: count and show needless moves without failing on them
-    /// (overlaps, orphans and tokens still fail). For CI's brief run while
-    /// neli-run's known defect stands: a join's revoke barrier holds the
-    /// reader, so a member whose revoked command takes longer than the
-    /// heartbeat deadline to stop fences the roles it keeps (docs/proof.md).
-    #[arg(long, requires = "roles")]
-    needless_moves_ok: bool,
 }
 
 /// The broker the soak starts.

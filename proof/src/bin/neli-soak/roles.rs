@@ -5,12 +5,19 @@
 //! or the cluster until --transitions role moves: a role's command
 //! starting on another member than that role's previous start.
 //!
+//! Every member runs with a health check that its file `drain-NAME` fails
+//! (`--health-cmd 'test ! -e WORK/drain-NAME'`, checked every 100 ms, one
+//! failure enough): the fault `drain` creates it for a member holding a
+//! role, which then stops every role's command, leaves the group and stays
+//! alive; once the group settled without it, the file is removed (the
+//! `undrain`, before any other fault) and it takes its share back.
+//!
 //! Between faults the soak waits for the group to *settle*: every role's
-//! lock held, each by a live member (running, neither struck down, frozen
-//! nor cut off), the roles spread evenly over the live members (R/n rounded
-//! down or up each), no start for half a session, nothing left to do (a
-//! thaw, a heal, a restart, a cluster event) and nothing done for a
-//! session. A fault and what follows
+//! lock held, each by a live member (running, neither struck down, frozen,
+//! cut off nor drained), the roles spread evenly over the live members
+//! (R/n rounded down or up each), no start for half a session, nothing left
+//! to do (a thaw, a heal, a restart, a cluster event) and nothing done for
+//! a session. A fault and what follows
 //! up to the next settled moment is an *episode*. Now and then a second
 //! fault strikes while the first is in flight; an episode that overlapped
 //! another (or a member's unasked exit) is not *clean*.
@@ -19,10 +26,14 @@
 //! after a join, a role whose holder changed to another member than the
 //! joiner, or that started again on its holder; after a member's leave
 //! (SIGTERM) or crash (kill -9) that was not started again within the
-//! episode, a role of another member that moved or started again. Measured:
+//! episode, or its drain, a role of another member that moved or started
+//! again; after an undrain, as after a join, a role that moved to another
+//! member than the one back, or started again on its holder. A drained
+//! member never exits (one that does is counted as any unasked exit), and
+//! no other fault strikes it or its commands until its undrain. Measured:
 //! each role's longest time with no command (its lock free), and how long
-//! the roles of a member stopped with SIGTERM or kill -9 took to start
-//! elsewhere (clean episodes only).
+//! the roles of a member stopped with SIGTERM or kill -9, or drained, took
+//! to start elsewhere (clean episodes only).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -81,6 +92,7 @@ pub fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
         Fault::Sigterm,
         Fault::SigstopCont,
         Fault::Join,
+        Fault::Drain,
         Fault::ChildCrash,
         Fault::BrokenLogKill9,
         Fault::BrokenLogStop,
@@ -93,18 +105,21 @@ pub fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
 pub fn refused(name: &str) -> Option<&'static str> {
     match name {
         "pause" => Some("`neli-run pause` refuses a group of roles"),
-        "unhealthy" => Some("--health-cmd is refused with --roles above 1"),
+        "unhealthy" => Some("a member of roles that fails its health check is drained: `drain`"),
+        "undrain" => Some("it follows each drain once the group settled"),
         "sigterm-after-thaw" => Some("it times a single leader's handover after a thaw (sigstop-cont covers freezes)"),
         "none (finish)" => Some("a role's command is a service (--restart always)"),
         _ => None,
     }
 }
 
-/// Whether the fault strikes one member (a live one, chosen at random).
+/// Whether the fault strikes one member (a live one, chosen at random; for
+/// a drain, one holding a role).
 fn strikes_a_member(fault: Fault) -> bool {
     matches!(
         fault,
         Fault::Kill9
+            | Fault::Drain
             | Fault::Sigterm
             | Fault::SigstopCont
             | Fault::BrokenLogKill9
@@ -201,13 +216,16 @@ pub struct Figures {
     pub faults: BTreeMap<Fault, (usize, usize)>,
     /// Clean episodes by fault.
     pub clean: BTreeMap<Fault, usize>,
-    /// Role moves: from the SIGTERM or the kill -9 sent to a member until
-    /// each of its roles started on another member.
+    /// Role moves: from the SIGTERM or the kill -9 sent to a member, or its
+    /// drain file, until each of its roles started on another member.
     pub graceful: Vec<Duration>,
     pub crash: Vec<Duration>,
+    pub drain: Vec<Duration>,
     pub joins: Needless,
     pub leaves: Needless,
     pub crashes: Needless,
+    pub drains: Needless,
+    pub undrains: Needless,
     pub gaps: Vec<Gap>,
     /// Times the group did not settle within --stall.
     pub stalls: usize,
@@ -237,6 +255,9 @@ struct Run<'a> {
     struck: BTreeMap<usize, Signal>,
     /// Slots whose member is frozen or cut off, by episode.
     impaired: BTreeMap<usize, usize>,
+    /// Slots whose member is drained (its drain file there), until its
+    /// undrain.
+    drained: BTreeSet<usize>,
     /// Since the last strike or action: the group must settle within --stall.
     clock: Instant,
     /// After a stall: strike the next fault without waiting to settle.
@@ -273,6 +294,7 @@ pub fn soak(
         next_id: 0,
         struck: BTreeMap::new(),
         impaired: BTreeMap::new(),
+        drained: BTreeSet::new(),
         clock: Instant::now(),
         forced: false,
         figures: Figures { gaps: vec![Gap::default(); roles], ..Figures::default() },
@@ -289,7 +311,8 @@ pub fn soak(
         if settled || (run.forced && run.open.is_empty() && run.pending.is_empty()) {
             let had = run.open.len();
             run.close(settled);
-            if done >= args.transitions {
+            // A drained member comes back first: a drain is judged whole.
+            if done >= args.transitions && run.drained.is_empty() {
                 break;
             }
             if let Some(why) = (had > 0).then(|| progress.note(done, false)).flatten() {
@@ -366,11 +389,13 @@ impl Run<'_> {
         let mut argv = soak.slots[slot].ns.as_ref().map(NetNs::exec_prefix).unwrap_or_default();
         argv.push(soak.neli.display().to_string());
         let dir = soak.detector.dir.join("roles").join("{role}");
+        let drain = format!("test ! -e {}", soak.health_file(Fault::Drain, &name).display());
         let child = die_with_runner(&mut Command::new(&argv[0]))
             .args(&argv[1..])
             .args(["-b", &soak.brokers, "-g", &soak.group, "--name", &name])
             .args(&soak.timing)
             .args(["--roles", &self.detectors.len().to_string()])
+            .args(["--health-cmd", &drain, "--health-interval", "100ms", "--health-retries", "1"])
             .arg("--")
             .arg(soak.detector.dir.join("guarded.sh"))
             .arg(dir)
@@ -385,12 +410,19 @@ impl Run<'_> {
         name
     }
 
-    /// Slots whose member runs, not struck down, frozen or cut off.
+    /// Slots whose member runs, not struck down, frozen, cut off or drained.
     fn live(&self) -> Vec<usize> {
         (0..self.soak.slots.len())
             .filter(|s| self.soak.slots[*s].member.is_some())
-            .filter(|s| !self.struck.contains_key(s) && !self.impaired.contains_key(s))
+            .filter(|s| !self.struck.contains_key(s) && !self.impaired.contains_key(s) && !self.drained.contains(s))
             .collect()
+    }
+
+    /// Live slots whose member holds a role (ran its last start): what a
+    /// drain may strike.
+    fn drainable(&self) -> Vec<usize> {
+        let holders: BTreeSet<&str> = self.starts.iter().filter_map(|s| s.last()).map(|s| s.0.as_str()).collect();
+        self.live().into_iter().filter(|&s| self.name(s).is_some_and(|n| holders.contains(n.as_str()))).collect()
     }
 
     fn name(&self, slot: usize) -> Option<String> {
@@ -444,6 +476,7 @@ impl Run<'_> {
             let name = name.clone();
             self.soak.slots[slot].member = None;
             self.impaired.remove(&slot);
+            self.drained.remove(&slot);
             match self.struck.remove(&slot) {
                 Some(Signal::SIGTERM) if status.code() != Some(0) => {
                     self.figures.exits.push(format!("{name} exited {status} after a SIGTERM (expected 0)"));
@@ -522,7 +555,8 @@ impl Run<'_> {
             }
         }
         for e in &mut self.open {
-            let Some((_, name)) = e.member.as_ref().filter(|_| stops_its_member(e.fault)) else { continue };
+            let moves_its_roles = stops_its_member(e.fault) || e.fault == Fault::Drain;
+            let Some((_, name)) = e.member.as_ref().filter(|_| moves_its_roles) else { continue };
             for m in e.moves.iter_mut().filter(|m| m.took.is_none()) {
                 if self.starts[m.role].iter().skip(m.count).any(|s| s.0 != *name) {
                     m.took = Some(now - e.at);
@@ -573,9 +607,11 @@ impl Run<'_> {
         let live = self.live().len();
         let joinable = !self.joinable().is_empty();
         let held = self.held.iter().any(|h| *h);
+        let drainable = !self.drainable().is_empty();
         let applies = |f: &Fault| match f {
             Fault::Join => joinable,
             Fault::ChildCrash => held,
+            Fault::Drain => drainable && live >= 2,
             f if strikes_a_member(*f) => live >= 2,
             _ => true,
         };
@@ -601,10 +637,11 @@ impl Run<'_> {
             .collect()
     }
 
-    /// Strikes the next fault; one time in four a second one follows while
-    /// the first is in flight.
+    /// Strikes the next fault (a drained member's undrain before any); one
+    /// time in four a second one follows while the first is in flight.
     fn strike_next(&mut self, settled: bool) {
-        let Some(fault) = self.draw() else {
+        let next = if self.drained.is_empty() { self.draw() } else { Some(Fault::Undrain) };
+        let Some(fault) = next else {
             eprintln!("neli-soak: no fault of this run applies now");
             self.forced = true;
             return;
@@ -616,8 +653,8 @@ impl Run<'_> {
         }
     }
 
-    /// Strikes `fault` (at a random live member, for a member's fault) and
-    /// opens its episode; its id.
+    /// Strikes `fault` (at a random live member, for a member's fault; an
+    /// undrain at a drained one) and opens its episode; its id.
     fn strike(&mut self, fault: Fault, settled: bool) -> usize {
         let (id, s, now) = (self.next_id, self.soak.session, Instant::now());
         self.next_id += 1;
@@ -629,8 +666,12 @@ impl Run<'_> {
         let counted = self.figures.faults.entry(fault).or_default();
         counted.0 += 1;
         counted.1 += usize::from(!alone);
-        let live = self.live();
-        let slot = if live.is_empty() { 0 } else { self.rng.pick(&live) };
+        let targets = match fault {
+            Fault::Drain => self.drainable(),
+            Fault::Undrain => self.drained.iter().copied().take(1).collect(),
+            _ => self.live(),
+        };
+        let slot = if targets.is_empty() { 0 } else { self.rng.pick(&targets) };
         let mut e = Episode {
             fault,
             member: None,
@@ -699,6 +740,15 @@ impl Run<'_> {
                 later(self, lo, hi, Action::Heal(slot, name));
             }
             Fault::ChildCrash => self.crash_a_command(),
+            Fault::Drain => {
+                self.soak.strike(fault, slot, &mut self.rng);
+                self.drained.insert(slot);
+            }
+            Fault::Undrain => {
+                self.soak.end(Fault::Drain, slot);
+                self.drained.remove(&slot);
+                e.member = self.name(slot).map(|name| (slot, name));
+            }
             Fault::Join => {
                 let free = self.joinable();
                 let slot = self.rng.pick(&free);
@@ -749,9 +799,16 @@ impl Run<'_> {
     }
 
     /// `Fault::ChildCrash`: the whole tree of a random running role's
-    /// command killed; its shim lives on, and restarts it (--restart always).
+    /// command killed (none of a drained member's, which it is stopping);
+    /// its shim lives on, and restarts it (--restart always).
     fn crash_a_command(&mut self) {
-        let running: Vec<usize> = (0..self.held.len()).filter(|&j| self.held[j]).collect();
+        let drained: BTreeSet<String> = self.drained.iter().filter_map(|&s| self.name(s)).collect();
+        let running: Vec<usize> = (0..self.held.len())
+            .filter(|&j| self.held[j] && !self.starts[j].last().is_some_and(|s| drained.contains(&s.0)))
+            .collect();
+        if running.is_empty() {
+            return;
+        }
         let role = self.rng.pick(&running);
         let holder = self.starts[role].last().map(|s| s.0.clone()).unwrap_or_default();
         let Some(slot) = (0..self.soak.slots.len()).find(|&s| self.name(s) == Some(holder.clone())) else { return };
@@ -779,11 +836,14 @@ impl Run<'_> {
             match e.fault {
                 Fault::Sigterm => self.figures.graceful.extend(took),
                 Fault::Kill9 => self.figures.crash.extend(took),
+                Fault::Drain => self.figures.drain.extend(took),
                 _ => {}
             }
             let (Some(before), Some((_, member))) = (&e.before, &e.member) else { continue };
             let needless = match e.fault {
                 Fault::Join => &mut self.figures.joins,
+                Fault::Undrain => &mut self.figures.undrains,
+                Fault::Drain => &mut self.figures.drains,
                 Fault::Sigterm if !e.back => &mut self.figures.leaves,
                 Fault::Kill9 | Fault::BrokenLogKill9 if !e.back => &mut self.figures.crashes,
                 _ => continue,
@@ -792,10 +852,11 @@ impl Run<'_> {
             for j in 0..after.holders.len() {
                 let (was, is) = (&before.holders[j], &after.holders[j]);
                 let restarted = after.counts[j] > before.counts[j];
-                // A join may take any role; a leaver's or a crashed
-                // member's roles must move; no other role may.
+                // A join (or a drained member back) may take any role; a
+                // leaver's, a crashed or a drained member's roles must move;
+                // no other role may.
                 let fine = match e.fault {
-                    Fault::Join => is == member || (was == is && !restarted),
+                    Fault::Join | Fault::Undrain => is == member || (was == is && !restarted),
                     _ => was == member || (was == is && !restarted),
                 };
                 if !fine {
@@ -816,6 +877,7 @@ impl Run<'_> {
     fn stall(&mut self, stall: Duration) {
         self.figures.stalls += 1;
         let live: Vec<String> = self.live().into_iter().filter_map(|s| self.name(s)).collect();
+        let drained: Vec<String> = self.drained.iter().filter_map(|&s| self.name(s)).collect();
         let roles: Vec<String> = (0..self.held.len())
             .map(|j| {
                 let holder = self.starts[j].last().map_or("-", |s| s.0.as_str());
@@ -824,7 +886,7 @@ impl Run<'_> {
             .collect();
         eprintln!(
             "neli-soak: the group did not settle within {stall:?} (at {}; in flight: {}; {} actions pending): \
-             live {live:?}, roles {}",
+             live {live:?}, drained {drained:?}, roles {}",
             wall(SystemTime::now()),
             self.in_flight().iter().map(|f| f.name()).collect::<Vec<_>>().join("+"),
             self.pending.len(),

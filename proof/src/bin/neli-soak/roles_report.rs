@@ -64,8 +64,7 @@ pub fn judge(soak: &mut Soak, detectors: &[Detector]) -> Vec<Role> {
 
 /// Prints the summary; keeps the work directory unless the soak passed,
 /// never stalled and every member exited as asked. Fails on an overlap, an
-/// orphan, a token that did not increase or a needless move (unless
-/// --needless-moves-ok).
+/// orphan, a token that did not increase or a needless move.
 pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[Role]) -> ExitCode {
     let f = |d: Duration| format!("{:.2}s", d.as_secs_f64());
     println!("\n## neli-soak summary (seed {seed}, {} roles over {} candidates)\n", roles.len(), args.candidates);
@@ -97,17 +96,18 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
         r.tokens.iter().for_each(|t| println!("  role {j}: token did not increase: {t}"));
         r.overlaps.iter().for_each(|o| println!("  role {j}: overlap: {o}"));
     }
-    let needless = figures.joins.moves.len() + figures.leaves.moves.len() + figures.crashes.moves.len();
-    let judged = |n: &Needless| format!("{} in {} clean", n.moves.len(), n.judged);
-    println!(
-        "needless moves: {needless} (joins {}, leaves {}, crashes {}; episodes with another fault in flight not judged)",
-        judged(&figures.joins),
-        judged(&figures.leaves),
-        judged(&figures.crashes)
-    );
-    for m in figures.joins.moves.iter().chain(&figures.leaves.moves).chain(&figures.crashes.moves) {
-        println!("  {m}");
-    }
+    let kinds: [(&str, &Needless); 5] = [
+        ("joins", &figures.joins),
+        ("leaves", &figures.leaves),
+        ("crashes", &figures.crashes),
+        ("drains", &figures.drains),
+        ("undrains", &figures.undrains),
+    ];
+    let needless: usize = kinds.iter().map(|(_, n)| n.moves.len()).sum();
+    let judged: Vec<String> =
+        kinds.iter().map(|(what, n)| format!("{what} {} in {} clean", n.moves.len(), n.judged)).collect();
+    println!("needless moves: {needless} ({}; episodes with another fault in flight not judged)", judged.join(", "));
+    kinds.iter().flat_map(|(_, n)| &n.moves).for_each(|m| println!("  {m}"));
     let moves = |what: &str, samples: &[Duration]| {
         let mut s = samples.to_vec();
         s.sort();
@@ -122,6 +122,7 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
     };
     moves("a SIGTERM (graceful leave; to the role's new start)", &figures.graceful);
     moves("a kill -9", &figures.crash);
+    moves("a drain (its drain file created)", &figures.drain);
     println!("stalls (the group did not settle within {}): {}", args.stall, figures.stalls);
     println!("members that exited unasked, or other than 0 after a SIGTERM: {}", figures.exits.len());
     figures.exits.iter().for_each(|e| println!("  {e}"));
@@ -147,7 +148,7 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
             if gap.from.is_some() { gap.during.as_str() } else { "-" }
         );
     }
-    let safe = overlaps == 0 && orphans == 0 && tokens == 0 && (needless == 0 || args.needless_moves_ok);
+    let safe = overlaps == 0 && orphans == 0 && tokens == 0 && needless == 0;
     let dir = &soak.detector.dir;
     if safe && figures.stalls == 0 && figures.exits.is_empty() && !args.keep_logs {
         let _ = fs::remove_dir_all(dir);

@@ -48,7 +48,7 @@ use crate::exit::{ChildStatus, Failure, Kind};
 use crate::kafka::heartbeat::Member;
 use crate::kafka::{Event, Kafka};
 use crate::layers_off::{self, Layer};
-use crate::leader::{role_span, Action, Input, Leader, Partition, Standing};
+use crate::leader::{Action, Input, Leader, Partition, Standing};
 use crate::metrics;
 use crate::notify::Notifier;
 use crate::printable::printable;
@@ -302,10 +302,16 @@ impl Shell {
         }
     }
 
+    /// The span a seat's log lines go in (`leader::role_span`): naming its
+    /// role when the member has several.
+    fn role_span(&self, seat: Partition) -> Option<tracing::span::EnteredSpan> {
+        crate::leader::role_span(self.seats.len() > 1, seat)
+    }
+
     /// Takes in what a seat heard: its command's exit, or (`--warm`) a write
     /// of its token file; returns what the core must hear, if anything.
     fn seat_heard(&mut self, seat: Partition, heard: Heard) -> Option<Input> {
-        let _role = role_span(self.seats.len() > 1, seat);
+        let _role = self.role_span(seat);
         match heard {
             Heard::Exited(status) => {
                 info!(%status, "child exited");
@@ -367,7 +373,7 @@ impl Shell {
             }
         }
         // Each seat's action goes to the seat its partition names.
-        let _role = action.partition().and_then(|p| role_span(self.seats.len() > 1, p));
+        let _role = action.partition().and_then(|p| self.role_span(p));
         let mut seat = action.partition().and_then(|partition| self.seats.get_mut(&partition));
         match action {
             Action::SendHeartbeat(partition, record) => self.kafka.send_heartbeat(partition, BootTime::now(), record),

@@ -187,6 +187,11 @@ fn a_kept_role_stays_fresh_on_its_delivered_records_while_a_revoke_holds_the_rea
     assert_eq!(l.step(Input::Revoked { partition: Q, lost: false }, ms(1100)), vec![SignalGroup(Q, SIGTERM)]);
     let out = l.step(delivered(P, 8, 1500), ms(1510));
     assert!(out.contains(&Lease(P, ms(2500))), "{out:?}");
+    // A record heard already, or an older one, says nothing new.
+    for (offset, sent) in [(8, 1500), (7, 1400)] {
+        let out = l.step(delivered(P, offset, sent), ms(1520));
+        assert!(!out.iter().any(|a| matches!(a, Lease(P, _))), "{out:?}");
+    }
     let out = l.step(Input::Tick, ms(2000));
     assert!(!out.contains(&KillGroup(P)), "fenced on records written: {out:?}");
     // Fresh up to a resume window (2.2 s) after the revoke began, not past.

@@ -65,11 +65,15 @@ impl Broker {
 
     /// Makes one cluster event ("stop 2", "leader TOPIC 0 3", "describe":
     /// `neli-run dev-broker event --help`) on a [`Broker::dev_cluster`];
-    /// what the broker did, or why it refused.
+    /// what the broker did, or why it refused. A broker that does not answer
+    /// within `EVENT_WAIT` (frozen by a soak's broker-pause fault: seen
+    /// hanging a soak for good) refused.
     pub fn event(&self, event: &str) -> Result<String, String> {
         use std::io::{Read, Write};
+        const EVENT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
         let control = self.control.as_ref().ok_or("not a dev broker cluster")?;
         let mut stream = std::os::unix::net::UnixStream::connect(control).map_err(|e| e.to_string())?;
+        stream.set_read_timeout(Some(EVENT_WAIT)).map_err(|e| e.to_string())?;
         writeln!(stream, "{event}").map_err(|e| e.to_string())?;
         stream.shutdown(std::net::Shutdown::Write).map_err(|e| e.to_string())?;
         let mut answer = String::new();

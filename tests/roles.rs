@@ -213,7 +213,10 @@ fn a_member_drained_by_its_health_check_hands_its_roles_over_and_takes_them_back
         .map(|n| {
             let check = format!("test ! -e {}", drain(n).display());
             let health = ["--health-cmd", &check, "--health-interval", "100ms", "--health-retries", "1"];
-            r.member_running(n, &health, &["sleep", "1000"])
+            // Each role's command takes its own time to stop (role j:
+            // 0.j s), so that a member's roles stand aside one by one.
+            let slow = "trap 'sleep 0.$NELI_ROLE; exit 0' TERM; while :; do sleep 0.1; done";
+            r.member_running(n, &health, &["sh", "-c", slow])
         })
         .collect();
     r.wait_spread(3, 2);
@@ -227,6 +230,9 @@ fn a_member_drained_by_its_health_check_hands_its_roles_over_and_takes_them_back
     wait_until(r.g.broker.timing.takeover(), "status says c is drained", || run(&group).1.contains("no role: c (host"));
     let (_, out) = run(&group);
     assert!(out.contains("unhealthy (--health-cmd fails: it takes no role)"), "{out}");
+    // It left the group once, not once per role.
+    let log = members[2].log();
+    assert_eq!(log.matches("staying out of the group until the health check passes").count(), 1, "{log}");
     std::fs::remove_file(drain("c")).unwrap();
     r.wait_spread(3, 2);
     for (j, s) in r.starts().iter().enumerate() {

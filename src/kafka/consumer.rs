@@ -127,7 +127,9 @@ impl Reader<'_> {
                 (true, false) => Some(watch.yielded),
                 (false, false) => None,
             };
-        if let Some(watch) = aside {
+        // Out of the group already (unhealthy, and the stand-aside of
+        // another seat of ours came first): there is nothing to leave.
+        if let Some(watch) = aside.filter(|_| self.subscribed) {
             leave_until_another_leads(consumer, self.me, asks, watch, events);
             if asks.keep_out.load(Ordering::Relaxed) {
                 info!("unhealthy: staying out of the group until the health check passes");

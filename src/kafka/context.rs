@@ -39,15 +39,11 @@ pub(super) struct Reach {
     /// since the shell's loop reads events only once connected (a wrong
     /// password would otherwise look like an unreachable broker forever).
     pub(super) fatal: Arc<Mutex<Option<Failure>>>,
-    /// A revoke barrier blocks the consumer thread: none of our records is
-    /// read back meanwhile, so the producer says which were written
-    /// (`Event::Delivered`).
-    reader_held: Arc<AtomicBool>,
 }
 
 impl Reach {
     pub(super) fn new(events: UnboundedSender<Event>, topic: String, group: String) -> Reach {
-        Reach { events, topic, group, unreachable: Arc::default(), fatal: Arc::default(), reader_held: Arc::default() }
+        Reach { events, topic, group, unreachable: Arc::default(), fatal: Arc::default() }
     }
 
     /// Whether Kafka answers, as the clients last heard.
@@ -213,7 +209,6 @@ impl ConsumerContext for ReaderContext {
         }
         drop(assigned);
         let lost = consumer.assignment_lost();
-        self.reach.reader_held.store(true, Ordering::Relaxed);
         let mut barrier = Barrier::default();
         for partition in revoked {
             // Not sent: the event and its release are dropped, which
@@ -224,7 +219,6 @@ impl ConsumerContext for ReaderContext {
         // The barrier. It ends when the shell's loop says each revoked
         // seat's command is gone, or is gone itself, or when we leave.
         barrier.wait(closing);
-        self.reach.reader_held.store(false, Ordering::Relaxed);
     }
 
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -267,9 +261,12 @@ impl ConsumerContext for ReaderContext {
 /// The producer's context: it writes our heartbeats.
 pub(super) struct WriterContext {
     pub(super) reach: Reach,
-    /// Who we are: our own heartbeats' deliveries are reported while the
-    /// reader is held.
+    /// Who we are, and whether we hold several seats: then each of our own
+    /// heartbeats is reported written (`Event::Delivered`), since a revoke
+    /// holds the reader that reads them back, and the seats kept meanwhile
+    /// need that word.
     pub(super) me: Member,
+    pub(super) several: bool,
     /// The last run of ours whose ending was logged as delivered: (token,
     /// due time). Every record after it carries the same ending.
     pub(super) recorded: Mutex<Option<(i64, Option<u64>)>>,
@@ -295,7 +292,7 @@ impl ProducerContext for WriterContext {
                 self.reach.reachable();
                 let Some(hb) = msg.payload().and_then(Heartbeat::decode) else { return };
                 self.ended_run_recorded(&hb);
-                if self.reach.reader_held.load(Ordering::Relaxed) && hb.is_from(&self.me) {
+                if self.several && hb.is_from(&self.me) {
                     let (partition, offset, sent) = (msg.partition(), msg.offset(), BootTime::from_nanos(hb.sent_ns));
                     let _ = self.reach.events.send(Event::Delivered { partition, offset, sent });
                 }

@@ -78,8 +78,8 @@ pub enum Event {
     /// follows them).
     OwnHeartbeat { partition: Partition, offset: i64, sent: BootTime, more: bool },
     /// One of our own heartbeats was written to a seat's partition (a
-    /// delivery report): said only while a revoke barrier holds the
-    /// consumer thread, which then reads nothing back.
+    /// delivery report): said with several seats, whose kept seats read
+    /// nothing back while a revoke holds the consumer thread.
     Delivered { partition: Partition, offset: i64, sent: BootTime },
     /// Every record fetched so far has been sent, after an own heartbeat
     /// of this seat that said `more`.
@@ -226,7 +226,12 @@ impl Kafka {
             assigned: Default::default(),
             assigned_at: Default::default(),
         };
-        let writer = WriterContext { reach: reach.clone(), me: member.clone(), recorded: Default::default() };
+        let writer = WriterContext {
+            reach: reach.clone(),
+            me: member.clone(),
+            several: s.seats.len() > 1,
+            recorded: Default::default(),
+        };
 
         let consumer: BaseConsumer<ReaderContext> =
             consumer_config(s).create_with_context(reader).map_err(|e| creation_error(e, &s.target))?;

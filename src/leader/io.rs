@@ -313,10 +313,10 @@ pub enum Input {
     /// records fetched after it are still to come, before `CaughtUp`.
     OwnHeartbeat { partition: Partition, offset: i64, sent: BootTime, more: bool },
     /// One of our own heartbeat records was written to a seat's partition,
-    /// as the broker acknowledged. Said only while a revoke barrier blocks
-    /// the reader, when none is read back: it keeps the seats we keep
-    /// leading without fencing them (a join's revoke must stop no other
-    /// role), within the session's bound; it never promotes.
+    /// as the broker acknowledged (said with several seats). While a
+    /// rebalance's revoke holds the reader, none is read back: it keeps the
+    /// seats we keep leading without fencing them (a join's revoke must
+    /// stop no other role), within the session's bound; it never promotes.
     Delivered { partition: Partition, offset: i64, sent: BootTime },
     /// Every record fetched so far from the partition has been heard (after
     /// an own heartbeat that said `more`).

@@ -145,6 +145,9 @@ pub struct Leader {
     healthy: bool,
     /// One per partition we may lead on (`Settings::seats`).
     seats: BTreeMap<Partition, Seat>,
+    /// When a seat was last revoked, not lost: the coordinator had just
+    /// answered us (see `on_delivered`).
+    revoked_at: Option<BootTime>,
 }
 
 /// The span a seat's log lines go in, naming its role, when the member
@@ -176,6 +179,7 @@ impl Leader {
             out: Vec::new(),
             healthy: !gated,
             seats,
+            revoked_at: None,
         }
     }
 
@@ -316,7 +320,12 @@ impl Leader {
         self.on_time(now);
         match input {
             Input::Assigned { partition } => self.on_seat(partition, |s, cx| s.on_assigned(cx, now)),
-            Input::Revoked { partition, lost } => self.on_seat(partition, |s, cx| s.on_revoked(cx, lost, now)),
+            Input::Revoked { partition, lost } => {
+                if !lost {
+                    self.revoked_at = Some(now);
+                }
+                self.on_seat(partition, |s, cx| s.on_revoked(cx, lost, now))
+            }
             Input::OwnHeartbeat { partition, offset, sent, more } => {
                 self.on_seat(partition, |s, cx| s.on_heartbeat(cx, (offset, sent, more), now))
             }
@@ -408,14 +417,19 @@ impl Leader {
         });
     }
 
-    /// An own record written while a revoke holds the reader: the seat may
-    /// stay fresh on it until a session after the revoke began, less a
-    /// coordinator heartbeat and the margin (the resume window): the
-    /// coordinator answered us then, so no other member can own the seat's
-    /// partition before. With no revoke waiting, the reader reads records
-    /// back, and a delivery says nothing more.
+    /// An own record written (with several seats, the adapter says each):
+    /// a rebalance that revokes a seat holds the reader in its barrier, and
+    /// goes on after it, while the seats kept read nothing back. A leading
+    /// seat may stay fresh on its records written until a session after
+    /// the latest revoke began, less a coordinator heartbeat and the margin
+    /// (the resume window): a revoke the group makes follows the
+    /// coordinator's answer, so no other member can own a kept seat's
+    /// partition before (one we make by leaving revokes every seat, and
+    /// keeps none). A lost revoke counts for nothing: the session is gone,
+    /// and every partition with it. Long after a revoke, a delivery says
+    /// nothing the records read back do not.
     fn on_delivered(&mut self, partition: Partition, record: (i64, BootTime), now: BootTime) {
-        let Some(since) = self.seats.values().filter_map(|s| s.revoke_waits).min() else { return };
+        let Some(since) = self.revoked_at else { return };
         let until = since + self.settings.resume_window;
         self.on_seat(partition, |s, cx| s.on_delivered(cx, record, until, now));
     }

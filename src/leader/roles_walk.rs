@@ -67,8 +67,10 @@ struct Walk {
     /// come first (`Leader::step`), so a restart due then may still start
     /// on that partition, which the revoke then stops.
     revoking: Option<Partition>,
-    /// Since when a revoke holds the reader.
-    barrier_since: Option<u64>,
+    /// When a role was last revoked, not lost: the coordinator had just
+    /// answered, so no command may be leased past a resume window after it
+    /// on records that were not read back.
+    revoked_at: Option<u64>,
     spawned: u64,
     trace: Vec<String>,
 }
@@ -97,7 +99,7 @@ impl Walk {
             done: false,
             overlap,
             revoking: None,
-            barrier_since: None,
+            revoked_at: None,
             spawned: 0,
             trace: Vec::new(),
         }
@@ -126,7 +128,7 @@ impl Walk {
         }
         if self.leaving || self.done {
             if let Some(p) = self.roles.iter().position(|r| r.owned && !r.revoke_waits) {
-                self.barrier_since.get_or_insert(now);
+                self.revoked_at = Some(now);
                 let role = &mut self.roles[p];
                 (role.owned, role.revoke_waits) = (false, true);
                 return Input::Revoked { partition: p as Partition, lost: false };
@@ -134,7 +136,6 @@ impl Walk {
             self.leaving = false;
         }
         loop {
-            let held = self.roles.iter().any(|r| r.revoke_waits);
             let p = self.rng.usize(..self.roles.len());
             let role = &mut self.roles[p];
             let partition = p as Partition;
@@ -149,8 +150,11 @@ impl Walk {
                 }
                 25..=28 if role.owned && !role.revoke_waits => {
                     (role.owned, role.revoke_waits) = (false, true);
-                    self.barrier_since.get_or_insert(now);
-                    return Input::Revoked { partition, lost: self.rng.u8(..3) == 0 };
+                    let lost = self.rng.u8(..3) == 0;
+                    if !lost {
+                        self.revoked_at = Some(now);
+                    }
+                    return Input::Revoked { partition, lost };
                 }
                 29..=79 if !role.outbox.is_empty() => {
                     let sent = role.outbox.pop_front().expect("not empty");
@@ -163,12 +167,12 @@ impl Walk {
                     role.allowed = role.allowed.max(sent + DEADLINE.as_millis() as u64);
                     return Input::OwnHeartbeat { partition, offset, sent: ms(sent), more: false };
                 }
-                // While a revoke holds the reader, the producer tells what
-                // was written.
-                90..=97 if held && role.delivered < role.outbox.len() => {
+                // The producer tells what was written, before it is read
+                // back (and while a revoke holds the reader, instead).
+                90..=97 if role.delivered < role.outbox.len() => {
                     let (at, window) = (role.delivered, RESUME_WINDOW.as_millis() as u64);
                     let sent = role.outbox[at];
-                    let bound = self.barrier_since.map_or(0, |since| since + window);
+                    let bound = self.revoked_at.map_or(0, |since| since + window);
                     role.allowed = role.allowed.max((sent + DEADLINE.as_millis() as u64).min(bound));
                     role.delivered += 1;
                     return Input::Delivered { partition, offset: role.log + at as i64, sent: ms(sent) };
@@ -269,9 +273,6 @@ impl Walk {
                     self.fail(&format!("role {p}'s revoke released while its command runs"));
                 }
                 role.revoke_waits = false;
-                if !self.roles.iter().any(|r| r.revoke_waits) {
-                    self.barrier_since = None;
-                }
             }
             Action::Disclaim(p, _) => self.roles[p as usize].outbox.push_back(now),
             Action::Rejoin | Action::StandAside | Action::HandOver => self.leaving = true,

@@ -125,9 +125,8 @@ pub struct Seat {
     pub(super) tenure: Option<Tenure>,
     pub(super) child: Child,
     pub(super) plan: Plan,
-    /// A revoke waits in the rebalance callback until the command is gone:
-    /// since when (the coordinator had just answered us then).
-    pub(super) revoke_waits: Option<BootTime>,
+    /// A revoke waits in the rebalance callback until the command is gone.
+    pub(super) revoke_waits: bool,
     pub(super) ever_led: bool,
     /// Our last tenure gave the partition back without reading one of its
     /// heartbeats back, and none has come back since: the next such tenure
@@ -183,7 +182,7 @@ impl Seat {
             tenure: None,
             child: Child::Idle,
             plan: Plan::Serve,
-            revoke_waits: None,
+            revoke_waits: false,
             ever_led: false,
             gave_back: false,
             term: 0,
@@ -314,7 +313,7 @@ impl Seat {
                 cx.out.push(Action::ReleaseRevoke(self.partition));
             }
             Child::Running | Child::Stopping { .. } => {
-                self.revoke_waits = Some(now);
+                self.revoke_waits = true;
                 if lost {
                     self.kill(cx);
                 } else {
@@ -364,12 +363,14 @@ impl Seat {
     }
 
     /// One of our heartbeats on the partition was written, as the broker
-    /// acknowledged, while a revoke of another seat holds the reader (the
-    /// barrier blocks the thread that reads our records back): a leading
-    /// seat stays fresh on it, up to `until`, past which the coordinator
-    /// could have expired our session without the reader being able to say
-    /// so. It never promotes, resumes or places a term: only a record read
-    /// back, with every record before it, does.
+    /// acknowledged, while a rebalance that revoked another seat holds the
+    /// reader (its barrier blocks the thread that reads our records back,
+    /// and the rebalance goes on after it): a leading seat stays fresh on
+    /// it, its lease ending at `until` at the latest, past which the
+    /// coordinator could have expired our session without the reader being
+    /// able to say so (the record counts as sent a deadline before `until`
+    /// at the latest). It never promotes, resumes or places a term: only a
+    /// record read back, with every record before it, does.
     pub(super) fn on_delivered(
         &mut self,
         cx: &mut Ctx,
@@ -381,13 +382,14 @@ impl Seat {
         let Some(tenure) = self.tenure.as_mut().filter(|t| matches!(t.phase, Phase::Leader { .. })) else {
             return;
         };
-        let newer = sent >= tenure.term_since && tenure.fresh.is_some_and(|f| f.sent < sent);
-        if !newer || sent + deadline > until || now.since(sent) >= deadline {
+        let counted = sent.min(until - deadline);
+        let newer = counted >= tenure.term_since && tenure.fresh.is_some_and(|f| f.sent < counted);
+        if !newer || now.since(sent) >= deadline {
             return;
         }
-        tenure.fresh = Some(Fresh { sent, offset });
+        tenure.fresh = Some(Fresh { sent: counted, offset });
         if self.child != Child::Idle {
-            cx.out.push(Action::Lease(self.partition, sent + deadline));
+            cx.out.push(Action::Lease(self.partition, counted + deadline));
         }
     }
 
@@ -605,7 +607,7 @@ impl Seat {
         let overran = std::mem::take(&mut self.overran);
         self.child = Child::Idle;
         self.fenced_child = false;
-        if self.revoke_waits.take().is_some() {
+        if std::mem::take(&mut self.revoke_waits) {
             info!("child stopped; releasing the partition to the group");
             self.release(cx);
         }

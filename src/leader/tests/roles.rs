@@ -195,31 +195,44 @@ fn a_kept_role_stays_fresh_on_its_delivered_records_while_a_revoke_holds_the_rea
     let out = l.step(Input::Tick, ms(2000));
     assert!(!out.contains(&KillGroup(P)), "fenced on records written: {out:?}");
     // Fresh up to a resume window (2.2 s) after the revoke began, not past.
-    let out = l.step(delivered(P, 9, 2300), ms(2310));
-    assert!(out.contains(&Lease(P, ms(3300))), "{out:?}");
+    let out = l.step(delivered(P, 9, 2250), ms(2260));
+    assert!(out.contains(&Lease(P, ms(3250))), "{out:?}");
+    // A record written later leases no further than the bound.
     let out = l.step(delivered(P, 10, 2400), ms(2410));
+    assert!(out.contains(&Lease(P, ms(3300))), "past the session's bound: {out:?}");
+    let out = l.step(delivered(P, 11, 2500), ms(2510));
     assert!(!out.iter().any(|a| matches!(a, Lease(P, _))), "past the session's bound: {out:?}");
     let out = l.step(Input::Tick, ms(3300));
     assert!(out.contains(&KillGroup(P)), "{out:?}");
     assert_eq!(l.standing(P), Standing::Fenced);
     // A delivery never resumes a fenced role: only a record read back does.
-    let out = l.step(delivered(P, 11, 3200), ms(3210));
+    let out = l.step(delivered(P, 12, 3200), ms(3210));
     assert!(!out.iter().any(|a| matches!(a, Lease(P, _) | Spawn { .. })), "{out:?}");
     assert_eq!(l.standing(P), Standing::Fenced);
 }
 
 #[test]
-fn a_delivery_says_nothing_while_no_revoke_holds_the_reader() {
-    // The reader reads our records back: a delivery is no evidence more.
+fn a_delivery_says_nothing_without_a_graceful_revoke_or_long_after_one() {
+    let no_lease = |out: &[Action]| !out.iter().any(|a| matches!(a, Lease(P, _)));
+    // No revoke yet: the coordinator's word is no nearer than our records
+    // read back.
     let mut l = leading_both();
-    let out = l.step(delivered(P, 8, 1500), ms(1510));
-    assert!(!out.iter().any(|a| matches!(a, Lease(P, _))), "{out:?}");
+    assert!(no_lease(&l.step(delivered(P, 8, 1500), ms(1510))));
     assert!(l.step(Input::Tick, ms(2000)).contains(&KillGroup(P)));
-    // Nor once the revoke is released.
+    // A lost revoke: the session is gone.
+    let mut l = leading_both();
+    l.step(Input::Revoked { partition: Q, lost: true }, ms(1100));
+    assert!(no_lease(&l.step(delivered(P, 8, 1500), ms(1510))));
+    assert!(l.step(Input::Tick, ms(2000)).contains(&KillGroup(P)));
+    // Once the revoke's barrier is released, the rebalance goes on (the
+    // records kept are read back only after it): its word still holds, up
+    // to a resume window after it.
     let mut l = leading_both();
     l.step(Input::Revoked { partition: Q, lost: false }, ms(1100));
     l.step(Input::ChildExited(Q, ChildStatus::Signaled(15)), ms(1200));
-    let out = l.step(delivered(P, 8, 1500), ms(1510));
-    assert!(!out.iter().any(|a| matches!(a, Lease(P, _))), "{out:?}");
-    assert!(l.step(Input::Tick, ms(2000)).contains(&KillGroup(P)));
+    assert!(l.step(delivered(P, 8, 1500), ms(1510)).contains(&Lease(P, ms(2500))));
+    // Long after it, our records read back say more than a delivery can.
+    l.step(hb(9, 2400), ms(2410));
+    assert!(no_lease(&l.step(delivered(P, 10, 2600), ms(2610))));
+    assert!(l.step(Input::Tick, ms(3400)).contains(&KillGroup(P)));
 }

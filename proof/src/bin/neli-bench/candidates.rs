@@ -5,6 +5,7 @@ use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -21,8 +22,9 @@ use neli_proof::{die_with_runner, wait_for};
 /// of the members' coordinator heartbeats (which a join aligns).
 const JOIN_QUIET: Duration = Duration::from_millis(1200);
 
-/// The child: records "NAME PID START_NS" and sleeps. $0 = name, $1 = dir.
-const CHILD: &str = r#"echo "$0 $$ $(date +%s%N)" >> "$1/starts"; exec sleep 100000"#;
+/// The child: records "NAME PID START_NS [ROLE]" (the role under `--roles`,
+/// which sets NELI_ROLE) and sleeps. $0 = name, $1 = dir.
+const CHILD: &str = r#"echo "$0 $$ $(date +%s%N) ${NELI_ROLE:-}" >> "$1/starts"; exec sleep 100000"#;
 
 /// What runs the job: neli-run on a Kafka-protocol broker, or etcdctl lock.
 pub struct Contender {
@@ -39,8 +41,9 @@ pub struct Contender {
     pub session: Duration,
     /// neli-run's timing flags (none: the product's defaults).
     pub timing: Vec<String>,
-    /// Groups made so far (each gets a fresh name).
-    pub groups: usize,
+    /// Groups made so far (each gets a fresh name); shared, so that two
+    /// groups of one contender can run at once.
+    pub groups: AtomicUsize,
     /// Static members (KIP-345): each candidate gives its name as its
     /// group.instance.id (`-X group.instance.id=NAME`).
     pub static_members: bool,
@@ -55,11 +58,11 @@ impl Contender {
         self.etcdctl.is_some()
     }
 
-    fn new_group(&mut self) -> String {
-        self.groups += 1;
+    fn new_group(&self) -> String {
+        let n = self.groups.fetch_add(1, Ordering::Relaxed) + 1;
         // The whole name: `baseline/dev` and `neli-run/dev` share a broker kind.
         let kind = self.name.replace('/', "-");
-        format!("bench-{kind}-{}-{}", std::process::id(), self.groups)
+        format!("bench-{kind}-{}-{n}", std::process::id())
     }
 
     /// The timeout after which a crashed holder's claim expires.
@@ -68,9 +71,9 @@ impl Contender {
     }
 
     /// The command line of one candidate named `name` in `group`, up to its
-    /// command, with `timing` (None: the contender's) and, for static
-    /// members, `instance` as its group.instance.id.
-    fn argv(&self, group: &str, (name, instance): (&str, &str), timing: Option<&[String]>) -> Vec<String> {
+    /// command, with `options` (its timing flags and the group's others)
+    /// and, for static members, `instance` as its group.instance.id.
+    fn argv(&self, group: &str, (name, instance): (&str, &str), options: &[String]) -> Vec<String> {
         match &self.etcdctl {
             Some(etcdctl) => vec![
                 etcdctl.display().to_string(),
@@ -83,7 +86,7 @@ impl Contender {
             None => {
                 let mut argv = vec![self.neli.display().to_string(), "-b".into(), self.broker.address.clone()];
                 argv.extend(["-g".into(), group.into(), "--name".into(), name.into()]);
-                argv.extend(timing.unwrap_or(&self.timing).iter().cloned());
+                argv.extend(options.iter().cloned());
                 if self.static_members {
                     argv.extend(["-X".into(), format!("group.instance.id={instance}")]);
                 }
@@ -166,6 +169,8 @@ pub struct Group<'a> {
     pub child: Vec<String>,
     /// Each candidate's timing flags instead of the contender's.
     pub timing: Option<Vec<String>>,
+    /// Each candidate's other options (e.g. `--roles N`); not etcdctl's.
+    pub options: Vec<String>,
     /// Variables set for each candidate.
     pub env: Vec<(String, String)>,
     spawned: usize,
@@ -177,12 +182,14 @@ pub struct Start {
     pub name: String,
     pub pid: i32,
     pub at: SystemTime,
+    /// Its role (NELI_ROLE), under `--roles`.
+    pub role: Option<usize>,
 }
 
 impl<'a> Group<'a> {
     /// A new group (a fresh name) with no candidate yet, its directory in
     /// `work`.
-    pub fn new(contender: &'a mut Contender, work: &Path) -> Group<'a> {
+    pub fn new(contender: &'a Contender, work: &Path) -> Group<'a> {
         let name = contender.new_group();
         let dir = work.join(&name);
         fs::create_dir_all(&dir).expect("work dir");
@@ -195,6 +202,7 @@ impl<'a> Group<'a> {
             prefix: Vec::new(),
             child,
             timing: None,
+            options: Vec::new(),
             env: Vec::new(),
             spawned: 0,
         }
@@ -230,7 +238,9 @@ impl<'a> Group<'a> {
         let log = fs::OpenOptions::new().create(true).append(true).open(self.dir.join(format!("{name}.log")));
         let log = log.expect("log");
         let mut argv = self.prefix.clone();
-        argv.extend(self.contender.argv(&self.name, (&name, instance), self.timing.as_deref()));
+        let timing = self.timing.as_deref().unwrap_or(&self.contender.timing);
+        let options: Vec<String> = timing.iter().chain(&self.options).cloned().collect();
+        argv.extend(self.contender.argv(&self.name, (&name, instance), &options));
         argv.extend(self.child.iter().cloned());
         argv.extend([name.clone(), self.dir.display().to_string()]);
         let at = Instant::now();
@@ -257,7 +267,8 @@ impl<'a> Group<'a> {
             .filter_map(|l| {
                 let mut f = l.split_whitespace();
                 let (name, pid, ns) = (f.next()?, f.next()?.parse().ok()?, f.next()?.parse::<u64>().ok()?);
-                Some(Start { name: name.into(), pid, at: UNIX_EPOCH + Duration::from_nanos(ns) })
+                let role = f.next().and_then(|r| r.parse().ok());
+                Some(Start { name: name.into(), pid, at: UNIX_EPOCH + Duration::from_nanos(ns), role })
             })
             .collect()
     }
@@ -323,6 +334,16 @@ pub enum Stop {
     Crash,
 }
 
+impl Stop {
+    /// Stops the candidate whose supervisor is `pid`.
+    pub fn send(self, pid: Pid) {
+        let _ = match self {
+            Stop::Graceful => nix::sys::signal::killpg(pid, Signal::SIGTERM),
+            Stop::Crash => kill(pid, Signal::SIGKILL),
+        };
+    }
+}
+
 /// One handover until the next child starts. Returns the latency and
 /// whether the old child was still alive at that moment.
 pub fn handover(group: &mut Group, stop: Stop, within: Duration, at_once: bool) -> Option<(Duration, bool)> {
@@ -331,10 +352,7 @@ pub fn handover(group: &mut Group, stop: Stop, within: Duration, at_once: bool) 
     let old = before.last()?.clone();
     let pid = group.candidates[holder].pid();
     let sent = SystemTime::now();
-    let _ = match stop {
-        Stop::Graceful => nix::sys::signal::killpg(pid, Signal::SIGTERM),
-        Stop::Crash => kill(pid, Signal::SIGKILL),
-    };
+    stop.send(pid);
     let new = group.wait_start(before.len() + 1, within)?;
     let overlap = alive(old.pid);
     // The stopped candidate is replaced, so the group keeps its size.

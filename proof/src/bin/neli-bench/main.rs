@@ -31,7 +31,11 @@
 //!   contender only (a dev broker of three brokers; see `cluster.rs`);
 //! - restart-in-place, duplicate-instance: static membership (KIP-345) put
 //!   to the test, on the `-static` contenders (see `statics.rs`; not in the
-//!   default list).
+//!   default list);
+//! - roles-leave, roles-crash, roles-scale: NELI's roles (`--roles N`): a
+//!   member's SIGTERM or kill -9 until each of its roles runs elsewhere,
+//!   whether any other member's role stopped, and the idle cost per role
+//!   owned (neli-run only; see `roles.rs`; not in the default list).
 //!
 //! Every child writes its own start time (CLOCK_REALTIME, ns) and pid, so
 //! latencies are measured from the child's side. A handover where the old
@@ -42,6 +46,7 @@
 mod candidates;
 mod cluster;
 mod report;
+mod roles;
 mod scenarios;
 mod statics;
 
@@ -82,7 +87,12 @@ struct Args {
     /// Waiter counts for the scale scenario.
     #[arg(long, value_delimiter = ',', default_value = "10,50,200")]
     scale: Vec<usize>,
-    /// Scenarios to run.
+    /// Scenarios to run. Not in the default list: blip, yield-to,
+    /// restart-in-place, duplicate-instance, and NELI's roles: roles-leave
+    /// and roles-crash (3 members of 12 roles: at --reps 5 and the
+    /// product's defaults about 1.5 minutes each on the dev broker, 2.5 on
+    /// tansu), roles-scale (10 members of 100 roles: about 1.5 minutes
+    /// plus --idle on the dev broker, 4.5 on tansu).
     #[arg(
         long,
         value_delimiter = ',',
@@ -233,7 +243,7 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
                 broker,
                 session: timing.0,
                 timing: timing.1.clone(),
-                groups: 0,
+                groups: Default::default(),
                 static_members: name.ends_with("-static"),
                 broker_log: log,
             }),

@@ -38,6 +38,8 @@ impl Results {
 fn unit(scenario: &str) -> &'static str {
     if scenario.ends_with("cpu") {
         "s"
+    } else if scenario.ends_with("cpu%") {
+        "% of a core"
     } else if scenario.ends_with("rss") || scenario.ends_with("pss") {
         "MiB"
     } else if scenario.contains("overlaps")
@@ -119,6 +121,10 @@ fn markdown(args: &Args, results: &Results, contenders: &[&str]) -> String {
         "sweep",
         "idle",
         "scale",
+        "roles-leave",
+        "roles-crash",
+        "roles-scale",
+        "roles-scale idle",
         "rolling-restart",
         "leader-move",
         "coordinator-move",
@@ -127,7 +133,12 @@ fn markdown(args: &Args, results: &Results, contenders: &[&str]) -> String {
         "coordinator-cut",
         "leader-cut",
     ];
-    let rank = |s: &str| order.iter().position(|o| s.starts_with(o)).unwrap_or(order.len());
+    // The longest name a row starts with ranks it (`roles-scale idle` after
+    // `roles-scale`).
+    let rank = |s: &str| {
+        let named = order.iter().enumerate().filter(|(_, o)| s.starts_with(*o));
+        named.max_by_key(|(_, o)| o.len()).map_or(order.len(), |(i, _)| i)
+    };
     scenarios.sort_by_key(|s| (rank(s), s.len(), s.to_string()));
     scenarios.dedup();
     for s in &scenarios {

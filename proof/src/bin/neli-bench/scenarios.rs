@@ -64,6 +64,7 @@ pub fn measure(bench: &Bench, c: &mut Contender, results: &mut Results) {
     }
     crate::cluster::measure(bench, c, results);
     crate::statics::measure(bench, c, results);
+    crate::roles::measure(bench, c, results);
     if run("idle") {
         idle(bench, c, results);
     }
@@ -201,19 +202,47 @@ fn idle(bench: &Bench, c: &mut Contender, results: &mut Results) {
     }
     let holder = g.holder().expect("a holder");
     let roles = [("holder", holder), ("waiter", 1 - holder)];
-    let before: Vec<_> = roles.iter().map(|(_, i)| supervisor_pids(g.candidates[*i].pid())).collect::<Vec<_>>();
-    // Summed over a role's processes: CPU seconds, peak RSS, PSS.
+    let used = idle_usage(bench.args.idle.into(), &roles.map(|(_, i)| g.candidates[i].pid()));
+    for ((role, _), used) in roles.iter().zip(used) {
+        used.add(results, &format!("idle {role}"), cname);
+    }
+}
+
+/// What a supervisor (with its shims) used while idle: CPU seconds, and its
+/// processes' peak RSS and PSS summed (MiB).
+#[derive(Clone, Copy, Debug)]
+pub struct Usage {
+    pub cpu: f64,
+    pub rss: f64,
+    pub pss: f64,
+}
+
+impl Usage {
+    /// Its rows `PREFIX cpu`, `PREFIX rss` and `PREFIX pss`.
+    pub fn add(self, results: &mut Results, prefix: &str, cname: &str) {
+        results.add(&format!("{prefix} cpu"), cname, self.cpu);
+        results.add(&format!("{prefix} rss"), cname, self.rss);
+        results.add(&format!("{prefix} pss"), cname, self.pss);
+    }
+}
+
+/// What each of `supervisors` (their pids) used over `window`, measured
+/// together: each with the shims it has at the start.
+pub fn idle_usage(window: Duration, supervisors: &[Pid]) -> Vec<Usage> {
+    let pids: Vec<Vec<i32>> = supervisors.iter().map(|p| supervisor_pids(*p)).collect();
+    // Summed over a supervisor's processes: CPU seconds, peak RSS, PSS.
     let sum = |pids: &[i32]| {
         pids.iter().filter_map(|p| usage(*p)).fold((0.0, 0, 0), |a, u| (a.0 + u.0, a.1 + u.1, a.2 + u.2))
     };
-    let start: Vec<f64> = before.iter().map(|p| sum(p).0).collect();
-    std::thread::sleep(bench.args.idle.into());
-    for (((role, _), pids), start) in roles.iter().zip(&before).zip(start) {
-        let (cpu, rss, pss) = sum(pids);
-        results.add(&format!("idle {role} cpu"), cname, cpu - start);
-        results.add(&format!("idle {role} rss"), cname, rss as f64 / 1024.0);
-        results.add(&format!("idle {role} pss"), cname, pss as f64 / 1024.0);
-    }
+    let start: Vec<f64> = pids.iter().map(|p| sum(p).0).collect();
+    std::thread::sleep(window);
+    pids.iter()
+        .zip(start)
+        .map(|(pids, start)| {
+            let (cpu, rss, pss) = sum(pids);
+            Usage { cpu: cpu - start, rss: rss as f64 / 1024.0, pss: pss as f64 / 1024.0 }
+        })
+        .collect()
 }
 
 /// Graceful handovers with --scale waiters.

@@ -25,8 +25,6 @@
 use std::fs;
 use std::time::{Duration, Instant, SystemTime};
 
-use nix::sys::signal::{kill, killpg, Signal};
-
 use crate::candidates::{alive, Contender, Group, Stop};
 use crate::report::Results;
 use crate::{ms, Bench};
@@ -82,10 +80,7 @@ fn restart_in_place(bench: &Bench, c: &mut Contender, results: &mut Results, sto
         let joined_before = joins(&log, g.name());
         // Kept until its child is gone: dropping it kills its process group.
         let mut stopped = g.candidates.remove(holder);
-        let _ = match stop {
-            Stop::Crash => kill(stopped.pid(), Signal::SIGKILL),
-            Stop::Graceful => killpg(stopped.pid(), Signal::SIGTERM),
-        };
+        stop.send(stopped.pid());
         // Its command may be gone before it exits (SIGTERM: it stops the
         // command, then leaves) or after (SIGKILL: the shim ends it).
         let (until, mut gone) = (Instant::now() + within, None);

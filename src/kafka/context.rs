@@ -5,7 +5,7 @@
 //! so that a change of reachability is logged once, not once per client.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -39,11 +39,14 @@ pub(super) struct Reach {
     /// since the shell's loop reads events only once connected (a wrong
     /// password would otherwise look like an unreachable broker forever).
     pub(super) fatal: Arc<Mutex<Option<Failure>>>,
+    /// When the group last revoked a seat of ours, not lost (`BootTime`
+    /// nanoseconds, 0 never): the rebalance that follows holds the reader.
+    revoked_at: Arc<AtomicU64>,
 }
 
 impl Reach {
     pub(super) fn new(events: UnboundedSender<Event>, topic: String, group: String) -> Reach {
-        Reach { events, topic, group, unreachable: Arc::default(), fatal: Arc::default() }
+        Reach { events, topic, group, unreachable: Arc::default(), fatal: Arc::default(), revoked_at: Arc::default() }
     }
 
     /// Whether Kafka answers, as the clients last heard.
@@ -209,6 +212,9 @@ impl ConsumerContext for ReaderContext {
         }
         drop(assigned);
         let lost = consumer.assignment_lost();
+        if !lost {
+            self.reach.revoked_at.store(BootTime::now().as_nanos(), Ordering::Relaxed);
+        }
         let mut barrier = Barrier::default();
         for partition in revoked {
             // Not sent: the event and its release are dropped, which
@@ -261,12 +267,13 @@ impl ConsumerContext for ReaderContext {
 /// The producer's context: it writes our heartbeats.
 pub(super) struct WriterContext {
     pub(super) reach: Reach,
-    /// Who we are, and whether we hold several seats: then each of our own
-    /// heartbeats is reported written (`Event::Delivered`), since a revoke
-    /// holds the reader that reads them back, and the seats kept meanwhile
-    /// need that word.
+    /// Who we are, and with several seats, how long after a graceful revoke
+    /// each of our own heartbeats is reported written (`Event::Delivered`):
+    /// the rebalance that follows holds the reader that reads them back,
+    /// and the seats kept meanwhile need that word (a session: the core
+    /// counts it within a resume window of the revoke, and never later).
     pub(super) me: Member,
-    pub(super) several: bool,
+    pub(super) reports_for: Option<Duration>,
     /// The last run of ours whose ending was logged as delivered: (token,
     /// due time). Every record after it carries the same ending.
     pub(super) recorded: Mutex<Option<(i64, Option<u64>)>>,
@@ -292,7 +299,9 @@ impl ProducerContext for WriterContext {
                 self.reach.reachable();
                 let Some(hb) = msg.payload().and_then(Heartbeat::decode) else { return };
                 self.ended_run_recorded(&hb);
-                if self.several && hb.is_from(&self.me) {
+                let revoked = BootTime::from_nanos(self.reach.revoked_at.load(Ordering::Relaxed));
+                let rebalancing = self.reports_for.is_some_and(|d| BootTime::now().since(revoked) < d);
+                if rebalancing && hb.is_from(&self.me) {
                     let (partition, offset, sent) = (msg.partition(), msg.offset(), BootTime::from_nanos(hb.sent_ns));
                     let _ = self.reach.events.send(Event::Delivered { partition, offset, sent });
                 }

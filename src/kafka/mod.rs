@@ -78,8 +78,8 @@ pub enum Event {
     /// follows them).
     OwnHeartbeat { partition: Partition, offset: i64, sent: BootTime, more: bool },
     /// One of our own heartbeats was written to a seat's partition (a
-    /// delivery report): said with several seats, whose kept seats read
-    /// nothing back while a revoke holds the consumer thread.
+    /// delivery report): said with several seats, for a session after the
+    /// group revoked one, while the seats kept read nothing back.
     Delivered { partition: Partition, offset: i64, sent: BootTime },
     /// Every record fetched so far has been sent, after an own heartbeat
     /// of this seat that said `more`.
@@ -229,7 +229,7 @@ impl Kafka {
         let writer = WriterContext {
             reach: reach.clone(),
             me: member.clone(),
-            several: s.seats.len() > 1,
+            reports_for: (s.seats.len() > 1).then_some(s.timing.session_timeout),
             recorded: Default::default(),
         };
 

@@ -417,7 +417,8 @@ impl Leader {
         });
     }
 
-    /// An own record written (with several seats, the adapter says each):
+    /// An own record written (with several seats, the adapter says each
+    /// for a while after a revoke):
     /// a rebalance that revokes a seat holds the reader in its barrier, and
     /// goes on after it, while the seats kept read nothing back. A leading
     /// seat may stay fresh on its records written until a session after

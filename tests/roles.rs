@@ -83,6 +83,13 @@ impl Roles {
         }
     }
 
+    /// Each role's tokens grow, across its owners.
+    fn assert_tokens_increase(&self) {
+        for (j, s) in self.starts().iter().enumerate() {
+            assert!(s.windows(2).all(|w| w[0].1 < w[1].1), "role {j}'s tokens must increase: {s:?}");
+        }
+    }
+
     fn assert_no_overlap(&self) {
         for (j, d) in self.detectors.iter().enumerate() {
             assert!(!d.starts().is_empty(), "role {j} never ran: nothing was checked");
@@ -108,10 +115,7 @@ fn roles_spread_evenly_and_each_runs_once() {
         "a role started again in a stable group: {:?}",
         r.starts()
     );
-    // Tokens grow per role, across its owners.
-    for (j, s) in r.starts().iter().enumerate() {
-        assert!(s.windows(2).all(|w| w[0].1 < w[1].1), "role {j}'s tokens must increase: {s:?}");
-    }
+    r.assert_tokens_increase();
     drop(members);
     r.assert_no_overlap();
     r.assert_no_orphan();
@@ -235,9 +239,7 @@ fn a_member_drained_by_its_health_check_hands_its_roles_over_and_takes_them_back
     assert_eq!(log.matches("staying out of the group until the health check passes").count(), 1, "{log}");
     std::fs::remove_file(drain("c")).unwrap();
     r.wait_spread(3, 2);
-    for (j, s) in r.starts().iter().enumerate() {
-        assert!(s.windows(2).all(|w| w[0].1 < w[1].1), "role {j}'s tokens must increase: {s:?}");
-    }
+    r.assert_tokens_increase();
     drop(members);
     r.assert_no_overlap();
     r.assert_no_orphan();
@@ -408,9 +410,7 @@ fn a_frozen_members_roles_move_and_come_back_without_overlap() {
     assert_eq!(r.spread().keys().collect::<Vec<_>>(), ["b"], "b runs every role while a is frozen");
     members[0].signal(Signal::SIGCONT);
     r.wait_spread(2, 2);
-    for (j, s) in r.starts().iter().enumerate() {
-        assert!(s.windows(2).all(|w| w[0].1 < w[1].1), "role {j}'s tokens must increase: {s:?}");
-    }
+    r.assert_tokens_increase();
     drop(members);
     r.assert_no_overlap();
     r.assert_no_orphan();

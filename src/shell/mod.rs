@@ -69,11 +69,11 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
     }
 }
 
-/// The seat whose standing the single leader's reports show (the metrics,
-/// the hooks, the leader file, systemd's status line): role 0's, the one
-/// seat there is. With more roles, systemd's status line names each role
-/// held (`roles_status`), and the other reports are refused by `config`
-/// until they are per role.
+/// The seat whose standing the single leader's reports show (its metrics'
+/// series, systemd's status line): role 0's, the one seat there is. With
+/// more roles, systemd's status line names each role held (`roles_status`),
+/// the metrics have each role's series, and the hooks and leader files
+/// follow each seat.
 const SEAT: Partition = 0;
 
 /// The loop's state between two turns: the core, what the member talks

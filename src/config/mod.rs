@@ -582,10 +582,18 @@ const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest --hook-timeout.
 const MAX_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// What a command's arguments and `--leader-file` say for "this role".
+const ROLE: &[u8] = b"{role}";
+
+/// Whether `arg` names the role (holds `{role}`).
+fn names_role(arg: &std::ffi::OsStr) -> bool {
+    arg.as_encoded_bytes().windows(ROLE.len()).any(|w| w == ROLE)
+}
+
 /// `arg` with every `{role}` in it replaced by `role`'s number.
 pub fn with_role(arg: &std::ffi::OsStr, role: crate::leader::Partition) -> std::ffi::OsString {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    let (bytes, pattern, number) = (arg.as_bytes(), b"{role}", role.to_string());
+    let (bytes, pattern, number) = (arg.as_bytes(), ROLE, role.to_string());
     let mut out = Vec::with_capacity(bytes.len());
     let mut rest = bytes;
     while let Some(at) = rest.windows(pattern.len()).position(|w| w == pattern) {
@@ -609,7 +617,7 @@ fn leader_files(
     if roles.is_none() {
         return Ok(BTreeMap::from([(0, checked_leader_file(path)?)]));
     }
-    if leader.roles > 1 && !path.as_os_str().as_encoded_bytes().windows(6).any(|w| w == b"{role}") {
+    if leader.roles > 1 && !names_role(path.as_os_str()) {
         return err(format!(
             "--leader-file {}: with --roles {}, each role has a leader file of its own: put {{role}} in the path \
              (e.g. /run/neli-run/leader-{{role}}), which names the role",

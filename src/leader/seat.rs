@@ -354,11 +354,7 @@ impl Seat {
             // While the child stops (a shutdown or a yield) too: we still
             // own the partition and heartbeat, so the lease may run as long
             // as our claims do, and `--grace` is not cut short by it.
-            Phase::Leader { .. } => {
-                if self.child != Child::Idle {
-                    cx.out.push(Action::Lease(self.partition, sent + deadline));
-                }
-            }
+            Phase::Leader { .. } => self.renew_lease(cx, sent + deadline),
         }
     }
 
@@ -388,8 +384,14 @@ impl Seat {
             return;
         }
         tenure.fresh = Some(Fresh { sent: counted, offset });
+        self.renew_lease(cx, counted + deadline);
+    }
+
+    /// Moves the command's lease to `until`, if it may be running: the
+    /// shim kills it there unless told later.
+    fn renew_lease(&self, cx: &mut Ctx, until: BootTime) {
         if self.child != Child::Idle {
-            cx.out.push(Action::Lease(self.partition, counted + deadline));
+            cx.out.push(Action::Lease(self.partition, until));
         }
     }
 

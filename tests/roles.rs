@@ -299,6 +299,8 @@ fn each_roles_hooks_follow_that_role() {
         lines.sort();
         lines
     };
+    // The hook and the guarded command start side by side: wait for both.
+    r.wait_spread(1, 3);
     wait_until(r.g.broker.timing.takeover(), "a lead hook per role", || told("lead ").len() == 3);
     let tokens: Vec<i64> = r.starts().iter().map(|s| s.last().expect("the role started").1).collect();
     let each = |what: &str| (0..3).map(|j| format!("{what} {j} 3 {} ", tokens[j])).collect::<Vec<_>>();

@@ -25,13 +25,24 @@
 //! JoinGroup); a static member that does not rejoin a rebalance stays until
 //! its session ends; a LeaveGroup may name it by instance id alone.
 //!
-//! Simplified where neli-run cannot tell: any JoinGroup of a known member
-//! starts a rebalance (Kafka spares a follower whose metadata is unchanged),
-//! and the protocol is the leader's first that all support (Kafka votes; a
-//! restarted static member starts a rebalance only if it no longer supports
-//! the group's protocol). Offsets are the coordinator's, as on Kafka: a
-//! commit is checked against the member and its generation, and kept in
-//! memory.
+//! A known member's JoinGroup is answered as Kafka answers it
+//! (GroupMetadataManager.classicGroupJoinExistingMember in 4.0,
+//! GroupCoordinator.doCurrentMemberJoinGroup in 3.9). During the join
+//! phase it updates the member and joins the rebalance. In a stable group
+//! the leader's starts a rebalance, as does a follower's whose protocols
+//! (names and metadata bytes, in order) changed; a follower's with its
+//! protocols unchanged is answered at once with the current generation
+//! (no members listed) and starts none. After the join phase, until the
+//! leader's sync, an unchanged one is answered with the current generation
+//! (the leader's with the members), and a changed one starts a rebalance.
+//! So a follower rejoining unchanged to wake the group is lost unless a
+//! rebalance is already under way, as on Kafka.
+//!
+//! Simplified where neli-run cannot tell: the protocol is the leader's
+//! first that all support (Kafka votes; a restarted static member starts a
+//! rebalance only if it no longer supports the group's protocol). Offsets
+//! are the coordinator's, as on Kafka: a commit is checked against the
+//! member and its generation, and kept in memory.
 //!
 //! This file is the machine ([`Coordinator`]); `task.rs` is the tokio task
 //! that runs it (requests and the timer in, replies out), `request.rs` the
@@ -301,13 +312,7 @@ impl Group {
             self.state = State::Empty;
             return;
         };
-        let metadata: Vec<(String, Option<String>, Vec<u8>)> = in_order
-            .iter()
-            .map(|(id, m)| {
-                let meta = m.protocols.iter().find(|(p, _)| *p == protocol).map(|(_, d)| d.clone()).unwrap_or_default();
-                (id.to_string(), m.instance.clone(), meta)
-            })
-            .collect();
+        let metadata = self.metadata(&protocol);
         self.leader = Some(leader.clone());
         self.protocol = Some(protocol.clone());
         let listed: Vec<_> = metadata.iter().map(|(id, i, d)| (id.as_str(), i.as_deref(), d.as_slice())).collect();
@@ -323,6 +328,51 @@ impl Group {
             m.assignment.clear();
         }
         self.state = State::Completing;
+    }
+
+    /// Every member's id, instance id and metadata for `protocol`, in the
+    /// order they joined: the list a leader's join answer carries (Kafka's
+    /// currentMemberMetadata).
+    fn metadata(&self, protocol: &str) -> Vec<(String, Option<String>, Vec<u8>)> {
+        let mut in_order: Vec<(&String, &Member)> = self.members.iter().collect();
+        in_order.sort_by_key(|(_, m)| m.order);
+        in_order
+            .iter()
+            .map(|(id, m)| {
+                let meta = m.protocols.iter().find(|(p, _)| p == protocol).map(|(_, d)| d.clone()).unwrap_or_default();
+                (id.to_string(), m.instance.clone(), meta)
+            })
+            .collect()
+    }
+
+    /// Kafka's answer to member `id`'s JoinGroup (with `protocols`) when it
+    /// starts no rebalance, None when it does
+    /// (GroupMetadataManager.classicGroupJoinExistingMember, 4.0;
+    /// GroupCoordinator.doCurrentMemberJoinGroup, 3.9). Only a join with
+    /// the member's own protocols (the same names and metadata bytes in the
+    /// same order: Kafka's `matches`) is answered so: a follower's in a
+    /// stable group, or any member's after the join phase, until the
+    /// leader's sync (one that missed its join answer). The answer is the
+    /// current generation's, with the members for the leader only. Nothing
+    /// about the member changes, not even its session (Kafka counts no join
+    /// as a heartbeat). The leader's join in a stable group always
+    /// rebalances: that is how it asks for one when what it would assign
+    /// has changed but no member's metadata has.
+    fn current_join(&self, id: &str, protocols: &[(String, Vec<u8>)], req: &Request) -> Option<Vec<u8>> {
+        if self.members.get(id)?.protocols != protocols {
+            return None;
+        }
+        let leads = self.leader.as_deref() == Some(id);
+        let protocol = self.protocol.as_deref().unwrap_or_default();
+        let metadata = match self.state {
+            State::Completing if leads => self.metadata(protocol),
+            State::Completing => vec![],
+            State::Stable if !leads => vec![],
+            _ => return None,
+        };
+        let listed: Vec<_> = metadata.iter().map(|(id, i, d)| (id.as_str(), i.as_deref(), d.as_slice())).collect();
+        let leader = self.leader.as_deref().unwrap_or_default();
+        Some(req.join_response(NONE, self.generation, protocol, leader, id, &listed))
     }
 
     /// Answers the syncs once the leader's assignments are in.
@@ -388,8 +438,11 @@ impl Coordinator {
     }
 
     /// A JoinGroup: a first one gets its member id (MEMBER_ID_REQUIRED);
-    /// a member's join starts a rebalance, or completes the one going. A
-    /// static member (with an instance id) gets its id at once, and one
+    /// a member's join starts a rebalance, or completes the one going,
+    /// unless it changes nothing (a follower's in a stable group, any
+    /// member's while completing, with its protocols unchanged), which is
+    /// answered at once with the current generation (see `current_join`).
+    /// A static member (with an instance id) gets its id at once, and one
     /// back after a restart takes its own place (see `rejoin_static`).
     fn join(&mut self, to: ReplyTo, req: &Request, join: &JoinGroup, now: Millis, out: &mut Vec<Reply>) {
         let JoinGroup { session, rebalance, member, instance, protocol_type, protocols } = join;
@@ -426,7 +479,12 @@ impl Coordinator {
             out.push(Reply { to, frame: req.error(INCONSISTENT_GROUP_PROTOCOL) });
             return;
         }
-        if !known {
+        if known {
+            if let Some(frame) = group.current_join(&id, protocols, req) {
+                out.push(Reply { to, frame });
+                return;
+            }
+        } else {
             group.joins += 1;
         }
         let order = group.joins;

@@ -118,6 +118,140 @@ fn a_join_ends_as_soon_as_every_member_has_rejoined() {
     assert_eq!(code(&c.handle(12, heartbeat(G + 1, &m2), 320)[0].frame), NONE, "completing: heartbeats are fine");
 }
 
+/// A JoinGroup v5 response's protocol and listed members (id, metadata).
+fn listed(frame: &[u8]) -> (String, Vec<(String, Vec<u8>)>) {
+    let mut r = Reader { buf: frame, at: 14 }; // after the error and generation
+    let protocol = r.string().unwrap();
+    let (_leader, _member) = (r.string(), r.string());
+    let members = (0..r.i32().unwrap()).map(|_| {
+        let id = r.string().unwrap();
+        r.string_in(false).unwrap(); // instance id
+        (id, r.bytes().unwrap())
+    });
+    let members = members.collect();
+    assert!(r.rest().is_empty(), "nothing after the members");
+    (protocol, members)
+}
+
+/// A JoinGroup v5 of `member` (static with `instance`) with protocols
+/// other than `join_as`'s.
+fn join_with(member: &str, instance: Option<&str>, protocols: &[(&str, &[u8])]) -> Request {
+    let mut r = join_as(member, instance);
+    if let Body::Join(j) = &mut r.body {
+        j.protocols = protocols.iter().map(|(p, d)| (p.to_string(), d.to_vec())).collect();
+    }
+    r
+}
+
+#[test]
+fn a_follower_that_rejoins_a_stable_group_unchanged_gets_the_current_generation_and_no_rebalance() {
+    let mut c = Coordinator::new(0);
+    let (m1, m2) = stable_pair(&mut c);
+    // Kafka (classicGroupJoinExistingMember, STABLE): a follower whose
+    // protocols are unchanged is answered at once, in the current
+    // generation, with no members; nobody else hears of it.
+    let out = c.handle(7, join(&m2), 100);
+    assert_eq!(out.len(), 1, "answered at once, and only it: {out:?}");
+    assert_eq!(joined(reply_to(&out, 7)), (NONE, G, m1.clone(), m2.clone(), 0));
+    assert_eq!(listed(reply_to(&out, 7)), (PROTO.into(), vec![]));
+    assert_eq!(c.next_deadline(), Some(3000), "a join is no heartbeat: sessions as at the last sync (0)");
+    assert_eq!(code(&c.handle(8, heartbeat(G, &m1), 200)[0].frame), NONE, "no rebalance");
+    assert_eq!(code(&c.handle(9, heartbeat(G, &m2), 200)[0].frame), NONE);
+    assert_eq!(described(&mut c, 200), ("Stable".into(), PROTO.into(), vec![b"p0".to_vec(), b"p1".to_vec()]));
+    // It syncs as a follower and gets its assignment back at once.
+    assert_eq!(reply_to(&c.handle(10, sync(G, &m2, &[]), 300), 10)[10..], [0, 0, 0, 2, b'p', b'1']);
+    // A leave after it starts the rebalance the join did not.
+    c.handle(11, leave(&m1), 400);
+    assert_eq!(code(&c.handle(12, heartbeat(G, &m2), 500)[0].frame), REBALANCE_IN_PROGRESS);
+    assert_eq!(joined(reply_to(&c.handle(13, join(&m2), 600), 13)), (NONE, G + 1, m2.clone(), m2.clone(), 1));
+}
+
+#[test]
+fn the_leader_that_rejoins_a_stable_group_unchanged_starts_a_rebalance() {
+    let mut c = Coordinator::new(0);
+    let (m1, m2) = stable_pair(&mut c);
+    // The leader's join always rebalances (what it assigns may have
+    // changed with no member's metadata changing).
+    assert!(c.handle(7, join(&m1), 100).is_empty(), "waits for m2");
+    assert_eq!(code(&c.handle(8, heartbeat(G, &m2), 200)[0].frame), REBALANCE_IN_PROGRESS);
+    assert_eq!(described(&mut c, 200).0, "PreparingRebalance");
+    let out = c.handle(9, join(&m2), 300);
+    assert_eq!(joined(reply_to(&out, 7)), (NONE, G + 1, m1.clone(), m1.clone(), 2));
+    assert_eq!(joined(reply_to(&out, 9)), (NONE, G + 1, m1.clone(), m2.clone(), 0));
+}
+
+#[test]
+fn a_follower_whose_protocols_changed_starts_a_rebalance() {
+    // What changes them, as Kafka's `matches` compares them (names and
+    // metadata bytes, in order): the metadata, a protocol added, the same
+    // protocols in another order.
+    for change in ["the metadata", "a protocol added", "the order"] {
+        let mut c = Coordinator::new(0);
+        let (m1, m2) = stable_pair(&mut c);
+        let same = m2.as_bytes();
+        let protocols: Vec<(&str, &[u8])> = match change {
+            "the metadata" => vec![(PROTO, b"more")],
+            "a protocol added" => vec![(PROTO, same), ("range", same)],
+            _ => vec![("range", same), (PROTO, same)],
+        };
+        assert!(c.handle(7, join_with(&m2, None, &protocols), 100).is_empty(), "{change}: waits for m1");
+        assert_eq!(code(&c.handle(8, heartbeat(G, &m1), 200)[0].frame), REBALANCE_IN_PROGRESS, "{change}");
+        let out = c.handle(9, join(&m1), 300);
+        let metadata = protocols.iter().find(|(p, _)| *p == PROTO).unwrap().1.to_vec();
+        let want = vec![(m1.clone(), m1.as_bytes().to_vec()), (m2.clone(), metadata)];
+        assert_eq!(listed(reply_to(&out, 9)), (PROTO.into(), want), "{change}: the leader gets m2's new metadata");
+        assert_eq!(joined(reply_to(&out, 7)).1, G + 1, "{change}");
+    }
+}
+
+#[test]
+fn a_static_follower_is_answered_as_a_dynamic_one() {
+    let mut c = Coordinator::new(0);
+    let (m1, m2) = stable_pair(&mut c);
+    // Static b joins (its metadata empty: `join_as` sends its member id,
+    // "" the first time), and the group is stable again in generation 3.
+    assert!(c.handle(7, join_as("", Some("b")), 100).is_empty());
+    c.handle(8, join(&m1), 100);
+    let b = joined(reply_to(&c.handle(9, join(&m2), 100), 7)).3;
+    c.handle(10, sync(G + 1, &m1, &[]), 100);
+    // Unchanged, under its member id: the current generation at once.
+    let out = c.handle(11, join_with(&b, Some("b"), &[(PROTO, b"")]), 200);
+    assert_eq!(joined(reply_to(&out, 11)), (NONE, G + 1, m1.clone(), b.clone(), 0));
+    assert_eq!(code(&c.handle(12, heartbeat(G + 1, &m2), 300)[0].frame), NONE);
+    // Changed: a rebalance.
+    assert!(c.handle(13, join_with(&b, Some("b"), &[(PROTO, b"more")]), 400).is_empty());
+    assert_eq!(code(&c.handle(14, heartbeat(G + 1, &m2), 500)[0].frame), REBALANCE_IN_PROGRESS);
+}
+
+#[test]
+fn an_unchanged_join_after_the_join_phase_gets_the_current_generation_and_a_changed_one_rebalances() {
+    let mut c = Coordinator::new(0);
+    let (m1, m2) = stable_pair(&mut c);
+    c.handle(7, join(&m1), 100);
+    assert_eq!(joined(reply_to(&c.handle(8, join(&m2), 100), 8)).1, G + 1);
+    // Completing (the join answered, the leader's sync not in): a member
+    // that rejoins unchanged, as one that missed its join answer, gets
+    // that answer again: the follower with no members, the leader with
+    // them all. The group stays where it was.
+    let out = c.handle(9, join(&m2), 200);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(joined(reply_to(&out, 9)), (NONE, G + 1, m1.clone(), m2.clone(), 0));
+    let out = c.handle(10, join(&m1), 200);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(joined(reply_to(&out, 10)), (NONE, G + 1, m1.clone(), m1.clone(), 2));
+    let want = vec![(m1.clone(), m1.as_bytes().to_vec()), (m2.clone(), m2.as_bytes().to_vec())];
+    assert_eq!(listed(reply_to(&out, 10)), (PROTO.into(), want));
+    assert_eq!(described(&mut c, 200).0, "CompletingRebalance");
+    assert_eq!(code(&c.handle(11, heartbeat(G + 1, &m2), 300)[0].frame), NONE);
+    // A changed one starts a rebalance: a sync waiting is sent to rejoin.
+    assert!(c.handle(12, sync(G + 1, &m2, &[]), 400).is_empty(), "waits for the leader's");
+    let out = c.handle(13, join_with(&m2, None, &[(PROTO, b"more")]), 500);
+    assert_eq!(code(reply_to(&out, 12)), REBALANCE_IN_PROGRESS);
+    assert!(out.iter().all(|r| r.to != 13), "the join waits for m1's: {out:?}");
+    assert_eq!(code(&c.handle(14, heartbeat(G + 1, &m1), 600)[0].frame), REBALANCE_IN_PROGRESS);
+    assert_eq!(joined(reply_to(&c.handle(15, join(&m1), 700), 13)), (NONE, G + 2, m1.clone(), m2.clone(), 0));
+}
+
 #[test]
 fn a_member_that_does_not_rejoin_is_dropped_when_the_rebalance_timeout_ends() {
     let mut c = Coordinator::new(0);
@@ -371,10 +505,10 @@ fn a_restarted_static_member_takes_its_place_with_its_assignment_and_no_rebalanc
     assert_eq!(reply_to(&c.handle(11, sync_as(G, (&new, Some("a")), &[]), 1010), 11)[10..], [0, 0, 0, 2, b'p', b'0']);
     assert_eq!(code(&c.handle(12, heartbeat(G, &m2), 1100)[0].frame), NONE, "no rebalance for the others");
     assert_eq!(described(&mut c, 1100), ("Stable".into(), PROTO.into(), vec![b"p0".to_vec(), b"p1".to_vec()]));
-    // It leads the next generation under its new id.
-    c.handle(13, join(&m2), 1200);
-    let out = c.handle(14, join_as(&new, Some("a")), 1200);
-    assert_eq!(joined(reply_to(&out, 14)), (0, G + 1, new.clone(), new.clone(), 2));
+    // It leads under its new id: its join starts the next generation.
+    assert!(c.handle(13, join_as(&new, Some("a")), 1200).is_empty(), "the leader's join: a rebalance");
+    let out = c.handle(14, join(&m2), 1200);
+    assert_eq!(joined(reply_to(&out, 13)), (0, G + 1, new.clone(), new.clone(), 2));
 }
 
 #[test]
@@ -435,10 +569,12 @@ fn a_static_member_that_stops_without_leaving_holds_its_place_until_its_session_
 fn a_static_member_that_misses_a_rebalance_is_dropped_when_its_session_ends() {
     let mut c = Coordinator::new(0);
     let (a, m2) = static_pair(&mut c);
-    // m2's rebalance timeout (1 s) is shorter than a's session (3 s).
+    // m2's rebalance timeout (1 s) is shorter than a's session (3 s); its
+    // metadata changed, so its join (a follower's) starts a rebalance.
     let mut rejoin = join(&m2);
     if let Body::Join(j) = &mut rejoin.body {
         j.rebalance = 1000;
+        j.protocols = vec![(PROTO.into(), b"changed".to_vec())];
     }
     c.handle(10, heartbeat_as(G, &a, Some("a")), 500);
     assert!(c.handle(11, rejoin, 600).is_empty());

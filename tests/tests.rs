@@ -11,6 +11,7 @@ mod dev_broker;
 mod docs;
 mod election;
 mod faults;
+mod fetch_wait;
 mod health;
 mod hooks;
 mod layers;

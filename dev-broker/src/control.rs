@@ -200,6 +200,9 @@ pub fn apply(shared: &Arc<Shared>, event: Event) -> Result<String, String> {
 fn lead(shared: &Shared, topic: &str, partition: i32, leader: BrokerId) -> Result<(), String> {
     shared.cluster.has_partition(topic, partition)?;
     shared.mock.set_leader(topic, partition, Some(leader).filter(|l| *l > 0))?;
+    // A fetch parked on the old leader is answered now, as Kafka answers
+    // one for a partition its broker no longer leads.
+    shared.wakes.bump();
     shared.cluster.set_leader(topic, partition, leader)
 }
 

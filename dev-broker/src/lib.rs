@@ -28,8 +28,13 @@
 //! once up, topics, offsets and groups are as they were, every session
 //! started afresh (as a coordinator loading its groups starts them).
 //!
+//! A Fetch waits as on Kafka: until MinBytes of records are there or
+//! MaxWaitMs has passed, answered as soon as a write brings them. The mock
+//! alone holds an empty one for MaxWaitMs whatever is written meanwhile.
+//!
 //! The parts: [`mock`] (the mock cluster and its hidden listeners), [`relay`]
-//! (one client connection: requests routed, responses edited),
+//! (one client connection: requests routed, responses edited), [`fetch`]
+//! (fetches parked as Kafka parks them),
 //! [`cluster`] (brokers up, leaders, coordinator, cuts) and [`control`]
 //! (events on demand), [`mock_groups`] (what group requests to the mock
 //! need), [`group`] (Kafka's group coordinator, with Kafka's timing),
@@ -44,6 +49,7 @@ use tracing::{debug, info};
 
 pub mod cluster;
 mod control;
+mod fetch;
 mod group;
 mod mock;
 mod mock_groups;
@@ -185,8 +191,8 @@ async fn serve(
         tx
     });
     let cluster = Cluster::new(BrokerId::from(args.brokers));
-    let shared =
-        Arc::new(Shared { mock, cluster, advertised, backends, pending: Default::default(), users, coordinator });
+    let (pending, wakes) = Default::default();
+    let shared = Arc::new(Shared { mock, cluster, advertised, backends, pending, users, coordinator, wakes });
     for (broker, listener) in (1..).zip(listeners) {
         tokio::spawn(accept(listener, broker, shared.clone()));
     }

@@ -2,20 +2,23 @@
 //! at once (its header parsed, then handed by API key to whichever part
 //! serves it) and answered here or passed on to the mock as it is; each of
 //! the mock's responses edited where the forwarder changed what the mock
-//! appears to serve, and passed back.
+//! appears to serve, and passed back. A Fetch is parked here as Kafka parks
+//! it ([`fetch`]), the connection's later requests left unread meanwhile, as
+//! Kafka mutes a connection until its request is answered.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use crate::cluster::{BrokerId, Cluster};
 use crate::mock::{Backend, Inner, Mock};
 use crate::mock_groups::Pending;
-use crate::wire::{self, Header, API_VERSIONS, CREATE_TOPICS, METADATA};
-use crate::{group, sasl, topics};
+use crate::wire::{self, Header, API_VERSIONS, CREATE_TOPICS, FETCH, METADATA, PRODUCE};
+use crate::{fetch, group, sasl, topics};
 
 /// What every forwarded connection shares.
 pub struct Shared {
@@ -32,6 +35,8 @@ pub struct Shared {
     /// With --group-coordinator kafka: where group requests go instead of
     /// the mock.
     pub coordinator: Option<group::CoordinatorTx>,
+    /// What wakes the parked fetches: writes, and leaders moved.
+    pub wakes: fetch::Wakes,
 }
 
 impl Shared {
@@ -102,6 +107,11 @@ where
             };
             match conn.route(&frame, &edits).await {
                 Route::Forward => write_frame(&mut broker_tx, &frame).await?,
+                // Nothing more is read from the client until it is answered.
+                Route::Park(fetch) => match park(&fetch, &mut broker_tx, &edits, &shared.wakes).await? {
+                    Some(answer) => respond(answer).await?,
+                    None => return Ok(()),
+                },
                 Route::Answer(answer) => respond(answer).await?,
                 Route::Refuse(answer) => return respond(answer).await,
                 Route::Close => return Ok(()),
@@ -115,8 +125,16 @@ where
             if let Some(client) = client {
                 shared.cluster.pass(&client, broker).await;
             }
+            // A probe's answer goes to its parked fetch, not to the client.
+            if let Some(parked) = correlation.and_then(|c| edits.probe_answered(c)) {
+                let _ = parked.send(frame);
+                continue;
+            }
             respond(edits.edit(&shared, frame, correlation)).await?;
             if let Some(correlation) = correlation {
+                if edits.produces.lock().expect("lock").remove(&correlation) {
+                    shared.wakes.bump();
+                }
                 shared.pending.leave(id, Some(correlation));
             }
         }
@@ -141,10 +159,40 @@ where
     shared.pending.leave(id, None);
 }
 
+/// Answers a parked Fetch as Kafka would ([`fetch`]): probes the mock (the
+/// same request with MaxWaitMs 0) until its answer is one Kafka would give
+/// now, probing again after each write (or leader move) and once more at
+/// the deadline, MaxWaitMs from now (when Kafka would have the request: a
+/// cut held it until now). The answer for the client; None if the mock's
+/// side went away.
+async fn park(
+    fetch: &fetch::Parked,
+    broker_tx: &mut (impl AsyncWriteExt + Unpin),
+    edits: &Edits,
+    wakes: &fetch::Wakes,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let deadline = Instant::now() + fetch.max_wait;
+    loop {
+        // Read before the probe: a write after it is one the probe may
+        // have missed.
+        let seen = wakes.count();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        *edits.probe.lock().expect("lock") = Some((fetch.correlation, tx));
+        write_frame(broker_tx, &fetch.probe).await?;
+        let Ok(answer) = rx.await else { return Ok(None) };
+        if Instant::now() >= deadline || fetch.answers(&answer) {
+            return Ok(Some(answer));
+        }
+        wakes.wait_past(seen, deadline).await;
+    }
+}
+
 /// What to do with one request.
 enum Route {
     /// Pass it on to the mock as it is.
     Forward,
+    /// Park it (a Fetch): see [`park`].
+    Park(fetch::Parked),
     /// Answer it here.
     Answer(Vec<u8>),
     /// Answer it here, then close the connection (a refused login).
@@ -206,6 +254,12 @@ impl Connection<'_> {
         let Some(header) = header else { return Route::Forward };
         let mock = &self.shared.mock;
         match header.api_key {
+            FETCH => {
+                if let Some(parked) = fetch::Parked::parse(&header) {
+                    return Route::Park(parked);
+                }
+            }
+            PRODUCE => _ = edits.produces.lock().expect("lock").insert(header.correlation),
             API_VERSIONS => *edits.api_versions.lock().expect("lock") = Some((header.correlation, header.version)),
             METADATA => {
                 edits.metadata.lock().expect("lock").insert(header.correlation, header.version);
@@ -257,9 +311,23 @@ struct Edits {
     /// The Metadata requests (correlation id -> version): their responses
     /// must name the controller.
     metadata: std::sync::Mutex<std::collections::HashMap<i32, i16>>,
+    /// The parked fetch's probe in flight (correlation id, where its answer
+    /// goes): at most one, as the connection reads nothing else meanwhile.
+    probe: std::sync::Mutex<Option<(i32, tokio::sync::oneshot::Sender<Vec<u8>>)>>,
+    /// The Produce requests: their responses wake the parked fetches (the
+    /// mock has the records by then). The mock answers every Produce, one
+    /// with acks 0 too (to which Kafka sends nothing).
+    produces: std::sync::Mutex<std::collections::HashSet<i32>>,
 }
 
 impl Edits {
+    /// Where the answer to `correlation` goes, if it answers the probe in
+    /// flight.
+    fn probe_answered(&self, correlation: i32) -> Option<tokio::sync::oneshot::Sender<Vec<u8>>> {
+        let mut probe = self.probe.lock().expect("lock");
+        probe.take_if(|(c, _)| *c == correlation).map(|(_, tx)| tx)
+    }
+
     /// A response of the mock's, as the client gets it.
     fn edit(&self, shared: &Shared, mut frame: Vec<u8>, correlation: Option<i32>) -> Vec<u8> {
         let offer = self.api_versions.lock().expect("lock").filter(|(c, _)| Some(*c) == correlation);

@@ -1,6 +1,8 @@
 //! The few pieces of Kafka's wire format the forwarder reads and writes.
 
 /// The API keys of the requests the forwarder reads.
+pub const PRODUCE: i16 = 0;
+pub const FETCH: i16 = 1;
 pub const METADATA: i16 = 3;
 pub const OFFSET_COMMIT: i16 = 8;
 pub const OFFSET_FETCH: i16 = 9;
@@ -124,6 +126,7 @@ impl<'a> Header<'a> {
         let (api_key, version, correlation) = (r.i16()?, r.i16()?, r.i32()?);
         let client_id = r.string_in(false)?.unwrap_or_default(); // never compact
         let flexible = match api_key {
+            FETCH => version >= 12,
             METADATA => version >= 9,
             JOIN_GROUP => version >= 6,
             OFFSET_COMMIT => version >= 8,

@@ -1,0 +1,576 @@
+//! Fetch as Kafka answers it: parked until MinBytes of records are there
+//! or MaxWaitMs has passed (Kafka's DelayedFetch), not held for MaxWaitMs
+//! whatever is produced meanwhile, as librdkafka's mock holds an empty one
+//! (rdkafka_mock_handlers.c, the end of `rd_kafka_mock_handle_Fetch`: the
+//! response is computed at once and only its sending is delayed).
+//!
+//! The forwarder parks a Fetch itself ([`Parked`]): it asks the mock the
+//! same request with MaxWaitMs 0 (a probe, answered at once), passes the
+//! answer on if Kafka would ([`Parked::answers`]), and otherwise probes
+//! again once something is produced ([`Wakes`]) or at the deadline.
+//!
+//! The mock keeps no fetch sessions (KIP-227): it reads SessionId and
+//! SessionEpoch, echoes the SessionId and remembers nothing, so every probe
+//! is a full fetch from the offsets in the request, and sending the same
+//! probe again is answered as the first was, with whatever is there now.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::wire::{Header, Reader, FETCH};
+
+/// The Fetch versions whose layout is read here: those the mock serves
+/// (librdkafka 2.12.1: 0 to 16). Others go to the mock as they are.
+const VERSIONS: std::ops::RangeInclusive<i16> = 0..=16;
+
+/// A Fetch the forwarder parks.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Parked {
+    pub version: i16,
+    pub correlation: i32,
+    pub max_wait: Duration,
+    /// The record bytes to wait for: MinBytes, or 0 when Kafka answers at
+    /// once whatever there is (MinBytes 0, or no partition asked for).
+    pub wants: u64,
+    /// The request with MaxWaitMs 0, which the mock answers at once.
+    pub probe: Vec<u8>,
+}
+
+impl Parked {
+    /// A Fetch to park: of a version read here, whose whole body reads, with
+    /// MaxWaitMs > 0 (Kafka answers one of 0 at once, and so does the
+    /// mock). None for anything else, which goes to the mock as it is.
+    pub fn parse(header: &Header) -> Option<Parked> {
+        let v = header.version;
+        if header.api_key != FETCH || !VERSIONS.contains(&v) {
+            return None;
+        }
+        let flexible = v >= 12;
+        let mut r = header.body.clone();
+        if v <= 14 {
+            r.i32()?; // ReplicaId (a field of ReplicaState, tagged, from v15)
+        }
+        let at = r.at;
+        let (max_wait, min_bytes) = (r.i32()?, r.i32()?);
+        // MaxBytes (v3+), IsolationLevel (v4+), SessionId and SessionEpoch (v7+).
+        r.skip(if v >= 3 { 4 } else { 0 } + if v >= 4 { 1 } else { 0 } + if v >= 7 { 8 } else { 0 })?;
+        // Partition, CurrentLeaderEpoch (v9+), FetchOffset,
+        // LastFetchedEpoch (v12+), LogStartOffset (v5+), PartitionMaxBytes.
+        let partition =
+            4 + if v >= 9 { 4 } else { 0 } + 8 + if v >= 12 { 4 } else { 0 } + if v >= 5 { 8 } else { 0 } + 4;
+        let mut partitions = 0;
+        for _ in 0..array_len(&mut r, flexible)? {
+            topic_key(&mut r, v)?;
+            let n = array_len(&mut r, flexible)?;
+            partitions += n;
+            for _ in 0..n {
+                r.skip(partition)?;
+                tags(&mut r, flexible)?;
+            }
+            tags(&mut r, flexible)?;
+        }
+        if v >= 7 {
+            // ForgottenTopicsData: a topic and its partitions' indexes.
+            for _ in 0..array_len(&mut r, flexible)? {
+                topic_key(&mut r, v)?;
+                let n = array_len(&mut r, flexible)?;
+                r.skip(usize::try_from(n).ok()?.checked_mul(4)?)?;
+                tags(&mut r, flexible)?;
+            }
+        }
+        if v >= 11 {
+            r.string_in(flexible)?; // RackId
+        }
+        tags(&mut r, flexible)?;
+        if max_wait <= 0 || !r.rest().is_empty() {
+            return None;
+        }
+        let mut probe = header.body.buf.to_vec();
+        probe[at..at + 4].copy_from_slice(&0i32.to_be_bytes());
+        // Kafka answers at once when it has MinBytes, 0 included, or when
+        // nothing is asked for (ReplicaManager.fetchMessages).
+        let wants = if partitions == 0 { 0 } else { u64::try_from(min_bytes).unwrap_or(0) };
+        let max_wait = Duration::from_millis(max_wait as u64);
+        Some(Parked { version: v, correlation: header.correlation, max_wait, wants, probe })
+    }
+
+    /// Whether the mock's `response` to a probe is the one to give the
+    /// client now (Kafka's conditions to answer a fetch without waiting):
+    /// it holds MinBytes of records, or an error (top level or a
+    /// partition's), or a preferred read replica. One the forwarder cannot
+    /// read is passed on too.
+    ///
+    /// And where the mock holds records back: it returns at most one batch
+    /// per partition, where Kafka returns what it has up to MaxBytes, so a
+    /// partition whose records end below its high watermark has more than
+    /// the mock will show. Kafka would count those bytes too; they are not
+    /// known here, and waiting for the mock to show more would hold records
+    /// that are there until the deadline. Such a response goes at once.
+    pub fn answers(&self, response: &[u8]) -> bool {
+        let Some(read) = Response::read(response, self.version) else { return true };
+        read.at_once || read.bytes >= self.wants || (read.bytes > 0 && read.held_back)
+    }
+}
+
+/// What the forwarder reads of a Fetch response.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Response {
+    /// Record bytes, summed over the partitions (a null Records is 0).
+    bytes: u64,
+    /// An error (top level or a partition's) or a preferred read replica:
+    /// Kafka answers those at once.
+    at_once: bool,
+    /// A partition has records past the last one returned (below its high
+    /// watermark).
+    held_back: bool,
+}
+
+impl Response {
+    /// Reads a Fetch response frame of `version` (without its length): the
+    /// correlation id, then the body as FetchResponse.json lays it out.
+    fn read(frame: &[u8], version: i16) -> Option<Response> {
+        let v = version;
+        let flexible = v >= 12;
+        let mut r = Reader { buf: frame, at: 4 };
+        tags(&mut r, flexible)?; // the response header's, from v12
+        if v >= 1 {
+            r.i32()?; // ThrottleTimeMs
+        }
+        let mut read = Response::default();
+        if v >= 7 {
+            read.at_once |= r.i16()? != 0; // ErrorCode
+            r.i32()?; // SessionId
+        }
+        for _ in 0..array_len(&mut r, flexible)? {
+            topic_key(&mut r, v)?;
+            for _ in 0..array_len(&mut r, flexible)? {
+                r.i32()?; // PartitionIndex
+                read.at_once |= r.i16()? != 0;
+                let high_watermark = r.i64()?;
+                // LastStableOffset (v4+), LogStartOffset (v5+).
+                r.skip(if v >= 4 { 8 } else { 0 } + if v >= 5 { 8 } else { 0 })?;
+                if v >= 4 {
+                    // AbortedTransactions: ProducerId, FirstOffset (nullable).
+                    for _ in 0..nullable_array_len(&mut r, flexible)? {
+                        r.skip(16)?;
+                        tags(&mut r, flexible)?;
+                    }
+                }
+                if v >= 11 {
+                    read.at_once |= r.i32()? >= 0; // PreferredReadReplica
+                }
+                let records = nullable_bytes(&mut r, flexible)?.unwrap_or_default();
+                read.bytes += records.len() as u64;
+                read.held_back |= records_end(records).is_some_and(|end| end < high_watermark);
+                tags(&mut r, flexible)?;
+            }
+            tags(&mut r, flexible)?;
+        }
+        tags(&mut r, flexible)?;
+        r.rest().is_empty().then_some(read)
+    }
+}
+
+/// The offset after the last record of `records` (complete batches only),
+/// or None if none is complete. Record batches (magic 2) and the older
+/// message sets both start with the offset (the batch's base, a message's
+/// own) and the size of the rest, and have the magic byte at 16; a v2
+/// batch's last offset is base + lastOffsetDelta (at 23).
+fn records_end(records: &[u8]) -> Option<i64> {
+    let mut r = Reader { buf: records, at: 0 };
+    let mut end = None;
+    while let Some(batch) = r.clone().take(12) {
+        let offset = i64::from_be_bytes(batch[..8].try_into().ok()?);
+        let size = usize::try_from(i32::from_be_bytes(batch[8..].try_into().ok()?)).ok()?;
+        let entry = r.take(size.checked_add(12)?)?;
+        let last = match entry.get(16) {
+            Some(2) => offset + i64::from(i32::from_be_bytes(entry.get(23..27)?.try_into().ok()?)),
+            _ => offset,
+        };
+        end = Some(last + 1);
+    }
+    end
+}
+
+/// A topic's key in a Fetch request or response: its name to v12, its id
+/// (a UUID) from v13.
+fn topic_key(r: &mut Reader, version: i16) -> Option<()> {
+    if version >= 13 {
+        r.skip(16)
+    } else {
+        r.string_in(version >= 12)?.map(|_| ())
+    }
+}
+
+/// An array's length: an i32, or from the flexible versions a uvarint of
+/// length + 1. None for a null one, which a Fetch request never has.
+fn array_len(r: &mut Reader, flexible: bool) -> Option<u64> {
+    if flexible {
+        r.uvarint()?.checked_sub(1)
+    } else {
+        u64::try_from(r.i32()?).ok()
+    }
+}
+
+/// A nullable array's length, null read as empty.
+fn nullable_array_len(r: &mut Reader, flexible: bool) -> Option<u64> {
+    if flexible {
+        Some(r.uvarint()?.saturating_sub(1))
+    } else {
+        Some(u64::try_from(r.i32()?).unwrap_or(0))
+    }
+}
+
+/// Nullable bytes (Records): an i32 length, or a uvarint of length + 1.
+fn nullable_bytes<'a>(r: &mut Reader<'a>, flexible: bool) -> Option<Option<&'a [u8]>> {
+    let len = if flexible { r.uvarint()?.checked_sub(1) } else { u64::try_from(r.i32()?).ok() };
+    match len {
+        None => Some(None),
+        Some(len) => r.take(usize::try_from(len).ok()?).map(Some),
+    }
+}
+
+/// The tagged fields that end a structure in the flexible versions.
+fn tags(r: &mut Reader, flexible: bool) -> Option<()> {
+    if flexible {
+        r.tagged_fields()
+    } else {
+        Some(())
+    }
+}
+
+/// What a parked fetch waits on: a count of the writes, bumped as each
+/// Produce response goes back to its client (the mock has stored the
+/// records by then) and as a partition's leader moves (Kafka answers a
+/// parked fetch then), and a [`tokio::sync::Notify`] for the waiters.
+#[derive(Default)]
+pub struct Wakes {
+    count: AtomicU64,
+    notify: tokio::sync::Notify,
+}
+
+impl Wakes {
+    /// How many writes so far: read before a probe, to know whether one
+    /// came after it.
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// Something was written, or a leader moved: every parked fetch probes
+    /// again.
+    pub fn bump(&self) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// Returns once something was written after [`Wakes::count`] said
+    /// `seen` (at once if it was already), or at `deadline`. None is lost:
+    /// the waiter is registered before the count is read again.
+    pub async fn wait_past(&self, seen: u64, deadline: Instant) {
+        let notified = self.notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if self.count() == seen {
+            let _ = tokio::time::timeout_at(deadline, notified).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{put_string, put_uvarint};
+
+    const TOPIC_ID: [u8; 16] = [7; 16];
+    /// v4 (kafka-python), v11, v16 (librdkafka 2.12), and each version
+    /// where the layout changes.
+    const VERSIONS_READ: [i16; 10] = [0, 3, 4, 5, 7, 9, 11, 12, 13, 16];
+
+    fn array(out: &mut Vec<u8>, n: usize, flexible: bool) {
+        if flexible {
+            put_uvarint(out, n as u64 + 1);
+        } else {
+            out.extend_from_slice(&(n as i32).to_be_bytes());
+        }
+    }
+
+    fn topic(out: &mut Vec<u8>, version: i16) {
+        match version {
+            13.. => out.extend_from_slice(&TOPIC_ID),
+            12 => out.extend_from_slice(&[2, b't']),
+            _ => put_string(out, Some("t")),
+        }
+    }
+
+    /// A Fetch request as a client writes it: one topic, `partitions`
+    /// partitions (fetch offsets 0, 1, ...), a forgotten topic from v7 and
+    /// a rack from v11.
+    fn request(version: i16, max_wait: i32, min_bytes: i32, partitions: usize) -> Vec<u8> {
+        let v = version;
+        let flexible = v >= 12;
+        let mut f = FETCH.to_be_bytes().to_vec();
+        f.extend_from_slice(&v.to_be_bytes());
+        f.extend_from_slice(&42i32.to_be_bytes());
+        put_string(&mut f, Some("rdkafka"));
+        if flexible {
+            f.push(0);
+        }
+        if v <= 14 {
+            f.extend_from_slice(&(-1i32).to_be_bytes());
+        }
+        f.extend_from_slice(&max_wait.to_be_bytes());
+        f.extend_from_slice(&min_bytes.to_be_bytes());
+        if v >= 3 {
+            f.extend_from_slice(&52_428_800i32.to_be_bytes());
+        }
+        if v >= 4 {
+            f.push(0);
+        }
+        if v >= 7 {
+            f.extend_from_slice(&0i32.to_be_bytes());
+            f.extend_from_slice(&(-1i32).to_be_bytes());
+        }
+        array(&mut f, 1, flexible);
+        topic(&mut f, v);
+        array(&mut f, partitions, flexible);
+        for p in 0..partitions as i32 {
+            f.extend_from_slice(&p.to_be_bytes());
+            if v >= 9 {
+                f.extend_from_slice(&(-1i32).to_be_bytes());
+            }
+            f.extend_from_slice(&i64::from(p).to_be_bytes());
+            if v >= 12 {
+                f.extend_from_slice(&(-1i32).to_be_bytes());
+            }
+            if v >= 5 {
+                f.extend_from_slice(&(-1i64).to_be_bytes());
+            }
+            f.extend_from_slice(&1_048_576i32.to_be_bytes());
+            if flexible {
+                f.push(0);
+            }
+        }
+        if flexible {
+            f.push(0);
+        }
+        if v >= 7 {
+            array(&mut f, 1, flexible);
+            topic(&mut f, v);
+            array(&mut f, 2, flexible);
+            f.extend_from_slice(&[0, 0, 0, 5, 0, 0, 0, 6]);
+            if flexible {
+                f.push(0);
+            }
+        }
+        if v >= 11 {
+            if flexible {
+                f.push(1); // an empty compact string
+            } else {
+                put_string(&mut f, Some(""));
+            }
+        }
+        if flexible {
+            f.push(0);
+        }
+        f
+    }
+
+    /// A record batch (magic 2) of `count` records from `base`, `size`
+    /// bytes in all.
+    fn batch(base: i64, count: i32, size: usize) -> Vec<u8> {
+        let mut b = base.to_be_bytes().to_vec();
+        b.extend_from_slice(&(size as i32 - 12).to_be_bytes());
+        b.extend_from_slice(&0i32.to_be_bytes()); // partitionLeaderEpoch
+        b.push(2); // magic
+        b.extend_from_slice(&0u32.to_be_bytes()); // crc
+        b.extend_from_slice(&0i16.to_be_bytes()); // attributes
+        b.extend_from_slice(&(count - 1).to_be_bytes()); // lastOffsetDelta
+        b.resize(size, 0);
+        b
+    }
+
+    /// One partition of a response: its error, high watermark and records
+    /// (None: null).
+    struct Part<'a> {
+        error: i16,
+        high_watermark: i64,
+        records: Option<&'a [u8]>,
+    }
+
+    /// A Fetch response as the mock writes it (with one aborted transaction
+    /// per partition, which the mock never writes, to be read past).
+    fn response(version: i16, error: i16, parts: &[Part]) -> Vec<u8> {
+        let v = version;
+        let flexible = v >= 12;
+        let mut f = 42i32.to_be_bytes().to_vec();
+        if flexible {
+            f.push(0);
+        }
+        if v >= 1 {
+            f.extend_from_slice(&0i32.to_be_bytes());
+        }
+        if v >= 7 {
+            f.extend_from_slice(&error.to_be_bytes());
+            f.extend_from_slice(&0i32.to_be_bytes());
+        }
+        array(&mut f, 1, flexible);
+        topic(&mut f, v);
+        array(&mut f, parts.len(), flexible);
+        for (i, part) in (0..).zip(parts) {
+            f.extend_from_slice(&i32::to_be_bytes(i));
+            f.extend_from_slice(&part.error.to_be_bytes());
+            f.extend_from_slice(&part.high_watermark.to_be_bytes());
+            if v >= 4 {
+                f.extend_from_slice(&part.high_watermark.to_be_bytes());
+            }
+            if v >= 5 {
+                f.extend_from_slice(&0i64.to_be_bytes());
+            }
+            if v >= 4 {
+                array(&mut f, 1, flexible);
+                f.extend_from_slice(&[1; 16]);
+                if flexible {
+                    f.push(0);
+                }
+            }
+            if v >= 11 {
+                f.extend_from_slice(&(-1i32).to_be_bytes());
+            }
+            match (part.records, flexible) {
+                (None, true) => f.push(0),
+                (None, false) => f.extend_from_slice(&(-1i32).to_be_bytes()),
+                (Some(records), true) => {
+                    put_uvarint(&mut f, records.len() as u64 + 1);
+                    f.extend_from_slice(records);
+                }
+                (Some(records), false) => crate::wire::put_bytes(&mut f, records),
+            }
+            if flexible {
+                // A tagged field (CurrentLeader, tag 1), to be read past.
+                f.extend_from_slice(&[1, 1, 8, 0, 0, 0, 1, 0, 0, 0, 3]);
+            }
+        }
+        if flexible {
+            f.extend_from_slice(&[0, 0]); // the topic's tags, then the top level's
+        }
+        f
+    }
+
+    fn parked(frame: &[u8]) -> Option<Parked> {
+        Parked::parse(&Header::parse(frame).expect("a header"))
+    }
+
+    #[test]
+    fn a_fetch_request_is_parked_with_its_wait_and_min_bytes_and_probed_with_max_wait_0() {
+        for version in VERSIONS_READ {
+            let frame = request(version, 30_000, 1024, 2);
+            let p = parked(&frame).unwrap_or_else(|| panic!("v{version} parked"));
+            assert_eq!((p.version, p.correlation), (version, 42));
+            assert_eq!((p.max_wait, p.wants), (Duration::from_secs(30), 1024), "v{version}");
+            // The same frame but MaxWaitMs: after ReplicaId to v14, first from v15.
+            let at = Header::parse(&frame).unwrap().body.at + if version <= 14 { 4 } else { 0 };
+            let mut expected = frame.clone();
+            expected[at..at + 4].copy_from_slice(&[0; 4]);
+            assert_eq!(p.probe, expected, "v{version}");
+            assert_eq!(parked(&p.probe), None, "v{version}: a probe is not parked again");
+        }
+    }
+
+    #[test]
+    fn fetches_kafka_answers_at_once_wait_for_nothing_and_others_go_on_as_they_are() {
+        for version in VERSIONS_READ {
+            // MinBytes 0, or no partition: a probe's answer is the answer.
+            assert_eq!(parked(&request(version, 500, 0, 1)).map(|p| p.wants), Some(0), "v{version}");
+            assert_eq!(parked(&request(version, 500, 1, 0)).map(|p| p.wants), Some(0), "v{version}");
+            assert_eq!(parked(&request(version, 0, 1, 1)), None, "v{version}: MaxWaitMs 0");
+            let mut truncated = request(version, 500, 1, 1);
+            truncated.pop();
+            assert_eq!(parked(&truncated), None, "v{version}: truncated");
+            let mut longer = request(version, 500, 1, 1);
+            longer.push(0);
+            assert_eq!(parked(&longer), None, "v{version}: something after the body");
+        }
+        let mut v17 = request(16, 500, 1, 1);
+        v17[3] = 17;
+        assert_eq!(parked(&v17), None, "a version the mock does not serve");
+    }
+
+    #[test]
+    fn a_response_is_passed_on_with_min_bytes_of_records_an_error_or_records_held_back() {
+        let one = batch(0, 1, 80);
+        for version in VERSIONS_READ {
+            let p = parked(&request(version, 30_000, 100, 2)).unwrap();
+            let ok = |high_watermark, records| Part { error: 0, high_watermark, records };
+            let read = |parts: &[Part]| Response::read(&response(version, 0, parts), version);
+            // Nothing yet (records empty, or null): held.
+            let empty = [ok(0, Some(&[][..])), ok(0, None)];
+            assert_eq!(read(&empty), Some(Response::default()), "v{version}");
+            assert!(!p.answers(&response(version, 0, &empty)), "v{version}");
+            // 80 bytes, all the partition has: under MinBytes, held.
+            let some = [ok(1, Some(&one[..])), ok(0, None)];
+            assert_eq!(read(&some), Some(Response { bytes: 80, ..Default::default() }), "v{version}");
+            assert!(!p.answers(&response(version, 0, &some)), "v{version}");
+            // Summed over the partitions: 160 bytes, answered.
+            let two = [ok(1, Some(&one[..])), ok(1, Some(&one[..]))];
+            assert!(p.answers(&response(version, 0, &two)), "v{version}");
+            // 80 bytes, but the partition has 2 more records than returned.
+            let behind = [ok(3, Some(&one[..])), ok(0, None)];
+            assert_eq!(read(&behind).map(|r| r.held_back), Some(true), "v{version}");
+            assert!(p.answers(&response(version, 0, &behind)), "v{version}");
+            // A partition's error, with nothing (null records): answered.
+            let error = [Part { error: 6, high_watermark: -1, records: None }, ok(0, None)];
+            assert_eq!(read(&error), Some(Response { at_once: true, ..Default::default() }), "v{version}");
+            assert!(p.answers(&response(version, 0, &error)), "v{version}");
+            // One the forwarder cannot read goes on.
+            let mut cut = response(version, 0, &empty);
+            cut.pop();
+            assert!(p.answers(&cut), "v{version}");
+        }
+        // The top-level error (v7+).
+        for version in VERSIONS_READ.into_iter().filter(|v| *v >= 7) {
+            let p = parked(&request(version, 30_000, 1, 1)).unwrap();
+            let frame = response(version, 7, &[Part { error: 0, high_watermark: 0, records: None }]);
+            assert_eq!(Response::read(&frame, version).map(|r| r.at_once), Some(true));
+            assert!(p.answers(&frame), "v{version}");
+        }
+    }
+
+    #[test]
+    fn the_end_of_records_is_read_from_the_last_complete_batch() {
+        let mut records = batch(5, 3, 90);
+        records.extend(batch(8, 2, 70));
+        assert_eq!(records_end(&records), Some(10));
+        records.truncate(100); // the second batch cut short, as MaxBytes cuts it
+        assert_eq!(records_end(&records), Some(8));
+        assert_eq!(records_end(&[]), None);
+        // A magic 1 message: its own offset.
+        let mut legacy = 4i64.to_be_bytes().to_vec();
+        legacy.extend_from_slice(&14i32.to_be_bytes());
+        legacy.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(records_end(&legacy), Some(5));
+    }
+
+    #[tokio::test]
+    async fn a_write_before_or_while_waiting_ends_the_wait() {
+        let produced = std::sync::Arc::new(Wakes::default());
+        let far = Instant::now() + Duration::from_secs(3600);
+        let seen = produced.count();
+        produced.bump();
+        // Written after `seen` was read, before the wait: at once.
+        tokio::time::timeout(Duration::from_secs(10), produced.wait_past(seen, far)).await.expect("at once");
+        let seen = produced.count();
+        let waiter = tokio::spawn({
+            let produced = produced.clone();
+            async move { produced.wait_past(seen, far).await }
+        });
+        tokio::task::yield_now().await;
+        produced.bump();
+        tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("woken").unwrap();
+        // Nothing written: the deadline ends it.
+        let seen = produced.count();
+        let soon = Instant::now() + Duration::from_millis(10);
+        tokio::time::timeout(Duration::from_secs(10), produced.wait_past(seen, soon)).await.expect("at the deadline");
+    }
+}

@@ -1,0 +1,117 @@
+//! A consumer's fetch on the dev broker waits as on Kafka: answered as soon
+//! as a write brings MinBytes of records, not held for its whole
+//! fetch.wait.max.ms as librdkafka's mock alone holds an empty one. Real
+//! clients (librdkafka through rdkafka) over TCP.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::statistics::Statistics;
+use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
+
+use crate::util::{stays_false, wait_until, Broker};
+
+/// How long the consumers' fetches may wait: far longer than the bound a
+/// record must arrive within, so that a fetch held for all of it fails.
+const FETCH_WAIT: Duration = Duration::from_secs(30);
+/// How soon a record written must reach a waiting consumer: generous, for a
+/// loaded machine; the fetch waits twice as long.
+const WITHIN: Duration = Duration::from_secs(15);
+
+/// Counts the Fetch requests a consumer has sent, from its statistics.
+#[derive(Default)]
+struct Fetches(std::sync::atomic::AtomicI64);
+
+impl ClientContext for Fetches {
+    fn stats(&self, stats: Statistics) {
+        let sent = stats.brokers.values().filter_map(|b| b.req.get("Fetch")).sum();
+        self.0.store(sent, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl ConsumerContext for Fetches {}
+
+/// Writes `payload` to partition 0 of `topic` (creating the topic, with
+/// one partition, the first time) with `acks`, and waits until it is sent.
+fn produce(broker: &Broker, topic: &str, acks: &str, payload: &[u8]) {
+    let producer: BaseProducer =
+        ClientConfig::new().set("bootstrap.servers", &broker.address).set("acks", acks).create().expect("a producer");
+    producer.send(BaseRecord::<(), _>::to(topic).partition(0).payload(payload)).expect("queued");
+    producer.flush(Duration::from_secs(20)).expect("delivered");
+}
+
+/// A consumer of partition 0 of `topic` from offset `from` (its end), its
+/// fetches waiting up to [`FETCH_WAIT`] for `min_bytes`; returned once its
+/// first Fetch is sent, and so waiting.
+fn waiting_consumer(broker: &Broker, topic: &str, from: i64, min_bytes: usize) -> BaseConsumer<Fetches> {
+    let consumer: BaseConsumer<Fetches> = ClientConfig::new()
+        .set("bootstrap.servers", &broker.address)
+        .set("group.id", format!("{topic}-reader"))
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", FETCH_WAIT.as_millis().to_string())
+        .set("fetch.min.bytes", min_bytes.to_string())
+        // Above the fetch's wait, so that librdkafka waits for its answer.
+        .set("socket.timeout.ms", "60000")
+        .set("statistics.interval.ms", "100")
+        .create_with_context(Fetches::default())
+        .expect("a consumer");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Offset(from)).unwrap();
+    consumer.assign(&tpl).expect("assigned");
+    wait_until(Duration::from_secs(30), "the consumer sends its first Fetch", || {
+        assert!(consumer.poll(Duration::from_millis(50)).is_none(), "nothing to read yet");
+        consumer.context().0.load(std::sync::atomic::Ordering::SeqCst) >= 1
+    });
+    consumer
+}
+
+/// The payload of the next record `consumer` gets within `within`.
+fn next(consumer: &BaseConsumer<Fetches>, within: Duration, what: &str) -> Vec<u8> {
+    let start = Instant::now();
+    loop {
+        let left = within.checked_sub(start.elapsed()).unwrap_or_else(|| panic!("{what}: none within {within:?}"));
+        if let Some(got) = consumer.poll(left.min(Duration::from_millis(200))) {
+            let message = got.expect("a record, not an error");
+            return message.payload().unwrap_or_default().to_vec();
+        }
+    }
+}
+
+/// A record written while a consumer's fetch waits reaches it at once, as
+/// on Kafka (librdkafka's mock alone answered the fetch after its 30 s),
+/// whether its producer waits for an answer or not (acks 0).
+#[test]
+fn a_waiting_fetch_is_answered_as_soon_as_a_record_is_written() {
+    let broker = Broker::dev();
+    for acks in ["all", "0"] {
+        let topic = format!("fetch-wait-acks-{acks}");
+        produce(&broker, &topic, "all", b"first");
+        let consumer = waiting_consumer(&broker, &topic, 1, 1);
+        produce(&broker, &topic, acks, b"second");
+        assert_eq!(next(&consumer, WITHIN, &format!("the record written with acks {acks}")), b"second");
+    }
+}
+
+/// fetch.min.bytes as on Kafka: a record smaller than it is held while the
+/// fetch waits; once enough bytes are written the consumer gets them.
+#[test]
+fn a_fetch_waits_for_its_min_bytes() {
+    const MIN_BYTES: usize = 4000;
+    let broker = Broker::dev();
+    let topic = "fetch-min-bytes";
+    produce(&broker, topic, "all", b"first");
+    let consumer = waiting_consumer(&broker, topic, 1, MIN_BYTES);
+    // One small record (a batch of its own, some 80 bytes): not enough.
+    produce(&broker, topic, "all", b"small");
+    assert!(
+        stays_false(Duration::from_secs(2), || consumer.poll(Duration::from_millis(50)).is_some()),
+        "a record under fetch.min.bytes was answered before the fetch's wait"
+    );
+    // Then more than enough: the consumer gets both, in order.
+    let big = vec![b'x'; MIN_BYTES + 1000];
+    produce(&broker, topic, "all", &big);
+    assert_eq!(next(&consumer, WITHIN, "the small record, once enough bytes are there"), b"small");
+    assert_eq!(next(&consumer, WITHIN, "the big record"), big);
+}

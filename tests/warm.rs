@@ -40,12 +40,19 @@ fn seen(events: &Path) -> Vec<Seen> {
 /// while it parses another ("unexpected EOF while looking for matching
 /// `)'"), as when the lead signal comes while the script starts.
 fn script(g: &Group) -> String {
+    script_setting_up(g, "warm.sh", ":")
+}
+
+/// `script`, named `name`, that first runs `set_up` (a command that takes
+/// a while): a signal then would find no trap, and kill it.
+fn script_setting_up(g: &Group, name: &str, set_up: &str) -> String {
     let (dir, events) = (g.dir.path().display(), g.dir.path().join("events"));
-    let path = g.dir.path().join("warm.sh");
+    let path = g.dir.path().join(name);
     std::fs::write(
         &path,
         format!(
             r#"#!/bin/bash
+{set_up}
 ev() {{ local token=; read -r token < "$NELI_TOKEN_FILE"; echo "$EPOCHREALTIME $NELI_NAME $1 [$token] $$" >> {events}; }}
 trap 'ev lead' USR1
 trap 'ev unlead' USR2
@@ -89,14 +96,17 @@ fn every_member_runs_the_command_only_the_leader_is_told_and_a_handover_unleads_
     let events = g.dir.path().join("events");
     let mut members: Vec<Member> = ["a", "b", "c"].iter().map(|n| warm(&g, n, &script, &[])).collect();
     wait_until(LONG, "all three commands run", || seen(&events).iter().filter(|s| s.what == "start").count() == 3);
-    // Each started as a standby's: the token file empty.
-    let starts = seen(&events).into_iter().filter(|s| s.what == "start");
-    assert!(starts.clone().all(|s| s.token.is_empty()), "{:?}", seen(&events));
     wait_until(LONG, "one is told it leads", || seen(&events).iter().any(|s| s.what == "lead"));
     let first = seen(&events).into_iter().find(|s| s.what == "lead").unwrap();
     let leader = members.iter().position(|m| m.name == first.name).unwrap();
     assert_eq!(Some(first.token.clone()), led_token(&members[leader]), "the token its log names");
     assert!(first.token.parse::<i64>().is_ok(), "{first:?}");
+    // Each started as a standby's, the token file empty; the first member
+    // leads within milliseconds, so its command may read its token at
+    // start (the lead signal waits for its set-up, and comes all the same).
+    let leaders = |s: &Seen| s.name == first.name && s.token == first.token;
+    let mut starts = seen(&events).into_iter().filter(|s| s.what == "start");
+    assert!(starts.all(|s| s.token.is_empty() || leaders(&s)), "{:?}", seen(&events));
 
     // A graceful handover: the old leader's command is told first, with
     // the file already empty, then another's is told it leads. (A plain
@@ -138,6 +148,31 @@ fn every_member_runs_the_command_only_the_leader_is_told_and_a_handover_unleads_
     }
     assert_eq!(seen(&events).iter().filter(|s| s.what == "stop").count(), 3, "{:#?}", seen(&events));
     wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));
+}
+
+/// A command that takes a while to set up before its traps, as the first
+/// and only member: it leads within milliseconds of its start, before its
+/// traps are set, and the lead signal waits for its set-up (`SET_UP`)
+/// rather than kill it. It learns that it leads: from the file, once the
+/// traps are set, and from the lead signal.
+#[test]
+fn a_command_still_setting_up_when_its_member_leads_is_told_once_set_up_not_killed() {
+    let g = Group::new("warm-set-up");
+    let script = script_setting_up(&g, "slow.sh", "sleep 0.3");
+    let events = g.dir.path().join("events");
+    let count = |what: &str| seen(&events).iter().filter(|s| s.what == what).count();
+    let mut a = warm(&g, "a", &script, &[]);
+    wait_until(LONG, "a leads", || led_token(&a).is_some());
+    let token = led_token(&a).unwrap();
+    wait_until(LONG, "a's command is told it leads", || count("lead") == 1);
+    let all = seen(&events);
+    let lead = all.iter().find(|s| s.what == "lead").unwrap();
+    assert_eq!(lead.token, token, "the file holds the token when the signal comes: {all:#?}");
+    assert_eq!(count("start"), 1, "never killed nor started again: {all:#?}\n{}", a.log());
+    assert!(!a.log().contains("child exited"), "{}", a.log());
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
+    assert_eq!(count("stop"), 1, "{:#?}", seen(&events));
 }
 
 #[test]

@@ -413,6 +413,9 @@ pub struct RunArgs {
     /// leader's (it starts again as a standby), and the token stays the
     /// downstream guard. Needs --restart on-failure or always: a command
     /// that dies on any member is started again after --restart-delay.
+    /// Neither signal goes to a command in its first second, whose handlers
+    /// may not be set yet: the file says it at once, the signal comes at
+    /// the second's end.
     #[arg(long, env = "NELI_WARM", help_heading = "Warm standbys")]
     pub warm: bool,
 

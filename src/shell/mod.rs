@@ -257,9 +257,9 @@ impl Shell {
             // deadlines that passed (a fence among them).
             let sleep = self.core.next_deadline().map(|t| t.since(BootTime::now()));
             // `--warm`: the first seat whose dead command is due to start
-            // again as a standby's.
-            let restart_at =
-                self.seats.iter().filter_map(|(&p, seat)| Some((seat.warm.as_ref()?.restart_at?, p))).min();
+            // again as a standby's, or whose command has set up and has a
+            // signal held for that.
+            let warm_due = self.seats.iter().filter_map(|(&p, seat)| Some((seat.warm.as_ref()?.due()?, p))).min();
             tokio::select! {
                 event = self.events.recv(), if self.kafka_alive => {
                     if let Some(input) = self.heard(event) {
@@ -283,9 +283,9 @@ impl Shell {
                     }
                 }
                 _ = sleep_for(sleep) => return Input::Tick,
-                _ = restart(restart_at.map(|(at, _)| at)) => {
-                    if let Some((_, seat)) = restart_at {
-                        self.warm_restart(seat);
+                _ = restart(warm_due.map(|(at, _)| at)) => {
+                    if let Some(input) = warm_due.and_then(|(_, seat)| self.warm_due(seat)) {
+                        return input;
                     }
                 }
                 _ = flushed(&mut self.flushing) => {

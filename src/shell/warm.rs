@@ -9,8 +9,23 @@
 //!   one not running starts once the file is written).
 //! - The core's stop becomes: the token file emptied, then the lease made
 //!   a standby's and --unlead-signal, and the leading part reported ended
-//!   at once, so a revoke, a yield or a pause goes on without waiting for
-//!   the command (it must honour the signal).
+//!   once the signal is sent, so a revoke, a yield or a pause goes on
+//!   without waiting for the command (it must honour the signal).
+//! - A command is started before the loop, and again after it dies; it
+//!   installs its handlers only once it runs (a script's `trap`s, an
+//!   interpreter's start), and until then the lead and unlead signals'
+//!   default action kills it. Kafka elects a first member 5-60 ms after it
+//!   starts: too soon. So a command started less than `SET_UP` ago is
+//!   signalled only once that much time has passed since its start (the
+//!   file is written and the lease set at once, as always: a command that
+//!   reads the file at start sees it). Held, the signal follows the newest
+//!   state: a lead then an unlead within the set-up is the unlead alone
+//!   (the command may have read the token at start; a signal means "read
+//!   the file", and two sent at once could arrive merged or reordered),
+//!   and an unlead is reported to the core once it is sent (a handover
+//!   never goes on before the command is told). A command that has run
+//!   for `SET_UP` is signalled at once, as before; kills and fences never
+//!   wait.
 //! - The file is written on a thread of its own (a hung file system must
 //!   not stall the loop that fences); the loop hears when a write is done
 //!   (`Shell::warm_written`), and only then signals. A command is never
@@ -40,6 +55,7 @@ use tokio::sync::oneshot;
 use tracing::{error, info, warn};
 
 use super::seat::Seat;
+use super::supervisor::Supervisor;
 use super::Shell;
 use crate::clock::BootTime;
 use crate::config::Config;
@@ -76,7 +92,80 @@ pub(super) struct Warm {
     /// SIGTERM, SIGINT or a fatal error came: stops and kills are real.
     stopping: bool,
     /// When a dead command starts again as a standby.
-    pub(super) restart_at: Option<tokio::time::Instant>,
+    restart_at: Option<tokio::time::Instant>,
+    /// The running command's set-up, and the signal held for its end.
+    set_up: SetUp,
+}
+
+/// How long a command is left to set up before it is sent --lead-signal or
+/// --unlead-signal: the time from its start to its handlers being in place
+/// (a shell script's `trap`s, an interpreter's start and imports: tens of
+/// milliseconds, a few hundred on a loaded host; a second leaves room for
+/// that). Until then the signal's default action would kill it. It costs
+/// only around a start: a member that comes to lead within it writes the
+/// file at once and signals at its end, and an unlead within it holds the
+/// handover back until its end (a --grace shorter than what is left of it
+/// gets the command killed first, as any command that does not stop in
+/// time). A command must install its handlers first and warm up after.
+const SET_UP: Duration = Duration::from_secs(1);
+
+/// A signal held until the command has set up.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Told {
+    /// --lead-signal, for the token the file was written with.
+    Lead(i64),
+    /// --unlead-signal; then the core hears that the leading part ended.
+    Unlead,
+}
+
+/// A command's set-up (`SET_UP` from its start), and the signal held for
+/// its end: the newest only.
+#[derive(Debug, Default)]
+struct SetUp {
+    until: Option<tokio::time::Instant>,
+    held: Option<Told>,
+}
+
+impl SetUp {
+    /// A command started at `now`: nothing is held for it yet.
+    fn started(&mut self, now: tokio::time::Instant) {
+        self.until = Some(now + SET_UP);
+        self.held = None;
+    }
+
+    /// Holds `told` if the command is still setting up at `now`, in place
+    /// of what was held (a lead then an unlead is the unlead alone); false
+    /// if it is to be sent now.
+    fn hold(&mut self, told: Told, now: tokio::time::Instant) -> bool {
+        let setting_up = self.until.is_some_and(|until| until > now);
+        if setting_up {
+            self.held = Some(told);
+        }
+        setting_up
+    }
+
+    /// When the held signal is due, if one is.
+    fn due(&self) -> Option<tokio::time::Instant> {
+        self.until.filter(|_| self.held.is_some())
+    }
+
+    /// The held signal, once the set-up has ended by `now`: a lead is
+    /// dropped unless the file still says (or is being written to say) its
+    /// token, `leading` (else an unlead is on its way).
+    fn take(&mut self, now: tokio::time::Instant, leading: Option<i64>) -> Option<Told> {
+        if self.until.is_some_and(|until| until > now) {
+            return None;
+        }
+        match self.held.take()? {
+            Told::Lead(token) if leading != Some(token) => None,
+            told => Some(told),
+        }
+    }
+
+    /// Nothing is to be told: the command is stopped, killed, or gone.
+    fn drop(&mut self) {
+        self.held = None;
+    }
 }
 
 /// The token file's writer: a thread that writes it, in order, and says
@@ -152,7 +241,7 @@ impl Warm {
     /// in $RUNTIME_DIRECTORY if systemd gave one, else the temporary
     /// directory), the file, empty, and its writer, and names the file to
     /// the command as NELI_TOKEN_FILE.
-    pub(super) fn new(cfg: &Config, child: &mut super::supervisor::Supervisor) -> Result<Option<Warm>, Failure> {
+    pub(super) fn new(cfg: &Config, child: &mut Supervisor) -> Result<Option<Warm>, Failure> {
         let Some(signals) = cfg.warm else { return Ok(None) };
         let base = std::env::var_os("RUNTIME_DIRECTORY")
             .and_then(|dirs| std::env::split_paths(&dirs).next())
@@ -181,7 +270,31 @@ impl Warm {
             leading: None,
             stopping: false,
             restart_at: None,
+            set_up: SetUp::default(),
         }))
+    }
+
+    /// Starts the command under `lease`, its set-up counted from now; false
+    /// if it could not be started (said in the log).
+    fn spawn(&mut self, child: &mut Supervisor, lease: BootTime) -> bool {
+        self.set_up.drop();
+        let started = child.spawn(None, lease, None);
+        if started {
+            self.set_up.started(tokio::time::Instant::now());
+        }
+        started
+    }
+
+    /// Holds `told` if the running command is still setting up (a signal
+    /// now would come before its handlers); false if it is to be sent now.
+    fn hold(&mut self, child: &Supervisor, told: Told) -> bool {
+        child.is_running() && self.set_up.hold(told, tokio::time::Instant::now())
+    }
+
+    /// When the loop must come back to this command: its restart, or the
+    /// end of its set-up if a signal is held for it.
+    pub(super) fn due(&self) -> Option<tokio::time::Instant> {
+        self.restart_at.into_iter().chain(self.set_up.due()).min()
     }
 
     /// Whether the command was told it leads (and not told otherwise since).
@@ -202,6 +315,7 @@ impl Warm {
     /// still under way would take (the command is being stopped, killed,
     /// or is gone: nothing follows).
     fn unlead(&mut self) {
+        self.set_up.drop();
         match self.leading.take() {
             Some(_) => self.write(None, None),
             None => self.steps.drop(),
@@ -263,12 +377,12 @@ fn write(file: &Path, token: Option<i64>) -> std::io::Result<()> {
 }
 
 impl Shell {
-    /// Starts the warm command as a standby's, before the loop (it then has
-    /// time to set up before any lead signal).
+    /// Starts the warm command as a standby's, before the loop (a lead
+    /// signal waits for its set-up: `SET_UP`).
     pub(super) fn warm_start(&mut self) {
         for Seat { child, warm, .. } in self.seats.values_mut() {
             let Some(warm) = warm.as_mut() else { continue };
-            if !child.spawn(None, no_lease(), None) {
+            if !warm.spawn(child, no_lease()) {
                 warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
             }
         }
@@ -359,6 +473,10 @@ impl Shell {
         let token = match (then, written) {
             (Then::Unlead, Ok(())) => {
                 child.renew(no_lease());
+                if warm.hold(child, Told::Unlead) {
+                    info!(set_up = ?SET_UP, "no longer leading: token file emptied; the unlead signal waits for the command's set-up");
+                    return None;
+                }
                 child.signal(warm.unlead);
                 info!("no longer leading: token file emptied, unlead signal sent");
                 return std::mem::take(&mut warm.owed).then_some(Input::ChildExited(seat, ChildStatus::Exited(0)));
@@ -376,13 +494,18 @@ impl Shell {
                 child.renew(no_lease());
                 return Some(Input::ChildExited(seat, ChildStatus::Exited(Kind::Internal.code())));
             }
+            (Then::Lead(token), Ok(())) if warm.hold(child, Told::Lead(token)) => {
+                info!(token, set_up = ?SET_UP, "leading: token file written; the lead signal waits for the command's set-up");
+                token
+            }
             (Then::Lead(token), Ok(())) => {
                 child.signal(warm.lead);
                 info!(token, "leading: token file written, lead signal sent");
                 token
             }
             (Then::Start(token), Ok(())) => {
-                if child.is_idle() && !child.spawn(None, warm.lease, None) {
+                let lease = warm.lease;
+                if child.is_idle() && !warm.spawn(child, lease) {
                     warm.unlead();
                     warm.owed = false;
                     return Some(Input::ChildExited(seat, ChildStatus::Exited(Kind::Internal.code())));
@@ -396,6 +519,32 @@ impl Shell {
         }
         self.report.metrics.lock().expect("metrics lock").child_started(token);
         None
+    }
+
+    /// The loop's timer for `seat`'s command is due (`Warm::due`): sends
+    /// the signal held for its set-up once that has ended, and starts a
+    /// dead one again once its restart is due. Returns what the core must
+    /// hear, if anything (an unlead's end).
+    pub(super) fn warm_due(&mut self, seat: Partition) -> Option<Input> {
+        let Some(Seat { child, warm: Some(warm), .. }) = self.seats.get_mut(&seat) else { return None };
+        let now = tokio::time::Instant::now();
+        let mut input = None;
+        match warm.set_up.take(now, warm.leading) {
+            Some(Told::Lead(token)) => {
+                child.signal(warm.lead);
+                info!(token, "the command has set up: lead signal sent");
+            }
+            Some(Told::Unlead) => {
+                child.signal(warm.unlead);
+                info!("the command has set up: unlead signal sent");
+                input = std::mem::take(&mut warm.owed).then_some(Input::ChildExited(seat, ChildStatus::Exited(0)));
+            }
+            None => {}
+        }
+        if warm.restart_at.is_some_and(|at| at <= now) {
+            self.warm_restart(seat);
+        }
+        input
     }
 
     /// The core waits for a command that is already gone (it never came
@@ -413,6 +562,8 @@ impl Shell {
     /// neli-run ends, as --restart says). Returns what the core must hear.
     pub(super) fn warm_exited(&mut self, seat: Partition, status: ChildStatus) -> Option<Input> {
         let Some(Seat { warm: Some(warm), .. }) = self.seats.get_mut(&seat) else { return None };
+        // Nothing is left to tell.
+        warm.set_up.drop();
         if std::mem::take(&mut warm.owed) {
             warm.unlead();
             // If we no longer lead then (a fence), it starts as a standby's.
@@ -437,7 +588,7 @@ impl Shell {
     /// The restart time of a dead command has come: start it as a
     /// standby's, unless we lead or are about to (the core then starts it,
     /// or ends our part: asked again after --restart-delay).
-    pub(super) fn warm_restart(&mut self, seat: Partition) {
+    fn warm_restart(&mut self, seat: Partition) {
         let Some(Seat { child, warm: Some(warm), .. }) = self.seats.get_mut(&seat) else { return };
         warm.restart_at = None;
         if warm.owed || warm.stopping || !child.is_idle() {
@@ -447,7 +598,7 @@ impl Shell {
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
             return;
         }
-        if !child.spawn(None, no_lease(), None) {
+        if !warm.spawn(child, no_lease()) {
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
         }
     }
@@ -539,5 +690,42 @@ mod tests {
         let ending = steps.queue(Some(Then::Ending(12)));
         steps.drop();
         assert_eq!(steps.done(ending), None);
+    }
+
+    #[test]
+    fn a_signal_waits_for_the_set_up_and_only_the_newest_is_sent() {
+        let start = tokio::time::Instant::now();
+        let (during, after) = (start + SET_UP / 2, start + SET_UP);
+        let mut set_up = SetUp::default();
+        assert!(!set_up.hold(Told::Lead(1), start), "never started: nothing to wait for");
+        set_up.started(start);
+        assert_eq!(set_up.due(), None, "nothing held");
+        // A lead within the set-up waits for its end.
+        assert!(set_up.hold(Told::Lead(7), during));
+        assert_eq!(set_up.due(), Some(after));
+        assert_eq!(set_up.take(during, Some(7)), None, "not yet");
+        assert_eq!(set_up.take(after, Some(7)), Some(Told::Lead(7)));
+        assert_eq!((set_up.take(after, Some(7)), set_up.due()), (None, None), "sent once");
+        // A lead then an unlead within it: the unlead alone.
+        set_up.started(start);
+        assert!(set_up.hold(Told::Lead(8), start) && set_up.hold(Told::Unlead, during));
+        assert_eq!(set_up.take(after, None), Some(Told::Unlead));
+        // A lead whose unlead is still being written: dropped (the unlead
+        // follows), as one overtaken by a newer token.
+        set_up.started(start);
+        assert!(set_up.hold(Told::Lead(9), during));
+        assert_eq!(set_up.take(after, None), None);
+        set_up.started(start);
+        assert!(set_up.hold(Told::Lead(9), during));
+        assert_eq!(set_up.take(after, Some(10)), None);
+        // Once set up, a signal goes at once; a restart starts the count
+        // again and forgets what was held for the last command.
+        assert!(!set_up.hold(Told::Unlead, after));
+        assert!(set_up.hold(Told::Unlead, during));
+        set_up.started(after);
+        assert_eq!(set_up.due(), None);
+        assert!(set_up.hold(Told::Lead(11), after));
+        set_up.drop();
+        assert_eq!((set_up.due(), set_up.take(after + SET_UP, Some(11))), (None, None));
     }
 }

@@ -216,7 +216,11 @@ fn init_logging(args: &LogArgs) {
         (_, 1) => "warn",
         _ => "error",
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    // rdkafka's consumer logs an error when it is dropped already closed,
+    // and neli-run closes its group's consumer itself, to wake the others
+    // the moment the group answers its leave (kafka/wake.rs).
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("{level},rdkafka::consumer::base_consumer=off")));
     // A log line that cannot be written now is dropped: a dead or stalled
     // log reader must never stop neli-run (see `stderr`).
     let logs = tracing_subscriber::fmt()

@@ -26,5 +26,6 @@ mod status;
 mod supervision;
 mod systemd;
 mod tls;
+mod wake;
 mod warm;
 mod waves;

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -17,6 +18,7 @@ use tracing::{debug, info, warn};
 use super::context::ReaderContext;
 use super::decode::{Decoder, Read};
 use super::heartbeat::Member;
+use super::wake::Subscription;
 use super::{fatal, Event, Partition, CONTROL_PARTITION};
 use crate::clock::BootTime;
 use crate::exit::{Failure, Kind};
@@ -46,44 +48,46 @@ pub(super) struct Watch {
 }
 
 /// The consumer thread: polls until asked to close, then closes the consumer
-/// (which sends LeaveGroup).
+/// (which sends LeaveGroup, and waits for its answer). Returns whether it
+/// left the group then (it was in it): the others may be woken now
+/// (wake.rs).
 pub(super) fn consume(
-    consumer: BaseConsumer<ReaderContext>,
-    subscribed: bool,
+    consumer: Arc<BaseConsumer<ReaderContext>>,
+    subscription: &Subscription,
     me: &Member,
     asks: &Requests,
     watch: Watch,
     events: &UnboundedSender<Event>,
-) {
-    let mut reader = Reader {
-        consumer: &consumer,
-        me,
-        events,
-        gaps: BTreeMap::new(),
-        // Whether we subscribed before this thread began (not read from
-        // `keep_out`, which the loop may have cleared by now).
-        subscribed,
-        slice: STANDBY_POLL,
-    };
+) -> bool {
+    let mut reader =
+        Reader { consumer: &consumer, subscription, me, events, gaps: BTreeMap::new(), slice: STANDBY_POLL };
     while !asks.closing.load(Ordering::Relaxed) {
         reader.answer(asks, watch);
         if reader.poll_once().is_break() {
             break;
         }
     }
-    // Dropping closes the consumer: it leaves the group and waits for that.
-    drop(consumer);
+    // Closes the group's consumer (`Kafka::leave` began to) and waits for
+    // the group's answer to our leave, as dropping it would, but in short
+    // polls, so that the wake follows the answer closely. The watcher holds
+    // the consumer too: the drop that destroys it comes later, and finds it
+    // closed.
+    let left = subscription.close(&consumer);
+    while !consumer.closed() {
+        consumer.poll(Duration::from_millis(1));
+    }
+    left
 }
 
 /// The consumer thread's state between two polls.
 struct Reader<'a> {
     consumer: &'a BaseConsumer<ReaderContext>,
+    /// Whether we are in the group, shared with the watcher.
+    subscription: &'a Subscription,
     me: &'a Member,
     events: &'a UnboundedSender<Event>,
     /// Per seat's partition: the gap in our own heartbeats read back.
     gaps: BTreeMap<Partition, Gap>,
-    /// Whether we are subscribed (in the group, or joining it).
-    subscribed: bool,
     /// How long the next poll lasts (`OWNER_POLL`, `STANDBY_POLL`).
     slice: Duration,
 }
@@ -93,30 +97,29 @@ impl Reader<'_> {
     /// the group or join it again (`keep_out`), rejoin, stand aside or hand
     /// over.
     fn answer(&mut self, asks: &Requests, watch: Watch) {
-        let (consumer, events) = (self.consumer, self.events);
+        let (consumer, events, subscription) = (self.consumer, self.events, self.subscription);
+        subscription.settle(consumer, &consumer.context().reach.topic);
         if asks.leave.load(Ordering::Relaxed) {
-            if self.subscribed {
+            if subscription.subscribed() {
                 info!("leaving the group ahead of exiting (--overlap): the next owners start now");
-                leave_group(consumer);
-                self.subscribed = false;
+                leave_group(consumer, subscription);
             }
             return;
         }
         let out = asks.keep_out.load(Ordering::Relaxed);
-        if out && self.subscribed && !holds_a_seat(consumer) {
+        let subscribed = subscription.subscribed();
+        if out && subscribed && !holds_a_seat(consumer) {
             info!("unhealthy: leaving the group until the health check passes");
-            leave_group(consumer);
-            self.subscribed = false;
-        } else if !out && !self.subscribed {
+            leave_group(consumer, subscription);
+        } else if !out && !subscribed {
             info!("healthy: joining the group");
-            subscribe(consumer, events);
-            self.subscribed = true;
+            subscribe(consumer, subscription, events);
         }
         if asks.rejoin.swap(false, Ordering::Relaxed) {
             if holds_a_seat(consumer) {
                 // The revoke this causes goes through the barrier as any other.
-                consumer.unsubscribe();
-                subscribe(consumer, events);
+                subscription.unsubscribe(consumer);
+                subscribe(consumer, subscription, events);
             } else {
                 debug!("no seat's partition is ours any more: nothing to give back, and librdkafka rejoins by itself");
             }
@@ -129,13 +132,12 @@ impl Reader<'_> {
             };
         // Out of the group already (unhealthy, and the stand-aside of
         // another seat of ours came first): there is nothing to leave.
-        if let Some(watch) = aside.filter(|_| self.subscribed) {
-            leave_until_another_leads(consumer, self.me, asks, watch, events);
+        if let Some(watch) = aside.filter(|_| subscription.subscribed()) {
+            leave_until_another_leads(consumer, subscription, self.me, asks, watch, events);
             if asks.keep_out.load(Ordering::Relaxed) {
                 info!("unhealthy: staying out of the group until the health check passes");
-                self.subscribed = false;
             } else {
-                subscribe(consumer, events);
+                subscribe(consumer, subscription, events);
             }
         }
     }
@@ -180,6 +182,7 @@ impl Reader<'_> {
                 Err(err) => {
                     match err
                         .rdkafka_error_code()
+                        .filter(|&c| !ctx.reach.wake_error(c))
                         .and_then(|c| fatal(c, err.to_string(), &ctx.reach.topic, &ctx.reach.group))
                     {
                         Some(fatal) => {
@@ -338,13 +341,13 @@ fn holds_a_seat(consumer: &BaseConsumer<ReaderContext>) -> bool {
 /// next assignment without a seat's partition says "standby" again, which the
 /// core waits for to write our candidacy (a standby healthy again after a
 /// failed check wrote none, and `status` lost it: audit D2).
-fn leave_group(consumer: &BaseConsumer<ReaderContext>) {
-    consumer.unsubscribe();
+fn leave_group(consumer: &BaseConsumer<ReaderContext>, subscription: &Subscription) {
+    subscription.unsubscribe(consumer);
     consumer.context().standby.store(false, Ordering::Relaxed);
 }
 
-fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Event>) {
-    if let Err(err) = consumer.subscribe(&[&consumer.context().reach.topic]) {
+fn subscribe(consumer: &BaseConsumer<ReaderContext>, subscription: &Subscription, events: &UnboundedSender<Event>) {
+    if let Err(err) = subscription.subscribe(consumer, &consumer.context().reach.topic) {
         let _ = events.send(Event::Fatal(Failure::new(Kind::Internal, format!("rejoining: {err}"))));
     }
 }
@@ -361,6 +364,7 @@ fn subscribe(consumer: &BaseConsumer<ReaderContext>, events: &UnboundedSender<Ev
 /// records say nothing new.
 fn leave_until_another_leads(
     consumer: &BaseConsumer<ReaderContext>,
+    subscription: &Subscription,
     me: &Member,
     asks: &Requests,
     watch: Duration,
@@ -368,7 +372,7 @@ fn leave_until_another_leads(
 ) {
     let (closing, unhealthy) = (&asks.closing, asks.keep_out.load(Ordering::Relaxed));
     let ctx = consumer.context();
-    leave_group(consumer);
+    leave_group(consumer, subscription);
     // The cooperative protocol takes only incremental assignments, and
     // librdkafka refuses them until the revoke this causes has been served:
     // poll until then.

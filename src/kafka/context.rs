@@ -42,11 +42,40 @@ pub(super) struct Reach {
     /// When the group last revoked a seat of ours, not lost (`BootTime`
     /// nanoseconds, 0 never): the rebalance that follows holds the reader.
     revoked_at: Arc<AtomicU64>,
+    /// When a wake last made us subscribe to a topic that does not exist
+    /// (`BootTime` nanoseconds, 0 never): the errors about it are not ours.
+    woken_at: Arc<AtomicU64>,
 }
 
 impl Reach {
     pub(super) fn new(events: UnboundedSender<Event>, topic: String, group: String) -> Reach {
-        Reach { events, topic, group, unreachable: Arc::default(), fatal: Arc::default(), revoked_at: Arc::default() }
+        Reach {
+            events,
+            topic,
+            group,
+            unreachable: Arc::default(),
+            fatal: Arc::default(),
+            revoked_at: Arc::default(),
+            woken_at: Arc::default(),
+        }
+    }
+
+    /// A wake subscribed us to a topic that does not exist, now.
+    pub(super) fn woken(&self) {
+        self.woken_at.store(BootTime::now().as_nanos(), Ordering::Relaxed);
+    }
+
+    /// Whether an error with `code` is about the topic a wake subscribed
+    /// us to (librdkafka does not always say which topic an error is
+    /// about): a missing or forbidden topic, while that subscription lasts
+    /// and a little after. A true error about the group's topic recurs
+    /// at every metadata refresh, and is heard then.
+    pub(super) fn wake_error(&self, code: RDKafkaErrorCode) -> bool {
+        use RDKafkaErrorCode::*;
+        let woken = BootTime::from_nanos(self.woken_at.load(Ordering::Relaxed));
+        matches!(code, UnknownTopicOrPartition | UnknownTopic | TopicAuthorizationFailed)
+            && woken.as_nanos() != 0
+            && BootTime::now().since(woken) < super::wake::WAKE_ERRORS
     }
 
     /// Whether Kafka answers, as the clients last heard.
@@ -81,6 +110,10 @@ impl Reach {
 
     fn error(&self, err: KafkaError, reason: &str) {
         let code = err.rdkafka_error_code();
+        if code.is_some_and(|c| self.wake_error(c)) {
+            debug!(%err, %reason, "about the topic a wake subscribed to: not ours");
+            return;
+        }
         if let Some(fatal) = code.and_then(|c| fatal(c, format!("{err}: {reason}"), &self.topic, &self.group)) {
             self.fatal.lock().expect("fatal lock").get_or_insert_with(|| fatal.clone());
             let _ = self.events.send(Event::Fatal(fatal));

@@ -31,6 +31,7 @@ mod context;
 mod decode;
 pub mod heartbeat;
 mod topic;
+mod wake;
 pub mod yield_request;
 
 use std::collections::BTreeMap;
@@ -43,13 +44,14 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
 use tokio::sync::mpsc::UnboundedSender;
-use tracing::debug;
+use tracing::{debug, info};
 
 use crate::clock::BootTime;
 use crate::config::creation_error;
 use crate::config::timing::Timing;
 use crate::config::{Config, Target};
 use crate::exit::{Failure, Kind};
+use crate::layers_off::{self, Layer};
 use crate::leader::{Candidacy, Other, Pause, Record};
 use consumer::{Requests, Watch};
 use context::{Reach, ReaderContext, WriterContext};
@@ -157,7 +159,14 @@ pub struct Kafka {
     /// Whether Kafka answers, as both clients last heard.
     reach: Reach,
     requests: Arc<Requests>,
-    consumer: Option<JoinHandle<()>>,
+    /// The consumer thread: it says whether its close left the group.
+    consumer: Option<JoinHandle<bool>>,
+    /// The group's consumer and its subscription, to close it from here.
+    group: Arc<BaseConsumer<ReaderContext>>,
+    subscription: Arc<wake::Subscription>,
+    /// Watches for other members' wakes (wake.rs); stopped and joined when
+    /// we leave, once our own wake is written.
+    watcher: Option<Joined>,
     /// Serves the producer; stopped and joined when we leave.
     _serving: Joined,
     /// Drops the admin client that created the topic, if we did.
@@ -233,36 +242,45 @@ impl Kafka {
             recorded: Default::default(),
         };
 
-        let consumer: BaseConsumer<ReaderContext> =
-            consumer_config(s).create_with_context(reader).map_err(|e| creation_error(e, &s.target))?;
+        let consumer: Arc<BaseConsumer<ReaderContext>> =
+            Arc::new(consumer_config(s).create_with_context(reader).map_err(|e| creation_error(e, &s.target))?);
         let producer: Arc<BaseProducer<WriterContext>> =
             Arc::new(producer_config(s).create_with_context(writer).map_err(|e| creation_error(e, &s.target))?);
 
         let served = producer.clone();
         let serving = Joined::spawn("neli-produce", move |stop| serve_producer(&served, stop))?;
         let admin = topic::ensure_topic(s, &consumer)?;
-        let born = s
+        let born: BTreeMap<Partition, i64> = s
             .seats
             .iter()
             .filter_map(|&p| Some((p, consumer.fetch_watermarks(&s.target.topic, p, Duration::from_secs(2)).ok()?.1)))
             .collect();
+        let subscription = Arc::new(wake::Subscription::default());
         if !s.health_checked {
-            consumer.subscribe(&[&s.target.topic]).map_err(|e| creation_error(e, &s.target))?;
+            subscription
+                .subscribe(&consumer, &s.target.topic)
+                .map_err(|e| Failure::new(Kind::Internal, format!("cannot subscribe to {}: {e}", s.target.topic)))?;
         }
         requests.keep_out.store(s.health_checked, Ordering::Relaxed);
+        let watcher = if layers_off::off(Layer::Wake) {
+            None
+        } else {
+            let watcher: BaseConsumer = wake::watcher_config(s).create().map_err(|e| creation_error(e, &s.target))?;
+            let (group, watched, me) = (consumer.clone(), subscription.clone(), member.clone());
+            let from = born.get(&CONTROL_PARTITION).copied();
+            Some(Joined::spawn("neli-watch", move |stop| wake::watch(&watcher, from, &group, &watched, &me, stop))?)
+        };
 
         let reader_member = member.clone();
         let reader_requests = requests.clone();
-        let health_checked = s.health_checked;
+        let (group, subscribed) = (consumer.clone(), subscription.clone());
         let watch = Watch {
             yielded: 3 * s.timing.session_timeout,
             handed_over: candidacy::LIVE_INTERVALS * s.candidacy_interval,
         };
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
-            .spawn(move || {
-                consumer::consume(consumer, !health_checked, &reader_member, &reader_requests, watch, &events)
-            })
+            .spawn(move || consumer::consume(consumer, &subscription, &reader_member, &reader_requests, watch, &events))
             .map_err(|e| Failure::new(Kind::Internal, format!("cannot start the Kafka thread: {e}")))?;
 
         Ok(Kafka {
@@ -275,6 +293,9 @@ impl Kafka {
             reach,
             requests,
             consumer: Some(thread),
+            group,
+            subscription: subscribed,
+            watcher,
             _serving: serving,
             _admin: admin,
             born,
@@ -408,12 +429,31 @@ impl Kafka {
         self.reach.is_reachable()
     }
 
-    /// Leaves the group so that a standby takes over at once, then closes
-    /// both clients. Call only once the child is gone.
+    /// Leaves the group so that a standby takes over at once, wakes the
+    /// others once the group has answered (wake.rs), then closes the
+    /// clients. Call only once the child is gone.
     pub fn leave(mut self) {
+        // `closing` first: the revoke the close causes must not block. The
+        // close at once: the consumer thread would begin it only at the
+        // end of its poll.
         self.requests.closing.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.consumer.take() {
-            let _ = thread.join();
+        self.subscription.close(&self.group);
+        let left = self.consumer.take().is_some_and(|thread| thread.join().unwrap_or(false));
+        if left && self.watcher.is_some() {
+            info!("left the group; waking the others");
+            self.send_wake();
+        }
+        self.watcher.take();
+    }
+
+    /// Writes our wake and waits up to `WAKE_WAIT` for it to be written.
+    fn send_wake(&self) {
+        let value = wake::Record::new(&self.member).encode();
+        let record =
+            BaseRecord::to(&self.topic).partition(CONTROL_PARTITION).key(self.member.name.as_bytes()).payload(&value);
+        match self.producer.send(record) {
+            Ok(()) => self.flusher(WAKE_WAIT)(),
+            Err((err, _)) => debug!(%err, "wake not queued"),
         }
     }
 }
@@ -530,6 +570,10 @@ fn backlog(s: &crate::leader::Settings) -> i64 {
     let per_writer = (s.heartbeat_deadline + s.claim_margin).as_nanos() / s.heartbeat_interval.as_nanos().max(1);
     (4 * per_writer as i64).max(64) + STANDBYS * (i64::from(candidacy::LIVE_INTERVALS) + 1)
 }
+
+/// How long leaving waits for our wake to be written: the others take over
+/// at their next coordinator heartbeat without it.
+const WAKE_WAIT: Duration = Duration::from_secs(1);
 
 /// How many standbys a new owner is sure to know of (`backlog`): a larger
 /// group still works, but its owner may miss a member of higher priority.

@@ -1,0 +1,296 @@
+//! The wake: a member that left the group gracefully writes a record to the
+//! control partition once Kafka has answered its LeaveGroup, and every
+//! other member watches for it and rejoins at once, instead of learning of
+//! the rebalance from the answer to its next coordinator heartbeat (up to
+//! `--coordinator-heartbeat` later). A graceful handover then takes a few
+//! round trips (docs/how-it-works.md, "How long a handover takes").
+//!
+//! - Written after the leave is answered, never before: Kafka answers a
+//!   follower's JoinGroup in a stable group at once with the current
+//!   generation, so a member woken before the leave would rejoin the old
+//!   generation and wait for its heartbeat after all.
+//! - Read by a client of its own (`watch`, on the `neli-watch` thread), not
+//!   in the group: the group's consumer owns no partition while a standby.
+//!   Its fetch waits for `WAKE_BYTES` or more, which one wake record is
+//!   and a few heartbeats are not, so a broker that holds fetches open
+//!   (Kafka, the dev broker) answers it only for a wake or at its wait's
+//!   end; brokers that do not (tansu) answer it each wait.
+//! - The rejoin: librdkafka has no call for it. Subscribing to the group's
+//!   topic plus a name that does not exist makes it ask for metadata and
+//!   rejoin with the same member id and nothing revoked; the subscription
+//!   is put back afterwards (`Subscription`), and the errors that name is
+//!   answered with are not ours (`Reach::wake_errors`).
+//! - A record of its own type: older versions ignore it, and a standby of
+//!   an older version takes over at its next coordinator heartbeat as
+//!   before (the join waits for it).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use serde::{Deserialize, Serialize};
+use tracing::{debug, info, warn};
+
+use super::context::ReaderContext;
+use super::heartbeat::Member;
+use super::CONTROL_PARTITION;
+
+/// How large a wake record is (its padding): more than the watchers'
+/// `fetch.min.bytes`, which the heartbeats and candidacies written in one
+/// fetch wait do not reach in a small group.
+const WAKE_BYTES: usize = 16 * 1024;
+/// The watchers' `fetch.min.bytes`.
+const WATCH_MIN_BYTES: usize = WAKE_BYTES / 2;
+/// How long the subscription with the name that does not exist stays:
+/// long enough for librdkafka to have asked for its metadata and rejoined.
+const WAKE_HOLD: Duration = Duration::from_secs(1);
+/// How long after a wake errors about a missing or forbidden topic are
+/// taken for the wake's (`Reach::wake_error`): its hold, and metadata
+/// answered late.
+pub(super) const WAKE_ERRORS: Duration = Duration::from_secs(4);
+
+/// One wake record's value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// Always "wake": what tells it from the other records.
+    #[serde(rename = "type")]
+    kind: String,
+    v: u32,
+    name: String,
+    incarnation: String,
+    /// Wall clock (ms since the epoch) when written.
+    at_ms: u64,
+    /// Spaces up to `WAKE_BYTES`.
+    #[serde(default)]
+    pad: String,
+}
+
+impl Record {
+    /// `member`'s wake, now.
+    pub fn new(member: &Member) -> Record {
+        Record {
+            kind: "wake".into(),
+            v: 1,
+            name: member.name.clone(),
+            incarnation: member.incarnation.clone(),
+            at_ms: crate::clock::wall_ms(),
+            pad: String::new(),
+        }
+    }
+
+    /// Serialized, padded to `WAKE_BYTES`.
+    pub fn encode(&self) -> Vec<u8> {
+        let bare = serde_json::to_vec(self).expect("a wake always serializes").len();
+        let pad = " ".repeat(WAKE_BYTES.saturating_sub(bare));
+        serde_json::to_vec(&Record { pad, ..self.clone() }).expect("a wake always serializes")
+    }
+
+    /// Parses a record value that is a wake.
+    pub fn decode(bytes: &[u8]) -> Option<Record> {
+        serde_json::from_slice::<Record>(bytes).ok().filter(|w| w.kind == "wake")
+    }
+
+    fn is_from(&self, member: &Member) -> bool {
+        self.name == member.name && self.incarnation == member.incarnation
+    }
+}
+
+/// The group consumer's subscription, shared by the consumer thread (which
+/// joins and leaves) and the watcher (which may only make it rejoin, while
+/// it is in the group): one lock, so that a wake never lands after a leave
+/// and rejoins a member that meant to stay out.
+#[derive(Default)]
+pub(super) struct Subscription {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Subscribed (in the group, or joining it).
+    subscribed: bool,
+    /// The consumer is closing or closed: nothing more may be asked of it.
+    closed: bool,
+    /// It was in the group when it began to close: the close leaves it.
+    left: bool,
+    /// When a wake last subscribed to the name that does not exist too.
+    woken: Option<Instant>,
+    /// Wakes so far, for a fresh name each.
+    wakes: u64,
+}
+
+impl Subscription {
+    /// Subscribes `consumer` to `topic` alone (joining, or putting the
+    /// subscription back after a wake). Err: what librdkafka said.
+    pub(super) fn subscribe(&self, consumer: &BaseConsumer<ReaderContext>, topic: &str) -> Result<(), String> {
+        let mut state = self.lock();
+        if state.closed {
+            return Ok(());
+        }
+        state.subscribed = true;
+        state.woken = None;
+        consumer.subscribe(&[topic]).map_err(|e| e.to_string())
+    }
+
+    /// Unsubscribes (leaves the group).
+    pub(super) fn unsubscribe(&self, consumer: &BaseConsumer<ReaderContext>) {
+        let mut state = self.lock();
+        if state.closed {
+            return;
+        }
+        state.subscribed = false;
+        state.woken = None;
+        consumer.unsubscribe();
+    }
+
+    /// Whether we are subscribed.
+    pub(super) fn subscribed(&self) -> bool {
+        self.lock().subscribed
+    }
+
+    /// Begins to close `consumer` (it leaves the group if in it), once:
+    /// from then on nothing changes its subscription. Any thread may call
+    /// it, so that leaving does not wait for the consumer thread's poll to
+    /// end. Returns whether the close leaves the group.
+    pub(super) fn close(&self, consumer: &BaseConsumer<ReaderContext>) -> bool {
+        let mut state = self.lock();
+        if !state.closed {
+            state.closed = true;
+            state.left = state.subscribed;
+            if let Err(err) = consumer.close_queue() {
+                debug!(%err, "closing the consumer");
+            }
+        }
+        state.left
+    }
+
+    /// Makes `consumer` rejoin now, if it is in the group: the group's
+    /// topic and a fresh name that does not exist (a miss in librdkafka's
+    /// metadata cache, which rejoins once the metadata is in).
+    fn wake(&self, consumer: &BaseConsumer<ReaderContext>, topic: &str, me: &Member) -> bool {
+        let mut state = self.lock();
+        if !state.subscribed || state.closed {
+            return false;
+        }
+        state.wakes += 1;
+        let missing = format!("{topic}.wake-{}-{}", me.incarnation, state.wakes);
+        match consumer.subscribe(&[topic, &missing]) {
+            Ok(()) => {
+                state.woken = Some(Instant::now());
+                consumer.context().reach.woken();
+                true
+            }
+            Err(err) => {
+                debug!(%err, "cannot rejoin for a wake");
+                false
+            }
+        }
+    }
+
+    /// Puts the subscription back to the group's topic alone once a wake's
+    /// rejoin has had its time (`WAKE_HOLD`).
+    pub(super) fn settle(&self, consumer: &BaseConsumer<ReaderContext>, topic: &str) {
+        let mut state = self.lock();
+        if state.closed || state.woken.is_none_or(|at| at.elapsed() < WAKE_HOLD) {
+            return;
+        }
+        state.woken = None;
+        if let Err(err) = consumer.subscribe(&[topic]) {
+            debug!(%err, "cannot put the subscription back after a wake");
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The watcher's client configuration: the control partition alone, a
+/// fetch that waits for a wake's size. It names the group (librdkafka
+/// assigns partitions only to a consumer of a group, and the group's ACLs
+/// cover it) but never joins it: it subscribes to nothing.
+pub(super) fn watcher_config(s: &super::Settings) -> rdkafka::ClientConfig {
+    let wait = s.timing.request_timeout().saturating_sub(Duration::from_secs(1)).max(Duration::from_millis(100));
+    s.target.client_config(&[
+        ("client.id", &s.client_id),
+        ("group.id", &s.target.group),
+        ("enable.auto.commit", "false"),
+        ("allow.auto.create.topics", "false"),
+        ("enable.partition.eof", "false"),
+        ("fetch.wait.max.ms", &super::ms(wait)),
+        ("fetch.min.bytes", &WATCH_MIN_BYTES.to_string()),
+        ("socket.timeout.ms", &super::ms(s.timing.request_timeout())),
+    ])
+}
+
+/// The `neli-watch` thread: reads the control partition from `from` (its
+/// end when we joined, where known), and on another member's wake makes
+/// the group's consumer rejoin, until `stop`. Not from the end as the
+/// watcher finds it: in a group starting together the topic may not exist
+/// yet, and by the time it does a wake may be in it.
+pub(super) fn watch(
+    watcher: &BaseConsumer,
+    from: Option<i64>,
+    group: &Arc<BaseConsumer<ReaderContext>>,
+    subscription: &Subscription,
+    me: &Member,
+    stop: &AtomicBool,
+) {
+    let topic = group.context().reach.topic.clone();
+    let mut tpl = TopicPartitionList::new();
+    let from = from.map_or(Offset::End, Offset::Offset);
+    if let Err(err) = tpl.add_partition_offset(&topic, CONTROL_PARTITION, from).and_then(|()| watcher.assign(&tpl)) {
+        warn!(%err, "cannot watch for wakes: a handover here waits for the next coordinator heartbeat");
+        return;
+    }
+    debug!("watching for wakes");
+    while !stop.load(Ordering::Relaxed) {
+        let msg = match watcher.poll(WATCH_POLL) {
+            Some(Ok(msg)) => msg,
+            Some(Err(err)) => {
+                debug!(%err, "watching for wakes");
+                continue;
+            }
+            None => continue,
+        };
+        debug!(offset = msg.offset(), "watcher read a record");
+        let Some(wake) = msg.payload().and_then(Record::decode).filter(|w| !w.is_from(me)) else { continue };
+        if subscription.wake(group, &topic, me) {
+            info!(from = %crate::printable::printable(&wake.name), "a member left the group: rejoining now");
+        }
+    }
+}
+
+/// How long one poll of the watcher lasts: how long neli-run's exit may
+/// wait for the watcher, after it has left the group and woken the others.
+const WATCH_POLL: Duration = Duration::from_millis(250);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::candidacy;
+    use crate::kafka::heartbeat::Heartbeat;
+    use crate::kafka::yield_request::{PauseRequest, Yield};
+
+    fn member() -> Member {
+        Member { name: "a".into(), incarnation: "0123456789abcdef".into(), host: "h".into(), pid: 1 }
+    }
+
+    #[test]
+    fn a_wake_is_padded_past_the_watchers_minimum_and_read_as_nothing_else() {
+        let bytes = Record::new(&member()).encode();
+        assert!(bytes.len() >= WAKE_BYTES && bytes.len() < WAKE_BYTES + 64, "{}", bytes.len());
+        assert!(WATCH_MIN_BYTES < bytes.len());
+        let wake = Record::decode(&bytes).expect("a wake");
+        assert!(wake.is_from(&member()));
+        assert!(!wake.is_from(&Member { incarnation: "other".into(), ..member() }));
+        assert!(Heartbeat::decode(&bytes).is_none());
+        assert!(candidacy::Record::decode(&bytes).is_none());
+        assert!(Yield::decode(&bytes).is_none());
+        assert!(PauseRequest::decode(&bytes).is_none());
+        let candidacy = candidacy::Record::new(&member(), 0, false, 0, Duration::from_secs(1), false, false);
+        assert!(Record::decode(&candidacy.encode()).is_none());
+    }
+}

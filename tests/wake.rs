@@ -1,0 +1,105 @@
+//! The wake (src/kafka/wake.rs): a member that left the group writes a
+//! record once Kafka answered its LeaveGroup, and the others rejoin on it
+//! at once instead of at their next coordinator heartbeat. How fast that
+//! makes a handover is neli-bench's to say; here, that it happens, in that
+//! order, and that members without it (an older version) still take over.
+
+use nix::sys::signal::Signal;
+
+use crate::util::{wait_until, Group, Member};
+
+/// A debug build's switch that runs a member as an older version: no
+/// watcher, no wake written (src/layers_off.rs).
+fn without_wake() -> Option<Vec<String>> {
+    Some(vec!["env".into(), "NELI_TEST_LAYERS_OFF=wake".into()])
+}
+
+/// librdkafka's own debug lines, where it says why it rejoins.
+const REJOIN_REASONS: [&str; 3] = ["-v", "-X", "debug=cgrp"];
+
+/// The timestamp of the first line of `log` that contains `what`.
+fn logged_at(log: &str, what: &str) -> Option<String> {
+    log.lines().find(|l| l.contains(what)).and_then(|l| l.split_whitespace().next()).map(String::from)
+}
+
+const STANDBY: &str = "standby: in the group";
+const WOKEN: &str = "a member left the group: rejoining now";
+const LEFT: &str = "left the group; waking the others";
+/// librdkafka's reason for the rejoin a wake asks for (the subscription to
+/// a topic that does not exist, once its metadata is in).
+const REJOINED: &str = "Metadata for subscribed topic(s) has changed";
+/// librdkafka's reason for a rejoin its coordinator heartbeat asked for.
+const HEARD: &str = "Group is rebalancing";
+
+#[test]
+fn a_leader_that_stops_wakes_the_standbys_once_the_group_answered_its_leave() {
+    let g = Group::new("wake");
+    let t = g.broker.timing;
+    let mut members: Vec<Member> =
+        ["a", "b", "c"].iter().map(|n| g.member(n, &REJOIN_REASONS, &["sleep", "1000"])).collect();
+    wait_until(t.takeover(), "a leader runs its command", || g.lock_held());
+    let i = g.leader_among(&members);
+    let mut leader = members.remove(i);
+    for standby in &members {
+        wait_until(t.takeover(), &format!("{} stands by", standby.name), || standby.log().contains(STANDBY));
+    }
+    leader.signal(Signal::SIGTERM);
+    assert_eq!(leader.wait_exit(t.takeover()).code(), Some(143), "{}", leader.log());
+    let left = logged_at(&leader.log(), LEFT).unwrap_or_else(|| panic!("the leader woke no one: {}", leader.log()));
+    let leaving = logged_at(&leader.log(), "leaving the group").expect("the leader left");
+    wait_until(t.takeover(), "the next leader runs its command", || g.starts().len() == 2 && g.lock_held());
+    for standby in &members {
+        wait_until(t.takeover(), &format!("{} is woken", standby.name), || logged_at(&standby.log(), WOKEN).is_some());
+        let log = standby.log();
+        let woken = logged_at(&log, WOKEN).expect("woken");
+        assert!(woken >= left, "{} woken at {woken}, before the leave was answered at {left}", standby.name);
+        assert!(log.contains(&format!("{WOKEN} from={}", leader.name)), "{log}");
+        let (before, after) = log.split_at(log.find(WOKEN).expect("woken"));
+        // Unless its coordinator heartbeat told it first (a loaded machine
+        // may hold the leave that long): then it was rejoining already.
+        let heard =
+            |l: &&str| l.contains(HEARD) && l.split_whitespace().next().is_some_and(|at| at >= leaving.as_str());
+        if !before.lines().any(|l| heard(&l)) {
+            wait_until(t.takeover(), &format!("{} rejoins on the wake", standby.name), || {
+                let log = standby.log();
+                log[log.find(WOKEN).expect("woken")..].contains(REJOINED)
+            });
+        }
+        // The topic the wake subscribed to does not exist: nothing fatal.
+        assert!(!after.contains("ERROR"), "{log}");
+    }
+    drop(members);
+    g.assert_no_overlap();
+}
+
+/// A rolling upgrade: members of an older version neither watch nor wake.
+/// A standby of the old kind takes over from a new leader, and a new
+/// standby from an old leader, each at its next coordinator heartbeat.
+#[test]
+fn members_without_the_wake_still_take_over() {
+    let g = Group::new("wake-mixed");
+    let t = g.broker.timing;
+    let a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let mut old = g.member_in(without_wake(), "b", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "b is a standby", || old.log().contains(STANDBY));
+    let mut a = a;
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(t.takeover()).code(), Some(143), "{}", a.log());
+    assert!(a.log().contains(LEFT), "{}", a.log());
+    wait_until(t.takeover(), "the old standby takes over", || g.starts().len() == 2 && g.lock_held());
+    assert_eq!(g.starts()[1].0, "b");
+    assert!(!old.log().contains(WOKEN), "{}", old.log());
+    assert!(old.log().contains("layer is switched off"), "{}", old.log());
+
+    let new = g.member("c", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "c is a standby", || new.log().contains(STANDBY));
+    old.signal(Signal::SIGTERM);
+    assert_eq!(old.wait_exit(t.takeover()).code(), Some(143), "{}", old.log());
+    assert!(!old.log().contains(LEFT), "{}", old.log());
+    wait_until(t.takeover(), "the new standby takes over", || g.starts().len() == 3 && g.lock_held());
+    assert_eq!(g.starts()[2].0, "c");
+    assert!(!new.log().contains(WOKEN), "{}", new.log());
+    drop(new);
+    g.assert_no_overlap();
+}

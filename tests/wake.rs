@@ -28,6 +28,10 @@ const LEFT: &str = "left the group; waking the others";
 /// librdkafka's reason for the rejoin a wake asks for (the subscription to
 /// a topic that does not exist, once its metadata is in).
 const REJOINED: &str = "Metadata for subscribed topic(s) has changed";
+/// librdkafka's word that a join is done: a wake in the middle of one waits
+/// for it, and rejoins after (or not at all, once the subscription is put
+/// back).
+const STEADY: &str = "assignment operations done in join-state steady";
 /// librdkafka's reason for a rejoin its coordinator heartbeat asked for.
 const HEARD: &str = "Group is rebalancing";
 
@@ -41,7 +45,9 @@ fn a_leader_that_stops_wakes_the_standbys_once_the_group_answered_its_leave() {
     let i = g.leader_among(&members);
     let mut leader = members.remove(i);
     for standby in &members {
-        wait_until(t.takeover(), &format!("{} stands by", standby.name), || standby.log().contains(STANDBY));
+        wait_until(t.takeover(), &format!("{} stands by", standby.name), || {
+            standby.log().contains(STANDBY) && standby.log().contains(STEADY)
+        });
     }
     leader.signal(Signal::SIGTERM);
     assert_eq!(leader.wait_exit(t.takeover()).code(), Some(143), "{}", leader.log());
@@ -101,5 +107,37 @@ fn members_without_the_wake_still_take_over() {
     assert_eq!(g.starts()[2].0, "c");
     assert!(!new.log().contains(WOKEN), "{}", new.log());
     drop(new);
+    g.assert_no_overlap();
+}
+
+/// Why the wake follows the answer to the leave: a member woken while the
+/// leader still leads rejoins the group as it is (the leader keeps partition
+/// 0, its command runs on), and would hear of a leave that came after only
+/// at its next coordinator heartbeat: such a wake is spent for nothing.
+#[test]
+fn a_wake_before_the_leave_moves_nothing() {
+    let g = Group::new("wake-early");
+    let t = g.broker.timing;
+    let a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let b = g.member("b", &REJOIN_REASONS, &["sleep", "1000"]);
+    wait_until(t.takeover(), "b stands by", || b.log().contains(STANDBY) && b.log().contains(STEADY));
+    // A wake from nobody that left, as one written before its writer's leave.
+    g.produce(br#"{"type":"wake","v":1,"name":"early","incarnation":"0","at_ms":0}"#);
+    let joined = "JoinGroup response: GenerationId";
+    wait_until(t.takeover(), "b rejoins on the wake and is answered", || {
+        let log = b.log();
+        log.find(&format!("{WOKEN} from=early"))
+            .is_some_and(|at| log[at..].contains(REJOINED) && log[at..].contains(joined))
+    });
+    // Its rejoin is done once its member sees its assignment again.
+    wait_until(t.takeover(), "b's rejoin is done", || {
+        let log = b.log();
+        log[log.find(WOKEN).expect("woken")..].contains(STEADY)
+    });
+    assert!(!b.log().contains("assigned the partition"), "{}", b.log());
+    assert_eq!(g.starts().len(), 1, "a's command runs on");
+    assert!(g.lock_held());
+    drop((a, b));
     g.assert_no_overlap();
 }

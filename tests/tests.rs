@@ -27,5 +27,6 @@ mod supervision;
 mod systemd;
 mod tls;
 mod wake;
+mod wake_acl;
 mod warm;
 mod waves;

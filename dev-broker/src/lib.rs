@@ -77,7 +77,8 @@ pub struct Options {
     pub brokers: u16,
     /// Where to take cluster events ([`cluster::Event`]), if anywhere.
     pub control: Option<std::path::PathBuf>,
-    /// Topics nobody may read, write or create.
+    /// Topics nobody may read, write or create: exact names, or prefixes
+    /// ending in `*`.
     pub deny_topic: Vec<String>,
     /// How many partitions every topic gets, whatever its creator asks for.
     pub partitions: Option<u16>,
@@ -137,6 +138,11 @@ pub fn main(args: Options) -> Result<(), Error> {
         users.0.insert(user.to_string(), password.to_string());
     }
     let users = (!users.0.is_empty()).then_some(users);
+    if let Some(bad) = args.deny_topic.iter().find(|t| t.trim_end_matches('*').contains('*')) {
+        return Err(Error::Usage(format!(
+            "--deny-topic {bad}: takes a topic name, or a prefix ending in '*' (no '*' elsewhere)"
+        )));
+    }
     let advertised = args.advertise.as_deref().unwrap_or(&args.listen);
     let bad_advertise = || Error::Usage(format!("--advertise {advertised}: must be HOST:PORT"));
     let (host, port) = advertised.rsplit_once(':').ok_or_else(bad_advertise)?;

@@ -49,7 +49,8 @@ pub struct Mock {
     /// --partitions: how many partitions every topic gets, whatever its
     /// creator asked for.
     partitions: Option<i32>,
-    /// --deny-topic: topics nobody may read, write or create.
+    /// --deny-topic: topics nobody may read, write or create (exact names,
+    /// or prefixes ending in `*`: [`crate::topics::denies`]).
     pub denied: Vec<String>,
 }
 
@@ -86,7 +87,13 @@ impl Mock {
             // for trying things out, starting at once is nicer.
             rdkafka_sys::rd_kafka_mock_group_initial_rebalance_delay_ms(raw, 0);
         }
+        // Prefixes (`name*`) are refused by the forwarder alone
+        // (`topics::deny_topics`): the mock takes exact names only.
         for topic in denied {
+            if topic.ends_with('*') {
+                info!(prefix = topic.trim_end_matches('*'), "denying access to every topic with this prefix");
+                continue;
+            }
             cluster
                 .topic_error(topic, rdkafka_sys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
                 .map_err(|e| format!("--deny-topic {topic}: {e}"))?;

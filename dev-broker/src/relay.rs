@@ -263,8 +263,9 @@ impl Connection<'_> {
             API_VERSIONS => *edits.api_versions.lock().expect("lock") = Some((header.correlation, header.version)),
             METADATA => {
                 edits.metadata.lock().expect("lock").insert(header.correlation, header.version);
-                for topic in topics::auto_created(&header) {
-                    let _ = self.shared.create_topic(&topic, 1);
+                // A denied topic is not created (Kafka checks CREATE first).
+                for topic in topics::auto_created(&header).iter().filter(|t| !topics::denies(&mock.denied, t)) {
+                    let _ = self.shared.create_topic(topic, 1);
                 }
             }
             CREATE_TOPICS => {
@@ -309,7 +310,7 @@ struct Edits {
     /// offers SASL, CreateTopics and the group APIs served here.
     api_versions: std::sync::Mutex<Option<(i32, i16)>>,
     /// The Metadata requests (correlation id -> version): their responses
-    /// must name the controller.
+    /// must name the controller, and refuse the denied topics.
     metadata: std::sync::Mutex<std::collections::HashMap<i32, i16>>,
     /// The parked fetch's probe in flight (correlation id, where its answer
     /// goes): at most one, as the connection reads nothing else meanwhile.
@@ -346,6 +347,7 @@ impl Edits {
             if let Some(spare) = shared.mock.spare {
                 frame = topics::hide_broker(&frame, version, spare).unwrap_or(frame);
             }
+            frame = topics::deny_topics(&frame, version, &shared.mock.denied).unwrap_or(frame);
         }
         frame
     }

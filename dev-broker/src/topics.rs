@@ -136,6 +136,118 @@ pub fn hide_broker(frame: &[u8], version: i16, hidden: i32) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Whether `--deny-topic` refuses `topic`: one of `denied` names it, or is a
+/// prefix ending in `*` that it starts with (as a Kafka ACL with a PREFIXED
+/// pattern; `*` alone refuses every topic).
+pub fn denies(denied: &[String], topic: &str) -> bool {
+    denied.iter().any(|d| match d.strip_suffix('*') {
+        Some(prefix) => topic.starts_with(prefix),
+        None => d == topic,
+    })
+}
+
+/// A Metadata response frame of `version` (without its length) whose topics
+/// that `denied` refuses ([`denies`]) are answered as Kafka answers a topic
+/// the client may not describe, whether it exists or not:
+/// TOPIC_AUTHORIZATION_FAILED, no partitions, a zero topic id. None if it
+/// names no such topic or does not parse. The mock refuses exact names
+/// itself (its topic errors); a prefix it cannot take, so the forwarder
+/// edits its answer, which for a topic that does not exist is
+/// UNKNOWN_TOPIC_OR_PARTITION.
+pub fn deny_topics(frame: &[u8], version: i16, denied: &[String]) -> Option<Vec<u8>> {
+    if version < 1 || denied.is_empty() {
+        return None; // v0 is not read here, and no client sends it
+    }
+    let flexible = version >= 9;
+    let count = |r: &mut Reader| Some(if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i32()?) }.max(0));
+    let mut r = Reader { buf: frame, at: 4 }; // after the correlation id
+    if flexible {
+        r.tagged_fields()?;
+    }
+    if version >= 3 {
+        r.skip(4)?; // throttle time
+    }
+    for _ in 0..count(&mut r)? {
+        r.skip(4)?; // node id
+        r.string_in(flexible)?; // host
+        r.skip(4)?; // port
+        r.string_in(flexible)?; // rack
+        if flexible {
+            r.tagged_fields()?;
+        }
+    }
+    if version >= 2 {
+        r.string_in(flexible)?; // cluster id
+    }
+    r.skip(4)?; // controller
+    let mut out = frame.get(..r.at)?.to_vec();
+    let topics = count(&mut r)?;
+    if flexible {
+        put_uvarint(&mut out, topics as u64 + 1);
+    } else {
+        out.extend_from_slice(&(topics as i32).to_be_bytes());
+    }
+    let mut changed = false;
+    for _ in 0..topics {
+        let start = r.at;
+        r.skip(2)?; // error code
+        let name = r.string_in(flexible)?;
+        if version >= 10 {
+            r.skip(16)?; // topic id
+        }
+        r.skip(1)?; // is internal
+        for _ in 0..count(&mut r)? {
+            r.skip(2 + 4 + 4)?; // error code, index, leader
+            if version >= 7 {
+                r.skip(4)?; // leader epoch
+            }
+            // Replicas, in-sync replicas, and from v5 offline replicas.
+            for _ in 0..2 + usize::from(version >= 5) {
+                let n = count(&mut r)?;
+                r.skip(4 * n as usize)?;
+            }
+            if flexible {
+                r.tagged_fields()?;
+            }
+        }
+        if version >= 8 {
+            r.skip(4)?; // topic authorized operations
+        }
+        if flexible {
+            r.tagged_fields()?;
+        }
+        let Some(name) = name.filter(|n| denies(denied, n)) else {
+            out.extend_from_slice(frame.get(start..r.at)?);
+            continue;
+        };
+        changed = true;
+        out.extend_from_slice(&TOPIC_AUTHORIZATION_FAILED.to_be_bytes());
+        if flexible {
+            put_uvarint(&mut out, name.len() as u64 + 1);
+            out.extend_from_slice(name.as_bytes());
+        } else {
+            put_string(&mut out, Some(&name));
+        }
+        if version >= 10 {
+            out.extend_from_slice(&[0; 16]); // Kafka's zero id
+        }
+        out.push(0); // not internal
+        if flexible {
+            out.push(1); // no partitions
+        } else {
+            out.extend_from_slice(&0i32.to_be_bytes());
+        }
+        if version >= 8 {
+            out.extend_from_slice(&i32::MIN.to_be_bytes()); // operations not asked for
+        }
+        if flexible {
+            out.push(0); // tagged fields
+        }
+    }
+    out.extend_from_slice(r.rest());
+    changed.then_some(out)
+}
+
 /// One topic of a CreateTopics request.
 #[derive(Debug, PartialEq)]
 pub struct NewTopic {
@@ -218,7 +330,7 @@ impl CreateTopics {
                 Err((INVALID_REQUEST, "the request names this topic more than once".to_string()))
             } else if let Some(why) = invalid_name(&topic.name) {
                 Err((INVALID_TOPIC, format!("Topic name {:?} is invalid: {why}", topic.name)))
-            } else if denied.contains(&topic.name) {
+            } else if denies(denied, &topic.name) {
                 Err((TOPIC_AUTHORIZATION_FAILED, "Authorization failed.".to_string()))
             } else if partitions < 1 {
                 Err((INVALID_PARTITIONS, "Number of partitions must be larger than 0.".to_string()))
@@ -414,6 +526,126 @@ mod tests {
         let h = Header::parse(&request).expect("a header");
         assert_eq!((h.api_key, h.correlation, h.version), (METADATA, 7, 12));
         assert_ne!(Header::parse(&create_topics(4, &[], false)).map(|h| h.api_key), Some(METADATA));
+    }
+
+    #[test]
+    fn deny_topic_takes_exact_names_and_prefixes() {
+        let denied = ["secret.neli".to_string(), "g.neli.wake-*".to_string()];
+        for (topic, refused) in [
+            ("secret.neli", true),
+            ("secret.neli2", false),
+            ("g.neli.wake-abc-1", true),
+            ("g.neli.wake-", true),
+            ("g.neli", false),
+            ("g.neli.wake", false),
+            ("h.neli.wake-abc-1", false),
+        ] {
+            assert_eq!(denies(&denied, topic), refused, "{topic}");
+        }
+        assert!(denies(&["*".to_string()], "anything"), "'*' alone refuses every topic");
+        assert!(!denies(&[], "g.neli"));
+    }
+
+    /// A Metadata response as the mock writes it, with `topics`: (name,
+    /// error code, partitions, each led by broker 1 with one replica).
+    fn metadata_response_with(version: i16, topics: &[(&str, i16, i32)]) -> Vec<u8> {
+        let flexible = version >= 9;
+        let array = |f: &mut Vec<u8>, n: usize| {
+            if flexible {
+                put_uvarint(f, n as u64 + 1);
+            } else {
+                f.extend_from_slice(&(n as i32).to_be_bytes());
+            }
+        };
+        let mut f = metadata_response(version);
+        f.truncate(f.len() - 4);
+        array(&mut f, topics.len());
+        for &(name, code, partitions) in topics {
+            f.extend_from_slice(&code.to_be_bytes());
+            if flexible {
+                put_uvarint(&mut f, name.len() as u64 + 1);
+                f.extend_from_slice(name.as_bytes());
+            } else {
+                put_string(&mut f, Some(name));
+            }
+            if version >= 10 {
+                f.extend_from_slice(&[7; 16]); // topic id
+            }
+            f.push(0); // is internal
+            array(&mut f, partitions as usize);
+            for p in 0..partitions {
+                f.extend_from_slice(&NONE.to_be_bytes());
+                f.extend_from_slice(&p.to_be_bytes());
+                f.extend_from_slice(&BROKER.to_be_bytes());
+                if version >= 7 {
+                    f.extend_from_slice(&0i32.to_be_bytes()); // leader epoch
+                }
+                // Replicas, in-sync replicas, from v5 offline replicas.
+                for _ in 0..2 + usize::from(version >= 5) {
+                    array(&mut f, 1);
+                    f.extend_from_slice(&BROKER.to_be_bytes());
+                }
+                if flexible {
+                    f.push(0);
+                }
+            }
+            if version >= 8 {
+                f.extend_from_slice(&i32::MIN.to_be_bytes());
+            }
+            if flexible {
+                f.push(0);
+            }
+        }
+        if (8..=10).contains(&version) {
+            f.extend_from_slice(&i32::MIN.to_be_bytes()); // cluster authorized operations
+        }
+        if flexible {
+            f.push(0);
+        }
+        f
+    }
+
+    #[test]
+    fn metadata_responses_refuse_the_denied_topics_whether_they_exist_or_not() {
+        let denied = ["g.neli.wake-*".to_string(), "secret".to_string()];
+        for version in 1..=12 {
+            let topics = [
+                ("g.neli", NONE, 1),
+                ("g.neli.wake-x-1", 3, 0), // UNKNOWN_TOPIC_OR_PARTITION: it does not exist
+                ("g.neli.wake-x-2", NONE, 2),
+                ("secret", TOPIC_AUTHORIZATION_FAILED, 0), // the mock's own topic error
+            ];
+            let before = metadata_response_with(version, &topics);
+            let after = deny_topics(&before, version, &denied).expect("a denied topic named");
+            let want = metadata_response_with(
+                version,
+                &[
+                    ("g.neli", NONE, 1),
+                    ("g.neli.wake-x-1", TOPIC_AUTHORIZATION_FAILED, 0),
+                    ("g.neli.wake-x-2", TOPIC_AUTHORIZATION_FAILED, 0),
+                    ("secret", TOPIC_AUTHORIZATION_FAILED, 0),
+                ],
+            );
+            // Kafka's answer has a zero topic id (the mock's is kept for the others).
+            let want = if version >= 10 { zero_ids_after(&want, 1) } else { want };
+            assert_eq!(after, want, "v{version}");
+            let allowed = metadata_response_with(version, &topics[..1]);
+            assert_eq!(deny_topics(&allowed, version, &denied), None, "v{version}: nothing to refuse");
+            assert_eq!(deny_topics(&before, version, &[]), None, "v{version}: nothing denied");
+            assert_eq!(deny_topics(&before[..before.len() - 12], version, &denied), None, "v{version}: a cut frame");
+        }
+        assert_eq!(deny_topics(&metadata_response(0), 0, &denied), None, "v0 is not read");
+    }
+
+    /// `frame` with the topic ids of every topic after the first `keep`
+    /// zeroed: they are the 16 bytes of 7s.
+    fn zero_ids_after(frame: &[u8], keep: usize) -> Vec<u8> {
+        let mut out = frame.to_vec();
+        let ids: Vec<usize> = (0..out.len() - 15).filter(|&i| out[i..i + 16] == [7; 16]).collect();
+        for &i in &ids[keep..] {
+            out[i..i + 16].fill(0);
+        }
+        out
     }
 
     /// A CreateTopics request: (name, partitions, replication, assigned

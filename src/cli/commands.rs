@@ -177,7 +177,9 @@ pub struct DevBrokerArgs {
     pub advertise: Option<String>,
 
     /// Refuse access to TOPIC, as a broker with ACLs refuses a principal
-    /// without permission (repeatable): to see what clients do then.
+    /// without permission (repeatable): to see what clients do then. A
+    /// TOPIC ending in `*` refuses every topic it prefixes, existing or
+    /// not, as a PREFIXED ACL (e.g. 'g.neli.wake-*').
     #[arg(long, env = "NELI_DEV_BROKER_DENY_TOPIC", value_name = "TOPIC")]
     pub deny_topic: Vec<String>,
 

@@ -35,7 +35,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l heartbeat-interval -d
 complete -c neli-run -n "__fish_neli_run_needs_command" -l heartbeat-deadline -d 'Kill the command when no own heartbeat has come back for this long [default: --session-timeout - 700ms]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l grace -d 'Time between the stop signal and SIGKILL [default: --session-timeout / 2, at most 3s]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l stop-signal -d 'Signal that asks the command to stop (name or number)' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -l restart -d 'What to do when the command exits while leader [default: never; always with --roles above 1]' -r -f -a "never\t'Exit with the child\'s status (and leave the group)'
+complete -c neli-run -n "__fish_neli_run_needs_command" -l restart -d 'What to do when the command exits while leader [default: never; always with --roles above 1, unless on a schedule]' -r -f -a "never\t'Exit with the child\'s status (and leave the group)'
 on-failure\t'Start it again unless it exited with status 0'
 always\t'Start it again whatever its status'"
 complete -c neli-run -n "__fish_neli_run_needs_command" -l roles -d 'NELI\'s roles: run the command once per role, each role on exactly one member of the group at a time [default: 1, the single leader]' -r

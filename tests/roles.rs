@@ -345,10 +345,11 @@ fn a_topic_with_fewer_partitions_than_roles_is_refused() {
 
 #[test]
 fn what_roles_do_not_support_yet_is_refused_by_name() {
-    let cases: [(&[&str], &str); 4] = [
-        (&["--restart", "never"], "--restart never is for a command that runs to completion"),
-        (&["--restart", "on-failure"], "--restart on-failure is for a command that runs to completion"),
-        (&["--every", "1m"], "--every does not work with --roles 4 yet"),
+    let cases: [(&[&str], &str); 5] = [
+        (&["--restart", "never"], "--restart never is for a command run once per tick from cron"),
+        (&["--restart", "on-failure"], "--restart on-failure is for a command run once per tick from cron"),
+        (&["--warm"], "--warm does not work with --roles 4 yet"),
+        (&["--every", "1m", "--restart", "always"], "--restart always"),
         (
             &["--leader-file", "/tmp/x"],
             "--leader-file /tmp/x: with --roles 4, each role has a leader file of its own: put {role} in the path",
@@ -447,4 +448,48 @@ fn with_overlap_the_next_owner_starts_while_the_old_command_finishes() {
         assert_eq!(lines(), expected, "overlap {overlap}:\n{}", b.log());
         a.wait_exit(Duration::from_secs(60));
     }
+}
+
+/// Roles on a schedule: each role's command runs once per due time of
+/// `--every`, on the role's owner; a member killed -9 hands its roles on,
+/// and no (role, due time) runs twice, on the same member or another.
+#[test]
+fn each_roles_command_runs_once_per_due_time_across_the_members() {
+    let r = Roles::new("roles-every", 3);
+    let runs = r.g.dir.path().join("runs");
+    let line = format!("echo \"$NELI_ROLE $NELI_DUE $NELI_NAME\" >> {}", runs.display());
+    let member = |name: &str| r.member_running(name, &["--every", "1s"], &["sh", "-c", &line]);
+    // (role, due, member) of every run so far.
+    let read = || -> Vec<(usize, String, String)> {
+        let text = std::fs::read_to_string(&runs).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                Some((f.first()?.parse().ok()?, f.get(1)?.to_string(), f.get(2)?.to_string()))
+            })
+            .collect()
+    };
+    let ran_by = |who: &str, since: usize| -> Vec<usize> {
+        (0..3).map(|j| read().iter().skip(since).filter(|(role, _, m)| *role == j && m == who).count()).collect()
+    };
+    let t = r.g.broker.timing;
+    let mut a = member("a");
+    wait_until(t.takeover(), "a runs every role", || ran_by("a", 0).iter().all(|&n| n >= 1));
+    let b = member("b");
+    wait_until(t.takeover(), "b runs some roles", || ran_by("b", 0).iter().any(|&n| n >= 2));
+    let before = read().len();
+    a.signal(Signal::SIGKILL);
+    a.wait_exit(t.takeover());
+    wait_until(t.takeover(), "b runs every role after a's death", || ran_by("b", before).iter().all(|&n| n >= 2));
+    drop(b);
+    let mut seen = std::collections::BTreeSet::new();
+    for (role, due, who) in read() {
+        assert!(!due.is_empty(), "role {role} was told its due time");
+        assert!(
+            seen.insert((role, due.clone())),
+            "role {role}'s run due {due} ran twice (again on {who}): {:?}",
+            read()
+        );
+    }
+    r.assert_no_overlap();
 }

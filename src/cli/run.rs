@@ -115,7 +115,7 @@ pub struct RunArgs {
     pub stop_signal: String,
 
     /// What to do when the command exits while leader [default: never;
-    /// always with --roles above 1].
+    /// always with --roles above 1, unless on a schedule].
     ///
     /// never: exit with its status and let a standby take over.
     #[arg(long, env = "NELI_RESTART", value_enum, help_heading = "The command")]
@@ -134,7 +134,9 @@ pub struct RunArgs {
     /// roles it takes, a fence kills only its role's command. Members
     /// share the roles evenly, and a member joining or leaving moves only
     /// its share (Kafka's cooperative-sticky assignment). Above 1, the
-    /// commands are services (--restart always by default), and the
+    /// commands are services (--restart always by default), or each role's
+    /// command runs once per due time of --every or --cron (the role's
+    /// owner runs it: each (role, due time) once across the group); the
     /// options not yet made per role are refused, each by name.
     #[arg(long, env = "NELI_ROLES", value_name = "N", help_heading = "The command",
           value_parser = clap::value_parser!(u32).range(1..=crate::leader::MAX_ROLES as i64))]
@@ -456,10 +458,11 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// The restart policy: as given, else never for the single leader and
-    /// always for roles (each role's command is a service).
+    /// for a schedule (a run per due time), and always for roles (each
+    /// role's command is a service).
     pub fn restart(&self) -> Restart {
-        let roles = self.roles.unwrap_or(1);
-        self.restart.unwrap_or(if roles > 1 { Restart::Always } else { Restart::Never })
+        let service = self.roles.unwrap_or(1) > 1 && self.every.is_none() && self.cron.is_none();
+        self.restart.unwrap_or(if service { Restart::Always } else { Restart::Never })
     }
 }
 

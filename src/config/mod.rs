@@ -396,25 +396,24 @@ impl Config {
 fn roles(args: &RunArgs) -> Result<Option<u32>, Failure> {
     let Some(n) = args.roles.filter(|&n| n > 1) else { return Ok(args.roles) };
     let roles = args.from_env.name_with("--roles", &n.to_string());
-    if args.restart() != Restart::Always {
+    // A schedule's runs are once per due time (the schedule's own check
+    // wants --restart never); otherwise each role's command is a service.
+    let scheduled = args.every.is_some() || args.cron.is_some();
+    if !scheduled && args.restart() != Restart::Always {
         return err(format!(
-            "{roles} runs each role's command as a service: {} is for a command that runs to completion, \
-             which roles do not support yet; use --restart always (the default with --roles) or --roles 1",
+            "{roles} runs each role's command as a service, or once per due time of --every or --cron: {} is for \
+             a command run once per tick from cron, which roles do not support yet; use --restart always (the \
+             default with --roles), a schedule, or --roles 1",
             restart(args)
         ));
     }
-    let given = [
-        ("--every", args.every.is_some()),
-        ("--cron", args.cron.is_some()),
-        ("--warm", args.warm),
-        ("--priority", args.priority != 0),
-        ("--preempt", args.preempt),
-    ];
+    let given = [("--warm", args.warm), ("--priority", args.priority != 0), ("--preempt", args.preempt)];
     if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
         return err(format!(
             "{} does not work with {roles} yet: with roles, neli-run supports --restart always, --overlap, --restart-delay, \
-             --max-runtime, --health-cmd, --leader-file, the hooks, --grace, --stop-signal, --acquire-timeout, --metrics-addr, the timing and Kafka options (or run \
-             the single leader, --roles 1, which takes every option)",
+             --every, --cron and the schedule's options, --max-runtime, --health-cmd, --leader-file, the hooks, --grace, \
+             --stop-signal, --acquire-timeout, --metrics-addr, the timing and Kafka options (or run the single leader, \
+             --roles 1, which takes every option)",
             args.from_env.name(flag)
         ));
     }

@@ -6,7 +6,7 @@
 
 use nix::sys::signal::Signal;
 
-use crate::util::{wait_until, Group, Member};
+use crate::util::{run, wait_until, Group, Member};
 
 /// A debug build's switch that runs a member as an older version: no
 /// watcher, no wake written (src/layers_off.rs).
@@ -139,5 +139,32 @@ fn a_wake_before_the_leave_moves_nothing() {
     assert_eq!(g.starts().len(), 1, "a's command runs on");
     assert!(g.lock_held());
     drop((a, b));
+    g.assert_no_overlap();
+}
+
+/// A yield hands over as a stop does: the leader stands aside (leaves the
+/// group and watches from outside), and once librdkafka has given partition
+/// 0 up, which is when it sends the LeaveGroup, it wakes the standbys.
+#[test]
+fn a_yield_wakes_the_standbys() {
+    let g = Group::new("wake-yield");
+    let t = g.broker.timing;
+    let members: Vec<Member> = ["a", "b"].iter().map(|n| g.member(n, &REJOIN_REASONS, &["sleep", "1000"])).collect();
+    wait_until(t.takeover(), "a leader runs its command", || g.lock_held());
+    let i = g.leader_among(&members);
+    let standby = &members[1 - i];
+    wait_until(t.takeover(), "the other stands by", || {
+        standby.log().contains(STANDBY) && standby.log().contains(STEADY)
+    });
+    let timeout = format!("{}ms", t.takeover().as_millis());
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
+    assert_eq!(code, 0, "{out}");
+    wait_until(t.takeover(), "the other leads", || g.starts().len() == 2 && g.lock_held());
+    assert_eq!(g.starts()[1].0, standby.name);
+    assert!(members[i].log().contains(LEFT), "{}", members[i].log());
+    wait_until(t.takeover(), "the standby was woken", || {
+        standby.log().contains(&format!("{WOKEN} from={}", members[i].name))
+    });
+    drop(members);
     g.assert_no_overlap();
 }

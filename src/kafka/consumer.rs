@@ -18,7 +18,7 @@ use tracing::{debug, info, warn};
 use super::context::ReaderContext;
 use super::decode::{Decoder, Read};
 use super::heartbeat::Member;
-use super::wake::Subscription;
+use super::wake::{Subscription, Waker};
 use super::{fatal, Event, Partition, CONTROL_PARTITION};
 use crate::clock::BootTime;
 use crate::exit::{Failure, Kind};
@@ -57,10 +57,11 @@ pub(super) fn consume(
     me: &Member,
     asks: &Requests,
     watch: Watch,
+    waker: &Waker,
     events: &UnboundedSender<Event>,
 ) -> bool {
     let mut reader =
-        Reader { consumer: &consumer, subscription, me, events, gaps: BTreeMap::new(), slice: STANDBY_POLL };
+        Reader { consumer: &consumer, subscription, me, waker, events, gaps: BTreeMap::new(), slice: STANDBY_POLL };
     while !asks.closing.load(Ordering::Relaxed) {
         reader.answer(asks, watch);
         if reader.poll_once().is_break() {
@@ -85,6 +86,8 @@ struct Reader<'a> {
     /// Whether we are in the group, shared with the watcher.
     subscription: &'a Subscription,
     me: &'a Member,
+    /// Writes our wake once a stand-aside has left the group.
+    waker: &'a Waker,
     events: &'a UnboundedSender<Event>,
     /// Per seat's partition: the gap in our own heartbeats read back.
     gaps: BTreeMap<Partition, Gap>,
@@ -133,7 +136,7 @@ impl Reader<'_> {
         // Out of the group already (unhealthy, and the stand-aside of
         // another seat of ours came first): there is nothing to leave.
         if let Some(watch) = aside.filter(|_| subscription.subscribed()) {
-            leave_until_another_leads(consumer, subscription, self.me, asks, watch, events);
+            leave_until_another_leads(consumer, subscription, self.me, asks, watch, self.waker, events);
             if asks.keep_out.load(Ordering::Relaxed) {
                 info!("unhealthy: staying out of the group until the health check passes");
             } else {
@@ -368,6 +371,7 @@ fn leave_until_another_leads(
     me: &Member,
     asks: &Requests,
     watch: Duration,
+    waker: &Waker,
     events: &UnboundedSender<Event>,
 ) {
     let (closing, unhealthy) = (&asks.closing, asks.keep_out.load(Ordering::Relaxed));
@@ -392,7 +396,12 @@ fn leave_until_another_leads(
             warn!(%err, "cannot watch the group's partitions from outside it; rejoining at once");
             return;
         }
-        consumer.poll(Duration::from_millis(50));
+        consumer.poll(Duration::from_millis(5));
+    }
+    // The partitions are given up: librdkafka sent the LeaveGroup as it
+    // did (wake.rs: why the wake may follow now).
+    if waker.send() {
+        info!("left the group; waking the others");
     }
     let until = Instant::now() + watch;
     while !closing.load(Ordering::Relaxed) && Instant::now() < until {

@@ -167,6 +167,7 @@ pub struct Kafka {
     /// Watches for other members' wakes (wake.rs); stopped and joined when
     /// we leave, once our own wake is written.
     watcher: Option<Joined>,
+    waker: wake::Waker,
     /// Serves the producer; stopped and joined when we leave.
     _serving: Joined,
     /// Drops the admin client that created the topic, if we did.
@@ -262,7 +263,9 @@ impl Kafka {
                 .map_err(|e| Failure::new(Kind::Internal, format!("cannot subscribe to {}: {e}", s.target.topic)))?;
         }
         requests.keep_out.store(s.health_checked, Ordering::Relaxed);
-        let watcher = if layers_off::off(Layer::Wake) {
+        let wakes = !layers_off::off(Layer::Wake);
+        let waker = wake::Waker::new(producer.clone(), s.target.topic.clone(), member.clone(), wakes);
+        let watcher = if !wakes {
             None
         } else {
             let watcher: BaseConsumer = wake::watcher_config(s).create().map_err(|e| creation_error(e, &s.target))?;
@@ -274,13 +277,24 @@ impl Kafka {
         let reader_member = member.clone();
         let reader_requests = requests.clone();
         let (group, subscribed) = (consumer.clone(), subscription.clone());
+        let reader_waker = waker.clone();
         let watch = Watch {
             yielded: 3 * s.timing.session_timeout,
             handed_over: candidacy::LIVE_INTERVALS * s.candidacy_interval,
         };
         let thread = std::thread::Builder::new()
             .name("neli-kafka".into())
-            .spawn(move || consumer::consume(consumer, &subscription, &reader_member, &reader_requests, watch, &events))
+            .spawn(move || {
+                consumer::consume(
+                    consumer,
+                    &subscription,
+                    &reader_member,
+                    &reader_requests,
+                    watch,
+                    &reader_waker,
+                    &events,
+                )
+            })
             .map_err(|e| Failure::new(Kind::Internal, format!("cannot start the Kafka thread: {e}")))?;
 
         Ok(Kafka {
@@ -296,6 +310,7 @@ impl Kafka {
             group,
             subscription: subscribed,
             watcher,
+            waker,
             _serving: serving,
             _admin: admin,
             born,
@@ -439,22 +454,11 @@ impl Kafka {
         self.requests.closing.store(true, Ordering::Relaxed);
         self.subscription.close(&self.group);
         let left = self.consumer.take().is_some_and(|thread| thread.join().unwrap_or(false));
-        if left && self.watcher.is_some() {
+        if left && self.waker.send() {
             info!("left the group; waking the others");
-            self.send_wake();
+            self.flusher(WAKE_WAIT)();
         }
         self.watcher.take();
-    }
-
-    /// Writes our wake and waits up to `WAKE_WAIT` for it to be written.
-    fn send_wake(&self) {
-        let value = wake::Record::new(&self.member).encode();
-        let record =
-            BaseRecord::to(&self.topic).partition(CONTROL_PARTITION).key(self.member.name.as_bytes()).payload(&value);
-        match self.producer.send(record) {
-            Ok(()) => self.flusher(WAKE_WAIT)(),
-            Err((err, _)) => debug!(%err, "wake not queued"),
-        }
     }
 }
 

@@ -34,7 +34,9 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 use tracing::{debug, info, warn};
 
-use super::context::ReaderContext;
+use rdkafka::producer::{BaseProducer, BaseRecord};
+
+use super::context::{ReaderContext, WriterContext};
 use super::heartbeat::Member;
 use super::CONTROL_PARTITION;
 
@@ -95,6 +97,44 @@ impl Record {
 
     fn is_from(&self, member: &Member) -> bool {
         self.name == member.name && self.incarnation == member.incarnation
+    }
+}
+
+/// Writes this member's wake, from whichever thread left the group: the
+/// exit (`Kafka::leave`, once the close is answered) or the consumer thread
+/// standing aside (a yield, a hand-over, a drain: once librdkafka has
+/// given the partitions up, which is when it sends the LeaveGroup; the
+/// wake takes a write, a fetch and a metadata request more to reach a
+/// standby, behind it).
+#[derive(Clone)]
+pub(super) struct Waker {
+    producer: Arc<BaseProducer<WriterContext>>,
+    topic: String,
+    me: Member,
+    /// False: an older version in tests, which writes none.
+    on: bool,
+}
+
+impl Waker {
+    pub(super) fn new(producer: Arc<BaseProducer<WriterContext>>, topic: String, me: Member, on: bool) -> Waker {
+        Waker { producer, topic, me, on }
+    }
+
+    /// Queues our wake; never blocks. False if none was queued.
+    pub(super) fn send(&self) -> bool {
+        if !self.on {
+            return false;
+        }
+        let value = Record::new(&self.me).encode();
+        let record =
+            BaseRecord::to(&self.topic).partition(CONTROL_PARTITION).key(self.me.name.as_bytes()).payload(&value);
+        match self.producer.send(record) {
+            Ok(()) => true,
+            Err((err, _)) => {
+                debug!(%err, "wake not queued");
+                false
+            }
+        }
     }
 }
 

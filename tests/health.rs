@@ -201,7 +201,9 @@ fn a_standby_healthy_again_is_a_candidate_again() {
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--to", "b", "--timeout", "60s"]);
     assert_eq!(code, 0, "{out}\n{}", b.log());
     assert!(out.contains("to b (token"), "{out}");
-    assert_eq!(g.starts().last().map(|s| s.0.as_str()), Some("b"), "{:?}", g.starts());
+    // `yield` returns once b's heartbeat says it leads; its command's
+    // wrapper records its start a moment after.
+    wait_until(LONG, "b's command runs", || g.starts().last().is_some_and(|s| s.0 == "b"));
     g.assert_no_overlap();
 }
 

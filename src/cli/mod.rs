@@ -28,7 +28,10 @@ pub use run::{FailedRun, RunArgs};
 /// the Kafka consumer group G on the topic `G.neli`; the member that Kafka
 /// assigns partition 0 becomes leader once it reads its own heartbeat back
 /// from that partition, and only the leader runs COMMAND. The others wait as
-/// hot standbys and take over when the leader stops, crashes or loses Kafka.
+/// hot standbys and take over when the leader stops, crashes or loses Kafka:
+/// a leader that stops or yields wakes them once it has left the group (a
+/// record they watch for), so they take over within milliseconds; after a
+/// crash, within the session timeout.
 ///
 /// COMMAND gets NELI_GROUP, NELI_TOPIC, NELI_NAME and NELI_FENCING_TOKEN (a
 /// number that grows with every new leadership: pass it to the systems the

@@ -2,7 +2,7 @@
 //! records (see the module doc of `main`): overlaps, orphans, fencing
 //! tokens, and reruns or skipped due times.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::time::{Duration, Instant};
 
@@ -148,59 +148,152 @@ pub struct ScheduleCheck {
     pub reruns: Vec<(String, i64, i64)>,
     /// Due times that ran to their end twice, no ending recorded between.
     pub at_least_once: usize,
+    /// Starts of a later attempt (a run cut short, run again).
+    pub retried: usize,
+    /// Due times whose ending a member logged as on the topic.
+    pub recorded: usize,
+    /// The latest first start after its due time, and that due time.
+    pub latest: Option<(Duration, String)>,
 }
 
 /// Judges the runs file and the members' logs (see the module doc).
 fn check_schedule(dir: &std::path::Path, every: Duration) -> ScheduleCheck {
-    let ms = |rfc: &str| {
-        humantime::parse_rfc3339(rfc).ok().map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64)
-    };
-    // Due time -> (token, wall ms) of each start.
-    let mut starts: BTreeMap<u64, Vec<(i64, u64)>> = BTreeMap::new();
-    let mut ends: BTreeMap<u64, usize> = BTreeMap::new();
-    for line in read_lines(&dir.join("runs")) {
-        let w: Vec<&str> = line.split(' ').collect();
-        match (w.first(), w.get(1).and_then(|d| ms(d))) {
-            (Some(&"start"), Some(due)) => {
-                let token = w.get(3).and_then(|t| t.parse().ok()).unwrap_or(-1);
-                starts.entry(due).or_default().push((token, w.get(4).and_then(|t| t.parse().ok()).unwrap_or(0)));
-            }
-            (Some(&"end"), Some(due)) => *ends.entry(due).or_default() += 1,
-            _ => {}
-        }
-    }
+    let runs = read_runs(&dir.join("runs"));
     // The endings the members saw delivered: due time -> (token, the wall
     // ms of the first such log line); and the due times they started.
     let mut recorded: BTreeMap<u64, (i64, u64)> = BTreeMap::new();
-    let mut started: std::collections::BTreeSet<u64> = Default::default();
-    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
-        if entry.path().extension().is_none_or(|e| e != "log") {
+    let mut started: BTreeSet<u64> = Default::default();
+    for (_, line) in member_lines(dir) {
+        let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok());
+        if line.contains(STARTING) {
+            started.extend(field("due_ms="));
             continue;
         }
-        for line in read_lines(&entry.path()) {
-            let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok());
-            if line.contains("starting the run of a due time") {
-                started.extend(field("due_ms="));
-                continue;
-            }
-            if !line.contains("the run's ending is on the group's topic") {
-                continue;
-            }
-            let at = line.split_whitespace().next().and_then(ms);
-            if let (Some(token), Some(due), Some(at)) = (field("token="), field("due_ms="), at) {
-                let first = recorded.entry(due).or_insert((token as i64, at));
-                if at < first.1 {
-                    *first = (token as i64, at);
-                }
-            }
+        if let Some(ending) = Ending::parse(&line) {
+            ending.note(&mut recorded);
         }
     }
+    judge_runs(&runs, &recorded, &started, every)
+}
+
+/// The member's log line saying it starts a due time's run (`due_ms=`;
+/// with roles, in the role's span).
+const STARTING: &str = "starting the run of a due time";
+
+/// The member's log line saying a run's ending is on the topic.
+const RECORDED: &str = "the run's ending is on the group's topic";
+
+/// Every line of every log in `dir` (the members' `NAME.log`), with the
+/// name of the file it is in.
+fn member_lines(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        found.extend(read_lines(&path).into_iter().map(|l| (name.clone(), l)));
+    }
+    found
+}
+
+/// Wall ms of an RFC 3339 time, as the members' logs and `NELI_DUE` print
+/// it.
+fn rfc_ms(rfc: &str) -> Option<u64> {
+    humantime::parse_rfc3339(rfc).ok().map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64)
+}
+
+/// What a command wrote of its runs ("start DUE ATTEMPT TOKEN MS [NAME]",
+/// "end DUE TOKEN [NAME]"): by due time, each start's (token, wall ms,
+/// attempt, member), how many runs ended, and which: (due, token, member).
+struct Runs {
+    starts: BTreeMap<u64, Vec<(i64, u64, u32, String)>>,
+    ends: BTreeMap<u64, usize>,
+    ended: BTreeSet<(u64, i64, String)>,
+}
+
+fn read_runs(path: &std::path::Path) -> Runs {
+    let mut runs = Runs { starts: BTreeMap::new(), ends: BTreeMap::new(), ended: BTreeSet::new() };
+    for line in read_lines(path) {
+        let w: Vec<&str> = line.split(' ').collect();
+        match (w.first(), w.get(1).and_then(|d| rfc_ms(d))) {
+            (Some(&"start"), Some(due)) => {
+                let token = w.get(3).and_then(|t| t.parse().ok()).unwrap_or(-1);
+                let ms = w.get(4).and_then(|t| t.parse().ok()).unwrap_or(0);
+                let attempt = w.get(2).and_then(|a| a.parse().ok()).unwrap_or(0);
+                let name = w.get(5).map(|n| n.to_string()).unwrap_or_default();
+                runs.starts.entry(due).or_default().push((token, ms, attempt, name));
+            }
+            (Some(&"end"), Some(due)) => {
+                *runs.ends.entry(due).or_default() += 1;
+                if let (Some(token), Some(name)) = (w.get(2).and_then(|t| t.parse().ok()), w.get(3)) {
+                    runs.ended.insert((due, token, name.to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    runs
+}
+
+/// The runs a role's command (its work directory `dir`) started at or
+/// after `since` (wall ms), in order: (member, attempt).
+pub fn runs_since(dir: &std::path::Path, since: u64) -> Vec<(String, u32)> {
+    let mut found: Vec<(u64, String, u32)> = read_runs(&dir.join("runs"))
+        .starts
+        .into_values()
+        .flatten()
+        .filter(|s| s.1 >= since)
+        .map(|(_, ms, attempt, name)| (ms, name, attempt))
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, name, attempt)| (name, attempt)).collect()
+}
+
+/// A member's log line saying a run's ending is on the topic.
+struct Ending {
+    token: i64,
+    due: u64,
+    code: Option<u64>,
+    /// When it was logged (wall ms).
+    at: u64,
+}
+
+impl Ending {
+    fn parse(line: &str) -> Option<Ending> {
+        if !line.contains(RECORDED) {
+            return None;
+        }
+        let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok());
+        let at = line.split_whitespace().next().and_then(rfc_ms)?;
+        Some(Ending { token: field("token=")? as i64, due: field("due_ms=")?, code: field("code="), at })
+    }
+
+    /// Keeps the first such line of each due time.
+    fn note(&self, recorded: &mut BTreeMap<u64, (i64, u64)>) {
+        let first = recorded.entry(self.due).or_insert((self.token, self.at));
+        if self.at < first.1 {
+            *first = (self.token, self.at);
+        }
+    }
+}
+
+/// The schedule's rules (see the module doc) over one schedule's runs, the
+/// endings recorded and the due times the members said they started.
+fn judge_runs(
+    runs: &Runs,
+    recorded: &BTreeMap<u64, (i64, u64)>,
+    started: &BTreeSet<u64>,
+    every: Duration,
+) -> ScheduleCheck {
+    let (starts, ends) = (&runs.starts, &runs.ends);
     let name =
         |due: u64| humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(due)).to_string();
     let mut check = ScheduleCheck { started: starts.len(), ended: ends.len(), ..Default::default() };
-    for (&due, started) in &starts {
+    for (&due, started) in starts {
         if let Some(&(done, at)) = recorded.get(&due) {
-            check.reruns.extend(started.iter().filter(|&&(_, ms)| ms > at).map(|&(t, _)| (name(due), t, done)));
+            check.reruns.extend(started.iter().filter(|s| s.1 > at).map(|s| (name(due), s.0, done)));
         }
     }
     check.at_least_once = ends.iter().filter(|(due, &n)| n > 1 && !recorded.contains_key(due)).count();
@@ -212,5 +305,94 @@ fn check_schedule(dir: &std::path::Path, every: Duration) -> ScheduleCheck {
         let run = |d: &u64| starts.contains_key(d) || started.contains(d) || recorded.contains_key(d);
         check.skipped = (first..=last).step_by(period as usize).filter(|d| !run(d)).map(name).collect();
     }
+    check.retried = starts.values().flatten().filter(|s| s.2 > 1).count();
+    check.recorded = recorded.len();
+    check.latest = starts
+        .iter()
+        .filter_map(|(&due, s)| Some((s.iter().map(|s| s.1).min()?.saturating_sub(due), due)))
+        .max()
+        .map(|(late, due)| (Duration::from_millis(late), name(due)));
     check
+}
+
+/// The status a role's scheduled run exits with when it gets to its end
+/// (`SCHEDULED` in `roles`): the member's log line saying a run's ending is
+/// on the topic names no role, so its status does.
+pub fn role_code(role: usize) -> u64 {
+    (role % 128) as u64
+}
+
+/// A schedule kept per role (`--roles R --schedule`): each role's runs
+/// (`WORK/roles/J/runs`) judged by the schedule's rules, with what the
+/// members' logs say of that role.
+pub struct RolesSchedule {
+    pub roles: Vec<ScheduleCheck>,
+    /// Lines saying a run's ending is on the topic that could not be told
+    /// to one role (no run of that due time, token and member, or several,
+    /// with the line's status): they judge no role.
+    pub unattributed: usize,
+    /// Due times recorded only by their member's next run (no log line).
+    pub next_run: usize,
+}
+
+/// Judges every role's schedule (see `RolesSchedule`). The log line of a
+/// run's ending names its member, token, due time and status but not its
+/// role: it counts for the one role whose run of that due time that member
+/// started under that token and whose runs exit with that status (a status
+/// of 128 or more, a run killed, matches any). That line is written once
+/// per token and due time, so of two roles of a member under the same
+/// token (tokens are offsets on each role's partition) only one may have
+/// it: a run that got to its end counts as recorded, too, from the next
+/// run (of another due time) its member started for that role under the
+/// same token, since neli-run starts a next run only once the record of
+/// the last one's ending is read back.
+pub fn check_roles_schedule(dir: &std::path::Path, roles: usize, every: Duration) -> RolesSchedule {
+    let runs: Vec<Runs> = (0..roles).map(|j| read_runs(&dir.join("roles").join(j.to_string()).join("runs"))).collect();
+    let mut recorded: Vec<BTreeMap<u64, (i64, u64)>> = vec![BTreeMap::new(); roles];
+    let mut started: Vec<BTreeSet<u64>> = vec![BTreeSet::new(); roles];
+    let mut endings = Vec::new();
+    for (member, line) in member_lines(dir) {
+        if line.contains(STARTING) {
+            let role = line.split_once("role{role=").and_then(|(_, r)| r.split('}').next()?.parse::<usize>().ok());
+            let due = line.split_whitespace().find_map(|w| w.strip_prefix("due_ms=")?.parse::<u64>().ok());
+            if let (Some(role), Some(due)) = (role.filter(|r| *r < roles), due) {
+                started[role].insert(due);
+            }
+        } else if let Some(ending) = Ending::parse(&line) {
+            endings.push((member, ending));
+        }
+    }
+    let mut unattributed = 0;
+    for (member, e) in endings {
+        let status = |j: &usize| e.code.is_none_or(|c| c >= 128 || c == role_code(*j));
+        let ran =
+            |j: &usize| runs[*j].starts.get(&e.due).is_some_and(|s| s.iter().any(|s| s.0 == e.token && s.3 == member));
+        let roles: Vec<usize> = (0..roles).filter(status).filter(ran).collect();
+        match roles[..] {
+            [j] => e.note(&mut recorded[j]),
+            _ => unattributed += 1,
+        }
+    }
+    let mut next_run = 0;
+    for (runs, recorded) in runs.iter().zip(&mut recorded) {
+        for (&due, starts) in &runs.starts {
+            for (token, ms, _, member) in starts.iter().filter(|s| runs.ended.contains(&(due, s.0, s.3.clone()))) {
+                let next = runs
+                    .starts
+                    .iter()
+                    .filter(|(&d, _)| d != due)
+                    .flat_map(|(_, s)| s)
+                    .filter(|s| s.0 == *token && s.3 == *member && s.1 > *ms)
+                    .map(|s| s.1)
+                    .min();
+                let Some(at) = next else { continue };
+                if recorded.get(&due).is_none_or(|r| at < r.1) {
+                    next_run += usize::from(!recorded.contains_key(&due));
+                    recorded.insert(due, (*token, at));
+                }
+            }
+        }
+    }
+    let roles = (0..roles).map(|j| judge_runs(&runs[j], &recorded[j], &started[j], every)).collect();
+    RolesSchedule { roles, unattributed, next_run }
 }

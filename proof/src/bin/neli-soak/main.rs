@@ -57,10 +57,13 @@
 //! the member's health check and its undrain), the broker or the cluster;
 //! a transition is a role starting on another member than its last start.
 //! Judged per role: overlaps, orphans, tokens; and the needless moves of a
-//! join, a leave, a crash, a drain or an undrain (see `roles`).
+//! join, a leave, a crash, a drain or an undrain (see `roles`). With
+//! `--schedule` too, each role's command runs once per due time, and each
+//! role's runs are judged as the schedule's: no rerun, no skipped due time.
 //!
 //! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu]
 //!        ... --roles 12 --candidates 3 --transitions 500 [--cluster 3 | --broker tansu]
+//!        ... --roles 6 --candidates 3 --schedule --transitions 150
 
 mod cluster;
 mod faults;
@@ -136,7 +139,8 @@ struct Args {
     #[arg(long)]
     keep_logs: bool,
     /// Members keep a schedule (--every, --missed all) instead of running
-    /// the command once per wave.
+    /// the command once per wave; with --roles, each role's command once
+    /// per due time.
     #[arg(long)]
     schedule: bool,
     /// Members run NELI's roles (`neli-run --roles R`): one command per

@@ -34,6 +34,19 @@
 //! each role's longest time with no command (its lock free), and how long
 //! the roles of a member stopped with SIGTERM or kill -9, or drained, took
 //! to start elsewhere (clean episodes only).
+//!
+//! On a schedule (`--roles R --schedule`): every member also runs
+//! `--every` and `--missed all` (the single leader's schedule soak's period
+//! and run length), and each role's command is one run per due time
+//! (`SCHEDULED`), still under its role's detector: overlaps and orphans
+//! per role as above. Settled means every role has started a run since the
+//! last strike or action (a lock is free between runs), on a live member,
+//! spread evenly. A needless move is then any run of the episode, by the
+//! command's own record, on another member than the role's holder and the
+//! one it may go to, or the holder's run cut short and run again (a later
+//! attempt). Each role's runs are judged by the schedule's rules
+//! (`judge::check_roles_schedule`): no rerun after an ending recorded, no
+//! due time skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -66,13 +79,28 @@ esac"#;
 /// What each role's command is, by role mod 4 (the summary's words).
 pub const KINDS: [&str; 4] = ["plain", "children", "daemons", "ignores TERM"];
 
+/// Each role's run under --schedule (`$0` the role's work directory, RUN
+/// seconds long, as the single leader's: longer than the heartbeat
+/// deadline, so a frozen owner's lease cuts it short), by NELI_ROLE mod 4
+/// as `COMMAND`: a plain run; one with two children; one that leaves two
+/// daemons (setsid'd, one ignoring SIGTERM) holding the role's lock, which
+/// the shim must reap once the run ends, before the next; one that ignores
+/// SIGTERM. It writes "start DUE ATTEMPT TOKEN MS NAME" and, if it gets to
+/// its end, "end DUE TOKEN NAME", then exits with `judge::role_code`: the
+/// member's line saying a run's ending is on the topic names no role, and
+/// its status tells which.
+const SCHEDULED: &str = r#"echo "start $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN $(date +%s%3N) $NELI_NAME" >> "$0/runs"
+case $((NELI_ROLE % 4)) in
+  1) sleep "$RUN" & sleep "$RUN" & wait ;;
+  2) (setsid sh -c 'trap "" TERM; exec sleep 100000' &); setsid sleep 100000 & sleep "$RUN" ;;
+  3) trap '' TERM; sleep "$RUN" ;;
+  *) sleep "$RUN" ;;
+esac
+echo "end $NELI_DUE $NELI_FENCING_TOKEN $NELI_NAME" >> "$0/runs"
+exit $((NELI_ROLE % 128))"#;
+
 /// Refuses what a roles soak cannot do.
 pub fn check(args: &Args, roles: usize) -> Result<(), String> {
-    if args.schedule {
-        return Err(
-            "--roles cannot go with --schedule: neli-run refuses --every and --cron with --roles above 1".into()
-        );
-    }
     if roles < args.candidates {
         return Err(format!(
             "--roles {roles} needs at least as many roles as --candidates ({}): the soak tells a settled group \
@@ -243,8 +271,9 @@ struct Run<'a> {
     ids: Vec<Option<String>>,
     starts: Vec<Vec<(String, i64)>>,
     held: Vec<bool>,
-    /// When a new start was last seen.
+    /// When a new start was last seen, of any role and of each.
     last_start: Instant,
+    role_started: Vec<Option<Instant>>,
     /// Per role, since when its lock has been free, and the faults in
     /// flight meanwhile.
     free: Vec<Option<(Instant, SystemTime, Vec<Fault>)>>,
@@ -288,6 +317,7 @@ pub fn soak(
         starts: vec![Vec::new(); roles],
         held: vec![false; roles],
         last_start: Instant::now(),
+        role_started: vec![None; roles],
         free: vec![None; roles],
         open: Vec::new(),
         pending: Vec::new(),
@@ -390,16 +420,28 @@ impl Run<'_> {
         argv.push(soak.neli.display().to_string());
         let dir = soak.detector.dir.join("roles").join("{role}");
         let drain = format!("test ! -e {}", soak.health_file(Fault::Drain, &name).display());
+        // On a schedule (--every, --missed all: each due time run, late if
+        // need be), each run its role's (--restart never, the default).
+        let (schedule, command, run) = match soak.schedule {
+            Some((run, every)) => {
+                let every = format!("{}ms", every.as_millis());
+                (vec!["--every".to_string(), every, "--missed".into(), "all".into()], SCHEDULED, run)
+            }
+            None => (Vec::new(), COMMAND, Duration::ZERO),
+        };
         let child = die_with_runner(&mut Command::new(&argv[0]))
             .args(&argv[1..])
             .args(["-b", &soak.brokers, "-g", &soak.group, "--name", &name])
             .args(&soak.timing)
             .args(["--roles", &self.detectors.len().to_string()])
+            .args(schedule)
             .args(["--health-cmd", &drain, "--health-interval", "100ms", "--health-retries", "1"])
             .arg("--")
             .arg(soak.detector.dir.join("guarded.sh"))
-            .arg(dir)
-            .args(["sh", "-c", COMMAND])
+            .arg(&dir)
+            .args(["sh", "-c", command])
+            .args(soak.schedule.map(|_| dir))
+            .envs(soak.schedule.map(|_| ("RUN", format!("{:.1}", run.as_secs_f64()))))
             .stdin(Stdio::null())
             .stdout(pipe.try_clone().expect("a pipe"))
             .stderr(pipe)
@@ -541,8 +583,11 @@ impl Run<'_> {
         }
         self.held = locks_held(&self.ids);
         let starts: Vec<Vec<(String, i64)>> = self.detectors.iter().map(Detector::starts).collect();
-        if starts.iter().zip(&self.starts).any(|(new, old)| new.len() > old.len()) {
-            self.last_start = now;
+        for (j, (new, old)) in starts.iter().zip(&self.starts).enumerate() {
+            if new.len() > old.len() {
+                self.last_start = now;
+                self.role_started[j] = Some(now);
+            }
         }
         self.starts = starts;
         for j in 0..self.held.len() {
@@ -577,9 +622,15 @@ impl Run<'_> {
         }
     }
 
-    /// Whether the group has settled (see the module doc).
+    /// Whether the group has settled (see the module doc). On a schedule
+    /// a role's lock is free between runs: every role has started a run
+    /// since the last strike or action instead.
     fn settled(&self) -> bool {
-        if !self.pending.is_empty() || !self.held.iter().all(|h| *h) {
+        let running = match self.soak.schedule {
+            None => self.held.iter().all(|h| *h),
+            Some(_) => self.role_started.iter().all(|s| s.is_some_and(|s| s > self.clock)),
+        };
+        if !self.pending.is_empty() || !running {
             return false;
         }
         // Half a session with no start, and a whole one since the last
@@ -800,7 +851,8 @@ impl Run<'_> {
 
     /// `Fault::ChildCrash`: the whole tree of a random running role's
     /// command killed (none of a drained member's, which it is stopping);
-    /// its shim lives on, and restarts it (--restart always).
+    /// its shim lives on, and restarts it (--restart always); on a
+    /// schedule the run ends as a failure, not run again.
     fn crash_a_command(&mut self) {
         let drained: BTreeSet<String> = self.drained.iter().filter_map(|&s| self.name(s)).collect();
         let running: Vec<usize> = (0..self.held.len())
@@ -849,23 +901,34 @@ impl Run<'_> {
                 _ => continue,
             };
             needless.judged += 1;
+            let since = e.wall.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
             for j in 0..after.holders.len() {
                 let (was, is) = (&before.holders[j], &after.holders[j]);
                 let restarted = after.counts[j] > before.counts[j];
+                let joins = matches!(e.fault, Fault::Join | Fault::Undrain);
                 // A join (or a drained member back) may take any role; a
                 // leaver's, a crashed or a drained member's roles must move;
-                // no other role may.
-                let fine = match e.fault {
-                    Fault::Join | Fault::Undrain => is == member || (was == is && !restarted),
-                    _ => was == member || (was == is && !restarted),
+                // no other role may. On a schedule every due time is a
+                // start: each run of the episode (the command's own record)
+                // must be by the role's holder as a first attempt (none cut
+                // short and run again), or by the member the role may go to.
+                let runs = self.soak.schedule.map(|_| crate::judge::runs_since(&self.detectors[j].dir, since));
+                let kept = |(name, attempt): &(String, u32)| name == was && *attempt == 1;
+                let fine = match &runs {
+                    None if joins => is == member || (was == is && !restarted),
+                    None => was == member || (was == is && !restarted),
+                    Some(runs) if joins => runs.iter().all(|r| &r.0 == member || kept(r)),
+                    Some(runs) => was == member || runs.iter().all(kept),
                 };
                 if !fine {
+                    let runs: Vec<String> = runs.iter().flatten().map(|(n, a)| format!("{n} attempt {a}")).collect();
                     needless.moves.push(format!(
-                        "{} of {member} at {}: role {j} from {was} to {is} (starts {} -> {})",
+                        "{} of {member} at {}: role {j} from {was} to {is} (starts {} -> {}){}",
                         e.fault.name(),
                         wall(e.wall),
                         before.counts[j],
-                        after.counts[j]
+                        after.counts[j],
+                        if runs.is_empty() { String::new() } else { format!("; runs: {}", runs.join(", ")) }
                     ));
                 }
             }

@@ -9,6 +9,7 @@ use neli_proof::detector::{locks_held, Detector};
 use neli_proof::percentile;
 
 use crate::faults::wall;
+use crate::judge::{check_roles_schedule, RolesSchedule, ScheduleCheck};
 use crate::members::Soak;
 use crate::roles::{Figures, Needless, KINDS};
 use crate::Args;
@@ -64,9 +65,11 @@ pub fn judge(soak: &mut Soak, detectors: &[Detector]) -> Vec<Role> {
 
 /// Prints the summary; keeps the work directory unless the soak passed,
 /// never stalled and every member exited as asked. Fails on an overlap, an
-/// orphan, a token that did not increase or a needless move.
+/// orphan, a token that did not increase or a needless move; on a
+/// schedule, also on a rerun or a skipped due time of any role.
 pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[Role]) -> ExitCode {
     let f = |d: Duration| format!("{:.2}s", d.as_secs_f64());
+    let scheduled = soak.schedule.map(|(_, every)| check_roles_schedule(&soak.detector.dir, roles.len(), every));
     println!("\n## neli-soak summary (seed {seed}, {} roles over {} candidates)\n", roles.len(), args.candidates);
     let transitions: usize = roles.iter().map(Role::transitions).sum();
     let starts: usize = roles.iter().map(|r| r.starts.len()).sum();
@@ -89,8 +92,9 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
     println!("overlaps: {overlaps}");
     println!("orphans left: {orphans}");
     println!(
-        "fencing tokens strictly increasing per role: {} (restarts on the same member under the same token: {same})",
-        tokens == 0
+        "fencing tokens strictly increasing per role: {} ({} on the same member under the same token: {same})",
+        tokens == 0,
+        if scheduled.is_some() { "runs" } else { "restarts" }
     );
     for (j, r) in roles.iter().enumerate() {
         r.tokens.iter().for_each(|t| println!("  role {j}: token did not increase: {t}"));
@@ -103,6 +107,9 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
         ("drains", &figures.drains),
         ("undrains", &figures.undrains),
     ];
+    if let Some(s) = &scheduled {
+        schedule(s);
+    }
     let needless: usize = kinds.iter().map(|(_, n)| n.moves.len()).sum();
     let judged: Vec<String> =
         kinds.iter().map(|(what, n)| format!("{what} {} in {} clean", n.moves.len(), n.judged)).collect();
@@ -128,16 +135,30 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
     figures.exits.iter().for_each(|e| println!("  {e}"));
     println!(
         "\nLongest without a command: per role, the longest time its lock was free (from the kernel's lock), \
-         when it began and the faults in flight meanwhile.\n"
+         when it began and the faults in flight meanwhile{}.\n",
+        if scheduled.is_some() {
+            " (on a schedule, between runs too); and the latest a due time first started after it was due"
+        } else {
+            ""
+        }
     );
+    let late = match scheduled {
+        Some(_) => (" latest start after its due time |", "---|"),
+        None => ("", ""),
+    };
     println!(
-        "| role | command | starts | transitions | overlaps | orphan | longest without a command | from | during |\n\
-         |---|---|---|---|---|---|---|---|---|"
+        "| role | command | starts | transitions | overlaps | orphan | longest without a command | from | during |{}\n\
+         |---|---|---|---|---|---|---|---|---|{}",
+        late.0, late.1
     );
     for (j, r) in roles.iter().enumerate() {
         let gap = &figures.gaps[j];
+        let late = scheduled.as_ref().map(|s| match &s.roles[j].latest {
+            Some((late, due)) => format!(" {} ({due}) |", f(*late)),
+            None => " - |".into(),
+        });
         println!(
-            "| {j} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {j} | {} | {} | {} | {} | {} | {} | {} | {} |{}",
             KINDS[j % 4],
             r.starts.len(),
             r.transitions(),
@@ -145,10 +166,12 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
             if r.orphan { "yes" } else { "no" },
             f(gap.length),
             gap.from.map(wall).unwrap_or_else(|| "-".into()),
-            if gap.from.is_some() { gap.during.as_str() } else { "-" }
+            if gap.from.is_some() { gap.during.as_str() } else { "-" },
+            late.unwrap_or_default()
         );
     }
-    let safe = overlaps == 0 && orphans == 0 && tokens == 0 && needless == 0;
+    let kept = scheduled.as_ref().is_none_or(|s| s.roles.iter().all(|r| r.reruns.is_empty() && r.skipped.is_empty()));
+    let safe = overlaps == 0 && orphans == 0 && tokens == 0 && needless == 0 && kept;
     let dir = &soak.detector.dir;
     if safe && figures.stalls == 0 && figures.exits.is_empty() && !args.keep_logs {
         let _ = fs::remove_dir_all(dir);
@@ -165,6 +188,40 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// On a schedule: each role's due times judged by the schedule's rules
+/// (`judge::check_roles_schedule`), summed, with every rerun and skipped
+/// due time named.
+fn schedule(s: &RolesSchedule) {
+    let sum = |f: fn(&ScheduleCheck) -> usize| s.roles.iter().map(f).sum::<usize>();
+    println!(
+        "scheduled due times over every role: started {}, ran to their end {}, started again as a later attempt \
+         (cut short) {}",
+        sum(|r| r.started),
+        sum(|r| r.ended),
+        sum(|r| r.retried)
+    );
+    println!(
+        "reruns after a recorded ending: {} (due times whose ending was recorded: {}, {} of them known only by \
+         their member's next run; log lines of an ending told to no single role: {})",
+        sum(|r| r.reruns.len()),
+        sum(|r| r.recorded),
+        s.next_run,
+        s.unattributed
+    );
+    for (j, r) in s.roles.iter().enumerate() {
+        for (due, token, done) in &r.reruns {
+            println!(
+                "  role {j}: due time {due} started under token {token} after its run (token {done}) was recorded"
+            );
+        }
+    }
+    println!("skipped due times (--missed all): {}", sum(|r| r.skipped.len()));
+    for (j, r) in s.roles.iter().enumerate() {
+        r.skipped.iter().for_each(|due| println!("  role {j}: due time {due} never started"));
+    }
+    println!("ran to their end twice, no ending recorded (at least once): {}", sum(|r| r.at_least_once));
 }
 
 /// A duration to the second, for humans.

@@ -307,9 +307,10 @@ pub(super) struct WriterContext {
     /// counts it within a resume window of the revoke, and never later).
     pub(super) me: Member,
     pub(super) reports_for: Option<Duration>,
-    /// The last run of ours whose ending was logged as delivered: (token,
-    /// due time). Every record after it carries the same ending.
-    pub(super) recorded: Mutex<Option<(i64, Option<u64>)>>,
+    /// Per seat's partition, the last run of ours whose ending was logged
+    /// as delivered: (token, due time). Every record after it carries the
+    /// same ending.
+    pub(super) recorded: Mutex<BTreeMap<Partition, (i64, Option<u64>)>>,
 }
 
 impl ClientContext for WriterContext {
@@ -331,7 +332,7 @@ impl ProducerContext for WriterContext {
             Ok(msg) => {
                 self.reach.reachable();
                 let Some(hb) = msg.payload().and_then(Heartbeat::decode) else { return };
-                self.ended_run_recorded(&hb);
+                self.ended_run_recorded(msg.partition(), &hb);
                 let revoked = BootTime::from_nanos(self.reach.revoked_at.load(Ordering::Relaxed));
                 let rebalancing = self.reports_for.is_some_and(|d| BootTime::now().since(revoked) < d);
                 if rebalancing && hb.is_from(&self.me) {
@@ -357,24 +358,22 @@ impl WriterContext {
     /// own run ended (a wave's, in the disclaimer before we exit; a
     /// schedule's, in the heartbeat right after it): from now on no member
     /// runs it again. Until then a crash makes it run again.
-    fn ended_run_recorded(&self, hb: &Heartbeat) {
+    /// With several seats, the line names the role (the seat's partition):
+    /// two roles of one member may run under one token.
+    fn ended_run_recorded(&self, partition: Partition, hb: &Heartbeat) {
         let Some(job) = hb.job.as_ref().filter(|j| j.name == hb.name && j.host == hb.host) else { return };
         let Some(code) = job.code else { return };
         let Ok(mut last) = self.recorded.lock() else { return };
-        if last.replace((job.token, job.due_ms)) == Some((job.token, job.due_ms)) {
+        if last.insert(partition, (job.token, job.due_ms)) == Some((job.token, job.due_ms)) {
             return;
         }
-        let (token, attempt) = (job.token, job.attempt);
-        match job.due_ms {
-            None => {
-                info!(token, attempt, code, "the run's ending is on the group's topic: no member will run it again")
-            }
-            Some(due_ms) => {
-                info!(
-                    token,
-                    attempt, code, due_ms, "the run's ending is on the group's topic: no member will run it again"
-                )
-            }
+        let (token, attempt, role) = (job.token, job.attempt, self.reports_for.map(|_| partition));
+        let said = "the run's ending is on the group's topic: no member will run it again";
+        match (job.due_ms, role) {
+            (None, None) => info!(token, attempt, code, "{said}"),
+            (None, Some(role)) => info!(role, token, attempt, code, "{said}"),
+            (Some(due_ms), None) => info!(token, attempt, code, due_ms, "{said}"),
+            (Some(due_ms), Some(role)) => info!(role, token, attempt, code, due_ms, "{said}"),
         }
     }
 }

@@ -481,6 +481,25 @@ fn each_roles_command_runs_once_per_due_time_across_the_members() {
     a.signal(Signal::SIGKILL);
     a.wait_exit(t.takeover());
     wait_until(t.takeover(), "b runs every role after a's death", || ran_by("b", before).iter().all(|&n| n >= 2));
+    // `status` shows each role's schedule under it: next due, last run.
+    let group = ["-b", r.g.broker.address.as_str(), "-g", r.g.name.as_str()];
+    let (code, text) = run(&[&["status"][..], &group].concat());
+    assert_eq!(code, 0, "{text}");
+    for j in 0..3 {
+        let at = text.find(&format!("role {j}: b ")).unwrap_or_else(|| panic!("role {j} led by b: {text}"));
+        let under: Vec<&str> = text[at..].lines().skip(1).take(3).collect();
+        assert!(under[0].starts_with("    next run due "), "{text}");
+        assert_eq!(under[1], "    last run:", "{text}");
+        assert!(under[2].starts_with("      due ") && under[2].contains(", by b (host "), "{text}");
+    }
+    let (code, json) = run(&[&["status", "--json"][..], &group].concat());
+    assert_eq!(code, 0, "{json}");
+    let json: serde_json::Value = serde_json::from_str(json.trim()).expect("JSON");
+    for j in 0..3 {
+        let schedule = &json["roles"][j]["schedule"];
+        assert!(schedule["next_due"].is_string(), "{json}");
+        assert!(schedule["runs"].as_array().is_some_and(|runs| !runs.is_empty()), "{json}");
+    }
     drop(b);
     let mut seen = std::collections::BTreeSet::new();
     for (role, due, who) in read() {

@@ -48,26 +48,7 @@ pub(super) fn render(target: &Target, view: &View, json_out: bool) -> String {
             leader["timing"] = json!(hb.timing);
             leader
         });
-        let schedule = view.scheduled().then(|| {
-            let runs: Vec<_> = view
-                .runs
-                .iter()
-                .map(|run| {
-                    json!({
-                        "due": run.due_ms.map(rfc3339),
-                        "started": rfc3339_ms(run.wave_ms),
-                        "ended": run.ended_ms.map(rfc3339_ms),
-                        "status": run.code,
-                        "state": run_state(run, fresh),
-                        "attempt": run.attempt,
-                        "token": run.token,
-                        "name": run.name,
-                        "host": run.host,
-                    })
-                })
-                .collect();
-            json!({ "next_due": view.next_ms.map(rfc3339), "runs": runs })
-        });
+        let schedule = schedule_json(view, fresh);
         let last_run = view.job.as_ref().map(|job| {
             json!({
                 "due": job.due_ms.map(rfc3339),
@@ -115,7 +96,10 @@ pub(super) fn render(target: &Target, view: &View, json_out: bool) -> String {
     let paused = view.paused().map_or(String::new(), |p| pause_line(p, fresh, now));
     let standbys = standby_lines(view, now);
     if view.scheduled() {
-        return leadership(target, view, fresh, now) + &paused + &schedule_lines(view, fresh, now) + &standbys;
+        return leadership(target, view, fresh, now)
+            + &paused
+            + &schedule_lines(view, fresh, now, usize::MAX)
+            + &standbys;
     }
     let last_run = view.job.as_ref().map_or(String::new(), |job| run_line(job, fresh, now));
     leadership(target, view, fresh, now) + &paused + &last_run + &standbys
@@ -155,6 +139,7 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
                     "role": j,
                     "fresh": fresh.is_some(),
                     "leader": hb.map(|hb| leader_json(hb, now)),
+                    "schedule": schedule_json(&views[j], fresh),
                 })
             })
             .collect();
@@ -202,6 +187,9 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
             ),
             (None, None) => format!("\n  role {j}: no leader (none heard yet)"),
         };
+        // A role on a schedule: its next due time and newest run, under it
+        // (`--json` has its retained runs).
+        out += &schedule_lines(&views[j], fresh, now, 1).replace("\n  ", "\n    ");
     }
     for c in views.first().map(|v| v.standbys(now)).unwrap_or_default() {
         out += &format!(
@@ -330,17 +318,45 @@ pub(super) fn leadership(target: &Target, view: &View, fresh: Option<&Heartbeat>
     lines + health
 }
 
-/// A schedule's lines: when it is next due, and its newest runs.
-fn schedule_lines(view: &View, fresh: Option<&Heartbeat>, now: u64) -> String {
+/// A schedule in JSON (None without one): when it is next due, and its
+/// newest runs.
+fn schedule_json(view: &View, fresh: Option<&Heartbeat>) -> Option<serde_json::Value> {
+    view.scheduled().then(|| {
+        let runs: Vec<_> = view
+            .runs
+            .iter()
+            .map(|run| {
+                json!({
+                    "due": run.due_ms.map(rfc3339),
+                    "started": rfc3339_ms(run.wave_ms),
+                    "ended": run.ended_ms.map(rfc3339_ms),
+                    "status": run.code,
+                    "state": run_state(run, fresh),
+                    "attempt": run.attempt,
+                    "token": run.token,
+                    "name": run.name,
+                    "host": run.host,
+                })
+            })
+            .collect();
+        json!({ "next_due": view.next_ms.map(rfc3339), "runs": runs })
+    })
+}
+
+/// A schedule's lines: when it is next due, and its `newest` runs.
+fn schedule_lines(view: &View, fresh: Option<&Heartbeat>, now: u64, newest: usize) -> String {
     let mut out = match view.next_ms {
         Some(next) if next >= now => format!("\n  next run due {} (in {})", rfc3339(next), ago(next, now)),
         Some(next) => format!("\n  next run was due {} ({} ago)", rfc3339(next), ago(now, next)),
         None => String::new(),
     };
-    if !view.runs.is_empty() {
-        out += "\n  runs (oldest first):";
+    let runs = &view.runs[view.runs.len().saturating_sub(newest)..];
+    match runs.len() {
+        0 => {}
+        1 if newest == 1 => out += "\n  last run:",
+        _ => out += "\n  runs (oldest first):",
     }
-    for run in &view.runs {
+    for run in runs {
         out += &format!(
             "\n    due {d}: started {s}, {e}, by {n} (host {h}), token {t}{a}",
             d = run.due_ms.map_or("?".into(), rfc3339),

@@ -400,9 +400,7 @@ fn leave_until_another_leads(
     }
     // The partitions are given up: librdkafka sent the LeaveGroup as it
     // did (wake.rs: why the wake may follow now).
-    if waker.send() {
-        info!("left the group; waking the others");
-    }
+    waker.send();
     let until = Instant::now() + watch;
     while !closing.load(Ordering::Relaxed) && Instant::now() < until {
         if unhealthy && !asks.keep_out.load(Ordering::Relaxed) {

@@ -44,7 +44,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
 use tokio::sync::mpsc::UnboundedSender;
-use tracing::{debug, info};
+use tracing::debug;
 
 use crate::clock::BootTime;
 use crate::config::creation_error;
@@ -455,7 +455,6 @@ impl Kafka {
         self.subscription.close(&self.group);
         let left = self.consumer.take().is_some_and(|thread| thread.join().unwrap_or(false));
         if left && self.waker.send() {
-            info!("left the group; waking the others");
             self.flusher(WAKE_WAIT)();
         }
         self.watcher.take();

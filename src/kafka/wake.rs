@@ -120,11 +120,13 @@ impl Waker {
         Waker { producer, topic, me, on }
     }
 
-    /// Queues our wake; never blocks. False if none was queued.
+    /// Queues our wake (said first: a member may read it before the next
+    /// line); never blocks. False if none was queued.
     pub(super) fn send(&self) -> bool {
         if !self.on {
             return false;
         }
+        info!("left the group; waking the others");
         let value = Record::new(&self.me).encode();
         let record =
             BaseRecord::to(&self.topic).partition(CONTROL_PARTITION).key(self.me.name.as_bytes()).payload(&value);

@@ -1,25 +1,27 @@
 //! The wake: a member that left the group gracefully writes a record to the
-//! control partition once Kafka has answered its LeaveGroup, and every
-//! other member watches for it and rejoins at once, instead of learning of
-//! the rebalance from the answer to its next coordinator heartbeat (up to
-//! `--coordinator-heartbeat` later). A graceful handover then takes a few
-//! round trips (docs/how-it-works.md, "How long a handover takes").
+//! control partition, and every other member watches for it and rejoins at
+//! once, instead of learning of the rebalance from the answer to its next
+//! coordinator heartbeat (up to `heartbeat.interval.ms` later). A graceful
+//! handover then takes a few round trips (docs/how-it-works.md, "How long a
+//! handover takes").
 //!
-//! - Written after the leave is answered, never before: Kafka answers a
-//!   follower's JoinGroup in a stable group at once with the current
-//!   generation, so a member woken before the leave would rejoin the old
-//!   generation and wait for its heartbeat after all.
+//! - Written after the leave: a member woken before it rejoins the group as
+//!   it is and hears of the leave only at its next heartbeat. An exit waits
+//!   for the group's answer (the consumer's close, `Kafka::leave`); a
+//!   stand-aside (a yield, a hand-over, a drain) cannot see the answer, and
+//!   writes it once librdkafka has given its partitions up, which is when
+//!   it sends the LeaveGroup (`Waker`).
 //! - Read by a client of its own (`watch`, on the `neli-watch` thread), not
 //!   in the group: the group's consumer owns no partition while a standby.
-//!   Its fetch waits for `WAKE_BYTES` or more, which one wake record is
-//!   and a few heartbeats are not, so a broker that holds fetches open
-//!   (Kafka, the dev broker) answers it only for a wake or at its wait's
-//!   end; brokers that do not (tansu) answer it each wait.
+//!   Its fetch waits for `WATCH_MIN_BYTES`, which one wake record passes
+//!   and a few heartbeats do not, so a broker that holds fetches open
+//!   (Kafka, the dev broker) answers it at a wake or at its wait's end;
+//!   tansu answers it at its wait's end.
 //! - The rejoin: librdkafka has no call for it. Subscribing to the group's
 //!   topic plus a name that does not exist makes it ask for metadata and
 //!   rejoin with the same member id and nothing revoked; the subscription
 //!   is put back afterwards (`Subscription`), and the errors that name is
-//!   answered with are not ours (`Reach::wake_errors`).
+//!   answered with are not ours (`Reach::wake_error`), with ACLs or without.
 //! - A record of its own type: older versions ignore it, and a standby of
 //!   an older version takes over at its next coordinator heartbeat as
 //!   before (the join waits for it).
@@ -30,11 +32,10 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 use tracing::{debug, info, warn};
-
-use rdkafka::producer::{BaseProducer, BaseRecord};
 
 use super::context::{ReaderContext, WriterContext};
 use super::heartbeat::Member;

@@ -54,15 +54,9 @@ pub fn auto_created(header: &Header) -> Vec<String> {
 /// The id of the dev broker's one broker.
 const BROKER: i32 = 1;
 
-/// A Metadata response frame of `version` (without its length) that names
-/// the one broker as the controller, or None if it does not parse. The mock
-/// names broker 0, which does not exist; admin clients send CreateTopics to
-/// the controller, so they would wait for it (librdkafka until its timeout,
-/// kafka-python fails at once).
-pub fn name_controller(frame: &[u8], version: i16) -> Option<Vec<u8>> {
-    if version < 1 {
-        return None; // no controller before v1
-    }
+/// A reader of a Metadata response frame of `version` (1 and later,
+/// without its length) past its brokers and cluster id: at the controller.
+fn past_brokers(frame: &[u8], version: i16) -> Option<Reader<'_>> {
     let flexible = version >= 9;
     let mut r = Reader { buf: frame, at: 4 }; // after the correlation id
     if flexible {
@@ -84,6 +78,19 @@ pub fn name_controller(frame: &[u8], version: i16) -> Option<Vec<u8>> {
     if version >= 2 {
         r.string_in(flexible)?; // cluster id
     }
+    Some(r)
+}
+
+/// A Metadata response frame of `version` (without its length) that names
+/// the one broker as the controller, or None if it does not parse. The mock
+/// names broker 0, which does not exist; admin clients send CreateTopics to
+/// the controller, so they would wait for it (librdkafka until its timeout,
+/// kafka-python fails at once).
+pub fn name_controller(frame: &[u8], version: i16) -> Option<Vec<u8>> {
+    if version < 1 {
+        return None; // no controller before v1
+    }
+    let r = past_brokers(frame, version)?;
     let mut out = frame.to_vec();
     out.get_mut(r.at..r.at + 4)?.copy_from_slice(&BROKER.to_be_bytes());
     Some(out)
@@ -160,25 +167,7 @@ pub fn deny_topics(frame: &[u8], version: i16, denied: &[String]) -> Option<Vec<
     }
     let flexible = version >= 9;
     let count = |r: &mut Reader| Some(if flexible { r.uvarint()? as i64 - 1 } else { i64::from(r.i32()?) }.max(0));
-    let mut r = Reader { buf: frame, at: 4 }; // after the correlation id
-    if flexible {
-        r.tagged_fields()?;
-    }
-    if version >= 3 {
-        r.skip(4)?; // throttle time
-    }
-    for _ in 0..count(&mut r)? {
-        r.skip(4)?; // node id
-        r.string_in(flexible)?; // host
-        r.skip(4)?; // port
-        r.string_in(flexible)?; // rack
-        if flexible {
-            r.tagged_fields()?;
-        }
-    }
-    if version >= 2 {
-        r.string_in(flexible)?; // cluster id
-    }
+    let mut r = past_brokers(frame, version)?;
     r.skip(4)?; // controller
     let mut out = frame.get(..r.at)?.to_vec();
     let topics = count(&mut r)?;

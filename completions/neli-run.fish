@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= roles= overlap restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= priority= preempt never-lead acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
+    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= no-wake heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= roles= overlap restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= priority= preempt never-lead acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -68,6 +68,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l lead-signal -d 'With 
 complete -c neli-run -n "__fish_neli_run_needs_command" -l unlead-signal -d 'With --warm: the signal that tells the command it no longer leads (name or number)' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
+complete -c neli-run -n "__fish_neli_run_needs_command" -l no-wake -d 'Neither wake the others when leaving nor watch for their wakes: a handover then waits for the standbys\' coordinator heartbeats (up to 200ms more at the defaults)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -l overlap -d 'NELI\'s non-exclusive mode: a revoke does not wait for the command, which gets --grace to finish while the next owner starts its own'
 complete -c neli-run -n "__fish_neli_run_needs_command" -l preempt -d 'While leading, hand over to a member of higher --priority as soon as one is live (it joined, or came back)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -l never-lead -d 'Never lead: watch the group, log who leads, and be listed by `neli-run status`, without ever running COMMAND (which may be left out)'

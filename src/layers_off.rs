@@ -1,8 +1,7 @@
 //! Test-only switches that turn one safety layer off in one member, so that
 //! a test can watch another layer keep the promise alone: the layers cover
 //! for each other, and a layer that broke would otherwise go unnoticed
-//! until the one covering it changed too. The wake can be switched off as
-//! well, to run a member as an older version that has none.
+//! until the one covering it changed too.
 //!
 //! `NELI_TEST_LAYERS_OFF=claims,lease` is read only by debug builds; a
 //! release build compiles [`off`] to `false` and has no way to weaken its
@@ -17,10 +16,6 @@ pub enum Layer {
     /// The shim's lease: it is granted without end, so only neli-run's own
     /// stop, fence or death ends the command.
     Lease,
-    /// Not a safety layer: the wake (kafka/wake.rs). Off, the member
-    /// neither watches for wakes nor writes one, as an older version in a
-    /// rolling upgrade: the others must take over at their heartbeat.
-    Wake,
 }
 
 impl Layer {
@@ -28,7 +23,6 @@ impl Layer {
         match self {
             Layer::Claims => "claims",
             Layer::Lease => "lease",
-            Layer::Wake => "wake",
         }
     }
 }
@@ -36,9 +30,9 @@ impl Layer {
 /// Says which layers are off, so that no log of such a run passes for a
 /// normal one (and a test can check that its switch took).
 pub fn warn_if_any() {
-    for layer in [Layer::Claims, Layer::Lease, Layer::Wake] {
+    for layer in [Layer::Claims, Layer::Lease] {
         if off(layer) {
-            tracing::warn!(layer = layer.name(), "TEST BUILD: a layer is switched off (NELI_TEST_LAYERS_OFF)");
+            tracing::warn!(layer = layer.name(), "TEST BUILD: a safety layer is switched off (NELI_TEST_LAYERS_OFF)");
         }
     }
 }

@@ -78,6 +78,18 @@ pub struct RunArgs {
           help_heading = "Timing")]
     pub session_timeout: std::time::Duration,
 
+    /// Neither wake the others when leaving nor watch for their wakes: a
+    /// handover then waits for the standbys' coordinator heartbeats (up to
+    /// 200ms more at the defaults).
+    ///
+    /// A member that stops or yields writes a wake record once it has left
+    /// the group, and the others rejoin on it at once. Use this where the
+    /// broker's group coordinator mishandles a rejoin that comes right
+    /// after a leave: tansu 0.6 can leave another member's first join
+    /// unanswered for good.
+    #[arg(long, env = "NELI_NO_WAKE", help_heading = "Timing")]
+    pub no_wake: bool,
+
     /// How often the leader writes a heartbeat record to partition 0
     /// [default: --session-timeout / 12, at most 500ms].
     #[arg(long, env = "NELI_HEARTBEAT_INTERVAL", value_name = "DURATION", value_parser = duration,

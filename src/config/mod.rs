@@ -230,6 +230,8 @@ pub struct Config {
     pub warm: Option<Warm>,
     /// `--never-lead`: watch the group, never join it.
     pub never_lead: bool,
+    /// `--no-wake`: no wake written when leaving, none watched for.
+    pub no_wake: bool,
     /// `--roles`, as given: with it, each role's command gets `{role}`
     /// replaced and NELI_ROLE (the core's `Settings::roles` counts them).
     pub roles: Option<u32>,
@@ -384,6 +386,7 @@ impl Config {
             health,
             warm,
             never_lead: args.never_lead,
+            no_wake: args.no_wake,
             roles,
         };
         Ok(config)

@@ -143,6 +143,11 @@ pub(super) struct ReaderContext {
     /// left the group (`leave_group`): said once a membership, as the core
     /// writes our candidacy from then on.
     pub(super) standby: AtomicBool,
+    /// A join has been done since we last subscribed (an assignment came):
+    /// we are in a generation of the group. A wake is for such a member
+    /// only: one still joining joins the rebalance anyway, and tansu
+    /// wedged the first join of one whose subscription changed meanwhile.
+    pub(super) joined: AtomicBool,
     /// How many records before the end a new owner starts reading: enough
     /// for every record of two writers over a heartbeat deadline and more.
     pub(super) backlog: i64,
@@ -264,6 +269,7 @@ impl ConsumerContext for ReaderContext {
         match rebalance {
             Rebalance::Assign(added) => {
                 self.reach.reachable();
+                self.joined.store(true, Ordering::Relaxed);
                 // Ownership is judged on the whole assignment, which the
                 // coordinator has just confirmed, not on what this rebalance
                 // added: a rejoin asked for while librdkafka was already
@@ -396,6 +402,7 @@ mod tests {
             requests: Arc::default(),
             seats: seats.to_vec(),
             standby: AtomicBool::new(false),
+            joined: AtomicBool::new(false),
             backlog: 64,
             deadline: Duration::from_secs(5),
             interval: Duration::from_millis(500),

@@ -51,7 +51,6 @@ use crate::config::creation_error;
 use crate::config::timing::Timing;
 use crate::config::{Config, Target};
 use crate::exit::{Failure, Kind};
-use crate::layers_off::{self, Layer};
 use crate::leader::{Candidacy, Other, Pause, Record};
 use consumer::{Requests, Watch};
 use context::{Reach, ReaderContext, WriterContext};
@@ -230,6 +229,7 @@ impl Kafka {
             requests: requests.clone(),
             seats: s.seats.clone(),
             standby: AtomicBool::new(false),
+            joined: AtomicBool::new(false),
             backlog: s.backlog,
             deadline: s.timing.heartbeat_deadline,
             interval: s.timing.heartbeat_interval,
@@ -263,7 +263,7 @@ impl Kafka {
                 .map_err(|e| Failure::new(Kind::Internal, format!("cannot subscribe to {}: {e}", s.target.topic)))?;
         }
         requests.keep_out.store(s.health_checked, Ordering::Relaxed);
-        let wakes = !layers_off::off(Layer::Wake);
+        let wakes = s.wake;
         let waker = wake::Waker::new(producer.clone(), s.target.topic.clone(), member.clone(), wakes);
         let watcher = if !wakes {
             None
@@ -477,6 +477,9 @@ pub struct Settings {
     /// A health check gates leadership: stay out of the group until it
     /// says healthy (`Kafka::keep_out`).
     pub health_checked: bool,
+    /// Wake the others when leaving, and watch for their wakes (wake.rs;
+    /// `--no-wake` says no).
+    pub wake: bool,
     /// What our candidacy records say, and how often we write them.
     pub priority: u8,
     pub candidacy_interval: Duration,
@@ -492,6 +495,7 @@ impl Settings {
             backlog: backlog(&cfg.leader),
             seats: cfg.leader.seats().collect(),
             health_checked: cfg.health.is_some(),
+            wake: !cfg.no_wake,
             priority: cfg.leader.priority,
             candidacy_interval: cfg.leader.candidacy_interval,
         }

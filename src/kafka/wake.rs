@@ -112,7 +112,7 @@ pub(super) struct Waker {
     producer: Arc<BaseProducer<WriterContext>>,
     topic: String,
     me: Member,
-    /// False: an older version in tests, which writes none.
+    /// False with `--no-wake`.
     on: bool,
 }
 
@@ -174,6 +174,7 @@ impl Subscription {
         }
         state.subscribed = true;
         state.woken = None;
+        consumer.context().joined.store(false, Ordering::Relaxed);
         consumer.subscribe(&[topic]).map_err(|e| e.to_string())
     }
 
@@ -185,6 +186,7 @@ impl Subscription {
         }
         state.subscribed = false;
         state.woken = None;
+        consumer.context().joined.store(false, Ordering::Relaxed);
         consumer.unsubscribe();
     }
 
@@ -209,12 +211,13 @@ impl Subscription {
         state.left
     }
 
-    /// Makes `consumer` rejoin now, if it is in the group: the group's
-    /// topic and a fresh name that does not exist (a miss in librdkafka's
-    /// metadata cache, which rejoins once the metadata is in).
+    /// Makes `consumer` rejoin now, if it is in the group and has joined
+    /// it (`ReaderContext::joined`): the group's topic and a fresh name that
+    /// does not exist (a miss in librdkafka's metadata cache, which rejoins
+    /// once the metadata is in).
     fn wake(&self, consumer: &BaseConsumer<ReaderContext>, topic: &str, me: &Member) -> bool {
         let mut state = self.lock();
-        if !state.subscribed || state.closed {
+        if !state.subscribed || state.closed || !consumer.context().joined.load(Ordering::Relaxed) {
             return false;
         }
         state.wakes += 1;

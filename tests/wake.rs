@@ -89,24 +89,24 @@ fn members_without_the_wake_still_take_over() {
     let t = g.broker.timing;
     let a = g.member("a", &[], &["sleep", "1000"]);
     wait_until(t.takeover(), "a leads", || g.lock_held());
+    // Stops `leaving`, sees `next` take over as the `n`th start, unwoken;
+    // says whether `leaving` wrote a wake.
+    let hand_over = |leaving: &mut Member, next: &Member, n: usize| {
+        leaving.signal(Signal::SIGTERM);
+        assert_eq!(leaving.wait_exit(t.takeover()).code(), Some(143), "{}", leaving.log());
+        wait_until(t.takeover(), &format!("{} takes over", next.name), || g.starts().len() == n && g.lock_held());
+        assert_eq!(g.starts()[n - 1].0, next.name);
+        assert!(!next.log().contains(WOKEN), "{}", next.log());
+        leaving.log().contains(LEFT)
+    };
     let mut old = g.member("b", &WITHOUT_WAKE, &["sleep", "1000"]);
     wait_until(t.takeover(), "b is a standby", || old.log().contains(STANDBY));
     let mut a = a;
-    a.signal(Signal::SIGTERM);
-    assert_eq!(a.wait_exit(t.takeover()).code(), Some(143), "{}", a.log());
-    assert!(a.log().contains(LEFT), "{}", a.log());
-    wait_until(t.takeover(), "the old standby takes over", || g.starts().len() == 2 && g.lock_held());
-    assert_eq!(g.starts()[1].0, "b");
-    assert!(!old.log().contains(WOKEN), "{}", old.log());
+    assert!(hand_over(&mut a, &old, 2), "the new leader wakes: {}", a.log());
 
     let new = g.member("c", &[], &["sleep", "1000"]);
     wait_until(t.takeover(), "c is a standby", || new.log().contains(STANDBY));
-    old.signal(Signal::SIGTERM);
-    assert_eq!(old.wait_exit(t.takeover()).code(), Some(143), "{}", old.log());
-    assert!(!old.log().contains(LEFT), "{}", old.log());
-    wait_until(t.takeover(), "the new standby takes over", || g.starts().len() == 3 && g.lock_held());
-    assert_eq!(g.starts()[2].0, "c");
-    assert!(!new.log().contains(WOKEN), "{}", new.log());
+    assert!(!hand_over(&mut old, &new, 3), "the old leader wakes no one: {}", old.log());
     drop(new);
     g.assert_no_overlap();
 }

@@ -469,11 +469,16 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// A schedule of its own: --every or --cron.
+    pub fn scheduled(&self) -> bool {
+        self.every.is_some() || self.cron.is_some()
+    }
+
     /// The restart policy: as given, else never for the single leader and
     /// for a schedule (a run per due time), and always for roles (each
     /// role's command is a service).
     pub fn restart(&self) -> Restart {
-        let service = self.roles.unwrap_or(1) > 1 && self.every.is_none() && self.cron.is_none();
+        let service = self.roles.unwrap_or(1) > 1 && !self.scheduled();
         self.restart.unwrap_or(if service { Restart::Always } else { Restart::Never })
     }
 }

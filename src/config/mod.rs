@@ -401,8 +401,7 @@ fn roles(args: &RunArgs) -> Result<Option<u32>, Failure> {
     let roles = args.from_env.name_with("--roles", &n.to_string());
     // A schedule's runs are once per due time (the schedule's own check
     // wants --restart never); otherwise each role's command is a service.
-    let scheduled = args.every.is_some() || args.cron.is_some();
-    if !scheduled && args.restart() != Restart::Always {
+    if !args.scheduled() && args.restart() != Restart::Always {
         return err(format!(
             "{roles} runs each role's command as a service, or once per due time of --every or --cron: {} is for \
              a command run once per tick from cron, which roles do not support yet; use --restart always (the \
@@ -459,7 +458,7 @@ fn warm(args: &RunArgs) -> Result<Option<Warm>, Failure> {
     }
     let why = "a warm command runs all the time on every member";
     let warm = args.from_env.name("--warm");
-    if args.every.is_some() || args.cron.is_some() {
+    if args.scheduled() {
         let flag = args.from_env.name(if args.every.is_some() { "--every" } else { "--cron" });
         return err(format!("{warm} and {flag} do not go together: {why}, not at due times (leave one out)"));
     }

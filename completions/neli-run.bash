@@ -16,6 +16,9 @@ _neli__run() {
             ",$1")
                 cmd="neli__run"
                 ;;
+            neli__run,cron)
+                cmd="neli__run__subcmd__cron"
+                ;;
             neli__run,dev-broker)
                 cmd="neli__run__subcmd__dev__subcmd__broker"
                 ;;
@@ -34,6 +37,18 @@ _neli__run() {
             neli__run,yield)
                 cmd="neli__run__subcmd__yield"
                 ;;
+            neli__run__subcmd__cron,check)
+                cmd="neli__run__subcmd__cron__subcmd__check"
+                ;;
+            neli__run__subcmd__cron,help)
+                cmd="neli__run__subcmd__cron__subcmd__help"
+                ;;
+            neli__run__subcmd__cron__subcmd__help,check)
+                cmd="neli__run__subcmd__cron__subcmd__help__subcmd__check"
+                ;;
+            neli__run__subcmd__cron__subcmd__help,help)
+                cmd="neli__run__subcmd__cron__subcmd__help__subcmd__help"
+                ;;
             neli__run__subcmd__dev__subcmd__broker,event)
                 cmd="neli__run__subcmd__dev__subcmd__broker__subcmd__event"
                 ;;
@@ -45,6 +60,9 @@ _neli__run() {
                 ;;
             neli__run__subcmd__dev__subcmd__broker__subcmd__help,help)
                 cmd="neli__run__subcmd__dev__subcmd__broker__subcmd__help__subcmd__help"
+                ;;
+            neli__run__subcmd__help,cron)
+                cmd="neli__run__subcmd__help__subcmd__cron"
                 ;;
             neli__run__subcmd__help,dev-broker)
                 cmd="neli__run__subcmd__help__subcmd__dev__subcmd__broker"
@@ -64,6 +82,9 @@ _neli__run() {
             neli__run__subcmd__help,yield)
                 cmd="neli__run__subcmd__help__subcmd__yield"
                 ;;
+            neli__run__subcmd__help__subcmd__cron,check)
+                cmd="neli__run__subcmd__help__subcmd__cron__subcmd__check"
+                ;;
             neli__run__subcmd__help__subcmd__dev__subcmd__broker,event)
                 cmd="neli__run__subcmd__help__subcmd__dev__subcmd__broker__subcmd__event"
                 ;;
@@ -74,7 +95,7 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --no-wake --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --roles --overlap --restart-delay --once-within --failed-run --max-runtime --every --cron --time-zone --missed --starting-deadline --name --priority --preempt --never-lead --acquire-timeout --metrics-addr --leader-file --on-lead --on-unlead --on-exit --hook-timeout --health-cmd --health-interval --health-timeout --health-retries --warm --lead-signal --unlead-signal --verbose --quiet --log-format --help --version dev-broker status yield pause resume help"
+            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --no-wake --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --roles --overlap --restart-delay --once-within --failed-run --max-runtime --every --cron --time-zone --missed --starting-deadline --name --priority --preempt --never-lead --acquire-timeout --metrics-addr --leader-file --on-lead --on-unlead --on-exit --hook-timeout --health-cmd --health-interval --health-timeout --health-retries --warm --lead-signal --unlead-signal --verbose --quiet --log-format --help --version dev-broker status yield pause resume cron help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -247,6 +268,92 @@ _neli__run() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        neli__subcmd__run__subcmd__cron)
+            opts="-v -q -h --verbose --quiet --log-format --help check help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__cron__subcmd__check)
+            opts="-v -q -h --time-zone --next --json --verbose --quiet --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --time-zone)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --next)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__cron__subcmd__help)
+            opts="check help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__cron__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__cron__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         neli__subcmd__run__subcmd__dev__subcmd__broker)
             opts="-v -q -h --listen --brokers --control --advertise --deny-topic --partitions --group-coordinator --initial-rebalance-delay --sasl-user --verbose --quiet --log-format --help event help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -366,8 +473,36 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__help)
-            opts="dev-broker status yield pause resume help"
+            opts="dev-broker status yield pause resume cron help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__help__subcmd__cron)
+            opts="check"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__help__subcmd__cron__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -82,6 +82,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -a "status" -d 'Show who
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "yield" -d 'Ask the leader to hand over to another member'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'
+complete -c neli-run -n "__fish_neli_run_needs_command" -a "cron" -d 'A fleet crontab: one file of jobs, each run once per due time across the group.'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker; and not __fish_seen_subcommand_from event help" -l listen -d 'Address to listen on and advertise to clients (broker 1\'s; broker i listens on PORT + i - 1)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker; and not __fish_seen_subcommand_from event help" -l brokers -d 'Run a cluster of N brokers (1 to 9), on consecutive ports' -r
@@ -161,10 +162,29 @@ json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "status" -d 'Show who leads a group now, and its standbys, read from its records'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "yield" -d 'Ask the leader to hand over to another member'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check help" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check help" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check help" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check help" -f -a "check" -d 'Read a crontab and say what each job means: its time, zone, next due times and command; refused lines as FILE:LINE:COLUMN on stderr'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -l time-zone -d 'The time zone of jobs with no CRON_TZ above them: an IANA name such as Europe/Berlin, UTC, or local [default: local]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -l next -d 'How many due times to show per job' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -l json -d 'Print one JSON object (jobs and problems) instead of text'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "check" -d 'Read a crontab and say what each job means: its time, zone, next due times and command; refused lines as FILE:LINE:COLUMN on stderr'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "status" -d 'Show who leads a group now, and its standbys, read from its records'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "yield" -d 'Ask the leader to hand over to another member'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "cron" -d 'A fleet crontab: one file of jobs, each run once per due time across the group.'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from dev-broker" -f -a "event" -d 'Make one cluster event on the dev broker at --control, and say what it did.'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "check" -d 'Read a crontab and say what each job means: its time, zone, next due times and command; refused lines as FILE:LINE:COLUMN on stderr'

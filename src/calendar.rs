@@ -59,6 +59,30 @@ impl FromStr for Zone {
     }
 }
 
+impl std::fmt::Display for Zone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Zone::Local => f.write_str("local"),
+            Zone::Named(tz) => f.write_str(tz.name()),
+        }
+    }
+}
+
+impl Zone {
+    /// `ms` (wall-clock, since the epoch) as people read it in this zone,
+    /// with its offset: the offset tells the two 02:30s of a day the clocks
+    /// go back apart.
+    pub fn show(&self, ms: u64) -> String {
+        const FORMAT: &str = "%Y-%m-%d %H:%M:%S %:z";
+        let Ok(ms) = i64::try_from(ms) else { return format!("{ms} ms") };
+        let shown = match self {
+            Zone::Local => chrono::Local.timestamp_millis_opt(ms).single().map(|t| t.format(FORMAT).to_string()),
+            Zone::Named(tz) => tz.timestamp_millis_opt(ms).single().map(|t| t.format(FORMAT).to_string()),
+        };
+        shown.unwrap_or_else(|| format!("{ms} ms"))
+    }
+}
+
 /// `--cron`: due at the times of a cron expression, in a time zone.
 #[derive(Debug)]
 pub struct Cron {

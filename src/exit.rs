@@ -116,6 +116,8 @@ pub struct Status {
     pub dev_broker: Option<&'static str>,
     /// `neli-run dev-broker event`.
     pub event: Option<&'static str>,
+    /// `neli-run cron check`.
+    pub cron: Option<&'static str>,
 }
 
 /// The one exit-status table: the man pages and the README are generated
@@ -132,6 +134,7 @@ pub const STATUSES: &[Status] = &[
         pause: None,
         dev_broker: None,
         event: None,
+        cron: None,
     },
     Status {
         code: Code::Signal,
@@ -141,6 +144,7 @@ pub const STATUSES: &[Status] = &[
         pause: None,
         dev_broker: None,
         event: None,
+        cron: None,
     },
     Status {
         code: Code::Success,
@@ -150,6 +154,7 @@ pub const STATUSES: &[Status] = &[
         pause: Some("The owner of partition 0 acknowledged it (with `--stop`: its command is gone)."),
         dev_broker: Some("Stopped by SIGINT or SIGTERM."),
         event: Some("The event was made (the line printed says what it did)."),
+        cron: Some("Every job line is fine (warnings may be printed)."),
     },
     Status {
         code: Code::Failure(Kind::NoLeader),
@@ -164,6 +169,7 @@ pub const STATUSES: &[Status] = &[
         ),
         dev_broker: None,
         event: None,
+        cron: None,
     },
     Status {
         code: Code::Failure(Kind::Usage),
@@ -173,6 +179,7 @@ pub const STATUSES: &[Status] = &[
         pause: Some("Usage error (also `--timeout` over 24h)."),
         dev_broker: Some("Usage error: a bad `--listen` or `--sasl-user`, or the address is in use."),
         event: Some("Refused (the reason is said), or no dev broker at `--control`."),
+        cron: Some("A line is refused (each printed as FILE:LINE:COLUMN), or the file cannot be read."),
     },
     Status {
         code: Code::Failure(Kind::Unavailable),
@@ -182,6 +189,7 @@ pub const STATUSES: &[Status] = &[
         pause: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
         dev_broker: None,
         event: None,
+        cron: None,
     },
     Status {
         code: Code::Failure(Kind::Internal),
@@ -191,6 +199,7 @@ pub const STATUSES: &[Status] = &[
         pause: Some("Internal error."),
         dev_broker: Some("Internal error."),
         event: Some("Internal error (the control socket failed mid-answer)."),
+        cron: None,
     },
     Status {
         code: Code::Failure(Kind::Io),
@@ -200,6 +209,7 @@ pub const STATUSES: &[Status] = &[
         pause: Some("stdout could not be written (other than closed)."),
         dev_broker: None,
         event: None,
+        cron: Some("stdout could not be written (other than closed)."),
     },
     Status {
         code: Code::Failure(Kind::AcquireTimeout),
@@ -209,6 +219,7 @@ pub const STATUSES: &[Status] = &[
         pause: None,
         dev_broker: None,
         event: None,
+        cron: None,
     },
     Status {
         code: Code::Failure(Kind::Denied),
@@ -218,6 +229,7 @@ pub const STATUSES: &[Status] = &[
         pause: Some("Authentication failed or access denied, also no WRITE on the topic."),
         dev_broker: None,
         event: None,
+        cron: None,
     },
     Status {
         code: Code::Failure(Kind::KafkaConfig),
@@ -227,6 +239,7 @@ pub const STATUSES: &[Status] = &[
         pause: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         dev_broker: None,
         event: None,
+        cron: None,
     },
     Status {
         code: Code::Failure(Kind::NotExecutable),
@@ -236,6 +249,7 @@ pub const STATUSES: &[Status] = &[
         pause: None,
         dev_broker: None,
         event: None,
+        cron: None,
     },
     Status {
         code: Code::Failure(Kind::NotFound),
@@ -245,6 +259,7 @@ pub const STATUSES: &[Status] = &[
         pause: None,
         dev_broker: None,
         event: None,
+        cron: None,
     },
 ];
 
@@ -259,6 +274,7 @@ pub fn meanings(command: &str) -> fn(&Status) -> Option<&'static str> {
         "pause" | "resume" => |s| s.pause,
         "dev-broker" => |s| s.dev_broker,
         "dev-broker event" => |s| s.event,
+        "cron" | "cron check" => |s| s.cron,
         _ => |_| None,
     }
 }

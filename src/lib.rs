@@ -36,6 +36,7 @@ mod child;
 mod cli;
 mod clock;
 mod config;
+mod crontab;
 mod exit;
 mod files;
 mod kafka;
@@ -104,6 +105,9 @@ pub fn main() -> ExitCode {
         Some(Sub::Resume(args)) => {
             let asked = status::pause_main(args.kafka, false, false, args.timeout.into(), env_properties);
             return end_beside_librdkafka(said(asked));
+        }
+        Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::Check(args) })) => {
+            return ExitCode::from(said(crontab::check_main(args)));
         }
         None => cli.run,
     };

@@ -6,6 +6,7 @@ mod util;
 mod broken_log;
 mod cli;
 mod cluster;
+mod crontab;
 mod daemons;
 mod dev_broker;
 mod docs;

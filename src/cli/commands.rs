@@ -66,6 +66,69 @@ pub enum Sub {
     /// of partition 0 says it honours it. A schedule's runs due while
     /// paused count as missed (--missed decides).
     Resume(ResumeArgs),
+
+    /// A fleet crontab: one file of jobs, each run once per due time across
+    /// the group.
+    ///
+    /// `neli-run cron check FILE` reads a crontab as a member reads it and
+    /// says what each line means. The file's lines: `NAME=value` (for the
+    /// jobs below it; `CRON_TZ=ZONE` is their time zone, `SHELL` their
+    /// shell), and jobs: a time (five fields, @hourly, @daily, @weekly,
+    /// @monthly, @yearly, or @every DURATION), a name (letters, digits, _ .
+    /// -), optionally options in brackets, and the command, run by /bin/sh
+    /// -c as cron runs it:
+    ///
+    ///   CRON_TZ=Europe/Berlin
+    ///   */5 * * * *  billing  /usr/local/bin/billing-job --queue nightly
+    ///   30 2 * * *   report[missed=all,max-runtime=1h]  /usr/local/bin/report
+    ///   @every 90s   ping     curl -fsS https://example.internal/health
+    ///
+    /// Options: tz=ZONE, missed=skip|latest|all (as --missed),
+    /// starting-deadline=DURATION and max-runtime=DURATION (as the flags).
+    #[command(verbatim_doc_comment)]
+    Cron(CronArgs),
+}
+
+/// `neli-run cron`.
+#[derive(Debug, Args)]
+pub struct CronArgs {
+    #[command(subcommand)]
+    pub command: CronCommand,
+}
+
+/// What `neli-run cron` does.
+#[derive(Debug, Subcommand)]
+pub enum CronCommand {
+    /// Read a crontab and say what each job means: its time, zone, next
+    /// due times and command; refused lines as FILE:LINE:COLUMN on stderr.
+    ///
+    /// Reads only the file (no Kafka): for a CI step or a hook before the
+    /// file goes to the fleet. Daylight-saving days follow cron's rule: a
+    /// job at a fixed time runs once on both (in the hour the clocks skip,
+    /// at the hour's end; in the hour they repeat, the first time), a job
+    /// at every minute or hour runs by the wall clock.
+    Check(CronCheckArgs),
+}
+
+/// Options of `neli-run cron check`.
+#[derive(Debug, Args)]
+pub struct CronCheckArgs {
+    /// The crontab to read.
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+
+    /// The time zone of jobs with no CRON_TZ above them: an IANA name such
+    /// as Europe/Berlin, UTC, or local [default: local].
+    #[arg(long, env = "NELI_TIME_ZONE", value_name = "ZONE")]
+    pub time_zone: Option<String>,
+
+    /// How many due times to show per job.
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub next: u16,
+
+    /// Print one JSON object (jobs and problems) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `neli-run pause`.

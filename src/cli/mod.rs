@@ -16,9 +16,9 @@ use std::ffi::OsString;
 
 use clap::{Args, Parser};
 
+pub use commands::{CronArgs, CronCheckArgs, CronCommand, StatusArgs, Sub, YieldArgs};
 #[cfg(feature = "dev-broker")]
 pub use commands::{DevBrokerArgs, DevBrokerEvent, GroupCoordinator};
-pub use commands::{StatusArgs, Sub, YieldArgs};
 pub use kafka::KafkaArgs;
 pub use run::{FailedRun, RunArgs};
 

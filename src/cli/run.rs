@@ -37,7 +37,9 @@ impl clap::ValueEnum for Missed {
         Some(match self {
             Missed::Skip => PossibleValue::new("skip")
                 .help("Skip them (a run cut short by a crash too): wait for the next due time"),
-            Missed::Once => PossibleValue::new("once").help("Run the latest of them once, at once [default]"),
+            Missed::Once => {
+                PossibleValue::new("once").alias("latest").help("Run the latest of them once, at once [default]")
+            }
             Missed::All => PossibleValue::new("all").help("Run each of them, oldest first, one after another"),
         })
     }

@@ -752,6 +752,14 @@ mod tests {
     }
 
     #[test]
+    fn missed_latest_is_once_as_a_crontab_says_it() {
+        for (given, missed) in [("once", Missed::Once), ("latest", Missed::Once), ("all", Missed::All)] {
+            let c = config(&["--every", "1m", "--missed", given]).unwrap();
+            assert_eq!(c.leader.schedule.map(|s| s.missed), Some(missed), "{given}");
+        }
+    }
+
+    #[test]
     fn bad_durations_name_the_flag_and_the_format() {
         // Parsed by clap, which reports it against the flag.
         let e = Cli::try_parse_from(["neli-run", "-g", "g", "--grace", "5 parsecs", "--", "true"]).unwrap_err();

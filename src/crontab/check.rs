@@ -1,0 +1,94 @@
+//! `neli-run cron check FILE`: reads a crontab as a member would and says
+//! what it found (each job, its zone and its next due times) and what it
+//! refused (FILE:LINE:COLUMN, on stderr, as compilers say it), before the
+//! file goes to a fleet: as `crontab -T` and `nginx -t` do.
+
+use std::io::Write;
+
+use serde_json::json;
+
+use crate::calendar::Zone;
+use crate::cli::CronCheckArgs;
+use crate::exit::{Failure, Kind};
+
+/// Runs `neli-run cron check`: 0 when every line is fine, Usage when one
+/// is refused or the file cannot be read.
+pub fn check_main(args: CronCheckArgs) -> Result<u8, Failure> {
+    let usage = |message: String| Failure::new(Kind::Usage, message);
+    let zone: Zone = match &args.time_zone {
+        Some(zone) => zone.parse().map_err(|e| usage(format!("--time-zone: {e}")))?,
+        None => Zone::Local,
+    };
+    let path = args.file.display();
+    let text =
+        std::fs::read_to_string(&args.file).map_err(|e| usage(format!("cannot read the crontab {path}: {e}")))?;
+    let tab = super::parse(&text, zone);
+    let now = crate::clock::wall_ms();
+    let mut out = String::new();
+    if args.json {
+        let jobs: Vec<_> = tab.jobs.iter().map(|job| job_json(job, now, usize::from(args.next))).collect();
+        let problems: Vec<_> = tab
+            .problems
+            .iter()
+            .map(|p| json!({"line": p.line, "column": p.column, "error": p.error, "message": p.message}))
+            .collect();
+        out += &json!({"file": path.to_string(), "jobs": jobs, "problems": problems}).to_string();
+        out.push('\n');
+    } else {
+        for job in &tab.jobs {
+            out += &job_text(job, now, usize::from(args.next));
+        }
+        let errors = tab.problems.iter().filter(|p| p.error).count();
+        let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        out += &format!("{path}: {}, {} refused\n", count(tab.jobs.len(), "job"), count(errors, "line"));
+    }
+    // The problems on stderr, where an editor or CI looks for FILE:LINE:COL.
+    for problem in &tab.problems {
+        crate::stderr::line(format_args!("{path}:{problem}"));
+    }
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => return Err(Failure::new(Kind::Io, format!("cannot write to stdout: {e}"))),
+    }
+    Ok(if tab.has_errors() { Kind::Usage.code() } else { 0 })
+}
+
+/// The next `n` due times after `now`.
+fn next(job: &super::Job, now: u64, n: usize) -> Vec<u64> {
+    std::iter::successors(job.calendar.after(now), |&due| job.calendar.after(due)).take(n).collect()
+}
+
+/// A job as text: its name, line and time, then its next due times (in its
+/// zone, or UTC for `@every`) and its command.
+fn job_text(job: &super::Job, now: u64, n: usize) -> String {
+    let zone = job.zone.unwrap_or(Zone::Named(chrono_tz::UTC));
+    let mut out = format!("{}  (line {})  {}  {}\n", job.name, job.line, job.when, zone);
+    let due: Vec<String> = next(job, now, n).into_iter().map(|ms| zone.show(ms)).collect();
+    out += &format!("  next:    {}\n", due.join(", "));
+    out += &format!("  command: {}\n", job.command);
+    out
+}
+
+/// A job as JSON: as the text, with every setting.
+fn job_json(job: &super::Job, now: u64, n: usize) -> serde_json::Value {
+    let ms = |d: Option<std::time::Duration>| d.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    json!({
+        "name": job.name,
+        "line": job.line,
+        "when": job.when,
+        "zone": job.zone.map(|z| z.to_string()),
+        "next_ms": next(job, now, n),
+        "command": job.command,
+        "shell": job.shell,
+        "env": job.env.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+        "missed": match job.missed {
+            crate::leader::Missed::Skip => "skip",
+            crate::leader::Missed::Once => "latest",
+            crate::leader::Missed::All => "all",
+        },
+        "starting_deadline_ms": ms(job.starting_deadline),
+        "max_runtime_ms": ms(job.max_runtime),
+    })
+}

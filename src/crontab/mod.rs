@@ -1,0 +1,464 @@
+//! A fleet crontab (`neli-run cron check FILE`; `--crontab FILE` builds on
+//! it): cron's syntax with a name per job, read into jobs whose calendars
+//! every member computes alike. Pure: text in, jobs and problems out, so
+//! that a bad line is found the same way at start, on reload and by `cron
+//! check`, and never takes the good lines with it.
+//!
+//! ```text
+//! # comments and blank lines are skipped
+//! CRON_TZ=Europe/Berlin                  # the zone of the jobs below it
+//! PATH=/usr/local/bin:/usr/bin:/bin      # in the environment of the jobs below it
+//! */5 * * * *   billing   /usr/local/bin/billing-job --queue nightly
+//! 30 2 * * *    report[missed=all,max-runtime=1h]  /usr/local/bin/report > /var/log/report.log
+//! @every 90s    ping      curl -fsS https://example.internal/health
+//! ```
+//!
+//! A line is an assignment (`NAME=value`, as cron's: it holds for the lines
+//! below it) or a job: when (five fields, `@hourly` and the other
+//! nicknames, or `@every DURATION`), the job's name with its options in
+//! brackets, and the command, run by `/bin/sh -c` (or `SHELL`) as cron runs
+//! it. `%` is not special (as in supercronic): write `date +%F`, not `\%`.
+
+mod check;
+
+use std::fmt;
+use std::str::FromStr as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::calendar::{Cron, Every, Zone};
+use crate::leader::{Calendar, Missed};
+
+pub use check::check_main;
+
+/// The longest job name: it goes into records, labels and logs.
+const MAX_NAME: usize = 64;
+
+/// The shortest and longest `@every`, as `--every`'s.
+const MIN_EVERY: Duration = Duration::from_secs(1);
+const MAX_EVERY: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// What a crontab says: its jobs, in the file's order, and what is wrong
+/// with the lines that are not jobs.
+#[derive(Debug, Default)]
+pub struct Crontab {
+    pub jobs: Vec<Job>,
+    pub problems: Vec<Problem>,
+}
+
+impl Crontab {
+    /// Whether any line was refused (warnings do not count).
+    pub fn has_errors(&self) -> bool {
+        self.problems.iter().any(|p| p.error)
+    }
+}
+
+/// One job: a name, when it is due, and the command line.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Its line in the file (1-based), for messages.
+    pub line: usize,
+    pub name: String,
+    /// When, as written (`*/5 * * * *`, `@daily`, `@every 90s`).
+    pub when: String,
+    /// Its due times, in its zone.
+    pub calendar: Arc<dyn Calendar>,
+    /// The zone of a cron expression (None for `@every`, which counts from
+    /// the Unix epoch).
+    pub zone: Option<Zone>,
+    /// The shell command line.
+    pub command: String,
+    /// The shell that runs it (`SHELL`, else /bin/sh).
+    pub shell: String,
+    /// The assignments above the job, in order.
+    pub env: Vec<(String, String)>,
+    /// What happens to due times that passed with nobody to run them.
+    pub missed: Missed,
+    /// A due run that cannot start within this long is skipped.
+    pub starting_deadline: Option<Duration>,
+    /// How long one run may take before it is stopped.
+    pub max_runtime: Option<Duration>,
+}
+
+/// What is wrong with a line, and where (1-based line and column, in
+/// characters).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub line: usize,
+    pub column: usize,
+    /// An error refuses the line; a warning only says something about it.
+    pub error: bool,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.error { "error" } else { "warning" };
+        write!(f, "{}:{}: {kind}: {}", self.line, self.column, self.message)
+    }
+}
+
+/// A piece of a line and the column it starts at.
+#[derive(Clone, Copy, Debug)]
+struct Token<'a> {
+    text: &'a str,
+    column: usize,
+    /// Its byte offset in the line (where the rest of the line starts).
+    at: usize,
+}
+
+/// The whitespace-separated pieces of `line`, each with its column.
+fn tokens(line: &str) -> Vec<Token<'_>> {
+    let mut out = Vec::new();
+    let mut start: Option<(usize, usize)> = None;
+    for (column, (at, c)) in line.char_indices().enumerate() {
+        match (c.is_whitespace(), start) {
+            (true, Some((begin, col))) => {
+                out.push(Token { text: &line[begin..at], column: col + 1, at: begin });
+                start = None;
+            }
+            (false, None) => start = Some((at, column)),
+            _ => {}
+        }
+    }
+    if let Some((begin, col)) = start {
+        out.push(Token { text: &line[begin..], column: col + 1, at: begin });
+    }
+    out
+}
+
+/// The column of byte offset `at` in `line`.
+fn column_of(line: &str, at: usize) -> usize {
+    line[..at].chars().count() + 1
+}
+
+/// What the lines above a job said, as the parse goes down the file.
+struct Above {
+    zone: Zone,
+    shell: String,
+    env: Vec<(String, String)>,
+}
+
+type LineResult<T> = Result<T, (usize, String)>;
+
+/// Reads a crontab; `zone` is the zone of jobs with no `CRON_TZ` above them.
+pub fn parse(text: &str, zone: Zone) -> Crontab {
+    let mut tab = Crontab::default();
+    let mut above = Above { zone, shell: "/bin/sh".into(), env: Vec::new() };
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let said = match assignment(line) {
+            Some((name, value, value_at)) => {
+                assign(&mut above, name, value, line, value_at).map(|warning| warning.map(|w| (value_at, w)))
+            }
+            None => match job(line, number, &above) {
+                Ok(job) => {
+                    if let Some(first) = tab.jobs.iter().find(|j| j.name == job.name) {
+                        let at = tokens(line).iter().find(|t| t.text.starts_with(&job.name)).map_or(1, |t| t.column);
+                        Err((at, format!("a second job named '{}' (the first is on line {})", job.name, first.line)))
+                    } else {
+                        tab.jobs.push(job);
+                        Ok(None)
+                    }
+                }
+                Err(e) => Err(e),
+            },
+        };
+        match said {
+            Ok(None) => {}
+            Ok(Some((at, message))) => {
+                tab.problems.push(Problem { line: number, column: column_of(line, at), error: false, message })
+            }
+            Err((column, message)) => tab.problems.push(Problem { line: number, column, error: true, message }),
+        }
+    }
+    tab
+}
+
+/// `NAME=value` (spaces around `=` allowed, the value optionally quoted):
+/// the name, the value and the value's byte offset. A job's first field is
+/// never a name (minutes are digits, `*` or `@...`), so nothing else looks
+/// like this.
+fn assignment(line: &str) -> Option<(&str, &str, usize)> {
+    let start = line.len() - line.trim_start().len();
+    let rest = &line[start..];
+    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    let name = &rest[..end];
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let after = rest[end..].trim_start();
+    let value = after.strip_prefix('=')?;
+    let value_at = line.len() - value.trim_start().len();
+    let value = value.trim();
+    let unquoted = match value.as_bytes() {
+        [q @ (b'"' | b'\''), .., last] if q == last && value.len() >= 2 => &value[1..value.len() - 1],
+        _ => value,
+    };
+    Some((name, unquoted, value_at))
+}
+
+/// Takes an assignment into `above`; Ok(Some(warning)) for one that
+/// neli-run takes but does not act on.
+fn assign(above: &mut Above, name: &str, value: &str, line: &str, value_at: usize) -> LineResult<Option<String>> {
+    match name {
+        "CRON_TZ" if value.is_empty() => return Err((column_of(line, value_at), "CRON_TZ needs a zone".into())),
+        "CRON_TZ" => {
+            above.zone = value.parse().map_err(|e: String| (column_of(line, value_at), e))?;
+        }
+        "SHELL" => above.shell = value.to_owned(),
+        _ => {}
+    }
+    above.env.retain(|(n, _)| n != name);
+    above.env.push((name.to_owned(), value.to_owned()));
+    Ok((name == "MAILTO")
+        .then(|| "neli-run sends no mail: a job's output goes where neli-run's goes (the journal)".into()))
+}
+
+/// The nicknames cron takes for an expression.
+const NICKNAMES: &[(&str, &str)] = &[
+    ("@yearly", "0 0 1 1 *"),
+    ("@annually", "0 0 1 1 *"),
+    ("@monthly", "0 0 1 * *"),
+    ("@weekly", "0 0 * * 0"),
+    ("@daily", "0 0 * * *"),
+    ("@midnight", "0 0 * * *"),
+    ("@hourly", "0 * * * *"),
+];
+
+/// The names of a cron expression's five fields, in order, and what each
+/// takes.
+const FIELDS: [(&str, &str); 5] = [
+    ("minute", "0-59"),
+    ("hour", "0-23"),
+    ("day of month", "1-31"),
+    ("month", "1-12 or JAN-DEC"),
+    ("day of week", "0-7 or SUN-SAT, 0 and 7 both Sunday"),
+];
+
+/// A job line.
+fn job(line: &str, number: usize, above: &Above) -> LineResult<Job> {
+    let tokens = tokens(line);
+    let first = tokens[0];
+    // When, and how many tokens it took.
+    let (when, calendar, zone, used): (String, Arc<dyn Calendar>, Option<Zone>, usize) = if first.text.starts_with('@')
+    {
+        if first.text == "@every" {
+            let Some(period) = tokens.get(1) else {
+                return Err((first.column, "@every needs a duration, e.g. @every 90s".into()));
+            };
+            let every = every(period.text).map_err(|e| (period.column, e))?;
+            (format!("@every {}", period.text), Arc::new(every), None, 2)
+        } else if first.text == "@reboot" {
+            return Err((
+                first.column,
+                "@reboot has no due time a fleet can share: run the command as a service instead \
+                     (neli-run --group G -- COMMAND)"
+                    .into(),
+            ));
+        } else {
+            let Some((_, expr)) = NICKNAMES.iter().find(|(n, _)| *n == first.text) else {
+                let names: Vec<_> = NICKNAMES.iter().map(|(n, _)| *n).collect();
+                return Err((
+                    first.column,
+                    format!("unknown '{}': use {}, @every DURATION or five fields", first.text, names.join(", ")),
+                ));
+            };
+            let cron = cron(expr, &tokens[..1], above)?;
+            (first.text.to_owned(), Arc::new(cron), Some(above.zone), 1)
+        }
+    } else {
+        if tokens.len() < 5 || tokens[..5].iter().any(|t| looks_like_name(t.text)) {
+            let short = tokens.iter().take(5).position(|t| looks_like_name(t.text)).unwrap_or(tokens.len());
+            let at = tokens.get(short).map_or(line.trim_end().chars().count() + 1, |t| t.column);
+            return Err((
+                at,
+                format!(
+                    "a job's time is five fields ({}), or @hourly, @daily... or @every DURATION; found {short}",
+                    FIELDS.map(|(name, _)| name).join(", ")
+                ),
+            ));
+        }
+        let expr = tokens[..5].iter().map(|t| t.text).collect::<Vec<_>>().join(" ");
+        let cron = cron(&expr, &tokens[..5], above)?;
+        (expr, Arc::new(cron), Some(above.zone), 5)
+    };
+    let Some(named) = tokens.get(used) else {
+        let end = line.trim_end().chars().count() + 1;
+        return Err((
+            end,
+            "a job needs a name and a command after its time: e.g. `@daily report /usr/local/bin/report`".into(),
+        ));
+    };
+    let (name, options) = name_and_options(named)?;
+    let Some(command) = tokens.get(used + 1) else {
+        return Err((
+            named.column + named.text.chars().count(),
+            format!("job '{name}' has no command: the rest of the line after its name is the shell command"),
+        ));
+    };
+    let mut job = Job {
+        line: number,
+        name: name.to_owned(),
+        when,
+        calendar,
+        zone,
+        command: line[command.at..].trim_end().to_owned(),
+        shell: above.shell.clone(),
+        env: above.env.clone(),
+        missed: Missed::Once,
+        starting_deadline: None,
+        max_runtime: None,
+    };
+    for (key, value, column) in options {
+        option(&mut job, key, value).map_err(|e| (column, e))?;
+    }
+    Ok(job)
+}
+
+/// Whether a token can only be a job's name or command (a field never
+/// holds a letter other than a month's or a day's three, nor `/` at its
+/// start, nor brackets).
+fn looks_like_name(token: &str) -> bool {
+    token.starts_with('/') || token.contains('[') || {
+        let letters: String = token.chars().filter(|c| c.is_ascii_alphabetic()).collect();
+        letters.len() > 3 && !is_cron_names(token)
+    }
+}
+
+/// Whether every run of letters in `token` is a month's or a day's name
+/// (`MON-FRI`, `JAN,JUL`).
+fn is_cron_names(token: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec", "sun", "mon", "tue", "wed",
+        "thu", "fri", "sat",
+    ];
+    token
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| !w.is_empty())
+        .all(|w| NAMES.contains(&w.to_ascii_lowercase().as_str()))
+}
+
+/// `@every`'s period.
+fn every(text: &str) -> Result<Every, String> {
+    let period = humantime::parse_duration(text)
+        .map_err(|e| format!("@every {text}: {e}; use a number with a unit, e.g. 90s, 5m, 1h"))?;
+    if period < MIN_EVERY {
+        return Err(format!("@every {text}: at least 1s (a schedule, not a loop)"));
+    }
+    if period > MAX_EVERY {
+        return Err(format!("@every {text}: at most a year (use five fields for a yearly job)"));
+    }
+    Ok(Every::new(period).expect("at least 1s"))
+}
+
+/// A five-field expression in the zone above, its problem pinned to the
+/// field that has it (each field alone beside `*`s).
+fn cron(expr: &str, fields: &[Token<'_>], above: &Above) -> LineResult<Cron> {
+    Cron::new(expr, above.zone).map_err(|e| {
+        // croner says "Component error: Number out of bounds."
+        let e = e.trim_start_matches("Component error: ").trim_end_matches('.').to_lowercase();
+        let field = (fields.len() == 5)
+            .then(|| {
+                fields.iter().zip(FIELDS).enumerate().find_map(|(i, (field, (name, takes)))| {
+                    let mut alone = ["*"; 5];
+                    alone[i] = field.text;
+                    croner::Cron::from_str(&alone.join(" ")).is_err().then_some((field, name, takes))
+                })
+            })
+            .flatten();
+        match field {
+            Some((field, name, takes)) => {
+                (field.column, format!("{name} field '{}': {e} ({name}: {takes})", field.text))
+            }
+            None => (fields[0].column, format!("'{expr}': {e}")),
+        }
+    })
+}
+
+/// An option as written: key, value, and the column it starts at.
+type Setting<'a> = (&'a str, &'a str, usize);
+
+/// A job's token: its name, and its options (`name[key=value,...]`) each
+/// with its column.
+fn name_and_options<'a>(token: &Token<'a>) -> LineResult<(&'a str, Vec<Setting<'a>>)> {
+    let (name, rest) = match token.text.find('[') {
+        Some(at) => (&token.text[..at], Some(&token.text[at..])),
+        None => (token.text, None),
+    };
+    let bad = |why: String| Err((token.column, why));
+    let rule = "a job's name is letters, digits, '_', '.' and '-', starts with a letter or digit";
+    if name.contains('/') {
+        return bad(format!(
+            "'{name}' looks like a command: a job needs a name between its time and its command, e.g. \
+             `*/5 * * * * billing /usr/local/bin/billing-job`"
+        ));
+    }
+    if name.is_empty()
+        || !name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    {
+        return bad(format!("'{name}' is not a job name: {rule}"));
+    }
+    if name.len() > MAX_NAME {
+        return bad(format!("'{name}' is too long for a job name: at most {MAX_NAME} characters"));
+    }
+    let Some(rest) = rest else { return Ok((name, Vec::new())) };
+    let close = token.column + token.text.chars().count();
+    let Some(inner) = rest.strip_prefix('[').and_then(|r| r.strip_suffix(']')) else {
+        return Err((close, "options end with ']' and hold no spaces: e.g. report[missed=all,max-runtime=1h]".into()));
+    };
+    let mut column = token.column + name.chars().count() + 1;
+    let mut options = Vec::new();
+    for item in inner.split(',') {
+        let Some((key, value)) = item.split_once('=') else {
+            return Err((column, format!("option '{item}' needs a value: key=value ({})", OPTIONS.join(", "))));
+        };
+        options.push((key, value, column));
+        column += item.chars().count() + 1;
+    }
+    Ok((name, options))
+}
+
+/// The options a job takes in brackets.
+const OPTIONS: &[&str] = &["tz=ZONE", "missed=skip|latest|all", "starting-deadline=DURATION", "max-runtime=DURATION"];
+
+/// One option of a job.
+fn option(job: &mut Job, key: &str, value: &str) -> Result<(), String> {
+    let positive = |what: &str| match humantime::parse_duration(value) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err(format!("{what}={value}: must be more than 0 (leave it out for no limit)")),
+        Err(e) => Err(format!("{what}={value}: {e}; use a number with a unit, e.g. 30s, 10m")),
+    };
+    match key {
+        "tz" => {
+            let zone: Zone = value.parse()?;
+            if job.zone.is_none() {
+                return Err("tz applies only to a cron time (@every counts from the Unix epoch, in UTC)".into());
+            }
+            let expr = NICKNAMES.iter().find(|(n, _)| *n == job.when).map_or(job.when.as_str(), |(_, e)| e);
+            job.calendar = Arc::new(Cron::new(expr, zone)?);
+            job.zone = Some(zone);
+        }
+        "missed" => {
+            job.missed = match value {
+                "skip" => Missed::Skip,
+                "latest" | "once" => Missed::Once,
+                "all" => Missed::All,
+                _ => return Err(format!("missed={value}: use skip, latest (the default) or all")),
+            }
+        }
+        "starting-deadline" => job.starting_deadline = Some(positive("starting-deadline")?),
+        "max-runtime" => job.max_runtime = Some(positive("max-runtime")?),
+        _ => return Err(format!("unknown option '{key}': a job takes {}", OPTIONS.join(", "))),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

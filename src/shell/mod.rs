@@ -88,6 +88,8 @@ struct Shell {
     sigchld: tokio::signal::unix::Signal,
     /// One per seat (one per role), by partition.
     seats: BTreeMap<Partition, Seat>,
+    /// Each seat's log span (`leader::RoleSpans`).
+    spans: crate::leader::RoleSpans,
     /// Inputs the shell makes itself (a start that failed), heard before
     /// anything new.
     pending: VecDeque<Input>,
@@ -202,6 +204,7 @@ impl Shell {
             signals,
             sigchld,
             seats,
+            spans: crate::leader::RoleSpans::new(&cfg.leader),
             pending: VecDeque::new(),
             flushing: None,
             after_flush: Vec::new(),
@@ -302,10 +305,10 @@ impl Shell {
         }
     }
 
-    /// The span a seat's log lines go in (`leader::role_span`): naming its
+    /// The span a seat's log lines go in (`leader::RoleSpans`): naming its
     /// role when the member has several.
     fn role_span(&self, seat: Partition) -> Option<tracing::span::EnteredSpan> {
-        crate::leader::role_span(self.seats.len() > 1, seat)
+        self.spans.enter(seat)
     }
 
     /// Takes in what a seat heard: its command's exit, or (`--warm`) a write

@@ -77,8 +77,11 @@ type Wait<'a> = Pin<Box<dyn Future<Output = (Partition, Heard)> + 'a>>;
 /// The next thing any seat hears, with its partition (never ends while no
 /// seat has anything to say). Cancel-safe, as each seat's waits are.
 pub(super) async fn heard(seats: &mut BTreeMap<Partition, Seat>) -> (Partition, Heard) {
+    // Only a seat with a command (or its leftovers) or a warm token file
+    // can hear anything: a big group's member owns few of its seats.
     let mut waits: Vec<Wait<'_>> = seats
         .iter_mut()
+        .filter(|(_, seat)| !seat.child.is_idle() || seat.warm.is_some())
         .map(|(&partition, seat)| -> Wait<'_> {
             Box::pin(async move {
                 tokio::select! {

@@ -144,7 +144,10 @@ fn dev_broker(args: cli::DevBrokerArgs) -> Result<(), exit::Failure> {
     };
     if let Some(cli::DevBrokerEvent::Event { control, words }) = args.event {
         let said = neli_dev_broker::event(&control, &words).map_err(failure)?;
-        println!("{said}");
+        // `requests` on a broker that has received none says nothing.
+        if !said.is_empty() {
+            println!("{said}");
+        }
         return Ok(());
     }
     let options = neli_dev_broker::Options {

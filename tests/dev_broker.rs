@@ -10,7 +10,7 @@ use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
-use crate::util::{wait_until, Broker};
+use crate::util::{run, wait_until, Broker, Group};
 
 fn consumer(broker: &Broker, group: &str) -> BaseConsumer {
     ClientConfig::new()
@@ -248,4 +248,37 @@ fn leave_group_v3_is_answered_with_each_members_error() {
     };
     assert_eq!(raw.ask(13, 3, false, &leave(&id)), answer_for(0), "left");
     assert_eq!(raw.ask(13, 3, false, &leave(&id)), answer_for(25), "then unknown: UNKNOWN_MEMBER_ID");
+}
+
+/// What an idle member costs the broker, from the broker's side: `requests`
+/// counts every request by client.id (a member's --name, for each of its
+/// clients) and API, one line `CLIENT API COUNT` each (neli-bench's idle
+/// scenario reads it at both ends of its window). A leader's heartbeats
+/// (Produce), their read-back (Fetch) and its coordinator heartbeats
+/// (Heartbeat) are there, and grow while it leads.
+#[test]
+fn requests_are_counted_by_client_id_and_api_and_grow_while_a_member_leads() {
+    let g = Group::on(Broker::cluster(1), "requests");
+    let _a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(g.broker.timing.takeover(), "a leads", || g.lock_held());
+    let control = g.broker.control_path().to_string();
+    let counts = || {
+        let (code, out) = run(&["dev-broker", "event", "--control", &control, "requests"]);
+        assert_eq!(code, 0, "{out}");
+        let lines = out.lines().map(|line| match line.split(' ').collect::<Vec<_>>()[..] {
+            [client, api, n] => (client.to_string(), api.to_string(), n.parse::<u64>().expect(line)),
+            _ => panic!("not CLIENT API COUNT: {line:?}"),
+        });
+        let of_a = lines.filter(|(client, ..)| client == "a");
+        of_a.map(|(_, api, n)| (api, n)).collect::<std::collections::HashMap<String, u64>>()
+    };
+    let first = counts();
+    let apis = ["Produce", "Fetch", "Heartbeat", "Metadata", "JoinGroup"];
+    for api in apis {
+        assert!(first.get(api).is_some_and(|n| *n > 0), "no {api} counted for a: {first:?}");
+    }
+    wait_until(g.broker.timing.takeover(), "a's Produce, Fetch and Heartbeat counts grow", || {
+        let now = counts();
+        apis[..3].iter().all(|api| now.get(*api) > first.get(*api))
+    });
 }

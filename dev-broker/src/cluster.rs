@@ -49,6 +49,9 @@ pub enum Event {
     Heal { client: Option<String>, broker: Option<BrokerId> },
     /// Say how the cluster stands.
     Describe,
+    /// Say how many requests each client sent, by API, since the start
+    /// (`requests::Requests::lines`).
+    Requests,
 }
 
 /// How long a crashed broker's leaderships stay with it: KRaft's
@@ -58,7 +61,7 @@ pub const CRASH_NOTICED_AFTER: std::time::Duration = std::time::Duration::from_s
 /// The control socket's grammar, one event per line.
 pub const GRAMMAR: &str = "leader TOPIC PARTITION BROKER | offline TOPIC PARTITION | coordinator BROKER | \
                            stop BROKER | crash BROKER [DURATION] | start BROKER | cut CLIENT BROKER | \
-                           heal [CLIENT [BROKER]] | describe";
+                           heal [CLIENT [BROKER]] | describe | requests";
 
 impl Event {
     /// Reads one line of the control socket's grammar ([`GRAMMAR`]).
@@ -84,6 +87,7 @@ impl Event {
             ["heal", client] => Event::Heal { client: Some(client.to_string()), broker: None },
             ["heal", client, b] => Event::Heal { client: Some(client.to_string()), broker: Some(broker(b)?) },
             ["describe"] => Event::Describe,
+            ["requests"] => Event::Requests,
             [name, ..] => {
                 // A known event with the wrong words: say what it takes.
                 let usage = GRAMMAR.split(" | ").find(|u| u.split(' ').next() == Some(name));
@@ -308,6 +312,7 @@ mod tests {
         assert_eq!(Event::parse("stop").unwrap_err(), "stop needs BROKER");
         assert_eq!(Event::parse("leader t 0").unwrap_err(), "leader needs TOPIC PARTITION BROKER");
         assert_eq!(Event::parse("describe extra").unwrap_err(), "describe takes no arguments");
+        assert_eq!(Event::parse("requests"), Ok(Event::Requests));
         assert!(Event::parse("").unwrap_err().contains("events: leader TOPIC"));
     }
 

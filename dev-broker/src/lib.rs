@@ -38,8 +38,10 @@
 //! [`cluster`] (brokers up, leaders, coordinator, cuts) and [`control`]
 //! (events on demand), [`mock_groups`] (what group requests to the mock
 //! need), [`group`] (Kafka's group coordinator, with Kafka's timing),
-//! [`topics`] (topic creation as Kafka does it), [`sasl`] (the login) and
-//! [`wire`] (the few pieces of the wire format they read and write).
+//! [`topics`] (topic creation as Kafka does it), [`sasl`] (the login),
+//! [`requests`] (every request counted by client and API, for `requests`
+//! on the control socket) and [`wire`] (the few pieces of the wire format
+//! they read and write).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -54,6 +56,7 @@ mod group;
 mod mock;
 mod mock_groups;
 mod relay;
+mod requests;
 mod sasl;
 mod topics;
 mod wire;
@@ -198,7 +201,8 @@ async fn serve(
     });
     let cluster = Cluster::new(BrokerId::from(args.brokers));
     let (pending, wakes) = Default::default();
-    let shared = Arc::new(Shared { mock, cluster, advertised, backends, pending, users, coordinator, wakes });
+    let requests = Default::default();
+    let shared = Arc::new(Shared { mock, cluster, advertised, backends, pending, users, coordinator, wakes, requests });
     for (broker, listener) in (1..).zip(listeners) {
         tokio::spawn(accept(listener, broker, shared.clone()));
     }

@@ -17,6 +17,7 @@ use tracing::{debug, warn};
 use crate::cluster::{BrokerId, Cluster};
 use crate::mock::{Backend, Inner, Mock};
 use crate::mock_groups::Pending;
+use crate::requests::Requests;
 use crate::wire::{self, Header, API_VERSIONS, CREATE_TOPICS, FETCH, METADATA, PRODUCE};
 use crate::{fetch, group, sasl, topics};
 
@@ -37,6 +38,9 @@ pub struct Shared {
     pub coordinator: Option<group::CoordinatorTx>,
     /// What wakes the parked fetches: writes, and leaders moved.
     pub wakes: fetch::Wakes,
+    /// Every request received, by client.id and API (`requests` on the
+    /// control socket).
+    pub requests: Requests,
 }
 
 impl Shared {
@@ -228,6 +232,8 @@ impl Connection<'_> {
     async fn route(&mut self, frame: &[u8], edits: &Edits) -> Route {
         let header = Header::parse(frame);
         if let Some(header) = &header {
+            // Counted as received, before a cut holds it.
+            self.shared.requests.count(&header.client_id, header.api_key);
             // Held while a cut lasts, as the network would hold it.
             self.shared.cluster.pass(&header.client_id, self.broker).await;
             self.client_id.lock().expect("lock").get_or_insert_with(|| header.client_id.clone());

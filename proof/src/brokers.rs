@@ -15,28 +15,38 @@ pub struct Broker {
     /// What clients connect to (HOST:PORT, or every broker's, comma-separated).
     pub address: String,
     process: Child,
-    /// A dev broker's control socket, if it is a cluster that takes events.
+    /// A dev broker's control socket, if it was given one: events on a
+    /// cluster, and the requests it counted ([`Broker::requests`]).
     control: Option<PathBuf>,
+    /// Whether it is a dev broker cluster (`--brokers N`).
+    cluster: bool,
 }
 
 impl Broker {
     /// `neli-run dev-broker` listening on `listen_ip`, advertising
     /// `advertise_ip` (the same, unless clients sit in other namespaces).
     /// `coordinator` names who answers its group APIs: `kafka` (Kafka's
-    /// timing) or `mock` (librdkafka's).
+    /// timing) or `mock` (librdkafka's). With `control`, its control socket
+    /// there: what it counted ([`Broker::requests`]).
     pub fn dev(
         neli: &Path,
         coordinator: &str,
         listen_ip: &str,
         advertise_ip: &str,
         log: &Path,
+        control: Option<&Path>,
     ) -> Result<Broker, String> {
-        Broker::start("dev broker", listen_ip, advertise_ip, log, |listen, advertise| {
+        let mut broker = Broker::start("dev broker", listen_ip, advertise_ip, log, |listen, advertise| {
             let mut c = Command::new(neli);
             c.args(["dev-broker", "-v", "--listen", listen, "--advertise", advertise]);
             c.args(["--group-coordinator", coordinator]);
+            if let Some(control) = control {
+                c.arg("--control").arg(control);
+            }
             c
-        })
+        })?;
+        broker.control = control.map(Path::to_path_buf);
+        Ok(broker)
     }
 
     /// `neli-run dev-broker --brokers n` with Kafka's group timing: a
@@ -60,6 +70,7 @@ impl Broker {
         let port: u16 = port.parse().expect("a port");
         broker.address = (0..n).map(|i| format!("{host}:{}", port + i)).collect::<Vec<_>>().join(",");
         broker.control = Some(control.to_path_buf());
+        broker.cluster = true;
         Ok(broker)
     }
 
@@ -71,7 +82,7 @@ impl Broker {
     pub fn event(&self, event: &str) -> Result<String, String> {
         use std::io::{Read, Write};
         const EVENT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-        let control = self.control.as_ref().ok_or("not a dev broker cluster")?;
+        let control = self.control.as_ref().ok_or("not a dev broker with a control socket")?;
         let mut stream = std::os::unix::net::UnixStream::connect(control).map_err(|e| e.to_string())?;
         stream.set_read_timeout(Some(EVENT_WAIT)).map_err(|e| e.to_string())?;
         writeln!(stream, "{event}").map_err(|e| e.to_string())?;
@@ -79,12 +90,32 @@ impl Broker {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).map_err(|e| e.to_string())?;
         let answer = answer.trim_end();
+        if answer == "ok" {
+            return Ok(String::new());
+        }
         answer.strip_prefix("ok ").map(str::to_string).ok_or_else(|| format!("{event}: {answer}"))
+    }
+
+    /// The requests a dev broker with a control socket has received since
+    /// it started, by client.id and API: what its clients cost it, from its
+    /// side (`neli-run dev-broker event --help`, `requests`). Err for any
+    /// other broker.
+    pub fn requests(&self) -> Result<Requests, String> {
+        let said = self.event("requests")?;
+        let mut counts = Requests::new();
+        for line in said.lines() {
+            // CLIENT API COUNT, CLIENT having no whitespace.
+            let (rest, n) = line.rsplit_once(' ').ok_or_else(|| format!("requests: {line:?}"))?;
+            let (client, api) = rest.rsplit_once(' ').ok_or_else(|| format!("requests: {line:?}"))?;
+            let n = n.parse().map_err(|_| format!("requests: {line:?}"))?;
+            counts.insert((client.to_string(), api.to_string()), n);
+        }
+        Ok(counts)
     }
 
     /// Whether it is a dev broker cluster that takes events.
     pub fn is_cluster(&self) -> bool {
-        self.control.is_some()
+        self.cluster
     }
 
     /// tansu with in-memory storage (found on PATH or in ~/.cargo/bin).
@@ -143,7 +174,7 @@ impl Broker {
                 process.try_wait().ok().flatten().is_some() || TcpStream::connect(&connect).is_ok()
             });
             if up && process.try_wait().ok().flatten().is_none() {
-                return Ok(Broker { address: advertise, process, control: None });
+                return Ok(Broker { address: advertise, process, control: None, cluster: false });
             }
             let _ = process.kill();
             let _ = process.wait();
@@ -166,6 +197,10 @@ impl Drop for Broker {
         let _ = self.process.wait();
     }
 }
+
+/// A dev broker's request counts since it started, by (client.id, API
+/// name): [`Broker::requests`].
+pub type Requests = std::collections::BTreeMap<(String, String), u64>;
 
 /// Partition 0's leader of `topic` in a dev broker cluster's `describe`
 /// answer ("brokers 1:up 2:up; coordinator 2; leaders T/0:1; cuts none").

@@ -313,7 +313,15 @@ pub enum DevBrokerEvent {
     ///                                   (its client.id: a member's --name)
     ///                                   and one broker, as a network cut;
     ///   heal [CLIENT [BROKER]]          end cuts;
-    ///   describe                        brokers, coordinator, leaders, cuts.
+    ///   describe                        brokers, coordinator, leaders, cuts;
+    ///   requests                        the requests each client sent since
+    ///                                   the start, by API: one line
+    ///                                   `CLIENT API COUNT` each, sorted by
+    ///                                   client, then API key (CLIENT the
+    ///                                   client.id, whitespace shown as `_`,
+    ///                                   `-` if none; API Kafka's name, e.g.
+    ///                                   Fetch, or the key's number), to see
+    ///                                   what an idle member costs a broker.
     #[command(verbatim_doc_comment)]
     Event {
         /// The dev broker's --control socket.

@@ -24,7 +24,9 @@
 //!   waiters, so Kafka gives partition 0 to the other one first about
 //!   half the time: neli-run only; not in the default list);
 //! - startup: process start until the child runs, one candidate;
-//! - idle: CPU seconds, peak RSS and PSS of a holder and of a waiter;
+//! - idle: CPU seconds, peak RSS and PSS of a holder and of a waiter, and
+//!   (on a dev broker) the requests per second each sends, by API, as the
+//!   broker counts them;
 //! - scale: graceful handover with 10, 50 and 200 waiters;
 //! - rolling-restart, leader-move, coordinator-move, leader-crash,
 //!   coordinator-crash, cut: the Kafka cluster's own life, on the `cluster`
@@ -198,15 +200,19 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
     let mut contenders = Vec::new();
     for name in &args.contenders {
         let log = work.join(format!("{name}-broker.log"));
+        // Every dev broker counts the requests it receives (the idle
+        // scenario's requests per second), read through this socket.
+        let control = work.join(format!("{name}.ctl"));
+        let control = Some(control.as_path());
         let (broker, etcdctl) = match name.as_str() {
-            "dev" | "dev-static" => (Broker::dev(neli, "kafka", listen, &ip, &log), None),
+            "dev" | "dev-static" => (Broker::dev(neli, "kafka", listen, &ip, &log, control), None),
             "cluster" => (Broker::dev_cluster(neli, 3, listen, &ip, &log, &work.join("cluster.ctl")), None),
-            "dev-mock" => (Broker::dev(neli, "mock", listen, &ip, &log), None),
+            "dev-mock" => (Broker::dev(neli, "mock", listen, &ip, &log, control), None),
             "tansu" => (Broker::tansu(listen, &ip, &log), None),
             // The same dev broker (this build's) for both: only the members differ.
             "base" | "base-static" | "base-cluster" => match &args.baseline {
                 Some(path) if path.exists() && name != "base-cluster" => {
-                    (Broker::dev(neli, "kafka", listen, &ip, &log), None)
+                    (Broker::dev(neli, "kafka", listen, &ip, &log, control), None)
                 }
                 Some(path) if path.exists() => {
                     (Broker::dev_cluster(neli, 3, listen, &ip, &log, &work.join("base-cluster.ctl")), None)

@@ -36,7 +36,9 @@ impl Results {
 
 /// The unit of a row, from its scenario name.
 fn unit(scenario: &str) -> &'static str {
-    if scenario.ends_with("cpu") {
+    if scenario.contains(" req/s ") {
+        "req/s"
+    } else if scenario.ends_with("cpu") {
         "s"
     } else if scenario.ends_with("cpu%") {
         "% of a core"
@@ -139,7 +141,10 @@ fn markdown(args: &Args, results: &Results, contenders: &[&str]) -> String {
         let named = order.iter().enumerate().filter(|(_, o)| s.starts_with(*o));
         named.max_by_key(|(_, o)| o.len()).map_or(order.len(), |(i, _)| i)
     };
-    scenarios.sort_by_key(|s| (rank(s), s.len(), s.to_string()));
+    // Requests per second after the rest of their scenario, by API, each
+    // API's roles side by side (`all`, lower case, last).
+    let by_api = |s: &str| s.split_once(" req/s ").map(|(role, api)| (api.to_string(), role.to_string()));
+    scenarios.sort_by_key(|s| (rank(s), by_api(s), s.len(), s.to_string()));
     scenarios.dedup();
     for s in &scenarios {
         let u = unit(s);

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use neli_proof::brokers::Requests;
 use neli_proof::detector::Detector;
 use neli_proof::wait_for;
 
@@ -191,7 +192,9 @@ fn fence(bench: &Bench, ns: &neli_proof::netns::NetNs, c: &mut Contender, result
     }
 }
 
-/// CPU seconds, peak RSS and PSS of a holder and of a waiter over --idle.
+/// CPU seconds, peak RSS and PSS of a holder and of a waiter over --idle,
+/// and on a dev broker the requests per second each sent, by API, as the
+/// broker counted them.
 fn idle(bench: &Bench, c: &mut Contender, results: &mut Results) {
     let (cname, within) = (c.name, bench.within);
     let mut g = Group::new(c, &bench.work);
@@ -202,9 +205,47 @@ fn idle(bench: &Bench, c: &mut Contender, results: &mut Results) {
     }
     let holder = g.holder().expect("a holder");
     let roles = [("holder", holder), ("waiter", 1 - holder)];
+    // Only a dev broker counts (Err elsewhere: no rows).
+    let before = c.broker.requests().map(|counts| (counts, Instant::now()));
     let used = idle_usage(bench.args.idle.into(), &roles.map(|(_, i)| g.candidates[i].pid()));
+    let after = c.broker.requests().map(|counts| (counts, Instant::now()));
     for ((role, _), used) in roles.iter().zip(used) {
         used.add(results, &format!("idle {role}"), cname);
+    }
+    if let (Ok((before, from)), Ok((after, to))) = (before, after) {
+        let members = roles.map(|(role, i)| (role, g.candidate_name(i)));
+        requests_per_second(results, cname, &members, (&before, &after), to - from);
+    }
+}
+
+/// The rows `idle ROLE req/s API` (and `idle ROLE req/s all`): the requests
+/// each member sent between two readings of the dev broker's counts
+/// `window` apart, per second, its clients summed (they share its --name
+/// as their client.id). Every API either member sent gets a row for both
+/// (0 where one sent none), so that they can be read side by side.
+fn requests_per_second(
+    results: &mut Results,
+    cname: &str,
+    members: &[(&str, &str)],
+    (before, after): (&Requests, &Requests),
+    window: Duration,
+) {
+    let sent = |name: &str, api: &str| {
+        let key = (name.to_string(), api.to_string());
+        after.get(&key).copied().unwrap_or(0).saturating_sub(before.get(&key).copied().unwrap_or(0))
+    };
+    let ours = |(client, _): &&(String, String)| members.iter().any(|(_, name)| name == client);
+    let mut apis: Vec<&str> = after.keys().filter(ours).map(|(_, api)| api.as_str()).collect();
+    apis.sort();
+    apis.dedup();
+    apis.retain(|api| members.iter().any(|(_, name)| sent(name, api) > 0));
+    let secs = window.as_secs_f64();
+    for (role, name) in members {
+        let all: u64 = apis.iter().map(|api| sent(name, api)).sum();
+        results.add(&format!("idle {role} req/s all"), cname, all as f64 / secs);
+        for api in &apis {
+            results.add(&format!("idle {role} req/s {api}"), cname, sent(name, api) as f64 / secs);
+        }
     }
 }
 

@@ -232,8 +232,8 @@ fn setup(args: &Args) -> Result<(Soak, Vec<Fault>), String> {
         (None, BrokerKind::Dev) if args.cluster > 1 => {
             Some(Broker::dev_cluster(&neli, args.cluster, listen, &advertise, &log, &dir.join("broker.ctl")))
         }
-        (None, BrokerKind::Dev) => Some(Broker::dev(&neli, "kafka", listen, &advertise, &log)),
-        (None, BrokerKind::DevMock) => Some(Broker::dev(&neli, "mock", listen, &advertise, &log)),
+        (None, BrokerKind::Dev) => Some(Broker::dev(&neli, "kafka", listen, &advertise, &log, None)),
+        (None, BrokerKind::DevMock) => Some(Broker::dev(&neli, "mock", listen, &advertise, &log, None)),
         (None, BrokerKind::Tansu) => Some(Broker::tansu(listen, &advertise, &log)),
     };
     let broker = broker.transpose()?;

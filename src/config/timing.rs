@@ -42,9 +42,12 @@ const GRACE: Duration = Duration::from_secs(3);
 /// How often librdkafka looks for requests past their timeout (fixed, in
 /// rd_kafka_broker_serve): a stuck request is noticed up to this late.
 const TIMEOUT_SCAN: Duration = Duration::from_secs(1);
-/// The shortest `socket.timeout.ms` derived: librdkafka warns below
-/// `fetch.wait.max.ms` (100 ms, kafka/mod.rs) + 1 s.
-const MIN_REQUEST_TIMEOUT: Duration = Duration::from_millis(1100);
+/// The shortest and longest read-back wait (`Timing::read_back_wait`).
+const MIN_READ_BACK_WAIT: Duration = Duration::from_millis(100);
+const MAX_READ_BACK_WAIT: Duration = Duration::from_millis(500);
+/// librdkafka warns when `socket.timeout.ms` is below `fetch.wait.max.ms`
+/// plus this.
+const FETCH_WAIT_ROOM: Duration = Duration::from_secs(1);
 /// The longest: librdkafka's default, never raised.
 const MAX_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// The shortest session timeout the others are derived from: below it the
@@ -163,7 +166,19 @@ impl Timing {
     /// the fence still fires at the deadline whatever this is.
     pub fn request_timeout(&self) -> Duration {
         let stuck = self.heartbeat_deadline.saturating_sub(self.heartbeat_interval + TIMEOUT_SCAN + MARGIN);
-        stuck.clamp(MIN_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT)
+        stuck.clamp(self.read_back_wait() + FETCH_WAIT_ROOM, MAX_REQUEST_TIMEOUT)
+    }
+
+    /// How long the broker may hold an owner's fetch of its own partitions
+    /// (`fetch.wait.max.ms`): a heartbeat interval, within 100 to 500 ms.
+    /// Kafka (and the dev broker) answer a held fetch as soon as a record
+    /// arrives, so the read-back is as fast with any wait, and an idle
+    /// owner's fetches come about one per record, not one per 100 ms (10 a
+    /// second at 100 ms). A broker that holds a fetch for the whole wait
+    /// whatever arrives (tansu 0.6, librdkafka's mock alone) reads our
+    /// heartbeats back up to this late: `-X fetch.wait.max.ms=100` there.
+    pub fn read_back_wait(&self) -> Duration {
+        self.heartbeat_interval.clamp(MIN_READ_BACK_WAIT, MAX_READ_BACK_WAIT)
     }
 
     /// The safety inequalities of the module doc. Every duration is bounded
@@ -291,6 +306,7 @@ mod tests {
             }
         );
         assert_eq!(t.request_timeout(), ms(3300));
+        assert_eq!(t.read_back_wait(), ms(500));
     }
 
     #[test]
@@ -298,8 +314,10 @@ mod tests {
         let t = Timing::derive(session(ms(2000))).unwrap();
         assert_eq!((t.coordinator_heartbeat, t.heartbeat_deadline, t.grace), (ms(200), ms(1300), ms(1000)));
         assert_eq!(t.heartbeat_interval, ms(2000) / 12);
+        assert_eq!(t.read_back_wait(), ms(2000) / 12);
         let t = Timing::derive(session(ms(1000))).unwrap();
         assert_eq!((t.coordinator_heartbeat, t.heartbeat_deadline, t.grace), (ms(100), ms(400), ms(400)));
+        assert_eq!((t.read_back_wait(), t.request_timeout()), (ms(100), ms(1100)));
     }
 
     #[test]
@@ -319,7 +337,8 @@ mod tests {
             // A blip that the request timeout ends leaves the heartbeats
             // back before the deadline (when it is not the floor).
             let stuck = t.request_timeout();
-            if stuck > MIN_REQUEST_TIMEOUT && stuck < MAX_REQUEST_TIMEOUT {
+            assert!(stuck >= t.read_back_wait() + FETCH_WAIT_ROOM, "{t:?}");
+            if stuck > t.read_back_wait() + FETCH_WAIT_ROOM && stuck < MAX_REQUEST_TIMEOUT {
                 assert_eq!(t.heartbeat_interval + stuck + TIMEOUT_SCAN + MARGIN, t.heartbeat_deadline, "{t:?}");
             }
             // From the default session timeout up (to librdkafka's default,

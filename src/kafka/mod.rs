@@ -523,9 +523,7 @@ fn consumer_config(s: &Settings) -> rdkafka::ClientConfig {
         ("auto.offset.reset", "earliest"),
         ("allow.auto.create.topics", "false"),
         ("enable.partition.eof", "false"),
-        // Brokers that do not answer a fetch when data arrives (the mock,
-        // tansu) would otherwise delay every heartbeat read-back by 500ms.
-        ("fetch.wait.max.ms", "100"),
+        ("fetch.wait.max.ms", &ms(s.timing.read_back_wait())),
         // A fetch or a coordinator heartbeat stuck after a network blip is
         // sent again on a new connection, not waited out while TCP backs
         // off (Timing::request_timeout).

@@ -251,6 +251,23 @@ fn both_clients_replace_a_connection_stuck_after_a_blip_unless_the_user_says() {
     }
 }
 
+/// The owner's read-back waits up to a heartbeat interval at the broker
+/// (Kafka answers at the next record), shorter with a short session, and
+/// as the user says with -X (100 ms for a broker that holds every fetch).
+#[test]
+fn the_read_back_waits_a_heartbeat_interval_at_the_broker_unless_the_user_says() {
+    let wait = |extra: &[&str]| {
+        let args = ["neli-run", "--group", "g"].iter().chain(extra).chain(&["--", "true"]);
+        let cli = crate::cli::Cli::try_parse_from(args).expect("valid arguments");
+        let s = Settings::of(&Config::from_args(cli.run, None).expect("valid configuration"));
+        consumer_config(&s).get("fetch.wait.max.ms").map(str::to_string)
+    };
+    assert_eq!(wait(&[]).as_deref(), Some("500"));
+    assert_eq!(wait(&["--session-timeout", "3s"]).as_deref(), Some("250"));
+    assert_eq!(wait(&["--session-timeout", "1s"]).as_deref(), Some("100"));
+    assert_eq!(wait(&["-X", "fetch.wait.max.ms=100"]).as_deref(), Some("100"));
+}
+
 /// Counts the delivery reports served.
 #[derive(Default)]
 struct Counting(std::sync::atomic::AtomicUsize);

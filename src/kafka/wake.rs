@@ -222,10 +222,14 @@ impl Subscription {
         }
         state.wakes += 1;
         let missing = format!("{topic}.wake-{}-{}", me.incarnation, state.wakes);
+        // The window for the missing topic's errors opens first: librdkafka
+        // may answer the subscription (its Metadata) and the consumer thread
+        // hear the error before subscribe() has even returned here (seen: a
+        // member exited 77 for a wake's TOPIC_AUTHORIZATION_FAILED).
+        consumer.context().reach.woken();
         match consumer.subscribe(&[topic, &missing]) {
             Ok(()) => {
                 state.woken = Some(Instant::now());
-                consumer.context().reach.woken();
                 true
             }
             Err(err) => {

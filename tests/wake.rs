@@ -166,6 +166,19 @@ fn a_yield_wakes_the_standbys() {
     wait_until(t.takeover(), "the standby was woken", || {
         standby.log().contains(&format!("{WOKEN} from={}", members[i].name))
     });
+    // The yielder stands by again, and the new leader's stop wakes it: its
+    // watcher, idle while it held the one role, watches again.
+    let yielder = &members[i];
+    wait_until(t.takeover(), "the yielder stands by again", || {
+        let log = yielder.log();
+        log.rfind(STEADY).is_some_and(|steady| steady > log.find(LEFT).expect("it left"))
+    });
+    standby.signal(Signal::SIGTERM);
+    wait_until(t.takeover(), "the yielder leads again", || g.starts().len() == 3 && g.lock_held());
+    assert_eq!(g.starts()[2].0, yielder.name);
+    wait_until(t.takeover(), "the yielder was woken", || {
+        yielder.log().contains(&format!("{WOKEN} from={}", standby.name))
+    });
     drop(members);
     g.assert_no_overlap();
 }

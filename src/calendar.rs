@@ -11,6 +11,11 @@ use chrono::{DateTime, TimeZone};
 
 use crate::leader::Calendar;
 
+/// The shortest --every (and crontab `@every`): a schedule, not a busy loop.
+pub const MIN_EVERY: Duration = Duration::from_secs(1);
+/// The longest: a yearly job is a cron expression.
+pub const MAX_EVERY: Duration = Duration::from_secs(366 * 24 * 3600);
+
 /// `--every`: due every `period`, counted from the Unix epoch.
 #[derive(Debug)]
 pub struct Every {

@@ -103,18 +103,14 @@ fn restart(args: &RunArgs) -> String {
     args.from_env.name_with("--restart", &value.unwrap_or_default())
 }
 
-/// The shortest --every: a schedule, not a busy loop.
-const MIN_EVERY: Duration = Duration::from_secs(1);
-
-const MAX_EVERY: Duration = Duration::from_secs(366 * 24 * 3600);
-
 /// A schedule of its own (--every or --cron), and the flags that go with
 /// one, or with none.
 fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
     let calendar: std::sync::Arc<dyn crate::leader::Calendar> = match (&args.every, &args.cron) {
         (Some(every), _) => {
-            let every = duration(("--every", "NELI_EVERY"), *every, MAX_EVERY, "use --cron for a yearly job")?;
-            if every < MIN_EVERY {
+            let every =
+                duration(("--every", "NELI_EVERY"), *every, crate::calendar::MAX_EVERY, "use --cron for a yearly job")?;
+            if every < crate::calendar::MIN_EVERY {
                 return err("--every must be at least 1s (a schedule, not a loop: see --restart always)");
             }
             std::sync::Arc::new(crate::calendar::Every::new(every).expect("at least 1s"))
@@ -174,7 +170,7 @@ fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
         Some(v) => match duration(
             ("--starting-deadline", "NELI_STARTING_DEADLINE"),
             v,
-            MAX_EVERY,
+            crate::calendar::MAX_EVERY,
             "leave it out for no limit",
         )? {
             d if d.is_zero() => return err("--starting-deadline must be more than 0 (leave it out for no limit)"),

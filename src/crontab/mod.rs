@@ -26,17 +26,13 @@ use std::str::FromStr as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::calendar::{Cron, Every, Zone};
+use crate::calendar::{Cron, Every, Zone, MAX_EVERY, MIN_EVERY};
 use crate::leader::{Calendar, Missed};
 
 pub use check::check_main;
 
 /// The longest job name: it goes into records, labels and logs.
 const MAX_NAME: usize = 64;
-
-/// The shortest and longest `@every`, as `--every`'s.
-const MIN_EVERY: Duration = Duration::from_secs(1);
-const MAX_EVERY: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// What a crontab says: its jobs, in the file's order, and what is wrong
 /// with the lines that are not jobs.

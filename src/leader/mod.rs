@@ -153,15 +153,16 @@ pub struct Leader {
 }
 
 /// The spans a seat's log lines go in, naming its role, when the member
-/// has several (`role{role=3}: ...`): the core's and the shell's alike.
+/// has several (`role{role=3}: ...`): the core's and the shell's alike
+/// (`Leader::role_span`).
 /// Made once per seat and entered at each step: making a span formats its
 /// fields, and a member of 10 roles in a group of 100 spent most of its
 /// idle CPU making and closing one per seat per step.
-#[derive(Clone, Debug, Default)]
-pub struct RoleSpans(BTreeMap<Partition, tracing::Span>);
+#[derive(Debug, Default)]
+struct RoleSpans(BTreeMap<Partition, tracing::Span>);
 
 impl RoleSpans {
-    pub fn new(settings: &Settings) -> RoleSpans {
+    fn new(settings: &Settings) -> RoleSpans {
         match settings.names_roles() {
             true => RoleSpans(settings.seats().map(|p| (p, tracing::info_span!("role", role = p))).collect()),
             false => RoleSpans::default(),
@@ -169,7 +170,7 @@ impl RoleSpans {
     }
 
     /// Enters the seat's span (None: one role, no span).
-    pub fn enter(&self, partition: Partition) -> Option<tracing::span::EnteredSpan> {
+    fn enter(&self, partition: Partition) -> Option<tracing::span::EnteredSpan> {
         self.0.get(&partition).map(|span| span.clone().entered())
     }
 }
@@ -326,6 +327,12 @@ impl Leader {
         for partition in busy {
             self.on_seat(partition, &mut f);
         }
+    }
+
+    /// Enters the span of `partition`'s seat, for the shell's log lines about
+    /// it (None with one role).
+    pub fn role_span(&self, partition: Partition) -> Option<tracing::span::EnteredSpan> {
+        self.spans.enter(partition)
     }
 
     /// Whether any seat holds its partition.

@@ -88,8 +88,6 @@ struct Shell {
     sigchld: tokio::signal::unix::Signal,
     /// One per seat (one per role), by partition.
     seats: BTreeMap<Partition, Seat>,
-    /// Each seat's log span (`leader::RoleSpans`).
-    spans: crate::leader::RoleSpans,
     /// Inputs the shell makes itself (a start that failed), heard before
     /// anything new.
     pending: VecDeque<Input>,
@@ -204,7 +202,6 @@ impl Shell {
             signals,
             sigchld,
             seats,
-            spans: crate::leader::RoleSpans::new(&cfg.leader),
             pending: VecDeque::new(),
             flushing: None,
             after_flush: Vec::new(),
@@ -305,10 +302,10 @@ impl Shell {
         }
     }
 
-    /// The span a seat's log lines go in (`leader::RoleSpans`): naming its
-    /// role when the member has several.
+    /// The span a seat's log lines go in, the core's (`Leader::role_span`):
+    /// naming its role when the member has several.
     fn role_span(&self, seat: Partition) -> Option<tracing::span::EnteredSpan> {
-        self.spans.enter(seat)
+        self.core.role_span(seat)
     }
 
     /// Takes in what a seat heard: its command's exit, or (`--warm`) a write

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= no-wake heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= roles= overlap restart-delay= once-within= failed-run= max-runtime= every= cron= time-zone= missed= starting-deadline= name= priority= preempt never-lead acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
+    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= no-wake heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= roles= overlap restart-delay= once-within= failed-run= max-runtime= every= cron= crontab= time-zone= missed= starting-deadline= name= priority= preempt never-lead acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -46,6 +46,7 @@ exit\t'Every member of the wave exits with the run\'s status'"
 complete -c neli-run -n "__fish_neli_run_needs_command" -l max-runtime -d 'Stop a run that takes longer than this (stop signal, --grace, SIGKILL) [default: no limit]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l every -d 'Run the command every DURATION while leader, and stay up between runs (e.g. 5m; at least 1s)' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l cron -d 'Run the command at the times of a cron expression while leader, and stay up between runs, e.g. "30 2 * * *" (daily at 02:30)' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l crontab -d 'Run a whole crontab, each job once per due time across the group, instead of one command: the same file on every host' -r -F
 complete -c neli-run -n "__fish_neli_run_needs_command" -l time-zone -d 'The time zone of --cron: an IANA name such as Europe/Berlin, UTC, or local (the TZ variable, else /etc/localtime) [default: local]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l missed -d 'With --every or --cron: what happens to due times that passed with nobody to run them (nobody led, or the previous run still went on) [default: once]' -r -f -a "skip\t'Skip them (a run cut short by a crash too): wait for the next due time'
 once\t'Run the latest of them once, at once [default]'

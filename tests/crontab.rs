@@ -90,3 +90,257 @@ fn cron_check_names_a_file_it_cannot_read_and_a_bad_zone() {
     let (code, out, err) = check(&["/dev/null"]);
     assert_eq!((code, out.as_str(), err.as_str()), (0, "/dev/null: 0 jobs, 0 lines refused\n", ""));
 }
+
+/// `--crontab FILE` members of one group: each job's run appends "JOB DUE
+/// MEMBER" to `runs` and holds the job's own lock (an overlap detector per
+/// job) for `hold` seconds.
+struct Fleet {
+    g: crate::util::Group,
+    file: std::path::PathBuf,
+    jobs: Vec<String>,
+    every: String,
+    hold: String,
+}
+
+impl Fleet {
+    fn new(test: &str, jobs: &[&str], every: &str, hold: &str) -> Fleet {
+        let g = crate::util::Group::new(test);
+        let mut fleet = Fleet {
+            file: g.dir.path().join("fleet.crontab"),
+            g,
+            jobs: Vec::new(),
+            every: every.into(),
+            hold: hold.into(),
+        };
+        fleet.jobs = jobs.iter().map(|j| j.to_string()).collect();
+        fleet.file = fleet.write("fleet.crontab", jobs);
+        fleet
+    }
+
+    /// Writes a crontab of `jobs` (names of the fleet's jobs) to `name`.
+    fn write(&self, name: &str, jobs: &[&str]) -> std::path::PathBuf {
+        let runs = self.g.dir.path().join("runs").display().to_string();
+        let mut text = String::from("# a fleet's jobs\nGREETING=hello\n");
+        for job in jobs {
+            let detector = neli_proof::detector::Detector::new(self.g.dir.path().join("jobs").join(job)).unwrap();
+            let guard = detector.wrap().join(" ");
+            let (every, hold) = (&self.every, &self.hold);
+            text += &format!(
+                "@every {every}  {job}  trap 'echo \"stopped $NELI_JOB $NELI_DUE\" >> {runs}; exit 143' TERM; \
+                 echo \"start $NELI_JOB $NELI_DUE $NELI_NAME $GREETING $NELI_ATTEMPT\" >> {runs}; \
+                 {guard} sleep {hold}; echo \"end $NELI_JOB $NELI_DUE\" >> {runs}\n"
+            );
+        }
+        let file = self.g.dir.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        file
+    }
+
+    /// A member running the crontab (no command: `--crontab` instead).
+    fn member(&self, name: &str) -> crate::util::Member {
+        self.member_of(name, &self.file)
+    }
+
+    /// A member running the crontab `file`.
+    fn member_of(&self, name: &str, file: &std::path::Path) -> crate::util::Member {
+        let mut argv = vec!["-b".to_string(), self.g.broker.address.clone(), "-g".into(), self.g.name.clone()];
+        argv.extend(["--name".into(), name.into()]);
+        argv.extend(self.g.broker.timing.args());
+        argv.extend(["--crontab".into(), file.display().to_string()]);
+        crate::util::Member::spawn(name, &[], &argv, &self.g.dir.path().join(format!("{name}.log")), None)
+    }
+
+    /// Every run started so far: (job, due, member), the greeting checked.
+    fn runs(&self) -> Vec<(String, String, String)> {
+        self.lines()
+            .into_iter()
+            .filter(|w| w[0] == "start")
+            .map(|w| (w[1].clone(), w[2].clone(), w[3].clone()))
+            .collect()
+    }
+
+    /// The runs' lines, split into words.
+    fn lines(&self) -> Vec<Vec<String>> {
+        neli_proof::detector::read_lines(&self.g.dir.path().join("runs"))
+            .iter()
+            .map(|line| {
+                let w: Vec<String> = line.split(' ').map(str::to_string).collect();
+                if w[0] == "start" {
+                    assert_eq!(
+                        w.get(4).map(String::as_str),
+                        Some("hello"),
+                        "the file's assignment reaches the job: {line}"
+                    );
+                }
+                w
+            })
+            .collect()
+    }
+
+    /// Who ran each job's newest run, once every job has run.
+    fn newest(&self) -> Option<std::collections::BTreeMap<String, String>> {
+        let mut newest = std::collections::BTreeMap::new();
+        for (job, _, member) in self.runs() {
+            newest.insert(job, member);
+        }
+        (newest.len() == self.jobs.len()).then_some(newest)
+    }
+
+    /// Asserts that no (job, due time) ran again once a run of it ended
+    /// (a run that a revoke stopped says "stopped", and runs again: at
+    /// least once; one that exits 0 has ended, even if asked to stop), that
+    /// attempts count up, and that no job overlapped itself.
+    fn assert_once(&self) {
+        let lines = self.lines();
+        // Each (job, due)'s newest run: its attempt and how it ended.
+        let mut newest: std::collections::BTreeMap<(String, String), (u32, &str)> = Default::default();
+        for w in &lines {
+            let key = (w[1].clone(), w[2].clone());
+            match (w[0].as_str(), newest.get(&key).copied()) {
+                ("start", before) => {
+                    let attempt: u32 = w[5].parse().unwrap();
+                    assert!(before.is_none_or(|(_, how)| how != "end"), "{key:?} ran again after it ended: {lines:?}");
+                    assert_eq!(attempt, before.map_or(1, |(a, _)| a + 1), "{key:?}: attempts count up: {lines:?}");
+                    newest.insert(key, (attempt, "running"));
+                }
+                (how, Some((attempt, _))) => {
+                    newest.insert(key, (attempt, if how == "end" { "end" } else { "stopped" }));
+                }
+                (_, None) => panic!("{key:?} ended before it started: {lines:?}"),
+            }
+        }
+        for job in &self.jobs {
+            let detector = neli_proof::detector::Detector::new(self.g.dir.path().join("jobs").join(job)).unwrap();
+            assert_eq!(detector.overlaps(), Vec::<String>::new(), "two runs of {job} at once");
+        }
+    }
+}
+
+#[test]
+fn a_crontab_spreads_its_jobs_over_the_members_runs_each_due_time_once_and_a_crashed_members_jobs_move() {
+    let fleet = Fleet::new("crontab-fleet", &["a", "b", "c", "d"], "1s", "0.2");
+    let mut one = fleet.member("one");
+    let two = fleet.member("two");
+    let takeover = fleet.g.broker.timing.takeover();
+    // Two jobs each: every job placed on a partition of its own, the
+    // partitions spread by the group.
+    crate::util::wait_until(takeover * 2, "each member runs two of the four jobs", || {
+        let Some(newest) = fleet.newest() else { return false };
+        let ones = newest.values().filter(|m| *m == "one").count();
+        ones == 2 && newest.values().filter(|m| *m == "two").count() == 2
+    });
+    let before = fleet.newest().unwrap();
+    fleet.assert_once();
+    assert!(one.log().contains("job placed"), "{}", one.log());
+    // `status` names each job, its owner and its runs.
+    let (code, out) = crate::util::run(&["status", "-b", &fleet.g.broker.address, "-g", &fleet.g.name]);
+    assert_eq!(code, 0, "{out}");
+    for job in ["a", "b", "c", "d"] {
+        let line =
+            out.lines().find(|l| l.starts_with(&format!("  job {job} (role "))).unwrap_or_else(|| panic!("{out}"));
+        assert!(line.contains(": one (host") || line.contains(": two (host"), "{out}");
+    }
+    assert_eq!(out.matches("    last run:").count(), 4, "{out}");
+    let (_, json) = crate::util::run(&["status", "-b", &fleet.g.broker.address, "-g", &fleet.g.name, "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let mut jobs: Vec<&str> = json["roles"].as_array().unwrap().iter().map(|r| r["job"].as_str().unwrap()).collect();
+    jobs.sort();
+    assert_eq!(jobs, ["a", "b", "c", "d"]);
+
+    // kill -9: one's jobs move to two; two's own keep running there.
+    one.signal(nix::sys::signal::Signal::SIGKILL);
+    let _ = one.wait_exit(std::time::Duration::from_secs(10));
+    let ran = fleet.runs().len();
+    crate::util::wait_until(takeover * 2, "two runs every job", || {
+        fleet.runs().len() > ran && fleet.newest().is_some_and(|n| n.values().all(|m| m == "two"))
+    });
+    for (job, member) in &before {
+        if member == "two" {
+            let since: Vec<_> = fleet.runs().into_iter().skip(ran).filter(|(j, _, _)| j == job).collect();
+            assert!(since.iter().all(|(_, _, m)| m == "two"), "{job} stayed on two: {since:?}");
+        }
+    }
+    fleet.assert_once();
+    drop(two);
+}
+
+#[test]
+fn a_crontab_with_a_bad_line_runs_the_good_ones_and_one_with_no_job_is_refused() {
+    let fleet = Fleet::new("crontab-bad", &["good"], "1s", "0");
+    let text = std::fs::read_to_string(&fleet.file).unwrap() + "0 25 * * * late echo never\n";
+    std::fs::write(&fleet.file, text).unwrap();
+    let member = fleet.member("one");
+    crate::util::wait_until(fleet.g.broker.timing.takeover() * 2, "the good job runs", || fleet.newest().is_some());
+    let path = fleet.file.display().to_string();
+    assert!(
+        member.log().contains(&format!("{path}:4:")),
+        "the bad line named by file, line and column: {}",
+        member.log()
+    );
+    fleet.assert_once();
+
+    std::fs::write(&fleet.file, "0 25 * * * late echo never\n").unwrap();
+    let out = std::process::Command::new(bin())
+        .args(["-b", "127.0.0.1:9", "-g", "nobody", "--crontab", &path])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no job to run") && err.contains(&format!("{path}:1:")), "{err}");
+}
+
+/// The partition each job was placed on, as `member`'s log says.
+fn placed(member: &crate::util::Member) -> std::collections::BTreeMap<String, String> {
+    member
+        .log()
+        .lines()
+        .filter(|l| l.contains("job placed"))
+        .filter_map(|l| {
+            let field = |k: &str| l.split(&format!(" {k}=")).nth(1)?.split(' ').next().map(str::to_string);
+            Some((field("job")?, field("partition")?))
+        })
+        .collect()
+}
+
+#[test]
+fn members_whose_files_differ_place_each_job_on_one_partition_and_run_only_their_own() {
+    let fleet = Fleet::new("crontab-differ", &["a", "b", "c"], "1s", "0.1");
+    let reversed = fleet.write("reversed.crontab", &["c", "b", "a"]);
+    let only_b = fleet.write("b.crontab", &["b"]);
+    // Two members placing the same jobs at once, their files in opposite
+    // orders, then one whose file has only b.
+    let one = fleet.member("one");
+    let two = fleet.member_of("two", &reversed);
+    let takeover = fleet.g.broker.timing.takeover();
+    crate::util::wait_until(takeover * 2, "both placed their jobs", || {
+        placed(&one).len() == 3 && placed(&two).len() == 3
+    });
+    assert_eq!(placed(&one), placed(&two), "{}\n{}", one.log(), two.log());
+    let partitions: std::collections::BTreeSet<_> = placed(&one).into_values().collect();
+    assert_eq!(partitions.len(), 3, "each job on a partition of its own: {:?}", placed(&one));
+    crate::util::wait_until(takeover * 3, "every job ran", || fleet.newest().is_some());
+    let mut three = fleet.member_of("three", &only_b);
+    crate::util::wait_until(takeover * 2, "three placed b", || !placed(&three).is_empty());
+    assert_eq!(placed(&three), placed(&one).into_iter().filter(|(j, _)| j == "b").collect());
+    crate::util::wait_until(takeover * 2, "three owns a partition", || {
+        three.log().contains("leader: read own heartbeat")
+    });
+    // Whatever partition three holds, it runs b only; one that holds
+    // another job says so, and that job waits for a member whose file
+    // has it (the rule, in docs/operations.md).
+    let foreign = three.log().lines().any(|l| l.contains("role{role=") && l.contains("leader: read own heartbeat"));
+    let warned = three.log().contains("holds a job our crontab does not have");
+    assert_eq!(foreign, warned, "{}", three.log());
+    let before = fleet.runs().len();
+    three.signal(nix::sys::signal::Signal::SIGTERM);
+    assert!(three.wait_exit(takeover).success(), "{}", three.log());
+    let runs = fleet.runs();
+    assert!(runs.iter().all(|(job, _, m)| m != "three" || job == "b"), "{runs:?}");
+    crate::util::wait_until(takeover * 3, "every job runs again once three left", || {
+        let after: std::collections::BTreeSet<String> =
+            fleet.runs().into_iter().skip(before).map(|(j, _, _)| j).collect();
+        after.len() == 3
+    });
+    fleet.assert_once();
+    drop((one, two));
+}

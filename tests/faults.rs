@@ -355,7 +355,16 @@ fn write_record(g: &Group, ghost: &neli_run::for_tests::Member, record: Record, 
 }
 
 fn leading(token: i64) -> Record {
-    Record { term: 1, start: None, stance: Stance::Leading { token }, attempt: None, next: None, pause: None, to: None }
+    Record {
+        term: 1,
+        start: None,
+        stance: Stance::Leading { token },
+        attempt: None,
+        next: None,
+        pause: None,
+        to: None,
+        job: None,
+    }
 }
 
 /// Regression (found by neli-soak on tansu): the broker gave partition 0 to
@@ -386,7 +395,16 @@ fn regression_a_new_owner_waits_out_a_claim_written_just_before_its_assignment()
     write_record(
         &g,
         &ghost,
-        Record { term: 1, start: None, stance: Stance::Released, attempt: None, next: None, pause: None, to: None },
+        Record {
+            term: 1,
+            start: None,
+            stance: Stance::Released,
+            attempt: None,
+            next: None,
+            pause: None,
+            to: None,
+            job: None,
+        },
         60_000,
     );
     let a = g.member("a", &[], &["sleep", "1000"]);
@@ -413,8 +431,16 @@ fn regression_of_two_owners_at_once_the_term_first_on_the_partition_leads() {
     // the test ends each hold with a release, never by waiting it out.
     const HOLD_MS: u64 = 10_000;
     let ghost = neli_run::for_tests::Member::this_process("ghost".into());
-    let contending =
-        |start| Record { term: 1, start, stance: Stance::Contending, attempt: None, next: None, pause: None, to: None };
+    let contending = |start| Record {
+        term: 1,
+        start,
+        stance: Stance::Contending,
+        attempt: None,
+        next: None,
+        pause: None,
+        to: None,
+        job: None,
+    };
     write_record(&g, &ghost, contending(None), HOLD_MS);
     let a = g.member("a", &[], &["sleep", "1000"]);
     wait_until(g.broker.timing.takeover(), "a sees the earlier contender", || a.log().contains("it goes first"));
@@ -427,7 +453,16 @@ fn regression_of_two_owners_at_once_the_term_first_on_the_partition_leads() {
     write_record(
         &g,
         &ghost,
-        Record { term: 1, start: None, stance: Stance::Released, attempt: None, next: None, pause: None, to: None },
+        Record {
+            term: 1,
+            start: None,
+            stance: Stance::Released,
+            attempt: None,
+            next: None,
+            pause: None,
+            to: None,
+            job: None,
+        },
         HOLD_MS,
     );
     wait_until(g.broker.timing.takeover(), "a leads once the ghost withdraws", || g.lock_held());
@@ -441,7 +476,16 @@ fn regression_of_two_owners_at_once_the_term_first_on_the_partition_leads() {
     write_record(
         &g,
         &late,
-        Record { term: 1, start: None, stance: Stance::Released, attempt: None, next: None, pause: None, to: None },
+        Record {
+            term: 1,
+            start: None,
+            stance: Stance::Released,
+            attempt: None,
+            next: None,
+            pause: None,
+            to: None,
+            job: None,
+        },
         HOLD_MS,
     );
     wait_until(g.broker.timing.takeover(), "a resumes once it withdraws", || g.starts().len() == 2 && g.lock_held());

@@ -222,6 +222,7 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
         next: None,
         pause: None,
         to: None,
+        job: None,
     };
     let mut hb =
         Heartbeat::new(&ghost, 1, BootTime::now(), wall_ms(), Content { record, since_ms: None, deadline_ms: 1000 });
@@ -246,6 +247,7 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
         next: None,
         pause: None,
         to: None,
+        job: None,
     };
     g.produce(
         &Heartbeat::new(
@@ -277,6 +279,7 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
         next: None,
         pause: None,
         to: None,
+        job: None,
     };
     let mut hb =
         Heartbeat::new(&ghost, 2, BootTime::now(), wall_ms(), Content { record, since_ms: None, deadline_ms: 60_000 });

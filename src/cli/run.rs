@@ -227,6 +227,29 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_CRON", value_name = "EXPRESSION", help_heading = "Cron and schedules")]
     pub cron: Option<String>,
 
+    /// Run a whole crontab, each job once per due time across the group,
+    /// instead of one command: the same file on every host.
+    ///
+    /// `neli-run -g fleet --crontab /etc/neli-run/fleet.crontab`. Cron's
+    /// syntax with a name per job (`*/5 * * * *  billing  ./billing-job`;
+    /// `@hourly`, `@every 90s`, CRON_TZ= and assignments too; check a file
+    /// with `neli-run cron check FILE`). Each job is placed on a partition
+    /// of the group's topic of its own, the same for every member, and run
+    /// by the member that owns that partition: jobs spread over the
+    /// members, and a member that leaves or dies moves only its own. Each
+    /// run goes through `/bin/sh -c` (or the file's SHELL) as cron runs it,
+    /// told NELI_JOB, NELI_DUE and its fencing token, and is recorded on the
+    /// topic as --cron's are: once per due time. A bad line is said with
+    /// its line and column and skipped; the good lines run.
+    #[arg(
+        long,
+        env = "NELI_CRONTAB",
+        value_name = "FILE",
+        conflicts_with = "command",
+        help_heading = "Cron and schedules"
+    )]
+    pub crontab: Option<std::path::PathBuf>,
+
     /// The time zone of --cron: an IANA name such as Europe/Berlin, UTC, or
     /// local (the TZ variable, else /etc/localtime) [default: local].
     ///
@@ -295,7 +318,7 @@ pub struct RunArgs {
                                 "restart_delay", "stop_signal", "max_runtime", "once_within", "failed_run", "every",
                                 "cron", "time_zone", "missed", "starting_deadline", "on_lead", "on_unlead", "on_exit",
                                 "hook_timeout", "health_cmd", "health_interval", "health_timeout", "health_retries",
-                                "warm", "lead_signal", "unlead_signal", "roles", "overlap"])]
+                                "warm", "lead_signal", "unlead_signal", "roles", "overlap", "crontab"])]
     pub never_lead: bool,
 
     /// Give up if not leader within this time [default: wait forever].
@@ -459,7 +482,7 @@ pub struct RunArgs {
     pub unlead_signal: String,
 
     /// The command to run while leader, and its arguments (no shell).
-    #[arg(last = true, required_unless_present = "never_lead", value_name = "COMMAND", help_heading = "The command")]
+    #[arg(last = true, required_unless_present_any = ["never_lead", "crontab"], value_name = "COMMAND", help_heading = "The command")]
     pub command: Vec<OsString>,
 
     /// Which options took their value from the environment (`parse_argv`).

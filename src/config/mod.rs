@@ -231,6 +231,8 @@ pub struct Config {
     /// `--roles`, as given: with it, each role's command gets `{role}`
     /// replaced and NELI_ROLE (the core's `Settings::roles` counts them).
     pub roles: Option<u32>,
+    /// `--crontab`: its jobs instead of one command.
+    pub crontab: Option<CronRun>,
 }
 
 /// The health check (`--health-cmd`): a shell command line, when it runs,
@@ -265,8 +267,12 @@ impl Config {
     /// Checks `args`; `env_properties` is NELI_KAFKA_PROPERTIES, if set.
     pub fn from_args(args: RunArgs, env_properties: Option<String>) -> Result<Config, Failure> {
         let none = OsString::new();
+        let crontab = crontab(&args)?;
+        let shell = OsString::from("/bin/sh");
         let (program, rest) = match args.command.split_first() {
             Some((program, rest)) => (program, rest),
+            // Each job's command line goes to its shell (`CronRun::jobs`).
+            None if crontab.is_some() => (&shell, &[][..]),
             // A member that never leads has nothing to run.
             None if args.never_lead => (&none, &[][..]),
             None => return err("no command given: neli-run [OPTIONS] -- COMMAND [ARGS]..."),
@@ -292,9 +298,9 @@ impl Config {
         let hooks = hooks(&args)?;
         let health = health(&args)?;
         let warm = warm(&args)?;
-        let waves = match schedule {
-            Some(_) => None,
-            None => waves(&args)?,
+        let waves = match (&schedule, &crontab) {
+            (None, None) => waves(&args)?,
+            _ => None,
         };
         let asked = Requested {
             session_timeout: args.session_timeout,
@@ -360,6 +366,8 @@ impl Config {
             candidacy_interval: 2 * timing.heartbeat_interval,
             roles: roles.unwrap_or(1),
             overlap,
+            // Placed once the topic is read (`Config::place`).
+            jobs: None,
         };
         let metrics_addr = match args.metrics_addr.as_deref() {
             None => None,
@@ -384,9 +392,90 @@ impl Config {
             never_lead: args.never_lead,
             no_wake: args.no_wake,
             roles,
+            crontab,
         };
         Ok(config)
     }
+
+    /// Seats the crontab's jobs on the partitions `placed` names (the
+    /// topic's `partitions`, each a seat: what each holds is read on it).
+    pub fn place(&mut self, placed: &BTreeMap<String, crate::leader::Partition>, partitions: i32) {
+        let Some(cron) = self.crontab.as_mut() else { return };
+        let jobs = cron.jobs.iter().filter_map(|job| Some((*placed.get(&job.name)?, job.clone())));
+        cron.placed = jobs.collect();
+        self.leader.roles = u32::try_from(partitions).unwrap_or(1);
+        self.leader.jobs = Some(
+            cron.placed
+                .iter()
+                .map(|(&p, job)| {
+                    let schedule = Schedule {
+                        calendar: job.calendar.clone(),
+                        missed: job.missed,
+                        starting_deadline: job.starting_deadline,
+                    };
+                    let max_runtime = job.max_runtime.or(self.leader.max_runtime);
+                    (p, crate::leader::Job { name: job.name.clone(), schedule, max_runtime })
+                })
+                .collect(),
+        );
+    }
+}
+
+/// `--crontab`: the file's jobs, and where each sits once placed.
+#[derive(Clone, Debug)]
+pub struct CronRun {
+    /// The good lines' jobs, in the file's order.
+    pub jobs: Vec<crate::crontab::Job>,
+    /// Each job by the partition it was placed on (`Config::place`).
+    pub placed: BTreeMap<crate::leader::Partition, crate::crontab::Job>,
+}
+
+/// `--crontab FILE`, read and checked: its bad lines are said (file, line,
+/// column) and skipped, the good ones run; a file with no job is refused,
+/// and so are the options that do not apply to a crontab's jobs.
+fn crontab(args: &RunArgs) -> Result<Option<CronRun>, Failure> {
+    let Some(file) = &args.crontab else { return Ok(None) };
+    let flag = args.from_env.name("--crontab");
+    let refused = [
+        ("--every", args.every.is_some(), "the file says when each job runs"),
+        ("--cron", args.cron.is_some(), "the file says when each job runs"),
+        ("--roles", args.roles.is_some(), "each job is a role of its own"),
+        ("--restart", args.restart.is_some(), "each job runs once per due time"),
+        ("--once-within", args.once_within.is_some(), "each job runs once per due time"),
+        ("--failed-run", args.failed_run.is_some(), "each job runs once per due time"),
+        ("--missed", args.missed.is_some(), "give it per job: name[missed=skip]"),
+        ("--starting-deadline", args.starting_deadline.is_some(), "give it per job: name[starting-deadline=5m]"),
+        ("--overlap", args.overlap, "a job's runs never overlap"),
+        ("--warm", args.warm, "a job's run ends"),
+        ("--priority", args.priority != 0, "not supported with a crontab yet"),
+        ("--preempt", args.preempt, "not supported with a crontab yet"),
+        ("--leader-file", args.leader_file.is_some(), "not supported with a crontab yet"),
+        ("--on-lead", args.on_lead.is_some(), "not supported with a crontab yet"),
+        ("--on-unlead", args.on_unlead.is_some(), "not supported with a crontab yet"),
+        ("--on-exit", args.on_exit.is_some(), "not supported with a crontab yet"),
+    ];
+    if let Some((other, _, why)) = refused.iter().find(|(_, given, _)| *given) {
+        return err(format!("{} does not go with {flag}: {why}", args.from_env.name(other)));
+    }
+    let shown = file.display();
+    let text = std::fs::read_to_string(file).map_err(|e| Failure::new(Kind::Usage, format!("{flag} {shown}: {e}")))?;
+    let zone = match args.time_zone.as_deref() {
+        None => crate::calendar::Zone::Local,
+        Some(zone) => zone.parse().map_err(|e| Failure::new(Kind::Usage, format!("--time-zone: {e}")))?,
+    };
+    let tab = crate::crontab::parse(&text, zone);
+    for problem in &tab.problems {
+        match problem.error {
+            true => {
+                tracing::error!("{shown}:{problem} (the line is skipped; `neli-run cron check {shown}` checks a file)")
+            }
+            false => tracing::warn!("{shown}:{problem}"),
+        }
+    }
+    if tab.jobs.is_empty() {
+        return err(format!("{flag} {shown}: no job to run (`neli-run cron check {shown}` says what each line is)"));
+    }
+    Ok(Some(CronRun { jobs: tab.jobs, placed: BTreeMap::new() }))
 }
 
 /// `--roles`, checked: above 1, each role's command is a service, and what

@@ -105,6 +105,14 @@ pub struct Heartbeat {
     /// it leads (`neli-run status` reads every role's partition by it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roles: Option<u32>,
+    /// Under a crontab, the job placed on this record's partition, as its
+    /// writer knows it (see [`crate::leader::Placed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placed: Option<String>,
+    /// The record is a claim: written to place `placed` on a partition
+    /// that held no job.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub claim: bool,
 }
 
 /// A [`PauseNote`] on the wire: the request as its record said it, and
@@ -204,7 +212,7 @@ impl Heartbeat {
     /// The record `member` sends as its `seq`th heartbeat at `sent`, which
     /// is `at_ms` on the wall clock (the caller reads the clocks).
     pub fn new(member: &Member, seq: u64, sent: BootTime, at_ms: u64, content: Content) -> Heartbeat {
-        let Record { term, start, stance, attempt, next, pause, to } = content.record;
+        let Record { term, start, stance, attempt, next, pause, to, job: placed } = content.record;
         let role = match stance {
             Stance::Leading { .. } => WireStance::Leading,
             Stance::Contending => WireStance::Contending,
@@ -254,6 +262,8 @@ impl Heartbeat {
             unhealthy: false,
             to,
             roles: None,
+            placed,
+            claim: false,
         }
     }
 
@@ -300,6 +310,7 @@ impl Heartbeat {
             }),
             pause: self.pause.as_ref().map(WirePause::request),
             to: self.to.clone(),
+            job: self.placed.clone().map(|job| crate::leader::Placed { job, claim: self.claim }),
         }
     }
 
@@ -327,6 +338,7 @@ mod tests {
             next: None,
             pause: None,
             to: None,
+            job: None,
         };
         let hb = Heartbeat::new(
             &me,
@@ -358,6 +370,7 @@ mod tests {
             next: None,
             pause: None,
             to: None,
+            job: None,
         };
         let content = Content { record, since_ms: None, deadline_ms: 1 };
         let hb = Heartbeat::decode(&Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, content).encode()).unwrap();
@@ -393,6 +406,7 @@ mod tests {
             next: Some(next),
             pause: None,
             to: None,
+            job: None,
         };
         let hb =
             Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: None, deadline_ms: 1 });
@@ -420,6 +434,7 @@ mod tests {
             next: None,
             pause: Some(PauseNote { request: request.clone(), running: false }),
             to: None,
+            job: None,
         };
         let content = Content { record, since_ms: None, deadline_ms: 1 };
         let json = Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, content).encode();
@@ -466,6 +481,7 @@ mod tests {
             next: None,
             pause: None,
             to: Some("b".into()),
+            job: None,
         };
         let hb =
             Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: None, deadline_ms: 1 });
@@ -473,8 +489,16 @@ mod tests {
         let other = Heartbeat::decode(&bytes).unwrap().as_other(3, std::time::Duration::from_secs(3), AT);
         assert_eq!((other.stance, other.to.as_deref()), (Stance::Released, Some("b")));
         // A heartbeat that hands over to nobody says nothing of it.
-        let plain =
-            Record { term: 1, start: None, stance: Stance::Released, attempt: None, next: None, pause: None, to: None };
+        let plain = Record {
+            term: 1,
+            start: None,
+            stance: Stance::Released,
+            attempt: None,
+            next: None,
+            pause: None,
+            to: None,
+            job: None,
+        };
         let hb = Heartbeat::new(
             &me,
             2,

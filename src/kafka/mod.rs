@@ -30,6 +30,7 @@ mod consumer;
 mod context;
 mod decode;
 pub mod heartbeat;
+pub mod placement;
 mod topic;
 mod wake;
 pub mod yield_request;

@@ -94,7 +94,7 @@ fn too_few(topic: &str, has: usize, used: usize) -> Failure {
 /// Creates the topic; returns the thread that drops the admin client.
 /// Dropping one joins its polling thread, which wakes every 100 ms: that
 /// wait is not for the first election to make.
-fn create_topic(s: &Settings) -> Result<Option<Joined>, Failure> {
+pub(super) fn create_topic(s: &Settings) -> Result<Option<Joined>, Failure> {
     info!(topic = %s.target.topic, partitions = partitions_used(s), "creating the topic (1 hour retention)");
     let admin: AdminClient<rdkafka::client::DefaultClientContext> =
         s.target.client_config(&[("client.id", &s.client_id)]).create().map_err(|e| creation_error(e, &s.target))?;

@@ -124,7 +124,7 @@ impl Seat {
     /// the newest run we know of.
     pub(super) fn next_run(&self, v: &View, ready: BootTime, now: BootTime) -> Option<schedule::Next> {
         let wall = |t| v.anchor.wall_ms_at(t);
-        v.settings.schedule.as_ref()?.next(self.attempt.as_ref(), wall(ready), wall(now))
+        v.settings.schedule_of(self.partition)?.next(self.attempt.as_ref(), wall(ready), wall(now))
     }
 
     /// The run of a schedule's due time that we start now under `token`
@@ -140,7 +140,7 @@ impl Seat {
     /// When the schedule's next run is due, as we plan it now (for our
     /// records, `neli-run status` and metrics).
     pub(super) fn next_due(&self, v: &View) -> Option<u64> {
-        let schedule = v.settings.schedule.as_ref()?;
+        let schedule = v.settings.schedule_of(self.partition)?;
         match (self.plan, self.child, &self.attempt) {
             (Plan::Start(ready), Child::Idle, _) => self.next_run(v, ready, v.latest).map(|n| n.due),
             (_, Child::Running, Some(Attempt { due: Some(due), .. })) => schedule.calendar.after(*due),
@@ -186,7 +186,7 @@ impl Seat {
     /// due time run, which a clock behind it would then run again (found
     /// by the invariant walks once the wall clock stepped back in them).
     pub(super) fn learn(&mut self, settings: &Settings, attempt: Attempt) {
-        if settings.schedule.is_some() && attempt.due.is_none() {
+        if settings.scheduled() && attempt.due.is_none() {
             return;
         }
         let newer = |known: &Attempt| {
@@ -194,6 +194,18 @@ impl Seat {
         };
         if self.attempt.as_ref().is_none_or(newer) {
             self.attempt = Some(attempt);
+        }
+    }
+
+    /// A scheduled run we asked to stop (a revoke, a shutdown, a pause)
+    /// that exited 0: it ended (its exit may even have come before our
+    /// signal, and been heard after), and the next owner must not run its
+    /// due time again. Any other ending was cut short, and runs again.
+    pub(super) fn stopped_run_ended(&mut self, v: &View, status: ChildStatus, now: BootTime) {
+        let token = self.child_token;
+        if let Some(attempt) = self.attempt.as_mut().filter(|j| j.token == token && j.code.is_none()) {
+            attempt.code = Some(status.code());
+            attempt.ended = Some(v.anchor.wall_ms_at(now));
         }
     }
 

@@ -61,6 +61,7 @@ pub fn settings(restart: Restart) -> Settings {
         candidacy_interval: Duration::from_millis(1000),
         roles: 1,
         overlap: false,
+        jobs: None,
     }
 }
 
@@ -100,7 +101,7 @@ pub fn spawn(token: i64, lease: BootTime) -> Action {
 /// or contending.
 pub fn says(term: u64, start: Option<i64>, token: Option<i64>) -> Action {
     let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
-    SendHeartbeat(P, Record { term, start, stance, attempt: None, next: None, pause: None, to: None })
+    SendHeartbeat(P, Record { term, start, stance, attempt: None, next: None, pause: None, to: None, job: None })
 }
 
 /// What the leader made by `leading` says.
@@ -135,5 +136,6 @@ pub fn record_of(writer: &str, offset: i64, term: Option<u64>, start: Option<i64
         attempt: None,
         pause: None,
         to: None,
+        job: None,
     }
 }

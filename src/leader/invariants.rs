@@ -141,6 +141,7 @@ impl Sim {
             // One seat: the roles walk (`roles_walk`) tries several.
             roles: 1,
             overlap: false,
+            jobs: None,
         };
         // A schedule runs the command at due times instead (never with waves).
         let schedule = (restart == Restart::Never && settings.waves.is_none() && rng.bool()).then(|| Schedule {
@@ -365,6 +366,7 @@ impl Sim {
             } else {
                 None
             },
+            job: None,
         };
         // The rules, as the README states them.
         let until = self.now - age + D + self.settings.claim_margin.as_millis() as u64;

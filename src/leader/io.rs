@@ -5,6 +5,7 @@
 //! `seat.rs` (one command on one partition). What concerns a seat carries
 //! its [`Partition`]; what concerns the whole member does not.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{Attempt, Schedule, Waves};
@@ -108,17 +109,69 @@ pub struct Settings {
     /// `--overlap`: a revoke is released at once while the command stops,
     /// and a new owner starts without waiting out the old owner's claim.
     pub overlap: bool,
+    /// A fleet crontab (`--crontab`): our jobs by the partition each was
+    /// placed on. A seat on any other partition runs nothing, and only
+    /// carries what its partition's records say (the job placed there and
+    /// its newest run) for the member that has that job. None: every seat
+    /// runs the one command.
+    pub jobs: Option<BTreeMap<Partition, Job>>,
+}
+
+/// One job of a fleet crontab, as the seat it was placed on runs it: its
+/// name goes into every record on its partition, so that the placement
+/// outlives the records that made it.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub name: String,
+    pub schedule: Schedule,
+    pub max_runtime: Option<Duration>,
 }
 
 impl Settings {
-    /// Whether what a seat logs names its role (a span): with several.
+    /// Whether what a seat logs names its role (a span): with several, and
+    /// under a crontab (the job).
     pub fn names_roles(&self) -> bool {
-        self.roles > 1
+        self.roles > 1 || self.jobs.is_some()
     }
 
     /// The seats' partitions, one per role: the one place that names them.
     pub fn seats(&self) -> impl Iterator<Item = Partition> {
         0..Partition::try_from(self.roles.max(1)).unwrap_or(Partition::MAX)
+    }
+
+    /// The schedule the seat on `partition` runs its command by: its job's
+    /// under a crontab, else the one of --every or --cron.
+    pub fn schedule_of(&self, partition: Partition) -> Option<&Schedule> {
+        match &self.jobs {
+            Some(jobs) => jobs.get(&partition).map(|job| &job.schedule),
+            None => self.schedule.as_ref(),
+        }
+    }
+
+    /// Whether the seats follow due times: with a schedule, and every seat
+    /// under a crontab (one that runs nothing still carries its partition's
+    /// newest run for the member that will run it).
+    pub fn scheduled(&self) -> bool {
+        self.jobs.is_some() || self.schedule.is_some()
+    }
+
+    /// Whether the seat on `partition` has a command to run: under a
+    /// crontab, only a seat where one of our jobs was placed.
+    pub fn runs_on(&self, partition: Partition) -> bool {
+        self.jobs.as_ref().is_none_or(|jobs| jobs.contains_key(&partition))
+    }
+
+    /// How long one run on `partition` may take.
+    pub fn max_runtime_of(&self, partition: Partition) -> Option<Duration> {
+        match &self.jobs {
+            Some(jobs) => jobs.get(&partition).and_then(|job| job.max_runtime),
+            None => self.max_runtime,
+        }
+    }
+
+    /// The name of our job placed on `partition`, under a crontab.
+    pub fn job_on(&self, partition: Partition) -> Option<&str> {
+        self.jobs.as_ref()?.get(&partition).map(|job| job.name.as_str())
     }
 }
 
@@ -145,6 +198,10 @@ pub struct Record {
     /// A disclaimer's: the member its writer hands partition 0 over to
     /// (by name), which other owners let lead while it is live.
     pub to: Option<String>,
+    /// Under a crontab, the job placed on this partition, as far as its
+    /// writer knows: carried in every record, so that it outlives the claim
+    /// that placed it.
+    pub job: Option<String>,
 }
 
 #[cfg(test)]
@@ -152,7 +209,16 @@ impl Record {
     /// A candidate's record of `term`, saying nothing else: what the
     /// adapter's tests encode when only the record's kind matters.
     pub fn contending(term: u64) -> Record {
-        Record { term, start: None, stance: Stance::Contending, attempt: None, next: None, pause: None, to: None }
+        Record {
+            term,
+            start: None,
+            stance: Stance::Contending,
+            attempt: None,
+            next: None,
+            pause: None,
+            to: None,
+            job: None,
+        }
     }
 }
 
@@ -274,6 +340,18 @@ pub struct Other {
     pub pause: Option<Pause>,
     /// Whom its writer hands partition 0 over to (see [`Record::to`]).
     pub to: Option<String>,
+    /// The crontab job placed on this partition, as its writer says.
+    pub job: Option<Placed>,
+}
+
+/// What a record says of the crontab job placed on its partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub job: String,
+    /// A claim, written to place a job on a partition no job holds: of
+    /// claims, the first counts. Else a record that carries the name
+    /// forward, from a writer that read the partition: the newest counts.
+    pub claim: bool,
 }
 
 /// Another member's candidacy record: it is in the group (or watching, with

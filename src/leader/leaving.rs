@@ -109,6 +109,7 @@ impl Seat {
                 next: None,
                 pause: self.pause_note(&cx.v),
                 to,
+                job: self.job.clone(),
             };
             cx.out.push(Action::Disclaim(self.partition, record));
         }

@@ -81,8 +81,8 @@ use crate::clock::{Anchor, BootTime};
 use crate::exit;
 pub use attempts::{supersedes, Attempt, Runner, Waves};
 pub use io::{
-    Action, Asker, Candidacy, Input, Other, Partition, Pause, PauseNote, Record, Restart, Settings, Signal, Stance,
-    CONTROL_PARTITION, MAX_ROLES,
+    Action, Asker, Candidacy, Input, Job, Other, Partition, Pause, PauseNote, Placed, Record, Restart, Settings,
+    Signal, Stance, CONTROL_PARTITION, MAX_ROLES,
 };
 use leaving::Leave;
 pub use schedule::{Calendar, Missed, Schedule};
@@ -153,7 +153,8 @@ pub struct Leader {
 }
 
 /// The spans a seat's log lines go in, naming its role, when the member
-/// has several (`role{role=3}: ...`): the core's and the shell's alike
+/// has several (`role{role=3}: ...`; a crontab's job by its name,
+/// `job{job=billing partition=3}: ...`): the core's and the shell's alike
 /// (`Leader::role_span`).
 /// Made once per seat and entered at each step: making a span formats its
 /// fields, and a member of 10 roles in a group of 100 spent most of its
@@ -163,8 +164,12 @@ struct RoleSpans(BTreeMap<Partition, tracing::Span>);
 
 impl RoleSpans {
     fn new(settings: &Settings) -> RoleSpans {
+        let span = |p| match settings.job_on(p) {
+            Some(job) => tracing::info_span!("job", job = %crate::printable::printable(job), partition = p),
+            None => tracing::info_span!("role", role = p),
+        };
         match settings.names_roles() {
-            true => RoleSpans(settings.seats().map(|p| (p, tracing::info_span!("role", role = p))).collect()),
+            true => RoleSpans(settings.seats().map(|p| (p, span(p))).collect()),
             false => RoleSpans::default(),
         }
     }
@@ -181,7 +186,7 @@ impl Leader {
     /// `Settings::seats`.
     pub fn new(settings: Settings, now: Anchor) -> Leader {
         let gated = settings.health_checked;
-        let seats = settings.seats().map(|p| (p, Seat::new(p))).collect();
+        let seats = settings.seats().map(|p| (p, Seat::new(p, settings.job_on(p)))).collect();
         let spans = RoleSpans::new(&settings);
         Leader {
             settings,

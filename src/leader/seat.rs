@@ -152,6 +152,9 @@ pub struct Seat {
     pub(super) run_ended: Option<BootTime>,
     /// What the other members' records on this partition say (see `peers`).
     pub(super) peers: Peers,
+    /// Under a crontab, the job placed on this partition: ours, or the one
+    /// its records name (see `Placed`), carried in our records.
+    pub(super) job: Option<String>,
     /// The newest attempt of a wave we know of, ours or read (once per wave).
     pub(super) attempt: Option<Attempt>,
     /// Every standing taken since the shell last asked, in order: a fence
@@ -175,10 +178,12 @@ pub struct Seat {
 }
 
 impl Seat {
-    /// A seat on `partition` that holds nothing yet.
-    pub(super) fn new(partition: Partition) -> Seat {
+    /// A seat on `partition` that holds nothing yet; under a crontab,
+    /// `job` is ours placed there.
+    pub(super) fn new(partition: Partition, job: Option<&str>) -> Seat {
         Seat {
             partition,
+            job: job.map(str::to_owned),
             tenure: None,
             child: Child::Idle,
             plan: Plan::Serve,
@@ -496,7 +501,10 @@ impl Seat {
         if self.child != Child::Idle {
             return None;
         }
-        let due = match &v.settings.schedule {
+        if !v.settings.runs_on(self.partition) {
+            return None;
+        }
+        let due = match v.settings.schedule_of(self.partition) {
             None => ready,
             // Not before our last run's ending is on the partition.
             // (A record sent as it ended, in the same step, is later.)
@@ -521,7 +529,7 @@ impl Seat {
         let Some(Tenure { phase: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
         let lease = fresh.sent + cx.v.settings.heartbeat_deadline;
         if self.start_at(&cx.v).is_some_and(|at| now >= at) && now < lease {
-            let attempt = match (&cx.v.settings.schedule, self.plan) {
+            let attempt = match (cx.v.settings.schedule_of(self.partition), self.plan) {
                 (Some(_), Plan::Start(ready)) => {
                     let Some(next) = self.next_run(&cx.v, ready, now) else { return };
                     Some(self.scheduled(&cx.v, next, token, now))
@@ -538,8 +546,8 @@ impl Seat {
             self.plan = Plan::Serve;
             self.child = Child::Running;
             self.child_token = token;
-            self.run_until = cx.v.settings.max_runtime.map(|d| now + d);
-            if cx.v.settings.schedule.is_some() {
+            self.run_until = cx.v.settings.max_runtime_of(self.partition).map(|d| now + d);
+            if cx.v.settings.scheduled() {
                 // Name the run on the topic at once: a crash before a record
                 // names it leaves the next leader no trace of it (it runs
                 // it again, as attempt 1).
@@ -561,12 +569,15 @@ impl Seat {
     /// group gave the partition to both, and the earlier one is the one
     /// both sides let lead.
     pub(super) fn on_other(&mut self, cx: &mut Ctx, other: Other, now: BootTime) {
-        let runs = cx.v.settings.waves.is_some() || cx.v.settings.schedule.is_some();
+        let runs = cx.v.settings.waves.is_some() || cx.v.settings.scheduled();
         if let (true, Some(attempt)) = (runs, other.attempt.as_ref()) {
             // A token is the offset of an earlier record (as in `peers`).
             if attempt.token < other.offset {
                 self.learn(cx.v.settings, attempt.clone());
             }
+        }
+        if let Some(placed) = &other.job {
+            self.placed(cx.v.settings, placed);
         }
         let until = (now - other.age) + other.deadline + cx.v.settings.claim_margin;
         let leading = matches!(self.standing(), Standing::Leader { .. });
@@ -585,6 +596,25 @@ impl Seat {
             _ => return,
         }
         self.fence(cx, now);
+    }
+
+    /// What a record says of the crontab job placed on this partition: of
+    /// claims the first counts, of records that carry it the newest (their
+    /// writers read the partition). Ours, placed here by us, stays: another
+    /// name would mean two members placed differently, which is said.
+    fn placed(&mut self, settings: &super::Settings, placed: &super::Placed) {
+        if settings.job_on(self.partition).is_some() {
+            if self.job.as_deref() != Some(placed.job.as_str()) && !placed.claim {
+                warn!(ours = ?self.job, theirs = %placed.job, "another member says another job is placed on this partition");
+            }
+            return;
+        }
+        if (!placed.claim || self.job.is_none()) && self.job.as_deref() != Some(placed.job.as_str()) {
+            if self.tenure.is_some() {
+                warn!(job = %crate::printable::printable(&placed.job), "this partition holds a job our crontab does not have: it runs only while a member whose file has it owns the partition");
+            }
+            self.job = Some(placed.job.clone());
+        }
     }
 
     /// Stops leading at once: the command is killed, not asked to stop.
@@ -609,6 +639,12 @@ impl Seat {
         let overran = std::mem::take(&mut self.overran);
         self.child = Child::Idle;
         self.fenced_child = false;
+        if let (Child::Stopping { .. }, ChildStatus::Exited(0), false, true) =
+            (was, status, overran, cx.v.settings.scheduled())
+        {
+            // Before the disclaimer that a revoke's release writes: it says so.
+            self.stopped_run_ended(&cx.v, status, now);
+        }
         if std::mem::take(&mut self.revoke_waits) {
             info!("child stopped; releasing the partition to the group");
             self.release(cx);
@@ -627,7 +663,7 @@ impl Seat {
             return;
         }
         let settings = cx.v.settings;
-        if settings.schedule.is_some() {
+        if settings.scheduled() {
             return self.scheduled_run_ended(&cx.v, status, now);
         }
         if settings.restart.again(status) {
@@ -698,7 +734,8 @@ impl Seat {
             (_, Child::Running | Child::Stopping { .. }) => Stance::Leading { token: self.child_token },
             _ => Stance::Contending,
         };
-        let record = Record { term: self.term, start: tenure.start, stance, attempt, next, pause, to: None };
+        let job = self.job.clone();
+        let record = Record { term: self.term, start: tenure.start, stance, attempt, next, pause, to: None, job };
         self.spoke = true;
         cx.out.push(Action::SendHeartbeat(self.partition, record));
     }

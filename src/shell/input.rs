@@ -71,6 +71,7 @@ mod tests {
             attempt: None,
             pause: None,
             to: None,
+            job: None,
         }
     }
 

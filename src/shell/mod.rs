@@ -129,7 +129,7 @@ struct Report {
 impl Shell {
     /// Everything before the loop: checks, signal handlers, the metrics
     /// server, and the Kafka clients; None if asked to stop meanwhile.
-    async fn start(cfg: Config) -> Result<Option<Shell>, Failure> {
+    async fn start(mut cfg: Config) -> Result<Option<Shell>, Failure> {
         let started = Anchor::now();
         layers_off::warn_if_any();
         child::check_executable(&cfg.program)?;
@@ -138,6 +138,9 @@ impl Shell {
         };
         child::become_subreaper()
             .map_err(|err| Failure::new(Kind::Internal, format!("cannot become a child subreaper: {err}")))?;
+        if cfg.crontab.is_some() && !place(&mut cfg, &mut signals).await? {
+            return Ok(None);
+        }
         let seats = Seat::all(&cfg)?;
 
         let ids =
@@ -590,6 +593,27 @@ async fn connect(
         _ = sleep_for(cfg.leader.acquire_timeout.map(|t| (started + t).since(BootTime::now()))) => {
             Err(Failure::new(Kind::AcquireTimeout, "not leader within --acquire-timeout (Kafka never answered)"))
         }
+    }
+}
+
+/// Places the crontab's jobs on the topic's partitions (`kafka::placement`)
+/// and seats them; false if asked to stop meanwhile.
+async fn place(cfg: &mut Config, signals: &mut Signals) -> Result<bool, Failure> {
+    let names: Vec<String> = cfg.crontab.iter().flat_map(|c| c.jobs.iter().map(|job| job.name.clone())).collect();
+    let placing = {
+        let settings = crate::kafka::Settings::of(cfg);
+        tokio::task::spawn_blocking(move || crate::kafka::placement::place(&settings, &names))
+    };
+    tokio::select! {
+        placed = placing => match placed {
+            Ok(Ok((placed, partitions))) => {
+                cfg.place(&placed, partitions);
+                Ok(true)
+            }
+            Ok(Err(failure)) => Err(failure),
+            Err(err) => Err(Failure::new(Kind::Internal, format!("placing the crontab's jobs failed: {err}"))),
+        },
+        _ = signals.shutdown() => Ok(false),
     }
 }
 

@@ -45,7 +45,16 @@ impl Supervisor {
             env: given_env(cfg),
             env_remove: consumed_env(),
         };
-        if let Some(roles) = cfg.roles {
+        if let Some(cron) = &cfg.crontab {
+            // A job's line, through its shell as cron runs it; a seat where
+            // none of ours sits never starts its command.
+            if let Some(job) = cron.placed.get(&role) {
+                command.program = job.shell.clone().into();
+                command.args = vec!["-c".into(), job.command.clone().into()];
+                command.env.extend(job.env.iter().cloned());
+                command.env.push(("NELI_JOB".into(), job.name.clone()));
+            }
+        } else if let Some(roles) = cfg.roles {
             command.args = command.args.iter().map(|arg| crate::config::with_role(arg, role)).collect();
             command.env.push(("NELI_ROLE".into(), role.to_string()));
             command.env.push(("NELI_ROLES".into(), roles.to_string()));

@@ -118,7 +118,8 @@ pub fn main(args: StatusArgs, env_properties: Option<String>) -> Result<u8, Fail
 
 fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, Stop> {
     let (consumer, mut view) = read_partition(target)?;
-    if let Some(roles) = view.roles {
+    // A crontab of one job is read as a group of roles, for its job's name.
+    if let Some(roles) = view.roles.or(view.placed.as_ref().map(|_| 1)) {
         drop(consumer);
         return roles_status(target, roles, json_out, watch);
     }

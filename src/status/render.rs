@@ -137,6 +137,7 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
                 let hb = fresh.or(stale);
                 json!({
                     "role": j,
+                    "job": views[j].placed,
                     "fresh": fresh.is_some(),
                     "leader": hb.map(|hb| leader_json(hb, now)),
                     "schedule": schedule_json(&views[j], fresh),
@@ -168,10 +169,13 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
         views.len()
     );
     for (j, fresh, stale) in views.iter().enumerate().map(role) {
+        // A crontab's partition is named by its job.
+        let what =
+            views[j].placed.as_ref().map_or(format!("role {j}"), |job| format!("job {} (role {j})", printable(job)));
         out += &match (fresh, stale) {
             (Some(hb), _) => format!(
                 "
-  role {j}: {} (host {}, pid {}), token {}{}",
+  {what}: {} (host {}, pid {}), token {}{}",
                 printable(&hb.name),
                 printable(&hb.host),
                 hb.pid,
@@ -180,12 +184,12 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
             ),
             (None, Some(hb)) => format!(
                 "
-  role {j}: no leader (last: {} (host {}), heard {} ago)",
+  {what}: no leader (last: {} (host {}), heard {} ago)",
                 printable(&hb.name),
                 printable(&hb.host),
                 ago(now, hb.at_ms)
             ),
-            (None, None) => format!("\n  role {j}: no leader (none heard yet)"),
+            (None, None) => format!("\n  {what}: no leader (none heard yet)"),
         };
         // A role on a schedule: its next due time and newest run, under it
         // (`--json` has its retained runs).
@@ -432,6 +436,7 @@ mod tests {
             next: None,
             pause: note,
             to: None,
+            job: None,
         };
         let content = Content { record, since_ms: Some(at_ms), deadline_ms: 3000 };
         Heartbeat::new(&Member::this_process("a".into()), 1, crate::clock::BootTime::from_nanos(1), at_ms, content)

@@ -38,6 +38,9 @@ pub(super) struct View {
     /// The --roles of the newest heartbeat's writer, above 1: a group of
     /// roles, each on its own partition.
     pub(super) roles: Option<u32>,
+    /// Under a crontab, the job this partition holds: the first claim, or
+    /// the newest record that carries a name (as the members read it).
+    pub(super) placed: Option<String>,
 }
 
 impl View {
@@ -52,6 +55,9 @@ impl View {
             }
             hb.pause = hb.pause.filter(|p| p.offset < offset);
             self.roles = hb.roles.filter(|&n| n > 1);
+            if let Some(job) = hb.placed.clone().filter(|_| !hb.claim || self.placed.is_none()) {
+                self.placed = Some(job);
+            }
             self.add(hb);
         } else if let Some(c) = candidacy::Record::decode(payload) {
             self.candidacies.retain(|known| known.name != c.name);
@@ -171,7 +177,16 @@ pub(super) mod tests {
             crate::clock::BootTime::from_nanos(1),
             at_ms,
             Content {
-                record: Record { term: 1, start: None, stance, attempt: None, next: None, pause: None, to: None },
+                record: Record {
+                    term: 1,
+                    start: None,
+                    stance,
+                    attempt: None,
+                    next: None,
+                    pause: None,
+                    to: None,
+                    job: None,
+                },
                 since_ms: Some(at_ms),
                 deadline_ms: 3000,
             },

@@ -559,3 +559,26 @@ fn a_wave_read_under_a_schedule_does_not_make_it_forget_its_newest_due_time() {
     assert_eq!(l.last_run(P).map(|j| j.due), Some(Some(due)));
     assert_eq!(l.next_due(P), Some(due + 60_000));
 }
+
+#[test]
+fn a_run_asked_to_stop_that_exits_0_has_ended_and_any_other_ending_runs_again() {
+    for (status, ended) in
+        [(ChildStatus::Exited(0), true), (ChildStatus::Exited(143), false), (ChildStatus::Signaled(15), false)]
+    {
+        let mut l = Leader::new(scheduled(2000), started(0));
+        l.step(assigned(), ms(1000));
+        let (actions, _) = live(&mut l, 1000, 3500, 6);
+        let (at, _) = spawns(&actions).first().cloned().expect("a run");
+        // A rebalance takes the partition mid-run; the command's exit is
+        // heard after the stop signal went (it may have come before).
+        assert_eq!(l.step(revoked(false), ms(at + 100)), vec![SignalGroup(P, SIGTERM)]);
+        let out = l.step(exited(status), ms(at + 120));
+        let said = out.iter().find_map(|a| match a {
+            Disclaim(P, r) => r.attempt.clone(),
+            _ => None,
+        });
+        let said = said.expect("the disclaimer names the run");
+        assert_eq!(said.code.is_some(), ended, "{status:?}: {out:?}");
+        assert!(out.contains(&ReleaseRevoke(P)), "{out:?}");
+    }
+}

@@ -7,6 +7,7 @@ use super::*;
 use Action::*;
 
 mod control;
+mod crontab;
 mod exits;
 mod fencing;
 mod roles;
@@ -34,7 +35,16 @@ fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: S
 fn gone(term: u64) -> Action {
     Disclaim(
         P,
-        Record { term, start: None, stance: Stance::Released, attempt: None, next: None, pause: None, to: None },
+        Record {
+            term,
+            start: None,
+            stance: Stance::Released,
+            attempt: None,
+            next: None,
+            pause: None,
+            to: None,
+            job: None,
+        },
     )
 }
 

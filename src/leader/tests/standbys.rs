@@ -36,6 +36,7 @@ fn gone_to(term: u64, to: &str) -> Action {
             next: None,
             pause: None,
             to: Some(to.into()),
+            job: None,
         },
     )
 }

@@ -1,0 +1,111 @@
+//! A fleet crontab (`--crontab`): every partition is a seat, and a seat
+//! runs only the job of ours placed on its partition, by that job's own
+//! schedule. A seat where none of ours sits leads like any other (so that
+//! the group's partitions stay spread), never runs anything, and carries
+//! the job its partition holds, as its records say, for the member whose
+//! file has it.
+
+use std::collections::BTreeMap;
+
+use super::*;
+
+/// Our job's partition; P (0) holds a job that is not in our file.
+const Q: Partition = 1;
+
+/// A member of a crontab whose one job, "billing" (due every second), sits
+/// on Q, and which leads both P and Q from 1010 (tokens 7 and 20).
+fn leading_both() -> Leader {
+    let schedule = Schedule { calendar: every(1000), missed: Missed::Once, starting_deadline: None };
+    let job = Job { name: "billing".into(), schedule, max_runtime: None };
+    let settings = Settings { roles: 2, jobs: Some(BTreeMap::from([(Q, job)])), ..settings(Restart::Never) };
+    let mut l = Leader::new(settings, started(0));
+    l.step(assigned(), ms(1000));
+    l.step(Input::Assigned { partition: Q }, ms(1000));
+    let out = l.step(hb(7, 1000), ms(1010));
+    assert!(!out.iter().any(|a| matches!(a, Spawn { .. })), "no job of ours on P: {out:?}");
+    l.step(Input::OwnHeartbeat { partition: Q, offset: 20, sent: ms(1000), more: false }, ms(1010));
+    assert_eq!((l.standing(P), l.standing(Q)), (Standing::Leader { token: 7 }, Standing::Leader { token: 20 }));
+    l
+}
+
+/// Another member's record on `partition` naming `job` (a claim, or a
+/// record that carries it).
+fn names(partition: Partition, offset: i64, job: &str, claim: bool) -> Input {
+    let placed = Placed { job: job.into(), claim };
+    Input::OtherHeartbeat(
+        partition,
+        Other { job: Some(placed), ..record_of("x", offset, None, None, Stance::Released) },
+    )
+}
+
+/// The job our records on `partition` name, from `out`.
+fn carried(out: &[Action], partition: Partition) -> Vec<Option<String>> {
+    out.iter()
+        .filter_map(|a| match a {
+            SendHeartbeat(p, record) if *p == partition => Some(record.job.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Ticks every 100 ms from `from` to `to`, each heartbeat read back and
+/// each command ended at once; returns what was asked.
+fn run(l: &mut Leader, from: u64, to: u64) -> Vec<Action> {
+    let mut out = Vec::new();
+    let mut offset = 100;
+    for t in (from..to).step_by(100) {
+        for action in l.step(Input::Tick, ms(t)) {
+            if let SendHeartbeat(partition, _) = action {
+                offset += 1;
+                let _ = l.step(Input::OwnHeartbeat { partition, offset, sent: ms(t), more: false }, ms(t));
+            }
+            if let Spawn { partition, .. } = action {
+                out.extend(l.step(Input::ChildExited(partition, ChildStatus::Exited(0)), ms(t)));
+            }
+            out.push(action);
+        }
+    }
+    out
+}
+
+#[test]
+fn only_the_seat_of_our_job_runs_it_at_its_due_times_and_the_other_runs_nothing() {
+    let mut l = leading_both();
+    let out = run(&mut l, 1100, 4100);
+    let spawned: Vec<(Partition, Option<u64>)> = out
+        .iter()
+        .filter_map(|a| match a {
+            Spawn { partition, attempt, .. } => Some((*partition, attempt.as_ref().and_then(|a| a.due))),
+            _ => None,
+        })
+        .collect();
+    // Due at 2000, 3000 and 4000 ms past WALL's second grid: one run each,
+    // none on P; and a seat on a partition of ours names the job.
+    assert_eq!(spawned.iter().filter(|(p, _)| *p == P).count(), 0, "{spawned:?}");
+    assert!(spawned.len() >= 2 && spawned.iter().all(|(p, due)| *p == Q && due.is_some()), "{spawned:?}");
+    assert!(carried(&out, Q).iter().all(|job| job.as_deref() == Some("billing")), "{out:?}");
+    assert!(carried(&out, P).iter().all(Option::is_none), "P holds no job it has heard of");
+}
+
+#[test]
+fn a_seat_carries_the_first_claim_and_then_the_newest_record_that_carries_a_name() {
+    let mut l = leading_both();
+    l.step(names(P, 30, "report", true), ms(1100));
+    l.step(names(P, 31, "late-claim", true), ms(1100));
+    assert_eq!(carried(&run(&mut l, 1200, 1500), P).last(), Some(&Some("report".into())), "the first claim counts");
+    l.step(names(P, 40, "ping", false), ms(1500));
+    assert_eq!(carried(&run(&mut l, 1600, 1900), P).last(), Some(&Some("ping".into())), "a carrying record, newer");
+    // Our own job's name stays, whatever another record says.
+    l.step(names(Q, 50, "other", false), ms(1900));
+    assert!(carried(&run(&mut l, 2000, 2300), Q).iter().all(|j| j.as_deref() == Some("billing")));
+}
+
+#[test]
+fn a_crontab_member_names_each_seat_in_its_log_and_follows_every_seats_due_times() {
+    let l = leading_both();
+    assert!(l.settings.names_roles(), "a job's log lines name it, even with one seat");
+    assert!(l.settings.scheduled(), "a seat with no job of ours still keeps its partition's newest run");
+    assert!(!l.settings.runs_on(P) && l.settings.runs_on(Q));
+    assert_eq!(l.settings.job_on(Q), Some("billing"));
+    assert!(settings(Restart::Never).runs_on(P), "without a crontab every seat runs the one command");
+}

@@ -119,8 +119,13 @@ impl Fleet {
 
     /// Writes a crontab of `jobs` (names of the fleet's jobs) to `name`.
     fn write(&self, name: &str, jobs: &[&str]) -> std::path::PathBuf {
+        self.write_greeting(name, jobs, "hello")
+    }
+
+    /// Writes a crontab of `jobs` whose GREETING is `greeting`.
+    fn write_greeting(&self, name: &str, jobs: &[&str], greeting: &str) -> std::path::PathBuf {
         let runs = self.g.dir.path().join("runs").display().to_string();
-        let mut text = String::from("# a fleet's jobs\nGREETING=hello\n");
+        let mut text = format!("# a fleet's jobs\nGREETING={greeting}\n");
         for job in jobs {
             let detector = neli_proof::detector::Detector::new(self.g.dir.path().join("jobs").join(job)).unwrap();
             let guard = detector.wrap().join(" ");
@@ -166,11 +171,8 @@ impl Fleet {
             .map(|line| {
                 let w: Vec<String> = line.split(' ').map(str::to_string).collect();
                 if w[0] == "start" {
-                    assert_eq!(
-                        w.get(4).map(String::as_str),
-                        Some("hello"),
-                        "the file's assignment reaches the job: {line}"
-                    );
+                    let greeting = w.get(4).map(String::as_str);
+                    assert!(matches!(greeting, Some("hello" | "bye")), "the file's assignment reaches the job: {line}");
                 }
                 w
             })
@@ -343,4 +345,55 @@ fn members_whose_files_differ_place_each_job_on_one_partition_and_run_only_their
     });
     fleet.assert_once();
     drop((one, two));
+}
+
+/// Creates the group's topic with `partitions` partitions, as an operator
+/// leaving room for jobs to come would.
+fn create_topic(g: &crate::util::Group, partitions: i32) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> =
+        rdkafka::ClientConfig::new().set("bootstrap.servers", &g.broker.address).create().unwrap();
+    let topic = format!("{}.neli", g.name);
+    let new = NewTopic::new(&topic, partitions, TopicReplication::Fixed(1));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let created = runtime.block_on(admin.create_topics([&new], &AdminOptions::new())).unwrap();
+    assert!(created.iter().all(Result::is_ok), "{created:?}");
+}
+
+#[test]
+fn a_crontab_read_again_changes_adds_and_removes_jobs_and_moves_no_other() {
+    let fleet = Fleet::new("crontab-reload", &["a", "b"], "1s", "0.1");
+    create_topic(&fleet.g, 3);
+    let mut one = fleet.member("one");
+    let takeover = fleet.g.broker.timing.takeover();
+    crate::util::wait_until(takeover * 2, "a and b run", || fleet.newest().is_some());
+    let starts = |job: &str| fleet.runs().iter().filter(|(j, _, _)| j == job).count();
+    let where_placed = placed(&one);
+
+    // The file changes (an editor's rename): a runs on with its new line,
+    // b is gone, c is new and takes the free partition.
+    let new = fleet.write_greeting("new.crontab", &["a", "c"], "bye");
+    std::fs::rename(&new, &fleet.file).unwrap();
+    crate::util::wait_until(takeover * 2, "the file is read again", || one.log().contains("crontab read again"));
+    let b_then = starts("b");
+    crate::util::wait_until(takeover * 3, "c runs twice and a says bye", || {
+        let lines = fleet.lines();
+        starts("c") >= 2 && lines.iter().any(|w| w[0] == "start" && w[1] == "a" && w[4] == "bye")
+    });
+    assert!(starts("b") <= b_then + 1, "b starts no more runs (one may have been starting): {:?}", fleet.runs());
+    let now_placed = placed(&one);
+    assert_eq!(now_placed.get("a"), where_placed.get("a"), "a stays where it was: {}", one.log());
+    assert!(now_placed.get("c").is_some_and(|p| Some(p) != where_placed.get("b")), "{}", one.log());
+    assert!(!one.log().contains("revoked"), "nothing moved: {}", one.log());
+
+    // SIGHUP reads it again too; a file with no job changes nothing.
+    std::fs::write(&fleet.file, "# nothing\n").unwrap();
+    one.signal(nix::sys::signal::Signal::SIGHUP);
+    crate::util::wait_until(takeover, "SIGHUP is heard", || one.log().contains("SIGHUP: reading the crontab again"));
+    crate::util::wait_until(takeover, "the empty file is refused", || one.log().contains("no job to run"));
+    let c_then = starts("c");
+    crate::util::wait_until(takeover * 2, "c runs on", || starts("c") > c_then + 1);
+    fleet.assert_once();
+    one.signal(nix::sys::signal::Signal::SIGTERM);
+    assert!(one.wait_exit(takeover).success(), "{}", one.log());
 }

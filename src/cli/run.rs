@@ -240,7 +240,8 @@ pub struct RunArgs {
     /// run goes through `/bin/sh -c` (or the file's SHELL) as cron runs it,
     /// told NELI_JOB, NELI_DUE and its fencing token, and is recorded on the
     /// topic as --cron's are: once per due time. A bad line is said with
-    /// its line and column and skipped; the good lines run.
+    /// its line and column and skipped; the good lines run. SIGHUP, or a
+    /// change to the file, reads it again: no other job stops or moves.
     #[arg(
         long,
         env = "NELI_CRONTAB",

@@ -397,13 +397,41 @@ impl Config {
         Ok(config)
     }
 
-    /// Seats the crontab's jobs on the partitions `placed` names (the
-    /// topic's `partitions`, each a seat: what each holds is read on it).
+    /// Seats the crontab's jobs on the partitions `placed` names, of the
+    /// topic's `partitions` (each a seat: what each holds is read on it).
     pub fn place(&mut self, placed: &BTreeMap<String, crate::leader::Partition>, partitions: i32) {
-        let Some(cron) = self.crontab.as_mut() else { return };
-        let jobs = cron.jobs.iter().filter_map(|job| Some((*placed.get(&job.name)?, job.clone())));
-        cron.placed = jobs.collect();
         self.leader.roles = u32::try_from(partitions).unwrap_or(1);
+        self.seat_jobs(placed);
+    }
+
+    /// Takes in the crontab read again (`jobs`, placed on `placed`): each
+    /// job on its partition, if that is a seat (one added to the topic
+    /// since we started is not: said, and left for a restart).
+    pub fn reload(&mut self, jobs: Vec<crate::crontab::Job>, placed: &BTreeMap<String, crate::leader::Partition>) {
+        if let Some(cron) = self.crontab.as_mut() {
+            cron.jobs = jobs;
+        }
+        self.seat_jobs(placed);
+    }
+
+    fn seat_jobs(&mut self, placed: &BTreeMap<String, crate::leader::Partition>) {
+        let Some(cron) = self.crontab.as_mut() else { return };
+        // --max-runtime bounds the jobs with no bound of their own.
+        let bound = self.leader.max_runtime;
+        let seats = i64::from(self.leader.roles);
+        let mut seated = BTreeMap::new();
+        for job in &cron.jobs {
+            match placed.get(&job.name) {
+                Some(&p) if i64::from(p) < seats => drop(seated.insert(p, job.clone())),
+                Some(&p) => tracing::error!(
+                    job = %printable(&job.name),
+                    partition = p,
+                    "the job was placed on a partition added to the topic since neli-run started: restart it to run the job"
+                ),
+                None => {}
+            }
+        }
+        cron.placed = seated;
         self.leader.jobs = Some(
             cron.placed
                 .iter()
@@ -413,7 +441,7 @@ impl Config {
                         missed: job.missed,
                         starting_deadline: job.starting_deadline,
                     };
-                    let max_runtime = job.max_runtime.or(self.leader.max_runtime);
+                    let max_runtime = job.max_runtime.or(bound);
                     (p, crate::leader::Job { name: job.name.clone(), schedule, max_runtime })
                 })
                 .collect(),
@@ -424,6 +452,9 @@ impl Config {
 /// `--crontab`: the file's jobs, and where each sits once placed.
 #[derive(Clone, Debug)]
 pub struct CronRun {
+    pub file: std::path::PathBuf,
+    /// The zone of jobs with no CRON_TZ above them (`--time-zone`).
+    pub zone: crate::calendar::Zone,
     /// The good lines' jobs, in the file's order.
     pub jobs: Vec<crate::crontab::Job>,
     /// Each job by the partition it was placed on (`Config::place`).
@@ -457,12 +488,20 @@ fn crontab(args: &RunArgs) -> Result<Option<CronRun>, Failure> {
     if let Some((other, _, why)) = refused.iter().find(|(_, given, _)| *given) {
         return err(format!("{} does not go with {flag}: {why}", args.from_env.name(other)));
     }
-    let shown = file.display();
-    let text = std::fs::read_to_string(file).map_err(|e| Failure::new(Kind::Usage, format!("{flag} {shown}: {e}")))?;
     let zone = match args.time_zone.as_deref() {
         None => crate::calendar::Zone::Local,
         Some(zone) => zone.parse().map_err(|e| Failure::new(Kind::Usage, format!("--time-zone: {e}")))?,
     };
+    let jobs = read_crontab(file, zone).map_err(|e| Failure::new(Kind::Usage, format!("{flag} {e}")))?;
+    Ok(Some(CronRun { file: file.clone(), zone, jobs, placed: BTreeMap::new() }))
+}
+
+/// The jobs of the crontab `file` (`zone` for lines with no CRON_TZ), its
+/// problems said in the log by `FILE:LINE:COLUMN`; Err (naming the file)
+/// if it cannot be read or holds no job: at start and on each reload.
+pub fn read_crontab(file: &std::path::Path, zone: crate::calendar::Zone) -> Result<Vec<crate::crontab::Job>, String> {
+    let shown = file.display();
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{shown}: {e}"))?;
     let tab = crate::crontab::parse(&text, zone);
     for problem in &tab.problems {
         match problem.error {
@@ -473,9 +512,9 @@ fn crontab(args: &RunArgs) -> Result<Option<CronRun>, Failure> {
         }
     }
     if tab.jobs.is_empty() {
-        return err(format!("{flag} {shown}: no job to run (`neli-run cron check {shown}` says what each line is)"));
+        return Err(format!("{shown}: no job to run (`neli-run cron check {shown}` says what each line is)"));
     }
-    Ok(Some(CronRun { jobs: tab.jobs, placed: BTreeMap::new() }))
+    Ok(tab.jobs)
 }
 
 /// `--roles`, checked: above 1, each role's command is a service, and what

@@ -334,6 +334,26 @@ impl Leader {
         }
     }
 
+    /// A crontab read again: `jobs` by their partitions. A job changed runs
+    /// by its new line from its next due time; one added to a seat is ready
+    /// from now (a due time before is not its to miss); one removed starts
+    /// no more runs (a run going on ends as it would), and its partition
+    /// goes on holding it (our records still name it).
+    pub fn set_jobs(&mut self, jobs: BTreeMap<Partition, Job>) {
+        let now = self.now;
+        for (partition, seat) in &mut self.seats {
+            let Some(job) = jobs.get(partition) else { continue };
+            if self.settings.job_on(*partition) != Some(job.name.as_str()) {
+                seat.job = Some(job.name.clone());
+                if let seat::Plan::Start(_) = seat.plan {
+                    seat.plan = seat::Plan::Start(now);
+                }
+            }
+        }
+        self.settings.jobs = Some(jobs);
+        self.spans = RoleSpans::new(&self.settings);
+    }
+
     /// Enters the span of `partition`'s seat, for the shell's log lines about
     /// it (None with one role).
     pub fn role_span(&self, partition: Partition) -> Option<tracing::span::EnteredSpan> {

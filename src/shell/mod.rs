@@ -27,6 +27,7 @@ mod health;
 mod hooks;
 mod input;
 pub(crate) mod leader_file;
+mod reload;
 mod seat;
 mod signals;
 mod supervisor;
@@ -48,7 +49,7 @@ use crate::exit::{ChildStatus, Failure, Kind};
 use crate::kafka::heartbeat::Member;
 use crate::kafka::{Event, Kafka};
 use crate::layers_off::{self, Layer};
-use crate::leader::{Action, Input, Leader, Partition, Standing};
+use crate::leader::{self, Action, Input, Leader, Partition, Standing};
 use crate::metrics;
 use crate::notify::Notifier;
 use crate::printable::printable;
@@ -56,6 +57,7 @@ use health::Health;
 use hooks::Hooks;
 use input::Keep;
 use leader_file::LeaderFile;
+use reload::Reload;
 use seat::{Heard, Seat};
 use signals::{sleep_for, Signals};
 
@@ -98,6 +100,8 @@ struct Shell {
     after_flush: Vec<Action>,
     /// `--health-cmd`: its verdicts, as they change.
     health: Option<Health>,
+    /// `--crontab`: its file, read again on SIGHUP and when it changes.
+    reload: Option<Reload>,
     report: Report,
 }
 
@@ -209,6 +213,7 @@ impl Shell {
             flushing: None,
             after_flush: Vec::new(),
             health,
+            reload: Reload::new(&cfg),
             report,
         }))
     }
@@ -269,7 +274,15 @@ impl Shell {
                         return input;
                     }
                 }
-                input = self.signals.next() => return input,
+                input = self.signals.next() => match (&mut self.reload, input) {
+                    // cron's word for "read the file again".
+                    (Some(reload), Input::Forward(leader::Signal(1))) => reload.ask("SIGHUP"),
+                    (_, input) => return input,
+                },
+                cfg = Reload::next(&mut self.reload) => {
+                    self.reloaded(&cfg);
+                    return Input::Tick;
+                }
                 healthy = Health::changed(&mut self.health) => {
                     // Before the core hears it: an unhealthy standby leaves
                     // the group, and one that owns partition 0 stays out
@@ -302,6 +315,17 @@ impl Shell {
                     m.kafka_reachable = self.kafka.reachable();
                 }
             }
+        }
+    }
+
+    /// Takes in the crontab read again: each seat's job and command anew.
+    fn reloaded(&mut self, cfg: &Config) {
+        let jobs = cfg.leader.jobs.clone().unwrap_or_default();
+        let names: Vec<&str> = jobs.values().map(|job| job.name.as_str()).collect();
+        info!(jobs = ?names, "crontab read again");
+        self.core.set_jobs(jobs);
+        for (&partition, seat) in &mut self.seats {
+            seat.child.set_command(cfg, partition);
         }
     }
 

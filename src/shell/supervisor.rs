@@ -33,34 +33,16 @@ pub(super) struct Supervisor {
 }
 
 impl Supervisor {
-    /// The command `cfg` names, with the environment neli-run gives it;
-    /// with `--roles`, as role `role` runs it (`{role}` in its arguments
-    /// replaced, NELI_ROLE and NELI_ROLES set).
+    /// The command `cfg` names for `role`, none started.
     pub(super) fn new(cfg: &Config, role: leader::Partition) -> Supervisor {
-        let mut command = child::Command {
-            program: cfg.program.clone(),
-            args: cfg.args.clone(),
-            stop_signal: cfg.leader.stop_signal.0,
-            grace: cfg.leader.grace,
-            env: given_env(cfg),
-            env_remove: consumed_env(),
-        };
-        if let Some(cron) = &cfg.crontab {
-            // A job's line, through its shell as cron runs it; a seat where
-            // none of ours sits never starts its command.
-            if let Some(job) = cron.placed.get(&role) {
-                command.program = job.shell.clone().into();
-                command.args = vec!["-c".into(), job.command.clone().into()];
-                command.env.extend(job.env.iter().cloned());
-                command.env.push(("NELI_JOB".into(), job.name.clone()));
-            }
-        } else if let Some(roles) = cfg.roles {
-            command.args = command.args.iter().map(|arg| crate::config::with_role(arg, role)).collect();
-            command.env.push(("NELI_ROLE".into(), role.to_string()));
-            command.env.push(("NELI_ROLES".into(), roles.to_string()));
-        }
         let (gone_tx, gone) = unbounded_channel();
-        Supervisor { command, running: None, ending: false, gone_tx, gone }
+        Supervisor { command: command(cfg, role), running: None, ending: false, gone_tx, gone }
+    }
+
+    /// The command `cfg` names for `role` from now on (a crontab read
+    /// again): a command running goes on as it started.
+    pub(super) fn set_command(&mut self, cfg: &Config, role: leader::Partition) {
+        self.command = command(cfg, role);
     }
 
     /// Whether the shim is still there (its leftovers may not be gone yet).
@@ -159,6 +141,36 @@ async fn shim_exited(running: &mut Option<Running>) -> ChildStatus {
         Some(running) => running.exited().await,
         None => std::future::pending().await,
     }
+}
+
+/// The command `cfg` names, with the environment neli-run gives it; with
+/// `--roles`, as role `role` runs it (`{role}` in its arguments replaced,
+/// NELI_ROLE and NELI_ROLES set); with `--crontab`, the job placed on
+/// partition `role`, through its shell.
+fn command(cfg: &Config, role: leader::Partition) -> child::Command {
+    let mut command = child::Command {
+        program: cfg.program.clone(),
+        args: cfg.args.clone(),
+        stop_signal: cfg.leader.stop_signal.0,
+        grace: cfg.leader.grace,
+        env: given_env(cfg),
+        env_remove: consumed_env(),
+    };
+    if let Some(cron) = &cfg.crontab {
+        // A job's line, through its shell as cron runs it; a seat where
+        // none of ours sits never starts its command.
+        if let Some(job) = cron.placed.get(&role) {
+            command.program = job.shell.clone().into();
+            command.args = vec!["-c".into(), job.command.clone().into()];
+            command.env.extend(job.env.iter().cloned());
+            command.env.push(("NELI_JOB".into(), job.name.clone()));
+        }
+    } else if let Some(roles) = cfg.roles {
+        command.args = command.args.iter().map(|arg| crate::config::with_role(arg, role)).collect();
+        command.env.push(("NELI_ROLE".into(), role.to_string()));
+        command.env.push(("NELI_ROLES".into(), roles.to_string()));
+    }
+    command
 }
 
 /// The command as one attempt of a wave runs it: NELI_ATTEMPT (1, then 2

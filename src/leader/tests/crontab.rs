@@ -109,3 +109,25 @@ fn a_crontab_member_names_each_seat_in_its_log_and_follows_every_seats_due_times
     assert_eq!(l.settings.job_on(Q), Some("billing"));
     assert!(settings(Restart::Never).runs_on(P), "without a crontab every seat runs the one command");
 }
+
+#[test]
+fn a_crontab_read_again_seats_a_new_job_and_a_removed_one_starts_no_more_runs() {
+    let mut l = leading_both();
+    run(&mut l, 1100, 2500);
+    // "report" comes to P, "billing" goes.
+    let schedule = Schedule { calendar: every(1000), missed: Missed::Once, starting_deadline: None };
+    let report = Job { name: "report".into(), schedule, max_runtime: None };
+    l.set_jobs(BTreeMap::from([(P, report)]));
+    let out = run(&mut l, 2500, 5100);
+    let spawned: Vec<Partition> = out
+        .iter()
+        .filter_map(|a| match a {
+            Spawn { partition, .. } => Some(*partition),
+            _ => None,
+        })
+        .collect();
+    assert!(spawned.len() >= 2 && spawned.iter().all(|&p| p == P), "{spawned:?}");
+    assert!(carried(&out, P).iter().all(|j| j.as_deref() == Some("report")), "{out:?}");
+    assert!(carried(&out, Q).iter().all(|j| j.as_deref() == Some("billing")), "Q still holds billing");
+    assert_eq!(l.settings.job_on(Q), None);
+}

@@ -1,0 +1,116 @@
+//! `--crontab`: the file read again on SIGHUP, and when it changes (its
+//! size, time or inode, looked at every `LOOK`: an editor's rename counts).
+//! Reading and placing the new jobs takes Kafka round trips, so it runs
+//! beside the loop; the loop takes the result in (`Shell::reloaded`). A
+//! file that cannot be read, or holds no job, changes nothing: said, and
+//! the jobs go on.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tracing::{error, info};
+
+use crate::config::{read_crontab, Config};
+use crate::crontab::Job;
+use crate::leader::Partition;
+
+/// How often the file is looked at.
+const LOOK: Duration = Duration::from_secs(2);
+
+/// What tells one version of the file from another.
+type Stamp = Option<(u64, i64, i64, u64)>;
+
+/// The crontab's file, watched.
+pub(super) struct Reload {
+    /// The member's configuration as the jobs were last seated.
+    pub(super) cfg: Config,
+    stamp: Stamp,
+    look: tokio::time::Interval,
+    reading: Option<JoinHandle<(Stamp, Option<Read>)>>,
+    /// Asked again while a read was under way: read once more after it.
+    again: bool,
+}
+
+/// A crontab read again, its jobs placed.
+pub(super) struct Read {
+    jobs: Vec<Job>,
+    placed: BTreeMap<String, Partition>,
+}
+
+impl Reload {
+    /// With `--crontab`: the file as the member started with it.
+    pub(super) fn new(cfg: &Config) -> Option<Reload> {
+        let file = &cfg.crontab.as_ref()?.file;
+        let mut look = tokio::time::interval(LOOK);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Some(Reload { cfg: cfg.clone(), stamp: stamp(file), look, reading: None, again: false })
+    }
+
+    /// Reads the file again (`why` is said), unless a read is under way.
+    pub(super) fn ask(&mut self, why: &str) {
+        if self.reading.is_some() {
+            self.again = true;
+            return;
+        }
+        let Some(cron) = self.cfg.crontab.as_ref() else { return };
+        info!(file = %cron.file.display(), "{why}: reading the crontab again");
+        let (file, zone) = (cron.file.clone(), cron.zone);
+        let settings = crate::kafka::Settings::of(&self.cfg);
+        self.reading = Some(tokio::task::spawn_blocking(move || {
+            // Before reading: a change made meanwhile is read next time.
+            let stamp = stamp(&file);
+            let jobs = match read_crontab(&file, zone) {
+                Ok(jobs) => jobs,
+                Err(e) => {
+                    error!("{e}; the jobs go on as they were");
+                    return (stamp, None);
+                }
+            };
+            let names: Vec<String> = jobs.iter().map(|job| job.name.clone()).collect();
+            match crate::kafka::placement::place(&settings, &names) {
+                Ok((placed, _)) => (stamp, Some(Read { jobs, placed })),
+                Err(e) => {
+                    error!("placing the crontab's jobs: {e}; the jobs go on as they were");
+                    (stamp, None)
+                }
+            }
+        }));
+    }
+
+    /// The next crontab read again, once the file changed or was asked
+    /// for: the configuration with its jobs seated anew. Cancel-safe.
+    pub(super) async fn next(reload: &mut Option<Reload>) -> Config {
+        let Some(r) = reload.as_mut() else { return std::future::pending().await };
+        loop {
+            match r.reading.as_mut() {
+                Some(reading) => {
+                    let (stamp, read) = reading.await.unwrap_or((r.stamp, None));
+                    (r.stamp, r.reading) = (stamp, None);
+                    if std::mem::take(&mut r.again) {
+                        r.ask("asked again meanwhile");
+                    }
+                    if let Some(read) = read {
+                        r.cfg.reload(read.jobs, &read.placed);
+                        return r.cfg.clone();
+                    }
+                }
+                None => {
+                    r.look.tick().await;
+                    let file = r.cfg.crontab.as_ref().map(|c| c.file.clone()).unwrap_or_default();
+                    if stamp(&file) != r.stamp {
+                        r.ask("the file changed");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The file's size, time, inode and device, if it can be read.
+fn stamp(file: &Path) -> Stamp {
+    let m = std::fs::metadata(file).ok()?;
+    Some((m.len(), m.mtime(), m.mtime_nsec(), m.ino() ^ m.dev()))
+}

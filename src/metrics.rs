@@ -91,6 +91,52 @@ pub struct Snapshot {
     /// above then speak for role 0's seat only: `neli_roles_led` and these
     /// say the rest).
     pub roles: BTreeMap<i32, RoleStat>,
+    /// With `--crontab`, each of our jobs' series, by name.
+    pub jobs: BTreeMap<String, JobStat>,
+}
+
+/// One crontab job's share of the snapshot (`--crontab`), as this member
+/// knows it: it owns the job's partition, or did.
+#[derive(Clone, Debug, Default)]
+pub struct JobStat {
+    /// This member owns the job's partition and may run it.
+    pub owned: bool,
+    /// When the job is next due, while this member owns it (wall ms).
+    pub next_due_ms: Option<u64>,
+    /// The newest run this member knows of, and the newest that ended.
+    last: Option<Attempt>,
+    ended: Option<Attempt>,
+    /// This member's runs of the job, by how they ended.
+    runs: BTreeMap<&'static str, u64>,
+    counted: Option<(i64, Option<u64>, u32)>,
+}
+
+impl JobStat {
+    /// Takes in the newest run the job's seat knows of (`child_up`: a run
+    /// of ours may still be going).
+    pub fn note_run(&mut self, job: Option<&Attempt>, child_up: bool) {
+        let Some(job) = job else { return };
+        if self.last.as_ref() != Some(job) {
+            self.last = Some(job.clone());
+            if job.ended.is_some() {
+                self.ended = Some(job.clone());
+            }
+        }
+        let key = (job.token, job.due, job.number);
+        if job.by.is_none() && !child_up && self.counted != Some(key) {
+            self.counted = Some(key);
+            *self.runs.entry(outcome(job.code)).or_default() += 1;
+        }
+    }
+}
+
+/// How a run ended, as `neli_runs_total` says it.
+fn outcome(code: Option<u8>) -> &'static str {
+    match code {
+        Some(0) => "success",
+        Some(_) => "failure",
+        None => "cut_short",
+    }
 }
 
 /// One role's share of the snapshot, with `--roles` above 1.
@@ -168,12 +214,7 @@ impl Snapshot {
         let key = (job.token, job.due, job.number);
         if job.by.is_none() && !child_up && self.counted != Some(key) {
             self.counted = Some(key);
-            let outcome = match job.code {
-                Some(0) => "success",
-                Some(_) => "failure",
-                None => "cut_short",
-            };
-            *self.runs.entry(outcome).or_default() += 1;
+            *self.runs.entry(outcome(job.code)).or_default() += 1;
         }
     }
 
@@ -302,6 +343,9 @@ impl Collector for Scrape {
         } else {
             self.roles(&mut enc)?;
         }
+        if !s.jobs.is_empty() {
+            self.jobs(&mut enc)?;
+        }
         one(&mut enc, "neli_kafka_reachable", None, "1 while Kafka answers.", gauge(s.kafka_reachable as i64))?;
         let help =
             "1 while the group is paused (neli-run pause), as this member last read partition 0: current on its owner.";
@@ -387,6 +431,63 @@ impl Scrape {
         let help = "Starts of the role's command within one leadership.";
         role_family(enc, "neli_role_child_restarts", help, restarts)
     }
+}
+
+impl Scrape {
+    /// Each crontab job's series (`--crontab`), labelled `job`: what this
+    /// member knows of it; the member that owns it says the most.
+    fn jobs<'a>(&'a self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let jobs = &self.snapshot.jobs;
+        let help = "1 while this member owns the job's partition and runs the job at its due times.";
+        let owned = jobs.iter().map(|(j, s)| (j.as_str(), ConstGauge::new(s.owned as i64)));
+        labelled(enc, "neli_job_owned", None, help, owned)?;
+        let mut metric = enc.encode_descriptor(
+            "neli_job_runs",
+            "Runs of the job this member started, by how they ended.",
+            None,
+            ConstCounter::<u64>::TYPE,
+        )?;
+        for (job, stat) in jobs {
+            for kind in ["success", "failure", "cut_short"] {
+                let n = ConstCounter::new(*stat.runs.get(kind).unwrap_or(&0));
+                n.encode(metric.encode_family(&[("job", job.as_str()), ("outcome", kind)])?)?;
+            }
+        }
+        let help = "Exit status of the job's newest run that ended, as this member knows it.";
+        let status =
+            |(j, s): (&'a String, &'a JobStat)| Some((j.as_str(), ConstGauge::new(i64::from(s.ended.as_ref()?.code?))));
+        labelled(enc, "neli_job_last_exit_status", None, help, jobs.iter().filter_map(status))?;
+        let help = "How long the job's newest run that ended took.";
+        let took = |(j, s): (&'a String, &'a JobStat)| {
+            let a = s.ended.as_ref()?;
+            Some((j.as_str(), ConstGauge::new(seconds(a.ended?.saturating_sub(a.wave_ms)))))
+        };
+        labelled(enc, "neli_job_last_duration", Some(&Unit::Seconds), help, jobs.iter().filter_map(took))?;
+        let help = "How late the job's newest run started after its due time.";
+        let late = |(j, s): (&'a String, &'a JobStat)| {
+            let a = s.last.as_ref()?;
+            Some((j.as_str(), ConstGauge::new(seconds(a.wave_ms.saturating_sub(a.due?)))))
+        };
+        labelled(enc, "neli_job_last_lateness", Some(&Unit::Seconds), help, jobs.iter().filter_map(late))?;
+        let help = "When the job is next due, while this member owns it (Unix time).";
+        let next = jobs.iter().filter_map(|(j, s)| Some((j.as_str(), ConstGauge::new(seconds(s.next_due_ms?)))));
+        labelled(enc, "neli_job_next_run_timestamp", Some(&Unit::Seconds), help, next)
+    }
+}
+
+/// A family labelled `job`.
+fn labelled<'a, M: EncodeMetric + TypedMetric>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    unit: Option<&Unit>,
+    help: &str,
+    samples: impl IntoIterator<Item = (&'a str, M)>,
+) -> Result<(), std::fmt::Error> {
+    let mut metric = enc.encode_descriptor(name, help, unit, M::TYPE)?;
+    for (job, sample) in samples {
+        sample.encode(metric.encode_family(&[("job", job)])?)?;
+    }
+    Ok(())
 }
 
 fn seconds(ms: u64) -> f64 {

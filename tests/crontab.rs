@@ -148,10 +148,16 @@ impl Fleet {
 
     /// A member running the crontab `file`.
     fn member_of(&self, name: &str, file: &std::path::Path) -> crate::util::Member {
+        self.member_with(name, file, &[])
+    }
+
+    /// A member running the crontab `file`, with `extra` flags.
+    fn member_with(&self, name: &str, file: &std::path::Path, extra: &[&str]) -> crate::util::Member {
         let mut argv = vec!["-b".to_string(), self.g.broker.address.clone(), "-g".into(), self.g.name.clone()];
         argv.extend(["--name".into(), name.into()]);
         argv.extend(self.g.broker.timing.args());
         argv.extend(["--crontab".into(), file.display().to_string()]);
+        argv.extend(extra.iter().map(|s| s.to_string()));
         crate::util::Member::spawn(name, &[], &argv, &self.g.dir.path().join(format!("{name}.log")), None)
     }
 
@@ -364,7 +370,8 @@ fn create_topic(g: &crate::util::Group, partitions: i32) {
 fn a_crontab_read_again_changes_adds_and_removes_jobs_and_moves_no_other() {
     let fleet = Fleet::new("crontab-reload", &["a", "b"], "1s", "0.1");
     create_topic(&fleet.g, 3);
-    let mut one = fleet.member("one");
+    let [addr] = crate::metrics::free_addrs();
+    let mut one = fleet.member_with("one", &fleet.file, &["--metrics-addr", &addr]);
     let takeover = fleet.g.broker.timing.takeover();
     crate::util::wait_until(takeover * 2, "a and b run", || fleet.newest().is_some());
     let starts = |job: &str| fleet.runs().iter().filter(|(j, _, _)| j == job).count();
@@ -385,6 +392,23 @@ fn a_crontab_read_again_changes_adds_and_removes_jobs_and_moves_no_other() {
     assert_eq!(now_placed.get("a"), where_placed.get("a"), "a stays where it was: {}", one.log());
     assert!(now_placed.get("c").is_some_and(|p| Some(p) != where_placed.get("b")), "{}", one.log());
     assert!(!one.log().contains("revoked"), "nothing moved: {}", one.log());
+    // /metrics has each job's series, by name.
+    let (_, metrics) = crate::metrics::get(&addr, "/metrics").unwrap();
+    for series in [
+        "neli_job_owned{job=\"a\"} 1",
+        "neli_job_owned{job=\"c\"} 1",
+        "neli_job_last_exit_status{job=\"c\"} 0",
+        "neli_job_last_lateness_seconds{job=\"a\"} ",
+        "neli_job_last_duration_seconds{job=\"a\"} ",
+        "neli_job_next_run_timestamp_seconds{job=\"c\"} ",
+    ] {
+        assert!(metrics.contains(series), "{series}: {metrics}");
+    }
+    let runs = |job: &str| -> u64 {
+        let series = format!("neli_job_runs_total{{job=\"{job}\",outcome=\"success\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(&series)).map_or(0, |n| n.parse().unwrap())
+    };
+    assert!(runs("c") >= 1 && runs("a") >= 2, "{metrics}");
 
     // SIGHUP reads it again too; a file with no job changes nothing.
     std::fs::write(&fleet.file, "# nothing\n").unwrap();
@@ -396,4 +420,32 @@ fn a_crontab_read_again_changes_adds_and_removes_jobs_and_moves_no_other() {
     fleet.assert_once();
     one.signal(nix::sys::signal::Signal::SIGTERM);
     assert!(one.wait_exit(takeover).success(), "{}", one.log());
+}
+
+#[test]
+fn a_frozen_members_jobs_move_and_run_once_and_it_takes_its_share_back_when_it_thaws() {
+    // Runs outlast the heartbeat deadline now and then, so a freeze cuts
+    // some short: the shim's lease kills them, and the new owner runs them
+    // again as the next attempt.
+    let fleet = Fleet::new("crontab-freeze", &["a", "b", "c", "d"], "1s", "0.3");
+    let one = fleet.member("one");
+    let two = fleet.member("two");
+    let takeover = fleet.g.broker.timing.takeover();
+    crate::util::wait_until(takeover * 2, "both run jobs", || {
+        fleet.newest().is_some_and(|n| n.values().any(|m| m == "one") && n.values().any(|m| m == "two"))
+    });
+    one.signal(nix::sys::signal::Signal::SIGSTOP);
+    let ran = fleet.runs().len();
+    crate::util::wait_until(takeover * 3, "two runs every job", || {
+        let since: std::collections::BTreeSet<String> =
+            fleet.runs().into_iter().skip(ran).filter(|(_, _, m)| m == "two").map(|(j, _, _)| j).collect();
+        since.len() == 4
+    });
+    one.signal(nix::sys::signal::Signal::SIGCONT);
+    let ran = fleet.runs().len();
+    crate::util::wait_until(takeover * 3, "one runs jobs again", || {
+        fleet.runs().into_iter().skip(ran).any(|(_, _, m)| m == "one")
+    });
+    fleet.assert_once();
+    drop((one, two));
 }

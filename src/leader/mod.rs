@@ -241,6 +241,11 @@ impl Leader {
         self.seats.get(&partition).map_or("exited", Seat::why_child_ends)
     }
 
+    /// The name of our crontab job on a seat (`--crontab`), if one is.
+    pub fn job_on(&self, partition: Partition) -> Option<&str> {
+        self.settings.job_on(partition)
+    }
+
     /// A seat's standing now (for logs, status and tests).
     pub fn standing(&self, partition: Partition) -> Standing {
         self.seats.get(&partition).map_or(Standing::Standby, Seat::standing)

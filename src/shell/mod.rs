@@ -479,6 +479,19 @@ impl Shell {
                     stat.up = seat.child.is_running();
                 }
             }
+            // A crontab's jobs, each on its seat (one read again keeps
+            // the series of a job removed: what is known of it stays true).
+            for stat in m.jobs.values_mut() {
+                (stat.owned, stat.next_due_ms) = (false, None);
+            }
+            for &seat in self.seats.keys() {
+                let Some(job) = core.job_on(seat) else { continue };
+                let leads = matches!(core.standing(seat), Standing::Leader { .. });
+                let stat = m.jobs.entry(job.to_owned()).or_default();
+                stat.owned = leads;
+                stat.next_due_ms = core.next_due(seat).filter(|_| leads);
+                stat.note_run(core.last_run(seat), core.child_alive(seat));
+            }
         }
         let report = &mut self.report;
         if let Some(hooks) = report.hooks.as_mut() {

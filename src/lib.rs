@@ -109,6 +109,9 @@ pub fn main() -> ExitCode {
         Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::Check(args) })) => {
             return ExitCode::from(said(crontab::check_main(args)));
         }
+        Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::History(args) })) => {
+            return end_beside_librdkafka(said(status::history_main(args, env_properties)));
+        }
         None => cli.run,
     };
     let config = match config::Config::from_args(run_args, env_properties) {

@@ -254,6 +254,20 @@ fn a_crontab_spreads_its_jobs_over_the_members_runs_each_due_time_once_and_a_cra
     let mut jobs: Vec<&str> = json["roles"].as_array().unwrap().iter().map(|r| r["job"].as_str().unwrap()).collect();
     jobs.sort();
     assert_eq!(jobs, ["a", "b", "c", "d"]);
+    // `cron history JOB`: the job's runs, read from the topic.
+    let (address, group) = (fleet.g.broker.address.as_str(), fleet.g.name.as_str());
+    let (code, out) = crate::util::run(&["cron", "history", "-b", address, "-g", group, "b"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("job b (role ") && out.contains("owned by "), "{out}");
+    let ended = fleet.lines().iter().filter(|w| w[0] == "end" && w[1] == "b").count();
+    assert!(out.matches(" with status 0, by ").count() >= ended.min(2), "{out}");
+    let (_, json) = crate::util::run(&["cron", "history", "-b", address, "-g", group, "b", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["job"], "b");
+    assert!(json["runs"].as_array().is_some_and(|runs| runs.iter().any(|r| r["status"] == 0)), "{json}");
+    let (code, out) = crate::util::run(&["cron", "history", "-b", address, "-g", group, "nope"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no job nope") && out.contains("its jobs: "), "{out}");
 
     // kill -9: one's jobs move to two; two's own keep running there.
     one.signal(nix::sys::signal::Signal::SIGKILL);

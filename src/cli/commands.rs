@@ -108,6 +108,30 @@ pub enum CronCommand {
     /// at the hour's end; in the hour they repeat, the first time), a job
     /// at every minute or hour runs by the wall clock.
     Check(CronCheckArgs),
+
+    /// Show a job's runs, read from the group's topic: when each was due,
+    /// started and ended, its status, who ran it and under which token.
+    ///
+    /// Reads the job's partition as `status` reads the group (it joins
+    /// nothing): the newest runs the topic keeps (an hour's), the newest
+    /// always, and when the job is next due. Exits 1 if no member has
+    /// placed a job of that name.
+    History(CronHistoryArgs),
+}
+
+/// Options of `neli-run cron history`.
+#[derive(Debug, Args)]
+pub struct CronHistoryArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// The job, by its name in the crontab.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+
+    /// Print JSON instead of text.
+    #[arg(long, env = "NELI_JSON")]
+    pub json: bool,
 }
 
 /// Options of `neli-run cron check`.

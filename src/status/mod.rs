@@ -45,6 +45,7 @@ use crate::cli::StatusArgs;
 use crate::clock::wall_ms;
 use crate::config::Target;
 use crate::exit::{Failure, Kind};
+use crate::printable::printable;
 
 pub use control::{pause_main, yield_main};
 use read::{read_partition, read_partitions};
@@ -113,6 +114,28 @@ pub fn main(args: StatusArgs, env_properties: Option<String>) -> Result<u8, Fail
     finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
         let fresh = status(&target, json_out, watch)?;
         Ok(if fresh { 0 } else { Kind::NoLeader.code() })
+    }))
+}
+
+/// Runs `neli-run cron history JOB`.
+pub fn history_main(args: crate::cli::CronHistoryArgs, env_properties: Option<String>) -> Result<u8, Failure> {
+    finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
+        let (consumer, view) = read_partition(&target)?;
+        let roles = view.roles.or(view.placed.as_ref().map(|_| 1)).unwrap_or(1);
+        drop(consumer);
+        let (_, views) = read_partitions(&target, roles)?;
+        let found = (0..).zip(&views).find(|(_, v)| v.placed.as_deref() == Some(args.job.as_str()));
+        let Some((partition, view)) = found else {
+            let placed: Vec<String> = views.iter().filter_map(|v| v.placed.as_deref().map(printable)).collect();
+            let known = match placed.is_empty() {
+                true => "none".to_string(),
+                false => placed.join(", "),
+            };
+            let (job, group) = (printable(&args.job), printable(&target.group));
+            return fail(Kind::NoLeader, format!("no job {job} in group {group} (its jobs: {known})"));
+        };
+        say(&render::history(&args.job, partition, view, args.json))?;
+        Ok(0)
     }))
 }
 

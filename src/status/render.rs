@@ -208,6 +208,41 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
     out
 }
 
+/// `cron history JOB`: the job's partition, next due time and runs (the
+/// newest the topic keeps, oldest first).
+pub(super) fn history(job: &str, partition: i32, view: &View, json_out: bool) -> String {
+    let now = wall_ms();
+    let fresh = view.fresh_leader(now);
+    if json_out {
+        let schedule = schedule_json(view, fresh).unwrap_or_else(|| json!({ "next_due": null, "runs": [] }));
+        return json!({
+            "version": JSON_VERSION,
+            "job": job,
+            "partition": partition,
+            "owner": fresh.map(|hb| leader_json(hb, now)),
+            "next_due": schedule["next_due"],
+            "runs": schedule["runs"],
+        })
+        .to_string();
+    }
+    let owner = fresh.map_or("no owner now".to_string(), |hb| {
+        format!(
+            "owned by {} (host {}, pid {}), token {}",
+            printable(&hb.name),
+            printable(&hb.host),
+            hb.pid,
+            hb.token.unwrap_or_default()
+        )
+    });
+    let runs = match view.runs.is_empty() {
+        true => "\n  no run on the topic".to_string(),
+        false => String::new(),
+    };
+    format!("job {} (role {partition}): {owner}", printable(job))
+        + &schedule_lines(view, fresh, now, view.runs.len())
+        + &runs
+}
+
 /// The pause line: since when, by whom, and with --stop whether the
 /// leader's command is gone yet.
 fn pause_line(pause: &WirePause, fresh: Option<&Heartbeat>, now: u64) -> String {

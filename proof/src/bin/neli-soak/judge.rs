@@ -353,7 +353,9 @@ pub fn check_roles_schedule(dir: &std::path::Path, roles: usize, every: Duration
     let mut endings = Vec::new();
     for (member, line) in member_lines(dir) {
         if line.contains(STARTING) {
-            let role = line.split_once("role{role=").and_then(|(_, r)| r.split('}').next()?.parse::<usize>().ok());
+            // A role's span, or (--crontab) its job's: job jNN is role NN.
+            let role = line.split_once("role{role=").or_else(|| line.split_once("job{job=j"));
+            let role = role.and_then(|(_, r)| r.split(['}', ' ']).next()?.parse::<usize>().ok());
             let due = line.split_whitespace().find_map(|w| w.strip_prefix("due_ms=")?.parse::<u64>().ok());
             if let (Some(role), Some(due)) = (role.filter(|r| *r < roles), due) {
                 started[role].insert(due);

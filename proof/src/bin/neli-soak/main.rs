@@ -148,6 +148,11 @@ struct Args {
     /// members. At least --candidates, so that every member holds a role.
     #[arg(long, value_name = "R", value_parser = clap::value_parser!(u16).range(2..=1000))]
     roles: Option<u16>,
+    /// With --roles R and --schedule: members run a fleet crontab of R jobs
+    /// (`neli-run --crontab FILE`, job jNN's runs judged as role NN's), in
+    /// place of `--roles R --every`.
+    #[arg(long, requires_all = ["roles", "schedule"])]
+    crontab: bool,
 }
 
 /// The broker the soak starts.

@@ -99,6 +99,33 @@ esac
 echo "end $NELI_DUE $NELI_FENCING_TOKEN $NELI_NAME" >> "$0/runs"
 exit $((NELI_ROLE % 128))"#;
 
+/// `--crontab`: a crontab of `roles` jobs in `dir`, job jNN role NN's
+/// run on its schedule (`@every`, `missed=all`), told NELI_ROLE by the
+/// line above it. Names sort as their roles do, so that members placing
+/// them on a new topic put job jNN on partition NN, as the judge reads.
+fn write_crontab(dir: &std::path::Path, roles: usize, schedule: Option<(Duration, Duration)>) -> std::path::PathBuf {
+    let (_, every) = schedule.expect("--crontab requires --schedule");
+    let script = dir.join("scheduled.sh");
+    fs::write(&script, SCHEDULED).expect("the runs' script");
+    let guard = dir.join("guarded.sh");
+    let width = (roles - 1).to_string().len();
+    let mut text = String::from("# neli-soak --crontab: one job per role\n");
+    for j in 0..roles {
+        let work = dir.join("roles").join(j.to_string());
+        text += &format!(
+            "NELI_ROLE={j}\n@every {}ms  j{j:0width$}[missed=all]  {} {} sh -c '. {}' {}\n",
+            every.as_millis(),
+            guard.display(),
+            work.display(),
+            script.display(),
+            work.display()
+        );
+    }
+    let file = dir.join("fleet.crontab");
+    fs::write(&file, text).expect("the crontab");
+    file
+}
+
 /// Refuses what a roles soak cannot do.
 pub fn check(args: &Args, roles: usize) -> Result<(), String> {
     if roles < args.candidates {
@@ -292,6 +319,8 @@ struct Run<'a> {
     /// After a stall: strike the next fault without waiting to settle.
     forced: bool,
     figures: Figures,
+    /// `--crontab`: the members' crontab, one job per role.
+    crontab: Option<std::path::PathBuf>,
 }
 
 /// Runs the roles soak until --transitions (or a stop), judges it and
@@ -308,6 +337,7 @@ pub fn soak(
     let detectors: Vec<Detector> = (0..roles)
         .map(|j| Detector::new(soak.detector.dir.join("roles").join(j.to_string())).expect("a role's work dir"))
         .collect();
+    let crontab = args.crontab.then(|| write_crontab(&soak.detector.dir, roles, soak.schedule));
     let mut run = Run {
         soak,
         faults,
@@ -328,6 +358,7 @@ pub fn soak(
         clock: Instant::now(),
         forced: false,
         figures: Figures { gaps: vec![Gap::default(); roles], ..Figures::default() },
+        crontab,
     };
     for slot in 0..run.soak.slots.len() {
         run.start(slot);
@@ -429,18 +460,24 @@ impl Run<'_> {
             }
             None => (Vec::new(), COMMAND, Duration::ZERO),
         };
+        // A crontab's jobs in place of the roles (`crontab`): the same runs.
+        let roles: Vec<String> = match &self.crontab {
+            Some(file) => vec!["--crontab".into(), file.display().to_string()],
+            None => {
+                let guard = soak.detector.dir.join("guarded.sh").display().to_string();
+                let mut line = schedule;
+                line.extend(["--roles".into(), self.detectors.len().to_string(), "--".into(), guard]);
+                line.extend([dir.display().to_string(), "sh".into(), "-c".into(), command.into()]);
+                line.extend(soak.schedule.map(|_| dir.display().to_string()));
+                line
+            }
+        };
         let child = die_with_runner(&mut Command::new(&argv[0]))
             .args(&argv[1..])
             .args(["-b", &soak.brokers, "-g", &soak.group, "--name", &name])
             .args(&soak.timing)
-            .args(["--roles", &self.detectors.len().to_string()])
-            .args(schedule)
             .args(["--health-cmd", &drain, "--health-interval", "100ms", "--health-retries", "1"])
-            .arg("--")
-            .arg(soak.detector.dir.join("guarded.sh"))
-            .arg(&dir)
-            .args(["sh", "-c", command])
-            .args(soak.schedule.map(|_| dir))
+            .args(roles)
             .envs(soak.schedule.map(|_| ("RUN", format!("{:.1}", run.as_secs_f64()))))
             .stdin(Stdio::null())
             .stdout(pipe.try_clone().expect("a pipe"))

@@ -43,11 +43,17 @@ _neli__run() {
             neli__run__subcmd__cron,help)
                 cmd="neli__run__subcmd__cron__subcmd__help"
                 ;;
+            neli__run__subcmd__cron,history)
+                cmd="neli__run__subcmd__cron__subcmd__history"
+                ;;
             neli__run__subcmd__cron__subcmd__help,check)
                 cmd="neli__run__subcmd__cron__subcmd__help__subcmd__check"
                 ;;
             neli__run__subcmd__cron__subcmd__help,help)
                 cmd="neli__run__subcmd__cron__subcmd__help__subcmd__help"
+                ;;
+            neli__run__subcmd__cron__subcmd__help,history)
+                cmd="neli__run__subcmd__cron__subcmd__help__subcmd__history"
                 ;;
             neli__run__subcmd__dev__subcmd__broker,event)
                 cmd="neli__run__subcmd__dev__subcmd__broker__subcmd__event"
@@ -84,6 +90,9 @@ _neli__run() {
                 ;;
             neli__run__subcmd__help__subcmd__cron,check)
                 cmd="neli__run__subcmd__help__subcmd__cron__subcmd__check"
+                ;;
+            neli__run__subcmd__help__subcmd__cron,history)
+                cmd="neli__run__subcmd__help__subcmd__cron__subcmd__history"
                 ;;
             neli__run__subcmd__help__subcmd__dev__subcmd__broker,event)
                 cmd="neli__run__subcmd__help__subcmd__dev__subcmd__broker__subcmd__event"
@@ -273,7 +282,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__cron)
-            opts="-v -q -h --verbose --quiet --log-format --help check help"
+            opts="-v -q -h --verbose --quiet --log-format --help check history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -317,7 +326,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__cron__subcmd__help)
-            opts="check help"
+            opts="check history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -351,6 +360,70 @@ _neli__run() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__cron__subcmd__help__subcmd__history)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__cron__subcmd__history)
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --json --verbose --quiet --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -g)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -491,7 +564,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__help__subcmd__cron)
-            opts="check"
+            opts="check history"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -505,6 +578,20 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__help__subcmd__cron__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__help__subcmd__cron__subcmd__history)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -118,6 +118,8 @@ pub struct Status {
     pub event: Option<&'static str>,
     /// `neli-run cron check`.
     pub cron: Option<&'static str>,
+    /// `neli-run cron history`.
+    pub history: Option<&'static str>,
 }
 
 /// The one exit-status table: the man pages and the README are generated
@@ -135,6 +137,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: None,
         event: None,
         cron: None,
+        history: None,
     },
     Status {
         code: Code::Signal,
@@ -145,6 +148,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: None,
         event: None,
         cron: None,
+        history: None,
     },
     Status {
         code: Code::Success,
@@ -155,6 +159,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: Some("Stopped by SIGINT or SIGTERM."),
         event: Some("The event was made (the line printed says what it did)."),
         cron: Some("Every job line is fine (warnings may be printed)."),
+        history: Some("The job's runs were printed (also: stdout was closed)."),
     },
     Status {
         code: Code::Failure(Kind::NoLeader),
@@ -170,6 +175,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: None,
         event: None,
         cron: None,
+        history: Some("No member placed a job of that name (the group's jobs are named), or no topic yet."),
     },
     Status {
         code: Code::Failure(Kind::Usage),
@@ -180,6 +186,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: Some("Usage error: a bad `--listen` or `--sasl-user`, or the address is in use."),
         event: Some("Refused (the reason is said), or no dev broker at `--control`."),
         cron: Some("A line is refused (each printed as FILE:LINE:COLUMN), or the file cannot be read."),
+        history: Some("Usage error."),
     },
     Status {
         code: Code::Failure(Kind::Unavailable),
@@ -190,6 +197,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: None,
         event: None,
         cron: None,
+        history: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
     },
     Status {
         code: Code::Failure(Kind::Internal),
@@ -200,6 +208,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: Some("Internal error."),
         event: Some("Internal error (the control socket failed mid-answer)."),
         cron: None,
+        history: Some("Internal error."),
     },
     Status {
         code: Code::Failure(Kind::Io),
@@ -210,6 +219,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: None,
         event: None,
         cron: Some("stdout could not be written (other than closed)."),
+        history: Some("stdout could not be written (other than closed)."),
     },
     Status {
         code: Code::Failure(Kind::AcquireTimeout),
@@ -220,6 +230,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: None,
         event: None,
         cron: None,
+        history: None,
     },
     Status {
         code: Code::Failure(Kind::Denied),
@@ -230,6 +241,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: None,
         event: None,
         cron: None,
+        history: Some("Authentication failed (wrong password, mechanism) or access denied."),
     },
     Status {
         code: Code::Failure(Kind::KafkaConfig),
@@ -240,6 +252,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: None,
         event: None,
         cron: None,
+        history: Some("Kafka client configuration rejected (an unknown `-X` property)."),
     },
     Status {
         code: Code::Failure(Kind::NotExecutable),
@@ -250,6 +263,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: None,
         event: None,
         cron: None,
+        history: None,
     },
     Status {
         code: Code::Failure(Kind::NotFound),
@@ -260,6 +274,7 @@ pub const STATUSES: &[Status] = &[
         dev_broker: None,
         event: None,
         cron: None,
+        history: None,
     },
 ];
 
@@ -275,6 +290,7 @@ pub fn meanings(command: &str) -> fn(&Status) -> Option<&'static str> {
         "dev-broker" => |s| s.dev_broker,
         "dev-broker event" => |s| s.event,
         "cron" | "cron check" => |s| s.cron,
+        "cron history" => |s| s.history,
         _ => |_| None,
     }
 }

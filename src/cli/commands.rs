@@ -114,8 +114,7 @@ pub enum CronCommand {
     ///
     /// Reads the job's partition as `status` reads the group (it joins
     /// nothing): the newest runs the topic keeps (an hour's), the newest
-    /// always, and when the job is next due. Exits 1 if no member has
-    /// placed a job of that name.
+    /// always, and when the job is next due.
     History(CronHistoryArgs),
 }
 

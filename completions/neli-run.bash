@@ -46,6 +46,12 @@ _neli__run() {
             neli__run__subcmd__cron,history)
                 cmd="neli__run__subcmd__cron__subcmd__history"
                 ;;
+            neli__run__subcmd__cron,pause)
+                cmd="neli__run__subcmd__cron__subcmd__pause"
+                ;;
+            neli__run__subcmd__cron,resume)
+                cmd="neli__run__subcmd__cron__subcmd__resume"
+                ;;
             neli__run__subcmd__cron__subcmd__help,check)
                 cmd="neli__run__subcmd__cron__subcmd__help__subcmd__check"
                 ;;
@@ -54,6 +60,12 @@ _neli__run() {
                 ;;
             neli__run__subcmd__cron__subcmd__help,history)
                 cmd="neli__run__subcmd__cron__subcmd__help__subcmd__history"
+                ;;
+            neli__run__subcmd__cron__subcmd__help,pause)
+                cmd="neli__run__subcmd__cron__subcmd__help__subcmd__pause"
+                ;;
+            neli__run__subcmd__cron__subcmd__help,resume)
+                cmd="neli__run__subcmd__cron__subcmd__help__subcmd__resume"
                 ;;
             neli__run__subcmd__dev__subcmd__broker,event)
                 cmd="neli__run__subcmd__dev__subcmd__broker__subcmd__event"
@@ -93,6 +105,12 @@ _neli__run() {
                 ;;
             neli__run__subcmd__help__subcmd__cron,history)
                 cmd="neli__run__subcmd__help__subcmd__cron__subcmd__history"
+                ;;
+            neli__run__subcmd__help__subcmd__cron,pause)
+                cmd="neli__run__subcmd__help__subcmd__cron__subcmd__pause"
+                ;;
+            neli__run__subcmd__help__subcmd__cron,resume)
+                cmd="neli__run__subcmd__help__subcmd__cron__subcmd__resume"
                 ;;
             neli__run__subcmd__help__subcmd__dev__subcmd__broker,event)
                 cmd="neli__run__subcmd__help__subcmd__dev__subcmd__broker__subcmd__event"
@@ -282,7 +300,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__cron)
-            opts="-v -q -h --verbose --quiet --log-format --help check history help"
+            opts="-v -q -h --verbose --quiet --log-format --help check history pause resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -326,7 +344,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__cron__subcmd__help)
-            opts="check history help"
+            opts="check history pause resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -381,6 +399,34 @@ _neli__run() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        neli__subcmd__run__subcmd__cron__subcmd__help__subcmd__pause)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__cron__subcmd__help__subcmd__resume)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         neli__subcmd__run__subcmd__cron__subcmd__history)
             opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --json --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -417,6 +463,114 @@ _neli__run() {
                     return 0
                     ;;
                 -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__cron__subcmd__pause)
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --stop --timeout --verbose --quiet --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -g)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__cron__subcmd__resume)
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --stop --timeout --verbose --quiet --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -g)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -564,7 +718,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__help__subcmd__cron)
-            opts="check history"
+            opts="check history pause resume"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -592,6 +746,34 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__help__subcmd__cron__subcmd__history)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__help__subcmd__cron__subcmd__pause)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__help__subcmd__cron__subcmd__resume)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -163,14 +163,16 @@ json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history help" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume help" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
-complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history help" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
-complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history help" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
-complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history help" -f -a "check" -d 'Read a crontab and say what each job means: its time, zone, next due times and command; refused lines as FILE:LINE:COLUMN on stderr'
-complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history help" -f -a "history" -d 'Show a job\'s runs, read from the group\'s topic: when each was due, started and ended, its status, who ran it and under which token'
-complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume help" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume help" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume help" -f -a "check" -d 'Read a crontab and say what each job means: its time, zone, next due times and command; refused lines as FILE:LINE:COLUMN on stderr'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume help" -f -a "history" -d 'Show a job\'s runs, read from the group\'s topic: when each was due, started and ended, its status, who ran it and under which token'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume help" -f -a "pause" -d 'Pause one job: no member starts its runs until `cron resume JOB`'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume help" -f -a "resume" -d 'End a job\'s pause: its owner runs it again from its next due time'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -l time-zone -d 'The time zone of jobs with no CRON_TZ above them: an IANA name such as Europe/Berlin, UTC, or local [default: local]' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -l next -d 'How many due times to show per job' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
@@ -191,8 +193,36 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from pause" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from pause" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from pause" -l kafka-secret -d 'Set the Kafka property KEY to the contents of the file PATH, less one trailing newline (repeatable), e.g. sasl.password=PATH' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from pause" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from pause" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from pause" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from pause" -l timeout -d 'How long to wait for the job\'s owner to acknowledge (at most 24h)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from pause" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from pause" -l stop -d '`cron pause`: also stop the job\'s run under way'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from pause" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from pause" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from pause" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from resume" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from resume" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from resume" -l kafka-secret -d 'Set the Kafka property KEY to the contents of the file PATH, less one trailing newline (repeatable), e.g. sasl.password=PATH' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from resume" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from resume" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from resume" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from resume" -l timeout -d 'How long to wait for the job\'s owner to acknowledge (at most 24h)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from resume" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from resume" -l stop -d '`cron pause`: also stop the job\'s run under way'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from resume" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from resume" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from resume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "check" -d 'Read a crontab and say what each job means: its time, zone, next due times and command; refused lines as FILE:LINE:COLUMN on stderr'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "history" -d 'Show a job\'s runs, read from the group\'s topic: when each was due, started and ended, its status, who ran it and under which token'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "pause" -d 'Pause one job: no member starts its runs until `cron resume JOB`'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "resume" -d 'End a job\'s pause: its owner runs it again from its next due time'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "status" -d 'Show who leads a group now, and its standbys, read from its records'
@@ -204,3 +234,5 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_s
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from dev-broker" -f -a "event" -d 'Make one cluster event on the dev broker at --control, and say what it did.'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "check" -d 'Read a crontab and say what each job means: its time, zone, next due times and command; refused lines as FILE:LINE:COLUMN on stderr'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "history" -d 'Show a job\'s runs, read from the group\'s topic: when each was due, started and ended, its status, who ran it and under which token'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "pause" -d 'Pause one job: no member starts its runs until `cron resume JOB`'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "resume" -d 'End a job\'s pause: its owner runs it again from its next due time'

@@ -120,6 +120,8 @@ pub struct Status {
     pub cron: Option<&'static str>,
     /// `neli-run cron history`.
     pub history: Option<&'static str>,
+    /// `neli-run cron pause` and `cron resume`.
+    pub job_pause: Option<&'static str>,
 }
 
 /// The one exit-status table: the man pages and the README are generated
@@ -138,6 +140,7 @@ pub const STATUSES: &[Status] = &[
         event: None,
         cron: None,
         history: None,
+        job_pause: None,
     },
     Status {
         code: Code::Signal,
@@ -149,6 +152,7 @@ pub const STATUSES: &[Status] = &[
         event: None,
         cron: None,
         history: None,
+        job_pause: None,
     },
     Status {
         code: Code::Success,
@@ -160,6 +164,7 @@ pub const STATUSES: &[Status] = &[
         event: Some("The event was made (the line printed says what it did)."),
         cron: Some("Every job line is fine (warnings may be printed)."),
         history: Some("The job's runs were printed (also: stdout was closed)."),
+        job_pause: Some("The job's owner acknowledged it (with `--stop`: its run is gone)."),
     },
     Status {
         code: Code::Failure(Kind::NoLeader),
@@ -176,6 +181,7 @@ pub const STATUSES: &[Status] = &[
         event: None,
         cron: None,
         history: Some("No member placed a job of that name (the group's jobs are named), or no topic yet."),
+        job_pause: Some("No member placed a job of that name (the group's jobs are named), or nobody acknowledged within `--timeout` (the request stands and the job's next owner honours it)."),
     },
     Status {
         code: Code::Failure(Kind::Usage),
@@ -187,6 +193,7 @@ pub const STATUSES: &[Status] = &[
         event: Some("Refused (the reason is said), or no dev broker at `--control`."),
         cron: Some("A line is refused (each printed as FILE:LINE:COLUMN), or the file cannot be read."),
         history: Some("Usage error."),
+        job_pause: Some("Usage error (also `--timeout` over 24h)."),
     },
     Status {
         code: Code::Failure(Kind::Unavailable),
@@ -198,6 +205,7 @@ pub const STATUSES: &[Status] = &[
         event: None,
         cron: None,
         history: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
+        job_pause: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
     },
     Status {
         code: Code::Failure(Kind::Internal),
@@ -209,6 +217,7 @@ pub const STATUSES: &[Status] = &[
         event: Some("Internal error (the control socket failed mid-answer)."),
         cron: None,
         history: Some("Internal error."),
+        job_pause: Some("Internal error."),
     },
     Status {
         code: Code::Failure(Kind::Io),
@@ -220,6 +229,7 @@ pub const STATUSES: &[Status] = &[
         event: None,
         cron: Some("stdout could not be written (other than closed)."),
         history: Some("stdout could not be written (other than closed)."),
+        job_pause: Some("stdout could not be written (other than closed)."),
     },
     Status {
         code: Code::Failure(Kind::AcquireTimeout),
@@ -231,6 +241,7 @@ pub const STATUSES: &[Status] = &[
         event: None,
         cron: None,
         history: None,
+        job_pause: None,
     },
     Status {
         code: Code::Failure(Kind::Denied),
@@ -242,6 +253,7 @@ pub const STATUSES: &[Status] = &[
         event: None,
         cron: None,
         history: Some("Authentication failed (wrong password, mechanism) or access denied."),
+        job_pause: Some("Authentication failed or access denied, also no WRITE on the topic."),
     },
     Status {
         code: Code::Failure(Kind::KafkaConfig),
@@ -253,6 +265,7 @@ pub const STATUSES: &[Status] = &[
         event: None,
         cron: None,
         history: Some("Kafka client configuration rejected (an unknown `-X` property)."),
+        job_pause: Some("Kafka client configuration rejected (an unknown `-X` property)."),
     },
     Status {
         code: Code::Failure(Kind::NotExecutable),
@@ -264,6 +277,7 @@ pub const STATUSES: &[Status] = &[
         event: None,
         cron: None,
         history: None,
+        job_pause: None,
     },
     Status {
         code: Code::Failure(Kind::NotFound),
@@ -275,6 +289,7 @@ pub const STATUSES: &[Status] = &[
         event: None,
         cron: None,
         history: None,
+        job_pause: None,
     },
 ];
 
@@ -291,6 +306,7 @@ pub fn meanings(command: &str) -> fn(&Status) -> Option<&'static str> {
         "dev-broker event" => |s| s.event,
         "cron" | "cron check" => |s| s.cron,
         "cron history" => |s| s.history,
+        "cron pause" | "cron resume" => |s| s.job_pause,
         _ => |_| None,
     }
 }

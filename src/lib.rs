@@ -112,6 +112,12 @@ pub fn main() -> ExitCode {
         Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::History(args) })) => {
             return end_beside_librdkafka(said(status::history_main(args, env_properties)));
         }
+        Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::Pause(args) })) => {
+            return end_beside_librdkafka(said(status::cron_pause_main(args, true, env_properties)));
+        }
+        Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::Resume(args) })) => {
+            return end_beside_librdkafka(said(status::cron_pause_main(args, false, env_properties)));
+        }
         None => cli.run,
     };
     let config = match config::Config::from_args(run_args, env_properties) {

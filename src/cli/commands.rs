@@ -116,6 +116,38 @@ pub enum CronCommand {
     /// nothing): the newest runs the topic keeps (an hour's), the newest
     /// always, and when the job is next due.
     History(CronHistoryArgs),
+
+    /// Pause one job: no member starts its runs until `cron resume JOB`.
+    ///
+    /// Writes a pause on the job's partition, which its owner honours, now
+    /// and later (it carries it forward in every record there), and waits
+    /// until the owner says so; the other jobs run on. Due times that pass
+    /// while paused count as missed (the job's `missed=` decides on the
+    /// resume). --stop also stops the run under way (stop signal, grace,
+    /// SIGKILL): it runs again on the resume.
+    Pause(CronPauseArgs),
+
+    /// End a job's pause: its owner runs it again from its next due time.
+    Resume(CronPauseArgs),
+}
+
+/// Options of `neli-run cron pause` and `cron resume`.
+#[derive(Debug, Args)]
+pub struct CronPauseArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// The job, by its name in the crontab.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+
+    /// `cron pause`: also stop the job's run under way.
+    #[arg(long)]
+    pub stop: bool,
+
+    /// How long to wait for the job's owner to acknowledge (at most 24h).
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
 }
 
 /// Options of `neli-run cron history`.

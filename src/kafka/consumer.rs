@@ -247,11 +247,12 @@ fn event_of(msg: &BorrowedMessage<'_>, ctx: &ReaderContext, me: &Member, yields:
     });
     match event {
         // With roles, only role 0's owner reads the control partition: a
-        // yield or pause it took in would move or hold only its own roles.
-        // `yield` and `pause` refuse a group of roles (`status::control`);
-        // one written anyway, by an older version, is dropped here.
-        Some(Event::Yield { .. } | Event::Pause(_)) if ctx.seats.len() > 1 => {
-            debug!("a yield or pause on a group of roles: not supported yet, ignored");
+        // yield it took in would move only its own roles. `yield` refuses a
+        // group of roles (`status::control`); one written anyway, by an
+        // older version, is dropped here. (A pause holds the seat whose
+        // partition it is on: `cron pause JOB` writes one per job.)
+        Some(Event::Yield { .. }) if ctx.seats.len() > 1 => {
+            debug!("a yield on a group of roles: not supported yet, ignored");
             None
         }
         event => event,

@@ -44,8 +44,8 @@ pub(super) struct Decoder<'a> {
 impl Decoder<'_> {
     /// What `read` tells the core, if anything: on a seat's partition,
     /// another member's heartbeat or one of our own (`more` false: the
-    /// caller says whether records are queued behind it); on the control
-    /// partition, another member's candidacy, a pause or resume, and a
+    /// caller says whether records are queued behind it), and a pause or
+    /// resume; on the control partition, another member's candidacy and a
     /// yield meant for us (`yields_from`). Anything else (another topic or
     /// partition, our own candidacy, bytes that are none of these) is
     /// nothing.
@@ -66,15 +66,18 @@ impl Decoder<'_> {
                 Some(Event::OwnHeartbeat { partition, offset, sent: BootTime::from_nanos(hb.sent_ns), more: false })
             }
             (Some(hb), _) => Some(Event::OtherHeartbeat(partition, hb.as_other(offset, self.deadline, self.wall_ms))),
-            (None, _) if !control => None,
-            (None, Some(y)) if self.yields_from.is_some_and(|from| offset >= from) && y.applies_to(&self.me.name) => {
+            (None, Some(y))
+                if control && self.yields_from.is_some_and(|from| offset >= from) && y.applies_to(&self.me.name) =>
+            {
                 // Anyone who may write to the topic can ask: say who did
                 // (escaped: every field is the writer's choice).
                 info!(offset, "yield requested by {}", y.asker());
                 Some(Event::Yield { to: y.to })
             }
             // The core logs who asked, once it is news to it.
-            (None, None) => PauseRequest::decode(payload).map(|request| Event::Pause(request.at(offset))),
+            (None, None) if seat => {
+                PauseRequest::decode(payload).map(|request| Event::Pause(partition, request.at(offset)))
+            }
             _ => None,
         }
     }
@@ -168,7 +171,7 @@ mod tests {
         let pause = PauseRequest::new(true, false).encode();
         for d in [decoder(&me), Decoder { yields_from: None, ..decoder(&me) }] {
             let got = d.event(at(0, 2, &pause));
-            assert!(matches!(&got, Some(Event::Pause(p)) if p.paused && p.offset == 2), "{got:?}");
+            assert!(matches!(&got, Some(Event::Pause(0, p)) if p.paused && p.offset == 2), "{got:?}");
         }
     }
 
@@ -181,11 +184,12 @@ mod tests {
         assert!(d.event(at(1, 3, &other)).is_none(), "partition 1 is no seat");
         assert!(d.event(at(1, 3, &pause)).is_none(), "nor the control partition");
         assert!(d.event(Read { topic: "other.neli", ..at(0, 3, &other) }).is_none());
-        // With a seat on partition 2: heartbeats there are heard, control
-        // records there are not (they are partition 0's).
+        // With a seat on partition 2: heartbeats there are heard, and a
+        // pause there holds that seat (`cron pause JOB`); a yield there is
+        // not heard (yields are partition 0's).
         let seats = Decoder { seats: &[0, 2], ..decoder(&me) };
         assert!(matches!(seats.event(at(2, 3, &other)), Some(Event::OtherHeartbeat(2, _))));
-        assert!(seats.event(at(2, 3, &pause)).is_none());
+        assert!(matches!(seats.event(at(2, 3, &pause)), Some(Event::Pause(2, p)) if p.offset == 3));
         assert!(seats.event(at(2, 30, &Yield::new(None, None).encode())).is_none());
     }
 

@@ -91,9 +91,10 @@ pub enum Event {
     /// `neli-run yield` asked us (while we own the control partition) to
     /// hand over (to the member named, with `yield --to`).
     Yield { to: Option<String> },
-    /// A `neli-run pause` or `resume` request, in the backlog too: the
-    /// newest is the group's state whenever it was written.
-    Pause(Pause),
+    /// A pause or resume request on a seat's partition (`neli-run pause` on
+    /// partition 0, `cron pause JOB` on the job's), in the backlog too: the
+    /// newest is the seat's state whenever it was written.
+    Pause(Partition, Pause),
     /// Another member's candidacy record.
     Candidacy(Candidacy),
     /// Kafka refused us for good: a problem no retry will fix.

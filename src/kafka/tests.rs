@@ -179,7 +179,7 @@ fn records_read_while_standing_aside_reach_the_core() {
                 // It left the group: partition 0 goes (the release is
                 // dropped here, which ends the barrier).
                 Event::Revoked { .. } => left = true,
-                Event::Pause(p) => paused |= p.paused,
+                Event::Pause(_, p) => paused |= p.paused,
                 Event::Candidacy(c) => candidate |= c.name == "p1",
                 _ => {}
             }

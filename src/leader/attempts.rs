@@ -203,7 +203,7 @@ impl Seat {
     /// due time again. Any other ending was cut short, and runs again.
     pub(super) fn stopped_run_ended(&mut self, v: &View, status: ChildStatus, now: BootTime) {
         let token = self.child_token;
-        if let Some(attempt) = self.attempt.as_mut().filter(|j| j.token == token && j.code.is_none()) {
+        if let Some(attempt) = self.attempt.as_mut().filter(|j| j.token == token) {
             attempt.code = Some(status.code());
             attempt.ended = Some(v.anchor.wall_ms_at(now));
         }

@@ -270,7 +270,7 @@ impl Sim {
                     self.log += 1;
                     let paused = self.rng.bool();
                     let stop = paused && self.rng.bool();
-                    return Input::Pause(Pause { offset, paused, stop, at_ms: 0, by: Asker::default() });
+                    return Input::Pause(P, Pause { offset, paused, stop, at_ms: 0, by: Asker::default() });
                 }
                 87..=89 if self.settings.health_checked => {
                     self.healthy = !self.healthy;
@@ -446,7 +446,7 @@ impl Sim {
         }
         // The newest request by offset, of those a record may name.
         let read = match &input {
-            Input::Pause(p) => Some(p.clone()),
+            Input::Pause(_, p) => Some(p.clone()),
             Input::OtherHeartbeat(_, o) => o.pause.clone().filter(|p| p.offset < o.offset),
             _ => None,
         };

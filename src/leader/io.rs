@@ -414,8 +414,10 @@ pub enum Input {
     /// `neli-run yield` asked us to hand leadership over (to the member
     /// named, with `yield --to`).
     Yield { to: Option<String> },
-    /// A `neli-run pause` or `resume` request read on partition 0.
-    Pause(Pause),
+    /// A pause or resume request read on a seat's partition (`neli-run
+    /// pause` writes it on partition 0, `cron pause JOB` on the job's): it
+    /// holds that seat.
+    Pause(Partition, Pause),
     /// The health check (`--health-cmd`) turned healthy (true) or
     /// unhealthy (false), past its thresholds.
     Health(bool),
@@ -437,12 +439,12 @@ impl Input {
             | Input::Delivered { partition, .. }
             | Input::CaughtUp { partition }
             | Input::OtherHeartbeat(partition, _)
+            | Input::Pause(partition, _)
             | Input::ChildExited(partition, _) => Some(partition),
             Input::Shutdown
             | Input::Fatal(_)
             | Input::Forward(_)
             | Input::Yield { .. }
-            | Input::Pause(_)
             | Input::Health(_)
             | Input::Standby
             | Input::Candidacy(_)

@@ -107,7 +107,7 @@ impl Seat {
                 stance: Stance::Released,
                 attempt: self.attempt.clone(),
                 next: None,
-                pause: self.pause_note(&cx.v),
+                pause: self.pause_note(),
                 to,
                 job: self.job.clone(),
             };

@@ -49,12 +49,13 @@
 //!   start gate and the claims read on its partition (`peers`), the plan
 //!   after the command's exit and the restart policy, the revoke barrier,
 //!   giving the partition back, the attempts (once per wave, a schedule),
-//!   why the command ends and the seat's standing;
+//!   the pause read on its partition, why the command ends and the seat's
+//!   standing;
 //! - once per **member** (this file): the settings, the clocks (the
-//!   anchor and the latest step), health, the group's pause, who else may
+//!   anchor and the latest step), health, who else may
 //!   lead and the hand-over's target (`standbys`, `hand_to`), the candidacy
 //!   records, --acquire-timeout, shutdown, and leaving the group or
-//!   exiting. Member inputs (health, pause, shutdown, yield, a forwarded
+//!   exiting. Member inputs (health, shutdown, yield, a forwarded
 //!   signal) fan out to every seat; seat inputs go to the seat their
 //!   partition names, and one for a partition that is no seat is ignored.
 //!
@@ -116,8 +117,6 @@ pub struct Leader {
     /// latest step: every conversion between boot time and the wall clock
     /// of the records goes through it.
     anchor: Anchor,
-    /// The group's newest pause or resume we know of (see `on_pause`).
-    pause: Option<Pause>,
     /// Who else may lead, and the newest hand-over (see `standbys`).
     standbys: Standbys,
     /// Whom our next disclaimer hands the partition over to.
@@ -192,7 +191,6 @@ impl Leader {
             settings,
             started: now.boot,
             anchor: now,
-            pause: None,
             standbys: Standbys::default(),
             hand_to: None,
             announce_at: None,
@@ -262,10 +260,10 @@ impl Leader {
         self.seats.get(&partition).is_some_and(|s| s.child != Child::Idle)
     }
 
-    /// The pause in force, as far as we know (for metrics): current while
-    /// we own a seat's partition, which is read only then.
-    pub fn paused(&self) -> Option<&Pause> {
-        self.pause.as_ref().filter(|p| p.paused)
+    /// The pause in force on a seat, as far as we know (for metrics):
+    /// current while we own its partition, which is read only then.
+    pub fn paused(&self, partition: Partition) -> Option<&Pause> {
+        self.seats.get(&partition)?.pause.as_ref().filter(|p| p.paused)
     }
 
     /// Send time of the newest own heartbeat read back on a seat's
@@ -294,7 +292,6 @@ impl Leader {
             started: self.started,
             latest: self.now,
             healthy: self.healthy,
-            pause: self.pause.as_ref(),
         }
     }
 
@@ -302,17 +299,10 @@ impl Leader {
     /// the seat asked of the member. With several seats, what it logs
     /// names its role.
     fn on_seat(&mut self, partition: Partition, f: impl FnOnce(&mut Seat, &mut Ctx)) {
-        let Leader { settings, started, anchor, pause, standbys, hand_to, now, out, healthy, seats, spans, .. } = self;
+        let Leader { settings, started, anchor, standbys, hand_to, now, out, healthy, seats, spans, .. } = self;
         let _role = spans.enter(partition);
         let Some(seat) = seats.get_mut(&partition) else { return };
-        let v = View {
-            settings,
-            anchor: *anchor,
-            started: *started,
-            latest: *now,
-            healthy: *healthy,
-            pause: pause.as_ref(),
-        };
+        let v = View { settings, anchor: *anchor, started: *started, latest: *now, healthy: *healthy };
         f(seat, &mut Ctx { v, standbys, hand_to, out });
         if let Some(leave) = seat.leaving.take() {
             self.leave(leave);
@@ -408,7 +398,7 @@ impl Leader {
             Input::Fatal(code) => self.shutdown(Some(code), now),
             Input::Forward(sig) => self.each_seat(|s, cx| s.forward(cx, sig)),
             Input::Yield { to } => self.on_yield("yielded", to, now),
-            Input::Pause(pause) => self.on_pause(pause, now),
+            Input::Pause(partition, pause) => self.on_seat(partition, |s, cx| s.on_pause(cx, pause, now)),
             Input::Health(healthy) => self.on_health(healthy, now),
             Input::Standby => {
                 if !self.owns_any() && self.announce_at.is_none() && self.healthy {
@@ -504,14 +494,14 @@ impl Leader {
         self.on_seat(partition, |s, cx| s.on_delivered(cx, record, until, now));
     }
 
-    /// Another member's record on a seat's partition: the pause it carries
-    /// and the hand-over it makes are the member's; its claim and term the
+    /// Another member's record on a seat's partition: the hand-over it
+    /// makes is the member's; the pause it carries, its claim and term the
     /// seat's.
     fn on_other(&mut self, partition: Partition, other: Other, now: BootTime) {
         // A pause it names is an earlier record (as a token is): a later
         // offset would outrank every real request to come.
         if let Some(pause) = other.pause.clone().filter(|p| p.offset < other.offset) {
-            self.on_pause(pause, now);
+            self.on_seat(partition, |s, cx| s.on_pause(cx, pause, now));
         }
         self.standbys.other(&other, seat::handover_window(&self.settings), now);
         self.on_seat(partition, |s, cx| s.on_other(cx, other, now));
@@ -549,23 +539,6 @@ impl Leader {
     /// partition stops its command, then stands aside.
     fn on_yield(&mut self, why: &'static str, to: Option<String>, now: BootTime) {
         self.each_seat(|s, cx| s.on_yield(cx, why, to.clone(), now));
-    }
-
-    /// A pause or resume, read as the request or carried by a record: the
-    /// newest by offset is the group's state. While paused no command
-    /// starts (`start_at`), whoever leads; `--stop` also stops a running
-    /// one, and the plan to start it again waits for the resume (a run it
-    /// cut short counts as one a fence cut short). Our next
-    /// record says it at once: the asker waits for that.
-    fn on_pause(&mut self, pause: Pause, now: BootTime) {
-        if self.pause.as_ref().is_some_and(|known| known.offset >= pause.offset) {
-            return;
-        }
-        say::pause(&pause, self.seats.values().any(|s| s.child == Child::Running));
-        let stop = pause.paused && pause.stop;
-        let resumed = !pause.paused && self.paused().is_some();
-        self.pause = Some(pause);
-        self.each_seat(|s, cx| s.on_pause(cx, resumed, stop, now));
     }
 
     /// The health check's verdict changed (the shell says only changes,

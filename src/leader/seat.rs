@@ -95,15 +95,6 @@ pub(super) struct View<'a> {
     /// The time of the latest step (see `Leader::now`).
     pub latest: BootTime,
     pub healthy: bool,
-    /// The group's newest pause or resume we know of.
-    pub pause: Option<&'a Pause>,
-}
-
-impl View<'_> {
-    /// The pause in force, as far as we know.
-    pub fn paused(&self) -> bool {
-        self.pause.is_some_and(|p| p.paused)
-    }
 }
 
 /// What a seat may change of its member while it takes an input: the
@@ -155,6 +146,8 @@ pub struct Seat {
     /// Under a crontab, the job placed on this partition: ours, or the one
     /// its records name (see `Placed`), carried in our records.
     pub(super) job: Option<String>,
+    /// The newest pause or resume read on this partition (see `on_pause`).
+    pub(super) pause: Option<Pause>,
     /// The newest attempt of a wave we know of, ours or read (once per wave).
     pub(super) attempt: Option<Attempt>,
     /// Every standing taken since the shell last asked, in order: a fence
@@ -184,6 +177,7 @@ impl Seat {
         Seat {
             partition,
             job: job.map(str::to_owned),
+            pause: None,
             tenure: None,
             child: Child::Idle,
             plan: Plan::Serve,
@@ -491,7 +485,7 @@ impl Seat {
     /// a restart too waits for a claim read while we led.
     fn start_at(&self, v: &View) -> Option<BootTime> {
         let Plan::Start(ready) = self.plan else { return None };
-        if v.paused() || !v.healthy {
+        if self.paused() || !v.healthy {
             return None;
         }
         let tenure = self.tenure?;
@@ -631,7 +625,7 @@ impl Seat {
     }
 
     pub(super) fn on_child_exited(&mut self, cx: &mut Ctx, status: ChildStatus, now: BootTime) {
-        if let (Some(tenure), true) = (self.tenure.as_mut(), cx.v.paused()) {
+        if let (true, Some(tenure)) = (self.paused(), self.tenure.as_mut()) {
             // Say at once that it is gone: `pause --stop` waits for that.
             tenure.next_heartbeat = now;
         }
@@ -681,11 +675,25 @@ impl Seat {
         }
     }
 
-    /// The seat's part of a pause or resume newer than the member knew
-    /// (see `Leader::on_pause`): a resume starts a command a pause held
-    /// back from now on, our next record says it at once, and `--stop`
-    /// (`stop`) stops a running command, to start again on the resume.
-    pub(super) fn on_pause(&mut self, cx: &mut Ctx, resumed: bool, stop: bool, now: BootTime) {
+    /// The pause in force on this seat, as far as we know.
+    pub(super) fn paused(&self) -> bool {
+        self.pause.as_ref().is_some_and(|p| p.paused)
+    }
+
+    /// A pause or resume, read as the request on our partition or carried
+    /// by a record there: the newest by offset holds. While paused no
+    /// command starts (`start_at`); `--stop` also stops a running one, and
+    /// the plan to start it again waits for the resume (a run it cut short
+    /// counts as one a fence cut short). Our next record says it at once:
+    /// the asker waits for that.
+    pub(super) fn on_pause(&mut self, cx: &mut Ctx, pause: Pause, now: BootTime) {
+        if self.pause.as_ref().is_some_and(|known| known.offset >= pause.offset) {
+            return;
+        }
+        say::pause(&pause, self.child == Child::Running);
+        let stop = pause.paused && pause.stop;
+        let resumed = !pause.paused && self.paused();
+        self.pause = Some(pause);
         if let (true, Plan::Start(_)) = (resumed, self.plan) {
             // A schedule's due times that passed while paused are missed,
             // as when nobody led: --missed decides.
@@ -710,16 +718,16 @@ impl Seat {
     }
 
     /// The pause as our records carry it.
-    pub(super) fn pause_note(&self, v: &View) -> Option<PauseNote> {
+    pub(super) fn pause_note(&self) -> Option<PauseNote> {
         let running = self.child != Child::Idle;
-        v.pause.cloned().map(|request| PauseNote { request, running })
+        self.pause.clone().map(|request| PauseNote { request, running })
     }
 
     /// Queues our next heartbeat. A term ends once we have gone a deadline
     /// without reading one of its records back: other members may have
     /// counted it out by then, so what follows must not keep its place.
     fn send_heartbeat(&mut self, cx: &mut Ctx, now: BootTime) {
-        let (next, attempt, pause) = (self.next_due(&cx.v), self.attempt.clone(), self.pause_note(&cx.v));
+        let (next, attempt, pause) = (self.next_due(&cx.v), self.attempt.clone(), self.pause_note());
         let settings = cx.v.settings;
         let Some(tenure) = self.tenure.as_mut() else { return };
         let confirmed = tenure.fresh.map_or(tenure.term_since, |f| f.sent.max(tenure.term_since));

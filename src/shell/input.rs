@@ -42,7 +42,7 @@ pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep)
         Some(Event::OtherHeartbeat(..)) if !claims => return (None, Keep::Nothing),
         Some(Event::OtherHeartbeat(partition, other)) => Input::OtherHeartbeat(partition, other),
         Some(Event::Yield { to }) => Input::Yield { to },
-        Some(Event::Pause(pause)) => Input::Pause(pause),
+        Some(Event::Pause(partition, pause)) => Input::Pause(partition, pause),
         Some(Event::Candidacy(candidacy)) => Input::Candidacy(candidacy),
         Some(Event::Fatal(failure)) => Input::Fatal(failure.code()),
         None => Input::Fatal(Kind::Internal.code()),
@@ -112,8 +112,8 @@ mod tests {
         let to = Some("b".to_string());
         assert_eq!(input(Some(Event::Yield { to: to.clone() }), true).0, Some(Input::Yield { to }));
         let pause = crate::leader::Pause { offset: 3, paused: true, stop: false, at_ms: 1, by: Default::default() };
-        let (got, keep) = input(Some(Event::Pause(pause.clone())), true);
-        assert_eq!(got, Some(Input::Pause(pause)));
+        let (got, keep) = input(Some(Event::Pause(0, pause.clone())), true);
+        assert_eq!(got, Some(Input::Pause(0, pause)));
         assert!(matches!(keep, Keep::Nothing));
     }
 

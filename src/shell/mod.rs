@@ -465,7 +465,7 @@ impl Shell {
                 .seats
                 .get(&SEAT)
                 .is_some_and(|seat| seat.child.is_running() && seat.warm.as_ref().is_none_or(|w| w.leads()));
-            m.paused = core.paused().is_some();
+            m.paused = core.paused(SEAT).is_some();
             m.note_run(core.last_run(SEAT), core.child_alive(SEAT));
             m.next_due_ms = core.next_due(SEAT).filter(|_| matches!(core.standing(SEAT), Standing::Leader { .. }));
             m.kafka_reachable = self.kafka.reachable();

@@ -47,13 +47,13 @@ pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> Result<u8,
     }))
 }
 
-/// Writes a control record (`what` request) to partition 0: its offset.
-fn write(target: &Target, value: &[u8], what: &str) -> Result<i64, Stop> {
+/// Writes a control record (`what` request) to `partition`: its offset.
+fn write(target: &Target, partition: i32, value: &[u8], what: &str) -> Result<i64, Stop> {
     let producer: BaseProducer<Probe> = target
         .client_config(&[("acks", "all")])
         .create_with_context(Probe::new(target))
         .map_err(|e| rejected(e, target))?;
-    if let Err((e, _)) = producer.send(BaseRecord::<(), _>::to(&target.topic).partition(0).payload(value)) {
+    if let Err((e, _)) = producer.send(BaseRecord::<(), _>::to(&target.topic).partition(partition).payload(value)) {
         return Err(producer.context().failure(format!("cannot write the {what} request: {e}")));
     }
     let flushed = producer.flush(Duration::from_secs(10));
@@ -108,10 +108,75 @@ fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result
         stop => stop,
     })?;
     not_roles(&view, &group, what)?;
-    let offset = write(target, &PauseRequest::new(paused, stop).encode(), what)?;
+    let offset = write(target, 0, &PauseRequest::new(paused, stop).encode(), what)?;
+    if let Some(said) = acknowledged(&consumer, 0, offset, (paused, stop), timeout) {
+        return Ok(format!("group {group}: {what} (offset {offset}) acknowledged by {said}"));
+    }
+    let standing = if paused { "the pause stands on the topic" } else { "the resume stands on the topic" };
+    fail(
+        Kind::NoLeader,
+        format!(
+            "group {group}: no owner of partition 0 acknowledged the {what} within {} ({standing}, and whichever \
+             member owns partition 0 next honours it)",
+            humantime::format_duration(timeout),
+        ),
+    )
+}
+
+/// Runs `neli-run cron pause JOB` (`paused`) or `cron resume JOB`: the
+/// request on the job's partition, acknowledged by its owner.
+pub fn cron_pause_main(
+    args: crate::cli::CronPauseArgs,
+    paused: bool,
+    env_properties: Option<String>,
+) -> Result<u8, Failure> {
+    let timeout: Duration = args.timeout.into();
+    if timeout > MAX_YIELD_TIMEOUT {
+        return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
+    }
+    if args.stop && !paused {
+        return finish(fail(Kind::Usage, "--stop goes with `cron pause` (a resume starts the job when due)"));
+    }
+    finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
+        let what = if paused { "pause" } else { "resume" };
+        let (consumer, partition, _) = super::job_partition(&target, &args.job)?;
+        let offset = write(&target, partition, &PauseRequest::new(paused, args.stop).encode(), what)?;
+        let job = printable(&args.job);
+        match acknowledged(&consumer, partition, offset, (paused, args.stop), timeout) {
+            Some(said) => say(&format!("job {job}: {what} (offset {offset}) acknowledged by {said}"))?,
+            None => {
+                let standing = if paused { "the pause stands" } else { "the resume stands" };
+                return fail(
+                    Kind::NoLeader,
+                    format!(
+                        "job {job}: no owner of its partition ({partition}) acknowledged the {what} within {} \
+                         ({standing} on the topic, and whichever member owns the partition next honours it)",
+                        humantime::format_duration(timeout),
+                    ),
+                );
+            }
+        }
+        Ok(0)
+    }))
+}
+
+/// Waits until a record of an owner of `partition` (leading or
+/// contending) carries the request at `offset`, or a newer one, and with
+/// `(paused, stop)` says its command is gone: who acknowledged, and what
+/// it does now (None: nobody within `timeout`).
+fn acknowledged(
+    consumer: &rdkafka::consumer::BaseConsumer<Probe>,
+    partition: i32,
+    offset: i64,
+    (paused, stop): (bool, bool),
+    timeout: Duration,
+) -> Option<String> {
     let start = Instant::now();
     while start.elapsed() < timeout {
         let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) else { continue };
+        if msg.partition() != partition {
+            continue;
+        }
         let Some(hb) = msg.payload().and_then(Heartbeat::decode) else { continue };
         let owner = hb.token.is_some() || hb.role == Some(crate::kafka::heartbeat::WireStance::Contending);
         let honoured = hb.pause.as_ref().filter(|p| p.offset >= offset && p.offset < msg.offset());
@@ -125,17 +190,9 @@ fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result
             (false, _) if note.running => "its command runs".into(),
             (false, _) => "it starts its command when due".into(),
         };
-        return Ok(format!("group {group}: {what} (offset {offset}) acknowledged by {name} (host {host}): {now}"));
+        return Some(format!("{name} (host {host}): {now}"));
     }
-    let standing = if paused { "the pause stands on the topic" } else { "the resume stands on the topic" };
-    fail(
-        Kind::NoLeader,
-        format!(
-            "group {group}: no owner of partition 0 acknowledged the {what} within {} ({standing}, and whichever \
-             member owns partition 0 next honours it)",
-            humantime::format_duration(timeout),
-        ),
-    )
+    None
 }
 
 /// Refuses `what` (yield, pause, resume) on a group of roles: each role
@@ -202,7 +259,7 @@ fn handover(
         }
         None => {}
     }
-    write(target, &Yield::new(name, to.clone()).encode(), "yield")?;
+    write(target, 0, &Yield::new(name, to.clone()).encode(), "yield")?;
     let start = Instant::now();
     let mut now = None;
     while start.elapsed() < timeout {

@@ -47,9 +47,10 @@ use crate::config::Target;
 use crate::exit::{Failure, Kind};
 use crate::printable::printable;
 
-pub use control::{pause_main, yield_main};
+pub use control::{cron_pause_main, pause_main, yield_main};
 use read::{read_partition, read_partitions};
 use render::{render, render_roles};
+use view::View;
 pub use watcher::never_lead;
 
 /// Why `status` or `yield` ends without its answer.
@@ -120,23 +121,35 @@ pub fn main(args: StatusArgs, env_properties: Option<String>) -> Result<u8, Fail
 /// Runs `neli-run cron history JOB`.
 pub fn history_main(args: crate::cli::CronHistoryArgs, env_properties: Option<String>) -> Result<u8, Failure> {
     finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
-        let (consumer, view) = read_partition(&target)?;
-        let roles = view.roles.or(view.placed.as_ref().map(|_| 1)).unwrap_or(1);
-        drop(consumer);
-        let (_, views) = read_partitions(&target, roles)?;
-        let found = (0..).zip(&views).find(|(_, v)| v.placed.as_deref() == Some(args.job.as_str()));
-        let Some((partition, view)) = found else {
-            let placed: Vec<String> = views.iter().filter_map(|v| v.placed.as_deref().map(printable)).collect();
-            let known = match placed.is_empty() {
-                true => "none".to_string(),
-                false => placed.join(", "),
-            };
-            let (job, group) = (printable(&args.job), printable(&target.group));
-            return fail(Kind::NoLeader, format!("no job {job} in group {group} (its jobs: {known})"));
-        };
-        say(&render::history(&args.job, partition, view, args.json))?;
+        let (_, partition, view) = job_partition(&target, &args.job)?;
+        say(&render::history(&args.job, partition, &view, args.json))?;
         Ok(0)
     }))
+}
+
+/// A reader of every partition of a crontab's group, caught up, and the
+/// partition that holds `job` with what its records say (NoLeader, naming
+/// the group's jobs, if none does).
+fn job_partition(
+    target: &Target,
+    job: &str,
+) -> Result<(rdkafka::consumer::BaseConsumer<probe::Probe>, i32, View), Stop> {
+    let (consumer, view) = read_partition(target)?;
+    let roles = view.roles.or(view.placed.as_ref().map(|_| 1)).unwrap_or(1);
+    drop(consumer);
+    let (consumer, views) = read_partitions(target, roles)?;
+    match views.iter().position(|v| v.placed.as_deref() == Some(job)) {
+        Some(p) => {
+            let view = views.into_iter().nth(p).expect("found");
+            Ok((consumer, i32::try_from(p).unwrap_or(i32::MAX), view))
+        }
+        None => {
+            let placed: Vec<String> = views.iter().filter_map(|v| v.placed.as_deref().map(printable)).collect();
+            let known = if placed.is_empty() { "none".to_string() } else { placed.join(", ") };
+            let (job, group) = (printable(job), printable(&target.group));
+            fail(Kind::NoLeader, format!("no job {job} in group {group} (its jobs: {known})"))
+        }
+    }
 }
 
 fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, Stop> {

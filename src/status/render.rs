@@ -93,7 +93,7 @@ pub(super) fn render(target: &Target, view: &View, json_out: bool) -> String {
         })
         .to_string();
     }
-    let paused = view.paused().map_or(String::new(), |p| pause_line(p, fresh, now));
+    let paused = view.paused().map_or(String::new(), |p| pause_line(p, fresh, now, "`neli-run resume`"));
     let standbys = standby_lines(view, now);
     if view.scheduled() {
         return leadership(target, view, fresh, now)
@@ -220,6 +220,7 @@ pub(super) fn history(job: &str, partition: i32, view: &View, json_out: bool) ->
             "job": job,
             "partition": partition,
             "owner": fresh.map(|hb| leader_json(hb, now)),
+            "paused": view.paused().is_some(),
             "next_due": schedule["next_due"],
             "runs": schedule["runs"],
         })
@@ -238,14 +239,17 @@ pub(super) fn history(job: &str, partition: i32, view: &View, json_out: bool) ->
         true => "\n  no run on the topic".to_string(),
         false => String::new(),
     };
+    let resume = format!("`neli-run cron resume {}`", printable(job));
+    let paused = view.paused().map_or(String::new(), |p| pause_line(p, fresh, now, &resume));
     format!("job {} (role {partition}): {owner}", printable(job))
+        + &paused
         + &schedule_lines(view, fresh, now, view.runs.len())
         + &runs
 }
 
-/// The pause line: since when, by whom, and with --stop whether the
-/// leader's command is gone yet.
-fn pause_line(pause: &WirePause, fresh: Option<&Heartbeat>, now: u64) -> String {
+/// The pause line: since when, by whom, with --stop whether the leader's
+/// command is gone yet, and the command (`resume`) that ends it.
+fn pause_line(pause: &WirePause, fresh: Option<&Heartbeat>, now: u64, resume: &str) -> String {
     let since = format!("{} ({} ago)", rfc3339(pause.at_ms), ago(now, pause.at_ms));
     let command = match (pause.stop, fresh.and_then(|hb| hb.pause.as_ref()).map(|n| n.running)) {
         (_, None) => "",
@@ -254,7 +258,7 @@ fn pause_line(pause: &WirePause, fresh: Option<&Heartbeat>, now: u64) -> String 
         (false, Some(true)) => ": the leader's command runs on until it ends, and does not start again",
         (false, Some(false)) => ": the leader does not start its command",
     };
-    format!("\n  paused since {since} by {}{command}; `neli-run resume` ends it", pause.by.describe())
+    format!("\n  paused since {since} by {}{command}; {resume} ends it", pause.by.describe())
 }
 
 /// The live members besides the leader, a line each: who may lead next

@@ -439,14 +439,14 @@ fn due_times_that_pass_while_paused_are_missed_and_run_once_on_resume() {
     assert_eq!(spawns(&actions).iter().map(|(at, _)| *at).collect::<Vec<_>>(), vec![2000]);
     l.step(exited(ChildStatus::Exited(0)), ms(2100));
     let (_, offset) = live(&mut l, 2100, 2500, offset + 1);
-    l.step(Input::Pause(pause(offset + 1, true)), ms(2500));
+    l.step(Input::Pause(P, pause(offset + 1, true)), ms(2500));
     // Three due times pass: none starts, the leader leads on.
     let (actions, offset) = live(&mut l, 2500, 8100, offset + 2);
     assert!(spawns(&actions).is_empty(), "{actions:?}");
     assert!(matches!(l.standing(P), Standing::Leader { .. }));
     // Resumed: --missed once runs the latest of them at once, then the
     // next one on time.
-    let resumed = l.step(Input::Pause(pause(offset + 1, false)), ms(8100));
+    let resumed = l.step(Input::Pause(P, pause(offset + 1, false)), ms(8100));
     let runs = spawns(&resumed.into_iter().map(|a| (8100, a)).collect::<Vec<_>>());
     assert_eq!(runs.iter().map(|(_, j)| j.due).collect::<Vec<_>>(), vec![Some(wall(8000))], "{runs:?}");
     l.step(exited(ChildStatus::Exited(0)), ms(8200));

@@ -24,23 +24,23 @@ fn a_paused_group_leads_without_starting_and_a_resume_starts_at_once() {
     let pause = asked(3, true, false);
     let mut l = Leader::new(settings(Restart::Never), started(0));
     // Read in the backlog before our first record: a standby keeps it.
-    assert_eq!(l.step(Input::Pause(pause.clone()), ms(900)), vec![]);
+    assert_eq!(l.step(Input::Pause(P, pause.clone()), ms(900)), vec![]);
     assert_eq!(l.step(assigned(), ms(1000)), vec![carrying(says(1, None, None), &pause, false)]);
     // We lead (and keep partition 0), but the command does not start.
     assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![carrying(led(), &pause, false)]);
     assert_eq!(l.standing(P), Standing::Leader { token: 7 });
-    assert_eq!(l.paused(), Some(&pause));
+    assert_eq!(l.paused(P), Some(&pause));
     assert_eq!(l.next_deadline(), Some(ms(1210)), "the next heartbeat, no start");
     l.step(hb(8, 1210), ms(1220));
     // Resumed: the command starts at once, and our record says so.
     let resume = asked(9, false, false);
     assert_eq!(
-        l.step(Input::Pause(resume.clone()), ms(1300)),
+        l.step(Input::Pause(P, resume.clone()), ms(1300)),
         vec![spawn(7, ms(2210)), carrying(led(), &resume, true)]
     );
-    assert_eq!(l.paused(), None);
+    assert_eq!(l.paused(P), None);
     // An older request, read again or carried late, changes nothing.
-    assert_eq!(l.step(Input::Pause(pause), ms(1310)), vec![]);
+    assert_eq!(l.step(Input::Pause(P, pause), ms(1310)), vec![]);
     assert!(l.child_alive(P));
 }
 
@@ -49,7 +49,7 @@ fn pause_stop_stops_the_command_and_the_leader_keeps_partition_0_until_resumed()
     let mut l = leading(Restart::Never);
     let pause = asked(8, true, true);
     assert_eq!(
-        l.step(Input::Pause(pause.clone()), ms(1100)),
+        l.step(Input::Pause(P, pause.clone()), ms(1100)),
         vec![SignalGroup(P, SIGTERM), carrying(led(), &pause, true)]
     );
     // Its exit is not the run's end (no exit under --restart never): it is
@@ -61,7 +61,7 @@ fn pause_stop_stops_the_command_and_the_leader_keeps_partition_0_until_resumed()
     assert_eq!(l.step(Input::Tick, ms(1400)), vec![carrying(led(), &pause, false)]);
     let resume = asked(10, false, false);
     assert_eq!(
-        l.step(Input::Pause(resume.clone()), ms(1500)),
+        l.step(Input::Pause(P, resume.clone()), ms(1500)),
         vec![spawn(7, ms(2150)), carrying(led(), &resume, true)]
     );
 }
@@ -70,7 +70,7 @@ fn pause_stop_stops_the_command_and_the_leader_keeps_partition_0_until_resumed()
 fn a_pause_without_stop_lets_the_command_run_but_not_restart() {
     let mut l = leading(Restart::Always);
     let pause = asked(8, true, false);
-    assert_eq!(l.step(Input::Pause(pause.clone()), ms(1100)), vec![carrying(led(), &pause, true)]);
+    assert_eq!(l.step(Input::Pause(P, pause.clone()), ms(1100)), vec![carrying(led(), &pause, true)]);
     l.step(hb(9, 1100), ms(1110));
     // Still running: nothing is stopped. Once it ends, --restart waits.
     assert_eq!(l.step(exited(ChildStatus::Exited(0)), ms(1200)), vec![carrying(led(), &pause, false)]);
@@ -78,7 +78,7 @@ fn a_pause_without_stop_lets_the_command_run_but_not_restart() {
     assert!(!l.child_alive(P));
     // A stop asked later has nothing to stop.
     let stop = asked(10, true, true);
-    assert_eq!(l.step(Input::Pause(stop.clone()), ms(1450)), vec![carrying(led(), &stop, false)]);
+    assert_eq!(l.step(Input::Pause(P, stop.clone()), ms(1450)), vec![carrying(led(), &stop, false)]);
 }
 
 #[test]
@@ -93,10 +93,10 @@ fn a_new_owner_learns_the_pause_from_records_that_carried_it_before_its_own_firs
     // resume that would outrank every real one to come): ignored.
     l.step(carried(6, asked(6, false, false)), ms(1006));
     assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![carrying(led(), &pause, false)]);
-    assert_eq!(l.paused(), Some(&pause));
+    assert_eq!(l.paused(P), Some(&pause));
     // An older resume carried by a late record does not undo it.
     l.step(carried(8, asked(2, false, false)), ms(1020));
-    assert_eq!(l.paused(), Some(&pause));
+    assert_eq!(l.paused(P), Some(&pause));
     assert_eq!(l.step(Input::Tick, ms(1210)), vec![carrying(led(), &pause, false)]);
     // Our disclaimer carries it on to whoever comes next.
     assert_eq!(l.step(revoked(false), ms(1300)), vec![carrying(gone(1), &pause, false), ReleaseRevoke(P)]);

@@ -236,3 +236,21 @@ fn a_delivery_says_nothing_without_a_graceful_revoke_or_long_after_one() {
     assert!(no_lease(&l.step(delivered(P, 10, 2600), ms(2610))));
     assert!(l.step(Input::Tick, ms(3400)).contains(&KillGroup(P)));
 }
+
+#[test]
+fn a_pause_read_on_one_seats_partition_holds_that_seat_only() {
+    let mut l = leading_both();
+    // `cron pause JOB --stop`: written on the job's partition (Q).
+    let stop = Pause { offset: 30, paused: true, stop: true, at_ms: wall(1100), by: Asker::default() };
+    let out = l.step(Input::Pause(Q, stop.clone()), ms(1100));
+    assert!(out.contains(&SignalGroup(Q, SIGTERM)) && !out.contains(&SignalGroup(P, SIGTERM)), "{out:?}");
+    assert_eq!((l.paused(Q), l.paused(P)), (Some(&stop), None));
+    // Q's records carry it, P's do not.
+    let out = l.step(Input::ChildExited(Q, ChildStatus::Signaled(15)), ms(1150));
+    let carried = |p: Partition| {
+        out.iter()
+            .any(|a| matches!(a, SendHeartbeat(q, r) if *q == p && r.pause.as_ref().is_some_and(|n| n.request == stop)))
+    };
+    assert!(carried(Q) && !carried(P), "{out:?}");
+    assert!(l.child_alive(P) && !l.child_alive(Q));
+}

@@ -222,7 +222,7 @@ fn a_resume_while_not_paused_does_not_cut_the_restart_delay_short() {
     assert_eq!(l.next_deadline(), Some(ms(1200)), "the restart, after the delay");
     // A resume of a group that was not paused changes nothing: no start
     // before the delay is over.
-    let actions = l.step(Input::Pause(asked(9, false, false)), ms(1110));
+    let actions = l.step(Input::Pause(P, asked(9, false, false)), ms(1110));
     assert!(!actions.iter().any(|a| matches!(a, Spawn { partition: P, .. })), "{actions:?}");
     assert!(!l.child_alive(P));
 }

@@ -58,7 +58,7 @@ impl Contender {
         self.etcdctl.is_some()
     }
 
-    fn new_group(&self) -> String {
+    pub fn new_group(&self) -> String {
         let n = self.groups.fetch_add(1, Ordering::Relaxed) + 1;
         // The whole name: `baseline/dev` and `neli-run/dev` share a broker kind.
         let kind = self.name.replace('/', "-");

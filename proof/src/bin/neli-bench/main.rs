@@ -38,6 +38,10 @@
 //!   member's SIGTERM or kill -9 until each of its roles runs elsewhere,
 //!   whether any other member's role stopped, and the idle cost per role
 //!   owned (neli-run only; see `roles.rs`; not in the default list).
+//! - crontab-lateness, crontab-crash, crontab-spread: a fleet crontab
+//!   (`--crontab`): each run's start after its due time on a settled fleet,
+//!   after its owner's kill -9, and how the jobs spread (neli-run only; see
+//!   `crontab.rs`; not in the default list).
 //!
 //! Every child writes its own start time (CLOCK_REALTIME, ns) and pid, so
 //! latencies are measured from the child's side. A handover where the old
@@ -47,6 +51,7 @@
 
 mod candidates;
 mod cluster;
+mod crontab;
 mod report;
 mod roles;
 mod scenarios;

@@ -52,6 +52,10 @@ fn unit(scenario: &str) -> &'static str {
         || scenario.ends_with(" joins")
         || scenario.ends_with(" starts")
         || scenario.ends_with(" exits")
+        || scenario.contains(" per member")
+        || scenario.ends_with(" twice")
+        || scenario.ends_with(" moved")
+        || scenario.ends_with(" skipped")
     {
         "count"
     } else {

@@ -66,6 +66,7 @@ pub fn measure(bench: &Bench, c: &mut Contender, results: &mut Results) {
     crate::cluster::measure(bench, c, results);
     crate::statics::measure(bench, c, results);
     crate::roles::measure(bench, c, results);
+    crate::crontab::measure(bench, c, results);
     if run("idle") {
         idle(bench, c, results);
     }

@@ -1,0 +1,228 @@
+//! A fleet crontab (`neli-run --crontab FILE` on every member), timed:
+//!
+//! - crontab-lateness: 20 jobs due every second on 3 members, for --idle:
+//!   each run's start (the job's own clock, first thing it does) after its
+//!   due time (every run is a sample); and the jobs each member runs;
+//! - crontab-crash: then kill -9 of one member: for each job it ran, its
+//!   first run on another member after its due time (a due time that came
+//!   while nobody owned the job is missed, and `missed=latest`, the
+//!   default, runs the latest at once: the goal is within S + 1 s), and
+//!   how many of the other members' jobs missed a due time meanwhile (the
+//!   promise: none moved, so none);
+//! - crontab-spread: 50 jobs on 5 members: how many each runs (the goal:
+//!   10), and a crash that moves only the crashed member's.
+//!
+//! Each job's run appends "JOB DUE_MS START_MS MEMBER" to the group's
+//! `runs` file; the members' logs stay in the bench's work directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use neli_proof::{die_with_runner, wait_for};
+
+use crate::candidates::Contender;
+use crate::report::Results;
+use crate::Bench;
+
+/// Each job's run: its line in `$1/runs` (the due time and the start, in
+/// ms since the epoch), read before anything else.
+const JOB: &str = r#"started=$(date +%s%3N)
+echo "$NELI_JOB $(date -d "$NELI_DUE" +%s%3N) $started $NELI_NAME" >> "$1/runs""#;
+
+/// The scenarios: members, jobs.
+const SHAPES: [(&str, usize, usize); 2] = [("crontab-lateness", 3, 20), ("crontab-spread", 5, 50)];
+
+/// Runs the crontab scenarios asked for against `c` (neli-run only).
+pub fn measure(bench: &Bench, c: &Contender, results: &mut Results) {
+    if c.is_etcd() {
+        return;
+    }
+    let asked = |s: &str| bench.args.scenarios.iter().any(|a| a == s);
+    for (scenario, members, jobs) in SHAPES {
+        let crash = scenario == "crontab-lateness" && asked("crontab-crash");
+        if asked(scenario) || crash {
+            fleet(bench, c, results, (scenario, crash), (members, jobs));
+        }
+    }
+}
+
+/// A fleet of `members` members of one crontab of `jobs` jobs.
+struct Fleet {
+    dir: PathBuf,
+    file: PathBuf,
+    group: String,
+    members: Vec<(String, Child)>,
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.members {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Fleet {
+    fn new(bench: &Bench, c: &Contender, scenario: &str, jobs: usize) -> Fleet {
+        let group = c.new_group();
+        let dir = bench.work.join(&group);
+        fs::create_dir_all(&dir).expect("the fleet's dir");
+        let script = dir.join("job.sh");
+        fs::write(&script, JOB).expect("the job's script");
+        let width = (jobs - 1).to_string().len();
+        let mut text = format!("# neli-bench {scenario}\n");
+        for j in 0..jobs {
+            text += &format!("@every 1s  j{j:0width$}  sh {} {}\n", script.display(), dir.display());
+        }
+        let file = dir.join("fleet.crontab");
+        fs::write(&file, text).expect("the crontab");
+        Fleet { dir, file, group, members: Vec::new() }
+    }
+
+    fn spawn(&mut self, c: &Contender) {
+        let name = format!("m{}", self.members.len() + 1);
+        let log = fs::File::create(self.dir.join(format!("{name}.log"))).expect("log");
+        let mut argv = vec!["-b".to_string(), c.broker.address.clone(), "-g".into(), self.group.clone()];
+        argv.extend(["--name".into(), name.clone()]);
+        argv.extend(c.timing.iter().cloned());
+        argv.extend(["--crontab".into(), self.file.display().to_string()]);
+        let child = die_with_runner(&mut Command::new(&c.neli))
+            .args(&argv)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start a member");
+        self.members.push((name, child));
+    }
+
+    /// Every run so far: (job, due ms, start ms, member).
+    fn runs(&self) -> Vec<(String, u64, u64, String)> {
+        neli_proof::detector::read_lines(&self.dir.join("runs"))
+            .iter()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                Some((w.next()?.into(), w.next()?.parse().ok()?, w.next()?.parse().ok()?, w.next()?.into()))
+            })
+            .collect()
+    }
+
+    /// Who ran each job's newest run since run `from`, once every job ran.
+    fn owners(&self, from: usize, jobs: usize) -> Option<BTreeMap<String, String>> {
+        let owners: BTreeMap<String, String> = self.runs().into_iter().skip(from).map(|r| (r.0, r.3)).collect();
+        (owners.len() == jobs).then_some(owners)
+    }
+}
+
+fn fleet(bench: &Bench, c: &Contender, results: &mut Results, (scenario, crash): (&str, bool), shape: (usize, usize)) {
+    let (members, jobs) = shape;
+    let cname = c.name;
+    let mut f = Fleet::new(bench, c, scenario, jobs);
+    for _ in 0..members {
+        f.spawn(c);
+    }
+    // Settled: every job ran on a member, spread (no member more than
+    // its share), twice in a row.
+    let share = jobs.div_ceil(members);
+    let spread = |f: &Fleet, from: usize| {
+        let owners = f.owners(from, jobs)?;
+        let mut per: BTreeMap<&str, usize> = BTreeMap::new();
+        for m in owners.values() {
+            *per.entry(m.as_str()).or_default() += 1;
+        }
+        (per.len() == members && per.values().all(|&n| n <= share)).then(|| per.values().copied().collect::<Vec<_>>())
+    };
+    let within = bench.within * 2;
+    let mut from = f.runs().len();
+    let settled = wait_for(within, || {
+        let now = f.runs().len();
+        let ok = spread(&f, from).is_some();
+        if !ok && now > from + 4 * jobs {
+            from = now - jobs;
+        }
+        ok
+    });
+    if !settled {
+        results.notes.push(format!("{cname}: {scenario}: the jobs never spread over {members} members"));
+        return;
+    }
+    let counts = spread(&f, from).unwrap_or_default();
+    for n in &counts {
+        results.add(&format!("{scenario} jobs per member (of {jobs} on {members})"), cname, *n as f64);
+    }
+    // Lateness on a settled fleet, for --idle.
+    let start = f.runs().len();
+    std::thread::sleep(bench.args.idle.into());
+    let runs = f.runs();
+    let steady = &runs[start..];
+    for (_, due, started, _) in steady {
+        results.add(&format!("{scenario} start after due"), cname, started.saturating_sub(*due) as f64);
+    }
+    let twice = steady.len() - steady.iter().map(|(j, d, _, _)| (j, d)).collect::<BTreeSet<_>>().len();
+    results.add(&format!("{scenario} due times run twice"), cname, twice as f64);
+    eprintln!("neli-bench: {cname}: {scenario}: {} runs, jobs per member {counts:?}", steady.len());
+    if crash || scenario == "crontab-spread" {
+        crashed(c, results, &mut f, scenario, jobs);
+    }
+}
+
+/// kill -9 of the first member: its jobs' first runs elsewhere after their
+/// due times, and the other members' jobs' due times missed meanwhile.
+fn crashed(c: &Contender, results: &mut Results, f: &mut Fleet, scenario: &str, jobs: usize) {
+    let cname = c.name;
+    let label = if scenario == "crontab-spread" { "crontab-spread crash" } else { "crontab-crash" };
+    let runs = f.runs();
+    let owners: BTreeMap<String, String> = runs.iter().map(|r| (r.0.clone(), r.3.clone())).collect();
+    let (victim, mut child) = f.members.remove(0);
+    let theirs: BTreeSet<&String> = owners.iter().filter(|(_, m)| **m == victim).map(|(j, _)| j).collect();
+    let killed_ms = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_millis() as u64;
+    let _ = child.kill();
+    let _ = child.wait();
+    let at = runs.len();
+    // Every job of the victim's ran elsewhere, then two more seconds.
+    let moved = wait_for(c.session * 3 + Duration::from_secs(10), || {
+        let after = f.runs();
+        theirs.iter().all(|j| after[at..].iter().any(|r| &&r.0 == j && r.3 != victim))
+    });
+    if !moved {
+        results.notes.push(format!("{cname}: {label}: {victim}'s jobs did not all run elsewhere"));
+        return;
+    }
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let after = f.runs();
+    let after = &after[at..];
+    let mut worst: f64 = 0.0;
+    for j in &theirs {
+        // The first run elsewhere: of the latest due time missed, late by
+        // the time nobody owned the job.
+        let first = after.iter().find(|r| &&r.0 == j && r.3 != victim).expect("moved");
+        let late = first.2.saturating_sub(first.1) as f64;
+        worst = worst.max(late);
+        results.add(&format!("{label} start after due"), cname, late);
+    }
+    // The other members' jobs: a due time skipped while the victim's moved.
+    let mut skipped = 0;
+    for j in owners.iter().filter(|(_, m)| **m != victim).map(|(j, _)| j) {
+        let dues: Vec<u64> = after.iter().filter(|r| &r.0 == j).map(|r| r.1).collect();
+        skipped += dues.windows(2).filter(|w| w[1] > w[0] + 1000).count();
+        let stayed = after.iter().filter(|r| &r.0 == j).all(|r| r.3 == owners[j]);
+        results.add(&format!("{label} other jobs moved"), cname, f64::from(u8::from(!stayed)));
+    }
+    results.add(&format!("{label} other jobs' due times skipped"), cname, skipped as f64);
+    let twice = after.len() - after.iter().map(|r| (&r.0, r.1)).collect::<BTreeSet<_>>().len();
+    results.add(&format!("{label} due times run twice"), cname, twice as f64);
+    eprintln!(
+        "neli-bench: {cname}: {label}: {} of {jobs} jobs moved off {victim} (killed at {killed_ms}), the latest \
+         {worst:.0} ms after its due time; {skipped} due times of the others skipped",
+        theirs.len()
+    );
+}

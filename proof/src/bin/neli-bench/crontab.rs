@@ -164,12 +164,46 @@ fn fleet(bench: &Bench, c: &Contender, results: &mut Results, (scenario, crash):
     for (_, due, started, _) in steady {
         results.add(&format!("{scenario} start after due"), cname, started.saturating_sub(*due) as f64);
     }
+    // What of it is neli-run's own decision (its log's `late=`), and what
+    // starting the shim, the shell and the job's first command.
+    for late in decided_late(&f.dir, start_ms(steady)) {
+        results.add(&format!("{scenario} start decided after due"), cname, late);
+    }
     let twice = steady.len() - steady.iter().map(|(j, d, _, _)| (j, d)).collect::<BTreeSet<_>>().len();
     results.add(&format!("{scenario} due times run twice"), cname, twice as f64);
     eprintln!("neli-bench: {cname}: {scenario}: {} runs, jobs per member {counts:?}", steady.len());
     if crash || scenario == "crontab-spread" {
         crashed(c, results, &mut f, scenario, jobs);
     }
+}
+
+/// The wall-clock ms of the first of `runs`.
+fn start_ms(runs: &[(String, u64, u64, String)]) -> u64 {
+    runs.iter().map(|r| r.2).min().unwrap_or(u64::MAX)
+}
+
+/// How late after its due time each member decided to start each run it
+/// started from `from_ms` on (its log's `late=`), in ms.
+fn decided_late(dir: &std::path::Path, from_ms: u64) -> Vec<f64> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.path().extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        for line in fs::read_to_string(entry.path()).unwrap_or_default().lines() {
+            let Some(rest) = line.split_once("starting the run of a due time ").map(|(_, r)| r) else { continue };
+            let field = |k: &str| rest.split_whitespace().find_map(|w| w.strip_prefix(k).map(str::to_string));
+            let (Some(due), Some(late)) = (field("due_ms="), field("late=")) else { continue };
+            let Ok(due) = due.parse::<u64>() else { continue };
+            if due + 1000 < from_ms {
+                continue;
+            }
+            if let Ok(late) = humantime::parse_duration(&late) {
+                out.push(late.as_secs_f64() * 1000.0);
+            }
+        }
+    }
+    out
 }
 
 /// kill -9 of the first member: its jobs' first runs elsewhere after their
@@ -201,13 +235,16 @@ fn crashed(c: &Contender, results: &mut Results, f: &mut Fleet, scenario: &str, 
     let after = f.runs();
     let after = &after[at..];
     let mut worst: f64 = 0.0;
+    // The first due time the victim did not run: due after the kill.
+    let missed = (killed_ms / 1000 + 1) * 1000;
     for j in &theirs {
-        // The first run elsewhere: of the latest due time missed, late by
-        // the time nobody owned the job.
+        // The first run elsewhere: of the latest due time missed (late by
+        // less than a period), and how long after the first one missed.
         let first = after.iter().find(|r| &&r.0 == j && r.3 != victim).expect("moved");
         let late = first.2.saturating_sub(first.1) as f64;
         worst = worst.max(late);
         results.add(&format!("{label} start after due"), cname, late);
+        results.add(&format!("{label} start after the first due time missed"), cname, first.2.saturating_sub(missed) as f64);
     }
     // The other members' jobs: a due time skipped while the victim's moved.
     let mut skipped = 0;

@@ -312,6 +312,23 @@ fn a_crontab_with_a_bad_line_runs_the_good_ones_and_one_with_no_job_is_refused()
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("no job to run") && err.contains(&format!("{path}:1:")), "{err}");
+
+    // What does not apply to a crontab is refused by name, before Kafka.
+    for (extra, said) in [
+        (&["--every", "5s"][..], "--every does not go with --crontab"),
+        (&["--roles", "3"][..], "--roles does not go with --crontab"),
+        (&["--", "true"][..], "cannot be used with"),
+        (&["--never-lead"][..], "cannot be used with"),
+    ] {
+        let (code, out) =
+            crate::util::run(&[&["-b", "127.0.0.1:9", "-g", "nobody", "--crontab", &path], extra].concat());
+        assert_eq!(code, 2, "{extra:?}: {out}");
+        assert!(out.contains(said), "{extra:?}: {out}");
+    }
+    let missing = format!("{path}.missing");
+    let (code, out) = crate::util::run(&["-b", "127.0.0.1:9", "-g", "nobody", "--crontab", &missing]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains(&missing) && out.contains("No such file"), "{out}");
 }
 
 /// The partition each job was placed on, as `member`'s log says.

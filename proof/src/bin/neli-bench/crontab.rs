@@ -244,7 +244,11 @@ fn crashed(c: &Contender, results: &mut Results, f: &mut Fleet, scenario: &str, 
         let late = first.2.saturating_sub(first.1) as f64;
         worst = worst.max(late);
         results.add(&format!("{label} start after due"), cname, late);
-        results.add(&format!("{label} start after the first due time missed"), cname, first.2.saturating_sub(missed) as f64);
+        results.add(
+            &format!("{label} start after the first due time missed"),
+            cname,
+            first.2.saturating_sub(missed) as f64,
+        );
     }
     // The other members' jobs: a due time skipped while the victim's moved.
     let mut skipped = 0;

@@ -52,6 +52,9 @@ _neli__run() {
             neli__run__subcmd__cron,resume)
                 cmd="neli__run__subcmd__cron__subcmd__resume"
                 ;;
+            neli__run__subcmd__cron,trigger)
+                cmd="neli__run__subcmd__cron__subcmd__trigger"
+                ;;
             neli__run__subcmd__cron__subcmd__help,check)
                 cmd="neli__run__subcmd__cron__subcmd__help__subcmd__check"
                 ;;
@@ -66,6 +69,9 @@ _neli__run() {
                 ;;
             neli__run__subcmd__cron__subcmd__help,resume)
                 cmd="neli__run__subcmd__cron__subcmd__help__subcmd__resume"
+                ;;
+            neli__run__subcmd__cron__subcmd__help,trigger)
+                cmd="neli__run__subcmd__cron__subcmd__help__subcmd__trigger"
                 ;;
             neli__run__subcmd__dev__subcmd__broker,event)
                 cmd="neli__run__subcmd__dev__subcmd__broker__subcmd__event"
@@ -111,6 +117,9 @@ _neli__run() {
                 ;;
             neli__run__subcmd__help__subcmd__cron,resume)
                 cmd="neli__run__subcmd__help__subcmd__cron__subcmd__resume"
+                ;;
+            neli__run__subcmd__help__subcmd__cron,trigger)
+                cmd="neli__run__subcmd__help__subcmd__cron__subcmd__trigger"
                 ;;
             neli__run__subcmd__help__subcmd__dev__subcmd__broker,event)
                 cmd="neli__run__subcmd__help__subcmd__dev__subcmd__broker__subcmd__event"
@@ -300,7 +309,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__cron)
-            opts="-v -q -h --verbose --quiet --log-format --help check history pause resume help"
+            opts="-v -q -h --verbose --quiet --log-format --help check history pause resume trigger help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -344,7 +353,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__cron__subcmd__help)
-            opts="check history pause resume help"
+            opts="check history pause resume trigger help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -414,6 +423,20 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__cron__subcmd__help__subcmd__resume)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__cron__subcmd__help__subcmd__trigger)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -533,6 +556,60 @@ _neli__run() {
             ;;
         neli__subcmd__run__subcmd__cron__subcmd__resume)
             opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --stop --timeout --verbose --quiet --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -g)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__cron__subcmd__trigger)
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --timeout --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -718,7 +795,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__help__subcmd__cron)
-            opts="check history pause resume"
+            opts="check history pause resume trigger"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -774,6 +851,20 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__help__subcmd__cron__subcmd__resume)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__help__subcmd__cron__subcmd__trigger)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

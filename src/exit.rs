@@ -122,6 +122,8 @@ pub struct Status {
     pub history: Option<&'static str>,
     /// `neli-run cron pause` and `cron resume`.
     pub job_pause: Option<&'static str>,
+    /// `neli-run cron trigger`.
+    pub trigger: Option<&'static str>,
 }
 
 /// The one exit-status table: the man pages and the README are generated
@@ -141,6 +143,7 @@ pub const STATUSES: &[Status] = &[
         cron: None,
         history: None,
         job_pause: None,
+        trigger: None,
     },
     Status {
         code: Code::Signal,
@@ -153,6 +156,7 @@ pub const STATUSES: &[Status] = &[
         cron: None,
         history: None,
         job_pause: None,
+        trigger: None,
     },
     Status {
         code: Code::Success,
@@ -165,6 +169,7 @@ pub const STATUSES: &[Status] = &[
         cron: Some("Every job line is fine (warnings may be printed)."),
         history: Some("The job's runs were printed (also: stdout was closed)."),
         job_pause: Some("The job's owner acknowledged it (with `--stop`: its run is gone)."),
+        trigger: Some("The job's owner started the run (also: stdout was closed)."),
     },
     Status {
         code: Code::Failure(Kind::NoLeader),
@@ -182,6 +187,7 @@ pub const STATUSES: &[Status] = &[
         cron: None,
         history: Some("No member placed a job of that name (the group's jobs are named), or no topic yet."),
         job_pause: Some("No member placed a job of that name (the group's jobs are named), or nobody acknowledged within `--timeout` (the request stands and the job's next owner honours it)."),
+        trigger: Some("No member placed a job of that name (the group's jobs are named), or no run started within `--timeout` (the trigger stands: the job's owner, or its next, runs it once)."),
     },
     Status {
         code: Code::Failure(Kind::Usage),
@@ -194,6 +200,7 @@ pub const STATUSES: &[Status] = &[
         cron: Some("A line is refused (each printed as FILE:LINE:COLUMN), or the file cannot be read."),
         history: Some("Usage error."),
         job_pause: Some("Usage error (also `--timeout` over 24h)."),
+        trigger: Some("Usage error (also `--timeout` over 24h)."),
     },
     Status {
         code: Code::Failure(Kind::Unavailable),
@@ -206,6 +213,7 @@ pub const STATUSES: &[Status] = &[
         cron: None,
         history: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
         job_pause: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
+        trigger: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
     },
     Status {
         code: Code::Failure(Kind::Internal),
@@ -218,6 +226,7 @@ pub const STATUSES: &[Status] = &[
         cron: None,
         history: Some("Internal error."),
         job_pause: Some("Internal error."),
+        trigger: Some("Internal error."),
     },
     Status {
         code: Code::Failure(Kind::Io),
@@ -230,6 +239,7 @@ pub const STATUSES: &[Status] = &[
         cron: Some("stdout could not be written (other than closed)."),
         history: Some("stdout could not be written (other than closed)."),
         job_pause: Some("stdout could not be written (other than closed)."),
+        trigger: Some("stdout could not be written (other than closed)."),
     },
     Status {
         code: Code::Failure(Kind::AcquireTimeout),
@@ -242,6 +252,7 @@ pub const STATUSES: &[Status] = &[
         cron: None,
         history: None,
         job_pause: None,
+        trigger: None,
     },
     Status {
         code: Code::Failure(Kind::Denied),
@@ -254,6 +265,7 @@ pub const STATUSES: &[Status] = &[
         cron: None,
         history: Some("Authentication failed (wrong password, mechanism) or access denied."),
         job_pause: Some("Authentication failed or access denied, also no WRITE on the topic."),
+        trigger: Some("Authentication failed or access denied, also no WRITE on the topic."),
     },
     Status {
         code: Code::Failure(Kind::KafkaConfig),
@@ -266,6 +278,7 @@ pub const STATUSES: &[Status] = &[
         cron: None,
         history: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         job_pause: Some("Kafka client configuration rejected (an unknown `-X` property)."),
+        trigger: Some("Kafka client configuration rejected (an unknown `-X` property)."),
     },
     Status {
         code: Code::Failure(Kind::NotExecutable),
@@ -278,6 +291,7 @@ pub const STATUSES: &[Status] = &[
         cron: None,
         history: None,
         job_pause: None,
+        trigger: None,
     },
     Status {
         code: Code::Failure(Kind::NotFound),
@@ -290,6 +304,7 @@ pub const STATUSES: &[Status] = &[
         cron: None,
         history: None,
         job_pause: None,
+        trigger: None,
     },
 ];
 
@@ -307,6 +322,7 @@ pub fn meanings(command: &str) -> fn(&Status) -> Option<&'static str> {
         "cron" | "cron check" => |s| s.cron,
         "cron history" => |s| s.history,
         "cron pause" | "cron resume" => |s| s.job_pause,
+        "cron trigger" => |s| s.trigger,
         _ => |_| None,
     }
 }

@@ -118,6 +118,9 @@ pub fn main() -> ExitCode {
         Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::Resume(args) })) => {
             return end_beside_librdkafka(said(status::cron_pause_main(args, false, env_properties)));
         }
+        Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::Trigger(args) })) => {
+            return end_beside_librdkafka(said(status::cron_trigger_main(args, env_properties)));
+        }
         None => cli.run,
     };
     let config = match config::Config::from_args(run_args, env_properties) {

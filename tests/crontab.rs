@@ -518,3 +518,35 @@ fn cron_pause_holds_one_job_while_the_others_run_and_cron_resume_ends_it() {
     one.signal(nix::sys::signal::Signal::SIGTERM);
     assert!(one.wait_exit(takeover).success(), "{}", one.log());
 }
+
+#[test]
+fn cron_trigger_runs_a_job_now_once_across_the_fleet() {
+    // "leap" is due at midnight on February 29th only: never in this
+    // test by itself.
+    let fleet = Fleet::new("crontab-trigger", &["leap", "tick"], "1s", "0.1");
+    let text = std::fs::read_to_string(&fleet.file).unwrap().replacen("@every 1s  leap", "0 0 29 2 *  leap", 1);
+    std::fs::write(&fleet.file, text).unwrap();
+    let one = fleet.member("one");
+    let two = fleet.member("two");
+    let takeover = fleet.g.broker.timing.takeover();
+    let starts = |job: &str| fleet.runs().iter().filter(|(j, _, _)| j == job).count();
+    crate::util::wait_until(takeover * 2, "tick runs", || starts("tick") >= 2);
+    let (address, group) = (fleet.g.broker.address.as_str(), fleet.g.name.as_str());
+    let trigger = || crate::util::run(&["cron", "trigger", "-b", address, "-g", group, "leap"]);
+    let (code, out) = trigger();
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("job leap: trigger (offset ") && out.contains("started, by "), "{out}");
+    crate::util::wait_until(takeover, "the triggered run ends", || {
+        fleet.lines().iter().any(|w| w[0] == "end" && w[1] == "leap")
+    });
+    // Once: while tick runs on three more times, no second run of leap.
+    let tick = starts("tick");
+    crate::util::wait_until(takeover * 2, "tick runs three more times", || starts("tick") >= tick + 3);
+    assert_eq!(starts("leap"), 1, "{:?}", fleet.runs());
+    // Another trigger, another run.
+    let (code, out) = trigger();
+    assert_eq!(code, 0, "{out}");
+    crate::util::wait_until(takeover, "the second run starts", || starts("leap") == 2);
+    fleet.assert_once();
+    drop((one, two));
+}

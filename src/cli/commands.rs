@@ -129,6 +129,31 @@ pub enum CronCommand {
 
     /// End a job's pause: its owner runs it again from its next due time.
     Resume(CronPauseArgs),
+
+    /// Run a job now, once, across the fleet: its owner starts a run due
+    /// now, recorded as any run.
+    ///
+    /// Writes a trigger on the job's partition and waits until the job's
+    /// owner says the run started. A run due at or after the trigger
+    /// answers it (a run under way finishes first); a trigger written while
+    /// nobody owns the job is run by its next owner. The run is once per
+    /// trigger as a due time is: one cut short runs again.
+    Trigger(CronTriggerArgs),
+}
+
+/// Options of `neli-run cron trigger`.
+#[derive(Debug, Args)]
+pub struct CronTriggerArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// The job, by its name in the crontab.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+
+    /// How long to wait for the job's owner to start the run (at most 24h).
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
 }
 
 /// Options of `neli-run cron pause` and `cron resume`.

@@ -16,7 +16,9 @@ use std::ffi::OsString;
 
 use clap::{Args, Parser};
 
-pub use commands::{CronArgs, CronCheckArgs, CronCommand, CronHistoryArgs, CronPauseArgs, StatusArgs, Sub, YieldArgs};
+pub use commands::{
+    CronArgs, CronCheckArgs, CronCommand, CronHistoryArgs, CronPauseArgs, CronTriggerArgs, StatusArgs, Sub, YieldArgs,
+};
 #[cfg(feature = "dev-broker")]
 pub use commands::{DevBrokerArgs, DevBrokerEvent, GroupCoordinator};
 pub use kafka::KafkaArgs;

@@ -9,7 +9,7 @@ use tracing::info;
 
 use super::candidacy;
 use super::heartbeat::{Heartbeat, Member};
-use super::yield_request::{PauseRequest, Yield};
+use super::yield_request::{PauseRequest, TriggerRequest, Yield};
 use super::{Event, Partition, CONTROL_PARTITION};
 use crate::clock::BootTime;
 
@@ -75,9 +75,10 @@ impl Decoder<'_> {
                 Some(Event::Yield { to: y.to })
             }
             // The core logs who asked, once it is news to it.
-            (None, None) if seat => {
-                PauseRequest::decode(payload).map(|request| Event::Pause(partition, request.at(offset)))
-            }
+            (None, None) if seat => match PauseRequest::decode(payload) {
+                Some(request) => Some(Event::Pause(partition, request.at(offset))),
+                None => TriggerRequest::decode(payload).map(|request| Event::Trigger(partition, request.at(offset))),
+            },
             _ => None,
         }
     }
@@ -190,6 +191,9 @@ mod tests {
         let seats = Decoder { seats: &[0, 2], ..decoder(&me) };
         assert!(matches!(seats.event(at(2, 3, &other)), Some(Event::OtherHeartbeat(2, _))));
         assert!(matches!(seats.event(at(2, 3, &pause)), Some(Event::Pause(2, p)) if p.offset == 3));
+        let trigger = TriggerRequest::new().encode();
+        assert!(matches!(seats.event(at(2, 4, &trigger)), Some(Event::Trigger(2, t)) if t.offset == 4));
+        assert!(seats.event(at(1, 4, &trigger)).is_none(), "partition 1 is no seat");
         assert!(seats.event(at(2, 30, &Yield::new(None, None).encode())).is_none());
     }
 

@@ -95,6 +95,9 @@ pub enum Event {
     /// partition 0, `cron pause JOB` on the job's), in the backlog too: the
     /// newest is the seat's state whenever it was written.
     Pause(Partition, Pause),
+    /// A `cron trigger JOB` request on the job's partition, in the backlog
+    /// too: whether it was answered is the records' to say.
+    Trigger(Partition, crate::leader::Trigger),
     /// Another member's candidacy record.
     Candidacy(Candidacy),
     /// Kafka refused us for good: a problem no retry will fix.

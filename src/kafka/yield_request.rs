@@ -108,6 +108,41 @@ impl PauseRequest {
     }
 }
 
+/// A control record on a crontab job's partition: `neli-run cron trigger
+/// JOB` ("type": "trigger"). The job's owner runs it once, due when asked
+/// ([`crate::leader::Trigger`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriggerRequest {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub v: u32,
+    pub at_ms: u64,
+    #[serde(flatten)]
+    pub by: Asker,
+}
+
+impl TriggerRequest {
+    /// A trigger, now, signed with this process.
+    pub fn new() -> TriggerRequest {
+        TriggerRequest { kind: "trigger".into(), v: 1, at_ms: crate::clock::wall_ms(), by: this_asker() }
+    }
+
+    /// Serialized record value.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a trigger always serializes")
+    }
+
+    /// Parses a record value that is a trigger.
+    pub fn decode(bytes: &[u8]) -> Option<TriggerRequest> {
+        serde_json::from_slice::<TriggerRequest>(bytes).ok().filter(|t| t.kind == "trigger")
+    }
+
+    /// The request as read at `offset`.
+    pub fn at(self, offset: i64) -> crate::leader::Trigger {
+        crate::leader::Trigger { offset, at_ms: self.at_ms, by: self.by }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +214,21 @@ mod tests {
         assert_eq!((resume.paused, resume.stop), (false, false));
         let json = String::from_utf8(pause).unwrap();
         assert!(json.contains(r#""type":"pause""#) && json.contains(r#""stop":true"#), "{json}");
+    }
+}
+
+#[cfg(test)]
+mod trigger_tests {
+    use super::*;
+
+    #[test]
+    fn a_trigger_is_no_pause_yield_or_heartbeat_and_says_who_asked() {
+        let bytes = TriggerRequest::new().encode();
+        assert!(PauseRequest::decode(&bytes).is_none() && Yield::decode(&bytes).is_none());
+        assert!(crate::kafka::heartbeat::Heartbeat::decode(&bytes).is_none());
+        assert!(TriggerRequest::decode(&PauseRequest::new(true, false).encode()).is_none());
+        let read = TriggerRequest::decode(&bytes).unwrap().at(7);
+        assert_eq!((read.offset, read.by.pid), (7, Some(std::process::id())));
+        assert!(read.at_ms > 0);
     }
 }

@@ -124,7 +124,31 @@ impl Seat {
     /// the newest run we know of.
     pub(super) fn next_run(&self, v: &View, ready: BootTime, now: BootTime) -> Option<schedule::Next> {
         let wall = |t| v.anchor.wall_ms_at(t);
-        v.settings.schedule_of(self.partition)?.next(self.attempt.as_ref(), wall(ready), wall(now))
+        let schedule = v.settings.schedule_of(self.partition)?;
+        if let Some(trigger) = self.triggered() {
+            // Due when asked, and run at once (the asker's clock may be
+            // ahead of ours).
+            return Some(schedule::Next { due: trigger.at_ms, missed: true, retry: false });
+        }
+        schedule.next(self.attempt.as_ref(), wall(ready), wall(now))
+    }
+
+    /// A `cron trigger` read on our partition: the newest by offset.
+    pub(super) fn on_trigger(&mut self, trigger: super::Trigger) {
+        if self.trigger.as_ref().is_some_and(|known| known.offset >= trigger.offset) {
+            return;
+        }
+        info!(offset = trigger.offset, at_ms = trigger.at_ms, "run now, once: asked by {}", trigger.by.describe());
+        self.trigger = Some(trigger);
+    }
+
+    /// The trigger still to answer: no run due at or after it has begun,
+    /// as far as the records we read say (a run cut short is the
+    /// schedule's to run again, as any).
+    fn triggered(&self) -> Option<&super::Trigger> {
+        let trigger = self.trigger.as_ref()?;
+        let last = self.attempt.as_ref().and_then(|a| a.due);
+        last.is_none_or(|due| due < trigger.at_ms).then_some(trigger)
     }
 
     /// The run of a schedule's due time that we start now under `token`

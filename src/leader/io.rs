@@ -231,6 +231,20 @@ pub struct PauseNote {
     pub running: bool,
 }
 
+/// A `neli-run cron trigger JOB` request: a run of the job, once, due when
+/// asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trigger {
+    /// The request's offset on the job's partition: the newest counts.
+    pub offset: i64,
+    /// When it was asked, on the asker's wall clock (ms since the epoch):
+    /// the run's due time, which the records then carry, so that a run due
+    /// at or after it (this one, or the schedule's next) answers it once
+    /// for every owner to come.
+    pub at_ms: u64,
+    pub by: Asker,
+}
+
 /// A `neli-run pause` or `resume` request: the newest one (by offset) is
 /// the group's state, wherever it was read (the request itself, or a record
 /// that carried it forward).
@@ -418,6 +432,9 @@ pub enum Input {
     /// pause` writes it on partition 0, `cron pause JOB` on the job's): it
     /// holds that seat.
     Pause(Partition, Pause),
+    /// A `cron trigger JOB` request read on the job's partition: run it
+    /// once, now, unless a run due at or after it has begun.
+    Trigger(Partition, Trigger),
     /// The health check (`--health-cmd`) turned healthy (true) or
     /// unhealthy (false), past its thresholds.
     Health(bool),
@@ -440,6 +457,7 @@ impl Input {
             | Input::CaughtUp { partition }
             | Input::OtherHeartbeat(partition, _)
             | Input::Pause(partition, _)
+            | Input::Trigger(partition, _)
             | Input::ChildExited(partition, _) => Some(partition),
             Input::Shutdown
             | Input::Fatal(_)

@@ -83,7 +83,7 @@ use crate::exit;
 pub use attempts::{supersedes, Attempt, Runner, Waves};
 pub use io::{
     Action, Asker, Candidacy, Input, Job, Other, Partition, Pause, PauseNote, Placed, Record, Restart, Settings,
-    Signal, Stance, CONTROL_PARTITION, MAX_ROLES,
+    Signal, Stance, Trigger, CONTROL_PARTITION, MAX_ROLES,
 };
 use leaving::Leave;
 pub use schedule::{Calendar, Missed, Schedule};
@@ -399,6 +399,7 @@ impl Leader {
             Input::Forward(sig) => self.each_seat(|s, cx| s.forward(cx, sig)),
             Input::Yield { to } => self.on_yield("yielded", to, now),
             Input::Pause(partition, pause) => self.on_seat(partition, |s, cx| s.on_pause(cx, pause, now)),
+            Input::Trigger(partition, trigger) => self.on_seat(partition, |s, _| s.on_trigger(trigger)),
             Input::Health(healthy) => self.on_health(healthy, now),
             Input::Standby => {
                 if !self.owns_any() && self.announce_at.is_none() && self.healthy {

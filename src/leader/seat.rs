@@ -148,6 +148,8 @@ pub struct Seat {
     pub(super) job: Option<String>,
     /// The newest pause or resume read on this partition (see `on_pause`).
     pub(super) pause: Option<Pause>,
+    /// The newest `cron trigger` read on this partition (see `on_trigger`).
+    pub(super) trigger: Option<super::Trigger>,
     /// The newest attempt of a wave we know of, ours or read (once per wave).
     pub(super) attempt: Option<Attempt>,
     /// Every standing taken since the shell last asked, in order: a fence
@@ -178,6 +180,7 @@ impl Seat {
             partition,
             job: job.map(str::to_owned),
             pause: None,
+            trigger: None,
             tenure: None,
             child: Child::Idle,
             plan: Plan::Serve,

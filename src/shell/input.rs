@@ -43,6 +43,7 @@ pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep)
         Some(Event::OtherHeartbeat(partition, other)) => Input::OtherHeartbeat(partition, other),
         Some(Event::Yield { to }) => Input::Yield { to },
         Some(Event::Pause(partition, pause)) => Input::Pause(partition, pause),
+        Some(Event::Trigger(partition, trigger)) => Input::Trigger(partition, trigger),
         Some(Event::Candidacy(candidacy)) => Input::Candidacy(candidacy),
         Some(Event::Fatal(failure)) => Input::Fatal(failure.code()),
         None => Input::Fatal(Kind::Internal.code()),

@@ -17,7 +17,7 @@ use crate::config::Target;
 use crate::exit::{Failure, Kind};
 use crate::kafka::candidacy;
 use crate::kafka::heartbeat::Heartbeat;
-use crate::kafka::yield_request::{PauseRequest, Yield};
+use crate::kafka::yield_request::{PauseRequest, TriggerRequest, Yield};
 use crate::printable::printable;
 
 /// The longest `yield --timeout` taken: a yield that waits longer is a typo.
@@ -157,6 +157,46 @@ pub fn cron_pause_main(
             }
         }
         Ok(0)
+    }))
+}
+
+/// Runs `neli-run cron trigger JOB`: the request on the job's partition,
+/// and the run it starts.
+pub fn cron_trigger_main(args: crate::cli::CronTriggerArgs, env_properties: Option<String>) -> Result<u8, Failure> {
+    let timeout: Duration = args.timeout.into();
+    if timeout > MAX_YIELD_TIMEOUT {
+        return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
+    }
+    finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
+        let (consumer, partition, _) = super::job_partition(&target, &args.job)?;
+        let request = TriggerRequest::new();
+        let at_ms = request.at_ms;
+        let offset = write(&target, partition, &request.encode(), "trigger")?;
+        let job = printable(&args.job);
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) else { continue };
+            let hb = msg.payload().and_then(Heartbeat::decode).filter(|_| msg.partition() == partition);
+            let Some(run) = hb.and_then(|hb| hb.job).filter(|run| run.due_ms.is_some_and(|due| due >= at_ms)) else {
+                continue;
+            };
+            let due = run.due_ms.map_or("?".into(), super::render::rfc3339_ms);
+            say(&format!(
+                "job {job}: trigger (offset {offset}): the run due {due} started, by {} (host {}), token {}",
+                printable(&run.name),
+                printable(&run.host),
+                run.token
+            ))?;
+            return Ok(0);
+        }
+        fail(
+            Kind::NoLeader,
+            format!(
+                "job {job}: no run started within {} (the trigger stands on the topic: the job's owner, or its \
+                 next, runs it once)",
+                humantime::format_duration(timeout),
+            ),
+        )
     }))
 }
 

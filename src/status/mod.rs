@@ -47,7 +47,7 @@ use crate::config::Target;
 use crate::exit::{Failure, Kind};
 use crate::printable::printable;
 
-pub use control::{cron_pause_main, pause_main, yield_main};
+pub use control::{cron_pause_main, cron_trigger_main, pause_main, yield_main};
 use read::{read_partition, read_partitions};
 use render::{render, render_roles};
 use view::View;

@@ -24,7 +24,7 @@ fn rfc3339(ms: u64) -> String {
 }
 
 /// As [`rfc3339`], to the millisecond: when a run started and ended.
-fn rfc3339_ms(ms: u64) -> String {
+pub(super) fn rfc3339_ms(ms: u64) -> String {
     written(ms, |t| humantime::format_rfc3339_millis(t).to_string())
 }
 

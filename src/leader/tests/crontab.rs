@@ -106,7 +106,7 @@ fn a_crontab_member_names_each_seat_in_its_log_and_follows_every_seats_due_times
     assert!(l.settings.names_roles(), "a job's log lines name it, even with one seat");
     assert!(l.settings.scheduled(), "a seat with no job of ours still keeps its partition's newest run");
     assert!(!l.settings.runs_on(P) && l.settings.runs_on(Q));
-    assert_eq!(l.settings.job_on(Q), Some("billing"));
+    assert_eq!((l.job_on(Q), l.job_on(P)), (Some("billing"), None), "the shell's metrics name our job by it");
     assert!(settings(Restart::Never).runs_on(P), "without a crontab every seat runs the one command");
 }
 
@@ -130,4 +130,41 @@ fn a_crontab_read_again_seats_a_new_job_and_a_removed_one_starts_no_more_runs() 
     assert!(carried(&out, P).iter().all(|j| j.as_deref() == Some("report")), "{out:?}");
     assert!(carried(&out, Q).iter().all(|j| j.as_deref() == Some("billing")), "Q still holds billing");
     assert_eq!(l.settings.job_on(Q), None);
+}
+
+#[test]
+fn a_trigger_runs_the_job_once_now_due_when_asked_and_a_run_due_after_it_answers_it() {
+    // billing due every hour: none comes in this test by itself.
+    let schedule = Schedule { calendar: every(3_600_000), missed: Missed::Once, starting_deadline: None };
+    let job = Job { name: "billing".into(), schedule, max_runtime: None };
+    let settings = Settings { roles: 2, jobs: Some(BTreeMap::from([(Q, job)])), ..settings(Restart::Never) };
+    let mut l = Leader::new(settings, started(0));
+    l.step(Input::Assigned { partition: Q }, ms(1000));
+    l.step(Input::OwnHeartbeat { partition: Q, offset: 20, sent: ms(1000), more: false }, ms(1010));
+    assert!(run(&mut l, 1100, 2000).iter().all(|a| !matches!(a, Spawn { .. })), "nothing due yet");
+    let trigger = |offset, at| Input::Trigger(Q, Trigger { offset, at_ms: wall(at), by: Asker::default() });
+    let spawned = |out: &[Action]| -> Vec<Option<u64>> {
+        out.iter()
+            .filter_map(|a| match a {
+                Spawn { partition: Q, attempt, .. } => Some(attempt.as_ref().and_then(|a| a.due)),
+                _ => None,
+            })
+            .collect()
+    };
+    // The trigger and what follows it, until `to`.
+    let mut answer = |input, at: u64, to| {
+        let mut out = l.step(input, ms(at));
+        if let Some(Spawn { .. }) = out.iter().find(|a| matches!(a, Spawn { .. })) {
+            out.extend(l.step(Input::ChildExited(Q, ChildStatus::Exited(0)), ms(at)));
+        }
+        out.extend(run(&mut l, at + 100, to));
+        spawned(&out)
+    };
+    // Once, at once, due when asked; read again (a backlog), nothing more.
+    assert_eq!(answer(trigger(30, 2000), 2000, 4000), vec![Some(wall(2000))]);
+    assert_eq!(answer(trigger(30, 2000), 4000, 5000), vec![]);
+    // An older trigger, read late, is answered by the run due after it.
+    assert_eq!(answer(trigger(31, 1500), 5000, 6000), vec![]);
+    // A newer one runs again.
+    assert_eq!(answer(trigger(32, 6000), 6000, 7000), vec![Some(wall(6000))]);
 }

@@ -505,6 +505,9 @@ fn cron_pause_holds_one_job_while_the_others_run_and_cron_resume_ends_it() {
     assert!(a_paused <= a_then + 1, "a paused: {:?}", fleet.runs());
     let (_, history) = cron(&["history", "a"]);
     assert!(history.contains("paused since ") && history.contains("`neli-run cron resume a` ends it"), "{history}");
+    let (_, status) = crate::util::run(&["status", "-b", address, "-g", group]);
+    let paused: Vec<&str> = status.lines().filter(|l| l.contains("paused since ")).collect();
+    assert!(paused.len() == 1 && paused[0].contains("`neli-run cron resume a`"), "only a is paused: {status}");
 
     let (code, out) = cron(&["resume", "a"]);
     assert_eq!(code, 0, "{out}");

@@ -141,6 +141,7 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
                     "fresh": fresh.is_some(),
                     "leader": hb.map(|hb| leader_json(hb, now)),
                     "schedule": schedule_json(&views[j], fresh),
+                    "paused": views[j].paused().is_some(),
                 })
             })
             .collect();
@@ -191,6 +192,11 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
             ),
             (None, None) => format!("\n  {what}: no leader (none heard yet)"),
         };
+        // A crontab's job paused (`cron pause JOB`).
+        if let (Some(pause), Some(job)) = (views[j].paused(), &views[j].placed) {
+            let resume = format!("`neli-run cron resume {}`", printable(job));
+            out += &pause_line(pause, fresh, now, &resume).replace("\n  ", "\n    ");
+        }
         // A role on a schedule: its next due time and newest run, under it
         // (`--json` has its retained runs).
         out += &schedule_lines(&views[j], fresh, now, 1).replace("\n  ", "\n    ");

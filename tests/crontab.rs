@@ -553,3 +553,24 @@ fn cron_trigger_runs_a_job_now_once_across_the_fleet() {
     fleet.assert_once();
     drop((one, two));
 }
+
+#[test]
+fn a_crontab_member_denied_its_topic_exits_77_naming_the_grants() {
+    let name = format!("t-crontab-acl-{}", std::process::id());
+    let topic = format!("{name}.neli");
+    let mut g =
+        crate::util::Group::on(crate::util::Broker::dev_with("127.0.0.1", &["--deny-topic", &topic]), "crontab-acl");
+    g.name = name;
+    let fleet = Fleet {
+        file: g.dir.path().join("fleet.crontab"),
+        g,
+        jobs: vec!["a".into()],
+        every: "1s".into(),
+        hold: "0".into(),
+    };
+    fleet.write("fleet.crontab", &["a"]);
+    let mut member = fleet.member("one");
+    let status = member.wait_exit(fleet.g.broker.timing.takeover() * 2);
+    assert_eq!(status.code(), Some(77), "{}", member.log());
+    assert!(member.log().contains("WRITE") && member.log().contains(&topic), "{}", member.log());
+}

@@ -42,6 +42,9 @@ const NEWEST: i64 = 64;
 /// How long one round of reading may take before it is tried again.
 const ROUND: Duration = Duration::from_secs(10);
 
+/// How many times one claim is written before its absence is an error.
+const CLAIMS: u32 = 3;
+
 /// Places `jobs` (names, each once) on the group's topic (its claims
 /// written by a fresh incarnation of the member `s` names), creating it with
 /// a partition per job if it is missing; returns each job's partition and
@@ -66,9 +69,13 @@ pub fn place(s: &Settings, jobs: &[String]) -> Result<(BTreeMap<String, Partitio
         .create()
         .map_err(|e| creation_error(e, &s.target))?;
     let claimer = Member::this_process(s.client_id.clone());
+    // The claim written last and how many rounds in a row it was: one
+    // that never shows on its partition was never written (a write Kafka
+    // refused, e.g. without WRITE on the topic).
+    let mut unseen: (Option<(String, Partition)>, u32) = (None, 0);
     loop {
         let partitions = partitions(s, &consumer, jobs.len())?;
-        let Some(held) = read(&consumer, topic, partitions)? else {
+        let Some(held) = read(&consumer, (topic, &s.target.group), partitions)? else {
             warn!(topic = %printable(topic), "could not read the topic to its end to place the crontab's jobs; trying again");
             continue;
         };
@@ -94,6 +101,23 @@ pub fn place(s: &Settings, jobs: &[String]) -> Result<(BTreeMap<String, Partitio
             ));
         }
         if let Some((job, partition)) = &plan.claim {
+            unseen = match unseen {
+                (Some(last), n) if last == (job.clone(), *partition) => (Some(last), n + 1),
+                _ => (Some((job.clone(), *partition)), 1),
+            };
+            if unseen.1 > CLAIMS {
+                return Err(Failure::new(
+                    Kind::Denied,
+                    format!(
+                        "cannot place job {} on topic {}: its claim on partition {partition}, written {CLAIMS} times, \
+                         never showed there (may this principal WRITE to the topic? kafka-acls.sh --add \
+                         --allow-principal User:... --operation Write --topic {})",
+                        printable(job),
+                        printable(topic),
+                        printable(topic)
+                    ),
+                ));
+            }
             info!(job = %printable(job), partition, "claiming a partition for the job");
             let value = claim_record(&claimer, job).encode();
             let record: BaseRecord<'_, (), [u8]> = BaseRecord::to(topic).partition(*partition).payload(&value);
@@ -171,12 +195,26 @@ fn partitions(s: &Settings, consumer: &BaseConsumer, jobs: usize) -> Result<i32,
 
 /// What the newest records of each of the topic's `partitions` say it
 /// holds (None: not read to the end within a round).
-fn read(consumer: &BaseConsumer, topic: &str, partitions: i32) -> Result<Option<Vec<Option<String>>>, Failure> {
+fn read(
+    consumer: &BaseConsumer,
+    (topic, group): (&str, &str),
+    partitions: i32,
+) -> Result<Option<Vec<Option<String>>>, Failure> {
     let internal = |e: KafkaError| Failure::new(Kind::Internal, format!("reading {}: {e}", printable(topic)));
     let mut ends = Vec::new();
     let mut tpl = TopicPartitionList::new();
     for partition in 0..partitions {
-        let (low, high) = consumer.fetch_watermarks(topic, partition, ROUND).map_err(internal)?;
+        let (low, high) = match consumer.fetch_watermarks(topic, partition, ROUND) {
+            Ok(marks) => marks,
+            // Denied: said as such; anything else is tried again.
+            Err(e) => {
+                match e.rdkafka_error_code().and_then(|code| fatal(code, format!("reading {topic}: {e}"), topic, group))
+                {
+                    Some(fatal) => return Err(fatal),
+                    None => return Ok(None),
+                }
+            }
+        };
         tpl.add_partition_offset(topic, partition, Offset::Offset(low.max(high - NEWEST))).map_err(internal)?;
         ends.push(high);
     }

@@ -78,6 +78,9 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
 /// follow each seat.
 const SEAT: Partition = 0;
 
+/// SIGHUP, as the core names signals: with `--crontab`, read the file again.
+const SIGHUP: i32 = nix::sys::signal::Signal::SIGHUP as i32;
+
 /// The loop's state between two turns: the core, what the member talks
 /// through, and its seats, each with the command it supervises.
 struct Shell {
@@ -276,7 +279,7 @@ impl Shell {
                 }
                 input = self.signals.next() => match (&mut self.reload, input) {
                     // cron's word for "read the file again".
-                    (Some(reload), Input::Forward(leader::Signal(1))) => reload.ask("SIGHUP"),
+                    (Some(reload), Input::Forward(leader::Signal(sig))) if sig == SIGHUP => reload.ask("SIGHUP"),
                     (_, input) => return input,
                 },
                 cfg = Reload::next(&mut self.reload) => {

@@ -597,13 +597,9 @@ impl Seat {
 
     /// What a record says of the crontab job placed on this partition: of
     /// claims the first counts, of records that carry it the newest (their
-    /// writers read the partition). Ours, placed here by us, stays: another
-    /// name would mean two members placed differently, which is said.
+    /// writers read the partition). Ours, placed here by us, stays.
     fn placed(&mut self, settings: &super::Settings, placed: &super::Placed) {
         if settings.job_on(self.partition).is_some() {
-            if self.job.as_deref() != Some(placed.job.as_str()) && !placed.claim {
-                warn!(ours = ?self.job, theirs = %placed.job, "another member says another job is placed on this partition");
-            }
             return;
         }
         if (!placed.claim || self.job.is_none()) && self.job.as_deref() != Some(placed.job.as_str()) {

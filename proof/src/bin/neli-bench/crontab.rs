@@ -10,7 +10,11 @@
 //!   how many of the other members' jobs missed a due time meanwhile (the
 //!   promise: none moved, so none);
 //! - crontab-spread: 50 jobs on 5 members: how many each runs (the goal:
-//!   10), and a crash that moves only the crashed member's.
+//!   10), and a crash that moves only the crashed member's;
+//! - crontab-idle: a member alone with 20 jobs none of which is due, beside
+//!   one alone with one such job, measured together over --idle: the cost
+//!   of a job a member holds while nothing runs (the goal: under 0.05 % of
+//!   a core and 256 KiB each).
 //!
 //! Each job's run appends "JOB DUE_MS START_MS MEMBER" to the group's
 //! `runs` file; the members' logs stay in the bench's work directory.
@@ -42,6 +46,9 @@ pub fn measure(bench: &Bench, c: &Contender, results: &mut Results) {
         return;
     }
     let asked = |s: &str| bench.args.scenarios.iter().any(|a| a == s);
+    if asked("crontab-idle") {
+        idle(bench, c, results);
+    }
     for (scenario, members, jobs) in SHAPES {
         let crash = scenario == "crontab-lateness" && asked("crontab-crash");
         if asked(scenario) || crash {
@@ -69,6 +76,11 @@ impl Drop for Fleet {
 
 impl Fleet {
     fn new(bench: &Bench, c: &Contender, scenario: &str, jobs: usize) -> Fleet {
+        Fleet::due(bench, c, scenario, jobs, "@every 1s")
+    }
+
+    /// A fleet whose jobs are due `when`.
+    fn due(bench: &Bench, c: &Contender, scenario: &str, jobs: usize, when: &str) -> Fleet {
         let group = c.new_group();
         let dir = bench.work.join(&group);
         fs::create_dir_all(&dir).expect("the fleet's dir");
@@ -77,7 +89,7 @@ impl Fleet {
         let width = (jobs - 1).to_string().len();
         let mut text = format!("# neli-bench {scenario}\n");
         for j in 0..jobs {
-            text += &format!("@every 1s  j{j:0width$}  sh {} {}\n", script.display(), dir.display());
+            text += &format!("{when}  j{j:0width$}  sh {} {}\n", script.display(), dir.display());
         }
         let file = dir.join("fleet.crontab");
         fs::write(&file, text).expect("the crontab");
@@ -175,6 +187,38 @@ fn fleet(bench: &Bench, c: &Contender, results: &mut Results, (scenario, crash):
     if crash || scenario == "crontab-spread" {
         crashed(c, results, &mut f, scenario, jobs);
     }
+}
+
+/// A member of 20 jobs and one of 1, each alone in its group, none of their
+/// jobs ever due (February 29th, midnight): what each used over --idle once
+/// both lead every job, and the difference per job beyond the first.
+fn idle(bench: &Bench, c: &Contender, results: &mut Results) {
+    use crate::scenarios::{idle_usage, Usage};
+    let cname = c.name;
+    let never = "0 0 29 2 *";
+    let (mut one, mut many) =
+        (Fleet::due(bench, c, "crontab-idle", 1, never), Fleet::due(bench, c, "crontab-idle", 20, never));
+    one.spawn(c);
+    many.spawn(c);
+    // Leading every job: the log says so once per seat.
+    let leads = |f: &Fleet, n: usize| {
+        let log = fs::read_to_string(f.dir.join("m1.log")).unwrap_or_default();
+        log.matches("leader: read own heartbeat back").count() >= n
+    };
+    if !wait_for(bench.within, || leads(&one, 1) && leads(&many, 20)) {
+        results.notes.push(format!("{cname}: crontab-idle: the members never led every job"));
+        return;
+    }
+    let pid = |f: &Fleet| nix::unistd::Pid::from_raw(f.members[0].1.id() as i32);
+    let window: Duration = bench.args.idle.into();
+    let used = idle_usage(window, &[pid(&many), pid(&one)]);
+    let [twenty, single] = used[..] else { return };
+    twenty.add(results, "crontab-idle, 20-job member", cname);
+    single.add(results, "crontab-idle, 1-job member", cname);
+    let per = |of: fn(&Usage) -> f64| (of(&twenty) - of(&single)) / 19.0;
+    let job = Usage { cpu: per(|u| u.cpu), rss: per(|u| u.rss), pss: per(|u| u.pss) };
+    job.add(results, "crontab-idle, per job", cname);
+    results.add("crontab-idle, per job cpu%", cname, job.cpu / window.as_secs_f64() * 100.0);
 }
 
 /// The wall-clock ms of the first of `runs`.

@@ -9,6 +9,9 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use super::seat::{Child, Plan, Seat, View};
+
+/// How far ahead of ours a trigger's clock may be (see `Seat::on_trigger`).
+const TRIGGER_AHEAD: u64 = 60_000;
 use super::{say, schedule, Leader, Settings};
 use crate::clock::{Anchor, BootTime};
 use crate::exit::ChildStatus;
@@ -133,9 +136,22 @@ impl Seat {
         schedule.next(self.attempt.as_ref(), wall(ready), wall(now))
     }
 
-    /// A `cron trigger` read on our partition: the newest by offset.
-    pub(super) fn on_trigger(&mut self, trigger: super::Trigger) {
+    /// A `cron trigger` read on our partition: the newest by offset. Its
+    /// asker's clock names the run's due time, and the job's next due time
+    /// follows it: one more than `TRIGGER_AHEAD` ahead of ours is refused,
+    /// or a clock set wrong would hold the job's runs back until then.
+    pub(super) fn on_trigger(&mut self, v: &View, trigger: super::Trigger, now: BootTime) {
         if self.trigger.as_ref().is_some_and(|known| known.offset >= trigger.offset) {
+            return;
+        }
+        let ours = v.anchor.wall_ms_at(now);
+        if trigger.at_ms > ours.saturating_add(TRIGGER_AHEAD) {
+            warn!(
+                at_ms = trigger.at_ms,
+                ours,
+                "a trigger from a clock ahead of ours by more than a minute, asked by {}: not run (set the clocks right)",
+                trigger.by.describe()
+            );
             return;
         }
         info!(offset = trigger.offset, at_ms = trigger.at_ms, "run now, once: asked by {}", trigger.by.describe());

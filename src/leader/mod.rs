@@ -399,7 +399,7 @@ impl Leader {
             Input::Forward(sig) => self.each_seat(|s, cx| s.forward(cx, sig)),
             Input::Yield { to } => self.on_yield("yielded", to, now),
             Input::Pause(partition, pause) => self.on_seat(partition, |s, cx| s.on_pause(cx, pause, now)),
-            Input::Trigger(partition, trigger) => self.on_seat(partition, |s, _| s.on_trigger(trigger)),
+            Input::Trigger(partition, trigger) => self.on_seat(partition, |s, cx| s.on_trigger(&cx.v, trigger, now)),
             Input::Health(healthy) => self.on_health(healthy, now),
             Input::Standby => {
                 if !self.owns_any() && self.announce_at.is_none() && self.healthy {

@@ -167,4 +167,8 @@ fn a_trigger_runs_the_job_once_now_due_when_asked_and_a_run_due_after_it_answers
     assert_eq!(answer(trigger(31, 1500), 5000, 6000), vec![]);
     // A newer one runs again.
     assert_eq!(answer(trigger(32, 6000), 6000, 7000), vec![Some(wall(6000))]);
+    // One from a clock more than a minute ahead of ours is refused (its
+    // due time would hold the job back till then); within a minute, run.
+    assert_eq!(answer(trigger(33, 7000 + 60_001), 7000, 8000), vec![]);
+    assert_eq!(answer(trigger(34, 8000 + 60_000), 8000, 9000), vec![Some(wall(68_000))]);
 }

@@ -94,6 +94,9 @@ fn every_member_runs_the_command_only_the_leader_is_told_and_a_handover_unleads_
     let g = Group::new("warm-handover");
     let script = script(&g);
     let events = g.dir.path().join("events");
+    // A token file's directory of an earlier process whose pid a member
+    // now has (one killed by another test leaves its own) is older.
+    let began = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
     let mut members: Vec<Member> = ["a", "b", "c"].iter().map(|n| warm(&g, n, &script, &[])).collect();
     wait_until(LONG, "all three commands run", || seen(&events).iter().filter(|s| s.what == "start").count() == 3);
     wait_until(LONG, "one is told it leads", || seen(&events).iter().any(|s| s.what == "lead"));
@@ -136,7 +139,8 @@ fn every_member_runs_the_command_only_the_leader_is_told_and_a_handover_unleads_
     let token_dirs = |m: &Member| -> Vec<std::path::PathBuf> {
         let prefix = format!("neli-run-warm.{}.", m.pid());
         let entries = std::fs::read_dir(std::env::temp_dir()).unwrap().flatten();
-        entries.filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)).map(|e| e.path()).collect()
+        let ours = |e: &std::fs::DirEntry| e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t >= began);
+        entries.filter(|e| e.file_name().to_string_lossy().starts_with(&prefix) && ours(e)).map(|e| e.path()).collect()
     };
     assert!(members.iter().all(|m| token_dirs(m).len() == 1), "each member's token file's directory");
     for m in &members {

@@ -267,6 +267,11 @@ impl Heartbeat {
         }
     }
 
+    /// What it says of the crontab job placed on its partition.
+    pub fn placed_job(&self) -> Option<crate::leader::Placed> {
+        self.placed.clone().map(|job| crate::leader::Placed { job, claim: self.claim })
+    }
+
     /// Serialized record value.
     pub fn encode(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a heartbeat always serializes")
@@ -310,7 +315,7 @@ impl Heartbeat {
             }),
             pause: self.pause.as_ref().map(WirePause::request),
             to: self.to.clone(),
-            job: self.placed.clone().map(|job| crate::leader::Placed { job, claim: self.claim }),
+            job: self.placed_job(),
         }
     }
 

@@ -248,11 +248,15 @@ fn read(
     Ok(Some(records.iter().map(|list| held(list)).collect()))
 }
 
-/// The job a partition holds, by its records in order: the newest that
-/// carries a name forward, else the first claim.
+/// The job a partition holds, by its records in order (`Placed::replaces`).
 fn held(records: &[Heartbeat]) -> Option<String> {
-    let carried = records.iter().rev().filter(|r| !r.claim).find_map(|r| r.placed.clone());
-    carried.or_else(|| records.iter().find(|r| r.claim).and_then(|r| r.placed.clone()))
+    records.iter().filter_map(Heartbeat::placed_job).fold(None, |known, placed| {
+        if placed.replaces(known.as_deref()) {
+            Some(placed.job)
+        } else {
+            known
+        }
+    })
 }
 
 /// Where each job goes, given what each partition holds.

@@ -368,6 +368,16 @@ pub struct Placed {
     pub claim: bool,
 }
 
+impl Placed {
+    /// Whether this is the job its partition holds once it is read after
+    /// records that said `known`: of claims the first counts, of records
+    /// that carry a name the newest. The one rule, for the seats, `status`
+    /// and the placement alike.
+    pub fn replaces(&self, known: Option<&str>) -> bool {
+        !self.claim || known.is_none()
+    }
+}
+
 /// Another member's candidacy record: it is in the group (or watching, with
 /// `never_lead`) without owning partition 0, and may lead.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -602,7 +602,7 @@ impl Seat {
         if settings.job_on(self.partition).is_some() {
             return;
         }
-        if (!placed.claim || self.job.is_none()) && self.job.as_deref() != Some(placed.job.as_str()) {
+        if placed.replaces(self.job.as_deref()) && self.job.as_deref() != Some(placed.job.as_str()) {
             if self.tenure.is_some() {
                 warn!(job = %crate::printable::printable(&placed.job), "this partition holds a job our crontab does not have: it runs only while a member whose file has it owns the partition");
             }

@@ -55,8 +55,8 @@ impl View {
             }
             hb.pause = hb.pause.filter(|p| p.offset < offset);
             self.roles = hb.roles.filter(|&n| n > 1);
-            if let Some(job) = hb.placed.clone().filter(|_| !hb.claim || self.placed.is_none()) {
-                self.placed = Some(job);
+            if let Some(placed) = hb.placed_job().filter(|p| p.replaces(self.placed.as_deref())) {
+                self.placed = Some(placed.job);
             }
             self.add(hb);
         } else if let Some(c) = candidacy::Record::decode(payload) {

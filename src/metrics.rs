@@ -80,9 +80,7 @@ pub struct Snapshot {
     leading: Option<(i64, u64)>,
     last_start_token: Option<i64>,
     /// This member's runs (of a wave or a schedule) by how they ended.
-    runs: BTreeMap<&'static str, u64>,
-    /// The last of our runs counted: (token, due time, attempt).
-    counted: Option<(i64, Option<u64>, u32)>,
+    runs: Runs,
     /// When the newest successful scheduled run we know of ended (wall ms).
     last_success_ms: Option<u64>,
     /// When the schedule is next due, as we plan it (wall ms).
@@ -107,8 +105,7 @@ pub struct JobStat {
     last: Option<Attempt>,
     ended: Option<Attempt>,
     /// This member's runs of the job, by how they ended.
-    runs: BTreeMap<&'static str, u64>,
-    counted: Option<(i64, Option<u64>, u32)>,
+    runs: Runs,
 }
 
 impl JobStat {
@@ -122,20 +119,40 @@ impl JobStat {
                 self.ended = Some(job.clone());
             }
         }
-        let key = (job.token, job.due, job.number);
-        if job.by.is_none() && !child_up && self.counted != Some(key) {
-            self.counted = Some(key);
-            *self.runs.entry(outcome(job.code)).or_default() += 1;
-        }
+        self.runs.count(job, child_up);
     }
 }
 
-/// How a run ended, as `neli_runs_total` says it.
-fn outcome(code: Option<u8>) -> &'static str {
-    match code {
-        Some(0) => "success",
-        Some(_) => "failure",
-        None => "cut_short",
+/// A member's runs by how they ended (`OUTCOMES`), each counted once.
+#[derive(Clone, Debug, Default)]
+struct Runs {
+    by: BTreeMap<&'static str, u64>,
+    /// The last of our runs counted: (token, due time, attempt).
+    counted: Option<(i64, Option<u64>, u32)>,
+}
+
+/// How a run ends, as `neli_runs_total` and `neli_job_runs_total` say it.
+const OUTCOMES: [&str; 3] = ["success", "failure", "cut_short"];
+
+impl Runs {
+    /// Counts `job`, the newest run its seat knows of, once it is ours and
+    /// over (`child_up` false).
+    fn count(&mut self, job: &Attempt, child_up: bool) {
+        let key = (job.token, job.due, job.number);
+        if job.by.is_none() && !child_up && self.counted != Some(key) {
+            self.counted = Some(key);
+            let outcome = match job.code {
+                Some(0) => "success",
+                Some(_) => "failure",
+                None => "cut_short",
+            };
+            *self.by.entry(outcome).or_default() += 1;
+        }
+    }
+
+    /// How many ended as `outcome`.
+    fn of(&self, outcome: &str) -> u64 {
+        self.by.get(outcome).copied().unwrap_or(0)
     }
 }
 
@@ -211,11 +228,7 @@ impl Snapshot {
         if let (Some(0), Some(ended)) = (job.code, job.ended) {
             self.last_success_ms = Some(self.last_success_ms.map_or(ended, |t| t.max(ended)));
         }
-        let key = (job.token, job.due, job.number);
-        if job.by.is_none() && !child_up && self.counted != Some(key) {
-            self.counted = Some(key);
-            *self.runs.entry(outcome(job.code)).or_default() += 1;
-        }
+        self.runs.count(job, child_up);
     }
 
     fn is_leader(&self) -> bool {
@@ -354,8 +367,7 @@ impl Collector for Scrape {
             let help = "1 while the health check (--health-cmd) says this member may lead.";
             one(&mut enc, "neli_healthy", None, help, gauge(healthy as i64))?;
         }
-        let outcomes = ["success", "failure", "cut_short"];
-        let by_outcome = outcomes.map(|k| (k, ConstCounter::new(*s.runs.get(k).unwrap_or(&0))));
+        let by_outcome = OUTCOMES.map(|k| (k, ConstCounter::new(s.runs.of(k))));
         let help = "Runs of the command this member started (of a wave or a schedule), by how they ended.";
         family(&mut enc, "neli_runs", help, "outcome", by_outcome)?;
         if let Some(ms) = s.last_success_ms {
@@ -448,8 +460,8 @@ impl Scrape {
             ConstCounter::<u64>::TYPE,
         )?;
         for (job, stat) in jobs {
-            for kind in ["success", "failure", "cut_short"] {
-                let n = ConstCounter::new(*stat.runs.get(kind).unwrap_or(&0));
+            for kind in OUTCOMES {
+                let n = ConstCounter::new(stat.runs.of(kind));
                 n.encode(metric.encode_family(&[("job", job.as_str()), ("outcome", kind)])?)?;
             }
         }

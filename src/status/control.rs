@@ -20,15 +20,22 @@ use crate::kafka::heartbeat::Heartbeat;
 use crate::kafka::yield_request::{PauseRequest, TriggerRequest, Yield};
 use crate::printable::printable;
 
-/// The longest `yield --timeout` taken: a yield that waits longer is a typo.
-const MAX_YIELD_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+/// The longest `--timeout` taken (`yield`, `pause`, `cron pause` and
+/// `trigger`): a wait longer than that is a typo.
+const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// `--timeout`, checked against `MAX_TIMEOUT`.
+fn checked_timeout(timeout: impl Into<Duration>) -> Result<Duration, Failure> {
+    let timeout = timeout.into();
+    match timeout > MAX_TIMEOUT {
+        true => Err(Failure::new(Kind::Usage, "--timeout must be at most 24h")),
+        false => Ok(timeout),
+    }
+}
 
 /// Runs `neli-run yield`.
 pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> Result<u8, Failure> {
-    let timeout: Duration = args.timeout.into();
-    if timeout > MAX_YIELD_TIMEOUT {
-        return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
-    }
+    let timeout = checked_timeout(args.timeout)?;
     for (flag, value) in [("--name", &args.name), ("--to", &args.to)] {
         if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
             let what = if flag == "--to" { "the member to hand over to" } else { "the member that must lead" };
@@ -78,9 +85,7 @@ pub fn pause_main(
     timeout: Duration,
     env_properties: Option<String>,
 ) -> Result<u8, Failure> {
-    if timeout > MAX_YIELD_TIMEOUT {
-        return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
-    }
+    let timeout = checked_timeout(timeout)?;
     finish(Target::from_args(kafka, env_properties).map_err(Stop::from).and_then(|target| {
         let message = pause(&target, paused, stop, timeout)?;
         say(&message)?;
@@ -130,10 +135,7 @@ pub fn cron_pause_main(
     paused: bool,
     env_properties: Option<String>,
 ) -> Result<u8, Failure> {
-    let timeout: Duration = args.timeout.into();
-    if timeout > MAX_YIELD_TIMEOUT {
-        return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
-    }
+    let timeout = checked_timeout(args.timeout)?;
     if args.stop && !paused {
         return finish(fail(Kind::Usage, "--stop goes with `cron pause` (a resume starts the job when due)"));
     }
@@ -163,10 +165,7 @@ pub fn cron_pause_main(
 /// Runs `neli-run cron trigger JOB`: the request on the job's partition,
 /// and the run it starts.
 pub fn cron_trigger_main(args: crate::cli::CronTriggerArgs, env_properties: Option<String>) -> Result<u8, Failure> {
-    let timeout: Duration = args.timeout.into();
-    if timeout > MAX_YIELD_TIMEOUT {
-        return finish(fail(Kind::Usage, "--timeout must be at most 24h"));
-    }
+    let timeout = checked_timeout(args.timeout)?;
     finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
         let (consumer, partition, _) = super::job_partition(&target, &args.job)?;
         let request = TriggerRequest::new();

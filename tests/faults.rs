@@ -392,21 +392,7 @@ fn regression_a_new_owner_waits_out_a_claim_written_just_before_its_assignment()
     // A claim its writer withdrew (a graceful stop disclaims) holds nobody back.
     let g = Group::on(Broker::dev(), "claim-withdrawn");
     write_record(&g, &ghost, leading(1_000_000), 60_000);
-    write_record(
-        &g,
-        &ghost,
-        Record {
-            term: 1,
-            start: None,
-            stance: Stance::Released,
-            attempt: None,
-            next: None,
-            pause: None,
-            to: None,
-            job: None,
-        },
-        60_000,
-    );
+    write_record(&g, &ghost, Record::saying(1, Stance::Released), 60_000);
     let a = g.member("a", &[], &["sleep", "1000"]);
     // Well within the 60 s the claim would hold it back.
     wait_until(g.broker.timing.takeover(), "a leads without waiting out the withdrawn claim", || g.lock_held());
@@ -431,16 +417,7 @@ fn regression_of_two_owners_at_once_the_term_first_on_the_partition_leads() {
     // the test ends each hold with a release, never by waiting it out.
     const HOLD_MS: u64 = 10_000;
     let ghost = neli_run::for_tests::Member::this_process("ghost".into());
-    let contending = |start| Record {
-        term: 1,
-        start,
-        stance: Stance::Contending,
-        attempt: None,
-        next: None,
-        pause: None,
-        to: None,
-        job: None,
-    };
+    let contending = |start| Record { start, ..Record::saying(1, Stance::Contending) };
     write_record(&g, &ghost, contending(None), HOLD_MS);
     let a = g.member("a", &[], &["sleep", "1000"]);
     wait_until(g.broker.timing.takeover(), "a sees the earlier contender", || a.log().contains("it goes first"));
@@ -450,21 +427,7 @@ fn regression_of_two_owners_at_once_the_term_first_on_the_partition_leads() {
         write_record(&g, &ghost, contending(Some(0)), HOLD_MS);
         assert!(g.starts().is_empty(), "a led while an earlier run contended:\n{}", a.log());
     }
-    write_record(
-        &g,
-        &ghost,
-        Record {
-            term: 1,
-            start: None,
-            stance: Stance::Released,
-            attempt: None,
-            next: None,
-            pause: None,
-            to: None,
-            job: None,
-        },
-        HOLD_MS,
-    );
+    write_record(&g, &ghost, Record::saying(1, Stance::Released), HOLD_MS);
     wait_until(g.broker.timing.takeover(), "a leads once the ghost withdraws", || g.lock_held());
 
     // a leads; now a record says a run that began at offset 0, before a's,
@@ -473,21 +436,7 @@ fn regression_of_two_owners_at_once_the_term_first_on_the_partition_leads() {
     write_record(&g, &late, contending(Some(0)), HOLD_MS);
     wait_until(fence_bound(&g), "a fences", || !g.lock_held());
     assert!(a.log().contains("since before our leadership began; fencing"), "{}", a.log());
-    write_record(
-        &g,
-        &late,
-        Record {
-            term: 1,
-            start: None,
-            stance: Stance::Released,
-            attempt: None,
-            next: None,
-            pause: None,
-            to: None,
-            job: None,
-        },
-        HOLD_MS,
-    );
+    write_record(&g, &late, Record::saying(1, Stance::Released), HOLD_MS);
     wait_until(g.broker.timing.takeover(), "a resumes once it withdraws", || g.starts().len() == 2 && g.lock_held());
     g.assert_no_overlap();
 }

@@ -214,16 +214,7 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
         due: None,
         ended: None,
     };
-    let record = Record {
-        term: 1,
-        start: None,
-        stance: Stance::Released,
-        attempt: Some(job),
-        next: None,
-        pause: None,
-        to: None,
-        job: None,
-    };
+    let record = Record { attempt: Some(job), ..Record::saying(1, Stance::Released) };
     let mut hb =
         Heartbeat::new(&ghost, 1, BootTime::now(), wall_ms(), Content { record, since_ms: None, deadline_ms: 1000 });
     const DAY: u64 = 86_400_000;
@@ -239,16 +230,7 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
     // held back by the host's claim, it reads the success and exits.
     let g = Group::new("wave-future-clock-before");
     g.produce(b"filler");
-    let claim = Record {
-        term: 1,
-        start: None,
-        stance: Stance::Leading { token: 0 },
-        attempt: None,
-        next: None,
-        pause: None,
-        to: None,
-        job: None,
-    };
+    let claim = Record::saying(1, Stance::Leading { token: 0 });
     g.produce(
         &Heartbeat::new(
             &ghost,
@@ -271,16 +253,7 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
         due: None,
         ended: None,
     };
-    let record = Record {
-        term: 1,
-        start: None,
-        stance: Stance::Released,
-        attempt: Some(job),
-        next: None,
-        pause: None,
-        to: None,
-        job: None,
-    };
+    let record = Record { attempt: Some(job), ..Record::saying(1, Stance::Released) };
     let mut hb =
         Heartbeat::new(&ghost, 2, BootTime::now(), wall_ms(), Content { record, since_ms: None, deadline_ms: 60_000 });
     hb.at_ms += DAY;

@@ -335,16 +335,7 @@ mod tests {
     #[test]
     fn round_trips_and_recognises_only_its_own_incarnation() {
         let me = Member::this_process("a".into());
-        let record = Record {
-            term: 2,
-            start: Some(5),
-            stance: Stance::Leading { token: 9 },
-            attempt: None,
-            next: None,
-            pause: None,
-            to: None,
-            job: None,
-        };
+        let record = Record { start: Some(5), ..Record::saying(2, Stance::Leading { token: 9 }) };
         let hb = Heartbeat::new(
             &me,
             3,
@@ -367,16 +358,7 @@ mod tests {
         let wave_ms = AT - 5000;
         let job =
             Attempt { wave_ms, wave_token: 2, number: 2, token: 3, code: Some(0), by: None, due: None, ended: None };
-        let record = Record {
-            term: 1,
-            start: None,
-            stance: Stance::Released,
-            attempt: Some(job.clone()),
-            next: None,
-            pause: None,
-            to: None,
-            job: None,
-        };
+        let record = Record { attempt: Some(job.clone()), ..Record::saying(1, Stance::Released) };
         let content = Content { record, since_ms: None, deadline_ms: 1 };
         let hb = Heartbeat::decode(&Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, content).encode()).unwrap();
         let read = hb.as_other(4, std::time::Duration::from_secs(3), AT).attempt.unwrap();
@@ -404,14 +386,10 @@ mod tests {
             ended: Some(ended),
         };
         let record = Record {
-            term: 1,
             start: Some(7),
-            stance: Stance::Leading { token: 7 },
             attempt: Some(job.clone()),
             next: Some(next),
-            pause: None,
-            to: None,
-            job: None,
+            ..Record::saying(1, Stance::Leading { token: 7 })
         };
         let hb =
             Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: None, deadline_ms: 1 });
@@ -432,14 +410,8 @@ mod tests {
         let by = Asker { user: Some("alice".into()), uid: Some(1000), ..Asker::default() };
         let request = Pause { offset: 3, paused: true, stop: true, at_ms: AT - 1, by };
         let record = Record {
-            term: 1,
-            start: None,
-            stance: Stance::Leading { token: 4 },
-            attempt: None,
-            next: None,
             pause: Some(PauseNote { request: request.clone(), running: false }),
-            to: None,
-            job: None,
+            ..Record::saying(1, Stance::Leading { token: 4 })
         };
         let content = Content { record, since_ms: None, deadline_ms: 1 };
         let json = Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, content).encode();
@@ -478,32 +450,14 @@ mod tests {
     #[test]
     fn a_disclaimer_names_whom_it_hands_over_to_and_others_read_it() {
         let me = Member::this_process("a".into());
-        let record = Record {
-            term: 1,
-            start: None,
-            stance: Stance::Released,
-            attempt: None,
-            next: None,
-            pause: None,
-            to: Some("b".into()),
-            job: None,
-        };
+        let record = Record { to: Some("b".into()), ..Record::saying(1, Stance::Released) };
         let hb =
             Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: None, deadline_ms: 1 });
         let bytes = hb.encode();
         let other = Heartbeat::decode(&bytes).unwrap().as_other(3, std::time::Duration::from_secs(3), AT);
         assert_eq!((other.stance, other.to.as_deref()), (Stance::Released, Some("b")));
         // A heartbeat that hands over to nobody says nothing of it.
-        let plain = Record {
-            term: 1,
-            start: None,
-            stance: Stance::Released,
-            attempt: None,
-            next: None,
-            pause: None,
-            to: None,
-            job: None,
-        };
+        let plain = Record::saying(1, Stance::Released);
         let hb = Heartbeat::new(
             &me,
             2,

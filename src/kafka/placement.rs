@@ -27,7 +27,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 use tracing::{info, warn};
 
-use super::heartbeat::{Heartbeat, Member, WireStance};
+use super::heartbeat::{Heartbeat, Member};
 use super::{fatal, topic, Settings};
 use crate::clock::{wall_ms, BootTime};
 use crate::config::creation_error;
@@ -142,20 +142,13 @@ fn claim_record(claim: &Member, job: &str) -> Heartbeat {
         wall_ms(),
         super::heartbeat::Content {
             record: crate::leader::Record {
-                term: 0,
-                start: None,
-                stance: crate::leader::Stance::Released,
-                attempt: None,
-                next: None,
-                pause: None,
-                to: None,
                 job: Some(job.to_owned()),
+                ..crate::leader::Record::saying(0, crate::leader::Stance::Released)
             },
             since_ms: None,
             deadline_ms: 0,
         },
     );
-    record.role = Some(WireStance::Released);
     record.run = None;
     record.claim = true;
     record

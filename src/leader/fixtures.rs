@@ -101,7 +101,7 @@ pub fn spawn(token: i64, lease: BootTime) -> Action {
 /// or contending.
 pub fn says(term: u64, start: Option<i64>, token: Option<i64>) -> Action {
     let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
-    SendHeartbeat(P, Record { term, start, stance, attempt: None, next: None, pause: None, to: None, job: None })
+    SendHeartbeat(P, Record { start, ..Record::saying(term, stance) })
 }
 
 /// What the leader made by `leading` says.

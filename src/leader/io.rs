@@ -204,21 +204,18 @@ pub struct Record {
     pub job: Option<String>,
 }
 
-#[cfg(test)]
 impl Record {
-    /// A candidate's record of `term`, saying nothing else: what the
-    /// adapter's tests encode when only the record's kind matters.
+    /// A record of `term` that says its stance and nothing else: what the
+    /// placement writes as its claim (with the job), and what tests write
+    /// by hand with the one thing they look at.
+    pub fn saying(term: u64, stance: Stance) -> Record {
+        Record { term, start: None, stance, attempt: None, next: None, pause: None, to: None, job: None }
+    }
+
+    /// A candidate's record of `term`, saying nothing else.
+    #[cfg(test)]
     pub fn contending(term: u64) -> Record {
-        Record {
-            term,
-            start: None,
-            stance: Stance::Contending,
-            attempt: None,
-            next: None,
-            pause: None,
-            to: None,
-            job: None,
-        }
+        Record::saying(term, Stance::Contending)
     }
 }
 

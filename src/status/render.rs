@@ -473,16 +473,7 @@ mod tests {
     /// Leader a's record carrying `pause` (its command `running` or not).
     fn leading(pause: Option<Pause>, running: bool, at_ms: u64) -> Vec<u8> {
         let note = pause.map(|request| PauseNote { request, running });
-        let record = Record {
-            term: 1,
-            start: None,
-            stance: Stance::Leading { token: 1 },
-            attempt: None,
-            next: None,
-            pause: note,
-            to: None,
-            job: None,
-        };
+        let record = Record { pause: note, ..Record::saying(1, Stance::Leading { token: 1 }) };
         let content = Content { record, since_ms: Some(at_ms), deadline_ms: 3000 };
         Heartbeat::new(&Member::this_process("a".into()), 1, crate::clock::BootTime::from_nanos(1), at_ms, content)
             .encode()

@@ -176,20 +176,7 @@ pub(super) mod tests {
             1,
             crate::clock::BootTime::from_nanos(1),
             at_ms,
-            Content {
-                record: Record {
-                    term: 1,
-                    start: None,
-                    stance,
-                    attempt: None,
-                    next: None,
-                    pause: None,
-                    to: None,
-                    job: None,
-                },
-                since_ms: Some(at_ms),
-                deadline_ms: 3000,
-            },
+            Content { record: Record::saying(1, stance), since_ms: Some(at_ms), deadline_ms: 3000 },
         );
         hb.at_ms = at_ms;
         hb

@@ -33,19 +33,7 @@ fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: S
 
 /// Our disclaimer, ending term `term`.
 fn gone(term: u64) -> Action {
-    Disclaim(
-        P,
-        Record {
-            term,
-            start: None,
-            stance: Stance::Released,
-            attempt: None,
-            next: None,
-            pause: None,
-            to: None,
-            job: None,
-        },
-    )
+    Disclaim(P, Record::saying(term, Stance::Released))
 }
 
 /// A pause (`paused`) or resume asked at `offset`.

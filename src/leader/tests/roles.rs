@@ -26,7 +26,7 @@ fn leading_both() -> Leader {
 /// contending.
 fn record(term: u64, token: Option<i64>) -> Record {
     let stance = token.map_or(Stance::Contending, |token| Stance::Leading { token });
-    Record { term, start: token, stance, attempt: None, next: None, pause: None, to: None, job: None }
+    Record { start: token, ..Record::saying(term, stance) }
 }
 
 /// Our disclaimer on `partition`, ending term 1.

@@ -26,19 +26,7 @@ fn handing(writer: &str, to: &str, age: u64) -> Input {
 
 /// Our disclaimer handing partition 0 over to `to`, ending term `term`.
 fn gone_to(term: u64, to: &str) -> Action {
-    Disclaim(
-        P,
-        Record {
-            term,
-            start: None,
-            stance: Stance::Released,
-            attempt: None,
-            next: None,
-            pause: None,
-            to: Some(to.into()),
-            job: None,
-        },
-    )
+    Disclaim(P, Record { to: Some(to.into()), ..Record::saying(term, Stance::Released) })
 }
 
 #[test]

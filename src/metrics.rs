@@ -369,7 +369,7 @@ impl Collector for Scrape {
         }
         let by_outcome = OUTCOMES.map(|k| (k, ConstCounter::new(s.runs.of(k))));
         let help = "Runs of the command this member started (of a wave or a schedule), by how they ended.";
-        family(&mut enc, "neli_runs", help, "outcome", by_outcome)?;
+        family(&mut enc, ("neli_runs", None), help, "outcome", by_outcome)?;
         if let Some(ms) = s.last_success_ms {
             let help = "When the newest successful scheduled run this member knows of ended (Unix time).";
             one(&mut enc, "neli_last_success_timestamp", Some(&Unit::Seconds), help, ConstGauge::new(seconds(ms)))?;
@@ -418,7 +418,7 @@ impl Scrape {
         }
         let kinds = ["joined", "candidate", "leader", "fenced", "resumed", "revoked"];
         let by_kind = kinds.map(|k| (k, ConstCounter::new(*s.transitions.get(k).unwrap_or(&0))));
-        family(enc, "neli_transitions", "Changes of role, by the role entered.", "kind", by_kind)?;
+        family(enc, ("neli_transitions", None), "Changes of role, by the role entered.", "kind", by_kind)?;
         let restarts = ConstCounter::new(s.child_restarts);
         one(enc, "neli_child_restarts", None, "Starts of the command within one leadership.", restarts)?;
         one(enc, "neli_child_up", None, "1 while the command runs.", gauge(s.child_up as i64))
@@ -436,12 +436,12 @@ impl Scrape {
             labels.iter().zip(s.roles.values()).map(move |(l, r)| (l.as_str(), ConstGauge::new(f(r))))
         };
         let help = "1 while this member leads the role and runs its command.";
-        role_family(enc, "neli_role_leader", help, per_role(|r| r.leads() as i64))?;
+        family(enc, ("neli_role_leader", None), help, "role", per_role(|r| r.leads() as i64))?;
         let help = "Fencing token of this member's leadership of the role, -1 when it does not lead it.";
-        role_family(enc, "neli_role_fencing_token", help, per_role(|r| r.token.unwrap_or(-1)))?;
+        family(enc, ("neli_role_fencing_token", None), help, "role", per_role(|r| r.token.unwrap_or(-1)))?;
         let restarts = labels.iter().zip(s.roles.values()).map(|(l, r)| (l.as_str(), ConstCounter::new(r.restarts)));
         let help = "Starts of the role's command within one leadership.";
-        role_family(enc, "neli_role_child_restarts", help, restarts)
+        family(enc, ("neli_role_child_restarts", None), help, "role", restarts)
     }
 }
 
@@ -452,7 +452,7 @@ impl Scrape {
         let jobs = &self.snapshot.jobs;
         let help = "1 while this member owns the job's partition and runs the job at its due times.";
         let owned = jobs.iter().map(|(j, s)| (j.as_str(), ConstGauge::new(s.owned as i64)));
-        labelled(enc, "neli_job_owned", None, help, owned)?;
+        family(enc, ("neli_job_owned", None), help, "job", owned)?;
         let mut metric = enc.encode_descriptor(
             "neli_job_runs",
             "Runs of the job this member started, by how they ended.",
@@ -468,38 +468,23 @@ impl Scrape {
         let help = "Exit status of the job's newest run that ended, as this member knows it.";
         let status =
             |(j, s): (&'a String, &'a JobStat)| Some((j.as_str(), ConstGauge::new(i64::from(s.ended.as_ref()?.code?))));
-        labelled(enc, "neli_job_last_exit_status", None, help, jobs.iter().filter_map(status))?;
+        family(enc, ("neli_job_last_exit_status", None), help, "job", jobs.iter().filter_map(status))?;
         let help = "How long the job's newest run that ended took.";
         let took = |(j, s): (&'a String, &'a JobStat)| {
             let a = s.ended.as_ref()?;
             Some((j.as_str(), ConstGauge::new(seconds(a.ended?.saturating_sub(a.wave_ms)))))
         };
-        labelled(enc, "neli_job_last_duration", Some(&Unit::Seconds), help, jobs.iter().filter_map(took))?;
+        family(enc, ("neli_job_last_duration", Some(&Unit::Seconds)), help, "job", jobs.iter().filter_map(took))?;
         let help = "How late the job's newest run started after its due time.";
         let late = |(j, s): (&'a String, &'a JobStat)| {
             let a = s.last.as_ref()?;
             Some((j.as_str(), ConstGauge::new(seconds(a.wave_ms.saturating_sub(a.due?)))))
         };
-        labelled(enc, "neli_job_last_lateness", Some(&Unit::Seconds), help, jobs.iter().filter_map(late))?;
+        family(enc, ("neli_job_last_lateness", Some(&Unit::Seconds)), help, "job", jobs.iter().filter_map(late))?;
         let help = "When the job is next due, while this member owns it (Unix time).";
         let next = jobs.iter().filter_map(|(j, s)| Some((j.as_str(), ConstGauge::new(seconds(s.next_due_ms?)))));
-        labelled(enc, "neli_job_next_run_timestamp", Some(&Unit::Seconds), help, next)
+        family(enc, ("neli_job_next_run_timestamp", Some(&Unit::Seconds)), help, "job", next)
     }
-}
-
-/// A family labelled `job`.
-fn labelled<'a, M: EncodeMetric + TypedMetric>(
-    enc: &mut DescriptorEncoder,
-    name: &str,
-    unit: Option<&Unit>,
-    help: &str,
-    samples: impl IntoIterator<Item = (&'a str, M)>,
-) -> Result<(), std::fmt::Error> {
-    let mut metric = enc.encode_descriptor(name, help, unit, M::TYPE)?;
-    for (job, sample) in samples {
-        sample.encode(metric.encode_family(&[("job", job)])?)?;
-    }
-    Ok(())
 }
 
 fn seconds(ms: u64) -> f64 {
@@ -517,15 +502,16 @@ fn one(
     metric.encode(enc.encode_descriptor(name, help, unit, metric.metric_type())?)
 }
 
-/// A family with one label, `key`, a sample per value.
-fn family<M: EncodeMetric + TypedMetric>(
+/// A family with one label, `key` (an outcome, a role, a job ...), a
+/// sample per value.
+fn family<'a, M: EncodeMetric + TypedMetric>(
     enc: &mut DescriptorEncoder,
-    name: &str,
+    (name, unit): (&str, Option<&Unit>),
     help: &str,
     key: &str,
-    samples: impl IntoIterator<Item = (&'static str, M)>,
+    samples: impl IntoIterator<Item = (&'a str, M)>,
 ) -> Result<(), std::fmt::Error> {
-    let mut metric = enc.encode_descriptor(name, help, None, M::TYPE)?;
+    let mut metric = enc.encode_descriptor(name, help, unit, M::TYPE)?;
     for (value, sample) in samples {
         sample.encode(metric.encode_family(&[(key, value)])?)?;
     }
@@ -539,20 +525,6 @@ fn role_asked(path: &str) -> Result<Option<i32>, String> {
         None => Ok(None),
         Some(role) => role.parse().map(Some).map_err(|_| format!("role={role}: expected a role's number\n")),
     }
-}
-
-/// A family with the label `role`, a sample per role.
-fn role_family<'a, M: EncodeMetric + TypedMetric>(
-    enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    samples: impl IntoIterator<Item = (&'a str, M)>,
-) -> Result<(), std::fmt::Error> {
-    let mut metric = enc.encode_descriptor(name, help, None, M::TYPE)?;
-    for (role, sample) in samples {
-        sample.encode(metric.encode_family(&[("role", role)])?)?;
-    }
-    Ok(())
 }
 
 /// The process's own resources, read from /proc as the official clients

@@ -490,7 +490,11 @@ impl Shell {
             for &seat in self.seats.keys() {
                 let Some(job) = core.job_on(seat) else { continue };
                 let leads = matches!(core.standing(seat), Standing::Leader { .. });
-                let stat = m.jobs.entry(job.to_owned()).or_default();
+                // Named once: this runs at every turn of the loop.
+                if !m.jobs.contains_key(job) {
+                    m.jobs.insert(job.to_owned(), metrics::JobStat::default());
+                }
+                let Some(stat) = m.jobs.get_mut(job) else { continue };
                 stat.owned = leads;
                 stat.next_due_ms = core.next_due(seat).filter(|_| leads);
                 stat.note_run(core.last_run(seat), core.child_alive(seat));

@@ -555,6 +555,61 @@ fn cron_trigger_runs_a_job_now_once_across_the_fleet() {
 }
 
 #[test]
+fn a_failed_run_is_retried_by_the_jobs_next_owner_after_its_delay_and_stops_once_it_succeeds() {
+    // "flaky" (never due by itself: February 29th) fails its first two
+    // attempts; the test kills its first runner once it failed, long
+    // before its retry's delay is over.
+    let fleet = Fleet::new("crontab-retry", &["flaky"], "1s", "0");
+    let runs = fleet.g.dir.path().join("runs").display().to_string();
+    let say = |what: &str| format!("echo \"{what} $NELI_JOB $NELI_DUE $NELI_NAME hello $NELI_ATTEMPT\" >> {runs}");
+    let text = format!(
+        "0 0 29 2 *  flaky[retries=2,retry-delay=8s]  {}; if [ \"$NELI_ATTEMPT\" -ge 3 ]; then {}; else {}; exit 1; fi\n",
+        say("start"),
+        say("end"),
+        say("failed")
+    );
+    std::fs::write(&fleet.file, text).unwrap();
+    let mut members = [fleet.member("one"), fleet.member("two")];
+    let (address, group) = (fleet.g.broker.address.as_str(), fleet.g.name.as_str());
+    let history = || crate::util::run(&["cron", "history", "-b", address, "-g", group, "flaky", "--json"]);
+    let takeover = fleet.g.broker.timing.takeover();
+    crate::util::wait_until(takeover * 2, "the job is placed", || history().0 == 0);
+    let (code, out) = crate::util::run(&["cron", "trigger", "-b", address, "-g", group, "flaky"]);
+    assert_eq!(code, 0, "{out}");
+    let said = |what: &str| fleet.lines().into_iter().filter(|w| w[0] == what).collect::<Vec<_>>();
+    crate::util::wait_until(takeover, "the first attempt fails", || !said("failed").is_empty());
+    let first = said("start").remove(0);
+    let (owner, other) = if first[3] == "one" { (0, "two") } else { (1, "one") };
+    members[owner].signal(nix::sys::signal::Signal::SIGKILL);
+    let _ = members[owner].wait_exit(std::time::Duration::from_secs(10));
+    // The next owner reads the failure and its attempt off the topic.
+    crate::util::wait_until(takeover * 2 + std::time::Duration::from_secs(20), "the third attempt succeeds", || {
+        !said("end").is_empty()
+    });
+    let starts: Vec<(String, String, String)> =
+        said("start").into_iter().map(|w| (w[2].clone(), w[3].clone(), w[5].clone())).collect();
+    let due = &first[2];
+    assert_eq!(
+        starts,
+        [
+            (due.clone(), first[3].clone(), "1".into()),
+            (due.clone(), other.into(), "2".into()),
+            (due.clone(), other.into(), "3".into())
+        ],
+        "the same due time, attempts 1 to 3, the retries by the job's new owner"
+    );
+    fleet.assert_once();
+    // `cron history` shows each attempt as the topic keeps them.
+    let attempts = || {
+        let json: serde_json::Value = serde_json::from_str(&history().1).unwrap();
+        let runs = json["runs"].as_array().cloned().unwrap_or_default();
+        runs.iter().map(|r| (r["attempt"].as_u64().unwrap_or(0), r["status"].as_u64())).collect::<Vec<_>>()
+    };
+    crate::util::wait_until(takeover, "history shows the success", || attempts().last() == Some(&(3, Some(0))));
+    assert_eq!(attempts(), [(1, Some(1)), (2, Some(1)), (3, Some(0))]);
+}
+
+#[test]
 fn a_crontab_member_denied_its_topic_exits_77_naming_the_grants() {
     let name = format!("t-crontab-acl-{}", std::process::id());
     let topic = format!("{name}.neli");

@@ -84,7 +84,9 @@ pub enum Sub {
     ///   @every 90s   ping     curl -fsS https://example.internal/health
     ///
     /// Options: tz=ZONE, missed=skip|latest|all (as --missed),
-    /// starting-deadline=DURATION and max-runtime=DURATION (as the flags).
+    /// starting-deadline=DURATION and max-runtime=DURATION (as the flags),
+    /// retries=N and retry-delay=DURATION (a failed run's retries, the same
+    /// due time with NELI_ATTEMPT one more; 0 and 10s unless given).
     #[command(verbatim_doc_comment)]
     Cron(CronArgs),
 }

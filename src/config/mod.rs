@@ -177,7 +177,7 @@ fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
             d => Some(d),
         },
     };
-    Ok(Some(Schedule { calendar, missed: args.missed.unwrap_or(Missed::Once), starting_deadline }))
+    Ok(Some(Schedule { calendar, missed: args.missed.unwrap_or(Missed::Once), starting_deadline, retry: None }))
 }
 
 /// The timing asked for by flags (`asked`) and by -X heartbeat.interval.ms
@@ -440,6 +440,7 @@ impl Config {
                         calendar: job.calendar.clone(),
                         missed: job.missed,
                         starting_deadline: job.starting_deadline,
+                        retry: job.retry,
                     };
                     let max_runtime = job.max_runtime.or(bound);
                     (p, crate::leader::Job { name: job.name.clone(), schedule, max_runtime })

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::calendar::{Cron, Every, Zone, MAX_EVERY, MIN_EVERY};
-use crate::leader::{Calendar, Missed};
+use crate::leader::{Calendar, Missed, Retry};
 
 pub use check::check_main;
 
@@ -74,6 +74,8 @@ pub struct Job {
     pub starting_deadline: Option<Duration>,
     /// How long one run may take before it is stopped.
     pub max_runtime: Option<Duration>,
+    /// Whether a failed run is run again (`retries=`, `retry-delay=`).
+    pub retry: Option<Retry>,
 }
 
 /// What is wrong with a line, and where (1-based line and column, in
@@ -310,9 +312,21 @@ fn job(line: &str, number: usize, above: &Above) -> LineResult<Job> {
         missed: Missed::Once,
         starting_deadline: None,
         max_runtime: None,
+        retry: None,
     };
+    let mut delay_at = None;
     for (key, value, column) in options {
         option(&mut job, key, value).map_err(|e| (column, e))?;
+        delay_at = delay_at.or((key == "retry-delay").then_some(column));
+    }
+    if job.retry.is_some_and(|r| r.times == 0) {
+        if let Some(column) = delay_at {
+            return Err((
+                column,
+                "retry-delay applies to retries: give retries=N too (0, the default, retries nothing)".into(),
+            ));
+        }
+        job.retry = None;
     }
     Ok(job)
 }
@@ -422,7 +436,20 @@ fn name_and_options<'a>(token: &Token<'a>) -> LineResult<(&'a str, Vec<Setting<'
 }
 
 /// The options a job takes in brackets.
-const OPTIONS: &[&str] = &["tz=ZONE", "missed=skip|latest|all", "starting-deadline=DURATION", "max-runtime=DURATION"];
+const OPTIONS: &[&str] = &[
+    "tz=ZONE",
+    "missed=skip|latest|all",
+    "starting-deadline=DURATION",
+    "max-runtime=DURATION",
+    "retries=N",
+    "retry-delay=DURATION",
+];
+
+/// The most retries a job takes: a run that fails that often wants a look.
+const MAX_RETRIES: u32 = 100;
+
+/// How long a failed run waits for its retry unless `retry-delay=` says.
+const RETRY_DELAY: Duration = Duration::from_secs(10);
 
 /// One option of a job.
 fn option(job: &mut Job, key: &str, value: &str) -> Result<(), String> {
@@ -451,6 +478,23 @@ fn option(job: &mut Job, key: &str, value: &str) -> Result<(), String> {
         }
         "starting-deadline" => job.starting_deadline = Some(positive("starting-deadline")?),
         "max-runtime" => job.max_runtime = Some(positive("max-runtime")?),
+        "retries" => {
+            let times = match value.parse::<u32>() {
+                Ok(n) if n <= MAX_RETRIES => n,
+                _ => return Err(format!("retries={value}: a number of retries, 0 to {MAX_RETRIES}")),
+            };
+            let delay = job.retry.map_or(RETRY_DELAY, |r| r.delay);
+            job.retry = Some(Retry { times, delay });
+        }
+        "retry-delay" => {
+            let delay = match humantime::parse_duration(value) {
+                Ok(d) if d <= crate::calendar::MAX_EVERY => d,
+                Ok(_) => return Err(format!("retry-delay={value}: at most a year")),
+                Err(e) => return Err(format!("retry-delay={value}: {e}; use a number with a unit, e.g. 30s, 10m")),
+            };
+            let times = job.retry.map_or(0, |r| r.times);
+            job.retry = Some(Retry { times, delay });
+        }
         _ => return Err(format!("unknown option '{key}': a job takes {}", OPTIONS.join(", "))),
     }
     Ok(())

@@ -15,7 +15,8 @@ fn one(text: &str) -> Job {
 /// The one problem of a one-line file: "LINE:COLUMN: error: message".
 fn refused(text: &str) -> String {
     let tab = parse(text, UTC);
-    assert!(tab.jobs.is_empty(), "{:?}", tab.jobs);
+    let names: Vec<_> = tab.jobs.iter().map(|j| &j.name).collect();
+    assert!(names.is_empty(), "{text:?} read as jobs {names:?}");
     assert_eq!(tab.problems.len(), 1, "{:?}", tab.problems);
     assert!(tab.has_errors());
     tab.problems[0].to_string()
@@ -96,6 +97,11 @@ fn options_in_brackets_set_a_jobs_policies() {
     assert_eq!(job.starting_deadline, Some(Duration::from_secs(600)));
     assert_eq!(job.max_runtime, Some(Duration::from_secs(3600)));
     assert!(matches!(job.zone, Some(Zone::Named(chrono_tz::America::New_York))));
+    assert_eq!(job.retry, None, "no retry unless asked, as cron");
+    let delay = |s| Duration::from_secs(s);
+    assert_eq!(one("@daily j[retries=2] true").retry, Some(Retry { times: 2, delay: delay(10) }));
+    assert_eq!(one("@daily j[retry-delay=1m,retries=3] true").retry, Some(Retry { times: 3, delay: delay(60) }));
+    assert_eq!(one("@daily j[retries=0] true").retry, None);
     // 02:30 in New York is 07:30 UTC in November.
     assert_eq!(job.calendar.after(ms("2026-11-26T00:00:00Z")), Some(ms("2026-11-26T07:30:00Z")));
     assert_eq!(one("@daily d[missed=skip] true").missed, Missed::Skip);
@@ -124,7 +130,12 @@ fn a_bad_line_names_its_line_and_column() {
         ("@every 500ms j true", "1:8: error: @every 500ms: at least 1s"),
         ("@daily -j true", "1:8: error: '-j' is not a job name"),
         ("@daily j[missed=often] true", "1:10: error: missed=often: use skip, latest"),
-        ("@daily j[missed=all,retries=3] true", "1:21: error: unknown option 'retries'"),
+        ("@daily j[missed=all,retry=3] true", "1:21: error: unknown option 'retry'"),
+        ("@daily j[retries=-1] true", "1:10: error: retries=-1: a number of retries, 0 to 100"),
+        ("@daily j[retries=101] true", "1:10: error: retries=101: a number"),
+        ("@daily j[retry-delay=soon,retries=1] true", "1:10: error: retry-delay=soon: "),
+        ("@daily j[retry-delay=5s] true", "1:10: error: retry-delay applies to retries: give retries=N too"),
+        ("@daily j[retries=0,retry-delay=5s] true", "1:20: error: retry-delay applies to retries"),
         ("@daily j[missed] true", "1:10: error: option 'missed' needs a value"),
         ("@daily j[missed=all true", "1:20: error: options end with ']'"),
         ("@daily j[max-runtime=0s] true", "1:10: error: max-runtime=0s: must be more than 0"),

@@ -60,23 +60,26 @@ pub struct Attempt {
     pub ended: Option<u64>,
 }
 
-/// Whether an attempt (its token, due time and ending) says more than a
-/// `known` one. Records carry attempts forward, so the same one is read
-/// many times, ended or not.
+/// Whether an attempt (its token, due time, number and ending) says more
+/// than a `known` one. Records carry attempts forward, so the same one is
+/// read many times, ended or not.
 /// - A wave's (no due time): the newer attempt (the larger token), or the
 ///   same attempt telling how it ended. A failed run is tried again, so a
 ///   later attempt's word is the one that counts.
 /// - A schedule's: the later due time (one leadership runs due times one
-///   after another under one token); of one due time, a run that ended over
-///   any attempt that did not, since an ending is final and an attempt
-///   begun before it landed (then cut short) must not undo it (found by
-///   neli-soak on tansu); else the newer attempt.
+///   after another under one token); of one due time, a run that succeeded
+///   over any other, since a success is final and an attempt begun before
+///   it landed (then cut short) must not undo it (found by neli-soak on
+///   tansu); else the later attempt (a failure's retry, under the same
+///   token or another, over the failure); of one attempt, its ending; else
+///   the newer token.
 pub fn supersedes<D: Ord>(
-    (token, due, code): (i64, Option<D>, Option<u8>),
-    (known, known_due, known_code): (i64, Option<D>, Option<u8>),
+    (token, due, number, code): (i64, Option<D>, u32, Option<u8>),
+    (known, known_due, known_number, known_code): (i64, Option<D>, u32, Option<u8>),
 ) -> bool {
     if due.is_some() && known_due.is_some() {
-        return (&due, code.is_some(), token) > (&known_due, known_code.is_some(), known);
+        let key = |due, number, code: Option<u8>, token| (due, code == Some(0), number, code.is_some(), token);
+        return key(&due, number, code, token) > key(&known_due, known_number, known_code, known);
     }
     let (new, old) = ((token, due), (known, known_due));
     new > old || (new == old && known_code.is_none() && code.is_some())
@@ -131,7 +134,7 @@ impl Seat {
         if let Some(trigger) = self.triggered() {
             // Due when asked, and run at once (the asker's clock may be
             // ahead of ours).
-            return Some(schedule::Next { due: trigger.at_ms, missed: true, retry: false });
+            return Some(schedule::Next { due: trigger.at_ms, missed: true, retry: false, not_before: None });
         }
         schedule.next(self.attempt.as_ref(), wall(ready), wall(now))
     }
@@ -182,7 +185,9 @@ impl Seat {
     pub(super) fn next_due(&self, v: &View) -> Option<u64> {
         let schedule = v.settings.schedule_of(self.partition)?;
         match (self.plan, self.child, &self.attempt) {
-            (Plan::Start(ready), Child::Idle, _) => self.next_run(v, ready, v.latest).map(|n| n.due),
+            (Plan::Start(ready), Child::Idle, _) => {
+                self.next_run(v, ready, v.latest).map(|n| n.not_before.map_or(n.due, |at| at.max(n.due)))
+            }
             (_, Child::Running, Some(Attempt { due: Some(due), .. })) => schedule.calendar.after(*due),
             _ => None,
         }
@@ -230,7 +235,8 @@ impl Seat {
             return;
         }
         let newer = |known: &Attempt| {
-            supersedes((attempt.token, attempt.due, attempt.code), (known.token, known.due, known.code))
+            let key = |a: &Attempt| (a.token, a.due, a.number, a.code);
+            supersedes(key(&attempt), key(known))
         };
         if self.attempt.as_ref().is_none_or(newer) {
             self.attempt = Some(attempt);

@@ -90,6 +90,9 @@ struct Sim {
     shutting_down: bool,
     /// When our latest scheduled run ended by itself (told to the core).
     ended_at: Option<u64>,
+    /// How our latest scheduled run ended by itself, if it did: its
+    /// status and the wall-clock time.
+    exited: Option<(u8, u64)>,
     /// The due time and attempt of our latest scheduled run.
     last_due: Option<(u64, u32)>,
     /// Scheduled runs started.
@@ -148,6 +151,7 @@ impl Sim {
             calendar: every(rng.u64(50..3000)),
             missed: [Missed::Skip, Missed::Once, Missed::All][rng.usize(..3)],
             starting_deadline: rng.bool().then(|| Duration::from_millis(rng.u64(0..3000))),
+            retry: rng.bool().then(|| Retry { times: rng.u32(0..3), delay: Duration::from_millis(rng.u64(0..2000)) }),
         });
         // A health check, a member of higher priority and a schedule each
         // hold starts back: together they leave too few second runs for the
@@ -182,6 +186,7 @@ impl Sim {
             last_spawn_token: None,
             shutting_down: false,
             ended_at: None,
+            exited: None,
             last_due: None,
             scheduled: 0,
             pause: None,
@@ -210,10 +215,11 @@ impl Sim {
                 child.exits_at = Some(child.exits_at.map_or(now, |t| t.min(now)));
             }
             if child.exits_at.is_some_and(|t| now >= t) {
-                let status =
-                    if child.killed { ChildStatus::Signaled(9) } else { ChildStatus::Exited(self.rng.u8(..2)) };
+                let code = self.rng.u8(..2);
+                let status = if child.killed { ChildStatus::Signaled(9) } else { ChildStatus::Exited(code) };
                 if !child.killed && !child.stopped {
                     self.ended_at = Some(now);
+                    self.exited = Some((code, self.wall0 + now));
                 }
                 self.child = None;
                 return exited(status);
@@ -493,8 +499,8 @@ impl Sim {
                 self.produce(record);
             }
             Action::Spawn { token, lease, attempt, .. } => {
-                if let Some(schedule) = &self.settings.schedule {
-                    self.check_scheduled(schedule.starting_deadline, attempt);
+                if let Some(schedule) = self.settings.schedule.clone() {
+                    self.check_scheduled(&schedule, attempt);
                 }
                 let lease = as_ms(lease);
                 if self.child.is_some() {
@@ -590,8 +596,8 @@ impl Sim {
     /// starting deadline; after our previous run ended by itself, only once
     /// a record of ours sent after that is read back; and due times run in
     /// order (the same one again only as a later attempt, after a cut).
-    fn check_scheduled(&mut self, deadline: Option<Duration>, attempt: Option<Attempt>) {
-        let now = self.now;
+    fn check_scheduled(&mut self, schedule: &Schedule, attempt: Option<Attempt>) {
+        let (now, deadline) = (self.now, schedule.starting_deadline);
         // (Due times are wall-clock ms; the walk's times are boot time.)
         let Some(Attempt { due: Some(due), number, .. }) = attempt else {
             self.fail(&format!("a scheduled spawn without a due time: {attempt:?}"));
@@ -607,7 +613,19 @@ impl Sim {
             if due < last || (due == last && number <= last_attempt) {
                 self.fail(&format!("due time {due} attempt {number} after due time {last} attempt {last_attempt}"));
             }
+            // A run that ended by itself runs again only as a failure's
+            // retry, after its delay.
+            if let Some((code, ended)) = self.exited.take().filter(|_| due == last) {
+                match schedule.retry.filter(|r| code != 0 && last_attempt <= r.times) {
+                    None => self.fail(&format!("due time {due} ran again after attempt {last_attempt} exited {code}")),
+                    Some(r) if now < ended + r.delay.as_millis() as u64 => {
+                        self.fail(&format!("due time {due} retried at {now}, before {ended} + {:?}", r.delay))
+                    }
+                    Some(_) => {}
+                }
+            }
         }
+        self.exited = None;
         self.last_due = Some((due, number));
         self.scheduled += 1;
     }

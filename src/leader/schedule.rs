@@ -49,6 +49,19 @@ pub struct Schedule {
     /// A due run that cannot start within this long of its due time is
     /// skipped (Kubernetes' startingDeadlineSeconds); None: never.
     pub starting_deadline: Option<Duration>,
+    /// Whether a run that failed is run again; None: never (as cron).
+    pub retry: Option<Retry>,
+}
+
+/// A run that failed (exited non-zero) is run again, its due time and one
+/// attempt more, after `delay`, while it has had at most `times` attempts
+/// (a crash's rerun counts as one) and its next due time has not come nor
+/// its starting deadline passed: a later due time supersedes it. A retry is
+/// read off the records like any run, so the job's next owner makes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retry {
+    pub times: u32,
+    pub delay: Duration,
 }
 
 /// The run to start next.
@@ -58,8 +71,10 @@ pub struct Next {
     pub due: u64,
     /// It was missed: it may start at once, not at its due time.
     pub missed: bool,
-    /// It runs again the newest run, which was cut short.
+    /// It runs again the newest run, which was cut short or failed.
     pub retry: bool,
+    /// Not before this (wall-clock ms): a retry's delay after the failure.
+    pub not_before: Option<u64>,
 }
 
 impl Schedule {
@@ -69,11 +84,14 @@ impl Schedule {
     /// group, or one whose records all expired) nothing counts as missed.
     /// (`ready` and `now` in wall-clock ms.)
     pub fn next(&self, last: Option<&Attempt>, ready: u64, now: u64) -> Option<Next> {
-        // The newest due time run, and whether its run was cut short.
-        let last = last.and_then(|attempt| Some((attempt.due?, attempt.code.is_none())));
-        let deadline = self.starting_deadline.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let deadline = self.starting_deadline.map(millis);
         // A due time that passed more than the deadline ago is skipped.
         let fits = |due: u64| deadline.is_none_or(|d| now <= due.saturating_add(d));
+        if let Some(retry) = last.and_then(|last| self.retry_of(last, now)).filter(|r| fits(r.due)) {
+            return Some(retry);
+        }
+        // The newest due time run, and whether its run was cut short.
+        let last = last.and_then(|attempt| Some((attempt.due?, attempt.code.is_none())));
         let earliest = deadline.map(|d| now.saturating_sub(d));
         let missed = last.and_then(|(done, cut)| {
             let pick = match self.missed {
@@ -92,7 +110,7 @@ impl Schedule {
             pick.filter(|&d| d <= ready && fits(d)).map(|due| (due, cut && due == done))
         });
         if let Some((due, retry)) = missed {
-            return Some(Next { due, missed: true, retry });
+            return Some(Next { due, missed: true, retry, not_before: None });
         }
         // On time: the first due time from `ready` on, after the last run.
         let mut due = match last {
@@ -102,12 +120,28 @@ impl Schedule {
         if let Some(earliest) = earliest {
             due = due.max(self.at_or_after(earliest)?);
         }
-        Some(Next { due, missed: false, retry: false })
+        Some(Next { due, missed: false, retry: false, not_before: None })
+    }
+
+    /// The retry of `last`, if it failed and may be run again at `now`.
+    fn retry_of(&self, last: &Attempt, now: u64) -> Option<Next> {
+        let (retry, due) = (self.retry?, last.due?);
+        let failed = last.code.is_some_and(|code| code != 0);
+        let superseded = self.calendar.after(due).is_some_and(|next| next <= now);
+        if !failed || last.number > retry.times || superseded {
+            return None;
+        }
+        let not_before = last.ended.map(|ended| ended.saturating_add(millis(retry.delay)));
+        Some(Next { due, missed: true, retry: true, not_before })
     }
 
     fn at_or_after(&self, ms: u64) -> Option<u64> {
         self.calendar.after(ms.checked_sub(1)?)
     }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -120,7 +154,7 @@ mod tests {
     }
 
     fn every_10s(missed: Missed, deadline: Option<u64>) -> Schedule {
-        Schedule { calendar: every(10_000), missed, starting_deadline: deadline.map(Duration::from_secs) }
+        Schedule { calendar: every(10_000), missed, starting_deadline: deadline.map(Duration::from_secs), retry: None }
     }
 
     /// The run of due time `due` (seconds), ended with `code` or cut short.
@@ -199,6 +233,32 @@ mod tests {
         // The deadline is counted when asked, not when ready.
         assert_eq!(next(&every_10s(Missed::Once, Some(6)), last(), 55, 56), Some((50, 55, false)));
         assert_eq!(next(&every_10s(Missed::Once, Some(6)), last(), 55, 57), Some((60, 60, false)));
+    }
+
+    #[test]
+    fn a_failed_run_is_run_again_after_the_delay_while_it_has_retries_and_its_next_due_time_has_not_come() {
+        let retry = Some(Retry { times: 2, delay: Duration::from_secs(3) });
+        let sched = Schedule { retry, ..every_10s(Missed::Skip, None) };
+        // The run of 20, attempt `number`, ended at 21 with `code`.
+        let ended = |number, code| Attempt { number, ended: Some(s(21)), ..ran(20, Some(code)) };
+        let retry_at = |n: Option<Next>| n.map(|n| (n.due / 1000, n.not_before.map(|t| t / 1000), n.retry));
+        assert_eq!(retry_at(sched.next(Some(&ended(1, 1)), s(21), s(21))), Some((20, Some(24), true)));
+        assert_eq!(
+            retry_at(sched.next(Some(&ended(2, 3)), s(22), s(29))),
+            Some((20, Some(24), true)),
+            "attempt 3 of 3"
+        );
+        // Not after a success, nor a third failure, nor once 30 has come.
+        assert_eq!(retry_at(sched.next(Some(&ended(1, 0)), s(21), s(21))), Some((30, None, false)));
+        assert_eq!(retry_at(sched.next(Some(&ended(3, 1)), s(21), s(21))), Some((30, None, false)));
+        assert_eq!(retry_at(sched.next(Some(&ended(1, 1)), s(21), s(30))), Some((30, None, false)));
+        // Nor past the starting deadline (asked at 23, the deadline 22).
+        let sched = Schedule { starting_deadline: Some(Duration::from_secs(2)), ..sched };
+        assert_eq!(retry_at(sched.next(Some(&ended(1, 1)), s(21), s(22))), Some((20, Some(24), true)));
+        assert_eq!(retry_at(sched.next(Some(&ended(1, 1)), s(21), s(23))), Some((30, None, false)));
+        // Without retries, a failure is not run again.
+        let sched = every_10s(Missed::All, None);
+        assert_eq!(retry_at(sched.next(Some(&ended(1, 1)), s(21), s(21))), Some((30, None, false)));
     }
 
     #[test]

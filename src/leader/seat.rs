@@ -508,11 +508,8 @@ impl Seat {
             Some(_) if self.run_ended.is_some_and(|ended| fresh.sent <= ended) => return None,
             Some(_) => {
                 let next = self.next_run(v, ready, v.latest)?;
-                if next.missed {
-                    ready
-                } else {
-                    v.anchor.boot_at(next.due)
-                }
+                let at = if next.missed { ready } else { v.anchor.boot_at(next.due) };
+                next.not_before.map_or(at, |wall| at.max(v.anchor.boot_at(wall)))
             }
         };
         let at = self.held_until(v, start).map_or(due, |quiet| quiet.max(due));

@@ -94,15 +94,17 @@ impl View {
         self.next_ms = hb.next_ms.or(self.next_ms);
         if let Some(job) = hb.job.take() {
             let newer = |known: &WireJob| {
-                crate::leader::supersedes((job.token, job.due_ms, job.code), (known.token, known.due_ms, known.code))
+                let key = |j: &WireJob| (j.token, j.due_ms, j.attempt, j.code);
+                crate::leader::supersedes(key(&job), key(known))
             };
             if job.due_ms.is_some() {
-                match self.runs.iter_mut().find(|r| (r.token, r.due_ms) == (job.token, job.due_ms)) {
+                let run = |r: &WireJob| (r.token, r.due_ms, r.attempt);
+                match self.runs.iter_mut().find(|r| run(r) == run(&job)) {
                     Some(known) if newer(known) => *known = job.clone(),
                     Some(_) => {}
                     None => {
                         self.runs.push(job.clone());
-                        self.runs.sort_by_key(|r| (r.due_ms, r.token));
+                        self.runs.sort_by_key(|r| (r.due_ms, r.attempt, r.token));
                         if self.runs.len() > RUNS {
                             self.runs.remove(0);
                         }

@@ -257,7 +257,7 @@ fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
 fn scheduled(period_ms: u64) -> Settings {
     let calendar = every(period_ms);
     Settings {
-        schedule: Some(Schedule { calendar, missed: Missed::Once, starting_deadline: None }),
+        schedule: Some(Schedule { calendar, missed: Missed::Once, starting_deadline: None, retry: None }),
         ..settings(Restart::Never)
     }
 }
@@ -333,6 +333,31 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
     let next = spawns(&more);
     assert_eq!(next.first().map(|(_, j)| j.due), Some(Some(first_due + 2000)), "{next:?}");
     assert!(wall(next[0].0) < first_due + 2050, "on time: {next:?}");
+}
+
+#[test]
+fn a_failed_run_is_retried_after_its_delay_as_the_next_attempt_and_no_more_than_asked() {
+    let retry = Some(Retry { times: 1, delay: Duration::from_secs(1) });
+    let settings = scheduled(10_000);
+    let schedule = settings.schedule.clone().map(|s| Schedule { retry, ..s });
+    let mut l = Leader::new(Settings { schedule, ..settings }, started(0));
+    l.step(assigned(), ms(1000));
+    let (actions, offset) = live(&mut l, 1000, 12_000, 6);
+    let (at, first) = spawns(&actions)[0].clone();
+    l.step(exited(ChildStatus::Exited(3)), ms(at + 300));
+    assert_eq!(l.next_due(P), Some(wall(at + 1300)), "the retry is what comes next");
+    let (actions, offset) = live(&mut l, at + 300, at + 3000, offset + 100);
+    let retries = spawns(&actions);
+    let [(retried_at, retry)] = &retries[..] else { panic!("one retry: {retries:?}") };
+    assert_eq!((retry.due, retry.number), (first.due, 2), "the same due time, attempt 2");
+    assert!(*retried_at >= at + 1300 && *retried_at < at + 1400, "after the delay: {retries:?}");
+    // It fails again: one retry was asked for, so the next due time is next.
+    l.step(exited(ChildStatus::Exited(3)), ms(retried_at + 100));
+    let next_due = first.due.unwrap() + 10_000;
+    assert_eq!(l.next_due(P), Some(next_due));
+    let (actions, _) = live(&mut l, retried_at + 100, at + 10_100, offset + 100);
+    let next = spawns(&actions);
+    assert_eq!(next.iter().map(|(_, j)| (j.due, j.number)).collect::<Vec<_>>(), [(Some(next_due), 1)]);
 }
 
 #[test]
@@ -413,21 +438,28 @@ fn which_run_says_more() {
     let (d, later) = (Some(60_000u64), Some(120_000u64));
     // The same run read again says nothing new (our own copy, naming no
     // runner, stays ours, whatever copy another member carries).
-    assert!(!supersedes((3, d, Some(0)), (3, d, Some(0))));
-    assert!(!supersedes((3, d, None), (3, d, None)));
+    assert!(!supersedes((3, d, 1, Some(0)), (3, d, 1, Some(0))));
+    assert!(!supersedes((3, d, 1, None), (3, d, 1, None)));
     // Its ending does, and a later due time does, whatever the tokens.
-    assert!(supersedes((3, d, Some(0)), (3, d, None)));
-    assert!(supersedes((3, later, None), (4, d, Some(0))));
-    // An ending is final for its due time; of two attempts, the newer.
-    assert!(!supersedes((5, d, None), (3, d, Some(0))));
-    assert!(supersedes((5, d, None), (3, d, None)));
+    assert!(supersedes((3, d, 1, Some(0)), (3, d, 1, None)));
+    assert!(supersedes((3, later, 1, None), (4, d, 2, Some(0))));
+    // A success is final for its due time, even over a later attempt
+    // begun before it landed; of two attempts, the later, then the newer.
+    assert!(!supersedes((5, d, 2, None), (3, d, 1, Some(0))));
+    assert!(!supersedes((5, d, 2, Some(1)), (3, d, 1, Some(0))));
+    assert!(supersedes((5, d, 1, None), (3, d, 1, None)));
+    // A failure's retry (under one token, or the next owner's) over it,
+    // and a late copy of an earlier attempt never over a later one.
+    assert!(supersedes((3, d, 2, None), (3, d, 1, Some(1))));
+    assert!(supersedes((5, d, 3, None), (3, d, 2, Some(1))));
+    assert!(!supersedes((2, d, 1, Some(1)), (5, d, 3, None)));
     // A wave's run and a schedule's (members started with other flags):
     // the newer token, as for waves.
-    assert!(!supersedes((5, d, Some(0)), (9, None, Some(0))));
-    assert!(supersedes((9, None, None), (5, d, Some(0))));
+    assert!(!supersedes((5, d, 1, Some(0)), (9, None, 1, Some(0))));
+    assert!(supersedes((9, None, 1, None), (5, d, 1, Some(0))));
     // Waves: the newer attempt, even over a success (a failure is retried).
-    assert!(supersedes((4, None::<u64>, None), (3, None, Some(1))));
-    assert!(!supersedes((3, None::<u64>, None), (3, None, Some(0))));
+    assert!(supersedes((4, None::<u64>, 2, None), (3, None, 1, Some(1))));
+    assert!(!supersedes((3, None::<u64>, 1, None), (3, None, 1, Some(0))));
 }
 
 #[test]
@@ -505,7 +537,7 @@ fn due_times_a_forward_step_passes_over_are_missed_and_follow_missed() {
     // forward: 4000 and 6000 passed while we were ready to run them.
     let run = |missed| {
         let settings = Settings {
-            schedule: Some(Schedule { calendar: every(2000), missed, starting_deadline: None }),
+            schedule: Some(Schedule { calendar: every(2000), missed, starting_deadline: None, retry: None }),
             ..settings(Restart::Never)
         };
         let mut l = Leader::new(settings, started(0));

@@ -150,6 +150,10 @@ pub struct ScheduleCheck {
     pub at_least_once: usize,
     /// Starts of a later attempt (a run cut short, run again).
     pub retried: usize,
+    /// A flaky job's (`--crontab`) first attempts that failed on purpose,
+    /// and the starts that retried one (by `retries=`).
+    pub failed: usize,
+    pub retries: usize,
     /// Due times whose ending a member logged as on the topic.
     pub recorded: usize,
     /// The latest first start after its due time, and that due time.
@@ -169,7 +173,7 @@ fn check_schedule(dir: &std::path::Path, every: Duration) -> ScheduleCheck {
             started.extend(field("due_ms="));
             continue;
         }
-        if let Some(ending) = Ending::parse(&line) {
+        if let Some(ending) = Ending::parse(&line).filter(|e| e.code != Some(FAILED)) {
             ending.note(&mut recorded);
         }
     }
@@ -204,26 +208,45 @@ fn rfc_ms(rfc: &str) -> Option<u64> {
     humantime::parse_rfc3339(rfc).ok().map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64)
 }
 
+/// The status a flaky job's first attempt fails with (`SCHEDULED` in
+/// `roles`): a failure retried, not an ending.
+pub const FAILED: u64 = 200;
+
 /// What a command wrote of its runs ("start DUE ATTEMPT TOKEN MS [NAME]",
-/// "end DUE TOKEN [NAME]"): by due time, each start's (token, wall ms,
-/// attempt, member), how many runs ended, and which: (due, token, member).
+/// "end DUE TOKEN [NAME]", a flaky job's "fail DUE ATTEMPT ..."): by due
+/// time, each start's (token, wall ms, attempt, member), how many runs
+/// ended, and which: (due, token, member); the failures: (due, attempt).
+/// A start's attempt counts the failures before it out: the retry of a
+/// failure is a first try as far as cuts go.
 struct Runs {
     starts: BTreeMap<u64, Vec<(i64, u64, u32, String)>>,
     ends: BTreeMap<u64, usize>,
     ended: BTreeSet<(u64, i64, String)>,
+    failed: BTreeSet<(u64, u32)>,
+    /// Starts that retried a failure.
+    retries: usize,
 }
 
 fn read_runs(path: &std::path::Path) -> Runs {
-    let mut runs = Runs { starts: BTreeMap::new(), ends: BTreeMap::new(), ended: BTreeSet::new() };
+    let mut runs = Runs {
+        starts: BTreeMap::new(),
+        ends: BTreeMap::new(),
+        ended: BTreeSet::new(),
+        failed: BTreeSet::new(),
+        retries: 0,
+    };
     for line in read_lines(path) {
         let w: Vec<&str> = line.split(' ').collect();
+        let attempt = || w.get(2).and_then(|a| a.parse::<u32>().ok()).unwrap_or(0);
         match (w.first(), w.get(1).and_then(|d| rfc_ms(d))) {
+            (Some(&"fail"), Some(due)) => drop(runs.failed.insert((due, attempt()))),
             (Some(&"start"), Some(due)) => {
                 let token = w.get(3).and_then(|t| t.parse().ok()).unwrap_or(-1);
                 let ms = w.get(4).and_then(|t| t.parse().ok()).unwrap_or(0);
-                let attempt = w.get(2).and_then(|a| a.parse().ok()).unwrap_or(0);
+                let failures = runs.failed.range((due, 0)..(due, attempt())).count() as u32;
+                runs.retries += usize::from(failures > 0 && runs.failed.contains(&(due, attempt() - 1)));
                 let name = w.get(5).map(|n| n.to_string()).unwrap_or_default();
-                runs.starts.entry(due).or_default().push((token, ms, attempt, name));
+                runs.starts.entry(due).or_default().push((token, ms, attempt() - failures, name));
             }
             (Some(&"end"), Some(due)) => {
                 *runs.ends.entry(due).or_default() += 1;
@@ -306,6 +329,7 @@ fn judge_runs(
         check.skipped = (first..=last).step_by(period as usize).filter(|d| !run(d)).map(name).collect();
     }
     check.retried = starts.values().flatten().filter(|s| s.2 > 1).count();
+    (check.failed, check.retries) = (runs.failed.len(), runs.retries);
     check.recorded = recorded.len();
     check.latest = starts
         .iter()
@@ -360,7 +384,7 @@ pub fn check_roles_schedule(dir: &std::path::Path, roles: usize, every: Duration
             if let (Some(role), Some(due)) = (role.filter(|r| *r < roles), due) {
                 started[role].insert(due);
             }
-        } else if let Some(ending) = Ending::parse(&line) {
+        } else if let Some(ending) = Ending::parse(&line).filter(|e| e.code != Some(FAILED)) {
             endings.push((member, ending));
         }
     }

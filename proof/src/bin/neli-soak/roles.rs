@@ -89,7 +89,10 @@ pub const KINDS: [&str; 4] = ["plain", "children", "daemons", "ignores TERM"];
 /// its end, "end DUE TOKEN NAME", then exits with `judge::role_code`: the
 /// member's line saying a run's ending is on the topic names no role, and
 /// its status tells which.
-const SCHEDULED: &str = r#"echo "start $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN $(date +%s%3N) $NELI_NAME" >> "$0/runs"
+const SCHEDULED: &str = r#"if [ "$NELI_FLAKY" = 1 ] && [ "$NELI_ATTEMPT" = 1 ]; then
+  echo "fail $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN $(date +%s%3N) $NELI_NAME" >> "$0/runs"; exit 200
+fi
+echo "start $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN $(date +%s%3N) $NELI_NAME" >> "$0/runs"
 case $((NELI_ROLE % 4)) in
   1) sleep "$RUN" & sleep "$RUN" & wait ;;
   2) (setsid sh -c 'trap "" TERM; exec sleep 100000' &); setsid sleep 100000 & sleep "$RUN" ;;
@@ -103,6 +106,9 @@ exit $((NELI_ROLE % 128))"#;
 /// run on its schedule (`@every`, `missed=all`), told NELI_ROLE by the
 /// line above it. Names sort as their roles do, so that members placing
 /// them on a new topic put job jNN on partition NN, as the judge reads.
+/// Odd jobs are flaky (`NELI_FLAKY=1`): each due time's first attempt
+/// fails at once (`judge::FAILED`), and the job's `retries=1` runs it again
+/// a quarter period later.
 fn write_crontab(dir: &std::path::Path, roles: usize, schedule: Option<(Duration, Duration)>) -> std::path::PathBuf {
     let (_, every) = schedule.expect("--crontab requires --schedule");
     let script = dir.join("scheduled.sh");
@@ -112,8 +118,11 @@ fn write_crontab(dir: &std::path::Path, roles: usize, schedule: Option<(Duration
     let mut text = String::from("# neli-soak --crontab: one job per role\n");
     for j in 0..roles {
         let work = dir.join("roles").join(j.to_string());
+        let flaky = j % 2;
+        let retries =
+            if flaky == 1 { format!(",retries=1,retry-delay={}ms", every.as_millis() / 4) } else { "".into() };
         text += &format!(
-            "NELI_ROLE={j}\n@every {}ms  j{j:0width$}[missed=all]  {} {} sh -c '. {}' {}\n",
+            "NELI_ROLE={j}\nNELI_FLAKY={flaky}\n@every {}ms  j{j:0width$}[missed=all{retries}]  {} {} sh -c '. {}' {}\n",
             every.as_millis(),
             guard.display(),
             work.display(),

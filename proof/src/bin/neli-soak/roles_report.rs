@@ -197,10 +197,12 @@ fn schedule(s: &RolesSchedule) {
     let sum = |f: fn(&ScheduleCheck) -> usize| s.roles.iter().map(f).sum::<usize>();
     println!(
         "scheduled due times over every role: started {}, ran to their end {}, started again as a later attempt \
-         (cut short) {}",
+         (cut short) {}; flaky jobs' failures {}, retried {}",
         sum(|r| r.started),
         sum(|r| r.ended),
-        sum(|r| r.retried)
+        sum(|r| r.retried),
+        sum(|r| r.failed),
+        sum(|r| r.retries)
     );
     println!(
         "reruns after a recorded ending: {} (due times whose ending was recorded: {}, {} of them known only by \

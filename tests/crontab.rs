@@ -610,6 +610,70 @@ fn a_failed_run_is_retried_by_the_jobs_next_owner_after_its_delay_and_stops_once
 }
 
 #[test]
+fn overlap_skip_queue_and_replace_decide_what_a_due_time_that_comes_during_a_run_does() {
+    // Runs longer than their period: "replace" (every 3 s, never ends by
+    // itself), "skip" and "queue" (every 1 s, 1.5 s each). Each run writes
+    // its due time and the wall ms of its start, end or stop.
+    let fleet = Fleet::new("crontab-overlap", &[], "1s", "0");
+    let dir = fleet.g.dir.path().join("runs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = |job: &str, when: &str, overlap: &str, work: &str| {
+        let out = dir.join(job).display().to_string();
+        let due = "$(date -d \"$NELI_DUE\" +%s%3N)";
+        format!(
+            "{when}  {job}[overlap={overlap}]  trap 'echo \"stop {due} $(date +%s%3N)\" >> {out}; exit 143' TERM; \
+             echo \"start {due} $(date +%s%3N)\" >> {out}; {work}; echo \"end {due} $(date +%s%3N)\" >> {out}\n"
+        )
+    };
+    let text = line("r", "@every 3s", "replace", "sleep 100 & wait")
+        + &line("s", "@every 1s", "skip", "sleep 1.5")
+        + &line("q", "@every 1s", "queue", "sleep 1.5");
+    std::fs::write(&fleet.file, text).unwrap();
+    let member = fleet.member("one");
+    // Each job's lines: (what, due ms, at ms).
+    let lines = |job: &str| -> Vec<(String, u64, u64)> {
+        neli_proof::detector::read_lines(&dir.join(job))
+            .iter()
+            .map(|l| {
+                let w: Vec<&str> = l.split(' ').collect();
+                (w[0].to_string(), w[1].parse().unwrap(), w[2].parse().unwrap())
+            })
+            .collect()
+    };
+    let starts = |job: &str| lines(job).into_iter().filter(|l| l.0 == "start").collect::<Vec<_>>();
+    let takeover = fleet.g.broker.timing.takeover();
+    crate::util::wait_until(takeover * 2 + std::time::Duration::from_secs(20), "four runs of each job", || {
+        ["r", "s", "q"].iter().all(|job| starts(job).len() >= 4)
+    });
+    drop(member);
+    for job in ["r", "s", "q"] {
+        let lines = lines(job);
+        let dues: Vec<u64> = starts(job).iter().map(|l| l.1).collect();
+        assert!(dues.windows(2).all(|w| w[0] < w[1]), "{job}: each due time once, in order: {lines:?}");
+        // Each run's ending (its end or stop line) before the next start.
+        let mut queued = 0;
+        for pair in starts(job).windows(2) {
+            let ended = lines.iter().find(|l| l.0 != "start" && l.1 == pair[0].1).expect("the run ended");
+            assert!(ended.2 <= pair[1].2, "{job}: one run at a time: {lines:?}");
+            let (next_due, ended_at) = (pair[1].1, ended.2);
+            match job {
+                // Stopped once its next due time came, which then ran.
+                "r" => assert!(ended.0 == "stop" && ended_at >= next_due && next_due > pair[0].1, "{lines:?}"),
+                // No due time that came during a run.
+                "s" => assert!(next_due > ended_at, "skip: {lines:?}"),
+                // The latest that came during the run (none older), run
+                // after it (its end line is written just before it exits).
+                _ => {
+                    assert!(next_due + 1000 > ended_at, "queue: {lines:?}");
+                    queued += usize::from(next_due < ended_at);
+                }
+            }
+        }
+        assert!(job != "q" || queued > 0, "queue runs a due time that came during a run: {lines:?}");
+    }
+}
+
+#[test]
 fn a_crontab_member_denied_its_topic_exits_77_naming_the_grants() {
     let name = format!("t-crontab-acl-{}", std::process::id());
     let topic = format!("{name}.neli");

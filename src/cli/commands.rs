@@ -85,6 +85,8 @@ pub enum Sub {
     ///
     /// Options: tz=ZONE, missed=skip|latest|all (as --missed),
     /// starting-deadline=DURATION and max-runtime=DURATION (as the flags),
+    /// overlap=skip|queue|replace (a due time that comes while the run goes
+    /// on: dropped, run after it, or run in its place; without it, missed),
     /// retries=N and retry-delay=DURATION (a failed run's retries, the same
     /// due time with NELI_ATTEMPT one more; 0 and 10s unless given).
     #[command(verbatim_doc_comment)]

@@ -177,7 +177,13 @@ fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
             d => Some(d),
         },
     };
-    Ok(Some(Schedule { calendar, missed: args.missed.unwrap_or(Missed::Once), starting_deadline, retry: None }))
+    Ok(Some(Schedule {
+        calendar,
+        missed: args.missed.unwrap_or(Missed::Once),
+        starting_deadline,
+        retry: None,
+        overlap: None,
+    }))
 }
 
 /// The timing asked for by flags (`asked`) and by -X heartbeat.interval.ms
@@ -441,6 +447,7 @@ impl Config {
                         missed: job.missed,
                         starting_deadline: job.starting_deadline,
                         retry: job.retry,
+                        overlap: job.overlap,
                     };
                     let max_runtime = job.max_runtime.or(bound);
                     (p, crate::leader::Job { name: job.name.clone(), schedule, max_runtime })

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::calendar::{Cron, Every, Zone, MAX_EVERY, MIN_EVERY};
-use crate::leader::{Calendar, Missed, Retry};
+use crate::leader::{Calendar, Missed, Overlap, Retry};
 
 pub use check::check_main;
 
@@ -76,6 +76,8 @@ pub struct Job {
     pub max_runtime: Option<Duration>,
     /// Whether a failed run is run again (`retries=`, `retry-delay=`).
     pub retry: Option<Retry>,
+    /// What a due time that comes while a run goes on does (`overlap=`).
+    pub overlap: Option<Overlap>,
 }
 
 /// What is wrong with a line, and where (1-based line and column, in
@@ -313,6 +315,7 @@ fn job(line: &str, number: usize, above: &Above) -> LineResult<Job> {
         starting_deadline: None,
         max_runtime: None,
         retry: None,
+        overlap: None,
     };
     let mut delay_at = None;
     for (key, value, column) in options {
@@ -441,6 +444,7 @@ const OPTIONS: &[&str] = &[
     "missed=skip|latest|all",
     "starting-deadline=DURATION",
     "max-runtime=DURATION",
+    "overlap=skip|queue|replace",
     "retries=N",
     "retry-delay=DURATION",
 ];
@@ -478,6 +482,19 @@ fn option(job: &mut Job, key: &str, value: &str) -> Result<(), String> {
         }
         "starting-deadline" => job.starting_deadline = Some(positive("starting-deadline")?),
         "max-runtime" => job.max_runtime = Some(positive("max-runtime")?),
+        "overlap" => {
+            job.overlap = Some(match value {
+                "skip" => Overlap::Skip,
+                "queue" => Overlap::Queue,
+                "replace" => Overlap::Replace,
+                "allow" => {
+                    return Err("overlap=allow is not offered: a job runs once at a time across the fleet, \
+                                that is neli-run's promise; use skip, queue or replace"
+                        .into())
+                }
+                _ => return Err(format!("overlap={value}: use skip, queue or replace")),
+            })
+        }
         "retries" => {
             let times = match value.parse::<u32>() {
                 Ok(n) if n <= MAX_RETRIES => n,

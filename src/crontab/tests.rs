@@ -102,6 +102,8 @@ fn options_in_brackets_set_a_jobs_policies() {
     assert_eq!(one("@daily j[retries=2] true").retry, Some(Retry { times: 2, delay: delay(10) }));
     assert_eq!(one("@daily j[retry-delay=1m,retries=3] true").retry, Some(Retry { times: 3, delay: delay(60) }));
     assert_eq!(one("@daily j[retries=0] true").retry, None);
+    assert_eq!(job.overlap, None, "due times during a run are missed unless overlap= says");
+    assert_eq!(one("@daily j[overlap=replace] true").overlap, Some(Overlap::Replace));
     // 02:30 in New York is 07:30 UTC in November.
     assert_eq!(job.calendar.after(ms("2026-11-26T00:00:00Z")), Some(ms("2026-11-26T07:30:00Z")));
     assert_eq!(one("@daily d[missed=skip] true").missed, Missed::Skip);
@@ -131,6 +133,8 @@ fn a_bad_line_names_its_line_and_column() {
         ("@daily -j true", "1:8: error: '-j' is not a job name"),
         ("@daily j[missed=often] true", "1:10: error: missed=often: use skip, latest"),
         ("@daily j[missed=all,retry=3] true", "1:21: error: unknown option 'retry'"),
+        ("@daily j[overlap=allow] true", "1:10: error: overlap=allow is not offered: a job runs once at a time"),
+        ("@daily j[overlap=forbid] true", "1:10: error: overlap=forbid: use skip, queue or replace"),
         ("@daily j[retries=-1] true", "1:10: error: retries=-1: a number of retries, 0 to 100"),
         ("@daily j[retries=101] true", "1:10: error: retries=101: a number"),
         ("@daily j[retry-delay=soon,retries=1] true", "1:10: error: retry-delay=soon: "),

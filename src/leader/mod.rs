@@ -86,7 +86,7 @@ pub use io::{
     Signal, Stance, Trigger, CONTROL_PARTITION, MAX_ROLES,
 };
 use leaving::Leave;
-pub use schedule::{Calendar, Missed, Retry, Schedule};
+pub use schedule::{Calendar, Missed, Overlap, Retry, Schedule};
 use seat::{Child, Ctx, Plan, Seat, View};
 use standbys::Standbys;
 

@@ -51,6 +51,22 @@ pub struct Schedule {
     pub starting_deadline: Option<Duration>,
     /// Whether a run that failed is run again; None: never (as cron).
     pub retry: Option<Retry>,
+    /// What due times that come while a run goes on do; None: they are
+    /// missed, as when nobody ran them, and follow `missed`.
+    pub overlap: Option<Overlap>,
+}
+
+/// What a due time that comes while the previous run goes on does (a
+/// job's runs never overlap: one run at a time is the promise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overlap {
+    /// Nothing: it is skipped (Kubernetes' Forbid).
+    Skip,
+    /// It waits: the latest of them runs once the run ends.
+    Queue,
+    /// The run is stopped, as `--max-runtime` stops one, and the due time
+    /// runs (Kubernetes' Replace).
+    Replace,
 }
 
 /// A run that failed (exited non-zero) is run again, its due time and one
@@ -90,8 +106,17 @@ impl Schedule {
         if let Some(retry) = last.and_then(|last| self.retry_of(last, now)).filter(|r| fits(r.due)) {
             return Some(retry);
         }
-        // The newest due time run, and whether its run was cut short.
-        let last = last.and_then(|attempt| Some((attempt.due?, attempt.code.is_none())));
+        // Due times that came while the last run went on, by `overlap`: the
+        // latest of them queued, or all skipped (as if run).
+        let during = last.and_then(|last| self.during(last));
+        if let (Some(due), Some(Overlap::Queue | Overlap::Replace)) = (during, self.overlap) {
+            if fits(due) {
+                return Some(Next { due, missed: true, retry: false, not_before: None });
+            }
+        }
+        // The newest due time run (or skipped), and whether its run was cut
+        // short.
+        let last = last.and_then(|attempt| Some((during.unwrap_or(attempt.due?), attempt.code.is_none())));
         let earliest = deadline.map(|d| now.saturating_sub(d));
         let missed = last.and_then(|(done, cut)| {
             let pick = match self.missed {
@@ -121,6 +146,14 @@ impl Schedule {
             due = due.max(self.at_or_after(earliest)?);
         }
         Some(Next { due, missed: false, retry: false, not_before: None })
+    }
+
+    /// The latest due time that came while `last` went on, if it ended by
+    /// itself and `overlap` says what such due times do.
+    fn during(&self, last: &Attempt) -> Option<u64> {
+        self.overlap?;
+        let (due, ended) = (last.due?, last.ended.filter(|_| last.code.is_some())?);
+        self.calendar.at_or_before(ended).filter(|&d| d > due)
     }
 
     /// The retry of `last`, if it failed and may be run again at `now`.
@@ -154,7 +187,13 @@ mod tests {
     }
 
     fn every_10s(missed: Missed, deadline: Option<u64>) -> Schedule {
-        Schedule { calendar: every(10_000), missed, starting_deadline: deadline.map(Duration::from_secs), retry: None }
+        Schedule {
+            calendar: every(10_000),
+            missed,
+            starting_deadline: deadline.map(Duration::from_secs),
+            retry: None,
+            overlap: None,
+        }
     }
 
     /// The run of due time `due` (seconds), ended with `code` or cut short.
@@ -259,6 +298,32 @@ mod tests {
         // Without retries, a failure is not run again.
         let sched = every_10s(Missed::All, None);
         assert_eq!(retry_at(sched.next(Some(&ended(1, 1)), s(21), s(21))), Some((30, None, false)));
+    }
+
+    #[test]
+    fn due_times_that_came_during_a_run_follow_the_overlap_policy_and_those_after_it_the_missed_one() {
+        // The run of 20 ended at 45: 30 and 40 came while it went on.
+        let long = |code| Some(Attempt { ended: Some(s(45)), ..ran(20, code) });
+        let with = |overlap, missed| Schedule { overlap, ..every_10s(missed, None) };
+        for missed in [Missed::Skip, Missed::Once, Missed::All] {
+            let at = |overlap| next(&with(overlap, missed), long(Some(0)), 45, 45);
+            assert_eq!(at(Some(Overlap::Skip)), Some((50, 50, false)), "{missed:?}");
+            assert_eq!(at(Some(Overlap::Queue)), Some((40, 45, false)), "the latest, at once");
+            assert_eq!(at(Some(Overlap::Replace)), Some((40, 45, false)), "{missed:?}");
+        }
+        // Without one, they are missed (today's rule).
+        assert_eq!(next(&with(None, Missed::All), long(Some(0)), 45, 45), Some((30, 45, false)));
+        // Due times after the run ended (nobody ran them: its owner died)
+        // are the missed policy's, whatever the overlap one.
+        let skip_all = with(Some(Overlap::Skip), Missed::All);
+        assert_eq!(next(&skip_all, long(Some(0)), 75, 75), Some((50, 75, false)));
+        // A run cut short says nothing of when it ended: missed, and run again.
+        let cut = Some(Attempt { ended: None, ..ran(20, None) });
+        assert_eq!(next(&skip_all, cut, 45, 45), Some((20, 45, true)));
+        // A queued due time past the starting deadline is skipped.
+        let late =
+            Schedule { starting_deadline: Some(Duration::from_secs(3)), ..with(Some(Overlap::Queue), Missed::Once) };
+        assert_eq!(next(&late, long(Some(0)), 45, 45), Some((50, 50, false)));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::attempts::Turn;
 use super::leaving::Leave;
 use super::peers::Peers;
 use super::standbys::Standbys;
-use super::{say, Action, Attempt, Other, Partition, Pause, PauseNote, Record, Settings, Stance, Standing};
+use super::{say, Action, Attempt, Other, Overlap, Partition, Pause, PauseNote, Record, Settings, Stance, Standing};
 use crate::clock::{Anchor, BootTime};
 use crate::exit::ChildStatus;
 
@@ -269,6 +269,7 @@ impl Seat {
         }
         if self.child == Child::Running {
             consider(self.run_until);
+            consider(self.replaced_at(v));
         }
         // A moment already passed was tried then and failed (the heartbeat
         // was stale); only a new heartbeat can change that.
@@ -773,8 +774,13 @@ impl Seat {
                 self.give_back(cx);
             }
         }
+        if self.child == Child::Running && self.replaced_at(&cx.v).is_some_and(|t| now >= t) {
+            warn!("the next due time came while the run goes on; stopping it (overlap=replace)");
+            self.overran = true;
+            self.stop(cx, now);
+        }
         if self.child == Child::Running && self.run_until.is_some_and(|t| now >= t) {
-            warn!(max_runtime = ?settings.max_runtime.unwrap_or_default(), "the run exceeded --max-runtime; stopping it");
+            warn!(max_runtime = ?settings.max_runtime_of(self.partition), "the run exceeded its --max-runtime; stopping it");
             self.overran = true;
             self.stop(cx, now);
         }
@@ -784,6 +790,14 @@ impl Seat {
                 self.kill(cx);
             }
         }
+    }
+
+    /// When the run under way gives way to its job's next due time
+    /// (`overlap=replace`).
+    fn replaced_at(&self, v: &View) -> Option<BootTime> {
+        let schedule = v.settings.schedule_of(self.partition).filter(|s| s.overlap == Some(Overlap::Replace))?;
+        let run = self.attempt.as_ref().filter(|a| self.child == Child::Running && a.token == self.child_token)?;
+        schedule.calendar.after(run.due?).map(|next| v.anchor.boot_at(next))
     }
 
     pub(super) fn stop(&mut self, cx: &mut Ctx, now: BootTime) {

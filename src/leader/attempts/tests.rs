@@ -257,7 +257,13 @@ fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
 fn scheduled(period_ms: u64) -> Settings {
     let calendar = every(period_ms);
     Settings {
-        schedule: Some(Schedule { calendar, missed: Missed::Once, starting_deadline: None, retry: None }),
+        schedule: Some(Schedule {
+            calendar,
+            missed: Missed::Once,
+            starting_deadline: None,
+            retry: None,
+            overlap: None,
+        }),
         ..settings(Restart::Never)
     }
 }
@@ -356,6 +362,39 @@ fn a_failed_run_is_retried_after_its_delay_as_the_next_attempt_and_no_more_than_
     let next_due = first.due.unwrap() + 10_000;
     assert_eq!(l.next_due(P), Some(next_due));
     let (actions, _) = live(&mut l, retried_at + 100, at + 10_100, offset + 100);
+    let next = spawns(&actions);
+    assert_eq!(next.iter().map(|(_, j)| (j.due, j.number)).collect::<Vec<_>>(), [(Some(next_due), 1)]);
+}
+
+#[test]
+fn overlap_replace_stops_a_run_at_its_next_due_time_and_runs_that_one() {
+    // (A period off the heartbeats' 200 ms grid: woken for the due time.)
+    let settings = scheduled(2050);
+    let schedule = settings.schedule.clone().map(|s| Schedule { overlap: Some(Overlap::Replace), ..s });
+    let mut l = Leader::new(Settings { schedule, ..settings }, started(0));
+    l.step(assigned(), ms(1000));
+    let (actions, offset) = live(&mut l, 1000, 4000, 6);
+    let (at, first) = spawns(&actions)[0].clone();
+    let next_due = first.due.unwrap() + 2050;
+    // The run goes on past its next due time: stopped then, not before
+    // (the shell is woken for it, between heartbeats).
+    let replace_at = at + next_due - wall(at);
+    let (_, mut offset) = live(&mut l, at + 50, replace_at - 600, offset + 100);
+    for t in (replace_at - 600..replace_at).step_by(50) {
+        (_, offset) = live(&mut l, t, t + 50, offset);
+        assert!(l.next_deadline().is_some_and(|d| d <= ms(replace_at)), "at {t}: {:?}", l.next_deadline());
+    }
+    let (actions, offset) = live(&mut l, replace_at, at + 2500, offset + 100);
+    let stops: Vec<u64> =
+        actions.iter().filter(|(_, a)| matches!(a, SignalGroup(P, _))).map(|(t, _)| wall(*t)).collect();
+    assert!(matches!(stops[..], [t] if t >= next_due && t < next_due + 50), "{stops:?} (due {next_due})");
+    assert_eq!(spawns(&actions), vec![], "not while the run lives");
+    // Its exit ends it (not a run cut short: not run again), and the due
+    // time that replaced it runs at once.
+    l.step(exited(ChildStatus::Exited(143)), ms(at + 2500));
+    assert_eq!(l.last_run(P).map(|j| (j.due, j.code)), Some((first.due, Some(143))));
+    // (At once: once a heartbeat sent after the ending is read back.)
+    let (actions, _) = live(&mut l, at + 2500, at + 3100, offset + 100);
     let next = spawns(&actions);
     assert_eq!(next.iter().map(|(_, j)| (j.due, j.number)).collect::<Vec<_>>(), [(Some(next_due), 1)]);
 }
@@ -537,7 +576,13 @@ fn due_times_a_forward_step_passes_over_are_missed_and_follow_missed() {
     // forward: 4000 and 6000 passed while we were ready to run them.
     let run = |missed| {
         let settings = Settings {
-            schedule: Some(Schedule { calendar: every(2000), missed, starting_deadline: None, retry: None }),
+            schedule: Some(Schedule {
+                calendar: every(2000),
+                missed,
+                starting_deadline: None,
+                retry: None,
+                overlap: None,
+            }),
             ..settings(Restart::Never)
         };
         let mut l = Leader::new(settings, started(0));

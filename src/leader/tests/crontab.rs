@@ -15,7 +15,8 @@ const Q: Partition = 1;
 /// A member of a crontab whose one job, "billing" (due every second), sits
 /// on Q, and which leads both P and Q from 1010 (tokens 7 and 20).
 fn leading_both() -> Leader {
-    let schedule = Schedule { calendar: every(1000), missed: Missed::Once, starting_deadline: None, retry: None };
+    let schedule =
+        Schedule { calendar: every(1000), missed: Missed::Once, starting_deadline: None, retry: None, overlap: None };
     let job = Job { name: "billing".into(), schedule, max_runtime: None };
     let settings = Settings { roles: 2, jobs: Some(BTreeMap::from([(Q, job)])), ..settings(Restart::Never) };
     let mut l = Leader::new(settings, started(0));
@@ -115,7 +116,8 @@ fn a_crontab_read_again_seats_a_new_job_and_a_removed_one_starts_no_more_runs() 
     let mut l = leading_both();
     run(&mut l, 1100, 2500);
     // "report" comes to P, "billing" goes.
-    let schedule = Schedule { calendar: every(1000), missed: Missed::Once, starting_deadline: None, retry: None };
+    let schedule =
+        Schedule { calendar: every(1000), missed: Missed::Once, starting_deadline: None, retry: None, overlap: None };
     let report = Job { name: "report".into(), schedule, max_runtime: None };
     l.set_jobs(BTreeMap::from([(P, report)]));
     let out = run(&mut l, 2500, 5100);
@@ -135,7 +137,13 @@ fn a_crontab_read_again_seats_a_new_job_and_a_removed_one_starts_no_more_runs() 
 #[test]
 fn a_trigger_runs_the_job_once_now_due_when_asked_and_a_run_due_after_it_answers_it() {
     // billing due every hour: none comes in this test by itself.
-    let schedule = Schedule { calendar: every(3_600_000), missed: Missed::Once, starting_deadline: None, retry: None };
+    let schedule = Schedule {
+        calendar: every(3_600_000),
+        missed: Missed::Once,
+        starting_deadline: None,
+        retry: None,
+        overlap: None,
+    };
     let job = Job { name: "billing".into(), schedule, max_runtime: None };
     let settings = Settings { roles: 2, jobs: Some(BTreeMap::from([(Q, job)])), ..settings(Restart::Never) };
     let mut l = Leader::new(settings, started(0));

@@ -108,9 +108,11 @@ exit $((NELI_ROLE % 128))"#;
 /// them on a new topic put job jNN on partition NN, as the judge reads.
 /// Odd jobs are flaky (`NELI_FLAKY=1`): each due time's first attempt
 /// fails at once (`judge::FAILED`), and the job's `retries=1` runs it again
-/// a quarter period later.
+/// a quarter period later. Every third job (j % 3 == 2) runs for one and a
+/// half periods with `overlap=replace`: each run is stopped at its next due
+/// time, which runs in its place.
 fn write_crontab(dir: &std::path::Path, roles: usize, schedule: Option<(Duration, Duration)>) -> std::path::PathBuf {
-    let (_, every) = schedule.expect("--crontab requires --schedule");
+    let (run, every) = schedule.expect("--crontab requires --schedule");
     let script = dir.join("scheduled.sh");
     fs::write(&script, SCHEDULED).expect("the runs' script");
     let guard = dir.join("guarded.sh");
@@ -119,10 +121,17 @@ fn write_crontab(dir: &std::path::Path, roles: usize, schedule: Option<(Duration
     for j in 0..roles {
         let work = dir.join("roles").join(j.to_string());
         let flaky = j % 2;
-        let retries =
-            if flaky == 1 { format!(",retries=1,retry-delay={}ms", every.as_millis() / 4) } else { "".into() };
+        let mut options = String::from("missed=all");
+        if flaky == 1 {
+            options += &format!(",retries=1,retry-delay={}ms", every.as_millis() / 4);
+        }
+        let mut runs = run.as_secs_f64();
+        if j % 3 == 2 {
+            options += ",overlap=replace";
+            runs = every.as_secs_f64() * 1.5;
+        }
         text += &format!(
-            "NELI_ROLE={j}\nNELI_FLAKY={flaky}\n@every {}ms  j{j:0width$}[missed=all{retries}]  {} {} sh -c '. {}' {}\n",
+            "NELI_ROLE={j}\nNELI_FLAKY={flaky}\nRUN={runs:.1}\n@every {}ms  j{j:0width$}[{options}]  {} {} sh -c '. {}' {}\n",
             every.as_millis(),
             guard.display(),
             work.display(),

@@ -89,6 +89,38 @@ fn only_the_seat_of_our_job_runs_it_at_its_due_times_and_the_other_runs_nothing(
 }
 
 #[test]
+fn a_seat_with_no_run_under_way_heartbeats_every_third_of_the_deadline_and_a_running_one_as_usual() {
+    let mut l = leading_both();
+    // Ticks every 50 ms, each record read back; the run never ends.
+    let (mut sent, mut offset, mut running_from) = (Vec::new(), 100, None);
+    for t in (1050..4000).step_by(50) {
+        for action in l.step(Input::Tick, ms(t)) {
+            match action {
+                SendHeartbeat(partition, _) => {
+                    offset += 1;
+                    l.step(Input::OwnHeartbeat { partition, offset, sent: ms(t), more: false }, ms(t));
+                    sent.push((partition, t));
+                }
+                Spawn { partition: Q, .. } => running_from = running_from.or(Some(t)),
+                _ => {}
+            }
+        }
+    }
+    let gaps = |p: Partition, during: &dyn Fn(u64) -> bool| -> Vec<u64> {
+        let times: Vec<u64> = sent.iter().filter(|(q, t)| *q == p && during(*t)).map(|(_, t)| *t).collect();
+        times.windows(2).map(|w| w[1] - w[0]).collect()
+    };
+    let third = DEADLINE.as_millis() as u64 / 3;
+    let started = running_from.expect("billing ran");
+    let idle = gaps(P, &|_| true);
+    assert!(idle.len() >= 4 && idle.iter().all(|&g| g >= third && g < third + 50), "P, no job of ours: {idle:?}");
+    let before = gaps(Q, &|t| t < started);
+    assert!(before.iter().all(|&g| g >= third && g < third + 50), "Q before its run: {before:?}");
+    let running = gaps(Q, &|t| t > started);
+    assert!(running.len() >= 4 && running.iter().all(|&g| g == HB.as_millis() as u64), "Q while running: {running:?}");
+}
+
+#[test]
 fn a_seat_carries_the_first_claim_and_then_the_newest_record_that_carries_a_name() {
     let mut l = leading_both();
     l.step(names(P, 30, "report", true), ms(1100));

@@ -327,7 +327,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__cron__subcmd__check)
-            opts="-v -q -h --time-zone --next --json --verbose --quiet --log-format --help"
+            opts="-v -q -h --time-zone --next --from --json --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -338,6 +338,10 @@ _neli__run() {
                     return 0
                     ;;
                 --next)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -176,6 +176,7 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_s
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume trigger help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -l time-zone -d 'The time zone of jobs with no CRON_TZ above them: an IANA name such as Europe/Berlin, UTC, or local [default: local]' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -l next -d 'How many due times to show per job' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -l from -d 'Show the due times after this moment instead of now: an RFC 3339 time such as 2027-03-28T00:00:00+01:00 (to see what a daylight-saving day or a month\'s end does to a job)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from check" -l json -d 'Print one JSON object (jobs and problems) instead of text'

@@ -91,6 +91,35 @@ fn cron_check_names_a_file_it_cannot_read_and_a_bad_zone() {
     assert_eq!((code, out.as_str(), err.as_str()), (0, "/dev/null: 0 jobs, 0 lines refused\n", ""));
 }
 
+#[test]
+fn cron_check_from_a_chosen_moment_shows_a_daily_job_once_on_both_daylight_saving_days() {
+    let dir = tempdir::Dir::new("cron-check-dst");
+    let file = dir.path().join("fleet.crontab");
+    std::fs::write(&file, "CRON_TZ=Europe/Berlin\n30 2 * * *  daily  true\n0 * * * *  hourly  true\n").unwrap();
+    let path = file.to_str().unwrap();
+    let next = |from: &str, n: &str| {
+        let (code, out, err) = check(&[path, "--from", from, "--next", n, "--json"]);
+        assert_eq!(code, 0, "{out}{err}");
+        let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let ms =
+            |job: usize| json["jobs"][job]["next_ms"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        (ms(0), ms(1))
+    };
+    let at = |rfc: &str| chrono::DateTime::parse_from_rfc3339(rfc).unwrap().timestamp_millis() as u64;
+    // Spring (2027-03-28: 02:00 to 03:00): 02:30 never comes; once, at 03:00.
+    let (daily, hourly): (Vec<u64>, Vec<u64>) = next("2027-03-27T23:30:00+01:00", "30");
+    assert_eq!(daily[..2], [at("2027-03-28T03:00:00+02:00"), at("2027-03-29T02:30:00+02:00")]);
+    assert_eq!(hourly.iter().filter(|&&d| d < at("2027-03-29T00:00:00+02:00")).count(), 23, "23 hours that day");
+    // Autumn (2026-10-25: 03:00 back to 02:00): 02:30 comes twice; once,
+    // at the first.
+    let (daily, hourly): (Vec<u64>, Vec<u64>) = next("2026-10-24T23:30:00+02:00", "30");
+    assert_eq!(daily[..2], [at("2026-10-25T02:30:00+02:00"), at("2026-10-26T02:30:00+01:00")]);
+    assert_eq!(hourly.iter().filter(|&&d| d < at("2026-10-26T00:00:00+01:00")).count(), 25, "25 hours that day");
+    let (code, _, err) = check(&[path, "--from", "next tuesday"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--from next tuesday: not an RFC 3339 time"), "{err}");
+}
+
 /// `--crontab FILE` members of one group: each job's run appends "JOB DUE
 /// MEMBER" to `runs` and holds the job's own lock (an overlap detector per
 /// job) for `hold` seconds.

@@ -210,6 +210,12 @@ pub struct CronCheckArgs {
     #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub next: u16,
 
+    /// Show the due times after this moment instead of now: an RFC 3339
+    /// time such as 2027-03-28T00:00:00+01:00 (to see what a
+    /// daylight-saving day or a month's end does to a job).
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+
     /// Print one JSON object (jobs and problems) instead of text.
     #[arg(long)]
     pub json: bool,

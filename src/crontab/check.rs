@@ -23,7 +23,13 @@ pub fn check_main(args: CronCheckArgs) -> Result<u8, Failure> {
     let text =
         std::fs::read_to_string(&args.file).map_err(|e| usage(format!("cannot read the crontab {path}: {e}")))?;
     let tab = super::parse(&text, zone);
-    let now = crate::clock::wall_ms();
+    let now = match &args.from {
+        None => crate::clock::wall_ms(),
+        Some(from) => chrono::DateTime::parse_from_rfc3339(from)
+            .ok()
+            .and_then(|t| u64::try_from(t.timestamp_millis()).ok())
+            .ok_or_else(|| usage(format!("--from {from}: not an RFC 3339 time; e.g. 2027-03-28T00:00:00+01:00")))?,
+    };
     let mut out = String::new();
     if args.json {
         let jobs: Vec<_> = tab.jobs.iter().map(|job| job_json(job, now, usize::from(args.next))).collect();

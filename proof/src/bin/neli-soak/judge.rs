@@ -279,6 +279,8 @@ struct Ending {
     token: i64,
     due: u64,
     code: Option<u64>,
+    /// The role (partition) it names, where the line says.
+    role: Option<usize>,
     /// When it was logged (wall ms).
     at: u64,
 }
@@ -290,7 +292,8 @@ impl Ending {
         }
         let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok());
         let at = line.split_whitespace().next().and_then(rfc_ms)?;
-        Some(Ending { token: field("token=")? as i64, due: field("due_ms=")?, code: field("code="), at })
+        let role = field("role=").map(|r| r as usize);
+        Some(Ending { token: field("token=")? as i64, due: field("due_ms=")?, code: field("code="), role, at })
     }
 
     /// Keeps the first such line of each due time.
@@ -325,7 +328,10 @@ fn judge_runs(
         // A run killed before its first line (child-crash strikes once the
         // detector's lock is held) ends as a failure, not retried: its due
         // time was run, as its member's log (its start, or its ending) says.
-        let run = |d: &u64| starts.contains_key(d) || started.contains(d) || recorded.contains_key(d);
+        // A flaky job's due time whose only attempt failed (its retry
+        // superseded by a later due time) was run too.
+        let failed = |d: &u64| runs.failed.range((*d, 0)..=(*d, u32::MAX)).next().is_some();
+        let run = |d: &u64| starts.contains_key(d) || started.contains(d) || recorded.contains_key(d) || failed(d);
         check.skipped = (first..=last).step_by(period as usize).filter(|d| !run(d)).map(name).collect();
     }
     check.retried = starts.values().flatten().filter(|s| s.2 > 1).count();
@@ -340,8 +346,8 @@ fn judge_runs(
 }
 
 /// The status a role's scheduled run exits with when it gets to its end
-/// (`SCHEDULED` in `roles`): the member's log line saying a run's ending is
-/// on the topic names no role, so its status does.
+/// (`SCHEDULED` in `roles`): where the member's log line saying a run's
+/// ending is on the topic names no role (a single seat's), its status does.
 pub fn role_code(role: usize) -> u64 {
     (role % 128) as u64
 }
@@ -360,13 +366,12 @@ pub struct RolesSchedule {
 }
 
 /// Judges every role's schedule (see `RolesSchedule`). The log line of a
-/// run's ending names its member, token, due time and status but not its
-/// role: it counts for the one role whose run of that due time that member
-/// started under that token and whose runs exit with that status (a status
-/// of 128 or more, a run killed, matches any). That line is written once
-/// per token and due time, so of two roles of a member under the same
-/// token (tokens are offsets on each role's partition) only one may have
-/// it: a run that got to its end counts as recorded, too, from the next
+/// run's ending names its member, token, due time, status and role (its
+/// `role=`): it counts for that role if that member started a run of that
+/// due time under that token there and the role's runs exit with that
+/// status (a status of 128 or more, a run killed, matches any). A line that
+/// names no role counts for the one role that fits. A member may miss that
+/// line (a broken log): a run that got to its end counts as recorded, too, from the next
 /// run (of another due time) its member started for that role under the
 /// same token, since neli-run starts a next run only once the record of
 /// the last one's ending is read back.
@@ -393,7 +398,8 @@ pub fn check_roles_schedule(dir: &std::path::Path, roles: usize, every: Duration
         let status = |j: &usize| e.code.is_none_or(|c| c >= 128 || c == role_code(*j));
         let ran =
             |j: &usize| runs[*j].starts.get(&e.due).is_some_and(|s| s.iter().any(|s| s.0 == e.token && s.3 == member));
-        let roles: Vec<usize> = (0..roles).filter(status).filter(ran).collect();
+        let named = |j: &usize| e.role.is_none_or(|r| r == *j);
+        let roles: Vec<usize> = (0..roles).filter(named).filter(status).filter(ran).collect();
         match roles[..] {
             [j] => e.note(&mut recorded[j]),
             _ => unattributed += 1,

@@ -21,6 +21,10 @@ fn logged_at(log: &str, what: &str) -> Option<String> {
 }
 
 const STANDBY: &str = "standby: in the group";
+/// The watcher stops reading while its member holds the one role, and
+/// reads again once it stands by.
+const WATCHER_IDLE: &str = "the watcher follows our standing watching=false";
+const WATCHER_READS: &str = "the watcher follows our standing watching=true";
 const WOKEN: &str = "a member left the group: rejoining now";
 const LEFT: &str = "left the group; waking the others";
 /// librdkafka's reason for the rejoin a wake asks for (the subscription to
@@ -157,6 +161,9 @@ fn a_yield_wakes_the_standbys() {
     wait_until(t.takeover(), "the other stands by", || {
         standby.log().contains(STANDBY) && standby.log().contains(STEADY)
     });
+    // The holder of the one role reads no wakes (no fetch while it holds).
+    let leader = &members[i];
+    wait_until(t.takeover(), "the holder's watcher stops reading", || leader.log().contains(WATCHER_IDLE));
     let timeout = format!("{}ms", t.takeover().as_millis());
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
     assert_eq!(code, 0, "{out}");
@@ -169,9 +176,10 @@ fn a_yield_wakes_the_standbys() {
     // The yielder stands by again, and the new leader's stop wakes it: its
     // watcher, idle while it held the one role, watches again.
     let yielder = &members[i];
-    wait_until(t.takeover(), "the yielder stands by again", || {
+    wait_until(t.takeover(), "the yielder stands by again, its watcher reading", || {
         let log = yielder.log();
-        log.rfind(STEADY).is_some_and(|steady| steady > log.find(LEFT).expect("it left"))
+        let left = log.find(LEFT).expect("it left");
+        log.rfind(STEADY).is_some_and(|steady| steady > left) && log[left..].contains(WATCHER_READS)
     });
     standby.signal(Signal::SIGTERM);
     wait_until(t.takeover(), "the yielder leads again", || g.starts().len() == 3 && g.lock_held());

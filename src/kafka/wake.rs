@@ -279,7 +279,11 @@ pub(super) fn watcher_config(s: &super::Settings) -> rdkafka::ClientConfig {
 /// end when we joined, where known), and on another member's wake makes
 /// the group's consumer rejoin, until `stop`. Not from the end as the
 /// watcher finds it: in a group starting together the topic may not exist
-/// yet, and by the time it does a wake may be in it.
+/// yet, and by the time it does a wake may be in it. The holder of the one
+/// role has nothing to take on a wake: while it holds the control
+/// partition the watcher reads nothing (no fetch), and it reads again from
+/// the end once the member is a standby (a wake written in the moment
+/// between is missed: that handover waits for the coordinator heartbeat).
 pub(super) fn watch(
     watcher: &BaseConsumer,
     from: Option<i64>,
@@ -296,7 +300,24 @@ pub(super) fn watch(
         return;
     }
     debug!("watching for wakes");
+    let context = group.context();
+    let one_role = context.seats.len() == 1;
+    let mut watching = true;
     while !stop.load(Ordering::Relaxed) {
+        let holder = one_role && !context.standby.load(Ordering::Relaxed) && context.joined.load(Ordering::Relaxed);
+        if holder == watching {
+            watching = !holder;
+            let read = if watching {
+                let mut end = TopicPartitionList::new();
+                end.add_partition_offset(&topic, CONTROL_PARTITION, Offset::End).and_then(|()| watcher.assign(&end))
+            } else {
+                watcher.unassign()
+            };
+            match read {
+                Ok(()) => debug!(watching, "the watcher follows our standing"),
+                Err(err) => debug!(%err, watching, "the watcher cannot follow our standing"),
+            }
+        }
         let msg = match watcher.poll(WATCH_POLL) {
             Some(Ok(msg)) => msg,
             Some(Err(err)) => {

@@ -149,10 +149,17 @@ impl Schedule {
     }
 
     /// The latest due time that came while `last` went on, if it ended by
-    /// itself and `overlap` says what such due times do.
+    /// itself and `overlap` says what such due times do. A run that started
+    /// late, once its next due time had come (catching up missed ones),
+    /// leaves the due times behind it to `missed`, unless it gives way to
+    /// the newest (replace).
     fn during(&self, last: &Attempt) -> Option<u64> {
-        self.overlap?;
+        let overlap = self.overlap?;
         let (due, ended) = (last.due?, last.ended.filter(|_| last.code.is_some())?);
+        let on_time = self.calendar.after(due).is_some_and(|next| next > last.wave_ms);
+        if !on_time && overlap != Overlap::Replace {
+            return None;
+        }
         self.calendar.at_or_before(ended).filter(|&d| d > due)
     }
 
@@ -302,8 +309,9 @@ mod tests {
 
     #[test]
     fn due_times_that_came_during_a_run_follow_the_overlap_policy_and_those_after_it_the_missed_one() {
-        // The run of 20 ended at 45: 30 and 40 came while it went on.
-        let long = |code| Some(Attempt { ended: Some(s(45)), ..ran(20, code) });
+        // The run of 20, started at 20, ended at 45: 30 and 40 came while it
+        // went on.
+        let long = |code| Some(Attempt { wave_ms: s(20), ended: Some(s(45)), ..ran(20, code) });
         let with = |overlap, missed| Schedule { overlap, ..every_10s(missed, None) };
         for missed in [Missed::Skip, Missed::Once, Missed::All] {
             let at = |overlap| next(&with(overlap, missed), long(Some(0)), 45, 45);
@@ -320,6 +328,16 @@ mod tests {
         // A run cut short says nothing of when it ended: missed, and run again.
         let cut = Some(Attempt { ended: None, ..ran(20, None) });
         assert_eq!(next(&skip_all, cut, 45, 45), Some((20, 45, true)));
+        // A run that started late, catching up (20 started at 35, once 30
+        // had come), leaves the due times behind it and during it to the
+        // missed policy; but a replaced one gives way to the newest.
+        let late = |overlap| {
+            let run = Attempt { wave_ms: s(35), ended: Some(s(45)), ..ran(20, Some(0)) };
+            next(&with(overlap, Missed::All), Some(run), 45, 45)
+        };
+        assert_eq!(late(Some(Overlap::Skip)), Some((30, 45, false)));
+        assert_eq!(late(Some(Overlap::Queue)), Some((30, 45, false)));
+        assert_eq!(late(Some(Overlap::Replace)), Some((40, 45, false)));
         // A queued due time past the starting deadline is skipped.
         let late =
             Schedule { starting_deadline: Some(Duration::from_secs(3)), ..with(Some(Overlap::Queue), Missed::Once) };

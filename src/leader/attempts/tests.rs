@@ -400,6 +400,28 @@ fn overlap_replace_stops_a_run_at_its_next_due_time_and_runs_that_one() {
 }
 
 #[test]
+fn overlap_replace_lets_a_run_that_catches_up_live_until_a_due_time_after_its_start() {
+    // x ran a due time three periods ago (ended), and nobody ran the two
+    // since: missed, so ours runs the older at once, its next due time past.
+    let settings = scheduled(2050);
+    let schedule =
+        settings.schedule.clone().map(|s| Schedule { overlap: Some(Overlap::Replace), missed: Missed::All, ..s });
+    let period = 2050;
+    let last_due = wall(900) / period * period - 3 * period;
+    let ended = Attempt { due: Some(last_due), ended: Some(last_due + 10), ..x_ran(0, 1, 3, Some(0)) };
+    let (mut l, actions) = wave_member(Settings { schedule, ..settings }, vec![carrying(4, None, ended)]);
+    let run = spawned(&actions).expect("the missed due time runs at once");
+    assert_eq!(run.due, Some(last_due + period), "{actions:?}");
+    assert!(!actions.iter().any(|a| matches!(a, SignalGroup(P, _))), "not stopped at birth: {actions:?}");
+    // Stopped at the first due time after it started, not before.
+    let (actions, _) = live(&mut l, 1010, 1010 + period + 100, 8);
+    let stops: Vec<u64> =
+        actions.iter().filter(|(_, a)| matches!(a, SignalGroup(P, _))).map(|(t, _)| wall(*t)).collect();
+    let next = (wall(1010) / period + 1) * period;
+    assert!(matches!(stops[..], [t] if t >= next && t < next + 50), "{stops:?} (next due {next})");
+}
+
+#[test]
 fn a_due_time_missed_during_a_run_starts_once_its_ending_is_read_back() {
     let mut l = Leader::new(scheduled(2000), started(0));
     l.step(assigned(), ms(1000));

@@ -154,6 +154,10 @@ pub struct ScheduleCheck {
     /// and the starts that retried one (by `retries=`).
     pub failed: usize,
     pub retries: usize,
+    /// An `overlap=replace` job's (`--crontab`) due times never started:
+    /// the newest due time wins, so those behind it are not skipped but
+    /// superseded (not a failure).
+    pub superseded: usize,
     /// Due times whose ending a member logged as on the topic.
     pub recorded: usize,
     /// The latest first start after its due time, and that due time.
@@ -425,6 +429,21 @@ pub fn check_roles_schedule(dir: &std::path::Path, roles: usize, every: Duration
             }
         }
     }
-    let roles = (0..roles).map(|j| judge_runs(&runs[j], &recorded[j], &started[j], every)).collect();
+    // The crontab's jobs that give way to their newest due time.
+    let crontab = fs::read_to_string(dir.join("fleet.crontab")).unwrap_or_default();
+    let replaced = |j: usize| {
+        crontab.lines().any(|l| {
+            l.contains(&format!(" j{j:0w$}[", w = (roles - 1).to_string().len())) && l.contains("overlap=replace")
+        })
+    };
+    let roles = (0..roles)
+        .map(|j| {
+            let mut check = judge_runs(&runs[j], &recorded[j], &started[j], every);
+            if replaced(j) {
+                check.superseded = std::mem::take(&mut check.skipped).len();
+            }
+            check
+        })
+        .collect();
     RolesSchedule { roles, unattributed, next_run }
 }

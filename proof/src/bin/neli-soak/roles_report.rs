@@ -219,7 +219,11 @@ fn schedule(s: &RolesSchedule) {
             );
         }
     }
-    println!("skipped due times (--missed all): {}", sum(|r| r.skipped.len()));
+    println!(
+        "skipped due times (--missed all): {} (an overlap=replace job's superseded by its newest: {})",
+        sum(|r| r.skipped.len()),
+        sum(|r| r.superseded)
+    );
     for (j, r) in s.roles.iter().enumerate() {
         r.skipped.iter().for_each(|due| println!("  role {j}: due time {due} never started"));
     }

@@ -331,13 +331,15 @@ mod tests {
         // A run that started late, catching up (20 started at 35, once 30
         // had come), leaves the due times behind it and during it to the
         // missed policy; but a replaced one gives way to the newest.
-        let late = |overlap| {
-            let run = Attempt { wave_ms: s(35), ended: Some(s(45)), ..ran(20, Some(0)) };
+        let late = |overlap, started| {
+            let run = Attempt { wave_ms: s(started), ended: Some(s(45)), ..ran(20, Some(0)) };
             next(&with(overlap, Missed::All), Some(run), 45, 45)
         };
-        assert_eq!(late(Some(Overlap::Skip)), Some((30, 45, false)));
-        assert_eq!(late(Some(Overlap::Queue)), Some((30, 45, false)));
-        assert_eq!(late(Some(Overlap::Replace)), Some((40, 45, false)));
+        assert_eq!(late(Some(Overlap::Skip), 35), Some((30, 45, false)));
+        assert_eq!(late(Some(Overlap::Queue), 35), Some((30, 45, false)));
+        assert_eq!(late(Some(Overlap::Replace), 35), Some((40, 45, false)));
+        // Started as 30 came: late too.
+        assert_eq!(late(Some(Overlap::Skip), 30), Some((30, 45, false)));
         // A queued due time past the starting deadline is skipped.
         let late =
             Schedule { starting_deadline: Some(Duration::from_secs(3)), ..with(Some(Overlap::Queue), Missed::Once) };

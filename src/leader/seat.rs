@@ -802,12 +802,13 @@ impl Seat {
         }
     }
 
-    /// When the run under way gives way to its job's next due time
-    /// (`overlap=replace`): the first to come after it started, never one
-    /// already past (a run catching up would be stopped at birth).
+    /// When the run under way (the child running) gives way to its job's
+    /// next due time (`overlap=replace`): the first to come after it
+    /// started, never one already past (a run catching up would be stopped
+    /// at birth).
     fn replaced_at(&self, v: &View) -> Option<BootTime> {
         let schedule = v.settings.schedule_of(self.partition).filter(|s| s.overlap == Some(Overlap::Replace))?;
-        let run = self.attempt.as_ref().filter(|a| self.child == Child::Running && a.token == self.child_token)?;
+        let run = self.attempt.as_ref().filter(|a| a.token == self.child_token)?;
         schedule.calendar.after(run.due?.max(run.wave_ms)).map(|next| v.anchor.boot_at(next))
     }
 

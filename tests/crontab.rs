@@ -288,11 +288,13 @@ fn a_crontab_spreads_its_jobs_over_the_members_runs_each_due_time_once_and_a_cra
     assert_eq!(jobs, ["a", "b", "c", "d"]);
     // `cron history JOB`: the job's runs, read from the topic.
     let (address, group) = (fleet.g.broker.address.as_str(), fleet.g.name.as_str());
+    // Runs that said "end" before history reads: all on the topic but the
+    // newest, whose record may still be on its way (seen once).
+    let ended = fleet.lines().iter().filter(|w| w[0] == "end" && w[1] == "b").count();
     let (code, out) = crate::util::run(&["cron", "history", "-b", address, "-g", group, "b"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.starts_with("job b (role ") && out.contains("owned by "), "{out}");
-    let ended = fleet.lines().iter().filter(|w| w[0] == "end" && w[1] == "b").count();
-    assert!(out.matches(" with status 0, by ").count() >= ended.min(2), "{out}");
+    assert!(out.matches(" with status 0, by ").count() >= ended.saturating_sub(1).min(2), "{out}");
     let (_, json) = crate::util::run(&["cron", "history", "-b", address, "-g", group, "b", "--json"]);
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(json["job"], "b");

@@ -68,17 +68,18 @@ pub struct Attempt {
 ///   later attempt's word is the one that counts.
 /// - A schedule's: the later due time (one leadership runs due times one
 ///   after another under one token); of one due time, a run that succeeded
-///   over any other, since a success is final and an attempt begun before
-///   it landed (then cut short) must not undo it (found by neli-soak on
-///   tansu); else the later attempt (a failure's retry, under the same
-///   token or another, over the failure); of one attempt, its ending; else
-///   the newer token.
+///   over any other, then a run that ended over any that did not, since an
+///   ending is final and an attempt begun before it landed (then cut short)
+///   must not undo it (found by neli-soak on tansu, for a success, and on
+///   the dev broker, for a run `overlap=replace` stopped); of two endings,
+///   the later attempt (a failure's retry over the failure: a retry under
+///   way says nothing until it ends); else the newer token.
 pub fn supersedes<D: Ord>(
     (token, due, number, code): (i64, Option<D>, u32, Option<u8>),
     (known, known_due, known_number, known_code): (i64, Option<D>, u32, Option<u8>),
 ) -> bool {
     if due.is_some() && known_due.is_some() {
-        let key = |due, number, code: Option<u8>, token| (due, code == Some(0), number, code.is_some(), token);
+        let key = |due, number, code: Option<u8>, token| (due, code == Some(0), code.is_some(), number, token);
         return key(&due, number, code, token) > key(&known_due, known_number, known_code, known);
     }
     let (new, old) = ((token, due), (known, known_due));
@@ -230,13 +231,18 @@ impl Seat {
     /// nothing about the schedule, and taking it would forget the newest
     /// due time run, which a clock behind it would then run again (found
     /// by the invariant walks once the wall clock stepped back in them).
+    /// The run our command is under way for stays ours, unless another
+    /// says its due time succeeded: a late copy of the failure it retries
+    /// would otherwise take its place, and its ending go unrecorded.
     pub(super) fn learn(&mut self, settings: &Settings, attempt: Attempt) {
         if settings.scheduled() && attempt.due.is_none() {
             return;
         }
+        let ours_running =
+            |known: &Attempt| self.child != Child::Idle && known.token == self.child_token && known.due == attempt.due;
         let newer = |known: &Attempt| {
             let key = |a: &Attempt| (a.token, a.due, a.number, a.code);
-            supersedes(key(&attempt), key(known))
+            supersedes(key(&attempt), key(known)) && (attempt.code == Some(0) || !ours_running(known))
         };
         if self.attempt.as_ref().is_none_or(newer) {
             self.attempt = Some(attempt);

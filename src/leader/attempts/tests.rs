@@ -367,6 +367,30 @@ fn a_failed_run_is_retried_after_its_delay_as_the_next_attempt_and_no_more_than_
 }
 
 #[test]
+fn a_retry_under_way_stays_ours_when_a_late_copy_of_the_failure_it_retries_comes() {
+    let retry = Some(Retry { times: 1, delay: Duration::from_secs(1) });
+    let settings = scheduled(10_000);
+    let schedule = settings.schedule.clone().map(|s| Schedule { retry, ..s });
+    let mut l = Leader::new(Settings { schedule, ..settings }, started(0));
+    l.step(assigned(), ms(1000));
+    let (actions, offset) = live(&mut l, 1000, 12_000, 6);
+    let (at, first) = spawns(&actions)[0].clone();
+    l.step(exited(ChildStatus::Exited(3)), ms(at + 300));
+    let (actions, offset) = live(&mut l, at + 300, at + 1500, offset + 100);
+    let [(_, retry)] = &spawns(&actions)[..] else { panic!("one retry: {actions:?}") };
+    // Another member's record carries attempt 1's failure (a late copy).
+    let failure =
+        Attempt { due: first.due, number: 1, code: Some(3), ended: Some(wall(at + 300)), ..x_ran(0, 1, 5, None) };
+    l.step(carrying(offset + 1, None, failure), ms(at + 1500));
+    // The retry succeeds: that is what the records say, and nothing runs
+    // its due time again.
+    l.step(exited(ChildStatus::Exited(0)), ms(at + 1600));
+    assert_eq!(l.last_run(P).map(|j| (j.due, j.number, j.code)), Some((retry.due, 2, Some(0))));
+    let (actions, _) = live(&mut l, at + 1600, at + 9000, offset + 200);
+    assert_eq!(spawns(&actions), vec![], "not before the next due time");
+}
+
+#[test]
 fn overlap_replace_stops_a_run_at_its_next_due_time_and_runs_that_one() {
     // (A period off the heartbeats' 200 ms grid: woken for the due time.)
     let settings = scheduled(2050);
@@ -505,15 +529,20 @@ fn which_run_says_more() {
     assert!(supersedes((3, d, 1, Some(0)), (3, d, 1, None)));
     assert!(supersedes((3, later, 1, None), (4, d, 2, Some(0))));
     // A success is final for its due time, even over a later attempt
-    // begun before it landed; of two attempts, the later, then the newer.
+    // begun before it landed; so is any ending over an attempt that did
+    // not end; of two attempts, the later, then the newer.
     assert!(!supersedes((5, d, 2, None), (3, d, 1, Some(0))));
     assert!(!supersedes((5, d, 2, Some(1)), (3, d, 1, Some(0))));
+    assert!(!supersedes((5, d, 3, None), (3, d, 2, Some(143))));
     assert!(supersedes((5, d, 1, None), (3, d, 1, None)));
-    // A failure's retry (under one token, or the next owner's) over it,
-    // and a late copy of an earlier attempt never over a later one.
-    assert!(supersedes((3, d, 2, None), (3, d, 1, Some(1))));
-    assert!(supersedes((5, d, 3, None), (3, d, 2, Some(1))));
-    assert!(!supersedes((2, d, 1, Some(1)), (5, d, 3, None)));
+    assert!(supersedes((5, d, 3, None), (3, d, 2, None)));
+    // A failure's retry (under one token, or the next owner's) over it
+    // once it ended, and a late copy of an earlier ending never over a
+    // later one.
+    assert!(!supersedes((3, d, 2, None), (3, d, 1, Some(1))));
+    assert!(supersedes((3, d, 2, Some(1)), (3, d, 1, Some(1))));
+    assert!(supersedes((5, d, 3, Some(0)), (3, d, 2, Some(1))));
+    assert!(!supersedes((2, d, 1, Some(1)), (5, d, 3, Some(1))));
     // A wave's run and a schedule's (members started with other flags):
     // the newer token, as for waves.
     assert!(!supersedes((5, d, 1, Some(0)), (9, None, 1, Some(0))));

@@ -391,6 +391,24 @@ fn a_retry_under_way_stays_ours_when_a_late_copy_of_the_failure_it_retries_comes
 }
 
 #[test]
+fn a_retry_another_member_ran_and_recorded_is_not_run_again() {
+    let retry = Some(Retry { times: 1, delay: Duration::from_secs(1) });
+    let settings = scheduled(10_000);
+    let schedule = settings.schedule.clone().map(|s| Schedule { retry, ..s });
+    let mut l = Leader::new(Settings { schedule, ..settings }, started(0));
+    l.step(assigned(), ms(1000));
+    let (actions, offset) = live(&mut l, 1000, 12_000, 6);
+    let (at, first) = spawns(&actions)[0].clone();
+    l.step(exited(ChildStatus::Exited(3)), ms(at + 300));
+    // While our retry waits, a record says attempt 2 ran and failed too.
+    let second =
+        Attempt { due: first.due, number: 2, code: Some(3), ended: Some(wall(at + 500)), ..x_ran(0, 2, 5, None) };
+    l.step(carrying(offset + 1, None, second), ms(at + 600));
+    let (actions, _) = live(&mut l, at + 600, at + 9000, offset + 100);
+    assert_eq!(spawns(&actions), vec![], "its one retry was run: nothing before the next due time");
+}
+
+#[test]
 fn overlap_replace_stops_a_run_at_its_next_due_time_and_runs_that_one() {
     // (A period off the heartbeats' 200 ms grid: woken for the due time.)
     let settings = scheduled(2050);

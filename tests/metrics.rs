@@ -229,17 +229,26 @@ fn roles_have_their_own_series_and_leader_probe() {
         (0..2).all(|j| leads(&addr_a, j) != leads(&addr_b, j)) && leads(&addr_a, 0) != leads(&addr_a, 1)
     });
     for addr in [&addr_a, &addr_b] {
-        let (_, text) = get(addr, "/metrics").unwrap();
-        let (mine, other) = if leads(addr, 0) { (0, 1) } else { (1, 0) };
-        for line in [
-            "neli_roles_led 1".to_string(),
-            format!("neli_role_leader{{role=\"{mine}\"}} 1"),
-            format!("neli_role_leader{{role=\"{other}\"}} 0"),
-            format!("neli_role_fencing_token{{role=\"{other}\"}} -1"),
-            format!("neli_role_child_restarts_total{{role=\"{mine}\"}} 0"),
-        ] {
-            assert!(text.lines().any(|l| l == line), "{addr}: missing {line}:\n{text}");
-        }
+        // A snapshot read while the member leads its role (on a loaded
+        // machine a seat may be fenced for a moment, and lead nothing).
+        let lines = |mine: u8, other: u8| {
+            [
+                "neli_roles_led 1".to_string(),
+                format!("neli_role_leader{{role=\"{mine}\"}} 1"),
+                format!("neli_role_leader{{role=\"{other}\"}} 0"),
+                format!("neli_role_fencing_token{{role=\"{other}\"}} -1"),
+                format!("neli_role_child_restarts_total{{role=\"{mine}\"}} 0"),
+            ]
+        };
+        let mut snapshot = None;
+        wait_until(t.takeover(), &format!("{addr} shows the role it leads"), || {
+            let (mine, other) = if leads(addr, 0) { (0, 1) } else { (1, 0) };
+            let text = get(addr, "/metrics").map(|(_, text)| text).unwrap_or_default();
+            let shown = lines(mine, other).iter().all(|line| text.lines().any(|l| l == line));
+            snapshot = Some((mine, text));
+            shown
+        });
+        let (mine, text) = snapshot.expect("read");
         let token = text.lines().find_map(|l| l.strip_prefix(&format!("neli_role_fencing_token{{role=\"{mine}\"}} ")));
         assert!(token.is_some_and(|t| t.parse::<i64>().is_ok_and(|t| t >= 0)), "{text}");
         assert!(!text.contains("neli_leader "), "the single leader's series are left out: {text}");

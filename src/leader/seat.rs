@@ -790,7 +790,7 @@ impl Seat {
             self.stop(cx, now);
         }
         if self.child == Child::Running && self.run_until.is_some_and(|t| now >= t) {
-            warn!(max_runtime = ?settings.max_runtime_of(self.partition), "the run exceeded its --max-runtime; stopping it");
+            warn!(max_runtime = ?settings.max_runtime_of(self.partition), "the run exceeded --max-runtime; stopping it");
             self.overran = true;
             self.stop(cx, now);
         }

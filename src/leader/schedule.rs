@@ -71,7 +71,9 @@ pub enum Overlap {
 
 /// A run that failed (exited non-zero) is run again, its due time and one
 /// attempt more, after `delay`, while it has had at most `times` attempts
-/// (a crash's rerun counts as one) and its next due time has not come nor
+/// (a rerun of a run cut short counts as one; a retry cut short is tried
+/// again as the same attempt: the failure outranks it) and its next due
+/// time has not come nor
 /// its starting deadline passed: a later due time supersedes it. A retry is
 /// read off the records like any run, so the job's next owner makes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -98,6 +98,6 @@ fn job_json(job: &super::Job, now: u64, n: usize) -> serde_json::Value {
         "max_runtime_ms": ms(job.max_runtime),
         "overlap": job.overlap.map(|o| format!("{o:?}").to_lowercase()),
         "retries": job.retry.map_or(0, |r| r.times),
-        "retry_delay_ms": job.retry.map(|r| ms(Some(r.delay))),
+        "retry_delay_ms": ms(job.retry.map(|r| r.delay)),
     })
 }

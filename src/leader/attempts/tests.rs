@@ -268,6 +268,25 @@ fn scheduled(period_ms: u64) -> Settings {
     }
 }
 
+/// As `scheduled(period_ms)`, its schedule changed by `with`.
+fn scheduled_with(period_ms: u64, with: impl FnOnce(Schedule) -> Schedule) -> Settings {
+    let settings = scheduled(period_ms);
+    Settings { schedule: settings.schedule.clone().map(with), ..settings }
+}
+
+/// A leader due every 10 s with one retry a second after a failure, whose
+/// first run failed (status 3) 300 ms after it started at `at`: the
+/// leader, `at`, that run, and the next free offset.
+fn failed_once() -> (Leader, u64, Attempt, i64) {
+    let retry = Some(Retry { times: 1, delay: Duration::from_secs(1) });
+    let mut l = Leader::new(scheduled_with(10_000, |s| Schedule { retry, ..s }), started(0));
+    l.step(assigned(), ms(1000));
+    let (actions, offset) = live(&mut l, 1000, 12_000, 6);
+    let (at, first) = spawns(&actions)[0].clone();
+    l.step(exited(ChildStatus::Exited(3)), ms(at + 300));
+    (l, at, first, offset)
+}
+
 /// A leader's life from `from` to `to` (ms): its timer fires every 50 ms
 /// and each record it writes is read back 5 ms later. Returns every action
 /// with when it came, and the next free offset.
@@ -343,14 +362,7 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
 
 #[test]
 fn a_failed_run_is_retried_after_its_delay_as_the_next_attempt_and_no_more_than_asked() {
-    let retry = Some(Retry { times: 1, delay: Duration::from_secs(1) });
-    let settings = scheduled(10_000);
-    let schedule = settings.schedule.clone().map(|s| Schedule { retry, ..s });
-    let mut l = Leader::new(Settings { schedule, ..settings }, started(0));
-    l.step(assigned(), ms(1000));
-    let (actions, offset) = live(&mut l, 1000, 12_000, 6);
-    let (at, first) = spawns(&actions)[0].clone();
-    l.step(exited(ChildStatus::Exited(3)), ms(at + 300));
+    let (mut l, at, first, offset) = failed_once();
     assert_eq!(l.next_due(P), Some(wall(at + 1300)), "the retry is what comes next");
     let (actions, offset) = live(&mut l, at + 300, at + 3000, offset + 100);
     let retries = spawns(&actions);
@@ -368,14 +380,7 @@ fn a_failed_run_is_retried_after_its_delay_as_the_next_attempt_and_no_more_than_
 
 #[test]
 fn a_retry_under_way_stays_ours_when_a_late_copy_of_the_failure_it_retries_comes() {
-    let retry = Some(Retry { times: 1, delay: Duration::from_secs(1) });
-    let settings = scheduled(10_000);
-    let schedule = settings.schedule.clone().map(|s| Schedule { retry, ..s });
-    let mut l = Leader::new(Settings { schedule, ..settings }, started(0));
-    l.step(assigned(), ms(1000));
-    let (actions, offset) = live(&mut l, 1000, 12_000, 6);
-    let (at, first) = spawns(&actions)[0].clone();
-    l.step(exited(ChildStatus::Exited(3)), ms(at + 300));
+    let (mut l, at, first, offset) = failed_once();
     let (actions, offset) = live(&mut l, at + 300, at + 1500, offset + 100);
     let [(_, retry)] = &spawns(&actions)[..] else { panic!("one retry: {actions:?}") };
     // Another member's record carries attempt 1's failure (a late copy).
@@ -392,14 +397,7 @@ fn a_retry_under_way_stays_ours_when_a_late_copy_of_the_failure_it_retries_comes
 
 #[test]
 fn a_retry_another_member_ran_and_recorded_is_not_run_again() {
-    let retry = Some(Retry { times: 1, delay: Duration::from_secs(1) });
-    let settings = scheduled(10_000);
-    let schedule = settings.schedule.clone().map(|s| Schedule { retry, ..s });
-    let mut l = Leader::new(Settings { schedule, ..settings }, started(0));
-    l.step(assigned(), ms(1000));
-    let (actions, offset) = live(&mut l, 1000, 12_000, 6);
-    let (at, first) = spawns(&actions)[0].clone();
-    l.step(exited(ChildStatus::Exited(3)), ms(at + 300));
+    let (mut l, at, first, offset) = failed_once();
     // While our retry waits, a record says attempt 2 ran and failed too.
     let second =
         Attempt { due: first.due, number: 2, code: Some(3), ended: Some(wall(at + 500)), ..x_ran(0, 2, 5, None) };
@@ -411,9 +409,8 @@ fn a_retry_another_member_ran_and_recorded_is_not_run_again() {
 #[test]
 fn overlap_replace_stops_a_run_at_its_next_due_time_and_runs_that_one() {
     // (A period off the heartbeats' 200 ms grid: woken for the due time.)
-    let settings = scheduled(2050);
-    let schedule = settings.schedule.clone().map(|s| Schedule { overlap: Some(Overlap::Replace), ..s });
-    let mut l = Leader::new(Settings { schedule, ..settings }, started(0));
+    let settings = scheduled_with(2050, |s| Schedule { overlap: Some(Overlap::Replace), ..s });
+    let mut l = Leader::new(settings, started(0));
     l.step(assigned(), ms(1000));
     let (actions, offset) = live(&mut l, 1000, 4000, 6);
     let (at, first) = spawns(&actions)[0].clone();
@@ -445,13 +442,11 @@ fn overlap_replace_stops_a_run_at_its_next_due_time_and_runs_that_one() {
 fn overlap_replace_lets_a_run_that_catches_up_live_until_a_due_time_after_its_start() {
     // x ran a due time three periods ago (ended), and nobody ran the two
     // since: missed, so ours runs the older at once, its next due time past.
-    let settings = scheduled(2050);
-    let schedule =
-        settings.schedule.clone().map(|s| Schedule { overlap: Some(Overlap::Replace), missed: Missed::All, ..s });
     let period = 2050;
+    let settings = scheduled_with(period, |s| Schedule { overlap: Some(Overlap::Replace), missed: Missed::All, ..s });
     let last_due = wall(900) / period * period - 3 * period;
     let ended = Attempt { due: Some(last_due), ended: Some(last_due + 10), ..x_ran(0, 1, 3, Some(0)) };
-    let (mut l, actions) = wave_member(Settings { schedule, ..settings }, vec![carrying(4, None, ended)]);
+    let (mut l, actions) = wave_member(settings, vec![carrying(4, None, ended)]);
     let run = spawned(&actions).expect("the missed due time runs at once");
     assert_eq!(run.due, Some(last_due + period), "{actions:?}");
     assert!(!actions.iter().any(|a| matches!(a, SignalGroup(P, _))), "not stopped at birth: {actions:?}");

@@ -240,10 +240,10 @@ fn network_cut_longer_than_the_session_hands_over_without_overlap() {
 
 /// Issue 28: a network blip between the leader and the broker, well within
 /// half the session timeout, at the product's default timing (session 6 s,
-/// heartbeat deadline 5.3 s). TCP's retransmission backoff stretches the
+/// heartbeat deadline 5 s). TCP's retransmission backoff stretches the
 /// 2 s of loss to 3.2-3.9 s without a heartbeat (docs/proof.md, "Network
 /// blips"); the deadline rides it out, and a connection still silent after
-/// the request timeout (3.3 s) would be replaced. The command runs on,
+/// the request timeout (3 s) would be replaced. The command runs on,
 /// with the same token, and nothing fences.
 #[test]
 fn network_blip_at_the_default_timing_leaves_the_command_running() {

@@ -71,10 +71,10 @@ pub struct RunArgs {
     /// timeout): the one timing flag most users set.
     ///
     /// The others follow from it unless given, all safe together:
-    /// --heartbeat-deadline S - 700ms, --heartbeat-interval S/12 (at most
-    /// 500ms), --grace S/2 (at most 3s) and the coordinator heartbeat
-    /// (heartbeat.interval.ms) S/10 (at most 200ms). At 6s: 5.3s, 500ms, 3s
-    /// and 200ms. At least 1s. Most brokers refuse less than 6s
+    /// the coordinator heartbeat (heartbeat.interval.ms) H = S/10 (at most
+    /// 500ms), --heartbeat-deadline S - H - 500ms, --heartbeat-interval
+    /// S/12 (at most 500ms) and --grace S/2 (at most 3s). At 6s: 500ms, 5s,
+    /// 500ms and 3s. At least 1s. Most brokers refuse less than 6s
     /// (group.min.session.timeout.ms).
     #[arg(long, env = "NELI_SESSION_TIMEOUT", default_value = "6s", value_name = "DURATION", value_parser = duration,
           help_heading = "Timing")]
@@ -82,7 +82,7 @@ pub struct RunArgs {
 
     /// Neither wake the others when leaving nor watch for their wakes: a
     /// handover then waits for the standbys' coordinator heartbeats (up to
-    /// 200ms more at the defaults).
+    /// 500ms at the defaults).
     ///
     /// A member that stops or yields writes a wake record once it has left
     /// the group, and the others rejoin on it at once. Use this where the

@@ -908,14 +908,14 @@ mod tests {
     #[test]
     fn deadline_must_fence_before_the_session_expires() {
         let e = config(&["--heartbeat-deadline", "5500ms"]).unwrap_err();
-        assert!(e.message.contains("at most 5s 300ms") && e.message.contains("at least 6s 200ms"), "{e}");
-        assert!(config(&["--heartbeat-deadline", "5300ms"]).is_ok());
+        assert!(e.message.contains("at most 5s") && e.message.contains("at least 6s 500ms"), "{e}");
+        assert!(config(&["--heartbeat-deadline", "5000ms"]).is_ok());
     }
 
     #[test]
     fn grace_must_end_before_the_session_expires() {
         let e = config(&["--grace", "10s"]).unwrap_err();
-        assert!(e.message.contains("--grace") && e.message.contains("at least 10s 700ms"), "{e}");
+        assert!(e.message.contains("--grace") && e.message.contains("at least 11s"), "{e}");
         assert!(config(&["--grace", "10s", "--session-timeout", "11s"]).is_ok());
     }
 

@@ -26,13 +26,17 @@ use crate::exit::{Failure, Kind};
 
 /// Slack for the timer, the kill and the scheduler in every inequality.
 pub const MARGIN: Duration = Duration::from_millis(500);
-/// The longest coordinator heartbeat interval derived. Short, because
-/// standbys learn of a leader leaving only at their next coordinator
-/// heartbeat: with two standbys a graceful handover waits for the later of
-/// two, about two thirds of it on average (250 ms gave a median of 306 ms,
-/// 200 ms 200 ms). Each member sends five small requests a second (1000 a
-/// second for 200 members).
-pub const COORDINATOR_HEARTBEAT: Duration = Duration::from_millis(200);
+/// The longest coordinator heartbeat interval derived. A graceful handover
+/// no longer waits for it (the wake carries it: docs/how-it-works.md, "How
+/// long a handover takes"); what it still sets is how soon the standbys
+/// hear that a crashed leader's session ran out (up to one interval after
+/// it), a handover to a member without the wake (an older version, or
+/// `--no-wake`), and the requests every member sends: two a second. Not
+/// longer, because rule 2 takes it off the heartbeat deadline: at the
+/// default session of 6 s, 500 ms leaves a deadline of 5 s and a request
+/// timeout of 3 s, the half a session that network blips are promised
+/// (200 ms sent five a second for a handover the wake now makes).
+pub const COORDINATOR_HEARTBEAT: Duration = Duration::from_millis(500);
 /// The longest heartbeat interval derived: two records a second.
 const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(500);
 /// The longest grace derived: as long as it was before the timing was
@@ -108,7 +112,7 @@ fn unsafe_timing<T>(msg: String) -> Result<T, Failure> {
 
 impl Timing {
     /// The timing for `req`: what was not given follows from the session
-    /// timeout S. The coordinator heartbeat H = min(200ms, S/10); the
+    /// timeout S. The coordinator heartbeat H = min(500ms, S/10); the
     /// heartbeat deadline D = S - H - 500ms, the longest the rules allow, so
     /// that a network blip shorter than it never stops the command; the
     /// heartbeat interval min(500ms, S/12); the grace min(3s, S/2), within
@@ -161,7 +165,7 @@ impl Timing {
     /// before it one interval earlier and the margin for the reconnect and
     /// the read-back, `interval + this + scan + MARGIN` is the deadline, so
     /// any blip shorter than this timeout leaves the command running.
-    /// That is 3.3 s at the default session timeout of 6 s, above the half
+    /// That is 3 s at the default session timeout of 6 s, the half
     /// a session (3 s) that blips are promised. Only connections change:
     /// the fence still fires at the deadline whatever this is.
     pub fn request_timeout(&self) -> Duration {
@@ -298,14 +302,14 @@ mod tests {
             t,
             Timing {
                 session_timeout: ms(6000),
-                coordinator_heartbeat: ms(200),
+                coordinator_heartbeat: ms(500),
                 heartbeat_interval: ms(500),
-                heartbeat_deadline: ms(5300),
+                heartbeat_deadline: ms(5000),
                 grace: ms(3000),
                 max_poll_interval: ms(12000),
             }
         );
-        assert_eq!(t.request_timeout(), ms(3300));
+        assert_eq!(t.request_timeout(), ms(3000));
         assert_eq!(t.read_back_wait(), ms(500));
     }
 
@@ -374,11 +378,11 @@ mod tests {
             Timing::derive(r).unwrap_err().message
         };
         let e = req(|r| r.heartbeat_deadline = Some(ms(5500)));
-        assert!(e.contains("at most 5s 300ms") && e.contains("at least 6s 200ms"), "{e}");
+        assert!(e.contains("at most 5s") && e.contains("at least 6s 500ms"), "{e}");
         let e = req(|r| r.heartbeat_interval = Some(ms(3000)));
-        assert!(e.contains("Lower --heartbeat-interval to at most 2s 650ms") && !e.contains("Raise --heartbeat"));
+        assert!(e.contains("Lower --heartbeat-interval to at most 2s 500ms") && !e.contains("Raise --heartbeat"));
         let e = req(|r| r.grace = Some(ms(10_000)));
-        assert!(e.contains("--grace") && e.contains("at least 10s 700ms"), "{e}");
+        assert!(e.contains("--grace") && e.contains("at least 11s"), "{e}");
         let e = req(|r| r.coordinator_heartbeat = Some(ms(3000)));
         assert!(e.contains("a third") && e.contains("at most 2s"), "{e}");
     }

@@ -69,7 +69,7 @@ impl Reach {
     /// us to (librdkafka does not always say which topic an error is
     /// about): a missing or forbidden topic, while that subscription lasts
     /// and a little after. A true error about the group's topic recurs
-    /// at every metadata refresh, and is heard then.
+    /// at the next write or fetch of it, and is heard then.
     pub(super) fn wake_error(&self, code: RDKafkaErrorCode) -> bool {
         use RDKafkaErrorCode::*;
         let woken = BootTime::from_nanos(self.woken_at.load(Ordering::Relaxed));

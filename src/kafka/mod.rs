@@ -536,20 +536,7 @@ fn consumer_config(s: &Settings) -> rdkafka::ClientConfig {
         // Partition 0's leader moved (a rolling restart): the read-back
         // goes on at the new leader after 100 ms, not librdkafka's 500.
         ("fetch.error.backoff.ms", "100"),
-        ("topic.metadata.refresh.interval.ms", &metadata_refresh(s)),
     ])
-}
-
-/// How often both clients ask where partition 0 is led: every heartbeat
-/// interval, not librdkafka's 5 minutes. librdkafka asks by itself when a
-/// broker goes down or answers that it no longer leads, but a broker that
-/// leaves Metadata after a controlled stop is decommissioned, and that
-/// parks partition 0 on librdkafka's internal broker until the next refresh
-/// (in a rolling restart, a heartbeat gap of 1.3-1.7 s at librdkafka's
-/// default, 0.8-0.9 s at 0.5 s; Java clients refresh on every failed send
-/// instead). A small Metadata request per client and interval.
-fn metadata_refresh(s: &Settings) -> String {
-    ms(s.timing.heartbeat_interval)
 }
 
 /// The producer's configuration: it writes our heartbeats. The user's
@@ -567,7 +554,6 @@ fn producer_config(s: &Settings) -> rdkafka::ClientConfig {
         // connection, not waited out while TCP backs off
         // (Timing::request_timeout).
         ("socket.timeout.ms", &ms(s.timing.request_timeout())),
-        ("topic.metadata.refresh.interval.ms", &metadata_refresh(s)),
     ])
 }
 

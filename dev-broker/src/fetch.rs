@@ -6,8 +6,12 @@
 //!
 //! The forwarder parks a Fetch itself ([`Parked`]): it asks the mock the
 //! same request with MaxWaitMs 0 (a probe, answered at once), passes the
-//! answer on if Kafka would ([`Parked::answers`]), and otherwise probes
-//! again once something is produced ([`Wakes`]) or at the deadline.
+//! answer on if Kafka would ([`Parked::take`]), and otherwise probes
+//! again once something is produced ([`Wakes`]) or at the deadline. The
+//! mock shows at most one batch of each partition where Kafka counts every
+//! byte there towards MinBytes and answers with them all: the forwarder
+//! gathers the rest by probing past what each probe showed ([`Gathered`]),
+//! and answers with every batch gathered.
 //!
 //! The mock keeps no fetch sessions (KIP-227): it reads SessionId and
 //! SessionEpoch, echoes the SessionId and remembers nothing, so every probe
@@ -19,7 +23,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::wire::{Header, Reader, FETCH};
+use crate::wire::{put_uvarint, Header, Reader, FETCH};
 
 /// The Fetch versions whose layout is read here: those the mock serves
 /// (librdkafka 2.12.1: 0 to 16). Others go to the mock as they are.
@@ -36,6 +40,39 @@ pub struct Parked {
     pub wants: u64,
     /// The request with MaxWaitMs 0, which the mock answers at once.
     pub probe: Vec<u8>,
+    /// Where each partition's FetchOffset is in `probe`, by topic key (its
+    /// bytes) and partition index: to probe past the records shown.
+    offsets: Vec<(Vec<u8>, i32, usize)>,
+}
+
+/// What a parked fetch has gathered of the records there: every complete
+/// batch of each partition from the offset asked for on, and the probe
+/// that asks past them. Records stay where they are written, so what was
+/// gathered holds until the fetch is answered.
+pub struct Gathered {
+    /// The probe asking past what was gathered, partition by partition.
+    pub probe: Vec<u8>,
+    /// Record bytes gathered, summed over the partitions.
+    pub bytes: u64,
+    /// Complete record batches, by partition.
+    records: Vec<(PartitionKey, Vec<u8>)>,
+}
+
+/// A partition as a fetch names it: its topic's key (`topic_key`, as its
+/// bytes) and its index.
+type PartitionKey = (Vec<u8>, i32);
+
+/// What one probe's answer says about the gathering.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Kafka answers with this response as it is, at once: an error (top
+    /// level or a partition's), a preferred read replica, a batch larger
+    /// than the fetch's room, or a response not read here.
+    AsItIs,
+    /// A partition has records past those gathered: probe again.
+    More,
+    /// Everything there is was gathered.
+    Done,
 }
 
 impl Parked {
@@ -61,11 +98,14 @@ impl Parked {
         let partition =
             4 + if v >= 9 { 4 } else { 0 } + 8 + if v >= 12 { 4 } else { 0 } + if v >= 5 { 8 } else { 0 } + 4;
         let mut partitions = 0;
+        let mut offsets = Vec::new();
         for _ in 0..array_len(&mut r, flexible)? {
-            topic_key(&mut r, v)?;
+            let key = key_bytes(&mut r, v)?;
             let n = array_len(&mut r, flexible)?;
             partitions += n;
             for _ in 0..n {
+                let index = r.clone().i32()?;
+                offsets.push((key.clone(), index, r.at + 4 + if v >= 9 { 4 } else { 0 }));
                 r.skip(partition)?;
                 tags(&mut r, flexible)?;
             }
@@ -93,24 +133,75 @@ impl Parked {
         // nothing is asked for (ReplicaManager.fetchMessages).
         let wants = if partitions == 0 { 0 } else { u64::try_from(min_bytes).unwrap_or(0) };
         let max_wait = Duration::from_millis(max_wait as u64);
-        Some(Parked { version: v, correlation: header.correlation, max_wait, wants, probe })
+        Some(Parked { version: v, correlation: header.correlation, max_wait, wants, probe, offsets })
     }
 
-    /// Whether the mock's `response` to a probe is the one to give the
-    /// client now (Kafka's conditions to answer a fetch without waiting):
-    /// it holds MinBytes of records, or an error (top level or a
-    /// partition's), or a preferred read replica. One the forwarder cannot
-    /// read is passed on too.
-    ///
-    /// And where the mock holds records back: it returns at most one batch
-    /// per partition, where Kafka returns what it has up to MaxBytes, so a
-    /// partition whose records end below its high watermark has more than
-    /// the mock will show. Kafka would count those bytes too; they are not
-    /// known here, and waiting for the mock to show more would hold records
-    /// that are there until the deadline. Such a response goes at once.
-    pub fn answers(&self, response: &[u8]) -> bool {
-        let Some(read) = Response::read(response, self.version) else { return true };
-        read.at_once || read.bytes >= self.wants || (read.bytes > 0 && read.held_back)
+    /// Nothing gathered yet: the first probe asks from the fetch's offsets.
+    pub fn gathered(&self) -> Gathered {
+        Gathered { probe: self.probe.clone(), bytes: 0, records: Vec::new() }
+    }
+
+    /// Takes the complete batches of the mock's `response` to
+    /// `gathered.probe` into `gathered`, and moves its probe past them.
+    pub fn take(&self, gathered: &mut Gathered, response: &[u8]) -> Step {
+        let Some(read) = Response::read(response, self.version) else { return Step::AsItIs };
+        if read.at_once {
+            return Step::AsItIs;
+        }
+        let mut moved = false;
+        for part in &read.parts {
+            let records = &response[part.records.clone()];
+            let Some((end, complete)) = records_end(records) else {
+                if records.is_empty() {
+                    continue;
+                }
+                // One batch larger than the room asked for: Kafka gives it
+                // cut short, and the client asks again with more room.
+                return Step::AsItIs;
+            };
+            let key = (part.key.clone(), part.index);
+            let Some(at) = self.offsets.iter().find(|(k, i, _)| (k, *i) == (&key.0, key.1)).map(|(_, _, at)| *at)
+            else {
+                return Step::AsItIs;
+            };
+            let Some(offset) = gathered.probe.get_mut(at..at + 8) else { return Step::AsItIs };
+            offset.copy_from_slice(&end.to_be_bytes());
+            match gathered.records.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, batches)) => batches.extend_from_slice(&records[..complete]),
+                None => gathered.records.push((key, records[..complete].to_vec())),
+            }
+            gathered.bytes += complete as u64;
+            moved = true;
+        }
+        if read.held_back && moved {
+            Step::More
+        } else {
+            Step::Done
+        }
+    }
+
+    /// The answer Kafka gives with what was gathered: `last` (the mock's
+    /// latest answer, whose high watermarks are the newest) with each
+    /// partition's records replaced by those gathered of it. None if
+    /// `last` cannot be read.
+    pub fn answer(&self, gathered: &Gathered, last: &[u8]) -> Option<Vec<u8>> {
+        let read = Response::read(last, self.version)?;
+        let mut frame = last.to_vec();
+        // From the back, so that the fields before keep their place.
+        for part in read.parts.iter().rev() {
+            let Some((_, records)) = gathered.records.iter().find(|(k, _)| k.0 == part.key && k.1 == part.index) else {
+                continue;
+            };
+            let mut field = Vec::with_capacity(records.len() + 5);
+            if self.version >= 12 {
+                put_uvarint(&mut field, records.len() as u64 + 1);
+            } else {
+                field.extend_from_slice(&i32::try_from(records.len()).ok()?.to_be_bytes());
+            }
+            field.extend_from_slice(records);
+            frame.splice(part.field.clone(), field);
+        }
+        Some(frame)
     }
 }
 
@@ -125,6 +216,20 @@ struct Response {
     /// A partition has records past the last one returned (below its high
     /// watermark).
     held_back: bool,
+    /// Each partition, in the order of the response.
+    parts: Vec<Part>,
+}
+
+/// One partition of a Fetch response.
+#[derive(Debug, PartialEq, Eq)]
+struct Part {
+    /// Its topic's key (`topic_key`), as its bytes.
+    key: Vec<u8>,
+    index: i32,
+    /// Where its Records field is in the frame, its length included.
+    field: std::ops::Range<usize>,
+    /// Where its record bytes are in the frame.
+    records: std::ops::Range<usize>,
 }
 
 impl Response {
@@ -144,9 +249,9 @@ impl Response {
             r.i32()?; // SessionId
         }
         for _ in 0..array_len(&mut r, flexible)? {
-            topic_key(&mut r, v)?;
+            let key = key_bytes(&mut r, v)?;
             for _ in 0..array_len(&mut r, flexible)? {
-                r.i32()?; // PartitionIndex
+                let index = r.i32()?;
                 read.at_once |= r.i16()? != 0;
                 let high_watermark = r.i64()?;
                 // LastStableOffset (v4+), LogStartOffset (v5+).
@@ -161,9 +266,12 @@ impl Response {
                 if v >= 11 {
                     read.at_once |= r.i32()? >= 0; // PreferredReadReplica
                 }
+                let field = r.at;
                 let records = nullable_bytes(&mut r, flexible)?.unwrap_or_default();
                 read.bytes += records.len() as u64;
-                read.held_back |= records_end(records).is_some_and(|end| end < high_watermark);
+                read.held_back |= records_end(records).is_some_and(|(end, _)| end < high_watermark);
+                let at = r.at - records.len();
+                read.parts.push(Part { key: key.clone(), index, field: field..r.at, records: at..r.at });
                 tags(&mut r, flexible)?;
             }
             tags(&mut r, flexible)?;
@@ -173,12 +281,13 @@ impl Response {
     }
 }
 
-/// The offset after the last record of `records` (complete batches only),
-/// or None if none is complete. Record batches (magic 2) and the older
-/// message sets both start with the offset (the batch's base, a message's
-/// own) and the size of the rest, and have the magic byte at 16; a v2
-/// batch's last offset is base + lastOffsetDelta (at 23).
-fn records_end(records: &[u8]) -> Option<i64> {
+/// The offset after the last record of `records` (complete batches only)
+/// and the bytes of those batches, or None if none is complete. Record
+/// batches (magic 2) and the older message sets both start with the offset
+/// (the batch's base, a message's own) and the size of the rest, and have
+/// the magic byte at 16; a v2 batch's last offset is base +
+/// lastOffsetDelta (at 23).
+fn records_end(records: &[u8]) -> Option<(i64, usize)> {
     let mut r = Reader { buf: records, at: 0 };
     let mut end = None;
     while let Some(batch) = r.clone().take(12) {
@@ -189,9 +298,16 @@ fn records_end(records: &[u8]) -> Option<i64> {
             Some(2) => offset + i64::from(i32::from_be_bytes(entry.get(23..27)?.try_into().ok()?)),
             _ => offset,
         };
-        end = Some(last + 1);
+        end = Some((last + 1, r.at));
     }
     end
+}
+
+/// A topic's key, as its bytes (`topic_key`).
+fn key_bytes(r: &mut Reader, version: i16) -> Option<Vec<u8>> {
+    let from = r.at;
+    topic_key(r, version)?;
+    r.buf.get(from..r.at).map(<[u8]>::to_vec)
 }
 
 /// A topic's key in a Fetch request or response: its name to v12, its id
@@ -498,42 +614,61 @@ mod tests {
     }
 
     #[test]
-    fn a_response_is_passed_on_with_min_bytes_of_records_an_error_or_records_held_back() {
+    fn records_are_gathered_past_what_the_mock_shows_and_errors_go_as_they_are() {
         let one = batch(0, 1, 80);
+        let next_two = batch(1, 2, 90);
         for version in VERSIONS_READ {
             let p = parked(&request(version, 30_000, 100, 2)).unwrap();
             let ok = |high_watermark, records| Part { error: 0, high_watermark, records };
-            let read = |parts: &[Part]| Response::read(&response(version, 0, parts), version);
-            // Nothing yet (records empty, or null): held.
+            let take = |parts: &[Part]| {
+                let mut g = p.gathered();
+                let step = p.take(&mut g, &response(version, 0, parts));
+                (step, g)
+            };
+            let offset = |g: &Gathered, partition: usize| {
+                let at = p.offsets[partition].2;
+                i64::from_be_bytes(g.probe[at..at + 8].try_into().unwrap())
+            };
+            // Nothing yet (records empty, or null): nothing gathered, and
+            // the answer is the mock's as it is.
             let empty = [ok(0, Some(&[][..])), ok(0, None)];
-            assert_eq!(read(&empty), Some(Response::default()), "v{version}");
-            assert!(!p.answers(&response(version, 0, &empty)), "v{version}");
-            // 80 bytes, all the partition has: under MinBytes, held.
-            let some = [ok(1, Some(&one[..])), ok(0, None)];
-            assert_eq!(read(&some), Some(Response { bytes: 80, ..Default::default() }), "v{version}");
-            assert!(!p.answers(&response(version, 0, &some)), "v{version}");
-            // Summed over the partitions: 160 bytes, answered.
-            let two = [ok(1, Some(&one[..])), ok(1, Some(&one[..]))];
-            assert!(p.answers(&response(version, 0, &two)), "v{version}");
-            // 80 bytes, but the partition has 2 more records than returned.
-            let behind = [ok(3, Some(&one[..])), ok(0, None)];
-            assert_eq!(read(&behind).map(|r| r.held_back), Some(true), "v{version}");
-            assert!(p.answers(&response(version, 0, &behind)), "v{version}");
-            // A partition's error, with nothing (null records): answered.
+            let (step, g) = take(&empty);
+            assert_eq!((step, g.bytes, &g.probe), (Step::Done, 0, &p.probe), "v{version}");
+            assert_eq!(p.answer(&g, &response(version, 0, &empty)), Some(response(version, 0, &empty)), "v{version}");
+            // 80 bytes, all the partition has: gathered, and the probe asks
+            // partition 0 past them, partition 1 where it was (offset 1).
+            let (step, g) = take(&[ok(1, Some(&one[..])), ok(0, None)]);
+            assert_eq!((step, g.bytes, offset(&g, 0), offset(&g, 1)), (Step::Done, 80, 1, 1), "v{version}");
+            // Summed over the partitions.
+            let (step, g) = take(&[ok(1, Some(&one[..])), ok(2, Some(&next_two[..]))]);
+            assert_eq!((step, g.bytes, offset(&g, 0), offset(&g, 1)), (Step::Done, 170, 1, 3), "v{version}");
+            // The partition has 2 more records than shown: probe again, and
+            // the answer holds both batches, with the newest high watermark.
+            let (step, mut g) = take(&[ok(3, Some(&one[..])), ok(0, None)]);
+            assert_eq!((step, offset(&g, 0)), (Step::More, 1), "v{version}");
+            let last = response(version, 0, &[ok(3, Some(&next_two[..])), ok(0, None)]);
+            assert_eq!(p.take(&mut g, &last), Step::Done, "v{version}");
+            assert_eq!((g.bytes, offset(&g, 0)), (170, 3), "v{version}");
+            let both = [one.clone(), next_two.clone()].concat();
+            let expected = response(version, 0, &[ok(3, Some(&both[..])), ok(0, None)]);
+            assert_eq!(p.answer(&g, &last), Some(expected), "v{version}");
+            // A partition's error, with nothing (null records): as it is.
             let error = [Part { error: 6, high_watermark: -1, records: None }, ok(0, None)];
-            assert_eq!(read(&error), Some(Response { at_once: true, ..Default::default() }), "v{version}");
-            assert!(p.answers(&response(version, 0, &error)), "v{version}");
+            assert_eq!(take(&error).0, Step::AsItIs, "v{version}");
+            // A batch larger than the room (cut short, none complete): as
+            // it is, as Kafka gives it.
+            assert_eq!(take(&[ok(3, Some(&one[..40])), ok(0, None)]).0, Step::AsItIs, "v{version}");
             // One the forwarder cannot read goes on.
             let mut cut = response(version, 0, &empty);
             cut.pop();
-            assert!(p.answers(&cut), "v{version}");
+            assert_eq!(p.take(&mut p.gathered(), &cut), Step::AsItIs, "v{version}");
         }
         // The top-level error (v7+).
         for version in VERSIONS_READ.into_iter().filter(|v| *v >= 7) {
             let p = parked(&request(version, 30_000, 1, 1)).unwrap();
             let frame = response(version, 7, &[Part { error: 0, high_watermark: 0, records: None }]);
             assert_eq!(Response::read(&frame, version).map(|r| r.at_once), Some(true));
-            assert!(p.answers(&frame), "v{version}");
+            assert_eq!(p.take(&mut p.gathered(), &frame), Step::AsItIs, "v{version}");
         }
     }
 
@@ -541,15 +676,15 @@ mod tests {
     fn the_end_of_records_is_read_from_the_last_complete_batch() {
         let mut records = batch(5, 3, 90);
         records.extend(batch(8, 2, 70));
-        assert_eq!(records_end(&records), Some(10));
+        assert_eq!(records_end(&records), Some((10, 160)));
         records.truncate(100); // the second batch cut short, as MaxBytes cuts it
-        assert_eq!(records_end(&records), Some(8));
+        assert_eq!(records_end(&records), Some((8, 90)));
         assert_eq!(records_end(&[]), None);
         // A magic 1 message: its own offset.
         let mut legacy = 4i64.to_be_bytes().to_vec();
         legacy.extend_from_slice(&14i32.to_be_bytes());
         legacy.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(records_end(&legacy), Some(5));
+        assert_eq!(records_end(&legacy), Some((5, 26)));
     }
 
     #[tokio::test]

@@ -164,11 +164,13 @@ where
 }
 
 /// Answers a parked Fetch as Kafka would ([`fetch`]): probes the mock (the
-/// same request with MaxWaitMs 0) until its answer is one Kafka would give
-/// now, probing again after each write (or leader move) and once more at
-/// the deadline, MaxWaitMs from now (when Kafka would have the request: a
-/// cut held it until now). The answer for the client; None if the mock's
-/// side went away.
+/// same request with MaxWaitMs 0) until what it has shown since the fetch
+/// came is an answer Kafka would give now, probing again after each write
+/// (or leader move) and once more at the deadline, MaxWaitMs from now (when
+/// Kafka would have the request: a cut held it until now). The mock shows
+/// one batch of a partition a time: each round probes past what it showed
+/// until it has shown everything there ([`fetch::Gathered`]). The answer
+/// for the client; None if the mock's side went away.
 async fn park(
     fetch: &fetch::Parked,
     broker_tx: &mut (impl AsyncWriteExt + Unpin),
@@ -176,19 +178,42 @@ async fn park(
     wakes: &fetch::Wakes,
 ) -> std::io::Result<Option<Vec<u8>>> {
     let deadline = Instant::now() + fetch.max_wait;
+    let mut gathered = fetch.gathered();
     loop {
-        // Read before the probe: a write after it is one the probe may
-        // have missed.
+        // Read before the probes: a write after them is one they may have
+        // missed.
         let seen = wakes.count();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        *edits.probe.lock().expect("lock") = Some((fetch.correlation, tx));
-        write_frame(broker_tx, &fetch.probe).await?;
-        let Ok(answer) = rx.await else { return Ok(None) };
-        if Instant::now() >= deadline || fetch.answers(&answer) {
-            return Ok(Some(answer));
+        let last = loop {
+            let Some(shown) = ask(&gathered.probe, fetch.correlation, broker_tx, edits).await? else { return Ok(None) };
+            match fetch.take(&mut gathered, &shown) {
+                fetch::Step::AsItIs => return Ok(Some(shown)),
+                fetch::Step::More if gathered.bytes < GATHER_BYTES => {}
+                _ => break shown,
+            }
+        };
+        if gathered.bytes >= fetch.wants || Instant::now() >= deadline {
+            return Ok(Some(fetch.answer(&gathered, &last).unwrap_or(last)));
         }
         wakes.wait_past(seen, deadline).await;
     }
+}
+
+/// The most record bytes a parked fetch gathers: librdkafka's default room
+/// for a partition (`fetch.message.max.bytes`).
+const GATHER_BYTES: u64 = 1024 * 1024;
+
+/// The mock's answer to one probe sent on the parked fetch's correlation
+/// id. None if the mock's side went away.
+async fn ask(
+    probe: &[u8],
+    correlation: i32,
+    broker_tx: &mut (impl AsyncWriteExt + Unpin),
+    edits: &Edits,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    *edits.probe.lock().expect("lock") = Some((correlation, tx));
+    write_frame(broker_tx, probe).await?;
+    Ok(rx.await.ok())
 }
 
 /// What to do with one request.

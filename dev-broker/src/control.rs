@@ -210,7 +210,7 @@ fn lead(shared: &Shared, topic: &str, partition: i32, leader: BrokerId) -> Resul
     shared.mock.set_leader(topic, partition, Some(leader).filter(|l| *l > 0))?;
     // A fetch parked on the old leader is answered now, as Kafka answers
     // one for a partition its broker no longer leads.
-    shared.wakes.bump();
+    shared.wakes.moved();
     shared.cluster.set_leader(topic, partition, leader)
 }
 

@@ -360,25 +360,66 @@ fn tags(r: &mut Reader, flexible: bool) -> Option<()> {
 /// What a parked fetch waits on: a count of the writes, bumped as each
 /// Produce response goes back to its client (the mock has stored the
 /// records by then) and as a partition's leader moves (Kafka answers a
-/// parked fetch then), and a [`tokio::sync::Notify`] for the waiters.
+/// parked fetch then), and a [`tokio::sync::Notify`] for the waiters. And
+/// how many bytes the writes carried, so that a fetch waiting for more
+/// bytes than were written since it looked does not look again (Kafka
+/// keeps the same count: with 200 fetches waiting on one partition,
+/// probing the mock at every write took a core).
 #[derive(Default)]
 pub struct Wakes {
     count: AtomicU64,
+    /// The Produce requests' sizes, summed: at least the record bytes they
+    /// brought.
+    written: AtomicU64,
+    /// Leaders moved.
+    moves: AtomicU64,
     notify: tokio::sync::Notify,
 }
 
+/// Where the writes and moves stood when a parked fetch looked.
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    written: u64,
+    moves: u64,
+}
+
 impl Wakes {
-    /// How many writes so far: read before a probe, to know whether one
-    /// came after it.
+    /// How many writes and moves so far: read before a probe, to know
+    /// whether one came after it.
     pub fn count(&self) -> u64 {
         self.count.load(Ordering::SeqCst)
     }
 
-    /// Something was written, or a leader moved: every parked fetch probes
-    /// again.
-    pub fn bump(&self) {
+    /// What was written and moved so far: read before a probe, with
+    /// [`Wakes::count`].
+    pub fn mark(&self) -> Mark {
+        Mark { written: self.written.load(Ordering::SeqCst), moves: self.moves.load(Ordering::SeqCst) }
+    }
+
+    /// A Produce request of `bytes` was stored: every parked fetch that
+    /// may now have its MinBytes looks again.
+    pub fn wrote(&self, bytes: u64) {
+        self.written.fetch_add(bytes, Ordering::SeqCst);
+        self.bump();
+    }
+
+    /// A leader moved: every parked fetch looks again.
+    pub fn moved(&self) {
+        self.moves.fetch_add(1, Ordering::SeqCst);
+        self.bump();
+    }
+
+    fn bump(&self) {
         self.count.fetch_add(1, Ordering::SeqCst);
         self.notify.notify_waiters();
+    }
+
+    /// Whether a fetch that looked at `mark`, having `gathered` of the
+    /// `wants` bytes it waits for, should look again: a leader moved
+    /// since, or the writes since may have brought the rest.
+    pub fn worth_a_look(&self, mark: Mark, gathered: u64, wants: u64) -> bool {
+        let now = self.mark();
+        now.moves != mark.moves || gathered.saturating_add(now.written - mark.written) >= wants
     }
 
     /// Returns once something was written after [`Wakes::count`] said
@@ -687,12 +728,30 @@ mod tests {
         assert_eq!(records_end(&legacy), Some((5, 26)));
     }
 
+    #[test]
+    fn a_fetch_looks_again_once_the_bytes_written_since_may_bring_its_min_bytes_or_a_leader_moved() {
+        let wakes = Wakes::default();
+        let mark = wakes.mark();
+        assert!(!wakes.worth_a_look(mark, 0, 1), "nothing written");
+        assert!(wakes.worth_a_look(mark, 0, 0), "MinBytes 0");
+        wakes.wrote(300);
+        assert!(wakes.worth_a_look(mark, 0, 1), "one byte wanted");
+        assert!(!wakes.worth_a_look(mark, 100, 8192), "400 of 8192");
+        wakes.wrote(7800);
+        assert!(!wakes.worth_a_look(mark, 0, 8192), "8100 of 8192");
+        assert!(wakes.worth_a_look(mark, 100, 8192), "100 gathered and 8100 written");
+        let mark = wakes.mark();
+        assert!(!wakes.worth_a_look(mark, 100, 8192), "counted from the new mark");
+        wakes.moved();
+        assert!(wakes.worth_a_look(mark, 0, 8192), "a leader moved");
+    }
+
     #[tokio::test]
     async fn a_write_before_or_while_waiting_ends_the_wait() {
         let produced = std::sync::Arc::new(Wakes::default());
         let far = Instant::now() + Duration::from_secs(3600);
         let seen = produced.count();
-        produced.bump();
+        produced.wrote(10);
         // Written after `seen` was read, before the wait: at once.
         tokio::time::timeout(Duration::from_secs(10), produced.wait_past(seen, far)).await.expect("at once");
         let seen = produced.count();
@@ -701,7 +760,7 @@ mod tests {
             async move { produced.wait_past(seen, far).await }
         });
         tokio::task::yield_now().await;
-        produced.bump();
+        produced.moved();
         tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("woken").unwrap();
         // Nothing written: the deadline ends it.
         let seen = produced.count();

@@ -136,8 +136,8 @@ where
             }
             respond(edits.edit(&shared, frame, correlation)).await?;
             if let Some(correlation) = correlation {
-                if edits.produces.lock().expect("lock").remove(&correlation) {
-                    shared.wakes.bump();
+                if let Some(bytes) = edits.produces.lock().expect("lock").remove(&correlation) {
+                    shared.wakes.wrote(bytes);
                 }
                 shared.pending.leave(id, Some(correlation));
             }
@@ -179,10 +179,11 @@ async fn park(
 ) -> std::io::Result<Option<Vec<u8>>> {
     let deadline = Instant::now() + fetch.max_wait;
     let mut gathered = fetch.gathered();
+    // Read before the probes and before deciding to probe: a write after
+    // them is one they may have missed, and wakes the wait.
+    let mut seen = wakes.count();
     loop {
-        // Read before the probes: a write after them is one they may have
-        // missed.
-        let seen = wakes.count();
+        let mark = wakes.mark();
         let last = loop {
             let Some(shown) = ask(&gathered.probe, fetch.correlation, broker_tx, edits).await? else { return Ok(None) };
             match fetch.take(&mut gathered, &shown) {
@@ -194,7 +195,15 @@ async fn park(
         if gathered.bytes >= fetch.wants || Instant::now() >= deadline {
             return Ok(Some(fetch.answer(&gathered, &last).unwrap_or(last)));
         }
-        wakes.wait_past(seen, deadline).await;
+        // Until the writes since may have brought MinBytes, a leader
+        // moved, or the deadline.
+        loop {
+            wakes.wait_past(seen, deadline).await;
+            seen = wakes.count();
+            if Instant::now() >= deadline || wakes.worth_a_look(mark, gathered.bytes, fetch.wants) {
+                break;
+            }
+        }
     }
 }
 
@@ -290,7 +299,9 @@ impl Connection<'_> {
                     return Route::Park(parked);
                 }
             }
-            PRODUCE => _ = edits.produces.lock().expect("lock").insert(header.correlation),
+            PRODUCE => {
+                _ = edits.produces.lock().expect("lock").insert(header.correlation, header.body.buf.len() as u64)
+            }
             API_VERSIONS => *edits.api_versions.lock().expect("lock") = Some((header.correlation, header.version)),
             METADATA => {
                 edits.metadata.lock().expect("lock").insert(header.correlation, header.version);
@@ -346,10 +357,10 @@ struct Edits {
     /// The parked fetch's probe in flight (correlation id, where its answer
     /// goes): at most one, as the connection reads nothing else meanwhile.
     probe: std::sync::Mutex<Option<(i32, tokio::sync::oneshot::Sender<Vec<u8>>)>>,
-    /// The Produce requests: their responses wake the parked fetches (the
-    /// mock has the records by then). The mock answers every Produce, one
-    /// with acks 0 too (to which Kafka sends nothing).
-    produces: std::sync::Mutex<std::collections::HashSet<i32>>,
+    /// The Produce requests, with their sizes: their responses wake the
+    /// parked fetches (the mock has the records by then). The mock answers
+    /// every Produce, one with acks 0 too (to which Kafka sends nothing).
+    produces: std::sync::Mutex<std::collections::HashMap<i32, u64>>,
 }
 
 impl Edits {

@@ -40,9 +40,9 @@ pub struct Parked {
     pub wants: u64,
     /// The request with MaxWaitMs 0, which the mock answers at once.
     pub probe: Vec<u8>,
-    /// Where each partition's FetchOffset is in `probe`, by topic key (its
-    /// bytes) and partition index: to probe past the records shown.
-    offsets: Vec<(Vec<u8>, i32, usize)>,
+    /// Where each partition's FetchOffset is in `probe`: to probe past the
+    /// records shown.
+    offsets: Vec<(PartitionKey, usize)>,
 }
 
 /// What a parked fetch has gathered of the records there: every complete
@@ -105,7 +105,7 @@ impl Parked {
             partitions += n;
             for _ in 0..n {
                 let index = r.clone().i32()?;
-                offsets.push((key.clone(), index, r.at + 4 + if v >= 9 { 4 } else { 0 }));
+                offsets.push(((key.clone(), index), r.at + 4 + if v >= 9 { 4 } else { 0 }));
                 r.skip(partition)?;
                 tags(&mut r, flexible)?;
             }
@@ -149,9 +149,9 @@ impl Parked {
             return Step::AsItIs;
         }
         let mut moved = false;
-        for part in &read.parts {
+        for part in read.parts {
             let records = &response[part.records.clone()];
-            let Some((end, complete)) = records_end(records) else {
+            let Some((end, complete)) = part.end else {
                 if records.is_empty() {
                     continue;
                 }
@@ -159,16 +159,14 @@ impl Parked {
                 // cut short, and the client asks again with more room.
                 return Step::AsItIs;
             };
-            let key = (part.key.clone(), part.index);
-            let Some(at) = self.offsets.iter().find(|(k, i, _)| (k, *i) == (&key.0, key.1)).map(|(_, _, at)| *at)
-            else {
+            let Some(&(_, at)) = self.offsets.iter().find(|(k, _)| *k == part.partition) else {
                 return Step::AsItIs;
             };
             let Some(offset) = gathered.probe.get_mut(at..at + 8) else { return Step::AsItIs };
             offset.copy_from_slice(&end.to_be_bytes());
-            match gathered.records.iter_mut().find(|(k, _)| *k == key) {
+            match gathered.records.iter_mut().find(|(k, _)| *k == part.partition) {
                 Some((_, batches)) => batches.extend_from_slice(&records[..complete]),
-                None => gathered.records.push((key, records[..complete].to_vec())),
+                None => gathered.records.push((part.partition, records[..complete].to_vec())),
             }
             gathered.bytes += complete as u64;
             moved = true;
@@ -189,7 +187,7 @@ impl Parked {
         let mut frame = last.to_vec();
         // From the back, so that the fields before keep their place.
         for part in read.parts.iter().rev() {
-            let Some((_, records)) = gathered.records.iter().find(|(k, _)| k.0 == part.key && k.1 == part.index) else {
+            let Some((_, records)) = gathered.records.iter().find(|(k, _)| *k == part.partition) else {
                 continue;
             };
             let mut field = Vec::with_capacity(records.len() + 5);
@@ -208,8 +206,6 @@ impl Parked {
 /// What the forwarder reads of a Fetch response.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Response {
-    /// Record bytes, summed over the partitions (a null Records is 0).
-    bytes: u64,
     /// An error (top level or a partition's) or a preferred read replica:
     /// Kafka answers those at once.
     at_once: bool,
@@ -223,13 +219,13 @@ struct Response {
 /// One partition of a Fetch response.
 #[derive(Debug, PartialEq, Eq)]
 struct Part {
-    /// Its topic's key (`topic_key`), as its bytes.
-    key: Vec<u8>,
-    index: i32,
+    partition: PartitionKey,
     /// Where its Records field is in the frame, its length included.
     field: std::ops::Range<usize>,
     /// Where its record bytes are in the frame.
     records: std::ops::Range<usize>,
+    /// Its records' end (`records_end`).
+    end: Option<(i64, usize)>,
 }
 
 impl Response {
@@ -268,10 +264,10 @@ impl Response {
                 }
                 let field = r.at;
                 let records = nullable_bytes(&mut r, flexible)?.unwrap_or_default();
-                read.bytes += records.len() as u64;
-                read.held_back |= records_end(records).is_some_and(|(end, _)| end < high_watermark);
+                let end = records_end(records);
+                read.held_back |= end.is_some_and(|(end, _)| end < high_watermark);
                 let at = r.at - records.len();
-                read.parts.push(Part { key: key.clone(), index, field: field..r.at, records: at..r.at });
+                read.parts.push(Part { partition: (key.clone(), index), field: field..r.at, records: at..r.at, end });
                 tags(&mut r, flexible)?;
             }
             tags(&mut r, flexible)?;
@@ -667,7 +663,7 @@ mod tests {
                 (step, g)
             };
             let offset = |g: &Gathered, partition: usize| {
-                let at = p.offsets[partition].2;
+                let at = p.offsets[partition].1;
                 i64::from_be_bytes(g.probe[at..at + 8].try_into().unwrap())
             };
             // Nothing yet (records empty, or null): nothing gathered, and

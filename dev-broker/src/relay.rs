@@ -165,9 +165,10 @@ where
 
 /// Answers a parked Fetch as Kafka would ([`fetch`]): probes the mock (the
 /// same request with MaxWaitMs 0) until what it has shown since the fetch
-/// came is an answer Kafka would give now, probing again after each write
-/// (or leader move) and once more at the deadline, MaxWaitMs from now (when
-/// Kafka would have the request: a cut held it until now). The mock shows
+/// came is an answer Kafka would give now, probing again once the writes
+/// since may have brought MinBytes (or a leader moved) and once more at the
+/// deadline, MaxWaitMs from now (when Kafka would have the request: a cut
+/// held it until now). The mock shows
 /// one batch of a partition a time: each round probes past what it showed
 /// until it has shown everything there ([`fetch::Gathered`]). The answer
 /// for the client; None if the mock's side went away.

@@ -115,6 +115,10 @@ pub(super) fn read_partitions(target: &Target, n: u32) -> Result<(BaseConsumer<P
     let mut views: Vec<View> = marks.iter().map(|_| View::default()).collect();
     let mut behind: Vec<bool> = marks.iter().map(|&(low, high)| high > low).collect();
     let deadline = Instant::now() + Duration::from_secs(10);
+    // librdkafka reconnects after a dropped connection (a loaded broker, a
+    // socket timeout) and says so as an error: only a fatal one, or no
+    // catching up by the deadline, fails the reading.
+    let mut last = None;
     while behind.contains(&true) && Instant::now() < deadline {
         match consumer.poll(Duration::from_millis(200)) {
             Some(Ok(msg)) => {
@@ -128,9 +132,19 @@ pub(super) fn read_partitions(target: &Target, n: u32) -> Result<(BaseConsumer<P
                     *behind = false;
                 }
             }
-            Some(Err(e)) => return Err(probe.failure(format!("reading {}: {e}", printable(&target.topic)))),
+            Some(Err(e)) if probe.fatal.lock().expect("probe lock").is_some() => {
+                return Err(probe.failure(format!("reading {}: {e}", printable(&target.topic))))
+            }
+            Some(Err(e)) => last = Some(e),
             None => {}
         }
+    }
+    if behind.contains(&true) {
+        let topic = printable(&target.topic);
+        return Err(probe.failure(match last {
+            Some(e) => format!("reading {topic}: {e}"),
+            None => format!("reading {topic}: not caught up to its end within 10 s"),
+        }));
     }
     Ok((consumer, views))
 }

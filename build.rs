@@ -21,6 +21,60 @@ fn main() {
         .unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=NELI_BUILD_COMMIT={}", commit.trim());
     println!("cargo:rustc-env=NELI_BUILD_TARGET={}", std::env::var("TARGET").unwrap_or_default());
+    let shim = build_shim(&root);
+    println!("cargo:rustc-env=NELI_SHIM_PROGRAM={}", shim.display());
+}
+
+/// Builds shim/ (the program each command runs under, which neli-run
+/// carries inside it: src/child/program.rs) with its own profile and
+/// returns its path. Static, so that it maps nothing but itself: for musl
+/// where that Rust target is installed (about 450 KiB), else with glibc's
+/// libc.a (1.2 MiB), else (no libc.a: glibc-static, libc6-dev) linked to
+/// libc.so, said as a warning. A cargo of its own, in a target directory of
+/// its own under OUT_DIR: a build script cannot depend on a binary of its
+/// workspace (cargo's artifact dependencies are unstable).
+fn build_shim(root: &Path) -> PathBuf {
+    for file in ["src/exit.rs", "src/stderr.rs", "src/child/shim.rs", "src/child/keeper.rs", "src/child/tree.rs"] {
+        println!("cargo:rerun-if-changed={file}");
+    }
+    for file in ["shim/src", "shim/Cargo.toml", "Cargo.toml", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={file}");
+    }
+    let var = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("cargo sets {name}"));
+    let (target, out) = (var("TARGET"), PathBuf::from(var("OUT_DIR")).join("shim"));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let musl = target.replace("-linux-gnu", "-linux-musl");
+    let musl_installed = Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()))
+        .args(["--print", "target-libdir", "--target", &musl])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .is_some_and(|dir| Path::new(dir.trim()).is_dir());
+    let mut tries = vec![(target.as_str(), "-Ctarget-feature=+crt-static"), (target.as_str(), "")];
+    if musl_installed {
+        tries.insert(0, (musl.as_str(), ""));
+    }
+    for (i, (triple, flags)) in tries.iter().enumerate() {
+        let built = Command::new(&cargo)
+            .current_dir(root)
+            .args(["build", "--quiet", "-p", "neli-shim", "--bin", "neli-shim", "--profile", "shim", "--target"])
+            .arg(triple)
+            .arg("--target-dir")
+            .arg(&out)
+            .env("CARGO_ENCODED_RUSTFLAGS", flags)
+            // Not clippy's driver (under `cargo clippy`): shim/ is a member
+            // of the workspace, which clippy checks as such.
+            .env_remove("RUSTC_WORKSPACE_WRAPPER")
+            .status()
+            .is_ok_and(|status| status.success());
+        if built {
+            if i + 1 == tries.len() {
+                println!("cargo:warning=the shim is linked to libc.so: no libc.a here (glibc-static, libc6-dev)");
+            }
+            return out.join(triple).join("shim").join("neli-shim");
+        }
+    }
+    panic!("building shim/ (the shim carried inside neli-run) failed: see cargo's output above");
 }
 
 /// `git -C root ARGS`'s output, trimmed, if it succeeded.

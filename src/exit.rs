@@ -341,12 +341,21 @@ pub fn help(command: &str) -> String {
 }
 
 /// A failure: its kind, and a message that says what to do about it.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+/// (Display and Error by hand, not thiserror's derive: the shim compiles
+/// this file too, and links nothing it does not need.)
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
     pub kind: Kind,
     pub message: String,
 }
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
 
 impl Failure {
     pub fn new(kind: Kind, message: impl Into<String>) -> Failure {

@@ -244,7 +244,7 @@ fn init_logging(args: &LogArgs) {
     // log reader must never stop neli-run (see `stderr`).
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(stderr::Log)
+        .with_writer(|| stderr::Log)
         .log_internal_errors(false)
         .with_target(false);
     match args.log_format {

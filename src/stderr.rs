@@ -124,9 +124,10 @@ fn write_now(sink: &Sink, mut buf: &[u8]) -> bool {
     true
 }
 
-/// A `tracing` writer over the sink: a log line that cannot be written now
-/// is dropped, never waited for, and never an error (tracing-subscriber
-/// reports a failed write with `eprintln!`, which panics on EPIPE).
+/// A `tracing` writer over the sink (made by `|| Log`): a log line that
+/// cannot be written now is dropped, never waited for, and never an error
+/// (tracing-subscriber reports a failed write with `eprintln!`, which
+/// panics on EPIPE).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Log;
 
@@ -138,13 +139,5 @@ impl Write for Log {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Log {
-    type Writer = Log;
-
-    fn make_writer(&'a self) -> Log {
-        Log
     }
 }

@@ -379,3 +379,59 @@ fn a_run_past_max_runtime_is_stopped_then_killed_and_its_status_is_the_exit_stat
     assert_eq!(m.wait_exit(LONG).code(), Some(137), "{}", m.log());
     assert!(m.log().contains("child still running after the grace period; sending SIGKILL"), "{}", m.log());
 }
+
+/// The shim and the keeper are the small static program neli-run carries
+/// inside it (shim/, src/child/program.rs), run from memory: they map
+/// nothing of neli-run's Kafka client and its libraries (a shim re-executing
+/// neli-run held 8 MiB resident for a loop that needs none), and ps still
+/// names them.
+#[test]
+fn the_shim_and_the_keeper_run_from_memory_and_map_no_kafka_client() {
+    let g = Group::new("light-shim");
+    let mut a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(LONG, "a runs its command", || g.lock_held());
+    // b's health check runs under a keeper for as long as it sleeps.
+    let mut b = g.member("b", &["--health-cmd", "sleep 1000", "--health-timeout", "10m"], &["sleep", "1000"]);
+    // Its child called `name` (forked by whichever of its threads).
+    let named = |of: &Member, name: &str| {
+        let parent = of.pid().as_raw().to_string();
+        std::fs::read_dir("/proc").unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).find(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1).map(String::from));
+            ppid.as_deref() == Some(parent.as_str())
+                && std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|comm| comm.trim_end() == name)
+        })
+    };
+    let mut found = Vec::new();
+    wait_until(LONG, "a's shim and b's keeper run", || {
+        found = [named(&a, "neli-run-shim"), named(&b, "neli-run-keeper")].into_iter().flatten().collect();
+        found.len() == 2
+    });
+    for pid in found {
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+        assert!(exe.to_string_lossy().starts_with("/memfd:neli-run-shim"), "{pid} runs {exe:?}");
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+        for library in ["librdkafka", "libssl", "libcrypto", "libsasl2", "libzstd", "libz.so", "libcurl"] {
+            assert!(!maps.contains(library), "{pid} maps {library}:\n{maps}");
+        }
+    }
+    // What they run cannot be changed, not even by root.
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", a.pid())).unwrap().flatten();
+    let carried = fds
+        .map(|fd| fd.path())
+        .find(|fd| std::fs::read_link(fd).is_ok_and(|to| to.to_string_lossy().starts_with("/memfd:neli-run-shim")))
+        .expect("a holds the program it starts its shims from");
+    // (A shim running it makes a write fail with ETXTBSY; between shims,
+    // only the seals stop one.)
+    let file = std::fs::File::open(&carried).unwrap();
+    let seals = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GET_SEALS).unwrap();
+    let all = nix::libc::F_SEAL_SEAL | nix::libc::F_SEAL_SHRINK | nix::libc::F_SEAL_GROW | nix::libc::F_SEAL_WRITE;
+    assert_eq!(seals & all, all, "{carried:?} is sealed: {seals:#x}");
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(LONG).code(), Some(143), "{}", a.log());
+    // b never joined (its first check never passed): it stops as a member
+    // that never ran a command does.
+    b.signal(Signal::SIGTERM);
+    assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
+    g.assert_no_orphan();
+}

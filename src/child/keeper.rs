@@ -43,6 +43,8 @@ pub const ARG: &str = "__keeper";
 /// Entry point: `neli-run __keeper -- <program> [args]`.
 pub fn main(args: &[OsString]) -> ! {
     stderr::init();
+    // Run from memory, the kernel named it by its fd's number (`program`).
+    let _ = nix::sys::prctl::set_name(c"neli-run-keeper");
     let code = match run(args) {
         Ok(status) => shim::finish(status),
         Err(err) => {

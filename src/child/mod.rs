@@ -18,6 +18,7 @@
 //! whoever started that process, and whose sweeps spare them.
 
 pub mod keeper;
+mod program;
 mod reaper;
 pub mod shim;
 #[cfg(test)]
@@ -101,7 +102,7 @@ impl Running {
     /// command, told its token through a file) NELI_FENCING_TOKEN is unset.
     pub fn spawn(cmd: &Command, token: Option<i64>, lease: BootTime) -> io::Result<Running> {
         let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        let mut shim = std::process::Command::new("/proc/self/exe");
+        let mut shim = std::process::Command::new(program::path());
         for name in &cmd.env_remove {
             shim.env_remove(name);
         }
@@ -133,8 +134,9 @@ impl Running {
         }
         // Without /proc (a container or namespace that lacks it) the exec
         // fails, and says so here.
-        let started = Running::start(&mut shim, File::from(write))
-            .map_err(|err| io::Error::new(err.kind(), format!("cannot start the shim /proc/self/exe: {err}")));
+        let started = Running::start(&mut shim, File::from(write)).map_err(|err| {
+            io::Error::new(err.kind(), format!("cannot start the shim {}: {err}", program::path().display()))
+        });
         // Closes our copy of the read end (the pre_exec closure owns it) once
         // the shim has its own, before the first lease is written.
         drop(shim);

@@ -125,7 +125,7 @@ impl Beside {
     /// The command that runs `line` with /bin/sh -c under a keeper of its
     /// own, for `spawn` once its environment and stdio are set.
     pub fn shell(line: &str) -> std::process::Command {
-        let mut cmd = std::process::Command::new("/proc/self/exe");
+        let mut cmd = std::process::Command::new(super::program::path());
         cmd.arg0("neli-run-keeper").arg(keeper::ARG).args(["--", "/bin/sh", "-c", line]);
         cmd
     }

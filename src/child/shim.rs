@@ -66,6 +66,8 @@ pub(super) const FAULTS: [Signal; 7] =
 /// Entry point: `neli-run __shim <stop-signal> <grace-ms> -- <cmd> [args]`.
 pub fn main(args: &[OsString]) -> ! {
     stderr::init();
+    // Run from memory, the kernel named it by its fd's number (`program`).
+    let _ = nix::sys::prctl::set_name(c"neli-run-shim");
     let code = match run(args) {
         Ok(status) => finish(status),
         Err(err) => {

@@ -360,9 +360,10 @@ fn usage(pid: i32) -> Option<(f64, u64, u64)> {
 }
 
 /// The supervisor's own processes: neli-run and its shim (the child's
-/// parent), or etcdctl alone. The shim is neli-run re-executed through
-/// /proc/self/exe (so its comm is "exe") with argv[0] `neli-run-shim`, and
-/// a child of whichever of neli-run's threads spawned it.
+/// parent), or etcdctl alone. The shim has argv[0] `neli-run-shim` whether
+/// it is the program neli-run carries, run from memory, or (a baseline
+/// before it) neli-run re-executed, and is a child of whichever of
+/// neli-run's threads spawned it.
 fn supervisor_pids(pid: Pid) -> Vec<i32> {
     let mut pids = vec![pid.as_raw()];
     let tasks = fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();

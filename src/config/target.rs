@@ -183,6 +183,12 @@ impl Target {
         // restart that is up to 10 s more with nobody leading. Java clients
         // wait at most 1 s.
         config.set("reconnect.backoff.max.ms", "1000");
+        // A new client that has just dropped its bootstrap connection for
+        // the real broker waits reconnect.backoff.ms / 2 (at least 11 ms)
+        // before it may connect again: at librdkafka's 100 ms, a member
+        // started against an existing topic wrote its first heartbeat up to
+        // 50 ms late (docs/proof.md, "Startup").
+        config.set("reconnect.backoff.ms", "10");
         for (k, v) in ours.iter().copied().chain(self.properties.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
             config.set(k, v);
         }

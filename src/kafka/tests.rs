@@ -245,6 +245,9 @@ fn both_clients_replace_a_connection_stuck_after_a_blip_unless_the_user_says() {
         // Where partition 0 moved is not asked on a timer (librdkafka asks
         // when a write or a fetch fails): an idle member sends no Metadata.
         assert_eq!(config.get("topic.metadata.refresh.interval.ms"), None);
+        // A new client connects to the broker at once, not up to 50 ms
+        // after its bootstrap connection (librdkafka's sparse connections).
+        assert_eq!(config.get("reconnect.backoff.ms"), Some("10"));
     }
     let s = settings(&["-X", "socket.timeout.ms=20000"]);
     for config in [consumer_config(&s), producer_config(&s)] {

@@ -23,7 +23,9 @@
 //!   until the waiter's child runs (the target alternates between the two
 //!   waiters, so Kafka gives partition 0 to the other one first about
 //!   half the time: neli-run only; not in the default list);
-//! - startup: process start until the child runs, one candidate;
+//! - startup: process start until the child runs, one candidate; and
+//!   "startup again": the same member stopped and another started in its
+//!   group (its topic there, as a service's restart finds it);
 //! - idle: CPU seconds, peak RSS and PSS of a holder and of a waiter, and
 //!   (on a dev broker) the requests per second each sends, by API, as the
 //!   broker counts them;

@@ -84,7 +84,23 @@ fn startup(bench: &Bench, c: &mut Contender, results: &mut Results) {
         g.spawn();
         match g.wait_start(1, within) {
             Some(s) => results.add("startup", cname, ms(s.at.duration_since(spawned).unwrap_or_default())),
-            None => results.notes.push(format!("{cname}: startup: no child within {within:?}")),
+            None => {
+                results.notes.push(format!("{cname}: startup: no child within {within:?}"));
+                continue;
+            }
+        }
+        // Stopped and started again: a service's restart, the usual start
+        // (its topic there, its group known).
+        Stop::Graceful.send(g.candidates[0].pid());
+        if !wait_for(within, || g.candidates[0].exited().is_some()) {
+            results.notes.push(format!("{cname}: startup: the first member did not stop within {within:?}"));
+            continue;
+        }
+        let spawned = SystemTime::now();
+        g.spawn();
+        match g.wait_start(2, within) {
+            Some(s) => results.add("startup again", cname, ms(s.at.duration_since(spawned).unwrap_or_default())),
+            None => results.notes.push(format!("{cname}: startup again: no child within {within:?}")),
         }
     }
 }

@@ -234,7 +234,17 @@ fn read(
                     *behind = false;
                 }
             }
-            Some(Err(e)) => return Err(internal(e)),
+            // A dropped connection (a broker restarting as we start):
+            // librdkafka says so as an error; read again. Denied: said.
+            Some(Err(e)) => {
+                return match e
+                    .rdkafka_error_code()
+                    .and_then(|c| fatal(c, format!("reading {topic}: {e}"), topic, group))
+                {
+                    Some(fatal) => Err(fatal),
+                    None => Ok(None),
+                }
+            }
             None => {}
         }
     }

@@ -92,7 +92,16 @@ fn parse(args: &[OsString]) -> Option<(Signal, Duration, &OsString, &[OsString])
 fn run(args: &[OsString]) -> io::Result<ChildStatus> {
     let (stop_signal, grace, program, rest) =
         parse(args).ok_or_else(|| io::Error::other("bad arguments (the shim is started by neli-run only)"))?;
-    let (lease, lease_timer, signals) = arm(stop_signal)?;
+    let (lease, lease_timer, signals, first) = arm(stop_signal)?;
+    // neli-run may have been frozen (or this start slow) between its
+    // decision to start the command and now: once its lease has passed,
+    // another member may own the partition. The timer would kill the
+    // command at once, but not before it ran.
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)?;
+    if Duration::from(now) >= Duration::from_nanos(first) {
+        stderr::line(format_args!("neli-run: shim: the lease had passed before the command could start; not started"));
+        return Ok(ChildStatus::Signaled(Signal::SIGKILL as i32));
+    }
     let me = getpid();
     let child = match spawn_command(program, rest, me) {
         Ok(child) => child,
@@ -119,8 +128,9 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
 /// subreaper, blocks every asynchronous signal (a signal sent to the group
 /// must not kill the shim) and watches SIGCHLD and the stop signal through
 /// a signalfd instead, then arms the lease timer with neli-run's first
-/// lease. Returns the lease pipe, the lease timer and the signalfd.
-fn arm(stop_signal: Signal) -> io::Result<(std::fs::File, TimerFd, SignalFd)> {
+/// lease. Returns the lease pipe, the lease timer, the signalfd and that
+/// first lease.
+fn arm(stop_signal: Signal) -> io::Result<(std::fs::File, TimerFd, SignalFd, u64)> {
     // SAFETY: neli-run placed the lease pipe at this fd; nothing else owns it.
     let mut lease = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(LEASE_FD) });
     nix::fcntl::fcntl(&lease, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
@@ -142,8 +152,9 @@ fn arm(stop_signal: Signal) -> io::Result<(std::fs::File, TimerFd, SignalFd)> {
     if lease.read_exact(&mut buf).is_err() {
         return Err(io::Error::other("neli-run went away before the first lease"));
     }
-    arm_at(&lease_timer, u64::from_le_bytes(buf))?;
-    Ok((lease, lease_timer, signals))
+    let first = u64::from_le_bytes(buf);
+    arm_at(&lease_timer, first)?;
+    Ok((lease, lease_timer, signals, first))
 }
 
 /// Starts the command in the shim's group, with no signal blocked. Err is

@@ -1,8 +1,9 @@
 //! The reaper's routing, a seat's kill and the sweep, with real processes
-//! and real signals. The lib's tests cannot exec a shim (/proc/self/exe is
-//! the test binary), so a seat's shim is played by `sh -c`, started as
+//! and real signals. A seat's shim is mostly played by `sh -c`, started as
 //! `Running::spawn` starts a shim (`Running::start`): registered with the
-//! reaper, in a group of its own.
+//! reaper, in a group of its own. Where the shim's own judgement is the
+//! test's subject, `Running::spawn` starts the real one: the program neli-run
+//! carries (`program.rs`), which this test binary carries too.
 //!
 //! Each test runs in a process of its own (`isolated`), a child subreaper
 //! as neli-run is: `reap` waits for any child, and would take the statuses
@@ -20,6 +21,7 @@ use nix::unistd::{getpid, Pid};
 
 use super::tree::{below, outside};
 use super::{become_subreaper, reap, tree, Beside, Running};
+use crate::clock::BootTime;
 use crate::exit::ChildStatus;
 
 /// Set to a test's name in the process that runs it alone.
@@ -213,5 +215,39 @@ fn a_sweep_takes_orphans_and_spares_live_seats_and_hooks() {
         assert!(!b.reaped(), "B's shim still runs");
         assert_eq!(pids_below(b.pgid()), b_tree, "B's command untouched by the sweep");
         assert_eq!(pids_below(hook), hook_tree, "the hook untouched by the sweep");
+    });
+}
+
+/// The shim itself (the program neli-run carries, run from memory as
+/// `Running::spawn` runs it), given a first lease that has already passed:
+/// neli-run frozen between its decision to start the command and the start
+/// (seen once in tests/crontab.rs: a thawed member's command ran for a few
+/// milliseconds beside the new owner's before the lease timer killed it).
+/// It starts nothing; given a lease to come, the same command runs.
+#[test]
+fn a_shim_whose_first_lease_has_passed_never_starts_the_command() {
+    isolated("a_shim_whose_first_lease_has_passed_never_starts_the_command", || {
+        let dir = std::env::temp_dir().join(format!("neli-run-lease-test-{}", getpid()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let touching = |marker: &std::path::Path| super::Command {
+            program: "sh".into(),
+            args: vec!["-c".into(), format!("touch {}", marker.display()).into()],
+            stop_signal: Signal::SIGTERM as i32,
+            grace: Duration::from_secs(1),
+            env: Vec::new(),
+            env_remove: Vec::new(),
+        };
+        let run = |marker: &std::path::Path, lease: BootTime| {
+            let mut running = Running::spawn(&touching(marker), Some(1), lease).expect("the shim starts");
+            until("the shim is reaped", || running.reaped());
+            block_on(running.exited())
+        };
+        let (late, due) = (dir.join("late"), dir.join("due"));
+        let passed = run(&late, BootTime::now() - Duration::from_millis(1));
+        let to_come = run(&due, BootTime::now() + Duration::from_secs(60));
+        let ran = (late.exists(), due.exists());
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!((passed, to_come), (ChildStatus::Signaled(Signal::SIGKILL as i32), ChildStatus::Exited(0)));
+        assert_eq!(ran, (false, true), "(ran under a lease that had passed, ran under a lease to come)");
     });
 }

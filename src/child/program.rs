@@ -1,9 +1,10 @@
 //! The program a command's shim and a hook's keeper run as: shim/, a small
 //! static program that neli-run carries inside it (build.rs builds it) and
 //! starts from memory, so that neli-run stays one file to install and a
-//! shim costs what it does (about 1 MiB resident) rather than what neli-run
-//! re-executed maps (its Kafka client, TLS and SASL libraries, and their
-//! relocations: 8 MiB resident, 3 MiB of it its own).
+//! shim costs what it does (0.3 MiB resident built for musl, 1.1 with
+//! glibc's libc.a) rather than what neli-run re-executed maps (its Kafka
+//! client, TLS and SASL libraries, and their relocations: 8 MiB resident,
+//! 3 MiB of it its own).
 //!
 //! The program is written once into a sealed memfd, and each shim is
 //! started as `/proc/self/fd/N`, which the kernel opens before exec closes
@@ -52,9 +53,8 @@ fn carried() -> io::Result<PathBuf> {
     // Nothing can change it from here on, even through /proc/self/fd.
     let seals = SealFlag::F_SEAL_SEAL | SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_WRITE;
     fcntl(&file, FcntlArg::F_ADD_SEALS(seals))?;
-    // Above LEASE_FD: a shim's fork places its lease pipe there before it
-    // execs this path.
-    // The copy stays open for as long as neli-run runs.
+    // A copy above LEASE_FD (a shim's fork places its lease pipe there
+    // before it execs this path), open for as long as neli-run runs.
     let fd = fcntl(&file, FcntlArg::F_DUPFD_CLOEXEC(LEASE_FD + 1))?;
     let path = PathBuf::from(format!("/proc/self/fd/{fd}"));
     access(&path, AccessFlags::X_OK)?;

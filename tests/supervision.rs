@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{stays_false, wait_until, Group, Member, LONG, LONG_LEASE};
+use crate::util::{parent_of, stays_false, wait_until, Group, Member, LONG, LONG_LEASE};
 
 /// librdkafka's clients are destroyed before neli-run exits, on each path
 /// that waits for them: a run that ends (its group's topic created on the
@@ -394,11 +394,10 @@ fn the_shim_and_the_keeper_run_from_memory_and_map_no_kafka_client() {
     let mut b = g.member("b", &["--health-cmd", "sleep 1000", "--health-timeout", "10m"], &["sleep", "1000"]);
     // Its child called `name` (forked by whichever of its threads).
     let named = |of: &Member, name: &str| {
-        let parent = of.pid().as_raw().to_string();
-        std::fs::read_dir("/proc").unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).find(|p| {
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-            let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1).map(String::from));
-            ppid.as_deref() == Some(parent.as_str())
+        let mut pids =
+            std::fs::read_dir("/proc").unwrap().flatten().filter_map(|e| e.file_name().to_str()?.parse().ok());
+        pids.find(|&p: &i32| {
+            parent_of(p) == Some(of.pid().as_raw())
                 && std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|comm| comm.trim_end() == name)
         })
     };

@@ -56,12 +56,14 @@ pub fn sleeping(marker: &str) -> Vec<(i32, i32)> {
     let procs = fs::read_dir("/proc").into_iter().flatten().flatten();
     let pids = procs.filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()));
     pids.filter(|pid| fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted.as_bytes()))
-        .filter_map(|pid| {
-            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let ppid = stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()?;
-            Some((pid, ppid))
-        })
+        .filter_map(|pid| Some((pid, parent_of(pid)?)))
         .collect()
+}
+
+/// The parent of process `pid` (its /proc/PID/stat), while it lives.
+pub fn parent_of(pid: i32) -> Option<i32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Kills, when dropped, whatever still runs `sleep MARKER` (see `sleeping`):

@@ -353,19 +353,17 @@ fn tags(r: &mut Reader, flexible: bool) -> Option<()> {
     }
 }
 
-/// What a parked fetch waits on: a count of the writes, bumped as each
-/// Produce response goes back to its client (the mock has stored the
-/// records by then) and as a partition's leader moves (Kafka answers a
-/// parked fetch then), and a [`tokio::sync::Notify`] for the waiters. And
-/// how many bytes the writes carried, so that a fetch waiting for more
-/// bytes than were written since it looked does not look again (Kafka
-/// keeps the same count: with 200 fetches waiting on one partition,
+/// What a parked fetch waits on: the bytes written, as each Produce
+/// response goes back to its client (the mock has stored the records by
+/// then), the leaders moved (Kafka answers a parked fetch then), and a
+/// [`tokio::sync::Notify`] for the waiters. The bytes, so that a fetch
+/// waiting for more than were written since it looked does not look again
+/// (Kafka keeps the same count: with 200 fetches waiting on one partition,
 /// probing the mock at every write took a core).
 #[derive(Default)]
 pub struct Wakes {
-    count: AtomicU64,
     /// The Produce requests' sizes, summed: at least the record bytes they
-    /// brought.
+    /// brought (a request is never empty, so each write changes it).
     written: AtomicU64,
     /// Leaders moved.
     moves: AtomicU64,
@@ -373,21 +371,15 @@ pub struct Wakes {
 }
 
 /// Where the writes and moves stood when a parked fetch looked.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mark {
     written: u64,
     moves: u64,
 }
 
 impl Wakes {
-    /// How many writes and moves so far: read before a probe, to know
-    /// whether one came after it.
-    pub fn count(&self) -> u64 {
-        self.count.load(Ordering::SeqCst)
-    }
-
-    /// What was written and moved so far: read before a probe, with
-    /// [`Wakes::count`].
+    /// What was written and moved so far: read before a probe, to know
+    /// whether a write or a move came after it.
     pub fn mark(&self) -> Mark {
         Mark { written: self.written.load(Ordering::SeqCst), moves: self.moves.load(Ordering::SeqCst) }
     }
@@ -395,18 +387,13 @@ impl Wakes {
     /// A Produce request of `bytes` was stored: every parked fetch that
     /// may now have its MinBytes looks again.
     pub fn wrote(&self, bytes: u64) {
-        self.written.fetch_add(bytes, Ordering::SeqCst);
-        self.bump();
+        self.written.fetch_add(bytes.max(1), Ordering::SeqCst);
+        self.notify.notify_waiters();
     }
 
     /// A leader moved: every parked fetch looks again.
     pub fn moved(&self) {
         self.moves.fetch_add(1, Ordering::SeqCst);
-        self.bump();
-    }
-
-    fn bump(&self) {
-        self.count.fetch_add(1, Ordering::SeqCst);
         self.notify.notify_waiters();
     }
 
@@ -418,14 +405,14 @@ impl Wakes {
         now.moves != mark.moves || gathered.saturating_add(now.written - mark.written) >= wants
     }
 
-    /// Returns once something was written after [`Wakes::count`] said
-    /// `seen` (at once if it was already), or at `deadline`. None is lost:
-    /// the waiter is registered before the count is read again.
-    pub async fn wait_past(&self, seen: u64, deadline: Instant) {
+    /// Returns once something was written or moved after [`Wakes::mark`]
+    /// said `seen` (at once if it was already), or at `deadline`. None is
+    /// lost: the waiter is registered before the mark is read again.
+    pub async fn wait_past(&self, seen: Mark, deadline: Instant) {
         let notified = self.notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        if self.count() == seen {
+        if self.mark() == seen {
             let _ = tokio::time::timeout_at(deadline, notified).await;
         }
     }
@@ -746,11 +733,11 @@ mod tests {
     async fn a_write_before_or_while_waiting_ends_the_wait() {
         let produced = std::sync::Arc::new(Wakes::default());
         let far = Instant::now() + Duration::from_secs(3600);
-        let seen = produced.count();
+        let seen = produced.mark();
         produced.wrote(10);
         // Written after `seen` was read, before the wait: at once.
         tokio::time::timeout(Duration::from_secs(10), produced.wait_past(seen, far)).await.expect("at once");
-        let seen = produced.count();
+        let seen = produced.mark();
         let waiter = tokio::spawn({
             let produced = produced.clone();
             async move { produced.wait_past(seen, far).await }
@@ -759,7 +746,7 @@ mod tests {
         produced.moved();
         tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("woken").unwrap();
         // Nothing written: the deadline ends it.
-        let seen = produced.count();
+        let seen = produced.mark();
         let soon = Instant::now() + Duration::from_millis(10);
         tokio::time::timeout(Duration::from_secs(10), produced.wait_past(seen, soon)).await.expect("at the deadline");
     }

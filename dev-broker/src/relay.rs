@@ -180,10 +180,9 @@ async fn park(
 ) -> std::io::Result<Option<Vec<u8>>> {
     let deadline = Instant::now() + fetch.max_wait;
     let mut gathered = fetch.gathered();
-    // Read before the probes and before deciding to probe: a write after
-    // them is one they may have missed, and wakes the wait.
-    let mut seen = wakes.count();
     loop {
+        // Read before the probes: a write or a move after them is one they
+        // may have missed, and ends the wait at once.
         let mark = wakes.mark();
         let last = loop {
             let Some(shown) = ask(&gathered.probe, fetch.correlation, broker_tx, edits).await? else { return Ok(None) };
@@ -198,9 +197,10 @@ async fn park(
         }
         // Until the writes since may have brought MinBytes, a leader
         // moved, or the deadline.
+        let mut seen = mark;
         loop {
             wakes.wait_past(seen, deadline).await;
-            seen = wakes.count();
+            seen = wakes.mark();
             if Instant::now() >= deadline || wakes.worth_a_look(mark, gathered.bytes, fetch.wants) {
                 break;
             }

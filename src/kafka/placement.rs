@@ -194,19 +194,21 @@ fn read(
     partitions: i32,
 ) -> Result<Option<Vec<Option<String>>>, Failure> {
     let internal = |e: KafkaError| Failure::new(Kind::Internal, format!("reading {}: {e}", printable(topic)));
+    // Denied: said as such. Anything else (a broker restarting as we start,
+    // a dropped connection) is read again in a new round.
+    let again_unless_denied = |e: KafkaError| match e
+        .rdkafka_error_code()
+        .and_then(|code| fatal(code, format!("reading {topic}: {e}"), topic, group))
+    {
+        Some(fatal) => Err(fatal),
+        None => Ok(None),
+    };
     let mut ends = Vec::new();
     let mut tpl = TopicPartitionList::new();
     for partition in 0..partitions {
         let (low, high) = match consumer.fetch_watermarks(topic, partition, ROUND) {
             Ok(marks) => marks,
-            // Denied: said as such; anything else is tried again.
-            Err(e) => {
-                match e.rdkafka_error_code().and_then(|code| fatal(code, format!("reading {topic}: {e}"), topic, group))
-                {
-                    Some(fatal) => return Err(fatal),
-                    None => return Ok(None),
-                }
-            }
+            Err(e) => return again_unless_denied(e),
         };
         tpl.add_partition_offset(topic, partition, Offset::Offset(low.max(high - NEWEST))).map_err(internal)?;
         ends.push(high);
@@ -234,17 +236,7 @@ fn read(
                     *behind = false;
                 }
             }
-            // A dropped connection (a broker restarting as we start):
-            // librdkafka says so as an error; read again. Denied: said.
-            Some(Err(e)) => {
-                return match e
-                    .rdkafka_error_code()
-                    .and_then(|c| fatal(c, format!("reading {topic}: {e}"), topic, group))
-                {
-                    Some(fatal) => Err(fatal),
-                    None => Ok(None),
-                }
-            }
+            Some(Err(e)) => return again_unless_denied(e),
             None => {}
         }
     }

@@ -147,6 +147,25 @@ pub(crate) fn fatal(code: RDKafkaErrorCode, what: String, topic: &str, group: &s
     Some(Failure::new(kind, format!("{what}. {}", advice(code, topic, group)).trim()))
 }
 
+/// Waits until every record `producer` holds is delivered or refused (its
+/// delivery report served), for up to `within`. rdkafka's `flush` serves
+/// the reports in slices of 100 ms that each run to their end, so a write
+/// acknowledged in a millisecond took 100 ms to be known: a fleet crontab
+/// placing its jobs, a claim at a time, paid that per job.
+pub(crate) fn flush<C: ProducerContext>(
+    producer: &BaseProducer<C>,
+    within: Duration,
+) -> rdkafka::error::KafkaResult<()> {
+    let until = Instant::now() + within;
+    while producer.in_flight_count() > 0 {
+        if Instant::now() >= until {
+            return Err(rdkafka::error::KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut));
+        }
+        producer.poll(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
 /// The connection to Kafka: a producer we write heartbeats with and a
 /// consumer thread that reports events.
 pub struct Kafka {

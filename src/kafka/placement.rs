@@ -20,11 +20,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::producer::{BaseProducer, BaseRecord, ProducerContext};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tracing::{info, warn};
 
 use super::heartbeat::{Heartbeat, Member};
@@ -52,7 +52,7 @@ const CLAIMS: u32 = 3;
 pub fn place(s: &Settings, jobs: &[String]) -> Result<(BTreeMap<String, Partition>, i32), Failure> {
     let topic = &s.target.topic;
     let group = format!("{}.placement", s.target.group);
-    let consumer: BaseConsumer = s
+    let consumer: BaseConsumer<Quiet> = s
         .target
         .client_config(&[
             ("client.id", &s.client_id),
@@ -61,12 +61,12 @@ pub fn place(s: &Settings, jobs: &[String]) -> Result<(BTreeMap<String, Partitio
             ("enable.partition.eof", "true"),
             ("fetch.wait.max.ms", "100"),
         ])
-        .create()
+        .create_with_context(Quiet)
         .map_err(|e| creation_error(e, &s.target))?;
-    let producer: BaseProducer = s
+    let producer: BaseProducer<Quiet> = s
         .target
         .client_config(&[("client.id", &s.client_id), ("acks", "all"), ("linger.ms", "0")])
-        .create()
+        .create_with_context(Quiet)
         .map_err(|e| creation_error(e, &s.target))?;
     let claimer = Member::this_process(s.client_id.clone());
     // The claim written last and how many rounds in a row it was: one
@@ -75,7 +75,11 @@ pub fn place(s: &Settings, jobs: &[String]) -> Result<(BTreeMap<String, Partitio
     let mut unseen: (Option<(String, Partition)>, u32) = (None, 0);
     loop {
         let partitions = partitions(s, &consumer, jobs.len())?;
-        let Some(held) = read(&consumer, (topic, &s.target.group), partitions)? else {
+        let read = read(&consumer, (topic, &s.target.group), partitions);
+        // No fetch between rounds: one held open by the broker would hold
+        // the next round's offset requests behind it (100 ms a partition).
+        let _ = consumer.unassign();
+        let Some(held) = read? else {
             warn!(topic = %printable(topic), "could not read the topic to its end to place the crontab's jobs; trying again");
             continue;
         };
@@ -126,10 +130,33 @@ pub fn place(s: &Settings, jobs: &[String]) -> Result<(BTreeMap<String, Partitio
                 return Err(Failure::new(Kind::Internal, what));
             }
         }
-        if let Err(err) = producer.flush(ROUND) {
+        if let Err(err) = super::flush(&producer, ROUND) {
             warn!(%err, "claims not acknowledged yet; reading the topic again");
         }
     }
+}
+
+/// The placement's clients' context: a partition read to its end is what a
+/// round waits for, not an error (librdkafka also says it on the client's
+/// own queue, which the default context logged as one, twice a round);
+/// every other error is said, and the round that meets it reads again or
+/// fails.
+struct Quiet;
+
+impl ClientContext for Quiet {
+    fn error(&self, err: KafkaError, reason: &str) {
+        match err.rdkafka_error_code() {
+            Some(RDKafkaErrorCode::PartitionEOF) => {}
+            _ => warn!(%err, %reason, "placing the crontab's jobs"),
+        }
+    }
+}
+
+impl ConsumerContext for Quiet {}
+
+impl ProducerContext for Quiet {
+    type DeliveryOpaque = ();
+    fn delivery(&self, _: &rdkafka::message::DeliveryResult<'_>, _: ()) {}
 }
 
 /// A claim on a partition for `job`, written by `claim` (an incarnation of
@@ -156,7 +183,7 @@ fn claim_record(claim: &Member, job: &str) -> Heartbeat {
 
 /// The topic's partition count, once it exists (created with one
 /// partition per job when missing).
-fn partitions(s: &Settings, consumer: &BaseConsumer, jobs: usize) -> Result<i32, Failure> {
+fn partitions(s: &Settings, consumer: &BaseConsumer<Quiet>, jobs: usize) -> Result<i32, Failure> {
     let topic = &s.target.topic;
     let mut said = false;
     loop {
@@ -189,7 +216,7 @@ fn partitions(s: &Settings, consumer: &BaseConsumer, jobs: usize) -> Result<i32,
 /// What the newest records of each of the topic's `partitions` say it
 /// holds (None: not read to the end within a round).
 fn read(
-    consumer: &BaseConsumer,
+    consumer: &BaseConsumer<Quiet>,
     (topic, group): (&str, &str),
     partitions: i32,
 ) -> Result<Option<Vec<Option<String>>>, Failure> {

@@ -63,9 +63,9 @@ fn write(target: &Target, partition: i32, value: &[u8], what: &str) -> Result<i6
     if let Err((e, _)) = producer.send(BaseRecord::<(), _>::to(&target.topic).partition(partition).payload(value)) {
         return Err(producer.context().failure(format!("cannot write the {what} request: {e}")));
     }
-    let flushed = producer.flush(Duration::from_secs(10));
+    let flushed = crate::kafka::flush(&producer, Duration::from_secs(10));
     // A refused write (e.g. no WRITE on the topic) comes as its delivery
-    // report, which flush() serves.
+    // report, which flush serves.
     if let Err(e) = flushed {
         return Err(producer.context().failure(format!("cannot write the {what} request: {e}")));
     }

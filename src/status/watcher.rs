@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::producer::{BaseProducer, BaseRecord};
 use tracing::debug;
 
 use super::probe::Probe;
@@ -120,6 +120,6 @@ fn watch(cfg: &crate::config::Config, stop: &std::sync::atomic::AtomicBool) -> R
     }
     notify("STOPPING=1");
     send(true);
-    let _ = producer.flush(Duration::from_secs(2));
+    let _ = crate::kafka::flush(&producer, Duration::from_secs(2));
     Ok(0)
 }

@@ -2,7 +2,9 @@
 //!
 //! - crontab-lateness: 20 jobs due every second on 3 members, for --idle:
 //!   each run's start (the job's own clock, first thing it does) after its
-//!   due time (every run is a sample); and the jobs each member runs;
+//!   due time (every run is a sample); the jobs each member runs; and,
+//!   from the members' start on a new group, every job's first run (a
+//!   first deploy: the topic created, the jobs placed, the group joined);
 //! - crontab-crash: then kill -9 of one member: for each job it ran, its
 //!   first run on another member after its due time (a due time that came
 //!   while nobody owned the job is missed, and `missed=latest`, the
@@ -136,6 +138,7 @@ fn fleet(bench: &Bench, c: &Contender, results: &mut Results, (scenario, crash):
     let (members, jobs) = shape;
     let cname = c.name;
     let mut f = Fleet::new(bench, c, scenario, jobs);
+    let began = wall_ms();
     for _ in 0..members {
         f.spawn(c);
     }
@@ -163,6 +166,19 @@ fn fleet(bench: &Bench, c: &Contender, results: &mut Results, (scenario, crash):
     if !settled {
         results.notes.push(format!("{cname}: {scenario}: the jobs never spread over {members} members"));
         return;
+    }
+    // A first deploy: the topic created, every job placed, the group
+    // joined, and each job's first due time (up to a second away).
+    let mut first: BTreeMap<String, u64> = BTreeMap::new();
+    for (job, _, started, _) in f.runs() {
+        first.entry(job).or_insert(started);
+    }
+    if let Some(last) = first.values().max() {
+        results.add(
+            &format!("{scenario} first deploy: every job's first run"),
+            cname,
+            last.saturating_sub(began) as f64,
+        );
     }
     let counts = spread(&f, from).unwrap_or_default();
     for n in &counts {
@@ -219,6 +235,11 @@ fn idle(bench: &Bench, c: &Contender, results: &mut Results) {
     let job = Usage { cpu: per(|u| u.cpu), rss: per(|u| u.rss), pss: per(|u| u.pss) };
     job.add(results, "crontab-idle, per job", cname);
     results.add("crontab-idle, per job cpu%", cname, job.cpu / window.as_secs_f64() * 100.0);
+}
+
+/// The wall clock, in ms since the epoch (as the jobs write it).
+fn wall_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The wall-clock ms of the first of `runs`.

@@ -5,22 +5,42 @@ use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
 
 use crate::util::{run, wait_until, Broker, Group};
 
 fn consumer(broker: &Broker, group: &str) -> BaseConsumer {
-    ClientConfig::new()
+    config(broker, group).create().expect("a consumer")
+}
+
+fn config(broker: &Broker, group: &str) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config
         .set("bootstrap.servers", &broker.address)
         .set("group.id", group)
         .set("enable.auto.commit", "false")
-        .set("session.timeout.ms", "6000")
-        .create()
-        .expect("a consumer")
+        .set("session.timeout.ms", "6000");
+    config
 }
+
+/// Keeps what librdkafka logs, to show it when a wait fails: the one time a
+/// member of this file was not assigned within 30 s (a CI run under load),
+/// nothing said why.
+#[derive(Default)]
+struct Logged(std::sync::Mutex<Vec<String>>);
+
+impl ClientContext for Logged {
+    fn log(&self, _: rdkafka::config::RDKafkaLogLevel, fac: &str, line: &str) {
+        if let Ok(mut lines) = self.0.lock() {
+            lines.push(format!("{:?} {fac} {line}", std::time::SystemTime::now()));
+        }
+    }
+}
+
+impl ConsumerContext for Logged {}
 
 fn at(topic: &str, offset: i64) -> TopicPartitionList {
     let mut tpl = TopicPartitionList::new();
@@ -28,7 +48,7 @@ fn at(topic: &str, offset: i64) -> TopicPartitionList {
     tpl
 }
 
-fn committed(c: &BaseConsumer, topic: &str) -> Offset {
+fn committed<C: ConsumerContext>(c: &BaseConsumer<C>, topic: &str) -> Offset {
     let tpl = c.committed_offsets(at(topic, 0), Duration::from_secs(10)).expect("OffsetFetch answered");
     tpl.find_partition(topic, 0).expect("the partition asked for").offset()
 }
@@ -43,12 +63,17 @@ fn the_coordinator_describes_the_group_keeps_a_members_commits_and_refuses_an_ou
     let (topic, group) = ("offsets-t", "offsets-g");
     // As on Kafka, a consumer does not create the topic it subscribes to.
     assert_eq!(create(&admin_of(&broker), topic, 1), Ok(topic.to_string()));
-    let member = consumer(&broker, group);
+    let member: BaseConsumer<Logged> =
+        config(&broker, group).set("debug", "cgrp,topic,metadata").create_with_context(Logged::default()).unwrap();
     member.subscribe(&[topic]).unwrap();
-    wait_until(Duration::from_secs(30), "the member is assigned partition 0", || {
+    let start = std::time::Instant::now();
+    while !member.assignment().is_ok_and(|a| a.count() == 1) {
         let _ = member.poll(Duration::from_millis(50));
-        member.assignment().is_ok_and(|a| a.count() == 1)
-    });
+        if start.elapsed() > Duration::from_secs(30) {
+            let said = member.context().0.lock().map(|l| l.join("\n")).unwrap_or_default();
+            panic!("the member was not assigned partition 0 within 30 s; librdkafka said:\n{said}");
+        }
+    }
     // As `kafka-consumer-groups --describe` shows it (ListGroups, then
     // DescribeGroups: neither is the mock's).
     let listed = member.fetch_group_list(Some(group), Duration::from_secs(10)).expect("groups listed");

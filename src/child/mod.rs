@@ -181,7 +181,9 @@ impl Running {
     }
 
     /// Moves the lease forward. A full pipe (a shim that stopped reading)
-    /// drops the renewal: the lease then expires, which is the safe side.
+    /// drops the renewal: the lease then expires, which is the safe side. A
+    /// closed one is a shim that exited (a short run, between its exit and
+    /// its reaping): no lease is left to move, and nothing to say.
     pub fn renew(&mut self, until: BootTime) -> io::Result<()> {
         let until = if crate::layers_off::off(crate::layers_off::Layer::Lease) {
             BootTime::from_nanos(u64::MAX / 2) // no end a test could wait for
@@ -189,7 +191,7 @@ impl Running {
             until
         };
         match self.lease.write(&until.as_nanos().to_le_bytes()) {
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            Err(err) if matches!(err.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::BrokenPipe) => Ok(()),
             other => other.map(|_| ()),
         }
     }

@@ -251,3 +251,24 @@ fn a_shim_whose_first_lease_has_passed_never_starts_the_command() {
         assert_eq!(ran, (false, true), "(ran under a lease that had passed, ran under a lease to come)");
     });
 }
+
+/// A run shorter than a heartbeat interval: the loop may renew its lease
+/// after the shim exited and before it is reaped. That is no error (it was
+/// said as one, "it will be fenced", for every short run of a crontab).
+#[test]
+fn renewing_the_lease_of_a_shim_that_exited_is_no_error() {
+    isolated("renewing_the_lease_of_a_shim_that_exited_is_no_error", || {
+        let quick = super::Command {
+            program: "true".into(),
+            args: Vec::new(),
+            stop_signal: Signal::SIGTERM as i32,
+            grace: Duration::from_secs(1),
+            env: Vec::new(),
+            env_remove: Vec::new(),
+        };
+        let mut running = Running::spawn(&quick, Some(1), BootTime::now() + Duration::from_secs(60)).expect("starts");
+        until("the shim is reaped", || running.reaped());
+        assert!(running.renew(BootTime::now() + Duration::from_secs(60)).is_ok(), "a renewal after the exit failed");
+        assert_eq!(block_on(running.exited()), ChildStatus::Exited(0));
+    });
+}

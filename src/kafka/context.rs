@@ -153,8 +153,11 @@ pub(super) struct ReaderContext {
     pub(super) backlog: i64,
     /// Our --heartbeat-deadline: assumed for records that do not carry one.
     pub(super) deadline: Duration,
-    /// Our --heartbeat-interval: a gap of two in our own heartbeats read
-    /// back is said (`Gap`).
+    /// The longest our seats write their heartbeats apart
+    /// (`leader::Settings::idle_heartbeat`): a gap of two in our own
+    /// heartbeats read back is said (`Gap`). A crontab's idle seat writes
+    /// every third of the deadline, and each of its records read back was
+    /// said as a gap, at every seat's every write.
     pub(super) interval: Duration,
     /// The seats' partitions whose assignment the consumer loop has yet to
     /// report, each true when it was newly added (its read position is

@@ -256,7 +256,7 @@ impl Kafka {
             joined: AtomicBool::new(false),
             backlog: s.backlog,
             deadline: s.timing.heartbeat_deadline,
-            interval: s.timing.heartbeat_interval,
+            interval: s.idle_heartbeat,
             assigned: Default::default(),
             assigned_at: Default::default(),
         };
@@ -507,6 +507,9 @@ pub struct Settings {
     /// What our candidacy records say, and how often we write them.
     pub priority: u8,
     pub candidacy_interval: Duration,
+    /// `leader::Settings::idle_heartbeat`: what a gap in our own
+    /// heartbeats is measured against.
+    pub idle_heartbeat: Duration,
 }
 
 impl Settings {
@@ -522,6 +525,7 @@ impl Settings {
             wake: !cfg.no_wake,
             priority: cfg.leader.priority,
             candidacy_interval: cfg.leader.candidacy_interval,
+            idle_heartbeat: cfg.leader.idle_heartbeat(),
         }
     }
 }

@@ -327,3 +327,24 @@ fn the_producer_serves_every_delivery_report_queued_at_each_wake() {
     stop.store(true, Ordering::Relaxed);
     serving.join().unwrap();
 }
+
+/// A gap in our own heartbeats is measured against how far apart our seats
+/// write them: a crontab's idle seat writes every third of the deadline,
+/// and each of its records read back was said as a gap ("own heartbeats
+/// back after a gap", every 1.7 s per job at the defaults); every other
+/// member's seats write every interval.
+#[test]
+fn gaps_in_own_heartbeats_are_measured_against_the_seats_slowest_cadence() {
+    let dir = std::env::temp_dir().join(format!("neli-run-gap-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let file = dir.join("fleet.crontab");
+    std::fs::write(&file, "@every 1m a true\n").expect("a crontab");
+    let cli = crate::cli::Cli::try_parse_from(["neli-run", "-g", "g", "--crontab", file.to_str().expect("utf-8")]);
+    let mut cfg = Config::from_args(cli.expect("valid arguments").run, None).expect("valid configuration");
+    cfg.place(&BTreeMap::from([("a".to_string(), 0)]), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+    let t = cfg.timing;
+    assert_eq!((t.heartbeat_interval, t.heartbeat_deadline), (Duration::from_millis(500), Duration::from_secs(5)));
+    assert_eq!(Settings::of(&cfg).idle_heartbeat, t.heartbeat_deadline / 3);
+    assert_eq!(settings("localhost:9092").idle_heartbeat, Duration::from_millis(500));
+}

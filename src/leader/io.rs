@@ -134,6 +134,18 @@ impl Settings {
         self.roles > 1 || self.jobs.is_some()
     }
 
+    /// How often a seat that leads with no run under way writes its
+    /// heartbeat: a crontab's has nothing to fence, and a third of the
+    /// deadline keeps its leadership fresh for the next run's start (which
+    /// writes at once) through one lost record, at a fraction of the cost
+    /// (the fleet has a seat per job). Every other seat, every interval.
+    pub fn idle_heartbeat(&self) -> Duration {
+        match self.jobs {
+            Some(_) => self.heartbeat_interval.max(self.heartbeat_deadline / 3),
+            None => self.heartbeat_interval,
+        }
+    }
+
     /// The seats' partitions, one per role: the one place that names them.
     pub fn seats(&self) -> impl Iterator<Item = Partition> {
         0..Partition::try_from(self.roles.max(1)).unwrap_or(Partition::MAX)

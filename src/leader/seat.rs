@@ -733,16 +733,8 @@ impl Seat {
             tenure.term_since = now;
             tenure.start = None;
         }
-        // A crontab's seat that leads with no run under way has nothing to
-        // fence: a third of the deadline keeps its leadership fresh for the
-        // next run's start (which writes at once) through one lost record,
-        // at a fraction of the cost (the fleet has a seat per job).
-        let idle = settings.jobs.is_some() && self.child == Child::Idle && matches!(tenure.phase, Phase::Leader { .. });
-        let interval = if idle {
-            settings.heartbeat_interval.max(settings.heartbeat_deadline / 3)
-        } else {
-            settings.heartbeat_interval
-        };
+        let idle = self.child == Child::Idle && matches!(tenure.phase, Phase::Leader { .. });
+        let interval = if idle { settings.idle_heartbeat() } else { settings.heartbeat_interval };
         tenure.next_heartbeat = now + interval;
         let stance = match (tenure.phase, self.child) {
             (Phase::Leader { token }, _) => Stance::Leading { token },

@@ -5,11 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use nix::fcntl::OFlag;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::Offset;
 use tokio::sync::mpsc::UnboundedSender;
@@ -35,6 +38,107 @@ pub(super) struct Requests {
     pub(super) hand_over: AtomicBool,
     /// Out of the group for good, ahead of exiting (`Kafka::leave_group`).
     pub(super) leave: AtomicBool,
+    /// Rung with each request, so that the thread answers it now rather
+    /// than at the end of its wait.
+    pub(super) bell: Bell,
+}
+
+impl Requests {
+    /// Sets `flag` and wakes the consumer thread to answer it.
+    pub(super) fn ask(&self, flag: &AtomicBool, value: bool) {
+        flag.store(value, Ordering::Relaxed);
+        self.bell.ring();
+    }
+}
+
+/// What the consumer thread waits on between polls: a pipe that the shell's
+/// loop writes to with each request, and librdkafka with each event for the
+/// consumer's queue once it was empty (`rd_kafka_queue_io_event_enable`).
+/// A poll of the consumer cannot be woken otherwise: a request waited for
+/// the end of the thread's poll, up to 20 ms of every graceful handover and
+/// yield. Without a pipe (none could be made) the thread polls in slices,
+/// as it did.
+pub(super) struct Bell(Option<(OwnedFd, OwnedFd)>);
+
+impl Default for Bell {
+    fn default() -> Bell {
+        Bell(nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC).ok())
+    }
+}
+
+impl Bell {
+    pub(super) fn ring(&self) {
+        if let Some((_, write)) = &self.0 {
+            // A full pipe already wakes the thread.
+            let _ = nix::unistd::write(write, &[1]);
+        }
+    }
+
+    /// Waits until rung or `slice` has passed, and empties the pipe.
+    fn wait(read: &OwnedFd, slice: Duration) {
+        let timeout = PollTimeout::try_from(slice).unwrap_or(PollTimeout::MAX);
+        let _ = poll(&mut [PollFd::new(read.as_fd(), PollFlags::POLLIN)], timeout);
+        while nix::unistd::read(read, &mut [0; 64]).is_ok_and(|n| n > 0) {}
+    }
+}
+
+/// The consumer's queue, with its events ringing the bell: dropped (the
+/// ringing stopped) before the pipe can close, since librdkafka would
+/// write to whatever file took its number.
+struct Rung<'a> {
+    queue: *mut rdkafka_sys::rd_kafka_queue_t,
+    read: &'a OwnedFd,
+}
+
+impl<'a> Rung<'a> {
+    fn new<C: ConsumerContext>(consumer: &BaseConsumer<C>, bell: &'a Bell) -> Option<Rung<'a>> {
+        let (read, write) = bell.0.as_ref()?;
+        // SAFETY: the client outlives this handle (the thread holds it),
+        // which is destroyed on drop; the payload is copied.
+        let queue = unsafe { rdkafka_sys::rd_kafka_queue_get_consumer(consumer.client().native_ptr()) };
+        if queue.is_null() {
+            return None;
+        }
+        unsafe { rdkafka_sys::rd_kafka_queue_io_event_enable(queue, write.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+        Some(Rung { queue, read })
+    }
+
+    /// Waits up to `slice` unless an event is queued already, then polls:
+    /// the next message or error, or None once the queue is empty. The
+    /// events a poll serves itself (a log line, a rebalance) return
+    /// nothing, and the next poll may queue more (librdkafka's debug
+    /// logging says something of every poll): it polls on while the queue
+    /// holds any, for up to a slice.
+    fn poll<'c>(&self, consumer: &'c BaseConsumer<ReaderContext>, slice: Duration) -> Polled<'c> {
+        if self.queued() == 0 {
+            Bell::wait(self.read, slice);
+        }
+        let until = Instant::now() + slice;
+        loop {
+            let polled = consumer.poll(Duration::ZERO);
+            if polled.is_some() || self.queued() == 0 || Instant::now() >= until {
+                return polled;
+            }
+        }
+    }
+
+    fn queued(&self) -> usize {
+        // SAFETY: a live queue handle.
+        unsafe { rdkafka_sys::rd_kafka_queue_length(self.queue) }
+    }
+}
+
+/// What a poll of the consumer returns.
+type Polled<'c> = Option<rdkafka::error::KafkaResult<BorrowedMessage<'c>>>;
+
+impl Drop for Rung<'_> {
+    fn drop(&mut self) {
+        // SAFETY: a live queue handle, given back once.
+        unsafe {
+            rdkafka_sys::rd_kafka_queue_io_event_enable(self.queue, -1, std::ptr::null(), 0);
+            rdkafka_sys::rd_kafka_queue_destroy(self.queue);
+        }
+    }
 }
 
 /// How long a member that stood aside watches for another to lead before
@@ -60,14 +164,25 @@ pub(super) fn consume(
     waker: &Waker,
     events: &UnboundedSender<Event>,
 ) -> bool {
-    let mut reader =
-        Reader { consumer: &consumer, subscription, me, waker, events, gaps: BTreeMap::new(), slice: STANDBY_POLL };
+    let rung = Rung::new(&consumer, &asks.bell);
+    let mut reader = Reader {
+        consumer: &consumer,
+        subscription,
+        me,
+        waker,
+        events,
+        gaps: BTreeMap::new(),
+        slice: STANDBY_POLL,
+        rung: rung.as_ref(),
+    };
     while !asks.closing.load(Ordering::Relaxed) {
         reader.answer(asks, watch);
         if reader.poll_once().is_break() {
             break;
         }
     }
+    drop(reader);
+    drop(rung);
     // Closes the group's consumer (`Kafka::leave` began to) and waits for
     // the group's answer to our leave, as dropping it would, but in short
     // polls, so that the wake follows the answer closely. The watcher holds
@@ -91,8 +206,10 @@ struct Reader<'a> {
     events: &'a UnboundedSender<Event>,
     /// Per seat's partition: the gap in our own heartbeats read back.
     gaps: BTreeMap<Partition, Gap>,
-    /// How long the next poll lasts (`OWNER_POLL`, `STANDBY_POLL`).
+    /// How long the next wait lasts at most (`OWNER_POLL`, `STANDBY_POLL`).
     slice: Duration,
+    /// What the wait between polls listens to, if anything.
+    rung: Option<&'a Rung<'a>>,
 }
 
 impl Reader<'_> {
@@ -150,8 +267,14 @@ impl Reader<'_> {
     fn poll_once(&mut self) -> ControlFlow<()> {
         let (consumer, events) = (self.consumer, self.events);
         let ctx = consumer.context();
-        let polled = consumer.poll(self.slice);
-        self.slice = if serve_group(consumer) { OWNER_POLL } else { STANDBY_POLL };
+        let polled = match self.rung {
+            Some(rung) => rung.poll(consumer, self.slice),
+            None => consumer.poll(self.slice),
+        };
+        // With the bell, a request or an event ends the wait at once: the
+        // slice only bounds how long the group goes unserved.
+        let owner = serve_group(consumer);
+        self.slice = if owner && self.rung.is_none() { OWNER_POLL } else { STANDBY_POLL };
         self.report_assigned()?;
         // Records fetched behind one of our own heartbeats are heard
         // before the core may lead on it: it says `more`, and `CaughtUp`
@@ -273,13 +396,13 @@ fn serve_group(consumer: &BaseConsumer<ReaderContext>) -> bool {
     consumer.assignment().is_ok_and(|a| consumer.context().holds_a_seat(&a))
 }
 
-/// How long one poll of the consumer thread lasts: a request of the shell's
-/// loop (stand aside, hand over, rejoin) waits for its end, since a poll
-/// cannot be woken. Only an owner of a seat's partition makes such requests, and
-/// they hold up a handover: it polls in short slices (measured: a yield
-/// waited 97 ms for the end of a 100 ms poll, of a 300 ms handover; at 10
-/// ms, an idle leader took 0.87 % of a core instead of 0.35 %). A
-/// standby's loop wakes less often.
+/// How long one wait of the consumer thread lasts, at most: the bell (a
+/// request, an event) ends it at once. Without the bell a request of the
+/// shell's loop (stand aside, hand over, rejoin) waits for the end of a
+/// poll, which cannot be woken, and an owner of a seat's partition, which
+/// makes such requests, polls in short slices (measured: a yield waited 97
+/// ms for the end of a 100 ms poll, of a 300 ms handover; at 10 ms, an idle
+/// leader took 0.87 % of a core instead of 0.35 %).
 const OWNER_POLL: Duration = Duration::from_millis(20);
 const STANDBY_POLL: Duration = Duration::from_millis(100);
 
@@ -430,6 +553,56 @@ fn leave_until_another_leads(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether the bell's pipe has something to read within `within` (a
+    /// bound on an event, not a timing claim).
+    fn rung_within(bell: &Bell, within: Duration) -> bool {
+        let (read, _) = bell.0.as_ref().expect("a pipe");
+        let timeout = PollTimeout::try_from(within).expect("a timeout");
+        poll(&mut [PollFd::new(read.as_fd(), PollFlags::POLLIN)], timeout).expect("poll") > 0
+    }
+
+    /// The consumer thread's wait ends on a request, and on an event
+    /// librdkafka queues for the consumer (here a fetched record, on
+    /// librdkafka's mock cluster): neither waits for the end of a slice.
+    #[test]
+    fn a_request_and_a_record_fetched_each_ring_the_consumer_threads_bell() {
+        let asks = Requests::default();
+        asks.ask(&asks.stand_aside, true);
+        assert!(rung_within(&asks.bell, Duration::from_secs(30)) && asks.stand_aside.load(Ordering::Relaxed));
+        let (read, _) = asks.bell.0.as_ref().expect("a pipe");
+        Bell::wait(read, Duration::from_secs(600));
+        assert!(!rung_within(&asks.bell, Duration::ZERO), "the wait empties the pipe");
+
+        let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock cluster");
+        cluster.create_topic("t", 1, 1).expect("a topic");
+        let config = |group: Option<&str>| {
+            let mut c = rdkafka::ClientConfig::new();
+            c.set("bootstrap.servers", cluster.bootstrap_servers());
+            if let Some(group) = group {
+                c.set("group.id", group);
+            }
+            c
+        };
+        let consumer: BaseConsumer = config(Some("g")).create().expect("a consumer");
+        let bell = Bell::default();
+        let rung = Rung::new(&consumer, &bell).expect("the queue rings the bell");
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        tpl.add_partition_offset("t", 0, Offset::Beginning).expect("a partition");
+        consumer.assign(&tpl).expect("assigned");
+        // Whatever the assignment queued, served, and the pipe emptied.
+        while consumer.poll(Duration::ZERO).is_some() || unsafe { rdkafka_sys::rd_kafka_queue_length(rung.queue) } > 0 {
+        }
+        Bell::wait(rung.read, Duration::ZERO);
+        assert!(!rung_within(&bell, Duration::ZERO), "nothing queued");
+        let producer: rdkafka::producer::BaseProducer = config(None).create().expect("a producer");
+        let record = rdkafka::producer::BaseRecord::<(), _>::to("t").partition(0).payload("x");
+        producer.send(record).map_err(|(e, _)| e).expect("queued");
+        rdkafka::producer::Producer::flush(&producer, Duration::from_secs(30)).expect("written");
+        assert!(rung_within(&bell, Duration::from_secs(30)), "the record fetched rang nothing");
+        let got = consumer.poll(Duration::from_secs(30)).and_then(Result::ok).map(|m| m.payload().map(<[u8]>::to_vec));
+        assert_eq!(got, Some(Some(b"x".to_vec())));
+    }
 
     #[test]
     fn a_gap_in_own_heartbeats_is_said_once_when_they_are_back() {

@@ -409,44 +409,34 @@ impl Kafka {
     }
 
     /// Waits, when called, up to `timeout` for the heartbeats queued by
-    /// then to be written (blocking: run it off the loop). Not rdkafka's
-    /// `flush`, which waits in 100 ms steps: every graceful handover paid
-    /// one. It serves the delivery reports itself, since the consumer
-    /// thread may be held in the revoke barrier meanwhile.
+    /// then to be written (blocking: run it off the loop), serving the
+    /// delivery reports itself (`flush`), since the consumer thread may be
+    /// held in the revoke barrier meanwhile.
     pub fn flusher(&self, timeout: Duration) -> impl FnOnce() + Send + 'static {
         let producer = self.producer.clone();
         move || {
-            let start = Instant::now();
-            loop {
-                producer.poll(Duration::ZERO);
-                if producer.in_flight_count() == 0 {
-                    return;
-                }
-                if start.elapsed() >= timeout {
-                    debug!("heartbeats not flushed within {timeout:?}");
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(2));
+            if flush(&producer, timeout).is_err() {
+                debug!("heartbeats not flushed within {timeout:?}");
             }
         }
     }
 
     /// Leaves the group and joins again, for a fresh assignment.
     pub fn rejoin(&self) {
-        self.requests.rejoin.store(true, Ordering::Relaxed);
+        self.requests.ask(&self.requests.rejoin, true);
     }
 
     /// Leaves the group for good, ahead of exiting: the consumer thread
     /// reads nothing more, and what it still owned is revoked
     /// (`Action::LeaveGroup`).
     pub fn leave_group(&self) {
-        self.requests.leave.store(true, Ordering::Relaxed);
+        self.requests.ask(&self.requests.leave, true);
     }
 
     /// Leaves the group and rejoins once another member leads (the end of
     /// a yield).
     pub fn stand_aside(&self) {
-        self.requests.stand_aside.store(true, Ordering::Relaxed);
+        self.requests.ask(&self.requests.stand_aside, true);
     }
 
     /// Stays out of the group while `out` (this member is unhealthy), and
@@ -454,13 +444,13 @@ impl Kafka {
     /// owns a seat's partition leaves as the core says (it stands aside), and
     /// rejoins only once healthy.
     pub fn keep_out(&self, out: bool) {
-        self.requests.keep_out.store(out, Ordering::Relaxed);
+        self.requests.ask(&self.requests.keep_out, out);
     }
 
     /// As `stand_aside`, but rejoins at the latest once the hand-over our
     /// disclaimer names has gone stale (its target may have died).
     pub fn hand_over(&self) {
-        self.requests.hand_over.store(true, Ordering::Relaxed);
+        self.requests.ask(&self.requests.hand_over, true);
     }
 
     /// Whether Kafka answered last time we tried.
@@ -475,7 +465,7 @@ impl Kafka {
         // `closing` first: the revoke the close causes must not block. The
         // close at once: the consumer thread would begin it only at the
         // end of its poll.
-        self.requests.closing.store(true, Ordering::Relaxed);
+        self.requests.ask(&self.requests.closing, true);
         self.subscription.close(&self.group);
         let left = self.consumer.take().is_some_and(|thread| thread.join().unwrap_or(false));
         if left && self.waker.send() {

@@ -463,8 +463,8 @@ impl Kafka {
     /// clients. Call only once the child is gone.
     pub fn leave(mut self) {
         // `closing` first: the revoke the close causes must not block. The
-        // close at once: the consumer thread would begin it only at the
-        // end of its poll.
+        // close at once, here, rather than on the consumer thread's next
+        // turn.
         self.requests.ask(&self.requests.closing, true);
         self.subscription.close(&self.group);
         let left = self.consumer.take().is_some_and(|thread| thread.join().unwrap_or(false));

@@ -10,7 +10,7 @@ use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
 
-use crate::util::{run, wait_until, Broker, Group};
+use crate::util::{run, stays_false, wait_until, Broker, Group};
 
 fn consumer(broker: &Broker, group: &str) -> BaseConsumer {
     config(broker, group).create().expect("a consumer")
@@ -66,13 +66,13 @@ fn the_coordinator_describes_the_group_keeps_a_members_commits_and_refuses_an_ou
     let member: BaseConsumer<Logged> =
         config(&broker, group).set("debug", "cgrp,topic,metadata").create_with_context(Logged::default()).unwrap();
     member.subscribe(&[topic]).unwrap();
-    let start = std::time::Instant::now();
-    while !member.assignment().is_ok_and(|a| a.count() == 1) {
+    let unassigned = stays_false(Duration::from_secs(30), || {
         let _ = member.poll(Duration::from_millis(50));
-        if start.elapsed() > Duration::from_secs(30) {
-            let said = member.context().0.lock().map(|l| l.join("\n")).unwrap_or_default();
-            panic!("the member was not assigned partition 0 within 30 s; librdkafka said:\n{said}");
-        }
+        member.assignment().is_ok_and(|a| a.count() == 1)
+    });
+    if unassigned {
+        let said = member.context().0.lock().map(|l| l.join("\n")).unwrap_or_default();
+        panic!("the member was not assigned partition 0 within 30 s; librdkafka said:\n{said}");
     }
     // As `kafka-consumer-groups --describe` shows it (ListGroups, then
     // DescribeGroups: neither is the mock's).

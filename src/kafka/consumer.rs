@@ -591,8 +591,7 @@ mod tests {
         tpl.add_partition_offset("t", 0, Offset::Beginning).expect("a partition");
         consumer.assign(&tpl).expect("assigned");
         // Whatever the assignment queued, served, and the pipe emptied.
-        while consumer.poll(Duration::ZERO).is_some() || unsafe { rdkafka_sys::rd_kafka_queue_length(rung.queue) } > 0 {
-        }
+        while consumer.poll(Duration::ZERO).is_some() || rung.queued() > 0 {}
         Bell::wait(rung.read, Duration::ZERO);
         assert!(!rung_within(&bell, Duration::ZERO), "nothing queued");
         let producer: rdkafka::producer::BaseProducer = config(None).create().expect("a producer");

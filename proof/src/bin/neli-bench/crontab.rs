@@ -280,7 +280,7 @@ fn crashed(c: &Contender, results: &mut Results, f: &mut Fleet, scenario: &str, 
     let owners: BTreeMap<String, String> = runs.iter().map(|r| (r.0.clone(), r.3.clone())).collect();
     let (victim, mut child) = f.members.remove(0);
     let theirs: BTreeSet<&String> = owners.iter().filter(|(_, m)| **m == victim).map(|(j, _)| j).collect();
-    let killed_ms = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_millis() as u64;
+    let killed_ms = wall_ms();
     let _ = child.kill();
     let _ = child.wait();
     let at = runs.len();

@@ -84,6 +84,29 @@ fn the_stop_signal_reaches_escaped_daemons_while_the_command_ignores_it() {
     assert!(stop_signal_reached_the_daemon(g.dir.path()), "the setsid'd daemon never got SIGTERM: {}", m.log());
 }
 
+/// A daemon may name itself anything (`/proc/self/comm`, or the file name
+/// it was started from): bytes that are not UTF-8, parentheses. It left
+/// the group, ignores SIGTERM, and is killed with the rest all the same
+/// (the walk below the shim once skipped a process whose name was not
+/// UTF-8).
+#[test]
+fn a_daemon_named_in_bytes_that_are_not_utf8_is_killed_with_the_rest() {
+    let g = Group::new("daemons-named");
+    let d = g.dir.path().display();
+    let script = format!(
+        "(setsid sh -c 'printf \"\\377) (\" > /proc/self/comm; trap \"\" TERM; echo $$ > {d}/d3; \
+         while :; do sleep 0.05; done' &); while [ ! -s {d}/d3 ]; do sleep 0.01; done; exec sleep 1000"
+    );
+    let mut m = g.member("a", &["--grace", "1s"], &["sh", "-c", &script]);
+    wait_until(LONG, "the daemon runs", || g.dir.path().join("d3").exists());
+    let pid = std::fs::read_to_string(g.dir.path().join("d3")).unwrap();
+    let comm = std::fs::read(format!("/proc/{}/comm", pid.trim())).unwrap();
+    assert!(comm.starts_with(b"\xff) ("), "the daemon renamed itself: {comm:?}");
+    m.signal(Signal::SIGTERM);
+    assert_eq!(m.wait_exit(LONG).code(), Some(143), "{}", m.log());
+    assert!(!g.lock_held(), "the daemon outlived neli-run\n{}", m.log());
+}
+
 #[test]
 fn a_command_that_exits_leaving_daemons_keeps_its_status_and_takes_them_along() {
     let g = Group::new("daemons-exit");

@@ -10,6 +10,7 @@
 //! call, since a process can fork while we sweep.
 
 use std::collections::{HashMap, HashSet};
+use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
 
 use nix::errno::Errno;
@@ -25,10 +26,17 @@ pub struct Proc {
 }
 
 /// Reads /proc/PID/stat: `pid (comm) state ppid pgrp ...`, where comm may
-/// hold spaces and parentheses, so the fields are counted from the last ')'.
+/// hold spaces, parentheses and bytes that are not UTF-8 (a process names
+/// itself), so the fields are counted from the last ')'. One read of the
+/// first bytes, which hold those fields: the walk reads every process of
+/// the machine on the way of every stop, and `read_to_string` probed with
+/// 32 bytes and grew, five reads a process.
 fn stat(pid: i32) -> Option<Proc> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut rest = text[text.rfind(')')? + 1..].split_whitespace().skip(1);
+    let mut buf = [0u8; 512];
+    let n = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?.read(&mut buf).ok()?;
+    let text = &buf[..n];
+    let after = text.iter().rposition(|&b| b == b')')? + 1;
+    let mut rest = std::str::from_utf8(&text[after..]).ok()?.split_whitespace().skip(1);
     let ppid = rest.next()?.parse().ok()?;
     let pgrp = rest.next()?.parse().ok()?;
     Some(Proc { pid: Pid::from_raw(pid), ppid: Pid::from_raw(ppid), pgrp: Pid::from_raw(pgrp) })
@@ -120,6 +128,7 @@ fn send(pid: Pid, sig: Signal, ours: &HashSet<Pid>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
     use std::process::Command;
 
     #[test]
@@ -149,6 +158,44 @@ mod tests {
         assert_eq!(signal_below(root, Signal::SIGKILL, |_| true), 2);
         let status = sh.wait().unwrap();
         assert!(status.success() || status.code().is_some(), "{status:?}");
+        assert!(below(root).is_empty());
+    }
+
+    /// A process may name itself anything, bytes that are not UTF-8 and
+    /// parentheses too (`/proc/self/comm`): it is below its parent all the
+    /// same, and signalled with the rest.
+    #[test]
+    fn finds_a_process_whose_name_is_not_utf8_nor_balanced() {
+        /// Kills the test's group whatever happens: a process the walk
+        /// misses would loop for ever, and hold the test's output open.
+        struct Group(std::process::Child);
+        impl Drop for Group {
+            fn drop(&mut self) {
+                let _ = nix::sys::signal::killpg(Pid::from_raw(self.0.id() as i32), Signal::SIGKILL);
+                let _ = self.0.wait();
+            }
+        }
+        // sh -> (subshell named "\377) (x") -> sleep, over and over.
+        let mut sh = Group(
+            Command::new("sh")
+                .args([
+                    "-c",
+                    r"(printf '\377) (x' > /proc/self/comm && echo ready && while :; do sleep 1; done) & wait",
+                ])
+                .stdout(std::process::Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .unwrap(),
+        );
+        let mut ready = [0u8; 6];
+        std::io::Read::read_exact(sh.0.stdout.as_mut().unwrap(), &mut ready).unwrap();
+        let root = Pid::from_raw(sh.0.id() as i32);
+        let named = |p: &Proc| std::fs::read(format!("/proc/{}/comm", p.pid)).is_ok_and(|c| c.starts_with(b"\xff) (x"));
+        let found = below(root);
+        let subshell = found.iter().find(|p| named(p)).copied();
+        assert_eq!(subshell.map(|p| p.ppid), Some(root), "{found:?}");
+        signal_below(root, Signal::SIGKILL, |_| true);
+        sh.0.wait().unwrap();
         assert!(below(root).is_empty());
     }
 

@@ -169,6 +169,10 @@ async fn serve(
     args: &Options,
     users: Option<sasl::Users>,
 ) -> Result<(), Error> {
+    // The control socket first: a broker's port takes connections once
+    // bound, and whoever waits for it (a script, the tests) may send an
+    // event right after (seen: "cannot reach a dev broker at --control").
+    let control = args.control.as_deref().map(control::Control::bind).transpose()?;
     let mut listeners = Vec::new();
     for i in 0..args.brokers {
         let at = SocketAddr::new(listen.ip(), listen.port() + i);
@@ -176,7 +180,6 @@ async fn serve(
             Error::Usage(format!("cannot listen on {at}: {err} (another dev broker running? pick another --listen)"))
         })?);
     }
-    let control = args.control.as_deref().map(control::Control::bind).transpose()?;
     let kafka_timed = args.group_coordinator == GroupCoordinator::Kafka;
     let mock = Mock::start(&advertised, kafka_timed, &args.deny_topic, args.partitions)
         .map_err(|err| Error::Internal(format!("cannot start the mock cluster: {err}")))?;

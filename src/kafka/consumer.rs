@@ -5,19 +5,17 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nix::fcntl::OFlag;
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::Offset;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, info, warn};
 
+use super::bell::{Bell, Rung};
 use super::context::ReaderContext;
 use super::decode::{Decoder, Read};
 use super::heartbeat::Member;
@@ -51,95 +49,25 @@ impl Requests {
     }
 }
 
-/// What the consumer thread waits on between polls: a pipe that the shell's
-/// loop writes to with each request, and librdkafka with each event for the
-/// consumer's queue once it was empty (`rd_kafka_queue_io_event_enable`).
-/// A poll of the consumer cannot be woken otherwise: a request waited for
-/// the end of the thread's poll, up to 20 ms of every graceful handover and
-/// yield. Without a pipe (none could be made) the thread polls in slices,
-/// as it did.
-pub(super) struct Bell(Option<(OwnedFd, OwnedFd)>);
-
-impl Default for Bell {
-    fn default() -> Bell {
-        Bell(nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC).ok())
-    }
-}
-
-impl Bell {
-    pub(super) fn ring(&self) {
-        if let Some((_, write)) = &self.0 {
-            // A full pipe already wakes the thread.
-            let _ = nix::unistd::write(write, &[1]);
+/// Waits up to `slice` on the bell (a request, or an event for the
+/// consumer) unless an event is queued already, then polls: the next
+/// message or error, or None once the queue is empty. The events a poll
+/// serves itself (a log line, a rebalance) return nothing, and the next poll
+/// may queue more (librdkafka's debug logging says something of every
+/// poll): it polls on while the queue holds any, for up to a slice.
+fn poll_rung<'c>(rung: &Rung<'_>, consumer: &'c BaseConsumer<ReaderContext>, slice: Duration) -> Polled<'c> {
+    rung.wait(slice);
+    let until = Instant::now() + slice;
+    loop {
+        let polled = consumer.poll(Duration::ZERO);
+        if polled.is_some() || rung.queued() == 0 || Instant::now() >= until {
+            return polled;
         }
-    }
-
-    /// Waits until rung or `slice` has passed, and empties the pipe.
-    fn wait(read: &OwnedFd, slice: Duration) {
-        let timeout = PollTimeout::try_from(slice).unwrap_or(PollTimeout::MAX);
-        let _ = poll(&mut [PollFd::new(read.as_fd(), PollFlags::POLLIN)], timeout);
-        while nix::unistd::read(read, &mut [0; 64]).is_ok_and(|n| n > 0) {}
-    }
-}
-
-/// The consumer's queue, with its events ringing the bell: dropped (the
-/// ringing stopped) before the pipe can close, since librdkafka would
-/// write to whatever file took its number.
-struct Rung<'a> {
-    queue: *mut rdkafka_sys::rd_kafka_queue_t,
-    read: &'a OwnedFd,
-}
-
-impl<'a> Rung<'a> {
-    fn new<C: ConsumerContext>(consumer: &BaseConsumer<C>, bell: &'a Bell) -> Option<Rung<'a>> {
-        let (read, write) = bell.0.as_ref()?;
-        // SAFETY: the client outlives this handle (the thread holds it),
-        // which is destroyed on drop; the payload is copied.
-        let queue = unsafe { rdkafka_sys::rd_kafka_queue_get_consumer(consumer.client().native_ptr()) };
-        if queue.is_null() {
-            return None;
-        }
-        unsafe { rdkafka_sys::rd_kafka_queue_io_event_enable(queue, write.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
-        Some(Rung { queue, read })
-    }
-
-    /// Waits up to `slice` unless an event is queued already, then polls:
-    /// the next message or error, or None once the queue is empty. The
-    /// events a poll serves itself (a log line, a rebalance) return
-    /// nothing, and the next poll may queue more (librdkafka's debug
-    /// logging says something of every poll): it polls on while the queue
-    /// holds any, for up to a slice.
-    fn poll<'c>(&self, consumer: &'c BaseConsumer<ReaderContext>, slice: Duration) -> Polled<'c> {
-        if self.queued() == 0 {
-            Bell::wait(self.read, slice);
-        }
-        let until = Instant::now() + slice;
-        loop {
-            let polled = consumer.poll(Duration::ZERO);
-            if polled.is_some() || self.queued() == 0 || Instant::now() >= until {
-                return polled;
-            }
-        }
-    }
-
-    fn queued(&self) -> usize {
-        // SAFETY: a live queue handle.
-        unsafe { rdkafka_sys::rd_kafka_queue_length(self.queue) }
     }
 }
 
 /// What a poll of the consumer returns.
 type Polled<'c> = Option<rdkafka::error::KafkaResult<BorrowedMessage<'c>>>;
-
-impl Drop for Rung<'_> {
-    fn drop(&mut self) {
-        // SAFETY: a live queue handle, given back once.
-        unsafe {
-            rdkafka_sys::rd_kafka_queue_io_event_enable(self.queue, -1, std::ptr::null(), 0);
-            rdkafka_sys::rd_kafka_queue_destroy(self.queue);
-        }
-    }
-}
 
 /// How long a member that stood aside watches for another to lead before
 /// it rejoins anyway.
@@ -164,7 +92,7 @@ pub(super) fn consume(
     waker: &Waker,
     events: &UnboundedSender<Event>,
 ) -> bool {
-    let rung = Rung::new(&consumer, &asks.bell);
+    let rung = Rung::consumer(consumer.client(), &asks.bell);
     let mut reader = Reader {
         consumer: &consumer,
         subscription,
@@ -268,7 +196,7 @@ impl Reader<'_> {
         let (consumer, events) = (self.consumer, self.events);
         let ctx = consumer.context();
         let polled = match self.rung {
-            Some(rung) => rung.poll(consumer, self.slice),
+            Some(rung) => poll_rung(rung, consumer, self.slice),
             None => consumer.poll(self.slice),
         };
         // With the bell, a request or an event ends the wait at once: the
@@ -554,53 +482,20 @@ fn leave_until_another_leads(
 mod tests {
     use super::*;
 
-    /// Whether the bell's pipe has something to read within `within` (a
-    /// bound on an event, not a timing claim).
-    fn rung_within(bell: &Bell, within: Duration) -> bool {
-        let (read, _) = bell.0.as_ref().expect("a pipe");
-        let timeout = PollTimeout::try_from(within).expect("a timeout");
-        poll(&mut [PollFd::new(read.as_fd(), PollFlags::POLLIN)], timeout).expect("poll") > 0
-    }
-
-    /// The consumer thread's wait ends on a request, and on an event
-    /// librdkafka queues for the consumer (here a fetched record, on
-    /// librdkafka's mock cluster): neither waits for the end of a slice.
+    /// A request rings the consumer thread's bell, and the wait that it
+    /// ends empties it.
     #[test]
-    fn a_request_and_a_record_fetched_each_ring_the_consumer_threads_bell() {
+    fn a_request_rings_the_consumer_threads_bell() {
         let asks = Requests::default();
         asks.ask(&asks.stand_aside, true);
-        assert!(rung_within(&asks.bell, Duration::from_secs(30)) && asks.stand_aside.load(Ordering::Relaxed));
-        let (read, _) = asks.bell.0.as_ref().expect("a pipe");
-        Bell::wait(read, Duration::from_secs(600));
-        assert!(!rung_within(&asks.bell, Duration::ZERO), "the wait empties the pipe");
-
+        assert!(asks.bell.rung_within(Duration::from_secs(30)) && asks.stand_aside.load(Ordering::Relaxed));
         let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock cluster");
-        cluster.create_topic("t", 1, 1).expect("a topic");
-        let config = |group: Option<&str>| {
-            let mut c = rdkafka::ClientConfig::new();
-            c.set("bootstrap.servers", cluster.bootstrap_servers());
-            if let Some(group) = group {
-                c.set("group.id", group);
-            }
-            c
-        };
-        let consumer: BaseConsumer = config(Some("g")).create().expect("a consumer");
-        let bell = Bell::default();
-        let rung = Rung::new(&consumer, &bell).expect("the queue rings the bell");
-        let mut tpl = rdkafka::TopicPartitionList::new();
-        tpl.add_partition_offset("t", 0, Offset::Beginning).expect("a partition");
-        consumer.assign(&tpl).expect("assigned");
-        // Whatever the assignment queued, served, and the pipe emptied.
-        while consumer.poll(Duration::ZERO).is_some() || rung.queued() > 0 {}
-        Bell::wait(rung.read, Duration::ZERO);
-        assert!(!rung_within(&bell, Duration::ZERO), "nothing queued");
-        let producer: rdkafka::producer::BaseProducer = config(None).create().expect("a producer");
-        let record = rdkafka::producer::BaseRecord::<(), _>::to("t").partition(0).payload("x");
-        producer.send(record).map_err(|(e, _)| e).expect("queued");
-        rdkafka::producer::Producer::flush(&producer, Duration::from_secs(30)).expect("written");
-        assert!(rung_within(&bell, Duration::from_secs(30)), "the record fetched rang nothing");
-        let got = consumer.poll(Duration::from_secs(30)).and_then(Result::ok).map(|m| m.payload().map(<[u8]>::to_vec));
-        assert_eq!(got, Some(Some(b"x".to_vec())));
+        let mut config = rdkafka::ClientConfig::new();
+        config.set("bootstrap.servers", cluster.bootstrap_servers()).set("group.id", "g");
+        let consumer: BaseConsumer = config.create().expect("a consumer");
+        let rung = Rung::consumer(consumer.client(), &asks.bell).expect("a bell");
+        rung.wait(Duration::from_secs(600));
+        assert!(!asks.bell.rung_within(Duration::ZERO), "the wait empties the pipe");
     }
 
     #[test]

@@ -25,6 +25,7 @@
 //! it, so nothing stuck inside librdkafka can delay it.
 
 mod barrier;
+mod bell;
 pub mod candidacy;
 mod consumer;
 mod context;
@@ -53,6 +54,7 @@ use crate::config::timing::Timing;
 use crate::config::{Config, Target};
 use crate::exit::{Failure, Kind};
 use crate::leader::{Candidacy, Other, Pause, Record};
+use bell::{Bell, Rung};
 use consumer::{Requests, Watch};
 use context::{Reach, ReaderContext, WriterContext};
 use heartbeat::{Content, Heartbeat, Member, WireTiming};
@@ -208,23 +210,23 @@ pub struct Kafka {
 }
 
 /// A helper thread that must end before neli-run does: dropping this asks
-/// it to stop (its flag, and an unpark for a thread parked between turns)
-/// and joins it. A librdkafka client destroyed on a thread that outlives
-/// `main` races exit's handlers, which free what librdkafka's threads use:
-/// CI saw the heap corrupted and an abort at exit, in place of the exit
-/// status due.
+/// it to stop (its flag, then its bell rung and an unpark, for a thread
+/// waiting on either between turns) and joins it. A librdkafka client
+/// destroyed on a thread that outlives `main` races exit's handlers, which
+/// free what librdkafka's threads use: CI saw the heap corrupted and an
+/// abort at exit, in place of the exit status due.
 struct Joined {
-    stop: Arc<AtomicBool>,
+    stop: Arc<(AtomicBool, Bell)>,
     handle: Option<JoinHandle<()>>,
 }
 
 impl Joined {
-    fn spawn(name: &str, work: impl FnOnce(&AtomicBool) + Send + 'static) -> Result<Joined, Failure> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+    fn spawn(name: &str, work: impl FnOnce(&AtomicBool, &Bell) + Send + 'static) -> Result<Joined, Failure> {
+        let stop = Arc::new((AtomicBool::new(false), Bell::default()));
+        let asked = stop.clone();
         let handle = std::thread::Builder::new()
             .name(name.into())
-            .spawn(move || work(&flag))
+            .spawn(move || work(&asked.0, &asked.1))
             .map_err(|e| Failure::new(Kind::Internal, format!("cannot start the {name} thread: {e}")))?;
         Ok(Joined { stop, handle: Some(handle) })
     }
@@ -232,7 +234,8 @@ impl Joined {
 
 impl Drop for Joined {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.0.store(true, Ordering::Relaxed);
+        self.stop.1.ring();
         if let Some(handle) = self.handle.take() {
             handle.thread().unpark();
             let _ = handle.join();
@@ -273,7 +276,7 @@ impl Kafka {
             Arc::new(producer_config(s).create_with_context(writer).map_err(|e| creation_error(e, &s.target))?);
 
         let served = producer.clone();
-        let serving = Joined::spawn("neli-produce", move |stop| serve_producer(&served, stop))?;
+        let serving = Joined::spawn("neli-produce", move |stop, bell| serve_producer(&served, stop, bell))?;
         let admin = topic::ensure_topic(s, &consumer)?;
         let born: BTreeMap<Partition, i64> = s
             .seats
@@ -295,7 +298,7 @@ impl Kafka {
             let watcher: BaseConsumer = wake::watcher_config(s).create().map_err(|e| creation_error(e, &s.target))?;
             let (group, watched, me) = (consumer.clone(), subscription.clone(), member.clone());
             let from = born.get(&CONTROL_PARTITION).copied();
-            Some(Joined::spawn("neli-watch", move |stop| wake::watch(&watcher, from, &group, &watched, &me, stop))?)
+            Some(Joined::spawn("neli-watch", move |stop, _| wake::watch(&watcher, from, &group, &watched, &me, stop))?)
         };
 
         let reader_member = member.clone();
@@ -588,10 +591,12 @@ const WAKE_WAIT: Duration = Duration::from_secs(1);
 /// group still works, but its owner may miss a member of higher priority.
 const STANDBYS: i64 = 64;
 
-/// Serves the producer's delivery reports and errors (reachability, and a
-/// fatal error such as a refused login, which connecting waits for) every
-/// 100 ms until asked to stop. Not rdkafka's `poll(100ms)`: it spins through
-/// the last millisecond of each wait.
+/// Serves the producer's delivery reports and errors (reachability, a
+/// fatal error such as a refused login, which connecting waits for, and
+/// our own records delivered while a revoke holds the consumer thread) as
+/// librdkafka queues them (its bell), or every 100 ms without one, until
+/// asked to stop. Not rdkafka's `poll(100ms)`: it spins through the last
+/// millisecond of each wait.
 ///
 /// A poll that does not wait serves one event, and each partition's
 /// acknowledged batch is an event of its own: twelve roles write 24 records
@@ -599,14 +604,22 @@ const STANDBYS: i64 = 64;
 /// second (seen: seconds late, and their records held in memory
 /// meanwhile). So each wake polls once more than there are messages not yet
 /// served, which bounds the events queued: the queue is empty after it.
-fn serve_producer<C: ProducerContext>(producer: &BaseProducer<C>, stop: &AtomicBool) {
+fn serve_producer<C: ProducerContext>(producer: &BaseProducer<C>, stop: &AtomicBool, bell: &Bell) {
+    let rung = Rung::main(producer.client(), bell);
     while !stop.load(Ordering::Relaxed) {
         for _ in 0..=producer.in_flight_count().max(0) {
             producer.poll(Duration::ZERO);
         }
-        std::thread::park_timeout(Duration::from_millis(100));
+        match &rung {
+            Some(rung) => rung.wait(PRODUCER_IDLE),
+            None => std::thread::park_timeout(Duration::from_millis(100)),
+        }
     }
 }
+
+/// How long the producer thread waits for a delivery report or its stop
+/// before it polls anyway (only a bound: both ring its bell).
+const PRODUCER_IDLE: Duration = Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests;

@@ -316,16 +316,14 @@ fn the_producer_serves_every_delivery_report_queued_at_each_wake() {
         }
     }
     assert_eq!(producer.context().0.load(Ordering::Relaxed), 0, "nothing served yet");
-    let (served, stop) = (producer.clone(), Arc::new(AtomicBool::new(false)));
-    let stopping = stop.clone();
-    let serving = std::thread::spawn(move || serve_producer(&served, &stopping));
+    let served = producer.clone();
+    let serving = Joined::spawn("neli-produce", move |stop, bell| serve_producer(&served, stop, bell)).unwrap();
     let until = std::time::Instant::now() + Duration::from_secs(10);
     while producer.context().0.load(Ordering::Relaxed) < 600 {
         assert!(std::time::Instant::now() < until, "served {} of 600", producer.context().0.load(Ordering::Relaxed));
         std::thread::sleep(Duration::from_millis(10));
     }
-    stop.store(true, Ordering::Relaxed);
-    serving.join().unwrap();
+    drop(serving);
 }
 
 /// A gap in our own heartbeats is measured against how far apart our seats

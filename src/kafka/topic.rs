@@ -100,7 +100,7 @@ pub(super) fn create_topic(s: &Settings) -> Result<Option<Joined>, Failure> {
         s.target.client_config(&[("client.id", &s.client_id)]).create().map_err(|e| creation_error(e, &s.target))?;
     create_topic_with(s, &admin)?;
     // Should the thread not start, the admin client is dropped here.
-    Ok(Joined::spawn("neli-admin", move |_| drop(admin)).ok())
+    Ok(Joined::spawn("neli-admin", move |_, _| drop(admin)).ok())
 }
 
 fn create_topic_with(s: &Settings, admin: &AdminClient<rdkafka::client::DefaultClientContext>) -> Result<(), Failure> {

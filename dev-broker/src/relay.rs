@@ -47,16 +47,61 @@ impl Shared {
     /// Creates a topic in the mock, its partitions' leaders spread over the
     /// brokers up.
     pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), (i16, String)> {
-        let partitions = self.mock.create_topic(topic, partitions)?;
-        // The mock would place some on the spare broker.
-        for (p, leader) in (0..).zip(self.cluster.place(topic, partitions)) {
-            if let Err(err) = self.mock.set_leader(topic, p, Some(leader).filter(|l| *l > 0)) {
-                warn!(topic, partition = p, leader, %err, "the mock did not take the partition's leader");
+        self.mock_awake(|| {
+            let partitions = self.mock.create_topic(topic, partitions)?;
+            // The mock would place some on the spare broker.
+            for (p, leader) in (0..).zip(self.cluster.place(topic, partitions)) {
+                if let Err(err) = self.mock.set_leader(topic, p, Some(leader).filter(|l| *l > 0)) {
+                    warn!(topic, partition = p, leader, %err, "the mock did not take the partition's leader");
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Runs `ops` (calls into the mock, each an operation its thread
+    /// serves, one after the other) while knocking on the mock every few
+    /// milliseconds: the mock loses the wake-up of an operation queued
+    /// while it serves the one before (rd_kafka_mock_cluster_io_poll serves
+    /// its queue, then empties its wake-up pipe), and serves it at its next
+    /// poll, up to a second later (seen: one CreateTopics in 20 answered
+    /// after 1.0 s, a member's start with it). A connection to one of its
+    /// brokers ends that poll.
+    fn mock_awake<T: Send>(&self, ops: impl FnOnce() -> T + Send) -> T {
+        let (done, result) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(move || done.send(ops()));
+            loop {
+                match result.recv_timeout(KNOCK) {
+                    Ok(result) => return result,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => self.knock(),
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                        panic!("the mock's operations panicked")
+                    }
+                }
+            }
+        })
+    }
+
+    /// Connects to the first of the mock's brokers that answers, and
+    /// leaves: its poll wakes to accept.
+    fn knock(&self) {
+        for backend in &self.backends {
+            let inner = backend.lock().unwrap_or_else(|e| e.into_inner()).inner.clone();
+            let knocked = match inner {
+                Inner::Tcp(addr) => std::net::TcpStream::connect_timeout(&addr, KNOCK).is_ok(),
+                Inner::Unix(path) => std::os::unix::net::UnixStream::connect(path).is_ok(),
+            };
+            if knocked {
+                return;
             }
         }
-        Ok(())
     }
 }
+
+/// How long an operation of the mock's may take before it is knocked on
+/// (`Shared::mock_awake`).
+const KNOCK: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Relays one client connection to the mock's `broker` until either side
 /// closes.

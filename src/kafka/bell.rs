@@ -138,8 +138,10 @@ mod tests {
     #[test]
     fn a_ring_wakes_the_wait_which_empties_the_pipe() {
         let bell = Bell::default();
-        bell.ring();
-        bell.ring();
+        // More than one read takes (64 bytes).
+        for _ in 0..100 {
+            bell.ring();
+        }
         assert!(bell.rung_within(Duration::from_secs(30)));
         let (read, _) = bell.0.as_ref().expect("a pipe");
         Bell::wait(read, Duration::from_secs(600));
@@ -189,5 +191,13 @@ mod tests {
             producer.poll(Duration::ZERO);
         }
         assert_eq!((rung.queued(), producer.in_flight_count()), (0, 0), "served");
+        // Dropped, the queue rings no more (librdkafka would write to
+        // whatever file takes the pipe's number next).
+        rung.wait(Duration::ZERO);
+        assert!(!bell.rung_within(Duration::ZERO), "the pipe emptied");
+        drop(rung);
+        producer.send(BaseRecord::<(), _>::to("t").partition(0).payload("y")).map_err(|(e, _)| e).expect("queued");
+        producer.flush(Duration::from_secs(30)).expect("written, its report queued and served");
+        assert!(!bell.rung_within(Duration::ZERO), "a report after the drop rang the bell");
     }
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::Offset;
 use tokio::sync::mpsc::UnboundedSender;
@@ -55,7 +55,7 @@ impl Requests {
 /// serves itself (a log line, a rebalance) return nothing, and the next poll
 /// may queue more (librdkafka's debug logging says something of every
 /// poll): it polls on while the queue holds any, for up to a slice.
-fn poll_rung<'c>(rung: &Rung<'_>, consumer: &'c BaseConsumer<ReaderContext>, slice: Duration) -> Polled<'c> {
+fn poll_rung<'c, C: ConsumerContext>(rung: &Rung<'_>, consumer: &'c BaseConsumer<C>, slice: Duration) -> Polled<'c> {
     rung.wait(slice);
     let until = Instant::now() + slice;
     loop {
@@ -496,6 +496,39 @@ mod tests {
         let rung = Rung::consumer(consumer.client(), &asks.bell).expect("a bell");
         rung.wait(Duration::from_secs(600));
         assert!(!asks.bell.rung_within(Duration::ZERO), "the wait empties the pipe");
+    }
+
+    /// A poll on the bell returns the record fetched as soon as it comes,
+    /// not once the slice has passed (a record polled is never dropped for
+    /// another poll).
+    #[test]
+    fn a_poll_on_the_bell_returns_the_record_fetched() {
+        let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock cluster");
+        cluster.create_topic("t", 1, 1).expect("a topic");
+        let mut config = rdkafka::ClientConfig::new();
+        config.set("bootstrap.servers", cluster.bootstrap_servers()).set("group.id", "g");
+        let consumer: BaseConsumer = config.create().expect("a consumer");
+        let bell = Bell::default();
+        let rung = Rung::consumer(consumer.client(), &bell).expect("a bell");
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        tpl.add_partition_offset("t", 0, Offset::Beginning).expect("a partition");
+        consumer.assign(&tpl).expect("assigned");
+        let producer: rdkafka::producer::BaseProducer = config.create().expect("a producer");
+        let record = rdkafka::producer::BaseRecord::<(), _>::to("t").partition(0).payload("x");
+        producer.send(record).map_err(|(e, _)| e).expect("queued");
+        rdkafka::producer::Producer::flush(&producer, Duration::from_secs(30)).expect("written");
+        let started = Instant::now();
+        let got = loop {
+            if let Some(polled) = poll_rung(&rung, &consumer, Duration::from_secs(600)) {
+                break polled.ok().map(|m| m.payload().map(<[u8]>::to_vec));
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "no record within 60 s");
+        };
+        assert_eq!(got, Some(Some(b"x".to_vec())));
+        // Rung with nothing queued (a request): it returns at once, not at
+        // the end of its ten-minute slice.
+        bell.ring();
+        assert!(poll_rung(&rung, &consumer, Duration::from_secs(600)).is_none());
     }
 
     #[test]

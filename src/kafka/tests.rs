@@ -326,6 +326,24 @@ fn the_producer_serves_every_delivery_report_queued_at_each_wake() {
     drop(serving);
 }
 
+/// Dropping a helper thread's handle stops it (its bell rung: it was
+/// waiting on it for ten minutes) and joins it: its work has ended when the
+/// drop returns.
+#[test]
+fn dropping_a_joined_thread_stops_and_joins_it() {
+    let ended = Arc::new(AtomicBool::new(false));
+    let ending = ended.clone();
+    let joined = Joined::spawn("neli-test", move |stop, bell| {
+        while !stop.load(Ordering::Relaxed) {
+            bell.rung_within(Duration::from_secs(600));
+        }
+        ending.store(true, Ordering::Relaxed);
+    })
+    .unwrap();
+    drop(joined);
+    assert!(ended.load(Ordering::Relaxed), "the drop returned before the thread ended");
+}
+
 /// A gap in our own heartbeats is measured against how far apart our seats
 /// write them: a crontab's idle seat writes every third of the deadline,
 /// and each of its records read back was said as a gap ("own heartbeats

@@ -307,3 +307,18 @@ fn requests_are_counted_by_client_id_and_api_and_grow_while_a_member_leads() {
         apis[..3].iter().all(|api| now.get(*api) > first.get(*api))
     });
 }
+
+/// A burst of clients connecting at once (a group of hundreds started
+/// together) is relayed whole. librdkafka's mock listens with a backlog of
+/// 5 and accepts on its one thread: a relay that gave up on the first
+/// refused connect dropped the client, which reconnected into the same
+/// burst, and 200 members started together never settled.
+#[test]
+fn a_burst_of_connections_is_relayed_whole() {
+    let broker = Broker::dev();
+    let mut clients: Vec<Raw> = (0..300).map(|_| Raw::connect(&broker)).collect();
+    for (i, raw) in clients.iter_mut().enumerate() {
+        let answer = raw.ask(18, 2, false, &[]);
+        assert_eq!(i16_at(&answer, 0), 0, "client {i}: ApiVersions answered");
+    }
+}

@@ -114,8 +114,35 @@ pub async fn forward(client: TcpStream, peer: SocketAddr, broker: BrokerId, shar
             relay(client, peer, broker, backend, shared).await
         }
         Inner::Unix(path) => {
-            let Ok(backend) = tokio::net::UnixStream::connect(&path).await else { return };
+            let Some(backend) = connect_unix(&path, broker, &shared).await else { return };
             relay(client, peer, broker, backend, shared).await
+        }
+    }
+}
+
+/// How long a client's relay tries to reach the mock's full listener.
+const CONNECT_TRIES: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Connects to the mock's unix listener at `path`, trying again while its
+/// backlog is full: librdkafka's mock listens with a backlog of 5 and
+/// accepts on its one thread, so a burst of clients (a group of hundreds
+/// started together) finds it full, where Kafka's would take them. Gives
+/// up if the broker goes down meanwhile.
+async fn connect_unix(path: &std::path::Path, broker: BrokerId, shared: &Shared) -> Option<tokio::net::UnixStream> {
+    let until = Instant::now() + CONNECT_TRIES;
+    loop {
+        match tokio::net::UnixStream::connect(path).await {
+            Ok(backend) => return Some(backend),
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < until => {
+                if !shared.cluster.is_up(broker) {
+                    return None;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+            Err(err) => {
+                debug!(%err, broker, "the mock refused a client");
+                return None;
+            }
         }
     }
 }

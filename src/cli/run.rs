@@ -88,8 +88,7 @@ pub struct RunArgs {
     /// the group, and the others rejoin on it at once. Use this where the
     /// broker's group coordinator mishandles a rejoin that comes right
     /// after a leave: tansu 0.6 can leave another member's first join
-    /// unanswered for good. And in a group of a hundred standbys or more:
-    /// each watching standby reads every other's candidacy records.
+    /// unanswered for good.
     #[arg(long, env = "NELI_NO_WAKE", help_heading = "Timing")]
     pub no_wake: bool,
 

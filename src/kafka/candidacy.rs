@@ -8,6 +8,15 @@
 //!
 //! Cost: one record of about 250 bytes per standby and interval (1 s at
 //! the default timing), written by the producer every member has anyway.
+//! Every standby's watcher reads every candidacy (for the wake), so a
+//! group's reading grew with the square of its standbys: 200 standbys read
+//! 40,000 records a second. A standby that knows of more than
+//! `GROUP_BUDGET` live candidacies writes less often (`interval`), so that
+//! the group writes about `GROUP_BUDGET` an interval whatever its size; each
+//! record says how long it counts, so readers need no change.
+
+use std::collections::HashMap;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +27,57 @@ use crate::printable::printable;
 /// How many of its writer's intervals a candidacy counts for: one lost
 /// record is not a member gone.
 pub const LIVE_INTERVALS: u32 = 3;
+
+/// How many candidacies a group writes in one candidacy interval, at most,
+/// once its standbys know of each other (`interval`): 10 a second at the
+/// default timing.
+pub const GROUP_BUDGET: u32 = 10;
+
+/// How many writers a `Census` keeps, at most: a flood of made-up writers
+/// must not grow a member without bound (it only slows their candidacies).
+const CENSUS_CAP: usize = 4096;
+
+/// How often a member writes its candidacy when it knows of `others` live
+/// ones besides: every `base` in a group of up to `GROUP_BUDGET`, and
+/// proportionally less often beyond.
+pub fn interval(base: Duration, others: usize) -> Duration {
+    let members = u32::try_from(others.saturating_add(1)).unwrap_or(u32::MAX);
+    (base * members.max(GROUP_BUDGET) / GROUP_BUDGET).max(base)
+}
+
+/// The other members whose candidacies are live, as a standby's watcher
+/// reads them: what `interval` counts.
+#[derive(Debug, Default)]
+pub struct Census {
+    /// Each writer's name and incarnation, and until when (its writer's
+    /// wall clock, ms) its newest candidacy counts.
+    until: HashMap<(String, String), u64>,
+}
+
+impl Census {
+    /// Takes in a candidacy read at `now_ms`: a withdrawal removes its
+    /// writer.
+    pub fn note(&mut self, record: &Record, now_ms: u64) {
+        let writer = (record.name.clone(), record.incarnation.clone());
+        if !record.live(now_ms) {
+            self.until.remove(&writer);
+            return;
+        }
+        if self.until.len() >= CENSUS_CAP && !self.until.contains_key(&writer) {
+            self.until.retain(|_, until| now_ms < *until);
+            if self.until.len() >= CENSUS_CAP {
+                return;
+            }
+        }
+        self.until.insert(writer, record.at_ms.saturating_add(record.live_ms));
+    }
+
+    /// How many writers' candidacies are live at `now_ms`.
+    pub fn live(&mut self, now_ms: u64) -> usize {
+        self.until.retain(|_, until| now_ms < *until);
+        self.until.len()
+    }
+}
 
 /// One candidacy record's value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,7 +119,7 @@ impl Record {
         priority: u8,
         never_lead: bool,
         since_ms: u64,
-        interval: std::time::Duration,
+        interval: Duration,
         leaving: bool,
         unhealthy: bool,
     ) -> Record {
@@ -103,7 +163,7 @@ impl Record {
 
     /// What the core needs of it, read at `now_ms`.
     pub fn as_core(&self, now_ms: u64) -> Candidacy {
-        let ms = std::time::Duration::from_millis;
+        let ms = Duration::from_millis;
         Candidacy {
             // As `Heartbeat::as_other` names writers.
             writer: format!("{}/{}", printable(&self.name), printable(&self.incarnation)),
@@ -153,5 +213,42 @@ mod tests {
         assert_eq!((c.priority, c.age.as_millis(), c.live_for.as_millis()), (2, 500, 3_000));
         assert!(record().live(4_999) && !record().live(5_000));
         assert!(!Record { leaving: true, ..record() }.live(2_000), "a withdrawal is not live");
+    }
+
+    #[test]
+    fn a_standby_writes_less_often_only_in_a_group_past_the_budget() {
+        let base = Duration::from_secs(1);
+        assert_eq!(interval(base, 0), base);
+        assert_eq!(interval(base, GROUP_BUDGET as usize - 1), base, "a group of the budget: as ever");
+        assert_eq!(interval(base, 29), 3 * base);
+        assert_eq!(interval(base, 199), 20 * base, "200 members write 10 an interval between them");
+        assert!(interval(base, usize::MAX) >= base);
+    }
+
+    #[test]
+    fn the_census_counts_live_writers_once_each_until_they_withdraw_or_lapse() {
+        let mut census = Census::default();
+        census.note(&record(), 2_000);
+        census.note(&Record { at_ms: 2_500, ..record() }, 2_500);
+        census.note(&Record { incarnation: "fedcba9876543210".into(), at_ms: 2_500, ..record() }, 2_500);
+        assert_eq!(census.live(2_600), 2, "a writer counts once however often it writes");
+        assert_eq!(census.live(5_000), 2, "the newest record of a writer sets its lapse");
+        assert_eq!(census.live(5_500), 0, "both lapsed");
+        census.note(&record(), 2_000);
+        census.note(&Record { leaving: true, ..record() }, 2_100);
+        assert_eq!(census.live(2_200), 0, "a withdrawal removes its writer");
+        census.note(&Record { at_ms: 0, ..record() }, 9_000);
+        assert_eq!(census.live(9_000), 0, "a record read after its lapse does not count");
+    }
+
+    #[test]
+    fn the_census_stays_bounded_under_a_flood_of_writers() {
+        let mut census = Census::default();
+        for i in 0..2 * CENSUS_CAP {
+            census.note(&Record { name: format!("m{i}"), ..record() }, 2_000);
+        }
+        assert_eq!(census.live(2_000), CENSUS_CAP);
+        census.note(&Record { name: "late".into(), at_ms: 6_000, ..record() }, 6_000);
+        assert_eq!(census.live(6_000), 1, "lapsed writers make room");
     }
 }

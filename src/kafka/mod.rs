@@ -38,7 +38,7 @@ pub mod yield_request;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -207,6 +207,19 @@ pub struct Kafka {
     standby_since: Option<u64>,
     /// Our --roles above 1, said in every heartbeat (`Heartbeat::roles`).
     roles: Option<u32>,
+    /// The other members' live candidacies, as our watcher reads them, and
+    /// our last candidacy: how often we write the next.
+    census: Arc<Mutex<candidacy::Census>>,
+    candidacy_written: Option<CandidacyWritten>,
+}
+
+/// Our last candidacy record: when, the interval it gave, and what it said
+/// besides (since when we stand by, whether unhealthy).
+#[derive(Clone, Copy, Debug)]
+struct CandidacyWritten {
+    at: Instant,
+    interval: Duration,
+    said: (u64, bool),
 }
 
 /// A helper thread that must end before neli-run does: dropping this asks
@@ -292,13 +305,17 @@ impl Kafka {
         requests.keep_out.store(s.health_checked, Ordering::Relaxed);
         let wakes = s.wake;
         let waker = wake::Waker::new(producer.clone(), s.target.topic.clone(), member.clone(), wakes);
+        let census = Arc::new(Mutex::new(candidacy::Census::default()));
         let watcher = if !wakes {
             None
         } else {
             let watcher: BaseConsumer = wake::watcher_config(s).create().map_err(|e| creation_error(e, &s.target))?;
-            let (group, watched, me) = (consumer.clone(), subscription.clone(), member.clone());
+            let (group, watched, me, counted) =
+                (consumer.clone(), subscription.clone(), member.clone(), census.clone());
             let from = born.get(&CONTROL_PARTITION).copied();
-            Some(Joined::spawn("neli-watch", move |stop, _| wake::watch(&watcher, from, &group, &watched, &me, stop))?)
+            Some(Joined::spawn("neli-watch", move |stop, _| {
+                wake::watch(&watcher, from, &group, &watched, &me, &counted, stop)
+            })?)
         };
 
         let reader_member = member.clone();
@@ -345,23 +362,32 @@ impl Kafka {
             candidacy_interval: s.candidacy_interval,
             standby_since: None,
             roles: u32::try_from(s.seats.len()).ok().filter(|&n| n > 1),
+            census,
+            candidacy_written: None,
         })
     }
 
     /// Queues our candidacy record (the withdrawal when `leaving`). Never
-    /// blocks.
+    /// blocks. In a group past `candidacy::GROUP_BUDGET` members, a candidacy that
+    /// says nothing new is skipped until the interval our last one gave
+    /// (`candidacy::interval`) has nearly run.
     pub fn send_candidacy(&mut self, leaving: bool) {
         let since_ms = *self.standby_since.get_or_insert_with(crate::clock::wall_ms);
         let unhealthy = self.requests.keep_out.load(Ordering::Relaxed);
-        let record = candidacy::Record::new(
-            &self.member,
-            self.priority,
-            false,
-            since_ms,
-            self.candidacy_interval,
-            leaving,
-            unhealthy,
-        );
+        let now = Instant::now();
+        let said = (since_ms, unhealthy);
+        // Half a base interval early: the core asks every base interval,
+        // and a few microseconds late for this one must not skip a turn.
+        let early = self.candidacy_interval / 2;
+        if let Some(last) = self.candidacy_written.filter(|l| !leaving && l.said == said) {
+            if now + early < last.at + last.interval {
+                return;
+            }
+        }
+        let others = self.census.lock().unwrap_or_else(PoisonError::into_inner).live(crate::clock::wall_ms());
+        let interval = candidacy::interval(self.candidacy_interval, others);
+        self.candidacy_written = Some(CandidacyWritten { at: now, interval, said });
+        let record = candidacy::Record::new(&self.member, self.priority, false, since_ms, interval, leaving, unhealthy);
         let value = record.encode();
         let record =
             BaseRecord::to(&self.topic).partition(CONTROL_PARTITION).key(self.member.name.as_bytes()).payload(&value);
@@ -383,6 +409,7 @@ impl Kafka {
         // One sequence per writer: increasing on every partition too.
         self.seq += 1;
         self.standby_since = None;
+        self.candidacy_written = None;
         let at_ms = crate::clock::wall_ms();
         let leading = match (record.stance.token(), self.leading.get(&partition)) {
             (Some(t), Some(&(held, since))) if t == held => Some((held, since)),

@@ -4,6 +4,7 @@
 use super::*;
 use clap::Parser;
 use rdkafka::mocking::MockCluster;
+use rdkafka::{Message, Offset, TopicPartitionList};
 use yield_request::PauseRequest;
 
 /// A member of group `g` on the broker at `brokers`, and its events.
@@ -363,4 +364,70 @@ fn gaps_in_own_heartbeats_are_measured_against_the_seats_slowest_cadence() {
     assert_eq!((t.heartbeat_interval, t.heartbeat_deadline), (Duration::from_millis(500), Duration::from_secs(5)));
     assert_eq!(Settings::of(&cfg).idle_heartbeat, t.heartbeat_deadline / 3);
     assert_eq!(settings("localhost:9092").idle_heartbeat, Duration::from_millis(500));
+}
+
+/// A standby whose watcher counts 29 other live candidacies writes its
+/// own every 3 base intervals (saying so in the record), and at once when
+/// it has something new to say (unhealthy, leaving).
+#[test]
+fn a_standby_of_a_large_group_writes_its_candidacy_less_often() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("g.neli", 1, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    let (mut kafka, mut events) = connect(&brokers);
+    next(&mut events, |e| matches!(e, Event::Assigned { .. }).then_some(()));
+    // A standby's watcher reads from the end, once it has left.
+    kafka.stand_aside();
+    next(&mut events, |e| matches!(e, Event::Revoked { .. }).then_some(()));
+    let others: Vec<Vec<u8>> = (0..29)
+        .map(|i| {
+            let member = Member::this_process(format!("p{i}"));
+            candidacy::Record::new(&member, 0, false, 0, Duration::from_secs(10), false, false).encode()
+        })
+        .collect();
+    let live = |kafka: &Kafka| kafka.census.lock().unwrap().live(crate::clock::wall_ms());
+    let until = Instant::now() + Duration::from_secs(15);
+    while live(&kafka) < 29 {
+        assert!(Instant::now() < until, "the watcher counted {} of 29 candidacies", live(&kafka));
+        produce(&brokers, &others);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let base = kafka.candidacy_interval;
+    let t0 = Instant::now();
+    kafka.send_candidacy(false);
+    kafka.send_candidacy(false);
+    std::thread::sleep(base * 3 / 2);
+    let skipped_late = t0.elapsed() < base * 12 / 5;
+    kafka.send_candidacy(false);
+    std::thread::sleep((base * 13 / 5).saturating_sub(t0.elapsed()));
+    kafka.send_candidacy(false);
+    kafka.requests.keep_out.store(true, Ordering::Relaxed);
+    kafka.send_candidacy(false);
+    kafka.send_candidacy(true);
+    flush(&kafka.producer, Duration::from_secs(20)).expect("written");
+
+    let reader: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", &brokers)
+        .set("group.id", "reader")
+        .create()
+        .expect("a reader");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset("g.neli", 0, Offset::Beginning).unwrap();
+    reader.assign(&tpl).unwrap();
+    let mut ours = Vec::new();
+    let until = Instant::now() + Duration::from_secs(30);
+    while !ours.last().is_some_and(|c: &candidacy::Record| c.leaving) {
+        assert!(Instant::now() < until, "our withdrawal was not read back: {ours:?}");
+        if let Some(Ok(msg)) = reader.poll(Duration::from_millis(100)) {
+            ours.extend(msg.payload().and_then(candidacy::Record::decode).filter(|c| c.is_from(&kafka.member)));
+        }
+    }
+    let said: Vec<_> = ours.iter().map(|c| (c.live_ms, c.unhealthy, c.leaving)).collect();
+    let live_ms = (candidacy::LIVE_INTERVALS * 3 * base).as_millis() as u64;
+    let expected = [(live_ms, false, false), (live_ms, false, false), (live_ms, true, false), (live_ms, true, true)];
+    if skipped_late {
+        assert_eq!(said, expected, "written: the first, after nearly 3 intervals, unhealthy, the withdrawal");
+    } else {
+        assert!(said.len() == 4 || said.len() == 5, "{said:?}");
+    }
 }

@@ -27,7 +27,7 @@
 //!   before (the join waits for it).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -37,6 +37,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 use tracing::{debug, info, warn};
 
+use super::candidacy;
 use super::context::{ReaderContext, WriterContext};
 use super::heartbeat::Member;
 use super::CONTROL_PARTITION;
@@ -290,6 +291,7 @@ pub(super) fn watch(
     group: &Arc<BaseConsumer<ReaderContext>>,
     subscription: &Subscription,
     me: &Member,
+    census: &Mutex<candidacy::Census>,
     stop: &AtomicBool,
 ) {
     let topic = group.context().reach.topic.clone();
@@ -327,7 +329,12 @@ pub(super) fn watch(
             None => continue,
         };
         debug!(offset = msg.offset(), "watcher read a record");
-        let Some(wake) = msg.payload().and_then(Record::decode).filter(|w| !w.is_from(me)) else { continue };
+        let Some(payload) = msg.payload() else { continue };
+        if let Some(c) = candidacy::Record::decode(payload).filter(|c| !c.is_from(me)) {
+            census.lock().unwrap_or_else(PoisonError::into_inner).note(&c, crate::clock::wall_ms());
+            continue;
+        }
+        let Some(wake) = Record::decode(payload).filter(|w| !w.is_from(me)) else { continue };
         if subscription.wake(group, &topic, me) {
             info!(from = %crate::printable::printable(&wake.name), "a member left the group: rejoining now");
         }
@@ -341,7 +348,6 @@ const WATCH_POLL: Duration = Duration::from_millis(250);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kafka::candidacy;
     use crate::kafka::heartbeat::Heartbeat;
     use crate::kafka::yield_request::{PauseRequest, Yield};
 

@@ -84,7 +84,7 @@ fn watch(cfg: &crate::config::Config, stop: &std::sync::atomic::AtomicBool) -> R
         .client_config(&[("acks", "all")])
         .create_with_context(Probe::new(target))
         .map_err(|e| crate::config::creation_error(e, target))?;
-    let send = |leaving: bool| {
+    let send = |leaving: bool, interval: Duration| {
         let record =
             crate::kafka::candidacy::Record::new(&member, 0, true, since_ms, interval, leaving, false).encode();
         let to = BaseRecord::to(&target.topic).partition(0).key(member.name.as_bytes()).payload(&record);
@@ -97,8 +97,11 @@ fn watch(cfg: &crate::config::Config, stop: &std::sync::atomic::AtomicBool) -> R
     while !stop.load(Ordering::Relaxed) {
         beat();
         if Instant::now() >= next {
-            send(false);
-            next += interval;
+            // As a standby's (`candidacy::interval`): rarer in a large group.
+            let others = view.standbys(wall_ms()).iter().filter(|c| !c.is_from(&member)).count();
+            let every = crate::kafka::candidacy::interval(interval, others);
+            send(false, every);
+            next += every;
         }
         producer.poll(Duration::ZERO);
         if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
@@ -119,7 +122,7 @@ fn watch(cfg: &crate::config::Config, stop: &std::sync::atomic::AtomicBool) -> R
         }
     }
     notify("STOPPING=1");
-    send(true);
+    send(true, interval);
     let _ = crate::kafka::flush(&producer, Duration::from_secs(2));
     Ok(0)
 }

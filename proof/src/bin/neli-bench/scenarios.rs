@@ -316,12 +316,31 @@ fn scale(bench: &Bench, c: &mut Contender, results: &mut Results) {
             results.notes.push(format!("{cname}: scale {n}: the group never settled"));
             continue;
         }
+        broker_load(c, n, results);
         for _ in 0..bench.args.reps.min(3) {
             match handover(&mut g, Stop::Graceful, big, false) {
                 Some((took, _)) => results.add(&format!("scale {n}"), cname, ms(took)),
                 None => results.notes.push(format!("{cname}: scale {n}: no new holder")),
             }
         }
+    }
+}
+
+/// What an idle group of `n` waiters costs the broker, over 10 s: its CPU
+/// (% of a core, its threads summed) and the requests it answered a second
+/// (a dev broker's count, all clients).
+fn broker_load(c: &Contender, n: usize, results: &mut Results) {
+    const WINDOW: Duration = Duration::from_secs(10);
+    let total = |r: Requests| r.values().sum::<u64>();
+    let (before, cpu) = (c.broker.requests().map(total), usage(c.broker.pid().as_raw()).map(|u| u.0));
+    let from = Instant::now();
+    std::thread::sleep(WINDOW);
+    let (after, secs) = (c.broker.requests().map(total), from.elapsed().as_secs_f64());
+    if let (Some(cpu), Some(now)) = (cpu, usage(c.broker.pid().as_raw())) {
+        results.add(&format!("scale {n} idle broker cpu%"), c.name, 100.0 * (now.0 - cpu) / secs);
+    }
+    if let (Ok(before), Ok(after)) = (before, after) {
+        results.add(&format!("scale {n} idle broker req/s all"), c.name, after.saturating_sub(before) as f64 / secs);
     }
 }
 

@@ -554,6 +554,26 @@ fn ms(d: Duration) -> String {
     d.as_millis().to_string()
 }
 
+/// How long the broker may hold the owner's fetch of its own partitions
+/// (`Timing::read_back_wait`), and at most `SEATS_READ_BACK_WAIT` for a
+/// member of several seats: their heartbeats land together once an
+/// interval (on one beat), and between beats a held fetch holds what its
+/// connection asks behind it (a broker answers a connection's requests in
+/// order): a newly assigned partition's first read and a rejoin's
+/// metadata waited up to the whole interval, and a role moved in twice
+/// the time.
+fn read_back_wait(s: &Settings) -> Duration {
+    let wait = s.timing.read_back_wait();
+    if s.seats.len() > 1 {
+        wait.min(SEATS_READ_BACK_WAIT)
+    } else {
+        wait
+    }
+}
+
+/// `read_back_wait` of a member of several seats.
+const SEATS_READ_BACK_WAIT: Duration = Duration::from_millis(100);
+
 /// The consumer's configuration: it joins the group and reads the seats'
 /// partitions and the control partition.
 /// The user's properties win (`Target::client_config`).
@@ -571,7 +591,7 @@ fn consumer_config(s: &Settings) -> rdkafka::ClientConfig {
         ("auto.offset.reset", "earliest"),
         ("allow.auto.create.topics", "false"),
         ("enable.partition.eof", "false"),
-        ("fetch.wait.max.ms", &ms(s.timing.read_back_wait())),
+        ("fetch.wait.max.ms", &ms(read_back_wait(s))),
         // A fetch or a coordinator heartbeat stuck after a network blip is
         // sent again on a new connection, not waited out while TCP backs
         // off (Timing::request_timeout).

@@ -271,6 +271,7 @@ fn the_read_back_waits_a_heartbeat_interval_at_the_broker_unless_the_user_says()
     assert_eq!(wait(&["--session-timeout", "3s"]).as_deref(), Some("250"));
     assert_eq!(wait(&["--session-timeout", "1s"]).as_deref(), Some("100"));
     assert_eq!(wait(&["-X", "fetch.wait.max.ms=100"]).as_deref(), Some("100"));
+    assert_eq!(wait(&["--roles", "3"]).as_deref(), Some("100"), "several seats: their heartbeats land together");
 }
 
 /// Counts the delivery reports served.

@@ -735,7 +735,7 @@ impl Seat {
         }
         let idle = self.child == Child::Idle && matches!(tenure.phase, Phase::Leader { .. });
         let interval = if idle { settings.idle_heartbeat() } else { settings.heartbeat_interval };
-        tenure.next_heartbeat = now + interval;
+        tenure.next_heartbeat = if settings.names_roles() { on_beat(now, interval) } else { now + interval };
         let stance = match (tenure.phase, self.child) {
             (Phase::Leader { token }, _) => Stance::Leading { token },
             (_, Child::Running | Child::Stopping { .. }) => Stance::Leading { token: self.child_token },
@@ -825,6 +825,15 @@ impl Seat {
 /// group leaderless for as long as the fault lasts. Found by neli-soak.
 fn give_back_at(settings: &Settings, tenure: &Tenure) -> BootTime {
     tenure.fresh.map_or(tenure.since, |f| f.sent) + settings.resume_window
+}
+
+/// The first multiple of `interval` on the boot clock after `now`: the
+/// seats of a member of several write their heartbeats in the same step,
+/// so that its loop, librdkafka's threads and the read-back wake once for
+/// them all rather than once per seat; never later than `now + interval`.
+fn on_beat(now: BootTime, interval: Duration) -> BootTime {
+    let step = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX).max(1);
+    BootTime::from_nanos((now.as_nanos() / step).saturating_add(1).saturating_mul(step))
 }
 
 /// How long a hand-over holds: three candidacy intervals, as a candidacy

@@ -45,7 +45,7 @@ fn a_revoke_stops_only_the_roles_it_takes() {
     let mut l = leading_both();
     assert_eq!(l.step(Input::Revoked { partition: Q, lost: false }, ms(1100)), vec![SignalGroup(Q, SIGTERM)]);
     assert_eq!(l.standing(P), Standing::Leader { token: 7 });
-    assert_eq!(l.step(Input::ChildExited(Q, ChildStatus::Signaled(15)), ms(1200)), vec![gone_on(Q), ReleaseRevoke(Q)]);
+    assert_eq!(l.step(Input::ChildExited(Q, ChildStatus::Signaled(15)), ms(1190)), vec![gone_on(Q), ReleaseRevoke(Q)]);
     assert!(l.child_alive(P), "role 0's command runs on");
     // A lost role is killed at once, the other still untouched.
     let mut l = leading_both();
@@ -94,7 +94,7 @@ fn a_stop_with_one_role_idle_asks_the_running_one_once() {
     // Role 0 is idle and exits at once: that must not count as a second
     // ask for role 1, whose command gets its stop signal and its grace.
     assert_eq!(l.step(Input::Shutdown, ms(1120)), vec![SignalGroup(Q, SIGTERM)]);
-    assert_eq!(l.next_deadline(), Some(ms(1210)), "role 1's heartbeat; its grace ends at 1620");
+    assert_eq!(l.next_deadline(), Some(ms(1200)), "role 1's heartbeat (on the beat); its grace ends at 1620");
     let out = l.step(Input::Tick, ms(1620));
     assert!(out.contains(&KillGroup(Q)), "the grace ran out: {out:?}");
 }
@@ -253,4 +253,26 @@ fn a_pause_read_on_one_seats_partition_holds_that_seat_only() {
     };
     assert!(carried(Q) && !carried(P), "{out:?}");
     assert!(l.child_alive(P) && !l.child_alive(Q));
+}
+
+/// The seats of a member of several heartbeat in the same step, whenever
+/// each was assigned (on the boot clock's multiples of the interval): the
+/// member's loop and librdkafka's threads wake once for them all. A
+/// single leader's keep their own phase (`now + interval`).
+#[test]
+fn the_roles_heartbeats_fall_in_one_step() {
+    let mut l = Leader::new(Settings { roles: 2, ..settings(Restart::Always) }, started(0));
+    assert_eq!(l.step(assigned(), ms(1050)), vec![says(1, None, None)]);
+    let on_q = |stance| SendHeartbeat(Q, Record { stance, ..record(1, None) });
+    assert_eq!(l.step(Input::Assigned { partition: Q }, ms(1130)), vec![on_q(Stance::Contending)]);
+    assert_eq!(l.next_deadline(), Some(ms(1200)));
+    let beats = |out: Vec<Action>| -> Vec<Partition> {
+        out.iter().filter_map(|a| if let SendHeartbeat(p, _) = a { Some(*p) } else { None }).collect()
+    };
+    assert_eq!(beats(l.step(Input::Tick, ms(1200))), [P, Q]);
+    assert_eq!(l.next_deadline(), Some(ms(1400)));
+
+    let mut one = Leader::new(settings(Restart::Always), started(0));
+    assert_eq!(one.step(assigned(), ms(1050)), vec![says(1, None, None)]);
+    assert_eq!(one.next_deadline(), Some(ms(1250)));
 }

@@ -213,13 +213,13 @@ pub struct Kafka {
     candidacy_written: Option<CandidacyWritten>,
 }
 
-/// Our last candidacy record: when, the interval it gave, and what it said
-/// besides (since when we stand by, whether unhealthy).
+/// Our last candidacy record since our last heartbeat: when, the interval
+/// it gave, and whether it said we are unhealthy.
 #[derive(Clone, Copy, Debug)]
 struct CandidacyWritten {
     at: Instant,
     interval: Duration,
-    said: (u64, bool),
+    unhealthy: bool,
 }
 
 /// A helper thread that must end before neli-run does: dropping this asks
@@ -368,25 +368,24 @@ impl Kafka {
     }
 
     /// Queues our candidacy record (the withdrawal when `leaving`). Never
-    /// blocks. In a group past `candidacy::GROUP_BUDGET` members, a candidacy that
+    /// blocks. In a group past `candidacy::GROUP_BUDGET` members, one that
     /// says nothing new is skipped until the interval our last one gave
     /// (`candidacy::interval`) has nearly run.
     pub fn send_candidacy(&mut self, leaving: bool) {
         let since_ms = *self.standby_since.get_or_insert_with(crate::clock::wall_ms);
         let unhealthy = self.requests.keep_out.load(Ordering::Relaxed);
         let now = Instant::now();
-        let said = (since_ms, unhealthy);
         // Half a base interval early: the core asks every base interval,
         // and a few microseconds late for this one must not skip a turn.
         let early = self.candidacy_interval / 2;
-        if let Some(last) = self.candidacy_written.filter(|l| !leaving && l.said == said) {
+        if let Some(last) = self.candidacy_written.filter(|l| !leaving && l.unhealthy == unhealthy) {
             if now + early < last.at + last.interval {
                 return;
             }
         }
         let others = self.census.lock().unwrap_or_else(PoisonError::into_inner).live(crate::clock::wall_ms());
         let interval = candidacy::interval(self.candidacy_interval, others);
-        self.candidacy_written = Some(CandidacyWritten { at: now, interval, said });
+        self.candidacy_written = Some(CandidacyWritten { at: now, interval, unhealthy });
         let record = candidacy::Record::new(&self.member, self.priority, false, since_ms, interval, leaving, unhealthy);
         let value = record.encode();
         let record =

@@ -594,7 +594,7 @@ fn a_failed_run_is_retried_by_the_jobs_next_owner_after_its_delay_and_stops_once
     let runs = fleet.g.dir.path().join("runs").display().to_string();
     let say = |what: &str| format!("echo \"{what} $NELI_JOB $NELI_DUE $NELI_NAME hello $NELI_ATTEMPT\" >> {runs}");
     let text = format!(
-        "0 0 29 2 *  flaky[retries=2,retry-delay=8s]  {}; if [ \"$NELI_ATTEMPT\" -ge 3 ]; then {}; else {}; exit 1; fi\n",
+        "0 0 29 2 *  flaky[retries=2,retry-delay=12s]  {}; if [ \"$NELI_ATTEMPT\" -ge 3 ]; then {}; else {}; exit 1; fi\n",
         say("start"),
         say("end"),
         say("failed")
@@ -617,12 +617,19 @@ fn a_failed_run_is_retried_by_the_jobs_next_owner_after_its_delay_and_stops_once
     crate::util::wait_until(takeover, "the first attempt's failure is on the topic", || {
         attempts().first() == Some(&(1, Some(1)))
     });
+    // Its retry waits 12 s: `cron history` shows it as the due time's next
+    // attempt, not as a due time of the job.
+    let json: serde_json::Value = serde_json::from_str(&history().1).unwrap();
+    assert_eq!(json["next_retry"]["attempt"], 2, "{json}");
+    assert_eq!(json["next_retry"]["due"], json["runs"][0]["due"], "{json}");
+    let (_, text) = crate::util::run(&["cron", "history", "-b", address, "-g", group, "flaky"]);
+    assert!(text.contains("next run: attempt 2 of the run due "), "{text}");
     let first = said("start").remove(0);
     let (owner, other) = if first[3] == "one" { (0, "two") } else { (1, "one") };
     members[owner].signal(nix::sys::signal::Signal::SIGKILL);
     let _ = members[owner].wait_exit(std::time::Duration::from_secs(10));
     // The next owner reads the failure and its attempt off the topic.
-    crate::util::wait_until(takeover * 2 + std::time::Duration::from_secs(20), "the third attempt succeeds", || {
+    crate::util::wait_until(takeover * 2 + std::time::Duration::from_secs(30), "the third attempt succeeds", || {
         !said("end").is_empty()
     });
     let starts: Vec<(String, String, String)> =

@@ -83,10 +83,13 @@ pub struct Heartbeat {
     /// of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<WireJob>,
-    /// Wall clock (ms since the epoch) when its writer's schedule is next
-    /// due, as it plans it.
+    /// Wall clock (ms since the epoch) when its writer's schedule next
+    /// runs, as it plans it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_ms: Option<u64>,
+    /// That next run is a retry: the newest run's due time again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub next_retry: bool,
     /// The writer's timing in force, derived or given: for `status --json`,
     /// since most of it follows from --session-timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -249,7 +252,8 @@ impl Heartbeat {
                     ended_ms: attempt.ended,
                 }
             }),
-            next_ms: next,
+            next_ms: next.map(|n| n.at_ms),
+            next_retry: next.is_some_and(|n| n.retry),
             timing: None,
             pause: pause.map(|PauseNote { request: p, running }| WirePause {
                 offset: p.offset,
@@ -328,6 +332,7 @@ impl Heartbeat {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::leader::NextRun;
 
     /// 2023-11-14T22:13:20Z: the wall clock the tests' records are written at.
     const AT: u64 = 1_700_000_000_000;
@@ -388,14 +393,14 @@ mod tests {
         let record = Record {
             start: Some(7),
             attempt: Some(job.clone()),
-            next: Some(next),
+            next: Some(NextRun { at_ms: next, retry: true }),
             ..Record::saying(1, Stance::Leading { token: 7 })
         };
         let hb =
             Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, Content { record, since_ms: None, deadline_ms: 1 });
         let json = String::from_utf8(hb.encode()).unwrap();
         assert!(json.contains(r#""due_ms":1700000000000"#) && json.contains(r#""ended_ms":1700000001234"#), "{json}");
-        assert!(json.contains(r#""next_ms":1700000300000"#), "{json}");
+        assert!(json.contains(r#""next_ms":1700000300000"#) && json.contains(r#""next_retry":true"#), "{json}");
         let read = Heartbeat::decode(json.as_bytes())
             .unwrap()
             .as_other(8, std::time::Duration::from_secs(3), AT)

@@ -12,7 +12,7 @@ use super::seat::{Child, Plan, Seat, View};
 
 /// How far ahead of ours a trigger's clock may be (see `Seat::on_trigger`).
 const TRIGGER_AHEAD: u64 = 60_000;
-use super::{say, schedule, Leader, Settings};
+use super::{say, schedule, Leader, NextRun, Settings};
 use crate::clock::{Anchor, BootTime};
 use crate::exit::ChildStatus;
 
@@ -181,15 +181,17 @@ impl Seat {
         Attempt { wave_ms, wave_token: token, number, token, code: None, by: None, due: Some(next.due), ended: None }
     }
 
-    /// When the schedule's next run is due, as we plan it now (for our
+    /// When the schedule's next run starts, as we plan it now (for our
     /// records, `neli-run status` and metrics).
-    pub(super) fn next_due(&self, v: &View) -> Option<u64> {
+    pub(super) fn next_due(&self, v: &View) -> Option<NextRun> {
         let schedule = v.settings.schedule_of(self.partition)?;
         match (self.plan, self.child, &self.attempt) {
-            (Plan::Start(ready), Child::Idle, _) => {
-                self.next_run(v, ready, v.latest).map(|n| n.not_before.map_or(n.due, |at| at.max(n.due)))
+            (Plan::Start(ready), Child::Idle, _) => self
+                .next_run(v, ready, v.latest)
+                .map(|n| NextRun { at_ms: n.not_before.map_or(n.due, |at| at.max(n.due)), retry: n.retry }),
+            (_, Child::Running, Some(Attempt { due: Some(due), .. })) => {
+                schedule.calendar.after(*due).map(|at_ms| NextRun { at_ms, retry: false })
             }
-            (_, Child::Running, Some(Attempt { due: Some(due), .. })) => schedule.calendar.after(*due),
             _ => None,
         }
     }
@@ -275,7 +277,7 @@ impl Seat {
             tenure.next_heartbeat = now;
         }
         let next = self.next_due(v);
-        let next_due_in = next.map(|ms| Duration::from_millis(ms.saturating_sub(v.anchor.wall_ms_at(now))));
+        let next_due_in = next.map(|n| Duration::from_millis(n.at_ms.saturating_sub(v.anchor.wall_ms_at(now))));
         info!(%status, ?next_due_in, "the scheduled run ended");
     }
 }

@@ -187,6 +187,17 @@ impl Settings {
     }
 }
 
+/// When a schedule's next run starts, and whether it is a due time's or a
+/// failed run's retry: `status` must not show a retry's moment as a due
+/// time of the schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NextRun {
+    /// Wall-clock ms.
+    pub at_ms: u64,
+    /// It runs the newest run's due time again, as its next attempt.
+    pub retry: bool,
+}
+
 /// What one of our heartbeat records says. The core decides it, so that a
 /// record never claims less than is true.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -200,9 +211,8 @@ pub struct Record {
     pub stance: Stance,
     /// The newest attempt of a wave, or run of the schedule, we know of.
     pub attempt: Option<Attempt>,
-    /// When the schedule's next run is due, as its writer plans it
-    /// (wall-clock ms).
-    pub next: Option<u64>,
+    /// When the schedule's next run starts, as its writer plans it.
+    pub next: Option<NextRun>,
     /// The group's newest pause or resume its writer knows of, carried
     /// forward in every record as `attempt` is: a member that comes to own
     /// partition 0 reads it in the backlog, long after the request.

@@ -82,8 +82,8 @@ use crate::clock::{Anchor, BootTime};
 use crate::exit;
 pub use attempts::{supersedes, Attempt, Runner, Waves};
 pub use io::{
-    Action, Asker, Candidacy, Input, Job, Other, Partition, Pause, PauseNote, Placed, Record, Restart, Settings,
-    Signal, Stance, Trigger, CONTROL_PARTITION, MAX_ROLES,
+    Action, Asker, Candidacy, Input, Job, NextRun, Other, Partition, Pause, PauseNote, Placed, Record, Restart,
+    Settings, Signal, Stance, Trigger, CONTROL_PARTITION, MAX_ROLES,
 };
 use leaving::Leave;
 pub use schedule::{Calendar, Missed, Overlap, Retry, Schedule};
@@ -272,9 +272,9 @@ impl Leader {
         self.seats.get(&partition).and_then(Seat::fresh)
     }
 
-    /// When a seat's schedule's next run is due, as we plan it now (for
+    /// When a seat's schedule's next run starts, as we plan it now (for
     /// our records, `neli-run status` and metrics).
-    pub fn next_due(&self, partition: Partition) -> Option<u64> {
+    pub fn next_due(&self, partition: Partition) -> Option<NextRun> {
         self.seats.get(&partition).and_then(|s| s.next_due(&self.view()))
     }
 

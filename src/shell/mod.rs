@@ -470,7 +470,8 @@ impl Shell {
                 .is_some_and(|seat| seat.child.is_running() && seat.warm.as_ref().is_none_or(|w| w.leads()));
             m.paused = core.paused(SEAT).is_some();
             m.note_run(core.last_run(SEAT), core.child_alive(SEAT));
-            m.next_due_ms = core.next_due(SEAT).filter(|_| matches!(core.standing(SEAT), Standing::Leader { .. }));
+            m.next_due_ms =
+                core.next_due(SEAT).map(|n| n.at_ms).filter(|_| matches!(core.standing(SEAT), Standing::Leader { .. }));
             m.kafka_reachable = self.kafka.reachable();
             if self.seats.len() > 1 {
                 for (&role, seat) in &self.seats {
@@ -496,7 +497,7 @@ impl Shell {
                 }
                 let Some(stat) = m.jobs.get_mut(job) else { continue };
                 stat.owned = leads;
-                stat.next_due_ms = core.next_due(seat).filter(|_| leads);
+                stat.next_due_ms = core.next_due(seat).map(|n| n.at_ms).filter(|_| leads);
                 stat.note_run(core.last_run(seat), core.child_alive(seat));
             }
         }

@@ -220,7 +220,8 @@ pub(super) fn history(job: &str, partition: i32, view: &View, json_out: bool) ->
     let now = wall_ms();
     let fresh = view.fresh_leader(now);
     if json_out {
-        let schedule = schedule_json(view, fresh).unwrap_or_else(|| json!({ "next_due": null, "runs": [] }));
+        let schedule =
+            schedule_json(view, fresh).unwrap_or_else(|| json!({ "next_due": null, "next_retry": null, "runs": [] }));
         return json!({
             "version": JSON_VERSION,
             "job": job,
@@ -228,6 +229,7 @@ pub(super) fn history(job: &str, partition: i32, view: &View, json_out: bool) ->
             "owner": fresh.map(|hb| leader_json(hb, now)),
             "paused": view.paused().is_some(),
             "next_due": schedule["next_due"],
+            "next_retry": schedule["next_retry"],
             "runs": schedule["runs"],
         })
         .to_string();
@@ -388,16 +390,32 @@ fn schedule_json(view: &View, fresh: Option<&Heartbeat>) -> Option<serde_json::V
                 })
             })
             .collect();
-        json!({ "next_due": view.next_ms.map(rfc3339), "runs": runs })
+        let retry = retried(view).map(|(due, attempt)| json!({ "due": rfc3339(due), "attempt": attempt }));
+        json!({ "next_due": view.next_ms.map(rfc3339), "next_retry": retry, "runs": runs })
     })
+}
+
+/// The due time and attempt number of the retry that runs next, if the
+/// next run is one: the newest run's due time, as its next attempt.
+fn retried(view: &View) -> Option<(u64, u32)> {
+    let newest = view.runs.last().filter(|_| view.next_retry)?;
+    Some((newest.due_ms?, newest.attempt + 1))
 }
 
 /// A schedule's lines: when it is next due, and its `newest` runs.
 fn schedule_lines(view: &View, fresh: Option<&Heartbeat>, now: u64, newest: usize) -> String {
-    let mut out = match view.next_ms {
-        Some(next) if next >= now => format!("\n  next run due {} (in {})", rfc3339(next), ago(next, now)),
-        Some(next) => format!("\n  next run was due {} ({} ago)", rfc3339(next), ago(now, next)),
-        None => String::new(),
+    let mut out = match (view.next_ms, retried(view)) {
+        (Some(next), Some((due, attempt))) => format!(
+            "\n  next run: attempt {attempt} of the run due {}, {}",
+            rfc3339(due),
+            match next >= now {
+                true => format!("at {} (in {})", rfc3339(next), ago(next, now)),
+                false => format!("overdue since {} ({} ago)", rfc3339(next), ago(now, next)),
+            }
+        ),
+        (Some(next), None) if next >= now => format!("\n  next run due {} (in {})", rfc3339(next), ago(next, now)),
+        (Some(next), None) => format!("\n  next run was due {} ({} ago)", rfc3339(next), ago(now, next)),
+        (None, _) => String::new(),
     };
     let runs = &view.runs[view.runs.len().saturating_sub(newest)..];
     match runs.len() {
@@ -517,5 +535,44 @@ mod tests {
             serde_json::from_str::<serde_json::Value>(&render(&target(), &v, true)).unwrap()["paused"],
             serde_json::Value::Null
         );
+    }
+
+    #[test]
+    fn a_retry_waiting_is_shown_as_its_due_times_next_attempt_and_not_as_a_due_time() {
+        let now = wall_ms();
+        let (due, retry_at) = (now - 60_000, now + 8_000);
+        let failed = WireJob {
+            wave_ms: due,
+            wave_token: Some(1),
+            attempt: 1,
+            token: 1,
+            code: Some(1),
+            name: "a".into(),
+            host: "h".into(),
+            due_ms: Some(due),
+            ended_ms: Some(due + 10),
+        };
+        let record = |next_retry: bool| Heartbeat {
+            job: Some(failed.clone()),
+            next_ms: Some(retry_at),
+            next_retry,
+            ..hb("a", Some(1), now - 100)
+        };
+        let mut v = View::default();
+        v.add(record(true));
+        let text = schedule_lines(&v, None, now, 1);
+        assert!(
+            text.contains(&format!("next run: attempt 2 of the run due {}, at {}", rfc3339(due), rfc3339(retry_at))),
+            "{text}"
+        );
+        assert!(!text.contains("next run due"), "{text}");
+        let json = schedule_json(&v, None).expect("a schedule");
+        assert_eq!(json["next_retry"], json!({ "due": rfc3339(due), "attempt": 2 }), "{json}");
+        assert_eq!(json["next_due"], json!(rfc3339(retry_at)), "{json}");
+        // Once a record plans a due time of the schedule, that is shown.
+        v.add(record(false));
+        let text = schedule_lines(&v, None, now, 1);
+        assert!(text.contains(&format!("next run due {}", rfc3339(retry_at))), "{text}");
+        assert_eq!(schedule_json(&v, None).expect("a schedule")["next_retry"], serde_json::Value::Null);
     }
 }

@@ -27,9 +27,11 @@ pub(super) struct View {
     pub(super) job: Option<WireJob>,
     /// A schedule's newest runs the records name, oldest first.
     pub(super) runs: Vec<WireJob>,
-    /// When the schedule is next due, as the newest record that said
+    /// When the schedule next runs, as the newest record that said
     /// planned it.
     pub(super) next_ms: Option<u64>,
+    /// That next run is a retry of the newest run's due time.
+    pub(super) next_retry: bool,
     /// The newest pause or resume request (by offset) the records name.
     pub(super) pause: Option<WirePause>,
     /// The newest candidacy of each member that does not own partition 0
@@ -91,7 +93,9 @@ impl View {
     pub(super) fn add(&mut self, mut hb: Heartbeat) {
         // Its writer owns partition 0, or left it: no standby now.
         self.candidacies.retain(|c| c.name != hb.name || c.incarnation != hb.incarnation);
-        self.next_ms = hb.next_ms.or(self.next_ms);
+        if hb.next_ms.is_some() {
+            (self.next_ms, self.next_retry) = (hb.next_ms, hb.next_retry);
+        }
         if let Some(job) = hb.job.take() {
             let newer = |known: &WireJob| {
                 let key = |j: &WireJob| (j.token, j.due_ms, j.attempt, j.code);

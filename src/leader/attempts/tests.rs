@@ -341,7 +341,7 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
     assert_eq!(named, Some((at, Some(first_due))), "{actions:?}");
     assert!(l.child_alive(P), "a run is counted only once it is over");
     assert_eq!(l.last_run(P).map(|j| (j.due, j.code)), Some((Some(first_due), None)), "metrics read the run");
-    assert_eq!(l.next_due(P), Some(first_due + 2000), "while it runs, its records plan the next due time");
+    assert_eq!(l.next_due(P), planned(first_due + 2000), "while it runs, its records plan the next due time");
     // It ends by itself: the record says so at once, and plans the next.
     let ended = l.step(exited(ChildStatus::Exited(3)), ms(at + 300));
     assert!(!l.child_alive(P));
@@ -352,7 +352,7 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
     let record = record.expect("the ending is written at once");
     let attempt = record.attempt.expect("it names the run");
     assert_eq!((attempt.code, attempt.ended), (Some(3), Some(wall(at + 300))), "{ended:?}");
-    assert_eq!(record.next, Some(first_due + 2000), "and the next due time");
+    assert_eq!(record.next, planned(first_due + 2000), "and the next due time");
     assert!(!ended.iter().any(|a| matches!(a, Exit(_))), "a schedule leads on: {ended:?}");
     let (more, _) = live(&mut l, at + 300, 9000, offset + 100);
     let next = spawns(&more);
@@ -363,7 +363,7 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
 #[test]
 fn a_failed_run_is_retried_after_its_delay_as_the_next_attempt_and_no_more_than_asked() {
     let (mut l, at, first, offset) = failed_once();
-    assert_eq!(l.next_due(P), Some(wall(at + 1300)), "the retry is what comes next");
+    assert_eq!(l.next_due(P), retrying(wall(at + 1300)), "the retry is what comes next");
     let (actions, offset) = live(&mut l, at + 300, at + 3000, offset + 100);
     let retries = spawns(&actions);
     let [(retried_at, retry)] = &retries[..] else { panic!("one retry: {retries:?}") };
@@ -372,7 +372,7 @@ fn a_failed_run_is_retried_after_its_delay_as_the_next_attempt_and_no_more_than_
     // It fails again: one retry was asked for, so the next due time is next.
     l.step(exited(ChildStatus::Exited(3)), ms(retried_at + 100));
     let next_due = first.due.unwrap() + 10_000;
-    assert_eq!(l.next_due(P), Some(next_due));
+    assert_eq!(l.next_due(P), planned(next_due));
     let (actions, _) = live(&mut l, retried_at + 100, at + 10_100, offset + 100);
     let next = spawns(&actions);
     assert_eq!(next.iter().map(|(_, j)| (j.due, j.number)).collect::<Vec<_>>(), [(Some(next_due), 1)]);
@@ -509,7 +509,7 @@ fn the_next_leader_runs_a_cut_short_run_again_and_an_ended_one_never() {
         SendHeartbeat(P, r) => r.next,
         _ => None,
     });
-    assert_eq!(next, Some(due + 60_000), "its records plan the next due time");
+    assert_eq!(next, planned(due + 60_000), "its records plan the next due time");
     assert!(!l.step(Input::Tick, ms(1210)).iter().any(|a| matches!(a, Spawn { partition: P, .. })));
 }
 
@@ -610,7 +610,7 @@ fn due_times_follow_the_wall_clock_when_it_steps_forward_or_back_and_none_runs_t
     // The wall clock steps 1 s forward at 2500: the due time 4000 (by the
     // wall clock we started with) comes at 3000.
     l.wall_clock(read(2500, 1000));
-    assert_eq!(l.next_due(P), Some(wall(4000)), "the same due time, on the wall clock");
+    assert_eq!(l.next_due(P), planned(wall(4000)), "the same due time, on the wall clock");
     let (actions, offset) = live(&mut l, 2500, 3300, offset + 1);
     let runs = spawns(&actions);
     assert_eq!(runs.iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(3000, Some(wall(4000)))]);
@@ -628,7 +628,7 @@ fn due_times_follow_the_wall_clock_when_it_steps_forward_or_back_and_none_runs_t
     // frame): the due time 4000 it already ran lies ahead again, and does
     // not run again; nor does 2000. The next is 6000, at 8000.
     l.wall_clock(read(3500, -2000));
-    assert_eq!(l.next_due(P), Some(wall(6000)));
+    assert_eq!(l.next_due(P), planned(wall(6000)));
     let (actions, _) = live(&mut l, 3500, 8100, offset + 1);
     let runs = spawns(&actions);
     assert_eq!(runs.iter().map(|(at, j)| (*at, j.due)).collect::<Vec<_>>(), vec![(8000, Some(wall(6000)))]);
@@ -698,7 +698,7 @@ fn a_wave_read_under_a_schedule_does_not_make_it_forget_its_newest_due_time() {
     let (l, actions) = wave_member(scheduled(60_000), vec![carrying(5, None, ran), carrying(6, None, wave)]);
     assert_eq!(spawned(&actions), None, "{actions:?}");
     assert_eq!(l.last_run(P).map(|j| j.due), Some(Some(due)));
-    assert_eq!(l.next_due(P), Some(due + 60_000));
+    assert_eq!(l.next_due(P), planned(due + 60_000));
 }
 
 #[test]
@@ -722,4 +722,14 @@ fn a_run_asked_to_stop_that_exits_0_has_ended_and_any_other_ending_runs_again() 
         assert_eq!(said.code.is_some(), ended, "{status:?}: {out:?}");
         assert!(out.contains(&ReleaseRevoke(P)), "{out:?}");
     }
+}
+
+/// A next run at `at_ms` (wall clock), of a due time.
+fn planned(at_ms: u64) -> Option<NextRun> {
+    Some(NextRun { at_ms, retry: false })
+}
+
+/// A next run at `at_ms` (wall clock), a failed run's retry.
+fn retrying(at_ms: u64) -> Option<NextRun> {
+    Some(NextRun { at_ms, retry: true })
 }

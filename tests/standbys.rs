@@ -182,6 +182,63 @@ fn a_member_that_never_leads_watches_is_listed_and_never_runs() {
     }
 }
 
+/// The candidacies `name` wrote on the group's partition 0, as the time
+/// each says it was written (wall-clock ms), oldest first: the partition
+/// read up to its end when asked.
+fn candidacies_of(g: &Group, name: &str) -> Vec<u64> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::message::Message;
+    let topic = format!("{}.neli", g.name);
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", &g.broker.address)
+        .set("group.id", format!("{}-reader", g.name))
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("a consumer");
+    let Ok((_, end)) = consumer.fetch_watermarks(&topic, 0, LONG) else { return Vec::new() };
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    tpl.add_partition_offset(&topic, 0, rdkafka::Offset::Beginning).unwrap();
+    consumer.assign(&tpl).expect("assigned");
+    let (mut written, mut next) = (Vec::new(), 0);
+    let until = Instant::now() + LONG;
+    while next < end && Instant::now() < until {
+        if let Some(Ok(m)) = consumer.poll(std::time::Duration::from_millis(100)) {
+            next = m.offset() + 1;
+            let json: serde_json::Value = serde_json::from_slice(m.payload().unwrap_or_default()).unwrap_or_default();
+            if json["type"] == "candidacy" && json["name"] == name && json["leaving"] != true {
+                written.extend(json["at_ms"].as_u64());
+            }
+        }
+    }
+    written
+}
+
+/// A member that never leads writes its candidacy once an interval (2 ×
+/// --heartbeat-interval), as a standby does, and not at every turn of its
+/// loop: counted on the topic by the times the records say they were
+/// written, so a slow machine delays them but never packs them closer on
+/// average.
+#[test]
+fn a_member_that_never_leads_writes_its_candidacy_once_an_interval() {
+    let g = Group::new("never-lead-cadence");
+    let t = g.broker.timing;
+    let _a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let _w = g.member("w", &["--never-lead"], &["sleep", "1000"]);
+    let mut written = Vec::new();
+    wait_until(t.takeover() * 2, "w wrote 10 candidacies", || {
+        written = candidacies_of(&g, "w");
+        written.len() >= 10
+    });
+    let interval = 2 * t.heartbeat.as_millis() as u64;
+    let span = written.last().unwrap() - written.first().unwrap();
+    let average = span / (written.len() as u64 - 1);
+    assert!(
+        average >= interval / 2,
+        "a candidacy every {average} ms on average, the interval {interval} ms: {written:?}"
+    );
+}
+
 #[test]
 fn preempt_hands_over_to_a_member_of_higher_priority_once_it_is_live() {
     let g = Group::new("preempt");

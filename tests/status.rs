@@ -188,13 +188,18 @@ fn status_and_yield_of_an_unreachable_broker_exit_69() {
 }
 
 #[test]
-fn status_and_yield_on_a_topic_they_may_not_read_exit_77() {
+fn status_yield_and_a_watcher_on_a_topic_they_may_not_read_exit_77() {
     let broker = crate::util::Broker::dev_with("127.0.0.1", &["--deny-topic", "denied.neli"]);
     for sub in ["status", "yield", "pause", "resume"] {
         let (code, out) = run(&[sub, "-b", &broker.address, "-g", "denied"]);
         assert_eq!(code, 77, "{sub}: {out}");
         assert!(out.contains("Kafka denied access: topic denied.neli"), "{sub}: {out}");
     }
+    // A member that never leads reads the topic as `status` does: it says
+    // so and exits, where a topic not there yet is waited for.
+    let (code, out) = run(&["-b", &broker.address, "-g", "denied", "--never-lead", "--", "true"]);
+    assert_eq!(code, 77, "{out}");
+    assert!(out.contains("Kafka denied access: topic denied.neli"), "{out}");
 }
 
 #[test]

@@ -981,7 +981,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__pause)
-            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --stop --timeout --verbose --quiet --log-format --help"
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --stop --role --timeout --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1016,6 +1016,10 @@ _neli__run() {
                     return 0
                     ;;
                 -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --role)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1035,7 +1039,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__resume)
-            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --timeout --verbose --quiet --log-format --help"
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --role --timeout --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1070,6 +1074,10 @@ _neli__run() {
                     return 0
                     ;;
                 -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --role)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -144,7 +144,8 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l kafka-secret
 complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
-complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l timeout -d 'How long to wait for the owner of partition 0 to acknowledge (at most 24h)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l role -d 'In a group of roles (--roles), pause role J only (its partition, 0 to roles - 1); without it, every role' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l timeout -d 'How long to wait for the owner of partition 0 (of each role paused) to acknowledge (at most 24h)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand pause" -l stop -d 'Also stop the command that runs now (stop signal, --grace, SIGKILL)'
@@ -157,7 +158,8 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -l kafka-secre
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
-complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -l timeout -d 'How long to wait for the owner of partition 0 to acknowledge (at most 24h)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -l role -d 'In a group of roles (--roles), resume role J only; without it, every role' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -l timeout -d 'How long to wait for the owner of partition 0 (of each role resumed) to acknowledge (at most 24h)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'

@@ -99,11 +99,12 @@ pub fn main() -> ExitCode {
         Some(Sub::Status(args)) => return end_beside_librdkafka(said(status::main(args, env_properties))),
         Some(Sub::Yield(args)) => return end_beside_librdkafka(said(status::yield_main(args, env_properties))),
         Some(Sub::Pause(args)) => {
-            let asked = status::pause_main(args.kafka, true, args.stop, args.timeout.into(), env_properties);
+            let asked =
+                status::pause_main(args.kafka, (true, args.stop), args.role, args.timeout.into(), env_properties);
             return end_beside_librdkafka(said(asked));
         }
         Some(Sub::Resume(args)) => {
-            let asked = status::pause_main(args.kafka, false, false, args.timeout.into(), env_properties);
+            let asked = status::pause_main(args.kafka, (false, false), args.role, args.timeout.into(), env_properties);
             return end_beside_librdkafka(said(asked));
         }
         Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::Check(args) })) => {

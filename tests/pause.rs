@@ -108,7 +108,11 @@ fn pause_stop_stops_the_command_and_the_leader_keeps_leading_without_it() {
     wait_until(t.takeover(), "/metrics says paused", || metric("neli_paused 1"));
     assert!(stays_false(t.session * 2, || g.starts().len() > 1), "started while paused: {:?}", g.starts());
 
-    let (code, out) = ask(&g, "resume", &[]);
+    // The single leader is role 0: --role names no other.
+    let (code, out) = ask(&g, "resume", &["--role", "1"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("has no role 1: it runs a single leader (role 0)"), "{out}");
+    let (code, out) = ask(&g, "resume", &["--role", "0"]);
     assert_eq!(code, 0, "{out}\n{}", a.log());
     wait_until(t.takeover(), "a starts its command again", || g.starts().len() == 2 && g.lock_held());
     wait_until(t.takeover(), "/metrics says not paused", || metric("neli_paused 0"));

@@ -368,10 +368,10 @@ fn what_roles_do_not_support_yet_is_refused_by_name() {
     }
 }
 
-/// `status` lists who leads each role (text and JSON); `yield` and `pause`,
-/// which act on the one leader, refuse a group of roles and write nothing.
+/// `status` lists who leads each role (text and JSON); `yield`, which
+/// moves the one leader, refuses a group of roles and writes nothing.
 #[test]
-fn status_shows_each_roles_leader_and_yield_and_pause_refuse_roles() {
+fn status_shows_each_roles_leader_and_yield_refuses_roles() {
     let r = Roles::new("roles-status", 3);
     let members: Vec<Member> = ["a", "b"].iter().map(|n| r.member(n)).collect();
     r.wait_spread(2, 2);
@@ -390,12 +390,64 @@ fn status_shows_each_roles_leader_and_yield_and_pause_refuse_roles() {
         json["roles"].as_array().unwrap().iter().map(|r| r["leader"]["name"].as_str().unwrap()).collect();
     assert_eq!(named, holders, "{out}");
     let starts = r.starts();
-    for what in [&["yield"][..], &["pause"]] {
-        let (code, out) = run(&[what, &group].concat());
-        assert_eq!(code, 2, "{what:?}: {out}");
-        assert!(out.contains(&format!("runs 3 roles (--roles): {} works on a single leader only", what[0])), "{out}");
-    }
+    let (code, out) = run(&[&["yield"][..], &group].concat());
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("runs 3 roles (--roles): yield works on a single leader only"), "{out}");
+    assert!(out.contains("pause --role J"), "names what holds one role: {out}");
     assert!(stays_false(r.g.broker.timing.session, || r.starts() != starts), "a role moved: {:?}", r.starts());
+    drop(members);
+    r.assert_no_overlap();
+}
+
+/// `pause --role J` holds one role where it is (with --stop its command
+/// stops, and no other role's does); `pause` holds every role, each
+/// acknowledged by its owner; `resume --role J` starts that role again and
+/// no other; `status` shows each pause with the command that ends it.
+#[test]
+fn pause_holds_one_role_or_every_role_and_resume_starts_them_again() {
+    let r = Roles::new("roles-pause", 3);
+    let members: Vec<Member> = ["a", "b"].iter().map(|n| r.member(n)).collect();
+    r.wait_spread(2, 2);
+    let holders = r.holders().unwrap();
+    let group = ["-b", r.g.broker.address.as_str(), "-g", r.g.name.as_str()];
+    let before = r.starts();
+    let (code, out) = run(&[&["pause", "--role", "1", "--stop"][..], &group].concat());
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("role 1: pause (offset ") && out.contains(&format!("acknowledged by {} (host", holders[1])),
+        "{out}"
+    );
+    assert!(out.contains("its command is stopped") && !out.contains("role 0") && !out.contains("role 2"), "{out}");
+    assert!(!r.detectors[1].lock_held(), "role 1's command is gone once its owner says so");
+    assert!(r.detectors[0].lock_held() && r.detectors[2].lock_held(), "the other roles run on");
+    let (_, text) = run(&[&["status"][..], &group].concat());
+    assert!(text.contains("paused since") && text.contains("`neli-run resume --role 1` ends it"), "{text}");
+    let (_, json) = run(&[&["status", "--json"][..], &group].concat());
+    let json: serde_json::Value = serde_json::from_str(&json).expect(&json);
+    let paused: Vec<bool> = json["roles"].as_array().unwrap().iter().map(|r| r["paused"] == true).collect();
+    assert_eq!(paused, [false, true, false], "{json}");
+
+    // Every role: each owner acknowledges; the running ones run on.
+    let (code, out) = run(&[&["pause"][..], &group].concat());
+    assert_eq!(code, 0, "{out}");
+    for j in 0..3 {
+        assert!(out.contains(&format!("role {j}: pause (offset ")), "role {j}: {out}");
+    }
+    assert!(out.contains("its command runs on until it ends, and does not start again"), "{out}");
+    // One role resumed: it starts again, on whichever member owns it.
+    let (code, out) = run(&[&["resume", "--role", "1"][..], &group].concat());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("role 1: resume (offset "), "{out}");
+    wait_until(r.g.broker.timing.takeover(), "role 1 runs again", || r.detectors[1].lock_held());
+    let (code, out) = run(&[&["resume"][..], &group].concat());
+    assert_eq!(code, 0, "{out}");
+    let after = r.starts();
+    assert_eq!((after[0].len(), after[2].len()), (before[0].len(), before[2].len()), "{after:?}");
+    assert_eq!(after[1].len(), before[1].len() + 1, "role 1 started once again: {after:?}");
+
+    let (code, out) = run(&[&["pause", "--role", "3"][..], &group].concat());
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("has no role 3: it runs 3 roles (0 to 2)"), "{out}");
     drop(members);
     r.assert_no_overlap();
 }

@@ -57,14 +57,17 @@ pub enum Sub {
     /// the running one (stop signal, grace, SIGKILL). Waits until the owner
     /// of partition 0 says it honours the pause; without one the pause
     /// still stands, for whoever comes. The request says who asked and the
-    /// leader logs it; `neli-run status` shows it.
+    /// leader logs it; `neli-run status` shows it. A group of roles
+    /// (--roles) is paused role by role, each on its own partition: every
+    /// role, or the one --role names.
     Pause(PauseArgs),
 
     /// End a pause: the owner of partition 0 starts the command again.
     ///
     /// Writes a control record to partition 0 and waits until the owner
     /// of partition 0 says it honours it. A schedule's runs due while
-    /// paused count as missed (--missed decides).
+    /// paused count as missed (--missed decides). A group of roles is
+    /// resumed role by role: every role, or the one --role names.
     Resume(ResumeArgs),
 
     /// A fleet crontab: one file of jobs, each run once per due time across
@@ -231,8 +234,13 @@ pub struct PauseArgs {
     #[arg(long, env = "NELI_PAUSE_STOP")]
     pub stop: bool,
 
-    /// How long to wait for the owner of partition 0 to acknowledge (at
-    /// most 24h).
+    /// In a group of roles (--roles), pause role J only (its partition, 0
+    /// to roles - 1); without it, every role.
+    #[arg(long, env = "NELI_PAUSE_ROLE", value_name = "J")]
+    pub role: Option<u32>,
+
+    /// How long to wait for the owner of partition 0 (of each role paused)
+    /// to acknowledge (at most 24h).
     #[arg(long, env = "NELI_PAUSE_TIMEOUT", default_value = "30s", value_name = "DURATION")]
     pub timeout: humantime::Duration,
 }
@@ -243,8 +251,13 @@ pub struct ResumeArgs {
     #[command(flatten)]
     pub kafka: KafkaArgs,
 
-    /// How long to wait for the owner of partition 0 to acknowledge (at
-    /// most 24h).
+    /// In a group of roles (--roles), resume role J only; without it,
+    /// every role.
+    #[arg(long, env = "NELI_RESUME_ROLE", value_name = "J")]
+    pub role: Option<u32>,
+
+    /// How long to wait for the owner of partition 0 (of each role resumed)
+    /// to acknowledge (at most 24h).
     #[arg(long, env = "NELI_RESUME_TIMEOUT", default_value = "30s", value_name = "DURATION")]
     pub timeout: humantime::Duration,
 }

@@ -1,6 +1,6 @@
 //! `neli-run yield`, `pause` and `resume`: a control record written to
-//! partition 0, then the records read until the owner of partition 0 acts
-//! on it (or it is clear that none will).
+//! partition 0 (a pause of roles: to each role's partition), then the
+//! records read until the owner acts on it (or it is clear that none will).
 
 use std::time::{Duration, Instant};
 
@@ -77,26 +77,28 @@ fn write(target: &Target, partition: i32, value: &[u8], what: &str) -> Result<i6
     offset.ok_or_else(|| probe.failure(format!("cannot write the {what} request: not delivered within 10s")))
 }
 
-/// Runs `neli-run pause` (`paused`, with `--stop` if `stop`) or `resume`.
+/// Runs `neli-run pause` (`paused`, with `--stop` if `stop`) or `resume`,
+/// of every role or the one `role` names.
 pub fn pause_main(
     kafka: crate::cli::KafkaArgs,
-    paused: bool,
-    stop: bool,
+    (paused, stop): (bool, bool),
+    role: Option<u32>,
     timeout: Duration,
     env_properties: Option<String>,
 ) -> Result<u8, Failure> {
     let timeout = checked_timeout(timeout)?;
     finish(Target::from_args(kafka, env_properties).map_err(Stop::from).and_then(|target| {
-        let message = pause(&target, paused, stop, timeout)?;
+        let message = pause(&target, (paused, stop), role, timeout)?;
         say(&message)?;
         Ok(0)
     }))
 }
 
-/// Writes a pause or resume and waits until a record of an owner of
-/// partition 0 (leading or contending) carries it, or a newer one, and
-/// with --stop says its command is gone.
-fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result<String, Stop> {
+/// Writes a pause or resume on each partition asked for (0, or with roles
+/// each role's) and waits until a record of an owner of each (leading or
+/// contending) carries it, or a newer one, and with --stop says its
+/// command is gone.
+fn pause(target: &Target, (paused, stop): (bool, bool), role: Option<u32>, timeout: Duration) -> Result<String, Stop> {
     let group = printable(&target.group);
     let what = if paused { "pause" } else { "resume" };
     let (consumer, view) = read_partition(target).map_err(|stop| match stop {
@@ -112,18 +114,67 @@ fn pause(target: &Target, paused: bool, stop: bool, timeout: Duration) -> Result
         )),
         stop => stop,
     })?;
-    not_roles(&view, &group, what)?;
-    let offset = write(target, 0, &PauseRequest::new(paused, stop).encode(), what)?;
-    if let Some(said) = acknowledged(&consumer, 0, offset, (paused, stop), timeout) {
-        return Ok(format!("group {group}: {what} (offset {offset}) acknowledged by {said}"));
+    let roles = view.roles.unwrap_or(1);
+    let partitions: Vec<i32> = match role {
+        None => (0..roles).filter_map(|j| i32::try_from(j).ok()).collect(),
+        Some(j) if j < roles => vec![i32::try_from(j).unwrap_or(i32::MAX)],
+        Some(j) => {
+            let has = match roles {
+                1 => "a single leader (role 0)".to_string(),
+                n => format!("{n} roles (0 to {})", n - 1),
+            };
+            return fail(
+                Kind::Usage,
+                format!("group {group} has no role {j}: it runs {has}; `neli-run status` lists them"),
+            );
+        }
+    };
+    // A group of roles is read on every role's partition.
+    let consumer = match view.roles {
+        Some(roles) => {
+            drop(consumer);
+            super::read::read_partitions(target, roles)?.0
+        }
+        None => consumer,
+    };
+    let request = PauseRequest::new(paused, stop).encode();
+    let written =
+        partitions.iter().map(|&p| Ok((p, write(target, p, &request, what)?))).collect::<Result<Vec<_>, Stop>>()?;
+    let mut said = acknowledged(&consumer, &written, (paused, stop), timeout);
+    let standing = if paused { "the pause stands" } else { "the resume stands" };
+    let within = humantime::format_duration(timeout);
+    if view.roles.is_none() {
+        return match said.remove(&0) {
+            Some(said) => Ok(format!("group {group}: {what} (offset {}) acknowledged by {said}", written[0].1)),
+            None => fail(
+                Kind::NoLeader,
+                format!(
+                    "group {group}: no owner of partition 0 acknowledged the {what} within {within} ({standing} on \
+                     the topic, and whichever member owns partition 0 next honours it)"
+                ),
+            ),
+        };
     }
-    let standing = if paused { "the pause stands on the topic" } else { "the resume stands on the topic" };
+    let lines: Vec<String> = written
+        .iter()
+        .filter_map(|(p, offset)| {
+            said.get(p).map(|said| format!("group {group} role {p}: {what} (offset {offset}) acknowledged by {said}"))
+        })
+        .collect();
+    let unsaid: Vec<String> =
+        written.iter().filter(|(p, _)| !said.contains_key(p)).map(|(p, _)| p.to_string()).collect();
+    if unsaid.is_empty() {
+        return Ok(lines.join("\n"));
+    }
+    if !lines.is_empty() {
+        say(&lines.join("\n"))?;
+    }
     fail(
         Kind::NoLeader,
         format!(
-            "group {group}: no owner of partition 0 acknowledged the {what} within {} ({standing}, and whichever \
-             member owns partition 0 next honours it)",
-            humantime::format_duration(timeout),
+            "group {group}: no owner of role {} acknowledged the {what} within {within} ({standing} on the topic, \
+             and whichever member owns the role next honours it)",
+            unsaid.join(", ")
         ),
     )
 }
@@ -144,7 +195,7 @@ pub fn cron_pause_main(
         let (consumer, partition, _) = super::job_partition(&target, &args.job)?;
         let offset = write(&target, partition, &PauseRequest::new(paused, args.stop).encode(), what)?;
         let job = printable(&args.job);
-        match acknowledged(&consumer, partition, offset, (paused, args.stop), timeout) {
+        match acknowledged(&consumer, &[(partition, offset)], (paused, args.stop), timeout).remove(&partition) {
             Some(said) => say(&format!("job {job}: {what} (offset {offset}) acknowledged by {said}"))?,
             None => {
                 let standing = if paused { "the pause stands" } else { "the resume stands" };
@@ -199,21 +250,22 @@ pub fn cron_trigger_main(args: crate::cli::CronTriggerArgs, env_properties: Opti
     }))
 }
 
-/// Waits until a record of an owner of `partition` (leading or
-/// contending) carries the request at `offset`, or a newer one, and with
-/// `(paused, stop)` says its command is gone: who acknowledged, and what
-/// it does now (None: nobody within `timeout`).
+/// Who acknowledged the request written on each partition (at its
+/// offset): an owner's record there carrying it or a newer one (with
+/// --stop, once its command is gone), said as "NAME (host HOST): what it
+/// does now". Partitions nobody acknowledged within `timeout` are missing.
 fn acknowledged(
     consumer: &rdkafka::consumer::BaseConsumer<Probe>,
-    partition: i32,
-    offset: i64,
+    written: &[(i32, i64)],
     (paused, stop): (bool, bool),
     timeout: Duration,
-) -> Option<String> {
+) -> std::collections::BTreeMap<i32, String> {
+    let mut said = std::collections::BTreeMap::new();
     let start = Instant::now();
-    while start.elapsed() < timeout {
+    while said.len() < written.len() && start.elapsed() < timeout {
         let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) else { continue };
-        if msg.partition() != partition {
+        let Some(&(partition, offset)) = written.iter().find(|(p, _)| *p == msg.partition()) else { continue };
+        if said.contains_key(&partition) {
             continue;
         }
         let Some(hb) = msg.payload().and_then(Heartbeat::decode) else { continue };
@@ -229,22 +281,24 @@ fn acknowledged(
             (false, _) if note.running => "its command runs".into(),
             (false, _) => "it starts its command when due".into(),
         };
-        return Some(format!("{name} (host {host}): {now}"));
+        said.insert(partition, format!("{name} (host {host}): {now}"));
     }
-    None
+    said
 }
 
-/// Refuses `what` (yield, pause, resume) on a group of roles: each role
-/// has its own leader, and moving or holding one of them is not built yet.
+/// Refuses `what` (yield) on a group of roles: each role has its own
+/// leader, and Kafka's assignor decides which member owns each.
 fn not_roles(view: &super::view::View, group: &str, what: &str) -> Result<(), Stop> {
     match view.roles {
         Some(roles) => fail(
             Kind::Usage,
             format!(
-                "group {group} runs {roles} roles (--roles): {what} works on a single leader only, for now; \
-                 `neli-run status` shows who leads each role; stopping a member (SIGTERM), or draining it \
-                 with its --health-cmd (e.g. 'test ! -e /run/neli-run/drain'), moves its roles, and only \
-                 them, to the others"
+                "group {group} runs {roles} roles (--roles): {what} works on a single leader only. One role \
+                 cannot be moved on its own (Kafka's cooperative-sticky assignor balances the members by count \
+                 and would hand it straight back); stopping a member (SIGTERM), or draining it with its \
+                 --health-cmd (e.g. 'test ! -e /run/neli-run/drain'), moves its roles, and only them, to the \
+                 others; `neli-run pause --role J` holds one role where it is; `neli-run status` shows who \
+                 leads each role"
             ),
         ),
         None => Ok(()),

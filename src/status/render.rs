@@ -192,9 +192,12 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
             ),
             (None, None) => format!("\n  {what}: no leader (none heard yet)"),
         };
-        // A crontab's job paused (`cron pause JOB`).
-        if let (Some(pause), Some(job)) = (views[j].paused(), &views[j].placed) {
-            let resume = format!("`neli-run cron resume {}`", printable(job));
+        // A role paused (`pause --role J`), or a crontab's job (`cron pause JOB`).
+        if let Some(pause) = views[j].paused() {
+            let resume = match &views[j].placed {
+                Some(job) => format!("`neli-run cron resume {}`", printable(job)),
+                None => format!("`neli-run resume --role {j}`"),
+            };
             out += &pause_line(pause, fresh, now, &resume).replace("\n  ", "\n    ");
         }
         // A role on a schedule: its next due time and newest run, under it

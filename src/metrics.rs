@@ -165,6 +165,9 @@ pub struct RoleStat {
     pub up: bool,
     /// Starts of the role's command within one leadership.
     pub restarts: u64,
+    /// The role is paused (`pause --role J`), as this member last read its
+    /// partition.
+    pub paused: bool,
     last_start_token: Option<i64>,
 }
 
@@ -439,6 +442,8 @@ impl Scrape {
         family(enc, ("neli_role_leader", None), help, "role", per_role(|r| r.leads() as i64))?;
         let help = "Fencing token of this member's leadership of the role, -1 when it does not lead it.";
         family(enc, ("neli_role_fencing_token", None), help, "role", per_role(|r| r.token.unwrap_or(-1)))?;
+        let help = "1 while the role is paused (neli-run pause), as this member last read its partition: current on its owner.";
+        family(enc, ("neli_role_paused", None), help, "role", per_role(|r| r.paused as i64))?;
         let restarts = labels.iter().zip(s.roles.values()).map(|(l, r)| (l.as_str(), ConstCounter::new(r.restarts)));
         let help = "Starts of the role's command within one leadership.";
         family(enc, ("neli_role_child_restarts", None), help, "role", restarts)

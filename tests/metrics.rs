@@ -238,6 +238,7 @@ fn roles_have_their_own_series_and_leader_probe() {
                 format!("neli_role_leader{{role=\"{other}\"}} 0"),
                 format!("neli_role_fencing_token{{role=\"{other}\"}} -1"),
                 format!("neli_role_child_restarts_total{{role=\"{mine}\"}} 0"),
+                format!("neli_role_paused{{role=\"{mine}\"}} 0"),
             ]
         };
         let mut snapshot = None;
@@ -260,6 +261,16 @@ fn roles_have_their_own_series_and_leader_probe() {
             skip("promtool is not installed (Debian: apt-get install prometheus)");
         }
     }
+    // One role paused: its owner says so in that role's series only.
+    let (status, out) = run(&["pause", "-b", &g.broker.address, "-g", &g.name, "--role", "1"]);
+    assert_eq!(status, 0, "{out}");
+    let owner = if leads(&addr_a, 1) { &addr_a } else { &addr_b };
+    wait_until(t.takeover(), "role 1's owner says it is paused, and role 0 not", || {
+        let text = get(owner, "/metrics").map(|(_, text)| text).unwrap_or_default();
+        ["neli_role_paused{role=\"1\"} 1", "neli_role_paused{role=\"0\"} 0"]
+            .iter()
+            .all(|line| text.lines().any(|l| l == *line))
+    });
 }
 
 /// A command that exits and starts again under the same leadership counts

@@ -481,6 +481,7 @@ impl Shell {
                         _ => None,
                     };
                     stat.up = seat.child.is_running();
+                    stat.paused = core.paused(role).is_some();
                 }
             }
             // A crontab's jobs, each on its seat (one read again keeps

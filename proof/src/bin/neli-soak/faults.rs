@@ -395,6 +395,28 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
 /// of `pause --stop` (the soak's warm script takes milliseconds).
 const WARM_HONOUR: Duration = Duration::from_secs(1);
 
+/// Runs `neli-run WHAT` (`pause`, `resume`) with `extra` on the soak's
+/// group, waiting up to `stall` for its acknowledgement: whether it
+/// exited 0 (why not is said).
+pub fn ask(soak: &Soak, what: &str, extra: &[&str], stall: Duration) -> bool {
+    let timeout = format!("{}s", stall.as_secs().max(1));
+    let out = std::process::Command::new(&soak.neli)
+        .args([what, "-b", &soak.brokers, "-g", &soak.group, "--timeout", &timeout])
+        .args(extra)
+        .output();
+    match out {
+        Ok(out) if out.status.success() => true,
+        Ok(out) => {
+            eprintln!("neli-soak: {what}: {}", String::from_utf8_lossy(&out.stderr).trim());
+            false
+        }
+        Err(e) => {
+            eprintln!("neli-soak: cannot run {what}: {e}");
+            false
+        }
+    }
+}
+
 /// `Fault::Pause`: `neli-run pause --stop`; once acknowledged, 2-4 faults
 /// (kill -9, a graceful stop, a freeze or a network cut for a session, a
 /// blip, the broker down or frozen) each at the leader (or the broker),
@@ -410,24 +432,7 @@ fn pause_episode(
     interrupted: &AtomicBool,
     run: &mut Run,
 ) -> End {
-    let ask = |soak: &Soak, what: &str, extra: &[&str]| {
-        let timeout = format!("{}s", stall.as_secs().max(1));
-        let out = std::process::Command::new(&soak.neli)
-            .args([what, "-b", &soak.brokers, "-g", &soak.group, "--timeout", &timeout])
-            .args(extra)
-            .output();
-        match out {
-            Ok(out) if out.status.success() => true,
-            Ok(out) => {
-                eprintln!("neli-soak: {what}: {}", String::from_utf8_lossy(&out.stderr).trim());
-                false
-            }
-            Err(e) => {
-                eprintln!("neli-soak: cannot run {what}: {e}");
-                false
-            }
-        }
-    };
+    let ask = |soak: &Soak, what: &str, extra: &[&str]| ask(soak, what, extra, stall);
     let before = soak.detector.starts();
     let warm = soak.leader_slot().is_some_and(|slot| soak.is_warm(slot));
     if !ask(soak, "pause", &["--stop"]) {

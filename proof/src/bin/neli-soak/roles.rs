@@ -12,6 +12,13 @@
 //! alive; once the group settled without it, the file is removed (the
 //! `undrain`, before any other fault) and it takes its share back.
 //!
+//! A role paused (`pause`, not on a schedule): `neli-run pause --role J
+//! --stop` of a random role of a settled group, then its holder leaves
+//! (SIGTERM, started again at once); until the other roles settle, role
+//! J's lock must stay free with no start (its next owner reads the pause
+//! on J's partition): a start or a held lock is unsafe. Then `resume
+//! --role J`, and J must run again as the group settles.
+//!
 //! Between faults the soak waits for the group to *settle*: every role's
 //! lock held, each by a live member (running, neither struck down, frozen,
 //! cut off nor drained), the roles spread evenly over the live members
@@ -170,6 +177,11 @@ pub fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
         Fault::BrokenLogKill9,
         Fault::BrokenLogStop,
     ];
+    // A role paused (`pause --role J`): a service's, whose command must not
+    // start while paused (a schedule's due times would be missed).
+    if !args.schedule && !args.crontab {
+        faults.push(Fault::Pause);
+    }
     faults.extend(crate::environment_faults(args, netns, own_broker));
     faults
 }
@@ -177,7 +189,6 @@ pub fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
 /// Why a fault of the single leader's soak is not one of the roles soak.
 pub fn refused(name: &str) -> Option<&'static str> {
     match name {
-        "pause" => Some("`neli-run pause` refuses a group of roles"),
         "unhealthy" => Some("a member of roles that fails its health check is drained: `drain`"),
         "undrain" => Some("it follows each drain once the group settled"),
         "sigterm-after-thaw" => Some("it times a single leader's handover after a thaw (sigstop-cont covers freezes)"),
@@ -304,6 +315,12 @@ pub struct Figures {
     pub stalls: usize,
     /// Members that exited unasked, or not 0 after a SIGTERM.
     pub exits: Vec<String>,
+    /// Roles paused (`pause --role J --stop`, see `Run::pause_role`).
+    pub pauses: usize,
+    /// A paused role's command that ran or started: unsafe.
+    pub paused_starts: Vec<String>,
+    /// `pause` or `resume` that exited other than 0 (nobody acknowledged).
+    pub unacknowledged: usize,
     pub wall: Duration,
 }
 
@@ -336,6 +353,8 @@ struct Run<'a> {
     clock: Instant,
     /// After a stall: strike the next fault without waiting to settle.
     forced: bool,
+    /// --stall: how long the group may take to settle.
+    stall: Duration,
     figures: Figures,
     /// `--crontab`: the members' crontab, one job per role.
     crontab: Option<std::path::PathBuf>,
@@ -375,6 +394,7 @@ pub fn soak(
         drained: BTreeSet::new(),
         clock: Instant::now(),
         forced: false,
+        stall: args.stall.into(),
         figures: Figures { gaps: vec![Gap::default(); roles], ..Figures::default() },
         crontab,
     };
@@ -718,6 +738,8 @@ impl Run<'_> {
             Fault::Join => joinable,
             Fault::ChildCrash => held,
             Fault::Drain => drainable && live >= 2,
+            // Alone, from a settled group: its holder leaves while paused.
+            Fault::Pause => self.open.is_empty() && self.pending.is_empty() && live >= 2,
             f if strikes_a_member(*f) => live >= 2,
             _ => true,
         };
@@ -752,11 +774,67 @@ impl Run<'_> {
             self.forced = true;
             return;
         };
+        if fault == Fault::Pause {
+            return self.pause_role();
+        }
         let id = self.strike(fault, settled);
         if self.rng.next_u64() % 4 == 0 {
             let at = Instant::now() + self.rng.between(Duration::ZERO, self.soak.session * 2);
             self.pending.push(Pending { at, episode: Some(id), action: Action::Strike });
         }
+    }
+
+    /// `Fault::Pause`: `pause --role J --stop` of a random role. Once it is
+    /// acknowledged the role's lock must be free, and stay free with no
+    /// start of it, while its holder leaves (SIGTERM, started again at
+    /// once) and the other roles settle: the role's next owner reads the
+    /// pause on the role's partition. Then `resume --role J`, and the main
+    /// loop waits for the group to settle, J running again. The time J was
+    /// paused is the operator's, not a gap of the role's.
+    fn pause_role(&mut self) {
+        let (stall, session) = (self.stall, self.soak.session);
+        let j = (self.rng.next_u64() % self.starts.len() as u64) as usize;
+        let Some(holder) = self.starts[j].last().map(|s| s.0.clone()) else { return };
+        self.figures.faults.entry(Fault::Pause).or_default().0 += 1;
+        self.figures.pauses += 1;
+        let (role, count) = (j.to_string(), self.starts[j].len());
+        if !crate::faults::ask(self.soak, "pause", &["--role", &role, "--stop"], stall) {
+            self.figures.unacknowledged += 1;
+        }
+        let paused_at = SystemTime::now();
+        self.note(&format!("role {j} paused (--stop); its holder {holder} leaves"));
+        if let Some(slot) = (0..self.soak.slots.len()).find(|&s| self.name(s).as_deref() == Some(holder.as_str())) {
+            self.struck.insert(slot, Signal::SIGTERM);
+            let _ = kill(self.soak.pid(slot), Signal::SIGTERM);
+            self.pending.push(Pending { at: Instant::now(), episode: None, action: Action::Start(slot) });
+        }
+        self.clock = Instant::now();
+        loop {
+            self.tick();
+            if self.starts[j].len() > count || self.held[j] {
+                let started = &self.starts[j][count..];
+                let why =
+                    format!("role {j} paused at {}: lock held {}, starts {started:?}", wall(paused_at), self.held[j]);
+                eprintln!("neli-soak: {why}");
+                self.figures.paused_starts.push(why);
+                break;
+            }
+            let others = self.held.iter().enumerate().all(|(k, held)| k == j || *held);
+            let quiet = self.last_start.elapsed() > session && self.clock.elapsed() > session;
+            if others && quiet && self.pending.is_empty() {
+                break;
+            }
+            if self.clock.elapsed() > stall {
+                self.stall(stall);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if !crate::faults::ask(self.soak, "resume", &["--role", &role], stall) {
+            self.figures.unacknowledged += 1;
+        }
+        self.free[j] = None;
+        self.clock = Instant::now();
     }
 
     /// Strikes `fault` (at a random live member, for a member's fault; an

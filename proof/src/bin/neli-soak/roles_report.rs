@@ -130,6 +130,16 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
     moves("a SIGTERM (graceful leave; to the role's new start)", &figures.graceful);
     moves("a kill -9", &figures.crash);
     moves("a drain (its drain file created)", &figures.drain);
+    if figures.pauses > 0 {
+        println!(
+            "roles paused (pause --role J --stop, its holder leaving meanwhile): {}, a paused role's command that \
+             ran: {}, pause or resume not acknowledged: {}",
+            figures.pauses,
+            figures.paused_starts.len(),
+            figures.unacknowledged
+        );
+        figures.paused_starts.iter().for_each(|p| println!("  {p}"));
+    }
     println!("stalls (the group did not settle within {}): {}", args.stall, figures.stalls);
     println!("members that exited unasked, or other than 0 after a SIGTERM: {}", figures.exits.len());
     figures.exits.iter().for_each(|e| println!("  {e}"));
@@ -171,7 +181,8 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
         );
     }
     let kept = scheduled.as_ref().is_none_or(|s| s.roles.iter().all(|r| r.reruns.is_empty() && r.skipped.is_empty()));
-    let safe = overlaps == 0 && orphans == 0 && tokens == 0 && needless == 0 && kept;
+    let safe =
+        overlaps == 0 && orphans == 0 && tokens == 0 && needless == 0 && kept && figures.paused_starts.is_empty();
     let dir = &soak.detector.dir;
     if safe && figures.stalls == 0 && figures.exits.is_empty() && !args.keep_logs {
         let _ = fs::remove_dir_all(dir);

@@ -90,6 +90,12 @@ impl View {
         live
     }
 
+    /// How many live standbys at `now_ms` are not `me`: the group a
+    /// `--never-lead` member's candidacy interval grows with.
+    pub(super) fn other_standbys(&self, me: &crate::kafka::heartbeat::Member, now_ms: u64) -> usize {
+        self.standbys(now_ms).iter().filter(|c| !c.is_from(me)).count()
+    }
+
     pub(super) fn add(&mut self, mut hb: Heartbeat) {
         // Its writer owns partition 0, or left it: no standby now.
         self.candidacies.retain(|c| c.name != hb.name || c.incarnation != hb.incarnation);
@@ -186,6 +192,21 @@ pub(super) mod tests {
         );
         hb.at_ms = at_ms;
         hb
+    }
+
+    #[test]
+    fn a_watchers_others_are_the_live_standbys_but_itself() {
+        let me = Member::this_process("w".into());
+        let now = crate::clock::wall_ms();
+        let mut v = View::default();
+        for name in ["w", "a", "b"] {
+            let member = if name == "w" { me.clone() } else { Member::this_process(name.into()) };
+            let c =
+                candidacy::Record::new(&member, 0, name == "w", now, std::time::Duration::from_secs(1), false, false);
+            v.read(Some(&c.encode()), 1);
+        }
+        assert_eq!(v.standbys(now).len(), 3);
+        assert_eq!(v.other_standbys(&me, now), 2);
     }
 
     #[test]

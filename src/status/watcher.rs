@@ -98,8 +98,7 @@ fn watch(cfg: &crate::config::Config, stop: &std::sync::atomic::AtomicBool) -> R
         beat();
         if Instant::now() >= next {
             // As a standby's (`candidacy::interval`): rarer in a large group.
-            let others = view.standbys(wall_ms()).iter().filter(|c| !c.is_from(&member)).count();
-            let every = crate::kafka::candidacy::interval(interval, others);
+            let every = crate::kafka::candidacy::interval(interval, view.other_standbys(&member, wall_ms()));
             send(false, every);
             next += every;
         }

@@ -432,10 +432,9 @@ fn pause_episode(
     interrupted: &AtomicBool,
     run: &mut Run,
 ) -> End {
-    let ask = |soak: &Soak, what: &str, extra: &[&str]| ask(soak, what, extra, stall);
     let before = soak.detector.starts();
     let warm = soak.leader_slot().is_some_and(|slot| soak.is_warm(slot));
-    if !ask(soak, "pause", &["--stop"]) {
+    if !ask(soak, "pause", &["--stop"], stall) {
         run.unacknowledged += 1;
     }
     let paused_at = SystemTime::now();
@@ -501,7 +500,7 @@ fn pause_episode(
     }
     let resumed = Instant::now();
     soak.resumes += 1;
-    if !ask(soak, "resume", &[]) {
+    if !ask(soak, "resume", &[], stall) {
         run.unacknowledged += 1;
     }
     while !soak.detector.lock_held() {

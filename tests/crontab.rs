@@ -543,6 +543,16 @@ fn cron_pause_holds_one_job_while_the_others_run_and_cron_resume_ends_it() {
     let (code, out) = cron(&["resume", "a"]);
     assert_eq!(code, 0, "{out}");
     crate::util::wait_until(takeover * 2, "a runs again", || starts("a") > a_paused);
+    // `pause` and `resume` alone hold every job, each named.
+    for what in ["pause", "resume"] {
+        let (code, out) = crate::util::run(&[what, "-b", address, "-g", group]);
+        assert_eq!(code, 0, "{out}");
+        for job in ["a", "b"] {
+            let said =
+                out.lines().any(|l| l.starts_with(&format!("group {group} job {job} (role ")) && l.contains(what));
+            assert!(said, "{job}: {out}");
+        }
+    }
     let (code, out) = cron(&["pause", "nope"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("no job nope") && out.contains("its jobs: a, b"), "{out}");

@@ -129,13 +129,18 @@ fn pause(target: &Target, (paused, stop): (bool, bool), role: Option<u32>, timeo
             );
         }
     };
-    // A group of roles is read on every role's partition.
-    let consumer = match view.roles {
+    // A group of roles is read on every role's partition (a crontab's
+    // partitions are named by their jobs).
+    let (consumer, views) = match view.roles {
         Some(roles) => {
             drop(consumer);
-            super::read::read_partitions(target, roles)?.0
+            super::read::read_partitions(target, roles)?
         }
-        None => consumer,
+        None => (consumer, Vec::new()),
+    };
+    let label = |p: i32| match views.get(p as usize).and_then(|v| v.placed.as_deref()) {
+        Some(job) => format!("job {} (role {p})", printable(job)),
+        None => format!("role {p}"),
     };
     let request = PauseRequest::new(paused, stop).encode();
     let written =
@@ -158,11 +163,11 @@ fn pause(target: &Target, (paused, stop): (bool, bool), role: Option<u32>, timeo
     let lines: Vec<String> = written
         .iter()
         .filter_map(|(p, offset)| {
-            said.get(p).map(|said| format!("group {group} role {p}: {what} (offset {offset}) acknowledged by {said}"))
+            said.get(p)
+                .map(|said| format!("group {group} {}: {what} (offset {offset}) acknowledged by {said}", label(*p)))
         })
         .collect();
-    let unsaid: Vec<String> =
-        written.iter().filter(|(p, _)| !said.contains_key(p)).map(|(p, _)| p.to_string()).collect();
+    let unsaid: Vec<String> = written.iter().filter(|(p, _)| !said.contains_key(p)).map(|(p, _)| label(*p)).collect();
     if unsaid.is_empty() {
         return Ok(lines.join("\n"));
     }
@@ -172,8 +177,8 @@ fn pause(target: &Target, (paused, stop): (bool, bool), role: Option<u32>, timeo
     fail(
         Kind::NoLeader,
         format!(
-            "group {group}: no owner of role {} acknowledged the {what} within {within} ({standing} on the topic, \
-             and whichever member owns the role next honours it)",
+            "group {group}: no owner of {} acknowledged the {what} within {within} ({standing} on the topic, \
+             and whichever member owns it next honours it)",
             unsaid.join(", ")
         ),
     )

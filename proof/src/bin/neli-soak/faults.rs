@@ -477,8 +477,7 @@ fn pause_episode(
         // failover late in the pause finds the request itself out of the
         // new owner's backlog, and only the records that carried it say so.
         let alive: Vec<usize> = (0..soak.slots.len()).filter(|&i| soak.slots[i].member.is_some()).collect();
-        let named = |n: &str| soak.slots.iter().position(|s| s.member.as_ref().is_some_and(|(m, _)| m == n));
-        let slot = status_leader(soak).and_then(|n| named(&n)).unwrap_or_else(|| rng.pick(&alive));
+        let slot = status_leader(soak).and_then(|n| soak.slot_named(&n)).unwrap_or_else(|| rng.pick(&alive));
         soak.strike(fault, slot, rng);
         run.paused_faults += 1;
         for (i, length) in

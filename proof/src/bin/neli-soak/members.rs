@@ -255,7 +255,12 @@ impl Soak {
     /// The slot of the member whose child started last.
     pub fn leader_slot(&self) -> Option<usize> {
         let (name, _) = self.detector.starts().pop()?;
-        self.slots.iter().position(|s| s.member.as_ref().is_some_and(|(n, _)| *n == name))
+        self.slot_named(&name)
+    }
+
+    /// The slot of the running member named `name`.
+    pub fn slot_named(&self, name: &str) -> Option<usize> {
+        self.slots.iter().position(|s| s.member.as_ref().is_some_and(|(n, _)| n == name))
     }
 
     /// The neli-run of the member in `slot`.

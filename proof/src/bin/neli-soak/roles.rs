@@ -803,7 +803,7 @@ impl Run<'_> {
         }
         let paused_at = SystemTime::now();
         self.note(&format!("role {j} paused (--stop); its holder {holder} leaves"));
-        if let Some(slot) = (0..self.soak.slots.len()).find(|&s| self.name(s).as_deref() == Some(holder.as_str())) {
+        if let Some(slot) = self.soak.slot_named(&holder) {
             self.struck.insert(slot, Signal::SIGTERM);
             let _ = kill(self.soak.pid(slot), Signal::SIGTERM);
             self.pending.push(Pending { at: Instant::now(), episode: None, action: Action::Start(slot) });

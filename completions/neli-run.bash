@@ -22,6 +22,9 @@ _neli__run() {
             neli__run,dev-broker)
                 cmd="neli__run__subcmd__dev__subcmd__broker"
                 ;;
+            neli__run,drain)
+                cmd="neli__run__subcmd__drain"
+                ;;
             neli__run,help)
                 cmd="neli__run__subcmd__help"
                 ;;
@@ -33,6 +36,9 @@ _neli__run() {
                 ;;
             neli__run,status)
                 cmd="neli__run__subcmd__status"
+                ;;
+            neli__run,undrain)
+                cmd="neli__run__subcmd__undrain"
                 ;;
             neli__run,yield)
                 cmd="neli__run__subcmd__yield"
@@ -91,6 +97,9 @@ _neli__run() {
             neli__run__subcmd__help,dev-broker)
                 cmd="neli__run__subcmd__help__subcmd__dev__subcmd__broker"
                 ;;
+            neli__run__subcmd__help,drain)
+                cmd="neli__run__subcmd__help__subcmd__drain"
+                ;;
             neli__run__subcmd__help,help)
                 cmd="neli__run__subcmd__help__subcmd__help"
                 ;;
@@ -102,6 +111,9 @@ _neli__run() {
                 ;;
             neli__run__subcmd__help,status)
                 cmd="neli__run__subcmd__help__subcmd__status"
+                ;;
+            neli__run__subcmd__help,undrain)
+                cmd="neli__run__subcmd__help__subcmd__undrain"
                 ;;
             neli__run__subcmd__help,yield)
                 cmd="neli__run__subcmd__help__subcmd__yield"
@@ -131,7 +143,7 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --no-wake --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --roles --overlap --restart-delay --once-within --failed-run --max-runtime --every --cron --crontab --time-zone --missed --starting-deadline --name --priority --preempt --never-lead --acquire-timeout --metrics-addr --leader-file --on-lead --on-unlead --on-exit --hook-timeout --health-cmd --health-interval --health-timeout --health-retries --warm --lead-signal --unlead-signal --verbose --quiet --log-format --help --version dev-broker status yield pause resume cron help"
+            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --no-wake --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --roles --overlap --restart-delay --once-within --failed-run --max-runtime --every --cron --crontab --time-zone --missed --starting-deadline --name --priority --preempt --never-lead --acquire-timeout --metrics-addr --leader-file --on-lead --on-unlead --on-exit --hook-timeout --health-cmd --health-interval --health-timeout --health-retries --warm --lead-signal --unlead-signal --verbose --quiet --log-format --help --version dev-broker status yield pause resume drain undrain cron help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -784,8 +796,62 @@ _neli__run() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        neli__subcmd__run__subcmd__drain)
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --timeout --force --verbose --quiet --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -g)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         neli__subcmd__run__subcmd__help)
-            opts="dev-broker status yield pause resume cron help"
+            opts="dev-broker status yield pause resume drain undrain cron help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -910,6 +976,20 @@ _neli__run() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        neli__subcmd__run__subcmd__help__subcmd__drain)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         neli__subcmd__run__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -953,6 +1033,20 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__help__subcmd__undrain)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1132,6 +1226,60 @@ _neli__run() {
                     return 0
                     ;;
                 -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__undrain)
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --timeout --verbose --quiet --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -g)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -69,7 +69,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l lead-signal -d 'With 
 complete -c neli-run -n "__fish_neli_run_needs_command" -l unlead-signal -d 'With --warm: the signal that tells the command it no longer leads (name or number)' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
-complete -c neli-run -n "__fish_neli_run_needs_command" -l no-wake -d 'Neither wake the others when leaving nor watch for their wakes: a handover then waits for the standbys\' coordinator heartbeats (up to 500ms at the defaults)'
+complete -c neli-run -n "__fish_neli_run_needs_command" -l no-wake -d 'Neither wake the others when leaving nor rejoin on their wakes: a handover then waits for the standbys\' coordinator heartbeats (up to 500ms at the defaults)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -l overlap -d 'NELI\'s non-exclusive mode: a revoke does not wait for the command, which gets --grace to finish while the next owner starts its own'
 complete -c neli-run -n "__fish_neli_run_needs_command" -l preempt -d 'While leading, hand over to a member of higher --priority as soon as one is live (it joined, or came back)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -l never-lead -d 'Never lead: watch the group, log who leads, and be listed by `neli-run status`, without ever running COMMAND (which may be left out)'
@@ -83,6 +83,8 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -a "status" -d 'Show who
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "yield" -d 'Ask the leader to hand over to another member'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'
+complete -c neli-run -n "__fish_neli_run_needs_command" -a "drain" -d 'Drain a member without stopping it: its commands stop, it leaves the group, and the others take what it ran, until `neli-run undrain`'
+complete -c neli-run -n "__fish_neli_run_needs_command" -a "undrain" -d 'End a drain: the member joins the group again and takes its share'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "cron" -d 'A fleet crontab: one file of jobs, each run once per due time across the group.'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand dev-broker; and not __fish_seen_subcommand_from event help" -l listen -d 'Address to listen on and advertise to clients (broker 1\'s; broker i listens on PORT + i - 1)' -r
@@ -165,6 +167,31 @@ json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_using_subcommand drain" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand drain" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
+complete -c neli-run -n "__fish_neli_run_using_subcommand drain" -l kafka-secret -d 'Set the Kafka property KEY to the contents of the file PATH, less one trailing newline (repeatable), e.g. sasl.password=PATH' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand drain" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand drain" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand drain" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand drain" -l timeout -d 'How long to wait for the member to say it is drained (at most 24h)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand drain" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
+complete -c neli-run -n "__fish_neli_run_using_subcommand drain" -l force -d 'Drain it even when no other member may take over (none live, or every one unhealthy, drained or --never-lead): its commands stop and nothing runs them until another member joins'
+complete -c neli-run -n "__fish_neli_run_using_subcommand drain" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand drain" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand drain" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_using_subcommand undrain" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand undrain" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
+complete -c neli-run -n "__fish_neli_run_using_subcommand undrain" -l kafka-secret -d 'Set the Kafka property KEY to the contents of the file PATH, less one trailing newline (repeatable), e.g. sasl.password=PATH' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand undrain" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand undrain" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand undrain" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand undrain" -l timeout -d 'How long to wait for the member to say it is back (at most 24h)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand undrain" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
+complete -c neli-run -n "__fish_neli_run_using_subcommand undrain" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand undrain" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand undrain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume trigger help" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume trigger help" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
@@ -241,13 +268,15 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "resume" -d 'End a job\'s pause: its owner runs it again from its next due time'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "trigger" -d 'Run a job now, once, across the fleet: its owner starts a run due now, recorded as any run'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "status" -d 'Show who leads a group now, and its standbys, read from its records'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "yield" -d 'Ask the leader to hand over to another member'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "cron" -d 'A fleet crontab: one file of jobs, each run once per due time across the group.'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume cron help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "status" -d 'Show who leads a group now, and its standbys, read from its records'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "yield" -d 'Ask the leader to hand over to another member'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "drain" -d 'Drain a member without stopping it: its commands stop, it leaves the group, and the others take what it ran, until `neli-run undrain`'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "undrain" -d 'End a drain: the member joins the group again and takes its share'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "cron" -d 'A fleet crontab: one file of jobs, each run once per due time across the group.'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from dev-broker" -f -a "event" -d 'Make one cluster event on the dev broker at --control, and say what it did.'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "check" -d 'Read a crontab and say what each job means: its time, zone, next due times and command; refused lines as FILE:LINE:COLUMN on stderr'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "history" -d 'Show a job\'s runs, read from the group\'s topic: when each was due, started and ended, its status, who ran it and under which token'

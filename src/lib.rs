@@ -107,6 +107,14 @@ pub fn main() -> ExitCode {
             let asked = status::pause_main(args.kafka, (false, false), args.role, args.timeout.into(), env_properties);
             return end_beside_librdkafka(said(asked));
         }
+        Some(Sub::Drain(args)) => {
+            let asked = status::drain_main(args.kafka, args.member, (true, args.force), args.timeout, env_properties);
+            return end_beside_librdkafka(said(asked));
+        }
+        Some(Sub::Undrain(args)) => {
+            let asked = status::drain_main(args.kafka, args.member, (false, false), args.timeout, env_properties);
+            return end_beside_librdkafka(said(asked));
+        }
         Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::Check(args) })) => {
             return ExitCode::from(said(crontab::check_main(args)));
         }

@@ -71,6 +71,8 @@ pub struct Snapshot {
     /// The health check's verdict (`--health-cmd`), once it has one; None
     /// without a check (no series then).
     pub healthy: Option<bool>,
+    /// `neli-run drain` named us (`neli_drained`).
+    pub drained: bool,
     /// When the shell's loop last turned; None until it starts (while
     /// connecting to Kafka).
     pub loop_seen: Option<BootTime>,
@@ -370,6 +372,8 @@ impl Collector for Scrape {
             let help = "1 while the health check (--health-cmd) says this member may lead.";
             one(&mut enc, "neli_healthy", None, help, gauge(healthy as i64))?;
         }
+        let help = "1 while this member is drained (neli-run drain): out of the group, running nothing.";
+        one(&mut enc, "neli_drained", None, help, gauge(s.drained as i64))?;
         let by_outcome = OUTCOMES.map(|k| (k, ConstCounter::new(s.runs.of(k))));
         let help = "Runs of the command this member started (of a wave or a schedule), by how they ended.";
         family(&mut enc, ("neli_runs", None), help, "outcome", by_outcome)?;

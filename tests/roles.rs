@@ -245,6 +245,71 @@ fn a_member_drained_by_its_health_check_hands_its_roles_over_and_takes_them_back
     r.assert_no_orphan();
 }
 
+/// `neli-run drain MEMBER`: the member stops its roles' commands, leaves
+/// the group and stays up; its roles, and only they, move to the others,
+/// and the command returns once it says it is drained. `status`, its log
+/// and /metrics say so; `undrain` brings it back to take its share. A
+/// member of `--no-wake` (no wake watcher of its own) hears it too. A drain
+/// of a member that is not live, or of the last that may lead, is refused.
+#[test]
+fn neli_run_drain_moves_a_members_roles_off_it_and_undrain_brings_it_back() {
+    let r = Roles::new("roles-drain-cli", 6);
+    let metrics = crate::metrics::free_addr();
+    let mut members: Vec<Member> =
+        [("a", &[][..]), ("b", &[][..]), ("c", &["--no-wake", "--metrics-addr", &metrics][..])]
+            .iter()
+            .map(|(n, extra)| r.member_running(n, extra, &["sleep", "1000"]))
+            .collect();
+    r.wait_spread(3, 2);
+    let kafka = ["-b", r.g.broker.address.as_str(), "-g", r.g.name.as_str()];
+    let (code, out) = run(&[&["drain", "nobody"][..], &kafka].concat());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("nobody is not a live member of group") && out.contains("a, b, c"), "{out}");
+    let before = r.starts();
+    let holders = r.holders().unwrap();
+    let (code, out) = run(&[&["drain", "c"][..], &kafka].concat());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("c (host") && out.contains("drained (offset"), "{out}");
+    // Said once its commands are gone: each one's exit is in c's log before
+    // its drained candidacy is written.
+    let c_ran = holders.iter().filter(|h| *h == "c").count();
+    let log = members[2].log();
+    let since = log.split_once("drained by").map_or("", |(_, since)| since);
+    assert_eq!(since.matches("child exited").count(), c_ran, "{log}");
+    r.wait_spread(2, 3);
+    r.assert_only_moved(&before, &holders, "c");
+    assert!(!members.iter_mut().any(|m| m.exited()), "a drained member stays up");
+    let log = members[2].log();
+    assert!(log.contains("drained by user") && log.contains("out of the group until `neli-run undrain`"), "{log}");
+    let (_, status) = run(&[&["status"][..], &kafka].concat());
+    assert!(
+        status.contains("no role: c (host") && status.contains("drained (`neli-run undrain` brings it back)"),
+        "{status}"
+    );
+    let scraped = crate::metrics::get(&metrics, "/metrics").unwrap().1;
+    assert!(scraped.lines().any(|l| l == "neli_drained 1"), "{scraped}");
+    let (code, out) = run(&[&["drain", "c"][..], &kafka].concat());
+    assert_eq!((code, out.contains("drained already: nothing to do")), (0, true), "{out}");
+    // b drained too, a alone may lead: draining a is refused.
+    assert_eq!(run(&[&["drain", "b"][..], &kafka].concat()).0, 0);
+    r.wait_spread(1, 6);
+    let (code, out) = run(&[&["drain", "a"][..], &kafka].concat());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no other member may take over from a") && out.contains("--force"), "{out}");
+    for name in ["b", "c"] {
+        let (code, out) = run(&[&["undrain", name][..], &kafka].concat());
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains(&format!("{name} (host")) && out.contains("undrained (offset"), "{out}");
+    }
+    r.wait_spread(3, 2);
+    let scraped = crate::metrics::get(&metrics, "/metrics").unwrap().1;
+    assert!(scraped.lines().any(|l| l == "neli_drained 0"), "{scraped}");
+    r.assert_tokens_increase();
+    drop(members);
+    r.assert_no_overlap();
+    r.assert_no_orphan();
+}
+
 /// `--leader-file` with `{role}`: one file per role, which exists on the
 /// member leading that role only, names the role and its command's token,
 /// and goes when the member stops.

@@ -100,6 +100,56 @@ fn yield_to_a_member_that_cannot_take_over_is_refused() {
     assert!(out.contains("--priority") && out.contains("0..=100"), "{out}");
 }
 
+/// `neli-run drain` of the single leader: its command stops, a standby
+/// leads, and the drained member stays up, out of the group, until
+/// `undrain`; `yield --to` it is refused meanwhile. A drain is the running
+/// process's: the same member started again joins as any does.
+#[test]
+fn a_drained_leader_hands_over_stays_up_and_a_restart_ends_the_drain() {
+    let g = Group::new("drain-leader");
+    let t = g.broker.timing;
+    let mut a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let b = g.member("b", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "status lists b", || standbys(&g).len() == 1);
+    let kafka = ["-b", g.broker.address.as_str(), "-g", g.name.as_str()];
+    let (code, out) = run(&[&["drain", ""][..], &kafka].concat());
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("the member to drain is empty"), "{out}");
+    let (code, out) = run(&[&["drain", "a"][..], &kafka].concat());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("a (host") && out.contains("drained (offset"), "{out}");
+    // Said once a's command is gone (its exit is in a's log before its
+    // drained candidacy is written).
+    assert!(a.log().contains("child exited"), "said before a's command was gone:\n{}", a.log());
+    wait_until(t.takeover(), "b leads", || last_start(&g).as_deref() == Some("b") && g.lock_held());
+    assert!(!a.exited(), "a drained member stays up:\n{}", a.log());
+    assert!(a.log().contains(r#"why="drained""#), "{}", a.log());
+    let (code, out) = run(&[&["yield", "--to", "a"][..], &kafka].concat());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("a is drained"), "{out}");
+    // b alone may lead: draining it is refused.
+    let (code, out) = run(&[&["drain", "b"][..], &kafka].concat());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no other member may take over from b (") && out.contains("--force"), "{out}");
+    let (code, out) = run(&[&["undrain", "a"][..], &kafka].concat());
+    assert_eq!(code, 0, "{out}\n{}", a.log());
+    assert!(out.contains("undrained (offset") && out.contains("back in the group"), "{out}");
+    wait_until(t.takeover(), "a is a standby again", || standbys(&g).iter().any(|(n, _)| n == "a"));
+    let (code, out) = run(&[&["undrain", "a"][..], &kafka].concat());
+    assert_eq!((code, out.contains("is not drained: nothing to do")), (0, true), "{out}");
+    // Drained, then started again: the new process joins, and b's stop
+    // hands over to it.
+    assert_eq!(run(&[&["drain", "a"][..], &kafka].concat()).0, 0);
+    a.signal(Signal::SIGTERM);
+    a.wait_exit(t.takeover());
+    let _a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "the new a is a standby", || standbys(&g).iter().any(|(n, _)| n == "a"));
+    drop(b);
+    wait_until(t.takeover(), "the new a leads", || last_start(&g).as_deref() == Some("a") && g.lock_held());
+    g.assert_no_overlap();
+}
+
 #[test]
 fn the_live_member_of_highest_priority_leads_when_the_leader_stops() {
     let g = Group::new("priorities");

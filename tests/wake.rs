@@ -87,8 +87,8 @@ fn a_leader_that_stops_wakes_the_standbys_once_the_group_answered_its_leave() {
     g.assert_no_overlap();
 }
 
-/// A rolling upgrade: members of an older version neither watch nor wake
-/// (as `--no-wake` runs one).
+/// A rolling upgrade: members of an older version neither wake nor rejoin
+/// on a wake (as `--no-wake` runs one).
 /// A standby of the old kind takes over from a new leader, and a new
 /// standby from an old leader, each at its next coordinator heartbeat.
 #[test]

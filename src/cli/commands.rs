@@ -1,6 +1,7 @@
-//! The subcommands: `status`, `yield`, `pause`, `resume` (which read and
-//! write the group's topic: `crate::status`) and `dev-broker` (the crate
-//! neli-dev-broker), each with its options.
+//! The subcommands: `status`, `yield`, `pause`, `resume`, `drain`,
+//! `undrain` and `cron` (which read and write the group's topic:
+//! `crate::status`) and `dev-broker` (the crate neli-dev-broker), each with
+//! its options.
 
 use clap::{Args, Subcommand};
 
@@ -69,6 +70,26 @@ pub enum Sub {
     /// paused count as missed (--missed decides). A group of roles is
     /// resumed role by role: every role, or the one --role names.
     Resume(ResumeArgs),
+
+    /// Drain a member without stopping it: its commands stop, it leaves the
+    /// group, and the others take what it ran, until `neli-run undrain`.
+    ///
+    /// Writes a control record to partition 0 that names the member (its
+    /// --name); the member stops its commands as on a revoke, leaves the
+    /// group and stays out, still running and saying "drained" (in `neli-run
+    /// status`, its log, systemd's status line and /metrics). Waits until
+    /// the member says it is drained, its commands gone. A drain is the
+    /// running process's: one started again joins as any member does (for a
+    /// drain that outlives restarts: --health-cmd 'test ! -e FILE', then
+    /// touch FILE). Refused when no other member may take over, unless
+    /// --force. The request says who asked and the member logs it.
+    Drain(DrainArgs),
+
+    /// End a drain: the member joins the group again and takes its share.
+    ///
+    /// Writes a control record to partition 0 that names the member, and
+    /// waits until it says it is back in the group.
+    Undrain(UndrainArgs),
 
     /// A fleet crontab: one file of jobs, each run once per due time across
     /// the group.
@@ -259,6 +280,42 @@ pub struct ResumeArgs {
     /// How long to wait for the owner of partition 0 (of each role resumed)
     /// to acknowledge (at most 24h).
     #[arg(long, env = "NELI_RESUME_TIMEOUT", default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
+}
+
+/// Options of `neli-run drain`.
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// The member to drain: its --name, as `neli-run status` lists it.
+    #[arg(value_name = "MEMBER")]
+    pub member: String,
+
+    /// How long to wait for the member to say it is drained (at most 24h).
+    #[arg(long, env = "NELI_DRAIN_TIMEOUT", default_value = "30s", value_name = "DURATION")]
+    pub timeout: humantime::Duration,
+
+    /// Drain it even when no other member may take over (none live, or
+    /// every one unhealthy, drained or --never-lead): its commands stop and
+    /// nothing runs them until another member joins.
+    #[arg(long, env = "NELI_DRAIN_FORCE")]
+    pub force: bool,
+}
+
+/// Options of `neli-run undrain`.
+#[derive(Debug, Args)]
+pub struct UndrainArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// The member to bring back: its --name.
+    #[arg(value_name = "MEMBER")]
+    pub member: String,
+
+    /// How long to wait for the member to say it is back (at most 24h).
+    #[arg(long, env = "NELI_UNDRAIN_TIMEOUT", default_value = "30s", value_name = "DURATION")]
     pub timeout: humantime::Duration,
 }
 

@@ -80,7 +80,7 @@ pub struct RunArgs {
           help_heading = "Timing")]
     pub session_timeout: std::time::Duration,
 
-    /// Neither wake the others when leaving nor watch for their wakes: a
+    /// Neither wake the others when leaving nor rejoin on their wakes: a
     /// handover then waits for the standbys' coordinator heartbeats (up to
     /// 500ms at the defaults).
     ///
@@ -88,7 +88,8 @@ pub struct RunArgs {
     /// the group, and the others rejoin on it at once. Use this where the
     /// broker's group coordinator mishandles a rejoin that comes right
     /// after a leave: tansu 0.6 can leave another member's first join
-    /// unanswered for good.
+    /// unanswered for good. The member still watches partition 0 for
+    /// `neli-run drain`.
     #[arg(long, env = "NELI_NO_WAKE", help_heading = "Timing")]
     pub no_wake: bool,
 

@@ -109,6 +109,10 @@ pub struct Record {
     /// may not lead, but says so, so that `status` can show why.
     #[serde(default)]
     pub unhealthy: bool,
+    /// `neli-run drain` named it: it is out of the group and may not lead
+    /// until `undrain` (and what the drain's writer waits for).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drained: bool,
 }
 
 impl Record {
@@ -137,6 +141,7 @@ impl Record {
             live_ms: (LIVE_INTERVALS * interval).as_millis() as u64,
             leaving,
             unhealthy,
+            drained: false,
         }
     }
 
@@ -171,7 +176,9 @@ impl Record {
             priority: self.priority,
             never_lead: self.never_lead,
             leaving: self.leaving,
-            unhealthy: self.unhealthy,
+            // To the core, as one that fails its check: no owner hands a
+            // partition to it.
+            unhealthy: self.unhealthy || self.drained,
             age: ms(now_ms.saturating_sub(self.at_ms)),
             live_for: ms(self.live_ms),
         }
@@ -199,6 +206,7 @@ mod tests {
             live_ms: 3_000,
             leaving: false,
             unhealthy: false,
+            drained: false,
         }
     }
 

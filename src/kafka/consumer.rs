@@ -31,8 +31,10 @@ pub(super) struct Requests {
     pub(super) closing: AtomicBool,
     pub(super) rejoin: AtomicBool,
     pub(super) stand_aside: AtomicBool,
-    /// Unhealthy: not in the group (see `Kafka::keep_out`).
+    /// Unhealthy or drained: not in the group (see `Kafka::keep_out`).
     pub(super) keep_out: AtomicBool,
+    /// Drained (`neli-run drain`): what keeps us out, if `keep_out`.
+    pub(super) drained: AtomicBool,
     pub(super) hand_over: AtomicBool,
     /// Out of the group for good, ahead of exiting (`Kafka::leave_group`).
     pub(super) leave: AtomicBool,
@@ -42,6 +44,24 @@ pub(super) struct Requests {
 }
 
 impl Requests {
+    /// What keeps us out of the group, for the log.
+    fn why_out(&self) -> &'static str {
+        if self.drained.load(Ordering::Relaxed) {
+            "drained"
+        } else {
+            "unhealthy"
+        }
+    }
+
+    /// What ends it.
+    fn out_until(&self) -> &'static str {
+        if self.drained.load(Ordering::Relaxed) {
+            "`neli-run undrain`"
+        } else {
+            "the health check passes"
+        }
+    }
+
     /// Sets `flag` and wakes the consumer thread to answer it.
     pub(super) fn ask(&self, flag: &AtomicBool, value: bool) {
         flag.store(value, Ordering::Relaxed);
@@ -157,7 +177,7 @@ impl Reader<'_> {
         let out = asks.keep_out.load(Ordering::Relaxed);
         let subscribed = subscription.subscribed();
         if out && subscribed && !holds_a_seat(consumer) {
-            info!("unhealthy: leaving the group until the health check passes");
+            info!("{}: leaving the group until {}", asks.why_out(), asks.out_until());
             leave_group(consumer, subscription);
         } else if !out && !subscribed {
             info!("healthy: joining the group");
@@ -183,7 +203,7 @@ impl Reader<'_> {
         if let Some(watch) = aside.filter(|_| subscription.subscribed()) {
             leave_until_another_leads(consumer, subscription, self.me, asks, watch, self.waker, events);
             if asks.keep_out.load(Ordering::Relaxed) {
-                info!("unhealthy: staying out of the group until the health check passes");
+                info!("{}: staying out of the group until {}", asks.why_out(), asks.out_until());
             } else {
                 subscribe(consumer, subscription, events);
             }
@@ -288,6 +308,7 @@ fn event_of(msg: &BorrowedMessage<'_>, ctx: &ReaderContext, me: &Member, yields:
         me,
         deadline: ctx.deadline,
         yields_from: yields.then(|| ctx.assigned_at(CONTROL_PARTITION)),
+        drains_from: ctx.drains_from.get().copied(),
         wall_ms: crate::clock::wall_ms(),
     };
     let event = decoder.event(Read {

@@ -168,6 +168,9 @@ pub(super) struct ReaderContext {
     /// records before it are the backlog, read for the claims in it, and a
     /// yield among the control partition's was meant for an earlier owner.
     pub(super) assigned_at: Mutex<BTreeMap<Partition, i64>>,
+    /// The control partition's end when we started: a drain written from
+    /// there on may name this process (`Decoder::drains_from`).
+    pub(super) drains_from: std::sync::OnceLock<i64>,
 }
 
 /// How long pinning a new seat's read position may take, each step.
@@ -411,6 +414,7 @@ mod tests {
             interval: Duration::from_millis(500),
             assigned: Mutex::default(),
             assigned_at: Mutex::default(),
+            drains_from: Default::default(),
         };
         let consumer = rdkafka::ClientConfig::new()
             .set("bootstrap.servers", "127.0.0.1:9")

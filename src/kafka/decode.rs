@@ -9,7 +9,7 @@ use tracing::info;
 
 use super::candidacy;
 use super::heartbeat::{Heartbeat, Member};
-use super::yield_request::{PauseRequest, TriggerRequest, Yield};
+use super::yield_request::{DrainRequest, PauseRequest, TriggerRequest, Yield};
 use super::{Event, Partition, CONTROL_PARTITION};
 use crate::clock::BootTime;
 
@@ -37,6 +37,10 @@ pub(super) struct Decoder<'a> {
     /// for us; one before it, in the backlog, was meant for an earlier
     /// owner. None: no yield is ours (we read from outside the group).
     pub(super) yields_from: Option<i64>,
+    /// Some(offset): a drain or undrain written from there on (the control
+    /// partition's end when we started) names this process; one before it
+    /// was for an earlier one. None: we do not know where that was.
+    pub(super) drains_from: Option<i64>,
     /// Our wall clock now, to age the records by.
     pub(super) wall_ms: u64,
 }
@@ -59,6 +63,10 @@ impl Decoder<'_> {
         let payload = payload?;
         if let Some(c) = candidacy::Record::decode(payload) {
             return (control && !c.is_from(self.me)).then(|| Event::Candidacy(c.as_core(self.wall_ms)));
+        }
+        if let Some(d) = DrainRequest::decode(payload) {
+            let ours = control && d.member == self.me.name && self.drains_from.is_some_and(|from| offset >= from);
+            return ours.then(|| Event::Drain { drained: d.drains(), offset, by: d.by.describe() });
         }
         match (Heartbeat::decode(payload), Yield::decode(payload)) {
             (Some(_), _) if !seat => None,
@@ -105,6 +113,7 @@ mod tests {
             me,
             deadline: Duration::from_secs(5),
             yields_from: Some(10),
+            drains_from: Some(8),
             wall_ms: crate::clock::wall_ms(),
         }
     }
@@ -164,6 +173,22 @@ mod tests {
         assert!(d.event(at(0, 12, &ask(Some("b")))).is_none(), "meant for another member");
         let outside = Decoder { yields_from: None, ..decoder(&me) };
         assert!(outside.event(at(0, 12, &ask(None))).is_none(), "read from outside the group: for whoever leads");
+    }
+
+    #[test]
+    fn a_drain_is_ours_if_it_names_us_on_the_control_partition_since_we_started() {
+        let me = me();
+        let d = decoder(&me);
+        let drain = |member: &str, drained| DrainRequest::new(member.into(), drained).encode();
+        let got = d.event(at(0, 8, &drain("me", true)));
+        assert!(matches!(&got, Some(Event::Drain { drained: true, offset: 8, by }) if by.contains("pid")), "{got:?}");
+        assert!(matches!(d.event(at(0, 9, &drain("me", false))), Some(Event::Drain { drained: false, .. })));
+        assert!(d.event(at(0, 7, &drain("me", true))).is_none(), "written before we started: an earlier process's");
+        assert!(d.event(at(0, 9, &drain("b", true))).is_none(), "another member's");
+        let seats = Decoder { seats: &[0, 2], ..decoder(&me) };
+        assert!(seats.event(at(2, 9, &drain("me", true))).is_none(), "drains are the control partition's");
+        let unknown = Decoder { drains_from: None, ..decoder(&me) };
+        assert!(unknown.event(at(0, 9, &drain("me", true))).is_none(), "no start known: none is ours");
     }
 
     #[test]

@@ -102,6 +102,10 @@ pub enum Event {
     Trigger(Partition, crate::leader::Trigger),
     /// Another member's candidacy record.
     Candidacy(Candidacy),
+    /// `neli-run drain` (`drained`) or `undrain` named us, at `offset` of
+    /// the control partition (heard by the watcher and by the consumer
+    /// alike: the shell takes the newest); `by` says who asked.
+    Drain { drained: bool, offset: i64, by: String },
     /// Kafka refused us for good: a problem no retry will fix.
     Fatal(Failure),
 }
@@ -214,12 +218,13 @@ pub struct Kafka {
 }
 
 /// Our last candidacy record since our last heartbeat: when, the interval
-/// it gave, and whether it said we are unhealthy.
+/// it gave, and whether it said we are unhealthy or drained.
 #[derive(Clone, Copy, Debug)]
 struct CandidacyWritten {
     at: Instant,
     interval: Duration,
     unhealthy: bool,
+    drained: bool,
 }
 
 /// A helper thread that must end before neli-run does: dropping this asks
@@ -275,6 +280,7 @@ impl Kafka {
             interval: s.idle_heartbeat,
             assigned: Default::default(),
             assigned_at: Default::default(),
+            drains_from: Default::default(),
         };
         let writer = WriterContext {
             reach: reach.clone(),
@@ -296,6 +302,9 @@ impl Kafka {
             .iter()
             .filter_map(|&p| Some((p, consumer.fetch_watermarks(&s.target.topic, p, Duration::from_secs(2)).ok()?.1)))
             .collect();
+        if let Some(&end) = born.get(&CONTROL_PARTITION) {
+            let _ = consumer.context().drains_from.set(end);
+        }
         let subscription = Arc::new(wake::Subscription::default());
         if !s.health_checked {
             subscription
@@ -306,15 +315,15 @@ impl Kafka {
         let wakes = s.wake;
         let waker = wake::Waker::new(producer.clone(), s.target.topic.clone(), member.clone(), wakes);
         let census = Arc::new(Mutex::new(candidacy::Census::default()));
-        let watcher = if !wakes {
-            None
-        } else {
+        // Watching with --no-wake too: drains are read there.
+        let watcher = {
             let watcher: BaseConsumer = wake::watcher_config(s).create().map_err(|e| creation_error(e, &s.target))?;
-            let (group, watched, me, counted) =
-                (consumer.clone(), subscription.clone(), member.clone(), census.clone());
+            let (group, watched, counted) = (consumer.clone(), subscription.clone(), census.clone());
             let from = born.get(&CONTROL_PARTITION).copied();
+            let (me, heard) = (member.clone(), events.clone());
+            let watching = wake::Watching { from, wakes, me, events: heard };
             Some(Joined::spawn("neli-watch", move |stop, _| {
-                wake::watch(&watcher, from, &group, &watched, &me, &counted, stop)
+                wake::watch(&watcher, &watching, &group, &watched, &counted, stop)
             })?)
         };
 
@@ -373,20 +382,26 @@ impl Kafka {
     /// (`candidacy::interval`) has nearly run.
     pub fn send_candidacy(&mut self, leaving: bool) {
         let since_ms = *self.standby_since.get_or_insert_with(crate::clock::wall_ms);
-        let unhealthy = self.requests.keep_out.load(Ordering::Relaxed);
+        let drained = self.requests.drained.load(Ordering::Relaxed);
+        let unhealthy = self.requests.keep_out.load(Ordering::Relaxed) && !drained;
         let now = Instant::now();
         // Half a base interval early: the core asks every base interval,
         // and a few microseconds late for this one must not skip a turn.
         let early = self.candidacy_interval / 2;
-        if let Some(last) = self.candidacy_written.filter(|l| !leaving && l.unhealthy == unhealthy) {
+        if let Some(last) =
+            self.candidacy_written.filter(|l| !leaving && (l.unhealthy, l.drained) == (unhealthy, drained))
+        {
             if now + early < last.at + last.interval {
                 return;
             }
         }
         let others = self.census.lock().unwrap_or_else(PoisonError::into_inner).live(crate::clock::wall_ms());
         let interval = candidacy::interval(self.candidacy_interval, others);
-        self.candidacy_written = Some(CandidacyWritten { at: now, interval, unhealthy });
-        let record = candidacy::Record::new(&self.member, self.priority, false, since_ms, interval, leaving, unhealthy);
+        self.candidacy_written = Some(CandidacyWritten { at: now, interval, unhealthy, drained });
+        let record = candidacy::Record {
+            drained,
+            ..candidacy::Record::new(&self.member, self.priority, false, since_ms, interval, leaving, unhealthy)
+        };
         let value = record.encode();
         let record =
             BaseRecord::to(&self.topic).partition(CONTROL_PARTITION).key(self.member.name.as_bytes()).payload(&value);
@@ -468,11 +483,12 @@ impl Kafka {
         self.requests.ask(&self.requests.stand_aside, true);
     }
 
-    /// Stays out of the group while `out` (this member is unhealthy), and
-    /// joins it again once not: a standby leaves at once; a member that
-    /// owns a seat's partition leaves as the core says (it stands aside), and
-    /// rejoins only once healthy.
-    pub fn keep_out(&self, out: bool) {
+    /// Stays out of the group while `out` (this member is unhealthy, or
+    /// `drained`: what our candidacy says), and joins it again once not: a
+    /// standby leaves at once; a member that owns a seat's partition leaves
+    /// as the core says (it stands aside), and rejoins only once back.
+    pub fn keep_out(&self, out: bool, drained: bool) {
+        self.requests.drained.store(drained, Ordering::Relaxed);
         self.requests.ask(&self.requests.keep_out, out);
     }
 

@@ -40,12 +40,13 @@ use tracing::{debug, info, warn};
 use super::candidacy;
 use super::context::{ReaderContext, WriterContext};
 use super::heartbeat::Member;
+use super::yield_request::DrainRequest;
 use super::CONTROL_PARTITION;
 
 /// How large a wake record is (its padding): more than the watchers'
 /// `fetch.min.bytes`, which the heartbeats and candidacies written in one
 /// fetch wait do not reach in a small group.
-const WAKE_BYTES: usize = 16 * 1024;
+pub(super) const WAKE_BYTES: usize = 16 * 1024;
 /// The watchers' `fetch.min.bytes`.
 const WATCH_MIN_BYTES: usize = WAKE_BYTES / 2;
 /// How long the subscription with the name that does not exist stays:
@@ -276,48 +277,64 @@ pub(super) fn watcher_config(s: &super::Settings) -> rdkafka::ClientConfig {
     ])
 }
 
+/// What the watcher is told: where to read from, whether to act on wakes
+/// (not with `--no-wake`), who we are, and where drains naming us go.
+pub(super) struct Watching {
+    /// The control partition's end when we joined, where known.
+    pub(super) from: Option<i64>,
+    pub(super) wakes: bool,
+    pub(super) me: Member,
+    pub(super) events: tokio::sync::mpsc::UnboundedSender<super::Event>,
+}
+
 /// The `neli-watch` thread: reads the control partition from `from` (its
 /// end when we joined, where known), and on another member's wake makes
-/// the group's consumer rejoin, until `stop`. Not from the end as the
-/// watcher finds it: in a group starting together the topic may not exist
-/// yet, and by the time it does a wake may be in it. The holder of the one
-/// role has nothing to take on a wake: while it holds the control
-/// partition the watcher reads nothing (no fetch), and it reads again from
-/// the end once the member is a standby (a wake written in the moment
-/// between is missed: that handover waits for the coordinator heartbeat).
+/// the group's consumer rejoin, until `stop`; a drain or undrain naming us
+/// goes to the shell. Not from the end as the watcher finds it: in a group
+/// starting together the topic may not exist yet, and by the time it does
+/// a wake may be in it. The holder of the one role has nothing to take on a
+/// wake, and reads the control partition itself: while it holds it the
+/// watcher reads nothing (no fetch), and it reads again from the end once
+/// the member is a standby (a wake written in the moment between is
+/// missed: that handover waits for the coordinator heartbeat).
 pub(super) fn watch(
     watcher: &BaseConsumer,
-    from: Option<i64>,
+    watching: &Watching,
     group: &Arc<BaseConsumer<ReaderContext>>,
     subscription: &Subscription,
-    me: &Member,
     census: &Mutex<candidacy::Census>,
     stop: &AtomicBool,
 ) {
+    let Watching { from, wakes, me, events } = watching;
     let topic = group.context().reach.topic.clone();
     let mut tpl = TopicPartitionList::new();
-    let from = from.map_or(Offset::End, Offset::Offset);
-    if let Err(err) = tpl.add_partition_offset(&topic, CONTROL_PARTITION, from).and_then(|()| watcher.assign(&tpl)) {
-        warn!(%err, "cannot watch for wakes: a handover here waits for the next coordinator heartbeat");
+    let start = from.map_or(Offset::End, Offset::Offset);
+    if let Err(err) = tpl.add_partition_offset(&topic, CONTROL_PARTITION, start).and_then(|()| watcher.assign(&tpl)) {
+        warn!(%err, "cannot watch for wakes and drains: a handover here waits for the next coordinator heartbeat");
         return;
     }
     debug!("watching for wakes");
     let context = group.context();
     let one_role = context.seats.len() == 1;
-    let mut watching = true;
+    let mut reading = true;
     while !stop.load(Ordering::Relaxed) {
-        let holder = one_role && !context.standby.load(Ordering::Relaxed) && context.joined.load(Ordering::Relaxed);
-        if holder == watching {
-            watching = !holder;
-            let read = if watching {
+        // Out of the group (unhealthy, drained) we hold nothing: watch, so
+        // that an undrain is heard.
+        let holder = one_role
+            && !context.standby.load(Ordering::Relaxed)
+            && context.joined.load(Ordering::Relaxed)
+            && subscription.subscribed();
+        if holder == reading {
+            reading = !holder;
+            let read = if reading {
                 let mut end = TopicPartitionList::new();
                 end.add_partition_offset(&topic, CONTROL_PARTITION, Offset::End).and_then(|()| watcher.assign(&end))
             } else {
                 watcher.unassign()
             };
             match read {
-                Ok(()) => debug!(watching, "the watcher follows our standing"),
-                Err(err) => debug!(%err, watching, "the watcher cannot follow our standing"),
+                Ok(()) => debug!(reading, "the watcher follows our standing"),
+                Err(err) => debug!(%err, reading, "the watcher cannot follow our standing"),
             }
         }
         let msg = match watcher.poll(WATCH_POLL) {
@@ -334,7 +351,14 @@ pub(super) fn watch(
             census.lock().unwrap_or_else(PoisonError::into_inner).note(&c, crate::clock::wall_ms());
             continue;
         }
-        let Some(wake) = Record::decode(payload).filter(|w| !w.is_from(me)) else { continue };
+        if let Some(d) = DrainRequest::decode(payload) {
+            if d.member == me.name && from.is_some_and(|from| msg.offset() >= from) {
+                let by = d.by.describe();
+                let _ = events.send(super::Event::Drain { drained: d.drains(), offset: msg.offset(), by });
+            }
+            continue;
+        }
+        let Some(wake) = Record::decode(payload).filter(|w| *wakes && !w.is_from(me)) else { continue };
         if subscription.wake(group, &topic, me) {
             info!(from = %crate::printable::printable(&wake.name), "a member left the group: rejoining now");
         }

@@ -143,6 +143,60 @@ impl TriggerRequest {
     }
 }
 
+/// A control record on partition 0: `neli-run drain MEMBER` ("type":
+/// "drain") or `undrain` ("undrain"). The member it names, if it started
+/// before it was written, leaves the group and stays out of it (its roles
+/// move to the others) until the newest one it has read is an undrain.
+/// Padded as a wake is, so that a standby's watcher, whose fetch waits for
+/// a wake's size, reads it at once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainRequest {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub v: u32,
+    /// The member's --name.
+    pub member: String,
+    pub at_ms: u64,
+    #[serde(flatten)]
+    pub by: Asker,
+    /// Spaces up to a wake's size.
+    #[serde(default)]
+    pad: String,
+}
+
+impl DrainRequest {
+    /// A drain of `member` (or, `drained` false, an undrain), signed with
+    /// this process.
+    pub fn new(member: String, drained: bool) -> DrainRequest {
+        let kind = if drained { "drain" } else { "undrain" };
+        DrainRequest {
+            kind: kind.into(),
+            v: 1,
+            member,
+            at_ms: crate::clock::wall_ms(),
+            by: this_asker(),
+            pad: String::new(),
+        }
+    }
+
+    /// Serialized record value, padded to a wake's size.
+    pub fn encode(&self) -> Vec<u8> {
+        let bare = serde_json::to_vec(self).expect("a drain always serializes").len();
+        let pad = " ".repeat(super::wake::WAKE_BYTES.saturating_sub(bare));
+        serde_json::to_vec(&DrainRequest { pad, ..self.clone() }).expect("a drain always serializes")
+    }
+
+    /// Parses a record value that is a drain or undrain request.
+    pub fn decode(bytes: &[u8]) -> Option<DrainRequest> {
+        serde_json::from_slice::<DrainRequest>(bytes).ok().filter(|d| d.kind == "drain" || d.kind == "undrain")
+    }
+
+    /// Whether it drains (false: undrains).
+    pub fn drains(&self) -> bool {
+        self.kind == "drain"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,5 +284,20 @@ mod trigger_tests {
         let read = TriggerRequest::decode(&bytes).unwrap().at(7);
         assert_eq!((read.offset, read.by.pid), (7, Some(std::process::id())));
         assert!(read.at_ms > 0);
+    }
+
+    #[test]
+    fn a_drain_is_padded_past_the_watchers_minimum_and_is_no_other_request() {
+        let bytes = DrainRequest::new("web-1".into(), true).encode();
+        assert!(bytes.len() >= crate::kafka::wake::WAKE_BYTES, "{}", bytes.len());
+        let drain = DrainRequest::decode(&bytes).expect("a drain");
+        assert!(drain.drains() && drain.member == "web-1" && drain.by.pid == Some(std::process::id()));
+        let undrain = DrainRequest::decode(&DrainRequest::new("web-1".into(), false).encode()).expect("an undrain");
+        assert!(!undrain.drains());
+        assert!(PauseRequest::decode(&bytes).is_none() && Yield::decode(&bytes).is_none());
+        assert!(TriggerRequest::decode(&bytes).is_none());
+        assert!(crate::kafka::heartbeat::Heartbeat::decode(&bytes).is_none());
+        assert!(crate::kafka::wake::Record::decode(&bytes).is_none());
+        assert!(DrainRequest::decode(&PauseRequest::new(true, false).encode()).is_none());
     }
 }

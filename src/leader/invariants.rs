@@ -7,7 +7,8 @@
 //! starts, and `--stop` stops what runs. The wall clock steps now and
 //! then, forward and back: due times follow it, and none runs twice.
 //! Walks with a health check (`--health-cmd`) turn it healthy and
-//! unhealthy at random too: no command starts while it is unhealthy.
+//! unhealthy at random too, and every walk drains and undrains the member
+//! (`neli-run drain`): no command starts while it is unhealthy or drained.
 //!
 //! A simulated shell stands around one [`Leader`]: it keeps the rebalance
 //! callback's contract (no assignment while a revoke waits for release), a
@@ -104,6 +105,8 @@ struct Sim {
     done: bool,
     /// The health check's verdict as last told to the core.
     healthy: bool,
+    /// `neli-run drain` named us (toggled at random in every walk).
+    drained: bool,
     /// The newest own record fed said records were fetched behind it, and
     /// no `CaughtUp` has come since.
     catching_up: bool,
@@ -194,6 +197,7 @@ impl Sim {
             resumed_runs: 0,
             done: false,
             healthy: !health_checked,
+            drained: false,
             catching_up: false,
             trace: Vec::new(),
             wall0,
@@ -279,9 +283,19 @@ impl Sim {
                     let stop = paused && self.rng.bool();
                     return Input::Pause(P, Pause { offset, paused, stop, at_ms: 0, by: Asker::default() });
                 }
-                87..=89 if self.settings.health_checked => {
+                87..=88 if self.settings.health_checked => {
                     self.healthy = !self.healthy;
                     return Input::Health(self.healthy);
+                }
+                // Drained now and then, and not for long: a drained member
+                // runs nothing, and a walk must reach its runs.
+                89 if !self.drained && self.rng.u8(..4) == 0 => {
+                    self.drained = true;
+                    return Input::Drain(true);
+                }
+                89..=91 if self.drained => {
+                    self.drained = false;
+                    return Input::Drain(false);
                 }
                 90..=91 => return Input::Standby,
                 92..=95 => return self.their_candidacy(),
@@ -521,6 +535,9 @@ impl Sim {
                 if !self.healthy {
                     self.fail("spawn while unhealthy");
                 }
+                if self.drained {
+                    self.fail("spawn while drained");
+                }
                 if lease <= now || fresh_until.is_none_or(|f| lease > f) {
                     self.fail(&format!("spawn with lease {lease} (newest own record read back + D: {fresh_until:?})"));
                 }
@@ -685,9 +702,10 @@ impl Sim {
                 self.fail(&format!("a child runs unstopped after pause --stop at {offset}"));
             }
         }
-        if !self.healthy && self.child.is_none() && standing != Standing::Standby {
-            // Unhealthy, a member gives partition 0 up once its command is gone.
-            self.fail(&format!("{standing:?} while unhealthy with no command"));
+        if (!self.healthy || self.drained) && self.child.is_none() && standing != Standing::Standby {
+            // Unhealthy or drained, a member gives partition 0 up once its
+            // command is gone.
+            self.fail(&format!("{standing:?} while unhealthy or drained with no command"));
         }
         if self.revoke_waits && self.child.is_none() {
             // Every path that ends the child releases a waiting revoke at once.

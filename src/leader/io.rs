@@ -467,6 +467,9 @@ pub enum Input {
     /// The health check (`--health-cmd`) turned healthy (true) or
     /// unhealthy (false), past its thresholds.
     Health(bool),
+    /// `neli-run drain` (true) or `undrain` (false) named this member: out
+    /// of the group, as an unhealthy one is, until undrained.
+    Drain(bool),
     /// We are in the group and another member owns partition 0.
     Standby,
     /// Another member's candidacy record was read from partition 0.
@@ -493,6 +496,7 @@ impl Input {
             | Input::Forward(_)
             | Input::Yield { .. }
             | Input::Health(_)
+            | Input::Drain(_)
             | Input::Standby
             | Input::Candidacy(_)
             | Input::Tick => None,

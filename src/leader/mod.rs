@@ -142,6 +142,8 @@ pub struct Leader {
     /// The health check's word (`--health-cmd`): no command starts while
     /// it is false, and a member that owns a seat's partition stands aside.
     healthy: bool,
+    /// `neli-run drain` named us, and no undrain since: as unhealthy.
+    drained: bool,
     /// One per partition we may lead on (`Settings::seats`).
     seats: BTreeMap<Partition, Seat>,
     /// Each seat's log span.
@@ -201,6 +203,7 @@ impl Leader {
             now: now.boot,
             out: Vec::new(),
             healthy: !gated,
+            drained: false,
             seats,
             spans,
             revoked_at: None,
@@ -224,7 +227,8 @@ impl Leader {
 
     /// Why a seat last became a standby: "revoked" (its partition taken
     /// away), "lost" (taken without a rebalance's warning), "yielded",
-    /// "unhealthy" (its health check failed), "gave back" (a tenure that
+    /// "unhealthy" (its health check failed), "drained" (`neli-run
+    /// drain`), "gave back" (a tenure that
     /// could not confirm), "exiting" or "started". For --on-unlead, which
     /// says why a leader stopped leading.
     pub fn why_standby(&self, partition: Partition) -> &'static str {
@@ -291,18 +295,24 @@ impl Leader {
             anchor: self.anchor,
             started: self.started,
             latest: self.now,
-            healthy: self.healthy,
+            healthy: self.may_lead(),
         }
+    }
+
+    /// Whether we may lead now: healthy (`--health-cmd`) and not drained.
+    fn may_lead(&self) -> bool {
+        self.healthy && !self.drained
     }
 
     /// Runs `f` on the seat of `partition` (if it is one), then does what
     /// the seat asked of the member. With several seats, what it logs
     /// names its role.
     fn on_seat(&mut self, partition: Partition, f: impl FnOnce(&mut Seat, &mut Ctx)) {
-        let Leader { settings, started, anchor, standbys, hand_to, now, out, healthy, seats, spans, .. } = self;
+        let healthy = self.may_lead();
+        let Leader { settings, started, anchor, standbys, hand_to, now, out, seats, spans, .. } = self;
         let _role = spans.enter(partition);
         let Some(seat) = seats.get_mut(&partition) else { return };
-        let v = View { settings, anchor: *anchor, started: *started, latest: *now, healthy: *healthy };
+        let v = View { settings, anchor: *anchor, started: *started, latest: *now, healthy };
         f(seat, &mut Ctx { v, standbys, hand_to, out });
         if let Some(leave) = seat.leaving.take() {
             self.leave(leave);
@@ -401,8 +411,9 @@ impl Leader {
             Input::Pause(partition, pause) => self.on_seat(partition, |s, cx| s.on_pause(cx, pause, now)),
             Input::Trigger(partition, trigger) => self.on_seat(partition, |s, cx| s.on_trigger(&cx.v, trigger, now)),
             Input::Health(healthy) => self.on_health(healthy, now),
+            Input::Drain(drained) => self.on_drain(drained, now),
             Input::Standby => {
-                if !self.owns_any() && self.announce_at.is_none() && self.healthy {
+                if !self.owns_any() && self.announce_at.is_none() && self.may_lead() {
                     self.announce_at = Some(now);
                 }
             }
@@ -516,7 +527,7 @@ impl Leader {
     /// no owner lets us lead on them).
     fn announce_due(&self) -> Option<BootTime> {
         let serving = self.seats.values().all(Seat::serving);
-        let due = if self.healthy { self.announce_at } else { self.announce_at.or(Some(self.now)) };
+        let due = if self.may_lead() { self.announce_at } else { self.announce_at.or(Some(self.now)) };
         due.filter(|_| !self.owns_any() && serving)
     }
 
@@ -557,6 +568,17 @@ impl Leader {
         }
     }
 
+    /// `neli-run drain` named us (`drained`) or `undrain` did: as the
+    /// health check's verdict, on a flag of its own (a member drained and
+    /// unhealthy stays out until both end).
+    fn on_drain(&mut self, drained: bool, now: BootTime) {
+        self.drained = drained;
+        self.announce_at = None;
+        if drained {
+            self.on_yield("drained", None, now);
+        }
+    }
+
     /// Deadlines that have passed by `now`.
     fn on_time(&mut self, now: BootTime) {
         if self.done {
@@ -581,7 +603,7 @@ impl Leader {
         match leave {
             Leave::Rejoin => self.out.push(Action::Rejoin),
             Leave::StandAside { handing } => {
-                if self.healthy {
+                if self.may_lead() {
                     // Out of the group until another member leads: we say we
                     // are a candidate again once back in it.
                     self.announce_at = None;

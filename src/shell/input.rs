@@ -22,6 +22,29 @@ pub(super) enum Keep {
     Release(Partition, SyncSender<()>),
 }
 
+/// What `neli-run drain` and `undrain` have said of us: the watcher and the
+/// consumer may both hear a request, in either order, so the newest by
+/// offset counts.
+#[derive(Debug, Default)]
+pub(super) struct Drain {
+    pub(super) drained: bool,
+    heard: Option<i64>,
+}
+
+impl Drain {
+    /// Takes in a request at `offset`: the new state if it changes it.
+    pub(super) fn hear(&mut self, drained: bool, offset: i64) -> Option<bool> {
+        if self.heard.is_some_and(|heard| heard >= offset) {
+            return None;
+        }
+        self.heard = Some(offset);
+        (self.drained != drained).then(|| {
+            self.drained = drained;
+            drained
+        })
+    }
+}
+
 /// Maps a Kafka event (None: the Kafka thread stopped) to the core's input,
 /// if the core has to hear of it. `claims` is false when the claims layer
 /// is switched off (`layers_off`): other members' heartbeats are then not
@@ -45,6 +68,7 @@ pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep)
         Some(Event::Pause(partition, pause)) => Input::Pause(partition, pause),
         Some(Event::Trigger(partition, trigger)) => Input::Trigger(partition, trigger),
         Some(Event::Candidacy(candidacy)) => Input::Candidacy(candidacy),
+        Some(Event::Drain { drained, .. }) => Input::Drain(drained),
         Some(Event::Fatal(failure)) => Input::Fatal(failure.code()),
         None => Input::Fatal(Kind::Internal.code()),
     };
@@ -74,6 +98,20 @@ mod tests {
             to: None,
             job: None,
         }
+    }
+
+    #[test]
+    fn the_newest_drain_or_undrain_counts_and_each_change_is_said_once() {
+        let mut d = Drain::default();
+        assert_eq!(d.hear(false, 3), None, "not drained already");
+        assert_eq!(d.hear(true, 5), Some(true));
+        assert_eq!(d.hear(true, 5), None, "heard again (the consumer after the watcher)");
+        assert_eq!(d.hear(false, 4), None, "older than the drain: stale");
+        assert!(d.drained);
+        assert_eq!(d.hear(true, 6), None, "drained already");
+        assert_eq!(d.hear(false, 8), Some(false));
+        assert_eq!(d.hear(true, 7), None, "older than the undrain");
+        assert_eq!(d.hear(true, 9), Some(true));
     }
 
     #[test]

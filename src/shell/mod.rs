@@ -123,7 +123,9 @@ struct Report {
     ready: bool,
     /// The health check's verdict, once it has one (`--health-cmd`).
     healthy: Option<bool>,
-    shown: Option<(Standing, Option<bool>)>,
+    /// `neli-run drain` named us.
+    drain: input::Drain,
+    shown: Option<(Standing, Option<bool>, bool)>,
     /// With roles, systemd's status line as last sent (`roles_status`).
     shown_roles: Option<String>,
     /// `--leader-file`, one per seat, and the lines each holds besides the
@@ -178,6 +180,7 @@ impl Shell {
             joined: cfg.health.is_some(),
             ready: false,
             healthy: cfg.health.as_ref().map(|_| false),
+            drain: Default::default(),
             shown: None,
             shown_roles: None,
             leader_files: cfg
@@ -290,7 +293,7 @@ impl Shell {
                     // Before the core hears it: an unhealthy standby leaves
                     // the group, and one that owns partition 0 stays out
                     // once the core has stood aside.
-                    self.kafka.keep_out(!healthy);
+                    self.kafka.keep_out(!healthy || self.report.drain.drained, self.report.drain.drained);
                     self.report.metrics.lock().expect("metrics lock").healthy = Some(healthy);
                     self.report.healthy = Some(healthy);
                     return Input::Health(healthy);
@@ -362,6 +365,7 @@ impl Shell {
     fn heard(&mut self, event: Option<Event>) -> Option<Input> {
         match &event {
             Some(Event::Fatal(failure)) => error!("Kafka: {failure}"),
+            Some(Event::Drain { drained, offset, by }) => return self.drain(*drained, *offset, by),
             None => {
                 error!("the Kafka thread stopped");
                 self.kafka_alive = false;
@@ -379,6 +383,24 @@ impl Shell {
             },
         }
         input
+    }
+
+    /// `neli-run drain` (`drained`) or `undrain` named us at `offset`:
+    /// newer than any heard, and a change, it keeps us out of the group (a
+    /// standby leaves at once; an owner once the core has stood aside) or
+    /// lets us join again, as a health check's verdict does.
+    fn drain(&mut self, drained: bool, offset: i64, by: &str) -> Option<Input> {
+        let report = &mut self.report;
+        let drained = report.drain.hear(drained, offset)?;
+        match drained {
+            true => {
+                info!(offset, "drained by {by}: stopping our commands and leaving the group until `neli-run undrain`")
+            }
+            false => info!(offset, "undrained by {by}: joining the group again"),
+        }
+        self.kafka.keep_out(drained || report.healthy == Some(false), drained);
+        report.metrics.lock().expect("metrics lock").drained = drained;
+        Some(Input::Drain(drained))
     }
 
     /// Carries out one of the core's actions; Break with the status when
@@ -522,7 +544,10 @@ impl Shell {
             report.notify("READY=1");
         }
         if self.seats.len() > 1 {
-            let held = roles_status(self.seats.keys().map(|&p| (p, core.standing(p))));
+            let mut held = roles_status(self.seats.keys().map(|&p| (p, core.standing(p))));
+            if report.drain.drained {
+                held = format!("drained (`neli-run undrain` ends it): {held}");
+            }
             if report.ready && report.shown_roles.as_ref() != Some(&held) {
                 report.notify(&format!("STATUS={held}"));
                 report.shown_roles = Some(held);
@@ -530,9 +555,12 @@ impl Shell {
             return;
         }
         let standing = core.standing(SEAT);
-        if report.ready && report.shown != Some((standing, report.healthy)) {
-            report.shown = Some((standing, report.healthy));
+        if report.ready && report.shown != Some((standing, report.healthy, report.drain.drained)) {
+            report.shown = Some((standing, report.healthy, report.drain.drained));
             report.notify(&match standing {
+                Standing::Standby if report.drain.drained => {
+                    "STATUS=drained: out of the group until `neli-run undrain`".to_string()
+                }
                 Standing::Standby if report.healthy == Some(false) => {
                     "STATUS=unhealthy: out of the group until the health check passes".to_string()
                 }

@@ -25,7 +25,7 @@ use crate::printable::printable;
 const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// `--timeout`, checked against `MAX_TIMEOUT`.
-fn checked_timeout(timeout: impl Into<Duration>) -> Result<Duration, Failure> {
+pub(super) fn checked_timeout(timeout: impl Into<Duration>) -> Result<Duration, Failure> {
     let timeout = timeout.into();
     match timeout > MAX_TIMEOUT {
         true => Err(Failure::new(Kind::Usage, "--timeout must be at most 24h")),
@@ -55,7 +55,7 @@ pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> Result<u8,
 }
 
 /// Writes a control record (`what` request) to `partition`: its offset.
-fn write(target: &Target, partition: i32, value: &[u8], what: &str) -> Result<i64, Stop> {
+pub(super) fn write(target: &Target, partition: i32, value: &[u8], what: &str) -> Result<i64, Stop> {
     let producer: BaseProducer<Probe> = target
         .client_config(&[("acks", "all")])
         .create_with_context(Probe::new(target))
@@ -300,10 +300,9 @@ fn not_roles(view: &super::view::View, group: &str, what: &str) -> Result<(), St
             format!(
                 "group {group} runs {roles} roles (--roles): {what} works on a single leader only. One role \
                  cannot be moved on its own (Kafka's cooperative-sticky assignor balances the members by count \
-                 and would hand it straight back); stopping a member (SIGTERM), or draining it with its \
-                 --health-cmd (e.g. 'test ! -e /run/neli-run/drain'), moves its roles, and only them, to the \
-                 others; `neli-run pause --role J` holds one role where it is; `neli-run status` shows who \
-                 leads each role"
+                 and would hand it straight back); stopping a member (SIGTERM), or draining it (`neli-run \
+                 drain MEMBER`), moves its roles, and only them, to the others; `neli-run pause --role J` \
+                 holds one role where it is; `neli-run status` shows who leads each role"
             ),
         ),
         None => Ok(()),
@@ -419,7 +418,7 @@ fn handover(
 /// to members older than candidacy records, which `status` cannot see).
 fn check_someone_may_lead(view: &View, leader: &Heartbeat, group: &str) -> Result<(), Stop> {
     let others: Vec<_> = view.standbys(wall_ms()).into_iter().filter(|c| c.name != leader.name).collect();
-    if others.iter().any(|c| !c.never_lead && !c.unhealthy) {
+    if others.iter().any(|c| !c.never_lead && !c.unhealthy && !c.drained) {
         return Ok(());
     }
     // Each one live, and why it may not lead.
@@ -428,6 +427,8 @@ fn check_someone_may_lead(view: &View, leader: &Heartbeat, group: &str) -> Resul
         .map(|c| {
             if c.never_lead {
                 format!("{} runs with --never-lead", printable(&c.name))
+            } else if c.drained {
+                format!("{} is drained", printable(&c.name))
             } else {
                 format!("{}'s health check (--health-cmd) fails", printable(&c.name))
             }
@@ -457,6 +458,10 @@ fn check_target(view: &View, leader: &Heartbeat, to: &str, group: &str) -> Resul
             Kind::NoLeader,
             format!("{} runs with --never-lead: it watches group {group} and never leads; name another", printable(to)),
         ),
+        Some(c) if c.drained => fail(
+            Kind::NoLeader,
+            format!("{} is drained (`neli-run undrain` brings it back): name another", printable(to)),
+        ),
         Some(c) if c.unhealthy => fail(
             Kind::NoLeader,
             format!(
@@ -466,7 +471,7 @@ fn check_target(view: &View, leader: &Heartbeat, to: &str, group: &str) -> Resul
         ),
         Some(_) => Ok(()),
         None => {
-            let may = |c: &&&candidacy::Record| !c.never_lead && !c.unhealthy;
+            let may = |c: &&&candidacy::Record| !c.never_lead && !c.unhealthy && !c.drained;
             let names: Vec<_> = standbys.iter().filter(may).map(|c| printable(&c.name)).collect();
             let live = if names.is_empty() { "none".to_string() } else { names.join(", ") };
             fail(

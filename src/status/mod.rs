@@ -28,6 +28,7 @@
 //! their answer; `watcher.rs` is the `--never-lead` member.
 
 mod control;
+mod drain;
 mod probe;
 mod read;
 mod render;
@@ -48,6 +49,7 @@ use crate::exit::{Failure, Kind};
 use crate::printable::printable;
 
 pub use control::{cron_pause_main, cron_trigger_main, pause_main, yield_main};
+pub use drain::drain_main;
 use read::{read_partition, read_partitions};
 use render::{render, render_roles};
 use view::View;

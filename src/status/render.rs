@@ -87,6 +87,7 @@ pub(super) fn render(target: &Target, view: &View, json_out: bool) -> String {
                 "priority": c.priority,
                 "never_lead": c.never_lead,
                 "healthy": !c.unhealthy,
+                "drained": c.drained,
                 "since": rfc3339(c.since_ms),
                 "last_seen_ms": now.saturating_sub(c.at_ms),
             })).collect::<Vec<_>>(),
@@ -210,7 +211,11 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
             printable(&c.name),
             printable(&c.host),
             c.pid,
-            if c.unhealthy { ", unhealthy (--health-cmd fails: it takes no role)" } else { "" },
+            match (c.drained, c.unhealthy) {
+                (true, _) => ", drained (`neli-run undrain` brings it back)",
+                (false, true) => ", unhealthy (--health-cmd fails: it takes no role)",
+                (false, false) => "",
+            },
             ago(now, c.at_ms)
         );
     }
@@ -280,6 +285,9 @@ fn standby_lines(view: &View, now: u64) -> String {
     for c in view.standbys(now) {
         let what = match (c.never_lead, c.unhealthy) {
             (true, _) => "watcher".to_string(),
+            (false, _) if c.drained => {
+                format!("standby, priority {}, drained (`neli-run undrain` brings it back)", c.priority)
+            }
             (false, false) => format!("standby, priority {}", c.priority),
             (false, true) => {
                 format!("standby, priority {}, unhealthy (--health-cmd fails: it may not lead)", c.priority)

@@ -169,7 +169,10 @@ impl View {
         let standbys: String = self
             .standbys(now_ms)
             .iter()
-            .map(|c| format!(" {}/{} {} {} {}", c.name, c.incarnation, c.priority, c.never_lead, c.unhealthy))
+            .map(|c| {
+                let (name, id) = (&c.name, &c.incarnation);
+                format!(" {name}/{id} {} {} {} {}", c.priority, c.never_lead, c.unhealthy, c.drained)
+            })
             .collect();
         format!("{leader}{paused}{standbys}")
     }

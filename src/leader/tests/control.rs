@@ -103,6 +103,35 @@ fn a_new_owner_learns_the_pause_from_records_that_carried_it_before_its_own_firs
 }
 
 #[test]
+fn a_drained_leader_hands_over_and_starts_nothing_until_undrained_and_healthy() {
+    // Drained: it stops its command, then stands aside (why: drained), and
+    // says so at once once out of the group.
+    let mut l = leading(Restart::Always);
+    assert_eq!(l.step(Input::Drain(true), ms(1100)), vec![SignalGroup(P, SIGTERM)]);
+    let aside = vec![gone(1), StandAside, SendCandidacy { leaving: false }];
+    assert_eq!(l.step(exited(ChildStatus::Exited(143)), ms(1150)), aside);
+    assert_eq!((l.standing(P), l.why_standby(P)), (Standing::Standby, "drained"));
+    assert_eq!(l.step(revoked(false), ms(1160)), vec![ReleaseRevoke(P)]);
+    assert_eq!(l.step(assigned(), ms(2000)), vec![StandAside], "drained: no heartbeat, no tenure");
+    l.step(revoked(false), ms(2010));
+    // Drained and unhealthy: undrained, it says so at once (its candidacy
+    // now unhealthy only), and starts nothing until its check passes.
+    l.step(Input::Health(false), ms(2050));
+    assert_eq!(l.step(Input::Drain(false), ms(2100)), vec![SendCandidacy { leaving: false }]);
+    assert_eq!(l.step(assigned(), ms(2200)), vec![StandAside], "still unhealthy");
+    l.step(revoked(false), ms(2210));
+    l.step(Input::Health(true), ms(2300));
+    l.step(assigned(), ms(3000));
+    assert!(l.step(hb(20, 3000), ms(3010)).iter().any(|a| matches!(a, Spawn { partition: P, token: 20, .. })));
+    // A drained standby writes its candidacy at once, and an undrained one
+    // only once back in the group (Standby).
+    let mut l = Leader::new(settings(Restart::Always), started(0));
+    assert_eq!(l.step(Input::Drain(true), ms(100)), vec![SendCandidacy { leaving: false }]);
+    assert_eq!(l.step(Input::Drain(false), ms(200)), vec![]);
+    assert_eq!(l.step(Input::Standby, ms(300)), vec![SendCandidacy { leaving: false }]);
+}
+
+#[test]
 fn an_unhealthy_leader_hands_over_and_an_unhealthy_member_never_starts_the_command() {
     // The leader's check fails: it stops its command, then stands aside
     // (why: unhealthy), and nothing restarts it.

@@ -206,6 +206,9 @@ fn a_member_that_never_leads_watches_is_listed_and_never_runs() {
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--to", "w"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("w runs with --never-lead"), "{out}");
+    let (code, out) = run(&["drain", "-b", &g.broker.address, "-g", &g.name, "w"]);
+    assert_eq!((code, out.contains("w (host")), (0, true), "{out}");
+    assert!(out.contains("runs with --never-lead: it runs nothing, and has nothing to drain"), "{out}");
 
     // The leader goes: w never takes over, it says so.
     a.signal(Signal::SIGTERM);

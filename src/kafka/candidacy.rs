@@ -224,6 +224,19 @@ mod tests {
     }
 
     #[test]
+    fn a_drained_member_is_one_no_owner_hands_a_partition_to_and_says_so_only_when_drained() {
+        assert!(!record().as_core(2_500).unhealthy);
+        let drained = Record { drained: true, ..record() };
+        assert!(drained.as_core(2_500).unhealthy, "to the core, as one whose check fails");
+        assert!(Record { unhealthy: true, ..record() }.as_core(2_500).unhealthy);
+        let json = String::from_utf8(drained.encode()).unwrap();
+        assert!(json.contains(r#""drained":true"#), "{json}");
+        assert_eq!(Record::decode(drained.encode().as_slice()), Some(drained));
+        let plain = String::from_utf8(record().encode()).unwrap();
+        assert!(!plain.contains("drained"), "written only when drained (older readers see nothing new): {plain}");
+    }
+
+    #[test]
     fn a_standby_writes_less_often_only_in_a_group_past_the_budget() {
         let base = Duration::from_secs(1);
         assert_eq!(interval(base, 0), base);

@@ -333,8 +333,8 @@ pub(super) fn watch(
                 watcher.unassign()
             };
             match read {
-                Ok(()) => debug!(reading, "the watcher follows our standing"),
-                Err(err) => debug!(%err, reading, "the watcher cannot follow our standing"),
+                Ok(()) => debug!(watching = reading, "the watcher follows our standing"),
+                Err(err) => debug!(%err, watching = reading, "the watcher cannot follow our standing"),
             }
         }
         let msg = match watcher.poll(WATCH_POLL) {

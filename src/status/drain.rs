@@ -87,12 +87,18 @@ fn drain(target: &Target, member: &str, (drained, force): (bool, bool), timeout:
                 ),
             )
         }
+        (Some(c), false) if c.never_lead => {
+            return Ok(format!(
+                "group {group}: {who} (host {}) runs with --never-lead: it runs nothing, and has nothing to {what}",
+                printable(&c.host)
+            ));
+        }
+        (_, true) if !drained => {
+            return Ok(format!("group {group}: {who} leads, and is not drained: nothing to do"));
+        }
         (Some(c), false) if c.drained == drained => {
             let now = if drained { "drained already" } else { "not drained" };
             return Ok(format!("group {group}: {who} (host {}) is {now}: nothing to do", printable(&c.host)));
-        }
-        (None, true) if !drained => {
-            return Ok(format!("group {group}: {who} leads, and is not drained: nothing to do"));
         }
         _ => {}
     }
@@ -113,8 +119,11 @@ fn drain(target: &Target, member: &str, (drained, force): (bool, bool), timeout:
             return Ok(match drained {
                 true => format!(
                     "group {group}: {who} (host {host}) drained (offset {offset}): out of the group, running \
-                     nothing; its roles go to the others (`neli-run status` shows them), and `neli-run undrain \
-                     {who}` brings it back"
+                     nothing; {}, and `neli-run undrain {who}` brings it back",
+                    match views.len() > 1 {
+                        true => "its roles go to the others (`neli-run status` shows where)",
+                        false => "another member leads (`neli-run status` shows who)",
+                    }
                 ),
                 false if c.unhealthy => format!(
                     "group {group}: {who} (host {host}) undrained (offset {offset}), but its health check \

@@ -5,12 +5,14 @@
 //! or the cluster until --transitions role moves: a role's command
 //! starting on another member than that role's previous start.
 //!
-//! Every member runs with a health check that its file `drain-NAME` fails
-//! (`--health-cmd 'test ! -e WORK/drain-NAME'`, checked every 100 ms, one
-//! failure enough): the fault `drain` creates it for a member holding a
-//! role, which then stops every role's command, leaves the group and stays
-//! alive; once the group settled without it, the file is removed (the
-//! `undrain`, before any other fault) and it takes its share back.
+//! The fault `drain` takes a member holding a role out of the group, half
+//! the time by `neli-run drain NAME` and half by its health check, which
+//! its file `drain-NAME` fails (`--health-cmd 'test ! -e
+//! WORK/drain-NAME'`, checked every 100 ms, one failure enough, on every
+//! member): it stops every role's command, leaves the group and stays
+//! alive; once the group settled without it, `neli-run undrain NAME` or the
+//! file removed (the `undrain`, before any other fault) brings it back to
+//! take its share.
 //!
 //! A role paused (`pause`, not on a schedule): `neli-run pause --role J
 //! --stop` of a random role of a settled group, then its holder leaves
@@ -319,8 +321,12 @@ pub struct Figures {
     pub pauses: usize,
     /// A paused role's command that ran or started: unsafe.
     pub paused_starts: Vec<String>,
-    /// `pause` or `resume` that exited other than 0 (nobody acknowledged).
+    /// `pause`, `resume`, `drain` or `undrain` that exited other than 0
+    /// (nobody acknowledged).
     pub unacknowledged: usize,
+    /// Drains and undrains by `neli-run drain` and `undrain` (the others by
+    /// the member's drain file).
+    pub drain_commands: usize,
     pub wall: Duration,
 }
 
@@ -346,9 +352,9 @@ struct Run<'a> {
     struck: BTreeMap<usize, Signal>,
     /// Slots whose member is frozen or cut off, by episode.
     impaired: BTreeMap<usize, usize>,
-    /// Slots whose member is drained (its drain file there), until its
-    /// undrain.
-    drained: BTreeSet<usize>,
+    /// Slots whose member is drained, until its undrain: true if by
+    /// `neli-run drain NAME`, false if by its drain file.
+    drained: BTreeMap<usize, bool>,
     /// Since the last strike or action: the group must settle within --stall.
     clock: Instant,
     /// After a stall: strike the next fault without waiting to settle.
@@ -391,7 +397,7 @@ pub fn soak(
         next_id: 0,
         struck: BTreeMap::new(),
         impaired: BTreeMap::new(),
-        drained: BTreeSet::new(),
+        drained: BTreeMap::new(),
         clock: Instant::now(),
         forced: false,
         stall: args.stall.into(),
@@ -531,7 +537,7 @@ impl Run<'_> {
     fn live(&self) -> Vec<usize> {
         (0..self.soak.slots.len())
             .filter(|s| self.soak.slots[*s].member.is_some())
-            .filter(|s| !self.struck.contains_key(s) && !self.impaired.contains_key(s) && !self.drained.contains(s))
+            .filter(|s| !self.struck.contains_key(s) && !self.impaired.contains_key(s) && !self.drained.contains_key(s))
             .collect()
     }
 
@@ -784,6 +790,15 @@ impl Run<'_> {
         }
     }
 
+    /// `neli-run drain NAME` or `undrain NAME` (`what`), counted; one not
+    /// acknowledged is counted too.
+    fn ask_drain(&mut self, what: &str, name: &str) {
+        self.figures.drain_commands += 1;
+        if !crate::faults::ask(self.soak, what, &[name], self.stall) {
+            self.figures.unacknowledged += 1;
+        }
+    }
+
     /// `Fault::Pause`: `pause --role J --stop` of a random role. Once it is
     /// acknowledged the role's lock must be free, and stay free with no
     /// start of it, while its holder leaves (SIGTERM, started again at
@@ -852,7 +867,7 @@ impl Run<'_> {
         counted.1 += usize::from(!alone);
         let targets = match fault {
             Fault::Drain => self.drainable(),
-            Fault::Undrain => self.drained.iter().copied().take(1).collect(),
+            Fault::Undrain => self.drained.keys().copied().take(1).collect(),
             _ => self.live(),
         };
         let slot = if targets.is_empty() { 0 } else { self.rng.pick(&targets) };
@@ -924,14 +939,23 @@ impl Run<'_> {
                 later(self, lo, hi, Action::Heal(slot, name));
             }
             Fault::ChildCrash => self.crash_a_command(),
+            // Half by the member's health check on its file, half by
+            // `neli-run drain NAME` (which waits until the member says it is
+            // drained, its commands gone).
             Fault::Drain => {
-                self.soak.strike(fault, slot, &mut self.rng);
-                self.drained.insert(slot);
+                let by_command = self.rng.next_u64() % 2 == 0;
+                match by_command {
+                    true => self.ask_drain("drain", &name),
+                    false => self.soak.strike(fault, slot, &mut self.rng),
+                }
+                self.drained.insert(slot, by_command);
             }
             Fault::Undrain => {
-                self.soak.end(Fault::Drain, slot);
-                self.drained.remove(&slot);
                 e.member = self.name(slot).map(|name| (slot, name));
+                match self.drained.remove(&slot) {
+                    Some(true) => self.ask_drain("undrain", &e.member.as_ref().map_or(String::new(), |m| m.1.clone())),
+                    _ => self.soak.end(Fault::Drain, slot),
+                }
             }
             Fault::Join => {
                 let free = self.joinable();
@@ -987,7 +1011,7 @@ impl Run<'_> {
     /// its shim lives on, and restarts it (--restart always); on a
     /// schedule the run ends as a failure, not run again.
     fn crash_a_command(&mut self) {
-        let drained: BTreeSet<String> = self.drained.iter().filter_map(|&s| self.name(s)).collect();
+        let drained: BTreeSet<String> = self.drained.keys().filter_map(|&s| self.name(s)).collect();
         let running: Vec<usize> = (0..self.held.len())
             .filter(|&j| self.held[j] && !self.starts[j].last().is_some_and(|s| drained.contains(&s.0)))
             .collect();
@@ -1073,7 +1097,7 @@ impl Run<'_> {
     fn stall(&mut self, stall: Duration) {
         self.figures.stalls += 1;
         let live: Vec<String> = self.live().into_iter().filter_map(|s| self.name(s)).collect();
-        let drained: Vec<String> = self.drained.iter().filter_map(|&s| self.name(s)).collect();
+        let drained: Vec<String> = self.drained.keys().filter_map(|&s| self.name(s)).collect();
         let roles: Vec<String> = (0..self.held.len())
             .map(|j| {
                 let holder = self.starts[j].last().map_or("-", |s| s.0.as_str());

@@ -129,17 +129,21 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
     };
     moves("a SIGTERM (graceful leave; to the role's new start)", &figures.graceful);
     moves("a kill -9", &figures.crash);
-    moves("a drain (its drain file created)", &figures.drain);
+    moves("a drain (its drain file created, or `neli-run drain`)", &figures.drain);
+    println!(
+        "drains and undrains by `neli-run drain` and `undrain` (the others by the drain file): {}",
+        figures.drain_commands
+    );
     if figures.pauses > 0 {
         println!(
             "roles paused (pause --role J --stop, its holder leaving meanwhile): {}, a paused role's command that \
-             ran: {}, pause or resume not acknowledged: {}",
+             ran: {}",
             figures.pauses,
             figures.paused_starts.len(),
-            figures.unacknowledged
         );
         figures.paused_starts.iter().for_each(|p| println!("  {p}"));
     }
+    println!("pause, resume, drain or undrain not acknowledged: {}", figures.unacknowledged);
     println!("stalls (the group did not settle within {}): {}", args.stall, figures.stalls);
     println!("members that exited unasked, or other than 0 after a SIGTERM: {}", figures.exits.len());
     figures.exits.iter().for_each(|e| println!("  {e}"));

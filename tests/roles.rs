@@ -286,6 +286,10 @@ fn neli_run_drain_moves_a_members_roles_off_it_and_undrain_brings_it_back() {
         status.contains("no role: c (host") && status.contains("drained (`neli-run undrain` brings it back)"),
         "{status}"
     );
+    let (_, json) = run(&[&["status", "--json"][..], &kafka].concat());
+    let json: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    let c = json["standbys"].as_array().unwrap().iter().find(|s| s["name"] == "c").cloned().unwrap_or_default();
+    assert_eq!((&c["drained"], &c["healthy"]), (&serde_json::json!(true), &serde_json::json!(true)), "{json}");
     let scraped = crate::metrics::get(&metrics, "/metrics").unwrap().1;
     assert!(scraped.lines().any(|l| l == "neli_drained 1"), "{scraped}");
     let (code, out) = run(&[&["drain", "c"][..], &kafka].concat());

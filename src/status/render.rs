@@ -157,6 +157,8 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
                 "name": c.name,
                 "host": c.host,
                 "pid": c.pid,
+                "healthy": !c.unhealthy,
+                "drained": c.drained,
                 "since": rfc3339(c.since_ms),
                 "last_seen_ms": now.saturating_sub(c.at_ms),
             })).collect::<Vec<_>>(),

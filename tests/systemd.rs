@@ -105,3 +105,28 @@ fn the_contrib_unit_file_is_valid() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stderr.trim().is_empty(), "systemd-analyze verify: {stderr}");
 }
+
+/// A drained member tells systemd why it runs nothing, and what ends it;
+/// undrained, alone, it leads again.
+#[test]
+fn a_drained_member_says_so_in_its_status_line() {
+    let g = Group::new("notify-drain");
+    let path = g.dir.path().join("notify.sock");
+    let socket = UnixDatagram::bind(&path).unwrap();
+    let prefix = vec!["env".to_string(), format!("NOTIFY_SOCKET={}", path.display())];
+    let mut m = g.member_in(Some(prefix), "a", &[], &["sleep", "1000"]);
+    let t = g.broker.timing;
+    receive_until(&socket, t.takeover(), |got| got.iter().any(|m| m.starts_with("STATUS=leader")));
+    let kafka = ["-b", g.broker.address.as_str(), "-g", g.name.as_str()];
+    // Alone: only --force drains it.
+    let (code, out) = crate::util::run(&[&["drain", "a", "--force"][..], &kafka].concat());
+    assert_eq!(code, 0, "{out}");
+    receive_until(&socket, t.takeover(), |got| {
+        got.iter().any(|m| m == "STATUS=drained: out of the group until `neli-run undrain`")
+    });
+    let (code, out) = crate::util::run(&[&["undrain", "a"][..], &kafka].concat());
+    assert_eq!(code, 0, "{out}");
+    receive_until(&socket, t.takeover(), |got| got.iter().any(|m| m.starts_with("STATUS=leader")));
+    m.signal(Signal::SIGTERM);
+    assert_eq!(m.wait_exit(t.takeover()).code(), Some(143), "{}", m.log());
+}

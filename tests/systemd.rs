@@ -130,3 +130,25 @@ fn a_drained_member_says_so_in_its_status_line() {
     m.signal(Signal::SIGTERM);
     assert_eq!(m.wait_exit(t.takeover()).code(), Some(143), "{}", m.log());
 }
+
+/// A member of roles says which roles it leads, and drained, that it leads
+/// none and why.
+#[test]
+fn a_member_of_roles_names_its_roles_in_its_status_line_and_says_when_drained() {
+    let g = Group::new("notify-roles");
+    let path = g.dir.path().join("notify.sock");
+    let socket = UnixDatagram::bind(&path).unwrap();
+    let prefix = vec!["env".to_string(), format!("NOTIFY_SOCKET={}", path.display())];
+    let mut m = g.member_in(Some(prefix), "a", &["--roles", "2"], &["sleep", "1000"]);
+    let t = g.broker.timing;
+    let leading = |m: &String| m.starts_with("STATUS=leading role(s) 0 (token ") && m.contains(", 1 (token ");
+    receive_until(&socket, t.takeover(), |got| got.iter().any(leading));
+    let kafka = ["-b", g.broker.address.as_str(), "-g", g.name.as_str()];
+    let (code, out) = crate::util::run(&[&["drain", "a", "--force"][..], &kafka].concat());
+    assert_eq!(code, 0, "{out}");
+    receive_until(&socket, t.takeover(), |got| {
+        got.iter().any(|m| m == "STATUS=drained (`neli-run undrain` ends it): standby: no role")
+    });
+    m.signal(Signal::SIGTERM);
+    assert_eq!(m.wait_exit(t.takeover()).code(), Some(0), "{}", m.log());
+}

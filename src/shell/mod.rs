@@ -543,19 +543,23 @@ impl Shell {
             report.ready = true;
             report.notify("READY=1");
         }
+        // The status line follows READY=1.
+        if !report.ready {
+            return;
+        }
         if self.seats.len() > 1 {
             let mut held = roles_status(self.seats.keys().map(|&p| (p, core.standing(p))));
             if report.drain.drained {
                 held = format!("drained (`neli-run undrain` ends it): {held}");
             }
-            if report.ready && report.shown_roles.as_ref() != Some(&held) {
+            if report.shown_roles.as_ref() != Some(&held) {
                 report.notify(&format!("STATUS={held}"));
                 report.shown_roles = Some(held);
             }
             return;
         }
         let standing = core.standing(SEAT);
-        if report.ready && report.shown != Some((standing, report.healthy, report.drain.drained)) {
+        if report.shown != Some((standing, report.healthy, report.drain.drained)) {
             report.shown = Some((standing, report.healthy, report.drain.drained));
             report.notify(&match standing {
                 Standing::Standby if report.drain.drained => {

@@ -166,6 +166,11 @@ impl Record {
         !self.leaving && now_ms < self.at_ms.saturating_add(self.live_ms)
     }
 
+    /// Whether its writer may lead: not --never-lead, healthy, not drained.
+    pub fn may_lead(&self) -> bool {
+        !self.never_lead && !self.unhealthy && !self.drained
+    }
+
     /// What the core needs of it, read at `now_ms`.
     pub fn as_core(&self, now_ms: u64) -> Candidacy {
         let ms = Duration::from_millis;

@@ -64,10 +64,6 @@ impl Decoder<'_> {
         if let Some(c) = candidacy::Record::decode(payload) {
             return (control && !c.is_from(self.me)).then(|| Event::Candidacy(c.as_core(self.wall_ms)));
         }
-        if let Some(d) = DrainRequest::decode(payload) {
-            let ours = control && d.member == self.me.name && self.drains_from.is_some_and(|from| offset >= from);
-            return ours.then(|| Event::Drain { drained: d.drains(), offset, by: d.by.describe() });
-        }
         match (Heartbeat::decode(payload), Yield::decode(payload)) {
             (Some(_), _) if !seat => None,
             (Some(hb), _) if hb.is_from(self.me) => {
@@ -83,13 +79,25 @@ impl Decoder<'_> {
                 Some(Event::Yield { to: y.to })
             }
             // The core logs who asked, once it is news to it.
-            (None, None) if seat => match PauseRequest::decode(payload) {
-                Some(request) => Some(Event::Pause(partition, request.at(offset))),
-                None => TriggerRequest::decode(payload).map(|request| Event::Trigger(partition, request.at(offset))),
-            },
+            (None, None) if seat => PauseRequest::decode(payload)
+                .map(|request| Event::Pause(partition, request.at(offset)))
+                .or_else(|| {
+                    TriggerRequest::decode(payload).map(|request| Event::Trigger(partition, request.at(offset)))
+                })
+                .or_else(|| control.then(|| drain_event(payload, self.me, offset, self.drains_from)).flatten()),
+            (None, None) if control => drain_event(payload, self.me, offset, self.drains_from),
             _ => None,
         }
     }
+}
+
+/// A drain or undrain read at `offset` of the control partition, if it
+/// names `me` and was written `from` our start on (where known): the
+/// consumer's rule and the watcher's.
+pub(super) fn drain_event(payload: &[u8], me: &Member, offset: i64, from: Option<i64>) -> Option<Event> {
+    let d = DrainRequest::decode(payload)?;
+    let ours = d.member == me.name && from.is_some_and(|from| offset >= from);
+    ours.then(|| Event::Drain { drained: d.drains(), offset, by: d.by.describe() })
 }
 
 #[cfg(test)]

@@ -40,7 +40,6 @@ use tracing::{debug, info, warn};
 use super::candidacy;
 use super::context::{ReaderContext, WriterContext};
 use super::heartbeat::Member;
-use super::yield_request::DrainRequest;
 use super::CONTROL_PARTITION;
 
 /// How large a wake record is (its padding): more than the watchers'
@@ -351,11 +350,8 @@ pub(super) fn watch(
             census.lock().unwrap_or_else(PoisonError::into_inner).note(&c, crate::clock::wall_ms());
             continue;
         }
-        if let Some(d) = DrainRequest::decode(payload) {
-            if d.member == me.name && from.is_some_and(|from| msg.offset() >= from) {
-                let by = d.by.describe();
-                let _ = events.send(super::Event::Drain { drained: d.drains(), offset: msg.offset(), by });
-            }
+        if let Some(drain) = super::decode::drain_event(payload, me, msg.offset(), *from) {
+            let _ = events.send(drain);
             continue;
         }
         let Some(wake) = Record::decode(payload).filter(|w| *wakes && !w.is_from(me)) else { continue };

@@ -293,9 +293,9 @@ impl Shell {
                     // Before the core hears it: an unhealthy standby leaves
                     // the group, and one that owns partition 0 stays out
                     // once the core has stood aside.
-                    self.kafka.keep_out(!healthy || self.report.drain.drained, self.report.drain.drained);
-                    self.report.metrics.lock().expect("metrics lock").healthy = Some(healthy);
                     self.report.healthy = Some(healthy);
+                    self.keep_out();
+                    self.report.metrics.lock().expect("metrics lock").healthy = Some(healthy);
                     return Input::Health(healthy);
                 }
                 _ = self.sigchld.recv() => child::reap(),
@@ -390,17 +390,23 @@ impl Shell {
     /// standby leaves at once; an owner once the core has stood aside) or
     /// lets us join again, as a health check's verdict does.
     fn drain(&mut self, drained: bool, offset: i64, by: &str) -> Option<Input> {
-        let report = &mut self.report;
-        let drained = report.drain.hear(drained, offset)?;
+        let drained = self.report.drain.hear(drained, offset)?;
         match drained {
             true => {
                 info!(offset, "drained by {by}: stopping our commands and leaving the group until `neli-run undrain`")
             }
             false => info!(offset, "undrained by {by}: joining the group again"),
         }
-        self.kafka.keep_out(drained || report.healthy == Some(false), drained);
-        report.metrics.lock().expect("metrics lock").drained = drained;
+        self.keep_out();
+        self.report.metrics.lock().expect("metrics lock").drained = drained;
         Some(Input::Drain(drained))
+    }
+
+    /// Keeps us out of the group while the health check fails or we are
+    /// drained, as the report says now.
+    fn keep_out(&self) {
+        let (healthy, drained) = (self.report.healthy, self.report.drain.drained);
+        self.kafka.keep_out(healthy == Some(false) || drained, drained);
     }
 
     /// Carries out one of the core's actions; Break with the status when

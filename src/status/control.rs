@@ -15,7 +15,6 @@ use crate::cli::YieldArgs;
 use crate::clock::wall_ms;
 use crate::config::Target;
 use crate::exit::{Failure, Kind};
-use crate::kafka::candidacy;
 use crate::kafka::heartbeat::Heartbeat;
 use crate::kafka::yield_request::{PauseRequest, TriggerRequest, Yield};
 use crate::printable::printable;
@@ -418,7 +417,7 @@ fn handover(
 /// to members older than candidacy records, which `status` cannot see).
 fn check_someone_may_lead(view: &View, leader: &Heartbeat, group: &str) -> Result<(), Stop> {
     let others: Vec<_> = view.standbys(wall_ms()).into_iter().filter(|c| c.name != leader.name).collect();
-    if others.iter().any(|c| !c.never_lead && !c.unhealthy && !c.drained) {
+    if others.iter().any(|c| c.may_lead()) {
         return Ok(());
     }
     // Each one live, and why it may not lead.
@@ -471,8 +470,7 @@ fn check_target(view: &View, leader: &Heartbeat, to: &str, group: &str) -> Resul
         ),
         Some(_) => Ok(()),
         None => {
-            let may = |c: &&&candidacy::Record| !c.never_lead && !c.unhealthy && !c.drained;
-            let names: Vec<_> = standbys.iter().filter(may).map(|c| printable(&c.name)).collect();
+            let names: Vec<_> = standbys.iter().filter(|c| c.may_lead()).map(|c| printable(&c.name)).collect();
             let live = if names.is_empty() { "none".to_string() } else { names.join(", ") };
             fail(
                 Kind::NoLeader,

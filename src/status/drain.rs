@@ -178,8 +178,7 @@ fn members(views: &[View], now: u64) -> String {
 fn check_others_may_lead(views: &[View], member: &str, group: &str) -> Result<(), Stop> {
     let now = wall_ms();
     let leader = views.iter().filter_map(|v| v.fresh_leader(now)).any(|l| l.name != member);
-    let standby =
-        views[0].standbys(now).iter().any(|c| c.name != member && !c.never_lead && !c.unhealthy && !c.drained);
+    let standby = views[0].standbys(now).iter().any(|c| c.name != member && c.may_lead());
     if leader || standby {
         return Ok(());
     }

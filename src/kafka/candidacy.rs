@@ -234,6 +234,12 @@ mod tests {
         let drained = Record { drained: true, ..record() };
         assert!(drained.as_core(2_500).unhealthy, "to the core, as one whose check fails");
         assert!(Record { unhealthy: true, ..record() }.as_core(2_500).unhealthy);
+        assert!(record().may_lead());
+        for may_not in
+            [drained.clone(), Record { unhealthy: true, ..record() }, Record { never_lead: true, ..record() }]
+        {
+            assert!(!may_not.may_lead(), "{may_not:?}");
+        }
         let json = String::from_utf8(drained.encode()).unwrap();
         assert!(json.contains(r#""drained":true"#), "{json}");
         assert_eq!(Record::decode(drained.encode().as_slice()), Some(drained));

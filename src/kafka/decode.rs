@@ -195,6 +195,8 @@ mod tests {
         assert!(d.event(at(0, 9, &drain("b", true))).is_none(), "another member's");
         let seats = Decoder { seats: &[0, 2], ..decoder(&me) };
         assert!(seats.event(at(2, 9, &drain("me", true))).is_none(), "drains are the control partition's");
+        let control_only = Decoder { seats: &[2], ..decoder(&me) };
+        assert!(matches!(control_only.event(at(0, 9, &drain("me", true))), Some(Event::Drain { .. })), "no seat there");
         let unknown = Decoder { drains_from: None, ..decoder(&me) };
         assert!(unknown.event(at(0, 9, &drain("me", true))).is_none(), "no start known: none is ours");
     }

@@ -85,7 +85,8 @@ impl Decoder<'_> {
                     TriggerRequest::decode(payload).map(|request| Event::Trigger(partition, request.at(offset)))
                 })
                 .or_else(|| control.then(|| drain_event(payload, self.me, offset, self.drains_from)).flatten()),
-            (None, None) if control => drain_event(payload, self.me, offset, self.drains_from),
+            // No seat's partition, so the control partition.
+            (None, None) => drain_event(payload, self.me, offset, self.drains_from),
             _ => None,
         }
     }
@@ -197,6 +198,9 @@ mod tests {
         assert!(seats.event(at(2, 9, &drain("me", true))).is_none(), "drains are the control partition's");
         let control_only = Decoder { seats: &[2], ..decoder(&me) };
         assert!(matches!(control_only.event(at(0, 9, &drain("me", true))), Some(Event::Drain { .. })), "no seat there");
+        let (pause, trigger) = (PauseRequest::new(true, false).encode(), TriggerRequest::new().encode());
+        assert!(control_only.event(at(0, 10, &pause)).is_none(), "a pause is a seat's, and 0 is none here");
+        assert!(control_only.event(at(0, 11, &trigger)).is_none(), "so is a trigger");
         let unknown = Decoder { drains_from: None, ..decoder(&me) };
         assert!(unknown.event(at(0, 9, &drain("me", true))).is_none(), "no start known: none is ours");
     }

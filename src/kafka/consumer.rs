@@ -145,7 +145,7 @@ pub(super) fn consume(
 
 /// The consumer thread's state between two polls.
 struct Reader<'a> {
-    consumer: &'a BaseConsumer<ReaderContext>,
+    consumer: &'a Arc<BaseConsumer<ReaderContext>>,
     /// Whether we are in the group, shared with the watcher.
     subscription: &'a Subscription,
     me: &'a Member,
@@ -224,6 +224,7 @@ impl Reader<'_> {
         let owner = serve_group(consumer);
         self.slice = if owner && self.rung.is_none() { OWNER_POLL } else { STANDBY_POLL };
         self.report_assigned()?;
+        ctx.wake_fetchers(consumer);
         // Records fetched behind one of our own heartbeats are heard
         // before the core may lead on it: it says `more`, and `CaughtUp`
         // follows once the fetched records are all sent (audit D11), or a

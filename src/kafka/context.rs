@@ -4,7 +4,7 @@
 //! delivery reports. Both route librdkafka's log and errors through `Reach`, which they share,
 //! so that a change of reachability is logged once, not once per client.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -171,6 +171,13 @@ pub(super) struct ReaderContext {
     /// The control partition's end when we started: a drain written from
     /// there on may name this process (`Decoder::drains_from`).
     pub(super) drains_from: std::sync::OnceLock<i64>,
+    /// The seats' partitions a rebalance left us, whose fetchers the
+    /// consumer loop has yet to wake (`wake_fetchers`). Consumer thread
+    /// only, as `assigned`.
+    pub(super) kept: Mutex<BTreeSet<Partition>>,
+    /// The clients' `socket.timeout.ms`: how long a request of ours may go
+    /// unanswered before librdkafka takes its connection down.
+    pub(super) request_timeout: Duration,
 }
 
 /// How long pinning a new seat's read position may take, each step.
@@ -213,6 +220,46 @@ impl ReaderContext {
         }
     }
 
+    /// Wakes the fetchers of the seats' partitions a rebalance kept ours.
+    ///
+    /// librdkafka pauses every partition we own while a rebalance callback
+    /// is ours to serve and resumes them when it returns, but does not wake
+    /// the thread of the partition's leader, which fetches again only once
+    /// something else wakes it: a request of its own or its 1 s idle tick
+    /// (`rd_kafka_max_block_ms`). On one broker the coordinator's traffic
+    /// shares that thread; on a cluster a partition led elsewhere went
+    /// unread for up to a second after each rebalance, and a role kept
+    /// through a join whose revoked command took its whole `--grace` was
+    /// fenced for nothing (the cluster soak's needless moves). A request
+    /// for each one's end (ListOffsets, to its leader) is such a wake. It
+    /// goes from a thread of its own: the broker answers it only after a
+    /// fetch it holds on the same connection, and one that timed out would
+    /// take the connection down (`socket.max.fails`), so it is given the
+    /// clients' request timeout, which the consumer thread cannot wait.
+    pub(super) fn wake_fetchers(&self, consumer: &Arc<BaseConsumer<Self>>) {
+        let kept = std::mem::take(&mut *self.kept.lock().expect("kept lock"));
+        if kept.is_empty() {
+            return;
+        }
+        let mut ends = rdkafka::TopicPartitionList::new();
+        for partition in kept {
+            // Offset::End: the latest offset, as a timestamp of -1 asks.
+            let _ = ends.add_partition_offset(&self.reach.topic, partition, Offset::End);
+        }
+        let (consumer, wait) = (Arc::downgrade(consumer), self.request_timeout);
+        let woken = std::thread::Builder::new().name("neli-fetch-wake".into()).spawn(move || {
+            // Not kept alive for this: a consumer gone has nothing to wake.
+            if let Some(consumer) = consumer.upgrade() {
+                if let Err(err) = consumer.offsets_for_times(ends, wait) {
+                    debug!(%err, "asked for the kept partitions' ends to wake their fetchers: no answer");
+                }
+            }
+        });
+        if let Err(err) = woken {
+            debug!(%err, "no thread to wake the kept partitions' fetchers: they fetch at librdkafka's next tick");
+        }
+    }
+
     /// The end of `partition` when it was last assigned to us (0 if never
     /// pinned: every record is then new).
     pub(super) fn assigned_at(&self, partition: Partition) -> i64 {
@@ -232,6 +279,21 @@ impl ClientContext for ReaderContext {
 
     fn error(&self, err: KafkaError, reason: &str) {
         self.reach.error(err, reason);
+    }
+}
+
+impl ReaderContext {
+    /// Notes the seats' partitions the rebalance left ours for
+    /// `wake_fetchers`, but those it added: pinning a new one's read
+    /// position wakes its fetcher.
+    fn note_kept(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let Ok(owned) = consumer.assignment() else {
+            return;
+        };
+        let topic = &self.reach.topic;
+        let added = |p| matches!(rebalance, Rebalance::Assign(added) if added.find_partition(topic, p).is_some());
+        let kept = self.seats.iter().copied().filter(|&p| owned.find_partition(topic, p).is_some() && !added(p));
+        self.kept.lock().expect("kept lock").extend(kept);
     }
 }
 
@@ -272,6 +334,7 @@ impl ConsumerContext for ReaderContext {
     }
 
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        self.note_kept(consumer, rebalance);
         match rebalance {
             Rebalance::Assign(added) => {
                 self.reach.reachable();
@@ -415,6 +478,8 @@ mod tests {
             assigned: Mutex::default(),
             assigned_at: Mutex::default(),
             drains_from: Default::default(),
+            kept: Mutex::default(),
+            request_timeout: Duration::from_secs(3),
         };
         let consumer = rdkafka::ClientConfig::new()
             .set("bootstrap.servers", "127.0.0.1:9")

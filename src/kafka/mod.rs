@@ -269,6 +269,9 @@ impl Kafka {
     pub fn connect(s: &Settings, member: Member, events: UnboundedSender<Event>) -> Result<Kafka, Failure> {
         let requests = Arc::new(Requests::default());
         let reach = Reach::new(events.clone(), s.target.topic.clone(), s.target.group.clone());
+        let config = consumer_config(s);
+        // The user's -X wins here too.
+        let request_timeout = config.get("socket.timeout.ms").and_then(|v| v.parse().ok()).map(Duration::from_millis);
         let reader = ReaderContext {
             reach: reach.clone(),
             requests: requests.clone(),
@@ -281,6 +284,8 @@ impl Kafka {
             assigned: Default::default(),
             assigned_at: Default::default(),
             drains_from: Default::default(),
+            kept: Mutex::default(),
+            request_timeout: request_timeout.unwrap_or_else(|| s.timing.request_timeout()),
         };
         let writer = WriterContext {
             reach: reach.clone(),
@@ -290,7 +295,7 @@ impl Kafka {
         };
 
         let consumer: Arc<BaseConsumer<ReaderContext>> =
-            Arc::new(consumer_config(s).create_with_context(reader).map_err(|e| creation_error(e, &s.target))?);
+            Arc::new(config.create_with_context(reader).map_err(|e| creation_error(e, &s.target))?);
         let producer: Arc<BaseProducer<WriterContext>> =
             Arc::new(producer_config(s).create_with_context(writer).map_err(|e| creation_error(e, &s.target))?);
 

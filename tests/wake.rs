@@ -4,6 +4,8 @@
 //! makes a handover is neli-bench's to say; here, that it happens, in that
 //! order, and that members without it (an older version) still take over.
 
+use std::time::Duration;
+
 use nix::sys::signal::Signal;
 
 use crate::util::{run, wait_until, Group, Member};
@@ -194,5 +196,26 @@ fn a_yield_wakes_the_standbys() {
         yielder.log().contains(&format!("{WOKEN} from={}", standby.name))
     });
     drop(members);
+    g.assert_no_overlap();
+}
+
+/// With librdkafka's debug logging on, as above, an idle member's consumer
+/// thread sleeps between events as without it. Asking librdkafka for the
+/// assignment (which makes it serve the group) logs a line there, and each
+/// line's event woke the thread to ask again: 30,000 asks a second, a core
+/// spun by the thread and one by librdkafka's, until it asked at most
+/// every 10 ms.
+#[test]
+fn debug_logging_does_not_keep_the_consumer_thread_busy() {
+    let g = Group::new("debug-spin");
+    let a = g.member("a", &REJOIN_REASONS, &["sleep", "1000"]);
+    wait_until(g.broker.timing.takeover(), "a leads", || g.lock_held());
+    let asks = || a.log().matches("received op GET_ASSIGNMENT").count();
+    let before = asks();
+    // A window to count in, not a wait for an event.
+    std::thread::sleep(Duration::from_secs(2));
+    let asked = asks() - before;
+    assert!(asked < 1000, "{asked} asks in 2 s");
+    drop(a);
     g.assert_no_overlap();
 }

@@ -122,6 +122,7 @@ pub(super) fn consume(
         gaps: BTreeMap::new(),
         slice: STANDBY_POLL,
         rung: rung.as_ref(),
+        served: None,
     };
     while !asks.closing.load(Ordering::Relaxed) {
         reader.answer(asks, watch);
@@ -158,6 +159,8 @@ struct Reader<'a> {
     slice: Duration,
     /// What the wait between polls listens to, if anything.
     rung: Option<&'a Rung<'a>>,
+    /// When `serve_group` last asked, and whether we owned a seat then.
+    served: Option<(Instant, bool)>,
 }
 
 impl Reader<'_> {
@@ -221,7 +224,7 @@ impl Reader<'_> {
         };
         // With the bell, a request or an event ends the wait at once: the
         // slice only bounds how long the group goes unserved.
-        let owner = serve_group(consumer);
+        let owner = self.serve_group();
         self.slice = if owner && self.rung.is_none() { OWNER_POLL } else { STANDBY_POLL };
         self.report_assigned()?;
         ctx.wake_fetchers(consumer);
@@ -278,6 +281,17 @@ impl Reader<'_> {
             }
         }
         ControlFlow::Continue(())
+    }
+
+    /// `serve_group`, at most every `SERVE_EVERY` (what it said last
+    /// meanwhile). With librdkafka's debug logging on (`-X debug=cgrp`),
+    /// asking for the assignment logs a line, whose event rang the bell for
+    /// the next ask: the consumer thread and librdkafka's spun a core each.
+    fn serve_group(&mut self) -> bool {
+        if self.served.is_none_or(|(at, _)| at.elapsed() >= SERVE_EVERY) {
+            self.served = Some((Instant::now(), serve_group(self.consumer)));
+        }
+        self.served.is_some_and(|(_, owner)| owner)
     }
 
     /// Reports the seats' partitions the last poll assigned us, pinning
@@ -354,6 +368,10 @@ fn serve_group(consumer: &BaseConsumer<ReaderContext>) -> bool {
 /// ms for the end of a 100 ms poll, of a 300 ms handover; at 10 ms, an idle
 /// leader took 0.87 % of a core instead of 0.35 %).
 const OWNER_POLL: Duration = Duration::from_millis(20);
+
+/// How often the consumer loop asks librdkafka to serve the group at most
+/// (`Reader::serve_group`): well within the 100 ms it must.
+const SERVE_EVERY: Duration = Duration::from_millis(10);
 const STANDBY_POLL: Duration = Duration::from_millis(100);
 
 /// The newest of our own heartbeats read back in this tenure, to say how

@@ -88,7 +88,12 @@ impl Broker {
         writeln!(stream, "{event}").map_err(|e| e.to_string())?;
         stream.shutdown(std::net::Shutdown::Write).map_err(|e| e.to_string())?;
         let mut answer = String::new();
-        stream.read_to_string(&mut answer).map_err(|e| e.to_string())?;
+        stream.read_to_string(&mut answer).map_err(|e| match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                format!("{event}: no answer within {EVENT_WAIT:?} (the broker frozen?)")
+            }
+            _ => e.to_string(),
+        })?;
         let answer = answer.trim_end();
         if answer == "ok" {
             return Ok(String::new());

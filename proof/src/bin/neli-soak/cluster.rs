@@ -30,7 +30,8 @@ impl Soak {
     /// it stands. Every script leaves every broker up and every cut healed.
     pub fn script(&self, fault: Fault, slot: usize, rng: &mut Rng) -> Option<Script> {
         let broker = self.broker.as_ref().filter(|_| fault.is_cluster_event())?;
-        let now = broker.event("describe").map_err(|why| eprintln!("neli-soak: describe: {why}")).ok()?;
+        let now =
+            broker.event("describe").map_err(|why| eprintln!("neli-soak: {why}: no cluster event this time")).ok()?;
         let n = self.cluster as i32;
         let s = self.session;
         let topic = format!("{}.neli", self.group);

@@ -283,16 +283,14 @@ impl ClientContext for ReaderContext {
 }
 
 impl ReaderContext {
-    /// Notes the seats' partitions the rebalance left ours for
-    /// `wake_fetchers`, but those it added: pinning a new one's read
-    /// position wakes its fetcher.
-    fn note_kept(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    /// Notes the seats' partitions the rebalance left ours, for
+    /// `wake_fetchers` (a new one's too: its pin wakes its fetcher anyway,
+    /// and one request more does no harm).
+    fn note_kept(&self, consumer: &BaseConsumer<Self>) {
         let Ok(owned) = consumer.assignment() else {
             return;
         };
-        let topic = &self.reach.topic;
-        let added = |p| matches!(rebalance, Rebalance::Assign(added) if added.find_partition(topic, p).is_some());
-        let kept = self.seats.iter().copied().filter(|&p| owned.find_partition(topic, p).is_some() && !added(p));
+        let kept = self.seats.iter().copied().filter(|&p| owned.find_partition(&self.reach.topic, p).is_some());
         self.kept.lock().expect("kept lock").extend(kept);
     }
 }
@@ -334,7 +332,7 @@ impl ConsumerContext for ReaderContext {
     }
 
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        self.note_kept(consumer, rebalance);
+        self.note_kept(consumer);
         match rebalance {
             Rebalance::Assign(added) => {
                 self.reach.reachable();

@@ -368,11 +368,11 @@ fn serve_group(consumer: &BaseConsumer<ReaderContext>) -> bool {
 /// ms for the end of a 100 ms poll, of a 300 ms handover; at 10 ms, an idle
 /// leader took 0.87 % of a core instead of 0.35 %).
 const OWNER_POLL: Duration = Duration::from_millis(20);
+const STANDBY_POLL: Duration = Duration::from_millis(100);
 
 /// How often the consumer loop asks librdkafka to serve the group at most
 /// (`Reader::serve_group`): well within the 100 ms it must.
 const SERVE_EVERY: Duration = Duration::from_millis(10);
-const STANDBY_POLL: Duration = Duration::from_millis(100);
 
 /// The newest of our own heartbeats read back in this tenure, to say how
 /// long a gap in them was once they are back: how close a network blip

@@ -220,6 +220,17 @@ impl ReaderContext {
         }
     }
 
+    /// Notes the seats' partitions the rebalance left ours, for
+    /// `wake_fetchers` (a new one's too: its pin wakes its fetcher anyway,
+    /// and one request more does no harm).
+    fn note_kept(&self, consumer: &BaseConsumer<Self>) {
+        let Ok(owned) = consumer.assignment() else {
+            return;
+        };
+        let kept = self.seats.iter().copied().filter(|&p| owned.find_partition(&self.reach.topic, p).is_some());
+        self.kept.lock().expect("kept lock").extend(kept);
+    }
+
     /// Wakes the fetchers of the seats' partitions a rebalance kept ours.
     ///
     /// librdkafka pauses every partition we own while a rebalance callback
@@ -279,19 +290,6 @@ impl ClientContext for ReaderContext {
 
     fn error(&self, err: KafkaError, reason: &str) {
         self.reach.error(err, reason);
-    }
-}
-
-impl ReaderContext {
-    /// Notes the seats' partitions the rebalance left ours, for
-    /// `wake_fetchers` (a new one's too: its pin wakes its fetcher anyway,
-    /// and one request more does no harm).
-    fn note_kept(&self, consumer: &BaseConsumer<Self>) {
-        let Ok(owned) = consumer.assignment() else {
-            return;
-        };
-        let kept = self.seats.iter().copied().filter(|&p| owned.find_partition(&self.reach.topic, p).is_some());
-        self.kept.lock().expect("kept lock").extend(kept);
     }
 }
 

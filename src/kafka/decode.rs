@@ -78,17 +78,22 @@ impl Decoder<'_> {
                 info!(offset, "yield requested by {}", y.asker());
                 Some(Event::Yield { to: y.to })
             }
-            // The core logs who asked, once it is news to it.
-            (None, None) if seat => PauseRequest::decode(payload)
-                .map(|request| Event::Pause(partition, request.at(offset)))
-                .or_else(|| {
-                    TriggerRequest::decode(payload).map(|request| Event::Trigger(partition, request.at(offset)))
-                })
-                .or_else(|| control.then(|| drain_event(payload, self.me, offset, self.drains_from)).flatten()),
-            // No seat's partition, so the control partition.
-            (None, None) => drain_event(payload, self.me, offset, self.drains_from),
+            // A pause or trigger is a seat's, a drain the control
+            // partition's. The core logs who asked, once it is news to it.
+            (None, None) => {
+                let request = seat.then(|| seat_request(payload, partition, offset)).flatten();
+                request.or_else(|| control.then(|| drain_event(payload, self.me, offset, self.drains_from)).flatten())
+            }
             _ => None,
         }
+    }
+}
+
+/// A pause or a trigger read at `offset` of a seat's `partition`.
+fn seat_request(payload: &[u8], partition: Partition, offset: i64) -> Option<Event> {
+    match PauseRequest::decode(payload) {
+        Some(request) => Some(Event::Pause(partition, request.at(offset))),
+        None => TriggerRequest::decode(payload).map(|request| Event::Trigger(partition, request.at(offset))),
     }
 }
 

@@ -220,15 +220,13 @@ impl ReaderContext {
         }
     }
 
-    /// Notes the seats' partitions the rebalance left ours, for
-    /// `wake_fetchers` (a new one's too: its pin wakes its fetcher anyway,
-    /// and one request more does no harm).
-    fn note_kept(&self, consumer: &BaseConsumer<Self>) {
-        let Ok(owned) = consumer.assignment() else {
-            return;
+    /// The seats' partitions in our assignment now (none if librdkafka
+    /// cannot say).
+    fn owned_seats(&self, consumer: &BaseConsumer<Self>) -> Vec<Partition> {
+        let Ok(assignment) = consumer.assignment() else {
+            return Vec::new();
         };
-        let kept = self.seats.iter().copied().filter(|&p| owned.find_partition(&self.reach.topic, p).is_some());
-        self.kept.lock().expect("kept lock").extend(kept);
+        self.seats.iter().copied().filter(|&p| assignment.find_partition(&self.reach.topic, p).is_some()).collect()
     }
 
     /// Wakes the fetchers of the seats' partitions a rebalance kept ours.
@@ -330,7 +328,10 @@ impl ConsumerContext for ReaderContext {
     }
 
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        self.note_kept(consumer);
+        let owned = self.owned_seats(consumer);
+        // For `wake_fetchers`: a new one's too, whose pin wakes its fetcher
+        // anyway (one request more does no harm).
+        self.kept.lock().expect("kept lock").extend(owned.iter().copied());
         match rebalance {
             Rebalance::Assign(added) => {
                 self.reach.reachable();
@@ -342,11 +343,6 @@ impl ConsumerContext for ReaderContext {
                 // still owning the partition with nothing newly added. The
                 // core ignores Assigned while it holds a tenure. (Found by the
                 // broker-restart fault: nobody led again.)
-                let owned = consumer.assignment().map(|a| {
-                    let topic = &self.reach.topic;
-                    self.seats.iter().copied().filter(|&p| a.find_partition(topic, p).is_some()).collect::<Vec<_>>()
-                });
-                let owned = owned.unwrap_or_default();
                 if !owned.is_empty() {
                     self.standby.store(false, Ordering::Relaxed);
                     // Reported by the consumer loop once this callback has

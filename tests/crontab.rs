@@ -156,13 +156,7 @@ impl Fleet {
         let runs = self.g.dir.path().join("runs").display().to_string();
         let mut text = format!("# a fleet's jobs\nGREETING={greeting}\n");
         for job in jobs {
-            // Made once: a file written again on a reload must not rewrite
-            // guarded.sh under a run that executes it (ETXTBSY).
-            let dir = self.g.dir.path().join("jobs").join(job);
-            let detector = match dir.join("guarded.sh").exists() {
-                true => neli_proof::detector::Detector { dir },
-                false => neli_proof::detector::Detector::new(dir).unwrap(),
-            };
+            let detector = neli_proof::detector::Detector::new(self.g.dir.path().join("jobs").join(job)).unwrap();
             let guard = detector.wrap().join(" ");
             let (every, hold) = (&self.every, &self.hold);
             text += &format!(
@@ -256,9 +250,7 @@ impl Fleet {
             }
         }
         for job in &self.jobs {
-            // Read, not made anew: `Detector::new` rewrites guarded.sh, which
-            // a run still going executes (ETXTBSY).
-            let detector = neli_proof::detector::Detector { dir: self.g.dir.path().join("jobs").join(job) };
+            let detector = neli_proof::detector::Detector::new(self.g.dir.path().join("jobs").join(job)).unwrap();
             assert_eq!(detector.overlaps(), Vec::<String>::new(), "two runs of {job} at once");
         }
     }

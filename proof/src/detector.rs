@@ -16,13 +16,20 @@ pub struct Detector {
 }
 
 impl Detector {
-    /// Creates `dir` with an executable `guarded.sh` in it.
+    /// Creates `dir` with an executable `guarded.sh` in it, or takes the
+    /// one there: the script is written beside and renamed into place, so
+    /// that a child executing the one there keeps it (writing into a file
+    /// being executed fails with ETXTBSY, seen in CI when a crontab test
+    /// made its jobs' detectors again under their runs).
     pub fn new(dir: PathBuf) -> std::io::Result<Detector> {
         use std::os::unix::fs::PermissionsExt;
         fs::create_dir_all(&dir)?;
-        let script = dir.join("guarded.sh");
-        fs::write(&script, GUARDED)?;
-        fs::set_permissions(&script, fs::Permissions::from_mode(0o755))?;
+        static FRESH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = FRESH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let fresh = dir.join(format!(".guarded.sh.{}.{n}", std::process::id()));
+        fs::write(&fresh, GUARDED)?;
+        fs::set_permissions(&fresh, fs::Permissions::from_mode(0o755))?;
+        fs::rename(&fresh, dir.join("guarded.sh"))?;
         Ok(Detector { dir })
     }
 

@@ -8,6 +8,7 @@ mod cli;
 mod cluster;
 mod crontab;
 mod daemons;
+mod detector;
 mod dev_broker;
 mod docs;
 mod election;

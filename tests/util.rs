@@ -506,12 +506,16 @@ impl Member {
 
 impl Drop for Member {
     fn drop(&mut self) {
-        if !self.exited() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        let exited = match self.exited() {
+            true => format!(", which exited: {}", self.status.expect("exited")),
+            false => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                String::new()
+            }
+        };
         if std::thread::panicking() {
-            eprintln!("---- log of {} ----\n{}", self.name, self.log());
+            eprintln!("---- log of {}{exited} ----\n{}", self.name, self.log());
         }
     }
 }

@@ -72,13 +72,52 @@ impl Detector {
 }
 
 /// Which of the locks `ids` (see `Detector::lock_id`; None: never created,
-/// so free) some process holds, from one read of /proc/locks:
+/// so free) some process holds, from /proc/locks:
 /// "1: FLOCK  ADVISORY  WRITE 4242 08:01:131090 0 EOF".
+///
+/// The kernel lists the locks a page at a time, and each read resumes at a
+/// line number: a lock released meanwhile earlier in the list shifts the
+/// rest, and the line after the cut is skipped. `fs::read_to_string` reads
+/// in small pieces (its first read is 32 bytes), so a lock held throughout
+/// looked free about once in 400 reads while other tests took and released
+/// theirs (a test went on as if the lease had killed a command that still
+/// ran). So the file is read in page-sized reads, and a lock missing from
+/// one reading is looked for in a second: held if either shows it (a
+/// reading only shows locks held while it was taken).
 pub fn locks_held(ids: &[Option<String>]) -> Vec<bool> {
-    let locks = fs::read_to_string("/proc/locks").unwrap_or_default();
-    let held: Vec<&str> =
-        locks.lines().filter(|l| l.contains(" FLOCK ")).filter_map(|l| l.split_whitespace().nth(5)).collect();
-    ids.iter().map(|id| id.as_deref().is_some_and(|id| held.contains(&id))).collect()
+    let mut held = vec![false; ids.len()];
+    for _ in 0..2 {
+        let locks = proc_locks();
+        let taken: Vec<&str> =
+            locks.lines().filter(|l| l.contains(" FLOCK ")).filter_map(|l| l.split_whitespace().nth(5)).collect();
+        for (held, id) in held.iter_mut().zip(ids) {
+            *held = *held || id.as_deref().is_some_and(|id| taken.contains(&id));
+        }
+        if held.iter().zip(ids).all(|(held, id)| *held || id.is_none()) {
+            break;
+        }
+    }
+    held
+}
+
+/// /proc/locks, in reads of at least a page (see `locks_held`).
+fn proc_locks() -> String {
+    use std::io::Read;
+    let Ok(mut file) = fs::File::open("/proc/locks") else { return String::new() };
+    let (mut buf, mut len) = (vec![0u8; 64 * 1024], 0);
+    loop {
+        if buf.len() - len < 4096 {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    buf.truncate(len);
+    String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// The lines of a file; none if it does not exist.

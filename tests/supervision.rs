@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{parent_of, stays_false, wait_until, Group, Member, LONG, LONG_LEASE};
+use crate::util::{parent_of, sleeping, stays_false, wait_until, Group, Member, LONG, LONG_LEASE};
 
 /// librdkafka's clients are destroyed before neli-run exits, on each path
 /// that waits for them: a run that ends (its group's topic created on the
@@ -292,8 +292,9 @@ fn a_shim_that_cannot_be_executed_is_reported_and_not_taken_for_a_start() {
 }
 
 /// The command inherits stdin, stdout and stderr and nothing else of
-/// neli-run's (librdkafka's sockets and wake-up pipes are not CLOEXEC): they
-/// are marked close-on-exec before the shim's exec.
+/// neli-run's (librdkafka's sockets and wake-up pipes are not CLOEXEC),
+/// and the shim holds nothing of them either beyond its lease (fd 3): it
+/// closes them as it starts.
 #[test]
 fn the_command_inherits_no_fd_of_neli_run_beyond_stdio() {
     let g = Group::new("no-fd-leak");
@@ -304,9 +305,9 @@ fn the_command_inherits_no_fd_of_neli_run_beyond_stdio() {
     let script = format!("touch {}; while :; do sleep 1; done", ready.display());
     let mut m = g.member_unguarded("a", &[], &["sh", "-c", &script]);
     let children = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    let mut command = None;
+    let (mut shim, mut command) = (None, None);
     wait_until(LONG, "the command runs below the shim, past its start-up", || {
-        let shim = children(m.pid().as_raw() as u32).split_whitespace().next().and_then(|p| p.parse().ok());
+        shim = children(m.pid().as_raw() as u32).split_whitespace().next().and_then(|p| p.parse().ok());
         command = shim.and_then(|shim| children(shim).split_whitespace().next().map(String::from));
         // Exec'd: until then the fork holds the shim's own fds.
         ready.exists()
@@ -320,6 +321,42 @@ fn the_command_inherits_no_fd_of_neli_run_beyond_stdio() {
     fds.sort();
     let targets: Vec<_> = fds.iter().map(|fd| std::fs::read_link(format!("{dir}/{fd}")).ok()).collect();
     assert_eq!(fds, ["0", "1", "2"], "{targets:?}");
+    let dir = format!("/proc/{}/fd", shim.unwrap());
+    let held: Vec<(i32, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().parse().unwrap())
+        .filter_map(|fd| Some((fd, std::fs::read_link(format!("{dir}/{fd}")).ok()?.display().to_string())))
+        .collect();
+    let theirs: Vec<_> = held.iter().filter(|(fd, target)| *fd > 3 && !target.starts_with("anon_inode:")).collect();
+    assert!(theirs.is_empty(), "the shim holds {theirs:?} of neli-run's (all it holds: {held:?})");
+    m.signal(Signal::SIGTERM);
+    assert_eq!(m.wait_exit(LONG).code(), Some(143), "{}", m.log());
+}
+
+/// The command starts with the signal dispositions neli-run was started
+/// with (here SIGALRM ignored, which neli-run does not catch), as across a
+/// fork and exec, except
+/// SIGPIPE, which neli-run ignores as every Rust program does, and the C
+/// library's own signals (32 to 34), which posix_spawn, which starts the
+/// shim, would leave ignored.
+#[test]
+fn the_command_starts_with_the_signal_dispositions_neli_run_was_given() {
+    let g = Group::new("signal-dispositions");
+    let marker = format!("1000.{}", std::process::id());
+    let ignoring = ["sh", "-c", r#"trap "" ALRM; exec "$0" "$@""#].map(String::from).to_vec();
+    let mut m = g.member_in(Some(ignoring), "a", &[], &["sleep", &marker]);
+    wait_until(LONG, "the command runs", || !sleeping(&marker).is_empty());
+    let ignored = |pid: i32| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:")).unwrap().trim().to_string();
+        u64::from_str_radix(&mask, 16).unwrap()
+    };
+    let bit = |sig: i32| 1u64 << (sig - 1);
+    let given = ignored(m.pid().as_raw());
+    assert_ne!(given & bit(libc::SIGALRM), 0, "SIGALRM ignored in neli-run: {given:#x}");
+    let reset = bit(libc::SIGPIPE) | bit(32) | bit(33) | bit(34);
+    let command = ignored(sleeping(&marker)[0].0);
+    assert_eq!(command, given & !reset, "ignored in the command {command:#x}, in neli-run {given:#x}");
     m.signal(Signal::SIGTERM);
     assert_eq!(m.wait_exit(LONG).code(), Some(143), "{}", m.log());
 }

@@ -27,18 +27,20 @@ pub mod tree;
 
 pub use reaper::{all_gone, reap, Beside};
 
-use std::ffi::{OsStr, OsString};
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
-use nix::sys::signal::{killpg, Signal};
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::spawn::{posix_spawn, PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags};
+use nix::sys::signal::{killpg, SigSet, Signal};
 use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
@@ -102,56 +104,33 @@ impl Running {
     /// command, told its token through a file) NELI_FENCING_TOKEN is unset.
     pub fn spawn(cmd: &Command, token: Option<i64>, lease: BootTime) -> io::Result<Running> {
         let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        let mut shim = std::process::Command::new(program::path());
-        for name in &cmd.env_remove {
-            shim.env_remove(name);
-        }
-        shim.arg0("neli-run-shim")
-            .arg(shim::ARG)
-            .arg(cmd.stop_signal.to_string())
-            .arg(cmd.grace.as_millis().to_string())
-            .arg("--")
-            .arg(&cmd.program)
-            .args(&cmd.args)
-            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-            .process_group(0);
-        match token {
-            Some(token) => shim.env("NELI_FENCING_TOKEN", token.to_string()),
-            None => shim.env_remove("NELI_FENCING_TOKEN"),
+        // posix_spawn's dup2 onto the same number would leave it close-on-exec.
+        let read = match read.as_raw_fd() == shim::LEASE_FD {
+            true => read.try_clone()?, // the lowest free number: above it
+            false => read,
         };
-        // Read before the fork: getrlimit in the child is not on the list of
-        // async-signal-safe calls.
-        let fd_limit = fd_limit();
-        // SAFETY: only async-signal-safe calls (dup2, fcntl, close_range)
-        // between fork and exec, on the read end, which the closure owns (so
-        // it is open until `shim` is dropped, after the spawn).
-        unsafe {
-            shim.pre_exec(move || {
-                place_lease_fd(&read)?;
-                cloexec_inherited_fds(shim::LEASE_FD + 1, fd_limit);
-                Ok(())
-            });
-        }
+        let (program, argv, env) = shim_line(cmd, token)?;
         // Without /proc (a container or namespace that lacks it) the exec
         // fails, and says so here.
-        let started = Running::start(&mut shim, File::from(write)).map_err(|err| {
-            io::Error::new(err.kind(), format!("cannot start the shim {}: {err}", program::path().display()))
-        });
-        // Closes our copy of the read end (the pre_exec closure owns it) once
-        // the shim has its own, before the first lease is written.
-        drop(shim);
+        let started =
+            Running::start(|| posix_spawn_shim(&program, &argv, &env, &read), File::from(write)).map_err(|err| {
+                io::Error::new(err.kind(), format!("cannot start the shim {}: {err}", program::path().display()))
+            });
+        // Our copy of the read end goes once the shim has its own, before the
+        // first lease is written.
+        drop(read);
         let mut running = started?;
         running.renew(lease)?;
         fcntl(&running.lease, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
         Ok(running)
     }
 
-    /// Starts `shim` (a shim's command line, in a group of its own) and
-    /// registers it with the reaper under the lock it is forked under, so
-    /// its status comes to `exited` however soon it exits, and no sweep
-    /// takes it for an orphan.
-    fn start(shim: &mut std::process::Command, lease: File) -> io::Result<Running> {
-        let (pgid, exit) = reaper::spawn_shim(shim)?;
+    /// Starts a shim with `start` (which returns its pid; in a group of its
+    /// own) and registers it with the reaper under the lock it is started
+    /// under, so its status comes to `exited` however soon it exits, and no
+    /// sweep takes it for an orphan.
+    fn start(start: impl FnOnce() -> io::Result<Pid>, lease: File) -> io::Result<Running> {
+        let (pgid, exit) = reaper::spawn_shim(start)?;
         Ok(Running { pgid, lease, exit })
     }
 
@@ -232,22 +211,78 @@ impl Running {
     }
 }
 
-/// Puts the lease pipe's read end at `LEASE_FD`, inheritable, in the forked
-/// child. Async-signal-safe (runs between fork and exec).
-///
-/// dup2 is libc's: the target is a descriptor number, not a descriptor we
-/// own (it may not even be open), and nix's `dup2` wants an `OwnedFd` there;
-/// its `dup2_raw` (0.31) does not check dup2's result, so a failure would
-/// become an `OwnedFd` of -1 instead of an error.
-fn place_lease_fd(read: &OwnedFd) -> io::Result<()> {
-    if read.as_raw_fd() == shim::LEASE_FD {
-        fcntl(read, FcntlArg::F_SETFD(FdFlag::empty()))?;
-    } else {
-        // SAFETY: `read` is open; dup2 replaces whatever this child had at
-        // LEASE_FD, which is the shim's from here on.
-        Errno::result(unsafe { libc::dup2(read.as_raw_fd(), shim::LEASE_FD) })?;
+/// The shim's program, its arguments and its environment (ours, less
+/// `env_remove`, plus the command's `env` and its token), as posix_spawn
+/// takes them.
+fn shim_line(cmd: &Command, token: Option<i64>) -> io::Result<(CString, Vec<CString>, Vec<CString>)> {
+    let c = |bytes: Vec<u8>| {
+        CString::new(bytes).map_err(|err| {
+            let text = String::from_utf8_lossy(&err.into_vec()).into_owned();
+            io::Error::new(io::ErrorKind::InvalidInput, format!("a NUL byte in {text:?}"))
+        })
+    };
+    let (stop, grace) = (cmd.stop_signal.to_string(), cmd.grace.as_millis().to_string());
+    let head = ["neli-run-shim", shim::ARG, &stop, &grace, "--"].map(|a| a.as_bytes().to_vec());
+    let tail = std::iter::once(&cmd.program).chain(&cmd.args).map(|a| a.as_bytes().to_vec());
+    let argv = head.into_iter().chain(tail).map(c).collect::<io::Result<_>>()?;
+    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+    for name in &cmd.env_remove {
+        env.remove(name);
     }
-    Ok(())
+    env.extend(cmd.env.iter().map(|(k, v)| (k.into(), v.into())));
+    match token {
+        Some(token) => env.insert("NELI_FENCING_TOKEN".into(), token.to_string().into()),
+        None => env.remove(OsStr::new("NELI_FENCING_TOKEN")),
+    };
+    let env =
+        env.into_iter().map(|(k, v)| c([k.as_bytes(), b"=", v.as_bytes()].concat())).collect::<io::Result<_>>()?;
+    Ok((c(program::path().as_os_str().as_bytes().to_vec())?, argv, env))
+}
+
+/// Starts the shim: the lease pipe's read end at `LEASE_FD`, a process
+/// group of its own, no signal blocked and SIGPIPE's default action (as
+/// std starts a process). posix_spawn, not fork: the kernel does not copy
+/// neli-run's page tables, which a fork did (with the exec that the loop
+/// waited for, 2 to 4 ms a start, one after another for the runs due
+/// together). The descriptors the shim inherits beyond its lease
+/// (librdkafka's pipes and sockets are not close-on-exec) it closes
+/// itself, before anything else (`shim::main`).
+fn posix_spawn_shim(program: &CString, argv: &[CString], env: &[CString], read: &OwnedFd) -> io::Result<Pid> {
+    let mut actions = PosixSpawnFileActions::init()?;
+    actions.add_dup2(read.as_raw_fd(), shim::LEASE_FD)?;
+    let mut attr = PosixSpawnAttr::init()?;
+    attr.set_pgroup(Pid::from_raw(0))?;
+    attr.set_sigmask(&SigSet::empty())?;
+    attr.set_sigdefault(&default_at_start())?;
+    attr.set_flags(
+        PosixSpawnFlags::POSIX_SPAWN_SETPGROUP
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
+    )?;
+    Ok(posix_spawn(program.as_c_str(), &actions, &attr, argv, env)?)
+}
+
+/// The signals the shim (and so the command) starts with at their default
+/// action whatever neli-run does with them: SIGPIPE, which neli-run ignores
+/// as every Rust program does, and the C library's own (32 to 34), which
+/// posix_spawn would leave ignored in the new program (glibc's and musl's
+/// alike) and which `sigaddset` refuses to name. Signals neli-run catches
+/// posix_spawn resets itself; ones it was started ignoring stay ignored,
+/// as across any exec.
+fn default_at_start() -> SigSet {
+    // SAFETY: an all-zero sigset_t is the empty set.
+    let mut raw: libc::sigset_t = unsafe { std::mem::zeroed() };
+    let words = std::ptr::addr_of_mut!(raw).cast::<libc::c_ulong>();
+    let per = libc::c_ulong::BITS as usize;
+    for bit in (32..=34).map(|sig: usize| sig - 1) {
+        // SAFETY: a sigset_t holds the kernel's 64 signals at least, as
+        // words of bits, signal n being bit n - 1 (glibc and musl alike).
+        unsafe { *words.add(bit / per) |= 1 << (bit % per) };
+    }
+    // SAFETY: built as the C library's sigset_t is.
+    let mut set = unsafe { SigSet::from_sigset_t_unchecked(raw) };
+    set.add(Signal::SIGPIPE);
+    set
 }
 
 /// Marks every fd from `first` on close-on-exec: librdkafka opens its

@@ -53,7 +53,7 @@ fn carried() -> io::Result<PathBuf> {
     // Nothing can change it from here on, even through /proc/self/fd.
     let seals = SealFlag::F_SEAL_SEAL | SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_WRITE;
     fcntl(&file, FcntlArg::F_ADD_SEALS(seals))?;
-    // A copy above LEASE_FD (a shim's fork places its lease pipe there
+    // A copy above LEASE_FD (a shim's start places its lease pipe there
     // before it execs this path), open for as long as neli-run runs.
     let fd = fcntl(&file, FcntlArg::F_DUPFD_CLOEXEC(LEASE_FD + 1))?;
     let path = PathBuf::from(format!("/proc/self/fd/{fd}"));

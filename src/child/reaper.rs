@@ -7,7 +7,7 @@
 //! reparented to it (what a shim or a keeper that died abruptly left).
 //! Whose each status is, only the registry says:
 //!
-//! - A process is registered under the lock it is forked under (`spawn`),
+//! - A process is registered under the lock it is started under (`spawn`),
 //!   and `reap` holds that lock across its `waitpid`s: a process that exits
 //!   at once is listed before it can be reaped, so its status is never
 //!   taken for an orphan's and dropped.
@@ -62,7 +62,7 @@ struct Registry(Vec<(Pid, Owner)>);
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry(Vec::new()));
 
-/// The registry, locked. Held by a spawn (a fork and an exec), by `reap`
+/// The registry, locked. Held by a spawn (until the exec), by `reap`
 /// (its `waitpid`s, none blocking), by a sweep's signals (no /proc walk),
 /// and for a lookup: the loop, which reaps, may wait that long for it.
 fn registry() -> MutexGuard<'static, Registry> {
@@ -79,21 +79,27 @@ impl Registry {
     }
 }
 
-/// Forks and execs `cmd`, registered with `owner` under the lock it is
-/// forked under (see the module's doc). std's spawn waits for the exec, and
-/// on a failed one reaps the child itself: no `reap` can take it first.
+/// Starts `cmd`, registered with `owner` (`registered`).
 fn spawn(cmd: &mut std::process::Command, owner: Owner) -> io::Result<Pid> {
+    registered(|| Ok(Pid::from_raw(cmd.spawn()?.id() as i32)), owner)
+}
+
+/// Starts a process with `start`, registered with `owner` under the lock
+/// it is started under (see the module's doc). `start` returns once the
+/// exec is done, and on a failed one reaps the child itself (std's spawn
+/// and posix_spawn, glibc's and musl's, do): no `reap` can take it first.
+fn registered(start: impl FnOnce() -> io::Result<Pid>, owner: Owner) -> io::Result<Pid> {
     let mut registry = registry();
-    let pid = Pid::from_raw(cmd.spawn()?.id() as i32);
+    let pid = start()?;
     registry.0.push((pid, owner));
     Ok(pid)
 }
 
-/// Starts `cmd` (set up as a shim) registered as a seat's shim; its status
-/// comes through the receiver once `reap` reaps it.
-pub(super) fn spawn_shim(cmd: &mut std::process::Command) -> io::Result<(Pid, oneshot::Receiver<ChildStatus>)> {
+/// Starts a seat's shim with `start`, registered as one; its status comes
+/// through the receiver once `reap` reaps it.
+pub(super) fn spawn_shim(start: impl FnOnce() -> io::Result<Pid>) -> io::Result<(Pid, oneshot::Receiver<ChildStatus>)> {
     let (status, receiver) = oneshot::channel();
-    Ok((spawn(cmd, Owner::Shim(status))?, receiver))
+    Ok((registered(start, Owner::Shim(status))?, receiver))
 }
 
 /// Reaps every exited child without blocking (we are a subreaper, or PID 1,

@@ -1,8 +1,10 @@
 //! The shim: a tiny process between neli-run and the child that makes the
 //! child's fate independent of neli-run's.
 //!
-//! neli-run starts `/proc/self/exe __shim ...` as the leader of a new process
-//! group; the shim starts the command in that same group (so neli-run's
+//! neli-run starts the shim (`program.rs`: `__shim ...`) with posix_spawn
+//! as the leader of a new process group; the shim closes every descriptor
+//! it inherited beyond stdio and its lease, and starts the command in that
+//! same group (so neli-run's
 //! `killpg` reaches the command and whatever stays in its group) and then
 //! only watches three things, with every asynchronous signal blocked so that
 //! a signal sent to the group never kills it:
@@ -65,6 +67,7 @@ pub(super) const FAULTS: [Signal; 7] =
 
 /// Entry point: `neli-run __shim <stop-signal> <grace-ms> -- <cmd> [args]`.
 pub fn main(args: &[OsString]) -> ! {
+    close_inherited();
     stderr::init();
     // Run from memory, the kernel named it by its fd's number (`program`).
     let _ = nix::sys::prctl::set_name(c"neli-run-shim");
@@ -78,6 +81,28 @@ pub fn main(args: &[OsString]) -> ! {
         }
     };
     std::process::exit(code.into())
+}
+
+/// Closes every descriptor above the lease: neli-run starts the shim with
+/// posix_spawn, which cannot mark what it holds close-on-exec (librdkafka's
+/// pipes and sockets are not), and the shim must neither keep neli-run's
+/// connections open nor pass them to the command.
+fn close_inherited() {
+    let first = (LEASE_FD + 1) as libc::c_uint;
+    // SAFETY: closes descriptors nothing in this process uses yet (nothing
+    // has run before this but the program's start-up).
+    if unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) } == 0 {
+        return;
+    }
+    // Kernels before 5.9: each one /proc lists (its own listing's is
+    // closed by then, and fails with EBADF).
+    let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .map(|dir| dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default();
+    for fd in open.into_iter().filter(|&fd| fd > LEASE_FD) {
+        // SAFETY: as above.
+        unsafe { libc::close(fd) };
+    }
 }
 
 fn parse(args: &[OsString]) -> Option<(Signal, Duration, &OsString, &[OsString])> {

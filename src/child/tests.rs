@@ -59,7 +59,12 @@ fn seat(script: &str) -> Running {
     sh.args(["-c", script]);
     std::os::unix::process::CommandExt::process_group(&mut sh, 0);
     let lease = File::options().write(true).open("/dev/null").expect("/dev/null");
-    Running::start(&mut sh, lease).expect("sh starts")
+    started(&mut sh, lease)
+}
+
+/// `sh` (set up as a shim) started as `Running::spawn` starts one.
+fn started(sh: &mut Command, lease: File) -> Running {
+    Running::start(|| Ok(Pid::from_raw(sh.spawn()?.id() as i32)), lease).expect("sh starts")
 }
 
 /// Reaps, as the loop does, until `done` (for at most ten seconds, far more
@@ -141,9 +146,9 @@ fn every_status_goes_to_whoever_started_that_process() {
     isolated("every_status_goes_to_whoever_started_that_process", || {
         let lease = || File::options().write(true).open("/dev/null").expect("/dev/null");
         let (mut sh, a_go) = held("read _; exit 3");
-        let mut a = Running::start(&mut sh, lease()).expect("sh starts");
+        let mut a = started(&mut sh, lease());
         let (mut sh, b_go) = held("read _; exit 5");
-        let mut b = Running::start(&mut sh, lease()).expect("sh starts");
+        let mut b = started(&mut sh, lease());
         let (hook, hook_go) = held("read _; exit 7");
         let (_, hook) = Beside::spawn(hook).expect("the hook starts");
         let (mut stray, stray_go) = held("read _; exit 9");

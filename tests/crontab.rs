@@ -250,7 +250,7 @@ impl Fleet {
             }
         }
         for job in &self.jobs {
-            let detector = neli_proof::detector::Detector::new(self.g.dir.path().join("jobs").join(job)).unwrap();
+            let detector = neli_proof::detector::Detector { dir: self.g.dir.path().join("jobs").join(job) };
             assert_eq!(detector.overlaps(), Vec::<String>::new(), "two runs of {job} at once");
         }
     }

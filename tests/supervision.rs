@@ -335,10 +335,9 @@ fn the_command_inherits_no_fd_of_neli_run_beyond_stdio() {
 
 /// The command starts with the signal dispositions neli-run was started
 /// with (here SIGALRM ignored, which neli-run does not catch), as across a
-/// fork and exec, except
-/// SIGPIPE, which neli-run ignores as every Rust program does, and the C
-/// library's own signals (32 to 34), which posix_spawn, which starts the
-/// shim, would leave ignored.
+/// fork and exec, except SIGPIPE, which neli-run ignores as every Rust
+/// program does, and the C library's own signals (32 to 34), which
+/// posix_spawn, which starts the shim, would leave ignored.
 #[test]
 fn the_command_starts_with_the_signal_dispositions_neli_run_was_given() {
     let g = Group::new("signal-dispositions");

@@ -4,10 +4,10 @@
 //! neli-run starts the shim (`program.rs`: `__shim ...`) with posix_spawn
 //! as the leader of a new process group; the shim closes every descriptor
 //! it inherited beyond stdio and its lease, and starts the command in that
-//! same group (so neli-run's
-//! `killpg` reaches the command and whatever stays in its group) and then
-//! only watches three things, with every asynchronous signal blocked so that
-//! a signal sent to the group never kills it:
+//! same group (so neli-run's `killpg` reaches the command and whatever
+//! stays in its group) and then only watches three things, with every
+//! asynchronous signal blocked so that a signal sent to the group never
+//! kills it:
 //! - the lease pipe (fd 3): neli-run writes the instant (CLOCK_BOOTTIME, in
 //!   nanoseconds, 8 bytes little-endian) until which the child may run. When
 //!   that instant passes with no newer lease, the shim SIGKILLs everything

@@ -59,13 +59,15 @@ use crate::cli::{Cli, LogArgs, LogFormat, Sub};
 /// Public for the integration tests only, not API: tests/docs.rs renders
 /// the man page and completions from `Cli`, and the exit statuses of the man
 /// pages and the README from `STATUSES`; tests/faults.rs writes
-/// hand-made heartbeat records (a ghost member's claim) to a group's topic.
+/// hand-made heartbeat records (a ghost member's claim) to a group's topic,
+/// and tests/standbys.rs a drain at a moment of its choosing.
 #[doc(hidden)]
 pub mod for_tests {
     pub use crate::cli::Cli;
     pub use crate::clock::{wall_ms, BootTime};
     pub use crate::exit::{meanings, Status, STATUSES};
     pub use crate::kafka::heartbeat::{Content, Heartbeat, Member};
+    pub use crate::kafka::yield_request::DrainRequest;
     pub use crate::leader::{Attempt, Record, Runner, Stance};
 }
 

@@ -317,6 +317,7 @@ impl Reader<'_> {
 /// yield only when `yields` (we are in the group: what we read we own, and
 /// a yield on the control partition is meant for us from its assignment on).
 fn event_of(msg: &BorrowedMessage<'_>, ctx: &ReaderContext, me: &Member, yields: bool) -> Option<Event> {
+    ctx.read(msg.partition(), msg.offset());
     let decoder = Decoder {
         topic: &ctx.reach.topic,
         seats: &ctx.seats,
@@ -478,7 +479,10 @@ fn leave_until_another_leads(
     watched.sort_unstable();
     watched.dedup();
     for partition in watched {
-        if tpl.add_partition_offset(&ctx.reach.topic, partition, Offset::End).is_err() {
+        // The control partition from the first record we have not read: a
+        // drain written as we left is ours to hear.
+        let from = if partition == CONTROL_PARTITION { ctx.resume() } else { Offset::End };
+        if tpl.add_partition_offset(&ctx.reach.topic, partition, from).is_err() {
             return;
         }
     }

@@ -5,7 +5,7 @@
 //! so that a change of reachability is logged once, not once per client.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -171,6 +171,12 @@ pub(super) struct ReaderContext {
     /// The control partition's end when we started: a drain written from
     /// there on may name this process (`Decoder::drains_from`).
     pub(super) drains_from: std::sync::OnceLock<i64>,
+    /// The control partition's first offset that neither the group's
+    /// consumer nor the watcher has read (-1 before either has read one):
+    /// where a reader that takes over from the other starts (`resume`), so
+    /// that a drain or a wake written as the member leaves the group is
+    /// read. From the end, one written in that moment was lost.
+    pub(super) control_unread: AtomicI64,
     /// The seats' partitions a rebalance left us, whose fetchers the
     /// consumer loop has yet to wake (`wake_fetchers`). Consumer thread
     /// only, as `assigned`.
@@ -273,6 +279,22 @@ impl ReaderContext {
     /// pinned: every record is then new).
     pub(super) fn assigned_at(&self, partition: Partition) -> i64 {
         self.assigned_at.lock().expect("assigned_at lock").get(&partition).copied().unwrap_or(0)
+    }
+
+    /// Notes that the record at `offset` of `partition` has been read.
+    pub(super) fn read(&self, partition: Partition, offset: i64) {
+        if partition == super::CONTROL_PARTITION {
+            self.control_unread.fetch_max(offset + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Where a reader of the control partition starts: at the first record
+    /// not read yet, or at the end before any was.
+    pub(super) fn resume(&self) -> Offset {
+        match self.control_unread.load(Ordering::Relaxed) {
+            unread if unread >= 0 => Offset::Offset(unread),
+            _ => Offset::End,
+        }
     }
 
     /// Whether `assignment` holds a seat's partition.
@@ -470,6 +492,7 @@ mod tests {
             assigned: Mutex::default(),
             assigned_at: Mutex::default(),
             drains_from: Default::default(),
+            control_unread: AtomicI64::new(-1),
             kept: Mutex::default(),
             request_timeout: Duration::from_secs(3),
         };
@@ -511,6 +534,24 @@ mod tests {
 
     /// The callback returns only once every revoked seat is released, each
     /// by its own sender (the barrier's unit tests try the other orders).
+    /// A reader of the control partition that takes over from the other
+    /// starts at the first record neither has read: the end before any
+    /// was, and never back at one already read; other partitions' records
+    /// do not count.
+    #[test]
+    fn a_reader_of_the_control_partition_resumes_after_the_newest_record_read() {
+        let (consumer, _heard) = reader(&[0, 1]);
+        let ctx = consumer.context();
+        assert_eq!(ctx.resume(), Offset::End);
+        ctx.read(1, 40);
+        assert_eq!(ctx.resume(), Offset::End, "another partition's record");
+        ctx.read(0, 0);
+        assert_eq!(ctx.resume(), Offset::Offset(1));
+        ctx.read(0, 7);
+        ctx.read(0, 5);
+        assert_eq!(ctx.resume(), Offset::Offset(8), "a record read late by the other reader");
+    }
+
     #[test]
     fn a_revoke_of_two_seats_returns_once_both_are_released() {
         let (consumer, mut heard) = reader(&[0, 1]);

@@ -37,7 +37,7 @@ mod wake;
 pub mod yield_request;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -284,6 +284,7 @@ impl Kafka {
             assigned: Default::default(),
             assigned_at: Default::default(),
             drains_from: Default::default(),
+            control_unread: AtomicI64::new(-1),
             kept: Mutex::default(),
             request_timeout: request_timeout.unwrap_or_else(|| s.timing.request_timeout()),
         };

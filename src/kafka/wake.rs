@@ -293,9 +293,9 @@ pub(super) struct Watching {
 /// starting together the topic may not exist yet, and by the time it does
 /// a wake may be in it. The holder of the one role has nothing to take on a
 /// wake, and reads the control partition itself: while it holds it the
-/// watcher reads nothing (no fetch), and it reads again from the end once
-/// the member is a standby (a wake written in the moment between is
-/// missed: that handover waits for the coordinator heartbeat).
+/// watcher reads nothing (no fetch), and it reads again once the member is
+/// a standby, from the first record neither has read (a drain or a wake
+/// written as the member left is heard; a drain heard twice counts once).
 pub(super) fn watch(
     watcher: &BaseConsumer,
     watching: &Watching,
@@ -326,8 +326,10 @@ pub(super) fn watch(
         if holder == reading {
             reading = !holder;
             let read = if reading {
-                let mut end = TopicPartitionList::new();
-                end.add_partition_offset(&topic, CONTROL_PARTITION, Offset::End).and_then(|()| watcher.assign(&end))
+                let mut resumed = TopicPartitionList::new();
+                resumed
+                    .add_partition_offset(&topic, CONTROL_PARTITION, context.resume())
+                    .and_then(|()| watcher.assign(&resumed))
             } else {
                 watcher.unassign()
             };
@@ -345,6 +347,7 @@ pub(super) fn watch(
             None => continue,
         };
         debug!(offset = msg.offset(), "watcher read a record");
+        context.read(CONTROL_PARTITION, msg.offset());
         let Some(payload) = msg.payload() else { continue };
         if let Some(c) = candidacy::Record::decode(payload).filter(|c| !c.is_from(me)) {
             census.lock().unwrap_or_else(PoisonError::into_inner).note(&c, crate::clock::wall_ms());

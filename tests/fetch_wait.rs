@@ -125,3 +125,58 @@ fn a_fetch_waits_for_its_min_bytes() {
     }
     assert_eq!(next(&consumer, WITHIN, "the big record"), big);
 }
+
+/// A consumer behind gets every record from its offset on, once each and in
+/// order, from a partition of many batches that the dev broker has shown
+/// before (it keeps them, and answers a fetch from them past the batch the
+/// mock shows: `dev-broker/src/fetch.rs`, `Shown`): from the start, from the
+/// middle, from inside a batch of three, and with another Fetch version.
+#[test]
+fn a_consumer_behind_gets_every_record_from_its_offset_once_and_in_order() {
+    let broker = Broker::dev();
+    let topic = "fetch-behind";
+    let payload = |i: i64| format!("record {i}").into_bytes();
+    // 300 batches of one record, then one of three (written together).
+    for (records, per_batch) in [(0..300, "1"), (300..303, "3")] {
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", &broker.address)
+            .set("batch.num.messages", per_batch)
+            .set("linger.ms", "50")
+            .create()
+            .expect("a producer");
+        for i in records {
+            producer.send(BaseRecord::<(), _>::to(topic).partition(0).payload(&payload(i))).expect("queued");
+        }
+        producer.flush(Duration::from_secs(20)).expect("delivered");
+    }
+    let read_from = |from: i64, fetch_version: Option<&str>| {
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", &broker.address)
+            .set("group.id", format!("{topic}-reader"))
+            .set("enable.auto.commit", "false")
+            .set("fetch.wait.max.ms", "100");
+        if let Some(version) = fetch_version {
+            config.set("api.version.request", "false").set("broker.version.fallback", version);
+        }
+        let consumer: BaseConsumer = config.create().expect("a consumer");
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, 0, Offset::Offset(from)).unwrap();
+        consumer.assign(&tpl).expect("assigned");
+        let mut got = Vec::new();
+        let start = Instant::now();
+        while got.len() < (303 - from) as usize {
+            assert!(start.elapsed() < WITHIN, "from {from}: {} of {} records", got.len(), 303 - from);
+            if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+                let message = message.expect("a record, not an error");
+                got.push((message.offset(), message.payload().unwrap_or_default().to_vec()));
+            }
+        }
+        let expected: Vec<_> = (from..303).map(|i| (i, payload(i))).collect();
+        assert!(got == expected, "from {from} ({fetch_version:?}): {:?}", got.iter().map(|g| g.0).collect::<Vec<_>>());
+    };
+    for from in [0, 0, 150, 301] {
+        read_from(from, None);
+    }
+    read_from(100, Some("0.11.0"));
+}

@@ -11,14 +11,18 @@
 //! mock shows at most one batch of each partition where Kafka counts every
 //! byte there towards MinBytes and answers with them all: the forwarder
 //! gathers the rest by probing past what each probe showed ([`Gathered`]),
-//! and answers with every batch gathered.
+//! and answers with every batch gathered. Each probe is a round trip to the
+//! mock, so the batches shown are kept ([`Shown`]): a fetch from an offset
+//! they cover takes them from there, and probes only past them.
 //!
 //! The mock keeps no fetch sessions (KIP-227): it reads SessionId and
 //! SessionEpoch, echoes the SessionId and remembers nothing, so every probe
 //! is a full fetch from the offsets in the request, and sending the same
 //! probe again is answered as the first was, with whatever is there now.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -142,8 +146,10 @@ impl Parked {
     }
 
     /// Takes the complete batches of the mock's `response` to
-    /// `gathered.probe` into `gathered`, and moves its probe past them.
-    pub fn take(&self, gathered: &mut Gathered, response: &[u8]) -> Step {
+    /// `gathered.probe` into `gathered` (and keeps them in `shown`), then
+    /// those `shown` holds after them where the partition has more, and
+    /// moves its probe past them all.
+    pub fn take(&self, gathered: &mut Gathered, response: &[u8], shown: &Shown) -> Step {
         let Some(read) = Response::read(response, self.version) else { return Step::AsItIs };
         if read.at_once {
             return Step::AsItIs;
@@ -163,12 +169,19 @@ impl Parked {
                 return Step::AsItIs;
             };
             let Some(offset) = gathered.probe.get_mut(at..at + 8) else { return Step::AsItIs };
+            let key = (self.version, part.partition);
+            shown.keep(&key, records);
+            let mut taken = records[..complete].to_vec();
+            let end = match part.held_back {
+                true => shown.after(&key, end, &mut taken, GATHER_BYTES.saturating_sub(gathered.bytes)),
+                false => end,
+            };
             offset.copy_from_slice(&end.to_be_bytes());
-            match gathered.records.iter_mut().find(|(k, _)| *k == part.partition) {
-                Some((_, batches)) => batches.extend_from_slice(&records[..complete]),
-                None => gathered.records.push((part.partition, records[..complete].to_vec())),
+            gathered.bytes += taken.len() as u64;
+            match gathered.records.iter_mut().find(|(k, _)| *k == key.1) {
+                Some((_, batches)) => batches.extend_from_slice(&taken),
+                None => gathered.records.push((key.1, taken)),
             }
-            gathered.bytes += complete as u64;
             moved = true;
         }
         if read.held_back && moved {
@@ -220,6 +233,8 @@ struct Response {
 #[derive(Debug, PartialEq, Eq)]
 struct Part {
     partition: PartitionKey,
+    /// It has records past the last one returned.
+    held_back: bool,
     /// Where its Records field is in the frame, its length included.
     field: std::ops::Range<usize>,
     /// Where its record bytes are in the frame.
@@ -265,9 +280,11 @@ impl Response {
                 let field = r.at;
                 let records = nullable_bytes(&mut r, flexible)?.unwrap_or_default();
                 let end = records_end(records);
-                read.held_back |= end.is_some_and(|(end, _)| end < high_watermark);
+                let held_back = end.is_some_and(|(end, _)| end < high_watermark);
+                read.held_back |= held_back;
                 let at = r.at - records.len();
-                read.parts.push(Part { partition: (key.clone(), index), field: field..r.at, records: at..r.at, end });
+                let partition = (key.clone(), index);
+                read.parts.push(Part { partition, held_back, field: field..r.at, records: at..r.at, end });
                 tags(&mut r, flexible)?;
             }
             tags(&mut r, flexible)?;
@@ -284,19 +301,119 @@ impl Response {
 /// the magic byte at 16; a v2 batch's last offset is base +
 /// lastOffsetDelta (at 23).
 fn records_end(records: &[u8]) -> Option<(i64, usize)> {
+    batches(records).last().map(|b| (b.end, b.bytes.end))
+}
+
+/// One complete batch (or older message) of a partition's records.
+struct Batch {
+    /// Its first offset: a v2 batch's base (None for an older message,
+    /// whose own offset is its last inner one when compressed).
+    base: Option<i64>,
+    /// The offset after its last record.
+    end: i64,
+    /// Where it is in the records.
+    bytes: std::ops::Range<usize>,
+}
+
+/// The complete batches of `records`, in order, up to the first that is
+/// cut short or cannot be read.
+fn batches(records: &[u8]) -> Vec<Batch> {
     let mut r = Reader { buf: records, at: 0 };
-    let mut end = None;
-    while let Some(batch) = r.clone().take(12) {
-        let offset = i64::from_be_bytes(batch[..8].try_into().ok()?);
-        let size = usize::try_from(i32::from_be_bytes(batch[8..].try_into().ok()?)).ok()?;
+    let mut all = Vec::new();
+    let mut next = || {
+        let head = r.clone().take(12)?;
+        let offset = i64::from_be_bytes(head[..8].try_into().ok()?);
+        let size = usize::try_from(i32::from_be_bytes(head[8..].try_into().ok()?)).ok()?;
+        let from = r.at;
         let entry = r.take(size.checked_add(12)?)?;
-        let last = match entry.get(16) {
-            Some(2) => offset + i64::from(i32::from_be_bytes(entry.get(23..27)?.try_into().ok()?)),
-            _ => offset,
+        let (base, last) = match entry.get(16) {
+            Some(2) => (Some(offset), offset + i64::from(i32::from_be_bytes(entry.get(23..27)?.try_into().ok()?))),
+            _ => (None, offset),
         };
-        end = Some((last + 1, r.at));
+        Some(Batch { base, end: last + 1, bytes: from..r.at })
+    };
+    while let Some(batch) = next() {
+        all.push(batch);
     }
-    end
+    all
+}
+
+/// The most record bytes a parked fetch gathers: librdkafka's default room
+/// for a partition (`fetch.message.max.bytes`).
+pub const GATHER_BYTES: u64 = 1024 * 1024;
+
+/// The record batches the mock has shown, the newest of each partition: a fetch
+/// gathers those after the offset the mock showed it from here rather
+/// than one probe each (a new owner reading the backlog of a group that has
+/// run for a while, 300 batches and more: 16 ms). Records stay where they
+/// are written, so a batch once shown holds; the mock still answers each
+/// fetch's first probe (an offset out of range, an error, a moved leader),
+/// and the probe past what was taken here (the high watermark). Only v2
+/// batches (an older compressed message does not say its first offset),
+/// at most `GATHER_BYTES` of each partition (what one fetch takes), and
+/// all forgotten past `SHOWN_BYTES`.
+#[derive(Default)]
+pub struct Shown {
+    kept: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    batches: HashMap<ShownKey, Batches>,
+    bytes: usize,
+}
+
+/// A partition as a fetch of one version names it.
+type ShownKey = (i16, PartitionKey);
+
+/// A partition's batches by base offset, each with its end offset and
+/// bytes.
+type Batches = BTreeMap<i64, (i64, Vec<u8>)>;
+
+/// The most bytes of batches kept, all partitions together.
+const SHOWN_BYTES: usize = 64 * 1024 * 1024;
+
+impl Shown {
+    /// Keeps the complete v2 batches of `records`, shown for `key`.
+    fn keep(&self, key: &ShownKey, records: &[u8]) {
+        let mut kept = self.kept.lock().expect("shown lock");
+        let kept = &mut *kept;
+        if kept.bytes > SHOWN_BYTES {
+            (kept.batches, kept.bytes) = Default::default();
+        }
+        let partition = kept.batches.entry(key.clone()).or_default();
+        for batch in batches(records) {
+            let Some(base) = batch.base else { continue };
+            let bytes = records[batch.bytes].to_vec();
+            kept.bytes += bytes.len();
+            if let Some((_, old)) = partition.insert(base, (batch.end, bytes)) {
+                kept.bytes -= old.len();
+            }
+        }
+        let mut held: usize = partition.values().map(|(_, b)| b.len()).sum();
+        while held > GATHER_BYTES as usize {
+            let Some((_, (_, oldest))) = partition.pop_first() else { break };
+            held -= oldest.len();
+            kept.bytes -= oldest.len();
+        }
+    }
+
+    /// Appends to `taken` the batches kept for `key` from `from` on, while
+    /// they follow each other and `room` lasts: the offset after them.
+    fn after(&self, key: &ShownKey, from: i64, taken: &mut Vec<u8>, room: u64) -> i64 {
+        let kept = self.kept.lock().expect("shown lock");
+        let Some(partition) = kept.batches.get(key) else { return from };
+        let (mut at, mut left) = (from, room.saturating_sub(taken.len() as u64));
+        while let Some((_, (end, bytes))) = partition.range(..=at).next_back().filter(|(_, (end, _))| *end > at) {
+            if bytes.len() as u64 > left {
+                break;
+            }
+            taken.extend_from_slice(bytes);
+            left -= bytes.len() as u64;
+            at = *end;
+        }
+        at
+    }
 }
 
 /// A topic's key, as its bytes (`topic_key`).
@@ -646,7 +763,7 @@ mod tests {
             let ok = |high_watermark, records| Part { error: 0, high_watermark, records };
             let take = |parts: &[Part]| {
                 let mut g = p.gathered();
-                let step = p.take(&mut g, &response(version, 0, parts));
+                let step = p.take(&mut g, &response(version, 0, parts), &Shown::default());
                 (step, g)
             };
             let offset = |g: &Gathered, partition: usize| {
@@ -671,7 +788,7 @@ mod tests {
             let (step, mut g) = take(&[ok(3, Some(&one[..])), ok(0, None)]);
             assert_eq!((step, offset(&g, 0)), (Step::More, 1), "v{version}");
             let last = response(version, 0, &[ok(3, Some(&next_two[..])), ok(0, None)]);
-            assert_eq!(p.take(&mut g, &last), Step::Done, "v{version}");
+            assert_eq!(p.take(&mut g, &last, &Shown::default()), Step::Done, "v{version}");
             assert_eq!((g.bytes, offset(&g, 0)), (170, 3), "v{version}");
             let both = [one.clone(), next_two.clone()].concat();
             let expected = response(version, 0, &[ok(3, Some(&both[..])), ok(0, None)]);
@@ -685,15 +802,98 @@ mod tests {
             // One the forwarder cannot read goes on.
             let mut cut = response(version, 0, &empty);
             cut.pop();
-            assert_eq!(p.take(&mut p.gathered(), &cut), Step::AsItIs, "v{version}");
+            assert_eq!(p.take(&mut p.gathered(), &cut, &Shown::default()), Step::AsItIs, "v{version}");
         }
         // The top-level error (v7+).
         for version in VERSIONS_READ.into_iter().filter(|v| *v >= 7) {
             let p = parked(&request(version, 30_000, 1, 1)).unwrap();
             let frame = response(version, 7, &[Part { error: 0, high_watermark: 0, records: None }]);
             assert_eq!(Response::read(&frame, version).map(|r| r.at_once), Some(true));
-            assert_eq!(p.take(&mut p.gathered(), &frame), Step::AsItIs, "v{version}");
+            assert_eq!(p.take(&mut p.gathered(), &frame, &Shown::default()), Step::AsItIs, "v{version}");
         }
+    }
+
+    /// A batch the mock showed once is taken from what it showed: a fetch
+    /// from an offset before it gathers it, and every batch shown after it,
+    /// on its first probe, and probes past them; one cut off by the room
+    /// left, a gap, or another partition or version is not taken.
+    #[test]
+    fn batches_shown_before_are_gathered_without_a_probe_each() {
+        let (one, two, three) = (batch(0, 1, 80), batch(1, 2, 90), batch(3, 1, 70));
+        fn ok(high_watermark: i64, records: Option<&[u8]>) -> Part<'_> {
+            Part { error: 0, high_watermark, records }
+        }
+        for version in [4, 11, 16] {
+            let p = parked(&request(version, 30_000, 1, 1)).unwrap();
+            let offset = |g: &Gathered| {
+                let at = p.offsets[0].1;
+                i64::from_be_bytes(g.probe[at..at + 8].try_into().unwrap())
+            };
+            let shown = Shown::default();
+            // Shown to an earlier fetch, one probe each: 1-2, then 3.
+            for (records, hwm) in [(&two, 3), (&three, 4)] {
+                p.take(&mut p.gathered(), &response(version, 0, &[ok(hwm, Some(&records[..]))]), &shown);
+            }
+            // A fetch from 0: the mock shows 0, the rest comes from what it
+            // showed, and the next probe asks from 4.
+            let mut g = p.gathered();
+            assert_eq!(p.take(&mut g, &response(version, 0, &[ok(4, Some(&one[..]))]), &shown), Step::More);
+            assert_eq!((g.bytes, offset(&g)), (240, 4), "v{version}");
+            let last = response(version, 0, &[ok(4, Some(&[][..]))]);
+            assert_eq!(p.take(&mut g, &last, &shown), Step::Done, "v{version}");
+            let all = [one.clone(), two.clone(), three.clone()].concat();
+            assert_eq!(p.answer(&g, &last), Some(response(version, 0, &[ok(4, Some(&all[..]))])), "v{version}");
+            // All the partition has, shown at once: nothing more is taken.
+            let mut g = p.gathered();
+            assert_eq!(p.take(&mut g, &response(version, 0, &[ok(1, Some(&one[..]))]), &shown), Step::Done);
+            assert_eq!((g.bytes, offset(&g)), (80, 1), "v{version}");
+            // Another version's fetch does not take them.
+            let other = parked(&request(version - 1, 30_000, 1, 1)).unwrap();
+            let mut g = other.gathered();
+            let shown_one = response(version - 1, 0, &[ok(4, Some(&one[..]))]);
+            assert_eq!((other.take(&mut g, &shown_one, &shown), g.bytes), (Step::More, 80), "v{version}");
+            // Nor a gap: kept 3, not 1-2.
+            let gap = Shown::default();
+            p.take(&mut p.gathered(), &response(version, 0, &[ok(4, Some(&three[..]))]), &gap);
+            let mut g = p.gathered();
+            assert_eq!(p.take(&mut g, &response(version, 0, &[ok(4, Some(&one[..]))]), &gap), Step::More);
+            assert_eq!((g.bytes, offset(&g)), (80, 1), "v{version}");
+        }
+        // The room left: a batch that does not fit stays for the next probe.
+        let (shown, key) = (Shown::default(), (16, (TOPIC_ID.to_vec(), 0)));
+        shown.keep(&key, &[two.clone(), three.clone()].concat());
+        let mut taken = one.clone();
+        assert_eq!(shown.after(&key, 1, &mut taken, 80 + 90 + 69), 3, "three does not fit");
+        assert_eq!(taken.len(), 170);
+        // From the middle of a batch: that batch, as the mock gives it.
+        let mut taken = Vec::new();
+        assert_eq!(shown.after(&key, 2, &mut taken, u64::MAX), 4);
+        assert_eq!(taken, [two.clone(), three.clone()].concat());
+    }
+
+    /// What is kept is bounded: a partition's newest `GATHER_BYTES`, and
+    /// everything is forgotten past `SHOWN_BYTES`.
+    #[test]
+    fn what_is_kept_of_the_batches_shown_is_bounded() {
+        let shown = Shown::default();
+        let key = |p| (16, (TOPIC_ID.to_vec(), p));
+        let size = 64 * 1024;
+        let per_partition = GATHER_BYTES as usize / size;
+        for base in 0..2 * per_partition as i64 {
+            shown.keep(&key(0), &batch(base, 1, size));
+        }
+        let mut taken = Vec::new();
+        assert_eq!(shown.after(&key(0), 0, &mut taken, u64::MAX), 0, "the oldest went");
+        let first = per_partition as i64;
+        assert_eq!(shown.after(&key(0), first, &mut taken, u64::MAX), 2 * first);
+        assert_eq!(taken.len(), GATHER_BYTES as usize);
+        for p in 1..=(SHOWN_BYTES / GATHER_BYTES as usize) as i32 {
+            for base in 0..per_partition as i64 {
+                shown.keep(&key(p), &batch(base, 1, size));
+            }
+        }
+        assert!(shown.kept.lock().unwrap().bytes <= SHOWN_BYTES + GATHER_BYTES as usize);
+        assert_eq!(shown.after(&key(0), first, &mut Vec::new(), u64::MAX), first, "forgotten");
     }
 
     #[test]

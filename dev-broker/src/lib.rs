@@ -205,7 +205,9 @@ async fn serve(
     let cluster = Cluster::new(BrokerId::from(args.brokers));
     let (pending, wakes) = Default::default();
     let requests = Default::default();
-    let shared = Arc::new(Shared { mock, cluster, advertised, backends, pending, users, coordinator, wakes, requests });
+    let shown = fetch::Shown::default();
+    let shared =
+        Arc::new(Shared { mock, cluster, advertised, backends, pending, users, coordinator, wakes, shown, requests });
     for (broker, listener) in (1..).zip(listeners) {
         tokio::spawn(accept(listener, broker, shared.clone()));
     }

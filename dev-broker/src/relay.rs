@@ -38,6 +38,8 @@ pub struct Shared {
     pub coordinator: Option<group::CoordinatorTx>,
     /// What wakes the parked fetches: writes, and leaders moved.
     pub wakes: fetch::Wakes,
+    /// The record batches the mock has shown the parked fetches.
+    pub shown: fetch::Shown,
     /// Every request received, by client.id and API (`requests` on the
     /// control socket).
     pub requests: Requests,
@@ -184,7 +186,7 @@ where
             match conn.route(&frame, &edits).await {
                 Route::Forward => write_frame(&mut broker_tx, &frame).await?,
                 // Nothing more is read from the client until it is answered.
-                Route::Park(fetch) => match park(&fetch, &mut broker_tx, &edits, &shared.wakes).await? {
+                Route::Park(fetch) => match park(&fetch, &mut broker_tx, &edits, &shared.wakes, &shared.shown).await? {
                     Some(answer) => respond(answer).await?,
                     None => return Ok(()),
                 },
@@ -240,15 +242,17 @@ where
 /// came is an answer Kafka would give now, probing again once the writes
 /// since may have brought MinBytes (or a leader moved) and once more at the
 /// deadline, MaxWaitMs from now (when Kafka would have the request: a cut
-/// held it until now). The mock shows
-/// one batch of a partition a time: each round probes past what it showed
-/// until it has shown everything there ([`fetch::Gathered`]). The answer
-/// for the client; None if the mock's side went away.
+/// held it until now). The mock shows one batch of a partition a time:
+/// each round probes past what it showed, and past the batches after it
+/// that it showed before (`shown`), until it has shown everything there
+/// ([`fetch::Gathered`]). The answer for the client; None if the mock's
+/// side went away.
 async fn park(
     fetch: &fetch::Parked,
     broker_tx: &mut (impl AsyncWriteExt + Unpin),
     edits: &Edits,
     wakes: &fetch::Wakes,
+    shown: &fetch::Shown,
 ) -> std::io::Result<Option<Vec<u8>>> {
     let deadline = Instant::now() + fetch.max_wait;
     let mut gathered = fetch.gathered();
@@ -257,11 +261,13 @@ async fn park(
         // may have missed, and ends the wait at once.
         let mark = wakes.mark();
         let last = loop {
-            let Some(shown) = ask(&gathered.probe, fetch.correlation, broker_tx, edits).await? else { return Ok(None) };
-            match fetch.take(&mut gathered, &shown) {
-                fetch::Step::AsItIs => return Ok(Some(shown)),
-                fetch::Step::More if gathered.bytes < GATHER_BYTES => {}
-                _ => break shown,
+            let Some(answer) = ask(&gathered.probe, fetch.correlation, broker_tx, edits).await? else {
+                return Ok(None);
+            };
+            match fetch.take(&mut gathered, &answer, shown) {
+                fetch::Step::AsItIs => return Ok(Some(answer)),
+                fetch::Step::More if gathered.bytes < fetch::GATHER_BYTES => {}
+                _ => break answer,
             }
         };
         if gathered.bytes >= fetch.wants || Instant::now() >= deadline {
@@ -279,10 +285,6 @@ async fn park(
         }
     }
 }
-
-/// The most record bytes a parked fetch gathers: librdkafka's default room
-/// for a partition (`fetch.message.max.bytes`).
-const GATHER_BYTES: u64 = 1024 * 1024;
 
 /// The mock's answer to one probe sent on the parked fetch's correlation
 /// id. None if the mock's side went away.

@@ -22,6 +22,16 @@ fn standbys(g: &Group) -> Vec<(String, u64)> {
         .unwrap_or_default()
 }
 
+/// Sleepers a, leading, and b, listed as its standby.
+fn leader_a_and_standby_b(g: &Group) -> (crate::util::Member, crate::util::Member) {
+    let t = g.broker.timing;
+    let a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let b = g.member("b", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "status lists b", || standbys(g).len() == 1);
+    (a, b)
+}
+
 /// The name of the member whose command started last.
 fn last_start(g: &Group) -> Option<String> {
     g.starts().last().map(|s| s.0.clone())
@@ -77,11 +87,7 @@ fn yield_to_a_member_makes_it_lead_whoever_kafka_assigns() {
 #[test]
 fn yield_to_a_member_that_cannot_take_over_is_refused() {
     let g = Group::new("yield-to-refused");
-    let t = g.broker.timing;
-    let _a = g.member("a", &[], &["sleep", "1000"]);
-    wait_until(t.takeover(), "a leads", || g.lock_held());
-    let _b = g.member("b", &[], &["sleep", "1000"]);
-    wait_until(t.takeover(), "status lists b", || standbys(&g).len() == 1);
+    let (_a, _b) = leader_a_and_standby_b(&g);
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--to", "z"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("z is not a live member of group") && out.contains("may lead: b"), "{out}");
@@ -108,10 +114,7 @@ fn yield_to_a_member_that_cannot_take_over_is_refused() {
 fn a_drained_leader_hands_over_stays_up_and_a_restart_ends_the_drain() {
     let g = Group::new("drain-leader");
     let t = g.broker.timing;
-    let mut a = g.member("a", &[], &["sleep", "1000"]);
-    wait_until(t.takeover(), "a leads", || g.lock_held());
-    let b = g.member("b", &[], &["sleep", "1000"]);
-    wait_until(t.takeover(), "status lists b", || standbys(&g).len() == 1);
+    let (mut a, b) = leader_a_and_standby_b(&g);
     let kafka = ["-b", g.broker.address.as_str(), "-g", g.name.as_str()];
     let (code, out) = run(&[&["drain", ""][..], &kafka].concat());
     assert_eq!(code, 2, "{out}");
@@ -162,10 +165,7 @@ fn a_drained_leader_hands_over_stays_up_and_a_restart_ends_the_drain() {
 fn a_drain_written_as_the_leader_leaves_the_group_is_heard() {
     let g = Group::new("drain-leaving");
     let t = g.broker.timing;
-    let a = g.member("a", &[], &["sleep", "1000"]);
-    wait_until(t.takeover(), "a leads", || g.lock_held());
-    let b = g.member("b", &[], &["sleep", "1000"]);
-    wait_until(t.takeover(), "status lists b", || standbys(&g).len() == 1);
+    let (a, b) = leader_a_and_standby_b(&g);
     let mut yielding = std::process::Command::new(bin())
         .args(["yield", "-b", &g.broker.address, "-g", &g.name])
         .stdout(std::process::Stdio::null())

@@ -532,8 +532,6 @@ mod tests {
 
     const A_WHILE: Duration = Duration::from_millis(300);
 
-    /// The callback returns only once every revoked seat is released, each
-    /// by its own sender (the barrier's unit tests try the other orders).
     /// A reader of the control partition that takes over from the other
     /// starts at the first record neither has read: the end before any
     /// was, and never back at one already read; other partitions' records
@@ -552,6 +550,8 @@ mod tests {
         assert_eq!(ctx.resume(), Offset::Offset(8), "a record read late by the other reader");
     }
 
+    /// The callback returns only once every revoked seat is released, each
+    /// by its own sender (the barrier's unit tests try the other orders).
     #[test]
     fn a_revoke_of_two_seats_returns_once_both_are_released() {
         let (consumer, mut heard) = reader(&[0, 1]);

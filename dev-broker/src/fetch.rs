@@ -367,8 +367,13 @@ struct Kept {
 type ShownKey = (i16, PartitionKey);
 
 /// A partition's batches by base offset, each with its end offset and
-/// bytes.
-type Batches = BTreeMap<i64, (i64, Vec<u8>)>;
+/// bytes, and their bytes summed (kept within `GATHER_BYTES` without
+/// adding them up again at every fetch).
+#[derive(Default)]
+struct Batches {
+    by_base: BTreeMap<i64, (i64, Vec<u8>)>,
+    bytes: usize,
+}
 
 /// The most bytes of batches kept, all partitions together.
 const SHOWN_BYTES: usize = 64 * 1024 * 1024;
@@ -384,17 +389,21 @@ impl Shown {
         let partition = kept.batches.entry(key.clone()).or_default();
         for batch in batches(records) {
             let Some(base) = batch.base else { continue };
-            let bytes = records[batch.bytes].to_vec();
-            kept.bytes += bytes.len();
-            if let Some((_, old)) = partition.insert(base, (batch.end, bytes)) {
-                kept.bytes -= old.len();
+            let bytes = &records[batch.bytes];
+            // Every fetch from its offset shows a batch again: kept as it
+            // is, it is not copied again (a topic made anew may show other
+            // bytes at the same offset, which replace it).
+            if partition.by_base.get(&base).is_some_and(|(end, old)| *end == batch.end && old[..] == bytes[..]) {
+                continue;
+            }
+            (kept.bytes, partition.bytes) = (kept.bytes + bytes.len(), partition.bytes + bytes.len());
+            if let Some((_, old)) = partition.by_base.insert(base, (batch.end, bytes.to_vec())) {
+                (kept.bytes, partition.bytes) = (kept.bytes - old.len(), partition.bytes - old.len());
             }
         }
-        let mut held: usize = partition.values().map(|(_, b)| b.len()).sum();
-        while held > GATHER_BYTES as usize {
-            let Some((_, (_, oldest))) = partition.pop_first() else { break };
-            held -= oldest.len();
-            kept.bytes -= oldest.len();
+        while partition.bytes > GATHER_BYTES as usize {
+            let Some((_, (_, oldest))) = partition.by_base.pop_first() else { break };
+            (kept.bytes, partition.bytes) = (kept.bytes - oldest.len(), partition.bytes - oldest.len());
         }
     }
 
@@ -404,7 +413,8 @@ impl Shown {
         let kept = self.kept.lock().expect("shown lock");
         let Some(partition) = kept.batches.get(key) else { return from };
         let (mut at, mut left) = (from, room.saturating_sub(taken.len() as u64));
-        while let Some((_, (end, bytes))) = partition.range(..=at).next_back().filter(|(_, (end, _))| *end > at) {
+        while let Some((_, (end, bytes))) = partition.by_base.range(..=at).next_back().filter(|(_, (end, _))| *end > at)
+        {
             if bytes.len() as u64 > left {
                 break;
             }
@@ -894,6 +904,27 @@ mod tests {
         }
         assert!(shown.kept.lock().unwrap().bytes <= SHOWN_BYTES + GATHER_BYTES as usize);
         assert_eq!(shown.after(&key(0), first, &mut Vec::new(), u64::MAX), first, "forgotten");
+    }
+
+    /// A batch shown again is counted once; one shown with other bytes at
+    /// the same offset (its topic made anew) replaces what was kept.
+    #[test]
+    fn a_batch_shown_again_is_kept_once_and_other_bytes_replace_it() {
+        let (shown, key) = (Shown::default(), (16, (TOPIC_ID.to_vec(), 0)));
+        let (old, new) = (batch(0, 1, 80), batch(0, 1, 100));
+        for _ in 0..3 {
+            shown.keep(&key, &old);
+        }
+        let bytes = |shown: &Shown| {
+            let kept = shown.kept.lock().unwrap();
+            (kept.bytes, kept.batches[&key].bytes)
+        };
+        assert_eq!(bytes(&shown), (80, 80));
+        shown.keep(&key, &new);
+        assert_eq!(bytes(&shown), (100, 100));
+        let mut taken = Vec::new();
+        assert_eq!(shown.after(&key, 0, &mut taken, u64::MAX), 1);
+        assert_eq!(taken, new);
     }
 
     #[test]

@@ -1295,7 +1295,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__yield)
-            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --name --to --timeout --force --verbose --quiet --log-format --help"
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --name --to --role --timeout --force --verbose --quiet --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1338,6 +1338,10 @@ _neli__run() {
                     return 0
                     ;;
                 --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --role)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

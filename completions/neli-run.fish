@@ -133,6 +133,7 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l topic -d 'To
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l name -d 'Only if this member leads (its --name)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l to -d 'Hand over to this member (its --name): it must be live (`neli-run status` lists the standbys). Without it, the live member of the highest --priority leads, whichever Kafka picks among equals' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l role -d 'The role to move: 0, the single leader\'s. A group of roles (--roles) refuses it, naming what moves roles instead: Kafka\'s cooperative-sticky assignor would hand one role given back straight back to the same member' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l timeout -d 'How long to wait for another member to lead (at most 24h)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"

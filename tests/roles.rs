@@ -464,7 +464,8 @@ fn what_roles_do_not_support_yet_is_refused_by_name() {
 }
 
 /// `status` lists who leads each role (text and JSON); `yield`, which
-/// moves the one leader, refuses a group of roles and writes nothing.
+/// moves the one leader, refuses a group of roles and writes nothing, and
+/// so does `yield --role J`.
 #[test]
 fn status_shows_each_roles_leader_and_yield_refuses_roles() {
     let r = Roles::new("roles-status", 3);
@@ -489,6 +490,11 @@ fn status_shows_each_roles_leader_and_yield_refuses_roles() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("runs 3 roles (--roles): yield works on a single leader only"), "{out}");
     assert!(out.contains("pause --role J"), "names what holds one role: {out}");
+    // Nor one role on its own: the assignor would hand it straight back.
+    let (code, out) = run(&[&["yield", "--role", "1"][..], &group].concat());
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("yield --role 1 works on a single leader only"), "{out}");
+    assert!(out.contains("drain MEMBER"), "names what moves roles: {out}");
     assert!(stays_false(r.g.broker.timing.session, || r.starts() != starts), "a role moved: {:?}", r.starts());
     drop(members);
     r.assert_no_overlap();

@@ -275,6 +275,9 @@ fn status_escapes_control_characters_in_names_read_from_the_topic() {
     assert_eq!(status(&g).1["leader"]["name"], evil);
 }
 
+/// `yield` (here `--role 0`, the single leader's role) moves the leader;
+/// `--name` of a member that does not lead and `--role` of another role
+/// are refused.
 #[test]
 fn yield_hands_over_to_another_member_and_the_old_leader_stays_a_standby() {
     let g = Group::new("yield");
@@ -289,7 +292,12 @@ fn yield_hands_over_to_another_member_and_the_old_leader_stays_a_standby() {
     assert_eq!(code, 1, "b does not lead: {out}");
     assert!(out.contains("a does"), "{out}");
 
-    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name]);
+    // A single leader is role 0: `--role 1` names no role, and moves nothing.
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--role", "1"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("runs a single leader, role 0: there is no role 1"), "{out}");
+
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--role", "0"]);
     assert_eq!(code, 0, "{out}\n{}", a.log());
     assert!(out.contains("from a") && out.contains("to b"), "{out}");
     // yield returns once b's heartbeat carries a token; b's command starts

@@ -335,6 +335,13 @@ pub struct YieldArgs {
     #[arg(long, env = "NELI_YIELD_TO", value_name = "NAME")]
     pub to: Option<String>,
 
+    /// The role to move: 0, the single leader's. A group of roles
+    /// (--roles) refuses it, naming what moves roles instead: Kafka's
+    /// cooperative-sticky assignor would hand one role given back straight
+    /// back to the same member.
+    #[arg(long, env = "NELI_YIELD_ROLE", value_name = "J")]
+    pub role: Option<u32>,
+
     /// How long to wait for another member to lead (at most 24h).
     #[arg(long, env = "NELI_YIELD_TIMEOUT", default_value = "30s", value_name = "DURATION")]
     pub timeout: humantime::Duration,

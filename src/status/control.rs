@@ -47,7 +47,7 @@ pub fn yield_main(args: YieldArgs, env_properties: Option<String>) -> Result<u8,
         }
     }
     finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
-        let message = handover(&target, args.name, args.to, args.force, timeout)?;
+        let message = handover(&target, args.name, args.to, args.role, args.force, timeout)?;
         say(&message)?;
         Ok(0)
     }))
@@ -290,8 +290,9 @@ fn acknowledged(
     said
 }
 
-/// Refuses `what` (yield) on a group of roles: each role has its own
-/// leader, and Kafka's assignor decides which member owns each.
+/// Refuses `what` (yield, with or without --role) on a group of roles:
+/// each role has its own leader, and Kafka's assignor decides which
+/// member owns each.
 fn not_roles(view: &super::view::View, group: &str, what: &str) -> Result<(), Stop> {
     match view.roles {
         Some(roles) => fail(
@@ -318,12 +319,22 @@ fn handover(
     target: &Target,
     name: Option<String>,
     to: Option<String>,
+    role: Option<u32>,
     force: bool,
     timeout: Duration,
 ) -> Result<String, Stop> {
     let group = printable(&target.group);
     let (consumer, mut view) = read_partition(target)?;
-    not_roles(&view, &group, "yield")?;
+    match role {
+        Some(j) => not_roles(&view, &group, &format!("yield --role {j}"))?,
+        None => not_roles(&view, &group, "yield")?,
+    }
+    if let Some(j) = role.filter(|&j| j != 0) {
+        return fail(
+            Kind::Usage,
+            format!("group {group} runs a single leader, role 0: there is no role {j} (leave --role out)"),
+        );
+    }
     let Some(old) = view.fresh_leader(wall_ms()).cloned() else {
         return fail(Kind::NoLeader, format!("group {group}: no fresh leader to yield"));
     };

@@ -176,8 +176,8 @@ impl Beside {
 /// directly below neli-run that is not registered) and all below it;
 /// returns how many it found (zombies too: they go once the loop reaps).
 ///
-/// /proc is read without the lock (a walk over every process of the
-/// machine), then the lock is taken, and held while the orphans are told
+/// /proc is read without the lock (a walk down every process below us,
+/// `tree::below`), then the lock is taken, and held while the orphans are told
 /// apart and signalled (a lookup and a few syscalls each):
 /// - A shim or keeper being started while /proc is read is forked under
 ///   the lock: by the time the sweep holds it, that process is registered,

@@ -16,8 +16,9 @@
 //! way: the shim's pass-on of the stop signal and neli-run's sweep), where
 //! 71 cost nothing a benchmark saw (docs/proof.md). A kernel without those files (CONFIG_PROC_CHILDREN, in
 //! Linux since 4.2) gets the walk over every process. Both read a tree
-//! that changes as they read: what forks or moves meanwhile may be missed
-//! by one walk, and every kill walks again until nothing is left
+//! that changes as they read: what forks meanwhile may be missed by one
+//! walk (what moves, the walk down reads twice: `down`), and every kill
+//! walks again until nothing is left
 //! (`waitpid`'s ECHILD for the shim; a walk that finds no orphan for
 //! neli-run, whose orphans all hang below its main thread: a subreaper's
 //! first live thread takes them in).
@@ -76,20 +77,33 @@ fn children_listed() -> bool {
 
 /// `below`, read down from `root`: each process's children, as each of
 /// its threads lists them (a child hangs below the thread that forked it,
-/// or that took it in), each read once.
+/// or that took it in).
+///
+/// Twice over: a process whose parent dies while a pass reads moves to the
+/// nearest subreaper (the root, read already), and was in neither list as
+/// the pass read them; the second pass finds it where it went. Seen in a
+/// test (`daemons::sigterm_stops_the_daemons_within_grace_before_neli_run_exits`,
+/// 7 runs in 20): the command dying of the stop signal while the shim
+/// passed it on, its setsid'd daemon missed. The scan has no such gap: a
+/// dead parent stays in /proc until reaped, and each process names its own.
 fn down(root: Pid) -> Vec<Proc> {
     let mut found = Vec::new();
     let mut seen = HashSet::from([root]);
-    let mut next = vec![root];
-    while let Some(parent) = next.pop() {
-        for pid in children(parent) {
-            if !seen.insert(pid) {
-                continue;
-            }
-            // Gone since it was listed: nothing left to signal.
-            if let Some(p) = stat(pid.as_raw()) {
-                next.push(p.pid);
-                found.push(p);
+    for _ in 0..2 {
+        let mut read = HashSet::from([root]);
+        let mut next = vec![root];
+        while let Some(parent) = next.pop() {
+            for pid in children(parent) {
+                if !read.insert(pid) {
+                    continue;
+                }
+                if !seen.insert(pid) {
+                    next.push(pid);
+                // Gone since it was listed: nothing left to signal.
+                } else if let Some(p) = stat(pid.as_raw()) {
+                    next.push(p.pid);
+                    found.push(p);
+                }
             }
         }
     }

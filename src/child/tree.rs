@@ -14,11 +14,11 @@
 //! subtree only. Reading every process of the machine instead cost a
 //! graceful handover 45 ms on a host of 3,000 processes (two walks on its
 //! way: the shim's pass-on of the stop signal and neli-run's sweep), where
-//! 71 cost nothing a benchmark saw (docs/proof.md). A kernel without those files (CONFIG_PROC_CHILDREN, in
-//! Linux since 4.2) gets the walk over every process. Both read a tree
-//! that changes as they read: what forks meanwhile may be missed by one
-//! walk (what moves, the walk down reads twice: `down`), and every kill
-//! walks again until nothing is left
+//! 71 cost nothing a benchmark saw (docs/proof.md). A kernel without those
+//! files (CONFIG_PROC_CHILDREN, in Linux since 4.2) gets the walk over
+//! every process. Both read a tree that changes as they read: what forks
+//! meanwhile may be missed by one walk (what moves, the walk down reads
+//! twice: `down`), and every kill walks again until nothing is left
 //! (`waitpid`'s ECHILD for the shim; a walk that finds no orphan for
 //! neli-run, whose orphans all hang below its main thread: a subreaper's
 //! first live thread takes them in).

@@ -19,6 +19,15 @@ fn connect_as(brokers: &str, member: Member) -> (Kafka, tokio::sync::mpsc::Unbou
     (kafka, events)
 }
 
+/// A mock cluster of one broker with the group's topic, `g.neli`, of
+/// `partitions`, and its address: the cluster lives as long as it is held.
+fn mock_with_topic(partitions: i32) -> (MockCluster<'static, rdkafka::producer::DefaultProducerContext>, String) {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("g.neli", partitions, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    (cluster, brokers)
+}
+
 /// The adapter's settings for a member of group `g` at `brokers`.
 fn settings(brokers: &str) -> Settings {
     let cli = crate::cli::Cli::try_parse_from(["neli-run", "--group", "g", "--brokers", brokers, "--", "true"])
@@ -38,9 +47,7 @@ fn heartbeat_of(member: &Member, seq: u64) -> Vec<u8> {
 /// is its own.
 #[test]
 fn a_new_owner_reads_a_backlog_before_the_end_and_only_later_yields_are_its_own() {
-    let cluster = MockCluster::new(1).expect("mock cluster");
-    cluster.create_topic("g.neli", 1, 1).expect("topic");
-    let brokers = cluster.bootstrap_servers();
+    let (_cluster, brokers) = mock_with_topic(1);
     let backlog = settings(&brokers).backlog;
     let p1 = Member::this_process("p1".into());
     let early = 5;
@@ -90,9 +97,7 @@ fn produce_to(brokers: &str, partition: i32, values: &[Vec<u8>]) {
 /// a topic of several (Kafka assigns them too) reads nothing there.
 #[test]
 fn records_of_other_partitions_are_not_heard() {
-    let cluster = MockCluster::new(1).expect("mock cluster");
-    cluster.create_topic("g.neli", 2, 1).expect("topic");
-    let brokers = cluster.bootstrap_servers();
+    let (_cluster, brokers) = mock_with_topic(2);
     produce_to(&brokers, 1, &[candidacy_of(&Member::this_process("p9".into()))]);
     produce(&brokers, &[candidacy_of(&Member::this_process("p1".into()))]);
     let (_kafka, mut events) = connect(&brokers);
@@ -128,9 +133,7 @@ fn candidacy_of(member: &Member) -> Vec<u8> {
 /// it, and `CaughtUp` comes once they are all sent.
 #[test]
 fn records_fetched_behind_an_own_heartbeat_come_before_caught_up() {
-    let cluster = MockCluster::new(1).expect("mock cluster");
-    cluster.create_topic("g.neli", 1, 1).expect("topic");
-    let brokers = cluster.bootstrap_servers();
+    let (_cluster, brokers) = mock_with_topic(1);
     let (me, p1) = (Member::this_process("t".into()), Member::this_process("p1".into()));
     let record = Record::contending(1);
     let content = Content { record, since_ms: None, deadline_ms: 5000 };
@@ -158,9 +161,7 @@ fn records_fetched_behind_an_own_heartbeat_come_before_caught_up() {
 /// read meanwhile. They reach the core while it stands aside now.
 #[test]
 fn records_read_while_standing_aside_reach_the_core() {
-    let cluster = MockCluster::new(1).expect("mock cluster");
-    cluster.create_topic("g.neli", 1, 1).expect("topic");
-    let brokers = cluster.bootstrap_servers();
+    let (_cluster, brokers) = mock_with_topic(1);
     let (kafka, mut events) = connect(&brokers);
     next(&mut events, |e| matches!(e, Event::Assigned { .. }).then_some(()));
     kafka.stand_aside();
@@ -197,9 +198,7 @@ fn records_read_while_standing_aside_reach_the_core() {
 /// the end.
 #[test]
 fn a_member_standing_aside_reads_on_from_the_first_control_record_not_read() {
-    let cluster = MockCluster::new(1).expect("mock cluster");
-    cluster.create_topic("g.neli", 1, 1).expect("topic");
-    let brokers = cluster.bootstrap_servers();
+    let (_cluster, brokers) = mock_with_topic(1);
     let (kafka, mut events) = connect(&brokers);
     let ctx = kafka.group.context();
     assert_eq!(ctx.resume(), Offset::End, "nothing read yet");
@@ -243,9 +242,8 @@ fn next<T>(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>, mut want: i
 /// librdkafka's mock cluster is the broker (in-process, over TCP).
 #[test]
 fn leaving_ends_a_revoke_barrier_the_shell_loop_never_released() {
-    let cluster = MockCluster::new(1).expect("mock cluster");
-    cluster.create_topic("g.neli", 1, 1).expect("topic");
-    let (kafka, mut events) = connect(&cluster.bootstrap_servers());
+    let (_cluster, brokers) = mock_with_topic(1);
+    let (kafka, mut events) = connect(&brokers);
     next(&mut events, |e| matches!(e, Event::Assigned { .. }).then_some(()));
     kafka.rejoin();
     // Held, never sent to: the barrier stays closed.
@@ -327,9 +325,7 @@ impl rdkafka::producer::ProducerContext for Counting {
 /// where one poll per wake took a minute.
 #[test]
 fn the_producer_serves_every_delivery_report_queued_at_each_wake() {
-    let cluster = MockCluster::new(1).expect("mock cluster");
-    cluster.create_topic("g.neli", 12, 1).expect("topic");
-    let brokers = cluster.bootstrap_servers();
+    let (_cluster, brokers) = mock_with_topic(12);
     let producer: Arc<BaseProducer<Counting>> = Arc::new(
         rdkafka::ClientConfig::new()
             .set("bootstrap.servers", &brokers)
@@ -404,9 +400,7 @@ fn gaps_in_own_heartbeats_are_measured_against_the_seats_slowest_cadence() {
 /// it has something new to say (unhealthy, leaving).
 #[test]
 fn a_standby_of_a_large_group_writes_its_candidacy_less_often() {
-    let cluster = MockCluster::new(1).expect("mock cluster");
-    cluster.create_topic("g.neli", 1, 1).expect("topic");
-    let brokers = cluster.bootstrap_servers();
+    let (_cluster, brokers) = mock_with_topic(1);
     let (mut kafka, mut events) = connect(&brokers);
     next(&mut events, |e| matches!(e, Event::Assigned { .. }).then_some(()));
     // A standby's watcher reads from the end, once it has left.

@@ -191,6 +191,28 @@ fn a_hook_past_its_timeout_is_killed_with_its_process_group_and_a_fence_is_told_
     g.assert_no_overlap();
 }
 
+#[test]
+fn a_command_the_shim_fenced_while_its_member_was_frozen_is_told_as_fenced() {
+    // The shim's lease and neli-run's own fence run out together: when the
+    // shim kills first (here, neli-run is frozen past it), the exit that
+    // neli-run hears on waking is still the fence's. (Seen in CI: a fence
+    // told as "exited" when the shim was a few milliseconds ahead.)
+    let g = Group::new("hooks-shim-fence");
+    let dir = g.dir.path().display().to_string();
+    let record = format!("env | grep '^NELI_' | sort > {dir}/$NELI_HOOK.env");
+    let mut a = g.member("a", &["--on-exit", &record], &["sleep", "1000"]);
+    wait_until(LONG, "a leads", || g.lock_held());
+    a.signal(Signal::SIGSTOP);
+    wait_until(g.broker.timing.deadline + Duration::from_secs(10), "the shim killed the command", || !g.lock_held());
+    a.signal(Signal::SIGCONT);
+    let exit = || env_in(&g.dir.path().join("exit.env"));
+    wait_until(LONG, "the exit hook ran", || !exit().is_empty());
+    assert!(exit().contains("NELI_REASON=fenced\n") && exit().contains("NELI_EXIT_STATUS=137\n"), "{}", exit());
+    a.signal(Signal::SIGTERM);
+    a.wait_exit(LONG);
+    g.assert_no_overlap();
+}
+
 /// `neli-run yield` on `g`, waiting up to one takeover.
 fn yield_now(g: &Group) {
     let timeout = format!("{}ms", g.broker.timing.takeover().as_millis());

@@ -235,12 +235,14 @@ impl Leader {
         self.seats.get(&partition).map_or("started", Seat::why_standby)
     }
 
-    /// Why a seat's command ends if it ends now: "exited" (by itself, as
-    /// far as we know), "fenced" (killed by a fence), or "stopped" (we
-    /// stopped or killed it: a revoke, a yield, a shutdown, --max-runtime).
-    /// For --on-exit.
-    pub fn why_child_ends(&self, partition: Partition) -> &'static str {
-        self.seats.get(&partition).map_or("exited", Seat::why_child_ends)
+    /// Why a seat's last run ended: "exited" (by itself, as far as we
+    /// know), "fenced" (killed by a fence), or "stopped" (we stopped or
+    /// killed it: a revoke, a yield, a shutdown, --max-runtime). For
+    /// --on-exit, asked once the core took the exit in: the deadlines that
+    /// passed before it count first, so a command the shim's lease killed a
+    /// moment before neli-run's own fence was fenced, not ended by itself.
+    pub fn why_child_ended(&self, partition: Partition) -> &'static str {
+        self.seats.get(&partition).map_or("exited", |s| s.ended)
     }
 
     /// The name of our crontab job on a seat (`--crontab`), if one is.

@@ -160,6 +160,8 @@ pub struct Seat {
     pub(super) stood_down: &'static str,
     /// A fence killed the command whose exit is due (see `why_child_ends`).
     pub(super) fenced_child: bool,
+    /// Why the last run ended, judged at its exit (see `Leader::why_child_ended`).
+    pub(super) ended: &'static str,
     /// Records fetched after our newest own heartbeat are still to come
     /// (`Input::CaughtUp` ends it): a candidate does not lead on that
     /// heartbeat until it has heard them, so that it knows of a member it
@@ -200,6 +202,7 @@ impl Seat {
             last_standing: Standing::Standby,
             stood_down: "started",
             fenced_child: false,
+            ended: "exited",
             catching_up: false,
             leaving: None,
         }
@@ -224,8 +227,10 @@ impl Seat {
         self.stood_down
     }
 
-    /// Why the command ends if it ends now (see `Leader::why_child_ends`).
-    pub(super) fn why_child_ends(&self) -> &'static str {
+    /// Why the command ends if it ends now: "exited" (by itself, as far as
+    /// we know), "fenced" (killed by a fence), or "stopped" (we stopped or
+    /// killed it: a revoke, a yield, a shutdown, --max-runtime).
+    fn why_child_ends(&self) -> &'static str {
         match self.child {
             _ if self.fenced_child => "fenced",
             Child::Stopping { .. } => "stopped",
@@ -628,6 +633,7 @@ impl Seat {
         }
         let was = self.child;
         let overran = std::mem::take(&mut self.overran);
+        self.ended = self.why_child_ends();
         self.child = Child::Idle;
         self.fenced_child = false;
         if let (Child::Stopping { .. }, ChildStatus::Exited(0), false, true) =

@@ -96,6 +96,9 @@ struct Shell {
     /// Inputs the shell makes itself (a start that failed), heard before
     /// anything new.
     pending: VecDeque<Input>,
+    /// A command's exit that --on-exit hears once the core has judged it
+    /// (`Leader::why_child_ended`): with the input the loop steps next.
+    ended: Option<(Partition, ChildStatus)>,
     /// A disclaimer is flushed off the loop; the handovers that follow it
     /// (release, stand aside, rejoin, exit) wait for that, in order, so the
     /// next owner reads it first. Kills and signals never wait.
@@ -216,6 +219,7 @@ impl Shell {
             sigchld,
             seats,
             pending: VecDeque::new(),
+            ended: None,
             flushing: None,
             after_flush: Vec::new(),
             health,
@@ -244,6 +248,9 @@ impl Shell {
             // sync), due times follow it (`Leader::wall_clock`).
             self.core.wall_clock(Anchor::now());
             actions.extend(self.core.step(input, BootTime::now()));
+            if let (Some((seat, status)), Some(hooks)) = (self.ended.take(), self.report.hooks.as_mut()) {
+                hooks.exited(seat, status, self.core.why_child_ended(seat));
+            }
             for action in actions {
                 if let ControlFlow::Break(code) = self.apply(action) {
                     let code = self.warm_stop(code).await;
@@ -351,9 +358,7 @@ impl Shell {
                 if self.seats.get(&seat).is_some_and(|s| s.warm.is_some()) {
                     return self.warm_exited(seat, status);
                 }
-                if let Some(hooks) = self.report.hooks.as_mut() {
-                    hooks.exited(seat, status, self.core.why_child_ends(seat));
-                }
+                self.ended = Some((seat, status));
                 Some(Input::ChildExited(seat, status))
             }
             Heard::Written(n, done) => self.warm_written(seat, n, done),

@@ -568,9 +568,7 @@ impl Shell {
             warm.unlead();
             // If we no longer lead then (a fence), it starts as a standby's.
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
-            if let Some(hooks) = self.report.hooks.as_mut() {
-                hooks.exited(seat, status, self.core.why_child_ends(seat));
-            }
+            self.ended = Some((seat, status));
             return Some(Input::ChildExited(seat, status));
         }
         if warm.stopping {

@@ -185,9 +185,12 @@ fn a_standbys_command_that_dies_is_restarted_and_the_leaders_follows_restart() {
     let script = script(&g);
     let events = g.dir.path().join("events");
     let count = |what: &str, name: &str| seen(&events).iter().filter(|s| s.what == what && s.name == name).count();
-    let mut a = warm(&g, "a", &script, &[]);
+    // --on-exit is told of the leader's runs only, a standby's command being no run.
+    let exits = |name: &str| std::fs::read_to_string(g.dir.path().join(format!("{name}.exits"))).unwrap_or_default();
+    let hook = format!("echo $NELI_REASON $NELI_EXIT_STATUS >> {}/$NELI_NAME.exits", g.dir.path().display());
+    let mut a = warm(&g, "a", &script, &["--on-exit", &hook]);
     wait_until(LONG, "a's command is told it leads", || count("lead", "a") == 1);
-    let mut b = warm(&g, "b", &script, &[]);
+    let mut b = warm(&g, "b", &script, &["--on-exit", &hook]);
     wait_until(LONG, "b's command runs", || count("start", "b") == 1);
     wait_until(LONG, "b is a standby", || b.log().contains("standby"));
 
@@ -217,6 +220,7 @@ fn a_standbys_command_that_dies_is_restarted_and_the_leaders_follows_restart() {
     assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
     let pids: Vec<i32> = seen(&events).iter().map(|s| s.pid).collect();
     wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));
+    assert_eq!((exits("a"), exits("b")), ("exited 137\nexited 0\n".into(), "stopped 0\n".into()));
 }
 
 #[test]

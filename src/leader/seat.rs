@@ -3,19 +3,19 @@
 //! its claims, its fence and lease, the plan after its command's exit, and
 //! its attempts. Everything here is once per seat: with twelve seats there
 //! are twelve of each. What is once per member (the settings, the clocks,
-//! health, the pause, who else may lead, leaving the group, exiting) is in
+//! health, who else may lead, leaving the group, exiting) is in
 //! `mod.rs`; a seat sees it through a [`View`] and acts on it through a
-//! [`Ctx`], never by reaching into the member.
+//! [`Ctx`], never by reaching into the member. When a seat leads and starts
+//! its command is `promote.rs`; its pause, `pause.rs`.
 
 use std::time::Duration;
 
 use tracing::{info, warn};
 
-use super::attempts::Turn;
 use super::leaving::Leave;
 use super::peers::Peers;
 use super::standbys::Standbys;
-use super::{say, Action, Attempt, Other, Overlap, Partition, Pause, PauseNote, Record, Settings, Stance, Standing};
+use super::{say, Action, Attempt, Other, Overlap, Partition, Pause, Record, Settings, Stance, Standing};
 use crate::clock::{Anchor, BootTime};
 use crate::exit::ChildStatus;
 
@@ -408,157 +408,6 @@ impl Seat {
         self.catching_up = false;
     }
 
-    /// When a candidate (or fenced leader) may lead: its newest own heartbeat
-    /// is fresh, and no other member's claim or earlier term holds it back.
-    ///
-    /// No fixed wait: the log itself is the proof. Everything written to
-    /// the partition before our first record of this term (from the backlog
-    /// the adapter pins before that record is sent) has been read by the
-    /// time that record comes back, since a partition is read in order; so
-    /// a claim that may still hold, or a term that began before ours, is
-    /// known. A record that lands after ours comes from a writer whose
-    /// earlier records we read (so its claim was known), or from a term that
-    /// began after ours, which yields to us, or fences us (`on_other`) if
-    /// its writer says it began earlier. So after a graceful handover, whose
-    /// disclaimer is the newest record, the next owner leads one produce and
-    /// fetch after its assignment.
-    ///
-    /// A candidate also waits until it has heard the records fetched with
-    /// its heartbeat (`catching_up`): they may name a member to let lead.
-    fn promotion_at(&self, v: &View) -> Option<BootTime> {
-        let tenure = self.tenure?;
-        if tenure.phase == Phase::Candidate && self.catching_up {
-            return None;
-        }
-        if tenure.phase == Phase::Candidate || tenure.phase == Phase::Fenced {
-            let (fresh, start) = (tenure.fresh?, tenure.start?);
-            if self.peers.newest_token().is_some_and(|t| fresh.offset <= t) {
-                // Our token must be newer than any we have read (a fence by
-                // a newer token is resumed from a later record), or tokens
-                // would not grow across the group. Found by the invariant test.
-                return None;
-            }
-            let at = self.held_until(v, start).unwrap_or(tenure.since);
-            return (at < fresh.sent + v.settings.heartbeat_deadline).then_some(at);
-        }
-        None
-    }
-
-    /// Until when the others' records hold back a term that began at
-    /// `start` (`Peers::held_until`); with --overlap, an earlier owner's
-    /// command may still be finishing, and only earlier contenders do.
-    fn held_until(&self, v: &View, start: i64) -> Option<BootTime> {
-        match v.settings.overlap {
-            true => self.peers.contending_until(start),
-            false => self.peers.held_until(start),
-        }
-    }
-
-    fn try_promote(&mut self, cx: &mut Ctx, now: BootTime) {
-        if self.promotion_at(&cx.v).is_none_or(|at| now < at) {
-            return;
-        }
-        let Some(tenure) = self.tenure.as_mut() else { return };
-        let Some(fresh) = tenure.fresh else { return };
-        if now.since(fresh.sent) >= cx.v.settings.heartbeat_deadline {
-            return;
-        }
-        // A candidate that has not started the command yet may let another
-        // member lead instead: one a hand-over names, or of higher priority.
-        if tenure.phase == Phase::Candidate && self.child == Child::Idle {
-            if let Some(to) = cx.standbys.defer_to(&cx.v.settings.name, cx.v.settings.priority, now) {
-                say::defers(&to);
-                cx.standbys.deferring(&to);
-                *cx.hand_to = Some(to);
-                return self.stand_aside(cx, "handed over");
-            }
-        }
-        let Some(tenure) = self.tenure.as_mut() else { return };
-        let was = tenure.phase;
-        let took = now.since(tenure.phase_since);
-        tenure.phase = Phase::Leader { token: fresh.offset };
-        tenure.phase_since = now;
-        // Announce the token at once (for `neli-run status`).
-        tenure.next_heartbeat = now;
-        self.ever_led = true;
-        say::promoted(was, fresh.offset, took);
-        self.note_standing();
-        if let Plan::Serve | Plan::Start(_) = self.plan {
-            self.plan = Plan::Start(now);
-        }
-    }
-
-    /// When the command may start: it is due, we lead, it is gone, and no
-    /// claim or earlier term holds us back; None if that cannot come
-    /// before our newest heartbeat runs out. Every start goes through here:
-    /// a restart too waits for a claim read while we led.
-    fn start_at(&self, v: &View) -> Option<BootTime> {
-        let Plan::Start(ready) = self.plan else { return None };
-        if self.paused() || !v.healthy {
-            return None;
-        }
-        let tenure = self.tenure?;
-        let (Phase::Leader { .. }, Some(fresh), Some(start)) = (tenure.phase, tenure.fresh, tenure.start) else {
-            return None;
-        };
-        if self.child != Child::Idle {
-            return None;
-        }
-        if !v.settings.runs_on(self.partition) {
-            return None;
-        }
-        let due = match v.settings.schedule_of(self.partition) {
-            None => ready,
-            // Not before our last run's ending is on the partition.
-            // (A record sent as it ended, in the same step, is later.)
-            Some(_) if self.run_ended.is_some_and(|ended| fresh.sent <= ended) => return None,
-            Some(_) => {
-                let next = self.next_run(v, ready, v.latest)?;
-                let at = if next.missed { ready } else { v.anchor.boot_at(next.due) };
-                next.not_before.map_or(at, |wall| at.max(v.anchor.boot_at(wall)))
-            }
-        };
-        let at = self.held_until(v, start).map_or(due, |quiet| quiet.max(due));
-        (at < fresh.sent + v.settings.heartbeat_deadline).then_some(at)
-    }
-
-    /// Starts the command once `start_at` has come, under the lease our
-    /// newest heartbeat gives (and not at or past its end); or, once per
-    /// wave, exits if a run of our wave already ended.
-    fn start_if_due(&mut self, cx: &mut Ctx, now: BootTime) {
-        let Some(Tenure { phase: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
-        let lease = fresh.sent + cx.v.settings.heartbeat_deadline;
-        if self.start_at(&cx.v).is_some_and(|at| now >= at) && now < lease {
-            let attempt = match (cx.v.settings.schedule_of(self.partition), self.plan) {
-                (Some(_), Plan::Start(ready)) => {
-                    let Some(next) = self.next_run(&cx.v, ready, now) else { return };
-                    Some(self.scheduled(&cx.v, next, token, now))
-                }
-                _ => match self.turn(&cx.v, token, now) {
-                    Turn::Run(attempt) => attempt,
-                    Turn::Covered(code) => {
-                        say::covered(self.attempt.as_ref(), code);
-                        return self.exit(cx, code);
-                    }
-                },
-            };
-            self.attempt = attempt.clone();
-            self.plan = Plan::Serve;
-            self.child = Child::Running;
-            self.child_token = token;
-            self.run_until = cx.v.settings.max_runtime_of(self.partition).map(|d| now + d);
-            if cx.v.settings.scheduled() {
-                // Name the run on the topic at once: a crash before a record
-                // names it leaves the next leader no trace of it (it runs
-                // it again, as attempt 1).
-                if let Some(tenure) = self.tenure.as_mut() {
-                    tenure.next_heartbeat = now;
-                }
-            }
-            cx.out.push(Action::Spawn { partition: self.partition, token, lease, attempt });
-        }
-    }
-
     /// Another member's record on this partition (the member took in what
     /// it says of the pause and of hand-overs). A claim holds us back until
     /// its writer's command must be dead: its deadline after it was
@@ -678,52 +527,11 @@ impl Seat {
         }
     }
 
-    /// The pause in force on this seat, as far as we know.
-    pub(super) fn paused(&self) -> bool {
-        self.pause.as_ref().is_some_and(|p| p.paused)
-    }
-
-    /// A pause or resume, read as the request on our partition or carried
-    /// by a record there: the newest by offset holds. While paused no
-    /// command starts (`start_at`); `--stop` also stops a running one, and
-    /// the plan to start it again waits for the resume (a run it cut short
-    /// counts as one a fence cut short). Our next record says it at once:
-    /// the asker waits for that.
-    pub(super) fn on_pause(&mut self, cx: &mut Ctx, pause: Pause, now: BootTime) {
-        if self.pause.as_ref().is_some_and(|known| known.offset >= pause.offset) {
-            return;
-        }
-        say::pause(&pause, self.child == Child::Running);
-        let stop = pause.paused && pause.stop;
-        let resumed = !pause.paused && self.paused();
-        self.pause = Some(pause);
-        if let (true, Plan::Start(_)) = (resumed, self.plan) {
-            // A schedule's due times that passed while paused are missed,
-            // as when nobody led: --missed decides.
-            self.plan = Plan::Start(now);
-        }
-        if let Some(tenure) = self.tenure.as_mut() {
-            tenure.next_heartbeat = now;
-        }
-        if stop && self.child == Child::Running {
-            if let Plan::Serve | Plan::Start(_) = self.plan {
-                self.plan = Plan::Start(now);
-            }
-            self.stop(cx, now);
-        }
-    }
-
     /// A signal to pass on to the command's group, if it may live.
     pub(super) fn forward(&mut self, cx: &mut Ctx, sig: super::Signal) {
         if self.child != Child::Idle {
             cx.out.push(Action::SignalGroup(self.partition, sig));
         }
-    }
-
-    /// The pause as our records carry it.
-    pub(super) fn pause_note(&self) -> Option<PauseNote> {
-        let running = self.child != Child::Idle;
-        self.pause.clone().map(|request| PauseNote { request, running })
     }
 
     /// Queues our next heartbeat. A term ends once we have gone a deadline

@@ -1,0 +1,163 @@
+//! When a seat leads and when its command starts: a candidate (or a fenced
+//! leader) is promoted once its own heartbeat is read back fresh and no
+//! other member's claim or earlier term holds it back; the command starts
+//! once it is due, under the lease that heartbeat gives, and never at or
+//! past the lease's end. Every start goes through `start_at`.
+
+use super::attempts::Turn;
+use super::seat::{Child, Ctx, Phase, Plan, Seat, Tenure, View};
+use super::{say, Action};
+use crate::clock::BootTime;
+
+impl Seat {
+    /// When a candidate (or fenced leader) may lead: its newest own heartbeat
+    /// is fresh, and no other member's claim or earlier term holds it back.
+    ///
+    /// No fixed wait: the log itself is the proof. Everything written to
+    /// the partition before our first record of this term (from the backlog
+    /// the adapter pins before that record is sent) has been read by the
+    /// time that record comes back, since a partition is read in order; so
+    /// a claim that may still hold, or a term that began before ours, is
+    /// known. A record that lands after ours comes from a writer whose
+    /// earlier records we read (so its claim was known), or from a term that
+    /// began after ours, which yields to us, or fences us (`on_other`) if
+    /// its writer says it began earlier. So after a graceful handover, whose
+    /// disclaimer is the newest record, the next owner leads one produce and
+    /// fetch after its assignment.
+    ///
+    /// A candidate also waits until it has heard the records fetched with
+    /// its heartbeat (`catching_up`): they may name a member to let lead.
+    pub(super) fn promotion_at(&self, v: &View) -> Option<BootTime> {
+        let tenure = self.tenure?;
+        if tenure.phase == Phase::Candidate && self.catching_up {
+            return None;
+        }
+        if tenure.phase == Phase::Candidate || tenure.phase == Phase::Fenced {
+            let (fresh, start) = (tenure.fresh?, tenure.start?);
+            if self.peers.newest_token().is_some_and(|t| fresh.offset <= t) {
+                // Our token must be newer than any we have read (a fence by
+                // a newer token is resumed from a later record), or tokens
+                // would not grow across the group. Found by the invariant test.
+                return None;
+            }
+            let at = self.held_until(v, start).unwrap_or(tenure.since);
+            return (at < fresh.sent + v.settings.heartbeat_deadline).then_some(at);
+        }
+        None
+    }
+
+    /// Until when the others' records hold back a term that began at
+    /// `start` (`Peers::held_until`); with --overlap, an earlier owner's
+    /// command may still be finishing, and only earlier contenders do.
+    pub(super) fn held_until(&self, v: &View, start: i64) -> Option<BootTime> {
+        match v.settings.overlap {
+            true => self.peers.contending_until(start),
+            false => self.peers.held_until(start),
+        }
+    }
+
+    pub(super) fn try_promote(&mut self, cx: &mut Ctx, now: BootTime) {
+        if self.promotion_at(&cx.v).is_none_or(|at| now < at) {
+            return;
+        }
+        let Some(tenure) = self.tenure.as_mut() else { return };
+        let Some(fresh) = tenure.fresh else { return };
+        if now.since(fresh.sent) >= cx.v.settings.heartbeat_deadline {
+            return;
+        }
+        // A candidate that has not started the command yet may let another
+        // member lead instead: one a hand-over names, or of higher priority.
+        if tenure.phase == Phase::Candidate && self.child == Child::Idle {
+            if let Some(to) = cx.standbys.defer_to(&cx.v.settings.name, cx.v.settings.priority, now) {
+                say::defers(&to);
+                cx.standbys.deferring(&to);
+                *cx.hand_to = Some(to);
+                return self.stand_aside(cx, "handed over");
+            }
+        }
+        let Some(tenure) = self.tenure.as_mut() else { return };
+        let was = tenure.phase;
+        let took = now.since(tenure.phase_since);
+        tenure.phase = Phase::Leader { token: fresh.offset };
+        tenure.phase_since = now;
+        // Announce the token at once (for `neli-run status`).
+        tenure.next_heartbeat = now;
+        self.ever_led = true;
+        say::promoted(was, fresh.offset, took);
+        self.note_standing();
+        if let Plan::Serve | Plan::Start(_) = self.plan {
+            self.plan = Plan::Start(now);
+        }
+    }
+
+    /// When the command may start: it is due, we lead, it is gone, and no
+    /// claim or earlier term holds us back; None if that cannot come
+    /// before our newest heartbeat runs out. Every start goes through here:
+    /// a restart too waits for a claim read while we led.
+    pub(super) fn start_at(&self, v: &View) -> Option<BootTime> {
+        let Plan::Start(ready) = self.plan else { return None };
+        if self.paused() || !v.healthy {
+            return None;
+        }
+        let tenure = self.tenure?;
+        let (Phase::Leader { .. }, Some(fresh), Some(start)) = (tenure.phase, tenure.fresh, tenure.start) else {
+            return None;
+        };
+        if self.child != Child::Idle {
+            return None;
+        }
+        if !v.settings.runs_on(self.partition) {
+            return None;
+        }
+        let due = match v.settings.schedule_of(self.partition) {
+            None => ready,
+            // Not before our last run's ending is on the partition.
+            // (A record sent as it ended, in the same step, is later.)
+            Some(_) if self.run_ended.is_some_and(|ended| fresh.sent <= ended) => return None,
+            Some(_) => {
+                let next = self.next_run(v, ready, v.latest)?;
+                let at = if next.missed { ready } else { v.anchor.boot_at(next.due) };
+                next.not_before.map_or(at, |wall| at.max(v.anchor.boot_at(wall)))
+            }
+        };
+        let at = self.held_until(v, start).map_or(due, |quiet| quiet.max(due));
+        (at < fresh.sent + v.settings.heartbeat_deadline).then_some(at)
+    }
+
+    /// Starts the command once `start_at` has come, under the lease our
+    /// newest heartbeat gives (and not at or past its end); or, once per
+    /// wave, exits if a run of our wave already ended.
+    pub(super) fn start_if_due(&mut self, cx: &mut Ctx, now: BootTime) {
+        let Some(Tenure { phase: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
+        let lease = fresh.sent + cx.v.settings.heartbeat_deadline;
+        if self.start_at(&cx.v).is_some_and(|at| now >= at) && now < lease {
+            let attempt = match (cx.v.settings.schedule_of(self.partition), self.plan) {
+                (Some(_), Plan::Start(ready)) => {
+                    let Some(next) = self.next_run(&cx.v, ready, now) else { return };
+                    Some(self.scheduled(&cx.v, next, token, now))
+                }
+                _ => match self.turn(&cx.v, token, now) {
+                    Turn::Run(attempt) => attempt,
+                    Turn::Covered(code) => {
+                        say::covered(self.attempt.as_ref(), code);
+                        return self.exit(cx, code);
+                    }
+                },
+            };
+            self.attempt = attempt.clone();
+            self.plan = Plan::Serve;
+            self.child = Child::Running;
+            self.child_token = token;
+            self.run_until = cx.v.settings.max_runtime_of(self.partition).map(|d| now + d);
+            if cx.v.settings.scheduled() {
+                // Name the run on the topic at once: a crash before a record
+                // names it leaves the next leader no trace of it (it runs
+                // it again, as attempt 1).
+                if let Some(tenure) = self.tenure.as_mut() {
+                    tenure.next_heartbeat = now;
+                }
+            }
+            cx.out.push(Action::Spawn { partition: self.partition, token, lease, attempt });
+        }
+    }
+}

@@ -361,8 +361,12 @@ mod tests {
             procs.sort_by_key(|p| p.pid);
             procs
         };
+        // Settled: all four started, and the setsid'd one in a group of its
+        // own (setsid runs after its fork: read before, its group is still
+        // the parent's, and the two reads may straddle the change).
+        let settled = |procs: &[Proc]| procs.len() == 4 && procs.iter().any(|p| p.pgrp == p.pid);
         for _ in 0..500 {
-            if down(root).len() == 4 && scan(root).len() == 4 {
+            if settled(&scan(root)) {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));

@@ -24,7 +24,8 @@ impl Seat {
         if self.pause.as_ref().is_some_and(|known| known.offset >= pause.offset) {
             return;
         }
-        say::pause(&pause, self.child == Child::Running);
+        let running = self.child == Child::Running;
+        say::pause(&pause, running);
         let stop = pause.paused && pause.stop;
         let resumed = !pause.paused && self.paused();
         self.pause = Some(pause);
@@ -36,7 +37,7 @@ impl Seat {
         if let Some(tenure) = self.tenure.as_mut() {
             tenure.next_heartbeat = now;
         }
-        if stop && self.child == Child::Running {
+        if stop && running {
             if let Plan::Serve | Plan::Start(_) = self.plan {
                 self.plan = Plan::Start(now);
             }

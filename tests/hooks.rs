@@ -40,6 +40,12 @@ fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
 }
 
+/// A hook line that writes the NELI_ variables it is told, sorted, to
+/// `$NELI_HOOK.env` in `g`'s directory (read back with `env_in`).
+fn recording(g: &Group) -> String {
+    format!("env | grep '^NELI_' | sort > {}/$NELI_HOOK.env", g.dir.path().display())
+}
+
 /// The NELI_ variables a hook wrote to `file` (sorted lines).
 fn env_in(file: &Path) -> String {
     std::fs::read_to_string(file).unwrap_or_default()
@@ -48,9 +54,8 @@ fn env_in(file: &Path) -> String {
 #[test]
 fn the_hooks_are_told_the_group_the_token_the_reason_and_the_status_and_a_failing_one_changes_nothing() {
     let g = Group::new("hooks-env");
-    let dir = g.dir.path().display().to_string();
     // Each writes what it was told; the lead hook fails besides.
-    let record = format!("env | grep '^NELI_' | sort > {dir}/$NELI_HOOK.env");
+    let record = recording(&g);
     let lead = format!("{record}; exit 7");
     let hooks = ["--on-lead", &lead, "--on-unlead", &record, "--on-exit", &record];
     // A setting neli-run consumed (a password could be in it) is no hook's.
@@ -162,12 +167,11 @@ fn a_hook_that_never_exits_delays_no_fence() {
 #[test]
 fn a_hook_past_its_timeout_is_killed_with_its_process_group_and_a_fence_is_told_as_one() {
     let g = Group::on(Broker::dev(), "hooks-timeout");
-    let dir = g.dir.path().display().to_string();
     let file = g.dir.path().join("hook.pids");
     let _cleanup = KillHooks(vec![file.clone()]);
     // The lead hook and a grandchild, each writing its pid, hang.
     let hang = format!("sleep 1000 & echo $! >> {0}; echo $$ >> {0}; wait", file.display());
-    let record = format!("env | grep '^NELI_' | sort > {dir}/$NELI_HOOK.env");
+    let record = recording(&g);
     let hooks = ["--on-lead", &hang, "--on-unlead", &record, "--on-exit", &record, "--hook-timeout", "1s"];
     let mut a = g.member("a", &hooks, &["sleep", "1000"]);
     wait_until(LONG, "the hook and its grandchild run", || pids(&file).len() == 2);
@@ -198,8 +202,7 @@ fn a_command_the_shim_fenced_while_its_member_was_frozen_is_told_as_fenced() {
     // neli-run hears on waking is still the fence's. (Seen in CI: a fence
     // told as "exited" when the shim was a few milliseconds ahead.)
     let g = Group::new("hooks-shim-fence");
-    let dir = g.dir.path().display().to_string();
-    let record = format!("env | grep '^NELI_' | sort > {dir}/$NELI_HOOK.env");
+    let record = recording(&g);
     let mut a = g.member("a", &["--on-exit", &record], &["sleep", "1000"]);
     wait_until(LONG, "a leads", || g.lock_held());
     a.signal(Signal::SIGSTOP);
@@ -207,7 +210,8 @@ fn a_command_the_shim_fenced_while_its_member_was_frozen_is_told_as_fenced() {
     a.signal(Signal::SIGCONT);
     let exit = || env_in(&g.dir.path().join("exit.env"));
     wait_until(LONG, "the exit hook ran", || !exit().is_empty());
-    assert!(exit().contains("NELI_REASON=fenced\n") && exit().contains("NELI_EXIT_STATUS=137\n"), "{}", exit());
+    let exit = exit();
+    assert!(exit.contains("NELI_REASON=fenced\n") && exit.contains("NELI_EXIT_STATUS=137\n"), "{exit}");
     a.signal(Signal::SIGTERM);
     a.wait_exit(LONG);
     g.assert_no_overlap();

@@ -261,6 +261,10 @@ impl Watch {
                 if let Some(status) = self.on_lease()? {
                     return Ok(status);
                 }
+                // The timer now stands at the newest lease: a lease that came
+                // with the old one's expiry (the shim scheduled late) counts,
+                // so look again before fencing.
+                continue;
             }
             if lease_expired {
                 return Ok(fence("lease expired (no fresh heartbeat)"));

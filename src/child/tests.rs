@@ -257,6 +257,42 @@ fn a_shim_whose_first_lease_has_passed_never_starts_the_command() {
     });
 }
 
+/// The real shim, frozen until its lease has passed while neli-run renews
+/// it: on waking it finds the new lease and the old one's expiry together,
+/// as a shim scheduled late does. The new lease counts (the command was
+/// fenced for nothing: a scheduled run lost), so the stop signal that
+/// follows ends the command its own way.
+#[test]
+fn a_lease_renewed_as_the_old_one_expires_counts() {
+    isolated("a_lease_renewed_as_the_old_one_expires_counts", || {
+        let trapping = super::Command {
+            program: "sh".into(),
+            args: vec!["-c".into(), "trap 'exit 7' TERM; sleep 100 & wait".into()],
+            stop_signal: Signal::SIGTERM as i32,
+            grace: Duration::from_secs(5),
+            env: Vec::new(),
+            env_remove: Vec::new(),
+        };
+        // Long enough that a loaded machine starts the command within it.
+        let lease = BootTime::now() + Duration::from_secs(5);
+        let mut running = Running::spawn(&trapping, Some(1), lease).expect("the shim starts");
+        let shim = running.pgid();
+        until("the command runs", || below(shim).len() == 2);
+        kill(shim, Signal::SIGSTOP).expect("SIGSTOP");
+        until("the shim is stopped", || stopped(shim));
+        let end = Instant::now() + Duration::from_secs(10);
+        while BootTime::now() <= lease + Duration::from_millis(10) {
+            assert!(Instant::now() < end, "the lease never passed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        running.renew(BootTime::now() + Duration::from_secs(60)).expect("the renewal is written");
+        running.signal(Signal::SIGTERM);
+        kill(shim, Signal::SIGCONT).expect("SIGCONT");
+        until("the shim is reaped", || running.reaped());
+        assert_eq!(block_on(running.exited()), ChildStatus::Exited(7), "fenced, though its lease was renewed");
+    });
+}
+
 /// A run shorter than a heartbeat interval: the loop may renew its lease
 /// after the shim exited and before it is reaped. That is no error (it was
 /// said as one, "it will be fenced", for every short run of a crontab).

@@ -43,8 +43,8 @@ impl Detector {
         read_lines(&self.dir.join("starts"))
             .iter()
             .filter_map(|l| {
-                let (n, t) = l.split_once(' ')?;
-                Some((n.to_string(), t.parse().ok()?))
+                let mut words = l.split(' ');
+                Some((words.next()?.to_string(), words.next()?.parse().ok()?))
             })
             .collect()
     }

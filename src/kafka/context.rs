@@ -421,7 +421,7 @@ impl ProducerContext for WriterContext {
             Ok(msg) => {
                 self.reach.reachable();
                 let Some(hb) = msg.payload().and_then(Heartbeat::decode) else { return };
-                self.ended_run_recorded(msg.partition(), &hb);
+                self.ended_run_recorded(msg.partition(), msg.offset(), &hb);
                 let revoked = BootTime::from_nanos(self.reach.revoked_at.load(Ordering::Relaxed));
                 let rebalancing = self.reports_for.is_some_and(|d| BootTime::now().since(revoked) < d);
                 if rebalancing && hb.is_from(&self.me) {
@@ -448,8 +448,10 @@ impl WriterContext {
     /// schedule's, in the heartbeat right after it): from now on no member
     /// runs it again. Until then a crash makes it run again.
     /// With several seats, the line names the role (the seat's partition):
-    /// two roles of one member may run under one token.
-    fn ended_run_recorded(&self, partition: Partition, hb: &Heartbeat) {
+    /// two roles of one member may run under one token. The record's
+    /// offset tells which leaders read it before they led: those whose
+    /// token (their first record's offset) is greater.
+    fn ended_run_recorded(&self, partition: Partition, offset: i64, hb: &Heartbeat) {
         let Some(job) = hb.job.as_ref().filter(|j| j.name == hb.name && j.host == hb.host) else { return };
         let Some(code) = job.code else { return };
         let Ok(mut last) = self.recorded.lock() else { return };
@@ -459,10 +461,10 @@ impl WriterContext {
         let (token, attempt, role) = (job.token, job.attempt, self.reports_for.map(|_| partition));
         let said = "the run's ending is on the group's topic: no member will run it again";
         match (job.due_ms, role) {
-            (None, None) => info!(token, attempt, code, "{said}"),
-            (None, Some(role)) => info!(role, token, attempt, code, "{said}"),
-            (Some(due_ms), None) => info!(token, attempt, code, due_ms, "{said}"),
-            (Some(due_ms), Some(role)) => info!(role, token, attempt, code, due_ms, "{said}"),
+            (None, None) => info!(token, attempt, code, offset, "{said}"),
+            (None, Some(role)) => info!(role, token, attempt, code, offset, "{said}"),
+            (Some(due_ms), None) => info!(token, attempt, code, due_ms, offset, "{said}"),
+            (Some(due_ms), Some(role)) => info!(role, token, attempt, code, due_ms, offset, "{said}"),
         }
     }
 }

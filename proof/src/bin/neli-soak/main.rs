@@ -30,8 +30,10 @@
 //! `--missed all`, and the command logs "start DUE ATTEMPT TOKEN MS" and, if
 //! it gets to its end (it takes longer than the heartbeat deadline, so a
 //! frozen leader's run is cut short by its lease), "end DUE TOKEN". Once a
-//! member logs that a run's ending is on the topic, a start of that due time
-//! after that moment is a *rerun*; a due time between the first and the
+//! member logs that a run's ending is on the topic (with the record's
+//! offset), a start of that due time by a leader whose token is above that
+//! offset (it read the record before it led), or begun half a second after
+//! that moment, is a *rerun*; a due time between the first and the
 //! last started that never started is *skipped*. Both fail the soak. A due
 //! time that ran to its end twice with no ending recorded between is the
 //! at-least-once the README states (its leader was cut off or frozen as its

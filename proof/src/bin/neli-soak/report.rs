@@ -43,16 +43,21 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, run: Run, verdict: &Verdict) 
     println!("\nLeaderless: how long no child held the lock after the fault struck, until the fault was over.\n");
     table(run.outcomes);
     let dir = &soak.detector.dir;
-    let safe = verdict.safe() && run.paused_starts.is_empty();
+    let mut failed = verdict.failures();
+    if !run.paused_starts.is_empty() {
+        failed.push(format!("children while paused {}", run.paused_starts.len()));
+    }
+    let safe = failed.is_empty();
     if safe && run.stalls == 0 && !args.keep_logs {
         let _ = fs::remove_dir_all(dir);
     } else {
+        // What failed, named on the last line: CI shows only an output's tail.
         let why = if !safe {
-            "FAILED"
+            format!("FAILED ({})", failed.join(", "))
         } else if run.stalls > 0 {
-            "STALLED"
+            "STALLED".into()
         } else {
-            "--keep-logs"
+            "--keep-logs".into()
         };
         println!("\n{why}: logs kept in {}", dir.display());
     }

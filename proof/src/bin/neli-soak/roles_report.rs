@@ -184,17 +184,30 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
             late.unwrap_or_default()
         );
     }
-    let kept = scheduled.as_ref().is_none_or(|s| s.roles.iter().all(|r| r.reruns.is_empty() && r.skipped.is_empty()));
-    let safe =
-        overlaps == 0 && orphans == 0 && tokens == 0 && needless == 0 && kept && figures.paused_starts.is_empty();
+    let sum = |f: fn(&ScheduleCheck) -> usize| scheduled.as_ref().map_or(0, |s| s.roles.iter().map(f).sum());
+    // What failed, named on the last line: CI shows only an output's tail.
+    let failed: Vec<String> = [
+        ("overlaps", overlaps),
+        ("orphans", orphans),
+        ("tokens that did not increase", tokens),
+        ("needless moves", needless),
+        ("reruns", sum(|r| r.reruns.len())),
+        ("skipped due times", sum(|r| r.skipped.len())),
+        ("paused roles' commands that ran", figures.paused_starts.len()),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(what, n)| format!("{what} {n}"))
+    .collect();
+    let safe = failed.is_empty();
     let dir = &soak.detector.dir;
     if safe && figures.stalls == 0 && figures.exits.is_empty() && !args.keep_logs {
         let _ = fs::remove_dir_all(dir);
     } else {
         let why = match (safe, figures.stalls > 0 || !figures.exits.is_empty()) {
-            (false, _) => "FAILED",
-            (true, true) => "STALLED or a member exited unexpectedly",
-            (true, false) => "--keep-logs",
+            (false, _) => format!("FAILED ({})", failed.join(", ")),
+            (true, true) => "STALLED or a member exited unexpectedly".into(),
+            (true, false) => "--keep-logs".into(),
         };
         println!("\n{why}: logs kept in {}", dir.display());
     }

@@ -73,7 +73,6 @@ mod judge;
 mod members;
 mod report;
 mod roles;
-mod roles_report;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;

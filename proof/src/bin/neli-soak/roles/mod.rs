@@ -74,185 +74,14 @@ use crate::faults::{below, wall, Fault};
 use crate::members::{LogReader, Soak};
 use crate::Args;
 
-/// Each role's command, by NELI_ROLE mod 4 (see `KINDS`): a plain service;
-/// one with two children; one that leaves two daemons (setsid'd, one
-/// ignoring SIGTERM) holding the role's lock, which only its shim can reap;
-/// one that ignores SIGTERM (killed after --grace).
-const COMMAND: &str = r#"case $((NELI_ROLE % 4)) in
-  1) sleep 100000 & sleep 100000 & wait ;;
-  2) (setsid sh -c 'trap "" TERM; exec sleep 100000' &); setsid sleep 100000 & exec sleep 100000 ;;
-  3) trap '' TERM; exec sleep 100000 ;;
-  *) exec sleep 100000 ;;
-esac"#;
+mod commands;
+mod episodes;
+mod report;
 
-/// What each role's command is, by role mod 4 (the summary's words).
-pub const KINDS: [&str; 4] = ["plain", "children", "daemons", "ignores TERM"];
-
-/// Each role's run under --schedule (`$0` the role's work directory, RUN
-/// seconds long, as the single leader's: longer than the heartbeat
-/// deadline, so a frozen owner's lease cuts it short), by NELI_ROLE mod 4
-/// as `COMMAND`: a plain run; one with two children; one that leaves two
-/// daemons (setsid'd, one ignoring SIGTERM) holding the role's lock, which
-/// the shim must reap once the run ends, before the next; one that ignores
-/// SIGTERM. It writes "start DUE ATTEMPT TOKEN MS NAME" and, if it gets to
-/// its end, "end DUE TOKEN NAME", then exits with `judge::role_code`: the
-/// member's line saying a run's ending is on the topic names no role, and
-/// its status tells which.
-const SCHEDULED: &str = r#"if [ "$NELI_FLAKY" = 1 ] && [ "$NELI_ATTEMPT" = 1 ]; then
-  echo "fail $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN $(date +%s%3N) $NELI_NAME" >> "$0/runs"; exit 200
-fi
-echo "start $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN $(date +%s%3N) $NELI_NAME" >> "$0/runs"
-case $((NELI_ROLE % 4)) in
-  1) sleep "$RUN" & sleep "$RUN" & wait ;;
-  2) (setsid sh -c 'trap "" TERM; exec sleep 100000' &); setsid sleep 100000 & sleep "$RUN" ;;
-  3) trap '' TERM; sleep "$RUN" ;;
-  *) sleep "$RUN" ;;
-esac
-echo "end $NELI_DUE $NELI_FENCING_TOKEN $NELI_NAME" >> "$0/runs"
-exit $((NELI_ROLE % 128))"#;
-
-/// `--crontab`: a crontab of `roles` jobs in `dir`, job jNN role NN's
-/// run on its schedule (`@every`, `missed=all`), told NELI_ROLE by the
-/// line above it. Names sort as their roles do, so that members placing
-/// them on a new topic put job jNN on partition NN, as the judge reads.
-/// Odd jobs are flaky (`NELI_FLAKY=1`): each due time's first attempt
-/// fails at once (`judge::FAILED`), and the job's `retries=1` runs it again
-/// a quarter period later. Every third job (j % 3 == 2) runs for one and a
-/// half periods with `overlap=replace`: each run is stopped at its next due
-/// time, which runs in its place.
-fn write_crontab(dir: &std::path::Path, roles: usize, schedule: Option<(Duration, Duration)>) -> std::path::PathBuf {
-    let (run, every) = schedule.expect("--crontab requires --schedule");
-    let script = dir.join("scheduled.sh");
-    fs::write(&script, SCHEDULED).expect("the runs' script");
-    let guard = dir.join("guarded.sh");
-    let width = (roles - 1).to_string().len();
-    let mut text = String::from("# neli-soak --crontab: one job per role\n");
-    for j in 0..roles {
-        let work = dir.join("roles").join(j.to_string());
-        let flaky = j % 2;
-        let mut options = String::from("missed=all");
-        if flaky == 1 {
-            options += &format!(",retries=1,retry-delay={}ms", every.as_millis() / 4);
-        }
-        let mut runs = run.as_secs_f64();
-        if j % 3 == 2 {
-            options += ",overlap=replace";
-            runs = every.as_secs_f64() * 1.5;
-        }
-        text += &format!(
-            "NELI_ROLE={j}\nNELI_FLAKY={flaky}\nRUN={runs:.1}\n@every {}ms  j{j:0width$}[{options}]  {} {} sh -c '. {}' {}\n",
-            every.as_millis(),
-            guard.display(),
-            work.display(),
-            script.display(),
-            work.display()
-        );
-    }
-    let file = dir.join("fleet.crontab");
-    fs::write(&file, text).expect("the crontab");
-    file
-}
-
-/// Refuses what a roles soak cannot do.
-pub fn check(args: &Args, roles: usize) -> Result<(), String> {
-    if roles < args.candidates {
-        return Err(format!(
-            "--roles {roles} needs at least as many roles as --candidates ({}): the soak tells a settled group \
-             by every member holding its share",
-            args.candidates
-        ));
-    }
-    Ok(())
-}
-
-/// The faults of a roles soak: on members, on the broker (one of ours;
-/// no restart of tansu's in-memory log), network cuts with namespaces, the
-/// cluster's own life with --cluster.
-pub fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
-    let mut faults = vec![
-        Fault::Kill9,
-        Fault::Sigterm,
-        Fault::SigstopCont,
-        Fault::Join,
-        Fault::Drain,
-        Fault::ChildCrash,
-        Fault::BrokenLogKill9,
-        Fault::BrokenLogStop,
-    ];
-    // A role paused (`pause --role J`): a service's, whose command must not
-    // start while paused (a schedule's due times would be missed).
-    if !args.schedule && !args.crontab {
-        faults.push(Fault::Pause);
-    }
-    faults.extend(crate::environment_faults(args, netns, own_broker));
-    faults
-}
-
-/// Why a fault of the single leader's soak is not one of the roles soak.
-pub fn refused(name: &str) -> Option<&'static str> {
-    match name {
-        "unhealthy" => Some("a member of roles that fails its health check is drained: `drain`"),
-        "undrain" => Some("it follows each drain once the group settled"),
-        "sigterm-after-thaw" => Some("it times a single leader's handover after a thaw (sigstop-cont covers freezes)"),
-        "none (finish)" => Some("a role's command is a service (--restart always)"),
-        _ => None,
-    }
-}
-
-/// Whether the fault strikes one member (a live one, chosen at random; for
-/// a drain, one holding a role).
-fn strikes_a_member(fault: Fault) -> bool {
-    matches!(
-        fault,
-        Fault::Kill9
-            | Fault::Drain
-            | Fault::Sigterm
-            | Fault::SigstopCont
-            | Fault::BrokenLogKill9
-            | Fault::BrokenLogStop
-            | Fault::NetCut
-            | Fault::NetBlip
-            | Fault::CoordinatorCut
-            | Fault::LeaderCut
-    )
-}
-
-/// Whether the fault stops its member's neli-run: a leave or a crash.
-fn stops_its_member(fault: Fault) -> bool {
-    matches!(fault, Fault::Kill9 | Fault::Sigterm | Fault::BrokenLogKill9)
-}
-
-/// The group as it stood: who ran each role last, and how many starts each
-/// role had.
-#[derive(Clone)]
-struct Snapshot {
-    holders: Vec<String>,
-    counts: Vec<usize>,
-}
-
-/// A role the struck member held: its starts then, and how long it took to
-/// start on another member.
-struct Move {
-    role: usize,
-    count: usize,
-    took: Option<Duration>,
-}
-
-/// One fault and what followed it until the group settled.
-struct Episode {
-    fault: Fault,
-    /// The member struck, or the one that joined: (slot, name).
-    member: Option<(usize, String)>,
-    at: Instant,
-    wall: SystemTime,
-    /// The group when struck, if it had settled then.
-    before: Option<Snapshot>,
-    /// A stopped member started again within the episode.
-    back: bool,
-    /// No other episode, nor an unasked exit, overlapped it.
-    clean: bool,
-    moves: Vec<Move>,
-}
+pub use commands::{check, faults, refused, KINDS};
+use commands::{stops_its_member, strikes_a_member, write_crontab, COMMAND, SCHEDULED};
+use episodes::{Episode, Move, Snapshot};
+pub use episodes::{Figures, Gap, Needless};
 
 /// What a pending action does when its time comes.
 enum Action {
@@ -277,57 +106,6 @@ struct Pending {
     /// The episode it belongs to (None: a member's unasked exit).
     episode: Option<usize>,
     action: Action,
-}
-
-/// A role's longest time with no command running.
-#[derive(Clone, Default)]
-pub struct Gap {
-    pub length: Duration,
-    /// When it began, and the faults in flight then.
-    pub from: Option<SystemTime>,
-    pub during: String,
-}
-
-/// Clean episodes judged for needless moves, by what they were.
-#[derive(Default)]
-pub struct Needless {
-    pub judged: usize,
-    pub moves: Vec<String>,
-}
-
-/// What the roles soak saw, for the summary.
-#[derive(Default)]
-pub struct Figures {
-    /// By fault: how many struck, how many while another was in flight.
-    pub faults: BTreeMap<Fault, (usize, usize)>,
-    /// Clean episodes by fault.
-    pub clean: BTreeMap<Fault, usize>,
-    /// Role moves: from the SIGTERM or the kill -9 sent to a member, or its
-    /// drain file, until each of its roles started on another member.
-    pub graceful: Vec<Duration>,
-    pub crash: Vec<Duration>,
-    pub drain: Vec<Duration>,
-    pub joins: Needless,
-    pub leaves: Needless,
-    pub crashes: Needless,
-    pub drains: Needless,
-    pub undrains: Needless,
-    pub gaps: Vec<Gap>,
-    /// Times the group did not settle within --stall.
-    pub stalls: usize,
-    /// Members that exited unasked, or not 0 after a SIGTERM.
-    pub exits: Vec<String>,
-    /// Roles paused (`pause --role J --stop`, see `Run::pause_role`).
-    pub pauses: usize,
-    /// A paused role's command that ran or started: unsafe.
-    pub paused_starts: Vec<String>,
-    /// `pause`, `resume`, `drain` or `undrain` that exited other than 0
-    /// (nobody acknowledged).
-    pub unacknowledged: usize,
-    /// Drains and undrains by `neli-run drain` and `undrain` (the others by
-    /// the member's drain file).
-    pub drain_commands: usize,
-    pub wall: Duration,
 }
 
 /// The roles soak as it runs.
@@ -445,8 +223,8 @@ pub fn soak(
     }
     run.finish();
     run.figures.wall = began.elapsed();
-    let verdict = crate::roles_report::judge(run.soak, &run.detectors);
-    crate::roles_report::report(seed, args, run.soak, &run.figures, &verdict)
+    let verdict = report::judge(run.soak, &run.detectors);
+    report::report(seed, args, run.soak, &run.figures, &verdict)
 }
 
 /// Whether the soak gets anywhere: a fault list that moves no role, or a
@@ -1029,66 +807,6 @@ impl Run<'_> {
         });
         for p in shim.map(below).unwrap_or_default() {
             let _ = kill(p, Signal::SIGKILL);
-        }
-    }
-
-    /// Closes the episodes in flight: judges the clean ones that began
-    /// settled against the group now (`settled`), and keeps their moves.
-    fn close(&mut self, settled: bool) {
-        let after = self.snapshot();
-        for e in std::mem::take(&mut self.open) {
-            if !(e.clean && settled) {
-                continue;
-            }
-            *self.figures.clean.entry(e.fault).or_default() += 1;
-            let took = e.moves.iter().filter_map(|m| m.took);
-            match e.fault {
-                Fault::Sigterm => self.figures.graceful.extend(took),
-                Fault::Kill9 => self.figures.crash.extend(took),
-                Fault::Drain => self.figures.drain.extend(took),
-                _ => {}
-            }
-            let (Some(before), Some((_, member))) = (&e.before, &e.member) else { continue };
-            let needless = match e.fault {
-                Fault::Join => &mut self.figures.joins,
-                Fault::Undrain => &mut self.figures.undrains,
-                Fault::Drain => &mut self.figures.drains,
-                Fault::Sigterm if !e.back => &mut self.figures.leaves,
-                Fault::Kill9 | Fault::BrokenLogKill9 if !e.back => &mut self.figures.crashes,
-                _ => continue,
-            };
-            needless.judged += 1;
-            let since = e.wall.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
-            for j in 0..after.holders.len() {
-                let (was, is) = (&before.holders[j], &after.holders[j]);
-                let restarted = after.counts[j] > before.counts[j];
-                let joins = matches!(e.fault, Fault::Join | Fault::Undrain);
-                // A join (or a drained member back) may take any role; a
-                // leaver's, a crashed or a drained member's roles must move;
-                // no other role may. On a schedule every due time is a
-                // start: each run of the episode (the command's own record)
-                // must be by the role's holder as a first attempt (none cut
-                // short and run again), or by the member the role may go to.
-                let runs = self.soak.schedule.map(|_| crate::judge::runs_since(&self.detectors[j].dir, since));
-                let kept = |(name, attempt): &(String, u32)| name == was && *attempt == 1;
-                let fine = match &runs {
-                    None if joins => is == member || (was == is && !restarted),
-                    None => was == member || (was == is && !restarted),
-                    Some(runs) if joins => runs.iter().all(|r| &r.0 == member || kept(r)),
-                    Some(runs) => was == member || runs.iter().all(kept),
-                };
-                if !fine {
-                    let runs: Vec<String> = runs.iter().flatten().map(|(n, a)| format!("{n} attempt {a}")).collect();
-                    needless.moves.push(format!(
-                        "{} of {member} at {}: role {j} from {was} to {is} (starts {} -> {}){}",
-                        e.fault.name(),
-                        wall(e.wall),
-                        before.counts[j],
-                        after.counts[j],
-                        if runs.is_empty() { String::new() } else { format!("; runs: {}", runs.join(", ")) }
-                    ));
-                }
-            }
         }
     }
 

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use neli_proof::detector::{locks_held, Detector};
 use neli_proof::percentile;
 
+use super::{Figures, Needless, KINDS};
 use crate::faults::wall;
 use crate::judge::{check_roles_schedule, RolesSchedule, ScheduleCheck};
 use crate::members::Soak;
-use crate::roles::{Figures, Needless, KINDS};
 use crate::Args;
 
 /// One role's record once every member exited.

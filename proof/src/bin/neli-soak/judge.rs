@@ -39,19 +39,21 @@ impl Verdict {
     /// member's start.
     pub fn failures(&self) -> Vec<String> {
         let (reruns, skipped) = self.scheduled.as_ref().map_or((0, 0), |c| (c.reruns.len(), c.skipped.len()));
-        [
+        failures(&[
             ("overlaps", self.overlaps.len()),
             ("orphans", self.orphans),
             ("tokens out of order", usize::from(!self.tokens_increase)),
             ("reruns", self.reruns.len() + reruns),
             ("skipped due times", skipped),
             ("starts by a sick member", self.sick_starts.len()),
-        ]
-        .into_iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(what, n)| format!("{what} {n}"))
-        .collect()
+        ])
     }
+}
+
+/// Each kind of failure that happened, with its count ("reruns 2"), for
+/// the soak's last line: CI shows only an output's tail.
+pub fn failures(counts: &[(&str, usize)]) -> Vec<String> {
+    counts.iter().filter(|(_, n)| *n > 0).map(|(what, n)| format!("{what} {n}")).collect()
 }
 
 /// Stops every member and the broker, waits up to 5 s for the lock to be
@@ -407,6 +409,13 @@ pub struct RolesSchedule {
     pub next_run: usize,
 }
 
+impl RolesSchedule {
+    /// `count` summed over every role.
+    pub fn sum(&self, count: fn(&ScheduleCheck) -> usize) -> usize {
+        self.roles.iter().map(count).sum()
+    }
+}
+
 /// Judges every role's schedule (see `RolesSchedule`). The log line of a
 /// run's ending names its member, token, due time, status and role (its
 /// `role=`): it counts for that role if that member started a run of that
@@ -418,7 +427,8 @@ pub struct RolesSchedule {
 /// same token, since neli-run starts a next run only once the record of
 /// the last one's ending is read back.
 pub fn check_roles_schedule(dir: &std::path::Path, roles: usize, every: Duration) -> RolesSchedule {
-    let runs: Vec<Runs> = (0..roles).map(|j| read_runs(&dir.join("roles").join(j.to_string()).join("runs"))).collect();
+    let dirs: Vec<std::path::PathBuf> = (0..roles).map(|j| dir.join("roles").join(j.to_string())).collect();
+    let runs: Vec<Runs> = dirs.iter().map(|d| read_runs(&d.join("runs"))).collect();
     let mut recorded: Vec<BTreeMap<u64, Recorded>> = vec![BTreeMap::new(); roles];
     let mut started: Vec<BTreeSet<u64>> = vec![BTreeSet::new(); roles];
     let mut endings = Vec::new();
@@ -435,8 +445,8 @@ pub fn check_roles_schedule(dir: &std::path::Path, roles: usize, every: Duration
             endings.push((member, ending));
         }
     }
-    for (j, started) in started.iter_mut().enumerate() {
-        started.extend(locked_dues(&dir.join("roles").join(j.to_string())));
+    for (started, dir) in started.iter_mut().zip(&dirs) {
+        started.extend(locked_dues(dir));
     }
     let mut unattributed = 0;
     for (member, e) in endings {
@@ -463,10 +473,10 @@ pub fn check_roles_schedule(dir: &std::path::Path, roles: usize, every: Duration
                     .map(|s| s.1)
                     .min();
                 let Some(at) = next else { continue };
-                if recorded.get(&due).is_none_or(|r| at < r.at) {
-                    next_run += usize::from(!recorded.contains_key(&due));
-                    let offset = recorded.get(&due).and_then(|r| r.offset);
-                    recorded.insert(due, Recorded { token: *token, at, offset });
+                let known = recorded.get(&due).copied();
+                if known.is_none_or(|r| at < r.at) {
+                    next_run += usize::from(known.is_none());
+                    recorded.insert(due, Recorded { token: *token, at, offset: known.and_then(|r| r.offset) });
                 }
             }
         }
@@ -523,6 +533,11 @@ mod tests {
         assert!(soon.reruns.is_empty(), "token 30 led before the ending landed and began 10 ms after its log line");
         let late = judge_runs(&runs(&[(10, 1_000, "a"), (30, 2_600, "b")]), &recorded(), &BTreeSet::new(), EVERY);
         assert_eq!(late.reruns.len(), 1, "begun 600 ms after the ending was on the topic");
+    }
+
+    #[test]
+    fn the_last_line_names_each_kind_of_failure_that_happened() {
+        assert_eq!(failures(&[("overlaps", 0), ("reruns", 2), ("orphans", 1)]), ["reruns 2", "orphans 1"]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use neli_proof::percentile;
 
 use crate::faults::{Fault, Outcome, Run};
-use crate::judge::{ScheduleCheck, Verdict};
+use crate::judge::{failures, ScheduleCheck, Verdict};
 use crate::members::Soak;
 use crate::Args;
 
@@ -44,14 +44,11 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, run: Run, verdict: &Verdict) 
     table(run.outcomes);
     let dir = &soak.detector.dir;
     let mut failed = verdict.failures();
-    if !run.paused_starts.is_empty() {
-        failed.push(format!("children while paused {}", run.paused_starts.len()));
-    }
+    failed.extend(failures(&[("children while paused", run.paused_starts.len())]));
     let safe = failed.is_empty();
     if safe && run.stalls == 0 && !args.keep_logs {
         let _ = fs::remove_dir_all(dir);
     } else {
-        // What failed, named on the last line: CI shows only an output's tail.
         let why = if !safe {
             format!("FAILED ({})", failed.join(", "))
         } else if run.stalls > 0 {

@@ -10,7 +10,7 @@ use neli_proof::percentile;
 
 use super::{Figures, Needless, KINDS};
 use crate::faults::wall;
-use crate::judge::{check_roles_schedule, RolesSchedule, ScheduleCheck};
+use crate::judge::{check_roles_schedule, failures, RolesSchedule, ScheduleCheck};
 use crate::members::Soak;
 use crate::Args;
 
@@ -184,9 +184,8 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
             late.unwrap_or_default()
         );
     }
-    let sum = |f: fn(&ScheduleCheck) -> usize| scheduled.as_ref().map_or(0, |s| s.roles.iter().map(f).sum());
-    // What failed, named on the last line: CI shows only an output's tail.
-    let failed: Vec<String> = [
+    let sum = |f: fn(&ScheduleCheck) -> usize| scheduled.as_ref().map_or(0, |s| s.sum(f));
+    let failed = failures(&[
         ("overlaps", overlaps),
         ("orphans", orphans),
         ("tokens that did not increase", tokens),
@@ -194,11 +193,7 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
         ("reruns", sum(|r| r.reruns.len())),
         ("skipped due times", sum(|r| r.skipped.len())),
         ("paused roles' commands that ran", figures.paused_starts.len()),
-    ]
-    .into_iter()
-    .filter(|(_, n)| *n > 0)
-    .map(|(what, n)| format!("{what} {n}"))
-    .collect();
+    ]);
     let safe = failed.is_empty();
     let dir = &soak.detector.dir;
     if safe && figures.stalls == 0 && figures.exits.is_empty() && !args.keep_logs {
@@ -222,21 +217,20 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
 /// (`judge::check_roles_schedule`), summed, with every rerun and skipped
 /// due time named.
 fn schedule(s: &RolesSchedule) {
-    let sum = |f: fn(&ScheduleCheck) -> usize| s.roles.iter().map(f).sum::<usize>();
     println!(
         "scheduled due times over every role: started {}, ran to their end {}, started again as a later attempt \
          (cut short) {}; flaky jobs' failures {}, retried {}",
-        sum(|r| r.started),
-        sum(|r| r.ended),
-        sum(|r| r.retried),
-        sum(|r| r.failed),
-        sum(|r| r.retries)
+        s.sum(|r| r.started),
+        s.sum(|r| r.ended),
+        s.sum(|r| r.retried),
+        s.sum(|r| r.failed),
+        s.sum(|r| r.retries)
     );
     println!(
         "reruns after a recorded ending: {} (due times whose ending was recorded: {}, {} of them known only by \
          their member's next run; log lines of an ending told to no single role: {})",
-        sum(|r| r.reruns.len()),
-        sum(|r| r.recorded),
+        s.sum(|r| r.reruns.len()),
+        s.sum(|r| r.recorded),
         s.next_run,
         s.unattributed
     );
@@ -249,13 +243,13 @@ fn schedule(s: &RolesSchedule) {
     }
     println!(
         "skipped due times (--missed all): {} (an overlap=replace job's superseded by its newest: {})",
-        sum(|r| r.skipped.len()),
-        sum(|r| r.superseded)
+        s.sum(|r| r.skipped.len()),
+        s.sum(|r| r.superseded)
     );
     for (j, r) in s.roles.iter().enumerate() {
         r.skipped.iter().for_each(|due| println!("  role {j}: due time {due} never started"));
     }
-    println!("ran to their end twice, no ending recorded (at least once): {}", sum(|r| r.at_least_once));
+    println!("ran to their end twice, no ending recorded (at least once): {}", s.sum(|r| r.at_least_once));
 }
 
 /// A duration to the second, for humans.

@@ -487,6 +487,84 @@ fn a_crontab_read_again_changes_adds_and_removes_jobs_and_moves_no_other() {
     assert!(one.wait_exit(takeover).success(), "{}", one.log());
 }
 
+/// The topic neli-run created holds a job on every partition: a job added
+/// to the file takes a partition added for it (CreatePartitions, which the
+/// dev broker serves), and the members seat it without a restart; no other
+/// job moves.
+#[test]
+fn a_job_added_to_a_full_topic_gets_a_partition_added_and_runs_without_a_restart() {
+    let mut fleet = Fleet::new("crontab-grow", &["a", "b"], "1s", "0.1");
+    let (mut one, mut two) = (fleet.member("one"), fleet.member("two"));
+    let takeover = fleet.g.broker.timing.takeover();
+    crate::util::wait_until(takeover * 2, "a and b run", || fleet.newest().is_some());
+    let where_placed = placed(&one);
+    assert_eq!(where_placed.values().collect::<Vec<_>>(), ["0", "1"], "a partition per job: {}", one.log());
+    crate::util::wait_until(takeover * 2, "a and b spread", || {
+        let newest = fleet.newest().unwrap();
+        newest["a"] != newest["b"]
+    });
+    let since = (one.log().len(), two.log().len());
+    let ran_before = fleet.runs().len();
+
+    // Both members read the file again (the fleet's one file changed):
+    // whichever places c first adds a partition for it.
+    let new = fleet.write("new.crontab", &["a", "b", "c"]);
+    std::fs::rename(&new, &fleet.file).unwrap();
+    fleet.jobs.push("c".into());
+    crate::util::wait_until(takeover * 3, "c runs twice", || {
+        fleet.runs().iter().filter(|(j, _, _)| j == "c").count() >= 2
+    });
+    let logs = || format!("{}\n{}", &one.log()[since.0..], &two.log()[since.1..]);
+    assert_eq!(placed(&one).get("c").map(String::as_str), Some("2"), "{}", logs());
+    assert!(logs().contains("adding partitions to the topic"), "{}", logs());
+    assert!(logs().contains("a partition added to the topic: seated"), "{}", logs());
+    assert!(!logs().contains("revoked"), "no job moved: {}", logs());
+    let (code, out) = crate::util::run(&["status", "-b", &fleet.g.broker.address, "-g", &fleet.g.name]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.lines().any(|l| l.starts_with("  job c (role 2): ")), "status names the new job: {out}");
+    for job in ["a", "b"] {
+        let owners: std::collections::BTreeSet<String> =
+            fleet.runs().into_iter().skip(ran_before).filter(|(j, _, _)| j == job).map(|(_, _, m)| m).collect();
+        assert_eq!(owners.len(), 1, "{job} stayed where it ran: {:?}", fleet.runs());
+    }
+    // The new job moves as the others do: its owner's jobs go to the other.
+    let c_owner = fleet.newest().unwrap()["c"].clone();
+    let (gone, other) = if c_owner == "one" { (&mut one, "two") } else { (&mut two, "one") };
+    gone.signal(nix::sys::signal::Signal::SIGTERM);
+    assert!(gone.wait_exit(takeover).success(), "{}", gone.log());
+    let ran = fleet.runs().len();
+    crate::util::wait_until(takeover * 3, "the other member runs every job", || {
+        let since: std::collections::BTreeSet<String> =
+            fleet.runs().into_iter().skip(ran).filter(|(_, _, m)| m == other).map(|(j, _, _)| j).collect();
+        since.len() == 3
+    });
+    fleet.assert_once();
+    drop((one, two));
+}
+
+/// On a broker that cannot add partitions (tansu 0.6 serves no
+/// CreatePartitions), a job with no partition of its own is refused, with
+/// the command that adds one.
+#[test]
+fn a_job_with_no_partition_is_refused_naming_the_command_where_the_broker_cannot_add_one() {
+    if neli_proof::brokers::find("tansu").is_none() {
+        crate::util::skip("tansu 0.6.0 is not installed (.ci/run shows how)");
+        return;
+    }
+    let mut fleet = Fleet::new("crontab-full", &["a", "b"], "1s", "0.1");
+    let tansu = neli_proof::brokers::Broker::tansu("127.0.0.1", "127.0.0.1", &fleet.g.dir.path().join("tansu.log"));
+    let tansu = tansu.unwrap();
+    fleet.g.broker.address = tansu.address.clone();
+    create_topic(&fleet.g, 1);
+    let mut one = fleet.member("one");
+    let status = one.wait_exit(fleet.g.broker.timing.takeover() * 2);
+    let log = one.log();
+    assert_eq!(status.code(), Some(78), "{log}");
+    let fix = format!("--alter --topic {}.neli --partitions 2", fleet.g.name);
+    assert!(log.contains("adding them failed (") && log.contains(&fix), "{log}");
+    assert!(fleet.runs().is_empty(), "nothing ran: {:?}", fleet.runs());
+}
+
 #[test]
 fn a_frozen_members_jobs_move_and_run_once_and_it_takes_its_share_back_when_it_thaws() {
     // Runs outlast the heartbeat deadline now and then, so a freeze cuts

@@ -27,10 +27,16 @@ fn daemonizing(dir: &std::path::Path, last: &str) -> String {
 }
 
 /// Whether the daemon that left the group got the stop signal (not only
-/// the SIGKILL after grace).
+/// the SIGKILL after grace). Its trap has to run for the file to show:
+/// the tests that ask give it `GRACE`, the longest the test timing allows
+/// (a second was not always enough with rustc on both cores).
 fn stop_signal_reached_the_daemon(dir: &std::path::Path) -> bool {
     dir.join("d2-term").exists()
 }
+
+/// The grace of the tests whose daemon must have run its SIGTERM trap:
+/// G + H + M within the session timeout (3 s, H 300 ms, M 500 ms).
+const GRACE: [&str; 2] = ["--grace", "2s"];
 
 /// Waits until both daemons are in place and have left the group.
 fn wait_for_daemons(dir: &std::path::Path) {
@@ -55,7 +61,7 @@ fn kill_9_of_neli_run_kills_the_daemons_too() {
 fn sigterm_stops_the_daemons_within_grace_before_neli_run_exits() {
     let g = Group::new("daemons-sigterm");
     let script = daemonizing(g.dir.path(), "exec sleep 1000");
-    let mut m = g.member("a", &[], &["sh", "-c", &script]);
+    let mut m = g.member("a", &GRACE, &["sh", "-c", &script]);
     wait_for_daemons(g.dir.path());
     m.signal(Signal::SIGTERM);
     assert_eq!(m.wait_exit(LONG).code(), Some(143), "{}", m.log());
@@ -76,7 +82,7 @@ fn the_stop_signal_reaches_escaped_daemons_while_the_command_ignores_it() {
     let script = daemonizing(g.dir.path(), &last);
     // Unguarded: the detector's flock would die of the SIGTERM and end the
     // command early.
-    let mut m = g.member_unguarded("a", &["--grace", "1s"], &["sh", "-c", &script]);
+    let mut m = g.member_unguarded("a", &GRACE, &["sh", "-c", &script]);
     wait_for_daemons(g.dir.path());
     wait_until(LONG, "the command ignores SIGTERM", || ignoring.exists());
     m.signal(Signal::SIGTERM);

@@ -191,11 +191,32 @@ impl Cluster {
     /// Where a new topic's partitions lead: spread over the brokers up,
     /// partition p on broker p mod N + 1 or the next one up.
     pub fn place(&self, topic: &str, partitions: i32) -> Vec<BrokerId> {
-        let mut s = self.state();
-        let leaders: Vec<BrokerId> = (0..partitions)
+        let leaders = self.place_from_scratch(partitions);
+        self.state().leaders.entry(topic.to_string()).or_insert(leaders).clone()
+    }
+
+    /// Where partitions 0 to `partitions` - 1 of a new topic would lead.
+    fn place_from_scratch(&self, partitions: i32) -> Vec<BrokerId> {
+        let s = self.state();
+        (0..partitions)
             .map(|p| (0..self.size).map(|k| (p + k) % self.size + 1).find(|b| s.up[*b as usize - 1]).unwrap_or(-1))
-            .collect();
-        s.leaders.entry(topic.to_string()).or_insert(leaders).clone()
+            .collect()
+    }
+
+    /// How many partitions `topic` has (None: no such topic).
+    pub fn partitions(&self, topic: &str) -> Option<i32> {
+        self.state().leaders.get(topic).map(|l| l.len() as i32)
+    }
+
+    /// Gives `topic` partitions up to `count`, each new one's leader placed
+    /// as a new topic's are; returns the new ones with their leaders.
+    pub fn grow(&self, topic: &str, count: i32) -> Vec<(i32, BrokerId)> {
+        let all = self.place_from_scratch(count);
+        let mut s = self.state();
+        let Some(leaders) = s.leaders.get_mut(topic) else { return Vec::new() };
+        let from = leaders.len();
+        leaders.extend(all.iter().skip(from));
+        (from as i32..).zip(all.into_iter().skip(from)).collect()
     }
 
     /// Records a partition's new leader.

@@ -55,6 +55,7 @@ mod fetch;
 mod group;
 mod mock;
 mod mock_groups;
+mod partitions;
 mod relay;
 mod requests;
 mod sasl;

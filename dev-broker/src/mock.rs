@@ -132,10 +132,12 @@ impl Mock {
 
     /// Creates a topic with `partitions` (unless --partitions says
     /// otherwise), replicated on every broker, answering as Kafka would;
-    /// returns how many partitions it got.
+    /// returns how many partitions it got. The mock's topic has room for
+    /// more ([`crate::partitions::ROOM`]), which clients are not shown.
     pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<i32, (i16, String)> {
         let partitions = self.partitions.unwrap_or(partitions);
-        match self.cluster().create_topic(topic, partitions, self.brokers) {
+        let room = partitions.max(crate::partitions::ROOM);
+        match self.cluster().create_topic(topic, room, self.brokers) {
             Ok(()) => {
                 info!(topic, partitions, "created topic");
                 Ok(partitions)

@@ -19,7 +19,7 @@ use crate::mock::{Backend, Inner, Mock};
 use crate::mock_groups::Pending;
 use crate::requests::Requests;
 use crate::wire::{self, Header, API_VERSIONS, CREATE_TOPICS, FETCH, METADATA, PRODUCE};
-use crate::{fetch, group, sasl, topics};
+use crate::{fetch, group, partitions, sasl, topics};
 
 /// What every forwarded connection shares.
 pub struct Shared {
@@ -59,6 +59,21 @@ impl Shared {
             }
             Ok(())
         })
+    }
+
+    /// Raises a topic's partitions to `count` (checked by the caller: more
+    /// than it has, within the mock's room), their leaders spread as a new
+    /// topic's are.
+    pub fn add_partitions(&self, topic: &str, count: i32) -> Result<(), (i16, String)> {
+        self.mock_awake(|| {
+            for (p, leader) in self.cluster.grow(topic, count) {
+                if let Err(err) = self.mock.set_leader(topic, p, Some(leader).filter(|l| *l > 0)) {
+                    warn!(topic, partition = p, leader, %err, "the mock did not take the partition's leader");
+                }
+            }
+        });
+        tracing::info!(topic, partitions = count, "added partitions");
+        Ok(())
     }
 
     /// Runs `ops` (calls into the mock, each an operation its thread
@@ -385,6 +400,13 @@ impl Connection<'_> {
                     let _ = self.shared.create_topic(topic, 1);
                 }
             }
+            partitions::CREATE_PARTITIONS => {
+                if let Some(request) = partitions::CreatePartitions::parse(&header) {
+                    let count = |topic: &str| self.shared.cluster.partitions(topic);
+                    let grow = |topic: &str, n| self.shared.add_partitions(topic, n);
+                    return Route::Answer(request.answer(&mock.denied, count, grow));
+                }
+            }
             CREATE_TOPICS => {
                 if let Some(request) = topics::CreateTopics::parse(&header) {
                     let create = |topic: &str, partitions| self.shared.create_topic(topic, partitions);
@@ -453,7 +475,8 @@ impl Edits {
             if shared.users.is_some() {
                 frame = sasl::advertise(&frame, version).unwrap_or(frame);
             }
-            frame = wire::add_apis(&frame, version, &[topics::CREATE_TOPICS_VERSIONS]).unwrap_or(frame);
+            let added = [topics::CREATE_TOPICS_VERSIONS, partitions::CREATE_PARTITIONS_VERSIONS];
+            frame = wire::add_apis(&frame, version, &added).unwrap_or(frame);
             if shared.coordinator.is_some() {
                 frame = group::cap_api_versions(&frame, version).unwrap_or(frame);
                 frame = wire::add_apis(&frame, version, &group::ADDED).unwrap_or(frame);
@@ -465,6 +488,7 @@ impl Edits {
                 frame = topics::hide_broker(&frame, version, spare).unwrap_or(frame);
             }
             frame = topics::deny_topics(&frame, version, &shared.mock.denied).unwrap_or(frame);
+            frame = partitions::trim(&frame, version, |topic| shared.cluster.partitions(topic)).unwrap_or(frame);
         }
         frame
     }

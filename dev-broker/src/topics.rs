@@ -162,7 +162,54 @@ pub fn denies(denied: &[String], topic: &str) -> bool {
 /// edits its answer, which for a topic that does not exist is
 /// UNKNOWN_TOPIC_OR_PARTITION.
 pub fn deny_topics(frame: &[u8], version: i16, denied: &[String]) -> Option<Vec<u8>> {
-    if version < 1 || denied.is_empty() {
+    if denied.is_empty() {
+        return None;
+    }
+    edit_topics(frame, version, |topic| {
+        let name = topic.name.as_deref().filter(|n| denies(denied, n))?;
+        let flexible = version >= 9;
+        let mut out = TOPIC_AUTHORIZATION_FAILED.to_be_bytes().to_vec();
+        if flexible {
+            put_uvarint(&mut out, name.len() as u64 + 1);
+            out.extend_from_slice(name.as_bytes());
+        } else {
+            put_string(&mut out, Some(name));
+        }
+        if version >= 10 {
+            out.extend_from_slice(&[0; 16]); // Kafka's zero id
+        }
+        out.push(0); // not internal
+        put_count(&mut out, 0, flexible); // no partitions
+        if version >= 8 {
+            out.extend_from_slice(&i32::MIN.to_be_bytes()); // operations not asked for
+        }
+        if flexible {
+            out.push(0); // tagged fields
+        }
+        Some(out)
+    })
+}
+
+/// One topic of a Metadata response, as [`edit_topics`] reads it.
+pub struct TopicEntry<'a> {
+    pub name: Option<String>,
+    /// From its error code to its partitions' count.
+    pub head: &'a [u8],
+    /// Each partition's index and its whole entry.
+    pub partitions: Vec<(i32, &'a [u8])>,
+    /// After its partitions (authorized operations, tagged fields).
+    pub tail: &'a [u8],
+}
+
+/// A Metadata response frame of `version` (1 and later, without its
+/// length) with each topic that `edit` rewrites (its new bytes) replaced,
+/// or None if `edit` rewrote none or the frame does not parse.
+pub fn edit_topics(
+    frame: &[u8],
+    version: i16,
+    mut edit: impl FnMut(&TopicEntry) -> Option<Vec<u8>>,
+) -> Option<Vec<u8>> {
+    if version < 1 {
         return None; // v0 is not read here, and no client sends it
     }
     let flexible = version >= 9;
@@ -171,11 +218,7 @@ pub fn deny_topics(frame: &[u8], version: i16, denied: &[String]) -> Option<Vec<
     r.skip(4)?; // controller
     let mut out = frame.get(..r.at)?.to_vec();
     let topics = count(&mut r)?;
-    if flexible {
-        put_uvarint(&mut out, topics as u64 + 1);
-    } else {
-        out.extend_from_slice(&(topics as i32).to_be_bytes());
-    }
+    put_count(&mut out, topics as usize, flexible);
     let mut changed = false;
     for _ in 0..topics {
         let start = r.at;
@@ -185,8 +228,13 @@ pub fn deny_topics(frame: &[u8], version: i16, denied: &[String]) -> Option<Vec<
             r.skip(16)?; // topic id
         }
         r.skip(1)?; // is internal
+        let head = frame.get(start..r.at)?;
+        let mut partitions = Vec::new();
         for _ in 0..count(&mut r)? {
-            r.skip(2 + 4 + 4)?; // error code, index, leader
+            let entry = r.at;
+            r.skip(2)?; // error code
+            let index = r.i32()?;
+            r.skip(4)?; // leader
             if version >= 7 {
                 r.skip(4)?; // leader epoch
             }
@@ -198,43 +246,35 @@ pub fn deny_topics(frame: &[u8], version: i16, denied: &[String]) -> Option<Vec<
             if flexible {
                 r.tagged_fields()?;
             }
+            partitions.push((index, frame.get(entry..r.at)?));
         }
+        let tail_at = r.at;
         if version >= 8 {
             r.skip(4)?; // topic authorized operations
         }
         if flexible {
             r.tagged_fields()?;
         }
-        let Some(name) = name.filter(|n| denies(denied, n)) else {
-            out.extend_from_slice(frame.get(start..r.at)?);
-            continue;
-        };
-        changed = true;
-        out.extend_from_slice(&TOPIC_AUTHORIZATION_FAILED.to_be_bytes());
-        if flexible {
-            put_uvarint(&mut out, name.len() as u64 + 1);
-            out.extend_from_slice(name.as_bytes());
-        } else {
-            put_string(&mut out, Some(&name));
-        }
-        if version >= 10 {
-            out.extend_from_slice(&[0; 16]); // Kafka's zero id
-        }
-        out.push(0); // not internal
-        if flexible {
-            out.push(1); // no partitions
-        } else {
-            out.extend_from_slice(&0i32.to_be_bytes());
-        }
-        if version >= 8 {
-            out.extend_from_slice(&i32::MIN.to_be_bytes()); // operations not asked for
-        }
-        if flexible {
-            out.push(0); // tagged fields
+        let topic = TopicEntry { name, head, partitions, tail: frame.get(tail_at..r.at)? };
+        match edit(&topic) {
+            Some(bytes) => {
+                changed = true;
+                out.extend_from_slice(&bytes);
+            }
+            None => out.extend_from_slice(frame.get(start..r.at)?),
         }
     }
     out.extend_from_slice(r.rest());
     changed.then_some(out)
+}
+
+/// An array's count: compact (n + 1, a varint) in a flexible version.
+pub fn put_count(out: &mut Vec<u8>, n: usize, flexible: bool) {
+    if flexible {
+        put_uvarint(out, n as u64 + 1);
+    } else {
+        out.extend_from_slice(&(n as i32).to_be_bytes());
+    }
 }
 
 /// One topic of a CreateTopics request.
@@ -365,7 +405,7 @@ fn invalid_name(name: &str) -> Option<&'static str> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::wire::put_uvarint;
     use super::*;
 
@@ -379,7 +419,7 @@ mod tests {
         CreateTopics::parse(&Header::parse(frame)?)
     }
 
-    fn header(api_key: i16, version: i16) -> Vec<u8> {
+    pub(crate) fn header(api_key: i16, version: i16) -> Vec<u8> {
         let mut f = api_key.to_be_bytes().to_vec();
         f.extend_from_slice(&version.to_be_bytes());
         f.extend_from_slice(&7i32.to_be_bytes());
@@ -537,7 +577,7 @@ mod tests {
 
     /// A Metadata response as the mock writes it, with `topics`: (name,
     /// error code, partitions, each led by broker 1 with one replica).
-    fn metadata_response_with(version: i16, topics: &[(&str, i16, i32)]) -> Vec<u8> {
+    pub(crate) fn metadata_response_with(version: i16, topics: &[(&str, i16, i32)]) -> Vec<u8> {
         let flexible = version >= 9;
         let array = |f: &mut Vec<u8>, n: usize| {
             if flexible {

@@ -8,7 +8,6 @@ use super::{err, restart, Config};
 use crate::cli::RunArgs;
 use crate::exit::{Failure, Kind};
 use crate::leader::{Restart, Schedule};
-use crate::printable::printable;
 
 impl Config {
     /// Seats the crontab's jobs on the partitions `placed` names, of the
@@ -18,13 +17,20 @@ impl Config {
         self.seat_jobs(placed);
     }
 
-    /// Takes in the crontab read again (`jobs`, placed on `placed`): each
-    /// job on its partition, if that is a seat (one added to the topic
-    /// since we started is not: said, and left for a restart).
-    pub fn reload(&mut self, jobs: Vec<crate::crontab::Job>, placed: &BTreeMap<String, crate::leader::Partition>) {
+    /// Takes in the crontab read again (`jobs`, placed on `placed`, of the
+    /// topic's `partitions`): each job on its partition, one added to the
+    /// topic since we started too (its seat is made when Kafka assigns it
+    /// or we read it: `Shell::seat`).
+    pub fn reload(
+        &mut self,
+        jobs: Vec<crate::crontab::Job>,
+        placed: &BTreeMap<String, crate::leader::Partition>,
+        partitions: i32,
+    ) {
         if let Some(cron) = self.crontab.as_mut() {
             cron.jobs = jobs;
         }
+        self.leader.roles = self.leader.roles.max(u32::try_from(partitions).unwrap_or(1));
         self.seat_jobs(placed);
     }
 
@@ -32,20 +38,7 @@ impl Config {
         let Some(cron) = self.crontab.as_mut() else { return };
         // --max-runtime bounds the jobs with no bound of their own.
         let bound = self.leader.max_runtime;
-        let seats = i64::from(self.leader.roles);
-        let mut seated = BTreeMap::new();
-        for job in &cron.jobs {
-            match placed.get(&job.name) {
-                Some(&p) if i64::from(p) < seats => drop(seated.insert(p, job.clone())),
-                Some(&p) => tracing::error!(
-                    job = %printable(&job.name),
-                    partition = p,
-                    "the job was placed on a partition added to the topic since neli-run started: restart it to run the job"
-                ),
-                None => {}
-            }
-        }
-        cron.placed = seated;
+        cron.placed = cron.jobs.iter().filter_map(|job| Some((*placed.get(&job.name)?, job.clone()))).collect();
         self.leader.jobs = Some(
             cron.placed
                 .iter()

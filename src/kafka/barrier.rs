@@ -17,21 +17,45 @@ use super::Partition;
 /// How often a barrier that waits asks whether we are leaving.
 const CLOSING_CHECK: Duration = Duration::from_millis(50);
 
+/// The partitions whose owner runs a command here: the roles' (0 to N - 1,
+/// `leader::Settings::seats`), or under a fleet crontab every partition of
+/// the topic, however many it has: a partition added for a new job while
+/// the member runs is a seat as soon as Kafka assigns it (the shell seats
+/// it then).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Seats {
+    /// The seats when the member started.
+    pub known: Vec<Partition>,
+    /// Every partition is one (`--crontab`).
+    pub every: bool,
+}
+
+impl Seats {
+    /// Whether `partition` of the group's topic is a seat.
+    pub fn contains(&self, partition: Partition) -> bool {
+        (self.every && partition >= 0) || self.known.contains(&partition)
+    }
+
+    /// The seats among `tpl`'s partitions of `topic`, in order.
+    pub fn among(&self, tpl: &TopicPartitionList, topic: &str) -> Vec<Partition> {
+        let mut seats: Vec<Partition> =
+            tpl.elements_for_topic(topic).iter().map(|e| e.partition()).filter(|&p| self.contains(p)).collect();
+        seats.sort_unstable();
+        seats.dedup();
+        seats
+    }
+}
+
 /// The seats' partitions a revoke of `revoked` takes from us, which the
 /// barrier must hold for: none while we leave (the revoke on close must
 /// not block), and none when it takes only partitions that are no seat's
 /// (a member joining a topic of more partitions may take those): the
 /// commands then run on.
-pub(super) fn seats_revoked(
-    revoked: &TopicPartitionList,
-    topic: &str,
-    seats: &[Partition],
-    closing: bool,
-) -> Vec<Partition> {
+pub(super) fn seats_revoked(revoked: &TopicPartitionList, topic: &str, seats: &Seats, closing: bool) -> Vec<Partition> {
     if closing {
         return Vec::new();
     }
-    seats.iter().copied().filter(|&p| revoked.find_partition(topic, p).is_some()).collect()
+    seats.among(revoked, topic)
 }
 
 /// The releases a revoke waits for, one per revoked seat's partition.
@@ -103,7 +127,8 @@ mod tests {
     #[test]
     fn only_a_revoke_of_a_seats_partition_holds_the_barrier_and_never_while_leaving() {
         let held = |partitions: &[i32], topic, seats: &[i32], closing| {
-            seats_revoked(&revoke(topic, partitions), "g.neli", seats, closing)
+            let seats = Seats { known: seats.to_vec(), every: false };
+            seats_revoked(&revoke(topic, partitions), "g.neli", &seats, closing)
         };
         assert_eq!(held(&[0], "g.neli", &[0], false), [0]);
         assert_eq!(held(&[2, 0, 3], "g.neli", &[0], false), [0]);
@@ -115,6 +140,14 @@ mod tests {
         assert_eq!(held(&[3, 2, 0, 1], "g.neli", &[0, 1, 2], false), [0, 1, 2]);
         assert_eq!(held(&[2, 5], "g.neli", &[0, 1, 2], false), [2]);
         assert_eq!(held(&[0, 1, 2], "g.neli", &[0, 1, 2], true), [0; 0], "leaving");
+        // A fleet crontab: every partition, those added since it started too.
+        let every = Seats { known: vec![0, 1], every: true };
+        assert_eq!(seats_revoked(&revoke("g.neli", &[5, 1]), "g.neli", &every, false), [1, 5]);
+        assert_eq!(seats_revoked(&revoke("other", &[5]), "g.neli", &every, false), [0; 0], "another topic's");
+        assert_eq!(seats_revoked(&revoke("g.neli", &[5]), "g.neli", &every, true), [0; 0], "leaving");
+        assert!(every.contains(7) && !every.contains(-1));
+        assert!(Seats { known: Vec::new(), every: true }.contains(0), "partition 0 too");
+        assert!(!Seats { known: vec![0, 1], every: false }.contains(2));
     }
 
     #[test]

@@ -339,7 +339,7 @@ fn event_of(msg: &BorrowedMessage<'_>, ctx: &ReaderContext, me: &Member, yields:
         // group of roles (`status::control`); one written anyway, by an
         // older version, is dropped here. (A pause holds the seat whose
         // partition it is on: `cron pause JOB` writes one per job.)
-        Some(Event::Yield { .. }) if ctx.seats.len() > 1 => {
+        Some(Event::Yield { .. }) if ctx.seats.known.len() > 1 => {
             debug!("a yield on a group of roles: not supported yet, ignored");
             None
         }
@@ -474,7 +474,7 @@ fn leave_until_another_leads(
     // librdkafka refuses them until the revoke this causes has been served:
     // poll until then.
     let mut tpl = rdkafka::TopicPartitionList::new();
-    let mut watched = ctx.seats.clone();
+    let mut watched = ctx.seats.known.clone();
     watched.push(CONTROL_PARTITION);
     watched.sort_unstable();
     watched.dedup();

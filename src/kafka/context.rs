@@ -19,7 +19,7 @@ use rdkafka::Offset;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, info, warn};
 
-use super::barrier::{seats_revoked, Barrier};
+use super::barrier::{seats_revoked, Barrier, Seats};
 use super::consumer::Requests;
 use super::heartbeat::{Heartbeat, Member};
 use super::{fatal, Event, Partition};
@@ -138,7 +138,7 @@ pub(super) struct ReaderContext {
     /// `closing` is set when we leave: the revoke on close must not block.
     pub(super) requests: Arc<Requests>,
     /// The seats' partitions (`Settings::seats`).
-    pub(super) seats: Vec<Partition>,
+    pub(super) seats: Seats,
     /// Whether "standby" was said since we last owned a seat's partition or
     /// left the group (`leave_group`): said once a membership, as the core
     /// writes our candidacy from then on.
@@ -232,7 +232,7 @@ impl ReaderContext {
         let Ok(assignment) = consumer.assignment() else {
             return Vec::new();
         };
-        self.seats.iter().copied().filter(|&p| assignment.find_partition(&self.reach.topic, p).is_some()).collect()
+        self.seats.among(&assignment, &self.reach.topic)
     }
 
     /// Wakes the fetchers of the seats' partitions a rebalance kept ours.
@@ -299,7 +299,7 @@ impl ReaderContext {
 
     /// Whether `assignment` holds a seat's partition.
     pub(super) fn holds_a_seat(&self, assignment: &rdkafka::TopicPartitionList) -> bool {
-        self.seats.iter().any(|&p| assignment.find_partition(&self.reach.topic, p).is_some())
+        !self.seats.among(assignment, &self.reach.topic).is_empty()
     }
 }
 
@@ -485,7 +485,7 @@ mod tests {
         let ctx = ReaderContext {
             reach: Reach::new(events, "g.neli".into(), "g".into()),
             requests: Arc::default(),
-            seats: seats.to_vec(),
+            seats: Seats { known: seats.to_vec(), every: false },
             standby: AtomicBool::new(false),
             joined: AtomicBool::new(false),
             backlog: 64,

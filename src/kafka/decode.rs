@@ -28,7 +28,7 @@ pub(super) struct Decoder<'a> {
     /// The group's topic: a record of any other is not ours to read.
     pub(super) topic: &'a str,
     /// The seats' partitions: where heartbeats are.
-    pub(super) seats: &'a [Partition],
+    pub(super) seats: &'a super::Seats,
     pub(super) me: &'a Member,
     /// Our --heartbeat-deadline: assumed for records that do not carry one.
     pub(super) deadline: Duration,
@@ -56,7 +56,7 @@ impl Decoder<'_> {
     pub(super) fn event(&self, read: Read<'_>) -> Option<Event> {
         let Read { topic, partition, offset, payload } = read;
         let control = partition == CONTROL_PARTITION;
-        let seat = self.seats.contains(&partition);
+        let seat = self.seats.contains(partition);
         if topic != self.topic || !(control || seat) {
             return None;
         }
@@ -112,6 +112,8 @@ mod tests {
     use crate::kafka::heartbeat::Content;
     use crate::leader::{Record, Stance};
 
+    use super::super::Seats;
+
     const TOPIC: &str = "g.neli";
 
     fn me() -> Member {
@@ -120,10 +122,12 @@ mod tests {
 
     /// A decoder for `me`, seats [0], owning the control partition since
     /// offset 10.
+    static ONE_SEAT: std::sync::LazyLock<Seats> = std::sync::LazyLock::new(|| Seats { known: vec![0], every: false });
+
     fn decoder(me: &Member) -> Decoder<'_> {
         Decoder {
             topic: TOPIC,
-            seats: &[0],
+            seats: &ONE_SEAT,
             me,
             deadline: Duration::from_secs(5),
             yields_from: Some(10),
@@ -199,9 +203,9 @@ mod tests {
         assert!(matches!(d.event(at(0, 9, &drain("me", false))), Some(Event::Drain { drained: false, .. })));
         assert!(d.event(at(0, 7, &drain("me", true))).is_none(), "written before we started: an earlier process's");
         assert!(d.event(at(0, 9, &drain("b", true))).is_none(), "another member's");
-        let seats = Decoder { seats: &[0, 2], ..decoder(&me) };
+        let seats = Decoder { seats: &Seats { known: vec![0, 2], every: false }, ..decoder(&me) };
         assert!(seats.event(at(2, 9, &drain("me", true))).is_none(), "drains are the control partition's");
-        let control_only = Decoder { seats: &[2], ..decoder(&me) };
+        let control_only = Decoder { seats: &Seats { known: vec![2], every: false }, ..decoder(&me) };
         assert!(matches!(control_only.event(at(0, 9, &drain("me", true))), Some(Event::Drain { .. })), "no seat there");
         let (pause, trigger) = (PauseRequest::new(true, false).encode(), TriggerRequest::new().encode());
         assert!(control_only.event(at(0, 10, &pause)).is_none(), "a pause is a seat's, and 0 is none here");
@@ -232,13 +236,16 @@ mod tests {
         // With a seat on partition 2: heartbeats there are heard, and a
         // pause there holds that seat (`cron pause JOB`); a yield there is
         // not heard (yields are partition 0's).
-        let seats = Decoder { seats: &[0, 2], ..decoder(&me) };
+        let seats = Decoder { seats: &Seats { known: vec![0, 2], every: false }, ..decoder(&me) };
         assert!(matches!(seats.event(at(2, 3, &other)), Some(Event::OtherHeartbeat(2, _))));
         assert!(matches!(seats.event(at(2, 3, &pause)), Some(Event::Pause(2, p)) if p.offset == 3));
         let trigger = TriggerRequest::new().encode();
         assert!(matches!(seats.event(at(2, 4, &trigger)), Some(Event::Trigger(2, t)) if t.offset == 4));
         assert!(seats.event(at(1, 4, &trigger)).is_none(), "partition 1 is no seat");
         assert!(seats.event(at(2, 30, &Yield::new(None, None).encode())).is_none());
+        // A fleet crontab's seats are every partition, one added since too.
+        let every = Decoder { seats: &Seats { known: vec![0, 1], every: true }, ..decoder(&me) };
+        assert!(matches!(every.event(at(5, 3, &other)), Some(Event::OtherHeartbeat(5, _))));
     }
 
     #[test]

@@ -54,6 +54,7 @@ use crate::config::timing::Timing;
 use crate::config::{Config, Target};
 use crate::exit::{Failure, Kind};
 use crate::leader::{Candidacy, Other, Pause, Record};
+pub use barrier::Seats;
 use bell::{Bell, Rung};
 use consumer::{Requests, Watch};
 use context::{Reach, ReaderContext, WriterContext};
@@ -209,7 +210,8 @@ pub struct Kafka {
     /// Wall clock (ms) since when we have been a standby: our first
     /// candidacy record since our last heartbeat.
     standby_since: Option<u64>,
-    /// Our --roles above 1, said in every heartbeat (`Heartbeat::roles`).
+    /// Our --roles above 1, said in every heartbeat (`Heartbeat::roles`);
+    /// under a crontab, our seats (grown with the topic).
     roles: Option<u32>,
     /// The other members' live candidacies, as our watcher reads them, and
     /// our last candidacy: how often we write the next.
@@ -291,7 +293,7 @@ impl Kafka {
         let writer = WriterContext {
             reach: reach.clone(),
             me: member.clone(),
-            reports_for: (s.seats.len() > 1).then_some(s.timing.session_timeout),
+            reports_for: (s.seats.known.len() > 1).then_some(s.timing.session_timeout),
             recorded: Default::default(),
         };
 
@@ -305,6 +307,7 @@ impl Kafka {
         let admin = topic::ensure_topic(s, &consumer)?;
         let born: BTreeMap<Partition, i64> = s
             .seats
+            .known
             .iter()
             .filter_map(|&p| Some((p, consumer.fetch_watermarks(&s.target.topic, p, Duration::from_secs(2)).ok()?.1)))
             .collect();
@@ -376,7 +379,7 @@ impl Kafka {
             priority: s.priority,
             candidacy_interval: s.candidacy_interval,
             standby_since: None,
-            roles: u32::try_from(s.seats.len()).ok().filter(|&n| n > 1),
+            roles: u32::try_from(s.seats.known.len()).ok().filter(|&n| n > 1),
             census,
             candidacy_written: None,
         })
@@ -445,6 +448,11 @@ impl Kafka {
             since_ms: leading.map(|(_, since)| since),
             deadline_ms: self.timing.heartbeat_deadline_ms.max(1),
         };
+        // A seat on a partition added since we started (a fleet crontab's
+        // new job): our records say the seats there are now.
+        if let Some(seats) = u32::try_from(partition).ok().filter(|&p| p > 0).map(|p| p + 1) {
+            self.roles = Some(self.roles.unwrap_or(1).max(seats));
+        }
         let heartbeat = Heartbeat {
             timing: Some(self.timing),
             unhealthy: self.requests.keep_out.load(Ordering::Relaxed),
@@ -468,6 +476,32 @@ impl Kafka {
             if flush(&producer, timeout).is_err() {
                 debug!("heartbeats not flushed within {timeout:?}");
             }
+        }
+    }
+
+    /// Has both clients look at the topic's partitions now, not at their
+    /// next periodic refresh (`topic.metadata.refresh.interval.ms`, 5
+    /// minutes): partitions added for a fleet crontab's new jobs are then
+    /// assigned as soon as the group's leader sees them, which rebalances
+    /// the group incrementally (nobody's partitions move), and the producer
+    /// writes to them (before, it refuses a partition it does not know).
+    /// Only a request for every topic updates the group's view (librdkafka:
+    /// a partial one could make a subscribed topic seem gone), so it is
+    /// asked on a thread of its own, and only when the topic grew.
+    pub fn look_for_partitions(&self) {
+        let (group, producer) = (Arc::downgrade(&self.group), Arc::downgrade(&self.producer));
+        let (topic, wait) = (self.topic.clone(), Duration::from_secs(10));
+        let looked = std::thread::Builder::new().name("neli-metadata".into()).spawn(move || {
+            let looked = [
+                producer.upgrade().map(|p| p.client().fetch_metadata(Some(&topic), wait).map(drop)),
+                group.upgrade().map(|g| g.fetch_metadata(None, wait).map(drop)),
+            ];
+            if let Some(Err(err)) = looked.into_iter().flatten().find(Result::is_err) {
+                debug!(%err, "asked for the topic's partitions: no answer; librdkafka's own refresh will see them");
+            }
+        });
+        if let Err(err) = looked {
+            debug!(%err, "no thread to look for new partitions: librdkafka's own refresh will see them");
         }
     }
 
@@ -536,9 +570,9 @@ pub struct Settings {
     pub timing: Timing,
     /// Records a new owner reads back before the end (`backlog`).
     pub backlog: i64,
-    /// The seats' partitions (`leader::Settings::seats`, one per role):
-    /// what elects a command here.
-    pub seats: Vec<Partition>,
+    /// The seats' partitions (`leader::Settings::seats`, one per role;
+    /// every partition under a fleet crontab): what elects a command here.
+    pub seats: Seats,
     /// A health check gates leadership: stay out of the group until it
     /// says healthy (`Kafka::keep_out`).
     pub health_checked: bool,
@@ -561,7 +595,7 @@ impl Settings {
             client_id: cfg.name.clone(),
             timing: cfg.timing,
             backlog: backlog(&cfg.leader),
-            seats: cfg.leader.seats().collect(),
+            seats: Seats { known: cfg.leader.seats().collect(), every: cfg.crontab.is_some() },
             health_checked: cfg.health.is_some(),
             wake: !cfg.no_wake,
             priority: cfg.leader.priority,
@@ -585,7 +619,7 @@ fn ms(d: Duration) -> String {
 /// the time.
 fn read_back_wait(s: &Settings) -> Duration {
     let wait = s.timing.read_back_wait();
-    if s.seats.len() > 1 {
+    if s.seats.known.len() > 1 {
         wait.min(SEATS_READ_BACK_WAIT)
     } else {
         wait

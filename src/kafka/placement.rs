@@ -13,9 +13,10 @@
 //! adding or removing one moves no other, whatever order the files list
 //! them in, and a job in only some files is placed like any other.
 //!
-//! Partitions are not added here: a topic without a free partition for a
-//! new job is refused with the command that adds them (the dev broker
-//! cannot add any, and Kafka never removes one).
+//! A topic without a free partition for a new job gets one added for it
+//! (`topic::add_partitions`); where Kafka refuses that (ACLs, a broker
+//! without CreatePartitions), the job is refused with the command that
+//! adds one. Kafka never removes a partition.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -73,6 +74,8 @@ pub fn place(s: &Settings, jobs: &[String]) -> Result<(BTreeMap<String, Partitio
     // that never shows on its partition was never written (a write Kafka
     // refused, e.g. without WRITE on the topic).
     let mut unseen: (Option<(String, Partition)>, u32) = (None, 0);
+    // The partition count asked for last, and how many rounds in a row.
+    let mut grown: (i32, u32) = (0, 0);
     loop {
         let partitions = partitions(s, &consumer, jobs.len())?;
         let read = read(&consumer, (topic, &s.target.group), partitions);
@@ -91,18 +94,34 @@ pub fn place(s: &Settings, jobs: &[String]) -> Result<(BTreeMap<String, Partitio
             return Ok((plan.placed, partitions));
         }
         if plan.short > 0 {
-            let needed = partitions + i32::try_from(plan.short).unwrap_or(i32::MAX);
-            return Err(Failure::new(
-                Kind::KafkaConfig,
-                format!(
-                    "topic {t} has {partitions} partition(s), each holding a job, and {short} job(s) of the crontab \
-                     have none yet (a job is placed on a partition of its own, and stays there). Add them \
-                     (kafka-topics.sh --bootstrap-server ... --alter --topic {t} --partitions {needed}), or pass \
-                     another --topic",
-                    t = printable(topic),
-                    short = plan.short
-                ),
-            ));
+            let needed = partitions.saturating_add(i32::try_from(plan.short).unwrap_or(i32::MAX));
+            grown = match grown {
+                (asked, n) if asked == needed => (asked, n + 1),
+                _ => (needed, 1),
+            };
+            let added = topic::add_partitions(s, needed);
+            match added {
+                // Placed in the next round, on the new partitions; or they
+                // are there already, another member's (read again). Not
+                // there after CLAIMS rounds: refused.
+                Ok(()) | Err(RDKafkaErrorCode::InvalidPartitions) if grown.1 <= CLAIMS => continue,
+                added => {
+                    let why = added.map_or_else(|code| code.to_string(), |()| "they never showed".into());
+                    let denied = added.is_err_and(|code| super::fatal_kind(code) == Some(Kind::Denied));
+                    return Err(Failure::new(
+                        if denied { Kind::Denied } else { Kind::KafkaConfig },
+                        format!(
+                            "topic {t} has {partitions} partition(s), each holding a job, and {short} job(s) of the \
+                             crontab have none yet (a job is placed on a partition of its own, and stays there); \
+                             adding them failed ({why}). Add them (kafka-topics.sh --bootstrap-server ... --alter \
+                             --topic {t} --partitions {needed}; with ACLs, ALTER on the topic lets neli-run add \
+                             them itself), or pass another --topic",
+                            t = printable(topic),
+                            short = plan.short
+                        ),
+                    ));
+                }
+            }
         }
         if let Some((job, partition)) = &plan.claim {
             unseen = match unseen {
@@ -197,8 +216,13 @@ fn partitions(s: &Settings, consumer: &BaseConsumer<Quiet>, jobs: usize) -> Resu
                         return Err(fatal(code, what, topic, &s.target.group).expect("fatal"));
                     }
                     _ => {
-                        let sized =
-                            Settings { seats: (0..i32::try_from(jobs.max(1)).unwrap_or(1)).collect(), ..s.clone() };
+                        let sized = Settings {
+                            seats: super::Seats {
+                                known: (0..i32::try_from(jobs.max(1)).unwrap_or(1)).collect(),
+                                every: true,
+                            },
+                            ..s.clone()
+                        };
                         drop(topic::create_topic(&sized)?);
                     }
                 }

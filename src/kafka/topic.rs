@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, NewTopic, TopicReplication};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::RDKafkaErrorCode;
 use tracing::{debug, error, info, warn};
@@ -74,7 +74,7 @@ pub(super) fn ensure_topic(s: &Settings, consumer: &BaseConsumer<ReaderContext>)
 /// seats' partitions and the control partition (1 with the one seat).
 fn partitions_used(s: &Settings) -> usize {
     let control = super::CONTROL_PARTITION;
-    let highest = s.seats.iter().copied().chain([control]).max().unwrap_or(control);
+    let highest = s.seats.known.iter().copied().chain([control]).max().unwrap_or(control);
     usize::try_from(highest).map_or(1, |h| h + 1)
 }
 
@@ -89,6 +89,32 @@ fn too_few(topic: &str, has: usize, used: usize) -> Failure {
              or run with --roles {has} or fewer, or pass another --topic"
         ),
     )
+}
+
+/// Adds partitions to the topic, up to `count` in all (CreatePartitions,
+/// as `kafka-topics.sh --alter --partitions` does): a fleet crontab's new
+/// job takes one of its own. INVALID_PARTITIONS says the topic has as
+/// many already (two members reading one new file race to add them).
+pub(super) fn add_partitions(s: &Settings, count: i32) -> Result<(), RDKafkaErrorCode> {
+    info!(topic = %s.target.topic, partitions = count, "adding partitions to the topic for the crontab's new jobs");
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> =
+        s.target.client_config(&[("client.id", &s.client_id)]).create().map_err(|e| {
+            error!(%e, "no admin client to add partitions with");
+            RDKafkaErrorCode::Fail
+        })?;
+    let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
+    let wanted = NewPartitions::new(&s.target.topic, usize::try_from(count).unwrap_or(1));
+    // Placement runs on one of tokio's blocking threads, where the
+    // runtime's handle may block on a future.
+    let result = tokio::runtime::Handle::current().block_on(admin.create_partitions([&wanted], &opts));
+    let code = match result {
+        Ok(results) => match results.into_iter().next() {
+            Some(Ok(_)) | None => return Ok(()),
+            Some(Err((_, code))) => code,
+        },
+        Err(err) => err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail),
+    };
+    Err(code)
 }
 
 /// Creates the topic; returns the thread that drops the admin client.

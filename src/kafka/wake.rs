@@ -314,7 +314,7 @@ pub(super) fn watch(
     }
     debug!("watching for wakes");
     let context = group.context();
-    let one_role = context.seats.len() == 1;
+    let one_role = context.seats.known.len() == 1 && !context.seats.every;
     let mut reading = true;
     while !stop.load(Ordering::Relaxed) {
         // Out of the group (unhealthy, drained) we hold nothing: watch, so

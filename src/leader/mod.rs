@@ -343,6 +343,20 @@ impl Leader {
         }
     }
 
+    /// A fleet crontab's topic grew while we run (a partition added for a
+    /// new job, `kafka::placement`), and Kafka named that partition to us:
+    /// a seat on it, as the ones we started with (a standby, ready for its
+    /// job if the crontab we read has it). Nothing without a crontab, whose
+    /// seats are the roles', or for a seat we have.
+    pub fn seat(&mut self, partition: Partition) {
+        if self.settings.jobs.is_none() || self.seats.contains_key(&partition) {
+            return;
+        }
+        self.seats.insert(partition, Seat::new(partition, self.settings.job_on(partition)));
+        self.settings.roles = self.settings.roles.max(u32::try_from(partition).map_or(1, |p| p + 1));
+        self.spans = RoleSpans::new(&self.settings);
+    }
+
     /// A crontab read again: `jobs` by their partitions. A job changed runs
     /// by its new line from its next due time; one added to a seat is ready
     /// from now (a due time before is not its to miss); one removed starts

@@ -340,6 +340,33 @@ impl Shell {
         for (&partition, seat) in &mut self.seats {
             seat.child.set_command(cfg, partition);
         }
+        // The topic grew for a new job: the group's leader must see it.
+        if cfg.leader.seats().any(|partition| !self.seats.contains_key(&partition)) {
+            self.kafka.look_for_partitions();
+        }
+    }
+
+    /// Seats a fleet crontab's partition that Kafka names to us for the
+    /// first time: one added to the topic for a new job since we started
+    /// (`kafka::placement`), whoever added it. Its job runs here if our
+    /// crontab has it, as on the seats we started with. Nothing without a
+    /// crontab (the seats are the roles'), or for a seat we have.
+    fn seat(&mut self, partition: Partition) {
+        let Some(cfg) = self.reload.as_ref().map(|r| &r.cfg) else { return };
+        if self.seats.contains_key(&partition) {
+            return;
+        }
+        match Seat::new(cfg, partition) {
+            Ok(seat) => {
+                info!(partition, job = ?cfg.leader.job_on(partition), "a partition added to the topic: seated");
+                self.seats.insert(partition, seat);
+                self.core.seat(partition);
+                // Our producer may not know the partition yet.
+                self.kafka.look_for_partitions();
+            }
+            // Never: `--warm`, the one way to fail, is refused with --crontab.
+            Err(e) => error!(partition, "cannot seat a partition added to the topic: {e}"),
+        }
     }
 
     /// The span a seat's log lines go in, the core's (`Leader::role_span`):
@@ -378,6 +405,9 @@ impl Shell {
             Some(_) => {}
         }
         let (input, keep) = input::input(event, !layers_off::off(Layer::Claims));
+        if let Some(partition) = input.as_ref().and_then(Input::partition) {
+            self.seat(partition);
+        }
         match keep {
             Keep::Nothing => {}
             Keep::Joined => self.report.joined = true,

@@ -38,6 +38,9 @@ pub(super) struct Reload {
 pub(super) struct Read {
     jobs: Vec<Job>,
     placed: BTreeMap<String, Partition>,
+    /// The topic's partitions: more than we started with when a new job
+    /// took a partition added for it.
+    partitions: i32,
 }
 
 impl Reload {
@@ -71,7 +74,7 @@ impl Reload {
             };
             let names: Vec<String> = jobs.iter().map(|job| job.name.clone()).collect();
             match crate::kafka::placement::place(&settings, &names) {
-                Ok((placed, _)) => (stamp, Some(Read { jobs, placed })),
+                Ok((placed, partitions)) => (stamp, Some(Read { jobs, placed, partitions })),
                 Err(e) => {
                     error!("placing the crontab's jobs: {e}; the jobs go on as they were");
                     (stamp, None)
@@ -93,7 +96,7 @@ impl Reload {
                         r.ask("asked again meanwhile");
                     }
                     if let Some(read) = read {
-                        r.cfg.reload(read.jobs, &read.placed);
+                        r.cfg.reload(read.jobs, &read.placed, read.partitions);
                         return r.cfg.clone();
                     }
                 }

@@ -44,14 +44,14 @@ pub(super) enum Heard {
 impl Seat {
     /// Every seat `cfg` runs, by partition: one command each, none started.
     pub(super) fn all(cfg: &Config) -> Result<BTreeMap<Partition, Seat>, Failure> {
-        cfg.leader
-            .seats()
-            .map(|partition| {
-                let mut child = Supervisor::new(cfg, partition);
-                let warm = Warm::new(cfg, &mut child)?;
-                Ok((partition, Seat { child, warm, release: None }))
-            })
-            .collect()
+        cfg.leader.seats().map(|partition| Ok((partition, Seat::new(cfg, partition)?))).collect()
+    }
+
+    /// The seat on `partition`, its command not started.
+    pub(super) fn new(cfg: &Config, partition: Partition) -> Result<Seat, Failure> {
+        let mut child = Supervisor::new(cfg, partition);
+        let warm = Warm::new(cfg, &mut child)?;
+        Ok(Seat { child, warm, release: None })
     }
 
     /// Keeps the release of a revoke of this seat's partition. One

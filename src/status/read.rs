@@ -22,9 +22,20 @@ use crate::printable::printable;
 const HISTORY: i64 = 4096;
 
 /// A reader of partition 0 outside the group, caught up to its end.
+/// Under a fleet crontab (partition 0 names a job), the view's roles are
+/// every partition of the topic: its records say the seats their writer
+/// has, and a partition added for a new job may not be one of them yet.
 pub(super) fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, View), Stop> {
     let (consumer, mut views) = read_partitions(target, 1)?;
-    Ok((consumer, views.remove(0)))
+    let mut view = views.remove(0);
+    if view.placed.is_some() {
+        let topic = consumer.fetch_metadata(Some(&target.topic), Duration::from_secs(2)).ok().and_then(|md| {
+            let partitions = md.topics().iter().find(|t| t.name() == target.topic)?.partitions().len();
+            u32::try_from(partitions).ok()
+        });
+        view.roles = view.roles.max(topic).filter(|&n| n > 1);
+    }
+    Ok((consumer, view))
 }
 
 /// A reader of partitions 0 to `n - 1` outside the group (one per role of

@@ -170,6 +170,37 @@ fn a_crontab_read_again_seats_a_new_job_and_a_removed_one_starts_no_more_runs() 
 }
 
 #[test]
+fn a_partition_added_for_a_new_job_is_seated_when_named_and_runs_the_job_there_only() {
+    let mut l = leading_both();
+    run(&mut l, 1100, 2500);
+    // The topic grew: "report" was placed on partition 2, which we have no
+    // seat on until it is named to us (the shell asks, the first time).
+    const R: Partition = 2;
+    let schedule =
+        Schedule { calendar: every(1000), missed: Missed::Once, starting_deadline: None, retry: None, overlap: None };
+    let billing = l.settings.jobs.as_ref().unwrap()[&Q].clone();
+    let report = Job { name: "report".into(), schedule, max_runtime: None };
+    l.set_jobs(BTreeMap::from([(Q, billing), (R, report)]));
+    assert!(l.step(Input::Assigned { partition: R }, ms(2500)).is_empty(), "no seat yet: nothing to do");
+    l.seat(R);
+    l.seat(R); // a seat we have: nothing changes
+    assert_eq!(l.standing(R), Standing::Standby);
+    assert!(l.role_span(R).is_some(), "its log lines name its job");
+    let out = l.step(Input::Assigned { partition: R }, ms(2500));
+    assert!(matches!(out[..], [SendHeartbeat(R, _)]), "a candidate on R: {out:?}");
+    l.step(Input::OwnHeartbeat { partition: R, offset: 5, sent: ms(2500), more: false }, ms(2510));
+    assert_eq!(l.standing(R), Standing::Leader { token: 5 });
+    let out = run(&mut l, 2600, 5100);
+    let spawned = |p: Partition| out.iter().filter(|a| matches!(a, Spawn { partition, .. } if *partition == p)).count();
+    assert!(spawned(R) >= 2 && spawned(Q) >= 2 && spawned(P) == 0, "{out:?}");
+    assert!(carried(&out, R).iter().all(|j| j.as_deref() == Some("report")), "{out:?}");
+    // Without a crontab the seats are the roles': none is added.
+    let mut single = Leader::new(settings(Restart::Never), started(0));
+    single.seat(1);
+    assert!(single.step(Input::Assigned { partition: 1 }, ms(10)).is_empty());
+}
+
+#[test]
 fn a_trigger_runs_the_job_once_now_due_when_asked_and_a_run_due_after_it_answers_it() {
     // billing due every hour: none comes in this test by itself.
     let schedule = Schedule {

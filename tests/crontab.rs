@@ -133,7 +133,11 @@ struct Fleet {
 
 impl Fleet {
     fn new(test: &str, jobs: &[&str], every: &str, hold: &str) -> Fleet {
-        let g = crate::util::Group::new(test);
+        Fleet::on(crate::util::Group::new(test), jobs, every, hold)
+    }
+
+    /// The fleet of `new`, on the group `g` (its broker).
+    fn on(g: crate::util::Group, jobs: &[&str], every: &str, hold: &str) -> Fleet {
         let mut fleet = Fleet {
             file: g.dir.path().join("fleet.crontab"),
             g,
@@ -563,6 +567,35 @@ fn a_job_with_no_partition_is_refused_naming_the_command_where_the_broker_cannot
     let fix = format!("--alter --topic {}.neli --partitions 2", fleet.g.name);
     assert!(log.contains("adding them failed (") && log.contains(&fix), "{log}");
     assert!(fleet.runs().is_empty(), "nothing ran: {:?}", fleet.runs());
+}
+
+/// ALTER denied on the group's topic: a new job is refused (the jobs there
+/// go on), and once ALTER is granted, placing it, tried again by itself,
+/// adds its partition and it runs, with no SIGHUP and no restart.
+#[test]
+fn a_job_refused_its_partition_is_placed_once_kafka_allows_it_without_a_reload() {
+    let g = crate::util::Group::on(crate::util::Broker::cluster(1), "crontab-retry");
+    let mut fleet = Fleet::on(g, &["a"], "1s", "0.1");
+    let one = fleet.member("one");
+    let takeover = fleet.g.broker.timing.takeover();
+    crate::util::wait_until(takeover * 2, "a runs", || fleet.newest().is_some());
+    let topic = format!("{}.neli", fleet.g.name);
+    fleet.g.broker.event(&format!("deny-alter {topic}"));
+    let new = fleet.write("new.crontab", &["a", "b"]);
+    std::fs::rename(&new, &fleet.file).unwrap();
+    crate::util::wait_until(takeover, "b is refused", || one.log().contains("placing is tried again"));
+    let log = one.log();
+    assert!(log.contains(&format!("--alter --topic {topic} --partitions 2")), "names the fix: {log}");
+    let a_then = fleet.runs().len();
+    crate::util::wait_until(takeover, "a runs on", || fleet.runs().len() > a_then + 1);
+    assert!(fleet.runs().iter().all(|(job, _, _)| job == "a"), "{:?}", fleet.runs());
+
+    fleet.g.broker.event(&format!("allow-alter {topic}"));
+    fleet.jobs.push("b".into());
+    crate::util::wait_until(takeover * 3, "b runs", || fleet.newest().is_some());
+    assert!(one.log().contains("placing the jobs failed before: reading the crontab again"), "{}", one.log());
+    assert!(!one.log().contains("SIGHUP"), "{}", one.log());
+    fleet.assert_once();
 }
 
 #[test]

@@ -47,6 +47,9 @@ pub enum Event {
     Cut { client: String, broker: BrokerId },
     /// End cuts: all, or a client's, or a client's to one broker.
     Heal { client: Option<String>, broker: Option<BrokerId> },
+    /// Refuse (`denied`) or allow CreatePartitions on a topic, as an ACL
+    /// for ALTER on it, revoked or granted, does.
+    Alter { topic: String, denied: bool },
     /// Say how the cluster stands.
     Describe,
     /// Say how many requests each client sent, by API, since the start
@@ -61,7 +64,7 @@ pub const CRASH_NOTICED_AFTER: std::time::Duration = std::time::Duration::from_s
 /// The control socket's grammar, one event per line.
 pub const GRAMMAR: &str = "leader TOPIC PARTITION BROKER | offline TOPIC PARTITION | coordinator BROKER | \
                            stop BROKER | crash BROKER [DURATION] | start BROKER | cut CLIENT BROKER | \
-                           heal [CLIENT [BROKER]] | describe | requests";
+                           heal [CLIENT [BROKER]] | deny-alter TOPIC | allow-alter TOPIC | describe | requests";
 
 impl Event {
     /// Reads one line of the control socket's grammar ([`GRAMMAR`]).
@@ -86,6 +89,8 @@ impl Event {
             ["heal"] => Event::Heal { client: None, broker: None },
             ["heal", client] => Event::Heal { client: Some(client.to_string()), broker: None },
             ["heal", client, b] => Event::Heal { client: Some(client.to_string()), broker: Some(broker(b)?) },
+            ["deny-alter", topic] => Event::Alter { topic: topic.to_string(), denied: true },
+            ["allow-alter", topic] => Event::Alter { topic: topic.to_string(), denied: false },
             ["describe"] => Event::Describe,
             ["requests"] => Event::Requests,
             [name, ..] => {
@@ -124,6 +129,8 @@ struct State {
     coordinator: BrokerId,
     /// Clients (client.id) cut from brokers.
     cuts: BTreeSet<(String, BrokerId)>,
+    /// Topics whose partitions nobody may add (`deny-alter`).
+    alter_denied: BTreeSet<String>,
 }
 
 impl Cluster {
@@ -201,6 +208,20 @@ impl Cluster {
         (0..partitions)
             .map(|p| (0..self.size).map(|k| (p + k) % self.size + 1).find(|b| s.up[*b as usize - 1]).unwrap_or(-1))
             .collect()
+    }
+
+    /// Refuses or allows CreatePartitions on `topic` ([`Event::Alter`]).
+    pub fn deny_alter(&self, topic: &str, denied: bool) {
+        let mut s = self.state();
+        match denied {
+            true => s.alter_denied.insert(topic.to_string()),
+            false => s.alter_denied.remove(topic),
+        };
+    }
+
+    /// Whether CreatePartitions on `topic` is refused ([`Event::Alter`]).
+    pub fn alter_denied(&self, topic: &str) -> bool {
+        self.state().alter_denied.contains(topic)
     }
 
     /// How many partitions `topic` has (None: no such topic).
@@ -327,6 +348,9 @@ mod tests {
             Ok(Event::Crash { broker: 1, after: std::time::Duration::from_secs(2) })
         );
         assert_eq!(Event::parse("heal a 3"), Ok(Event::Heal { client: Some("a".into()), broker: Some(3) }));
+        assert_eq!(Event::parse("deny-alter t"), Ok(Event::Alter { topic: "t".into(), denied: true }));
+        assert_eq!(Event::parse("allow-alter t"), Ok(Event::Alter { topic: "t".into(), denied: false }));
+        assert_eq!(Event::parse("deny-alter").unwrap_err(), "deny-alter needs TOPIC");
         assert!(Event::parse("stop x").unwrap_err().contains("not a broker id"));
         assert!(Event::parse("reboot 1").unwrap_err().contains("events: leader TOPIC"));
         assert!(Event::parse("crash 1 soon").unwrap_err().contains("crash 1 soon"));

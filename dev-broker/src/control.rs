@@ -194,6 +194,10 @@ pub fn apply(shared: &Arc<Shared>, event: Event) -> Result<String, String> {
             let healed = cluster.heal(client.as_deref(), broker);
             format!("{healed} cut(s) healed")
         }
+        Event::Alter { topic, denied } => {
+            cluster.deny_alter(&topic, denied);
+            format!("partitions of {topic} may {}be added", if denied { "not " } else { "" })
+        }
         Event::Describe => cluster.describe(),
         // A question, asked often (neli-bench): not logged as an event.
         Event::Requests => return Ok(shared.requests.lines()),

@@ -10,7 +10,7 @@
 //! CreatePartitions raises the count, up to `ROOM`. Nothing else changes: a
 //! client names only partitions it was shown.
 
-use super::topics::{denies, edit_topics, put_count};
+use super::topics::{edit_topics, put_count};
 use super::wire::{put_string, Header, INVALID_PARTITIONS, INVALID_REQUEST, NONE, TOPIC_AUTHORIZATION_FAILED};
 
 pub const CREATE_PARTITIONS: i16 = 37;
@@ -75,7 +75,7 @@ impl CreatePartitions {
     /// `grow` answers with Kafka's error code and message.
     pub fn answer(
         &self,
-        denied: &[String],
+        denied: impl Fn(&str) -> bool,
         count: impl Fn(&str) -> Option<i32>,
         mut grow: impl FnMut(&str, i32) -> Result<(), (i16, String)>,
     ) -> Vec<u8> {
@@ -86,7 +86,7 @@ impl CreatePartitions {
             let Growth { name, count: asked } = topic;
             let checked = if self.topics[..i].iter().any(|t| t.name == *name) {
                 Err((INVALID_REQUEST, format!("Duplicate topic in request: {name}")))
-            } else if denies(denied, name) {
+            } else if denied(name) {
                 Err((TOPIC_AUTHORIZATION_FAILED, "Authorization failed.".to_string()))
             } else {
                 match count(name) {
@@ -196,10 +196,14 @@ mod tests {
         let req = parse(&create_partitions(1, &topics, false)).expect("read");
         let count = |t: &str| ["g.neli", "one", "secret", "big"].contains(&t).then_some(1);
         let mut grown = Vec::new();
-        let answer = req.answer(&["secret".to_string()], count, |t, n| {
-            grown.push((t.to_string(), n));
-            Ok(())
-        });
+        let answer = req.answer(
+            |t| t == "secret",
+            count,
+            |t, n| {
+                grown.push((t.to_string(), n));
+                Ok(())
+            },
+        );
         assert_eq!(grown, [("g.neli".to_string(), 3)], "only the valid topic grows");
         let codes: Vec<(String, i16)> = read_answer(&answer).into_iter().map(|(n, c, _)| (n, c)).collect();
         let want = [
@@ -215,7 +219,7 @@ mod tests {
         assert_eq!(message.as_deref(), Some("Topic currently has 1 partitions, which is higher than the requested 1."));
         // Only checked: nothing grows, and the valid topic is answered NONE.
         let req = parse(&create_partitions(0, &topics[..1], true)).expect("read");
-        let answer = req.answer(&[], count, |_, _| panic!("validate_only grows nothing"));
+        let answer = req.answer(|_| false, count, |_, _| panic!("validate_only grows nothing"));
         assert_eq!(read_answer(&answer), [("g.neli".to_string(), NONE, None)]);
     }
 

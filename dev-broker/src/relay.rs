@@ -402,9 +402,12 @@ impl Connection<'_> {
             }
             partitions::CREATE_PARTITIONS => {
                 if let Some(request) = partitions::CreatePartitions::parse(&header) {
-                    let count = |topic: &str| self.shared.cluster.partitions(topic);
+                    let cluster = &self.shared.cluster;
+                    // --deny-topic, or an ALTER revoked (`deny-alter`).
+                    let denied = |topic: &str| topics::denies(&mock.denied, topic) || cluster.alter_denied(topic);
+                    let count = |topic: &str| cluster.partitions(topic);
                     let grow = |topic: &str, n| self.shared.add_partitions(topic, n);
-                    return Route::Answer(request.answer(&mock.denied, count, grow));
+                    return Route::Answer(request.answer(denied, count, grow));
                 }
             }
             CREATE_TOPICS => {

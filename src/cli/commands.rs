@@ -480,6 +480,9 @@ pub enum DevBrokerEvent {
     ///                                   (its client.id: a member's --name)
     ///                                   and one broker, as a network cut;
     ///   heal [CLIENT [BROKER]]          end cuts;
+    ///   deny-alter TOPIC                refuse CreatePartitions on it, as
+    ///                                   an ACL for ALTER revoked does;
+    ///   allow-alter TOPIC               allow it again (the default);
     ///   describe                        brokers, coordinator, leaders, cuts;
     ///   requests                        the requests each client sent since
     ///                                   the start, by API: one line

@@ -3,7 +3,10 @@
 //! Reading and placing the new jobs takes Kafka round trips, so it runs
 //! beside the loop; the loop takes the result in (`Shell::reloaded`). A
 //! file that cannot be read, or holds no job, changes nothing: said, and
-//! the jobs go on.
+//! the jobs go on. Placing its jobs can fail on Kafka's side (a job with no
+//! partition that could not be added, an ACL): said, the jobs go on, and
+//! the file is read again after a wait that doubles, so that the fix (a
+//! grant, a `kafka-topics.sh --alter`) is taken without a restart.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -20,6 +23,9 @@ use crate::leader::Partition;
 /// How often the file is looked at.
 const LOOK: Duration = Duration::from_secs(2);
 
+/// The longest wait before a placement that failed is tried again.
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
 /// What tells one version of the file from another.
 type Stamp = Option<(u64, i64, i64, u64)>;
 
@@ -29,9 +35,21 @@ pub(super) struct Reload {
     pub(super) cfg: Config,
     stamp: Stamp,
     look: tokio::time::Interval,
-    reading: Option<JoinHandle<(Stamp, Option<Read>)>>,
+    reading: Option<JoinHandle<(Stamp, Outcome)>>,
     /// Asked again while a read was under way: read once more after it.
     again: bool,
+    /// Placements that failed in a row, and when to try again.
+    failed: (u32, Option<tokio::time::Instant>),
+}
+
+/// What a read of the file came to.
+enum Outcome {
+    /// Read and placed.
+    Read(Read),
+    /// Nothing to take in: the file could not be read, or held no job.
+    Nothing,
+    /// Placing its jobs failed on Kafka's side: tried again later.
+    Again,
 }
 
 /// A crontab read again, its jobs placed.
@@ -49,7 +67,7 @@ impl Reload {
         let file = &cfg.crontab.as_ref()?.file;
         let mut look = tokio::time::interval(LOOK);
         look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Some(Reload { cfg: cfg.clone(), stamp: stamp(file), look, reading: None, again: false })
+        Some(Reload { cfg: cfg.clone(), stamp: stamp(file), look, reading: None, again: false, failed: (0, None) })
     }
 
     /// Reads the file again (`why` is said), unless a read is under way.
@@ -69,15 +87,15 @@ impl Reload {
                 Ok(jobs) => jobs,
                 Err(e) => {
                     error!("{e}; the jobs go on as they were");
-                    return (stamp, None);
+                    return (stamp, Outcome::Nothing);
                 }
             };
             let names: Vec<String> = jobs.iter().map(|job| job.name.clone()).collect();
             match crate::kafka::placement::place(&settings, &names) {
-                Ok((placed, partitions)) => (stamp, Some(Read { jobs, placed, partitions })),
+                Ok((placed, partitions)) => (stamp, Outcome::Read(Read { jobs, placed, partitions })),
                 Err(e) => {
-                    error!("placing the crontab's jobs: {e}; the jobs go on as they were");
-                    (stamp, None)
+                    error!("placing the crontab's jobs: {e}; the jobs go on as they were, and placing is tried again");
+                    (stamp, Outcome::Again)
                 }
             }
         }));
@@ -90,12 +108,19 @@ impl Reload {
         loop {
             match r.reading.as_mut() {
                 Some(reading) => {
-                    let (stamp, read) = reading.await.unwrap_or((r.stamp, None));
+                    let (stamp, outcome) = reading.await.unwrap_or((r.stamp, Outcome::Nothing));
                     (r.stamp, r.reading) = (stamp, None);
+                    r.failed = match outcome {
+                        Outcome::Again => {
+                            let wait = LOOK.saturating_mul(1 << r.failed.0.min(5)).min(RETRY_MAX);
+                            (r.failed.0 + 1, Some(tokio::time::Instant::now() + wait))
+                        }
+                        _ => (0, None),
+                    };
                     if std::mem::take(&mut r.again) {
                         r.ask("asked again meanwhile");
                     }
-                    if let Some(read) = read {
+                    if let Outcome::Read(read) = outcome {
                         r.cfg.reload(read.jobs, &read.placed, read.partitions);
                         return r.cfg.clone();
                     }
@@ -105,6 +130,8 @@ impl Reload {
                     let file = r.cfg.crontab.as_ref().map(|c| c.file.clone()).unwrap_or_default();
                     if stamp(&file) != r.stamp {
                         r.ask("the file changed");
+                    } else if r.failed.1.is_some_and(|at| tokio::time::Instant::now() >= at) {
+                        r.ask("placing the jobs failed before");
                     }
                 }
             }

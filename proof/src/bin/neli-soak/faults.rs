@@ -86,6 +86,11 @@ pub enum Fault {
     /// without it: it rejoins and takes its share back (drawn by no one:
     /// it follows each drain).
     Undrain,
+    /// With --crontab: a job added to the members' crontab (the file
+    /// renamed over), on a topic with no free partition: one is added for
+    /// it, and no other job may move (drawn by no one: once, a third of
+    /// the way in).
+    AddJob,
 }
 
 impl Fault {
@@ -116,6 +121,7 @@ impl Fault {
             Fault::Join => "join",
             Fault::Drain => "drain",
             Fault::Undrain => "undrain",
+            Fault::AddJob => "add-job",
         }
     }
 
@@ -197,7 +203,8 @@ impl Soak {
             | Fault::Finish
             | Fault::Pause
             | Fault::Join
-            | Fault::Undrain => {}
+            | Fault::Undrain
+            | Fault::AddJob => {}
         }
     }
 

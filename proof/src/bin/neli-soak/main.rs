@@ -151,7 +151,9 @@ struct Args {
     roles: Option<u16>,
     /// With --roles R and --schedule: members run a fleet crontab of R jobs
     /// (`neli-run --crontab FILE`, job jNN's runs judged as role NN's), in
-    /// place of `--roles R --every`.
+    /// place of `--roles R --every`. The file starts a job short; the last
+    /// is added a third of the way in (the `add-job` event), which adds a
+    /// partition to the topic while the members run.
     #[arg(long, requires_all = ["roles", "schedule"])]
     crontab: bool,
 }
@@ -167,6 +169,14 @@ enum BrokerKind {
     DevMock,
     /// tansu, found on PATH or in ~/.cargo/bin.
     Tansu,
+}
+
+impl Args {
+    /// Whether the broker adds partitions to a topic (CreatePartitions):
+    /// the dev broker does, tansu 0.6 does not (an external one: unknown).
+    fn adds_partitions(&self) -> bool {
+        self.brokers.is_none() && self.broker != BrokerKind::Tansu
+    }
 }
 
 fn main() -> ExitCode {

@@ -44,7 +44,9 @@ esac
 echo "end $NELI_DUE $NELI_FENCING_TOKEN $NELI_NAME" >> "$0/runs"
 exit $((NELI_ROLE % 128))"#;
 
-/// `--crontab`: a crontab of `roles` jobs in `dir`, job jNN role NN's
+/// `--crontab`: a crontab of the first `jobs` of `roles` jobs in `dir`
+/// (renamed over the file, as an editor does: a member never reads half of
+/// one), job jNN role NN's
 /// run on its schedule (`@every`, `missed=all`), told NELI_ROLE by the
 /// line above it. Names sort as their roles do, so that members placing
 /// them on a new topic put job jNN on partition NN, as the judge reads.
@@ -55,7 +57,7 @@ exit $((NELI_ROLE % 128))"#;
 /// time, which runs in its place.
 pub(super) fn write_crontab(
     dir: &std::path::Path,
-    roles: usize,
+    (jobs, roles): (usize, usize),
     schedule: Option<(Duration, Duration)>,
 ) -> std::path::PathBuf {
     let (run, every) = schedule.expect("--crontab requires --schedule");
@@ -64,7 +66,7 @@ pub(super) fn write_crontab(
     let guard = dir.join("guarded.sh");
     let width = (roles - 1).to_string().len();
     let mut text = String::from("# neli-soak --crontab: one job per role\n");
-    for j in 0..roles {
+    for j in 0..jobs {
         let work = dir.join("roles").join(j.to_string());
         let flaky = j % 2;
         let mut options = String::from("missed=all");
@@ -85,8 +87,9 @@ pub(super) fn write_crontab(
             work.display()
         );
     }
-    let file = dir.join("fleet.crontab");
-    fs::write(&file, text).expect("the crontab");
+    let (file, new) = (dir.join("fleet.crontab"), dir.join("fleet.crontab.new"));
+    fs::write(&new, text).expect("the crontab");
+    fs::rename(&new, &file).expect("the crontab in place");
     file
 }
 

@@ -39,6 +39,8 @@ pub(super) struct Episode {
     /// No other episode, nor an unasked exit, overlapped it.
     pub(super) clean: bool,
     pub(super) moves: Vec<Move>,
+    /// `AddJob`: the role of the job added, which may start anywhere.
+    pub(super) added: Option<usize>,
 }
 
 /// A role's longest time with no command running.
@@ -74,6 +76,8 @@ pub struct Figures {
     pub crashes: Needless,
     pub drains: Needless,
     pub undrains: Needless,
+    /// Jobs added to the crontab (`--crontab`): no other job may move.
+    pub adds: Needless,
     pub gaps: Vec<Gap>,
     /// Times the group did not settle within --stall.
     pub stalls: usize,
@@ -109,8 +113,11 @@ impl Run<'_> {
                 Fault::Drain => self.figures.drain.extend(took),
                 _ => {}
             }
-            let (Some(before), Some((_, member))) = (&e.before, &e.member) else { continue };
+            let Some(before) = &e.before else { continue };
+            // A job added is struck at no member: nobody may take a role.
+            let member = &e.member.as_ref().map_or(String::new(), |m| m.1.clone());
             let needless = match e.fault {
+                Fault::AddJob => &mut self.figures.adds,
                 Fault::Join => &mut self.figures.joins,
                 Fault::Undrain => &mut self.figures.undrains,
                 Fault::Drain => &mut self.figures.drains,
@@ -120,10 +127,10 @@ impl Run<'_> {
             };
             needless.judged += 1;
             let since = e.wall.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
-            for j in 0..after.holders.len() {
+            for j in (0..after.holders.len()).filter(|&j| Some(j) != e.added) {
                 let (was, is) = (&before.holders[j], &after.holders[j]);
                 let restarted = after.counts[j] > before.counts[j];
-                let joins = matches!(e.fault, Fault::Join | Fault::Undrain);
+                let joins = matches!(e.fault, Fault::Join | Fault::Undrain | Fault::AddJob);
                 // A join (or a drained member back) may take any role; a
                 // leaver's, a crashed or a drained member's roles must move;
                 // no other role may. On a schedule every due time is a

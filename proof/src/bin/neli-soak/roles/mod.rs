@@ -37,7 +37,11 @@
 //! (SIGTERM) or crash (kill -9) that was not started again within the
 //! episode, or its drain, a role of another member that moved or started
 //! again; after an undrain, as after a join, a role that moved to another
-//! member than the one back, or started again on its holder. A drained
+//! member than the one back, or started again on its holder; after a job
+//! added to a `--crontab` (which starts a job short, on a topic of a
+//! partition per job, and gets its last job a third of the way in, alone,
+//! from a settled group: a partition is added for it; not on tansu, which
+//! cannot add one), any other job that moved or ran again. A drained
 //! member never exits (one that does is counted as any unasked exit), and
 //! no other fault strikes it or its commands until its undrain. Measured:
 //! each role's longest time with no command (its lock free), and how long
@@ -142,6 +146,11 @@ struct Run<'a> {
     figures: Figures,
     /// `--crontab`: the members' crontab, one job per role.
     crontab: Option<std::path::PathBuf>,
+    /// The roles in play: all of them, but under `--crontab` the jobs its
+    /// file has (one fewer until `AddJob`).
+    jobs: usize,
+    /// `--crontab`: after how many transitions the last job is added.
+    add_at: Option<usize>,
 }
 
 /// Runs the roles soak until --transitions (or a stop), judges it and
@@ -158,7 +167,11 @@ pub fn soak(
     let detectors: Vec<Detector> = (0..roles)
         .map(|j| Detector::new(soak.detector.dir.join("roles").join(j.to_string())).expect("a role's work dir"))
         .collect();
-    let crontab = args.crontab.then(|| write_crontab(&soak.detector.dir, roles, soak.schedule));
+    // A crontab starts a job short, on a topic of as many partitions: the
+    // last one is added a third of the way in (`Fault::AddJob`), where the
+    // broker can add a partition for it.
+    let jobs = if args.crontab && args.adds_partitions() { roles - 1 } else { roles };
+    let crontab = args.crontab.then(|| write_crontab(&soak.detector.dir, (jobs, roles), soak.schedule));
     let mut run = Run {
         soak,
         faults,
@@ -180,7 +193,9 @@ pub fn soak(
         forced: false,
         stall: args.stall.into(),
         figures: Figures { gaps: vec![Gap::default(); roles], ..Figures::default() },
+        add_at: (jobs < roles).then_some(args.transitions / 3),
         crontab,
+        jobs,
     };
     for slot in 0..run.soak.slots.len() {
         run.start(slot);
@@ -487,7 +502,7 @@ impl Run<'_> {
     fn settled(&self) -> bool {
         let running = match self.soak.schedule {
             None => self.held.iter().all(|h| *h),
-            Some(_) => self.role_started.iter().all(|s| s.is_some_and(|s| s > self.clock)),
+            Some(_) => self.role_started[..self.jobs].iter().all(|s| s.is_some_and(|s| s > self.clock)),
         };
         if !self.pending.is_empty() || !running {
             return false;
@@ -500,13 +515,13 @@ impl Run<'_> {
         }
         let mut spread: BTreeMap<String, usize> =
             self.live().into_iter().filter_map(|s| self.name(s)).map(|n| (n, 0)).collect();
-        for s in &self.starts {
+        for s in &self.starts[..self.jobs] {
             match s.last().and_then(|(holder, _)| spread.get_mut(holder)) {
                 Some(count) => *count += 1,
                 None => return false,
             }
         }
-        let (n, members) = (self.starts.len(), spread.len());
+        let (n, members) = (self.jobs, spread.len());
         members > 0 && spread.values().all(|&k| n / members <= k && k <= n.div_ceil(members))
     }
 
@@ -552,6 +567,12 @@ impl Run<'_> {
     /// Strikes the next fault (a drained member's undrain before any); one
     /// time in four a second one follows while the first is in flight.
     fn strike_next(&mut self, settled: bool) {
+        // The crontab's last job, added alone to a settled group.
+        if self.add_at.is_some_and(|at| self.transitions() >= at) && settled && self.drained.is_empty() {
+            self.add_at = None;
+            self.strike(Fault::AddJob, settled);
+            return;
+        }
         let next = if self.drained.is_empty() { self.draw() } else { Some(Fault::Undrain) };
         let Some(fault) = next else {
             eprintln!("neli-soak: no fault of this run applies now");
@@ -658,6 +679,7 @@ impl Run<'_> {
             back: false,
             clean: settled && alone,
             moves: Vec::new(),
+            added: None,
         };
         let later = |run: &mut Run, lo: Duration, hi: Duration, action: Action| {
             let at = now + run.rng.between(lo, hi);
@@ -734,6 +756,12 @@ impl Run<'_> {
                     Some(true) => self.ask_drain("undrain", &e.member.as_ref().map_or(String::new(), |m| m.1.clone())),
                     _ => self.soak.end(Fault::Drain, slot),
                 }
+            }
+            Fault::AddJob => {
+                let roles = self.starts.len();
+                e.added = Some(self.jobs);
+                self.jobs += 1;
+                write_crontab(&self.soak.detector.dir, (self.jobs, roles), self.soak.schedule);
             }
             Fault::Join => {
                 let free = self.joinable();

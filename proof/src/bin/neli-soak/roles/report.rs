@@ -100,12 +100,13 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
         r.tokens.iter().for_each(|t| println!("  role {j}: token did not increase: {t}"));
         r.overlaps.iter().for_each(|o| println!("  role {j}: overlap: {o}"));
     }
-    let kinds: [(&str, &Needless); 5] = [
+    let kinds: [(&str, &Needless); 6] = [
         ("joins", &figures.joins),
         ("leaves", &figures.leaves),
         ("crashes", &figures.crashes),
         ("drains", &figures.drains),
         ("undrains", &figures.undrains),
+        ("jobs added", &figures.adds),
     ];
     if let Some(s) = &scheduled {
         schedule(s);

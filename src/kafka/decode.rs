@@ -120,10 +120,10 @@ mod tests {
         Member::this_process("me".into())
     }
 
-    /// A decoder for `me`, seats [0], owning the control partition since
-    /// offset 10.
     static ONE_SEAT: std::sync::LazyLock<Seats> = std::sync::LazyLock::new(|| Seats { known: vec![0], every: false });
 
+    /// A decoder for `me`, seats [0], owning the control partition since
+    /// offset 10.
     fn decoder(me: &Member) -> Decoder<'_> {
         Decoder {
             topic: TOPIC,

@@ -210,8 +210,9 @@ pub struct Kafka {
     /// Wall clock (ms) since when we have been a standby: our first
     /// candidacy record since our last heartbeat.
     standby_since: Option<u64>,
-    /// Our --roles above 1, said in every heartbeat (`Heartbeat::roles`);
-    /// under a crontab, our seats (grown with the topic).
+    /// Our --roles above 1, said in every heartbeat (`Heartbeat::roles`).
+    /// (`status` counts a crontab group's seats from the topic: a partition
+    /// added since we started is not in it.)
     roles: Option<u32>,
     /// The other members' live candidacies, as our watcher reads them, and
     /// our last candidacy: how often we write the next.
@@ -448,11 +449,6 @@ impl Kafka {
             since_ms: leading.map(|(_, since)| since),
             deadline_ms: self.timing.heartbeat_deadline_ms.max(1),
         };
-        // A seat on a partition added since we started (a fleet crontab's
-        // new job): our records say the seats there are now.
-        if let Some(seats) = u32::try_from(partition).ok().filter(|&p| p > 0).map(|p| p + 1) {
-            self.roles = Some(self.roles.unwrap_or(1).max(seats));
-        }
         let heartbeat = Heartbeat {
             timing: Some(self.timing),
             unhealthy: self.requests.keep_out.load(Ordering::Relaxed),

@@ -95,10 +95,7 @@ pub fn place(s: &Settings, jobs: &[String]) -> Result<(BTreeMap<String, Partitio
         }
         if plan.short > 0 {
             let needed = partitions.saturating_add(i32::try_from(plan.short).unwrap_or(i32::MAX));
-            grown = match grown {
-                (asked, n) if asked == needed => (asked, n + 1),
-                _ => (needed, 1),
-            };
+            grown = in_a_row(grown, needed);
             let added = topic::add_partitions(s, needed);
             match added {
                 // Placed in the next round, on the new partitions; or they
@@ -124,10 +121,7 @@ pub fn place(s: &Settings, jobs: &[String]) -> Result<(BTreeMap<String, Partitio
             }
         }
         if let Some((job, partition)) = &plan.claim {
-            unseen = match unseen {
-                (Some(last), n) if last == (job.clone(), *partition) => (Some(last), n + 1),
-                _ => (Some((job.clone(), *partition)), 1),
-            };
+            unseen = in_a_row(unseen, Some((job.clone(), *partition)));
             if unseen.1 > CLAIMS {
                 return Err(Failure::new(
                     Kind::Denied,
@@ -152,6 +146,15 @@ pub fn place(s: &Settings, jobs: &[String]) -> Result<(BTreeMap<String, Partitio
         if let Err(err) = super::flush(&producer, ROUND) {
             warn!(%err, "claims not acknowledged yet; reading the topic again");
         }
+    }
+}
+
+/// `now` after `last` (a value and how many rounds in a row it was): the
+/// count goes on if it is the same value, else starts again at 1.
+fn in_a_row<T: PartialEq>(last: (T, u32), now: T) -> (T, u32) {
+    match last {
+        (value, n) if value == now => (value, n + 1),
+        _ => (now, 1),
     }
 }
 
@@ -360,6 +363,14 @@ mod tests {
 
     fn names(jobs: &[&str]) -> Vec<String> {
         jobs.iter().map(|j| j.to_string()).collect()
+    }
+
+    #[test]
+    fn a_value_seen_again_counts_up_and_another_starts_at_one() {
+        assert_eq!(in_a_row((0, 0), 3), (3, 1));
+        assert_eq!(in_a_row((3, 1), 3), (3, 2));
+        assert_eq!(in_a_row((3, 2), 4), (4, 1));
+        assert_eq!(in_a_row((None, 0), Some("a")), (Some("a"), 1));
     }
 
     #[test]

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, NewTopic, TopicReplication, TopicResult};
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::error::{KafkaResult, RDKafkaErrorCode};
 use tracing::{debug, error, info, warn};
 
 use super::context::ReaderContext;
@@ -107,14 +107,15 @@ pub(super) fn add_partitions(s: &Settings, count: i32) -> Result<(), RDKafkaErro
     // Placement runs on one of tokio's blocking threads, where the
     // runtime's handle may block on a future.
     let result = tokio::runtime::Handle::current().block_on(admin.create_partitions([&wanted], &opts));
-    let code = match result {
-        Ok(results) => match results.into_iter().next() {
-            Some(Ok(_)) | None => return Ok(()),
-            Some(Err((_, code))) => code,
-        },
-        Err(err) => err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail),
-    };
-    Err(code)
+    refusal(result).map_or(Ok(()), Err)
+}
+
+/// Why Kafka refused an admin request about our one topic, if it did.
+fn refusal(result: KafkaResult<Vec<TopicResult>>) -> Option<RDKafkaErrorCode> {
+    match result {
+        Ok(results) => results.into_iter().next()?.err().map(|(_, code)| code),
+        Err(err) => Some(err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail)),
+    }
 }
 
 /// Creates the topic; returns the thread that drops the admin client.
@@ -140,13 +141,7 @@ fn create_topic_with(s: &Settings, admin: &AdminClient<rdkafka::client::DefaultC
         // Kafka::connect runs on one of tokio's blocking threads (shell/mod.rs),
         // where the runtime's handle may block on a future.
         let result = tokio::runtime::Handle::current().block_on(admin.create_topics([&topic], &opts));
-        let code = match result {
-            Ok(results) => match results.into_iter().next() {
-                Some(Ok(_)) | None => return Ok(()),
-                Some(Err((_, code))) => code,
-            },
-            Err(err) => err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail),
-        };
+        let Some(code) = refusal(result) else { return Ok(()) };
         match code {
             RDKafkaErrorCode::TopicAlreadyExists => return Ok(()),
             RDKafkaErrorCode::InvalidReplicationFactor | RDKafkaErrorCode::UnsupportedVersion if replication == -1 => {

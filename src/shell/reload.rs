@@ -38,8 +38,9 @@ pub(super) struct Reload {
     reading: Option<JoinHandle<(Stamp, Outcome)>>,
     /// Asked again while a read was under way: read once more after it.
     again: bool,
-    /// Placements that failed in a row, and when to try again.
-    failed: (u32, Option<tokio::time::Instant>),
+    /// After placements that failed: how many in a row, and when to try
+    /// again.
+    failed: Option<(u32, tokio::time::Instant)>,
 }
 
 /// What a read of the file came to.
@@ -67,7 +68,7 @@ impl Reload {
         let file = &cfg.crontab.as_ref()?.file;
         let mut look = tokio::time::interval(LOOK);
         look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Some(Reload { cfg: cfg.clone(), stamp: stamp(file), look, reading: None, again: false, failed: (0, None) })
+        Some(Reload { cfg: cfg.clone(), stamp: stamp(file), look, reading: None, again: false, failed: None })
     }
 
     /// Reads the file again (`why` is said), unless a read is under way.
@@ -112,10 +113,11 @@ impl Reload {
                     (r.stamp, r.reading) = (stamp, None);
                     r.failed = match outcome {
                         Outcome::Again => {
-                            let wait = LOOK.saturating_mul(1 << r.failed.0.min(5)).min(RETRY_MAX);
-                            (r.failed.0 + 1, Some(tokio::time::Instant::now() + wait))
+                            let failed = r.failed.map_or(0, |(n, _)| n);
+                            let wait = LOOK.saturating_mul(1 << failed.min(5)).min(RETRY_MAX);
+                            Some((failed + 1, tokio::time::Instant::now() + wait))
                         }
-                        _ => (0, None),
+                        _ => None,
                     };
                     if std::mem::take(&mut r.again) {
                         r.ask("asked again meanwhile");
@@ -130,7 +132,7 @@ impl Reload {
                     let file = r.cfg.crontab.as_ref().map(|c| c.file.clone()).unwrap_or_default();
                     if stamp(&file) != r.stamp {
                         r.ask("the file changed");
-                    } else if r.failed.1.is_some_and(|at| tokio::time::Instant::now() >= at) {
+                    } else if r.failed.is_some_and(|(_, at)| tokio::time::Instant::now() >= at) {
                         r.ask("placing the jobs failed before");
                     }
                 }

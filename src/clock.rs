@@ -60,6 +60,14 @@ pub fn wall_ms() -> u64 {
     ms.saturating_add_signed(test_offset_ms())
 }
 
+/// The instant the wall clock reads `ms` (since the Unix epoch), on
+/// `CLOCK_REALTIME` in nanoseconds: when a scheduled run's shim starts its
+/// command. (A test's offset, below, taken off: the shim reads the clock
+/// itself.)
+pub fn realtime_ns_at(ms: u64) -> u64 {
+    ms.saturating_add_signed(test_offset_ms().saturating_neg()).saturating_mul(1_000_000)
+}
+
 /// Debug builds only: `NELI_TEST_WALL_OFFSET_FILE=PATH` adds the signed
 /// milliseconds PATH holds to every wall-clock reading, read anew each
 /// time, so that a test steps neli-run's wall clock (by rewriting the

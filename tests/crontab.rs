@@ -811,6 +811,8 @@ fn overlap_skip_queue_and_replace_decide_what_a_due_time_that_comes_during_a_run
         let lines = lines(job);
         let dues: Vec<u64> = starts(job).iter().map(|l| l.1).collect();
         assert!(dues.windows(2).all(|w| w[0] < w[1]), "{job}: each due time once, in order: {lines:?}");
+        // Its shim is started ahead of the due time; the command, never.
+        assert!(starts(job).iter().all(|l| l.2 >= l.1), "{job}: a start before its due time: {lines:?}");
         // Each run's ending (its end or stop line) before the next start.
         let mut queued = 0;
         for pair in starts(job).windows(2) {

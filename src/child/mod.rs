@@ -44,7 +44,7 @@ use nix::sys::signal::{killpg, SigSet, Signal};
 use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
-use crate::clock::BootTime;
+use crate::clock::{self, BootTime};
 use crate::exit::{ChildStatus, Failure, Kind};
 
 /// What to run and how to stop it.
@@ -99,17 +99,21 @@ pub struct Running {
 }
 
 impl Running {
-    /// Starts the shim and, through it, the command; the child may run until
-    /// `lease` unless the lease is renewed. Without a token (a warm
-    /// command, told its token through a file) NELI_FENCING_TOKEN is unset.
-    pub fn spawn(cmd: &Command, token: Option<i64>, lease: BootTime) -> io::Result<Running> {
+    /// Starts the shim and, through it, the command, once the wall clock
+    /// reads `begin_ms` (ms since the Unix epoch: a scheduled run's due
+    /// time) if given: until then the shim waits, and a kill, a stop signal
+    /// or the lease's end leaves the command never started. The child may
+    /// run until `lease` unless the lease is renewed. Without a token (a
+    /// warm command, told its token through a file) NELI_FENCING_TOKEN is
+    /// unset.
+    pub fn spawn(cmd: &Command, token: Option<i64>, lease: BootTime, begin_ms: Option<u64>) -> io::Result<Running> {
         let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         // posix_spawn's dup2 onto the same number would leave it close-on-exec.
         let read = match read.as_raw_fd() == shim::LEASE_FD {
             true => read.try_clone()?, // the lowest free number: above it
             false => read,
         };
-        let (program, argv, env) = shim_line(cmd, token)?;
+        let (program, argv, env) = shim_line(cmd, token, begin_ms)?;
         // Without /proc (a container or namespace that lacks it) the exec
         // fails, and says so here.
         let started =
@@ -214,7 +218,11 @@ impl Running {
 /// The shim's program, its arguments and its environment (ours, less
 /// `env_remove`, plus the command's `env` and its token), as posix_spawn
 /// takes them.
-fn shim_line(cmd: &Command, token: Option<i64>) -> io::Result<(CString, Vec<CString>, Vec<CString>)> {
+fn shim_line(
+    cmd: &Command,
+    token: Option<i64>,
+    begin_ms: Option<u64>,
+) -> io::Result<(CString, Vec<CString>, Vec<CString>)> {
     let c = |bytes: Vec<u8>| {
         CString::new(bytes).map_err(|err| {
             let text = String::from_utf8_lossy(&err.into_vec()).into_owned();
@@ -222,7 +230,8 @@ fn shim_line(cmd: &Command, token: Option<i64>) -> io::Result<(CString, Vec<CStr
         })
     };
     let (stop, grace) = (cmd.stop_signal.to_string(), cmd.grace.as_millis().to_string());
-    let head = ["neli-run-shim", shim::ARG, &stop, &grace, "--"].map(|a| a.as_bytes().to_vec());
+    let begin = begin_ms.map_or(0, clock::realtime_ns_at).to_string();
+    let head = ["neli-run-shim", shim::ARG, &stop, &grace, &begin, "--"].map(|a| a.as_bytes().to_vec());
     let tail = std::iter::once(&cmd.program).chain(&cmd.args).map(|a| a.as_bytes().to_vec());
     let argv = head.into_iter().chain(tail).map(c).collect::<io::Result<_>>()?;
     let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();

@@ -5,7 +5,12 @@
 //! as the leader of a new process group; the shim closes every descriptor
 //! it inherited beyond stdio and its lease, and starts the command in that
 //! same group (so neli-run's `killpg` reaches the command and whatever
-//! stays in its group) and then only watches three things, with every
+//! stays in its group), once the wall clock reads the instant neli-run
+//! names (a scheduled run's due time: neli-run starts its shim a moment
+//! ahead, so that the command itself starts on time, and never before it
+//! by the clock the command reads; until then the lease, the pipe and the
+//! stop signal end the shim with nothing started), and then only watches
+//! three things, with every
 //! asynchronous signal blocked so that a signal sent to the group never
 //! kills it:
 //! - the lease pipe (fd 3): neli-run writes the instant (CLOCK_BOOTTIME, in
@@ -65,7 +70,9 @@ pub const LEASE_FD: i32 = 3;
 pub(super) const FAULTS: [Signal; 7] =
     [Signal::SIGSEGV, Signal::SIGBUS, Signal::SIGFPE, Signal::SIGILL, Signal::SIGABRT, Signal::SIGTRAP, Signal::SIGSYS];
 
-/// Entry point: `neli-run __shim <stop-signal> <grace-ms> -- <cmd> [args]`.
+/// Entry point: `neli-run __shim <stop-signal> <grace-ms> <begin> -- <cmd>
+/// [args]`, where `<begin>` is the instant (CLOCK_REALTIME, nanoseconds since
+/// the Unix epoch) the command starts at, 0 for at once.
 pub fn main(args: &[OsString]) -> ! {
     close_inherited();
     stderr::init();
@@ -105,25 +112,33 @@ fn close_inherited() {
     }
 }
 
-fn parse(args: &[OsString]) -> Option<(Signal, Duration, &OsString, &[OsString])> {
-    let [sig, grace, sep, program, rest @ ..] = args else {
+/// The shim's arguments: the stop signal, grace, when the command begins
+/// (CLOCK_REALTIME ns, 0 for at once), and the command.
+type Args<'a> = (Signal, Duration, u64, &'a OsString, &'a [OsString]);
+
+fn parse(args: &[OsString]) -> Option<Args<'_>> {
+    let [sig, grace, begin, sep, program, rest @ ..] = args else {
         return None;
     };
     let sig = Signal::try_from(sig.to_str()?.parse::<i32>().ok()?).ok()?;
     let grace = Duration::from_millis(grace.to_str()?.parse().ok()?);
-    (sep == "--").then_some((sig, grace, program, rest))
+    let begin = begin.to_str()?.parse().ok()?;
+    (sep == "--").then_some((sig, grace, begin, program, rest))
 }
 
 fn run(args: &[OsString]) -> io::Result<ChildStatus> {
-    let (stop_signal, grace, program, rest) =
+    let (stop_signal, grace, begin, program, rest) =
         parse(args).ok_or_else(|| io::Error::other("bad arguments (the shim is started by neli-run only)"))?;
-    let (lease, lease_timer, signals, first) = arm(stop_signal)?;
+    let (mut lease, lease_timer, signals) = arm(stop_signal)?;
+    if let Some(status) = wait_to_begin(begin, (&mut lease, &lease_timer), &signals, stop_signal)? {
+        return Ok(status);
+    }
     // neli-run may have been frozen (or this start slow) between its
     // decision to start the command and now: once its lease has passed,
     // another member may own the partition. The timer would kill the
-    // command at once, but not before it ran.
-    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)?;
-    if Duration::from(now) >= Duration::from_nanos(first) {
+    // command at once, but not before it ran. (A one-shot timer that has
+    // expired is disarmed.)
+    if lease_timer.get()?.is_none() {
         stderr::line(format_args!("neli-run: shim: the lease had passed before the command could start; not started"));
         return Ok(ChildStatus::Signaled(Signal::SIGKILL as i32));
     }
@@ -153,9 +168,8 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
 /// subreaper, blocks every asynchronous signal (a signal sent to the group
 /// must not kill the shim) and watches SIGCHLD and the stop signal through
 /// a signalfd instead, then arms the lease timer with neli-run's first
-/// lease. Returns the lease pipe, the lease timer, the signalfd and that
-/// first lease.
-fn arm(stop_signal: Signal) -> io::Result<(std::fs::File, TimerFd, SignalFd, u64)> {
+/// lease. Returns the lease pipe, the lease timer and the signalfd.
+fn arm(stop_signal: Signal) -> io::Result<(std::fs::File, TimerFd, SignalFd)> {
     // SAFETY: neli-run placed the lease pipe at this fd; nothing else owns it.
     let mut lease = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(LEASE_FD) });
     nix::fcntl::fcntl(&lease, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
@@ -177,9 +191,82 @@ fn arm(stop_signal: Signal) -> io::Result<(std::fs::File, TimerFd, SignalFd, u64
     if lease.read_exact(&mut buf).is_err() {
         return Err(io::Error::other("neli-run went away before the first lease"));
     }
-    let first = u64::from_le_bytes(buf);
-    arm_at(&lease_timer, first)?;
-    Ok((lease, lease_timer, signals, first))
+    arm_at(&lease_timer, u64::from_le_bytes(buf))?;
+    Ok((lease, lease_timer, signals))
+}
+
+/// Waits until `begin` (CLOCK_REALTIME ns; at once if it has come) with
+/// nothing started, watching what the running command's shim watches: a
+/// lease that passes, a closed pipe (neli-run is gone) or the stop signal
+/// (the run was revoked, fenced or replaced before its due time) each end
+/// the shim with the status neli-run would see had it been killed (Some),
+/// and nothing ever starts. None once `begin` has come.
+fn wait_to_begin(
+    begin: u64,
+    (lease, lease_timer): (&mut std::fs::File, &TimerFd),
+    signals: &SignalFd,
+    stop_signal: Signal,
+) -> io::Result<Option<ChildStatus>> {
+    let begin_timer = TimerFd::new(ClockId::CLOCK_REALTIME, TimerFlags::TFD_CLOEXEC)?;
+    arm_at(&begin_timer, begin)?;
+    let not_started = |why: &str, status: ChildStatus| {
+        stderr::line(format_args!("neli-run: shim: {why} before the command's start time; not started"));
+        Ok(Some(status))
+    };
+    loop {
+        let mut fds = [
+            PollFd::new(lease.as_fd(), PollFlags::POLLIN),
+            PollFd::new(lease_timer.as_fd(), PollFlags::POLLIN),
+            PollFd::new(signals.as_fd(), PollFlags::POLLIN),
+            PollFd::new(begin_timer.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(Errno::EINTR) => continue,
+            Err(err) => return Err(err.into()),
+            Ok(_) => {}
+        }
+        let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
+        if ready(&fds[0]) {
+            if !read_leases(lease, lease_timer)? {
+                return not_started("neli-run is gone", ChildStatus::Signaled(Signal::SIGKILL as i32));
+            }
+            // As in `Watch::run`: a renewal that came with the old lease's
+            // expiry counts.
+            continue;
+        }
+        if ready(&fds[1]) {
+            return not_started("the lease passed", ChildStatus::Signaled(Signal::SIGKILL as i32));
+        }
+        if ready(&fds[2]) {
+            let mut stopped = false;
+            while let Some(info) = signals.read_signal()? {
+                stopped |= info.ssi_signo as i32 == stop_signal as i32;
+            }
+            if stopped {
+                return not_started("stopped", ChildStatus::Signaled(stop_signal as i32));
+            }
+        }
+        if ready(&fds[3]) {
+            return Ok(None);
+        }
+    }
+}
+
+/// Reads the leases queued on the pipe and re-arms `timer` at the newest;
+/// false if the pipe closed (neli-run is dead).
+fn read_leases(lease: &mut std::fs::File, timer: &TimerFd) -> io::Result<bool> {
+    // Up to 64 leases queued since we last looked: the newest counts.
+    // (neli-run writes each in one 8-byte write, which a pipe keeps whole.)
+    let mut many = [0u8; 512];
+    match lease.read(&mut many) {
+        Ok(0) | Err(_) => Ok(false),
+        Ok(n) => {
+            if let Some(last) = many[..n].chunks_exact(8).last() {
+                arm_at(timer, u64::from_le_bytes(last.try_into().expect("8 bytes")))?;
+            }
+            Ok(true)
+        }
+    }
 }
 
 /// Starts the command in the shim's group, with no signal blocked. Err is
@@ -283,19 +370,10 @@ impl Watch {
     /// New leases on the pipe: re-arms the lease timer at the newest. A
     /// closed pipe means neli-run is dead: fenced, with that status.
     fn on_lease(&mut self) -> io::Result<Option<ChildStatus>> {
-        // Up to 64 leases queued since we last looked: the newest counts.
-        // (neli-run writes each in one 8-byte write, which a pipe keeps
-        // whole.)
-        let mut many = [0u8; 512];
-        match self.lease.read(&mut many) {
-            Ok(0) | Err(_) => return Ok(Some(fence("neli-run is gone"))),
-            Ok(n) => {
-                if let Some(last) = many[..n].chunks_exact(8).last() {
-                    arm_at(&self.lease_timer, u64::from_le_bytes(last.try_into().expect("8 bytes")))?;
-                }
-            }
+        match read_leases(&mut self.lease, &self.lease_timer)? {
+            false => Ok(Some(fence("neli-run is gone"))),
+            true => Ok(None),
         }
-        Ok(None)
     }
 
     /// The stop signal, or SIGCHLD: passes the stop signal on, reaps, and

@@ -234,16 +234,8 @@ fn a_shim_whose_first_lease_has_passed_never_starts_the_command() {
     isolated("a_shim_whose_first_lease_has_passed_never_starts_the_command", || {
         let dir = std::env::temp_dir().join(format!("neli-run-lease-test-{}", getpid()));
         std::fs::create_dir_all(&dir).expect("a temporary directory");
-        let touching = |marker: &std::path::Path| super::Command {
-            program: "sh".into(),
-            args: vec!["-c".into(), format!("touch {}", marker.display()).into()],
-            stop_signal: Signal::SIGTERM as i32,
-            grace: Duration::from_secs(1),
-            env: Vec::new(),
-            env_remove: Vec::new(),
-        };
         let run = |marker: &std::path::Path, lease: BootTime| {
-            let mut running = Running::spawn(&touching(marker), Some(1), lease).expect("the shim starts");
+            let mut running = Running::spawn(&touching(marker), Some(1), lease, None).expect("the shim starts");
             until("the shim is reaped", || running.reaped());
             block_on(running.exited())
         };
@@ -275,7 +267,7 @@ fn a_lease_renewed_as_the_old_one_expires_counts() {
         };
         // Long enough that a loaded machine starts the command within it.
         let lease = BootTime::now() + Duration::from_secs(5);
-        let mut running = Running::spawn(&trapping, Some(1), lease).expect("the shim starts");
+        let mut running = Running::spawn(&trapping, Some(1), lease, None).expect("the shim starts");
         let shim = running.pgid();
         until("the command runs", || below(shim).len() == 2);
         kill(shim, Signal::SIGSTOP).expect("SIGSTOP");
@@ -307,9 +299,96 @@ fn renewing_the_lease_of_a_shim_that_exited_is_no_error() {
             env: Vec::new(),
             env_remove: Vec::new(),
         };
-        let mut running = Running::spawn(&quick, Some(1), BootTime::now() + Duration::from_secs(60)).expect("starts");
+        let mut running =
+            Running::spawn(&quick, Some(1), BootTime::now() + Duration::from_secs(60), None).expect("starts");
         until("the shim is reaped", || running.reaped());
         assert!(running.renew(BootTime::now() + Duration::from_secs(60)).is_ok(), "a renewal after the exit failed");
         assert_eq!(block_on(running.exited()), ChildStatus::Exited(0));
+    });
+}
+
+/// A command that touches `marker`, as a seat's command.
+fn touching(marker: &std::path::Path) -> super::Command {
+    super::Command {
+        program: "sh".into(),
+        args: vec!["-c".into(), format!("touch {}", marker.display()).into()],
+        stop_signal: Signal::SIGTERM as i32,
+        grace: Duration::from_secs(1),
+        env: Vec::new(),
+        env_remove: Vec::new(),
+    }
+}
+
+/// Whether `pid` blocks signals (/proc/PID/status's SigBlk): the shim does
+/// from its `arm` on, and from then a signal waits for its signalfd.
+fn blocks_signals(pid: Pid) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.lines().any(|l| l.strip_prefix("SigBlk:").is_some_and(|mask| !mask.trim().trim_start_matches('0').is_empty()))
+}
+
+/// The wall clock, in ms since the Unix epoch.
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_millis() as u64
+}
+
+/// The real shim given a wall-clock time to begin at (a scheduled run's
+/// due time, its shim started ahead of it): the command starts then, not
+/// before; the command's own clock says so.
+#[test]
+fn a_shim_starts_its_command_at_its_begin_and_not_before() {
+    isolated("a_shim_starts_its_command_at_its_begin_and_not_before", || {
+        let marker = std::env::temp_dir().join(format!("neli-run-begin-test-{}", getpid()));
+        let begin = wall_ms() + 500;
+        let dating = super::Command {
+            args: vec!["-c".into(), format!("date +%s%3N > {}", marker.display()).into()],
+            ..touching(&marker)
+        };
+        let lease = BootTime::now() + Duration::from_secs(60);
+        let mut running = Running::spawn(&dating, Some(1), lease, Some(begin)).expect("the shim starts");
+        until("the shim is reaped", || running.reaped());
+        let started: Option<u64> = std::fs::read_to_string(&marker).ok().and_then(|s| s.trim().parse().ok());
+        let _ = std::fs::remove_file(&marker);
+        assert_eq!(block_on(running.exited()), ChildStatus::Exited(0));
+        let started = started.expect("the command ran and said when");
+        assert!(started >= begin, "the command started {} ms before its begin", begin - started);
+    });
+}
+
+/// The real shim waiting for its begin, with nothing started: the stop
+/// signal (the run revoked, paused or replaced before its due time), a
+/// lease that passes (a fence) and neli-run's death (the lease pipe
+/// closed) each end it at once with the status of a command killed so,
+/// and the command never starts.
+#[test]
+fn a_shim_waiting_for_its_begin_starts_nothing_once_stopped_fenced_or_orphaned() {
+    isolated("a_shim_waiting_for_its_begin_starts_nothing_once_stopped_fenced_or_orphaned", || {
+        let dir = std::env::temp_dir().join(format!("neli-run-begin-test-{}", getpid()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let later = || BootTime::now() + Duration::from_secs(60);
+        let waiting = |name: &str, lease: BootTime| {
+            let marker = dir.join(name);
+            let begin = Some(wall_ms() + 60_000);
+            let running = Running::spawn(&touching(&marker), Some(1), lease, begin).expect("the shim starts");
+            let shim = running.pgid();
+            until("the shim blocks signals, waiting", || blocks_signals(shim));
+            (running, marker)
+        };
+        let mut ended = Vec::new();
+        let (mut stopped, marker) = waiting("stopped", later() + Duration::from_secs(60));
+        stopped.signal(Signal::SIGTERM);
+        until("the stopped shim is reaped", || stopped.reaped());
+        ended.push((block_on(stopped.exited()), marker.exists()));
+        let (mut fenced, marker) = waiting("fenced", BootTime::now() + Duration::from_millis(300));
+        until("the fenced shim is reaped", || fenced.reaped());
+        ended.push((block_on(fenced.exited()), marker.exists()));
+        let (mut orphaned, marker) = waiting("orphaned", later() + Duration::from_secs(60));
+        // neli-run's end of the lease pipe closes, as at its death.
+        orphaned.lease = File::open("/dev/null").expect("/dev/null");
+        until("the orphaned shim is reaped", || orphaned.reaped());
+        ended.push((block_on(orphaned.exited()), marker.exists()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (term, kill) =
+            (ChildStatus::Signaled(Signal::SIGTERM as i32), ChildStatus::Signaled(Signal::SIGKILL as i32));
+        assert_eq!(ended, [(term, false), (kill, false), (kill, false)], "(stopped, fenced, orphaned): (status, ran)");
     });
 }

@@ -171,12 +171,18 @@ impl Seat {
         last.is_none_or(|due| due < trigger.at_ms).then_some(trigger)
     }
 
-    /// The run of a schedule's due time that we start now under `token`
-    /// (its wave is this attempt alone: the due time is what attempts
-    /// share).
-    pub(super) fn scheduled(&self, v: &View, next: schedule::Next, token: i64, now: BootTime) -> Attempt {
-        let wave_ms = v.anchor.wall_ms_at(now);
-        say::due(next.due, wave_ms);
+    /// The run of a schedule's due time that we start now under `token`,
+    /// its command at `begin` (its wave is this attempt alone: the due time
+    /// is what attempts share; it started when its command did).
+    pub(super) fn scheduled(
+        &self,
+        v: &View,
+        next: schedule::Next,
+        token: i64,
+        (now, begin): (BootTime, BootTime),
+    ) -> Attempt {
+        let wave_ms = v.anchor.wall_ms_at(begin);
+        say::due(next.due, wave_ms, begin.since(now));
         let number = self.attempt.as_ref().filter(|_| next.retry).map_or(1, |last| last.number + 1);
         Attempt { wave_ms, wave_token: token, number, token, code: None, by: None, due: Some(next.due), ended: None }
     }

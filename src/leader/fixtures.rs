@@ -94,7 +94,7 @@ pub fn caught_up() -> Input {
 
 /// Start the seat's command under `token` until `lease` (no attempt).
 pub fn spawn(token: i64, lease: BootTime) -> Action {
-    Spawn { partition: P, token, lease, attempt: None }
+    Spawn { partition: P, token, lease, attempt: None, begin: None }
 }
 
 /// Our heartbeat in term `term` (begun at `start`): leading with `token`,

@@ -513,9 +513,14 @@ impl Sim {
                 self.check_carried(&record);
                 self.produce(record);
             }
-            Action::Spawn { token, lease, attempt, .. } => {
+            Action::Spawn { token, lease, attempt, begin, .. } => {
                 if let Some(schedule) = self.settings.schedule.clone() {
-                    self.check_scheduled(&schedule, attempt);
+                    self.check_scheduled(&schedule, attempt, begin);
+                }
+                if begin.is_some_and(|begin| {
+                    begin <= ms(self.now) || begin >= lease || begin > ms(self.now) + promote::HEAD_START
+                }) {
+                    self.fail(&format!("a command to begin at {begin:?}: not after now, within the head start and before its lease {lease:?}"));
                 }
                 let lease = as_ms(lease);
                 if self.child.is_some() {
@@ -610,12 +615,13 @@ impl Sim {
         }
     }
 
-    /// A scheduled run starts at or after its due time and within the
-    /// starting deadline; after our previous run ended by itself, only once
-    /// a record of ours sent after that is read back; and due times run in
-    /// order (the same one again only as a later attempt, after a cut).
-    fn check_scheduled(&mut self, schedule: &Schedule, attempt: Option<Attempt>) {
-        let (now, deadline) = (self.now, schedule.starting_deadline);
+    /// A scheduled run's command starts (at once, or at `begin`) at or
+    /// after its due time and within the starting deadline; after our
+    /// previous run ended by itself, only once a record of ours sent after
+    /// that is read back; and due times run in order (the same one again
+    /// only as a later attempt, after a cut).
+    fn check_scheduled(&mut self, schedule: &Schedule, attempt: Option<Attempt>, begin: Option<BootTime>) {
+        let (now, deadline) = (begin.map_or(self.now, as_ms), schedule.starting_deadline);
         // (Due times are wall-clock ms; the walk's times are boot time.)
         let Some(Attempt { due: Some(due), number, .. }) = attempt else {
             self.fail(&format!("a scheduled spawn without a due time: {attempt:?}"));

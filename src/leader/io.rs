@@ -511,8 +511,12 @@ pub enum Action {
     SendHeartbeat(Partition, Record),
     /// Start the seat's child with this fencing token; the shim must kill
     /// it by itself at `lease` unless the lease is extended. `attempt` says
-    /// which attempt of which wave it is (once per wave).
-    Spawn { partition: Partition, token: i64, lease: BootTime, attempt: Option<Attempt> },
+    /// which attempt of which wave it is (once per wave, or a scheduled
+    /// run's). With `begin`, the command itself starts then, not at once: a
+    /// scheduled run's shim is started `HEAD_START` ahead of its due time,
+    /// so that the command starts on it. The child counts as running from
+    /// the spawn all the same: every kill and fence applies from there.
+    Spawn { partition: Partition, token: i64, lease: BootTime, attempt: Option<Attempt>, begin: Option<BootTime> },
     /// Move the seat's running child's lease forward.
     Lease(Partition, BootTime),
     /// Send a signal to the seat's child's process group.

@@ -4,10 +4,25 @@
 //! once it is due, under the lease that heartbeat gives, and never at or
 //! past the lease's end. Every start goes through `start_at`.
 
+use std::time::Duration;
+
 use super::attempts::Turn;
 use super::seat::{Child, Ctx, Phase, Plan, Seat, Tenure, View};
 use super::{say, Action};
 use crate::clock::BootTime;
+
+/// How far ahead of its due time a scheduled run's shim is started (it
+/// waits for the due time, then starts the command): what starting the
+/// shims of the runs due at once takes, with room.
+pub const HEAD_START: Duration = Duration::from_millis(100);
+
+/// When a start comes (`Seat::start_at`): the child is spawned at `spawn`,
+/// and its command starts at `begin`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Start {
+    pub spawn: BootTime,
+    pub begin: BootTime,
+}
 
 impl Seat {
     /// When a candidate (or fenced leader) may lead: its newest own heartbeat
@@ -94,7 +109,13 @@ impl Seat {
     /// claim or earlier term holds us back; None if that cannot come
     /// before our newest heartbeat runs out. Every start goes through here:
     /// a restart too waits for a claim read while we led.
-    pub(super) fn start_at(&self, v: &View) -> Option<BootTime> {
+    ///
+    /// A scheduled run on time is spawned `HEAD_START` ahead of its due
+    /// time (never before a claim or term that holds us back has ended),
+    /// its shim waiting for the due time: the command then starts on it,
+    /// where the start of its shim, and of the other runs due with it,
+    /// came after it. A missed run, a retry and a restart start at once.
+    pub(super) fn start_at(&self, v: &View) -> Option<Start> {
         let Plan::Start(ready) = self.plan else { return None };
         if self.paused() || !v.healthy {
             return None;
@@ -109,19 +130,24 @@ impl Seat {
         if !v.settings.runs_on(self.partition) {
             return None;
         }
-        let due = match v.settings.schedule_of(self.partition) {
-            None => ready,
+        let (due, head_start) = match v.settings.schedule_of(self.partition) {
+            None => (ready, Duration::ZERO),
             // Not before our last run's ending is on the partition.
             // (A record sent as it ended, in the same step, is later.)
             Some(_) if self.run_ended.is_some_and(|ended| fresh.sent <= ended) => return None,
             Some(_) => {
                 let next = self.next_run(v, ready, v.latest)?;
-                let at = if next.missed { ready } else { v.anchor.boot_at(next.due) };
-                next.not_before.map_or(at, |wall| at.max(v.anchor.boot_at(wall)))
+                match next.missed {
+                    true => (next.not_before.map_or(ready, |wall| ready.max(v.anchor.boot_at(wall))), Duration::ZERO),
+                    false => (v.anchor.boot_at(next.due), HEAD_START),
+                }
             }
         };
-        let at = self.held_until(v, start).map_or(due, |quiet| quiet.max(due));
-        (at < fresh.sent + v.settings.heartbeat_deadline).then_some(at)
+        let quiet = self.held_until(v, start);
+        let after_quiet = |at: BootTime| quiet.map_or(at, |quiet| quiet.max(at));
+        let begin = after_quiet(due);
+        (begin < fresh.sent + v.settings.heartbeat_deadline)
+            .then_some(Start { spawn: after_quiet(due - head_start), begin })
     }
 
     /// Starts the command once `start_at` has come, under the lease our
@@ -130,11 +156,13 @@ impl Seat {
     pub(super) fn start_if_due(&mut self, cx: &mut Ctx, now: BootTime) {
         let Some(Tenure { phase: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
         let lease = fresh.sent + cx.v.settings.heartbeat_deadline;
-        if self.start_at(&cx.v).is_some_and(|at| now >= at) && now < lease {
+        let Some(Start { spawn, begin }) = self.start_at(&cx.v) else { return };
+        if now >= spawn && now < lease {
+            let begin = begin.max(now);
             let attempt = match (cx.v.settings.schedule_of(self.partition), self.plan) {
                 (Some(_), Plan::Start(ready)) => {
                     let Some(next) = self.next_run(&cx.v, ready, now) else { return };
-                    Some(self.scheduled(&cx.v, next, token, now))
+                    Some(self.scheduled(&cx.v, next, token, (now, begin)))
                 }
                 _ => match self.turn(&cx.v, token, now) {
                     Turn::Run(attempt) => attempt,
@@ -148,7 +176,7 @@ impl Seat {
             self.plan = Plan::Serve;
             self.child = Child::Running;
             self.child_token = token;
-            self.run_until = cx.v.settings.max_runtime_of(self.partition).map(|d| now + d);
+            self.run_until = cx.v.settings.max_runtime_of(self.partition).map(|d| begin + d);
             if cx.v.settings.scheduled() {
                 // Name the run on the topic at once: a crash before a record
                 // names it leaves the next leader no trace of it (it runs
@@ -157,7 +185,8 @@ impl Seat {
                     tenure.next_heartbeat = now;
                 }
             }
-            cx.out.push(Action::Spawn { partition: self.partition, token, lease, attempt });
+            let begin = (begin > now).then_some(begin);
+            cx.out.push(Action::Spawn { partition: self.partition, token, lease, attempt, begin });
         }
     }
 }

@@ -44,11 +44,11 @@ pub(super) fn wave_from_the_future(attempt: Option<&Attempt>, now: u64) {
     warn!(name = ?name, host = ?host, ahead = ?Duration::from_millis(attempt.wave_ms - now), "a wave's start lies in our future: that host's clock is ahead of ours, so only the log says who belongs to it (fix the clocks: NTP)");
 }
 
-/// A scheduled run starts (`now`, wall ms): said with how late it is
-/// (a missed one).
-pub(super) fn due(due: u64, now: u64) {
-    let late = Duration::from_millis(now.saturating_sub(due));
-    info!(due_ms = due, ?late, "starting the run of a due time");
+/// A scheduled run starts, its command at `begin` (wall ms) after the head
+/// start: said with how late that is (a missed one) and how soon.
+pub(super) fn due(due: u64, begin: u64, begins_in: Duration) {
+    let late = Duration::from_millis(begin.saturating_sub(due));
+    info!(due_ms = due, ?late, ?begins_in, "starting the run of a due time");
 }
 
 /// A run of our wave already ended: we exit with its status.

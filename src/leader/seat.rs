@@ -279,7 +279,7 @@ impl Seat {
         // A moment already passed was tried then and failed (the heartbeat
         // was stale); only a new heartbeat can change that.
         consider(self.promotion_at(v).filter(|&at| at > v.latest));
-        consider(self.start_at(v).filter(|&at| at > v.latest));
+        consider(self.start_at(v).map(|s| s.spawn).filter(|&at| at > v.latest));
     }
 
     pub(super) fn on_assigned(&mut self, cx: &mut Ctx, now: BootTime) {

@@ -470,8 +470,11 @@ impl Shell {
         let mut seat = action.partition().and_then(|partition| self.seats.get_mut(&partition));
         match action {
             Action::SendHeartbeat(partition, record) => self.kafka.send_heartbeat(partition, BootTime::now(), record),
-            Action::Spawn { partition, token, lease, attempt } => {
-                if seat.is_some_and(|seat| seat.child.spawn(Some(token), lease, attempt)) {
+            Action::Spawn { partition, token, lease, attempt, begin } => {
+                // On the wall clock, as the core reads it: the command never
+                // sees a time before its due time.
+                let begin_ms = begin.map(|begin| self.core.wall_ms_at(begin));
+                if seat.is_some_and(|seat| seat.child.spawn(Some(token), lease, attempt, begin_ms)) {
                     let mut m = self.report.metrics.lock().expect("metrics lock");
                     match self.seats.len() {
                         1 => m.child_started(token),

@@ -61,9 +61,17 @@ impl Supervisor {
     }
 
     /// Starts the command under `token` (None: told through a file), fenced
-    /// at `lease`; false if it could not be started (said in the log).
-    pub(super) fn spawn(&mut self, token: Option<i64>, lease: BootTime, attempt: Option<leader::Attempt>) -> bool {
-        match Running::spawn(&with_attempt(&self.command, attempt), token, lease) {
+    /// at `lease`, once the wall clock reads `begin_ms` if given (a scheduled
+    /// run's due time: its shim waits for it); false if it could not be
+    /// started (said in the log).
+    pub(super) fn spawn(
+        &mut self,
+        token: Option<i64>,
+        lease: BootTime,
+        attempt: Option<leader::Attempt>,
+        begin_ms: Option<u64>,
+    ) -> bool {
+        match Running::spawn(&with_attempt(&self.command, attempt), token, lease, begin_ms) {
             Ok(child) => {
                 info!(pid = child.pgid().as_raw(), token, "child started");
                 self.running = Some(child);

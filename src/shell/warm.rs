@@ -278,7 +278,7 @@ impl Warm {
     /// if it could not be started (said in the log).
     fn spawn(&mut self, child: &mut Supervisor, lease: BootTime) -> bool {
         self.set_up.drop();
-        let started = child.spawn(None, lease, None);
+        let started = child.spawn(None, lease, None, None);
         if started {
             self.set_up.started(tokio::time::Instant::now());
         }

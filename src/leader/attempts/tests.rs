@@ -2,6 +2,7 @@
 //! which is never run again, and what the records say of them.
 
 use crate::leader::fixtures::*;
+use crate::leader::promote::HEAD_START;
 use crate::leader::*;
 use Action::*;
 
@@ -309,12 +310,15 @@ fn live(l: &mut Leader, from: u64, to: u64, mut offset: i64) -> (Vec<(u64, Actio
     (out, offset)
 }
 
+/// Each run spawned: when its command starts (at its spawn, or at the
+/// `begin` its shim waits for), and the run.
 fn spawns(actions: &[(u64, Action)]) -> Vec<(u64, Attempt)> {
     actions
         .iter()
         .filter_map(|(t, a)| match a {
-            Spawn { partition: P, attempt, .. } => {
-                Some((*t, attempt.clone().expect("a scheduled spawn names its run")))
+            Spawn { partition: P, attempt, begin, .. } => {
+                let starts = begin.map_or(*t, |begin| begin.since(ms(0)).as_millis() as u64);
+                Some((starts, attempt.clone().expect("a scheduled spawn names its run")))
             }
             _ => None,
         })
@@ -332,13 +336,17 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
     let (at, attempt) = starts.first().cloned().expect("a run");
     assert_eq!((starts.len(), attempt.due, attempt.number, attempt.code), (1, Some(first_due), 1, None), "{starts:?}");
     assert!(wall(at) >= first_due && wall(at) < first_due + 50, "{starts:?}");
+    // Its shim spawned the head start ahead, to start the command at the
+    // due time itself.
+    let spawned = actions.iter().find(|(_, a)| matches!(a, Spawn { partition: P, .. })).map(|(t, _)| *t);
+    assert_eq!(spawned, Some(at - HEAD_START.as_millis() as u64), "{actions:?}");
     // Named on the topic in the same step, not at the next heartbeat.
     let named =
         actions.iter().skip_while(|(_, a)| !matches!(a, Spawn { partition: P, .. })).find_map(|(t, a)| match a {
             SendHeartbeat(P, r) => Some((*t, r.attempt.as_ref().and_then(|j| j.due))),
             _ => None,
         });
-    assert_eq!(named, Some((at, Some(first_due))), "{actions:?}");
+    assert_eq!(named, spawned.map(|t| (t, Some(first_due))), "{actions:?}");
     assert!(l.child_alive(P), "a run is counted only once it is over");
     assert_eq!(l.last_run(P).map(|j| (j.due, j.code)), Some((Some(first_due), None)), "metrics read the run");
     assert_eq!(l.next_due(P), planned(first_due + 2000), "while it runs, its records plan the next due time");
@@ -582,6 +590,9 @@ fn due_times_that_pass_while_paused_are_missed_and_run_once_on_resume() {
     // Resumed: --missed once runs the latest of them at once, then the
     // next one on time.
     let resumed = l.step(Input::Pause(P, pause(offset + 1, false)), ms(8100));
+    let begins: Vec<_> =
+        resumed.iter().filter_map(|a| if let Spawn { begin, .. } = a { Some(*begin) } else { None }).collect();
+    assert_eq!(begins, [None], "a missed run's command starts with its shim, at once: {resumed:?}");
     let runs = spawns(&resumed.into_iter().map(|a| (8100, a)).collect::<Vec<_>>());
     assert_eq!(runs.iter().map(|(_, j)| j.due).collect::<Vec<_>>(), vec![Some(wall(8000))], "{runs:?}");
     l.step(exited(ChildStatus::Exited(0)), ms(8200));
@@ -618,7 +629,8 @@ fn due_times_follow_the_wall_clock_when_it_steps_forward_or_back_and_none_runs_t
     // beside it says the same), and ended 300 ms later.
     assert_eq!(runs[0].1.wave_ms, wall(4000));
     let ended = l.step(exited(ChildStatus::Exited(0)), ms(3300));
-    let ending = ended.iter().find_map(|a| match a {
+    // (The step's newest record: a heartbeat due then may come first.)
+    let ending = ended.iter().rev().find_map(|a| match a {
         SendHeartbeat(P, r) => r.attempt.clone(),
         _ => None,
     });

@@ -16,7 +16,7 @@ fn leading_both() -> Leader {
     assert_eq!(l.step(Input::Assigned { partition: Q }, ms(1000)), vec![on_q(Stance::Contending)]);
     assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![spawn(7, ms(2000)), led()]);
     let out = l.step(Input::OwnHeartbeat { partition: Q, offset: 20, sent: ms(1000), more: false }, ms(1010));
-    let spawn_q = Spawn { partition: Q, token: 20, lease: ms(2000), attempt: None };
+    let spawn_q = Spawn { partition: Q, token: 20, lease: ms(2000), attempt: None, begin: None };
     assert_eq!(out, vec![spawn_q, SendHeartbeat(Q, Record { start: Some(20), ..record(1, Some(20)) })]);
     assert_eq!((l.standing(P), l.standing(Q)), (Standing::Leader { token: 7 }, Standing::Leader { token: 20 }));
     l

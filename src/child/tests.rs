@@ -323,12 +323,9 @@ fn touching(marker: &std::path::Path) -> super::Command {
 /// from its `arm` on, and from then a signal waits for its signalfd.
 fn blocks_signals(pid: Pid) -> bool {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status.lines().any(|l| l.strip_prefix("SigBlk:").is_some_and(|mask| !mask.trim().trim_start_matches('0').is_empty()))
-}
-
-/// The wall clock, in ms since the Unix epoch.
-fn wall_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_millis() as u64
+    status
+        .lines()
+        .any(|l| l.strip_prefix("SigBlk:").is_some_and(|mask| !mask.trim().trim_start_matches('0').is_empty()))
 }
 
 /// The real shim given a wall-clock time to begin at (a scheduled run's
@@ -338,7 +335,7 @@ fn wall_ms() -> u64 {
 fn a_shim_starts_its_command_at_its_begin_and_not_before() {
     isolated("a_shim_starts_its_command_at_its_begin_and_not_before", || {
         let marker = std::env::temp_dir().join(format!("neli-run-begin-test-{}", getpid()));
-        let begin = wall_ms() + 500;
+        let begin = crate::clock::wall_ms() + 500;
         let dating = super::Command {
             args: vec!["-c".into(), format!("date +%s%3N > {}", marker.display()).into()],
             ..touching(&marker)
@@ -367,7 +364,7 @@ fn a_shim_waiting_for_its_begin_starts_nothing_once_stopped_fenced_or_orphaned()
         let later = || BootTime::now() + Duration::from_secs(60);
         let waiting = |name: &str, lease: BootTime| {
             let marker = dir.join(name);
-            let begin = Some(wall_ms() + 60_000);
+            let begin = Some(crate::clock::wall_ms() + 60_000);
             let running = Running::spawn(&touching(&marker), Some(1), lease, begin).expect("the shim starts");
             let shim = running.pgid();
             until("the shim blocks signals, waiting", || blocks_signals(shim));

@@ -42,7 +42,7 @@
 
 use std::ffi::OsString;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt as _;
 use std::process::Command;
 use std::time::Duration;
@@ -214,19 +214,9 @@ fn wait_to_begin(
         Ok(Some(status))
     };
     loop {
-        let mut fds = [
-            PollFd::new(lease.as_fd(), PollFlags::POLLIN),
-            PollFd::new(lease_timer.as_fd(), PollFlags::POLLIN),
-            PollFd::new(signals.as_fd(), PollFlags::POLLIN),
-            PollFd::new(begin_timer.as_fd(), PollFlags::POLLIN),
-        ];
-        match poll(&mut fds, PollTimeout::NONE) {
-            Err(Errno::EINTR) => continue,
-            Err(err) => return Err(err.into()),
-            Ok(_) => {}
-        }
-        let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
-        if ready(&fds[0]) {
+        let [lease_ready, lease_expired, signalled, begun] =
+            readable([lease.as_fd(), lease_timer.as_fd(), signals.as_fd(), begin_timer.as_fd()])?;
+        if lease_ready {
             if !read_leases(lease, lease_timer)? {
                 return not_started("neli-run is gone", ChildStatus::Signaled(Signal::SIGKILL as i32));
             }
@@ -234,10 +224,10 @@ fn wait_to_begin(
             // expiry counts.
             continue;
         }
-        if ready(&fds[1]) {
+        if lease_expired {
             return not_started("the lease passed", ChildStatus::Signaled(Signal::SIGKILL as i32));
         }
-        if ready(&fds[2]) {
+        if signalled {
             let mut stopped = false;
             while let Some(info) = signals.read_signal()? {
                 stopped |= info.ssi_signo as i32 == stop_signal as i32;
@@ -246,8 +236,21 @@ fn wait_to_begin(
                 return not_started("stopped", ChildStatus::Signaled(stop_signal as i32));
             }
         }
-        if ready(&fds[3]) {
+        if begun {
             return Ok(None);
+        }
+    }
+}
+
+/// Waits until one of `fds` can be read (a wait a signal interrupts goes
+/// on): which ones can.
+fn readable<const N: usize>(fds: [BorrowedFd<'_>; N]) -> io::Result<[bool; N]> {
+    let mut polled = fds.map(|fd| PollFd::new(fd, PollFlags::POLLIN));
+    loop {
+        match poll(&mut polled, PollTimeout::NONE) {
+            Err(Errno::EINTR) => continue,
+            Err(err) => return Err(err.into()),
+            Ok(_) => return Ok(polled.each_ref().map(|fd| fd.revents().is_some_and(|r| !r.is_empty()))),
         }
     }
 }
@@ -330,20 +333,12 @@ impl Watch {
     /// something still running below the shim kills it first.
     fn run(mut self) -> io::Result<ChildStatus> {
         loop {
-            let mut fds = [
-                PollFd::new(self.lease.as_fd(), PollFlags::POLLIN),
-                PollFd::new(self.lease_timer.as_fd(), PollFlags::POLLIN),
-                PollFd::new(self.signals.as_fd(), PollFlags::POLLIN),
-                PollFd::new(self.drain_timer.as_fd(), PollFlags::POLLIN),
-            ];
-            match poll(&mut fds, PollTimeout::NONE) {
-                Err(Errno::EINTR) => continue,
-                Err(err) => return Err(err.into()),
-                Ok(_) => {}
-            }
-            let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
-            let (lease_ready, lease_expired, signalled, drained) =
-                (ready(&fds[0]), ready(&fds[1]), ready(&fds[2]), ready(&fds[3]));
+            let [lease_ready, lease_expired, signalled, drained] = readable([
+                self.lease.as_fd(),
+                self.lease_timer.as_fd(),
+                self.signals.as_fd(),
+                self.drain_timer.as_fd(),
+            ])?;
             if lease_ready {
                 if let Some(status) = self.on_lease()? {
                     return Ok(status);

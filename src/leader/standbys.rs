@@ -28,9 +28,11 @@ pub(super) struct Standbys {
     /// someone leads first.
     handover: Option<(String, BootTime)>,
     /// The member we last let lead, until someone leads: if partition 0
-    /// comes back to us first, that member could not take it (its records
-    /// get through, its group membership does not), and we lead rather
-    /// than hand over again and again.
+    /// comes back to us first, no member took it (that one's records get
+    /// through and its group membership does not, or the broker gave it
+    /// back to us before the group's rebalance ended: tansu's takes 3 s),
+    /// and we lead rather than hand over again and again, to that member
+    /// or to the next of higher priority.
     deferred: Option<String>,
 }
 
@@ -70,9 +72,9 @@ impl Standbys {
         }
     }
 
-    /// The live member of `name`, unless we let it lead before in vain.
+    /// The live member of `name`.
     fn live(&self, name: &str, now: BootTime) -> Option<&Standby> {
-        self.list.iter().find(|s| s.name == name && s.until > now && self.deferred.as_deref() != Some(name))
+        self.list.iter().find(|s| s.name == name && s.until > now)
     }
 
     /// Notes that we let `to` lead.
@@ -83,8 +85,12 @@ impl Standbys {
     /// Whom an owner named `me` of priority `mine`, about to lead, lets
     /// lead instead: the target of a fresh hand-over, if it is live and not
     /// us (a hand-over to us: we lead, whatever the priorities); else the
-    /// live member of the highest priority above ours. None: we lead.
+    /// live member of the highest priority above ours. None: we lead, as
+    /// we do once we let a member lead in vain.
     pub(super) fn defer_to(&self, me: &str, mine: u8, now: BootTime) -> Option<String> {
+        if self.deferred.is_some() {
+            return None;
+        }
         if let Some((to, _)) = self.handover.as_ref().filter(|(_, until)| now < *until) {
             if to == me {
                 return None;

@@ -120,6 +120,23 @@ fn an_owner_lets_the_member_a_fresh_hand_over_names_lead_while_it_is_live() {
     let actions = l.step(hb(9, 1700), ms(1710));
     assert!(actions.contains(&spawn(9, ms(2700))), "{actions:?}");
 
+    // Let lead in vain, a member of higher priority than ours (1), and
+    // partition 0 came back before anyone led (tansu's rebalance outlasts
+    // the hand-over's watch): we lead, rather than hand over to the next
+    // of higher priority, and the next, round and round (a soak on tansu
+    // saw no command run for a minute so).
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(candidacy("b", 3, 0), ms(900));
+    l.step(candidacy("c", 2, 0), ms(900));
+    l.step(assigned(), ms(1000));
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), HandOver]);
+    l.step(Input::Standby, ms(1500));
+    l.step(candidacy("b", 3, 0), ms(1600));
+    l.step(candidacy("c", 2, 0), ms(1600));
+    l.step(assigned(), ms(1700));
+    let actions = l.step(hb(9, 1700), ms(1710));
+    assert!(actions.contains(&spawn(9, ms(2700))), "{actions:?}");
+
     // Someone led since the hand-over: it happened.
     let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(candidacy("b", 0, 0), ms(900));

@@ -138,7 +138,6 @@ fn handovers(bench: &Bench, c: &mut Contender, results: &mut Results, kind: (&st
 /// partition 0 to the other one first, which hands it on (issue 29).
 fn yield_to(bench: &Bench, c: &mut Contender, results: &mut Results) {
     let (cname, within) = (c.name, bench.within);
-    let (neli, address) = (c.neli.clone(), c.broker.address.clone());
     let mut g = Group::new(c, &bench.work);
     for _ in 0..3 {
         g.spawn();
@@ -148,40 +147,54 @@ fn yield_to(bench: &Bench, c: &mut Contender, results: &mut Results) {
         return;
     }
     for rep in 0..bench.args.reps {
-        let (Some(holder), Some(old)) = (g.holder(), g.starts().pop()) else { return };
-        let count = g.starts().len();
+        let Some(holder) = g.holder() else { return };
         let mut waiters: Vec<String> =
             (0..3).filter(|&i| i != holder).map(|i| g.candidate_name(i).to_string()).collect();
         waiters.sort();
         let to = waiters[rep % 2].clone();
-        let yielding = std::process::Command::new(&neli)
-            .args(["yield", "-b", &address, "-g", g.name(), "--to", &to])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-        let Ok(mut yielding) = yielding else { return };
-        // To the millisecond (wait_for polls every 10).
-        let until = Instant::now() + within;
-        while alive(old.pid) && Instant::now() < until {
-            if let Ok(Some(status)) = yielding.try_wait().map(|s| s.filter(|s| !s.success())) {
-                // A neli-run without `yield --to` (a --baseline).
-                results.notes.push(format!("{cname}: yield-to: yield --to failed ({status})"));
+        match yield_once(&g, Some(&to), within) {
+            Ok((took, s)) if s == to => results.add("yield-to", cname, ms(took)),
+            Ok((_, s)) => results.notes.push(format!("{cname}: yield-to {to}: {s} led instead")),
+            Err(why) => {
+                results.notes.push(format!("{cname}: yield-to {to}: {why}"));
                 return;
             }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let stopped = SystemTime::now();
-        let new = g.wait_start(count + 1, within);
-        let _ = yielding.wait();
-        match new {
-            Some(s) if s.name == to => {
-                results.add("yield-to", cname, ms(s.at.duration_since(stopped).unwrap_or_default()))
-            }
-            Some(s) => results.notes.push(format!("{cname}: yield-to {to}: {} led instead", s.name)),
-            None => results.notes.push(format!("{cname}: yield-to {to}: no new holder within {within:?}")),
         }
         g.settle(within, false);
     }
+}
+
+/// Runs `neli-run yield` (to `to`, or to whichever member Kafka picks) on
+/// `g` and times the handover from the old child's exit until the next
+/// child runs (the yield command's own start, a client of its own, is not
+/// the handover's). Returns that and the name of the new holder.
+fn yield_once(g: &Group, to: Option<&str>, within: Duration) -> Result<(Duration, String), String> {
+    let (Some(old), count) = (g.starts().pop(), g.starts().len()) else { return Err("no holder".into()) };
+    let (neli, address) = (&g.contender.neli, &g.contender.broker.address);
+    let mut command = std::process::Command::new(neli);
+    command.args(["yield", "-b", address, "-g", g.name()]);
+    if let Some(to) = to {
+        command.args(["--to", to]);
+    }
+    let mut yielding = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("yield did not start ({e})"))?;
+    // To the millisecond (wait_for polls every 10).
+    let until = Instant::now() + within;
+    while alive(old.pid) && Instant::now() < until {
+        if let Ok(Some(status)) = yielding.try_wait().map(|s| s.filter(|s| !s.success())) {
+            // A neli-run without this `yield` (a --baseline).
+            return Err(format!("yield failed ({status})"));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let stopped = SystemTime::now();
+    let new = g.wait_start(count + 1, within);
+    let _ = yielding.wait();
+    let new = new.ok_or_else(|| format!("no new holder within {within:?}"))?;
+    Ok((new.at.duration_since(stopped).unwrap_or_default(), new.name))
 }
 
 /// The holder's network cut until its child is dead.
@@ -322,6 +335,17 @@ fn scale(bench: &Bench, c: &mut Contender, results: &mut Results) {
                 Some((took, _)) => results.add(&format!("scale {n}"), cname, ms(took)),
                 None => results.notes.push(format!("{cname}: scale {n}: no new holder")),
             }
+        }
+        if c.is_etcd() {
+            continue;
+        }
+        // A `yield` in the same group, from the old child's exit.
+        for _ in 0..bench.args.reps.min(3) {
+            match yield_once(&g, None, big) {
+                Ok((took, _)) => results.add(&format!("scale {n} yield"), cname, ms(took)),
+                Err(why) => results.notes.push(format!("{cname}: scale {n} yield: {why}")),
+            }
+            g.settle(big, false);
         }
     }
 }

@@ -85,7 +85,7 @@ impl Seat {
         if tenure.phase == Phase::Candidate && self.child == Child::Idle {
             if let Some(to) = cx.standbys.defer_to(&cx.v.settings.name, cx.v.settings.priority, now) {
                 say::defers(&to);
-                cx.standbys.deferring(&to);
+                cx.standbys.deferring(fresh.offset);
                 *cx.hand_to = Some(to);
                 return self.stand_aside(cx, "handed over");
             }

@@ -27,13 +27,16 @@ pub(super) struct Standbys {
     /// holds: three of our candidacy intervals after it was written, unless
     /// someone leads first.
     handover: Option<(String, BootTime)>,
-    /// The member we last let lead, until someone leads: if partition 0
-    /// comes back to us first, no member took it (that one's records get
+    /// The offset of our record on which we let another member lead,
+    /// until someone leads: if partition 0 comes back to us first, no
+    /// member took it (that one's records get
     /// through and its group membership does not, or the broker gave it
     /// back to us before the group's rebalance ended: tansu's takes 3 s),
     /// and we lead rather than hand over again and again, to that member
-    /// or to the next of higher priority.
-    deferred: Option<String>,
+    /// or to the next of higher priority. Only a leader's record past it
+    /// ends it: a new owner reads the records before its own again, old
+    /// leaders' too.
+    deferred: Option<i64>,
 }
 
 impl Standbys {
@@ -60,7 +63,9 @@ impl Standbys {
         match other.stance {
             Stance::Leading { .. } => {
                 self.handover = None;
-                self.deferred = None;
+                if self.deferred.is_some_and(|at| other.offset > at) {
+                    self.deferred = None;
+                }
             }
             Stance::Contending => {}
             Stance::Released => {
@@ -77,9 +82,9 @@ impl Standbys {
         self.list.iter().find(|s| s.name == name && s.until > now)
     }
 
-    /// Notes that we let `to` lead.
-    pub(super) fn deferring(&mut self, to: &str) {
-        self.deferred = Some(to.to_string());
+    /// Notes that we let another member lead, on our record at `offset`.
+    pub(super) fn deferring(&mut self, offset: i64) {
+        self.deferred = Some(offset);
     }
 
     /// Whom an owner named `me` of priority `mine`, about to lead, lets

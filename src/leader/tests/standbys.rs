@@ -134,8 +134,23 @@ fn an_owner_lets_the_member_a_fresh_hand_over_names_lead_while_it_is_live() {
     l.step(candidacy("b", 3, 0), ms(1600));
     l.step(candidacy("c", 2, 0), ms(1600));
     l.step(assigned(), ms(1700));
+    // The records before ours read again, an old leader's among them:
+    // written before we handed over, no sign that anyone took it since.
+    l.step(contender("x/1", 3, 1, Some(3), Stance::Leading { token: 3 }, 9000), ms(1705));
     let actions = l.step(hb(9, 1700), ms(1710));
     assert!(actions.contains(&spawn(9, ms(2700))), "{actions:?}");
+    // A leader since (a record past the one we handed over on): the next
+    // time we own partition 0 unled, we hand over again.
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(candidacy("b", 3, 0), ms(900));
+    l.step(assigned(), ms(1000));
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), HandOver]);
+    l.step(Input::Standby, ms(1500));
+    l.step(contender("b/1", 8, 1, Some(8), Stance::Leading { token: 8 }, 0), ms(1600));
+    l.step(contender("b/1", 10, 1, Some(8), Stance::Released, 0), ms(3000));
+    l.step(candidacy("b", 3, 0), ms(3100));
+    l.step(assigned(), ms(3200));
+    assert_eq!(l.step(hb(11, 3200), ms(3210)), vec![gone_to(2, "b"), HandOver]);
 
     // Someone led since the hand-over: it happened.
     let mut l = Leader::new(settings(Restart::Never), started(0));

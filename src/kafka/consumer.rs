@@ -155,7 +155,8 @@ struct Reader<'a> {
     events: &'a UnboundedSender<Event>,
     /// Per seat's partition: the gap in our own heartbeats read back.
     gaps: BTreeMap<Partition, Gap>,
-    /// How long the next wait lasts at most (`OWNER_POLL`, `STANDBY_POLL`).
+    /// How long the next wait lasts at most (`OWNER_POLL`, `STANDBY_POLL`,
+    /// `standby_serve`).
     slice: Duration,
     /// What the wait between polls listens to, if anything.
     rung: Option<&'a Rung<'a>>,
@@ -225,7 +226,11 @@ impl Reader<'_> {
         // With the bell, a request or an event ends the wait at once: the
         // slice only bounds how long the group goes unserved.
         let owner = self.serve_group();
-        self.slice = if owner && self.rung.is_none() { OWNER_POLL } else { STANDBY_POLL };
+        self.slice = match (owner, self.rung.is_some()) {
+            (true, false) => OWNER_POLL,
+            (true, true) | (false, false) => STANDBY_POLL,
+            (false, true) => ctx.standby_serve,
+        };
         self.report_assigned()?;
         ctx.wake_fetchers(consumer);
         // Records fetched behind one of our own heartbeats are heard
@@ -370,6 +375,17 @@ fn serve_group(consumer: &BaseConsumer<ReaderContext>) -> bool {
 /// leader took 0.87 % of a core instead of 0.35 %).
 const OWNER_POLL: Duration = Duration::from_millis(20);
 const STANDBY_POLL: Duration = Duration::from_millis(100);
+
+/// How long the bell's wait lasts at most for a member that owns no seat's
+/// partition: half its coordinator heartbeat interval, between
+/// `STANDBY_POLL` and 250 ms. No fence depends on its heartbeats; they say
+/// how soon it hears that a crashed leader's session ran out (a graceful
+/// leave wakes it at once), up to this much later than an owner would.
+/// Each ask wakes two threads (ours and librdkafka's main one): every
+/// 100 ms, that was half of an idle standby's CPU.
+pub(super) fn standby_serve(coordinator_heartbeat: Duration) -> Duration {
+    (coordinator_heartbeat / 2).clamp(STANDBY_POLL, Duration::from_millis(250))
+}
 
 /// How often the consumer loop asks librdkafka to serve the group at most
 /// (`Reader::serve_group`): well within the 100 ms it must.
@@ -525,6 +541,17 @@ fn leave_until_another_leads(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A standby serves the group every half coordinator heartbeat, never
+    /// less often than every 250 ms nor more often than an owner.
+    #[test]
+    fn a_standby_serves_the_group_every_half_heartbeat_within_bounds() {
+        let ms = Duration::from_millis;
+        assert_eq!(standby_serve(ms(500)), ms(250), "the default: S = 6 s");
+        assert_eq!(standby_serve(ms(300)), ms(150));
+        assert_eq!(standby_serve(ms(100)), STANDBY_POLL, "S = 1 s: as often as an owner");
+        assert_eq!(standby_serve(ms(3000)), ms(250), "a long -X heartbeat.interval.ms");
+    }
 
     /// A request rings the consumer thread's bell, and the wait that it
     /// ends empties it.

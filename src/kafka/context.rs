@@ -153,6 +153,9 @@ pub(super) struct ReaderContext {
     pub(super) backlog: i64,
     /// Our --heartbeat-deadline: assumed for records that do not carry one.
     pub(super) deadline: Duration,
+    /// How often a member that owns no seat's partition asks librdkafka to
+    /// serve the group (`consumer::standby_serve`).
+    pub(super) standby_serve: Duration,
     /// The longest our seats write their heartbeats apart
     /// (`leader::Settings::idle_heartbeat`): a gap of two in our own
     /// heartbeats read back is said (`Gap`). A crontab's idle seat writes
@@ -490,6 +493,7 @@ mod tests {
             joined: AtomicBool::new(false),
             backlog: 64,
             deadline: Duration::from_secs(5),
+            standby_serve: Duration::from_millis(250),
             interval: Duration::from_millis(500),
             assigned: Mutex::default(),
             assigned_at: Mutex::default(),

@@ -283,6 +283,7 @@ impl Kafka {
             joined: AtomicBool::new(false),
             backlog: s.backlog,
             deadline: s.timing.heartbeat_deadline,
+            standby_serve: consumer::standby_serve(s.timing.coordinator_heartbeat),
             interval: s.idle_heartbeat,
             assigned: Default::default(),
             assigned_at: Default::default(),

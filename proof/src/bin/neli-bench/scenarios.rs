@@ -169,7 +169,8 @@ fn yield_to(bench: &Bench, c: &mut Contender, results: &mut Results) {
 /// child runs (the yield command's own start, a client of its own, is not
 /// the handover's). Returns that and the name of the new holder.
 fn yield_once(g: &Group, to: Option<&str>, within: Duration) -> Result<(Duration, String), String> {
-    let (Some(old), count) = (g.starts().pop(), g.starts().len()) else { return Err("no holder".into()) };
+    let starts = g.starts();
+    let Some(old) = starts.last() else { return Err("no holder".into()) };
     let (neli, address) = (&g.contender.neli, &g.contender.broker.address);
     let mut command = std::process::Command::new(neli);
     command.args(["yield", "-b", address, "-g", g.name()]);
@@ -191,7 +192,7 @@ fn yield_once(g: &Group, to: Option<&str>, within: Duration) -> Result<(Duration
         std::thread::sleep(Duration::from_millis(1));
     }
     let stopped = SystemTime::now();
-    let new = g.wait_start(count + 1, within);
+    let new = g.wait_start(starts.len() + 1, within);
     let _ = yielding.wait();
     let new = new.ok_or_else(|| format!("no new holder within {within:?}"))?;
     Ok((new.at.duration_since(stopped).unwrap_or_default(), new.name))

@@ -69,7 +69,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l lead-signal -d 'With 
 complete -c neli-run -n "__fish_neli_run_needs_command" -l unlead-signal -d 'With --warm: the signal that tells the command it no longer leads (name or number)' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
-complete -c neli-run -n "__fish_neli_run_needs_command" -l no-wake -d 'Neither wake the others when leaving nor rejoin on their wakes: a handover then waits for the standbys\' coordinator heartbeats (up to 500ms at the defaults)'
+complete -c neli-run -n "__fish_neli_run_needs_command" -l no-wake -d 'Neither wake the others when leaving nor rejoin on their wakes: a handover then waits for the standbys\' coordinator heartbeats (up to 0.8s at the defaults)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -l overlap -d 'NELI\'s non-exclusive mode: a revoke does not wait for the command, which gets --grace to finish while the next owner starts its own'
 complete -c neli-run -n "__fish_neli_run_needs_command" -l preempt -d 'While leading, hand over to a member of higher --priority as soon as one is live (it joined, or came back)'
 complete -c neli-run -n "__fish_neli_run_needs_command" -l never-lead -d 'Never lead: watch the group, log who leads, and be listed by `neli-run status`, without ever running COMMAND (which may be left out)'

@@ -82,7 +82,7 @@ pub struct RunArgs {
 
     /// Neither wake the others when leaving nor rejoin on their wakes: a
     /// handover then waits for the standbys' coordinator heartbeats (up to
-    /// 500ms at the defaults).
+    /// 0.8s at the defaults).
     ///
     /// A member that stops or yields writes a wake record once it has left
     /// the group, and the others rejoin on it at once. Use this where the

@@ -12,6 +12,7 @@ use nix::unistd::Pid;
 use neli_proof::detector::{read_lines, Detector};
 use neli_proof::{wait_for, Rng};
 
+use crate::judge;
 use crate::members::{LogReader, Soak};
 use crate::Args;
 
@@ -403,23 +404,23 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
 const WARM_HONOUR: Duration = Duration::from_secs(1);
 
 /// Runs `neli-run WHAT` (`pause`, `resume`) with `extra` on the soak's
-/// group, waiting up to `stall` for its acknowledgement: whether it
-/// exited 0 (why not is said).
-pub fn ask(soak: &Soak, what: &str, extra: &[&str], stall: Duration) -> bool {
+/// group, waiting up to `stall` for its acknowledgement: what it said if
+/// it exited 0 (why not is said).
+pub fn ask(soak: &Soak, what: &str, extra: &[&str], stall: Duration) -> Option<String> {
     let timeout = format!("{}s", stall.as_secs().max(1));
     let out = std::process::Command::new(&soak.neli)
         .args([what, "-b", &soak.brokers, "-g", &soak.group, "--timeout", &timeout])
         .args(extra)
         .output();
     match out {
-        Ok(out) if out.status.success() => true,
+        Ok(out) if out.status.success() => Some(String::from_utf8_lossy(&out.stdout).into_owned()),
         Ok(out) => {
             eprintln!("neli-soak: {what}: {}", String::from_utf8_lossy(&out.stderr).trim());
-            false
+            None
         }
         Err(e) => {
             eprintln!("neli-soak: cannot run {what}: {e}");
-            false
+            None
         }
     }
 }
@@ -441,9 +442,7 @@ fn pause_episode(
 ) -> End {
     let before = soak.detector.starts();
     let warm = soak.leader_slot().is_some_and(|slot| soak.is_warm(slot));
-    if !ask(soak, "pause", &["--stop"], stall) {
-        run.unacknowledged += 1;
-    }
+    let said = ask(soak, "pause", &["--stop"], stall);
     let paused_at = SystemTime::now();
     if warm {
         // A warm leader acknowledges once its command is told (the file
@@ -454,11 +453,14 @@ fn pause_episode(
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-    // Acknowledged: the leader's command is gone, and none may start.
+    // Acknowledged: the leader's command is gone, and none may start. (No
+    // pause unacknowledged is judged: it may never have been written.)
+    let acked = soak.detector.starts().len();
+    // Without an offset, every start since the ask counts.
+    let offset = said.as_deref().and_then(judge::pause_offset).unwrap_or(i64::MIN);
     let violated = |soak: &Soak, run: &mut Run, when: &str| {
-        let starts = soak.detector.starts();
-        if starts.len() > before.len() || soak.detector.lock_held() {
-            let new = &starts[before.len().min(starts.len())..];
+        let new = judge::paused_starts(&soak.detector.starts(), before.len(), acked, offset);
+        if !new.is_empty() || soak.detector.lock_held() {
             run.paused_starts.push(format!("{when}: lock held {}, starts {new:?}", soak.detector.lock_held()));
             return true;
         }
@@ -474,8 +476,14 @@ fn pause_episode(
         Fault::BrokerPause,
     ];
     let kinds: Vec<Fault> = kinds.into_iter().filter(|k| faults.contains(k)).collect();
-    let mut broken = violated(soak, run, "at the acknowledgement");
-    for _ in 0..rng.pick(&[2, 3, 4]) {
+    let (mut broken, rounds) = match said {
+        Some(_) => (violated(soak, run, "at the acknowledgement"), rng.pick(&[2, 3, 4])),
+        None => {
+            run.unacknowledged += 1;
+            (false, 0)
+        }
+    };
+    for _ in 0..rounds {
         if broken || interrupted.load(Ordering::Relaxed) || kinds.is_empty() {
             break;
         }
@@ -506,7 +514,7 @@ fn pause_episode(
     }
     let resumed = Instant::now();
     soak.resumes += 1;
-    if !ask(soak, "resume", &[], stall) {
+    if ask(soak, "resume", &[], stall).is_none() {
         run.unacknowledged += 1;
     }
     while !soak.detector.lock_held() {

@@ -56,6 +56,26 @@ pub fn failures(counts: &[(&str, usize)]) -> Vec<String> {
     counts.iter().filter(|(_, n)| *n > 0).map(|(what, n)| format!("{what} {n}")).collect()
 }
 
+/// The starts that broke a pause (of `starts`, those past the first
+/// `before`): one under a fencing token past the pause record at `offset`
+/// (its member led after the request was on the topic, so had read it),
+/// or one logged after the acknowledgement (past the first `acked`). A
+/// start under an older token before the acknowledgement raced the request
+/// (`pause` reads to the end before it writes, seconds on a slow broker),
+/// and `--stop` ended it before the owner acknowledged, which the lock
+/// then tells.
+pub fn paused_starts(starts: &[(String, i64)], before: usize, acked: usize, offset: i64) -> Vec<(String, i64)> {
+    let late = |(i, (_, token)): &(usize, &(String, i64))| *i >= acked || *token > offset;
+    starts.iter().enumerate().skip(before).filter(late).map(|(_, start)| start.clone()).collect()
+}
+
+/// The pause record's offset from `neli-run pause`'s word ("group g:
+/// pause (offset 42) acknowledged by ...").
+pub fn pause_offset(said: &str) -> Option<i64> {
+    let (_, rest) = said.split_once("(offset ")?;
+    rest.split(')').next()?.parse().ok()
+}
+
 /// Stops every member and the broker, waits up to 5 s for the lock to be
 /// free, and judges what the records say.
 pub fn judge(soak: &mut Soak) -> Verdict {
@@ -533,6 +553,25 @@ mod tests {
         assert!(soon.reruns.is_empty(), "token 30 led before the ending landed and began 10 ms after its log line");
         let late = judge_runs(&runs(&[(10, 1_000, "a"), (30, 2_600, "b")]), &recorded(), &BTreeSet::new(), EVERY);
         assert_eq!(late.reruns.len(), 1, "begun 600 ms after the ending was on the topic");
+    }
+
+    /// a led before the pause (offset 50) and started as it was written;
+    /// b led past it; c started after the acknowledgement (the third start
+    /// logged, of one logged before the episode).
+    #[test]
+    fn a_pause_is_broken_by_a_leader_past_its_record_or_a_start_after_its_acknowledgement() {
+        let starts: Vec<(String, i64)> =
+            [("z", 10), ("a", 40), ("b", 51), ("c", 45)].map(|(m, t)| (m.into(), t)).into();
+        assert_eq!(paused_starts(&starts[..2], 1, 2, 50), [], "a raced the request");
+        assert_eq!(paused_starts(&starts[..3], 1, 2, 50), [("b".into(), 51)]);
+        assert_eq!(paused_starts(&starts, 1, 3, 50), [("b".into(), 51), ("c".into(), 45)]);
+        assert_eq!(paused_starts(&starts[..2], 1, 1, 50), [("a".into(), 40)], "a began after the acknowledgement");
+    }
+
+    #[test]
+    fn the_pause_record_offset_is_read_from_the_acknowledgement() {
+        assert_eq!(pause_offset("group g: pause (offset 47183) acknowledged by c1 (host h)"), Some(47183));
+        assert_eq!(pause_offset("group g: paused"), None);
     }
 
     #[test]

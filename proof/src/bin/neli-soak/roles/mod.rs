@@ -593,7 +593,7 @@ impl Run<'_> {
     /// acknowledged is counted too.
     fn ask_drain(&mut self, what: &str, name: &str) {
         self.figures.drain_commands += 1;
-        if !crate::faults::ask(self.soak, what, &[name], self.stall) {
+        if crate::faults::ask(self.soak, what, &[name], self.stall).is_none() {
             self.figures.unacknowledged += 1;
         }
     }
@@ -604,20 +604,38 @@ impl Run<'_> {
     /// once) and the other roles settle: the role's next owner reads the
     /// pause on the role's partition. Then `resume --role J`, and the main
     /// loop waits for the group to settle, J running again. The time J was
-    /// paused is the operator's, not a gap of the role's.
+    /// paused is the operator's, not a gap of the role's; a pause not
+    /// acknowledged (it may never have been written) is not judged.
     fn pause_role(&mut self) {
-        let (stall, session) = (self.stall, self.soak.session);
+        let stall = self.stall;
         let j = (self.rng.next_u64() % self.starts.len() as u64) as usize;
         let Some(holder) = self.starts[j].last().map(|s| s.0.clone()) else { return };
         self.figures.faults.entry(Fault::Pause).or_default().0 += 1;
         self.figures.pauses += 1;
         let (role, count) = (j.to_string(), self.starts[j].len());
-        if !crate::faults::ask(self.soak, "pause", &["--role", &role, "--stop"], stall) {
+        match crate::faults::ask(self.soak, "pause", &["--role", &role, "--stop"], stall) {
+            Some(said) => self.hold_paused(j, &holder, count, &said),
+            None => self.figures.unacknowledged += 1,
+        }
+        if crate::faults::ask(self.soak, "resume", &["--role", &role], stall).is_none() {
             self.figures.unacknowledged += 1;
         }
+        self.free[j] = None;
+        self.clock = Instant::now();
+    }
+
+    /// Role `j` paused (`said`: `pause`'s acknowledgement; `count`: its
+    /// starts before): its holder leaves, and no start of it may count
+    /// (see `judge::paused_starts`) until the group settles.
+    fn hold_paused(&mut self, j: usize, holder: &str, count: usize, said: &str) {
+        let (stall, session) = (self.stall, self.soak.session);
+        // Without an offset, every start since the ask counts.
+        let offset = crate::judge::pause_offset(said).unwrap_or(i64::MIN);
         let paused_at = SystemTime::now();
+        self.tick();
+        let acked = self.starts[j].len();
         self.note(&format!("role {j} paused (--stop); its holder {holder} leaves"));
-        if let Some(slot) = self.soak.slot_named(&holder) {
+        if let Some(slot) = self.soak.slot_named(holder) {
             self.struck.insert(slot, Signal::SIGTERM);
             let _ = kill(self.soak.pid(slot), Signal::SIGTERM);
             self.pending.push(Pending { at: Instant::now(), episode: None, action: Action::Start(slot) });
@@ -625,8 +643,8 @@ impl Run<'_> {
         self.clock = Instant::now();
         loop {
             self.tick();
-            if self.starts[j].len() > count || self.held[j] {
-                let started = &self.starts[j][count..];
+            let started = crate::judge::paused_starts(&self.starts[j], count, acked, offset);
+            if !started.is_empty() || self.held[j] {
                 let why =
                     format!("role {j} paused at {}: lock held {}, starts {started:?}", wall(paused_at), self.held[j]);
                 eprintln!("neli-soak: {why}");
@@ -644,11 +662,6 @@ impl Run<'_> {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        if !crate::faults::ask(self.soak, "resume", &["--role", &role], stall) {
-            self.figures.unacknowledged += 1;
-        }
-        self.free[j] = None;
-        self.clock = Instant::now();
     }
 
     /// Strikes `fault` (at a random live member, for a member's fault; an

@@ -125,14 +125,37 @@ impl Broker {
 
     /// tansu with in-memory storage (found on PATH or in ~/.cargo/bin).
     pub fn tansu(listen_ip: &str, advertise_ip: &str, log: &Path) -> Result<Broker, String> {
-        let tansu = find("tansu").ok_or("tansu not found: cargo install tansu --version 0.6.0 --features dynostore")?;
+        Broker::tansu_on("memory://tansu/", "dynostore", listen_ip, advertise_ip, log)
+    }
+
+    /// tansu storing in SQLite (`tansu.db` beside `log`): its memory
+    /// storage lists every batch of a partition on each fetch (tansu 0.6.0,
+    /// dynostore.rs `fetch`) and deletes none, so a soak's group slows it
+    /// down by the hour; SQLite fetches by offset and applies retention.
+    pub fn tansu_sqlite(listen_ip: &str, advertise_ip: &str, log: &Path) -> Result<Broker, String> {
+        Broker::tansu_on("sqlite://tansu.db", "libsql", listen_ip, advertise_ip, log)
+    }
+
+    /// tansu storing at `storage`, which needs its build's `feature`.
+    fn tansu_on(
+        storage: &str,
+        feature: &str,
+        listen_ip: &str,
+        advertise_ip: &str,
+        log: &Path,
+    ) -> Result<Broker, String> {
+        let install = format!("cargo install tansu --version 0.6.0 --features dynostore,libsql (this needs {feature})");
+        let tansu = find("tansu").ok_or(format!("tansu not found: {install}"))?;
+        let dir = log.parent().unwrap_or(Path::new(".")).to_path_buf();
         Broker::start("tansu", listen_ip, advertise_ip, log, |listen, advertise| {
             let mut c = Command::new(&tansu);
             c.args(["broker", "--listener-url", &format!("tcp://{listen}")])
                 .args(["--advertised-listener-url", &format!("tcp://{advertise}")])
-                .args(["--storage-engine", "memory://tansu/"]);
+                .args(["--storage-engine", storage])
+                .current_dir(&dir);
             c
         })
+        .map_err(|e| format!("{e} (see {}; {install})", log.display()))
     }
 
     /// A single-node etcd with its data in `data_dir`, its peer port on

@@ -63,7 +63,7 @@
 //! `--schedule` too, each role's command runs once per due time, and each
 //! role's runs are judged as the schedule's: no rerun, no skipped due time.
 //!
-//! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu]
+//! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu | tansu-sqlite]
 //!        ... --roles 12 --candidates 3 --transitions 500 [--cluster 3 | --broker tansu]
 //!        ... --roles 6 --candidates 3 --schedule --transitions 150
 
@@ -167,15 +167,26 @@ enum BrokerKind {
     /// `neli-run dev-broker` with librdkafka's mock coordinator: an
     /// independent implementation of the group protocol.
     DevMock,
-    /// tansu, found on PATH or in ~/.cargo/bin.
+    /// tansu, found on PATH or in ~/.cargo/bin, storing in memory (it
+    /// slows down as the topic grows: a soak of hours wants tansu-sqlite).
     Tansu,
+    /// tansu storing in SQLite (a build with the libsql feature).
+    TansuSqlite,
+}
+
+impl BrokerKind {
+    /// tansu 0.6, in either storage: no CreatePartitions, and no restart
+    /// in place.
+    fn is_tansu(self) -> bool {
+        matches!(self, BrokerKind::Tansu | BrokerKind::TansuSqlite)
+    }
 }
 
 impl Args {
     /// Whether the broker adds partitions to a topic (CreatePartitions):
     /// the dev broker does, tansu 0.6 does not (an external one: unknown).
     fn adds_partitions(&self) -> bool {
-        self.brokers.is_none() && self.broker != BrokerKind::Tansu
+        self.brokers.is_none() && !self.broker.is_tansu()
     }
 }
 
@@ -199,6 +210,7 @@ fn main() -> ExitCode {
             BrokerKind::Dev => "dev",
             BrokerKind::DevMock => "dev-mock",
             BrokerKind::Tansu => "tansu",
+            BrokerKind::TansuSqlite => "tansu-sqlite",
         }),
         if args.cluster > 1 { format!(" (a cluster of {})", args.cluster) } else { String::new() },
         args.session_timeout,
@@ -251,6 +263,7 @@ fn setup(args: &Args) -> Result<(Soak, Vec<Fault>), String> {
         (None, BrokerKind::Dev) => Some(Broker::dev(&neli, "kafka", listen, &advertise, &log, None)),
         (None, BrokerKind::DevMock) => Some(Broker::dev(&neli, "mock", listen, &advertise, &log, None)),
         (None, BrokerKind::Tansu) => Some(Broker::tansu(listen, &advertise, &log)),
+        (None, BrokerKind::TansuSqlite) => Some(Broker::tansu_sqlite(listen, &advertise, &log)),
     };
     let broker = broker.transpose()?;
     let brokers = args.brokers.clone().unwrap_or_else(|| broker.as_ref().expect("started").address.clone());
@@ -328,9 +341,9 @@ fn environment_faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> 
         faults.push(Fault::BrokerPause);
     }
     // A restart must keep the broker's log, as Kafka's does. The dev broker
-    // goes down and up in place (SIGUSR1, SIGUSR2); tansu's in-memory
-    // storage would be wiped by a restart, so tansu gets no restarts.
-    if own_broker && args.broker != BrokerKind::Tansu {
+    // goes down and up in place (SIGUSR1, SIGUSR2); tansu has no such
+    // signals (and its memory storage a restart wipes), so gets none.
+    if own_broker && !args.broker.is_tansu() {
         faults.push(Fault::BrokerRestart);
     }
     if own_broker && args.cluster > 1 {

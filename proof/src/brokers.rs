@@ -144,7 +144,7 @@ impl Broker {
         advertise_ip: &str,
         log: &Path,
     ) -> Result<Broker, String> {
-        let install = format!("cargo install tansu --version 0.6.0 --features dynostore,libsql (this needs {feature})");
+        let install = format!("cargo install tansu --version 0.6.0 --features {feature}");
         let tansu = find("tansu").ok_or(format!("tansu not found: {install}"))?;
         let dir = log.parent().unwrap_or(Path::new(".")).to_path_buf();
         Broker::start("tansu", listen_ip, advertise_ip, log, |listen, advertise| {

@@ -456,8 +456,7 @@ fn pause_episode(
     // Acknowledged: the leader's command is gone, and none may start. (No
     // pause unacknowledged is judged: it may never have been written.)
     let acked = soak.detector.starts().len();
-    // Without an offset, every start since the ask counts.
-    let offset = said.as_deref().and_then(judge::pause_offset).unwrap_or(i64::MIN);
+    let offset = said.as_deref().map_or(i64::MIN, judge::pause_offset);
     let violated = |soak: &Soak, run: &mut Run, when: &str| {
         let new = judge::paused_starts(&soak.detector.starts(), before.len(), acked, offset);
         if !new.is_empty() || soak.detector.lock_held() {

@@ -70,10 +70,11 @@ pub fn paused_starts(starts: &[(String, i64)], before: usize, acked: usize, offs
 }
 
 /// The pause record's offset from `neli-run pause`'s word ("group g:
-/// pause (offset 42) acknowledged by ...").
-pub fn pause_offset(said: &str) -> Option<i64> {
-    let (_, rest) = said.split_once("(offset ")?;
-    rest.split(')').next()?.parse().ok()
+/// pause (offset 42) acknowledged by ..."); where it names none, `i64::MIN`,
+/// so that every start since the ask counts.
+pub fn pause_offset(said: &str) -> i64 {
+    let offset = said.split_once("(offset ").and_then(|(_, rest)| rest.split(')').next()?.parse().ok());
+    offset.unwrap_or(i64::MIN)
 }
 
 /// Stops every member and the broker, waits up to 5 s for the lock to be
@@ -570,8 +571,8 @@ mod tests {
 
     #[test]
     fn the_pause_record_offset_is_read_from_the_acknowledgement() {
-        assert_eq!(pause_offset("group g: pause (offset 47183) acknowledged by c1 (host h)"), Some(47183));
-        assert_eq!(pause_offset("group g: paused"), None);
+        assert_eq!(pause_offset("group g: pause (offset 47183) acknowledged by c1 (host h)"), 47183);
+        assert_eq!(pause_offset("group g: paused"), i64::MIN, "every start counts");
     }
 
     #[test]

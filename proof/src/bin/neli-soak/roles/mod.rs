@@ -629,8 +629,7 @@ impl Run<'_> {
     /// (see `judge::paused_starts`) until the group settles.
     fn hold_paused(&mut self, j: usize, holder: &str, count: usize, said: &str) {
         let (stall, session) = (self.stall, self.soak.session);
-        // Without an offset, every start since the ask counts.
-        let offset = crate::judge::pause_offset(said).unwrap_or(i64::MIN);
+        let offset = crate::judge::pause_offset(said);
         let paused_at = SystemTime::now();
         self.tick();
         let acked = self.starts[j].len();

@@ -351,7 +351,10 @@ fn network_cut_past_the_resume_window_gives_partition_0_back_and_someone_leads()
 fn write_record(g: &Group, ghost: &neli_run::for_tests::Member, record: Record, deadline_ms: u64) {
     use neli_run::for_tests::{wall_ms, BootTime, Content, Heartbeat};
     let content = Content { record, since_ms: None, deadline_ms };
-    g.produce(&Heartbeat::new(ghost, 1, BootTime::now(), wall_ms(), content).encode());
+    // Each newer than the last, as a writer counts its records.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    g.produce(&Heartbeat::new(ghost, seq, BootTime::now(), wall_ms(), content).encode());
 }
 
 fn leading(token: i64) -> Record {

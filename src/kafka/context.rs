@@ -187,6 +187,10 @@ pub(super) struct ReaderContext {
     /// The clients' `socket.timeout.ms`: how long a request of ours may go
     /// unanswered before librdkafka takes its connection down.
     pub(super) request_timeout: Duration,
+    /// Per partition, the newest offset read since its read position was
+    /// last pinned (`start_near_end`), and whether a read from before it
+    /// was said: see `read`. Consumer thread only.
+    pub(super) passed: Mutex<BTreeMap<Partition, (i64, bool)>>,
 }
 
 /// How long pinning a new seat's read position may take, each step.
@@ -227,6 +231,9 @@ impl ReaderContext {
         if let Err(err) = pinned {
             debug!(%err, partition, "could not pin the partition's start; reading it from the beginning");
         }
+        // The backlog before the end is read again on purpose: the core
+        // tells the records it has read already by their writers' counts.
+        self.passed.lock().expect("passed lock").remove(&partition);
     }
 
     /// The seats' partitions in our assignment now (none if librdkafka
@@ -284,11 +291,32 @@ impl ReaderContext {
         self.assigned_at.lock().expect("assigned_at lock").get(&partition).copied().unwrap_or(0)
     }
 
-    /// Notes that the record at `offset` of `partition` has been read.
-    pub(super) fn read(&self, partition: Partition, offset: i64) {
+    /// Notes that the record at `offset` of `partition` has been read, and
+    /// says whether it is new: not at or before one read since the
+    /// partition's position was pinned. The core's safety rests on reading
+    /// a partition in order (a new owner knows every claim written before
+    /// its own first record once it reads that record back), so the read
+    /// never goes back: a fetch answered out of range makes librdkafka
+    /// start the partition over from its beginning (`auto.offset.reset`),
+    /// and a broker may serve records out of order (R-1, on tansu). The
+    /// records read again are dropped until the read passes the newest
+    /// one; a log cut shorter meanwhile (a broker that lost it) then reads
+    /// as silence, which fences a leader and gives the partition back, and
+    /// the next assignment's pin reads it afresh.
+    pub(super) fn read(&self, partition: Partition, offset: i64) -> bool {
         if partition == super::CONTROL_PARTITION {
             self.control_unread.fetch_max(offset + 1, Ordering::Relaxed);
         }
+        let mut passed = self.passed.lock().expect("passed lock");
+        let (newest, said) = passed.entry(partition).or_insert((offset - 1, false));
+        if offset > *newest {
+            *newest = offset;
+            return true;
+        }
+        if !std::mem::replace(said, true) {
+            warn!(partition, offset, newest = *newest, "the partition is read again from an earlier offset (its read position was reset): the records read already are skipped");
+        }
+        false
     }
 
     /// Where a reader of the control partition starts: at the first record
@@ -501,6 +529,7 @@ mod tests {
             control_unread: AtomicI64::new(-1),
             kept: Mutex::default(),
             request_timeout: Duration::from_secs(3),
+            passed: Mutex::default(),
         };
         let consumer = rdkafka::ClientConfig::new()
             .set("bootstrap.servers", "127.0.0.1:9")

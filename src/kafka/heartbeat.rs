@@ -301,6 +301,7 @@ impl Heartbeat {
             // Escaped: the leader logs it, and the writer chose it.
             // (printable is one-to-one, so distinct writers stay distinct.)
             writer: format!("{}/{}", printable(&self.name), printable(&self.incarnation)),
+            seq: self.seq,
             offset,
             term: self.run,
             start: self.start,

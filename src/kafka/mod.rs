@@ -291,6 +291,7 @@ impl Kafka {
             control_unread: AtomicI64::new(-1),
             kept: Mutex::default(),
             request_timeout: request_timeout.unwrap_or_else(|| s.timing.request_timeout()),
+            passed: Mutex::default(),
         };
         let writer = WriterContext {
             reach: reach.clone(),

@@ -123,10 +123,13 @@ pub fn leading(restart: Restart) -> Leader {
 
 /// Member `writer`'s record at `offset` on our seat's partition, in its
 /// term `term` (begun at `start`), written just now with our deadline and
-/// carrying nothing: what the scenarios' records are built from.
+/// carrying nothing: what the scenarios' records are built from. Each is
+/// newer than the one built before it (its writer's sequence number).
 pub fn record_of(writer: &str, offset: i64, term: Option<u64>, start: Option<i64>, stance: Stance) -> Other {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     Other {
         writer: writer.into(),
+        seq: SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         offset,
         term,
         start,

@@ -9,6 +9,9 @@
 //! Walks with a health check (`--health-cmd`) turn it healthy and
 //! unhealthy at random too, and every walk drains and undrains the member
 //! (`neli-run drain`): no command starts while it is unhealthy or drained.
+//! Now and then a record of another member read before is read again, as a
+//! consumer whose read position went back (an offset reset) reads it: it
+//! says nothing new, and the rules below do not change for it.
 //!
 //! A simulated shell stands around one [`Leader`]: it keeps the rebalance
 //! callback's contract (no assignment while a revoke waits for release), a
@@ -60,6 +63,7 @@ struct TheirTerm {
 }
 
 struct Sim {
+    seed: u64,
     rng: fastrand::Rng,
     settings: Settings,
     core: Leader,
@@ -118,6 +122,10 @@ struct Sim {
     /// Draws the wall clock's steps, apart from `rng`: the walks' other
     /// inputs stay what they were before steps came in.
     clock: fastrand::Rng,
+    /// Other members' records fed lately, each with when: read again now
+    /// and then (drawn by `again`, apart from `rng` as `clock` is).
+    heard: VecDeque<(Other, u64)>,
+    again: fastrand::Rng,
 }
 
 impl Sim {
@@ -169,6 +177,7 @@ impl Sim {
             core.born_at(P, rng.i64(0..20));
         }
         Sim {
+            seed,
             rng,
             settings,
             core,
@@ -202,12 +211,14 @@ impl Sim {
             trace: Vec::new(),
             wall0,
             clock: fastrand::Rng::with_seed(seed ^ 0x5eed_c10c),
+            heard: VecDeque::new(),
+            again: fastrand::Rng::with_seed(seed ^ 0x000f_f5e7),
         }
     }
 
     fn fail(&self, what: &str) -> ! {
         let tail: Vec<&String> = self.trace.iter().rev().take(40).rev().collect();
-        panic!("invariant broken at {} ms: {what}\nlast steps:\n{tail:#?}", self.now);
+        panic!("invariant broken in seed {} at {} ms: {what}\nlast steps:\n{tail:#?}", self.seed, self.now);
     }
 
     /// One input the shell could report now.
@@ -353,6 +364,8 @@ impl Sim {
         let age = self.rng.u64(0..1500).min(self.now);
         let other = Other {
             writer: writer.clone(),
+            // One record per offset, in the order written: a count of them.
+            seq: offset.unsigned_abs(),
             offset,
             term,
             start,
@@ -419,7 +432,19 @@ impl Sim {
                 self.terms.remove(&writer);
             }
         }
+        if self.heard.len() == 32 {
+            self.heard.pop_front();
+        }
+        self.heard.push_back((other.clone(), self.now));
         Input::OtherHeartbeat(P, other)
+    }
+
+    /// One of the records of others fed lately, read again now (older by
+    /// the time since): the rules' claims and terms stay as they are.
+    fn read_again(&mut self) -> Option<Input> {
+        let (other, fed) = self.heard.get(self.again.usize(..self.heard.len().max(1)))?.clone();
+        let age = other.age + Duration::from_millis(self.now - fed);
+        Some(Input::OtherHeartbeat(P, Other { age, ..other }))
     }
 
     /// Time passes to the next input; the shell's timer fires on the way,
@@ -427,6 +452,12 @@ impl Sim {
     fn step(&mut self) {
         if self.clock.u8(..100) == 0 {
             self.step_wall_clock();
+        }
+        if let Some(input) = (self.again.u8(..25) == 0).then(|| self.read_again()).flatten() {
+            self.feed(input);
+            if self.done {
+                return;
+            }
         }
         let frozen = self.rng.u8(..50) == 0;
         let at = self.now + if frozen { self.rng.u64(0..3000) } else { self.rng.u64(0..250) };
@@ -554,8 +585,11 @@ impl Sim {
                     self.fail(&format!("token {token} after {:?}", self.last_spawn_token));
                 }
                 self.last_spawn_token = Some(token);
-                // Most commands take SIGTERM; some ignore it.
-                self.child = Some(Child { token, lease, exits_at: None, killed: false, since: now, stopped: false });
+                // Most commands take SIGTERM; some ignore it. Its run (and
+                // --max-runtime) begins when its command does: a scheduled
+                // run's shim is started ahead of it.
+                let since = begin.map_or(now, as_ms);
+                self.child = Some(Child { token, lease, exits_at: None, killed: false, since, stopped: false });
             }
             Action::Lease(_, until) => {
                 let until = as_ms(until);

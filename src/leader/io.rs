@@ -353,6 +353,9 @@ impl Stance {
 pub struct Other {
     /// Its name and incarnation.
     pub writer: String,
+    /// Its writer's sequence number: one count for all its records, so a
+    /// larger one is newer.
+    pub seq: u64,
     /// Where it sits on partition 0.
     pub offset: i64,
     /// The writer's term; None from versions that did not say, whose

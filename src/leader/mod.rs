@@ -76,7 +76,7 @@
 
 use std::collections::BTreeMap;
 
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::clock::{Anchor, BootTime};
 use crate::exit;
@@ -528,6 +528,10 @@ impl Leader {
     /// makes is the member's; the pause it carries, its claim and term the
     /// seat's.
     fn on_other(&mut self, partition: Partition, other: Other, now: BootTime) {
+        if self.seats.get(&partition).is_some_and(|s| s.peers.stale(&other)) {
+            debug!(writer = %other.writer, offset = other.offset, "a record older than one of its writer's already read: read again, it says nothing new");
+            return;
+        }
         // A pause it names is an earlier record (as a token is): a later
         // offset would outrank every real request to come.
         if let Some(pause) = other.pause.clone().filter(|p| p.offset < other.offset) {

@@ -32,6 +32,10 @@ pub(super) struct Peer {
     pub claim: Option<BootTime>,
     /// Its current term, if its records name one and it contends.
     pub term: Option<Term>,
+    /// The newest of its records read: its sequence number (the writer's
+    /// own count, one for all its partitions) and until when it counts.
+    /// A record of it not newer is one read before, delivered again.
+    newest: (u64, Option<BootTime>),
 }
 
 /// Another member's term, as far as we have read it.
@@ -66,14 +70,32 @@ pub(super) struct Peers {
 }
 
 impl Peers {
-    /// Takes in another member's record; `until` is when it stops counting.
-    /// Returns the writer's entry before and after (for the log).
+    /// Whether `other` is not newer than a record of its writer already
+    /// read: the partition read again from an earlier offset (a broker
+    /// answered a fetch out of range, and the consumer started over), or
+    /// records delivered out of order. Taken in, an older `contending`
+    /// record would withdraw a live claim or place a term that ended (R-1:
+    /// a second owner started beside the first on tansu, and a new leader
+    /// fenced itself on the cluster), so it says nothing.
+    pub fn stale(&self, other: &Other) -> bool {
+        self.by_writer.get(&other.writer).is_some_and(|p| other.seq <= p.newest.0)
+    }
+
+    /// Takes in another member's record, unless `stale`; `until` is when it
+    /// stops counting. Returns the writer's entry before and after (for the
+    /// log).
     pub fn read(&mut self, other: &Other, until: BootTime, now: BootTime) -> (Peer, Peer) {
+        // A writer is remembered as long as a record of it read again could
+        // count (its newest counts longest), so that `stale` knows it.
         self.by_writer.retain(|_, p| {
             p.claim = p.claim.filter(|&c| c > now);
             p.term = p.term.filter(|t| t.until + FORGET_TERMS > now);
-            p.claim.is_some() || p.term.is_some()
+            p.claim.is_some() || p.term.is_some() || p.newest.1.is_some_and(|u| u + FORGET_TERMS > now)
         });
+        if self.stale(other) {
+            let peer = self.by_writer[&other.writer];
+            return (peer, peer);
+        }
         if let Stance::Leading { token } = other.stance {
             // A token is the offset of an earlier record: a larger one is
             // nonsense, and must not keep us from ever leading.
@@ -83,6 +105,7 @@ impl Peers {
         }
         let peer = self.by_writer.entry(other.writer.clone()).or_default();
         let before = *peer;
+        peer.newest = (other.seq, Some(peer.newest.1.map_or(until, |u| u.max(until))));
         peer.claim = match other.stance {
             Stance::Leading { .. } => Some(peer.claim.map_or(until, |c| c.max(until))),
             Stance::Contending | Stance::Released => None,

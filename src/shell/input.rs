@@ -87,6 +87,7 @@ mod tests {
     fn other() -> Other {
         Other {
             writer: "b-1".into(),
+            seq: 1,
             offset: 7,
             term: Some(3),
             start: Some(5),

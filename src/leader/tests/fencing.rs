@@ -296,3 +296,47 @@ fn a_leader_fences_when_a_term_that_began_before_its_own_still_contends() {
         "withdrawn: we resume at once"
     );
 }
+
+/// Member `writer`'s record `record` read again `later` ms after it was
+/// first read, as a consumer whose position went back reads it.
+fn read_again(record: &Input, later: u64) -> Input {
+    let Input::OtherHeartbeat(p, other) = record.clone() else { panic!("not another's record: {record:?}") };
+    Input::OtherHeartbeat(p, Other { age: other.age + Duration::from_millis(later), ..other })
+}
+
+#[test]
+fn regression_a_record_read_again_after_our_own_does_not_fence_a_new_leader() {
+    // R-1, seen on the dev broker's cluster: the previous owner x contended
+    // (5), led (6) and released (8); we read our first record back (9) and
+    // led; then its contending record was read again (the partition read
+    // from an earlier offset), young enough to count: we fenced ourselves
+    // and SIGKILLed our fresh command. Another writer's record in between
+    // makes the member tidy up whom it remembers.
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(assigned(), ms(1000));
+    let contends = contender("x", 5, 1, None, Stance::Contending, 300);
+    l.step(contends.clone(), ms(1001));
+    l.step(contender("x", 6, 1, Some(5), Stance::Leading { token: 5 }, 200), ms(1002));
+    l.step(contender("x", 8, 1, Some(5), Stance::Released, 20), ms(1003));
+    l.step(other("y", None, 0), ms(1004));
+    assert_eq!(l.step(hb(9, 1000), ms(1010)), vec![spawn(9, ms(2000)), says(1, Some(9), Some(9))]);
+    assert_eq!(l.step(read_again(&contends, 20), ms(1030)), vec![], "read before: it says nothing new");
+    assert_eq!(l.standing(P), Standing::Leader { token: 9 });
+}
+
+#[test]
+fn regression_a_record_read_again_does_not_withdraw_a_claim_that_holds() {
+    // R-1, seen on tansu as two commands at once: a second owner read the
+    // first's claim, then the first's older contending record again, took
+    // the claim as withdrawn and started beside it.
+    // x's contending record of an earlier term, then its claims in this one.
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(assigned(), ms(1000));
+    let contends = contender("x", 2, 1, None, Stance::Contending, 1500);
+    l.step(contends.clone(), ms(1001));
+    l.step(contender("x", 6, 2, Some(5), Stance::Leading { token: 5 }, 0), ms(1002));
+    l.step(other("y", None, 0), ms(1003));
+    l.step(read_again(&contends, 5), ms(1006));
+    assert_eq!(l.step(hb(9, 1000), ms(1010)), vec![], "x's claim holds until 2002");
+    assert_eq!(l.standing(P), Standing::Candidate);
+}

@@ -8,7 +8,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
+use rdkafka::{ClientConfig, ClientContext, Message, Offset, TopicPartitionList};
 
 use crate::util::{run, stays_false, wait_until, Broker, Group};
 
@@ -320,5 +320,55 @@ fn a_burst_of_connections_is_relayed_whole() {
     for (i, raw) in clients.iter_mut().enumerate() {
         let answer = raw.ask(18, 2, false, &[]);
         assert_eq!(i16_at(&answer, 0), 0, "client {i}: ApiVersions answered");
+    }
+}
+
+/// `rewind TOPIC P` answers the next fetch of the partition
+/// OFFSET_OUT_OF_RANGE, as a broker whose log lags the client's position
+/// answers it: librdkafka with `auto.offset.reset=earliest` (neli-run's)
+/// resets its position and gives again records it gave before, from the
+/// partition's start. With one broker and with three (the fetch by topic
+/// id, librdkafka's Fetch v16, as by name).
+#[test]
+fn a_rewind_makes_a_consumer_read_records_it_was_given_again_from_the_partitions_start() {
+    for brokers in [1, 3] {
+        let broker = Broker::cluster(brokers);
+        let topic = "rewound";
+        let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", &broker.address).create().unwrap();
+        for i in 0..5 {
+            producer.send(BaseRecord::<(), _>::to(topic).partition(0).payload(&format!("r{i}"))).unwrap();
+        }
+        producer.flush(Duration::from_secs(20)).unwrap();
+        let reader: BaseConsumer<Logged> = config(&broker, "rewound-g")
+            .set("auto.offset.reset", "earliest")
+            .create_with_context(Logged::default())
+            .unwrap();
+        reader.assign(&at(topic, 3)).unwrap();
+        let mut given = Vec::new();
+        let mut read_until = |what: &str, done: &dyn Fn(&[i64]) -> bool| {
+            let read = stays_false(Duration::from_secs(30), || {
+                if let Some(Ok(m)) = reader.poll(Duration::from_millis(50)) {
+                    given.push(m.offset());
+                }
+                done(&given)
+            });
+            let said = reader.context().0.lock().map(|l| l.join("\n")).unwrap_or_default();
+            assert!(!read, "{brokers} broker(s): {what} within 30 s; given {given:?}; librdkafka said:\n{said}");
+        };
+        read_until("offsets 3 and 4 given", &|g| g == [3, 4]);
+        let said = broker.event(&format!("rewind {topic} 0"));
+        assert_eq!(said, format!("the next fetch of partition 0 of {topic} is answered OFFSET_OUT_OF_RANGE"));
+        assert!(broker.event("describe").ends_with(&format!("; rewinds {topic}/0")));
+        read_until("the partition given again from its start", &|g| g.len() >= 7);
+        assert_eq!(given, [3, 4, 0, 1, 2, 3, 4], "{brokers} broker(s)");
+        assert!(!broker.event("describe").contains("rewinds"), "served once");
+        let refused = |event: &str| {
+            let (code, out) = run(&["dev-broker", "event", "--control", broker.control_path(), event]);
+            assert_ne!(code, 0, "{event}: {out}");
+            out
+        };
+        assert!(refused(&format!("rewind {topic} 9")).contains("no partition 9"));
+        assert!(refused("rewind nowhere 0").contains("no partition 0 of topic \"nowhere\""));
+        assert!(refused(&format!("rewind {topic}")).contains("rewind needs TOPIC PARTITION"));
     }
 }

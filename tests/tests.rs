@@ -20,6 +20,7 @@ mod layers;
 mod leader_file;
 mod metrics;
 mod pause;
+mod rewind;
 mod roles;
 mod sasl;
 mod schedule;

@@ -50,6 +50,11 @@ pub enum Event {
     /// Refuse (`denied`) or allow CreatePartitions on a topic, as an ACL
     /// for ALTER on it, revoked or granted, does.
     Alter { topic: String, denied: bool },
+    /// Answer the next Fetch of a partition, from any client, with
+    /// OFFSET_OUT_OF_RANGE and no records, as a broker answers a fetch
+    /// past the log end it knows (a new leader whose log lags); later
+    /// fetches are served as before ([`crate::rewinds`]).
+    Rewind { topic: String, partition: i32 },
     /// Say how the cluster stands.
     Describe,
     /// Say how many requests each client sent, by API, since the start
@@ -64,7 +69,8 @@ pub const CRASH_NOTICED_AFTER: std::time::Duration = std::time::Duration::from_s
 /// The control socket's grammar, one event per line.
 pub const GRAMMAR: &str = "leader TOPIC PARTITION BROKER | offline TOPIC PARTITION | coordinator BROKER | \
                            stop BROKER | crash BROKER [DURATION] | start BROKER | cut CLIENT BROKER | \
-                           heal [CLIENT [BROKER]] | deny-alter TOPIC | allow-alter TOPIC | describe | requests";
+                           heal [CLIENT [BROKER]] | deny-alter TOPIC | allow-alter TOPIC | rewind TOPIC PARTITION | \
+                           describe | requests";
 
 impl Event {
     /// Reads one line of the control socket's grammar ([`GRAMMAR`]).
@@ -91,6 +97,7 @@ impl Event {
             ["heal", client, b] => Event::Heal { client: Some(client.to_string()), broker: Some(broker(b)?) },
             ["deny-alter", topic] => Event::Alter { topic: topic.to_string(), denied: true },
             ["allow-alter", topic] => Event::Alter { topic: topic.to_string(), denied: false },
+            ["rewind", topic, p] => Event::Rewind { topic: topic.to_string(), partition: partition(p)? },
             ["describe"] => Event::Describe,
             ["requests"] => Event::Requests,
             [name, ..] => {
@@ -357,6 +364,10 @@ mod tests {
         assert_eq!(Event::parse("stop").unwrap_err(), "stop needs BROKER");
         assert_eq!(Event::parse("leader t 0").unwrap_err(), "leader needs TOPIC PARTITION BROKER");
         assert_eq!(Event::parse("describe extra").unwrap_err(), "describe takes no arguments");
+        assert_eq!(Event::parse(" rewind  g.neli 3 "), Ok(Event::Rewind { topic: "g.neli".into(), partition: 3 }));
+        assert_eq!(Event::parse("rewind g.neli").unwrap_err(), "rewind needs TOPIC PARTITION");
+        assert_eq!(Event::parse("rewind g.neli 0 1").unwrap_err(), "rewind needs TOPIC PARTITION");
+        assert_eq!(Event::parse("rewind g.neli x").unwrap_err(), "\"x\" is not a partition number");
         assert_eq!(Event::parse("requests"), Ok(Event::Requests));
         assert!(Event::parse("").unwrap_err().contains("events: leader TOPIC"));
     }

@@ -198,7 +198,15 @@ pub fn apply(shared: &Arc<Shared>, event: Event) -> Result<String, String> {
             cluster.deny_alter(&topic, denied);
             format!("partitions of {topic} may {}be added", if denied { "not " } else { "" })
         }
-        Event::Describe => cluster.describe(),
+        Event::Rewind { topic, partition } => {
+            cluster.has_partition(&topic, partition)?;
+            shared.rewinds.ask(&topic, partition);
+            format!("the next fetch of partition {partition} of {topic} is answered OFFSET_OUT_OF_RANGE")
+        }
+        Event::Describe => match shared.rewinds.pending() {
+            pending if pending.is_empty() => cluster.describe(),
+            pending => format!("{}; rewinds {}", cluster.describe(), pending.join(" ")),
+        },
         // A question, asked often (neli-bench): not logged as an event.
         Event::Requests => return Ok(shared.requests.lines()),
     };

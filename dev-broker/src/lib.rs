@@ -20,7 +20,8 @@
 //! partition leaders spread, and the Kafka-timed coordinator on one broker
 //! (the others answer NOT_COORDINATOR). `--control PATH` takes cluster
 //! events on demand ([`cluster::Event`]: move a leader or the coordinator,
-//! stop or crash a broker and start it, cut one client from one broker).
+//! stop or crash a broker and start it, cut one client from one broker,
+//! answer a partition's next fetch out of range), with one broker too.
 //!
 //! SIGUSR1 and SIGUSR2 take every broker down and up again, as Kafka brokers
 //! restarting over their logs: while down every connection is closed and new
@@ -38,6 +39,7 @@
 //! [`cluster`] (brokers up, leaders, coordinator, cuts) and [`control`]
 //! (events on demand), [`mock_groups`] (what group requests to the mock
 //! need), [`group`] (Kafka's group coordinator, with Kafka's timing),
+//! [`rewinds`] (fetches answered out of range on demand),
 //! [`topics`] (topic creation as Kafka does it), [`sasl`] (the login),
 //! [`requests`] (every request counted by client and API, for `requests`
 //! on the control socket) and [`wire`] (the few pieces of the wire format
@@ -58,6 +60,7 @@ mod mock_groups;
 mod partitions;
 mod relay;
 mod requests;
+mod rewinds;
 mod sasl;
 mod topics;
 mod wire;
@@ -206,9 +209,20 @@ async fn serve(
     let cluster = Cluster::new(BrokerId::from(args.brokers));
     let (pending, wakes) = Default::default();
     let requests = Default::default();
-    let shown = fetch::Shown::default();
-    let shared =
-        Arc::new(Shared { mock, cluster, advertised, backends, pending, users, coordinator, wakes, shown, requests });
+    let (shown, rewinds) = (fetch::Shown::default(), Default::default());
+    let shared = Arc::new(Shared {
+        mock,
+        cluster,
+        advertised,
+        backends,
+        pending,
+        users,
+        coordinator,
+        wakes,
+        shown,
+        requests,
+        rewinds,
+    });
     for (broker, listener) in (1..).zip(listeners) {
         tokio::spawn(accept(listener, broker, shared.clone()));
     }

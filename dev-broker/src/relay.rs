@@ -12,12 +12,13 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use crate::cluster::{BrokerId, Cluster};
 use crate::mock::{Backend, Inner, Mock};
 use crate::mock_groups::Pending;
 use crate::requests::Requests;
+use crate::rewinds::Rewinds;
 use crate::wire::{self, Header, API_VERSIONS, CREATE_TOPICS, FETCH, METADATA, PRODUCE};
 use crate::{fetch, group, partitions, sasl, topics};
 
@@ -43,6 +44,8 @@ pub struct Shared {
     /// Every request received, by client.id and API (`requests` on the
     /// control socket).
     pub requests: Requests,
+    /// The fetches to answer out of range (`rewind` on the control socket).
+    pub rewinds: Rewinds,
 }
 
 impl Shared {
@@ -200,6 +203,7 @@ where
             };
             match conn.route(&frame, &edits).await {
                 Route::Forward => write_frame(&mut broker_tx, &frame).await?,
+                Route::ForwardAs(other) => write_frame(&mut broker_tx, &other).await?,
                 // Nothing more is read from the client until it is answered.
                 Route::Park(fetch) => match park(&fetch, &mut broker_tx, &edits, &shared.wakes, &shared.shown).await? {
                     Some(answer) => respond(answer).await?,
@@ -319,6 +323,8 @@ async fn ask(
 enum Route {
     /// Pass it on to the mock as it is.
     Forward,
+    /// Pass this on to the mock instead.
+    ForwardAs(Vec<u8>),
     /// Park it (a Fetch): see [`park`].
     Park(fetch::Parked),
     /// Answer it here.
@@ -385,6 +391,9 @@ impl Connection<'_> {
         let mock = &self.shared.mock;
         match header.api_key {
             FETCH => {
+                if let Some(rewound) = self.shared.rewinds.take(&header) {
+                    return self.rewind(&header, rewound, edits);
+                }
                 if let Some(parked) = fetch::Parked::parse(&header) {
                     return Route::Park(parked);
                 }
@@ -441,6 +450,26 @@ impl Connection<'_> {
         }
         Route::Forward
     }
+
+    /// A Fetch some of whose partitions are answered out of range
+    /// ([`crate::rewinds`]): Kafka answers an error at once, so the mock
+    /// is asked with MaxWaitMs 0 (its answer for the others stands), and
+    /// its answer is rewritten for those partitions.
+    fn rewind(&self, header: &Header, rewound: Vec<fetch::Asked>, edits: &Edits) -> Route {
+        for asked in &rewound {
+            let topic = self.shared.rewinds.name(&asked.topic);
+            let (partition, offset, client) = (asked.partition, asked.offset, &header.client_id);
+            info!(
+                "rewind: {client}'s fetch of partition {partition} of {topic} from offset {offset} answered OFFSET_OUT_OF_RANGE"
+            );
+        }
+        let keys = rewound.into_iter().map(|a| a.key).collect();
+        edits.rewound.lock().expect("lock").insert(header.correlation, (header.version, keys));
+        match fetch::Parked::parse(header) {
+            Some(parked) => Route::ForwardAs(parked.probe),
+            None => Route::Forward,
+        }
+    }
 }
 
 /// The requests of one connection whose responses the forwarder edits, by
@@ -461,6 +490,9 @@ struct Edits {
     /// parked fetches (the mock has the records by then). The mock answers
     /// every Produce, one with acks 0 too (to which Kafka sends nothing).
     produces: std::sync::Mutex<std::collections::HashMap<i32, u64>>,
+    /// The Fetch requests answered out of range for some partitions
+    /// (correlation id -> version, partitions).
+    rewound: std::sync::Mutex<std::collections::HashMap<i32, (i16, Vec<fetch::PartitionKey>)>>,
 }
 
 impl Edits {
@@ -486,12 +518,16 @@ impl Edits {
             }
         }
         if let Some(version) = correlation.and_then(|c| self.metadata.lock().expect("lock").remove(&c)) {
+            shared.rewinds.learn(&frame, version);
             frame = topics::name_controller(&frame, version).unwrap_or(frame);
             if let Some(spare) = shared.mock.spare {
                 frame = topics::hide_broker(&frame, version, spare).unwrap_or(frame);
             }
             frame = topics::deny_topics(&frame, version, &shared.mock.denied).unwrap_or(frame);
             frame = partitions::trim(&frame, version, |topic| shared.cluster.partitions(topic)).unwrap_or(frame);
+        }
+        if let Some((version, keys)) = correlation.and_then(|c| self.rewound.lock().expect("lock").remove(&c)) {
+            frame = fetch::out_of_range(&frame, version, &keys).unwrap_or(frame);
         }
         frame
     }

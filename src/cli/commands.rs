@@ -483,7 +483,13 @@ pub enum DevBrokerEvent {
     ///   deny-alter TOPIC                refuse CreatePartitions on it, as
     ///                                   an ACL for ALTER revoked does;
     ///   allow-alter TOPIC               allow it again (the default);
-    ///   describe                        brokers, coordinator, leaders, cuts;
+    ///   rewind TOPIC PARTITION          answer the next fetch of the
+    ///                                   partition (any client's)
+    ///                                   OFFSET_OUT_OF_RANGE, as a broker
+    ///                                   whose log lags: the client resets
+    ///                                   its position (auto.offset.reset);
+    ///   describe                        brokers, coordinator, leaders, cuts,
+    ///                                   rewinds not yet served;
     ///   requests                        the requests each client sent since
     ///                                   the start, by API: one line
     ///                                   `CLIENT API COUNT` each, sorted by

@@ -64,7 +64,7 @@ pub struct Gathered {
 
 /// A partition as a fetch names it: its topic's key (`topic_key`, as its
 /// bytes) and its index.
-type PartitionKey = (Vec<u8>, i32);
+pub type PartitionKey = (Vec<u8>, i32);
 
 /// What one probe's answer says about the gathering.
 #[derive(Debug, PartialEq, Eq)]
@@ -84,60 +84,18 @@ impl Parked {
     /// MaxWaitMs > 0 (Kafka answers one of 0 at once, and so does the
     /// mock). None for anything else, which goes to the mock as it is.
     pub fn parse(header: &Header) -> Option<Parked> {
-        let v = header.version;
-        if header.api_key != FETCH || !VERSIONS.contains(&v) {
-            return None;
-        }
-        let flexible = v >= 12;
-        let mut r = header.body.clone();
-        if v <= 14 {
-            r.i32()?; // ReplicaId (a field of ReplicaState, tagged, from v15)
-        }
-        let at = r.at;
-        let (max_wait, min_bytes) = (r.i32()?, r.i32()?);
-        // MaxBytes (v3+), IsolationLevel (v4+), SessionId and SessionEpoch (v7+).
-        r.skip(if v >= 3 { 4 } else { 0 } + if v >= 4 { 1 } else { 0 } + if v >= 7 { 8 } else { 0 })?;
-        // Partition, CurrentLeaderEpoch (v9+), FetchOffset,
-        // LastFetchedEpoch (v12+), LogStartOffset (v5+), PartitionMaxBytes.
-        let partition =
-            4 + if v >= 9 { 4 } else { 0 } + 8 + if v >= 12 { 4 } else { 0 } + if v >= 5 { 8 } else { 0 } + 4;
-        let mut partitions = 0;
-        let mut offsets = Vec::new();
-        for _ in 0..array_len(&mut r, flexible)? {
-            let key = key_bytes(&mut r, v)?;
-            let n = array_len(&mut r, flexible)?;
-            partitions += n;
-            for _ in 0..n {
-                let index = r.clone().i32()?;
-                offsets.push(((key.clone(), index), r.at + 4 + if v >= 9 { 4 } else { 0 }));
-                r.skip(partition)?;
-                tags(&mut r, flexible)?;
-            }
-            tags(&mut r, flexible)?;
-        }
-        if v >= 7 {
-            // ForgottenTopicsData: a topic and its partitions' indexes.
-            for _ in 0..array_len(&mut r, flexible)? {
-                topic_key(&mut r, v)?;
-                let n = array_len(&mut r, flexible)?;
-                r.skip(usize::try_from(n).ok()?.checked_mul(4)?)?;
-                tags(&mut r, flexible)?;
-            }
-        }
-        if v >= 11 {
-            r.string_in(flexible)?; // RackId
-        }
-        tags(&mut r, flexible)?;
-        if max_wait <= 0 || !r.rest().is_empty() {
+        let read = Request::read(header)?;
+        if read.max_wait <= 0 {
             return None;
         }
         let mut probe = header.body.buf.to_vec();
-        probe[at..at + 4].copy_from_slice(&0i32.to_be_bytes());
+        probe[read.max_wait_at..read.max_wait_at + 4].copy_from_slice(&0i32.to_be_bytes());
         // Kafka answers at once when it has MinBytes, 0 included, or when
         // nothing is asked for (ReplicaManager.fetchMessages).
-        let wants = if partitions == 0 { 0 } else { u64::try_from(min_bytes).unwrap_or(0) };
-        let max_wait = Duration::from_millis(max_wait as u64);
-        Some(Parked { version: v, correlation: header.correlation, max_wait, wants, probe, offsets })
+        let wants = if read.offsets.is_empty() { 0 } else { u64::try_from(read.min_bytes).unwrap_or(0) };
+        let max_wait = Duration::from_millis(read.max_wait as u64);
+        let (version, correlation, offsets) = (header.version, header.correlation, read.offsets);
+        Some(Parked { version, correlation, max_wait, wants, probe, offsets })
     }
 
     /// Nothing gathered yet: the first probe asks from the fetch's offsets.
@@ -216,6 +174,65 @@ impl Parked {
     }
 }
 
+/// What the forwarder reads of a Fetch request.
+struct Request {
+    /// Where MaxWaitMs is in the frame.
+    max_wait_at: usize,
+    max_wait: i32,
+    min_bytes: i32,
+    /// Each partition asked for, and where its FetchOffset is in the frame.
+    offsets: Vec<(PartitionKey, usize)>,
+}
+
+impl Request {
+    /// A Fetch of a version read here, whose whole body reads; None for
+    /// anything else.
+    fn read(header: &Header) -> Option<Request> {
+        let v = header.version;
+        if header.api_key != FETCH || !VERSIONS.contains(&v) {
+            return None;
+        }
+        let flexible = v >= 12;
+        let mut r = header.body.clone();
+        if v <= 14 {
+            r.i32()?; // ReplicaId (a field of ReplicaState, tagged, from v15)
+        }
+        let max_wait_at = r.at;
+        let (max_wait, min_bytes) = (r.i32()?, r.i32()?);
+        // MaxBytes (v3+), IsolationLevel (v4+), SessionId and SessionEpoch (v7+).
+        r.skip(if v >= 3 { 4 } else { 0 } + if v >= 4 { 1 } else { 0 } + if v >= 7 { 8 } else { 0 })?;
+        // Partition, CurrentLeaderEpoch (v9+), FetchOffset,
+        // LastFetchedEpoch (v12+), LogStartOffset (v5+), PartitionMaxBytes.
+        let partition =
+            4 + if v >= 9 { 4 } else { 0 } + 8 + if v >= 12 { 4 } else { 0 } + if v >= 5 { 8 } else { 0 } + 4;
+        let mut offsets = Vec::new();
+        for _ in 0..array_len(&mut r, flexible)? {
+            let key = key_bytes(&mut r, v)?;
+            for _ in 0..array_len(&mut r, flexible)? {
+                let index = r.clone().i32()?;
+                offsets.push(((key.clone(), index), r.at + 4 + if v >= 9 { 4 } else { 0 }));
+                r.skip(partition)?;
+                tags(&mut r, flexible)?;
+            }
+            tags(&mut r, flexible)?;
+        }
+        if v >= 7 {
+            // ForgottenTopicsData: a topic and its partitions' indexes.
+            for _ in 0..array_len(&mut r, flexible)? {
+                topic_key(&mut r, v)?;
+                let n = array_len(&mut r, flexible)?;
+                r.skip(usize::try_from(n).ok()?.checked_mul(4)?)?;
+                tags(&mut r, flexible)?;
+            }
+        }
+        if v >= 11 {
+            r.string_in(flexible)?; // RackId
+        }
+        tags(&mut r, flexible)?;
+        r.rest().is_empty().then_some(Request { max_wait_at, max_wait, min_bytes, offsets })
+    }
+}
+
 /// What the forwarder reads of a Fetch response.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Response {
@@ -235,6 +252,8 @@ struct Part {
     partition: PartitionKey,
     /// It has records past the last one returned.
     held_back: bool,
+    /// Where its fields after its index start (its ErrorCode).
+    entry: usize,
     /// Where its Records field is in the frame, its length included.
     field: std::ops::Range<usize>,
     /// Where its record bytes are in the frame.
@@ -263,6 +282,7 @@ impl Response {
             let key = key_bytes(&mut r, v)?;
             for _ in 0..array_len(&mut r, flexible)? {
                 let index = r.i32()?;
+                let entry = r.at;
                 read.at_once |= r.i16()? != 0;
                 let high_watermark = r.i64()?;
                 // LastStableOffset (v4+), LogStartOffset (v5+).
@@ -284,7 +304,7 @@ impl Response {
                 read.held_back |= held_back;
                 let at = r.at - records.len();
                 let partition = (key.clone(), index);
-                read.parts.push(Part { partition, held_back, field: field..r.at, records: at..r.at, end });
+                read.parts.push(Part { partition, held_back, entry, field: field..r.at, records: at..r.at, end });
                 tags(&mut r, flexible)?;
             }
             tags(&mut r, flexible)?;
@@ -545,5 +565,8 @@ impl Wakes {
     }
 }
 
+mod rewind;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
+
+pub use rewind::{asked, out_of_range, Asked, Topic};

@@ -1,3 +1,4 @@
+use super::rewind::{self, Asked};
 use super::*;
 use crate::wire::{put_string, put_uvarint};
 
@@ -25,7 +26,7 @@ fn topic(out: &mut Vec<u8>, version: i16) {
 /// A Fetch request as a client writes it: one topic, `partitions`
 /// partitions (fetch offsets 0, 1, ...), a forgotten topic from v7 and
 /// a rack from v11.
-fn request(version: i16, max_wait: i32, min_bytes: i32, partitions: usize) -> Vec<u8> {
+pub(crate) fn request(version: i16, max_wait: i32, min_bytes: i32, partitions: usize) -> Vec<u8> {
     let v = version;
     let flexible = v >= 12;
     let mut f = FETCH.to_be_bytes().to_vec();
@@ -431,4 +432,69 @@ async fn a_write_before_or_while_waiting_ends_the_wait() {
     let seen = produced.mark();
     let soon = Instant::now() + Duration::from_millis(10);
     tokio::time::timeout(Duration::from_secs(10), produced.wait_past(seen, soon)).await.expect("at the deadline");
+}
+
+/// The topic's key in `version`'s requests and responses (`key_bytes`).
+fn key(version: i16) -> Vec<u8> {
+    let mut out = Vec::new();
+    topic(&mut out, version);
+    out
+}
+
+#[test]
+fn a_fetch_says_which_partitions_it_asks_for_from_which_offsets() {
+    for version in VERSIONS_READ {
+        let frame = request(version, 500, 1, 2);
+        let asked = rewind::asked(&Header::parse(&frame).unwrap()).unwrap_or_else(|| panic!("v{version} read"));
+        let topic = match version {
+            13.. => rewind::Topic::Id(TOPIC_ID),
+            _ => rewind::Topic::Name("t".into()),
+        };
+        let want: Vec<Asked> = (0..2)
+            .map(|p| Asked { topic: topic.clone(), partition: p, offset: i64::from(p), key: (key(version), p) })
+            .collect();
+        assert_eq!(asked, want, "v{version}");
+        // MaxWaitMs 0 (a fetch not parked) is read all the same.
+        assert_eq!(rewind::asked(&Header::parse(&request(version, 0, 1, 2)).unwrap()), Some(want), "v{version}");
+        assert_eq!(rewind::asked(&Header::parse(&frame[..frame.len() - 1]).unwrap()), None, "v{version}: cut short");
+    }
+}
+
+#[test]
+fn a_rewound_partition_is_answered_out_of_range_as_kafka_answers_and_the_others_as_they_were() {
+    for version in VERSIONS_READ {
+        let (first, second) = (batch(0, 3, 70), batch(5, 2, 61));
+        let parts = [
+            Part { error: 0, high_watermark: 3, records: Some(&first) },
+            Part { error: 0, high_watermark: 7, records: Some(&second) },
+        ];
+        let frame = response(version, 0, &parts);
+        let out = out_of_range(&frame, version, &[(key(version), 1)]).unwrap_or_else(|| panic!("v{version}"));
+        let read = Response::read(&out, version).unwrap_or_else(|| panic!("v{version}: the answer reads whole"));
+        assert!(read.at_once, "v{version}: an error is answered at once");
+        let [kept, rewound] = &read.parts[..] else { panic!("v{version}: two partitions") };
+        assert_eq!(&out[kept.records.clone()], &first[..], "v{version}: partition 0 as it was");
+        assert_eq!(&out[..rewound.entry], &frame[..rewound.entry], "v{version}: all before partition 1 as it was");
+        let mut r = Reader { buf: &out, at: rewound.entry };
+        assert_eq!((r.i16(), r.i64()), (Some(1), Some(-1)), "v{version}: OFFSET_OUT_OF_RANGE, high watermark -1");
+        if version >= 4 {
+            assert_eq!(r.i64(), Some(-1), "v{version}: last stable offset");
+        }
+        if version >= 5 {
+            assert_eq!(r.i64(), Some(-1), "v{version}: log start offset");
+        }
+        if version >= 4 {
+            let null = if version >= 12 { r.uvarint() == Some(0) } else { r.i32() == Some(-1) };
+            assert!(null, "v{version}: no aborted transactions");
+        }
+        if version >= 11 {
+            assert_eq!(r.i32(), Some(-1), "v{version}: no preferred read replica");
+        }
+        assert_eq!((rewound.field.start, rewound.records.len()), (r.at, 0), "v{version}: no records");
+        assert_eq!(out[rewound.field.clone()], if version >= 12 { vec![1] } else { vec![0; 4] }, "v{version}: empty");
+        let twice = out_of_range(&frame, version, &[(key(version), 0), (key(version), 1)]).unwrap();
+        assert!(Response::read(&twice, version).unwrap().parts.iter().all(|p| p.records.is_empty()), "v{version}");
+        assert_eq!(out_of_range(&frame, version, &[(key(version), 2)]), None, "v{version}: not asked for");
+        assert_eq!(out_of_range(&frame[..frame.len() - 1], version, &[(key(version), 1)]), None, "v{version}");
+    }
 }

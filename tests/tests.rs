@@ -8,6 +8,7 @@ mod cli;
 mod cluster;
 mod crontab;
 mod daemons;
+mod daylight_saving;
 mod detector;
 mod dev_broker;
 mod docs;

@@ -69,6 +69,8 @@ fn a_new_owner_given_the_previous_owners_records_again_keeps_its_command() {
     let log = b.log();
     let reset_line = log.lines().find(|l| l.contains("offset reset")).unwrap_or_default();
     assert!(kept && !log.contains("fencing"), "b fenced itself on a's records given again ({reset_line}):\n{log}");
+    // It was given them again, and said so once.
+    assert_eq!(log.matches("read again from an earlier offset").count(), 1, "{log}");
     assert_eq!(g.starts(), [("a".to_string(), g.starts()[0].1), ("b".to_string(), token)], "b's command started once");
     assert!(g.lock_held(), "b's command still runs");
     g.assert_no_overlap();

@@ -20,6 +20,7 @@ mod layers;
 mod leader_file;
 mod metrics;
 mod pause;
+mod reload;
 mod roles;
 mod sasl;
 mod schedule;

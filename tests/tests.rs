@@ -21,6 +21,7 @@ mod layers;
 mod leader_file;
 mod metrics;
 mod pause;
+mod reload;
 mod rewind;
 mod roles;
 mod sasl;

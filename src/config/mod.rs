@@ -186,6 +186,7 @@ fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
         starting_deadline,
         retry: None,
         overlap: None,
+        since: None,
     }))
 }
 

@@ -49,9 +49,14 @@ impl Config {
                         starting_deadline: job.starting_deadline,
                         retry: job.retry,
                         overlap: job.overlap,
+                        since: None,
                     };
                     let max_runtime = job.max_runtime.or(bound);
-                    (p, crate::leader::Job { name: job.name.clone(), schedule, max_runtime })
+                    let when = match &job.zone {
+                        Some(zone) => format!("{} in {zone}", job.when),
+                        None => job.when.clone(),
+                    };
+                    (p, crate::leader::Job { name: job.name.clone(), when, schedule, max_runtime })
                 })
                 .collect(),
         );

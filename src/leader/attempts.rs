@@ -195,8 +195,11 @@ impl Seat {
             (Plan::Start(ready), Child::Idle, _) => self
                 .next_run(v, ready, v.latest)
                 .map(|n| NextRun { at_ms: n.not_before.map_or(n.due, |at| at.max(n.due)), retry: n.retry }),
+            // (A run of the line before a reload is followed by the new
+            // line's first due time after it.)
             (_, Child::Running, Some(Attempt { due: Some(due), .. })) => {
-                schedule.calendar.after(*due).map(|at_ms| NextRun { at_ms, retry: false })
+                let after = schedule.since.map_or(*due, |since| since.max(*due));
+                schedule.calendar.after(after).map(|at_ms| NextRun { at_ms, retry: false })
             }
             _ => None,
         }

@@ -123,6 +123,10 @@ pub struct Settings {
 #[derive(Clone, Debug)]
 pub struct Job {
     pub name: String,
+    /// Its due times as its line writes them, with their zone: a crontab
+    /// read again whose line for the job says otherwise changed them
+    /// (`Leader::set_jobs`).
+    pub when: String,
     pub schedule: Schedule,
     pub max_runtime: Option<Duration>,
 }

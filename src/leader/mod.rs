@@ -357,19 +357,30 @@ impl Leader {
         self.spans = RoleSpans::new(&self.settings);
     }
 
-    /// A crontab read again: `jobs` by their partitions. A job changed runs
-    /// by its new line from its next due time; one added to a seat is ready
-    /// from now (a due time before is not its to miss); one removed starts
-    /// no more runs (a run going on ends as it would), and its partition
-    /// goes on holding it (our records still name it).
-    pub fn set_jobs(&mut self, jobs: BTreeMap<Partition, Job>) {
-        let now = self.now;
+    /// A crontab read again at `now`: `jobs` by their partitions. A job
+    /// whose due times changed runs by its new line from its next due time
+    /// after `now`; one added to a seat is ready from now; of either,
+    /// nothing due at or before `now` runs, missed or not (see
+    /// `Schedule::since`: the runs on record were the old line's, or
+    /// another job's of the name). A job whose due times stayed keeps
+    /// them, each one run once. One removed starts no more runs (a run
+    /// going on ends as it would), and its partition goes on holding it
+    /// (our records still name it).
+    pub fn set_jobs(&mut self, mut jobs: BTreeMap<Partition, Job>, now: BootTime) {
+        let changed_at = self.anchor.wall_ms_at(now);
+        for (partition, job) in &mut jobs {
+            let old = self.settings.jobs.as_ref().and_then(|old| old.get(partition));
+            job.schedule.since = match old.filter(|old| old.name == job.name) {
+                Some(old) if old.when == job.when => old.schedule.since,
+                _ => Some(changed_at),
+            };
+        }
         for (partition, seat) in &mut self.seats {
             let Some(job) = jobs.get(partition) else { continue };
             if self.settings.job_on(*partition) != Some(job.name.as_str()) {
                 seat.job = Some(job.name.clone());
                 if let seat::Plan::Start(_) = seat.plan {
-                    seat.plan = seat::Plan::Start(now);
+                    seat.plan = seat::Plan::Start(now.max(self.now));
                 }
             }
         }

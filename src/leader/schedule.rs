@@ -54,6 +54,13 @@ pub struct Schedule {
     /// What due times that come while a run goes on do; None: they are
     /// missed, as when nobody ran them, and follow `missed`.
     pub overlap: Option<Overlap>,
+    /// When the due times changed (wall-clock ms): a crontab read again
+    /// gave the job another line then, or added it (`Leader::set_jobs`).
+    /// Nothing due at or before it runs, missed or not: the runs the
+    /// records name before it were the old line's, and the new line's due
+    /// times before it were nobody's. None: the line the member started
+    /// with, whose every due time counts.
+    pub since: Option<u64>,
 }
 
 /// What a due time that comes while the previous run goes on does (a
@@ -100,8 +107,12 @@ impl Schedule {
     /// `last`: the newest run the group's records name (it ended if it has
     /// a status, else it was cut short). With no run on record (a new
     /// group, or one whose records all expired) nothing counts as missed.
-    /// (`ready` and `now` in wall-clock ms.)
+    /// A line changed since the newest run counts from its change
+    /// (`since`), as from a run that ended then. (`ready` and `now` in
+    /// wall-clock ms.)
     pub fn next(&self, last: Option<&Attempt>, ready: u64, now: u64) -> Option<Next> {
+        let change = self.change_after(last);
+        let last = change.as_ref().or(last);
         let deadline = self.starting_deadline.map(millis);
         // A due time that passed more than the deadline ago is skipped.
         let fits = |due: u64| deadline.is_none_or(|d| now <= due.saturating_add(d));
@@ -148,6 +159,30 @@ impl Schedule {
             due = due.max(self.at_or_after(earliest)?);
         }
         Some(Next { due, missed: false, retry: false, not_before: None })
+    }
+
+    /// The change of line (`since`) as a run of that moment that ended
+    /// then, if it came after the newest run (its due time, or the latest
+    /// that came while it went on): the due times at or before it are
+    /// neither missed nor run again (the old line's run, cut short or
+    /// failed, included), and the new line's next due time after it is.
+    fn change_after(&self, last: Option<&Attempt>) -> Option<Attempt> {
+        let since = self.since?;
+        let done = last.and_then(|last| self.during(last).or(last.due));
+        if done.is_some_and(|done| done > since) {
+            return None;
+        }
+        let code = Some(0);
+        Some(Attempt {
+            wave_ms: since,
+            wave_token: 0,
+            number: 1,
+            token: 0,
+            code,
+            by: None,
+            due: Some(since),
+            ended: Some(since),
+        })
     }
 
     /// The latest due time that came while `last` went on, if it ended by
@@ -202,6 +237,7 @@ mod tests {
             starting_deadline: deadline.map(Duration::from_secs),
             retry: None,
             overlap: None,
+            since: None,
         }
     }
 
@@ -346,6 +382,42 @@ mod tests {
         let late =
             Schedule { starting_deadline: Some(Duration::from_secs(3)), ..with(Some(Overlap::Queue), Missed::Once) };
         assert_eq!(next(&late, long(Some(0)), 45, 45), Some((50, 50, false)));
+    }
+
+    #[test]
+    fn a_line_changed_after_the_newest_run_counts_from_the_change() {
+        // "0 3 * * *" ran on 2026-11-28 at 03:00 UTC; at 02:30 on the 29th
+        // it became "0 2 * * *": not 02:00 that day, but the 30th's.
+        let utc = crate::calendar::Zone::Named(chrono_tz::UTC);
+        let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).expect("a time").timestamp_millis() as u64;
+        let calendar = Arc::new(crate::calendar::Cron::new("0 2 * * *", utc).expect("a cron line"));
+        let at_3 = Attempt { due: Some(at("2026-11-28T03:00:00Z")), ..ran(0, Some(0)) };
+        let (change, ready) = (at("2026-11-29T02:30:00Z"), at("2026-11-28T03:00:01Z"));
+        for missed in [Missed::Skip, Missed::Once, Missed::All] {
+            let line = Schedule { calendar: calendar.clone(), since: Some(change), ..every_10s(missed, None) };
+            let n = line.next(Some(&at_3), ready, change + 1).expect("a next run");
+            assert_eq!((n.due, n.missed), (at("2026-11-30T02:00:00Z"), false), "{missed:?}");
+            // Before the fix: the 29th's 02:00, at once.
+            let unchanged = Schedule { since: None, ..line };
+            assert_eq!(unchanged.next(Some(&at_3), ready, change + 1).map(|n| n.due), Some(at("2026-11-29T02:00:00Z")));
+        }
+        // every 10 s from 45 (the run of 20 cut short, or failed with a
+        // retry waiting): neither is run again, nor 30 or 40; 50 is next.
+        let retry = Some(Retry { times: 3, delay: Duration::from_secs(1) });
+        for last in [ran(20, None), Attempt { ended: Some(s(21)), ..ran(20, Some(1)) }] {
+            for missed in [Missed::Skip, Missed::Once, Missed::All] {
+                let line = Schedule { retry, since: Some(s(45)), ..every_10s(missed, None) };
+                assert_eq!(next(&line, Some(last.clone()), 46, 46), Some((50, 50, false)), "{missed:?} {last:?}");
+                // A due time after the change that nobody ran is missed.
+                assert_eq!(
+                    next(&line, Some(last.clone()), 56, 56).map(|n| n.0),
+                    Some(if missed == Missed::Skip { 60 } else { 50 })
+                );
+            }
+        }
+        // A run after the change is the newest: the change says no more.
+        let line = Schedule { since: Some(s(45)), ..every_10s(Missed::All, None) };
+        assert_eq!(next(&line, Some(ran(50, Some(0))), 75, 75), Some((60, 75, false)));
     }
 
     #[test]

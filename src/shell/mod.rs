@@ -336,7 +336,7 @@ impl Shell {
         let jobs = cfg.leader.jobs.clone().unwrap_or_default();
         let names: Vec<&str> = jobs.values().map(|job| job.name.as_str()).collect();
         info!(jobs = ?names, "crontab read again");
-        self.core.set_jobs(jobs);
+        self.core.set_jobs(jobs, BootTime::now());
         for (&partition, seat) in &mut self.seats {
             seat.child.set_command(cfg, partition);
         }

@@ -264,6 +264,7 @@ fn scheduled(period_ms: u64) -> Settings {
             starting_deadline: None,
             retry: None,
             overlap: None,
+            since: None,
         }),
         ..settings(Restart::Never)
     }
@@ -658,6 +659,7 @@ fn due_times_a_forward_step_passes_over_are_missed_and_follow_missed() {
                 starting_deadline: None,
                 retry: None,
                 overlap: None,
+                since: None,
             }),
             ..settings(Restart::Never)
         };

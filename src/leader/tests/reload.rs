@@ -1,0 +1,233 @@
+//! A fleet crontab read again (`Leader::set_jobs`): a job whose line
+//! changed runs by the new line from its first due time after the reload,
+//! whatever `missed=` says; none of the new line's due times before the
+//! reload runs, on the member that read it nor on a member that takes the
+//! job over after it. A job whose line stayed keeps its due times exactly.
+
+use std::collections::BTreeMap;
+
+use super::*;
+
+/// Our job's partition ("billing"); P holds "steady" when a test gives it one.
+const Q: Partition = 1;
+
+/// A day of 10 s whose due time is `at` ms into it (on the wall clock,
+/// from the epoch: WALL is a multiple of the day): a daily job, shortened.
+#[derive(Debug)]
+struct Daily {
+    at: u64,
+}
+
+const DAY: u64 = 10_000;
+
+impl Calendar for Daily {
+    fn after(&self, ms: u64) -> Option<u64> {
+        let today = ms - ms % DAY + self.at;
+        Some(if today > ms { today } else { today + DAY })
+    }
+
+    fn at_or_before(&self, ms: u64) -> Option<u64> {
+        let today = ms - ms % DAY + self.at;
+        Some(if today <= ms { today } else { today - DAY })
+    }
+}
+
+fn daily(at: u64) -> std::sync::Arc<dyn Calendar> {
+    std::sync::Arc::new(Daily { at })
+}
+
+/// Job `name` due by `calendar` (written `when`), missed ones by `missed`.
+fn job(name: &str, when: &str, calendar: std::sync::Arc<dyn Calendar>, missed: Missed) -> Job {
+    let schedule = Schedule { calendar, missed, starting_deadline: None, retry: None, overlap: None, since: None };
+    Job { name: name.into(), when: when.into(), schedule, max_runtime: None }
+}
+
+/// A member of a crontab of `jobs`, which leads P and Q from 1010 (tokens
+/// 7 and 20).
+fn leading(jobs: &[(Partition, Job)]) -> Leader {
+    let jobs: BTreeMap<Partition, Job> = jobs.iter().cloned().collect();
+    let settings = Settings { roles: 2, jobs: Some(jobs), ..settings(Restart::Never) };
+    let mut l = Leader::new(settings, started(0));
+    for partition in [P, Q] {
+        l.step(Input::Assigned { partition }, ms(1000));
+        l.step(
+            Input::OwnHeartbeat { partition, offset: 7 + 13 * i64::from(partition), sent: ms(1000), more: false },
+            ms(1010),
+        );
+    }
+    assert_eq!((l.standing(P), l.standing(Q)), (Standing::Leader { token: 7 }, Standing::Leader { token: 20 }));
+    l
+}
+
+/// A run started: its partition, its due time and when its command began
+/// (ms after boot, as `wall` counts).
+type Started = (Partition, u64, u64);
+
+/// Ticks every 100 ms from `from` to `to`, each heartbeat read back and
+/// each command ended at once; returns the runs started.
+fn run(l: &mut Leader, from: u64, to: u64) -> Vec<Started> {
+    let mut started = Vec::new();
+    let mut offset = 100;
+    for t in (from..to).step_by(100) {
+        for action in l.step(Input::Tick, ms(t)) {
+            match action {
+                SendHeartbeat(partition, _) => {
+                    offset += 1;
+                    l.step(Input::OwnHeartbeat { partition, offset, sent: ms(t), more: false }, ms(t));
+                }
+                Spawn { partition, attempt: Some(attempt), .. } => {
+                    let (due, began) = (attempt.due.expect("a due time") - WALL, attempt.wave_ms - WALL);
+                    started.push((partition, due, began));
+                    l.step(Input::ChildExited(partition, ChildStatus::Exited(0)), ms(t));
+                }
+                _ => {}
+            }
+        }
+    }
+    started
+}
+
+/// The due times of the runs on `partition`, each checked to have begun
+/// at its due time (none caught up late).
+fn on_time(started: &[Started], partition: Partition) -> Vec<u64> {
+    let on = started.iter().filter(|(p, _, _)| *p == partition);
+    on.inspect(|(_, due, began)| assert_eq!(due, began, "late: {started:?}")).map(|(_, due, _)| *due).collect()
+}
+
+#[test]
+fn a_line_changed_to_a_shorter_period_runs_from_its_first_due_time_after_the_reload_whatever_missed_says() {
+    for missed in [Missed::Once, Missed::Skip, Missed::All] {
+        // Every 4 s: due at 4000 and 8000; at 7500 it becomes every second,
+        // whose 5000, 6000 and 7000 passed before the reload.
+        let mut l = leading(&[(Q, job("billing", "@every 4s", every(4000), missed))]);
+        assert_eq!(on_time(&run(&mut l, 1100, 7500), Q), vec![4000], "{missed:?}");
+        l.set_jobs(BTreeMap::from([(Q, job("billing", "@every 1s", every(1000), missed))]), ms(7500));
+        assert_eq!(l.next_due(Q).map(|n| n.at_ms), Some(wall(8000)), "{missed:?}: planned and recorded");
+        assert_eq!(on_time(&run(&mut l, 7500, 10_100), Q), vec![8000, 9000, 10_000], "{missed:?}");
+    }
+}
+
+#[test]
+fn a_daily_time_moved_earlier_past_the_reload_waits_for_the_next_day_and_one_moved_later_runs_that_day() {
+    for missed in [Missed::Once, Missed::Skip, Missed::All] {
+        // Daily at 3000; on day 1, at 12500, moved to 2000 (12000 passed):
+        // next 22000. Read again unchanged at 12600: still not 12000.
+        let mut l = leading(&[(Q, job("billing", "0 3 * * *", daily(3000), missed))]);
+        assert_eq!(on_time(&run(&mut l, 1100, 5000), Q), vec![3000], "{missed:?}");
+        assert!(run(&mut l, 5000, 12_500).is_empty());
+        l.set_jobs(BTreeMap::from([(Q, job("billing", "0 2 * * *", daily(2000), missed))]), ms(12_500));
+        l.set_jobs(BTreeMap::from([(Q, job("billing", "0 2 * * *", daily(2000), missed))]), ms(12_600));
+        assert_eq!(on_time(&run(&mut l, 12_500, 22_100), Q), vec![22_000], "{missed:?}: earlier");
+        // Moved to 4000 at 12500: 14000 that day, once (not 4000 of day 0,
+        // nor 13000 of the old line).
+        let mut l = leading(&[(Q, job("billing", "0 3 * * *", daily(3000), missed))]);
+        assert_eq!(on_time(&run(&mut l, 1100, 12_500), Q), vec![3000], "{missed:?}");
+        l.set_jobs(BTreeMap::from([(Q, job("billing", "0 4 * * *", daily(4000), missed))]), ms(12_500));
+        assert_eq!(on_time(&run(&mut l, 12_500, 23_800), Q), vec![14_000], "{missed:?}: later");
+    }
+}
+
+#[test]
+fn a_job_whose_line_stayed_keeps_every_due_time_across_the_reload_and_still_runs_one_missed_before_it() {
+    // "steady" on P, every second, unchanged; "billing" on Q changes.
+    let steady = || job("steady", "@every 1s", every(1000), Missed::Once);
+    let mut l = leading(&[(P, steady()), (Q, job("billing", "@every 4s", every(4000), Missed::Once))]);
+    let mut runs = run(&mut l, 1100, 7500);
+    l.set_jobs(BTreeMap::from([(P, steady()), (Q, job("billing", "@every 1s", every(1000), Missed::Once))]), ms(7500));
+    runs.extend(run(&mut l, 7500, 10_100));
+    assert_eq!(on_time(&runs, P), (2..=10).map(|s| s * 1000).collect::<Vec<u64>>(), "each once, none skipped");
+    assert_eq!(on_time(&runs, Q), vec![4000, 8000, 9000, 10_000]);
+    // A member that read the same file again takes "steady" over at 7800,
+    // its records' newest run due 5000: 6000 and 7000 were missed by
+    // nobody's change, and the latest runs at once (`missed=latest`).
+    let settings = Settings { roles: 2, jobs: Some(BTreeMap::from([(P, steady())])), ..settings(Restart::Never) };
+    let mut next = Leader::new(settings, started(0));
+    next.set_jobs(BTreeMap::from([(P, steady())]), ms(7500));
+    let out = take_over(&mut next, P, 5000, 7800);
+    assert_eq!(out, vec![(P, 7000, 7810)], "the missed one, at once");
+}
+
+/// `l` reads on `partition` another member's record naming the run due
+/// `due` (ended), then is assigned it at `at` and leads; returns the runs
+/// started until a second past `at`, and then to 10100.
+fn take_over(l: &mut Leader, partition: Partition, due: u64, at: u64) -> Vec<Started> {
+    let ran = Attempt {
+        wave_ms: wall(due),
+        wave_token: 3,
+        number: 1,
+        token: 3,
+        code: Some(0),
+        by: Some(Runner { name: "old".into(), host: "h".into() }),
+        due: Some(wall(due)),
+        ended: Some(wall(due + 50)),
+    };
+    let record = Other { attempt: Some(ran), ..record_of("old/1", 5, Some(1), Some(3), Stance::Released) };
+    l.step(Input::OtherHeartbeat(partition, record), ms(at - 100));
+    l.step(Input::Assigned { partition }, ms(at));
+    let mut started = Vec::new();
+    for action in l.step(Input::OwnHeartbeat { partition, offset: 40, sent: ms(at), more: false }, ms(at + 10)) {
+        if let Spawn { partition, attempt: Some(attempt), .. } = action {
+            started.push((partition, attempt.due.expect("a due time") - WALL, attempt.wave_ms - WALL));
+            l.step(Input::ChildExited(partition, ChildStatus::Exited(0)), ms(at + 10));
+        }
+    }
+    started
+}
+
+#[test]
+fn a_member_that_takes_a_changed_job_over_after_the_reload_counts_from_the_reload_too() {
+    for (missed, at, first) in
+        [(Missed::Once, 7600, 8000), (Missed::Skip, 7600, 8000), (Missed::All, 7600, 8000), (Missed::Once, 9500, 9000)]
+    {
+        // The old owner ran 4000 by "@every 4s"; we read the file again at
+        // 7500 ("@every 1s") and take the job over at `at`: not 5000 to
+        // 7000, which were no due times when they passed; 9000 passed after
+        // the reload with nobody to run it, and `missed=latest` runs it.
+        let old = BTreeMap::from([(Q, job("billing", "@every 4s", every(4000), missed))]);
+        let settings = Settings { roles: 2, jobs: Some(old), ..settings(Restart::Never) };
+        let mut l = Leader::new(settings, started(0));
+        l.set_jobs(BTreeMap::from([(Q, job("billing", "@every 1s", every(1000), missed))]), ms(7500));
+        let mut runs = take_over(&mut l, Q, 4000, at);
+        runs.extend(run(&mut l, at + 100, 11_100));
+        let dues: Vec<u64> = runs.iter().map(|(_, due, _)| *due).collect();
+        assert_eq!(dues.first(), Some(&first), "{missed:?} at {at}: {runs:?}");
+        assert!(dues.iter().all(|&due| due > 7500) && dues.windows(2).all(|w| w[0] < w[1]), "{runs:?}");
+        assert_eq!(dues.last(), Some(&11_000));
+    }
+}
+
+#[test]
+fn a_job_added_runs_from_its_next_due_time_even_where_its_partition_names_an_old_run_of_it() {
+    // P names a run of "report" due 2000 (the job was removed, and is now
+    // added back): nothing before the reload at 7500 is its to run.
+    let mut l = leading(&[(Q, job("billing", "@every 4s", every(4000), Missed::Once))]);
+    l.step(
+        Input::OtherHeartbeat(
+            P,
+            Other {
+                attempt: Some(Attempt {
+                    wave_ms: wall(2000),
+                    wave_token: 3,
+                    number: 1,
+                    token: 3,
+                    code: Some(0),
+                    by: Some(Runner { name: "old".into(), host: "h".into() }),
+                    due: Some(wall(2000)),
+                    ended: Some(wall(2050)),
+                }),
+                ..record_of("old/1", 50, Some(1), Some(3), Stance::Released)
+            },
+        ),
+        ms(2100),
+    );
+    let before = run(&mut l, 2100, 7500);
+    let jobs = [
+        (Q, job("billing", "@every 4s", every(4000), Missed::Once)),
+        (P, job("report", "@every 1s", every(1000), Missed::Once)),
+    ];
+    l.set_jobs(jobs.into_iter().collect(), ms(7500));
+    let after = run(&mut l, 7500, 10_100);
+    assert_eq!(on_time(&before, Q), vec![4000]);
+    assert_eq!(on_time(&after, P), vec![8000, 9000, 10_000], "{after:?}");
+    assert_eq!(on_time(&after, Q), vec![8000], "billing unchanged");
+}

@@ -322,7 +322,7 @@ impl Reader<'_> {
 /// yield only when `yields` (we are in the group: what we read we own, and
 /// a yield on the control partition is meant for us from its assignment on).
 fn event_of(msg: &BorrowedMessage<'_>, ctx: &ReaderContext, me: &Member, yields: bool) -> Option<Event> {
-    if !ctx.read(msg.partition(), msg.offset()) {
+    if !ctx.first_read(msg.partition(), msg.offset()) {
         debug!(partition = msg.partition(), offset = msg.offset(), "a record read already: skipped");
         return None;
     }

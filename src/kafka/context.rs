@@ -187,9 +187,9 @@ pub(super) struct ReaderContext {
     /// The clients' `socket.timeout.ms`: how long a request of ours may go
     /// unanswered before librdkafka takes its connection down.
     pub(super) request_timeout: Duration,
-    /// Per partition, the newest offset read since its read position was
-    /// last pinned (`start_near_end`), and whether a read from before it
-    /// was said: see `read`. Consumer thread only.
+    /// Per partition, the newest offset the group's consumer read since its
+    /// read position was last pinned (`start_near_end`), and whether a read
+    /// from before it was said: see `first_read`. Consumer thread only.
     pub(super) passed: Mutex<BTreeMap<Partition, (i64, bool)>>,
 }
 
@@ -291,22 +291,28 @@ impl ReaderContext {
         self.assigned_at.lock().expect("assigned_at lock").get(&partition).copied().unwrap_or(0)
     }
 
-    /// Notes that the record at `offset` of `partition` has been read, and
-    /// says whether it is new: not at or before one read since the
-    /// partition's position was pinned. The core's safety rests on reading
-    /// a partition in order (a new owner knows every claim written before
-    /// its own first record once it reads that record back), so the read
-    /// never goes back: a fetch answered out of range makes librdkafka
-    /// start the partition over from its beginning (`auto.offset.reset`),
-    /// and a broker may serve records out of order (R-1, on tansu). The
-    /// records read again are dropped until the read passes the newest
-    /// one; a log cut shorter meanwhile (a broker that lost it) then reads
-    /// as silence, which fences a leader and gives the partition back, and
-    /// the next assignment's pin reads it afresh.
-    pub(super) fn read(&self, partition: Partition, offset: i64) -> bool {
+    /// Notes that the record at `offset` of `partition` has been read (by
+    /// the group's consumer or the watcher).
+    pub(super) fn read(&self, partition: Partition, offset: i64) {
         if partition == super::CONTROL_PARTITION {
             self.control_unread.fetch_max(offset + 1, Ordering::Relaxed);
         }
+    }
+
+    /// Whether the group's consumer, reading the record at `offset` of
+    /// `partition`, reads it for the first time: not at or before one it
+    /// read since the partition's position was pinned. The core's safety
+    /// rests on reading a partition in order (a new owner knows every claim
+    /// written before its own first record once it reads that record back),
+    /// so the read never goes back: a fetch answered out of range makes
+    /// librdkafka start the partition over from its beginning
+    /// (`auto.offset.reset`), and a broker may serve records out of order
+    /// (R-1, on tansu). The records read again are skipped until the read
+    /// passes the newest one; a log cut shorter meanwhile (a broker that
+    /// lost it) then reads as silence, which fences a leader and gives the
+    /// partition back, and the next assignment's pin reads it afresh.
+    pub(super) fn first_read(&self, partition: Partition, offset: i64) -> bool {
+        self.read(partition, offset);
         let mut passed = self.passed.lock().expect("passed lock");
         let (newest, said) = passed.entry(partition).or_insert((offset - 1, false));
         if offset > *newest {
@@ -583,6 +589,23 @@ mod tests {
         ctx.read(0, 7);
         ctx.read(0, 5);
         assert_eq!(ctx.resume(), Offset::Offset(8), "a record read late by the other reader");
+    }
+
+    /// The group's consumer hears a partition's records once each, in
+    /// order: one at or before the newest it read is skipped (the read
+    /// went back), whatever the watcher read of the control partition.
+    #[test]
+    fn the_group_consumer_reads_each_record_once_and_never_back() {
+        let (consumer, _heard) = reader(&[0, 1]);
+        let ctx = consumer.context();
+        ctx.read(0, 9); // the watcher's
+        assert!(ctx.first_read(0, 3), "the watcher's reads are its own");
+        assert!(ctx.first_read(0, 4));
+        assert!(!ctx.first_read(0, 4), "read again");
+        assert!(!ctx.first_read(0, 0), "from the start again");
+        assert!(ctx.first_read(1, 0), "each partition on its own");
+        assert!(ctx.first_read(0, 5), "passed the newest: new again");
+        assert_eq!(ctx.resume(), Offset::Offset(10), "the control partition's first unread, for either reader");
     }
 
     /// The callback returns only once every revoked seat is released, each

@@ -275,3 +275,70 @@ fn a_check_is_judged_by_its_own_shell_not_by_what_it_left() {
     b.signal(Signal::SIGTERM);
     assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
 }
+
+/// Regression (O-1): a standby whose check failed while its join was in
+/// flight, and passed again a moment later, was not listed by `status`
+/// (nor handed anything by name) until it left the group again. The
+/// leave does not cut the join short: librdkafka puts the unsubscribe
+/// off until the join in flight completes, and that join's assignment,
+/// heard after the leave, counted as the "standby" of the next
+/// membership, which then said nothing. Each flap fails the check just
+/// after a join begins (the leader answers a rebalance within a
+/// coordinator heartbeat, so the join is still in flight) and passes it
+/// either at once or after that join's late assignment; each time `status`
+/// must list the standby healthy again.
+#[test]
+fn a_standby_whose_check_flaps_during_a_join_is_listed_once_it_passes() {
+    const FLAPS: usize = 6;
+    let g = Group::new("health-flap");
+    let t = g.broker.timing;
+    let _a = member(&g, "a", true);
+    wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
+    let ok = ok_file(&g, "b");
+    std::fs::write(&ok, "").expect("b's file");
+    let check = format!("test -f {}", ok.display());
+    let flags = ["--health-cmd", &check, "--health-interval", "100ms", "--health-retries", "1", "-v"];
+    let b = g.member("b", &flags, &["sleep", "1000"]);
+    // Whether b is listed healthy on a candidacy written since `passed`.
+    let listed_since = |passed: Instant| {
+        let json = run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]).1;
+        let since = passed.elapsed();
+        let json: serde_json::Value = serde_json::from_str(json.trim()).unwrap_or_default();
+        let b = json["standbys"].as_array().and_then(|s| s.iter().find(|s| s["name"] == "b").cloned());
+        b.is_some_and(|b| {
+            b["healthy"] == true && b["last_seen_ms"].as_u64().is_some_and(|ms| ms < since.as_millis() as u64)
+        })
+    };
+    let count = |what: &str| b.log().matches(what).count();
+    let (joined, left) = ("healthy: joining the group", "unhealthy: leaving the group until");
+    let (mut late, mut took) = (0, Vec::new());
+    for flap in 1..=FLAPS {
+        if flap > 1 {
+            // Out of the group and in again, for a join to flap: the check
+            // fails within a check's interval of the join's start.
+            let leaves = count(left);
+            std::fs::remove_file(&ok).expect("b's file");
+            wait_until(LONG, "b leaves", || count(left) > leaves);
+            std::fs::write(&ok, "").expect("b's file");
+        }
+        wait_until(LONG, "b joins", || count(joined) == 2 * flap - 1);
+        std::fs::remove_file(&ok).expect("b's file");
+        wait_until(LONG, "b leaves", || count(left) == 2 * flap - 1);
+        // Every other flap passes once the join in flight has completed,
+        // if it completes after the leave (the defect's window): its
+        // assignment is heard after the leave.
+        let heard = || count("standby: in the group") + count("an assignment of the join in flight when we left");
+        let before = heard();
+        if flap % 2 == 1 && !stays_false(Duration::from_secs(2), || heard() > before) {
+            late += 1;
+        }
+        std::fs::write(&ok, "").expect("b's file");
+        let passed = Instant::now();
+        wait_until(LONG, "b joins again", || count(joined) == 2 * flap);
+        // The goal is 2 s; a loaded machine gets more.
+        let listed = !stays_false(Duration::from_secs(10), || listed_since(passed));
+        assert!(listed, "flap {flap}: b not listed as a healthy standby 10 s after its check passed:\n{}", b.log());
+        took.push(passed.elapsed());
+    }
+    eprintln!("check passing to b listed: {took:?}; {late} of {} passed after the join's late assignment", FLAPS / 2);
+}

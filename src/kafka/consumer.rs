@@ -453,12 +453,12 @@ fn holds_a_seat(consumer: &BaseConsumer<ReaderContext>) -> bool {
 }
 
 /// Leaves the group until `subscribe`. Out of it we are no standby: the
-/// next assignment without a seat's partition says "standby" again, which the
-/// core waits for to write our candidacy (a standby healthy again after a
-/// failed check wrote none, and `status` lost it: audit D2).
+/// first assignment without a seat's partition after the next subscribe
+/// says "standby" again, which the core waits for to write our candidacy (a
+/// standby healthy again after a failed check wrote none, and `status` lost
+/// it: audit D2, and findings O-1 for the join in flight; standby.rs).
 fn leave_group(consumer: &BaseConsumer<ReaderContext>, subscription: &Subscription) {
     subscription.unsubscribe(consumer);
-    consumer.context().standby.store(false, Ordering::Relaxed);
 }
 
 fn subscribe(consumer: &BaseConsumer<ReaderContext>, subscription: &Subscription, events: &UnboundedSender<Event>) {

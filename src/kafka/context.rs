@@ -22,6 +22,7 @@ use tracing::{debug, info, warn};
 use super::barrier::{seats_revoked, Barrier, Seats};
 use super::consumer::Requests;
 use super::heartbeat::{Heartbeat, Member};
+use super::standby::Standby;
 use super::{fatal, Event, Partition};
 use crate::clock::BootTime;
 use crate::exit::Failure;
@@ -139,10 +140,9 @@ pub(super) struct ReaderContext {
     pub(super) requests: Arc<Requests>,
     /// The seats' partitions (`Settings::seats`).
     pub(super) seats: Seats,
-    /// Whether "standby" was said since we last owned a seat's partition or
-    /// left the group (`leave_group`): said once a membership, as the core
-    /// writes our candidacy from then on.
-    pub(super) standby: AtomicBool,
+    /// Whether "standby" was said in our current membership of the group
+    /// since we last owned a seat's partition (standby.rs).
+    pub(super) standby: Standby,
     /// A join has been done since we last subscribed (an assignment came):
     /// we are in a generation of the group. A wake is for such a member
     /// only: one still joining joins the rebalance anyway, and tansu
@@ -360,7 +360,7 @@ impl ConsumerContext for ReaderContext {
         if revoked.is_empty() {
             return;
         }
-        self.standby.store(false, Ordering::Relaxed);
+        self.standby.owner();
         // An assignment made earlier in the same poll, not yet reported by
         // the consumer loop, is reported first: events keep their order.
         let mut assigned = self.assigned.lock().expect("assigned lock");
@@ -403,7 +403,7 @@ impl ConsumerContext for ReaderContext {
                 // core ignores Assigned while it holds a tenure. (Found by the
                 // broker-restart fault: nobody led again.)
                 if !owned.is_empty() {
-                    self.standby.store(false, Ordering::Relaxed);
+                    self.standby.owner();
                     // Reported by the consumer loop once this callback has
                     // returned: pinning the read position takes two broker
                     // round trips, which the rebalance must not wait for.
@@ -412,9 +412,11 @@ impl ConsumerContext for ReaderContext {
                         let pin = added.find_partition(&self.reach.topic, partition).is_some();
                         assigned.insert(partition, pin);
                     }
-                } else if !self.standby.swap(true, Ordering::Relaxed) {
+                } else if self.standby.assigned() {
                     info!("standby: in the group, another member holds every seat's partition");
                     let _ = self.reach.events.send(Event::Standby);
+                } else if self.standby.out() {
+                    debug!("an assignment of the join in flight when we left the group: no standby of ours");
                 }
             }
             Rebalance::Error(err) => debug!(%err, "rebalance error"),
@@ -513,6 +515,7 @@ mod tests {
     use rdkafka::TopicPartitionList;
     use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
+    use super::super::wake::Subscription;
     use super::*;
 
     /// A consumer of seats `seats` on g.neli that never connects (nothing
@@ -523,7 +526,7 @@ mod tests {
             reach: Reach::new(events, "g.neli".into(), "g".into()),
             requests: Arc::default(),
             seats: Seats { known: seats.to_vec(), every: false },
-            standby: AtomicBool::new(false),
+            standby: Standby::default(),
             joined: AtomicBool::new(false),
             backlog: 64,
             deadline: Duration::from_secs(5),
@@ -682,19 +685,43 @@ mod tests {
     }
 
     /// An assignment without a seat's partition says "standby" once a
-    /// membership (leaving the group makes it say so again).
+    /// membership (leaving the group and joining again makes it say so
+    /// again), and never out of the group.
     #[test]
     fn standby_is_said_once_a_membership() {
         // Not in a group: the whole assignment is empty, no seat is ours.
         let (consumer, mut heard) = reader(&[0]);
+        let subscription = Subscription::default();
         let assign = || consumer.context().post_rebalance(&consumer, &Rebalance::Assign(&TopicPartitionList::new()));
+        subscription.subscribe(&consumer, "g.neli").unwrap();
         assign();
         assert!(matches!(heard.try_recv(), Ok(Event::Standby)));
         assign();
         assert!(heard.try_recv().is_err(), "said twice");
-        consumer.context().standby.store(false, Ordering::Relaxed);
+        subscription.unsubscribe(&consumer);
+        subscription.subscribe(&consumer, "g.neli").unwrap();
         assign();
         assert!(matches!(heard.try_recv(), Ok(Event::Standby)), "not said again after leaving");
         assert!(consumer.context().assigned.lock().unwrap().is_empty());
+    }
+
+    /// Regression (findings O-1): the health check fails while the first
+    /// join is in flight and passes just after. librdkafka completes that
+    /// join after our unsubscribe (it postpones the unsubscribe) and its
+    /// assignment comes after the leave: it said "standby" to a core that
+    /// ignored it (unhealthy), and left the rejoin's assignment silent, so
+    /// that no candidacy was written.
+    #[test]
+    fn the_assignment_of_a_join_left_in_flight_does_not_silence_the_rejoin() {
+        let (consumer, mut heard) = reader(&[0]);
+        let subscription = Subscription::default();
+        let assign = || consumer.context().post_rebalance(&consumer, &Rebalance::Assign(&TopicPartitionList::new()));
+        subscription.subscribe(&consumer, "g.neli").unwrap();
+        subscription.unsubscribe(&consumer);
+        assign();
+        assert!(heard.try_recv().is_err(), "standby said out of the group");
+        subscription.subscribe(&consumer, "g.neli").unwrap();
+        assign();
+        assert!(matches!(heard.try_recv(), Ok(Event::Standby)), "the rejoin's assignment said nothing");
     }
 }

@@ -32,6 +32,7 @@ mod context;
 mod decode;
 pub mod heartbeat;
 pub mod placement;
+mod standby;
 mod topic;
 mod wake;
 pub mod yield_request;
@@ -279,7 +280,7 @@ impl Kafka {
             reach: reach.clone(),
             requests: requests.clone(),
             seats: s.seats.clone(),
-            standby: AtomicBool::new(false),
+            standby: Default::default(),
             joined: AtomicBool::new(false),
             backlog: s.backlog,
             deadline: s.timing.heartbeat_deadline,

@@ -176,6 +176,7 @@ impl Subscription {
         state.subscribed = true;
         state.woken = None;
         consumer.context().joined.store(false, Ordering::Relaxed);
+        consumer.context().standby.joining();
         consumer.subscribe(&[topic]).map_err(|e| e.to_string())
     }
 
@@ -188,6 +189,7 @@ impl Subscription {
         state.subscribed = false;
         state.woken = None;
         consumer.context().joined.store(false, Ordering::Relaxed);
+        consumer.context().standby.left();
         consumer.unsubscribe();
     }
 
@@ -319,10 +321,8 @@ pub(super) fn watch(
     while !stop.load(Ordering::Relaxed) {
         // Out of the group (unhealthy, drained) we hold nothing: watch, so
         // that an undrain is heard.
-        let holder = one_role
-            && !context.standby.load(Ordering::Relaxed)
-            && context.joined.load(Ordering::Relaxed)
-            && subscription.subscribed();
+        let holder =
+            one_role && !context.standby.said() && context.joined.load(Ordering::Relaxed) && subscription.subscribed();
         if holder == reading {
             reading = !holder;
             let read = if reading {

@@ -87,10 +87,11 @@ impl Peers {
     pub fn read(&mut self, other: &Other, until: BootTime, now: BootTime) -> (Peer, Peer) {
         // A writer is remembered as long as a record of it read again could
         // count (its newest counts longest), so that `stale` knows it.
+        // (Its claim and term run out no later than its newest record.)
         self.by_writer.retain(|_, p| {
             p.claim = p.claim.filter(|&c| c > now);
             p.term = p.term.filter(|t| t.until + FORGET_TERMS > now);
-            p.claim.is_some() || p.term.is_some() || p.newest.1.is_some_and(|u| u + FORGET_TERMS > now)
+            p.newest.1.is_some_and(|u| u + FORGET_TERMS > now)
         });
         if self.stale(other) {
             let peer = self.by_writer[&other.writer];

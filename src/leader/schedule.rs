@@ -415,6 +415,10 @@ mod tests {
                 );
             }
         }
+        // A change in the very millisecond of the run's due time still
+        // comes after it: the run of 40, cut short, is not run again.
+        let line = Schedule { retry, since: Some(s(40)), ..every_10s(Missed::All, None) };
+        assert_eq!(next(&line, Some(ran(40, None)), 41, 41), Some((50, 50, false)));
         // A run after the change is the newest: the change says no more.
         let line = Schedule { since: Some(s(45)), ..every_10s(Missed::All, None) };
         assert_eq!(next(&line, Some(ran(50, Some(0))), 75, 75), Some((60, 75, false)));

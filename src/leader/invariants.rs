@@ -778,7 +778,7 @@ fn held_back(
 
 #[test]
 fn random_runs_keep_every_promise() {
-    let seeds: u64 = std::env::var("NELI_INVARIANT_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let seeds: u64 = std::env::var("NELI_INVARIANT_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3000);
     let (mut spawned, mut repeated, mut schedules, mut resumed) = (0, 0, 0, 0);
     for seed in 0..seeds {
         let mut sim = Sim::new(seed);
@@ -804,8 +804,11 @@ fn random_runs_keep_every_promise() {
     }
     // Resumes start the command again, or the pause check proves little.
     assert!(resumed > seeds / 10, "only {resumed} of {seeds} walks started the command after a resume");
-    // And a schedule's second run, after a first that ended by itself.
-    assert!(repeated * 20 > schedules, "only {repeated} of {schedules} scheduled walks started a second run");
+    // And a schedule's second run, after a first that ended by itself: rare
+    // (each run waits for its ending, then its naming, to be read back, and
+    // our records come back late here), so the walks are many.
+    assert!(repeated * 50 > schedules, "only {repeated} of {schedules} scheduled walks started a second run");
     // The walk must reach leadership often, or it checks little.
-    assert!(spawned > seeds / 3, "only {spawned} of {seeds} runs ever spawned");
+    // (A run a record names starts a read-back later: fewer walks get there.)
+    assert!(spawned > seeds / 4, "only {spawned} of {seeds} runs ever spawned");
 }

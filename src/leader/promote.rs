@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::attempts::Turn;
 use super::seat::{Child, Ctx, Phase, Plan, Seat, Tenure, View};
-use super::{say, Action};
+use super::{say, Action, Attempt};
 use crate::clock::BootTime;
 
 /// How far ahead of its due time a scheduled run's shim is started (it
@@ -16,10 +16,19 @@ use crate::clock::BootTime;
 /// shims of the runs due at once takes, with room.
 pub const HEAD_START: Duration = Duration::from_millis(100);
 
-/// When a start comes (`Seat::start_at`): the child is spawned at `spawn`,
-/// and its command starts at `begin`.
+/// How far ahead of its due time a scheduled run on time is named in our
+/// records (`Naming`), at most: a record's read-back takes milliseconds on
+/// Kafka and the dev broker, and up to 0.9 s on tansu, so that the run
+/// still starts on its due time. A quarter of the heartbeat deadline if
+/// that is less, so that the lease the read-back gives covers the start.
+pub const NAME_AHEAD: Duration = Duration::from_secs(1);
+
+/// When a start comes (`Seat::start_at`): a run the records name is named
+/// at `name`, its child is spawned at `spawn`, and its command starts at
+/// `begin`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Start {
+    pub name: BootTime,
     pub spawn: BootTime,
     pub begin: BootTime,
 }
@@ -130,63 +139,113 @@ impl Seat {
         if !v.settings.runs_on(self.partition) {
             return None;
         }
-        let (due, head_start) = match v.settings.schedule_of(self.partition) {
-            None => (ready, Duration::ZERO),
+        let zero = Duration::ZERO;
+        let (due, head_start, name_ahead) = match v.settings.schedule_of(self.partition) {
+            None => (ready, zero, zero),
             // Not before our last run's ending is on the partition.
             // (A record sent as it ended, in the same step, is later.)
             Some(_) if self.run_ended.is_some_and(|ended| fresh.sent <= ended) => return None,
             Some(_) => {
                 let next = self.next_run(v, ready, v.latest)?;
                 match next.missed {
-                    true => (next.not_before.map_or(ready, |wall| ready.max(v.anchor.boot_at(wall))), Duration::ZERO),
-                    false => (v.anchor.boot_at(next.due), HEAD_START),
+                    true => (next.not_before.map_or(ready, |wall| ready.max(v.anchor.boot_at(wall))), zero, zero),
+                    false => {
+                        let ahead = NAME_AHEAD.min(v.settings.heartbeat_deadline / 4).max(HEAD_START);
+                        (v.anchor.boot_at(next.due), HEAD_START, ahead)
+                    }
                 }
             }
         };
         let quiet = self.held_until(v, start);
         let after_quiet = |at: BootTime| quiet.map_or(at, |quiet| quiet.max(at));
         let begin = after_quiet(due);
-        (begin < fresh.sent + v.settings.heartbeat_deadline)
-            .then_some(Start { spawn: after_quiet(due - head_start), begin })
+        let (name, spawn) = (after_quiet(due - name_ahead), after_quiet(due - head_start));
+        (begin < fresh.sent + v.settings.heartbeat_deadline).then_some(Start { name, spawn, begin })
     }
 
     /// Starts the command once `start_at` has come, under the lease our
     /// newest heartbeat gives (and not at or past its end); or, once per
-    /// wave, exits if a run of our wave already ended.
+    /// wave, exits if a run of our wave already ended. A schedule's run is
+    /// named in our records first, and starts only once a record that names
+    /// it is read back (`Naming`).
     pub(super) fn start_if_due(&mut self, cx: &mut Ctx, now: BootTime) {
         let Some(Tenure { phase: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
         let lease = fresh.sent + cx.v.settings.heartbeat_deadline;
-        let Some(Start { spawn, begin }) = self.start_at(&cx.v) else { return };
-        if now >= spawn && now < lease {
-            let begin = begin.max(now);
-            let attempt = match (cx.v.settings.schedule_of(self.partition), self.plan) {
-                (Some(_), Plan::Start(ready)) => {
-                    let Some(next) = self.next_run(&cx.v, ready, now) else { return };
-                    Some(self.scheduled(&cx.v, next, token, (now, begin)))
-                }
-                _ => match self.turn(&cx.v, token, now) {
-                    Turn::Run(attempt) => attempt,
-                    Turn::Covered(code) => {
-                        say::covered(self.attempt.as_ref(), code);
-                        return self.exit(cx, code);
+        let Some(Start { name, spawn, begin }) = self.start_at(&cx.v) else { return };
+        if now < name || now >= lease {
+            return;
+        }
+        let begin = begin.max(now);
+        let named = self.naming.take().filter(|n| n.token == token && self.still_due(&cx.v, n, now));
+        let attempt = match named {
+            // Named, and a record naming it read back: it starts.
+            Some(naming) if now >= spawn && naming.sent.is_some_and(|sent| fresh.sent >= sent) => Some(naming.attempt),
+            Some(naming) => return self.naming = Some(naming),
+            None => {
+                let attempt = match (cx.v.settings.schedule_of(self.partition), self.plan) {
+                    (Some(_), Plan::Start(ready)) => {
+                        let Some(next) = self.next_run(&cx.v, ready, now) else { return };
+                        Some(self.scheduled(&cx.v, next, token, (now, begin)))
                     }
-                },
-            };
-            self.attempt = attempt.clone();
-            self.plan = Plan::Serve;
-            self.child = Child::Running;
-            self.child_token = token;
-            self.run_until = cx.v.settings.max_runtime_of(self.partition).map(|d| begin + d);
-            if cx.v.settings.scheduled() {
-                // Name the run on the topic at once: a crash before a record
-                // names it leaves the next leader no trace of it (it runs
-                // it again, as attempt 1).
-                if let Some(tenure) = self.tenure.as_mut() {
-                    tenure.next_heartbeat = now;
+                    _ => match self.turn(&cx.v, token, now) {
+                        Turn::Run(attempt) => attempt,
+                        Turn::Covered(code) => {
+                            say::covered(self.attempt.as_ref(), code);
+                            return self.exit(cx, code);
+                        }
+                    },
+                };
+                match attempt {
+                    Some(attempt) if cx.v.settings.scheduled() => return self.name(attempt, token, now),
+                    attempt => attempt,
                 }
             }
-            let begin = (begin > now).then_some(begin);
-            cx.out.push(Action::Spawn { partition: self.partition, token, lease, attempt, begin });
+        };
+        if now < spawn {
+            return;
+        }
+        self.attempt = attempt.clone();
+        self.plan = Plan::Serve;
+        self.child = Child::Running;
+        self.child_token = token;
+        self.run_until = cx.v.settings.max_runtime_of(self.partition).map(|d| begin + d);
+        let begin = (begin > now).then_some(begin);
+        cx.out.push(Action::Spawn { partition: self.partition, token, lease, attempt, begin });
+    }
+
+    /// Whether the run `naming` names is still the one to start: under a
+    /// schedule, the next run is still its due time (a reload, a trigger or
+    /// a starting deadline may have moved it).
+    fn still_due(&self, v: &View, naming: &Naming, now: BootTime) -> bool {
+        match (v.settings.schedule_of(self.partition), self.plan) {
+            (None, _) => true,
+            (Some(_), Plan::Start(ready)) => self.next_run(v, ready, now).map(|n| n.due) == naming.attempt.due,
+            (Some(_), _) => false,
         }
     }
+
+    /// Names `attempt` in our next record, sent at once (a millisecond later if
+    /// a record of ours already went out at `now`: the one that names it
+    /// must be told apart from it by its send time).
+    fn name(&mut self, attempt: Attempt, token: i64, now: BootTime) {
+        let Some(tenure) = self.tenure.as_mut() else { return };
+        let sent_now = tenure.last_sent == Some(now);
+        tenure.next_heartbeat = if sent_now { now + Duration::from_millis(1) } else { now };
+        self.naming = Some(Naming { attempt, token, sent: None });
+    }
+}
+
+/// A run decided, which starts only once one of our records that names it
+/// (as the newest run, not ended) is read back: a record that cannot reach
+/// the topic does not start a run, and the next owner, finding no trace of
+/// it, runs it once (C-10: a member cut off from its partition's leader
+/// ran a due time within its lease, and the next owner ran it again). A run
+/// named and never started reads as one cut short: the next owner runs it.
+#[derive(Clone, Debug)]
+pub(super) struct Naming {
+    pub attempt: Attempt,
+    /// The leadership it was decided under.
+    pub token: i64,
+    /// When the first record naming it was sent.
+    pub sent: Option<BootTime>,
 }

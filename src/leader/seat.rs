@@ -80,6 +80,8 @@ pub(super) struct Tenure {
     /// The newest own heartbeat of this term read back.
     pub fresh: Option<Fresh>,
     pub phase: Phase,
+    /// When we last sent a heartbeat.
+    pub last_sent: Option<BootTime>,
 }
 
 /// What a seat sees of its member in one step: the settings, the clocks,
@@ -152,6 +154,8 @@ pub struct Seat {
     pub(super) trigger: Option<super::Trigger>,
     /// The newest attempt of a wave we know of, ours or read (once per wave).
     pub(super) attempt: Option<Attempt>,
+    /// A run decided, named in our records before it starts (see `Naming`).
+    pub(super) naming: Option<super::promote::Naming>,
     /// Every standing taken since the shell last asked, in order: a fence
     /// and a resume within one step are two changes, not none.
     pub(super) standings: Vec<Standing>,
@@ -198,6 +202,7 @@ impl Seat {
             run_ended: None,
             peers: Peers::default(),
             attempt: None,
+            naming: None,
             standings: Vec::new(),
             last_standing: Standing::Standby,
             stood_down: "started",
@@ -279,7 +284,9 @@ impl Seat {
         // A moment already passed was tried then and failed (the heartbeat
         // was stale); only a new heartbeat can change that.
         consider(self.promotion_at(v).filter(|&at| at > v.latest));
-        consider(self.start_at(v).map(|s| s.spawn).filter(|&at| at > v.latest));
+        let start = self.start_at(v);
+        consider(start.map(|s| s.name).filter(|&at| at > v.latest));
+        consider(start.map(|s| s.spawn).filter(|&at| at > v.latest));
     }
 
     pub(super) fn on_assigned(&mut self, cx: &mut Ctx, now: BootTime) {
@@ -298,6 +305,7 @@ impl Seat {
             start: None,
             fresh: None,
             phase: Phase::Candidate,
+            last_sent: None,
         });
         self.note_standing();
         if !cx.v.healthy {
@@ -538,9 +546,19 @@ impl Seat {
     /// without reading one of its records back: other members may have
     /// counted it out by then, so what follows must not keep its place.
     fn send_heartbeat(&mut self, cx: &mut Ctx, now: BootTime) {
-        let (next, attempt, pause) = (self.next_due(&cx.v), self.attempt.clone(), self.pause_note());
+        let (next, pause) = (self.next_due(&cx.v), self.pause_note());
         let settings = cx.v.settings;
         let Some(tenure) = self.tenure.as_mut() else { return };
+        tenure.last_sent = Some(now);
+        // A run named for our leadership is the newest run we say.
+        let naming = self.naming.as_mut().filter(|n| tenure.phase == (Phase::Leader { token: n.token }));
+        let attempt = match naming {
+            Some(naming) => {
+                naming.sent.get_or_insert(now);
+                Some(naming.attempt.clone())
+            }
+            None => self.attempt.clone(),
+        };
         let confirmed = tenure.fresh.map_or(tenure.term_since, |f| f.sent.max(tenure.term_since));
         if now.since(confirmed) >= settings.heartbeat_deadline {
             self.term += 1;

@@ -326,6 +326,20 @@ fn spawns(actions: &[(u64, Action)]) -> Vec<(u64, Attempt)> {
         .collect()
 }
 
+/// Reads back the record naming a run that `actions`, the step at `at`,
+/// sent (`offset` its place): a schedule's run starts only then (C-10).
+fn read_naming(l: &mut Leader, actions: &[Action], at: u64, offset: i64) -> Vec<Action> {
+    let names = |a: &Action| matches!(a, SendHeartbeat(P, r) if r.attempt.as_ref().is_some_and(|j| j.code.is_none()));
+    assert!(!actions.iter().any(|a| matches!(a, Spawn { .. })), "not started before it is read back: {actions:?}");
+    if !actions.iter().any(names) {
+        // A record of ours went out at `at` already: it is sent a
+        // millisecond later, told apart from that one by its send time.
+        let next = l.step(Input::Tick, ms(at + 1));
+        assert!(next.iter().any(names), "a record names the run first: {actions:?} {next:?}");
+    }
+    l.step(hb(offset, at + 1), ms(at + 3))
+}
+
 #[test]
 fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
     let mut l = Leader::new(scheduled(2000), started(0));
@@ -341,13 +355,13 @@ fn a_scheduled_leader_runs_each_due_time_and_leads_on_between_runs() {
     // due time itself.
     let spawned = actions.iter().find(|(_, a)| matches!(a, Spawn { partition: P, .. })).map(|(t, _)| *t);
     assert_eq!(spawned, Some(at - HEAD_START.as_millis() as u64), "{actions:?}");
-    // Named on the topic in the same step, not at the next heartbeat.
-    let named =
-        actions.iter().skip_while(|(_, a)| !matches!(a, Spawn { partition: P, .. })).find_map(|(t, a)| match a {
-            SendHeartbeat(P, r) => Some((*t, r.attempt.as_ref().and_then(|j| j.due))),
-            _ => None,
-        });
-    assert_eq!(named, spawned.map(|t| (t, Some(first_due))), "{actions:?}");
+    // Named on the topic first (C-10): a record naming it was sent, and
+    // read back (5 ms later here), before its shim was spawned.
+    let named = actions.iter().find_map(|(t, a)| match a {
+        SendHeartbeat(P, r) if r.attempt.as_ref().and_then(|j| j.due) == Some(first_due) => Some(*t),
+        _ => None,
+    });
+    assert!(named.is_some_and(|t| t + 5 <= spawned.unwrap_or(0)), "{actions:?}");
     assert!(l.child_alive(P), "a run is counted only once it is over");
     assert_eq!(l.last_run(P).map(|j| (j.due, j.code)), Some((Some(first_due), None)), "metrics read the run");
     assert_eq!(l.next_due(P), planned(first_due + 2000), "while it runs, its records plan the next due time");
@@ -455,7 +469,7 @@ fn overlap_replace_lets_a_run_that_catches_up_live_until_a_due_time_after_its_st
     let settings = scheduled_with(period, |s| Schedule { overlap: Some(Overlap::Replace), missed: Missed::All, ..s });
     let last_due = wall(900) / period * period - 3 * period;
     let ended = Attempt { due: Some(last_due), ended: Some(last_due + 10), ..x_ran(0, 1, 3, Some(0)) };
-    let (mut l, actions) = wave_member(settings, vec![carrying(4, None, ended)]);
+    let (mut l, actions) = named_and_read(wave_member(settings, vec![carrying(4, None, ended)]));
     let run = spawned(&actions).expect("the missed due time runs at once");
     assert_eq!(run.due, Some(last_due + period), "{actions:?}");
     assert!(!actions.iter().any(|a| matches!(a, SignalGroup(P, _))), "not stopped at birth: {actions:?}");
@@ -492,7 +506,8 @@ fn a_due_time_missed_during_a_run_starts_once_its_ending_is_read_back() {
     // proves nothing; one sent after it does.
     assert_eq!(l.step(hb(1000, end), ms(end + 2)), vec![]);
     let read = l.step(hb(1001, end + 1), ms(end + 5));
-    let missed = spawns(&read.into_iter().map(|a| (end + 5, a)).collect::<Vec<_>>());
+    let read = read_naming(&mut l, &read, end + 5, 1002);
+    let missed = spawns(&read.into_iter().map(|a| (end + 8, a)).collect::<Vec<_>>());
     assert_eq!(missed.len(), 1, "the missed due time runs at once");
     assert_eq!(missed[0].1.due, Some(attempt.due.unwrap() + 2000));
 }
@@ -501,7 +516,17 @@ fn a_due_time_missed_during_a_run_starts_once_its_ending_is_read_back() {
 /// short (`code` None) or ended, and came to lead at 1010.
 fn next_leader(due: u64, code: Option<u8>) -> (Leader, Vec<Action>) {
     let run = Attempt { due: Some(due), ..x_ran(500, 1, 3, code) };
-    let (l, actions) = wave_member(scheduled(60_000), vec![carrying(5, None, run)]);
+    named_and_read(wave_member(scheduled(60_000), vec![carrying(5, None, run)]))
+}
+
+/// `wave_member`, with the record that names a run it decides on at once
+/// (a missed one) read back, as it is before the run starts (C-10).
+fn named_and_read((mut l, mut actions): (Leader, Vec<Action>)) -> (Leader, Vec<Action>) {
+    if actions.iter().any(|a| matches!(a, SendHeartbeat(P, r) if r.attempt.as_ref().is_some_and(|j| j.code.is_none())))
+    {
+        let read = read_naming(&mut l, &actions, 1010, 8);
+        actions.extend(read);
+    }
     (l, actions)
 }
 
@@ -591,6 +616,7 @@ fn due_times_that_pass_while_paused_are_missed_and_run_once_on_resume() {
     // Resumed: --missed once runs the latest of them at once, then the
     // next one on time.
     let resumed = l.step(Input::Pause(P, pause(offset + 1, false)), ms(8100));
+    let resumed = read_naming(&mut l, &resumed, 8100, offset + 2);
     let begins: Vec<_> =
         resumed.iter().filter_map(|a| if let Spawn { begin, .. } = a { Some(*begin) } else { None }).collect();
     assert_eq!(begins, [None], "a missed run's command starts with its shim, at once: {resumed:?}");
@@ -673,9 +699,9 @@ fn due_times_a_forward_step_passes_over_are_missed_and_follow_missed() {
         spawns(&actions).iter().map(|(at, j)| (*at, j.due.map(|d| d - WALL))).collect::<Vec<_>>()
     };
     // (At once: as soon as a record sent after the last run's ending is
-    // read back, at 2505.)
-    assert_eq!(run(Missed::Once), vec![(2505, Some(6000))], "the latest, at once");
-    assert_eq!(run(Missed::All), vec![(2505, Some(4000))], "the oldest first, at once");
+    // read back, at 2505, and then the one naming the run, at 2510.)
+    assert_eq!(run(Missed::Once), vec![(2510, Some(6000))], "the latest, at once");
+    assert_eq!(run(Missed::All), vec![(2510, Some(4000))], "the oldest first, at once");
     assert_eq!(run(Missed::Skip), vec![], "the next, 8000, at 3000");
 }
 
@@ -746,4 +772,59 @@ fn planned(at_ms: u64) -> Option<NextRun> {
 /// A next run at `at_ms` (wall clock), a failed run's retry.
 fn retrying(at_ms: u64) -> Option<NextRun> {
     Some(NextRun { at_ms, retry: true })
+}
+
+/// Whether `action` is a record naming the run due `due`, not ended.
+fn names_run(action: &Action, due: u64) -> bool {
+    matches!(action, SendHeartbeat(P, r) if r.attempt.as_ref().is_some_and(|j| j.due == Some(due) && j.code.is_none()))
+}
+
+#[test]
+fn regression_a_run_whose_naming_never_reaches_the_topic_never_starts() {
+    // C-10, on the dev broker's cluster: a member cut off from its job's
+    // partition leader still held a lease, started the run due 1.9 s after
+    // the cut, and neither its start nor its end reached the topic: the
+    // next owner ran it again. Here our records stop coming back at 1700,
+    // with the lease good until 2600 and the run due at 2000.
+    let mut l = Leader::new(scheduled(2000), started(0));
+    l.step(assigned(), ms(1000));
+    let due = (wall(1000) / 2000 + 1) * 2000;
+    let (mut out, mut offset) = (Vec::new(), 6);
+    for t in (1000..3000).step_by(50) {
+        for action in l.step(Input::Tick, ms(t)) {
+            if let (SendHeartbeat(P, _), true) = (&action, t < 1700) {
+                offset += 1;
+                out.extend(l.step(hb(offset, t), ms(t + 5)));
+            }
+            out.push(action);
+        }
+    }
+    assert!(out.iter().any(|a| names_run(a, due)), "named: {out:?}");
+    assert!(!out.iter().any(|a| matches!(a, Spawn { .. })), "never started: {out:?}");
+    assert_eq!(l.standing(P), Standing::Fenced, "and fenced at its lease's end");
+}
+
+#[test]
+fn a_record_sent_in_the_step_before_a_run_was_named_does_not_start_it() {
+    // A resume writes a record at once (4100), and in the same step the run
+    // missed while paused is decided: the record naming it goes out a
+    // millisecond later, and only it starts the run.
+    let pause = |offset, paused| Pause { offset, paused, stop: false, at_ms: 0, by: Asker::default() };
+    let mut l = Leader::new(scheduled(2000), started(0));
+    l.step(assigned(), ms(1000));
+    let (_, offset) = live(&mut l, 1000, 2100, 6);
+    l.step(exited(ChildStatus::Exited(0)), ms(2100));
+    let (_, offset) = live(&mut l, 2100, 2500, offset + 1);
+    l.step(Input::Pause(P, pause(offset + 1, true)), ms(2500));
+    let (_, offset) = live(&mut l, 2500, 4100, offset + 2);
+    let due = wall(4000);
+    let resumed = l.step(Input::Pause(P, pause(offset + 1, false)), ms(4100));
+    assert!(resumed.iter().any(|a| matches!(a, SendHeartbeat(P, _))), "{resumed:?}");
+    assert!(!resumed.iter().any(|a| names_run(a, due)), "{resumed:?}");
+    let named = l.step(Input::Tick, ms(4101));
+    assert!(named.iter().any(|a| names_run(a, due)), "{named:?}");
+    let early = l.step(hb(offset + 2, 4100), ms(4102));
+    assert!(!early.iter().any(|a| matches!(a, Spawn { .. })), "the record before the naming: {early:?}");
+    let read = l.step(hb(offset + 3, 4101), ms(4103));
+    assert_eq!(spawned(&read).map(|j| j.due), Some(Some(due)), "{read:?}");
 }

@@ -69,18 +69,21 @@ fn run(l: &mut Leader, from: u64, to: u64) -> Vec<Started> {
     let mut started = Vec::new();
     let mut offset = 100;
     for t in (from..to).step_by(100) {
-        for action in l.step(Input::Tick, ms(t)) {
-            match action {
-                SendHeartbeat(partition, _) => {
-                    offset += 1;
-                    l.step(Input::OwnHeartbeat { partition, offset, sent: ms(t), more: false }, ms(t));
+        let mut pending = vec![Input::Tick];
+        while let Some(input) = pending.pop() {
+            for action in l.step(input, ms(t)) {
+                match action {
+                    SendHeartbeat(partition, _) => {
+                        offset += 1;
+                        pending.push(Input::OwnHeartbeat { partition, offset, sent: ms(t), more: false });
+                    }
+                    Spawn { partition, attempt: Some(attempt), .. } => {
+                        let (due, began) = (attempt.due.expect("a due time") - WALL, attempt.wave_ms - WALL);
+                        started.push((partition, due, began));
+                        pending.push(Input::ChildExited(partition, ChildStatus::Exited(0)));
+                    }
+                    _ => {}
                 }
-                Spawn { partition, attempt: Some(attempt), .. } => {
-                    let (due, began) = (attempt.due.expect("a due time") - WALL, attempt.wave_ms - WALL);
-                    started.push((partition, due, began));
-                    l.step(Input::ChildExited(partition, ChildStatus::Exited(0)), ms(t));
-                }
-                _ => {}
             }
         }
     }
@@ -165,10 +168,18 @@ fn take_over(l: &mut Leader, partition: Partition, due: u64, at: u64) -> Vec<Sta
     l.step(Input::OtherHeartbeat(partition, record), ms(at - 100));
     l.step(Input::Assigned { partition }, ms(at));
     let mut started = Vec::new();
-    for action in l.step(Input::OwnHeartbeat { partition, offset: 40, sent: ms(at), more: false }, ms(at + 10)) {
+    let mut actions = l.step(Input::OwnHeartbeat { partition, offset: 40, sent: ms(at), more: false }, ms(at + 10));
+    // A run due at once is named first (a millisecond later: a record went
+    // out as we led), and starts once that record is read back.
+    actions.extend(l.step(Input::Tick, ms(at + 11)));
+    if actions.iter().any(|a| matches!(a, SendHeartbeat(..))) {
+        actions
+            .extend(l.step(Input::OwnHeartbeat { partition, offset: 41, sent: ms(at + 11), more: false }, ms(at + 12)));
+    }
+    for action in actions {
         if let Spawn { partition, attempt: Some(attempt), .. } = action {
             started.push((partition, attempt.due.expect("a due time") - WALL, attempt.wave_ms - WALL));
-            l.step(Input::ChildExited(partition, ChildStatus::Exited(0)), ms(at + 10));
+            l.step(Input::ChildExited(partition, ChildStatus::Exited(0)), ms(at + 12));
         }
     }
     started

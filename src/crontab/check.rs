@@ -20,9 +20,9 @@ pub fn check_main(args: CronCheckArgs) -> Result<u8, Failure> {
         None => Zone::Local,
     };
     let path = args.file.display();
-    let text =
-        std::fs::read_to_string(&args.file).map_err(|e| usage(format!("cannot read the crontab {path}: {e}")))?;
-    let tab = super::parse(&text, zone);
+    // Read and refused as a member reads it (`super::read`), so that what
+    // passes here runs there.
+    let tab = super::read(&args.file, zone).map_err(usage)?;
     let now = match &args.from {
         None => crate::clock::wall_ms(),
         Some(from) => chrono::DateTime::parse_from_rfc3339(from)

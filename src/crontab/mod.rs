@@ -20,6 +20,7 @@
 //! it. `%` is not special (as in supercronic): write `date +%F`, not `\%`.
 
 mod check;
+mod file;
 
 use std::fmt;
 use std::str::FromStr as _;
@@ -30,6 +31,7 @@ use crate::calendar::{Cron, Every, Zone, MAX_EVERY, MIN_EVERY};
 use crate::leader::{Calendar, Missed, Overlap, Retry};
 
 pub use check::check_main;
+pub use file::{no_job, read};
 
 /// The longest job name: it goes into records, labels and logs.
 const MAX_NAME: usize = 64;

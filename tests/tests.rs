@@ -7,6 +7,7 @@ mod broken_log;
 mod cli;
 mod cluster;
 mod crontab;
+mod crontab_parity;
 mod crontab_trust;
 mod daemons;
 mod daylight_saving;

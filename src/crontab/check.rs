@@ -48,9 +48,14 @@ pub fn check_main(args: CronCheckArgs) -> Result<u8, Failure> {
         let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         out += &format!("{path}: {}, {} refused\n", count(tab.jobs.len(), "job"), count(errors, "line"));
     }
-    // The problems on stderr, where an editor or CI looks for FILE:LINE:COL.
+    // The problems on stderr, where an editor or CI looks for FILE:LINE:COL,
+    // and a file with no job, which a member refuses.
     for problem in &tab.problems {
         crate::stderr::line(format_args!("{path}:{problem}"));
+    }
+    let no_job = tab.jobs.is_empty();
+    if no_job {
+        crate::stderr::line(format_args!("{path}: error: no job to run: a member refuses a file without one (exit 2)"));
     }
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
@@ -58,7 +63,7 @@ pub fn check_main(args: CronCheckArgs) -> Result<u8, Failure> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         Err(e) => return Err(Failure::new(Kind::Io, format!("cannot write to stdout: {e}"))),
     }
-    Ok(if tab.has_errors() { Kind::Usage.code() } else { 0 })
+    Ok(if tab.has_errors() || no_job { Kind::Usage.code() } else { 0 })
 }
 
 /// The next `n` due times after `now`.

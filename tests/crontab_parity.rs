@@ -2,8 +2,12 @@
 //! member runs (one reading, `crontab::read`): the real binary, both ways
 //! (audit 2026-11-29 E10; findings C-4, C-6, C-7, C-8).
 
-use crate::crontab_trust::{check, member};
-use crate::util::tempdir;
+use std::io::Read as _;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::crontab_trust::{check, member, JOB};
+use crate::util::{bin, tempdir};
 
 /// The lines of `err` that name `file`.
 fn said<'a>(err: &'a str, file: &str) -> Vec<&'a str> {
@@ -70,4 +74,35 @@ fn cron_check_refuses_what_a_member_refuses_no_job_a_nul_a_long_command_a_missin
     assert_eq!(json["jobs"].as_array().unwrap().len(), 1, "{out}");
     assert_eq!(json["jobs"][0]["name"], "b");
     assert_eq!(json["jobs"][0]["zone"], "UTC");
+}
+
+#[test]
+fn cron_check_writes_every_problem_to_a_slow_stderr_pipe() {
+    let dir = tempdir::Dir::new("crontab-slow-stderr");
+    let file = dir.path().join("many-bad.crontab");
+    let mut text = JOB.to_string();
+    for n in 0..3000 {
+        text += &format!("61 * * * *  bad{n}  echo x\n");
+    }
+    std::fs::write(&file, text).unwrap();
+    let mut child = Command::new(bin())
+        .args(["cron", "check", file.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Nobody reads for a second: the pipe fills, and the check must wait.
+    std::thread::sleep(Duration::from_secs(1));
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+    let refused = err.lines().filter(|l| l.contains(": error: minute field '61'")).count();
+    assert_eq!(
+        refused,
+        3000,
+        "every refused line said: {} lines, the last {:?}",
+        err.lines().count(),
+        err.lines().last()
+    );
 }

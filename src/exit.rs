@@ -200,14 +200,17 @@ pub const STATUSES: &[Status] = &[
     },
     Status {
         code: Code::Failure(Kind::Usage),
-        run: Some("Usage error: a bad flag, duration, address, or unsafe timing."),
+        run: Some("Usage error: a bad flag, duration, address, or unsafe timing; a `--crontab` file refused (as `cron check` refuses it)."),
         status: Some("Usage error."),
         yield_: Some("Usage error (also `--timeout` over 24h)."),
         pause: Some("Usage error (also `--timeout` over 24h)."),
         drain: Some("Usage error (also an empty MEMBER, or `--timeout` over 24h)."),
         dev_broker: Some("Usage error: a bad `--listen` or `--sasl-user`, or the address is in use."),
         event: Some("Refused (the reason is said), or no dev broker at `--control`."),
-        cron: Some("A line is refused (each printed as FILE:LINE:COLUMN), or the file cannot be read."),
+        cron: Some(
+            "A line is refused (each printed as FILE:LINE:COLUMN), the file holds no job, or it is refused whole: \
+             unreadable, writable by another user, not a regular file, or over 1 MiB.",
+        ),
         history: Some("Usage error."),
         job_pause: Some("Usage error (also `--timeout` over 24h)."),
         trigger: Some("Usage error (also `--timeout` over 24h)."),

@@ -11,6 +11,10 @@
 //! - A directory is tried once at start the same way (`probe_dir`): one
 //!   neli-run cannot write to is refused then, not found out when the
 //!   member first leads.
+//!
+//! And files others write for neli-run to read (a crontab, a
+//! `--kafka-config`) are read with a bound (`read_at_most`), so that a link
+//! to /dev/zero or a runaway file cannot eat the host's memory.
 
 use std::fs::{File, OpenOptions};
 use std::hash::{BuildHasher, RandomState};
@@ -90,6 +94,21 @@ pub fn probe_dir(dir: &Path) -> Result<(), String> {
         .map_err(|err| format!("cannot create a file there: {err}"))?;
     drop(file);
     std::fs::remove_file(&probe).map_err(|err| format!("cannot remove a file created there: {err}"))
+}
+
+/// All of `reader`, unless it holds more than `max` bytes: then an
+/// InvalidData error saying so (never more than `max + 1` bytes are read).
+pub fn read_at_most(reader: impl std::io::Read, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    reader.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::new(
+            ErrorKind::InvalidData,
+            format!("it holds more than {max} bytes, the most read"),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Debug builds only: while the file that `NELI_TEST_HOLD_WRITES` names

@@ -7,6 +7,8 @@ mod broken_log;
 mod cli;
 mod cluster;
 mod crontab;
+mod crontab_parity;
+mod crontab_trust;
 mod cut_schedule;
 mod daemons;
 mod daylight_saving;

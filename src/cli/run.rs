@@ -241,7 +241,10 @@ pub struct RunArgs {
     /// told NELI_JOB, NELI_DUE and its fencing token, and is recorded on the
     /// topic as --cron's are: once per due time. A bad line is said with
     /// its line and column and skipped; the good lines run. SIGHUP, or a
-    /// change to the file, reads it again: no other job stops or moves.
+    /// change to the file, reads it again: no other job stops or moves. As
+    /// cron's /etc/cron.d, the file is refused unless it is neli-run's
+    /// user's (or root's) and nobody else may write it, and it is a regular
+    /// file of at most 1 MiB.
     #[arg(
         long,
         env = "NELI_CRONTAB",

@@ -111,12 +111,13 @@ pub(super) fn crontab(args: &RunArgs) -> Result<Option<CronRun>, Failure> {
 }
 
 /// The jobs of the crontab `file` (`zone` for lines with no CRON_TZ), its
-/// problems said in the log by `FILE:LINE:COLUMN`; Err (naming the file)
-/// if it cannot be read or holds no job: at start and on each reload.
+/// problems said in the log by `FILE:LINE:COLUMN`; Err (naming the file
+/// and the fix) if it is refused whole (`crontab::read`: it cannot be read,
+/// another user could write it, it is not a regular file or too big) or
+/// holds no job: at start and on each reload, as `cron check` refuses it.
 pub fn read_crontab(file: &std::path::Path, zone: crate::calendar::Zone) -> Result<Vec<crate::crontab::Job>, String> {
     let shown = file.display();
-    let text = std::fs::read_to_string(file).map_err(|e| format!("{shown}: {e}"))?;
-    let tab = crate::crontab::parse(&text, zone);
+    let tab = crate::crontab::read(file, zone)?;
     for problem in &tab.problems {
         match problem.error {
             true => {
@@ -126,7 +127,7 @@ pub fn read_crontab(file: &std::path::Path, zone: crate::calendar::Zone) -> Resu
         }
     }
     if tab.jobs.is_empty() {
-        return Err(format!("{shown}: no job to run (`neli-run cron check {shown}` says what each line is)"));
+        return Err(crate::crontab::no_job(file));
     }
     Ok(tab.jobs)
 }

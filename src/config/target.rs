@@ -196,11 +196,29 @@ impl Target {
     }
 }
 
+/// The most a `--kafka-config` or `--kafka-secret` file holds (a client's
+/// properties and a PEM chain are a few KiB): read with this bound, a link
+/// to /dev/zero cannot eat the host's memory. A pipe (`<(vault ...)`) is
+/// still taken.
+const MAX_FILE: u64 = 1024 * 1024;
+
+/// A `--kafka-config` or `--kafka-secret` file's bytes, at most `MAX_FILE`.
+fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    crate::files::read_at_most(file, MAX_FILE).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData => std::io::Error::new(
+            e.kind(),
+            format!("over {MAX_FILE} bytes (1 MiB), more than a client's configuration holds: is it the right file?"),
+        ),
+        _ => e,
+    })
+}
+
 /// Reads a --kafka-config file: UTF-8, or ISO-8859-1 (what Java's
 /// `Properties.load` reads) when it is not valid UTF-8.
 fn read_kafka_config(path: &Path) -> Result<Vec<java_props::Entry>, Failure> {
     let at = path.display();
-    let bytes = std::fs::read(path).or_else(|e| err(format!("--kafka-config {at}: cannot read it ({e})")))?;
+    let bytes = read_bounded(path).or_else(|e| err(format!("--kafka-config {at}: cannot read it ({e})")))?;
     let text = String::from_utf8(bytes).unwrap_or_else(|e| e.into_bytes().iter().map(|&b| char::from(b)).collect());
     java_props::parse(&text).map_err(|m| {
         let key = m.key.map(|k| format!(" in the value of {}", k.escape_debug())).unwrap_or_else(|| " in a key".into());
@@ -251,7 +269,8 @@ fn read_secret(spec: &str) -> Result<(String, String, Origin), Failure> {
     if let Some(why) = not_settable(key, "--kafka-secret") {
         return err(why);
     }
-    let bytes = std::fs::read(path).or_else(|e| err(format!("--kafka-secret {key}={path}: cannot read it ({e})")))?;
+    let bytes =
+        read_bounded(Path::new(path)).or_else(|e| err(format!("--kafka-secret {key}={path}: cannot read it ({e})")))?;
     let Ok(mut value) = String::from_utf8(bytes) else {
         return err(format!("--kafka-secret {key}={path}: the file is not UTF-8 text"));
     };

@@ -20,9 +20,9 @@ pub fn check_main(args: CronCheckArgs) -> Result<u8, Failure> {
         None => Zone::Local,
     };
     let path = args.file.display();
-    let text =
-        std::fs::read_to_string(&args.file).map_err(|e| usage(format!("cannot read the crontab {path}: {e}")))?;
-    let tab = super::parse(&text, zone);
+    // Read and refused as a member reads it (`super::read`), so that what
+    // passes here runs there.
+    let tab = super::read(&args.file, zone).map_err(usage)?;
     let now = match &args.from {
         None => crate::clock::wall_ms(),
         Some(from) => chrono::DateTime::parse_from_rfc3339(from)
@@ -48,17 +48,32 @@ pub fn check_main(args: CronCheckArgs) -> Result<u8, Failure> {
         let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         out += &format!("{path}: {}, {} refused\n", count(tab.jobs.len(), "job"), count(errors, "line"));
     }
-    // The problems on stderr, where an editor or CI looks for FILE:LINE:COL.
+    // The problems on stderr, where an editor or CI looks for FILE:LINE:COL,
+    // and a file with no job, which a member refuses.
+    let mut said = String::new();
     for problem in &tab.problems {
-        crate::stderr::line(format_args!("{path}:{problem}"));
+        said += &format!("{path}:{problem}\n");
     }
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(e) => return Err(Failure::new(Kind::Io, format!("cannot write to stdout: {e}"))),
+    let no_job = tab.jobs.is_empty();
+    if no_job {
+        said += &format!("{path}: error: no job to run: a member refuses a file without one (exit 2)\n");
     }
-    Ok(if tab.has_errors() { Kind::Usage.code() } else { 0 })
+    // Written whole, waiting for a slow reader (a CI log, `| less`): the
+    // best-effort writer of a member's log (crate::stderr) would drop what
+    // a full pipe cannot take at once, and here nothing waits on us.
+    write_all(&mut std::io::stderr().lock(), &said).map_err(|e| Failure::new(Kind::Io, format!("stderr: {e}")))?;
+    write_all(&mut std::io::stdout().lock(), &out)
+        .map_err(|e| Failure::new(Kind::Io, format!("cannot write to stdout: {e}")))?;
+    Ok(if tab.has_errors() || no_job { Kind::Usage.code() } else { 0 })
+}
+
+/// Writes `text` whole to `to`; a reader gone (a closed pipe) is not an
+/// error: nobody is left to tell.
+fn write_all(to: &mut impl Write, text: &str) -> std::io::Result<()> {
+    match to.write_all(text.as_bytes()).and_then(|()| to.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        done => done,
+    }
 }
 
 /// The next `n` due times after `now`.

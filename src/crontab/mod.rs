@@ -1,8 +1,9 @@
 //! A fleet crontab (`neli-run cron check FILE`; `--crontab FILE` builds on
 //! it): cron's syntax with a name per job, read into jobs whose calendars
-//! every member computes alike. Pure: text in, jobs and problems out, so
-//! that a bad line is found the same way at start, on reload and by `cron
-//! check`, and never takes the good lines with it.
+//! every member computes alike. Text in, jobs and problems out (pure but
+//! for `SHELL=`, looked for on this host), so that a bad line is found the
+//! same way at start, on reload and by `cron check` (which read the file
+//! alike: `file::read`), and never takes the good lines with it.
 //!
 //! ```text
 //! # comments and blank lines are skipped
@@ -20,6 +21,7 @@
 //! it. `%` is not special (as in supercronic): write `date +%F`, not `\%`.
 
 mod check;
+mod file;
 
 use std::fmt;
 use std::str::FromStr as _;
@@ -30,9 +32,15 @@ use crate::calendar::{Cron, Every, Zone, MAX_EVERY, MIN_EVERY};
 use crate::leader::{Calendar, Missed, Overlap, Retry};
 
 pub use check::check_main;
+pub use file::{no_job, read};
 
 /// The longest job name: it goes into records, labels and logs.
 const MAX_NAME: usize = 64;
+
+/// The most bytes the kernel passes as one argument or variable, its NUL
+/// included (MAX_ARG_STRLEN, 32 pages): `sh -c` gets a job's command whole,
+/// so a longer one could never start.
+const MAX_ARG: usize = 128 * 1024;
 
 /// What a crontab says: its jobs, in the file's order, and what is wrong
 /// with the lines that are not jobs.
@@ -137,6 +145,11 @@ struct Above {
     zone: Zone,
     shell: String,
     env: Vec<(String, String)>,
+    /// The line of a `CRON_TZ=` refused (until one taken): the jobs below
+    /// it are refused too, not run in the zone above it.
+    zone_refused: Option<usize>,
+    /// The line of a `SHELL=` refused, alike.
+    shell_refused: Option<usize>,
 }
 
 type LineResult<T> = Result<T, (usize, String)>;
@@ -144,7 +157,7 @@ type LineResult<T> = Result<T, (usize, String)>;
 /// Reads a crontab; `zone` is the zone of jobs with no `CRON_TZ` above them.
 pub fn parse(text: &str, zone: Zone) -> Crontab {
     let mut tab = Crontab::default();
-    let mut above = Above { zone, shell: "/bin/sh".into(), env: Vec::new() };
+    let mut above = Above { zone, shell: "/bin/sh".into(), env: Vec::new(), zone_refused: None, shell_refused: None };
     for (index, line) in text.lines().enumerate() {
         let number = index + 1;
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -154,7 +167,7 @@ pub fn parse(text: &str, zone: Zone) -> Crontab {
         }
         let said = match assignment(line) {
             Some((name, value, value_at)) => {
-                assign(&mut above, name, value, line, value_at).map(|warning| warning.map(|w| (value_at, w)))
+                assign(&mut above, (name, value), line, value_at, number).map(|warning| warning.map(|w| (value_at, w)))
             }
             None => match job(line, number, &above) {
                 Ok(job) => {
@@ -203,17 +216,29 @@ fn assignment(line: &str) -> Option<(&str, &str, usize)> {
     Some((name, unquoted, value_at))
 }
 
-/// Takes an assignment into `above`; Ok(Some(warning)) for one that
-/// neli-run takes but does not act on.
-fn assign(above: &mut Above, name: &str, value: &str, line: &str, value_at: usize) -> LineResult<Option<String>> {
+/// Takes an assignment (on line `number`) into `above`; Ok(Some(warning))
+/// for one that neli-run takes but does not act on. A `CRON_TZ` or `SHELL`
+/// refused marks the jobs below it refused too.
+fn assign(
+    above: &mut Above,
+    (name, value): (&str, &str),
+    line: &str,
+    value_at: usize,
+    number: usize,
+) -> LineResult<Option<String>> {
+    let at = column_of(line, value_at);
+    let taken = passable(value, (name, name.len() + 1), line, value_at).and_then(|()| match name {
+        "CRON_TZ" if value.is_empty() => Err((at, "CRON_TZ needs a zone, e.g. CRON_TZ=Europe/Berlin".into())),
+        "CRON_TZ" => value.parse().map(|zone| above.zone = zone).map_err(|e: String| (at, e)),
+        "SHELL" => shell(value).map(|()| above.shell = value.to_owned()).map_err(|e| (at, e)),
+        _ => Ok(()),
+    });
     match name {
-        "CRON_TZ" if value.is_empty() => return Err((column_of(line, value_at), "CRON_TZ needs a zone".into())),
-        "CRON_TZ" => {
-            above.zone = value.parse().map_err(|e: String| (column_of(line, value_at), e))?;
-        }
-        "SHELL" => above.shell = value.to_owned(),
+        "CRON_TZ" => above.zone_refused = taken.is_err().then_some(number),
+        "SHELL" => above.shell_refused = taken.is_err().then_some(number),
         _ => {}
     }
+    taken?;
     above.env.retain(|(n, _)| n != name);
     above.env.push((name.to_owned(), value.to_owned()));
     Ok((name == "MAILTO")
@@ -241,10 +266,52 @@ const FIELDS: [(&str, &str); 5] = [
     ("day of week", "0-7 or SUN-SAT, 0 and 7 both Sunday"),
 ];
 
+/// Err unless `text` (at byte `at` of `line`; `what` says what it is, and
+/// how many bytes go before it: `NAME=` of a variable) can be passed to a
+/// command: no NUL byte, and within the kernel's bound on one argument or
+/// variable.
+fn passable(text: &str, (what, before): (&str, usize), line: &str, at: usize) -> LineResult<()> {
+    if let Some(nul) = text.find('\0') {
+        return Err((column_of(line, at + nul), format!("{what}: a NUL byte, which no command can be given")));
+    }
+    let size = before + text.len() + 1;
+    if size > MAX_ARG {
+        return Err((
+            column_of(line, at),
+            format!(
+                "{what}: {size} bytes, over the {MAX_ARG} the kernel passes to a command as one argument or \
+                 variable (MAX_ARG_STRLEN; `sh -c` gets a job's command whole): put it in a script and run that"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Err unless `SHELL=value` names a program that can be run, as a job's
+/// command would find out at every due time.
+fn shell(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Err("SHELL needs a shell, e.g. SHELL=/bin/bash (without SHELL, /bin/sh)".into());
+    }
+    crate::child::check_executable(std::ffi::OsStr::new(value))
+        .map_err(|e| format!("SHELL={value}: {}; every job below would fail", e.message))
+}
+
 /// A job line.
 fn job(line: &str, number: usize, above: &Above) -> LineResult<Job> {
     let tokens = tokens(line);
     let first = tokens[0];
+    for (refused, what, why) in [
+        (above.zone_refused, "CRON_TZ", "would run in another zone than it names"),
+        (above.shell_refused, "SHELL", "would run in another shell than it names"),
+    ] {
+        if let Some(at) = refused {
+            return Err((
+                first.column,
+                format!("the {what} on line {at} was refused, and this job {why}: fix that line"),
+            ));
+        }
+    }
     // When, and how many tokens it took.
     let (when, calendar, zone, used): (String, Arc<dyn Calendar>, Option<Zone>, usize) = if first.text.starts_with('@')
     {
@@ -302,13 +369,15 @@ fn job(line: &str, number: usize, above: &Above) -> LineResult<Job> {
             format!("job '{name}' has no command: the rest of the line after its name is the shell command"),
         ));
     };
+    let (command_text, command_at) = (line[command.at..].trim_end(), command.at);
+    passable(command_text, (&format!("job '{name}''s command"), 0), line, command_at)?;
     let mut job = Job {
         line: number,
         name: name.to_owned(),
         when,
         calendar,
         zone,
-        command: line[command.at..].trim_end().to_owned(),
+        command: command_text.to_owned(),
         shell: above.shell.clone(),
         env: above.env.clone(),
         missed: Missed::Once,

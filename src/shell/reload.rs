@@ -1,9 +1,11 @@
 //! `--crontab`: the file read again on SIGHUP, and when it changes (its
-//! size, time or inode, looked at every `LOOK`: an editor's rename counts).
+//! size, times or inode, looked at every `LOOK`: an editor's rename counts,
+//! and so does a `chmod` or `chown` that makes a refused file trusted).
 //! Reading and placing the new jobs takes Kafka round trips, so it runs
 //! beside the loop; the loop takes the result in (`Shell::reloaded`). A
-//! file that cannot be read, or holds no job, changes nothing: said, and
-//! the jobs go on. Placing its jobs can fail on Kafka's side (a job with no
+//! file refused (it cannot be read, holds no job, another user could write
+//! it, it is not a regular file or too big: `crontab::read`) changes
+//! nothing: said once, however often it is read again, and the jobs go on. Placing its jobs can fail on Kafka's side (a job with no
 //! partition that could not be added, an ACL): said, the jobs go on, and
 //! the file is read again after a wait that doubles, so that the fix (a
 //! grant, a `kafka-topics.sh --alter`) is taken without a restart.
@@ -26,8 +28,9 @@ const LOOK: Duration = Duration::from_secs(2);
 /// The longest wait before a placement that failed is tried again.
 const RETRY_MAX: Duration = Duration::from_secs(60);
 
-/// What tells one version of the file from another.
-type Stamp = Option<(u64, i64, i64, u64)>;
+/// What tells one version of the file from another: size, modification
+/// and change times (ns), inode.
+type Stamp = Option<(u64, i128, i128, u64)>;
 
 /// The crontab's file, watched.
 pub(super) struct Reload {
@@ -41,14 +44,17 @@ pub(super) struct Reload {
     /// After placements that failed: how many in a row, and when to try
     /// again.
     failed: Option<(u32, tokio::time::Instant)>,
+    /// Why the file was last refused, said once: a SIGHUP a second asks
+    /// again and need not say it again.
+    refused: Option<String>,
 }
 
 /// What a read of the file came to.
 enum Outcome {
     /// Read and placed.
     Read(Read),
-    /// Nothing to take in: the file could not be read, or held no job.
-    Nothing,
+    /// Nothing to take in: the file was refused, and why.
+    Refused(String),
     /// Placing its jobs failed on Kafka's side: tried again later.
     Again,
 }
@@ -68,7 +74,8 @@ impl Reload {
         let file = &cfg.crontab.as_ref()?.file;
         let mut look = tokio::time::interval(LOOK);
         look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Some(Reload { cfg: cfg.clone(), stamp: stamp(file), look, reading: None, again: false, failed: None })
+        let stamp = stamp(file);
+        Some(Reload { cfg: cfg.clone(), stamp, look, reading: None, again: false, failed: None, refused: None })
     }
 
     /// Reads the file again (`why` is said), unless a read is under way.
@@ -86,10 +93,7 @@ impl Reload {
             let stamp = stamp(&file);
             let jobs = match read_crontab(&file, zone) {
                 Ok(jobs) => jobs,
-                Err(e) => {
-                    error!("{e}; the jobs go on as they were");
-                    return (stamp, Outcome::Nothing);
-                }
+                Err(e) => return (stamp, Outcome::Refused(e)),
             };
             let names: Vec<String> = jobs.iter().map(|job| job.name.clone()).collect();
             match crate::kafka::placement::place(&settings, &names) {
@@ -109,7 +113,8 @@ impl Reload {
         loop {
             match r.reading.as_mut() {
                 Some(reading) => {
-                    let (stamp, outcome) = reading.await.unwrap_or((r.stamp, Outcome::Nothing));
+                    let (stamp, outcome) =
+                        reading.await.unwrap_or_else(|e| (r.stamp, Outcome::Refused(format!("reading it: {e}"))));
                     (r.stamp, r.reading) = (stamp, None);
                     r.failed = match outcome {
                         Outcome::Again => {
@@ -119,6 +124,15 @@ impl Reload {
                         }
                         _ => None,
                     };
+                    match &outcome {
+                        Outcome::Refused(why) if r.refused.as_ref() != Some(why) => {
+                            error!("{why}; the jobs go on as they were");
+                            r.refused = Some(why.clone());
+                        }
+                        Outcome::Refused(_) => info!("the crontab is still refused, as said; the jobs go on"),
+                        Outcome::Read(_) => r.refused = None,
+                        Outcome::Again => {}
+                    }
                     if std::mem::take(&mut r.again) {
                         r.ask("asked again meanwhile");
                     }
@@ -141,8 +155,9 @@ impl Reload {
     }
 }
 
-/// The file's size, time, inode and device, if it can be read.
+/// The file's size, times, inode and device, if it can be read.
 fn stamp(file: &Path) -> Stamp {
     let m = std::fs::metadata(file).ok()?;
-    Some((m.len(), m.mtime(), m.mtime_nsec(), m.ino() ^ m.dev()))
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    Some((m.len(), ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec()), m.ino() ^ m.dev()))
 }

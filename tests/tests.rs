@@ -3,6 +3,7 @@
 
 mod util;
 
+mod backoff;
 mod broken_log;
 mod cli;
 mod cluster;

@@ -36,9 +36,10 @@ const RUN_ENVIRONMENT: &[(&str, &str)] = &[
     (
         "The command receives",
         "NELI_GROUP, NELI_TOPIC, NELI_NAME, NELI_BROKERS and NELI_FENCING_TOKEN; NELI_ATTEMPT and NELI_WAVE for a \
-         wave's run (cron, --once-within); NELI_ATTEMPT and NELI_DUE for a scheduled run (--every, --cron). Every \
-         variable above that neli-run reads (the options', NELI_KAFKA_PROPERTIES, systemd's) is removed from its \
-         environment.",
+         wave's run (cron, --once-within); NELI_ATTEMPT and NELI_DUE for a scheduled run (--every, --cron). What \
+         neli-run sets wins, and every variable of neli-run's (those it sets for some run, as NELI_ROLE, NELI_JOB \
+         or NELI_TOKEN_FILE, the options', NELI_KAFKA_PROPERTIES, systemd's) is removed from the environment it \
+         was given; others pass.",
     ),
 ];
 

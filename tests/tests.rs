@@ -14,6 +14,7 @@ mod detector;
 mod dev_broker;
 mod docs;
 mod election;
+mod environment;
 mod faults;
 mod fetch_wait;
 mod health;

@@ -2,6 +2,7 @@
 //! `-X` properties, and refuses timing that cannot be safe (`timing`), before
 //! anything joins a group.
 
+pub mod env;
 mod java_props;
 pub mod properties;
 mod seats;

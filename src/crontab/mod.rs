@@ -212,6 +212,14 @@ fn assign(above: &mut Above, name: &str, value: &str, line: &str, value_at: usiz
             above.zone = value.parse().map_err(|e: String| (column_of(line, value_at), e))?;
         }
         "SHELL" => above.shell = value.to_owned(),
+        // neli-run's own wins (see `config::env`): NELI_GROUP=x would point
+        // a job's `neli-run yield` at another group, NOTIFY_SOCKET would
+        // let it speak for neli-run to systemd.
+        _ if crate::config::env::reserved(name) => {
+            return Ok(Some(format!(
+                "{name} is neli-run's: a job gets neli-run's value or none, never this assignment's"
+            )))
+        }
         _ => {}
     }
     above.env.retain(|(n, _)| n != name);

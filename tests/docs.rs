@@ -29,7 +29,8 @@ const RUN_ENVIRONMENT: &[(&str, &str)] = &[
     ("NELI_*", "Each option's variable, as listed with it above: the option's value when the flag is not given."),
     (
         "NELI_KAFKA_PROPERTIES",
-        "librdkafka properties as a ';'-separated list (\\; for a ';' in a value, \\\\ for a backslash); -X wins.",
+        "librdkafka properties as a ';'-separated list (\\; for a ';' in a value, \\\\ for a backslash); -X wins. \
+         Not UTF-8: refused (exit 2), naming the entry.",
     ),
     ("RUST_LOG", "Log filter (tracing's EnvFilter syntax); overrides -v and -q."),
     ("NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID", "systemd's notify protocol and watchdog (Type=notify)."),

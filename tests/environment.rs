@@ -2,7 +2,8 @@
 //! a crontab's assignments and the caller's environment, and a `NELI_*`
 //! variable of neli-run's that a run does not get set is not in it at all.
 //! (supervision.rs has the variables a command gets, and those neli-run
-//! reads removed.)
+//! reads removed.) And what neli-run reads from its own: a
+//! NELI_KAFKA_PROPERTIES that is not UTF-8 is refused (audit E6).
 
 use std::path::Path;
 
@@ -94,4 +95,40 @@ fn a_crontab_job_gets_neli_runs_variables_over_the_files_assignments() {
     assert_none_of_the_callers(&env, &[NOT_GIVEN, &["NELI_WAVE"]].concat());
     let log = m.log();
     assert!(log.contains("NELI_GROUP is neli-run's"), "the member says it ignores the assignment:\n{log}");
+}
+
+/// `neli-run ARGS` with NELI_KAFKA_PROPERTIES set to `value`: status and output.
+fn with_properties(value: &[u8], args: &[&str]) -> (i32, String) {
+    use std::os::unix::ffi::OsStrExt as _;
+    let out = std::process::Command::new(crate::util::bin())
+        .args(args)
+        .env("NELI_KAFKA_PROPERTIES", std::ffi::OsStr::from_bytes(value))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = [out.stdout, out.stderr].concat();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&text).into_owned())
+}
+
+/// Read as unset, a password with a Latin-1 byte connected without SASL,
+/// with no word (the audit's rc 0); now every command that talks to Kafka
+/// refuses it as a usage error, naming the variable and the entry, never
+/// the value.
+#[test]
+fn kafka_properties_that_are_not_utf8_are_refused_by_name() {
+    let g = Group::new("env-kafka-properties");
+    let value = b"security.protocol=SASL_PLAINTEXT;sasl.mechanism=PLAIN;sasl.username=u;sasl.password=p\xe9ss";
+    let run = ["-b", &g.broker.address, "-g", &g.name, "--", "true"];
+    let status = ["status", "-b", &g.broker.address, "-g", &g.name];
+    for args in [&run[..], &status[..]] {
+        let (code, out) = with_properties(value, args);
+        assert_eq!(code, 2, "{args:?}: {out}");
+        assert!(out.contains("NELI_KAFKA_PROPERTIES entry 4 is not valid UTF-8"), "{args:?}: {out}");
+        assert!(!out.contains("\u{FFFD}ss") && !out.contains("sasl.password"), "the value is not shown: {out}");
+    }
+    // A crontab check reads no Kafka: the variable is not its business.
+    let file = g.dir.path().join("ok.crontab");
+    std::fs::write(&file, "@daily j true\n").unwrap();
+    let (code, out) = with_properties(b"\xff", &["cron", "check", file.to_str().unwrap(), "--next", "1"]);
+    assert_eq!(code, 0, "{out}");
 }

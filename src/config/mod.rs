@@ -14,7 +14,7 @@ use seats::{crontab, names_role, roles};
 pub use seats::{read_crontab, with_role, CronRun};
 pub(crate) use target::creation_error;
 use target::given_as;
-pub use target::Target;
+pub use target::{env_properties, Target};
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;

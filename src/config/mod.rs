@@ -616,6 +616,17 @@ fn checked_leader_file(path: std::path::PathBuf) -> Result<std::path::PathBuf, F
             dir.display()
         ));
     }
+    if let Some(sticky) = crate::files::writable_by_all(dir) {
+        // Warned, not refused: what a neighbour can do there is deny a
+        // start or mislead a reader of the file, never run the command.
+        let also = if sticky { "" } else { " and, as it is not sticky, replace or remove this member's" };
+        tracing::warn!(
+            "--leader-file {at}: directory {} is writable by every user: another one can put a file or link at \
+             the path first (neli-run then refuses to start) or a forged leader file while this member does not \
+             lead{also}; name a directory of neli-run's own (under systemd, RuntimeDirectory=neli gives /run/neli)",
+            dir.display()
+        );
+    }
     match holder(&path) {
         Holder::Nobody | Holder::Us | Holder::Gone { .. } => Ok(path),
         Holder::Other { pid, group } => err(format!(

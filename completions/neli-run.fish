@@ -39,7 +39,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l restart -d 'What to d
 on-failure\t'Start it again unless it exited with status 0'
 always\t'Start it again whatever its status'"
 complete -c neli-run -n "__fish_neli_run_needs_command" -l roles -d 'NELI\'s roles: run the command once per role, each role on exactly one member of the group at a time [default: 1, the single leader]' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -l restart-delay -d 'Pause before restarting the command' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l restart-delay -d 'Pause before restarting the command (--restart); a command that keeps failing waits longer' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l once-within -d 'With --restart never: members started within this long of a run\'s wave run the command once between them [default: 30s; 0 turns it off]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l failed-run -d 'With --restart never: what a wave does when its run fails (exits non-zero) [default: retry]' -r -f -a "retry\t'The next member runs it again, as after a crash [default]: each member runs it at most once, and a service fails over'
 exit\t'Every member of the wave exits with the run\'s status'"

@@ -79,6 +79,17 @@ fn write_through(path: &Path, text: &str, name: impl FnMut() -> PathBuf) -> std:
     })
 }
 
+/// Whether every local user may create files in `dir` (mode o+w), and if
+/// so whether it is sticky (as /tmp). There another user can take a path
+/// before neli-run writes it (a file or link there makes neli-run refuse
+/// to start), or leave a forged file at it while neli-run has none there;
+/// without the sticky bit, also rename or remove neli-run's own file.
+pub fn writable_by_all(dir: &Path) -> Option<bool> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(dir).ok()?.permissions().mode();
+    (mode & 0o002 != 0).then_some(mode & 0o1000 != 0)
+}
+
 /// Whether neli-run can create files in `dir`: refuses /proc and /sys
 /// (their errors would point the wrong way: "No such file or directory"),
 /// then creates and removes a file there. Err says why not.

@@ -71,6 +71,17 @@ pub mod for_tests {
     pub use crate::leader::{Attempt, Record, Runner, Stance};
 }
 
+/// Whether `sub` talks to Kafka, and so reads NELI_KAFKA_PROPERTIES (`cron
+/// check` and the dev broker do not: a bad value is no error of theirs).
+fn reads_kafka(sub: &Option<Sub>) -> bool {
+    match sub {
+        #[cfg(feature = "dev-broker")]
+        Some(Sub::DevBroker(_)) => false,
+        Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::Check(_) })) => false,
+        _ => true,
+    }
+}
+
 /// The `neli-run` binary: parse, set up logging, run, exit with one status.
 /// (The shim and the keeper are this binary re-executed with a first
 /// argument of their own.)
@@ -94,7 +105,11 @@ pub fn main() -> ExitCode {
     init_logging(&cli.log);
     // Read by hand, not through clap's env: clap would add a flag (shown in
     // completions) that puts a password on the command line, in ps.
-    let env_properties = std::env::var("NELI_KAFKA_PROPERTIES").ok();
+    let env_properties = match config::env_properties() {
+        Ok(properties) => properties,
+        Err(err) if reads_kafka(&cli.subcommand) => return ExitCode::from(said(Err(err))),
+        Err(_) => None,
+    };
     let run_args = match cli.subcommand {
         #[cfg(feature = "dev-broker")]
         Some(Sub::DevBroker(args)) => return end_beside_librdkafka(exit_code(dev_broker(args).map(|()| 0))),

@@ -29,16 +29,18 @@ const RUN_ENVIRONMENT: &[(&str, &str)] = &[
     ("NELI_*", "Each option's variable, as listed with it above: the option's value when the flag is not given."),
     (
         "NELI_KAFKA_PROPERTIES",
-        "librdkafka properties as a ';'-separated list (\\; for a ';' in a value, \\\\ for a backslash); -X wins.",
+        "librdkafka properties as a ';'-separated list (\\; for a ';' in a value, \\\\ for a backslash); -X wins. \
+         Not UTF-8: refused (exit 2), naming the entry.",
     ),
     ("RUST_LOG", "Log filter (tracing's EnvFilter syntax); overrides -v and -q."),
     ("NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID", "systemd's notify protocol and watchdog (Type=notify)."),
     (
         "The command receives",
         "NELI_GROUP, NELI_TOPIC, NELI_NAME, NELI_BROKERS and NELI_FENCING_TOKEN; NELI_ATTEMPT and NELI_WAVE for a \
-         wave's run (cron, --once-within); NELI_ATTEMPT and NELI_DUE for a scheduled run (--every, --cron). Every \
-         variable above that neli-run reads (the options', NELI_KAFKA_PROPERTIES, systemd's) is removed from its \
-         environment.",
+         wave's run (cron, --once-within); NELI_ATTEMPT and NELI_DUE for a scheduled run (--every, --cron). What \
+         neli-run sets wins, and every variable of neli-run's (those it sets for some run, as NELI_ROLE, NELI_JOB \
+         or NELI_TOKEN_FILE, the options', NELI_KAFKA_PROPERTIES, systemd's) is removed from the environment it \
+         was given; others pass.",
     ),
 ];
 

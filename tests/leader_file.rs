@@ -161,6 +161,27 @@ fn a_directory_neli_run_cannot_write_is_refused_at_start_with_the_fix() {
 
 /// A fresh directory of this test's in the temporary directory, which the
 /// user nobody can reach (a test group's directory is private).
+/// A directory every local user can write to (audit E12: another user can
+/// keep the member from starting, or plant a leader file that names it)
+/// is warned about at start, sticky (/tmp) or not, with the fix; a
+/// directory of neli-run's own is not.
+#[test]
+fn a_leader_file_in_a_directory_every_user_can_write_is_warned_about() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile_dir("shared");
+    for (mode, said) in [(0o1777, Some(false)), (0o777, Some(true)), (0o755, None)] {
+        let sub = dir.join(format!("{mode:o}"));
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(mode)).unwrap();
+        let (code, out) = start_with(&sub.join("lead"));
+        let warned = out.contains("is writable by every user") && out.contains("RuntimeDirectory=neli");
+        assert_eq!(warned, said.is_some(), "mode {mode:o}: {out}");
+        assert_eq!(out.contains("as it is not sticky"), said == Some(true), "mode {mode:o}: {out}");
+        assert_eq!(code, 75, "warned, not refused (2): it goes on to wait for a leadership (--acquire-timeout)\n{out}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn tempfile_dir(test: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("neli-leader-file-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -3,6 +3,7 @@
 
 mod util;
 
+mod backoff;
 mod broken_log;
 mod cli;
 mod cluster;
@@ -16,6 +17,7 @@ mod detector;
 mod dev_broker;
 mod docs;
 mod election;
+mod environment;
 mod faults;
 mod fetch_wait;
 mod health;

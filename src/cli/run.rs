@@ -169,7 +169,14 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_OVERLAP", help_heading = "The command")]
     pub overlap: bool,
 
-    /// Pause before restarting the command.
+    /// Pause before restarting the command (--restart); a command that
+    /// keeps failing waits longer.
+    ///
+    /// The first failed run (non-zero, or killed) waits this; each further
+    /// failed run in a row doubles the wait (from 100 ms when this is
+    /// shorter), up to 30 s (or this, if longer), and says so once as a
+    /// warning. A run that lasted 30 s or more, or exited 0, ends the
+    /// streak: the next restart waits this again.
     #[arg(long, env = "NELI_RESTART_DELAY", default_value = "1s", value_name = "DURATION", value_parser = duration, help_heading = "The command")]
     pub restart_delay: std::time::Duration,
 

@@ -2,6 +2,7 @@
 //! `-X` properties, and refuses timing that cannot be safe (`timing`), before
 //! anything joins a group.
 
+pub mod env;
 mod java_props;
 pub mod properties;
 mod seats;
@@ -13,7 +14,7 @@ use seats::{crontab, names_role, roles};
 pub use seats::{read_crontab, with_role, CronRun};
 pub(crate) use target::creation_error;
 use target::given_as;
-pub use target::Target;
+pub use target::{env_properties, Target};
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -614,6 +615,17 @@ fn checked_leader_file(path: std::path::PathBuf) -> Result<std::path::PathBuf, F
              write (under systemd, RuntimeDirectory=neli gives /run/neli)",
             dir.display()
         ));
+    }
+    if let Some(sticky) = crate::files::writable_by_all(dir) {
+        // Warned, not refused: what a neighbour can do there is deny a
+        // start or mislead a reader of the file, never run the command.
+        let also = if sticky { "" } else { " and, as it is not sticky, replace or remove this member's" };
+        tracing::warn!(
+            "--leader-file {at}: directory {} is writable by every user: another one can put a file or link at \
+             the path first (neli-run then refuses to start) or a forged leader file while this member does not \
+             lead{also}; name a directory of neli-run's own (under systemd, RuntimeDirectory=neli gives /run/neli)",
+            dir.display()
+        );
     }
     match holder(&path) {
         Holder::Nobody | Holder::Us | Holder::Gone { .. } => Ok(path),

@@ -283,6 +283,30 @@ fn read_secret(spec: &str) -> Result<(String, String, Origin), Failure> {
     Ok((key.to_string(), value, Origin::Secret { path: path.to_string() }))
 }
 
+/// NELI_KAFKA_PROPERTIES, if set. A value that is not UTF-8 is refused,
+/// naming the variable and the entry, never the value (a password may be
+/// in it): read as unset, it once dropped the whole list without a word,
+/// and with it the SASL and TLS settings (audit E6).
+pub fn env_properties() -> Result<Option<String>, Failure> {
+    env_properties_of(std::env::var_os("NELI_KAFKA_PROPERTIES"))
+}
+
+fn env_properties_of(raw: Option<std::ffi::OsString>) -> Result<Option<String>, Failure> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let Some(raw) = raw else { return Ok(None) };
+    let bytes = raw.as_bytes();
+    let Err(bad) = std::str::from_utf8(bytes) else { return Ok(raw.into_string().ok()) };
+    // The valid text before the first bad byte, and a stand-in for it: the
+    // entry the stand-in ends up in is the one that holds the byte.
+    let before = std::str::from_utf8(&bytes[..bad.valid_up_to()]).unwrap_or_default();
+    let entry = split_env_list(&format!("{before}x")).len();
+    err(format!(
+        "NELI_KAFKA_PROPERTIES entry {entry} is not valid UTF-8 (a byte at {}): write it as UTF-8 \
+         (the value is not shown: it may hold a secret)",
+        bad.valid_up_to() + 1
+    ))
+}
+
 /// Splits NELI_KAFKA_PROPERTIES at `;`; `\;` is a `;` inside a value and
 /// `\\` a backslash (any other backslash stands for itself). Blank entries
 /// are skipped.
@@ -387,6 +411,21 @@ mod tests {
     use crate::cli::Cli;
     use crate::config::Config;
     use clap::Parser;
+
+    #[test]
+    fn env_properties_not_utf8_are_refused_by_entry_never_shown() {
+        use std::os::unix::ffi::OsStringExt as _;
+        let of = |bytes: &[u8]| env_properties_of(Some(std::ffi::OsString::from_vec(bytes.to_vec())));
+        assert_eq!(of(b"a=1;b=2").unwrap().as_deref(), Some("a=1;b=2"));
+        assert_eq!(env_properties_of(None).unwrap(), None);
+        let e = of(b"security.protocol=SASL_PLAINTEXT;sasl.username=u;sasl.password=p\xe9ss").unwrap_err();
+        assert_eq!(e.kind, Kind::Usage);
+        assert!(e.message.starts_with("NELI_KAFKA_PROPERTIES entry 3 is not valid UTF-8"), "{e}");
+        assert!(!e.message.contains("sasl") && !e.message.contains("ss"), "nothing of the value shown: {e}");
+        assert!(of(b"\xff").unwrap_err().message.contains("entry 1 "));
+        assert!(of(b"a=x\\;y\xff;b=1").unwrap_err().message.contains("entry 1 "), "an escaped ';' splits nothing");
+        assert!(of(b";;a=1;\xff").unwrap_err().message.contains("entry 2 "), "blank entries do not count");
+    }
 
     #[test]
     fn env_list_escapes() {

@@ -202,3 +202,16 @@ fn daylight_saving_days_run_a_daily_job_once() {
     let back = daily.calendar.at_or_before(ms("2026-10-25T12:00:00Z"));
     assert_eq!(back.map(|d| berlin.show(d)).as_deref(), Some("2026-10-25 02:30:00 +02:00"));
 }
+
+/// neli-run's variables are its own (audit E7): an assignment of one is
+/// said as a warning and never reaches a job, whose other assignments do.
+#[test]
+fn an_assignment_of_a_variable_of_neli_run_is_not_passed() {
+    let text =
+        "NELI_GROUP=evil\nNOTIFY_SOCKET=/run/systemd/notify\nNELI_MINE=1\nNELI_KAFKA_PROPERTIES=x=y\n@daily j true\n";
+    let tab = parse(text, UTC);
+    assert_eq!(tab.jobs[0].env, [("NELI_MINE".to_string(), "1".to_string())]);
+    let said: Vec<_> = tab.problems.iter().map(|p| (p.line, p.error)).collect();
+    assert_eq!(said, [(1, false), (2, false), (4, false)]);
+    assert!(tab.problems[0].to_string().contains("NELI_GROUP is neli-run's"), "{}", tab.problems[0]);
+}

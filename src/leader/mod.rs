@@ -72,7 +72,7 @@
 //! partition go (yield, give back, release, exit); `peers.rs` the other
 //! members' claims and terms; `standbys.rs` who else may lead;
 //! `attempts.rs` and `schedule.rs` what once per wave and a schedule add;
-//! `say.rs` what is only logged.
+//! `backoff.rs` how long `--restart` waits; `say.rs` what is only logged.
 
 use std::collections::BTreeMap;
 
@@ -91,6 +91,7 @@ use seat::{Child, Ctx, Plan, Seat, View};
 use standbys::Standbys;
 
 mod attempts;
+mod backoff;
 mod io;
 mod leaving;
 mod pause;

@@ -176,6 +176,8 @@ pub struct Seat {
     pub(super) catching_up: bool,
     /// What the seat asks of the member after this input (see [`Leave`]).
     pub(super) leaving: Option<Leave>,
+    /// Failed runs in a row: how long `--restart` waits (see `backoff`).
+    pub(super) backoff: super::backoff::Backoff,
 }
 
 impl Seat {
@@ -210,6 +212,7 @@ impl Seat {
             ended: "exited",
             catching_up: false,
             leaving: None,
+            backoff: Default::default(),
         }
     }
 
@@ -521,8 +524,7 @@ impl Seat {
             return self.scheduled_run_ended(&cx.v, status, now);
         }
         if settings.restart.again(status) {
-            info!(%status, delay = ?settings.restart_delay, "restarting the child (--restart)");
-            self.plan = Plan::Start(now + settings.restart_delay);
+            self.plan = Plan::Start(now + self.backoff.restart(settings.restart_delay, status, now));
         } else {
             info!(%status, "the child's run is over; leaving the group");
             // The attempt ended on its own: our last record says so, and the

@@ -31,8 +31,8 @@ use nix::unistd::Pid;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tracing::{debug, info, warn};
 
-use super::supervisor::{consumed_env, given_env};
 use crate::child::Beside;
+use crate::config::env;
 use crate::config::Config;
 use crate::exit::{ChildStatus, Failure, Kind};
 use crate::printable::printable;
@@ -61,13 +61,13 @@ impl Health {
         let (tx, changes) = unbounded_channel();
         let (_stop, stopped) = channel::<()>();
         let running = Arc::new(Mutex::new(Slot::default()));
-        let (env, remove, current) = (given_env(cfg), consumed_env(), running.clone());
+        let (env, remove, current) = (env::given(cfg), env::removed(), running.clone());
         std::thread::Builder::new()
             .name("neli-health".into())
             .spawn(move || {
                 let mut verdict = Verdict::new(check.retries);
                 loop {
-                    let (outcome, stderr) = run(&check.cmd, &env, &remove, check.timeout, &current);
+                    let (outcome, stderr) = run(&check.cmd, &env, remove, check.timeout, &current);
                     let change = verdict.note(outcome.passed());
                     let (failures, retries) = (verdict.failures, check.retries);
                     let stderr = stderr.as_deref();

@@ -36,8 +36,8 @@ use std::time::Duration;
 
 use tracing::{error, info, warn};
 
-use super::supervisor::{consumed_env, given_env};
 use crate::child::Beside;
+use crate::config::env;
 use crate::config::Config;
 use crate::exit::ChildStatus;
 use crate::leader::{Partition, Standing};
@@ -120,14 +120,14 @@ impl Hooks {
         }
         let queue = Queue { lead_hook: lines.on_lead.is_some(), ..Queue::default() };
         let shared = Arc::new(Shared { queue: Mutex::new(queue), changed: Condvar::new() });
-        let (queue, timeout, remove) = (shared.clone(), lines.timeout, consumed_env());
+        let (queue, timeout, remove) = (shared.clone(), lines.timeout, env::removed());
         let worker = std::thread::spawn(move || {
             while let Some(job) = next(&queue) {
-                run(&job, &remove, timeout);
+                run(&job, remove, timeout);
                 queue.lock().running = false;
             }
         });
-        Some(Hooks { lines, env: given_env(cfg), roles: cfg.roles, shared, worker, told: BTreeMap::new() })
+        Some(Hooks { lines, env: env::given(cfg), roles: cfg.roles, shared, worker, told: BTreeMap::new() })
     }
 
     /// Follows the standings `role`'s seat took since the last turn, in

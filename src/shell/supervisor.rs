@@ -14,7 +14,7 @@ use tracing::{error, info};
 
 use crate::child::{self, Running};
 use crate::clock::BootTime;
-use crate::config::Config;
+use crate::config::{env, Config};
 use crate::exit::ChildStatus;
 use crate::leader;
 
@@ -161,8 +161,8 @@ fn command(cfg: &Config, role: leader::Partition) -> child::Command {
         args: cfg.args.clone(),
         stop_signal: cfg.leader.stop_signal.0,
         grace: cfg.leader.grace,
-        env: given_env(cfg),
-        env_remove: consumed_env(),
+        env: env::given(cfg),
+        env_remove: env::removed().to_vec(),
     };
     if let Some(cron) = &cfg.crontab {
         // A job's line, through its shell as cron runs it; a seat where
@@ -196,31 +196,4 @@ fn with_attempt(command: &child::Command, attempt: Option<leader::Attempt>) -> s
         Some(due) => ("NELI_DUE".into(), rfc3339(due).to_string()),
     });
     std::borrow::Cow::Owned(command)
-}
-
-/// What neli-run tells the command (and the hooks) about its group.
-pub(super) fn given_env(cfg: &Config) -> Vec<(String, String)> {
-    vec![
-        ("NELI_GROUP".into(), cfg.kafka.group.clone()),
-        ("NELI_TOPIC".into(), cfg.kafka.topic.clone()),
-        ("NELI_NAME".into(), cfg.name.clone()),
-        ("NELI_BROKERS".into(), cfg.kafka.brokers.clone()),
-    ]
-}
-
-/// The environment variables neli-run reads, which the command must not
-/// inherit: every option's `NELI_*` (NELI_KAFKA_PROPERTIES may hold a
-/// password) and systemd's notify and watchdog variables, which are ours to
-/// answer. The command gets NELI_GROUP, NELI_TOPIC, NELI_NAME, NELI_BROKERS
-/// and NELI_FENCING_TOKEN set afresh instead (and NELI_ATTEMPT, NELI_WAVE
-/// once per wave).
-pub(super) fn consumed_env() -> Vec<std::ffi::OsString> {
-    fn walk(cmd: &clap::Command, out: &mut Vec<std::ffi::OsString>) {
-        out.extend(cmd.get_arguments().filter_map(|a| a.get_env()).map(|e| e.to_os_string()));
-        cmd.get_subcommands().for_each(|sub| walk(sub, out));
-    }
-    let mut names: Vec<std::ffi::OsString> =
-        ["NELI_KAFKA_PROPERTIES", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"].map(Into::into).to_vec();
-    walk(&<crate::cli::Cli as clap::CommandFactory>::command(), &mut names);
-    names
 }

@@ -1,0 +1,160 @@
+//! How long a seat waits before it starts a command that exited under
+//! `--restart` again: `--restart-delay`, doubled for each failed run in a
+//! row, up to [`BOUND`].
+//!
+//! Why: a command that cannot start (a missing file, a refused
+//! connection, `false`) failed and was started again every
+//! `--restart-delay`, for ever: 1,992 starts in 10 s at `--restart-delay
+//! 0` (audit E11), each with its log lines and fork. systemd and
+//! Kubernetes back off alike; a stated bound keeps a command that comes
+//! back by itself (a database up again) from waiting long.
+//!
+//! The rule, pure (time comes in as `now`):
+//! - a run that exits 0 resets the streak: under `--restart always` a
+//!   command that ends well is started again after `--restart-delay`
+//!   every time, a loop the operator asked for;
+//! - a failed run (non-zero, or killed) adds one to the streak; the first
+//!   failure waits `--restart-delay`, the n-th in a row
+//!   `max(--restart-delay, 100 ms) * 2^(n-1)`, at most [`BOUND`] (or
+//!   `--restart-delay`, when that is longer);
+//! - a run that lasted [`BOUND`] or longer starts a new streak, as does
+//!   the first run we know of. A run's length is counted from the time
+//!   its start was due, the seat's last `Plan::Start`: a start held back
+//!   (no lease yet, a pause) makes a run look longer, never shorter, so
+//!   it can only end a streak early, never make a healthy command wait.
+
+use std::time::Duration;
+
+use tracing::{info, warn};
+
+use crate::clock::BootTime;
+use crate::exit::ChildStatus;
+
+/// The longest wait between a failed run and the next, and the run length
+/// that ends a streak: a command that has come back is started within
+/// this, and one that ran this long was not stuck in a start-up loop.
+pub const BOUND: Duration = Duration::from_secs(30);
+
+/// The step doubled from when `--restart-delay` is shorter (0 included,
+/// where doubling would stay 0).
+const FLOOR: Duration = Duration::from_millis(100);
+
+/// One seat's streak of failed runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Backoff {
+    /// Failed runs in a row, the latest included.
+    failed: u32,
+    /// When the restart we chose last was due (see the module's rule).
+    due: Option<BootTime>,
+}
+
+/// The decision for one exit: the wait, and what to say of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Step {
+    pub delay: Duration,
+    /// Failed runs in a row (0 after a run that exited 0).
+    pub failed: u32,
+    /// The wait is longer than the one before it: said once, as a warning.
+    pub grew: bool,
+}
+
+impl Backoff {
+    /// A run that exited with `status` at `now` is to start again: how long
+    /// until it does, under `--restart-delay` `base`.
+    pub(super) fn next(&mut self, base: Duration, failed: bool, now: BootTime) -> Step {
+        let long = self.due.is_none_or(|due| now.since(due) >= BOUND);
+        if !failed || long {
+            self.failed = 0;
+        }
+        if failed {
+            self.failed = self.failed.saturating_add(1);
+        }
+        let delay = delay(base, self.failed);
+        self.due = Some(now + delay);
+        Step { delay, failed: self.failed, grew: delay > self::delay(base, self.failed.saturating_sub(1)) }
+    }
+
+    /// [`Backoff::next`] for a seat's command, said in the log: a longer
+    /// wait as a warning with the streak and the wait, once per step.
+    pub(super) fn restart(&mut self, base: Duration, status: ChildStatus, now: BootTime) -> Duration {
+        let step = self.next(base, !status.success(), now);
+        if step.grew {
+            let bound = if step.delay >= BOUND.max(base) { " (its bound)" } else { "" };
+            warn!(%status, failed_runs = step.failed, delay = ?step.delay,
+                  "the command keeps failing: backing off, restarting after a longer wait{bound}");
+        } else {
+            info!(%status, delay = ?step.delay, "restarting the child (--restart)");
+        }
+        step.delay
+    }
+}
+
+/// The wait after the `failed`-th failed run in a row (0: a clean exit).
+fn delay(base: Duration, failed: u32) -> Duration {
+    if failed <= 1 {
+        return base;
+    }
+    let doubled = base.max(FLOOR).saturating_mul(2u32.saturating_pow(failed - 1));
+    doubled.min(BOUND.max(base))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+
+    fn at(secs: f64) -> BootTime {
+        BootTime::from_nanos((secs * 1e9) as u64)
+    }
+
+    /// The waits of `n` failed runs in a row, each exiting as soon as it starts.
+    fn storm(base: Duration, n: usize) -> Vec<Duration> {
+        let (mut b, mut now) = (Backoff::default(), at(100.0));
+        (0..n)
+            .map(|_| {
+                let d = b.next(base, true, now).delay;
+                now = now + d;
+                d
+            })
+            .collect()
+    }
+
+    #[test]
+    fn failed_runs_in_a_row_double_the_wait_up_to_the_bound() {
+        let secs = |v: &[f64]| v.iter().map(|s| Duration::from_secs_f64(*s)).collect::<Vec<_>>();
+        assert_eq!(storm(S, 8), secs(&[1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]));
+        // 0 doubles from 100 ms: the audit's storm (1,992 starts in 10 s) is 7.
+        assert_eq!(storm(Duration::ZERO, 4), secs(&[0.0, 0.2, 0.4, 0.8]));
+        assert_eq!(storm(Duration::ZERO, 40).last(), Some(&BOUND), "no overflow past the bound");
+        assert_eq!(storm(Duration::from_secs(60), 3), secs(&[60.0; 3]), "a longer --restart-delay is its own bound");
+    }
+
+    #[test]
+    fn each_longer_wait_is_said_once() {
+        let (mut b, mut now, mut said) = (Backoff::default(), at(0.0), vec![]);
+        for _ in 0..9 {
+            let step = b.next(S, true, now);
+            said.push((step.failed, step.grew));
+            now = now + step.delay;
+        }
+        let grew: Vec<u32> = said.iter().filter(|s| s.1).map(|s| s.0).collect();
+        assert_eq!(grew, [2, 3, 4, 5, 6], "1 s is --restart-delay itself; 30 s once, not again");
+    }
+
+    #[test]
+    fn a_long_run_or_a_clean_exit_ends_the_streak() {
+        let mut b = Backoff::default();
+        assert_eq!(b.next(S, true, at(0.0)).delay, S);
+        assert_eq!(b.next(S, true, at(1.0)).delay, 2 * S, "ran 0 s after its due time");
+        // Due at 3 s; ran 29.9 s: still one streak.
+        assert_eq!(b.next(S, true, at(32.9)).delay, 4 * S);
+        // Due at 36.9 s; ran 30 s: a new streak.
+        let step = b.next(S, true, at(66.9));
+        assert_eq!((step.delay, step.failed, step.grew), (S, 1, false));
+        assert_eq!(b.next(S, true, at(67.9)).delay, 2 * S);
+        let clean = b.next(S, false, at(69.9));
+        assert_eq!((clean.delay, clean.failed, clean.grew), (S, 0, false), "exit 0 waits --restart-delay");
+        assert_eq!(b.next(S, true, at(70.9)).delay, S, "and the next failure starts a new streak");
+    }
+}

@@ -18,10 +18,8 @@
 //!   `max(--restart-delay, 100 ms) * 2^(n-1)`, at most [`BOUND`] (or
 //!   `--restart-delay`, when that is longer);
 //! - a run that lasted [`BOUND`] or longer starts a new streak, as does
-//!   the first run we know of. A run's length is counted from the time
-//!   its start was due, the seat's last `Plan::Start`: a start held back
-//!   (no lease yet, a pause) makes a run look longer, never shorter, so
-//!   it can only end a streak early, never make a healthy command wait.
+//!   the first run we know of. A run's length is counted from its
+//!   command's start (`began`).
 
 use std::time::Duration;
 
@@ -44,7 +42,7 @@ const FLOOR: Duration = Duration::from_millis(100);
 pub(super) struct Backoff {
     /// Failed runs in a row, the latest included.
     failed: u32,
-    /// When the restart we chose last was due (see the module's rule).
+    /// When the latest run began (see the module's rule).
     due: Option<BootTime>,
 }
 
@@ -59,6 +57,11 @@ pub(super) struct Step {
 }
 
 impl Backoff {
+    /// The seat's command begins at `at`: its run's length counts from there.
+    pub(super) fn began(&mut self, at: BootTime) {
+        self.due = Some(at);
+    }
+
     /// A run that exited with `status` at `now` is to start again: how long
     /// until it does, under `--restart-delay` `base`.
     pub(super) fn next(&mut self, base: Duration, failed: bool, now: BootTime) -> Step {
@@ -156,5 +159,15 @@ mod tests {
         let clean = b.next(S, false, at(69.9));
         assert_eq!((clean.delay, clean.failed, clean.grew), (S, 0, false), "exit 0 waits --restart-delay");
         assert_eq!(b.next(S, true, at(70.9)).delay, S, "and the next failure starts a new streak");
+    }
+
+    #[test]
+    fn a_run_held_back_counts_from_its_start_not_from_when_it_was_due() {
+        let mut b = Backoff::default();
+        assert_eq!(b.next(S, true, at(0.0)).delay, S);
+        // Due at 1 s, held back (no lease yet, a pause) until 40 s; it fails
+        // at 41 s, after 1 s of running: the same streak.
+        b.began(at(40.0));
+        assert_eq!(b.next(S, true, at(41.0)).delay, 2 * S);
     }
 }

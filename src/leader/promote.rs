@@ -207,6 +207,7 @@ impl Seat {
         self.attempt = attempt.clone();
         self.plan = Plan::Serve;
         self.child = Child::Running;
+        self.backoff.began(begin);
         self.child_token = token;
         self.run_until = cx.v.settings.max_runtime_of(self.partition).map(|d| begin + d);
         let begin = (begin > now).then_some(begin);

@@ -94,7 +94,7 @@ pub(super) fn pause(pause: &Pause, running: bool) {
         (true, true) => info!(
             offset = pause.offset,
             at_ms = pause.at_ms,
-            "paused by {by}, with --stop: stopping the command; it starts again on resume"
+            "paused by {by}, with --stop: stopping the command; it starts again on resume (under a schedule, unless a later due time has come by then: that one runs in its place)"
         ),
         (true, false) => info!(
             offset = pause.offset,

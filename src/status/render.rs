@@ -456,10 +456,16 @@ fn schedule_lines(view: &View, fresh: Option<&Heartbeat>, now: u64, newest: usiz
 }
 
 /// Where a wave's run stands: "exited", "running" (its leader leads, fresh,
-/// and its command runs) or "cut-short" (its leader crashed, was fenced or
-/// stopped, or `pause --stop` stopped it: it runs again).
+/// its command runs, and it is that leader's newest run) or "cut-short"
+/// (its leader crashed, was fenced or stopped, or `pause --stop` stopped
+/// it: it runs again, unless a later due time came meanwhile and ran in
+/// its place under the same token, findings C-5).
 fn run_state(job: &WireJob, fresh: Option<&Heartbeat>) -> &'static str {
-    let runs = |hb: &Heartbeat| hb.token == Some(job.token) && hb.pause.as_ref().is_none_or(|p| p.running);
+    let newest = |hb: &Heartbeat| {
+        hb.job.as_ref().is_none_or(|n| (n.wave_ms, n.attempt, n.due_ms) == (job.wave_ms, job.attempt, job.due_ms))
+    };
+    let runs =
+        |hb: &Heartbeat| hb.token == Some(job.token) && newest(hb) && hb.pause.as_ref().is_none_or(|p| p.running);
     match (job.code, fresh) {
         (Some(_), _) => "exited",
         (None, Some(hb)) if runs(hb) => "running",
@@ -587,5 +593,37 @@ mod tests {
         let text = schedule_lines(&v, None, now, 1);
         assert!(text.contains(&format!("next run due {}", rfc3339(retry_at))), "{text}");
         assert_eq!(schedule_json(&v, None).expect("a schedule")["next_retry"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn a_run_stopped_by_a_pause_and_passed_over_by_a_later_due_time_is_cut_short_not_running() {
+        // C-5: `cron pause --stop` stopped the run due at `due`; on resume
+        // its owner ran the later due time under the same token.
+        let now = wall_ms();
+        let run = |due: u64| WireJob {
+            wave_ms: due,
+            wave_token: Some(1),
+            attempt: 1,
+            token: 1,
+            code: None,
+            name: "a".into(),
+            host: "h".into(),
+            due_ms: Some(due),
+            ended_ms: None,
+        };
+        let (stopped, later) = (run(now - 20_000), run(now - 2_000));
+        let leader = Heartbeat { job: Some(later.clone()), ..hb("a", Some(1), now - 100) };
+        assert_eq!(run_state(&stopped, Some(&leader)), "cut-short");
+        assert_eq!(run_state(&later, Some(&leader)), "running");
+        let mut v = View::default();
+        v.add(Heartbeat { job: Some(stopped.clone()), ..hb("a", Some(1), now - 15_000) });
+        v.add(leader.clone());
+        let states: Vec<_> = schedule_json(&v, Some(&leader)).expect("a schedule")["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|r| r["state"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(states, ["cut-short", "running"]);
     }
 }

@@ -2,8 +2,8 @@
 //! script of events for the dev broker's control socket, timed from the
 //! fault's start, and how long to watch the command after it.
 //!
-//! Planned events (a rolling restart, a leader or coordinator move) must
-//! never stop the command; unplanned ones (a crash, a partition offline, the
+//! Planned events (a rolling restart, a leader or coordinator move, a
+//! partition read again from its start) must never stop the command; unplanned ones (a crash, a partition offline, the
 //! leader cut off from the coordinator or from partition 0's leader) may
 //! stop it only where safety needs it. The soak counts a stop after which
 //! the same member led again as a *needless stop*, and the report says
@@ -88,6 +88,7 @@ impl Soak {
                 let back = rng.between(s / 5, s * 2);
                 (vec![at(Duration::ZERO, format!("cut {name} {c}")), at(back, format!("heal {name} {c}"))], s)
             }
+            Fault::Rewind => (vec![at(Duration::ZERO, format!("rewind {topic} 0"))], s),
             _ => return None,
         };
         let last = events.iter().map(|e| e.0).max().unwrap_or_default();

@@ -67,6 +67,9 @@ pub enum Fault {
     /// The leader cut off from partition 0's leader broker only (the
     /// coordinator still hears it), for 0.2-2 session timeouts.
     LeaderCut,
+    /// Partition 0's next fetch answered out of range: its reader reads it
+    /// again from the start (findings R-1). Planned: it stops nothing.
+    Rewind,
     /// The leader's health check (--health-cmd) fails until another
     /// member leads: it hands over.
     Unhealthy,
@@ -116,6 +119,7 @@ impl Fault {
             Fault::PartitionOffline => "partition-offline",
             Fault::CoordinatorCut => "coordinator-cut",
             Fault::LeaderCut => "leader-cut",
+            Fault::Rewind => "rewind",
             Fault::Unhealthy => "unhealthy",
             Fault::Finish => "none (finish)",
             Fault::Pause => "pause",
@@ -138,6 +142,7 @@ impl Fault {
                 | Fault::PartitionOffline
                 | Fault::CoordinatorCut
                 | Fault::LeaderCut
+                | Fault::Rewind
         )
     }
 
@@ -201,6 +206,7 @@ impl Soak {
             | Fault::PartitionOffline
             | Fault::CoordinatorCut
             | Fault::LeaderCut
+            | Fault::Rewind
             | Fault::Finish
             | Fault::Pause
             | Fault::Join

@@ -355,6 +355,7 @@ fn environment_faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> 
             Fault::PartitionOffline,
             Fault::CoordinatorCut,
             Fault::LeaderCut,
+            Fault::Rewind,
         ]);
     }
     faults

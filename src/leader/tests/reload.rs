@@ -242,3 +242,29 @@ fn a_job_added_runs_from_its_next_due_time_even_where_its_partition_names_an_old
     assert_eq!(on_time(&after, P), vec![8000, 9000, 10_000], "{after:?}");
     assert_eq!(on_time(&after, Q), vec![8000], "billing unchanged");
 }
+
+#[test]
+fn a_run_named_before_a_reload_that_moves_it_is_named_again_for_its_new_due_time() {
+    // Named for 3000 (250 ms ahead) and not read back yet when the reload
+    // moves it to 2900: the run that starts is 2900's, never 3000's.
+    let mut l = leading(&[(Q, job("billing", "0 3 * * *", daily(3000), Missed::Once))]);
+    let names = |out: &[Action], due: u64| {
+        out.iter()
+            .any(|a| matches!(a, SendHeartbeat(Q, r) if r.attempt.as_ref().and_then(|j| j.due) == Some(wall(due))))
+    };
+    assert_eq!(run(&mut l, 1100, 2700), vec![], "nothing due yet");
+    let named = l.step(Input::Tick, ms(2750));
+    assert!(names(&named, 3000), "{named:?}");
+    l.set_jobs(BTreeMap::from([(Q, job("billing", "54 2 * * *", daily(2900), Missed::Once))]), ms(2800));
+    let renamed = l.step(Input::Tick, ms(2850));
+    assert!(names(&renamed, 2900), "{renamed:?}");
+    let read = l.step(Input::OwnHeartbeat { partition: Q, offset: 50, sent: ms(2850), more: false }, ms(2860));
+    let dues: Vec<_> = read
+        .iter()
+        .filter_map(|a| match a {
+            Spawn { partition: Q, attempt: Some(j), .. } => j.due,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(dues, [wall(2900)], "{read:?}");
+}

@@ -27,7 +27,7 @@ use crate::cli::{FailedRun, RunArgs};
 
 use crate::exit::{Failure, Kind};
 use crate::printable::printable;
-use crate::shell::leader_file::{holder, Holder};
+use crate::files::{holder, Holder};
 
 use crate::leader::{Missed, Restart, Schedule, Settings, Waves};
 

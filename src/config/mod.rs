@@ -2,7 +2,6 @@
 //! `-X` properties, and refuses timing that cannot be safe (`timing`), before
 //! anything joins a group.
 
-pub mod env;
 mod java_props;
 pub mod properties;
 mod seats;
@@ -275,6 +274,17 @@ pub struct Hooks {
 }
 
 impl Config {
+    /// What neli-run tells every command, hook and check about its group
+    /// (`crate::env` has the rule for the rest of their environment).
+    pub fn given_env(&self) -> Vec<(String, String)> {
+        vec![
+            ("NELI_GROUP".into(), self.kafka.group.clone()),
+            ("NELI_TOPIC".into(), self.kafka.topic.clone()),
+            ("NELI_NAME".into(), self.name.clone()),
+            ("NELI_BROKERS".into(), self.kafka.brokers.clone()),
+        ]
+    }
+
     /// Checks `args`; `env_properties` is NELI_KAFKA_PROPERTIES, if set.
     pub fn from_args(args: RunArgs, env_properties: Option<String>) -> Result<Config, Failure> {
         let none = OsString::new();

@@ -12,9 +12,15 @@
 //!   neli-run cannot write to is refused then, not found out when the
 //!   member first leads.
 //!
+//! - Who holds a leader file's path (`holder`): its format, read back.
+//!
 //! And files others write for neli-run to read (a crontab, a
 //! `--kafka-config`) are read with a bound (`read_at_most`), so that a link
 //! to /dev/zero or a runaway file cannot eat the host's memory.
+
+mod leader_file;
+
+pub use leader_file::{holder, Holder};
 
 use std::fs::{File, OpenOptions};
 use std::hash::{BuildHasher, RandomState};

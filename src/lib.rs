@@ -25,6 +25,8 @@
 //!   runs with `--never-lead`: who leads a group, read from partition 0 from
 //!   outside the group (status/: the reader, the view and its rendering, the
 //!   control records, the watcher).
+//! - `env`: the environment of what neli-run starts (the command, jobs,
+//!   hooks, the health check): what it removes from the caller's.
 //! - `files`: files written for others to read, never through a link, never over another's.
 //! - `layers_off`: debug-build switches that let a test see one safety layer alone.
 //! - `stderr`: reports that never block or panic, whatever reads our stderr.
@@ -37,6 +39,7 @@ mod cli;
 mod clock;
 mod config;
 mod crontab;
+mod env;
 mod exit;
 mod files;
 mod kafka;

@@ -24,6 +24,7 @@ mod health;
 mod hooks;
 mod layers;
 mod leader_file;
+mod limits;
 mod metrics;
 mod pause;
 mod reload;

@@ -2,7 +2,6 @@
 //! `-X` properties, and refuses timing that cannot be safe (`timing`), before
 //! anything joins a group.
 
-pub mod env;
 mod java_props;
 pub mod properties;
 mod seats;
@@ -26,8 +25,8 @@ use nix::sys::signal::Signal;
 use crate::cli::{FailedRun, RunArgs};
 
 use crate::exit::{Failure, Kind};
+use crate::files::{holder, Holder};
 use crate::printable::printable;
-use crate::shell::leader_file::{holder, Holder};
 
 use crate::leader::{Missed, Restart, Schedule, Settings, Waves};
 
@@ -275,26 +274,21 @@ pub struct Hooks {
 }
 
 impl Config {
+    /// What neli-run tells every command, hook and check about its group
+    /// (`crate::env` has the rule for the rest of their environment).
+    pub fn given_env(&self) -> Vec<(String, String)> {
+        vec![
+            ("NELI_GROUP".into(), self.kafka.group.clone()),
+            ("NELI_TOPIC".into(), self.kafka.topic.clone()),
+            ("NELI_NAME".into(), self.name.clone()),
+            ("NELI_BROKERS".into(), self.kafka.brokers.clone()),
+        ]
+    }
+
     /// Checks `args`; `env_properties` is NELI_KAFKA_PROPERTIES, if set.
     pub fn from_args(args: RunArgs, env_properties: Option<String>) -> Result<Config, Failure> {
-        let none = OsString::new();
         let crontab = crontab(&args)?;
-        let shell = OsString::from("/bin/sh");
-        let (program, rest) = match args.command.split_first() {
-            Some((program, rest)) => (program, rest),
-            // Each job's command line goes to its shell (`CronRun::jobs`).
-            None if crontab.is_some() => (&shell, &[][..]),
-            // A member that never leads has nothing to run.
-            None if args.never_lead => (&none, &[][..]),
-            None => return err("no command given: neli-run [OPTIONS] -- COMMAND [ARGS]..."),
-        };
-        if program.is_empty() && !args.never_lead {
-            // An empty name can never be found, so this is "command not
-            // found": 127, as `env ""` and shells report it. Refused here
-            // because the PATH search would otherwise try "<dir>/" and
-            // report a directory as not executable (126).
-            return Err(Failure::new(Kind::NotFound, "the command is empty (\"\"): give the program to run after --"));
-        }
+        let (program, rest) = command(&args, crontab.is_some())?;
         if !args.ignored.is_empty() {
             tracing::warn!(
                 "--never-lead ignores {} from the environment: a member that never leads has no use for them \
@@ -321,53 +315,28 @@ impl Config {
             ..Requested::default()
         };
         let kafka = Target::from_args(args.kafka, env_properties)?;
-        let name = match args.name {
-            Some(name) if name.trim().is_empty() => return err("--name must not be empty"),
-            Some(name) => name,
-            None => format!(
-                "{}-{}",
-                nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_else(|_| "host".into()),
-                std::process::id()
-            ),
-        };
+        let name = name(args.name)?;
         let timing = timing(asked, &kafka)?;
+        let stop_signal = crate::leader::Signal(stop_signal(&args.stop_signal)? as i32);
+        let restart_delay = duration(
+            ("--restart-delay", "NELI_RESTART_DELAY"),
+            args.restart_delay,
+            MAX_RESTART_DELAY,
+            "a pause, not a schedule",
+        )?;
+        let acquire_timeout = acquire_timeout(args.acquire_timeout)?;
+        let max_runtime = max_runtime(args.max_runtime)?;
         let leader = Settings {
             resume_window: timing.session_timeout.saturating_sub(timing.coordinator_heartbeat.saturating_add(MARGIN)),
             claim_margin: MARGIN,
             heartbeat_interval: timing.heartbeat_interval,
             heartbeat_deadline: timing.heartbeat_deadline,
             grace: timing.grace,
-            stop_signal: crate::leader::Signal(stop_signal(&args.stop_signal)? as i32),
+            stop_signal,
             restart,
-            restart_delay: duration(
-                ("--restart-delay", "NELI_RESTART_DELAY"),
-                args.restart_delay,
-                MAX_RESTART_DELAY,
-                "a pause, not a schedule",
-            )?,
-            acquire_timeout: args
-                .acquire_timeout
-                .map(|v| {
-                    duration(
-                        ("--acquire-timeout", "NELI_ACQUIRE_TIMEOUT"),
-                        v,
-                        MAX_ACQUIRE_TIMEOUT,
-                        "leave it out to wait for ever",
-                    )
-                })
-                .transpose()?,
-            max_runtime: match args.max_runtime {
-                None => None,
-                Some(v) => {
-                    match duration(("--max-runtime", "NELI_MAX_RUNTIME"), v, MAX_RUNTIME, "leave it out for no limit")?
-                    {
-                        d if d.is_zero() => {
-                            return err("--max-runtime must be more than 0 (leave it out for no limit)")
-                        }
-                        d => Some(d),
-                    }
-                }
-            },
+            restart_delay,
+            acquire_timeout,
+            max_runtime,
             waves,
             schedule,
             health_checked: health.is_some(),
@@ -380,21 +349,15 @@ impl Config {
             // Placed once the topic is read (`Config::place`).
             jobs: None,
         };
-        let metrics_addr = match args.metrics_addr.as_deref() {
-            None => None,
-            Some(addr) => match std::net::ToSocketAddrs::to_socket_addrs(addr).map(|mut a| a.next()) {
-                Ok(Some(addr)) => Some(addr),
-                _ => return err(format!("--metrics-addr '{addr}': expected HOST:PORT, e.g. 0.0.0.0:9464")),
-            },
-        };
+        let metrics_addr = metrics_addr(args.metrics_addr.as_deref())?;
         let leader_files = leader_files(args.leader_file, roles, &leader)?;
         let config = Config {
             kafka,
             name,
             timing,
             leader,
-            program: program.clone(),
-            args: rest.to_vec(),
+            program,
+            args: rest,
             metrics_addr,
             leader_files,
             hooks,
@@ -406,6 +369,71 @@ impl Config {
             crontab,
         };
         Ok(config)
+    }
+}
+
+/// The program to run and its arguments: `/bin/sh` under `--crontab` (each
+/// job's command line goes to its shell: `CronRun::jobs`), none for a
+/// member that never leads (it has nothing to run).
+fn command(args: &RunArgs, crontab: bool) -> Result<(OsString, Vec<OsString>), Failure> {
+    let (program, rest) = match args.command.split_first() {
+        Some((program, rest)) => (program.clone(), rest.to_vec()),
+        None if crontab => (OsString::from("/bin/sh"), Vec::new()),
+        None if args.never_lead => (OsString::new(), Vec::new()),
+        None => return err("no command given: neli-run [OPTIONS] -- COMMAND [ARGS]..."),
+    };
+    if program.is_empty() && !args.never_lead {
+        // An empty name can never be found, so this is "command not
+        // found": 127, as `env ""` and shells report it. Refused here
+        // because the PATH search would otherwise try "<dir>/" and
+        // report a directory as not executable (126).
+        return Err(Failure::new(Kind::NotFound, "the command is empty (\"\"): give the program to run after --"));
+    }
+    Ok((program, rest))
+}
+
+/// `--name`, not empty; HOST-PID without one.
+fn name(name: Option<String>) -> Result<String, Failure> {
+    match name {
+        Some(name) if name.trim().is_empty() => err("--name must not be empty"),
+        Some(name) => Ok(name),
+        None => Ok(format!(
+            "{}-{}",
+            nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_else(|_| "host".into()),
+            std::process::id()
+        )),
+    }
+}
+
+/// `--acquire-timeout`, checked; None waits for ever.
+fn acquire_timeout(given: Option<Duration>) -> Result<Option<Duration>, Failure> {
+    given
+        .map(|v| {
+            duration(
+                ("--acquire-timeout", "NELI_ACQUIRE_TIMEOUT"),
+                v,
+                MAX_ACQUIRE_TIMEOUT,
+                "leave it out to wait for ever",
+            )
+        })
+        .transpose()
+}
+
+/// `--max-runtime`, checked: more than 0; None for no limit.
+fn max_runtime(given: Option<Duration>) -> Result<Option<Duration>, Failure> {
+    let Some(v) = given else { return Ok(None) };
+    match duration(("--max-runtime", "NELI_MAX_RUNTIME"), v, MAX_RUNTIME, "leave it out for no limit")? {
+        d if d.is_zero() => err("--max-runtime must be more than 0 (leave it out for no limit)"),
+        d => Ok(Some(d)),
+    }
+}
+
+/// `--metrics-addr HOST:PORT`, resolved.
+fn metrics_addr(given: Option<&str>) -> Result<Option<std::net::SocketAddr>, Failure> {
+    let Some(addr) = given else { return Ok(None) };
+    match std::net::ToSocketAddrs::to_socket_addrs(addr).map(|mut a| a.next()) {
+        Ok(Some(addr)) => Ok(Some(addr)),
+        _ => err(format!("--metrics-addr '{addr}': expected HOST:PORT, e.g. 0.0.0.0:9464")),
     }
 }
 

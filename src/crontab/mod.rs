@@ -239,10 +239,10 @@ fn assign(
         _ => {}
     }
     taken?;
-    // neli-run's own wins (see `config::env`): NELI_GROUP=x would point a
+    // neli-run's own wins (see `crate::env`): NELI_GROUP=x would point a
     // job's `neli-run yield` at another group, NOTIFY_SOCKET would let it
     // speak for neli-run to systemd.
-    if crate::config::env::reserved(name) {
+    if crate::env::reserved(name) {
         return Ok(Some(format!("{name} is neli-run's: a job gets neli-run's value or none, never this assignment's")));
     }
     above.env.retain(|(n, _)| n != name);

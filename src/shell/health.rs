@@ -32,8 +32,8 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tracing::{debug, info, warn};
 
 use crate::child::Beside;
-use crate::config::env;
 use crate::config::Config;
+use crate::env;
 use crate::exit::{ChildStatus, Failure, Kind};
 use crate::printable::printable;
 
@@ -61,7 +61,7 @@ impl Health {
         let (tx, changes) = unbounded_channel();
         let (_stop, stopped) = channel::<()>();
         let running = Arc::new(Mutex::new(Slot::default()));
-        let (env, remove, current) = (env::given(cfg), env::removed(), running.clone());
+        let (env, remove, current) = (cfg.given_env(), env::removed(), running.clone());
         std::thread::Builder::new()
             .name("neli-health".into())
             .spawn(move || {

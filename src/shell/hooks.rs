@@ -37,8 +37,8 @@ use std::time::Duration;
 use tracing::{error, info, warn};
 
 use crate::child::Beside;
-use crate::config::env;
 use crate::config::Config;
+use crate::env;
 use crate::exit::ChildStatus;
 use crate::leader::{Partition, Standing};
 
@@ -127,7 +127,7 @@ impl Hooks {
                 queue.lock().running = false;
             }
         });
-        Some(Hooks { lines, env: env::given(cfg), roles: cfg.roles, shared, worker, told: BTreeMap::new() })
+        Some(Hooks { lines, env: cfg.given_env(), roles: cfg.roles, shared, worker, told: BTreeMap::new() })
     }
 
     /// Follows the standings `role`'s seat took since the last turn, in

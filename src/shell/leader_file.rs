@@ -12,7 +12,7 @@
 //! killed with -9 leaves it behind (the next start removes it; its `pid=`
 //! line names a process that is gone). The fencing token stays the guard.
 //!
-//! Whose file it is ([`holder`]): neli-run replaces or removes only a
+//! Whose file it is (`files::holder`): neli-run replaces or removes only a
 //! leader file it wrote, or one whose writer is gone. Anything else at the
 //! path (a typo naming another file, a link, another running neli-run's
 //! leader file) is refused at start, and left alone if it appears later:
@@ -22,18 +22,14 @@
 //! thread of its own, in order, and a failure is logged, never raised. The
 //! loop only queues them.
 
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::{channel, Sender};
 use std::time::Duration;
 
-use nix::errno::Errno;
-use nix::unistd::Pid;
 use tokio::sync::oneshot;
 use tracing::{info, warn};
 
-use crate::files;
+use crate::files::{self, holder, Holder};
 
 /// What the writer thread does next.
 enum Op {
@@ -120,98 +116,6 @@ impl LeaderFile {
     }
 }
 
-/// Who holds a leader file's path, judged by what is there.
-#[derive(Debug, PartialEq)]
-pub(crate) enum Holder {
-    Nobody,
-    /// A leader file that names this process.
-    Us,
-    /// A leader file whose writer is gone (killed with -9): free to take.
-    Gone {
-        pid: i32,
-    },
-    /// The leader file of another neli-run, which runs.
-    Other {
-        pid: i32,
-        group: String,
-    },
-    /// Anything else, and why it is not a leader file neli-run wrote.
-    Foreign(String),
-}
-
-/// The most a leader file holds (its name and group are bounded by Kafka's).
-const MAX_LEN: u64 = 64 * 1024;
-
-/// Who holds `path`: nobody, a neli-run (this one, one that is gone, one
-/// that runs), or something neli-run must not touch.
-pub(crate) fn holder(path: &Path) -> Holder {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Holder::Nobody,
-        Err(err) => return Holder::Foreign(format!("cannot be read ({err})")),
-    };
-    if meta.file_type().is_symlink() {
-        return Holder::Foreign("is a symbolic link".into());
-    }
-    if !meta.is_file() {
-        return Holder::Foreign("is not a regular file".into());
-    }
-    let mut text = String::new();
-    let read = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .and_then(|file| file.take(MAX_LEN + 1).read_to_string(&mut text));
-    match read {
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Holder::Nobody,
-        Err(err) => return Holder::Foreign(format!("is not a leader file ({err})")),
-        Ok(n) if n as u64 > MAX_LEN => return Holder::Foreign("is not a leader file (too long)".into()),
-        Ok(_) => {}
-    }
-    let Some((pid, group)) = parse(&text) else {
-        return Holder::Foreign("is not a leader file (no token= and pid= lines)".into());
-    };
-    if pid == std::process::id() as i32 {
-        Holder::Us
-    } else if runs_as_neli_run(pid) {
-        Holder::Other { pid, group: group.to_string() }
-    } else {
-        Holder::Gone { pid }
-    }
-}
-
-/// The `pid=` and `group=` of a leader file as neli-run writes it: lines of
-/// `key=value` with a numeric token and pid; None if it is not one.
-fn parse(text: &str) -> Option<(i32, &str)> {
-    let (mut token, mut pid, mut group) = (None, None, "");
-    for line in text.lines().filter(|l| !l.is_empty()) {
-        let (key, value) = line.split_once('=')?;
-        if key.is_empty() || !key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
-            return None;
-        }
-        match key {
-            "token" => token = Some(value.parse::<i64>().ok()?),
-            "pid" => pid = Some(value.parse::<i32>().ok().filter(|&p| p > 0)?),
-            "group" => group = value,
-            _ => {}
-        }
-    }
-    token.and(pid).map(|pid| (pid, group))
-}
-
-/// Whether `pid` is a process that runs this program (a pid reused by
-/// another program is not): if it cannot be told, it is taken to be one.
-fn runs_as_neli_run(pid: i32) -> bool {
-    if nix::sys::signal::kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH) {
-        return false;
-    }
-    let comm = |pid: &str| std::fs::read(format!("/proc/{pid}/comm"));
-    match (comm(&pid.to_string()), comm("self")) {
-        (Ok(theirs), Ok(ours)) => theirs == ours,
-        _ => true,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,32 +150,6 @@ mod tests {
         runtime.block_on(LeaderFile::close_all([file], Duration::from_secs(10)));
         assert_eq!(read(), None);
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no temporary file left");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn only_a_leader_file_neli_run_wrote_is_its_to_replace() {
-        let dir = std::env::temp_dir().join(format!("neli-leader-holder-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("leader");
-        let with = |text: &str| {
-            let _ = std::fs::remove_file(&path);
-            std::fs::write(&path, text).unwrap();
-            holder(&path)
-        };
-        let _ = std::fs::remove_file(&path);
-        assert_eq!(holder(&path), Holder::Nobody);
-        let ours = std::process::id();
-        assert_eq!(with(&format!("token=5\nname=a\ngroup=g\npid={ours}\nsince=t\n")), Holder::Us);
-        assert_eq!(with("token=5\nname=a\ngroup=g\npid=999999999\n"), Holder::Gone { pid: 999999999 });
-        // A live process that is not this program: its pid was reused.
-        assert_eq!(with("token=5\npid=1\n"), Holder::Gone { pid: 1 });
-        for text in ["PRE-EXISTING USER FILE\n", "", "pid=1\n", "token=5\n", "token=x\npid=1\n", "Token=5\npid=1\n"] {
-            assert!(matches!(with(text), Holder::Foreign(_)), "{text:?}");
-        }
-        std::fs::remove_file(&path).unwrap();
-        std::os::unix::fs::symlink(dir.join("elsewhere"), &path).unwrap();
-        assert_eq!(holder(&path), Holder::Foreign("is a symbolic link".into()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

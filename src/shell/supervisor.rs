@@ -14,7 +14,8 @@ use tracing::{error, info};
 
 use crate::child::{self, Running};
 use crate::clock::BootTime;
-use crate::config::{env, Config};
+use crate::config::Config;
+use crate::env;
 use crate::exit::ChildStatus;
 use crate::leader;
 
@@ -161,7 +162,7 @@ fn command(cfg: &Config, role: leader::Partition) -> child::Command {
         args: cfg.args.clone(),
         stop_signal: cfg.leader.stop_signal.0,
         grace: cfg.leader.grace,
-        env: env::given(cfg),
+        env: cfg.given_env(),
         env_remove: env::removed().to_vec(),
     };
     if let Some(cron) = &cfg.crontab {

@@ -68,7 +68,6 @@ pub fn judge(soak: &mut Soak, detectors: &[Detector]) -> Vec<Role> {
 /// orphan, a token that did not increase or a needless move; on a
 /// schedule, also on a rerun or a skipped due time of any role.
 pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[Role]) -> ExitCode {
-    let f = |d: Duration| format!("{:.2}s", d.as_secs_f64());
     let scheduled = soak.schedule.map(|(_, every)| check_roles_schedule(&soak.detector.dir, roles.len(), every));
     println!("\n## neli-soak summary (seed {seed}, {} roles over {} candidates)\n", roles.len(), args.candidates);
     let transitions: usize = roles.iter().map(Role::transitions).sum();
@@ -77,6 +76,46 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
         "transitions: {transitions} ({starts} role starts), in {}",
         humantime::format_duration(secs(figures.wall))
     );
+    faults(figures);
+    let (overlaps, orphans, tokens) = safety(roles, scheduled.is_some());
+    if let Some(s) = &scheduled {
+        schedule(s);
+    }
+    let needless = needless(figures);
+    timings(args, figures);
+    table(roles, figures, scheduled.as_ref());
+    let sum = |f: fn(&ScheduleCheck) -> usize| scheduled.as_ref().map_or(0, |s| s.sum(f));
+    let failed = failures(&[
+        ("overlaps", overlaps),
+        ("orphans", orphans),
+        ("tokens that did not increase", tokens),
+        ("needless moves", needless),
+        ("reruns", sum(|r| r.reruns.len())),
+        ("skipped due times", sum(|r| r.skipped.len())),
+        ("paused roles' commands that ran", figures.paused_starts.len()),
+    ]);
+    let safe = failed.is_empty();
+    let dir = &soak.detector.dir;
+    if safe && figures.stalls == 0 && figures.exits.is_empty() && !args.keep_logs {
+        let _ = fs::remove_dir_all(dir);
+    } else {
+        let why = match (safe, figures.stalls > 0 || !figures.exits.is_empty()) {
+            (false, _) => format!("FAILED ({})", failed.join(", ")),
+            (true, true) => "STALLED or a member exited unexpectedly".into(),
+            (true, false) => "--keep-logs".into(),
+        };
+        println!("\n{why}: logs kept in {}", dir.display());
+    }
+    if safe {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The faults struck, of each kind, and how many while another was in
+/// flight.
+fn faults(figures: &Figures) {
     let struck: usize = figures.faults.values().map(|c| c.0).sum();
     let concurrent: usize = figures.faults.values().map(|c| c.1).sum();
     let each: Vec<String> = figures
@@ -85,6 +124,11 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
         .map(|(fault, (n, _))| format!("{} {n} ({} clean)", fault.name(), figures.clean.get(fault).unwrap_or(&0)))
         .collect();
     println!("faults: {struck}, {concurrent} of them while another was in flight: {}", each.join(", "));
+}
+
+/// The safety figures (overlaps, orphans, fencing tokens that did not
+/// increase), each named; their counts.
+fn safety(roles: &[Role], scheduled: bool) -> (usize, usize, usize) {
     let overlaps: usize = roles.iter().map(|r| r.overlaps.len()).sum();
     let orphans = roles.iter().filter(|r| r.orphan).count();
     let tokens: usize = roles.iter().map(|r| r.tokens.len()).sum();
@@ -94,12 +138,17 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
     println!(
         "fencing tokens strictly increasing per role: {} ({} on the same member under the same token: {same})",
         tokens == 0,
-        if scheduled.is_some() { "runs" } else { "restarts" }
+        if scheduled { "runs" } else { "restarts" }
     );
     for (j, r) in roles.iter().enumerate() {
         r.tokens.iter().for_each(|t| println!("  role {j}: token did not increase: {t}"));
         r.overlaps.iter().for_each(|o| println!("  role {j}: overlap: {o}"));
     }
+    (overlaps, orphans, tokens)
+}
+
+/// The needless moves after each kind of fault, each named; their count.
+fn needless(figures: &Figures) -> usize {
     let kinds: [(&str, &Needless); 6] = [
         ("joins", &figures.joins),
         ("leaves", &figures.leaves),
@@ -108,14 +157,17 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
         ("undrains", &figures.undrains),
         ("jobs added", &figures.adds),
     ];
-    if let Some(s) = &scheduled {
-        schedule(s);
-    }
     let needless: usize = kinds.iter().map(|(_, n)| n.moves.len()).sum();
     let judged: Vec<String> =
         kinds.iter().map(|(what, n)| format!("{what} {} in {} clean", n.moves.len(), n.judged)).collect();
     println!("needless moves: {needless} ({}; episodes with another fault in flight not judged)", judged.join(", "));
     kinds.iter().flat_map(|(_, n)| &n.moves).for_each(|m| println!("  {m}"));
+    needless
+}
+
+/// How long the roles took to move, the drains, pauses and stalls, and the
+/// members that exited unasked.
+fn timings(args: &Args, figures: &Figures) {
     let moves = |what: &str, samples: &[Duration]| {
         let mut s = samples.to_vec();
         s.sort();
@@ -148,6 +200,11 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
     println!("stalls (the group did not settle within {}): {}", args.stall, figures.stalls);
     println!("members that exited unasked, or other than 0 after a SIGTERM: {}", figures.exits.len());
     figures.exits.iter().for_each(|e| println!("  {e}"));
+}
+
+/// Per role: its starts, moves, overlaps, orphan and longest time with no
+/// command (on a schedule, its latest start after a due time).
+fn table(roles: &[Role], figures: &Figures, scheduled: Option<&RolesSchedule>) {
     println!(
         "\nLongest without a command: per role, the longest time its lock was free (from the kernel's lock), \
          when it began and the faults in flight meanwhile{}.\n",
@@ -168,7 +225,7 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
     );
     for (j, r) in roles.iter().enumerate() {
         let gap = &figures.gaps[j];
-        let late = scheduled.as_ref().map(|s| match &s.roles[j].latest {
+        let late = scheduled.map(|s| match &s.roles[j].latest {
             Some((late, due)) => format!(" {} ({due}) |", f(*late)),
             None => " - |".into(),
         });
@@ -185,33 +242,11 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
             late.unwrap_or_default()
         );
     }
-    let sum = |f: fn(&ScheduleCheck) -> usize| scheduled.as_ref().map_or(0, |s| s.sum(f));
-    let failed = failures(&[
-        ("overlaps", overlaps),
-        ("orphans", orphans),
-        ("tokens that did not increase", tokens),
-        ("needless moves", needless),
-        ("reruns", sum(|r| r.reruns.len())),
-        ("skipped due times", sum(|r| r.skipped.len())),
-        ("paused roles' commands that ran", figures.paused_starts.len()),
-    ]);
-    let safe = failed.is_empty();
-    let dir = &soak.detector.dir;
-    if safe && figures.stalls == 0 && figures.exits.is_empty() && !args.keep_logs {
-        let _ = fs::remove_dir_all(dir);
-    } else {
-        let why = match (safe, figures.stalls > 0 || !figures.exits.is_empty()) {
-            (false, _) => format!("FAILED ({})", failed.join(", ")),
-            (true, true) => "STALLED or a member exited unexpectedly".into(),
-            (true, false) => "--keep-logs".into(),
-        };
-        println!("\n{why}: logs kept in {}", dir.display());
-    }
-    if safe {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+}
+
+/// A duration as the summary shows it: seconds, to the hundredth.
+fn f(d: Duration) -> String {
+    format!("{:.2}s", d.as_secs_f64())
 }
 
 /// On a schedule: each role's due times judged by the schedule's rules

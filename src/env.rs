@@ -2,7 +2,8 @@
 //! the hooks and the health check): one rule, in one place.
 //!
 //! - What neli-run sets wins: `NELI_GROUP`, `NELI_TOPIC` ... ([`GIVEN`])
-//!   are set afresh for each start, and a crontab cannot assign them.
+//!   are set afresh for each start (the group's: `Config::given_env`), and
+//!   a crontab cannot assign them.
 //! - Every variable neli-run owns ([`removed`]: those it sets, every
 //!   option's `NELI_*`, `NELI_KAFKA_PROPERTIES`, systemd's notify and
 //!   watchdog variables) is removed from what the caller gave neli-run
@@ -19,8 +20,6 @@
 
 use std::ffi::OsString;
 use std::sync::OnceLock;
-
-use super::Config;
 
 /// What neli-run sets for some run of a command, hook or check. Not every
 /// run gets each (NELI_ROLE only under --roles, NELI_DUE only for a
@@ -69,16 +68,6 @@ pub fn removed() -> &'static [OsString] {
 /// passed to the job (neli-run's value, or none, is what the job gets).
 pub fn reserved(name: &str) -> bool {
     removed().iter().any(|n| n == name)
-}
-
-/// What neli-run tells every command, hook and check about its group.
-pub fn given(cfg: &Config) -> Vec<(String, String)> {
-    vec![
-        ("NELI_GROUP".into(), cfg.kafka.group.clone()),
-        ("NELI_TOPIC".into(), cfg.kafka.topic.clone()),
-        ("NELI_NAME".into(), cfg.name.clone()),
-        ("NELI_BROKERS".into(), cfg.kafka.brokers.clone()),
-    ]
 }
 
 #[cfg(test)]

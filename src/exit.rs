@@ -179,7 +179,10 @@ pub const STATUSES: &[Status] = &[
     Status {
         code: Code::Failure(Kind::NoLeader),
         run: None,
-        status: Some("No fresh leader, or no topic yet (no member has run)."),
+        status: Some(
+            "No fresh leader, or no topic yet (no member has run); with `--roles`, a role led by nobody or by a \
+             member whose `--roles` does not reach it (the members that disagree are named).",
+        ),
         yield_: Some(
             "It did not move: no fresh leader, `--name` does not lead, or nobody took over within `--timeout`.",
         ),

@@ -290,7 +290,10 @@ pub const STATUSES: &[Status] = &[
     },
     Status {
         code: Code::Failure(Kind::KafkaConfig),
-        run: Some("Kafka configuration rejected (an unknown property, or a value librdkafka refuses)."),
+        run: Some(
+            "Kafka configuration rejected (an unknown property, or a value librdkafka refuses), or the group's topic \
+             has fewer partitions than `--roles` needs or, with `--roles` above 1, more than it uses.",
+        ),
         status: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         yield_: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         pause: Some("Kafka client configuration rejected (an unknown `-X` property)."),

@@ -1,7 +1,8 @@
-//! Members of one group that disagree on `--roles` (findings R-2):
+//! Members of one group that disagree on `--roles` (findings ):
 //! `status` counts every partition's role, names the members of another
 //! `--roles` and exits 1 while a role runs nowhere; a member says, once, by
-//! name, that another runs with another `--roles`.
+//! name, that another runs with another `--roles`; `--roles` on a topic with
+//! more partitions is refused with the remedy.
 
 use std::path::Path;
 use std::time::Duration;
@@ -133,4 +134,32 @@ fn status_counts_every_partition_and_names_the_members_of_another_roles() {
     assert!(agreed, "status: 6 of 6 roles led, exit 0, nothing disagrees: {last:?}");
     m6b.signal(Signal::SIGTERM);
     m6b.wait_exit(within);
+}
+
+/// `--roles 3` on a topic of 6 partitions (made by a `--roles 6` member) is
+/// refused (78) with the remedies, and no message prints a Rust struct; a
+/// single leader there is warned, in words.
+#[test]
+fn roles_on_a_topic_with_more_partitions_are_refused_with_the_remedy() {
+    let g = Group::new("roles-more");
+    let mut six = g.member_unguarded("six", &["--roles", "6"], &["sleep", "1000"]);
+    let within = g.broker.timing.takeover();
+    wait_until(within, "the topic is made", || six.log().contains("leader: read own heartbeat back"));
+    let mut three = g.member_unguarded("three", &["--roles", "3"], &["sleep", "1000"]);
+    assert_eq!(three.wait_exit(within).code(), Some(78), "{}", three.log());
+    let log = three.log();
+    let topic = format!("{}.neli", g.name);
+    assert!(log.contains(&format!("topic {topic} has 6 partitions, and --roles 3 uses 3")), "{log}");
+    assert!(log.contains("run this member with --roles 6 too"), "{log}");
+    assert!(log.contains("--topic, or another --group"), "{log}");
+    assert!(log.contains(&format!("--delete --topic {topic}")), "{log}");
+    assert!(!log.contains("Seats {"), "{log}");
+    let mut one = g.member_unguarded("one", &[], &["sleep", "1000"]);
+    let warned = "topic has more partitions than this member uses";
+    wait_until(within, "the single leader's warning", || one.log().contains(warned));
+    assert!(!one.log().contains("Seats {"), "{}", one.log());
+    for m in [&mut six, &mut one] {
+        m.signal(Signal::SIGTERM);
+        m.wait_exit(within);
+    }
 }

@@ -203,9 +203,12 @@ pub const STATUSES: &[Status] = &[
     },
     Status {
         code: Code::Failure(Kind::Usage),
-        run: Some("Usage error: a bad flag, duration, address, or unsafe timing; a `--crontab` file refused (as `cron check` refuses it)."),
+        run: Some("Usage error: a bad flag, duration, address, or unsafe timing; `{role}` in the command without `--roles`; a `--crontab` file refused (as `cron check` refuses it)."),
         status: Some("Usage error."),
-        yield_: Some("Usage error (also `--timeout` over 24h)."),
+        yield_: Some(
+            "Usage error (also `--timeout` over 24h), or the group runs roles (`--roles`): `yield` moves a single \
+             leader; `drain` moves a member's roles.",
+        ),
         pause: Some("Usage error (also `--timeout` over 24h)."),
         drain: Some("Usage error (also an empty MEMBER, or `--timeout` over 24h)."),
         dev_broker: Some("Usage error: a bad `--listen` or `--sasl-user`, or the address is in use."),

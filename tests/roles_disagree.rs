@@ -1,8 +1,9 @@
-//! Members of one group that disagree on `--roles` (findings ):
+//! Members of one group that disagree on `--roles` (findings ):
 //! `status` counts every partition's role, names the members of another
 //! `--roles` and exits 1 while a role runs nowhere; a member says, once, by
 //! name, that another runs with another `--roles`; `--roles` on a topic with
-//! more partitions is refused with the remedy.
+//! more partitions is refused with the remedy; `{role}` without `--roles`,
+//! and `--roles -1`, are clear usage errors.
 
 use std::path::Path;
 use std::time::Duration;
@@ -162,4 +163,22 @@ fn roles_on_a_topic_with_more_partitions_are_refused_with_the_remedy() {
         m.signal(Signal::SIGTERM);
         m.wait_exit(within);
     }
+}
+
+/// `{role}` in the command without `--roles` is refused (it would reach the
+/// command as it is), and `--roles -1` reaches the range check instead of
+/// clap's tip to write `-- -1`.
+#[test]
+fn role_without_roles_and_a_negative_roles_are_clear_usage_errors() {
+    let (code, out) = run(&["-g", "g", "--", "./worker", "--shard", "{role}"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("the command's argument {role} holds {role}, which neli-run replaces only with --roles"),
+        "{out}"
+    );
+    assert!(out.contains("pass --roles N, or --roles 1"), "{out}");
+    let (code, out) = run(&["-g", "g", "--roles", "-1", "--", "true"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("-1 is not in 1..=1024"), "{out}");
+    assert!(!out.contains("tip:"), "{out}");
 }

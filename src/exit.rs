@@ -179,7 +179,10 @@ pub const STATUSES: &[Status] = &[
     Status {
         code: Code::Failure(Kind::NoLeader),
         run: None,
-        status: Some("No fresh leader, or no topic yet (no member has run)."),
+        status: Some(
+            "No fresh leader, or no topic yet (no member has run); with `--roles`, a role led by nobody or by a \
+             member whose `--roles` does not reach it (the members that disagree are named).",
+        ),
         yield_: Some(
             "It did not move: no fresh leader, `--name` does not lead, or nobody took over within `--timeout`.",
         ),
@@ -200,9 +203,12 @@ pub const STATUSES: &[Status] = &[
     },
     Status {
         code: Code::Failure(Kind::Usage),
-        run: Some("Usage error: a bad flag, duration, address, or unsafe timing; a `--crontab` file refused (as `cron check` refuses it)."),
+        run: Some("Usage error: a bad flag, duration, address, or unsafe timing; `{role}` in the command without `--roles`; a `--crontab` file refused (as `cron check` refuses it)."),
         status: Some("Usage error."),
-        yield_: Some("Usage error (also `--timeout` over 24h)."),
+        yield_: Some(
+            "Usage error (also `--timeout` over 24h), or the group runs roles (`--roles`): `yield` moves a single \
+             leader; `drain` moves a member's roles.",
+        ),
         pause: Some("Usage error (also `--timeout` over 24h)."),
         drain: Some("Usage error (also an empty MEMBER, or `--timeout` over 24h)."),
         dev_broker: Some("Usage error: a bad `--listen` or `--sasl-user`, or the address is in use."),
@@ -287,7 +293,10 @@ pub const STATUSES: &[Status] = &[
     },
     Status {
         code: Code::Failure(Kind::KafkaConfig),
-        run: Some("Kafka configuration rejected (an unknown property, or a value librdkafka refuses)."),
+        run: Some(
+            "Kafka configuration rejected (an unknown property, or a value librdkafka refuses), or the group's topic \
+             has fewer partitions than `--roles` needs or, with `--roles` above 1, more than it uses.",
+        ),
         status: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         yield_: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         pause: Some("Kafka client configuration rejected (an unknown `-X` property)."),

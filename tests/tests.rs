@@ -30,6 +30,7 @@ mod pause;
 mod reload;
 mod rewind;
 mod roles;
+mod roles_disagree;
 mod sasl;
 mod schedule;
 mod standbys;

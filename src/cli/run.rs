@@ -153,7 +153,7 @@ pub struct RunArgs {
     /// command runs once per due time of --every or --cron (the role's
     /// owner runs it: each (role, due time) once across the group); the
     /// options not yet made per role are refused, each by name.
-    #[arg(long, env = "NELI_ROLES", value_name = "N", help_heading = "The command",
+    #[arg(long, env = "NELI_ROLES", value_name = "N", help_heading = "The command", allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..=crate::leader::MAX_ROLES as i64))]
     pub roles: Option<u32>,
 

@@ -9,7 +9,7 @@ mod target;
 pub mod timing;
 
 pub use properties::Origin;
-use seats::{crontab, names_role, roles};
+use seats::{crontab, names_role, role_named, roles};
 pub use seats::{read_crontab, with_role, CronRun};
 pub(crate) use target::creation_error;
 use target::given_as;
@@ -297,6 +297,7 @@ impl Config {
             );
         }
         let roles = roles(&args)?;
+        role_named(&args, roles)?;
         let restart = args.restart();
         let overlap = overlap(&args)?;
         let schedule = schedule(&args)?;

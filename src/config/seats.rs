@@ -161,6 +161,21 @@ pub(super) fn roles(args: &RunArgs) -> Result<Option<u32>, Failure> {
     Ok(Some(n))
 }
 
+/// `{role}` in the command's arguments is replaced only with `--roles`:
+/// without it the command would get `{role}` as it is, so it is refused
+/// (findings R-4), naming the flag that gives it a number.
+pub(super) fn role_named(args: &RunArgs, roles: Option<u32>) -> Result<(), Failure> {
+    let named = args.command.iter().find(|arg| names_role(arg)).filter(|_| roles.is_none() && args.crontab.is_none());
+    match named {
+        Some(arg) => err(format!(
+            "the command's argument {} holds {{role}}, which neli-run replaces only with --roles (role j of N): \
+             pass --roles N, or --roles 1 for one role ({{role}} is then 0)",
+            crate::printable::printable(&arg.to_string_lossy())
+        )),
+        None => Ok(()),
+    }
+}
+
 /// What a command's arguments and `--leader-file` say for "this role".
 const ROLE: &[u8] = b"{role}";
 

@@ -69,7 +69,10 @@ impl Decoder<'_> {
             (Some(hb), _) if hb.is_from(self.me) => {
                 Some(Event::OwnHeartbeat { partition, offset, sent: BootTime::from_nanos(hb.sent_ns), more: false })
             }
-            (Some(hb), _) => Some(Event::OtherHeartbeat(partition, hb.as_other(offset, self.deadline, self.wall_ms))),
+            (Some(hb), _) => {
+                super::agree::check(self.seats, &hb);
+                Some(Event::OtherHeartbeat(partition, hb.as_other(offset, self.deadline, self.wall_ms)))
+            }
             (None, Some(y))
                 if control && self.yields_from.is_some_and(|from| offset >= from) && y.applies_to(&self.me.name) =>
             {

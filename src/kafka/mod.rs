@@ -24,6 +24,7 @@
 //! Fencing does not live here: the timer of the shell's loop and the shim's lease do
 //! it, so nothing stuck inside librdkafka can delay it.
 
+mod agree;
 mod barrier;
 mod bell;
 pub mod candidacy;

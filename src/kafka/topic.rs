@@ -1,6 +1,7 @@
 //! The group's topic: found, or created as Kafka creates it (CreateTopics:
 //! one partition per role, an hour's retention), naming the ACL a denial
-//! lacks; one with fewer partitions than the roles is refused.
+//! lacks; one with fewer partitions than the roles is refused, and so is
+//! one with more under `--roles` above 1.
 
 use std::time::Duration;
 
@@ -19,6 +20,10 @@ use crate::exit::{Failure, Kind};
 /// drops the admin client, if one created the topic.
 pub(super) fn ensure_topic(s: &Settings, consumer: &BaseConsumer<ReaderContext>) -> Result<Option<Joined>, Failure> {
     let mut admin = None;
+    // A topic with more partitions than --roles is looked at twice, a
+    // second apart, before the member is refused: one metadata answer can
+    // be wrong for a moment just after the topic was made.
+    let mut rechecked = false;
     loop {
         if let Some(fatal) = consumer.context().reach.fatal.lock().expect("fatal lock").take() {
             return Err(fatal);
@@ -35,8 +40,16 @@ pub(super) fn ensure_topic(s: &Settings, consumer: &BaseConsumer<ReaderContext>)
                         if has < used {
                             return Err(too_few(&s.target.topic, has, used));
                         }
+                        if has > used && used > 1 && !s.seats.every {
+                            if !rechecked {
+                                rechecked = true;
+                                std::thread::sleep(Duration::from_secs(1));
+                                continue;
+                            }
+                            return Err(too_many(&s.target.topic, has, used));
+                        }
                         if has > used {
-                            warn!(topic = %s.target.topic, partitions = has, seats = ?s.seats, "topic has more partitions than the seats and the control partition use; the others add needless assignments");
+                            warn!(topic = %s.target.topic, partitions = has, uses = used, "topic has more partitions than this member uses; Kafka assigns the others too, and a member holding them runs nothing there");
                         }
                         consumer.context().reach.reachable();
                         return Ok(admin);
@@ -87,6 +100,27 @@ fn too_few(topic: &str, has: usize, used: usize) -> Failure {
             "topic {topic} has {has} partition(s), and --roles {used} needs {used} (role j is elected on partition \
              j). Add them (kafka-topics.sh --bootstrap-server ... --alter --topic {topic} --partitions {used}), \
              or run with --roles {has} or fewer, or pass another --topic"
+        ),
+    )
+}
+
+/// The topic has more partitions than `--roles` (above 1) uses: Kafka
+/// would assign the others as well, and the member holding them runs
+/// nothing there, so the roles would not spread (findings R-3). Refused: a
+/// member of another group's size, or of the group's old `--roles` after
+/// its partitions were raised for a new one (a rollout), is not one to
+/// run. Kafka cannot remove partitions.
+fn too_many(topic: &str, has: usize, used: usize) -> Failure {
+    Failure::new(
+        Kind::KafkaConfig,
+        format!(
+            "topic {topic} has {has} partitions, and --roles {used} uses {used} (role j is elected on partition j): \
+             Kafka would assign the other {extra} to the members too, and a member holding them runs nothing \
+             there, so the roles would not spread. If the group now runs --roles {has}, run this member with \
+             --roles {has} too (a change of --roles is a rollout: docs/operations.md, \"Changing --roles\"); \
+             otherwise give this group a topic of its own (--topic, or another --group), or delete the topic once \
+             no member runs (kafka-topics.sh --bootstrap-server ... --delete --topic {topic})",
+            extra = has - used
         ),
     )
 }

@@ -27,6 +27,7 @@
 //! or JSON; `control.rs` writes `yield`, `pause` and `resume` and waits for
 //! their answer; `watcher.rs` is the `--never-lead` member.
 
+mod agree;
 mod control;
 mod drain;
 mod probe;
@@ -50,7 +51,7 @@ use crate::printable::printable;
 
 pub use control::{cron_pause_main, cron_trigger_main, pause_main, yield_main};
 pub use drain::drain_main;
-use read::{read_partition, read_partitions};
+use read::{read_partition, read_partitions, topic_partitions};
 use render::{render, render_roles};
 use view::View;
 pub use watcher::never_lead;
@@ -156,10 +157,21 @@ fn job_partition(
 
 fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, Stop> {
     let (consumer, mut view) = read_partition(target)?;
+    // A group of roles: partition 0's newest record says so, or a live
+    // member's (a member of another --roles may have written last).
+    let now = wall_ms();
+    let said = view.writers.iter().filter(|w| w.live(now) && w.roles > 1).map(|w| w.roles).max();
     // A crontab of one job is read as a group of roles, for its job's name.
-    if let Some(roles) = view.roles.or(view.placed.as_ref().map(|_| 1)) {
+    if let Some(roles) = view.roles.max(said).or(view.placed.as_ref().map(|_| 1)) {
+        // Every partition of the topic is a role's: a member of fewer
+        // roles holds some of them and runs none (findings R-2).
+        let partitions = topic_partitions(&consumer, target);
         drop(consumer);
-        return roles_status(target, roles, json_out, watch);
+        let roles = match view.placed {
+            Some(_) => roles,
+            None => roles.max(partitions.unwrap_or(0)),
+        };
+        return roles_status(target, roles, partitions, json_out, watch);
     }
     if !watch {
         say(&render(target, &view, json_out))?;
@@ -185,20 +197,32 @@ fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, Stop> {
     }
 }
 
-/// `status` of a group of `roles` roles: every role's partition read, and
-/// fresh only while every role is led.
-fn roles_status(target: &Target, roles: u32, json_out: bool, watch: bool) -> Result<bool, Stop> {
+/// `status` of a group of `roles` roles, of a topic of `partitions`: every
+/// role's partition read, and fresh only while every role is led by a
+/// member whose --roles reaches it (`agree.rs`).
+fn roles_status(
+    target: &Target,
+    roles: u32,
+    partitions: Option<u32>,
+    json_out: bool,
+    watch: bool,
+) -> Result<bool, Stop> {
     let (consumer, mut views) = read_partitions(target, roles)?;
-    let led = |views: &[view::View]| views.iter().all(|v| v.fresh_leader(wall_ms()).is_some());
+    let led = |views: &[view::View]| {
+        let now = wall_ms();
+        agree::Agreement::of(views, partitions, now).all_run(views, now)
+    };
     if !watch {
-        say(&render_roles(target, &views, json_out))?;
+        say(&render_roles(target, &views, partitions, json_out))?;
         return Ok(led(&views));
     }
     let mut shown = String::new();
     loop {
-        let key: String = views.iter().map(|v| v.key(wall_ms()) + "|").collect();
+        let now = wall_ms();
+        let mut key: String = views.iter().map(|v| v.key(now) + "|").collect();
+        key += &agree::Agreement::of(&views, partitions, now).lines();
         if key != shown {
-            say(&render_roles(target, &views, json_out))?;
+            say(&render_roles(target, &views, partitions, json_out))?;
             shown = key;
         }
         if stdout_closed() {

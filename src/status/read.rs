@@ -29,13 +29,17 @@ pub(super) fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, Vi
     let (consumer, mut views) = read_partitions(target, 1)?;
     let mut view = views.remove(0);
     if view.placed.is_some() {
-        let topic = consumer.fetch_metadata(Some(&target.topic), Duration::from_secs(2)).ok().and_then(|md| {
-            let partitions = md.topics().iter().find(|t| t.name() == target.topic)?.partitions().len();
-            u32::try_from(partitions).ok()
-        });
-        view.roles = view.roles.max(topic).filter(|&n| n > 1);
+        view.roles = view.roles.max(topic_partitions(&consumer, target)).filter(|&n| n > 1);
     }
     Ok((consumer, view))
+}
+
+/// How many partitions the group's topic has, if the metadata says.
+pub(super) fn topic_partitions(consumer: &BaseConsumer<Probe>, target: &Target) -> Option<u32> {
+    consumer.fetch_metadata(Some(&target.topic), Duration::from_secs(2)).ok().and_then(|md| {
+        let partitions = md.topics().iter().find(|t| t.name() == target.topic)?.partitions().len();
+        u32::try_from(partitions).ok().filter(|&n| n > 0)
+    })
 }
 
 /// A reader of partitions 0 to `n - 1` outside the group (one per role of

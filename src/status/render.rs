@@ -122,8 +122,9 @@ fn leader_json(hb: &Heartbeat, now: u64) -> serde_json::Value {
 
 /// A group of roles (`--roles`): who leads each role, one line each, then
 /// the members without a role; `views[j]` is role j's partition.
-pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> String {
+pub(super) fn render_roles(target: &Target, views: &[View], partitions: Option<u32>, json_out: bool) -> String {
     let now = wall_ms();
+    let agreement = super::agree::Agreement::of(views, partitions, now);
     fn role(now: u64, (j, view): (usize, &View)) -> (usize, Option<&Heartbeat>, Option<&Heartbeat>) {
         let fresh = view.fresh_leader(now);
         (j, fresh, view.leader.as_ref().filter(|_| fresh.is_none()))
@@ -140,6 +141,7 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
                     "role": j,
                     "job": views[j].placed,
                     "fresh": fresh.is_some(),
+                    "runs": agreement.runs(views, j, now),
                     "leader": hb.map(|hb| leader_json(hb, now)),
                     "schedule": schedule_json(&views[j], fresh),
                     "paused": views[j].paused().is_some(),
@@ -147,12 +149,16 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
             })
             .collect();
         let standbys = views.first().map(|v| v.standbys(now)).unwrap_or_default();
+        let (members, disagree) = agreement.json();
         return json!({
             "version": JSON_VERSION,
             "group": target.group,
             "topic": target.topic,
-            "fresh": views.iter().all(|v| v.fresh_leader(now).is_some()),
+            "partitions": partitions,
+            "fresh": agreement.all_run(views, now),
             "roles": roles,
+            "members": members,
+            "roles_disagree": disagree,
             "standbys": standbys.iter().map(|c| json!({
                 "name": c.name,
                 "host": c.host,
@@ -165,7 +171,7 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
         })
         .to_string();
     }
-    let led = views.iter().filter(|v| v.fresh_leader(now).is_some()).count();
+    let led = (0..views.len()).filter(|&j| agreement.runs(views, j, now)).count();
     let mut out = format!(
         "group {} (topic {}): {led} of {} roles led",
         printable(&target.group),
@@ -207,6 +213,7 @@ pub(super) fn render_roles(target: &Target, views: &[View], json_out: bool) -> S
         // (`--json` has its retained runs).
         out += &schedule_lines(&views[j], fresh, now, 1).replace("\n  ", "\n    ");
     }
+    out += &agreement.lines();
     for c in views.first().map(|v| v.standbys(now)).unwrap_or_default() {
         out += &format!(
             "\n  no role: {} (host {}, pid {}){}, last seen {} ago",

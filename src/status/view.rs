@@ -43,6 +43,30 @@ pub(super) struct View {
     /// Under a crontab, the job this partition holds: the first claim, or
     /// the newest record that carries a name (as the members read it).
     pub(super) placed: Option<String>,
+    /// Each writer's newest heartbeat on this partition (by name and
+    /// incarnation): what `--roles` it says it runs with (`agree.rs`).
+    pub(super) writers: Vec<Writer>,
+}
+
+/// A writer of heartbeats, as its newest record on a partition says.
+#[derive(Clone, Debug)]
+pub(super) struct Writer {
+    pub(super) name: String,
+    pub(super) incarnation: String,
+    pub(super) host: String,
+    pub(super) pid: u32,
+    /// Its --roles (1: the single leader, whose records carry none).
+    pub(super) roles: u32,
+    pub(super) at_ms: u64,
+    pub(super) deadline_ms: u64,
+}
+
+impl Writer {
+    /// Whether its newest record is within its own deadline at `now_ms`:
+    /// a live member.
+    pub(super) fn live(&self, now_ms: u64) -> bool {
+        now_ms.saturating_sub(self.at_ms) < self.deadline_ms
+    }
 }
 
 impl View {
@@ -57,6 +81,7 @@ impl View {
             }
             hb.pause = hb.pause.filter(|p| p.offset < offset);
             self.roles = hb.roles.filter(|&n| n > 1);
+            self.note_writer(&hb);
             if let Some(placed) = hb.placed_job().filter(|p| p.replaces(self.placed.as_deref())) {
                 self.placed = Some(placed.job);
             }
@@ -69,6 +94,19 @@ impl View {
             let running = false;
             self.note_pause(WirePause { offset, paused: p.paused, stop: p.stop, at_ms: p.at_ms, by: p.by, running });
         }
+    }
+
+    fn note_writer(&mut self, hb: &Heartbeat) {
+        self.writers.retain(|w| w.name != hb.name || w.incarnation != hb.incarnation);
+        self.writers.push(Writer {
+            name: hb.name.clone(),
+            incarnation: hb.incarnation.clone(),
+            host: hb.host.clone(),
+            pid: hb.pid,
+            roles: hb.roles.unwrap_or(1).max(1),
+            at_ms: hb.at_ms,
+            deadline_ms: hb.deadline_ms,
+        });
     }
 
     fn note_pause(&mut self, pause: WirePause) {

@@ -372,3 +372,53 @@ fn a_rewind_makes_a_consumer_read_records_it_was_given_again_from_the_partitions
         assert!(refused(&format!("rewind {topic}")).contains("rewind needs TOPIC PARTITION"));
     }
 }
+
+/// `--control PATH` replaces only a dead dev broker's socket: a file, a
+/// link or a directory at PATH is refused and left as it is (audit E2: a
+/// file there was deleted).
+#[test]
+fn control_refuses_a_path_that_holds_anything_but_a_socket_and_leaves_it() {
+    use std::os::unix::net::UnixListener;
+    use std::process::{Command, Stdio};
+    let dir = crate::util::tempdir::Dir::new("control-path");
+    let file = dir.path().join("victim.txt");
+    std::fs::write(&file, "IMPORTANT USER DATA").unwrap();
+    let link = dir.path().join("vlink");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let sub = dir.path().join("vdir");
+    std::fs::create_dir(&sub).unwrap();
+    // A socket nobody answers on: a killed dev broker's, replaced.
+    let dead = dir.path().join("dead.sock");
+    drop(UnixListener::bind(&dead).unwrap());
+    let start = |path: &std::path::Path| {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let listen = format!("127.0.0.1:{port}");
+        let args = ["dev-broker", "--listen", &listen, "--control", path.to_str().unwrap()];
+        Command::new(crate::util::bin()).args(args).stderr(Stdio::piped()).spawn().unwrap()
+    };
+    for (path, what) in [(&file, "a file that is not a socket"), (&link, "a symbolic link"), (&sub, "a directory")] {
+        let mut broker = start(path);
+        let mut exited = None;
+        // A dev broker that took the path runs on: it is stopped, and fails.
+        let refused = !stays_false(Duration::from_secs(20), || {
+            exited = broker.try_wait().unwrap();
+            exited.is_some()
+        });
+        if !refused {
+            let _ = broker.kill();
+        }
+        let out = broker.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(refused && exited.and_then(|s| s.code()) == Some(2), "{what}: {said}");
+        assert!(said.contains(&format!("{what} is there, left as it is")), "{said}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "IMPORTANT USER DATA");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(sub.is_dir());
+    let mut broker = start(&dead);
+    wait_until(Duration::from_secs(20), "the dev broker answers on the dead socket's path", || {
+        std::os::unix::net::UnixStream::connect(&dead).is_ok()
+    });
+    let _ = broker.kill();
+    let _ = broker.wait();
+}

@@ -35,16 +35,37 @@ pub struct Control {
 impl Control {
     /// Binds `path` (mode 0600: only this user may send events). A socket
     /// left there by a dev broker that was killed is replaced; one that
-    /// answers is another dev broker's, and refused.
+    /// answers is another dev broker's, and refused; anything else there
+    /// (a file, a link, a directory) is refused and left as it is (audit
+    /// E2: a file at PATH was deleted).
     pub fn bind(path: &Path) -> Result<Control, Error> {
-        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::fs::{FileTypeExt, PermissionsExt};
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Err(Error::Usage(format!(
                 "--control {}: another dev broker listens there (stop it, or pick another path)",
                 path.display()
             )));
         }
-        let _ = std::fs::remove_file(path);
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_socket() => {
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(meta) => {
+                let what = if meta.is_dir() {
+                    "a directory"
+                } else if meta.file_type().is_symlink() {
+                    "a symbolic link"
+                } else {
+                    "a file that is not a socket"
+                };
+                return Err(Error::Usage(format!(
+                    "--control {}: {what} is there, left as it is: give a path where nothing is, or a dead dev \
+                     broker's socket",
+                    path.display()
+                )));
+            }
+            Err(_) => {}
+        }
         let refused = |err: std::io::Error| Error::Usage(format!("--control {}: {err}", path.display()));
         let listener = tokio::net::UnixListener::bind(path).map_err(refused)?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(refused)?;

@@ -81,9 +81,10 @@ impl Peers {
         self.by_writer.get(&other.writer).is_some_and(|p| other.seq <= p.newest.0)
     }
 
-    /// Takes in another member's record, unless `stale`; `until` is when it
-    /// stops counting. Returns the writer's entry before and after (for the
-    /// log).
+    /// Takes in another member's record, not `stale` (the member drops a
+    /// stale record whole, before anything reads it: `Leader::on_other`);
+    /// `until` is when it stops counting. Returns the writer's entry before
+    /// and after (for the log).
     pub fn read(&mut self, other: &Other, until: BootTime, now: BootTime) -> (Peer, Peer) {
         // A writer is remembered as long as a record of it read again could
         // count (its newest counts longest), so that `stale` knows it.
@@ -93,10 +94,6 @@ impl Peers {
             p.term = p.term.filter(|t| t.until + FORGET_TERMS > now);
             p.newest.1.is_some_and(|u| u + FORGET_TERMS > now)
         });
-        if self.stale(other) {
-            let peer = self.by_writer[&other.writer];
-            return (peer, peer);
-        }
         if let Stance::Leading { token } = other.stance {
             // A token is the offset of an earlier record: a larger one is
             // nonsense, and must not keep us from ever leading.

@@ -57,7 +57,7 @@ fn carried(out: &[Action], partition: Partition) -> Vec<Option<String>> {
 
 /// Ticks every 100 ms from `from` to `to`, each heartbeat read back and
 /// each command ended at once; returns what was asked.
-fn run(l: &mut Leader, from: u64, to: u64) -> Vec<Action> {
+pub(super) fn run(l: &mut Leader, from: u64, to: u64) -> Vec<Action> {
     let mut out = Vec::new();
     let mut offset = 100;
     for t in (from..to).step_by(100) {

@@ -63,31 +63,13 @@ fn leading(jobs: &[(Partition, Job)]) -> Leader {
 /// (ms after boot, as `wall` counts).
 type Started = (Partition, u64, u64);
 
-/// Ticks every 100 ms from `from` to `to`, each heartbeat read back and
-/// each command ended at once; returns the runs started.
+/// `crontab::run`: the runs started.
 fn run(l: &mut Leader, from: u64, to: u64) -> Vec<Started> {
-    let mut started = Vec::new();
-    let mut offset = 100;
-    for t in (from..to).step_by(100) {
-        let mut pending = vec![Input::Tick];
-        while let Some(input) = pending.pop() {
-            for action in l.step(input, ms(t)) {
-                match action {
-                    SendHeartbeat(partition, _) => {
-                        offset += 1;
-                        pending.push(Input::OwnHeartbeat { partition, offset, sent: ms(t), more: false });
-                    }
-                    Spawn { partition, attempt: Some(attempt), .. } => {
-                        let (due, began) = (attempt.due.expect("a due time") - WALL, attempt.wave_ms - WALL);
-                        started.push((partition, due, began));
-                        pending.push(Input::ChildExited(partition, ChildStatus::Exited(0)));
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    started
+    let spawned = super::crontab::run(l, from, to).into_iter().filter_map(|action| match action {
+        Spawn { partition, attempt: Some(attempt), .. } => Some((partition, attempt)),
+        _ => None,
+    });
+    spawned.map(|(p, attempt)| (p, attempt.due.expect("a due time") - WALL, attempt.wave_ms - WALL)).collect()
 }
 
 /// The due times of the runs on `partition`, each checked to have begun

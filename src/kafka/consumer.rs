@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
@@ -25,47 +25,87 @@ use crate::clock::BootTime;
 use crate::exit::{Failure, Kind};
 use crate::leader::Stance;
 
-/// What the shell's loop asks of the consumer thread.
-#[derive(Default)]
-pub(super) struct Requests {
-    pub(super) closing: AtomicBool,
-    pub(super) rejoin: AtomicBool,
-    pub(super) stand_aside: AtomicBool,
-    /// Unhealthy or drained: not in the group (see `Kafka::keep_out`).
-    pub(super) keep_out: AtomicBool,
-    /// Drained (`neli-run drain`): what keeps us out, if `keep_out`.
-    pub(super) drained: AtomicBool,
-    pub(super) hand_over: AtomicBool,
-    /// Out of the group for good, ahead of exiting (`Kafka::leave_group`).
-    pub(super) leave: AtomicBool,
-    /// Rung with each request, so that the thread answers it now rather
-    /// than at the end of its wait.
-    pub(super) bell: Bell,
+/// Whether we stay out of the group, and why: one value, said in our
+/// records too (`Kafka::send_heartbeat`, `Kafka::send_candidacy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Out {
+    #[default]
+    In,
+    /// The health check fails.
+    Unhealthy,
+    /// `neli-run drain`: whatever the health check says.
+    Drained,
 }
 
-impl Requests {
+impl Out {
     /// What keeps us out of the group, for the log.
-    fn why_out(&self) -> &'static str {
-        if self.drained.load(Ordering::Relaxed) {
-            "drained"
-        } else {
-            "unhealthy"
+    fn why(self) -> &'static str {
+        match self {
+            Out::Drained => "drained",
+            Out::In | Out::Unhealthy => "unhealthy",
         }
     }
 
     /// What ends it.
-    fn out_until(&self) -> &'static str {
-        if self.drained.load(Ordering::Relaxed) {
-            "`neli-run undrain`"
-        } else {
-            "the health check passes"
+    fn until(self) -> &'static str {
+        match self {
+            Out::Drained => "`neli-run undrain`",
+            Out::In | Out::Unhealthy => "the health check passes",
         }
     }
+}
 
-    /// Sets `flag` and wakes the consumer thread to answer it.
-    pub(super) fn ask(&self, flag: &AtomicBool, value: bool) {
-        flag.store(value, Ordering::Relaxed);
+/// One request of the shell's loop, answered by the consumer thread in the
+/// order asked. A new request is one variant and one arm of
+/// `Reader::answer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ask {
+    /// Stay out of the group (`Out::Unhealthy`, `Out::Drained`) or join it
+    /// again (`Out::In`).
+    Out(Out),
+    /// Leave the group and join again, for a fresh assignment.
+    Rejoin,
+    /// Leave until another member leads (a yield).
+    StandAside,
+    /// As `StandAside`, watching only as long as a hand-over holds.
+    HandOver,
+    /// Out of the group for good, ahead of exiting (`Kafka::leave_group`).
+    Leave,
+}
+
+/// What the shell's loop asks of the consumer thread: requests in order,
+/// and whether we close (a state the rebalance callback reads, which must
+/// never wait).
+#[derive(Default)]
+pub(super) struct Asks {
+    asked: Mutex<Vec<Ask>>,
+    closing: AtomicBool,
+    /// Rung with each request, so that the thread answers it now rather
+    /// than at the end of its wait.
+    bell: Bell,
+}
+
+impl Asks {
+    /// Queues `ask` and wakes the consumer thread to answer it.
+    pub(super) fn ask(&self, ask: Ask) {
+        self.asked.lock().unwrap_or_else(PoisonError::into_inner).push(ask);
         self.bell.ring();
+    }
+
+    /// We leave: the revoke this causes must not block, and the thread
+    /// stops.
+    pub(super) fn close(&self) {
+        self.closing.store(true, Ordering::Relaxed);
+        self.bell.ring();
+    }
+
+    pub(super) fn closing(&self) -> bool {
+        self.closing.load(Ordering::Relaxed)
+    }
+
+    /// What was asked since the last take, in order.
+    fn take(&self) -> Vec<Ask> {
+        std::mem::take(&mut *self.asked.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 
@@ -107,7 +147,7 @@ pub(super) fn consume(
     consumer: Arc<BaseConsumer<ReaderContext>>,
     subscription: &Subscription,
     me: &Member,
-    asks: &Requests,
+    (asks, out): (&Asks, Out),
     watch: Watch,
     waker: &Waker,
     events: &UnboundedSender<Event>,
@@ -123,9 +163,14 @@ pub(super) fn consume(
         slice: STANDBY_POLL,
         rung: rung.as_ref(),
         served: None,
+        asks,
+        watch,
+        out,
+        leaving: false,
+        later: Vec::new(),
     };
-    while !asks.closing.load(Ordering::Relaxed) {
-        reader.answer(asks, watch);
+    while !asks.closing() {
+        reader.answer();
         if reader.poll_once().is_break() {
             break;
         }
@@ -162,56 +207,171 @@ struct Reader<'a> {
     rung: Option<&'a Rung<'a>>,
     /// When `serve_group` last asked, and whether we owned a seat then.
     served: Option<(Instant, bool)>,
+    asks: &'a Asks,
+    watch: Watch,
+    /// Whether we stay out of the group, as last asked.
+    out: Out,
+    /// Out of the group for good (`Ask::Leave`): nothing more is answered.
+    leaving: bool,
+    /// Asked while we stood aside: answered on the next turn.
+    later: Vec<Ask>,
 }
 
 impl Reader<'_> {
-    /// Answers what the shell's loop asked since the last poll: stay out of
-    /// the group or join it again (`keep_out`), rejoin, stand aside or hand
-    /// over.
-    fn answer(&mut self, asks: &Requests, watch: Watch) {
-        let (consumer, events, subscription) = (self.consumer, self.events, self.subscription);
+    /// Answers what the shell's loop asked since the last poll, in the
+    /// order asked, then keeps us in or out of the group as last asked (a
+    /// member kept out that owns a seat's partition leaves only once the
+    /// core has stood aside from it).
+    fn answer(&mut self) {
+        let (consumer, subscription) = (self.consumer, self.subscription);
         subscription.settle(consumer, &consumer.context().reach.topic);
-        if asks.leave.load(Ordering::Relaxed) {
+        let mut asked = std::mem::take(&mut self.later);
+        asked.extend(self.asks.take());
+        // For good, and before all else: a stand-aside asked before it
+        // would keep us watching, and the exit waiting.
+        self.leaving |= asked.contains(&Ask::Leave);
+        let mut asked = asked.into_iter().peekable();
+        while let Some(ask) = asked.next() {
+            match ask {
+                _ if self.leaving => break,
+                Ask::Leave => self.leaving = true,
+                Ask::Out(out) => {
+                    self.out = out;
+                    self.keep_in_or_out();
+                }
+                Ask::Rejoin if holds_a_seat(consumer) => {
+                    // The revoke this causes goes through the barrier as any other.
+                    subscription.unsubscribe(consumer);
+                    subscribe(consumer, subscription, self.events);
+                }
+                Ask::Rejoin => {
+                    debug!(
+                        "no seat's partition is ours any more: nothing to give back, and librdkafka rejoins by itself"
+                    );
+                }
+                Ask::StandAside | Ask::HandOver => {
+                    // Asked twice in a row: one stand-aside, for as long
+                    // as a hand-over holds if either was one.
+                    let mut handed_over = ask == Ask::HandOver;
+                    while let Some(next) = asked.next_if(|a| matches!(a, Ask::StandAside | Ask::HandOver)) {
+                        handed_over |= next == Ask::HandOver;
+                    }
+                    let watch = if handed_over { self.watch.handed_over } else { self.watch.yielded };
+                    // Out of the group already (unhealthy, and the
+                    // stand-aside of another seat of ours came first):
+                    // there is nothing to leave.
+                    if subscription.subscribed() {
+                        self.leave_until_another_leads(watch);
+                        if self.out != Out::In {
+                            info!("{}: staying out of the group until {}", self.out.why(), self.out.until());
+                        } else if !self.leaving {
+                            subscribe(consumer, subscription, self.events);
+                        }
+                    }
+                }
+            }
+        }
+        if self.leaving {
             if subscription.subscribed() {
                 info!("leaving the group ahead of exiting (--overlap): the next owners start now");
                 leave_group(consumer, subscription);
             }
             return;
         }
-        let out = asks.keep_out.load(Ordering::Relaxed);
+        self.keep_in_or_out();
+    }
+
+    /// Leaves the group while kept out, unless we own a seat's partition;
+    /// joins it again once not.
+    fn keep_in_or_out(&self) {
+        let (consumer, subscription) = (self.consumer, self.subscription);
         let subscribed = subscription.subscribed();
-        if out && subscribed && !holds_a_seat(consumer) {
-            info!("{}: leaving the group until {}", asks.why_out(), asks.out_until());
+        if self.out != Out::In && subscribed && !holds_a_seat(consumer) {
+            info!("{}: leaving the group until {}", self.out.why(), self.out.until());
             leave_group(consumer, subscription);
-        } else if !out && !subscribed {
+        } else if self.out == Out::In && !subscribed {
             info!("healthy: joining the group");
-            subscribe(consumer, subscription, events);
+            subscribe(consumer, subscription, self.events);
         }
-        if asks.rejoin.swap(false, Ordering::Relaxed) {
-            if holds_a_seat(consumer) {
-                // The revoke this causes goes through the barrier as any other.
-                subscription.unsubscribe(consumer);
-                subscribe(consumer, subscription, events);
-            } else {
-                debug!("no seat's partition is ours any more: nothing to give back, and librdkafka rejoins by itself");
+    }
+
+    /// Leaves the group and watches the seats' partitions and the control
+    /// partition from outside it until another member's heartbeat carries a
+    /// token (it leads), or `watch` passes (we may be alone). Rejoining at once
+    /// would let the sticky assignor hand the partitions straight back to us. A
+    /// member that stood aside unhealthy stops watching once healthy again: if
+    /// none other is healthy, the group waits for it, not for `watch`. The
+    /// records read meanwhile reach the core as ever (others' heartbeats and
+    /// candidacies, pauses), so that what it knows of the group is current when
+    /// it rejoins; a yield read now was meant for whoever leads, and our own
+    /// records say nothing new.
+    fn leave_until_another_leads(&mut self, watch: Duration) {
+        let (consumer, subscription, events) = (self.consumer, self.subscription, self.events);
+        let out_before = self.out != Out::In;
+        let ctx = consumer.context();
+        leave_group(consumer, subscription);
+        // The cooperative protocol takes only incremental assignments, and
+        // librdkafka refuses them until the revoke this causes has been served:
+        // poll until then.
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        let mut watched = ctx.seats.known.clone();
+        watched.push(CONTROL_PARTITION);
+        watched.sort_unstable();
+        watched.dedup();
+        for partition in watched {
+            // The control partition from the first record we have not read: a
+            // drain written as we left is ours to hear.
+            let from = if partition == CONTROL_PARTITION { ctx.resume() } else { Offset::End };
+            if tpl.add_partition_offset(&ctx.reach.topic, partition, from).is_err() {
+                return;
             }
         }
-        let aside =
-            match (asks.stand_aside.swap(false, Ordering::Relaxed), asks.hand_over.swap(false, Ordering::Relaxed)) {
-                (_, true) => Some(watch.handed_over),
-                (true, false) => Some(watch.yielded),
-                (false, false) => None,
-            };
-        // Out of the group already (unhealthy, and the stand-aside of
-        // another seat of ours came first): there is nothing to leave.
-        if let Some(watch) = aside.filter(|_| subscription.subscribed()) {
-            leave_until_another_leads(consumer, subscription, self.me, asks, watch, self.waker, events);
-            if asks.keep_out.load(Ordering::Relaxed) {
-                info!("{}: staying out of the group until {}", asks.why_out(), asks.out_until());
-            } else {
-                subscribe(consumer, subscription, events);
+        let until = Instant::now() + Duration::from_secs(10);
+        while let Err(err) = consumer.incremental_assign(&tpl) {
+            if Instant::now() > until {
+                warn!(%err, "cannot watch the group's partitions from outside it; rejoining at once");
+                return;
+            }
+            consumer.poll(Duration::from_millis(5));
+        }
+        // The partitions are given up: librdkafka sent the LeaveGroup as it
+        // did (wake.rs: why the wake may follow now).
+        self.waker.send();
+        let until = Instant::now() + watch;
+        while !self.asks.closing() && Instant::now() < until {
+            // What is asked meanwhile waits for the next turn, but for being
+            // kept out or let in, and a leave for good, which ends the watch.
+            for ask in self.asks.take() {
+                match ask {
+                    Ask::Out(out) => self.out = out,
+                    Ask::Leave => self.leaving = true,
+                    ask => self.later.push(ask),
+                }
+            }
+            if self.leaving {
+                break;
+            }
+            if out_before && self.out == Out::In {
+                info!("healthy again: done standing aside");
+                break;
+            }
+            if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
+                let event = event_of(&msg, ctx, self.me, false);
+                // Any seat's leader: at one seat, the one we stood aside for.
+                let other_leads =
+                    matches!(&event, Some(Event::OtherHeartbeat(_, o)) if matches!(o.stance, Stance::Leading { .. }));
+                if let Some(event) = event.filter(|e| !matches!(e, Event::OwnHeartbeat { .. })) {
+                    if events.send(event).is_err() {
+                        break;
+                    }
+                }
+                if other_leads {
+                    info!("another member leads now; done standing aside");
+                    break;
+                }
             }
         }
+        let _ = consumer.incremental_unassign(&tpl);
     }
 
     /// One poll: the assignments the rebalance callbacks left to report,
@@ -467,80 +627,6 @@ fn subscribe(consumer: &BaseConsumer<ReaderContext>, subscription: &Subscription
     }
 }
 
-/// Leaves the group and watches the seats' partitions and the control
-/// partition from outside it until another member's heartbeat carries a
-/// token (it leads), or `watch` passes (we may be alone). Rejoining at once
-/// would let the sticky assignor hand the partitions straight back to us. A
-/// member that stood aside unhealthy stops watching once healthy again: if
-/// none other is healthy, the group waits for it, not for `watch`. The
-/// records read meanwhile reach the core as ever (others' heartbeats and
-/// candidacies, pauses), so that what it knows of the group is current when
-/// it rejoins; a yield read now was meant for whoever leads, and our own
-/// records say nothing new.
-fn leave_until_another_leads(
-    consumer: &BaseConsumer<ReaderContext>,
-    subscription: &Subscription,
-    me: &Member,
-    asks: &Requests,
-    watch: Duration,
-    waker: &Waker,
-    events: &UnboundedSender<Event>,
-) {
-    let (closing, unhealthy) = (&asks.closing, asks.keep_out.load(Ordering::Relaxed));
-    let ctx = consumer.context();
-    leave_group(consumer, subscription);
-    // The cooperative protocol takes only incremental assignments, and
-    // librdkafka refuses them until the revoke this causes has been served:
-    // poll until then.
-    let mut tpl = rdkafka::TopicPartitionList::new();
-    let mut watched = ctx.seats.known.clone();
-    watched.push(CONTROL_PARTITION);
-    watched.sort_unstable();
-    watched.dedup();
-    for partition in watched {
-        // The control partition from the first record we have not read: a
-        // drain written as we left is ours to hear.
-        let from = if partition == CONTROL_PARTITION { ctx.resume() } else { Offset::End };
-        if tpl.add_partition_offset(&ctx.reach.topic, partition, from).is_err() {
-            return;
-        }
-    }
-    let until = Instant::now() + Duration::from_secs(10);
-    while let Err(err) = consumer.incremental_assign(&tpl) {
-        if Instant::now() > until {
-            warn!(%err, "cannot watch the group's partitions from outside it; rejoining at once");
-            return;
-        }
-        consumer.poll(Duration::from_millis(5));
-    }
-    // The partitions are given up: librdkafka sent the LeaveGroup as it
-    // did (wake.rs: why the wake may follow now).
-    waker.send();
-    let until = Instant::now() + watch;
-    while !closing.load(Ordering::Relaxed) && Instant::now() < until {
-        if unhealthy && !asks.keep_out.load(Ordering::Relaxed) {
-            info!("healthy again: done standing aside");
-            break;
-        }
-        if let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) {
-            let event = event_of(&msg, ctx, me, false);
-            // Any seat's leader: at one seat, the one we stood aside for.
-            let other_leads =
-                matches!(&event, Some(Event::OtherHeartbeat(_, o)) if matches!(o.stance, Stance::Leading { .. }));
-            if let Some(event) = event.filter(|e| !matches!(e, Event::OwnHeartbeat { .. })) {
-                if events.send(event).is_err() {
-                    break;
-                }
-            }
-            if other_leads {
-                info!("another member leads now; done standing aside");
-                break;
-            }
-        }
-    }
-    let _ = consumer.incremental_unassign(&tpl);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,9 +646,10 @@ mod tests {
     /// ends empties it.
     #[test]
     fn a_request_rings_the_consumer_threads_bell() {
-        let asks = Requests::default();
-        asks.ask(&asks.stand_aside, true);
-        assert!(asks.bell.rung_within(Duration::from_secs(30)) && asks.stand_aside.load(Ordering::Relaxed));
+        let asks = Asks::default();
+        asks.ask(Ask::StandAside);
+        assert!(asks.bell.rung_within(Duration::from_secs(30)));
+        assert_eq!(asks.take(), [Ask::StandAside]);
         let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock cluster");
         let mut config = rdkafka::ClientConfig::new();
         config.set("bootstrap.servers", cluster.bootstrap_servers()).set("group.id", "g");
@@ -570,6 +657,60 @@ mod tests {
         let rung = Rung::consumer(consumer.client(), &asks.bell).expect("a bell");
         rung.wait(Duration::from_secs(600));
         assert!(!asks.bell.rung_within(Duration::ZERO), "the wait empties the pipe");
+    }
+
+    /// A leave for good asked behind a stand-aside is answered first: the
+    /// member never watches for another leader (3 session timeouts) nor
+    /// rejoins on its way out. The consumer never connects (nothing listens
+    /// at its address): leaving and watching are local to librdkafka.
+    #[test]
+    fn a_leave_asked_behind_a_stand_aside_comes_first() {
+        let (consumer, _heard) = super::super::context::tests::reader(&[0]);
+        let (subscription, me) = (Subscription::default(), Member::this_process("t".into()));
+        subscription.subscribe(&consumer, "g.neli").expect("subscribed");
+        let writer = super::super::context::WriterContext {
+            reach: consumer.context().reach.clone(),
+            me: me.clone(),
+            reports_for: None,
+            recorded: Mutex::default(),
+        };
+        let producer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", "127.0.0.1:9")
+            .create_with_context(writer)
+            .expect("a producer");
+        let waker = Waker::new(Arc::new(producer), "g.neli".into(), me.clone(), false);
+        let (events, _) = tokio::sync::mpsc::unbounded_channel();
+        let asks = Asks::default();
+        asks.ask(Ask::StandAside);
+        asks.ask(Ask::Leave);
+        let (answered, done) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let long = Duration::from_secs(600);
+                let mut reader = Reader {
+                    consumer: &consumer,
+                    subscription: &subscription,
+                    me: &me,
+                    waker: &waker,
+                    events: &events,
+                    gaps: BTreeMap::new(),
+                    slice: STANDBY_POLL,
+                    rung: None,
+                    served: None,
+                    asks: &asks,
+                    watch: Watch { yielded: long, handed_over: long },
+                    out: Out::In,
+                    leaving: false,
+                    later: Vec::new(),
+                };
+                reader.answer();
+                let _ = answered.send(());
+            });
+            let answered = done.recv_timeout(Duration::from_secs(60));
+            asks.close();
+            assert!(answered.is_ok(), "the member watched for another leader on its way out");
+        });
+        assert!(!subscription.subscribed(), "left the group");
     }
 
     /// A poll on the bell returns the record fetched as soon as it comes,

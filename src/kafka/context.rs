@@ -20,7 +20,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, info, warn};
 
 use super::barrier::{seats_revoked, Barrier, Seats};
-use super::consumer::Requests;
+use super::consumer::Asks;
 use super::heartbeat::{Heartbeat, Member};
 use super::standby::Standby;
 use super::{fatal, Event, Partition};
@@ -137,7 +137,7 @@ impl Reach {
 pub(super) struct ReaderContext {
     pub(super) reach: Reach,
     /// `closing` is set when we leave: the revoke on close must not block.
-    pub(super) requests: Arc<Requests>,
+    pub(super) asks: Arc<Asks>,
     /// The seats' partitions (`Settings::seats`).
     pub(super) seats: Seats,
     /// Whether "standby" was said in our current membership of the group
@@ -355,7 +355,7 @@ impl ConsumerContext for ReaderContext {
         let Rebalance::Revoke(tpl) = rebalance else {
             return;
         };
-        let closing = || self.requests.closing.load(Ordering::Relaxed);
+        let closing = || self.asks.closing();
         let revoked = seats_revoked(tpl, &self.reach.topic, &self.seats, closing());
         if revoked.is_empty() {
             return;
@@ -509,7 +509,7 @@ impl WriterContext {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::sync::mpsc as std_mpsc;
 
     use rdkafka::TopicPartitionList;
@@ -520,11 +520,13 @@ mod tests {
 
     /// A consumer of seats `seats` on g.neli that never connects (nothing
     /// listens at its address): the callbacks are called by hand.
-    fn reader(seats: &[Partition]) -> (Arc<BaseConsumer<ReaderContext>>, UnboundedReceiver<Event>) {
+    pub(in crate::kafka) fn reader(
+        seats: &[Partition],
+    ) -> (Arc<BaseConsumer<ReaderContext>>, UnboundedReceiver<Event>) {
         let (events, heard) = unbounded_channel();
         let ctx = ReaderContext {
             reach: Reach::new(events, "g.neli".into(), "g".into()),
-            requests: Arc::default(),
+            asks: Arc::default(),
             seats: Seats { known: seats.to_vec(), every: false },
             standby: Standby::default(),
             joined: AtomicBool::new(false),
@@ -647,7 +649,7 @@ mod tests {
     fn a_revoke_of_no_seat_or_while_leaving_does_not_hold() {
         let (consumer, mut heard) = reader(&[0]);
         assert!(revoke(&consumer, &[1, 2]).recv_timeout(Duration::from_secs(5)).is_ok());
-        consumer.context().requests.closing.store(true, Ordering::Relaxed);
+        consumer.context().asks.close();
         assert!(revoke(&consumer, &[0]).recv_timeout(Duration::from_secs(5)).is_ok());
         assert!(heard.try_recv().is_err(), "no event");
     }

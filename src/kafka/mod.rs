@@ -58,7 +58,8 @@ use crate::exit::{Failure, Kind};
 use crate::leader::{Candidacy, Other, Pause, Record};
 pub use barrier::Seats;
 use bell::{Bell, Rung};
-use consumer::{Requests, Watch};
+pub use consumer::Out;
+use consumer::{Ask, Asks, Watch};
 use context::{Reach, ReaderContext, WriterContext};
 use heartbeat::{Content, Heartbeat, Member, WireTiming};
 
@@ -190,7 +191,9 @@ pub struct Kafka {
     leading: BTreeMap<Partition, (i64, u64)>,
     /// Whether Kafka answers, as both clients last heard.
     reach: Reach,
-    requests: Arc<Requests>,
+    asks: Arc<Asks>,
+    /// Whether we stay out of the group, as last asked (`keep_out`).
+    out: Out,
     /// The consumer thread: it says whether its close left the group.
     consumer: Option<JoinHandle<bool>>,
     /// The group's consumer and its subscription, to close it from here.
@@ -272,14 +275,16 @@ impl Kafka {
     /// on errors that retrying cannot fix. Blocking: run it on a blocking
     /// thread so that signals and --acquire-timeout are answered meanwhile.
     pub fn connect(s: &Settings, member: Member, events: UnboundedSender<Event>) -> Result<Kafka, Failure> {
-        let requests = Arc::new(Requests::default());
+        let asks = Arc::new(Asks::default());
+        // A member with a health check joins once it passes.
+        let out = if s.health_checked { Out::Unhealthy } else { Out::In };
         let reach = Reach::new(events.clone(), s.target.topic.clone(), s.target.group.clone());
         let config = consumer_config(s);
         // The user's -X wins here too.
         let request_timeout = config.get("socket.timeout.ms").and_then(|v| v.parse().ok()).map(Duration::from_millis);
         let reader = ReaderContext {
             reach: reach.clone(),
-            requests: requests.clone(),
+            asks: asks.clone(),
             seats: s.seats.clone(),
             standby: Default::default(),
             joined: AtomicBool::new(false),
@@ -325,7 +330,6 @@ impl Kafka {
                 .subscribe(&consumer, &s.target.topic)
                 .map_err(|e| Failure::new(Kind::Internal, format!("cannot subscribe to {}: {e}", s.target.topic)))?;
         }
-        requests.keep_out.store(s.health_checked, Ordering::Relaxed);
         let wakes = s.wake;
         let waker = wake::Waker::new(producer.clone(), s.target.topic.clone(), member.clone(), wakes);
         let census = Arc::new(Mutex::new(candidacy::Census::default()));
@@ -342,7 +346,7 @@ impl Kafka {
         };
 
         let reader_member = member.clone();
-        let reader_requests = requests.clone();
+        let reader_asks = asks.clone();
         let (group, subscribed) = (consumer.clone(), subscription.clone());
         let reader_waker = waker.clone();
         let watch = Watch {
@@ -356,7 +360,7 @@ impl Kafka {
                     consumer,
                     &subscription,
                     &reader_member,
-                    &reader_requests,
+                    (&reader_asks, out),
                     watch,
                     &reader_waker,
                     &events,
@@ -372,7 +376,8 @@ impl Kafka {
             timing: WireTiming::from(&s.timing),
             leading: BTreeMap::new(),
             reach,
-            requests,
+            asks,
+            out,
             consumer: Some(thread),
             group,
             subscription: subscribed,
@@ -396,8 +401,7 @@ impl Kafka {
     /// (`candidacy::interval`) has nearly run.
     pub fn send_candidacy(&mut self, leaving: bool) {
         let since_ms = *self.standby_since.get_or_insert_with(crate::clock::wall_ms);
-        let drained = self.requests.drained.load(Ordering::Relaxed);
-        let unhealthy = self.requests.keep_out.load(Ordering::Relaxed) && !drained;
+        let (drained, unhealthy) = (self.out == Out::Drained, self.out == Out::Unhealthy);
         let now = Instant::now();
         // Half a base interval early: the core asks every base interval,
         // and a few microseconds late for this one must not skip a turn.
@@ -455,7 +459,9 @@ impl Kafka {
         };
         let heartbeat = Heartbeat {
             timing: Some(self.timing),
-            unhealthy: self.requests.keep_out.load(Ordering::Relaxed),
+            // Out of the group, drained or not (a drained leader stands
+            // aside as an unhealthy one does).
+            unhealthy: self.out != Out::In,
             roles: self.roles,
             ..Heartbeat::new(&self.member, self.seq, now, at_ms, content)
         };
@@ -507,35 +513,36 @@ impl Kafka {
 
     /// Leaves the group and joins again, for a fresh assignment.
     pub fn rejoin(&self) {
-        self.requests.ask(&self.requests.rejoin, true);
+        self.asks.ask(Ask::Rejoin);
     }
 
     /// Leaves the group for good, ahead of exiting: the consumer thread
     /// reads nothing more, and what it still owned is revoked
     /// (`Action::LeaveGroup`).
     pub fn leave_group(&self) {
-        self.requests.ask(&self.requests.leave, true);
+        self.asks.ask(Ask::Leave);
     }
 
     /// Leaves the group and rejoins once another member leads (the end of
     /// a yield).
     pub fn stand_aside(&self) {
-        self.requests.ask(&self.requests.stand_aside, true);
+        self.asks.ask(Ask::StandAside);
     }
 
-    /// Stays out of the group while `out` (this member is unhealthy, or
-    /// `drained`: what our candidacy says), and joins it again once not: a
+    /// Stays out of the group while `out` says so (this member is
+    /// unhealthy, or drained: what our records say), and joins it again
+    /// once `Out::In`: a
     /// standby leaves at once; a member that owns a seat's partition leaves
     /// as the core says (it stands aside), and rejoins only once back.
-    pub fn keep_out(&self, out: bool, drained: bool) {
-        self.requests.drained.store(drained, Ordering::Relaxed);
-        self.requests.ask(&self.requests.keep_out, out);
+    pub fn keep_out(&mut self, out: Out) {
+        self.out = out;
+        self.asks.ask(Ask::Out(out));
     }
 
     /// As `stand_aside`, but rejoins at the latest once the hand-over our
     /// disclaimer names has gone stale (its target may have died).
     pub fn hand_over(&self) {
-        self.requests.ask(&self.requests.hand_over, true);
+        self.asks.ask(Ask::HandOver);
     }
 
     /// Whether Kafka answered last time we tried.
@@ -550,7 +557,7 @@ impl Kafka {
         // `closing` first: the revoke the close causes must not block. The
         // close at once, here, rather than on the consumer thread's next
         // turn.
-        self.requests.ask(&self.requests.closing, true);
+        self.asks.close();
         self.subscription.close(&self.group);
         let left = self.consumer.take().is_some_and(|thread| thread.join().unwrap_or(false));
         if left && self.waker.send() {

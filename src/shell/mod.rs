@@ -47,7 +47,7 @@ use crate::clock::{Anchor, BootTime};
 use crate::config::Config;
 use crate::exit::{ChildStatus, Failure, Kind};
 use crate::kafka::heartbeat::Member;
-use crate::kafka::{Event, Kafka};
+use crate::kafka::{Event, Kafka, Out};
 use crate::layers_off::{self, Layer};
 use crate::leader::{self, Action, Input, Leader, Partition, Standing};
 use crate::metrics;
@@ -439,9 +439,13 @@ impl Shell {
 
     /// Keeps us out of the group while the health check fails or we are
     /// drained, as the report says now.
-    fn keep_out(&self) {
-        let (healthy, drained) = (self.report.healthy, self.report.drain.drained);
-        self.kafka.keep_out(healthy == Some(false) || drained, drained);
+    fn keep_out(&mut self) {
+        let out = match (self.report.healthy, self.report.drain.drained) {
+            (_, true) => Out::Drained,
+            (Some(false), false) => Out::Unhealthy,
+            (_, false) => Out::In,
+        };
+        self.kafka.keep_out(out);
     }
 
     /// Carries out one of the core's actions; Break with the status when

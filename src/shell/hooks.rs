@@ -42,10 +42,33 @@ use crate::env;
 use crate::exit::ChildStatus;
 use crate::leader::{Partition, Standing};
 
+/// Which hook: each is a flag of its own, and each is overtaken by its own
+/// rule (`overtaken`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hook {
+    /// --on-lead.
+    Lead,
+    /// --on-unlead.
+    Unlead,
+    /// --on-exit.
+    Exit,
+}
+
+impl Hook {
+    /// As NELI_HOOK says it, and the log.
+    fn name(self) -> &'static str {
+        match self {
+            Hook::Lead => "lead",
+            Hook::Unlead => "unlead",
+            Hook::Exit => "exit",
+        }
+    }
+}
+
 /// One hook to run: which, for which role's seat, its command line, and
 /// its environment.
 struct Job {
-    hook: &'static str,
+    hook: Hook,
     role: Partition,
     line: String,
     env: Vec<(String, String)>,
@@ -149,21 +172,20 @@ impl Hooks {
     pub(super) fn exited(&mut self, role: Partition, status: ChildStatus, why: &'static str) {
         let Some(token) = self.told.get(&role).and_then(|t| t.command_token) else { return };
         let env = vec![("NELI_REASON", why.into()), ("NELI_EXIT_STATUS", status.code().to_string())];
-        self.queue("exit", role, token, env);
+        self.queue(Hook::Exit, role, token, env);
     }
 
     /// Queues `hook` (if set) for `role` under `token`, with `extra` in its
     /// environment, in place of what it overtakes (`overtaken`).
-    fn queue(&mut self, hook: &'static str, role: Partition, token: i64, extra: Vec<(&str, String)>) {
+    fn queue(&mut self, hook: Hook, role: Partition, token: i64, extra: Vec<(&str, String)>) {
         let line = match hook {
-            "lead" => &self.lines.on_lead,
-            "unlead" => &self.lines.on_unlead,
-            "exit" => &self.lines.on_exit,
-            _ => return,
+            Hook::Lead => &self.lines.on_lead,
+            Hook::Unlead => &self.lines.on_unlead,
+            Hook::Exit => &self.lines.on_exit,
         };
         let Some(line) = line.clone() else { return };
         let mut env = self.env.clone();
-        env.push(("NELI_HOOK".into(), hook.into()));
+        env.push(("NELI_HOOK".into(), hook.name().into()));
         env.push(("NELI_FENCING_TOKEN".into(), token.to_string()));
         if let Some(roles) = self.roles {
             env.push(("NELI_ROLE".into(), role.to_string()));
@@ -178,7 +200,11 @@ impl Hooks {
         };
         self.shared.changed.notify_all();
         if let Some(stale) = dropped {
-            info!(hook = stale.hook, by = hook, "hook dropped before it started: overtaken by a later one");
+            info!(
+                hook = stale.hook.name(),
+                by = hook.name(),
+                "hook dropped before it started: overtaken by a later one"
+            );
         }
     }
 
@@ -224,12 +250,12 @@ impl Hooks {
 /// does: a lead or unlead hook overtakes the role's lead or unlead hook
 /// waiting (there is at most one: each replaces the last), an exit hook the
 /// oldest exit hook once `MAX_EXIT_HOOKS` wait.
-fn overtaken(jobs: &VecDeque<Job>, hook: &str, role: Partition) -> Option<usize> {
-    if hook == "exit" {
-        let exits = jobs.iter().filter(|j| j.hook == "exit").count();
-        (exits >= MAX_EXIT_HOOKS).then(|| jobs.iter().position(|j| j.hook == "exit")).flatten()
+fn overtaken(jobs: &VecDeque<Job>, hook: Hook, role: Partition) -> Option<usize> {
+    if hook == Hook::Exit {
+        let exits = jobs.iter().filter(|j| j.hook == Hook::Exit).count();
+        (exits >= MAX_EXIT_HOOKS).then(|| jobs.iter().position(|j| j.hook == Hook::Exit)).flatten()
     } else {
-        jobs.iter().position(|j| j.hook != "exit" && j.role == role)
+        jobs.iter().position(|j| j.hook != Hook::Exit && j.role == role)
     }
 }
 
@@ -244,14 +270,14 @@ fn next(shared: &Shared) -> Option<Job> {
             return None;
         }
         match queue.jobs.pop_front() {
-            Some(job) if job.hook == "unlead" && queue.lead_hook && !queue.told_lead.contains(&job.role) => {
-                info!(hook = job.hook, "hook not run: the lead hook it would take back never ran");
+            Some(job) if job.hook == Hook::Unlead && queue.lead_hook && !queue.told_lead.contains(&job.role) => {
+                info!(hook = job.hook.name(), "hook not run: the lead hook it would take back never ran");
             }
             Some(job) => {
                 match job.hook {
-                    "lead" => queue.told_lead.insert(job.role),
-                    "unlead" => queue.told_lead.remove(&job.role),
-                    _ => false,
+                    Hook::Lead => queue.told_lead.insert(job.role),
+                    Hook::Unlead => queue.told_lead.remove(&job.role),
+                    Hook::Exit => false,
                 };
                 queue.running = true;
                 return Some(job);
@@ -270,7 +296,7 @@ fn changes(
     last: &mut Standing,
     standings: &[Standing],
     why_standby: &'static str,
-) -> Vec<(&'static str, i64, &'static str)> {
+) -> Vec<(Hook, i64, &'static str)> {
     let mut out = Vec::new();
     for &role in standings {
         let before = std::mem::replace(last, role);
@@ -278,11 +304,11 @@ fn changes(
             Standing::Leader { token } if *led == Some(token) => {}
             Standing::Leader { token } => {
                 *led = Some(token);
-                out.push(("lead", token, if before == Standing::Fenced { "resumed" } else { "elected" }));
+                out.push((Hook::Lead, token, if before == Standing::Fenced { "resumed" } else { "elected" }));
             }
             Standing::Fenced | Standing::Standby | Standing::Candidate => {
                 if let Some(token) = led.take() {
-                    out.push(("unlead", token, if role == Standing::Fenced { "fenced" } else { why_standby }));
+                    out.push((Hook::Unlead, token, if role == Standing::Fenced { "fenced" } else { why_standby }));
                 }
             }
         }
@@ -307,7 +333,7 @@ const MAX_EXIT_HOOKS: usize = 8;
 
 /// Runs one hook to its end or its timeout, and logs how it went.
 fn run(job: &Job, remove: &[OsString], timeout: Duration) {
-    let hook = job.hook;
+    let hook = job.hook.name();
     let mut cmd = Beside::shell(&job.line);
     cmd.stdin(Stdio::null());
     for name in remove {
@@ -343,6 +369,7 @@ fn run(job: &Job, remove: &[OsString], timeout: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Hook::{Exit, Lead, Unlead};
 
     #[test]
     fn the_hooks_follow_leading_with_its_token_and_why_it_ended() {
@@ -350,23 +377,23 @@ mod tests {
         let mut follow = |standings: &[Standing], why| changes(&mut led, &mut last, standings, why);
         let leader = |token| Standing::Leader { token };
         assert_eq!(follow(&[Standing::Candidate], "revoked"), vec![], "no lead, no unlead");
-        assert_eq!(follow(&[leader(7)], "revoked"), vec![("lead", 7, "elected")]);
+        assert_eq!(follow(&[leader(7)], "revoked"), vec![(Lead, 7, "elected")]);
         assert_eq!(follow(&[leader(7)], "revoked"), vec![], "the same token: nothing new");
         // A fence and a resume within one turn are two changes.
         assert_eq!(
             follow(&[Standing::Fenced, leader(9)], "revoked"),
-            vec![("unlead", 7, "fenced"), ("lead", 9, "resumed")]
+            vec![(Unlead, 7, "fenced"), (Lead, 9, "resumed")]
         );
-        assert_eq!(follow(&[Standing::Standby], "yielded"), vec![("unlead", 9, "yielded")]);
+        assert_eq!(follow(&[Standing::Standby], "yielded"), vec![(Unlead, 9, "yielded")]);
         assert_eq!(follow(&[Standing::Standby], "exiting"), vec![], "unlead once");
         assert_eq!(
             follow(&[Standing::Candidate, leader(12), Standing::Standby], "lost"),
-            [("lead", 12, "elected"), ("unlead", 12, "lost")]
+            [(Lead, 12, "elected"), (Unlead, 12, "lost")]
         );
     }
 
     /// A queue as the loop fills it, and the hooks it then runs, in order.
-    fn ran(queued: &[&'static str], told_lead: bool) -> Vec<&'static str> {
+    fn ran(queued: &[Hook], told_lead: bool) -> Vec<Hook> {
         ran_of(&queued.iter().map(|&hook| (hook, 0)).collect::<Vec<_>>(), if told_lead { &[0] } else { &[] })
             .into_iter()
             .map(|(hook, _)| hook)
@@ -374,7 +401,7 @@ mod tests {
     }
 
     /// `ran`, of hooks for several roles, `told_lead` the roles told.
-    fn ran_of(queued: &[(&'static str, Partition)], told_lead: &[Partition]) -> Vec<(&'static str, Partition)> {
+    fn ran_of(queued: &[(Hook, Partition)], told_lead: &[Partition]) -> Vec<(Hook, Partition)> {
         let shared = Shared::default();
         for &(hook, role) in queued {
             let mut queue = shared.lock();
@@ -389,7 +416,7 @@ mod tests {
         std::iter::from_fn(|| next(&shared)).map(|job| (job.hook, job.role)).collect()
     }
 
-    fn job(hook: &'static str, role: Partition) -> Job {
+    fn job(hook: Hook, role: Partition) -> Job {
         Job { hook, role, line: String::new(), env: Vec::new() }
     }
 
@@ -397,36 +424,36 @@ mod tests {
     fn each_roles_lead_and_unlead_hooks_are_its_own() {
         // Role 1's unlead does not overtake role 0's lead, nor role 0's
         // the other way; each role's latest change waits.
-        let queued = [("lead", 0), ("unlead", 1), ("unlead", 0), ("lead", 1), ("lead", 0)];
-        assert_eq!(ran_of(&queued, &[1]), [("lead", 1), ("lead", 0)]);
+        let queued = [(Lead, 0), (Unlead, 1), (Unlead, 0), (Lead, 1), (Lead, 0)];
+        assert_eq!(ran_of(&queued, &[1]), [(Lead, 1), (Lead, 0)]);
         // An unlead takes back its own role's lead only.
-        assert_eq!(ran_of(&[("unlead", 0), ("unlead", 1)], &[1]), [("unlead", 1)]);
-        assert_eq!(ran_of(&[("lead", 2), ("unlead", 2)], &[]), []);
+        assert_eq!(ran_of(&[(Unlead, 0), (Unlead, 1)], &[1]), [(Unlead, 1)]);
+        assert_eq!(ran_of(&[(Lead, 2), (Unlead, 2)], &[]), []);
     }
 
     #[test]
     fn behind_a_hook_that_hangs_only_the_latest_change_waits_and_an_unlead_only_takes_back_a_lead() {
         // The lead hook ran (and hangs): two yields and a stop queue three
         // changes; the last alone is news.
-        assert_eq!(ran(&["unlead", "lead", "unlead"], true), ["unlead"]);
-        assert_eq!(ran(&["unlead", "lead"], true), ["lead"], "a new token: the world hears it");
+        assert_eq!(ran(&[Unlead, Lead, Unlead], true), [Unlead]);
+        assert_eq!(ran(&[Unlead, Lead], true), [Lead], "a new token: the world hears it");
         // The unlead hook ran last: a lead overtaken by an unlead never
         // runs, and neither does that unlead.
-        assert_eq!(ran(&["lead", "unlead"], false), Vec::<&str>::new());
-        assert_eq!(ran(&["lead"], false), ["lead"]);
+        assert_eq!(ran(&[Lead, Unlead], false), Vec::<Hook>::new());
+        assert_eq!(ran(&[Lead], false), [Lead]);
         // Without --on-lead, every unlead is news.
         let shared = Shared::default();
-        shared.lock().jobs.push_back(job("unlead", 0));
+        shared.lock().jobs.push_back(job(Unlead, 0));
         shared.lock().closed = true;
-        assert_eq!(next(&shared).map(|job| job.hook), Some("unlead"));
+        assert_eq!(next(&shared).map(|job| job.hook), Some(Unlead));
         // Exit hooks keep their order among the changes, the oldest dropped
         // beyond MAX_EXIT_HOOKS.
-        assert_eq!(ran(&["exit", "unlead", "exit", "lead"], true), ["exit", "exit", "lead"]);
-        let many = vec!["exit"; MAX_EXIT_HOOKS + 3];
+        assert_eq!(ran(&[Exit, Unlead, Exit, Lead], true), [Exit, Exit, Lead]);
+        let many = vec![Exit; MAX_EXIT_HOOKS + 3];
         assert_eq!(ran(&many, false).len(), MAX_EXIT_HOOKS);
         // Once neli-run stops waiting, nothing more starts.
         let shared = Shared::default();
-        shared.lock().jobs.push_back(job("exit", 0));
+        shared.lock().jobs.push_back(job(Exit, 0));
         shared.lock().stopped = true;
         assert!(next(&shared).is_none());
     }

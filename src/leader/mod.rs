@@ -111,6 +111,34 @@ pub enum Standing {
     Fenced,
 }
 
+/// One seat as the shell shows it after a turn (`Leader::views`).
+#[derive(Debug)]
+pub struct SeatView<'a> {
+    pub partition: Partition,
+    pub standing: Standing,
+    /// The standings taken since the last view, in order: each change is
+    /// news to the hooks, however brief.
+    pub taken: Vec<Standing>,
+    /// Why it last became a standby: "revoked" (its partition taken
+    /// away), "lost" (taken without a rebalance's warning), "yielded",
+    /// "unhealthy" (its health check failed), "drained" (`neli-run
+    /// drain`), "gave back" (a tenure that could not confirm), "exiting" or
+    /// "started". For --on-unlead, which says why a leader stopped leading.
+    pub why_standby: &'static str,
+    /// Send time of the newest own heartbeat read back, while we own the
+    /// partition (the heartbeat-age metric).
+    pub fresh: Option<BootTime>,
+    pub paused: bool,
+    /// The newest run known, ours or read.
+    pub last_run: Option<&'a Attempt>,
+    /// Until its exit is reported, a run has not ended.
+    pub child_alive: bool,
+    /// When the schedule's next run starts, as planned now.
+    pub next_due: Option<NextRun>,
+    /// Our crontab's job on this seat, if one is.
+    pub job: Option<&'a str>,
+}
+
 /// The member's core: one per neli-run process, holding its seats.
 #[derive(Debug)]
 pub struct Leader {
@@ -222,20 +250,49 @@ impl Leader {
         }
     }
 
-    /// The standings a seat took since the last call, in order (for
-    /// metrics and systemd's status line).
-    pub fn standings_taken(&mut self, partition: Partition) -> Vec<Standing> {
+    /// The standings a seat took since the last call, in order.
+    #[cfg(test)]
+    fn standings_taken(&mut self, partition: Partition) -> Vec<Standing> {
         self.seats.get_mut(&partition).map(Seat::standings_taken).unwrap_or_default()
     }
 
-    /// Why a seat last became a standby: "revoked" (its partition taken
-    /// away), "lost" (taken without a rebalance's warning), "yielded",
-    /// "unhealthy" (its health check failed), "drained" (`neli-run
-    /// drain`), "gave back" (a tenure that
-    /// could not confirm), "exiting" or "started". For --on-unlead, which
-    /// says why a leader stopped leading.
-    pub fn why_standby(&self, partition: Partition) -> &'static str {
-        self.seats.get(&partition).map_or("started", Seat::why_standby)
+    /// Every seat as the shell shows it after a turn, by partition: one
+    /// read of the core per turn, whatever the shell makes of it (metrics,
+    /// systemd's status line, hooks, leader files). Takes the standings
+    /// each seat took since the last call.
+    pub fn views(&mut self) -> Vec<SeatView<'_>> {
+        let taken: Vec<(Partition, Vec<Standing>)> =
+            self.seats.iter_mut().map(|(&partition, seat)| (partition, seat.standings_taken())).collect();
+        taken.into_iter().filter_map(|(partition, taken)| self.view_of(partition, taken)).collect()
+    }
+
+    /// A seat as the shell shows it, with the standings it took `taken`.
+    fn view_of(&self, partition: Partition, taken: Vec<Standing>) -> Option<SeatView<'_>> {
+        let seat = self.seats.get(&partition)?;
+        Some(SeatView {
+            partition,
+            standing: seat.standing(),
+            taken,
+            why_standby: seat.why_standby(),
+            fresh: seat.fresh(),
+            paused: seat.pause.as_ref().is_some_and(|p| p.paused),
+            last_run: seat.attempt.as_ref(),
+            child_alive: seat.child != Child::Idle,
+            next_due: seat.next_due(&self.view()),
+            job: self.settings.job_on(partition),
+        })
+    }
+
+    /// A seat's view for a test, with no standings taken.
+    #[cfg(test)]
+    fn seat_view(&self, partition: Partition) -> Option<SeatView<'_>> {
+        self.view_of(partition, Vec::new())
+    }
+
+    /// `SeatView::why_standby`, for a test.
+    #[cfg(test)]
+    pub(crate) fn why_standby(&self, partition: Partition) -> &'static str {
+        self.seat_view(partition).map_or("started", |v| v.why_standby)
     }
 
     /// Why a seat's last run ended: "exited" (by itself, as far as we
@@ -248,9 +305,10 @@ impl Leader {
         self.seats.get(&partition).map_or("exited", |s| s.ended)
     }
 
-    /// The name of our crontab job on a seat (`--crontab`), if one is.
-    pub fn job_on(&self, partition: Partition) -> Option<&str> {
-        self.settings.job_on(partition)
+    /// `SeatView::job`, for a test.
+    #[cfg(test)]
+    pub(crate) fn job_on(&self, partition: Partition) -> Option<&str> {
+        self.seat_view(partition).and_then(|v| v.job)
     }
 
     /// A seat's standing now (for logs, status and tests).
@@ -258,33 +316,35 @@ impl Leader {
         self.seats.get(&partition).map_or(Standing::Standby, Seat::standing)
     }
 
-    /// The newest run a seat knows of, ours or read (for metrics).
-    pub fn last_run(&self, partition: Partition) -> Option<&Attempt> {
-        self.seats.get(&partition).and_then(|s| s.attempt.as_ref())
+    /// `SeatView::last_run`, for a test.
+    #[cfg(test)]
+    pub(crate) fn last_run(&self, partition: Partition) -> Option<&Attempt> {
+        self.seat_view(partition).and_then(|v| v.last_run)
     }
 
-    /// Whether a seat's command may still run: until its exit is reported,
-    /// a run has not ended (for metrics).
-    pub fn child_alive(&self, partition: Partition) -> bool {
-        self.seats.get(&partition).is_some_and(|s| s.child != Child::Idle)
+    /// `SeatView::child_alive`, for a test.
+    #[cfg(test)]
+    pub(crate) fn child_alive(&self, partition: Partition) -> bool {
+        self.seat_view(partition).is_some_and(|v| v.child_alive)
     }
 
     /// The pause in force on a seat, as far as we know (for metrics):
     /// current while we own its partition, which is read only then.
-    pub fn paused(&self, partition: Partition) -> Option<&Pause> {
+    #[cfg(test)]
+    pub(crate) fn paused(&self, partition: Partition) -> Option<&Pause> {
         self.seats.get(&partition)?.pause.as_ref().filter(|p| p.paused)
     }
 
-    /// Send time of the newest own heartbeat read back on a seat's
-    /// partition, while we own it (for the heartbeat-age metric).
-    pub fn fresh(&self, partition: Partition) -> Option<BootTime> {
-        self.seats.get(&partition).and_then(Seat::fresh)
+    /// `SeatView::fresh`, for a test.
+    #[cfg(test)]
+    pub(crate) fn fresh(&self, partition: Partition) -> Option<BootTime> {
+        self.seat_view(partition).and_then(|v| v.fresh)
     }
 
-    /// When a seat's schedule's next run starts, as we plan it now (for
-    /// our records, `neli-run status` and metrics).
-    pub fn next_due(&self, partition: Partition) -> Option<NextRun> {
-        self.seats.get(&partition).and_then(|s| s.next_due(&self.view()))
+    /// `SeatView::next_due`, for a test.
+    #[cfg(test)]
+    pub(crate) fn next_due(&self, partition: Partition) -> Option<NextRun> {
+        self.seat_view(partition).and_then(|v| v.next_due)
     }
 
     /// A seat, for a test to set what no input reaches in one step.

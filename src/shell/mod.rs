@@ -28,6 +28,7 @@ mod hooks;
 mod input;
 pub(crate) mod leader_file;
 mod reload;
+mod report;
 mod seat;
 mod signals;
 mod supervisor;
@@ -49,7 +50,7 @@ use crate::exit::{ChildStatus, Failure, Kind};
 use crate::kafka::heartbeat::Member;
 use crate::kafka::{Event, Kafka, Out};
 use crate::layers_off::{self, Layer};
-use crate::leader::{self, Action, Input, Leader, Partition, Standing};
+use crate::leader::{self, Action, Input, Leader, Partition};
 use crate::metrics;
 use crate::notify::Notifier;
 use crate::printable::printable;
@@ -58,6 +59,7 @@ use hooks::Hooks;
 use input::Keep;
 use leader_file::LeaderFile;
 use reload::Reload;
+use report::Report;
 use seat::{Heard, Seat};
 use signals::{sleep_for, Signals};
 
@@ -70,13 +72,6 @@ pub async fn run(cfg: Config) -> Result<u8, Failure> {
         None => Ok(0), // asked to stop while connecting
     }
 }
-
-/// The seat whose standing the single leader's reports show (its metrics'
-/// series, systemd's status line): role 0's, the one seat there is. With
-/// more roles, systemd's status line names each role held (`roles_status`),
-/// the metrics have each role's series, and the hooks and leader files
-/// follow each seat.
-const SEAT: Partition = 0;
 
 /// SIGHUP, as the core names signals: with `--crontab`, read the file again.
 const SIGHUP: i32 = nix::sys::signal::Signal::SIGHUP as i32;
@@ -109,33 +104,6 @@ struct Shell {
     /// `--crontab`: its file, read again on SIGHUP and when it changes.
     reload: Option<Reload>,
     report: Report,
-}
-
-/// What the shell tells the operator: the metrics' snapshot and systemd.
-struct Report {
-    metrics: metrics::Shared,
-    notifier: Option<Notifier>,
-    watchdog: Option<Interval>,
-    /// With --metrics-addr, the loop notes that it turns at least every
-    /// LOOP_TICK, however long it would sleep: /livez tells a stuck loop
-    /// from a standby's quiet one by that.
-    turning: Option<Interval>,
-    /// In the group, or (with --health-cmd) connected and kept out by the
-    /// check: started either way, as systemd's READY=1 means.
-    joined: bool,
-    ready: bool,
-    /// The health check's verdict, once it has one (`--health-cmd`).
-    healthy: Option<bool>,
-    /// `neli-run drain` named us.
-    drain: input::Drain,
-    shown: Option<(Standing, Option<bool>, bool)>,
-    /// With roles, systemd's status line as last sent (`roles_status`).
-    shown_roles: Option<String>,
-    /// `--leader-file`, one per seat, and the lines each holds besides the
-    /// token and since (the role's first, with roles).
-    leader_files: BTreeMap<Partition, (LeaderFile, String)>,
-    /// `--on-lead`, `--on-unlead`, `--on-exit`.
-    hooks: Option<Hooks>,
 }
 
 impl Shell {
@@ -515,113 +483,18 @@ impl Shell {
         ControlFlow::Continue(())
     }
 
-    /// Tells the operator where the loop stands after a turn: the metrics'
-    /// snapshot, READY=1 once in the group, STATUS= on each change of role.
+    /// Tells the operator where the loop stands after a turn
+    /// (`Report::show`).
     fn report(&mut self) {
-        let core = &mut self.core;
-        let standings = core.standings_taken(SEAT);
-        // Every other seat's too, for its hooks (the metrics and systemd's
-        // line show where each stands now).
-        let others: Vec<(Partition, Vec<Standing>)> =
-            self.seats.keys().filter(|&&p| p != SEAT).map(|&p| (p, core.standings_taken(p))).collect();
-        {
-            let mut m = self.report.metrics.lock().expect("metrics lock");
-            let now = BootTime::now();
-            let wall = core.wall_ms_at(now);
-            for &standing in &standings {
-                m.set_standing(standing, wall);
-            }
-            m.set_standing(core.standing(SEAT), wall);
-            m.loop_seen = Some(now);
-            m.fresh = core.fresh(SEAT);
-            m.child_up = self
-                .seats
-                .get(&SEAT)
-                .is_some_and(|seat| seat.child.is_running() && seat.warm.as_ref().is_none_or(|w| w.leads()));
-            m.paused = core.paused(SEAT).is_some();
-            m.note_run(core.last_run(SEAT), core.child_alive(SEAT));
-            m.next_due_ms =
-                core.next_due(SEAT).map(|n| n.at_ms).filter(|_| matches!(core.standing(SEAT), Standing::Leader { .. }));
-            m.kafka_reachable = self.kafka.reachable();
-            if self.seats.len() > 1 {
-                for (&role, seat) in &self.seats {
-                    let stat = m.roles.entry(role).or_default();
-                    stat.token = match core.standing(role) {
-                        Standing::Leader { token } => Some(token),
-                        _ => None,
-                    };
-                    stat.up = seat.child.is_running();
-                    stat.paused = core.paused(role).is_some();
-                }
-            }
-            // A crontab's jobs, each on its seat (one read again keeps
-            // the series of a job removed: what is known of it stays true).
-            for stat in m.jobs.values_mut() {
-                (stat.owned, stat.next_due_ms) = (false, None);
-            }
-            for &seat in self.seats.keys() {
-                let Some(job) = core.job_on(seat) else { continue };
-                let leads = matches!(core.standing(seat), Standing::Leader { .. });
-                // Named once: this runs at every turn of the loop.
-                if !m.jobs.contains_key(job) {
-                    m.jobs.insert(job.to_owned(), metrics::JobStat::default());
-                }
-                let Some(stat) = m.jobs.get_mut(job) else { continue };
-                stat.owned = leads;
-                stat.next_due_ms = core.next_due(seat).map(|n| n.at_ms).filter(|_| leads);
-                stat.note_run(core.last_run(seat), core.child_alive(seat));
-            }
-        }
-        let report = &mut self.report;
-        if let Some(hooks) = report.hooks.as_mut() {
-            hooks.follow(SEAT, &standings, core.why_standby(SEAT));
-            for (role, taken) in &others {
-                hooks.follow(*role, taken, core.why_standby(*role));
-            }
-        }
-        for (&role, (file, about)) in report.leader_files.iter_mut() {
-            let token = match core.standing(role) {
-                Standing::Leader { token } => Some(token),
-                _ => None,
-            };
-            let since = humantime::format_rfc3339_millis(std::time::SystemTime::now());
-            file.show(token, |token| format!("token={token}\n{about}since={since}\n"));
-        }
-        if report.joined && !report.ready {
-            report.ready = true;
-            report.notify("READY=1");
-        }
-        // The status line follows READY=1.
-        if !report.ready {
-            return;
-        }
-        if self.seats.len() > 1 {
-            let mut held = roles_status(self.seats.keys().map(|&p| (p, core.standing(p))));
-            if report.drain.drained {
-                held = format!("drained (`neli-run undrain` ends it): {held}");
-            }
-            if report.shown_roles.as_ref() != Some(&held) {
-                report.notify(&format!("STATUS={held}"));
-                report.shown_roles = Some(held);
-            }
-            return;
-        }
-        let standing = core.standing(SEAT);
-        if report.shown != Some((standing, report.healthy, report.drain.drained)) {
-            report.shown = Some((standing, report.healthy, report.drain.drained));
-            report.notify(&match standing {
-                Standing::Standby if report.drain.drained => {
-                    "STATUS=drained: out of the group until `neli-run undrain`".to_string()
-                }
-                Standing::Standby if report.healthy == Some(false) => {
-                    "STATUS=unhealthy: out of the group until the health check passes".to_string()
-                }
-                Standing::Standby => "STATUS=standby".to_string(),
-                Standing::Candidate => "STATUS=candidate: confirming leadership".to_string(),
-                Standing::Leader { token } => format!("STATUS=leader, fencing token {token}"),
-                Standing::Fenced => "STATUS=fenced: no fresh heartbeat, command killed".to_string(),
-            });
-        }
+        let now = BootTime::now();
+        let wall = self.core.wall_ms_at(now);
+        let seats = &self.seats;
+        // A warm standby's command runs, and leads only once promoted.
+        let up = |p| {
+            seats.get(&p).is_some_and(|seat| seat.child.is_running() && seat.warm.as_ref().is_none_or(|w| w.leads()))
+        };
+        let reachable = self.kafka.reachable();
+        self.report.show(&self.core.views(), up, reachable, (now, wall));
     }
 
     /// Leaves the group, then waits for the hooks, and returns `code`. The
@@ -663,33 +536,6 @@ impl Shell {
             }
         }
         code
-    }
-}
-
-impl Report {
-    /// Sends a notification to systemd, if it asked for them.
-    fn notify(&self, message: &str) {
-        self.notifier.iter().for_each(|n| n.send(message));
-    }
-}
-
-/// systemd's status line for a member of several roles: the roles it
-/// leads, with their tokens, and those it is confirming or fenced on.
-fn roles_status(standings: impl Iterator<Item = (Partition, Standing)>) -> String {
-    let (mut leading, mut other) = (Vec::new(), Vec::new());
-    for (role, standing) in standings {
-        match standing {
-            Standing::Leader { token } => leading.push(format!("{role} (token {token})")),
-            Standing::Candidate => other.push(format!("{role} confirming")),
-            Standing::Fenced => other.push(format!("{role} fenced")),
-            Standing::Standby => {}
-        }
-    }
-    match (leading.is_empty(), other.is_empty()) {
-        (true, true) => "standby: no role".into(),
-        (false, true) => format!("leading role(s) {}", leading.join(", ")),
-        (true, false) => format!("role(s) {}", other.join(", ")),
-        (false, false) => format!("leading role(s) {}; role(s) {}", leading.join(", "), other.join(", ")),
     }
 }
 

@@ -67,7 +67,7 @@ impl Hook {
 
 /// One hook to run: which, for which role's seat, its command line, and
 /// its environment.
-struct Job {
+struct Queued {
     hook: Hook,
     role: Partition,
     line: String,
@@ -80,7 +80,7 @@ struct Job {
 struct Queue {
     /// In order: at most one lead or unlead hook per role (the latest), and
     /// at most `MAX_EXIT_HOOKS` exit hooks.
-    jobs: VecDeque<Job>,
+    waiting: VecDeque<Queued>,
     /// Whether --on-lead is set, and the roles whose last lead or unlead
     /// hook started was a lead: with --on-lead, an unlead runs only to take
     /// one back.
@@ -88,7 +88,7 @@ struct Queue {
     told_lead: BTreeSet<Partition>,
     /// Whether a hook runs now.
     running: bool,
-    /// No more jobs come: the thread ends once `jobs` is empty.
+    /// No more hooks come: the thread ends once `waiting` is empty.
     closed: bool,
     /// Set when neli-run stops waiting: nothing more is started.
     stopped: bool,
@@ -111,7 +111,7 @@ impl Shared {
 pub(super) struct Hooks {
     lines: crate::config::Hooks,
     env: Vec<(String, String)>,
-    /// With --roles, each job is told its role, and how many there are.
+    /// With --roles, each hook is told its role, and how many there are.
     roles: Option<u32>,
     shared: Arc<Shared>,
     worker: JoinHandle<()>,
@@ -145,8 +145,8 @@ impl Hooks {
         let shared = Arc::new(Shared { queue: Mutex::new(queue), changed: Condvar::new() });
         let (queue, timeout, remove) = (shared.clone(), lines.timeout, env::removed());
         let worker = std::thread::spawn(move || {
-            while let Some(job) = next(&queue) {
-                run(&job, remove, timeout);
+            while let Some(queued) = next(&queue) {
+                run(&queued, remove, timeout);
                 queue.lock().running = false;
             }
         });
@@ -194,8 +194,8 @@ impl Hooks {
         env.extend(extra.into_iter().map(|(k, v)| (k.to_string(), v)));
         let dropped = {
             let mut queue = self.shared.lock();
-            let dropped = overtaken(&queue.jobs, hook, role).map(|at| queue.jobs.remove(at));
-            queue.jobs.push_back(Job { hook, role, line, env });
+            let dropped = overtaken(&queue.waiting, hook, role).map(|at| queue.waiting.remove(at));
+            queue.waiting.push_back(Queued { hook, role, line, env });
             dropped.flatten()
         };
         self.shared.changed.notify_all();
@@ -222,7 +222,7 @@ impl Hooks {
         let left = {
             let mut queue = shared.lock();
             queue.closed = true;
-            queue.jobs.len() + usize::from(queue.running)
+            queue.waiting.len() + usize::from(queue.running)
         };
         shared.changed.notify_all();
         if left == 0 {
@@ -246,16 +246,16 @@ impl Hooks {
     }
 }
 
-/// Where the job that `hook` for `role` overtakes waits in `jobs`, if one
+/// Where the hook that `hook` for `role` overtakes waits in `waiting`, if one
 /// does: a lead or unlead hook overtakes the role's lead or unlead hook
 /// waiting (there is at most one: each replaces the last), an exit hook the
 /// oldest exit hook once `MAX_EXIT_HOOKS` wait.
-fn overtaken(jobs: &VecDeque<Job>, hook: Hook, role: Partition) -> Option<usize> {
+fn overtaken(waiting: &VecDeque<Queued>, hook: Hook, role: Partition) -> Option<usize> {
     if hook == Hook::Exit {
-        let exits = jobs.iter().filter(|j| j.hook == Hook::Exit).count();
-        (exits >= MAX_EXIT_HOOKS).then(|| jobs.iter().position(|j| j.hook == Hook::Exit)).flatten()
+        let exits = waiting.iter().filter(|q| q.hook == Hook::Exit).count();
+        (exits >= MAX_EXIT_HOOKS).then(|| waiting.iter().position(|q| q.hook == Hook::Exit)).flatten()
     } else {
-        jobs.iter().position(|j| j.hook != Hook::Exit && j.role == role)
+        waiting.iter().position(|q| q.hook != Hook::Exit && q.role == role)
     }
 }
 
@@ -263,24 +263,26 @@ fn overtaken(jobs: &VecDeque<Job>, hook: Hook, role: Partition) -> Option<usize>
 /// and empty, or neli-run stopped waiting. With --on-lead, an unlead hook is
 /// passed over when the last lead or unlead hook started was not a lead:
 /// the lead it would take back never ran.
-fn next(shared: &Shared) -> Option<Job> {
+fn next(shared: &Shared) -> Option<Queued> {
     let mut queue = shared.lock();
     loop {
         if queue.stopped {
             return None;
         }
-        match queue.jobs.pop_front() {
-            Some(job) if job.hook == Hook::Unlead && queue.lead_hook && !queue.told_lead.contains(&job.role) => {
-                info!(hook = job.hook.name(), "hook not run: the lead hook it would take back never ran");
+        match queue.waiting.pop_front() {
+            Some(queued)
+                if queued.hook == Hook::Unlead && queue.lead_hook && !queue.told_lead.contains(&queued.role) =>
+            {
+                info!(hook = queued.hook.name(), "hook not run: the lead hook it would take back never ran");
             }
-            Some(job) => {
-                match job.hook {
-                    Hook::Lead => queue.told_lead.insert(job.role),
-                    Hook::Unlead => queue.told_lead.remove(&job.role),
+            Some(queued) => {
+                match queued.hook {
+                    Hook::Lead => queue.told_lead.insert(queued.role),
+                    Hook::Unlead => queue.told_lead.remove(&queued.role),
                     Hook::Exit => false,
                 };
                 queue.running = true;
-                return Some(job);
+                return Some(queued);
             }
             None if queue.closed => return None,
             None => queue = shared.changed.wait(queue).unwrap_or_else(|e| e.into_inner()),
@@ -332,14 +334,14 @@ const EXIT_MARGIN: Duration = Duration::from_secs(1);
 const MAX_EXIT_HOOKS: usize = 8;
 
 /// Runs one hook to its end or its timeout, and logs how it went.
-fn run(job: &Job, remove: &[OsString], timeout: Duration) {
-    let hook = job.hook.name();
-    let mut cmd = Beside::shell(&job.line);
+fn run(queued: &Queued, remove: &[OsString], timeout: Duration) {
+    let hook = queued.hook.name();
+    let mut cmd = Beside::shell(&queued.line);
     cmd.stdin(Stdio::null());
     for name in remove {
         cmd.env_remove(name);
     }
-    cmd.envs(job.env.iter().map(|(k, v)| (k, v)));
+    cmd.envs(queued.env.iter().map(|(k, v)| (k, v)));
     let (pid, status) = match Beside::spawn(cmd) {
         Ok(started) => started,
         Err(err) => return warn!(hook, %err, "cannot start the hook"),
@@ -405,19 +407,19 @@ mod tests {
         let shared = Shared::default();
         for &(hook, role) in queued {
             let mut queue = shared.lock();
-            if let Some(at) = overtaken(&queue.jobs, hook, role) {
-                queue.jobs.remove(at);
+            if let Some(at) = overtaken(&queue.waiting, hook, role) {
+                queue.waiting.remove(at);
             }
-            queue.jobs.push_back(job(hook, role));
+            queue.waiting.push_back(waiting(hook, role));
         }
         shared.lock().told_lead = told_lead.iter().copied().collect();
         shared.lock().lead_hook = true;
         shared.lock().closed = true;
-        std::iter::from_fn(|| next(&shared)).map(|job| (job.hook, job.role)).collect()
+        std::iter::from_fn(|| next(&shared)).map(|queued| (queued.hook, queued.role)).collect()
     }
 
-    fn job(hook: Hook, role: Partition) -> Job {
-        Job { hook, role, line: String::new(), env: Vec::new() }
+    fn waiting(hook: Hook, role: Partition) -> Queued {
+        Queued { hook, role, line: String::new(), env: Vec::new() }
     }
 
     #[test]
@@ -443,9 +445,9 @@ mod tests {
         assert_eq!(ran(&[Lead], false), [Lead]);
         // Without --on-lead, every unlead is news.
         let shared = Shared::default();
-        shared.lock().jobs.push_back(job(Unlead, 0));
+        shared.lock().waiting.push_back(waiting(Unlead, 0));
         shared.lock().closed = true;
-        assert_eq!(next(&shared).map(|job| job.hook), Some(Unlead));
+        assert_eq!(next(&shared).map(|queued| queued.hook), Some(Unlead));
         // Exit hooks keep their order among the changes, the oldest dropped
         // beyond MAX_EXIT_HOOKS.
         assert_eq!(ran(&[Exit, Unlead, Exit, Lead], true), [Exit, Exit, Lead]);
@@ -453,7 +455,7 @@ mod tests {
         assert_eq!(ran(&many, false).len(), MAX_EXIT_HOOKS);
         // Once neli-run stops waiting, nothing more starts.
         let shared = Shared::default();
-        shared.lock().jobs.push_back(job(Exit, 0));
+        shared.lock().waiting.push_back(waiting(Exit, 0));
         shared.lock().stopped = true;
         assert!(next(&shared).is_none());
     }

@@ -17,8 +17,41 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 say "build dependencies (scripts/build-deps)"
 scripts/build-deps
 echo "  all there"
-say "building neli-run (cargo build --release: about 2 minutes the first time)"
-cargo build --quiet --release --bin neli-run
+# The first build downloads and compiles about 300 crates (librdkafka's C
+# sources among them): 5 to 18 minutes on a fresh 2-core machine; with a
+# build there already, seconds. Say which, and show it moving: cargo's own
+# bar on a terminal, else a line every 25 crates.
+if [ -x target/release/neli-run ]; then
+    estimate="a build is there already: seconds, a minute or two if the sources changed"
+else
+    estimate="the first build: 5 to 18 minutes on 2 cores, downloads included; this machine has $(nproc 2>/dev/null || echo '?')"
+fi
+say "building neli-run (cargo build --release; $estimate)"
+if [ -t 2 ]; then
+    cargo build --release --bin neli-run
+else
+    build_log=$(mktemp)
+    SECONDS=0
+    n=0
+    while IFS= read -r line; do
+        printf '%s\n' "$line" >>"$build_log"
+        case $line in
+        *Compiling\ * | *Downloaded\ *)
+            n=$((n + 1))
+            [ $((n % 25)) -ne 0 ] || echo "  $n crates downloaded or compiled, ${SECONDS}s in"
+            ;;
+        esac
+    done < <(if cargo build --release --bin neli-run 2>&1; then echo "cargo exit: 0"; else echo "cargo exit: $?"; fi)
+    if ! tail -n 1 "$build_log" | grep -qx 'cargo exit: 0'; then
+        tail -n 30 "$build_log" >&2
+        rm -f "$build_log"
+        echo "demo: the build failed (above); scripts/build-deps says what a build needs" >&2
+        exit 1
+    fi
+    rm -f "$build_log"
+    echo "  done in ${SECONDS}s"
+fi
+echo "  built: target/release/neli-run"
 bin=$PWD/target/release/neli-run
 
 work=$(mktemp -d)

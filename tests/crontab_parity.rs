@@ -106,3 +106,23 @@ fn cron_check_writes_every_problem_to_a_slow_stderr_pipe() {
         err.lines().last()
     );
 }
+
+/// A crontab holds at most as many jobs as a group has partitions for
+/// (1,024, as --roles): the next is refused at its line by both, and the
+/// first 1,024 are read (audit E9: 1,100 jobs made a topic of 1,100
+/// partitions with no word).
+#[test]
+fn a_crontab_past_1024_jobs_is_refused_at_the_first_job_too_many() {
+    let dir = tempdir::Dir::new("crontab-many");
+    let file = dir.path().join("many.crontab");
+    let text: String = (0..1025).map(|n| format!("@every 1h  job{n}  echo {n}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    let file = file.display().to_string();
+    // Its output is larger than a pipe holds: read as it comes.
+    let done = Command::new(bin()).args(["cron", "check", &file, "--next", "1"]).stdin(Stdio::null()).output().unwrap();
+    let (out, err) = (String::from_utf8_lossy(&done.stdout), String::from_utf8_lossy(&done.stderr));
+    assert_eq!(done.status.code(), Some(2), "{err}");
+    let at = format!("{file}:1025:1: error: more than 1024 jobs");
+    assert!(err.lines().any(|l| l.starts_with(&at) && l.contains("split the file between groups")), "{err}");
+    assert!(out.contains(&format!("{file}: 1024 jobs, 1 line refused")), "{out}");
+}

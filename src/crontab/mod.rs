@@ -23,6 +23,7 @@
 mod check;
 mod file;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr as _;
 use std::sync::Arc;
@@ -154,10 +155,18 @@ struct Above {
 
 type LineResult<T> = Result<T, (usize, String)>;
 
+/// How many jobs a crontab may hold: one partition each, as many as
+/// `--roles` may have (audit E9: 1,100 jobs made a topic of 1,100
+/// partitions, placed one claim at a time, with no word).
+pub const MAX_JOBS: usize = crate::leader::MAX_ROLES as usize;
+
 /// Reads a crontab; `zone` is the zone of jobs with no `CRON_TZ` above them.
 pub fn parse(text: &str, zone: Zone) -> Crontab {
     let mut tab = Crontab::default();
     let mut above = Above { zone, shell: "/bin/sh".into(), env: Vec::new(), zone_refused: None, shell_refused: None };
+    // Each job's line, by name: a second of a name is refused (a map, not
+    // a search of the jobs read: 20,000 jobs took seconds).
+    let mut named: HashMap<String, usize> = HashMap::new();
     for (index, line) in text.lines().enumerate() {
         let number = index + 1;
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -171,10 +180,19 @@ pub fn parse(text: &str, zone: Zone) -> Crontab {
             }
             None => match job(line, number, &above) {
                 Ok(job) => {
-                    if let Some(first) = tab.jobs.iter().find(|j| j.name == job.name) {
-                        let at = tokens(line).iter().find(|t| t.text.starts_with(&job.name)).map_or(1, |t| t.column);
-                        Err((at, format!("a second job named '{}' (the first is on line {})", job.name, first.line)))
+                    let at = || tokens(line).iter().find(|t| t.text.starts_with(&job.name)).map_or(1, |t| t.column);
+                    if let Some(first) = named.get(&job.name) {
+                        Err((at(), format!("a second job named '{}' (the first is on line {first})", job.name)))
+                    } else if tab.jobs.len() >= MAX_JOBS {
+                        Err((
+                            1,
+                            format!(
+                                "more than {MAX_JOBS} jobs: each job has a partition of its own, and a group \
+                                         has at most {MAX_JOBS}; split the file between groups (-g)"
+                            ),
+                        ))
                     } else {
+                        named.insert(job.name.clone(), job.line);
                         tab.jobs.push(job);
                         Ok(None)
                     }

@@ -458,3 +458,32 @@ fn a_command_started_once_its_token_file_is_written_runs_under_the_newest_lease(
     a.signal(Signal::SIGTERM);
     assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());
 }
+
+/// A standby's command that keeps failing backs off as a leader's does:
+/// the wait doubles from --restart-delay, each longer wait said once (the
+/// restart policy is decided in one place, `Backoff::after`; before, a
+/// warm standby's `false` was started again every --restart-delay, for
+/// ever).
+#[test]
+fn a_warm_standbys_command_that_keeps_failing_backs_off() {
+    let g = Group::new("warm-backoff");
+    let script = script(&g);
+    let events = g.dir.path().join("events");
+    let mut a = warm(&g, "a", &script, &[]);
+    wait_until(LONG, "a's command is told it leads", || seen(&events).iter().any(|s| s.what == "lead"));
+    let mut b = g.member_unguarded("b", &["--warm", "--restart", "on-failure", "--restart-delay", "0"], &["false"]);
+    let counts = |log: &str| -> Vec<u32> {
+        let said = log.lines().filter(|l| l.contains("the standby's command keeps failing: backing off"));
+        said.filter_map(|l| l.split("failed_runs=").nth(1)?.split(' ').next()?.parse().ok()).collect()
+    };
+    // Waits 0, 0.2, 0.4, 0.8 and 1.6 s: the sixth failure about 3 s in;
+    // the bound is for a loaded machine.
+    wait_until(Duration::from_secs(40), "the standby's sixth failed run in a row", || counts(&b.log()).contains(&6));
+    assert_eq!(counts(&b.log())[..5], [2, 3, 4, 5, 6], "each longer wait said once, in order\n{}", b.log());
+    assert!(b.log().contains("delay=3.2s"), "{}", b.log());
+    assert!(!b.exited(), "on-failure goes on\n{}", b.log());
+    b.signal(Signal::SIGTERM);
+    b.wait_exit(LONG);
+    a.signal(Signal::SIGTERM);
+    a.wait_exit(LONG);
+}

@@ -27,6 +27,7 @@ use tracing::{info, warn};
 
 use crate::clock::BootTime;
 use crate::exit::ChildStatus;
+use crate::leader::Restart;
 
 /// The longest wait between a failed run and the next, and the run length
 /// that ends a streak: a command that has come back is started within
@@ -37,9 +38,10 @@ pub const BOUND: Duration = Duration::from_secs(30);
 /// where doubling would stay 0).
 const FLOOR: Duration = Duration::from_millis(100);
 
-/// One seat's streak of failed runs.
+/// One command's streak of failed runs: a seat's (the core), or a warm
+/// standby's (shell/warm.rs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Backoff {
+pub struct Backoff {
     /// Failed runs in a row, the latest included.
     failed: u32,
     /// When the latest run began (see the module's rule).
@@ -57,14 +59,14 @@ pub(super) struct Step {
 }
 
 impl Backoff {
-    /// The seat's command begins at `at`: its run's length counts from there.
-    pub(super) fn began(&mut self, at: BootTime) {
+    /// The command begins at `at`: its run's length counts from there.
+    pub fn began(&mut self, at: BootTime) {
         self.due = Some(at);
     }
 
     /// A run that exited with `status` at `now` is to start again: how long
     /// until it does, under `--restart-delay` `base`.
-    pub(super) fn next(&mut self, base: Duration, failed: bool, now: BootTime) -> Step {
+    fn next(&mut self, base: Duration, failed: bool, now: BootTime) -> Step {
         let long = self.due.is_none_or(|due| now.since(due) >= BOUND);
         if !failed || long {
             self.failed = 0;
@@ -77,19 +79,47 @@ impl Backoff {
         Step { delay, failed: self.failed, grew: delay > self::delay(base, self.failed.saturating_sub(1)) }
     }
 
-    /// [`Backoff::next`] for a seat's command, said in the log: a longer
-    /// wait as a warning with the streak and the wait, once per step.
-    pub(super) fn restart(&mut self, base: Duration, status: ChildStatus, now: BootTime) -> Duration {
-        let step = self.next(base, !status.success(), now);
-        if step.grew {
-            let bound = if step.delay >= BOUND.max(base) { " (its bound)" } else { "" };
-            warn!(%status, failed_runs = step.failed, delay = ?step.delay,
-                  "the command keeps failing: backing off, restarting after a longer wait{bound}");
-        } else {
-            info!(%status, delay = ?step.delay, "restarting the child (--restart)");
+    /// The restart policy, decided here once for every command neli-run
+    /// starts again (a seat's, in the core; a warm standby's, in the
+    /// shell): None when `restart` says a run that exited with `status` at
+    /// `now` is over, else how long until it starts again under
+    /// `--restart-delay` `base`, said in the log (a longer wait as a
+    /// warning with the streak, once per step).
+    pub fn after(
+        &mut self,
+        restart: Restart,
+        (base, status, now): (Duration, ChildStatus, BootTime),
+        whose: Whose,
+    ) -> Option<Duration> {
+        if !restart.again(status) {
+            return None;
         }
-        step.delay
+        let step = self.next(base, !status.success(), now);
+        let delay = step.delay;
+        if step.grew {
+            let bound = if delay >= BOUND.max(base) { " (its bound)" } else { "" };
+            let what = match whose {
+                Whose::Seat => "the command keeps failing",
+                Whose::WarmStandby => "the standby's command keeps failing",
+            };
+            warn!(%status, failed_runs = step.failed, ?delay, "{what}: backing off, restarting after a longer wait{bound}");
+        } else {
+            match whose {
+                Whose::Seat => info!(%status, ?delay, "restarting the child (--restart)"),
+                Whose::WarmStandby => info!(%status, ?delay, "the standby's command exited; restarting it (--restart)"),
+            }
+        }
+        Some(delay)
     }
+}
+
+/// Whose command `Backoff::after` decides for, as the log names it.
+#[derive(Clone, Copy, Debug)]
+pub enum Whose {
+    /// A seat's (the leader's, or a role's).
+    Seat,
+    /// `--warm`: a standby's, which runs while another member leads.
+    WarmStandby,
 }
 
 /// The wait after the `failed`-th failed run in a row (0: a clean exit).

@@ -81,6 +81,7 @@ use tracing::{debug, info, warn};
 use crate::clock::{Anchor, BootTime};
 use crate::exit;
 pub use attempts::{supersedes, Attempt, Runner, Waves};
+pub use backoff::{Backoff, Whose};
 pub use io::{
     Action, Asker, Candidacy, Input, Job, NextRun, Other, Partition, Pause, PauseNote, Placed, Record, Restart,
     Settings, Signal, Stance, Trigger, CONTROL_PARTITION, MAX_ROLES,

@@ -15,7 +15,7 @@ use tracing::{info, warn};
 use super::leaving::Leave;
 use super::peers::Peers;
 use super::standbys::Standbys;
-use super::{say, Action, Attempt, Other, Overlap, Partition, Pause, Record, Settings, Stance, Standing};
+use super::{say, Action, Attempt, Other, Overlap, Partition, Pause, Record, Settings, Stance, Standing, Whose};
 use crate::clock::{Anchor, BootTime};
 use crate::exit::ChildStatus;
 
@@ -523,8 +523,9 @@ impl Seat {
         if settings.scheduled() {
             return self.scheduled_run_ended(&cx.v, status, now);
         }
-        if settings.restart.again(status) {
-            self.plan = Plan::Start(now + self.backoff.restart(settings.restart_delay, status, now));
+        let restart = self.backoff.after(settings.restart, (settings.restart_delay, status, now), Whose::Seat);
+        if let Some(delay) = restart {
+            self.plan = Plan::Start(now + delay);
         } else {
             info!(%status, "the child's run is over; leaving the group");
             // The attempt ended on its own: our last record says so, and the

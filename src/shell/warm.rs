@@ -61,7 +61,7 @@ use crate::clock::BootTime;
 use crate::config::Config;
 use crate::exit::{ChildStatus, Failure, Kind};
 use crate::files;
-use crate::leader::{self, Input, Partition, Restart};
+use crate::leader::{self, Backoff, Input, Partition, Restart, Whose};
 
 /// The warm command's state beside the core's.
 pub(super) struct Warm {
@@ -71,6 +71,9 @@ pub(super) struct Warm {
     grace: Duration,
     restart: Restart,
     restart_delay: Duration,
+    /// A standby's command that keeps failing waits longer each time, as
+    /// a seat's does.
+    backoff: Backoff,
     /// The private directory that holds the token file (removed at exit).
     dir: PathBuf,
     file: PathBuf,
@@ -260,6 +263,7 @@ impl Warm {
             grace: cfg.leader.grace,
             restart: cfg.leader.restart,
             restart_delay: cfg.leader.restart_delay,
+            backoff: Backoff::default(),
             dir,
             file,
             writer: Some(writer),
@@ -281,6 +285,7 @@ impl Warm {
         let started = child.spawn(None, lease, None, None);
         if started {
             self.set_up.started(tokio::time::Instant::now());
+            self.backoff.began(BootTime::now());
         }
         started
     }
@@ -574,9 +579,9 @@ impl Shell {
         if warm.stopping {
             return None;
         }
-        if warm.restart.again(status) {
-            info!(%status, delay = ?warm.restart_delay, "the standby's command exited; restarting it (--restart)");
-            warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
+        let timing = (warm.restart_delay, status, BootTime::now());
+        if let Some(delay) = warm.backoff.after(warm.restart, timing, Whose::WarmStandby) {
+            warm.restart_at = Some(tokio::time::Instant::now() + delay);
             return None;
         }
         info!(%status, "the standby's command's run is over; leaving the group");

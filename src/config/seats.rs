@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::{err, restart, Config};
 use crate::cli::RunArgs;
 use crate::exit::{Failure, Kind};
-use crate::leader::{Restart, Schedule};
+use crate::leader::Restart;
 
 impl Config {
     /// Seats the crontab's jobs on the partitions `placed` names, of the
@@ -43,14 +43,7 @@ impl Config {
             cron.placed
                 .iter()
                 .map(|(&p, job)| {
-                    let schedule = Schedule {
-                        calendar: job.calendar.clone(),
-                        missed: job.missed,
-                        starting_deadline: job.starting_deadline,
-                        retry: job.retry,
-                        overlap: job.overlap,
-                        since: None,
-                    };
+                    let schedule = job.schedule.clone();
                     let max_runtime = job.max_runtime.or(bound);
                     let when = match &job.zone {
                         Some(zone) => format!("{} in {zone}", job.when),

@@ -78,7 +78,7 @@ fn write_all(to: &mut impl Write, text: &str) -> std::io::Result<()> {
 
 /// The next `n` due times after `now`.
 fn next(job: &super::Job, now: u64, n: usize) -> Vec<u64> {
-    std::iter::successors(job.calendar.after(now), |&due| job.calendar.after(due)).take(n).collect()
+    std::iter::successors(job.schedule.calendar.after(now), |&due| job.schedule.calendar.after(due)).take(n).collect()
 }
 
 /// A job as text: its name, line and time, then its next due times (in its
@@ -104,15 +104,15 @@ fn job_json(job: &super::Job, now: u64, n: usize) -> serde_json::Value {
         "command": job.command,
         "shell": job.shell,
         "env": job.env.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
-        "missed": match job.missed {
+        "missed": match job.schedule.missed {
             crate::leader::Missed::Skip => "skip",
             crate::leader::Missed::Once => "latest",
             crate::leader::Missed::All => "all",
         },
-        "starting_deadline_ms": ms(job.starting_deadline),
+        "starting_deadline_ms": ms(job.schedule.starting_deadline),
         "max_runtime_ms": ms(job.max_runtime),
-        "overlap": job.overlap.map(|o| format!("{o:?}").to_lowercase()),
-        "retries": job.retry.map_or(0, |r| r.times),
-        "retry_delay_ms": ms(job.retry.map(|r| r.delay)),
+        "overlap": job.schedule.overlap.map(|o| format!("{o:?}").to_lowercase()),
+        "retries": job.schedule.retry.map_or(0, |r| r.times),
+        "retry_delay_ms": ms(job.schedule.retry.map(|r| r.delay)),
     })
 }

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::calendar::{Cron, Every, Zone, MAX_EVERY, MIN_EVERY};
-use crate::leader::{Calendar, Missed, Overlap, Retry};
+use crate::leader::{Calendar, Missed, Overlap, Retry, Schedule};
 
 pub use check::check_main;
 pub use file::{no_job, read};
@@ -66,8 +66,9 @@ pub struct Job {
     pub name: String,
     /// When, as written (`*/5 * * * *`, `@daily`, `@every 90s`).
     pub when: String,
-    /// Its due times, in its zone.
-    pub calendar: Arc<dyn Calendar>,
+    /// Its due times (in its zone), and what becomes of those missed,
+    /// late, failed or overlapping: as the seat that runs it takes it.
+    pub schedule: Schedule,
     /// The zone of a cron expression (None for `@every`, which counts from
     /// the Unix epoch).
     pub zone: Option<Zone>,
@@ -77,16 +78,8 @@ pub struct Job {
     pub shell: String,
     /// The assignments above the job, in order.
     pub env: Vec<(String, String)>,
-    /// What happens to due times that passed with nobody to run them.
-    pub missed: Missed,
-    /// A due run that cannot start within this long is skipped.
-    pub starting_deadline: Option<Duration>,
     /// How long one run may take before it is stopped.
     pub max_runtime: Option<Duration>,
-    /// Whether a failed run is run again (`retries=`, `retry-delay=`).
-    pub retry: Option<Retry>,
-    /// What a due time that comes while a run goes on does (`overlap=`).
-    pub overlap: Option<Overlap>,
 }
 
 /// What is wrong with a line, and where (1-based line and column, in
@@ -399,30 +392,33 @@ fn job(line: &str, number: usize, above: &Above) -> LineResult<Job> {
         line: number,
         name: name.to_owned(),
         when,
-        calendar,
+        schedule: Schedule {
+            calendar,
+            missed: Missed::Once,
+            starting_deadline: None,
+            retry: None,
+            overlap: None,
+            since: None,
+        },
         zone,
         command: command_text.to_owned(),
         shell: above.shell.clone(),
         env: above.env.clone(),
-        missed: Missed::Once,
-        starting_deadline: None,
         max_runtime: None,
-        retry: None,
-        overlap: None,
     };
     let mut delay_at = None;
     for (key, value, column) in options {
         option(&mut job, key, value).map_err(|e| (column, e))?;
         delay_at = delay_at.or((key == "retry-delay").then_some(column));
     }
-    if job.retry.is_some_and(|r| r.times == 0) {
+    if job.schedule.retry.is_some_and(|r| r.times == 0) {
         if let Some(column) = delay_at {
             return Err((
                 column,
                 "retry-delay applies to retries: give retries=N too (0, the default, retries nothing)".into(),
             ));
         }
-        job.retry = None;
+        job.schedule.retry = None;
     }
     Ok(job)
 }
@@ -562,21 +558,21 @@ fn option(job: &mut Job, key: &str, value: &str) -> Result<(), String> {
                 return Err("tz applies only to a cron time (@every counts from the Unix epoch, in UTC)".into());
             }
             let expr = NICKNAMES.iter().find(|(n, _)| *n == job.when).map_or(job.when.as_str(), |(_, e)| e);
-            job.calendar = Arc::new(Cron::new(expr, zone)?);
+            job.schedule.calendar = Arc::new(Cron::new(expr, zone)?);
             job.zone = Some(zone);
         }
         "missed" => {
-            job.missed = match value {
+            job.schedule.missed = match value {
                 "skip" => Missed::Skip,
                 "latest" | "once" => Missed::Once,
                 "all" => Missed::All,
                 _ => return Err(format!("missed={value}: use skip, latest (the default) or all")),
             }
         }
-        "starting-deadline" => job.starting_deadline = Some(positive("starting-deadline")?),
+        "starting-deadline" => job.schedule.starting_deadline = Some(positive("starting-deadline")?),
         "max-runtime" => job.max_runtime = Some(positive("max-runtime")?),
         "overlap" => {
-            job.overlap = Some(match value {
+            job.schedule.overlap = Some(match value {
                 "skip" => Overlap::Skip,
                 "queue" => Overlap::Queue,
                 "replace" => Overlap::Replace,
@@ -593,8 +589,8 @@ fn option(job: &mut Job, key: &str, value: &str) -> Result<(), String> {
                 Ok(n) if n <= MAX_RETRIES => n,
                 _ => return Err(format!("retries={value}: a number of retries, 0 to {MAX_RETRIES}")),
             };
-            let delay = job.retry.map_or(RETRY_DELAY, |r| r.delay);
-            job.retry = Some(Retry { times, delay });
+            let delay = job.schedule.retry.map_or(RETRY_DELAY, |r| r.delay);
+            job.schedule.retry = Some(Retry { times, delay });
         }
         "retry-delay" => {
             let delay = match humantime::parse_duration(value) {
@@ -602,8 +598,8 @@ fn option(job: &mut Job, key: &str, value: &str) -> Result<(), String> {
                 Ok(_) => return Err(format!("retry-delay={value}: at most a year")),
                 Err(e) => return Err(format!("retry-delay={value}: {e}; use a number with a unit, e.g. 30s, 10m")),
             };
-            let times = job.retry.map_or(0, |r| r.times);
-            job.retry = Some(Retry { times, delay });
+            let times = job.schedule.retry.map_or(0, |r| r.times);
+            job.schedule.retry = Some(Retry { times, delay });
         }
         _ => return Err(format!("unknown option '{key}': a job takes {}", OPTIONS.join(", "))),
     }

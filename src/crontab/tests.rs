@@ -44,11 +44,11 @@ fn the_issues_crontab_reads_as_three_jobs() {
     assert!(ping.zone.is_none(), "@every counts from the epoch");
     assert_eq!(report.env, [("CRON_TZ".to_string(), "Europe/Berlin".to_string())]);
     assert_eq!(report.shell, "/bin/sh");
-    assert_eq!(report.missed, Missed::Once);
+    assert_eq!(report.schedule.missed, Missed::Once);
     // 02:30 in Berlin is 01:30 UTC in winter.
-    assert_eq!(report.calendar.after(ms("2026-11-26T00:00:00Z")), Some(ms("2026-11-26T01:30:00Z")));
-    assert_eq!(ping.calendar.after(ms("2026-11-26T00:00:00Z")), Some(ms("2026-11-26T00:00:00Z") + 90_000));
-    assert_eq!(billing.calendar.after(ms("2026-11-26T00:01:00Z")), Some(ms("2026-11-26T00:05:00Z")));
+    assert_eq!(report.schedule.calendar.after(ms("2026-11-26T00:00:00Z")), Some(ms("2026-11-26T01:30:00Z")));
+    assert_eq!(ping.schedule.calendar.after(ms("2026-11-26T00:00:00Z")), Some(ms("2026-11-26T00:00:00Z") + 90_000));
+    assert_eq!(billing.schedule.calendar.after(ms("2026-11-26T00:01:00Z")), Some(ms("2026-11-26T00:05:00Z")));
 }
 
 #[test]
@@ -65,7 +65,7 @@ fn nicknames_are_crons_expressions() {
     ] {
         let job = one(&format!("{nick} j true"));
         assert_eq!(job.when, nick);
-        assert_eq!(job.calendar.after(at), Some(ms(next)), "{nick}");
+        assert_eq!(job.schedule.calendar.after(at), Some(ms(next)), "{nick}");
     }
 }
 
@@ -86,31 +86,34 @@ fn assignments_hold_for_the_jobs_below_them() {
     assert_eq!(second.shell, "/bin/bash");
     assert!(matches!(second.zone, Some(Zone::Named(chrono_tz::Asia::Tokyo))));
     assert!(matches!(third.zone, Some(Zone::Named(chrono_tz::UTC))));
-    assert_eq!(third.calendar.after(ms("2026-11-26T10:00:00Z")), Some(ms("2026-11-27T09:00:00Z")));
+    assert_eq!(third.schedule.calendar.after(ms("2026-11-26T10:00:00Z")), Some(ms("2026-11-27T09:00:00Z")));
 }
 
 #[test]
 fn options_in_brackets_set_a_jobs_policies() {
     let job = one("30 2 * * * report[missed=all,starting-deadline=10m,max-runtime=1h,tz=America/New_York] ./r");
     assert_eq!(job.name, "report");
-    assert_eq!(job.missed, Missed::All);
-    assert_eq!(job.starting_deadline, Some(Duration::from_secs(600)));
+    assert_eq!(job.schedule.missed, Missed::All);
+    assert_eq!(job.schedule.starting_deadline, Some(Duration::from_secs(600)));
     assert_eq!(job.max_runtime, Some(Duration::from_secs(3600)));
     assert!(matches!(job.zone, Some(Zone::Named(chrono_tz::America::New_York))));
-    assert_eq!(job.retry, None, "no retry unless asked, as cron");
+    assert_eq!(job.schedule.retry, None, "no retry unless asked, as cron");
     let delay = |s| Duration::from_secs(s);
-    assert_eq!(one("@daily j[retries=2] true").retry, Some(Retry { times: 2, delay: delay(10) }));
-    assert_eq!(one("@daily j[retry-delay=1m,retries=3] true").retry, Some(Retry { times: 3, delay: delay(60) }));
-    assert_eq!(one("@daily j[retries=0] true").retry, None);
-    assert_eq!(job.overlap, None, "due times during a run are missed unless overlap= says");
-    assert_eq!(one("@daily j[overlap=replace] true").overlap, Some(Overlap::Replace));
+    assert_eq!(one("@daily j[retries=2] true").schedule.retry, Some(Retry { times: 2, delay: delay(10) }));
+    assert_eq!(
+        one("@daily j[retry-delay=1m,retries=3] true").schedule.retry,
+        Some(Retry { times: 3, delay: delay(60) })
+    );
+    assert_eq!(one("@daily j[retries=0] true").schedule.retry, None);
+    assert_eq!(job.schedule.overlap, None, "due times during a run are missed unless overlap= says");
+    assert_eq!(one("@daily j[overlap=replace] true").schedule.overlap, Some(Overlap::Replace));
     // 02:30 in New York is 07:30 UTC in November.
-    assert_eq!(job.calendar.after(ms("2026-11-26T00:00:00Z")), Some(ms("2026-11-26T07:30:00Z")));
-    assert_eq!(one("@daily d[missed=skip] true").missed, Missed::Skip);
-    assert_eq!(one("@daily d[missed=latest] true").missed, Missed::Once);
+    assert_eq!(job.schedule.calendar.after(ms("2026-11-26T00:00:00Z")), Some(ms("2026-11-26T07:30:00Z")));
+    assert_eq!(one("@daily d[missed=skip] true").schedule.missed, Missed::Skip);
+    assert_eq!(one("@daily d[missed=latest] true").schedule.missed, Missed::Once);
     // A nickname in another zone.
     let tokyo = one("@daily d[tz=Asia/Tokyo] true");
-    assert_eq!(tokyo.calendar.after(ms("2026-11-26T00:00:00Z")), Some(ms("2026-11-26T15:00:00Z")));
+    assert_eq!(tokyo.schedule.calendar.after(ms("2026-11-26T00:00:00Z")), Some(ms("2026-11-26T15:00:00Z")));
 }
 
 #[test]
@@ -184,7 +187,7 @@ fn daylight_saving_days_run_a_daily_job_once() {
     let [daily, hourly, twice] = &tab.jobs[..] else { unreachable!() };
     let due = |job: &Job, from: &str, to: &str| {
         let (from, to) = (ms(from) - 1, ms(to));
-        let all = std::iter::successors(job.calendar.after(from), |&d| job.calendar.after(d));
+        let all = std::iter::successors(job.schedule.calendar.after(from), |&d| job.schedule.calendar.after(d));
         all.take_while(|&d| d < to).map(|d| berlin.show(d)).collect::<Vec<_>>()
     };
     // Spring: 02:30 does not exist; the run is at 03:00, once.
@@ -199,7 +202,7 @@ fn daylight_saving_days_run_a_daily_job_once() {
     assert!(due(twice, "2027-03-27T23:00:00Z", "2027-03-28T22:00:00Z").is_empty());
     assert_eq!(due(twice, "2026-10-24T22:00:00Z", "2026-10-25T23:00:00Z").len(), 4);
     // at_or_before agrees with after across the change.
-    let back = daily.calendar.at_or_before(ms("2026-10-25T12:00:00Z"));
+    let back = daily.schedule.calendar.at_or_before(ms("2026-10-25T12:00:00Z"));
     assert_eq!(back.map(|d| berlin.show(d)).as_deref(), Some("2026-10-25 02:30:00 +02:00"));
 }
 

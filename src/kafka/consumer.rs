@@ -129,10 +129,10 @@ fn poll_rung<'c, C: ConsumerContext>(rung: &Rung<'_>, consumer: &'c BaseConsumer
 /// What a poll of the consumer returns.
 type Polled<'c> = Option<rdkafka::error::KafkaResult<BorrowedMessage<'c>>>;
 
-/// How long a member that stood aside watches for another to lead before
+/// How long a member stays aside, watching for another to lead, before
 /// it rejoins anyway.
 #[derive(Clone, Copy)]
-pub(super) struct Watch {
+pub(super) struct AsideFor {
     /// After a yield: it may be alone.
     pub(super) yielded: Duration,
     /// After a hand-over: as long as one holds.
@@ -148,7 +148,7 @@ pub(super) fn consume(
     subscription: &Subscription,
     me: &Member,
     (asks, out): (&Asks, Out),
-    watch: Watch,
+    aside_for: AsideFor,
     waker: &Waker,
     events: &UnboundedSender<Event>,
 ) -> bool {
@@ -164,7 +164,7 @@ pub(super) fn consume(
         rung: rung.as_ref(),
         served: None,
         asks,
-        watch,
+        aside_for,
         out,
         leaving: false,
         later: Vec::new(),
@@ -208,7 +208,7 @@ struct Reader<'a> {
     /// When `serve_group` last asked, and whether we owned a seat then.
     served: Option<(Instant, bool)>,
     asks: &'a Asks,
-    watch: Watch,
+    aside_for: AsideFor,
     /// Whether we stay out of the group, as last asked.
     out: Out,
     /// Out of the group for good (`Ask::Leave`): nothing more is answered.
@@ -256,12 +256,12 @@ impl Reader<'_> {
                     while let Some(next) = asked.next_if(|a| matches!(a, Ask::StandAside | Ask::HandOver)) {
                         handed_over |= next == Ask::HandOver;
                     }
-                    let watch = if handed_over { self.watch.handed_over } else { self.watch.yielded };
+                    let aside = if handed_over { self.aside_for.handed_over } else { self.aside_for.yielded };
                     // Out of the group already (unhealthy, and the
                     // stand-aside of another seat of ours came first):
                     // there is nothing to leave.
                     if subscription.subscribed() {
-                        self.leave_until_another_leads(watch);
+                        self.leave_until_another_leads(aside);
                         if self.out != Out::In {
                             info!("{}: staying out of the group until {}", self.out.why(), self.out.until());
                         } else if !self.leaving {
@@ -297,15 +297,15 @@ impl Reader<'_> {
 
     /// Leaves the group and watches the seats' partitions and the control
     /// partition from outside it until another member's heartbeat carries a
-    /// token (it leads), or `watch` passes (we may be alone). Rejoining at once
+    /// token (it leads), or `aside` passes (we may be alone). Rejoining at once
     /// would let the sticky assignor hand the partitions straight back to us. A
     /// member that stood aside unhealthy stops watching once healthy again: if
-    /// none other is healthy, the group waits for it, not for `watch`. The
+    /// none other is healthy, the group waits for it, not for `aside`. The
     /// records read meanwhile reach the core as ever (others' heartbeats and
     /// candidacies, pauses), so that what it knows of the group is current when
     /// it rejoins; a yield read now was meant for whoever leads, and our own
     /// records say nothing new.
-    fn leave_until_another_leads(&mut self, watch: Duration) {
+    fn leave_until_another_leads(&mut self, aside: Duration) {
         let (consumer, subscription, events) = (self.consumer, self.subscription, self.events);
         let out_before = self.out != Out::In;
         let ctx = consumer.context();
@@ -337,7 +337,7 @@ impl Reader<'_> {
         // The partitions are given up: librdkafka sent the LeaveGroup as it
         // did (wake.rs: why the wake may follow now).
         self.waker.send();
-        let until = Instant::now() + watch;
+        let until = Instant::now() + aside;
         while !self.asks.closing() && Instant::now() < until {
             // What is asked meanwhile waits for the next turn, but for being
             // kept out or let in, and a leave for good, which ends the watch.
@@ -698,7 +698,7 @@ mod tests {
                     rung: None,
                     served: None,
                     asks: &asks,
-                    watch: Watch { yielded: long, handed_over: long },
+                    aside_for: AsideFor { yielded: long, handed_over: long },
                     out: Out::In,
                     leaving: false,
                     later: Vec::new(),

@@ -59,7 +59,7 @@ use crate::leader::{Candidacy, Other, Pause, Record};
 pub use barrier::Seats;
 use bell::{Bell, Rung};
 pub use consumer::Out;
-use consumer::{Ask, Asks, Watch};
+use consumer::{AsideFor, Ask, Asks};
 use context::{Reach, ReaderContext, WriterContext};
 use heartbeat::{Content, Heartbeat, Member, WireTiming};
 
@@ -349,7 +349,7 @@ impl Kafka {
         let reader_asks = asks.clone();
         let (group, subscribed) = (consumer.clone(), subscription.clone());
         let reader_waker = waker.clone();
-        let watch = Watch {
+        let aside_for = AsideFor {
             yielded: 3 * s.timing.session_timeout,
             handed_over: candidacy::LIVE_INTERVALS * s.candidacy_interval,
         };
@@ -361,7 +361,7 @@ impl Kafka {
                     &subscription,
                     &reader_member,
                     (&reader_asks, out),
-                    watch,
+                    aside_for,
                     &reader_waker,
                     &events,
                 )

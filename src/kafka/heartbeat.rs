@@ -63,9 +63,10 @@ pub struct Heartbeat {
     /// The writer's fencing token while its command may run.
     #[serde(default)]
     pub token: Option<i64>,
-    /// "leading", "contending" or "released" (from version 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<WireStance>,
+    /// "leading", "contending" or "released" (from version 2; "role" on
+    /// the wire, from before NELI roles took the word).
+    #[serde(default, rename = "role", skip_serializing_if = "Option::is_none")]
+    pub stance: Option<WireStance>,
     /// The writer's term ([`crate::leader::Record::term`]; "run" on the
     /// wire since version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -216,7 +217,7 @@ impl Heartbeat {
     /// is `at_ms` on the wall clock (the caller reads the clocks).
     pub fn new(member: &Member, seq: u64, sent: BootTime, at_ms: u64, content: Content) -> Heartbeat {
         let Record { term, start, stance, attempt, next, pause, to, job: placed } = content.record;
-        let role = match stance {
+        let wire_stance = match stance {
             Stance::Leading { .. } => WireStance::Leading,
             Stance::Contending => WireStance::Contending,
             Stance::Released => WireStance::Released,
@@ -232,7 +233,7 @@ impl Heartbeat {
             sent_ns: sent.as_nanos(),
             at_ms,
             token,
-            role: Some(role),
+            stance: Some(wire_stance),
             run: Some(term),
             start,
             since_ms: content.since_ms.filter(|_| token.is_some()),
@@ -292,7 +293,7 @@ impl Heartbeat {
     /// `ours`: the cautious reading.
     pub fn as_other(&self, offset: i64, ours: std::time::Duration, now_ms: u64) -> crate::leader::Other {
         let ms = std::time::Duration::from_millis;
-        let stance = match (self.token, self.role) {
+        let stance = match (self.token, self.stance) {
             (Some(token), _) => Stance::Leading { token },
             (None, Some(WireStance::Contending)) => Stance::Contending,
             _ => Stance::Released,

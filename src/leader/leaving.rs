@@ -13,11 +13,10 @@ use crate::clock::BootTime;
 
 /// What a seat asks of its member that only the member can do, once the
 /// seat has done its own part (disclaimed, given its tenure up). Leaving
-/// the group and exiting are member-wide today: with one seat they are
-/// that seat's decision. With several (NELI roles), leaving the group
-/// drops every seat's partition, so a seat will need a way out of its own
-/// (disclaim and unassign one partition), and an exit will wait for every
-/// seat's command.
+/// the group and exiting are member-wide: with one seat they are that
+/// seat's decision; with several (NELI roles), leaving the group drops
+/// every seat's partition, and an exit waits for every seat's command
+/// (`Leader::exit_when_idle`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Leave {
     /// Leave the group and join it again (`Action::Rejoin`).

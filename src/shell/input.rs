@@ -49,7 +49,7 @@ impl Drain {
 /// if the core has to hear of it. `claims` is false when the claims layer
 /// is switched off (`layers_off`): other members' heartbeats are then not
 /// heard at all. A seat's event carries its partition through, to the
-/// release kept and (once the core keys its seats) to the input.
+/// release kept and to the input.
 pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep) {
     let input = match event {
         Some(Event::Standby) => return (Some(Input::Standby), Keep::Joined),

@@ -1,7 +1,7 @@
 //! The supervised command as the shell holds it: how to start it, the
 //! running one, and its status once everything it started is gone.
 //!
-//! One per seat (one today): everything about a command's life is here, and
+//! One per seat: everything about a command's life is here, and
 //! the shell only routes the core's actions to it. Each owns its shim's
 //! registration with the reaper and hears its own shim's exit (`exited`):
 //! the shell's SIGCHLD handler calls the reaper once (`child::reap`), which

@@ -273,7 +273,7 @@ fn acknowledged(
             continue;
         }
         let Some(hb) = msg.payload().and_then(Heartbeat::decode) else { continue };
-        let owner = hb.token.is_some() || hb.role == Some(crate::kafka::heartbeat::WireStance::Contending);
+        let owner = hb.token.is_some() || hb.stance == Some(crate::kafka::heartbeat::WireStance::Contending);
         let honoured = hb.pause.as_ref().filter(|p| p.offset >= offset && p.offset < msg.offset());
         let Some(note) = honoured.filter(|note| owner && !(paused && stop && note.running)) else { continue };
         let (name, host) = (printable(&hb.name), printable(&hb.host));

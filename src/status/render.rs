@@ -506,7 +506,7 @@ mod tests {
             text.contains("leader a") && text.contains("health check fails (--health-cmd): it is handing over"),
             "{text}"
         );
-        (failing.token, failing.role, failing.at_ms) = (None, Some(WireStance::Released), now - 10);
+        (failing.token, failing.stance, failing.at_ms) = (None, Some(WireStance::Released), now - 10);
         v.add(failing);
         let text = leadership(&target, &v, v.fresh_leader(now), now);
         assert!(text.contains("no fresh leader") && text.contains("it stood aside: its health check fails"), "{text}");

@@ -271,7 +271,7 @@ pub(super) mod tests {
         v.add(other_a); // another incarnation of the same name: not the leader
         assert_eq!(v.key(1_200), "a 1");
         let mut released = a.clone();
-        (released.token, released.role, released.at_ms) = (None, Some(WireStance::Released), 1_300);
+        (released.token, released.stance, released.at_ms) = (None, Some(WireStance::Released), 1_300);
         v.add(released);
         assert!(v.fresh_leader(1_400).is_none(), "released, long before its deadline");
         assert_eq!(v.withdrawn_ms, Some(1_300));

@@ -11,6 +11,7 @@ mod crontab;
 mod crontab_parity;
 mod crontab_trust;
 mod cut_schedule;
+mod cut_wave;
 mod daemons;
 mod daylight_saving;
 mod detector;

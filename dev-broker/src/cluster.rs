@@ -45,7 +45,15 @@ pub enum Event {
     /// ways, as a network cut between them holds it (TCP delivers it after
     /// the cut heals).
     Cut { client: String, broker: BrokerId },
-    /// End cuts: all, or a client's, or a client's to one broker.
+    /// Cut a client off from one broker as it sends that broker a Produce
+    /// request carrying `text` (a record's bytes: e.g. a heartbeat's
+    /// `"role":"leading"`): that request is held, with everything after it,
+    /// as a cut at that instant holds it. What comes before goes through: a
+    /// cut at the one moment a race needs, which a test cannot time from
+    /// outside (a member's first record read back, its next not written).
+    CutAt { client: String, broker: BrokerId, text: String },
+    /// End cuts (and cuts armed by `CutAt`): all, or a client's, or a
+    /// client's to one broker.
     Heal { client: Option<String>, broker: Option<BrokerId> },
     /// Refuse (`denied`) or allow CreatePartitions on a topic, as an ACL
     /// for ALTER on it, revoked or granted, does.
@@ -69,7 +77,7 @@ pub const CRASH_NOTICED_AFTER: std::time::Duration = std::time::Duration::from_s
 /// The control socket's grammar, one event per line.
 pub const GRAMMAR: &str = "leader TOPIC PARTITION BROKER | offline TOPIC PARTITION | coordinator BROKER | \
                            stop BROKER | crash BROKER [DURATION] | start BROKER | cut CLIENT BROKER | \
-                           heal [CLIENT [BROKER]] | deny-alter TOPIC | allow-alter TOPIC | rewind TOPIC PARTITION | \
+                           cut-at CLIENT BROKER TEXT | heal [CLIENT [BROKER]] | deny-alter TOPIC | allow-alter TOPIC | rewind TOPIC PARTITION | \
                            describe | requests";
 
 impl Event {
@@ -92,6 +100,9 @@ impl Event {
             },
             ["start", b] => Event::Start { broker: broker(b)? },
             ["cut", client, b] => Event::Cut { client: client.to_string(), broker: broker(b)? },
+            ["cut-at", client, b, text] => {
+                Event::CutAt { client: client.to_string(), broker: broker(b)?, text: text.to_string() }
+            }
             ["heal"] => Event::Heal { client: None, broker: None },
             ["heal", client] => Event::Heal { client: Some(client.to_string()), broker: None },
             ["heal", client, b] => Event::Heal { client: Some(client.to_string()), broker: Some(broker(b)?) },
@@ -136,6 +147,9 @@ struct State {
     coordinator: BrokerId,
     /// Clients (client.id) cut from brokers.
     cuts: BTreeSet<(String, BrokerId)>,
+    /// Cuts that fall once the client produces a record carrying the text
+    /// to the broker (`CutAt`).
+    armed: BTreeSet<(String, BrokerId, String)>,
     /// Topics whose partitions nobody may add (`deny-alter`).
     alter_denied: BTreeSet<String>,
 }
@@ -292,11 +306,37 @@ impl Cluster {
         self.bump();
     }
 
-    /// Ends the cuts that match; returns how many.
+    /// Arms a cut of `client` from `broker` that falls at its first
+    /// Produce request there carrying `text` (`cut_if_carries`).
+    pub fn cut_at(&self, client: &str, broker: BrokerId, text: &str) {
+        self.state().armed.insert((client.to_string(), broker, text.to_string()));
+    }
+
+    /// Cuts `client` off from `broker` if `request` (a Produce request it
+    /// sent there) carries the text of a cut armed for them; the caller
+    /// then holds the request as any other of a cut client's.
+    pub fn cut_if_carries(&self, client: &str, broker: BrokerId, request: &[u8]) {
+        let mut s = self.state();
+        let carries = |text: &str| request.windows(text.len().max(1)).any(|w| w == text.as_bytes());
+        let Some(armed) = s.armed.iter().find(|(c, b, text)| c == client && *b == broker && carries(text)).cloned()
+        else {
+            return;
+        };
+        s.armed.remove(&armed);
+        s.cuts.insert((armed.0, armed.1));
+        drop(s);
+        tracing::info!(client, broker, text = armed.2, "cluster event: a Produce request carrying the text came: cut");
+        self.bump();
+    }
+
+    /// Ends the cuts that match, and disarms the armed ones; returns how
+    /// many cuts it ended.
     pub fn heal(&self, client: Option<&str>, broker: Option<BrokerId>) -> usize {
         let mut s = self.state();
         let before = s.cuts.len();
-        s.cuts.retain(|(c, b)| !(client.is_none_or(|x| x == c) && broker.is_none_or(|x| x == *b)));
+        let matches = |c: &String, b: &BrokerId| client.is_none_or(|x| x == c) && broker.is_none_or(|x| x == *b);
+        s.cuts.retain(|(c, b)| !matches(c, b));
+        s.armed.retain(|(c, b, _)| !matches(c, b));
         let healed = before - s.cuts.len();
         drop(s);
         self.bump();
@@ -331,7 +371,9 @@ impl Cluster {
             .iter()
             .flat_map(|(t, l)| l.iter().enumerate().map(move |(p, b)| format!("{t}/{p}:{b}")))
             .collect();
-        let cuts: Vec<String> = s.cuts.iter().map(|(c, b)| format!("{c}@{b}")).collect();
+        let cuts = s.cuts.iter().map(|(c, b)| format!("{c}@{b}"));
+        let armed = s.armed.iter().map(|(c, b, text)| format!("{c}@{b} at {text}"));
+        let cuts: Vec<String> = cuts.chain(armed).collect();
         format!(
             "brokers {}; coordinator {}; leaders {}; cuts {}",
             brokers.join(" "),
@@ -369,6 +411,11 @@ mod tests {
         assert_eq!(Event::parse("rewind g.neli 0 1").unwrap_err(), "rewind needs TOPIC PARTITION");
         assert_eq!(Event::parse("rewind g.neli x").unwrap_err(), "\"x\" is not a partition number");
         assert_eq!(Event::parse("requests"), Ok(Event::Requests));
+        assert_eq!(
+            Event::parse(r#"cut-at a 1 "role":"leading""#),
+            Ok(Event::CutAt { client: "a".into(), broker: 1, text: r#""role":"leading""#.into() })
+        );
+        assert_eq!(Event::parse("cut-at a 1").unwrap_err(), "cut-at needs CLIENT BROKER TEXT");
         assert!(Event::parse("").unwrap_err().contains("events: leader TOPIC"));
     }
 
@@ -421,5 +468,29 @@ mod tests {
         assert_eq!(c.heal(Some("b"), None), 0);
         assert_eq!(c.heal(Some("a"), Some(1)), 1);
         held.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_armed_cut_falls_at_its_clients_first_request_carrying_the_text_there() {
+        let c = Cluster::new(2);
+        c.cut_at("a", 1, "leading");
+        // Another client's, another broker's, or a request without it: no cut.
+        c.cut_if_carries("b", 1, b"..leading..");
+        c.cut_if_carries("a", 2, b"..leading..");
+        c.cut_if_carries("a", 1, b"..contending..");
+        assert!(!c.is_cut("b", 1) && !c.is_cut("a", 2) && !c.is_cut("a", 1));
+        assert_eq!(c.describe(), "brokers 1:up 2:up; coordinator 2; leaders none; cuts a@1 at leading");
+        c.cut_if_carries("a", 1, b"..\"role\":\"leading\"..");
+        assert!(c.is_cut("a", 1));
+        assert_eq!(c.describe(), "brokers 1:up 2:up; coordinator 2; leaders none; cuts a@1");
+        // Healed, it stays healed: the armed cut fell once.
+        assert_eq!(c.heal(None, None), 1);
+        c.cut_if_carries("a", 1, b"leading");
+        assert!(!c.is_cut("a", 1));
+        // A heal disarms what has not fallen yet.
+        c.cut_at("a", 1, "x");
+        c.heal(Some("a"), None);
+        c.cut_if_carries("a", 1, b"x");
+        assert!(!c.is_cut("a", 1));
     }
 }

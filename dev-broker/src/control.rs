@@ -211,6 +211,11 @@ pub fn apply(shared: &Arc<Shared>, event: Event) -> Result<String, String> {
             cluster.cut(&client, broker);
             format!("{client} is cut off from broker {broker}")
         }
+        Event::CutAt { client, broker, text } => {
+            cluster.check(broker)?;
+            cluster.cut_at(&client, broker, &text);
+            format!("{client} is cut off from broker {broker} once it sends it a record carrying {text}")
+        }
         Event::Heal { client, broker } => {
             let healed = cluster.heal(client.as_deref(), broker);
             format!("{healed} cut(s) healed")

@@ -479,7 +479,10 @@ pub enum DevBrokerEvent {
     ///   cut CLIENT BROKER               hold every byte between a client
     ///                                   (its client.id: a member's --name)
     ///                                   and one broker, as a network cut;
-    ///   heal [CLIENT [BROKER]]          end cuts;
+    ///   cut-at CLIENT BROKER TEXT       cut them once the client sends the
+    ///                                   broker a record carrying TEXT (that
+    ///                                   request held, and all after it);
+    ///   heal [CLIENT [BROKER]]          end cuts (and disarm cut-at);
     ///   deny-alter TOPIC                refuse CreatePartitions on it, as
     ///                                   an ACL for ALTER revoked does;
     ///   allow-alter TOPIC               allow it again (the default);

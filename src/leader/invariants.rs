@@ -21,11 +21,13 @@
 //! out from the records it fed in, by the README's rules, not by asking
 //! the core.
 //!
-//! Every action that names a partition names a seat's.
+//! Every action that names a partition names a seat's. A run that must
+//! not be doubled (a wave's, a due time's) starts only once a record of ours
+//! naming it was read back (C-10).
 //!
 //! `NELI_INVARIANT_SEEDS=n` runs more seeds than the default.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use super::fixtures::*;
@@ -64,6 +66,13 @@ struct TheirTerm {
     contending: bool,
 }
 
+/// A run as records name it: its token, wave, attempt and due time.
+type RunKey = (i64, i64, u32, Option<u64>);
+
+fn run_key(j: &Attempt) -> RunKey {
+    (j.token, j.wave_token, j.number, j.due)
+}
+
 struct Sim {
     seed: u64,
     rng: fastrand::Rng,
@@ -90,6 +99,8 @@ struct Sim {
     our_term: u64,
     /// The send time of the newest own record read back.
     newest_read: Option<u64>,
+    /// The runs (`run_key`) that our records read back named, not ended.
+    named_read: BTreeSet<RunKey>,
     last_token: Option<i64>,
     /// The newest token another member claimed (below its record's offset).
     newest_theirs: Option<i64>,
@@ -197,6 +208,7 @@ impl Sim {
             own_start: BTreeMap::new(),
             our_term: 0,
             newest_read: None,
+            named_read: BTreeSet::new(),
             last_token: None,
             newest_theirs: None,
             last_spawn_token: None,
@@ -322,51 +334,7 @@ impl Sim {
                 self.produce(record);
             }
             Action::Spawn { token, lease, attempt, begin, .. } => {
-                if let Some(schedule) = self.settings.schedule.clone() {
-                    self.check_scheduled(&schedule, attempt, begin);
-                }
-                if begin.is_some_and(|begin| {
-                    begin <= ms(self.now) || begin >= lease || begin > ms(self.now) + promote::HEAD_START
-                }) {
-                    self.fail(&format!("a command to begin at {begin:?}: not after now, within the head start and before its lease {lease:?}"));
-                }
-                let lease = as_ms(lease);
-                if self.child.is_some() {
-                    self.fail("spawn while a child lives");
-                }
-                if standing != (Standing::Leader { token }) {
-                    self.fail(&format!("spawn of token {token} while {standing:?}"));
-                }
-                if self.shutting_down {
-                    self.fail("spawn while shutting down");
-                }
-                match self.pause {
-                    Some((offset, true, _)) => self.fail(&format!("spawn while paused (request at {offset})")),
-                    Some(_) => self.resumed_runs += 1,
-                    None => {}
-                }
-                if !self.healthy {
-                    self.fail("spawn while unhealthy");
-                }
-                if self.drained {
-                    self.fail("spawn while drained");
-                }
-                if lease <= now || fresh_until.is_none_or(|f| lease > f) {
-                    self.fail(&format!("spawn with lease {lease} (newest own record read back + D: {fresh_until:?})"));
-                }
-                let ours = self.own_start.get(&self.our_term).copied();
-                if let Some(why) = held_back(&self.claims, &self.terms, now, ours) {
-                    self.fail(&format!("spawn while {why}"));
-                }
-                if self.last_spawn_token.is_some_and(|t| token < t) {
-                    self.fail(&format!("token {token} after {:?}", self.last_spawn_token));
-                }
-                self.last_spawn_token = Some(token);
-                // Most commands take SIGTERM; some ignore it. Its run (and
-                // --max-runtime) begins when its command does: a scheduled
-                // run's shim is started ahead of it.
-                let since = begin.map_or(now, as_ms);
-                self.child = Some(Child { token, lease, exits_at: None, killed: false, since, stopped: false });
+                self.check_spawn(token, (lease, fresh_until), attempt, begin, standing);
             }
             Action::Lease(_, until) => {
                 let until = as_ms(until);
@@ -424,6 +392,68 @@ impl Sim {
                 self.done = true;
             }
         }
+    }
+
+    /// A spawn: who may start the command, when, under which lease.
+    fn check_spawn(
+        &mut self,
+        token: i64,
+        (lease, fresh_until): (BootTime, Option<u64>),
+        attempt: Option<Attempt>,
+        begin: Option<BootTime>,
+        standing: Standing,
+    ) {
+        let now = self.now;
+        if attempt.as_ref().is_some_and(|j| !self.named_read.contains(&run_key(j))) {
+            self.fail(&format!("{attempt:?} started before a record of ours naming it was read back"));
+        }
+        if let Some(schedule) = self.settings.schedule.clone() {
+            self.check_scheduled(&schedule, attempt, begin);
+        }
+        if begin
+            .is_some_and(|begin| begin <= ms(self.now) || begin >= lease || begin > ms(self.now) + promote::HEAD_START)
+        {
+            self.fail(&format!(
+                "a command to begin at {begin:?}: not after now, within the head start and before its lease {lease:?}"
+            ));
+        }
+        let lease = as_ms(lease);
+        if self.child.is_some() {
+            self.fail("spawn while a child lives");
+        }
+        if standing != (Standing::Leader { token }) {
+            self.fail(&format!("spawn of token {token} while {standing:?}"));
+        }
+        if self.shutting_down {
+            self.fail("spawn while shutting down");
+        }
+        match self.pause {
+            Some((offset, true, _)) => self.fail(&format!("spawn while paused (request at {offset})")),
+            Some(_) => self.resumed_runs += 1,
+            None => {}
+        }
+        if !self.healthy {
+            self.fail("spawn while unhealthy");
+        }
+        if self.drained {
+            self.fail("spawn while drained");
+        }
+        if lease <= now || fresh_until.is_none_or(|f| lease > f) {
+            self.fail(&format!("spawn with lease {lease} (newest own record read back + D: {fresh_until:?})"));
+        }
+        let ours = self.own_start.get(&self.our_term).copied();
+        if let Some(why) = held_back(&self.claims, &self.terms, now, ours) {
+            self.fail(&format!("spawn while {why}"));
+        }
+        if self.last_spawn_token.is_some_and(|t| token < t) {
+            self.fail(&format!("token {token} after {:?}", self.last_spawn_token));
+        }
+        self.last_spawn_token = Some(token);
+        // Most commands take SIGTERM; some ignore it. Its run (and
+        // --max-runtime) begins when its command does: a scheduled
+        // run's shim is started ahead of it.
+        let since = begin.map_or(now, as_ms);
+        self.child = Some(Child { token, lease, exits_at: None, killed: false, since, stopped: false });
     }
 
     /// A scheduled run's command starts (at once, or at `begin`) at or

@@ -165,9 +165,13 @@ impl Seat {
 
     /// Starts the command once `start_at` has come, under the lease our
     /// newest heartbeat gives (and not at or past its end); or, once per
-    /// wave, exits if a run of our wave already ended. A schedule's run is
-    /// named in our records first, and starts only once a record that names
-    /// it is read back (`Naming`).
+    /// wave, exits if a run of our wave already ended. A schedule's run and
+    /// a wave's are named in our records first, and start only once a
+    /// record that names them is read back (`Naming`): for a wave, the
+    /// record that announces our leadership, so the start waits one write
+    /// and read more than the promotion (the first record cannot name the
+    /// run: its token is that record's offset, and whether the wave still
+    /// needs a run is known only once that record is read back).
     pub(super) fn start_if_due(&mut self, cx: &mut Ctx, now: BootTime) {
         let Some(Tenure { phase: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
         let lease = fresh.sent + cx.v.settings.heartbeat_deadline;
@@ -196,8 +200,13 @@ impl Seat {
                     },
                 };
                 match attempt {
-                    Some(attempt) if cx.v.settings.scheduled() => return self.name(attempt, token, now),
-                    attempt => attempt,
+                    // A run the group must not double (a due time's, a
+                    // wave's): named first. A service (`--restart always`
+                    // or `on-failure`, `--once-within 0`) has no run to
+                    // name: every owner runs it anyway, and no two at once
+                    // is the claims' and the lease's to keep, not a record's.
+                    Some(attempt) => return self.name(attempt, token, now),
+                    None => None,
                 }
             }
         };
@@ -236,12 +245,13 @@ impl Seat {
     }
 }
 
-/// A run decided, which starts only once one of our records that names it
-/// (as the newest run, not ended) is read back: a record that cannot reach
-/// the topic does not start a run, and the next owner, finding no trace of
-/// it, runs it once (C-10: a member cut off from its partition's leader
-/// ran a due time within its lease, and the next owner ran it again). A run
-/// named and never started reads as one cut short: the next owner runs it.
+/// A run decided (a due time's or a wave's), which starts only once one of
+/// our records that names it (as the newest run, not ended) is read back:
+/// a record that cannot reach the topic does not start a run, and the next
+/// owner, finding no trace of it, runs it once (C-10: a member cut off from
+/// its partition's leader ran a due time within its lease, and the next
+/// owner ran it again). A run named and never started reads as one cut
+/// short: the next owner runs it.
 #[derive(Clone, Debug)]
 pub(super) struct Naming {
     pub attempt: Attempt,

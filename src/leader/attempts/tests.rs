@@ -36,15 +36,31 @@ fn carrying(offset: i64, token: Option<i64>, attempt: Attempt) -> Input {
 }
 
 /// A member started at 0 that has read `read` (at 900, before its
-/// assignment at 1000) and its own first record back at 1010 (offset 7).
+/// assignment at 1000) and its own first record back at 1010 (offset 7),
+/// then the record that names its run (`lead_and_name`).
 fn wave_member(settings: Settings, read: Vec<Input>) -> (Leader, Vec<Action>) {
     let mut l = Leader::new(settings, started(0));
     for input in read {
         l.step(input, ms(900));
     }
     l.step(assigned(), ms(1000));
-    let actions = l.step(hb(7, 1000), ms(1010));
+    let actions = lead_and_name(&mut l, 7, 1000, 1010);
     (l, actions)
+}
+
+/// Reads our record at `offset`, sent at `sent`, back at `at`: we lead.
+/// Once per wave, unless that ends our wave (a run of it ended), the
+/// record announcing our leadership names the wave's run, which starts
+/// once that record (the next offset) is read back (C-10). Every action of
+/// both steps.
+fn lead_and_name(l: &mut Leader, offset: i64, sent: u64, at: u64) -> Vec<Action> {
+    let led = l.step(hb(offset, sent), ms(at));
+    let names = |a: &Action| matches!(a, SendHeartbeat(P, r) if r.attempt.as_ref().is_some_and(|j| j.token == offset && j.code.is_none()));
+    if !led.iter().any(names) {
+        return led;
+    }
+    let named = read_naming(l, &led, at, offset + 1);
+    [led, named].concat()
 }
 
 fn spawned(actions: &[Action]) -> Option<Attempt> {
@@ -280,7 +296,7 @@ fn overlap_replace_lets_a_run_that_catches_up_live_until_a_due_time_after_its_st
     let settings = scheduled_with(period, |s| Schedule { overlap: Some(Overlap::Replace), missed: Missed::All, ..s });
     let last_due = wall(900) / period * period - 3 * period;
     let ended = Attempt { due: Some(last_due), ended: Some(last_due + 10), ..x_ran(0, 1, 3, Some(0)) };
-    let (mut l, actions) = named_and_read(wave_member(settings, vec![carrying(4, None, ended)]));
+    let (mut l, actions) = wave_member(settings, vec![carrying(4, None, ended)]);
     let run = spawned(&actions).expect("the missed due time runs at once");
     assert_eq!(run.due, Some(last_due + period), "{actions:?}");
     assert!(!actions.iter().any(|a| matches!(a, SignalGroup(P, _))), "not stopped at birth: {actions:?}");
@@ -327,18 +343,7 @@ fn a_due_time_missed_during_a_run_starts_once_its_ending_is_read_back() {
 /// short (`code` None) or ended, and came to lead at 1010.
 fn next_leader(due: u64, code: Option<u8>) -> (Leader, Vec<Action>) {
     let run = Attempt { due: Some(due), ..x_ran(500, 1, 3, code) };
-    named_and_read(wave_member(scheduled(60_000), vec![carrying(5, None, run)]))
-}
-
-/// `wave_member`, with the record that names a run it decides on at once
-/// (a missed one) read back, as it is before the run starts (C-10).
-fn named_and_read((mut l, mut actions): (Leader, Vec<Action>)) -> (Leader, Vec<Action>) {
-    if actions.iter().any(|a| matches!(a, SendHeartbeat(P, r) if r.attempt.as_ref().is_some_and(|j| j.code.is_none())))
-    {
-        let read = read_naming(&mut l, &actions, 1010, 8);
-        actions.extend(read);
-    }
-    (l, actions)
+    wave_member(scheduled(60_000), vec![carrying(5, None, run)])
 }
 
 #[test]
@@ -534,7 +539,7 @@ fn a_member_started_before_its_clock_was_set_places_waves_by_the_clock_as_set() 
     let mut l = Leader::new(waves(false), behind);
     l.step(wave(), ms(900));
     l.step(assigned(), ms(1000));
-    assert_eq!(spawned(&l.step(hb(7, 1000), ms(1010))).map(|j| j.number), Some(1));
+    assert_eq!(spawned(&lead_and_name(&mut l, 7, 1000, 1010)).map(|j| j.number), Some(1));
 }
 
 #[test]

@@ -51,6 +51,9 @@ impl Sim {
                     let offset = self.log;
                     self.log += 1;
                     self.own_start.entry(record.term).or_insert(offset);
+                    if let Some(run) = record.attempt.as_ref().filter(|j| j.code.is_none()) {
+                        self.named_read.insert(super::run_key(run));
+                    }
                     // Now and then with records fetched behind it, heard
                     // before `CaughtUp`.
                     let more = self.rng.u8(..4) == 0;

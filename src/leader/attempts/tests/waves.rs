@@ -62,7 +62,7 @@ fn an_attempt_that_never_ended_is_run_again_as_the_next_attempt_of_its_wave() {
         let mut l = Leader::new(waves(false), started(0));
         l.step(last, ms(5)); // a claim run out by 1010
         l.step(assigned(), ms(1000));
-        let actions = l.step(hb(7, 1000), ms(1010));
+        let actions = lead_and_name(&mut l, 7, 1000, 1010);
         assert_eq!(spawned(&actions), Some(ours(500, 0, 3, 7)));
     }
 }
@@ -72,7 +72,7 @@ fn a_member_started_after_the_window_runs_a_wave_of_its_own() {
     let mut l = Leader::new(waves(false), started(40_000));
     l.step(carrying(4, None, x_ran(500, 1, 3, Some(0))), ms(40_900));
     l.step(assigned(), ms(41_000));
-    let actions = l.step(hb(7, 41_000), ms(41_010));
+    let actions = lead_and_name(&mut l, 7, 41_000, 41_010);
     assert_eq!(spawned(&actions), Some(ours(41_010, 7, 1, 7)));
     // Just inside the window (started 29.999 s after the wave began), it
     // belongs to the wave; at 30 s, it does not.
@@ -80,7 +80,7 @@ fn a_member_started_after_the_window_runs_a_wave_of_its_own() {
         let mut l = Leader::new(waves(false), started(start));
         l.step(carrying(4, None, x_ran(500, 1, 3, Some(0))), ms(40_900));
         l.step(assigned(), ms(41_000));
-        let actions = l.step(hb(7, 41_000), ms(41_010));
+        let actions = lead_and_name(&mut l, 7, 41_000, 41_010);
         assert_eq!(actions.last() == Some(&Exit(0)), belongs, "started at {start}: {actions:?}");
     }
 }
@@ -118,10 +118,13 @@ fn the_newest_attempt_counts_and_an_ending_beats_none_of_the_same_attempt() {
 #[test]
 fn a_fenced_attempt_resumes_as_the_next_attempt_and_a_stopped_one_stays_unended() {
     let (mut l, _) = wave_member(waves(false), vec![]);
-    l.step(Input::Tick, ms(2010)); // fenced: no heartbeat back for the deadline
-    l.step(exited(ChildStatus::Signaled(9)), ms(2011));
-    let actions = l.step(hb(12, 2600), ms(2610));
-    assert_eq!(spawned(&actions), Some(ours(1010, 7, 2, 12)));
+    // Fenced: no heartbeat back for the deadline since the one sent at
+    // 1011 (the record naming its run).
+    l.step(Input::Tick, ms(2020));
+    l.step(exited(ChildStatus::Signaled(9)), ms(2021));
+    l.step(Input::Tick, ms(2600)); // the record read back at 2610
+    let actions = lead_and_name(&mut l, 12, 2600, 2610);
+    assert_eq!(spawned(&actions), Some(ours(1010, 7, 2, 12)), "{actions:?}");
     // SIGTERM stops it: the attempt did not end on its own.
     l.step(Input::Shutdown, ms(2700));
     let actions = l.step(exited(ChildStatus::Signaled(15)), ms(2800));
@@ -180,7 +183,7 @@ fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
         l.born_at(P, born);
         l.step(carrying(6, None, Attempt { wave_token: 5, ..x_ran(86_400_000, 1, 5, Some(0)) }), ms(40_900));
         l.step(assigned(), ms(41_000));
-        l.step(hb(7, 41_000), ms(41_010))
+        lead_and_name(&mut l, 7, 41_000, 41_010)
     };
     assert_eq!(ahead(4).last(), Some(&Exit(0)));
     assert_eq!(ahead(5).last(), Some(&Exit(0)), "began at the end we saw: after us");
@@ -192,4 +195,97 @@ fn who_began_before_a_wave_is_read_from_the_log_whatever_the_clocks_say() {
     l.step(carrying(4, None, Attempt { wave_token: 3, ..x_ran(500, 1, 3, Some(0)) }), ms(40_900));
     l.step(assigned(), ms(41_000));
     assert_eq!(l.step(hb(7, 41_000), ms(41_010)).last(), Some(&Exit(0)));
+}
+
+// A wave's run is named on the topic before it starts (C-10).
+
+/// The run `actions` name in our records, not ended.
+fn named(actions: &[Action]) -> Option<Attempt> {
+    actions.iter().find_map(|a| match a {
+        SendHeartbeat(P, r) => r.attempt.clone().filter(|j| j.code.is_none() && j.by.is_none()),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_waves_run_starts_once_the_record_naming_it_is_read_back_and_not_before() {
+    let mut l = Leader::new(waves(false), started(0));
+    l.step(assigned(), ms(1000));
+    // It leads on its first record; the record announcing that names the
+    // run (no record more than before), which does not start yet.
+    let led = l.step(hb(7, 1000), ms(1010));
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
+    assert_eq!(named(&led), Some(ours(1010, 7, 1, 7)), "{led:?}");
+    assert_eq!(spawned(&led), None, "{led:?}");
+    // Not while that record is out, however much of the lease is left.
+    for t in (1050..1990).step_by(50) {
+        let actions = l.step(Input::Tick, ms(t));
+        assert_eq!(spawned(&actions), None, "at {t}: {actions:?}");
+    }
+    // Read back: it starts, under the lease that record gives.
+    let read = l.step(hb(8, 1010), ms(1990));
+    assert!(
+        read.contains(&Spawn {
+            partition: P,
+            token: 7,
+            lease: ms(2010),
+            attempt: Some(ours(1010, 7, 1, 7)),
+            begin: None
+        }),
+        "{read:?}"
+    );
+}
+
+#[test]
+fn regression_a_waves_run_whose_naming_never_comes_back_runs_once_on_the_next_owner() {
+    // C-10 for a wave: x leads at 1010 on its first record, and the record
+    // naming its run never comes back (cut off from its partition's leader,
+    // the group still its own). The run never starts there: x fences at its
+    // lease's end (2000), not a run begun.
+    let mut x = Leader::new(waves(false), started(0));
+    x.step(assigned(), ms(1000));
+    let mut out = x.step(hb(7, 1000), ms(1010));
+    for t in (1050..2200).step_by(50) {
+        out.extend(x.step(Input::Tick, ms(t)));
+    }
+    assert_eq!(named(&out), Some(ours(1010, 7, 1, 7)));
+    assert_eq!(spawned(&out), None, "{out:?}");
+    assert_eq!(x.standing(P), Standing::Fenced);
+    // The next owner, of the same wave, runs it once: as its first attempt
+    // if the naming never reached the topic (x's first record is all there
+    // is), as its second if it did (x's run reads as cut short).
+    let contending = record_of("x", 7, Some(1), None, Stance::Contending);
+    let naming = Other {
+        attempt: Some(ours(1010, 7, 1, 7)),
+        ..record_of("x", 8, Some(1), Some(7), Stance::Leading { token: 7 })
+    };
+    for (read, runs) in
+        [(vec![contending.clone()], ours(3010, 10, 1, 10)), (vec![contending, naming], ours(1010, 7, 2, 10))]
+    {
+        let mut next = Leader::new(waves(false), started(0));
+        for other in read {
+            next.step(Input::OtherHeartbeat(P, other), ms(1010));
+        }
+        next.step(assigned(), ms(3000));
+        let actions = lead_and_name(&mut next, 10, 3000, 3010);
+        let spawns: Vec<_> = actions.iter().filter(|a| matches!(a, Spawn { .. })).collect();
+        assert_eq!((spawns.len(), spawned(&actions)), (1, Some(runs)), "{actions:?}");
+    }
+}
+
+#[test]
+fn a_member_whose_wave_already_ended_exits_as_it_comes_to_lead_naming_no_run() {
+    // Its run succeeded, or failed under --failed-run exit: the member
+    // exits with its status at once, with no record of its own naming a
+    // run to wait for (nor for the next member to run again).
+    for (code, retry_failed) in [(0, false), (0, true), (4, false)] {
+        let ended = x_ran(500, 1, 3, Some(code));
+        let mut l = Leader::new(waves(retry_failed), started(0));
+        l.step(carrying(4, None, ended.clone()), ms(900));
+        l.step(assigned(), ms(1000));
+        let actions = l.step(hb(7, 1000), ms(1010));
+        assert_eq!(actions.last(), Some(&Exit(code)), "{actions:?}");
+        assert_eq!((named(&actions), spawned(&actions)), (None, None), "{actions:?}");
+        assert_eq!(disclaimed(&actions), Some(ended), "it passes the ending on");
+    }
 }

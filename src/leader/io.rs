@@ -48,6 +48,71 @@ impl Restart {
     }
 }
 
+/// Why a seat stopped leading, or its run ended, or it began to lead: one
+/// word each, what the log and the hooks' `NELI_REASON` say
+/// (docs/operations.md lists them for --on-lead, --on-unlead and --on-exit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// Not led since neli-run started.
+    Started,
+    /// Its partition was taken away in a rebalance.
+    Revoked,
+    /// Taken without a rebalance's warning (a session lost).
+    Lost,
+    /// `neli-run yield`.
+    Yielded,
+    /// Handed to the member our disclaimer named.
+    HandedOver,
+    /// The health check failed.
+    Unhealthy,
+    /// `neli-run drain`.
+    Drained,
+    /// A live member of higher priority (`--preempt`).
+    Preempted,
+    /// A tenure that could not confirm gave its partition back.
+    GaveBack,
+    /// neli-run is exiting.
+    Exiting,
+    /// The run ended by itself, as far as we know.
+    Exited,
+    /// No fresh heartbeat: the command was killed by a fence.
+    Fenced,
+    /// We stopped or killed it: a revoke, a yield, a shutdown, --max-runtime.
+    Stopped,
+    /// A new fencing token (--on-lead).
+    Elected,
+    /// Leading again under a new token after a fence (--on-lead).
+    Resumed,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Started => "started",
+            Reason::Revoked => "revoked",
+            Reason::Lost => "lost",
+            Reason::Yielded => "yielded",
+            Reason::HandedOver => "handed over",
+            Reason::Unhealthy => "unhealthy",
+            Reason::Drained => "drained",
+            Reason::Preempted => "preempted",
+            Reason::GaveBack => "gave back",
+            Reason::Exiting => "exiting",
+            Reason::Exited => "exited",
+            Reason::Fenced => "fenced",
+            Reason::Stopped => "stopped",
+            Reason::Elected => "elected",
+            Reason::Resumed => "resumed",
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A signal, by number: the core decides when one goes to the command's
 /// group, the supervisor sends it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

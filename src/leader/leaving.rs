@@ -8,7 +8,7 @@
 use tracing::{info, warn};
 
 use super::seat::{Child, Ctx, Plan, Seat};
-use super::{say, Action, Record, Stance};
+use super::{say, Action, Reason, Record, Stance};
 use crate::clock::BootTime;
 
 /// What a seat asks of its member that only the member can do, once the
@@ -32,7 +32,7 @@ impl Seat {
     /// Hands over (`why`: "yielded" when asked, "unhealthy" when the
     /// health check failed, "preempted" for a member of higher priority;
     /// `to` the member named, if any): stops the command, then stands aside.
-    pub(super) fn on_yield(&mut self, cx: &mut Ctx, why: &'static str, to: Option<String>, now: BootTime) {
+    pub(super) fn on_yield(&mut self, cx: &mut Ctx, why: Reason, to: Option<String>, now: BootTime) {
         let Some(tenure) = self.tenure else { return };
         if let Plan::StandAside(_) | Plan::Exit(_) | Plan::Done = self.plan {
             return;
@@ -64,10 +64,10 @@ impl Seat {
         let again = std::mem::replace(&mut self.gave_back, true);
         if again && self.child == Child::Idle && self.serving() {
             warn!("the partition came back to us twice and we could not use it: standing aside for another member");
-            return self.stand_aside(cx, "yielded");
+            return self.stand_aside(cx, Reason::Yielded);
         }
         self.tenure = None;
-        self.stood_down = "gave back";
+        self.stood_down = Reason::GaveBack;
         self.note_standing();
         self.disclaim(cx);
         self.ask(Leave::Rejoin);
@@ -76,7 +76,7 @@ impl Seat {
     /// Gives the tenure up and asks the member to leave the group until
     /// another member leads: the one our disclaimer hands over to, if it
     /// names one.
-    pub(super) fn stand_aside(&mut self, cx: &mut Ctx, why: &'static str) {
+    pub(super) fn stand_aside(&mut self, cx: &mut Ctx, why: Reason) {
         self.plan = Plan::Serve;
         self.tenure = None;
         self.stood_down = why;
@@ -136,7 +136,7 @@ impl Seat {
     pub(super) fn retire(&mut self, cx: &mut Ctx) {
         self.plan = Plan::Done;
         self.tenure = None;
-        self.stood_down = "exiting";
+        self.stood_down = Reason::Exiting;
         self.note_standing();
         self.disclaim(cx);
     }

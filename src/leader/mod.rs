@@ -83,7 +83,7 @@ use crate::exit;
 pub use attempts::{supersedes, Attempt, Runner, Waves};
 pub use backoff::{Backoff, Whose};
 pub use io::{
-    Action, Asker, Candidacy, Input, Job, NextRun, Other, Partition, Pause, PauseNote, Placed, Record, Restart,
+    Action, Asker, Candidacy, Input, Job, NextRun, Other, Partition, Pause, PauseNote, Placed, Reason, Record, Restart,
     Settings, Signal, Stance, Trigger, CONTROL_PARTITION, MAX_ROLES,
 };
 use leaving::Leave;
@@ -125,7 +125,7 @@ pub struct SeatView<'a> {
     /// "unhealthy" (its health check failed), "drained" (`neli-run
     /// drain`), "gave back" (a tenure that could not confirm), "exiting" or
     /// "started". For --on-unlead, which says why a leader stopped leading.
-    pub why_standby: &'static str,
+    pub why_standby: Reason,
     /// Send time of the newest own heartbeat read back, while we own the
     /// partition (the heartbeat-age metric).
     pub fresh: Option<BootTime>,
@@ -292,8 +292,8 @@ impl Leader {
 
     /// `SeatView::why_standby`, for a test.
     #[cfg(test)]
-    pub(crate) fn why_standby(&self, partition: Partition) -> &'static str {
-        self.seat_view(partition).map_or("started", |v| v.why_standby)
+    pub(crate) fn why_standby(&self, partition: Partition) -> Reason {
+        self.seat_view(partition).map_or(Reason::Started, |v| v.why_standby)
     }
 
     /// Why a seat's last run ended: "exited" (by itself, as far as we
@@ -302,8 +302,8 @@ impl Leader {
     /// --on-exit, asked once the core took the exit in: the deadlines that
     /// passed before it count first, so a command the shim's lease killed a
     /// moment before neli-run's own fence was fenced, not ended by itself.
-    pub fn why_child_ended(&self, partition: Partition) -> &'static str {
-        self.seats.get(&partition).map_or("exited", |s| s.ended)
+    pub fn why_child_ended(&self, partition: Partition) -> Reason {
+        self.seats.get(&partition).map_or(Reason::Exited, |s| s.ended)
     }
 
     /// `SeatView::job`, for a test.
@@ -498,7 +498,7 @@ impl Leader {
             Input::Shutdown => self.shutdown(None, now),
             Input::Fatal(code) => self.shutdown(Some(code), now),
             Input::Forward(sig) => self.each_seat(|s, cx| s.forward(cx, sig)),
-            Input::Yield { to } => self.on_yield("yielded", to, now),
+            Input::Yield { to } => self.on_yield(Reason::Yielded, to, now),
             Input::Pause(partition, pause) => self.on_seat(partition, |s, cx| s.on_pause(cx, pause, now)),
             Input::Trigger(partition, trigger) => self.on_seat(partition, |s, cx| s.on_trigger(&cx.v, trigger, now)),
             Input::Health(healthy) => self.on_health(healthy, now),
@@ -637,14 +637,14 @@ impl Leader {
         self.each_seat(|s, cx| {
             if matches!(s.standing(), Standing::Leader { .. }) && s.serving() {
                 say::preempted(&name, priority, mine);
-                s.on_yield(cx, "preempted", Some(name.clone()), now);
+                s.on_yield(cx, Reason::Preempted, Some(name.clone()), now);
             }
         });
     }
 
     /// Hands over (see `Seat::on_yield`): every seat that holds its
     /// partition stops its command, then stands aside.
-    fn on_yield(&mut self, why: &'static str, to: Option<String>, now: BootTime) {
+    fn on_yield(&mut self, why: Reason, to: Option<String>, now: BootTime) {
         self.each_seat(|s, cx| s.on_yield(cx, why, to.clone(), now));
     }
 
@@ -659,7 +659,7 @@ impl Leader {
         self.healthy = healthy;
         self.announce_at = None;
         if !healthy {
-            self.on_yield("unhealthy", None, now);
+            self.on_yield(Reason::Unhealthy, None, now);
         }
     }
 
@@ -670,7 +670,7 @@ impl Leader {
         self.drained = drained;
         self.announce_at = None;
         if drained {
-            self.on_yield("drained", None, now);
+            self.on_yield(Reason::Drained, None, now);
         }
     }
 

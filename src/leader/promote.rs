@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::attempts::Turn;
 use super::seat::{Child, Ctx, Phase, Plan, Seat, Tenure, View};
-use super::{say, Action, Attempt};
+use super::{say, Action, Attempt, Reason};
 use crate::clock::BootTime;
 
 /// How far ahead of its due time a scheduled run's shim is started (it
@@ -96,7 +96,7 @@ impl Seat {
                 say::defers(&to);
                 cx.standbys.deferring(fresh.offset);
                 *cx.hand_to = Some(to);
-                return self.stand_aside(cx, "handed over");
+                return self.stand_aside(cx, Reason::HandedOver);
             }
         }
         let Some(tenure) = self.tenure.as_mut() else { return };

@@ -107,12 +107,14 @@ pub(super) fn pause(pause: &Pause, running: bool) {
 
 /// A yield: what we do once the command is gone (`to` is the writer's
 /// choice: escaped).
-pub(super) fn yielding(phase: Phase, to: Option<&str>, why: &str) {
+pub(super) fn yielding(phase: Phase, to: Option<&str>, why: Reason) {
     match to {
         Some(to) => {
-            info!(standing = ?phase, why, to = %printable(to), "yielding: stopping the child, then handing the partition over")
+            info!(standing = ?phase, why = why.as_str(), to = %printable(to), "yielding: stopping the child, then handing the partition over")
         }
-        None => info!(standing = ?phase, why, "yielding: stopping the child, then standing aside for another member"),
+        None => {
+            info!(standing = ?phase, why = why.as_str(), "yielding: stopping the child, then standing aside for another member")
+        }
     }
 }
 

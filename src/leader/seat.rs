@@ -15,7 +15,9 @@ use tracing::{info, warn};
 use super::leaving::Leave;
 use super::peers::Peers;
 use super::standbys::Standbys;
-use super::{say, Action, Attempt, Other, Overlap, Partition, Pause, Record, Settings, Stance, Standing, Whose};
+use super::{
+    say, Action, Attempt, Other, Overlap, Partition, Pause, Reason, Record, Settings, Stance, Standing, Whose,
+};
 use crate::clock::{Anchor, BootTime};
 use crate::exit::ChildStatus;
 
@@ -49,8 +51,8 @@ pub(super) enum Plan {
     /// revoke or a fence: only a promotion, which sets it anew, leads on.)
     Start(BootTime),
     /// A yield: stop the command, then stand aside for another member;
-    /// why ("yielded", "unhealthy") is what --on-unlead is told.
-    StandAside(&'static str),
+    /// why (yielded, unhealthy ...) is what --on-unlead is told.
+    StandAside(Reason),
     /// Stop the command, then exit with this code, or with its status.
     Exit(Option<u8>),
     /// Exit was asked of the shell: only a revoke from closing is answered.
@@ -161,11 +163,11 @@ pub struct Seat {
     pub(super) standings: Vec<Standing>,
     pub(super) last_standing: Standing,
     /// Why we last became a standby (see `why_standby`).
-    pub(super) stood_down: &'static str,
+    pub(super) stood_down: Reason,
     /// A fence killed the command whose exit is due (see `why_child_ends`).
     pub(super) fenced_child: bool,
     /// Why the last run ended, judged at its exit (see `Leader::why_child_ended`).
-    pub(super) ended: &'static str,
+    pub(super) ended: Reason,
     /// Records fetched after our newest own heartbeat are still to come
     /// (`Input::CaughtUp` ends it): a candidate does not lead on that
     /// heartbeat until it has heard them, so that it knows of a member it
@@ -207,9 +209,9 @@ impl Seat {
             naming: None,
             standings: Vec::new(),
             last_standing: Standing::Standby,
-            stood_down: "started",
+            stood_down: Reason::Started,
             fenced_child: false,
-            ended: "exited",
+            ended: Reason::Exited,
             catching_up: false,
             leaving: None,
             backoff: Default::default(),
@@ -231,18 +233,17 @@ impl Seat {
     }
 
     /// Why we last became a standby (see `Leader::why_standby`).
-    pub(super) fn why_standby(&self) -> &'static str {
+    pub(super) fn why_standby(&self) -> Reason {
         self.stood_down
     }
 
-    /// Why the command ends if it ends now: "exited" (by itself, as far as
-    /// we know), "fenced" (killed by a fence), or "stopped" (we stopped or
-    /// killed it: a revoke, a yield, a shutdown, --max-runtime).
-    fn why_child_ends(&self) -> &'static str {
+    /// Why the command ends if it ends now: it exited (by itself, as far
+    /// as we know), was fenced, or we stopped it.
+    fn why_child_ends(&self) -> Reason {
         match self.child {
-            _ if self.fenced_child => "fenced",
-            Child::Stopping { .. } => "stopped",
-            _ => "exited",
+            _ if self.fenced_child => Reason::Fenced,
+            Child::Stopping { .. } => Reason::Stopped,
+            _ => Reason::Exited,
         }
     }
 
@@ -312,14 +313,14 @@ impl Seat {
         });
         self.note_standing();
         if !cx.v.healthy {
-            self.on_yield(cx, "unhealthy", None, now);
+            self.on_yield(cx, Reason::Unhealthy, None, now);
         }
     }
 
     pub(super) fn on_revoked(&mut self, cx: &mut Ctx, lost: bool, now: BootTime) {
         if let Some(tenure) = self.tenure.take() {
             info!(standing = ?tenure.phase, held = ?now.since(tenure.since), lost, "revoked: the partition was taken away");
-            self.stood_down = if lost { "lost" } else { "revoked" };
+            self.stood_down = if lost { Reason::Lost } else { Reason::Revoked };
         }
         self.note_standing();
         // Whatever our standing was, the partition goes only once the child

@@ -40,7 +40,7 @@ use crate::child::Beside;
 use crate::config::Config;
 use crate::env;
 use crate::exit::ChildStatus;
-use crate::leader::{Partition, Standing};
+use crate::leader::{Partition, Reason, Standing};
 
 /// Which hook: each is a flag of its own, and each is overtaken by its own
 /// rule (`overtaken`).
@@ -156,10 +156,10 @@ impl Hooks {
     /// Follows the standings `role`'s seat took since the last turn, in
     /// order: --on-lead for each new token, --on-unlead when leading ends
     /// (`why_standby`: the core's word for a change to standby).
-    pub(super) fn follow(&mut self, role: Partition, standings: &[Standing], why_standby: &'static str) {
+    pub(super) fn follow(&mut self, role: Partition, standings: &[Standing], why_standby: Reason) {
         let told = self.told.entry(role).or_default();
         for (hook, token, reason) in changes(&mut told.led, &mut told.last, standings, why_standby) {
-            self.queue(hook, role, token, vec![("NELI_REASON", reason.into())]);
+            self.queue(hook, role, token, vec![("NELI_REASON", reason.as_str().into())]);
         }
     }
 
@@ -169,9 +169,9 @@ impl Hooks {
     }
 
     /// `role`'s command's run ended with `status`, `why` as the core says.
-    pub(super) fn exited(&mut self, role: Partition, status: ChildStatus, why: &'static str) {
+    pub(super) fn exited(&mut self, role: Partition, status: ChildStatus, why: Reason) {
         let Some(token) = self.told.get(&role).and_then(|t| t.command_token) else { return };
-        let env = vec![("NELI_REASON", why.into()), ("NELI_EXIT_STATUS", status.code().to_string())];
+        let env = vec![("NELI_REASON", why.as_str().into()), ("NELI_EXIT_STATUS", status.code().to_string())];
         self.queue(Hook::Exit, role, token, env);
     }
 
@@ -216,7 +216,7 @@ impl Hooks {
     pub(super) async fn finish(mut self, hurry: impl std::future::Future<Output = ()>) {
         let roles: Vec<Partition> = self.told.keys().copied().collect();
         for role in roles {
-            self.follow(role, &[Standing::Standby], "exiting");
+            self.follow(role, &[Standing::Standby], Reason::Exiting);
         }
         let Hooks { shared, worker, lines, .. } = self;
         let left = {
@@ -297,8 +297,8 @@ fn changes(
     led: &mut Option<i64>,
     last: &mut Standing,
     standings: &[Standing],
-    why_standby: &'static str,
-) -> Vec<(Hook, i64, &'static str)> {
+    why_standby: Reason,
+) -> Vec<(Hook, i64, Reason)> {
     let mut out = Vec::new();
     for &role in standings {
         let before = std::mem::replace(last, role);
@@ -306,11 +306,19 @@ fn changes(
             Standing::Leader { token } if *led == Some(token) => {}
             Standing::Leader { token } => {
                 *led = Some(token);
-                out.push((Hook::Lead, token, if before == Standing::Fenced { "resumed" } else { "elected" }));
+                out.push((
+                    Hook::Lead,
+                    token,
+                    if before == Standing::Fenced { Reason::Resumed } else { Reason::Elected },
+                ));
             }
             Standing::Fenced | Standing::Standby | Standing::Candidate => {
                 if let Some(token) = led.take() {
-                    out.push((Hook::Unlead, token, if role == Standing::Fenced { "fenced" } else { why_standby }));
+                    out.push((
+                        Hook::Unlead,
+                        token,
+                        if role == Standing::Fenced { Reason::Fenced } else { why_standby },
+                    ));
                 }
             }
         }
@@ -378,19 +386,19 @@ mod tests {
         let (mut led, mut last) = (None, Standing::Standby);
         let mut follow = |standings: &[Standing], why| changes(&mut led, &mut last, standings, why);
         let leader = |token| Standing::Leader { token };
-        assert_eq!(follow(&[Standing::Candidate], "revoked"), vec![], "no lead, no unlead");
-        assert_eq!(follow(&[leader(7)], "revoked"), vec![(Lead, 7, "elected")]);
-        assert_eq!(follow(&[leader(7)], "revoked"), vec![], "the same token: nothing new");
+        assert_eq!(follow(&[Standing::Candidate], Reason::Revoked), vec![], "no lead, no unlead");
+        assert_eq!(follow(&[leader(7)], Reason::Revoked), vec![(Lead, 7, Reason::Elected)]);
+        assert_eq!(follow(&[leader(7)], Reason::Revoked), vec![], "the same token: nothing new");
         // A fence and a resume within one turn are two changes.
         assert_eq!(
-            follow(&[Standing::Fenced, leader(9)], "revoked"),
-            vec![(Unlead, 7, "fenced"), (Lead, 9, "resumed")]
+            follow(&[Standing::Fenced, leader(9)], Reason::Revoked),
+            vec![(Unlead, 7, Reason::Fenced), (Lead, 9, Reason::Resumed)]
         );
-        assert_eq!(follow(&[Standing::Standby], "yielded"), vec![(Unlead, 9, "yielded")]);
-        assert_eq!(follow(&[Standing::Standby], "exiting"), vec![], "unlead once");
+        assert_eq!(follow(&[Standing::Standby], Reason::Yielded), vec![(Unlead, 9, Reason::Yielded)]);
+        assert_eq!(follow(&[Standing::Standby], Reason::Exiting), vec![], "unlead once");
         assert_eq!(
-            follow(&[Standing::Candidate, leader(12), Standing::Standby], "lost"),
-            [(Lead, 12, "elected"), (Unlead, 12, "lost")]
+            follow(&[Standing::Candidate, leader(12), Standing::Standby], Reason::Lost),
+            [(Lead, 12, Reason::Elected), (Unlead, 12, Reason::Lost)]
         );
     }
 

@@ -110,7 +110,7 @@ fn a_drained_leader_hands_over_and_starts_nothing_until_undrained_and_healthy() 
     assert_eq!(l.step(Input::Drain(true), ms(1100)), vec![SignalGroup(P, SIGTERM)]);
     let aside = vec![gone(1), StandAside, SendCandidacy { leaving: false }];
     assert_eq!(l.step(exited(ChildStatus::Exited(143)), ms(1150)), aside);
-    assert_eq!((l.standing(P), l.why_standby(P)), (Standing::Standby, "drained"));
+    assert_eq!((l.standing(P), l.why_standby(P)), (Standing::Standby, Reason::Drained));
     assert_eq!(l.step(revoked(false), ms(1160)), vec![ReleaseRevoke(P)]);
     assert_eq!(l.step(assigned(), ms(2000)), vec![StandAside], "drained: no heartbeat, no tenure");
     l.step(revoked(false), ms(2010));
@@ -140,7 +140,7 @@ fn an_unhealthy_leader_hands_over_and_an_unhealthy_member_never_starts_the_comma
     // Out of the group, it says at once that it is unhealthy.
     let aside = vec![gone(1), StandAside, SendCandidacy { leaving: false }];
     assert_eq!(l.step(exited(ChildStatus::Exited(143)), ms(1150)), aside);
-    assert_eq!((l.standing(P), l.why_standby(P)), (Standing::Standby, "unhealthy"));
+    assert_eq!((l.standing(P), l.why_standby(P)), (Standing::Standby, Reason::Unhealthy));
     assert_eq!(l.step(revoked(false), ms(1160)), vec![ReleaseRevoke(P)]);
     // Given partition 0 while unhealthy (the assignment raced the shell's
     // leave): it stands aside at once, having written nothing.

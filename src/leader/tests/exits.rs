@@ -146,28 +146,34 @@ fn the_core_says_why_its_leader_stopped_leading_and_why_its_command_ended() {
     l.step(hb(9, 2001), ms(2005));
     assert_eq!(l.standing(P), Standing::Leader { token: 9 });
     l.step(exited(ChildStatus::Signaled(9)), ms(2100));
-    assert_eq!(l.why_child_ended(P), "fenced");
+    assert_eq!(l.why_child_ended(P), Reason::Fenced);
     // The shim's lease killed it a moment before our own fence was due to be
     // checked: its exit, heard first, is the fence's all the same.
     let mut l = leading(Restart::Always);
     l.step(exited(ChildStatus::Signaled(9)), ms(2001));
-    assert_eq!((l.standing(P), l.why_child_ended(P)), (Standing::Fenced, "fenced"));
+    assert_eq!((l.standing(P), l.why_child_ended(P)), (Standing::Fenced, Reason::Fenced));
     // A revoke, a lost partition, a yield, an exit: each says which.
     for (input, standby) in
-        [(revoked(false), "revoked"), (revoked(true), "lost"), (Input::Yield { to: None }, "yielded")]
+        [(revoked(false), Reason::Revoked), (revoked(true), Reason::Lost), (Input::Yield { to: None }, Reason::Yielded)]
     {
         let mut l = leading(Restart::Always);
         l.step(input, ms(1100));
         l.step(exited(ChildStatus::Exited(143)), ms(1200));
-        assert_eq!((l.standing(P), l.why_standby(P), l.why_child_ended(P)), (Standing::Standby, standby, "stopped"));
+        assert_eq!(
+            (l.standing(P), l.why_standby(P), l.why_child_ended(P)),
+            (Standing::Standby, standby, Reason::Stopped)
+        );
     }
     let mut l = leading(Restart::Always);
     l.step(Input::Shutdown, ms(1100));
     assert_eq!(l.standing(P), Standing::Leader { token: 7 });
     l.step(exited(ChildStatus::Exited(143)), ms(1200));
-    assert_eq!((l.standing(P), l.why_standby(P), l.why_child_ended(P)), (Standing::Standby, "exiting", "stopped"));
+    assert_eq!(
+        (l.standing(P), l.why_standby(P), l.why_child_ended(P)),
+        (Standing::Standby, Reason::Exiting, Reason::Stopped)
+    );
     // A command that exits by itself, before its lease runs out.
     let mut l = leading(Restart::Always);
     l.step(exited(ChildStatus::Exited(3)), ms(1999));
-    assert_eq!((l.standing(P), l.why_child_ended(P)), (Standing::Leader { token: 7 }, "exited"));
+    assert_eq!((l.standing(P), l.why_child_ended(P)), (Standing::Leader { token: 7 }, Reason::Exited));
 }

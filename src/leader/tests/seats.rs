@@ -52,7 +52,7 @@ fn an_input_for_a_partition_that_is_no_seat_is_ignored() {
         assert!(l.child_alive(P));
     }
     assert_eq!(l.standings_taken(NOT_A_SEAT), vec![]);
-    assert_eq!(l.why_child_ended(NOT_A_SEAT), "exited");
+    assert_eq!(l.why_child_ended(NOT_A_SEAT), Reason::Exited);
     // The seat goes on as before: its heartbeat is due, and so is the fence.
     assert_eq!(l.next_deadline(), Some(ms(1210)), "the seat's next heartbeat");
     assert_eq!(l.step(Input::Tick, ms(1210)), vec![led()]);

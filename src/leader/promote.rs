@@ -31,6 +31,8 @@ pub(super) struct Start {
     pub name: BootTime,
     pub spawn: BootTime,
     pub begin: BootTime,
+    /// Under a schedule, the run it starts: worked out once a start, here.
+    pub next: Option<super::schedule::Next>,
 }
 
 impl Seat {
@@ -140,27 +142,28 @@ impl Seat {
             return None;
         }
         let zero = Duration::ZERO;
-        let (due, head_start, name_ahead) = match v.settings.schedule_of(self.partition) {
-            None => (ready, zero, zero),
+        let next = match v.settings.schedule_of(self.partition) {
+            None => None,
             // Not before our last run's ending is on the partition.
             // (A record sent as it ended, in the same step, is later.)
             Some(_) if self.run_ended.is_some_and(|ended| fresh.sent <= ended) => return None,
-            Some(_) => {
-                let next = self.next_run(v, ready, v.latest)?;
-                match next.missed {
-                    true => (next.not_before.map_or(ready, |wall| ready.max(v.anchor.boot_at(wall))), zero, zero),
-                    false => {
-                        let ahead = NAME_AHEAD.min(v.settings.heartbeat_deadline / 4).max(HEAD_START);
-                        (v.anchor.boot_at(next.due), HEAD_START, ahead)
-                    }
+            Some(_) => Some(self.next_run(v, ready, v.latest)?),
+        };
+        let (due, head_start, name_ahead) = match next {
+            None => (ready, zero, zero),
+            Some(next) => match next.missed {
+                true => (next.not_before.map_or(ready, |wall| ready.max(v.anchor.boot_at(wall))), zero, zero),
+                false => {
+                    let ahead = NAME_AHEAD.min(v.settings.heartbeat_deadline / 4).max(HEAD_START);
+                    (v.anchor.boot_at(next.due), HEAD_START, ahead)
                 }
-            }
+            },
         };
         let quiet = self.held_until(v, start);
         let after_quiet = |at: BootTime| quiet.map_or(at, |quiet| quiet.max(at));
         let begin = after_quiet(due);
         let (name, spawn) = (after_quiet(due - name_ahead), after_quiet(due - head_start));
-        (begin < fresh.sent + v.settings.heartbeat_deadline).then_some(Start { name, spawn, begin })
+        (begin < fresh.sent + v.settings.heartbeat_deadline).then_some(Start { name, spawn, begin, next })
     }
 
     /// Starts the command once `start_at` has come, under the lease our
@@ -175,23 +178,23 @@ impl Seat {
     pub(super) fn start_if_due(&mut self, cx: &mut Ctx, now: BootTime) {
         let Some(Tenure { phase: Phase::Leader { token }, fresh: Some(fresh), .. }) = self.tenure else { return };
         let lease = fresh.sent + cx.v.settings.heartbeat_deadline;
-        let Some(Start { name, spawn, begin }) = self.start_at(&cx.v) else { return };
+        let Some(Start { name, spawn, begin, next }) = self.start_at(&cx.v) else { return };
         if now < name || now >= lease {
             return;
         }
         let begin = begin.max(now);
-        let named = self.naming.take().filter(|n| n.token == token && self.still_due(&cx.v, n, now));
+        // Under a schedule, still the run named (a reload, a trigger or a
+        // starting deadline may have moved it).
+        let named =
+            self.naming.take().filter(|n| n.token == token && next.is_none_or(|next| Some(next.due) == n.attempt.due));
         let attempt = match named {
             // Named, and a record naming it read back: it starts.
             Some(naming) if now >= spawn && naming.sent.is_some_and(|sent| fresh.sent >= sent) => Some(naming.attempt),
             Some(naming) => return self.naming = Some(naming),
             None => {
-                let attempt = match (cx.v.settings.schedule_of(self.partition), self.plan) {
-                    (Some(_), Plan::Start(ready)) => {
-                        let Some(next) = self.next_run(&cx.v, ready, now) else { return };
-                        Some(self.scheduled(&cx.v, next, token, (now, begin)))
-                    }
-                    _ => match self.turn(&cx.v, token, now) {
+                let attempt = match next {
+                    Some(next) => Some(self.scheduled(&cx.v, next, token, (now, begin))),
+                    None => match self.turn(&cx.v, token, now) {
                         Turn::Run(attempt) => attempt,
                         Turn::Covered(code) => {
                             say::covered(self.attempt.as_ref(), code);
@@ -221,17 +224,6 @@ impl Seat {
         self.run_until = cx.v.settings.max_runtime_of(self.partition).map(|d| begin + d);
         let begin = (begin > now).then_some(begin);
         cx.out.push(Action::Spawn { partition: self.partition, token, lease, attempt, begin });
-    }
-
-    /// Whether the run `naming` names is still the one to start: under a
-    /// schedule, the next run is still its due time (a reload, a trigger or
-    /// a starting deadline may have moved it).
-    fn still_due(&self, v: &View, naming: &Naming, now: BootTime) -> bool {
-        match (v.settings.schedule_of(self.partition), self.plan) {
-            (None, _) => true,
-            (Some(_), Plan::Start(ready)) => self.next_run(v, ready, now).map(|n| n.due) == naming.attempt.due,
-            (Some(_), _) => false,
-        }
     }
 
     /// Names `attempt` in our next record, sent at once (a millisecond later if

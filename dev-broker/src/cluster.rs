@@ -60,6 +60,9 @@ pub enum Event {
     /// Say how many requests each client sent, by API, since the start
     /// (`requests::Requests::lines`).
     Requests,
+    /// Say the longest wait each client's fetches for any record asked for
+    /// (`requests::Requests::fetch_waits`).
+    FetchWaits,
 }
 
 /// How long a crashed broker's leaderships stay with it: KRaft's
@@ -100,6 +103,7 @@ impl Event {
             ["rewind", topic, p] => Event::Rewind { topic: topic.to_string(), partition: partition(p)? },
             ["describe"] => Event::Describe,
             ["requests"] => Event::Requests,
+            ["fetch-waits"] => Event::FetchWaits,
             [name, ..] => {
                 // A known event with the wrong words: say what it takes.
                 let usage = GRAMMAR.split(" | ").find(|u| u.split(' ').next() == Some(name));
@@ -369,6 +373,7 @@ mod tests {
         assert_eq!(Event::parse("rewind g.neli 0 1").unwrap_err(), "rewind needs TOPIC PARTITION");
         assert_eq!(Event::parse("rewind g.neli x").unwrap_err(), "\"x\" is not a partition number");
         assert_eq!(Event::parse("requests"), Ok(Event::Requests));
+        assert_eq!(Event::parse("fetch-waits"), Ok(Event::FetchWaits));
         assert!(Event::parse("").unwrap_err().contains("events: leader TOPIC"));
     }
 

@@ -382,6 +382,15 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
             End::Interrupted => break,
         };
         let stopped = !leaderless.is_zero();
+        if fault == Fault::NetBlip && !(stopped || moved) {
+            // Each blip's length, to count those within the promise.
+            eprintln!(
+                "neli-soak: {} of {:.2?} injected at {} rode through",
+                fault.name(),
+                length.unwrap_or_default(),
+                wall(injected_at)
+            );
+        }
         if (fault.is_cluster_event() || fault == Fault::NetBlip) && (stopped || moved) {
             // Where to look in the members' logs (--keep-logs).
             eprintln!(

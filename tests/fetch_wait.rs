@@ -11,7 +11,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::statistics::Statistics;
 use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
 
-use crate::util::{stays_false, wait_until, Broker};
+use crate::util::{stays_false, wait_until, Broker, Group};
 
 /// How long the consumers' fetches may wait: far longer than the bound a
 /// record must arrive within, so that a fetch held for all of it fails.
@@ -179,4 +179,31 @@ fn a_consumer_behind_gets_every_record_from_its_offset_once_and_in_order() {
         read_from(from, None);
     }
     read_from(100, Some("0.11.0"));
+}
+
+/// A leader's read-back asks the broker to hold it at most 250 ms, at the
+/// product's timing: a broker that holds every fetch whatever arrives
+/// (tansu 0.6) reads the leader's heartbeats back about that late at most
+/// (`Timing::read_back_wait`). At the former wait of a heartbeat interval (500 ms) they came back
+/// on tansu 0.5-0.9 s late under load, and network blips of 0.8 s and
+/// 1.3 s fenced the leader (issue 65). Asked of the dev broker, which notes
+/// the longest wait of each client's fetches for any record (MinBytes 1;
+/// a standby's wake watcher waits for a wake's size, and longer).
+#[test]
+fn a_leader_s_read_back_asks_to_be_held_at_most_250ms() {
+    let group = Group::on(Broker::cluster(1), "read-back-wait");
+    let leader = group.member_untimed("rb", &[], &["sleep", "600"]);
+    wait_until(Duration::from_secs(60), "the member leads", || leader.log().contains("child started"));
+    // Many read-backs while it leads, not only the first.
+    wait_until(Duration::from_secs(30), "the leader has fetched 20 times", || {
+        let requests = group.broker.event("requests");
+        let fetches = requests.lines().find_map(|l| l.strip_prefix("rb Fetch ").and_then(|n| n.parse().ok()));
+        fetches.unwrap_or(0u64) >= 20
+    });
+    let waits = group.broker.event("fetch-waits");
+    let longest: u64 = waits
+        .lines()
+        .find_map(|l| l.strip_prefix("rb ").and_then(|ms| ms.parse().ok()))
+        .unwrap_or_else(|| panic!("no fetch of the leader noted: {waits:?}"));
+    assert!(longest <= 250, "the leader asked the broker to hold its read-back {longest} ms:\n{}", leader.log());
 }

@@ -68,6 +68,9 @@ pub enum Event {
     /// Say how many requests each client sent, by API, since the start
     /// (`requests::Requests::lines`).
     Requests,
+    /// Say the longest wait each client's fetches for any record asked for
+    /// (`requests::Requests::fetch_waits`).
+    FetchWaits,
 }
 
 /// How long a crashed broker's leaderships stay with it: KRaft's
@@ -111,6 +114,7 @@ impl Event {
             ["rewind", topic, p] => Event::Rewind { topic: topic.to_string(), partition: partition(p)? },
             ["describe"] => Event::Describe,
             ["requests"] => Event::Requests,
+            ["fetch-waits"] => Event::FetchWaits,
             [name, ..] => {
                 // A known event with the wrong words: say what it takes.
                 let usage = GRAMMAR.split(" | ").find(|u| u.split(' ').next() == Some(name));
@@ -416,6 +420,7 @@ mod tests {
             Ok(Event::CutAt { client: "a".into(), broker: 1, text: r#""role":"leading""#.into() })
         );
         assert_eq!(Event::parse("cut-at a 1").unwrap_err(), "cut-at needs CLIENT BROKER TEXT");
+        assert_eq!(Event::parse("fetch-waits"), Ok(Event::FetchWaits));
         assert!(Event::parse("").unwrap_err().contains("events: leader TOPIC"));
     }
 

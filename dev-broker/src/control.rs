@@ -4,8 +4,10 @@
 //! dev-broker event` is its client ([`send`]); tests and the soak write to
 //! the socket directly. One word is a question, not an event: `requests`,
 //! answered "ok" and then one line per client and API, the first on the
-//! "ok" line ([`crate::requests::Requests::lines`]): ask it alone on a
-//! connection and read until the broker closes.
+//! "ok" line ([`crate::requests::Requests::lines`]); and `fetch-waits`, one
+//! line per client with the longest wait its fetches for any record asked
+//! for: ask either
+//! alone on a connection and read until the broker closes.
 //!
 //! Each event is carried out as Kafka's controller would: a controlled stop
 //! moves leaderships and the coordinator off the broker before closing its
@@ -235,6 +237,7 @@ pub fn apply(shared: &Arc<Shared>, event: Event) -> Result<String, String> {
         },
         // A question, asked often (neli-bench): not logged as an event.
         Event::Requests => return Ok(shared.requests.lines()),
+        Event::FetchWaits => return Ok(shared.requests.fetch_waits()),
     };
     info!("cluster event: {said}");
     Ok(said)

@@ -399,6 +399,11 @@ impl Connection<'_> {
                     return self.rewind(&header, rewound, edits);
                 }
                 if let Some(parked) = fetch::Parked::parse(&header) {
+                    // A fetch for any record at all (MinBytes 1): a read-back.
+                    if parked.wants == 1 {
+                        let wait = i32::try_from(parked.max_wait.as_millis()).unwrap_or(i32::MAX);
+                        self.shared.requests.fetch_wait(&header.client_id, wait);
+                    }
                     return Route::Park(parked);
                 }
             }

@@ -7,9 +7,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-/// The counts, by client.id, then API key.
+/// The counts, by client.id, then API key; and by client.id the longest
+/// wait (MaxWaitMs) a Fetch for any record (MinBytes 1) asked for.
 #[derive(Default)]
-pub struct Requests(Mutex<HashMap<String, BTreeMap<i16, u64>>>);
+pub struct Requests(Mutex<HashMap<String, BTreeMap<i16, u64>>>, Mutex<BTreeMap<String, i32>>);
 
 impl Requests {
     /// Counts one request of `api_key` from `client` (its client.id).
@@ -22,6 +23,25 @@ impl Requests {
         }
     }
 
+    /// Notes that a Fetch of `client` for any record (MinBytes 1: a
+    /// leader's read-back, not a watcher's fetch for a wake's size) asked
+    /// to be held up to `wait_ms`: how late a broker that holds every fetch
+    /// for its wait (tansu) would answer it.
+    pub fn fetch_wait(&self, client: &str, wait_ms: i32) {
+        let mut waits = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        match waits.get_mut(client) {
+            Some(longest) => *longest = (*longest).max(wait_ms),
+            None => _ = waits.insert(client.to_string(), wait_ms),
+        }
+    }
+
+    /// The longest wait each client's fetches for any record asked for, one line
+    /// `CLIENT MS` per client (as in [`Requests::lines`]), sorted by client.
+    pub fn fetch_waits(&self) -> String {
+        let waits = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        waits.iter().map(|(client, ms)| format!("{} {ms}", shown(client))).collect::<Vec<_>>().join("\n")
+    }
+
     /// The counts, one line `CLIENT API COUNT` per client and API, sorted
     /// by client, then API key: CLIENT is the client.id with whitespace
     /// shown as `_` (`-` when it has none), API Kafka's name for the key
@@ -32,15 +52,20 @@ impl Requests {
         clients.sort_by(|a, b| a.0.cmp(b.0));
         let mut out = Vec::new();
         for (client, apis) in clients {
-            let client = match client.as_str() {
-                "" => "-".to_string(),
-                c => c.chars().map(|c| if c.is_whitespace() || c.is_control() { '_' } else { c }).collect(),
-            };
+            let client = shown(client);
             for (key, n) in apis {
                 out.push(format!("{client} {} {n}", api_name(*key)));
             }
         }
         out.join("\n")
+    }
+}
+
+/// A client.id as the lines show it: whitespace as `_`, none as `-`.
+fn shown(client: &str) -> String {
+    match client {
+        "" => "-".to_string(),
+        c => c.chars().map(|c| if c.is_whitespace() || c.is_control() { '_' } else { c }).collect(),
     }
 }
 
@@ -98,5 +123,15 @@ mod tests {
             requests.lines(),
             "- ApiVersions 1\nm1 Fetch 2\nm1 Heartbeat 1\nm1 99 1\nm1_b Produce 1\nm2 Heartbeat 1"
         );
+    }
+
+    #[test]
+    fn the_longest_fetch_wait_is_listed_by_client() {
+        let requests = Requests::default();
+        assert_eq!(requests.fetch_waits(), "");
+        for (client, ms) in [("m2", 100), ("m1", 500), ("m1", 100), ("", 30)] {
+            requests.fetch_wait(client, ms);
+        }
+        assert_eq!(requests.fetch_waits(), "- 30\nm1 500\nm2 100");
     }
 }

@@ -152,6 +152,9 @@ impl Broker {
             c.args(["broker", "--listener-url", &format!("tcp://{listen}")])
                 .args(["--advertised-listener-url", &format!("tcp://{advertise}")])
                 .args(["--storage-engine", storage])
+                // Set for the members, RUST_LOG=info has tansu log every
+                // request: gigabytes a minute, and a broker slowed by it.
+                .env_remove("RUST_LOG")
                 .current_dir(&dir);
             c
         })

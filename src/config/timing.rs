@@ -46,9 +46,9 @@ const GRACE: Duration = Duration::from_secs(3);
 /// How often librdkafka looks for requests past their timeout (fixed, in
 /// rd_kafka_broker_serve): a stuck request is noticed up to this late.
 const TIMEOUT_SCAN: Duration = Duration::from_secs(1);
-/// The shortest and longest read-back wait (`Timing::read_back_wait`).
-const MIN_READ_BACK_WAIT: Duration = Duration::from_millis(100);
-const MAX_READ_BACK_WAIT: Duration = Duration::from_millis(500);
+/// How long the broker may hold an owner's fetch of its own partitions
+/// (`Timing::read_back_wait`).
+const READ_BACK_WAIT: Duration = Duration::from_millis(250);
 /// librdkafka warns when `socket.timeout.ms` is below `fetch.wait.max.ms`
 /// plus this.
 const FETCH_WAIT_ROOM: Duration = Duration::from_secs(1);
@@ -174,15 +174,35 @@ impl Timing {
     }
 
     /// How long the broker may hold an owner's fetch of its own partitions
-    /// (`fetch.wait.max.ms`): a heartbeat interval, within 100 to 500 ms.
+    /// (`fetch.wait.max.ms`): 250 ms, whatever the session.
+    ///
     /// Kafka (and the dev broker) answer a held fetch as soon as a record
-    /// arrives, so the read-back is as fast with any wait, and an idle
-    /// owner's fetches come about one per record, not one per 100 ms (10 a
-    /// second at 100 ms). A broker that holds a fetch for the whole wait
-    /// whatever arrives (tansu 0.6, librdkafka's mock alone) reads our
-    /// heartbeats back up to this late: `-X fetch.wait.max.ms=100` there.
+    /// arrives, so there the wait only sets how many fetches an idle owner
+    /// sends: about 4 a second at 250 ms (2 records and the empty answers
+    /// between), 2 at 500 ms, 10 at 100 ms. Only owners fetch with the
+    /// group's consumer; a standby sends none. A broker that holds a fetch
+    /// whatever arrives reads our heartbeats back late: tansu 0.6 sleeps
+    /// after every look at the partition, half the wait left from 250 ms
+    /// up and all of it below, so a record comes back up to about the wait
+    /// late at 250 ms and up (a fetch with records there is answered after
+    /// half the wait), twice the wait below it (librdkafka's mock holds an
+    /// empty fetch for the whole wait). At the former 500 ms a leader's
+    /// heartbeats came back on tansu 0.5-0.9 s late under load, and the
+    /// read-back after a network blip took a wait more: blips of 0.8 s and
+    /// 1.3 s fenced it (issue 65). 250 ms is about the least lateness
+    /// there (at 100 ms, up to 200 ms) for less than half the fetches.
     pub fn read_back_wait(&self) -> Duration {
-        self.heartbeat_interval.clamp(MIN_READ_BACK_WAIT, MAX_READ_BACK_WAIT)
+        READ_BACK_WAIT
+    }
+
+    /// `socket.timeout.ms` of the group's consumer, whose fetches wait up
+    /// to `wait`: the request timeout less that wait. librdkafka gives a fetch
+    /// `socket.timeout.ms + fetch.wait.max.ms` (rd_kafka_broker_fetch_toppars),
+    /// so a read-back stuck after a blip is given up within
+    /// `request_timeout`, as every other request, and the deadline's sum
+    /// holds for it too.
+    pub fn read_back_timeout(&self, wait: Duration) -> Duration {
+        self.request_timeout().saturating_sub(wait).max(wait + FETCH_WAIT_ROOM)
     }
 
     /// The safety inequalities of the module doc. Every duration is bounded
@@ -310,7 +330,7 @@ mod tests {
             }
         );
         assert_eq!(t.request_timeout(), ms(3000));
-        assert_eq!(t.read_back_wait(), ms(500));
+        assert_eq!((t.read_back_wait(), t.read_back_timeout(t.read_back_wait())), (ms(250), ms(2750)));
     }
 
     #[test]
@@ -318,10 +338,12 @@ mod tests {
         let t = Timing::derive(session(ms(2000))).unwrap();
         assert_eq!((t.coordinator_heartbeat, t.heartbeat_deadline, t.grace), (ms(200), ms(1300), ms(1000)));
         assert_eq!(t.heartbeat_interval, ms(2000) / 12);
-        assert_eq!(t.read_back_wait(), ms(2000) / 12);
+        assert_eq!(t.read_back_wait(), ms(250));
         let t = Timing::derive(session(ms(1000))).unwrap();
         assert_eq!((t.coordinator_heartbeat, t.heartbeat_deadline, t.grace), (ms(100), ms(400), ms(400)));
-        assert_eq!((t.read_back_wait(), t.request_timeout()), (ms(100), ms(1100)));
+        assert_eq!((t.read_back_wait(), t.request_timeout()), (ms(250), ms(1250)));
+        // At the floor librdkafka's own rule wins: a wait and a second.
+        assert_eq!(t.read_back_timeout(t.read_back_wait()), ms(1250));
     }
 
     #[test]
@@ -344,6 +366,13 @@ mod tests {
             assert!(stuck >= t.read_back_wait() + FETCH_WAIT_ROOM, "{t:?}");
             if stuck > t.read_back_wait() + FETCH_WAIT_ROOM && stuck < MAX_REQUEST_TIMEOUT {
                 assert_eq!(t.heartbeat_interval + stuck + TIMEOUT_SCAN + MARGIN, t.heartbeat_deadline, "{t:?}");
+            }
+            // The read-back's fetch, given its wait on top of the consumer's
+            // socket timeout, is given up no later than any other request.
+            let fetch = t.read_back_timeout(t.read_back_wait()) + t.read_back_wait();
+            assert!(fetch <= stuck.max(t.read_back_wait() * 2 + FETCH_WAIT_ROOM), "{t:?}");
+            if t.read_back_timeout(t.read_back_wait()) > t.read_back_wait() + FETCH_WAIT_ROOM {
+                assert_eq!(fetch, stuck, "{t:?}");
             }
             // From the default session timeout up (to librdkafka's default,
             // never raised): the stuck connections of a blip of half a

@@ -406,6 +406,7 @@ impl Reader<'_> {
                     let event = match event_of(&msg, ctx, self.me, true) {
                         Some(Event::OwnHeartbeat { partition, offset, sent, .. }) => {
                             let gap = self.gaps.entry(partition).or_default();
+                            tracing::trace!(partition, offset, lag = ?BootTime::now().since(sent), "own heartbeat read back");
                             if let Some(said) = gap.own(sent, BootTime::now(), ctx.interval) {
                                 Gap::say(said, ctx);
                             }

@@ -656,8 +656,9 @@ fn consumer_config(s: &Settings) -> rdkafka::ClientConfig {
         ("fetch.wait.max.ms", &ms(read_back_wait(s))),
         // A fetch or a coordinator heartbeat stuck after a network blip is
         // sent again on a new connection, not waited out while TCP backs
-        // off (Timing::request_timeout).
-        ("socket.timeout.ms", &ms(s.timing.request_timeout())),
+        // off (Timing::request_timeout; a fetch is given its wait on top:
+        // Timing::read_back_timeout).
+        ("socket.timeout.ms", &ms(s.timing.read_back_timeout(read_back_wait(s)))),
         // Partition 0's leader moved (a rolling restart): the read-back
         // goes on at the new leader after 100 ms, not librdkafka's 500.
         ("fetch.error.backoff.ms", "100"),

@@ -382,11 +382,21 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
             End::Interrupted => break,
         };
         let stopped = !leaderless.is_zero();
-        if fault.is_cluster_event() && (stopped || moved) {
+        if fault == Fault::NetBlip && !(stopped || moved) {
+            // Each blip's length, to count those within the promise.
+            eprintln!(
+                "neli-soak: {} of {:.2?} injected at {} rode through",
+                fault.name(),
+                length.unwrap_or_default(),
+                wall(injected_at)
+            );
+        }
+        if (fault.is_cluster_event() || fault == Fault::NetBlip) && (stopped || moved) {
             // Where to look in the members' logs (--keep-logs).
             eprintln!(
-                "neli-soak: {} injected at {} stopped {leader}'s command ({mode}): leaderless {leaderless:.2?}, {}",
+                "neli-soak: {}{} injected at {} stopped {leader}'s command ({mode}): leaderless {leaderless:.2?}, {}",
                 fault.name(),
+                length.map(|l| format!(" of {l:.2?}")).unwrap_or_default(),
                 wall(injected_at),
                 if moved { "another member led next" } else { "the same member led next" }
             );

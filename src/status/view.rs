@@ -59,6 +59,11 @@ pub(super) struct Writer {
     pub(super) roles: u32,
     pub(super) at_ms: u64,
     pub(super) deadline_ms: u64,
+    /// Under a crontab, its file's digest and the partitions whose jobs
+    /// that file has (`Heartbeat::crontab`, `jobs_on`; None from a member
+    /// of before them).
+    pub(super) crontab: Option<String>,
+    pub(super) jobs_on: Option<String>,
 }
 
 impl Writer {
@@ -106,6 +111,8 @@ impl View {
             roles: hb.roles.unwrap_or(1).max(1),
             at_ms: hb.at_ms,
             deadline_ms: hb.deadline_ms,
+            crontab: hb.crontab.clone(),
+            jobs_on: hb.jobs_on.clone(),
         });
     }
 

@@ -106,6 +106,8 @@ fn a_crontab_read_again_changes_adds_and_removes_jobs_and_moves_no_other() {
     for series in [
         "neli_job_owned{job=\"a\"} 1",
         "neli_job_owned{job=\"c\"} 1",
+        // b's partition is still ours, and our file lacks b now.
+        "neli_job_lacked{job=\"b\"} 1",
         "neli_job_last_exit_status{job=\"c\"} 0",
         "neli_job_last_lateness_seconds{job=\"a\"} ",
         "neli_job_last_duration_seconds{job=\"a\"} ",

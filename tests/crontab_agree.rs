@@ -164,3 +164,111 @@ fn status_names_a_job_its_owner_does_not_run_a_job_no_file_has_and_members_of_an
         m.wait_exit(within);
     }
 }
+
+/// Writes (by a rename) a crontab of `jobs` due every 2 s, every due time
+/// run (`missed=all`), each run appending "JOB DUE MEMBER VERSION" (its due
+/// time in ms since the epoch) to `runs`.
+fn write_version(g: &Group, file: &Path, jobs: &[&str], version: &str) {
+    let runs = g.dir.path().join("runs").display().to_string();
+    let say = format!("echo \"$NELI_JOB $(date -d \"$NELI_DUE\" +%s%3N) $NELI_NAME {version}\" >> {runs}");
+    let text: String = jobs.iter().map(|job| format!("@every 2s  {job}[missed=all]  {say}\n")).collect();
+    let new = file.with_extension("new");
+    std::fs::write(&new, text).unwrap();
+    std::fs::rename(&new, file).unwrap();
+}
+
+/// The runs so far: (job, due, member, version).
+fn versioned_runs(g: &Group) -> Vec<(String, u64, String, String)> {
+    let text = std::fs::read_to_string(g.dir.path().join("runs")).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let w: Vec<&str> = line.split(' ').collect();
+            Some((w.first()?.to_string(), w.get(1)?.parse().ok()?, w.get(2)?.to_string(), w.get(3)?.to_string()))
+        })
+        .collect()
+}
+
+/// Asserts that `job` ran each due time from its first run to its last
+/// once: none twice, none lost (due every 2 s).
+fn assert_each_due_time_once(runs: &[(String, u64, String, String)], job: &str) {
+    let mut dues: Vec<u64> = runs.iter().filter(|r| r.0 == job).map(|r| r.1).collect();
+    dues.sort_unstable();
+    let twice: Vec<&[u64]> = dues.windows(2).filter(|w| w[0] == w[1]).collect();
+    assert!(twice.is_empty(), "{job}: a due time ran twice: {twice:?} in {runs:?}");
+    let lost: Vec<&[u64]> = dues.windows(2).filter(|w| w[1] - w[0] != 2000).collect();
+    assert!(lost.is_empty(), "{job}: due times lost between {lost:?} in {runs:?}");
+}
+
+/// The rollout of docs/operations.md ("Rolling out a crontab"): three
+/// members move from file A (jobs a, b, c) to file B (a and b with another
+/// command, c dropped, d added) by SIGHUP, one at a time. Meanwhile
+/// `status` names the members of each file; a and b run every due time
+/// once throughout, by the file their owner has; d runs every due time
+/// once from its first run; at the end every member runs by B's digest, c
+/// shows removed, and `status` exits 0.
+#[test]
+fn a_crontab_rolled_out_member_by_member_runs_each_due_time_once_and_status_follows_it() {
+    let g = Group::new("crontab-rollout");
+    let within = g.broker.timing.takeover() * 2;
+    let names = ["m1", "m2", "m3"];
+    let files: Vec<PathBuf> = names.iter().map(|m| g.dir.path().join(format!("{m}.crontab"))).collect();
+    for file in &files {
+        write_version(&g, file, &["a", "b", "c"], "A");
+    }
+    let digest_a = digest(&files[0]);
+    let mut members: Vec<Member> = names.iter().zip(&files).map(|(m, f)| member(&g, m, f)).collect();
+    wait_until(within * 2, "each member owns one job", || {
+        let json = status(&g).1 .1;
+        let mut owners: Vec<String> = ["a", "b", "c"].iter().filter_map(|j| owner(&json, j)).collect();
+        owners.sort();
+        owners == names
+    });
+    let ran = |job: &str, version: &str| versioned_runs(&g).iter().filter(|r| r.0 == job && r.3 == version).count();
+    wait_until(within, "a, b and c run by A", || ["a", "b", "c"].iter().all(|j| ran(j, "A") >= 2));
+
+    for (i, name) in names.iter().enumerate() {
+        write_version(&g, &files[i], &["a", "b", "d"], "B");
+        members[i].signal(Signal::SIGHUP);
+        wait_until(within, "the member read its file again", || members[i].log().contains("crontab read again"));
+        if i < names.len() - 1 {
+            let digest_b = digest(&files[i]);
+            let said = format!("digest {digest_b}: {}", names[..=i].join(", "));
+            let mut last = String::new();
+            let shown = crate::util::wait_for(within, || {
+                last = status(&g).0 .1;
+                last.contains("members run by different crontabs:") && last.contains(&said)
+            });
+            assert!(shown, "status names the members on each file ({said}): {last}");
+        }
+        // The jobs it owns run by B from here on.
+        let json = status(&g).1 .1;
+        for job in ["a", "b"].into_iter().filter(|j| owner(&json, j).as_deref() == Some(name)) {
+            let before = ran(job, "B");
+            wait_until(within, "its job runs by B", || ran(job, "B") > before);
+        }
+    }
+    let digest_b = digest(&files[0]);
+    let mut last = Default::default();
+    let done = crate::util::wait_for(within * 2, || {
+        last = status(&g);
+        let ((code, text), (_, json)) = &last;
+        *code == 0
+            && text.contains(&format!("every member runs by crontab digest {digest_b}"))
+            && job(json, "c").is_some_and(|r| r["state"] == "removed")
+            && ["a", "b", "d"].iter().all(|j| job(json, j).is_some_and(|r| r["state"] == "runs"))
+    });
+    assert!(done, "the rollout done: every member on B ({digest_b}, was {digest_a}), exit 0: {last:?}");
+    wait_until(within, "d runs by B", || ran("d", "B") >= 3);
+    let runs = versioned_runs(&g);
+    for job in ["a", "b", "c", "d"] {
+        assert_each_due_time_once(&runs, job);
+    }
+    let last_a = runs.iter().filter(|r| r.0 == "a").max_by_key(|r| r.1).unwrap();
+    assert_eq!(last_a.3, "B", "{runs:?}");
+    for m in &members {
+        m.signal(Signal::SIGTERM);
+    }
+    for mut m in members {
+        assert_eq!(m.wait_exit(within).code(), Some(0), "{}", m.log());
+    }
+}

@@ -216,7 +216,7 @@ fn a_crontab_rolled_out_member_by_member_runs_each_due_time_once_and_status_foll
         write_version(&g, file, &["a", "b", "c"], "A");
     }
     let digest_a = digest(&files[0]);
-    let mut members: Vec<Member> = names.iter().zip(&files).map(|(m, f)| member(&g, m, f)).collect();
+    let members: Vec<Member> = names.iter().zip(&files).map(|(m, f)| member(&g, m, f)).collect();
     wait_until(within * 2, "each member owns one job", || {
         let json = status(&g).1 .1;
         let mut owners: Vec<String> = ["a", "b", "c"].iter().filter_map(|j| owner(&json, j)).collect();

@@ -192,6 +192,8 @@ mod tests {
         assert_eq!(a.job(&views, 1, now), Some(JobState::Runs));
         assert_eq!(a.job(&views, 2, now), Some(JobState::OwnerLacks { owner: "m1".into(), has: vec!["m3".into()] }));
         assert!(!a.runs(&views, 2, now) && !a.all_run(&views, now));
+        assert!(a.unplanned(&views, 2, now) && !a.unplanned(&views, 1, now));
+        assert_eq!(a.removed(&views, now), 0);
         let line = a.job_line(&views, 2, now);
         assert!(
             line.contains("owner m1 does not run it (its crontab lacks the job); the crontab of m3 has it"),
@@ -208,6 +210,8 @@ mod tests {
         let a = Agreement::of(&views, Some(3), now);
         assert_eq!(a.job(&views, 2, now), Some(JobState::Removed));
         assert!(a.all_run(&views, now), "a removed job is no work left undone");
+        assert_eq!(a.removed(&views, now), 1);
+        assert!(a.unplanned(&views, 2, now) && !a.unplanned(&views, 0, now), "a removed job has no next due time");
         assert!(a.job_line(&views, 2, now).contains("removed: no member's crontab has this job"));
         assert!(!a.crontabs_disagree());
         assert_eq!(a.crontab_lines(), "\n  every member runs by crontab digest A");
@@ -220,5 +224,18 @@ mod tests {
         let views = vec![led(&m1, "a", "A", None), led(&m3, "b", "A", Some("1")), led(&m3, "c", "A", Some("1"))];
         let a = Agreement::of(&views, Some(3), now);
         assert_eq!(a.job(&views, 2, now), Some(JobState::OwnerLacks { owner: "m3".into(), has: vec![] }));
+
+        // A spare partition (no job placed yet) is no job; members of
+        // before digests name none.
+        let mut views = vec![led(&m1, "a", "A", Some("0"))];
+        let mut spare = View::default();
+        spare.read(Some(&m3.encode()), 1);
+        views.push(spare);
+        let a = Agreement::of(&views, Some(2), now);
+        assert_eq!(a.job(&views, 1, now), None);
+        let mut old_view = View::default();
+        old_view.read(Some(&Heartbeat { placed: Some("a".into()), ..m1 }.encode()), 1);
+        let a = Agreement::of(&[old_view], Some(1), now);
+        assert_eq!((a.crontab_lines(), a.crontabs_disagree()), (String::new(), false));
     }
 }

@@ -422,6 +422,8 @@ impl Kafka {
         self.candidacy_written = Some(CandidacyWritten { at: now, interval, unhealthy, drained });
         let record = candidacy::Record {
             drained,
+            crontab: self.crontab.as_ref().map(|c| c.digest.clone()),
+            jobs_on: self.crontab.as_ref().map(|c| c.jobs_on.clone()),
             ..candidacy::Record::new(&self.member, self.priority, false, since_ms, interval, leaving, unhealthy)
         };
         let value = record.encode();

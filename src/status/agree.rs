@@ -35,10 +35,14 @@ impl Agreement {
     /// of `partitions`.
     pub(super) fn of(views: &[View], partitions: Option<u32>, now_ms: u64) -> Agreement {
         let mut newest: BTreeMap<(String, String), Writer> = BTreeMap::new();
-        for w in views.iter().flat_map(|v| &v.writers) {
+        // A crontab member that owns no partition says its file in its
+        // candidacy (partition 0's).
+        let standbys = views.first().map(|v| v.standbys(now_ms)).unwrap_or_default();
+        let idle = standbys.into_iter().filter(|c| c.crontab.is_some()).map(Writer::of_candidacy);
+        for w in views.iter().flat_map(|v| v.writers.iter().cloned()).chain(idle) {
             let key = (w.name.clone(), w.incarnation.clone());
             if newest.get(&key).is_none_or(|known| known.at_ms < w.at_ms) {
-                newest.insert(key, w.clone());
+                newest.insert(key, w);
             }
         }
         let members = newest

@@ -205,7 +205,7 @@ mod tests {
         assert_eq!(a.job_json(&views, 2, now), (json!("owner-lacks-job"), json!(["m3"])));
 
         // Both files lose only3: removed, and every other job runs.
-        let views =
+        let mut views =
             vec![led(&m1, "a", "A", Some("0-1")), led(&m3, "b", "A", Some("0-1")), led(&m1, "only3", "A", Some("0-1"))];
         let a = Agreement::of(&views, Some(3), now);
         assert_eq!(a.job(&views, 2, now), Some(JobState::Removed));
@@ -215,6 +215,25 @@ mod tests {
         assert!(a.job_line(&views, 2, now).contains("removed: no member's crontab has this job"));
         assert!(!a.crontabs_disagree());
         assert_eq!(a.crontab_lines(), "\n  every member runs by crontab digest A");
+        // Unless a member that owns no partition (its candidacy says its
+        // file) has it.
+        let idle = crate::kafka::heartbeat::Member::this_process("m4".into());
+        let candidacy = crate::kafka::candidacy::Record {
+            crontab: Some("C".into()),
+            jobs_on: Some("0-2".into()),
+            ..crate::kafka::candidacy::Record::new(
+                &idle,
+                0,
+                false,
+                now,
+                std::time::Duration::from_secs(1),
+                false,
+                false,
+            )
+        };
+        views[0].read(Some(&candidacy.encode()), 2);
+        let a = Agreement::of(&views, Some(3), now);
+        assert_eq!(a.job(&views, 2, now), Some(JobState::OwnerLacks { owner: "m1".into(), has: vec!["m4".into()] }));
 
         // A member of before jobs_on: taken to run what it owns, and a job
         // of no known file is not taken for removed.

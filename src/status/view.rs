@@ -67,6 +67,21 @@ pub(super) struct Writer {
 }
 
 impl Writer {
+    /// A member that owns no partition, as its candidacy says it.
+    pub(super) fn of_candidacy(c: &candidacy::Record) -> Writer {
+        Writer {
+            name: c.name.clone(),
+            incarnation: c.incarnation.clone(),
+            host: c.host.clone(),
+            pid: c.pid,
+            roles: 1,
+            at_ms: c.at_ms,
+            deadline_ms: c.live_ms,
+            crontab: c.crontab.clone(),
+            jobs_on: c.jobs_on.clone(),
+        }
+    }
+
     /// Whether its newest record is within its own deadline at `now_ms`:
     /// a live member.
     pub(super) fn live(&self, now_ms: u64) -> bool {

@@ -181,7 +181,9 @@ pub const STATUSES: &[Status] = &[
         run: None,
         status: Some(
             "No fresh leader, or no topic yet (no member has run); with `--roles`, a role led by nobody or by a \
-             member whose `--roles` does not reach it (the members that disagree are named).",
+             member whose `--roles` does not reach it (the members that disagree are named); with `--crontab`, a \
+             job owned by a member whose file lacks it, or by nobody, while some member's file has it (a job no \
+             member's file has is shown removed, and does not count).",
         ),
         yield_: Some(
             "It did not move: no fresh leader, `--name` does not lead, or nobody took over within `--timeout`.",

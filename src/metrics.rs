@@ -93,6 +93,9 @@ pub struct Snapshot {
     pub roles: BTreeMap<i32, RoleStat>,
     /// With `--crontab`, each of our jobs' series, by name.
     pub jobs: BTreeMap<String, JobStat>,
+    /// With `--crontab`, the jobs whose partitions we own and our file
+    /// lacks: they run nowhere while we own them (`status` says so too).
+    pub lacked: std::collections::BTreeSet<String>,
 }
 
 /// One crontab job's share of the snapshot (`--crontab`), as this member
@@ -361,7 +364,7 @@ impl Collector for Scrape {
         } else {
             self.roles(&mut enc)?;
         }
-        if !s.jobs.is_empty() {
+        if !s.jobs.is_empty() || !s.lacked.is_empty() {
             self.jobs(&mut enc)?;
         }
         one(&mut enc, "neli_kafka_reachable", None, "1 while Kafka answers.", gauge(s.kafka_reachable as i64))?;
@@ -462,6 +465,9 @@ impl Scrape {
         let help = "1 while this member owns the job's partition and runs the job at its due times.";
         let owned = jobs.iter().map(|(j, s)| (j.as_str(), ConstGauge::new(s.owned as i64)));
         family(enc, ("neli_job_owned", None), help, "job", owned)?;
+        let help = "1 while this member owns the job's partition and its crontab lacks the job: it runs nowhere.";
+        let lacked = self.snapshot.lacked.iter().map(|j| (j.as_str(), ConstGauge::new(1)));
+        family(enc, ("neli_job_lacked", None), help, "job", lacked)?;
         let mut metric = enc.encode_descriptor(
             "neli_job_runs",
             "Runs of the job this member started, by how they ended.",

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{run, wait_until, Group, Member};
+use crate::util::{run, wait_for, wait_until, Group, Member};
 
 /// Each role's command: writes its member's name to `DIR/role.J`, then sleeps.
 fn writing_member(g: &Group, name: &str, roles: &str) -> Member {
@@ -35,18 +35,6 @@ fn raise_partitions(g: &Group, count: usize) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let results = runtime.block_on(admin.create_partitions([&wanted], &opts)).expect("CreatePartitions answered");
     assert!(results.iter().all(Result::is_ok), "{results:?}");
-}
-
-/// Whether `cond` holds within `within` (polled every 200 ms).
-fn wait_for(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let until = std::time::Instant::now() + within;
-    while std::time::Instant::now() < until {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    false
 }
 
 fn status(g: &Group, json: bool) -> (i32, String) {

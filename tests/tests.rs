@@ -8,6 +8,7 @@ mod broken_log;
 mod cli;
 mod cluster;
 mod crontab;
+mod crontab_agree;
 mod crontab_parity;
 mod crontab_trust;
 mod cut_schedule;

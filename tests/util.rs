@@ -35,6 +35,19 @@ pub fn wait_until(within: Duration, what: &str, mut cond: impl FnMut() -> bool) 
     }
 }
 
+/// Whether `cond` holds within `within` (polled every 200 ms): for a
+/// condition whose last reading the test then shows when it never held.
+pub fn wait_for(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
 /// Whether the condition stays false for all of `window`. Used only for the
 /// claims that need a period ("no second leader appears").
 pub fn stays_false(window: Duration, mut cond: impl FnMut() -> bool) -> bool {

@@ -23,12 +23,12 @@ impl Config {
     /// or we read it: `Shell::seat`).
     pub fn reload(
         &mut self,
-        jobs: Vec<crate::crontab::Job>,
+        (jobs, digest): (Vec<crate::crontab::Job>, String),
         placed: &BTreeMap<String, crate::leader::Partition>,
         partitions: i32,
     ) {
         if let Some(cron) = self.crontab.as_mut() {
-            cron.jobs = jobs;
+            (cron.jobs, cron.digest) = (jobs, digest);
         }
         self.leader.roles = self.leader.roles.max(u32::try_from(partitions).unwrap_or(1));
         self.seat_jobs(placed);
@@ -66,6 +66,8 @@ pub struct CronRun {
     pub jobs: Vec<crate::crontab::Job>,
     /// Each job by the partition it was placed on (`Config::place`).
     pub placed: BTreeMap<crate::leader::Partition, crate::crontab::Job>,
+    /// The file's digest (`crontab::digest`), said in our records.
+    pub digest: String,
 }
 
 /// `--crontab FILE`, read and checked: its bad lines are said (file, line,
@@ -99,8 +101,8 @@ pub(super) fn crontab(args: &RunArgs) -> Result<Option<CronRun>, Failure> {
         None => crate::calendar::Zone::Local,
         Some(zone) => zone.parse().map_err(|e| Failure::new(Kind::Usage, format!("--time-zone: {e}")))?,
     };
-    let jobs = read_crontab(file, zone).map_err(|e| Failure::new(Kind::Usage, format!("{flag} {e}")))?;
-    Ok(Some(CronRun { file: file.clone(), zone, jobs, placed: BTreeMap::new() }))
+    let (jobs, digest) = read_crontab(file, zone).map_err(|e| Failure::new(Kind::Usage, format!("{flag} {e}")))?;
+    Ok(Some(CronRun { file: file.clone(), zone, jobs, placed: BTreeMap::new(), digest }))
 }
 
 /// The jobs of the crontab `file` (`zone` for lines with no CRON_TZ), its
@@ -108,7 +110,11 @@ pub(super) fn crontab(args: &RunArgs) -> Result<Option<CronRun>, Failure> {
 /// and the fix) if it is refused whole (`crontab::read`: it cannot be read,
 /// another user could write it, it is not a regular file or too big) or
 /// holds no job: at start and on each reload, as `cron check` refuses it.
-pub fn read_crontab(file: &std::path::Path, zone: crate::calendar::Zone) -> Result<Vec<crate::crontab::Job>, String> {
+/// With the jobs, the file's digest (`crontab::digest`).
+pub fn read_crontab(
+    file: &std::path::Path,
+    zone: crate::calendar::Zone,
+) -> Result<(Vec<crate::crontab::Job>, String), String> {
     let shown = file.display();
     let tab = crate::crontab::read(file, zone)?;
     for problem in &tab.problems {
@@ -122,7 +128,7 @@ pub fn read_crontab(file: &std::path::Path, zone: crate::calendar::Zone) -> Resu
     if tab.jobs.is_empty() {
         return Err(crate::crontab::no_job(file));
     }
-    Ok(tab.jobs)
+    Ok((tab.jobs, tab.digest))
 }
 
 /// `--roles`, checked: above 1, each role's command is a service, and what

@@ -38,12 +38,16 @@ pub fn check_main(args: CronCheckArgs) -> Result<u8, Failure> {
             .iter()
             .map(|p| json!({"line": p.line, "column": p.column, "error": p.error, "message": p.message}))
             .collect();
-        out += &json!({"file": path.to_string(), "jobs": jobs, "problems": problems}).to_string();
+        let file = json!({"file": path.to_string(), "digest": tab.digest, "jobs": jobs, "problems": problems});
+        out += &file.to_string();
         out.push('\n');
     } else {
         for job in &tab.jobs {
             out += &job_text(job, now, usize::from(args.next));
         }
+        // What a member running this file says of it: `status` shows it.
+        out +=
+            &format!("{path}: digest {} (as a member running it says: `neli-run status` shows each's)\n", tab.digest);
         let errors = tab.problems.iter().filter(|p| p.error).count();
         let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         out += &format!("{path}: {}, {} refused\n", count(tab.jobs.len(), "job"), count(errors, "line"));

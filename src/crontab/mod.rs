@@ -49,6 +49,9 @@ const MAX_ARG: usize = 128 * 1024;
 pub struct Crontab {
     pub jobs: Vec<Job>,
     pub problems: Vec<Problem>,
+    /// The file's digest (`file::digest`; empty for text not read from a
+    /// file).
+    pub digest: String,
 }
 
 impl Crontab {

@@ -113,6 +113,14 @@ pub struct Record {
     /// until `undrain` (and what the drain's writer waits for).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub drained: bool,
+    /// Under a crontab, its writer's file's digest and the partitions whose
+    /// jobs that file has, as its heartbeats say them (`Heartbeat::crontab`,
+    /// `jobs_on`): a member that owns no partition is counted by `status`
+    /// too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crontab: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs_on: Option<String>,
 }
 
 impl Record {
@@ -142,6 +150,8 @@ impl Record {
             leaving,
             unhealthy,
             drained: false,
+            crontab: None,
+            jobs_on: None,
         }
     }
 
@@ -212,6 +222,8 @@ mod tests {
             leaving: false,
             unhealthy: false,
             drained: false,
+            crontab: None,
+            jobs_on: None,
         }
     }
 

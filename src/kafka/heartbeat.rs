@@ -13,8 +13,11 @@
 //! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it,
 //! `pause`, `unhealthy`, set while its writer's health check fails (what
 //! `neli-run status` says of a leader handing over for it), a
-//! disclaimer's `to` (the member its writer hands over to), and `roles`,
-//! its writer's --roles above 1 (the partition is then the role).
+//! disclaimer's `to` (the member its writer hands over to), `roles`,
+//! its writer's --roles above 1 (the partition is then the role), and
+//! under a crontab `crontab` and `jobs_on`: its writer's file's digest and
+//! the partitions whose jobs that file has (a record without them reads as
+//! from a member that runs whatever it owns, as before them).
 
 use serde::{Deserialize, Serialize};
 
@@ -117,6 +120,39 @@ pub struct Heartbeat {
     /// that held no job.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub claim: bool,
+    /// Under a crontab, its writer's file's digest (`crontab::digest`):
+    /// members that run by different files are told, and `status` names
+    /// them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crontab: Option<String>,
+    /// Under a crontab, the partitions whose jobs its writer's file has, as
+    /// ranges (`0-4,6`, [`ranges`]): `status` tells an owner that does not
+    /// run its partition's job, and a job that no member's file has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs_on: Option<String>,
+}
+
+/// `partitions` (ascending) as ranges, `0-4,6`: a crontab member's
+/// `jobs_on` stays a few bytes whatever its jobs.
+pub fn ranges(partitions: impl IntoIterator<Item = i32>) -> String {
+    let mut spans: Vec<(i32, i32)> = Vec::new();
+    for p in partitions {
+        match spans.last_mut() {
+            Some((_, high)) if p == *high + 1 => *high = p,
+            _ => spans.push((p, p)),
+        }
+    }
+    let span = |&(low, high): &(i32, i32)| if low == high { low.to_string() } else { format!("{low}-{high}") };
+    spans.iter().map(span).collect::<Vec<_>>().join(",")
+}
+
+/// Whether `ranges` (as [`ranges`] writes them) holds `partition`; a
+/// piece that is no range holds nothing.
+pub fn in_ranges(ranges: &str, partition: i32) -> bool {
+    ranges.split(',').any(|piece| {
+        let (low, high) = piece.split_once('-').unwrap_or((piece, piece));
+        matches!((low.parse::<i32>(), high.parse::<i32>()), (Ok(low), Ok(high)) if (low..=high).contains(&partition))
+    })
 }
 
 /// A [`PauseNote`] on the wire: the request as its record said it, and
@@ -269,6 +305,8 @@ impl Heartbeat {
             roles: None,
             placed,
             claim: false,
+            crontab: None,
+            jobs_on: None,
         }
     }
 
@@ -338,6 +376,19 @@ mod tests {
 
     /// 2023-11-14T22:13:20Z: the wall clock the tests' records are written at.
     const AT: u64 = 1_700_000_000_000;
+
+    #[test]
+    fn a_crontab_members_jobs_are_said_as_ranges_and_a_record_without_them_decodes() {
+        assert_eq!(ranges([0, 1, 2, 3, 4, 6, 9, 10]), "0-4,6,9-10");
+        assert_eq!(ranges([]), "");
+        assert!(in_ranges("0-4,6,9-10", 4) && in_ranges("0-4,6,9-10", 6) && in_ranges("0-4,6,9-10", 10));
+        assert!(!in_ranges("0-4,6,9-10", 5) && !in_ranges("", 0) && !in_ranges("x,-,2-", 2));
+        let old = br#"{"v":2,"name":"a","incarnation":"i","host":"h","pid":1,"seq":1,"sent_ns":1,"placed":"j"}"#;
+        let hb = Heartbeat::decode(old).expect("a record of before crontab and jobs_on");
+        assert_eq!((hb.crontab, hb.jobs_on), (None, None));
+        let hb = Heartbeat { crontab: Some("ab".into()), jobs_on: Some("0-2".into()), ..hb };
+        assert_eq!(Heartbeat::decode(&hb.encode()), Some(hb));
+    }
 
     #[test]
     fn round_trips_and_recognises_only_its_own_incarnation() {

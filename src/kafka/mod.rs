@@ -64,6 +64,7 @@ use context::{Reach, ReaderContext, WriterContext};
 use heartbeat::{Content, Heartbeat, Member, WireTiming};
 
 pub use crate::leader::{Partition, CONTROL_PARTITION};
+pub use agree::CrontabSaid;
 
 /// What the Kafka side reports to the shell's loop. Events about a seat
 /// carry its partition; those about the member (standby, yield, pause,
@@ -219,6 +220,8 @@ pub struct Kafka {
     /// (`status` counts a crontab group's seats from the topic: a partition
     /// added since we started is not in it.)
     roles: Option<u32>,
+    /// Under a crontab, what each heartbeat says of our file.
+    crontab: Option<CrontabSaid>,
     /// The other members' live candidacies, as our watcher reads them, and
     /// our last candidacy: how often we write the next.
     census: Arc<Mutex<candidacy::Census>>,
@@ -390,6 +393,7 @@ impl Kafka {
             candidacy_interval: s.candidacy_interval,
             standby_since: None,
             roles: u32::try_from(s.seats.known.len()).ok().filter(|&n| n > 1),
+            crontab: None,
             census,
             candidacy_written: None,
         })
@@ -418,6 +422,8 @@ impl Kafka {
         self.candidacy_written = Some(CandidacyWritten { at: now, interval, unhealthy, drained });
         let record = candidacy::Record {
             drained,
+            crontab: self.crontab.as_ref().map(|c| c.digest.clone()),
+            jobs_on: self.crontab.as_ref().map(|c| c.jobs_on.clone()),
             ..candidacy::Record::new(&self.member, self.priority, false, since_ms, interval, leaving, unhealthy)
         };
         let value = record.encode();
@@ -426,6 +432,13 @@ impl Kafka {
         if let Err((err, _)) = self.producer.send(record) {
             debug!(%err, "candidacy not queued");
         }
+    }
+
+    /// Says `said` of our crontab in every heartbeat from now on: at start
+    /// and whenever the file is read again.
+    pub fn say_crontab(&mut self, said: Option<CrontabSaid>) {
+        CrontabSaid::ours(said.as_ref());
+        self.crontab = said;
     }
 
     /// The end of the seat's `partition` when we joined: every record from
@@ -463,6 +476,8 @@ impl Kafka {
             // aside as an unhealthy one does).
             unhealthy: self.out != Out::In,
             roles: self.roles,
+            crontab: self.crontab.as_ref().map(|c| c.digest.clone()),
+            jobs_on: self.crontab.as_ref().map(|c| c.jobs_on.clone()),
             ..Heartbeat::new(&self.member, self.seq, now, at_ms, content)
         };
         let value = heartbeat.encode();

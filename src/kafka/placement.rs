@@ -6,7 +6,8 @@
 //! a partition that held no job places it there, and every record that a
 //! seat writes on it afterwards carries the name forward (`Record::job`),
 //! so that the placement outlives the claim when the topic's retention
-//! drops it. A member reads the newest records of every partition, finds
+//! drops it; of the records read, the name most of them carry counts
+//! (`held`: one forged record does not move a job). A member reads the newest records of every partition, finds
 //! its jobs already placed, claims a free partition for each job that is
 //! not, and reads again: a claim that lost (another job's came first on
 //! that partition) tries the next free one. Jobs are placed once and stay:
@@ -297,15 +298,26 @@ fn read(
     Ok(Some(records.iter().map(|list| held(list)).collect()))
 }
 
-/// The job a partition holds, by its records in order (`Placed::replaces`).
+/// The job a partition holds, by its newest records in order: the name
+/// most of the records that carry one carry (the newest of those tied),
+/// else the first claim. A record that carries a name comes from a seat
+/// that read the partition, so the holder's name outlives the claims (and
+/// a losing claim left alone by retention); one record carrying another
+/// name, written by anyone with WRITE on the topic, is outvoted by the
+/// seats' own instead of placing the job again on another partition,
+/// where it ran twice at one due time (audit E3).
 fn held(records: &[Heartbeat]) -> Option<String> {
-    records.iter().filter_map(Heartbeat::placed_job).fold(None, |known, placed| {
-        if placed.replaces(known.as_deref()) {
-            Some(placed.job)
-        } else {
-            known
+    let mut votes: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for (at, record) in records.iter().enumerate().filter(|(_, r)| !r.claim) {
+        if let Some(job) = &record.placed {
+            let (count, newest) = votes.entry(job.as_str()).or_default();
+            (*count, *newest) = (*count + 1, at);
         }
-    })
+    }
+    match votes.into_iter().max_by_key(|&(_, vote)| vote) {
+        Some((job, _)) => Some(job.to_owned()),
+        None => records.iter().find(|r| r.claim).and_then(|r| r.placed.clone()),
+    }
 }
 
 /// Where each job goes, given what each partition holds.
@@ -382,6 +394,18 @@ mod tests {
         // seat's records carried the winner.
         let kept = [record(Some("b"), true), record(Some("a"), false), record(None, false)];
         assert_eq!(held(&kept).as_deref(), Some("a"));
+        // One record carrying another name (a forged one, audit E3), the
+        // newest or the oldest read, is outvoted by the seats' records; a
+        // forged claim after them counts for nothing.
+        let mut seats = vec![record(Some("a"), false); 3];
+        seats.push(record(Some("other"), false));
+        assert_eq!(held(&seats).as_deref(), Some("a"));
+        seats.rotate_right(1);
+        assert_eq!(held(&seats).as_deref(), Some("a"));
+        seats.push(record(Some("other"), true));
+        assert_eq!(held(&seats).as_deref(), Some("a"));
+        // Tied: the newest.
+        assert_eq!(held(&[record(Some("a"), false), record(Some("b"), false)]).as_deref(), Some("b"));
     }
 
     #[test]

@@ -138,6 +138,9 @@ pub struct SeatView<'a> {
     pub next_due: Option<NextRun>,
     /// Our crontab's job on this seat, if one is.
     pub job: Option<&'a str>,
+    /// The crontab job placed on its partition: ours, or one its records
+    /// name that our file lacks (run nowhere while we own it).
+    pub placed: Option<&'a str>,
 }
 
 /// The member's core: one per neli-run process, holding its seats.
@@ -281,6 +284,7 @@ impl Leader {
             child_alive: seat.child != Child::Idle,
             next_due: seat.next_due(&self.view()),
             job: self.settings.job_on(partition),
+            placed: seat.job.as_deref(),
         })
     }
 

@@ -134,7 +134,8 @@ impl Shell {
         }
 
         let (events_tx, events) = unbounded_channel();
-        let Some(kafka) = connect(&cfg, events_tx, &mut signals, started.boot).await? else { return Ok(None) };
+        let Some(mut kafka) = connect(&cfg, events_tx, &mut signals, started.boot).await? else { return Ok(None) };
+        kafka.say_crontab(crate::kafka::CrontabSaid::of(&cfg));
         // Once connected: only the loop reaps a check's process (during a
         // long connect each would time out, and the log blame the check).
         let health = Health::start(&cfg)?;
@@ -305,6 +306,7 @@ impl Shell {
         let names: Vec<&str> = jobs.values().map(|job| job.name.as_str()).collect();
         info!(jobs = ?names, "crontab read again");
         self.core.set_jobs(jobs, BootTime::now());
+        self.kafka.say_crontab(crate::kafka::CrontabSaid::of(cfg));
         for (&partition, seat) in &mut self.seats {
             seat.child.set_command(cfg, partition);
         }

@@ -62,6 +62,8 @@ enum Outcome {
 /// A crontab read again, its jobs placed.
 pub(super) struct Read {
     jobs: Vec<Job>,
+    /// The file's digest (`crontab::digest`).
+    digest: String,
     placed: BTreeMap<String, Partition>,
     /// The topic's partitions: more than we started with when a new job
     /// took a partition added for it.
@@ -91,13 +93,13 @@ impl Reload {
         self.reading = Some(tokio::task::spawn_blocking(move || {
             // Before reading: a change made meanwhile is read next time.
             let stamp = stamp(&file);
-            let jobs = match read_crontab(&file, zone) {
-                Ok(jobs) => jobs,
+            let (jobs, digest) = match read_crontab(&file, zone) {
+                Ok(read) => read,
                 Err(e) => return (stamp, Outcome::Refused(e)),
             };
             let names: Vec<String> = jobs.iter().map(|job| job.name.clone()).collect();
             match crate::kafka::placement::place(&settings, &names) {
-                Ok((placed, partitions)) => (stamp, Outcome::Read(Read { jobs, placed, partitions })),
+                Ok((placed, partitions)) => (stamp, Outcome::Read(Read { jobs, digest, placed, partitions })),
                 Err(e) => {
                     error!("placing the crontab's jobs: {e}; the jobs go on as they were, and placing is tried again");
                     (stamp, Outcome::Again)
@@ -137,7 +139,7 @@ impl Reload {
                         r.ask("asked again meanwhile");
                     }
                     if let Outcome::Read(read) = outcome {
-                        r.cfg.reload(read.jobs, &read.placed, read.partitions);
+                        r.cfg.reload((read.jobs, read.digest), &read.placed, read.partitions);
                         return r.cfg.clone();
                     }
                 }

@@ -111,9 +111,13 @@ impl Report {
         for stat in m.jobs.values_mut() {
             (stat.owned, stat.next_due_ms) = (false, None);
         }
+        m.lacked.clear();
         for view in views {
-            let Some(job) = view.job else { continue };
             let leads = token(view.standing).is_some();
+            let Some(job) = view.job else {
+                m.lacked.extend(view.placed.filter(|_| leads).map(str::to_owned));
+                continue;
+            };
             // Named once: this runs at every turn of the loop.
             if !m.jobs.contains_key(job) {
                 m.jobs.insert(job.to_owned(), metrics::JobStat::default());

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
+use super::jobs::JobState;
 use super::view::{View, Writer};
 use crate::printable::printable;
 
@@ -34,10 +35,14 @@ impl Agreement {
     /// of `partitions`.
     pub(super) fn of(views: &[View], partitions: Option<u32>, now_ms: u64) -> Agreement {
         let mut newest: BTreeMap<(String, String), Writer> = BTreeMap::new();
-        for w in views.iter().flat_map(|v| &v.writers) {
+        // A crontab member that owns no partition says its file in its
+        // candidacy (partition 0's).
+        let standbys = views.first().map(|v| v.standbys(now_ms)).unwrap_or_default();
+        let idle = standbys.into_iter().filter(|c| c.crontab.is_some()).map(Writer::of_candidacy);
+        for w in views.iter().flat_map(|v| v.writers.iter().cloned()).chain(idle) {
             let key = (w.name.clone(), w.incarnation.clone());
             if newest.get(&key).is_none_or(|known| known.at_ms < w.at_ms) {
-                newest.insert(key, w.clone());
+                newest.insert(key, w);
             }
         }
         let members = newest
@@ -60,15 +65,20 @@ impl Agreement {
     }
 
     /// Whether role `j` runs: its partition has a fresh leader whose
-    /// --roles reaches it (a member of fewer roles never runs it).
+    /// --roles reaches it (a member of fewer roles never runs it), or under
+    /// a crontab whose file has the partition's job (`jobs.rs`).
     pub(super) fn runs(&self, views: &[View], j: usize, now_ms: u64) -> bool {
+        if let Some(state) = self.job(views, j, now_ms) {
+            return state == JobState::Runs;
+        }
         let reaches = |roles: Option<u32>| self.crontab || usize::try_from(roles.unwrap_or(1)).is_ok_and(|n| j < n);
         views.get(j).and_then(|v| v.fresh_leader(now_ms)).is_some_and(|hb| reaches(hb.roles))
     }
 
-    /// Whether every role runs.
+    /// Whether every role runs (a crontab's job that no member's file has
+    /// any more needs not).
     pub(super) fn all_run(&self, views: &[View], now_ms: u64) -> bool {
-        (0..views.len()).all(|j| self.runs(views, j, now_ms))
+        (0..views.len()).all(|j| self.runs(views, j, now_ms) || self.job(views, j, now_ms) == Some(JobState::Removed))
     }
 
     /// The live members by the --roles each says, where some member says
@@ -128,6 +138,8 @@ impl Agreement {
                     "pid": w.pid,
                     "roles": (!self.crontab).then_some(w.roles),
                     "leads": leads,
+                    "crontab": w.crontab,
+                    "jobs_on": w.jobs_on,
                 })
             })
             .collect();

@@ -30,6 +30,7 @@
 mod agree;
 mod control;
 mod drain;
+mod jobs;
 mod probe;
 mod read;
 mod render;
@@ -220,7 +221,10 @@ fn roles_status(
     loop {
         let now = wall_ms();
         let mut key: String = views.iter().map(|v| v.key(now) + "|").collect();
-        key += &agree::Agreement::of(&views, partitions, now).lines();
+        let agreement = agree::Agreement::of(&views, partitions, now);
+        key += &agreement.lines();
+        key += &agreement.crontab_lines();
+        key.extend((0..views.len()).map(|j| agreement.job_line(&views, j, now)));
         if key != shown {
             say(&render_roles(target, &views, partitions, json_out))?;
             shown = key;

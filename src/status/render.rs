@@ -99,7 +99,7 @@ pub(super) fn render(target: &Target, view: &View, json_out: bool) -> String {
     if view.scheduled() {
         return leadership(target, view, fresh, now)
             + &paused
-            + &schedule_lines(view, fresh, now, usize::MAX)
+            + &schedule_lines(view, fresh, now, usize::MAX, view.next_ms)
             + &standbys;
     }
     let last_run = view.job.as_ref().map_or(String::new(), |job| run_line(job, fresh, now));
@@ -137,13 +137,20 @@ pub(super) fn render_roles(target: &Target, views: &[View], partitions: Option<u
             .map(role)
             .map(|(j, fresh, stale)| {
                 let hb = fresh.or(stale);
+                let (state, has_job) = agreement.job_json(views, j, now);
+                let mut schedule = schedule_json(&views[j], fresh);
+                if let Some(planned) = schedule.as_mut().filter(|_| agreement.unplanned(views, j, now)) {
+                    (planned["next_due"], planned["next_retry"]) = (json!(null), json!(null));
+                }
                 json!({
                     "role": j,
                     "job": views[j].placed,
                     "fresh": fresh.is_some(),
                     "runs": agreement.runs(views, j, now),
+                    "state": state,
+                    "has_job": has_job,
                     "leader": hb.map(|hb| leader_json(hb, now)),
-                    "schedule": schedule_json(&views[j], fresh),
+                    "schedule": schedule,
                     "paused": views[j].paused().is_some(),
                 })
             })
@@ -159,6 +166,7 @@ pub(super) fn render_roles(target: &Target, views: &[View], partitions: Option<u
             "roles": roles,
             "members": members,
             "roles_disagree": disagree,
+            "crontab_disagree": agreement.crontabs_disagree(),
             "standbys": standbys.iter().map(|c| json!({
                 "name": c.name,
                 "host": c.host,
@@ -178,6 +186,10 @@ pub(super) fn render_roles(target: &Target, views: &[View], partitions: Option<u
         printable(&target.topic),
         views.len()
     );
+    match agreement.removed(views, now) {
+        0 => {}
+        n => out += &format!(" ({n} removed from every member's crontab)"),
+    }
     for (j, fresh, stale) in views.iter().enumerate().map(role) {
         // A crontab's partition is named by its job.
         let what =
@@ -210,10 +222,14 @@ pub(super) fn render_roles(target: &Target, views: &[View], partitions: Option<u
             out += &pause_line(pause, fresh, now, &resume).replace("\n  ", "\n    ");
         }
         // A role on a schedule: its next due time and newest run, under it
-        // (`--json` has its retained runs).
-        out += &schedule_lines(&views[j], fresh, now, 1).replace("\n  ", "\n    ");
+        // (`--json` has its retained runs); a crontab's job that does not
+        // run, or was removed, has no next due time.
+        let next = views[j].next_ms.filter(|_| !agreement.unplanned(views, j, now));
+        out += &agreement.job_line(views, j, now);
+        out += &schedule_lines(&views[j], fresh, now, 1, next).replace("\n  ", "\n    ");
     }
     out += &agreement.lines();
+    out += &agreement.crontab_lines();
     for c in views.first().map(|v| v.standbys(now)).unwrap_or_default() {
         out += &format!(
             "\n  no role: {} (host {}, pid {}){}, last seen {} ago",
@@ -268,7 +284,7 @@ pub(super) fn history(job: &str, partition: i32, view: &View, json_out: bool) ->
     let paused = view.paused().map_or(String::new(), |p| pause_line(p, fresh, now, &resume));
     format!("job {} (role {partition}): {owner}", printable(job))
         + &paused
-        + &schedule_lines(view, fresh, now, view.runs.len())
+        + &schedule_lines(view, fresh, now, view.runs.len(), view.next_ms)
         + &runs
 }
 
@@ -422,9 +438,11 @@ fn retried(view: &View) -> Option<(u64, u32)> {
     Some((newest.due_ms?, newest.attempt + 1))
 }
 
-/// A schedule's lines: when it is next due, and its `newest` runs.
-fn schedule_lines(view: &View, fresh: Option<&Heartbeat>, now: u64, newest: usize) -> String {
-    let mut out = match (view.next_ms, retried(view)) {
+/// A schedule's lines: when it is `next` due (the view's, unless it is
+/// not to be shown), and its `newest` runs.
+fn schedule_lines(view: &View, fresh: Option<&Heartbeat>, now: u64, newest: usize, next: Option<u64>) -> String {
+    let retry = retried(view).filter(|_| next.is_some());
+    let mut out = match (next, retry) {
         (Some(next), Some((due, attempt))) => format!(
             "\n  next run: attempt {attempt} of the run due {}, {}",
             rfc3339(due),
@@ -586,7 +604,7 @@ mod tests {
         };
         let mut v = View::default();
         v.add(record(true));
-        let text = schedule_lines(&v, None, now, 1);
+        let text = schedule_lines(&v, None, now, 1, v.next_ms);
         assert!(
             text.contains(&format!("next run: attempt 2 of the run due {}, at {}", rfc3339(due), rfc3339(retry_at))),
             "{text}"
@@ -597,7 +615,7 @@ mod tests {
         assert_eq!(json["next_due"], json!(rfc3339(retry_at)), "{json}");
         // Once a record plans a due time of the schedule, that is shown.
         v.add(record(false));
-        let text = schedule_lines(&v, None, now, 1);
+        let text = schedule_lines(&v, None, now, 1, v.next_ms);
         assert!(text.contains(&format!("next run due {}", rfc3339(retry_at))), "{text}");
         assert_eq!(schedule_json(&v, None).expect("a schedule")["next_retry"], serde_json::Value::Null);
     }

@@ -59,9 +59,29 @@ pub(super) struct Writer {
     pub(super) roles: u32,
     pub(super) at_ms: u64,
     pub(super) deadline_ms: u64,
+    /// Under a crontab, its file's digest and the partitions whose jobs
+    /// that file has (`Heartbeat::crontab`, `jobs_on`; None from a member
+    /// of before them).
+    pub(super) crontab: Option<String>,
+    pub(super) jobs_on: Option<String>,
 }
 
 impl Writer {
+    /// A member that owns no partition, as its candidacy says it.
+    pub(super) fn of_candidacy(c: &candidacy::Record) -> Writer {
+        Writer {
+            name: c.name.clone(),
+            incarnation: c.incarnation.clone(),
+            host: c.host.clone(),
+            pid: c.pid,
+            roles: 1,
+            at_ms: c.at_ms,
+            deadline_ms: c.live_ms,
+            crontab: c.crontab.clone(),
+            jobs_on: c.jobs_on.clone(),
+        }
+    }
+
     /// Whether its newest record is within its own deadline at `now_ms`:
     /// a live member.
     pub(super) fn live(&self, now_ms: u64) -> bool {
@@ -106,6 +126,8 @@ impl View {
             roles: hb.roles.unwrap_or(1).max(1),
             at_ms: hb.at_ms,
             deadline_ms: hb.deadline_ms,
+            crontab: hb.crontab.clone(),
+            jobs_on: hb.jobs_on.clone(),
         });
     }
 

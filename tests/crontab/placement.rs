@@ -106,6 +106,8 @@ fn a_crontab_read_again_changes_adds_and_removes_jobs_and_moves_no_other() {
     for series in [
         "neli_job_owned{job=\"a\"} 1",
         "neli_job_owned{job=\"c\"} 1",
+        // b's partition is still ours, and our file lacks b now.
+        "neli_job_lacked{job=\"b\"} 1",
         "neli_job_last_exit_status{job=\"c\"} 0",
         "neli_job_last_lateness_seconds{job=\"a\"} ",
         "neli_job_last_duration_seconds{job=\"a\"} ",
@@ -236,4 +238,34 @@ fn a_job_refused_its_partition_is_placed_once_kafka_allows_it_without_a_reload()
     assert!(one.log().contains("placing the jobs failed before: reading the crontab again"), "{}", one.log());
     assert!(!one.log().contains("SIGHUP"), "{}", one.log());
     fleet.assert_once();
+}
+
+/// Audit E3: one record on job J0's partition carrying another job's name
+/// (anyone with WRITE on the topic can write it) made a member that started
+/// next take the partition for the other job and claim a new partition for
+/// J0, which then ran on both at one due time. The seats' own records
+/// outvote it: the newcomer places J0 where the others did, claiming
+/// nothing.
+#[test]
+fn one_forged_record_does_not_move_a_job_to_a_second_partition() {
+    let fleet = Fleet::new("crontab-forged", &["hourly", "other"], "1h", "0");
+    let (a, b) = (fleet.member("a"), fleet.member("b"));
+    let takeover = fleet.g.broker.timing.takeover();
+    crate::util::wait_until(takeover * 2, "a and b placed their jobs", || {
+        placed(&a).len() == 2 && placed(&b).len() == 2
+    });
+    let at_0 = placed(&a).into_iter().find(|(_, p)| p == "0").map(|(job, _)| job).expect("a job on partition 0");
+    let forged_name = if at_0 == "hourly" { "other" } else { "hourly" };
+    crate::util::wait_until(takeover * 2, "partition 0's owner heartbeats", || {
+        [&a, &b].iter().any(|m| m.log().contains("partition=0}: leader: read own heartbeat back"))
+    });
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let forged = format!(
+        r#"{{"v":2,"name":"forger","incarnation":"ffff","host":"h","pid":1,"seq":1,"sent_ns":1,"at_ms":{now},"token":null,"role":"released","run":0,"since_ms":null,"deadline_ms":0,"placed":"{forged_name}"}}"#
+    );
+    fleet.g.produce(forged.as_bytes());
+    let c = fleet.member("c");
+    crate::util::wait_until(takeover * 2, "c placed its jobs", || placed(&c).len() == 2);
+    assert_eq!(placed(&c), placed(&a), "c places each job where a and b did: {}", c.log());
+    assert!(!c.log().contains("claiming a partition for the job"), "{}", c.log());
 }

@@ -219,7 +219,7 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
         Heartbeat::new(&ghost, 1, BootTime::now(), wall_ms(), Content { record, since_ms: None, deadline_ms: 1000 });
     const DAY: u64 = 86_400_000;
     hb.at_ms += DAY;
-    hb.job.as_mut().unwrap().wave_ms += DAY;
+    hb.attempt.as_mut().unwrap().wave_ms += DAY;
     g.produce(&hb.encode());
     let mut a = g.member("a", &[], &["true"]);
     assert_eq!(a.wait_exit(bound(&g)).code(), Some(0), "{}", a.log());
@@ -257,7 +257,7 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
     let mut hb =
         Heartbeat::new(&ghost, 2, BootTime::now(), wall_ms(), Content { record, since_ms: None, deadline_ms: 60_000 });
     hb.at_ms += DAY;
-    hb.job.as_mut().unwrap().wave_ms += DAY;
+    hb.attempt.as_mut().unwrap().wave_ms += DAY;
     g.produce(&hb.encode());
     assert_eq!(b.wait_exit(bound(&g)).code(), Some(0), "{}", b.log());
     assert!(b.log().contains("this wave's run already ended"), "{}", b.log());

@@ -491,7 +491,7 @@ impl WriterContext {
     /// offset tells which leaders read it before they led: those whose
     /// token (their first record's offset) is greater.
     fn ended_run_recorded(&self, partition: Partition, offset: i64, hb: &Heartbeat) {
-        let Some(job) = hb.job.as_ref().filter(|j| j.name == hb.name && j.host == hb.host) else { return };
+        let Some(job) = hb.attempt.as_ref().filter(|j| j.name == hb.name && j.host == hb.host) else { return };
         let Some(code) = job.code else { return };
         let Ok(mut last) = self.recorded.lock() else { return };
         if last.insert(partition, (job.token, job.due_ms)) == Some((job.token, job.due_ms)) {

@@ -84,9 +84,9 @@ pub struct Heartbeat {
     #[serde(default)]
     pub deadline_ms: u64,
     /// The newest attempt of a wave, or run of a schedule, its writer knew
-    /// of.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job: Option<WireJob>,
+    /// of ("job" on the wire, from before the crontab's jobs took the word).
+    #[serde(default, rename = "job", skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<WireAttempt>,
     /// Wall clock (ms since the epoch) when its writer's schedule next
     /// runs, as it plans it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -204,10 +204,11 @@ impl From<&crate::config::timing::Timing> for WireTiming {
     }
 }
 
-/// An [`Attempt`] on the wire (a record's `job`): wall-clock times, and who
+/// An [`Attempt`] on the wire (a record's `attempt`, `job` in its JSON):
+/// wall-clock times, and who
 /// ran it by name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WireJob {
+pub struct WireAttempt {
     /// Wall clock (ms since the epoch) when the wave's first attempt started.
     pub wave_ms: u64,
     /// That attempt's token (absent from the first records with a job).
@@ -274,10 +275,10 @@ impl Heartbeat {
             start,
             since_ms: content.since_ms.filter(|_| token.is_some()),
             deadline_ms: content.deadline_ms,
-            job: attempt.map(|attempt| {
+            attempt: attempt.map(|attempt| {
                 let Runner { name, host } =
                     attempt.by.unwrap_or_else(|| Runner { name: member.name.clone(), host: member.host.clone() });
-                WireJob {
+                WireAttempt {
                     wave_ms: attempt.wave_ms,
                     wave_token: Some(attempt.wave_token),
                     attempt: attempt.number,
@@ -347,7 +348,7 @@ impl Heartbeat {
             stance,
             age: if self.at_ms == 0 { ms(0) } else { ms(now_ms.saturating_sub(self.at_ms)) },
             deadline: if self.deadline_ms == 0 { ours } else { ms(self.deadline_ms) },
-            attempt: self.job.as_ref().map(|job| Attempt {
+            attempt: self.attempt.as_ref().map(|job| Attempt {
                 wave_ms: job.wave_ms,
                 wave_token: job.wave_token.unwrap_or(job.token),
                 number: job.attempt,
@@ -424,7 +425,7 @@ mod tests {
         assert_eq!(read, Attempt { by, ..job });
         // The first records with a job had no wave token: the attempt's own.
         let mut old = hb.clone();
-        old.job.as_mut().unwrap().wave_token = None;
+        old.attempt.as_mut().unwrap().wave_token = None;
         assert_eq!(old.as_other(4, std::time::Duration::from_secs(3), AT).attempt.unwrap().wave_token, 3);
     }
 

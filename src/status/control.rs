@@ -231,7 +231,8 @@ pub fn cron_trigger_main(args: crate::cli::CronTriggerArgs, env_properties: Opti
         while start.elapsed() < timeout {
             let Some(Ok(msg)) = consumer.poll(Duration::from_millis(100)) else { continue };
             let hb = msg.payload().and_then(Heartbeat::decode).filter(|_| msg.partition() == partition);
-            let Some(run) = hb.and_then(|hb| hb.job).filter(|run| run.due_ms.is_some_and(|due| due >= at_ms)) else {
+            let Some(run) = hb.and_then(|hb| hb.attempt).filter(|run| run.due_ms.is_some_and(|due| due >= at_ms))
+            else {
                 continue;
             };
             let due = run.due_ms.map_or("?".into(), super::render::rfc3339_ms);

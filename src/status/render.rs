@@ -8,7 +8,7 @@ use serde_json::json;
 use super::view::View;
 use crate::clock::wall_ms;
 use crate::config::Target;
-use crate::kafka::heartbeat::{Heartbeat, WireJob, WirePause};
+use crate::kafka::heartbeat::{Heartbeat, WireAttempt, WirePause};
 use crate::printable::printable;
 
 /// `status --json`'s format (docs/operations.md, "Who leads?"): raised when a key
@@ -335,7 +335,7 @@ fn standby_lines(view: &View, now: u64) -> String {
 /// run is a wave of one that never ends): what it does now, in the words
 /// of a service while it runs; attempts only once it ended or was cut
 /// short.
-fn run_line(job: &WireJob, fresh: Option<&Heartbeat>, now: u64) -> String {
+fn run_line(job: &WireAttempt, fresh: Option<&Heartbeat>, now: u64) -> String {
     let by = format!("by {} (host {}), token {}", printable(&job.name), printable(&job.host), job.token);
     let retried = match job.attempt {
         1 => String::new(),
@@ -485,9 +485,9 @@ fn schedule_lines(view: &View, fresh: Option<&Heartbeat>, now: u64, newest: usiz
 /// (its leader crashed, was fenced or stopped, or `pause --stop` stopped
 /// it: it runs again, unless a later due time came meanwhile and ran in
 /// its place under the same token, findings C-5).
-fn run_state(job: &WireJob, fresh: Option<&Heartbeat>) -> &'static str {
+fn run_state(job: &WireAttempt, fresh: Option<&Heartbeat>) -> &'static str {
     let newest = |hb: &Heartbeat| {
-        hb.job.as_ref().is_none_or(|n| (n.wave_ms, n.attempt, n.due_ms) == (job.wave_ms, job.attempt, job.due_ms))
+        hb.attempt.as_ref().is_none_or(|n| (n.wave_ms, n.attempt, n.due_ms) == (job.wave_ms, job.attempt, job.due_ms))
     };
     let runs =
         |hb: &Heartbeat| hb.token == Some(job.token) && newest(hb) && hb.pause.as_ref().is_none_or(|p| p.running);
@@ -585,7 +585,7 @@ mod tests {
     fn a_retry_waiting_is_shown_as_its_due_times_next_attempt_and_not_as_a_due_time() {
         let now = wall_ms();
         let (due, retry_at) = (now - 60_000, now + 8_000);
-        let failed = WireJob {
+        let failed = WireAttempt {
             wave_ms: due,
             wave_token: Some(1),
             attempt: 1,
@@ -597,7 +597,7 @@ mod tests {
             ended_ms: Some(due + 10),
         };
         let record = |next_retry: bool| Heartbeat {
-            job: Some(failed.clone()),
+            attempt: Some(failed.clone()),
             next_ms: Some(retry_at),
             next_retry,
             ..hb("a", Some(1), now - 100)
@@ -625,7 +625,7 @@ mod tests {
         // C-5: `cron pause --stop` stopped the run due at `due`; on resume
         // its owner ran the later due time under the same token.
         let now = wall_ms();
-        let run = |due: u64| WireJob {
+        let run = |due: u64| WireAttempt {
             wave_ms: due,
             wave_token: Some(1),
             attempt: 1,
@@ -637,11 +637,11 @@ mod tests {
             ended_ms: None,
         };
         let (stopped, later) = (run(now - 20_000), run(now - 2_000));
-        let leader = Heartbeat { job: Some(later.clone()), ..hb("a", Some(1), now - 100) };
+        let leader = Heartbeat { attempt: Some(later.clone()), ..hb("a", Some(1), now - 100) };
         assert_eq!(run_state(&stopped, Some(&leader)), "cut-short");
         assert_eq!(run_state(&later, Some(&leader)), "running");
         let mut v = View::default();
-        v.add(Heartbeat { job: Some(stopped.clone()), ..hb("a", Some(1), now - 15_000) });
+        v.add(Heartbeat { attempt: Some(stopped.clone()), ..hb("a", Some(1), now - 15_000) });
         v.add(leader.clone());
         let states: Vec<_> = schedule_json(&v, Some(&leader)).expect("a schedule")["runs"]
             .as_array()

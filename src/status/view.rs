@@ -4,7 +4,7 @@
 //! `render` writes it out.
 
 use crate::kafka::candidacy;
-use crate::kafka::heartbeat::{Heartbeat, WireJob, WirePause};
+use crate::kafka::heartbeat::{Heartbeat, WireAttempt, WirePause};
 use crate::kafka::yield_request::PauseRequest;
 
 /// How many of a schedule's runs `status` shows: the newest. Older ones
@@ -24,9 +24,9 @@ pub(super) struct View {
     pub(super) unhealthy: bool,
     /// The newest run of a wave the records name (once per wave), as the
     /// members read it: the larger token, or of one run, its ending.
-    pub(super) job: Option<WireJob>,
+    pub(super) job: Option<WireAttempt>,
     /// A schedule's newest runs the records name, oldest first.
-    pub(super) runs: Vec<WireJob>,
+    pub(super) runs: Vec<WireAttempt>,
     /// When the schedule next runs, as the newest record that said
     /// planned it.
     pub(super) next_ms: Option<u64>,
@@ -162,13 +162,13 @@ impl View {
         if hb.next_ms.is_some() {
             (self.next_ms, self.next_retry) = (hb.next_ms, hb.next_retry);
         }
-        if let Some(job) = hb.job.take() {
-            let newer = |known: &WireJob| {
-                let key = |j: &WireJob| (j.token, j.due_ms, j.attempt, j.code);
+        if let Some(job) = hb.attempt.take() {
+            let newer = |known: &WireAttempt| {
+                let key = |j: &WireAttempt| (j.token, j.due_ms, j.attempt, j.code);
                 crate::leader::supersedes(key(&job), key(known))
             };
             if job.due_ms.is_some() {
-                let run = |r: &WireJob| (r.token, r.due_ms, r.attempt);
+                let run = |r: &WireAttempt| (r.token, r.due_ms, r.attempt);
                 match self.runs.iter_mut().find(|r| run(r) == run(&job)) {
                     Some(known) if newer(known) => *known = job.clone(),
                     Some(_) => {}

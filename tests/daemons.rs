@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{run, wait_until, Broker, Group, LONG, LONG_LEASE, SHIM_BOUND};
+use crate::util::{run, wait_until, Broker, Group, FENCE_ROOM, LONG, LONG_LEASE, SHIM_BOUND};
 
 /// A command that starts a double-forked, setsid'd `sleep` that ignores
 /// SIGTERM (d1) and a setsid'd shell (d2) that notes SIGTERM in `d2-term`
@@ -211,7 +211,7 @@ fn a_fence_kills_the_daemons_and_leadership_returns_without_overlap() {
     wait_for_daemons(g.dir.path());
     let t = g.broker.timing;
     g.broker.signal(Signal::SIGSTOP);
-    wait_until(t.deadline + Duration::from_secs(3), "the fence killed the command and its daemons", || !g.lock_held());
+    wait_until(t.deadline + FENCE_ROOM, "the fence killed the command and its daemons", || !g.lock_held());
     g.broker.signal(Signal::SIGCONT);
     wait_until(t.takeover(), "someone leads again", || g.lock_held());
     g.assert_no_overlap();

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::util::{sleeping, wait_until, Broker, Group, KillSleeping, LONG};
+use crate::util::{sleeping, wait_until, Broker, Group, KillSleeping, FENCE_ROOM, LONG};
 
 /// The pids in `file`, one a line (each hook appends its own).
 fn pids(file: &Path) -> Vec<i32> {
@@ -39,12 +39,6 @@ impl Drop for KillHooks {
 fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
 }
-
-/// How long past the heartbeat deadline a fence may take to kill the
-/// command on a loaded machine (neli-run's timer, the shim's kill, the
-/// detector's lock let go). A hook that held the fence up would hold it
-/// for its --hook-timeout, minutes.
-const FENCE_ROOM: Duration = Duration::from_secs(15);
 
 /// A hook line that writes the NELI_ variables it is told, sorted, to
 /// `$NELI_HOOK.env` in `g`'s directory (read back with `env_in`).

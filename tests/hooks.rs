@@ -193,6 +193,22 @@ fn a_hook_past_its_timeout_is_killed_with_its_process_group_and_a_fence_is_told_
     g.assert_no_overlap();
 }
 
+/// A hook that hangs, and what it started, die with a neli-run killed
+/// with SIGKILL, which can kill nothing itself (they ran on for good).
+#[test]
+fn a_hook_that_hangs_is_killed_with_all_it_started_when_neli_run_is_killed_with_sigkill() {
+    let g = Group::new("hooks-kill9");
+    let file = g.dir.path().join("hook.pids");
+    let _cleanup = KillHooks(vec![file.clone()]);
+    let hang = format!("sleep 1000 & echo $! >> {0}; echo $$ >> {0}; wait", file.display());
+    let mut a = g.member("a", &["--on-lead", &hang, "--hook-timeout", "10m"], &["sleep", "1000"]);
+    wait_until(LONG, "the hook and its child run", || pids(&file).len() == 2);
+    a.signal(Signal::SIGKILL);
+    a.wait_exit(LONG);
+    let hooks = pids(&file);
+    wait_until(LONG, "the hook and its child are gone", || hooks.iter().all(|&p| !alive(p)));
+}
+
 #[test]
 fn a_command_the_shim_fenced_while_its_member_was_frozen_is_told_as_fenced() {
     // The shim's lease and neli-run's own fence run out together: when the

@@ -274,8 +274,9 @@ impl Broker {
         // binds it (another test's broker, given the same free port); then
         // the broker exits and something else answers there. So a broker
         // is up once it says so itself, having bound the port, and not when
-        // the port answers: seen in CI, a test that took another's broker
-        // for its own lost it when that test ended.
+        // the port answers: a test that took another's broker for its own
+        // would lose it when that test ended (the likely cause of a CI
+        // run's member that never connected within 30 s).
         static LOGS: AtomicU32 = AtomicU32::new(0);
         let log = std::env::temp_dir().join(format!(
             "neli-test-broker-{}-{}.log",

@@ -6,12 +6,11 @@
 
 use std::os::fd::OwnedFd;
 use std::process::Stdio;
-use std::time::Duration;
 
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::signal::Signal;
 
-use crate::util::{wait_until, Group, LONG, LONG_LEASE, SHIM_BOUND};
+use crate::util::{wait_until, Group, FENCE_ROOM, LONG, LONG_LEASE, SHIM_BOUND};
 
 /// A pipe for a member's stderr: (read end, write end for the member).
 /// Close-on-exec, or processes that other tests start at the same time
@@ -70,7 +69,7 @@ fn a_frozen_leader_with_a_dead_log_reader_is_fenced_by_the_lease_and_carries_on(
     m.signal(Signal::SIGSTOP);
     // neli-run is frozen: only the shim's lease can kill the command, and
     // its report meets EPIPE.
-    wait_until(t.deadline + Duration::from_secs(3), "the lease fenced the frozen leader's child", || !g.lock_held());
+    wait_until(t.deadline + FENCE_ROOM, "the lease fenced the frozen leader's child", || !g.lock_held());
     m.signal(Signal::SIGCONT);
     // neli-run logs its fence into the dead pipe, and must live on to lead
     // again. Its log is lost with the pipe: a failure says what is left.

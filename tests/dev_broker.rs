@@ -10,7 +10,7 @@ use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{ClientConfig, ClientContext, Message, Offset, TopicPartitionList};
 
-use crate::util::{run, stays_false, wait_until, Broker, Group};
+use crate::util::{run, stays_false, wait_until, Broker, Group, LONG};
 
 fn consumer(broker: &Broker, group: &str) -> BaseConsumer {
     config(broker, group).create().expect("a consumer")
@@ -66,13 +66,13 @@ fn the_coordinator_describes_the_group_keeps_a_members_commits_and_refuses_an_ou
     let member: BaseConsumer<Logged> =
         config(&broker, group).set("debug", "cgrp,topic,metadata").create_with_context(Logged::default()).unwrap();
     member.subscribe(&[topic]).unwrap();
-    let unassigned = stays_false(Duration::from_secs(30), || {
+    let unassigned = stays_false(LONG, || {
         let _ = member.poll(Duration::from_millis(50));
         member.assignment().is_ok_and(|a| a.count() == 1)
     });
     if unassigned {
         let said = member.context().0.lock().map(|l| l.join("\n")).unwrap_or_default();
-        panic!("the member was not assigned partition 0 within 30 s; librdkafka said:\n{said}");
+        panic!("the member was not assigned partition 0 within {LONG:?}; librdkafka said:\n{said}");
     }
     // As `kafka-consumer-groups --describe` shows it (ListGroups, then
     // DescribeGroups: neither is the mock's).
@@ -92,7 +92,7 @@ fn the_coordinator_describes_the_group_keeps_a_members_commits_and_refuses_an_ou
     assert_eq!(committed(&outsider, topic), Offset::Offset(42), "and nothing of it was kept");
 
     drop(member); // closes: LeaveGroup, the group is empty
-    wait_until(Duration::from_secs(20), "an outsider may commit into the empty group", || {
+    wait_until(LONG, "an outsider may commit into the empty group", || {
         outsider.commit(&at(topic, 7), CommitMode::Sync).is_ok()
     });
     assert_eq!(committed(&outsider, topic), Offset::Offset(7));
@@ -356,9 +356,13 @@ fn a_rewind_makes_a_consumer_read_records_it_was_given_again_from_the_partitions
             assert!(!read, "{brokers} broker(s): {what} within 30 s; given {given:?}; librdkafka said:\n{said}");
         };
         read_until("offsets 3 and 4 given", &|g| g == [3, 4]);
+        // Paused, the reader sends no fetch that could take the rewind
+        // before `describe` shows it pending (seen under load).
+        reader.pause(&at(topic, 5)).unwrap();
         let said = broker.event(&format!("rewind {topic} 0"));
         assert_eq!(said, format!("the next fetch of partition 0 of {topic} is answered OFFSET_OUT_OF_RANGE"));
         assert!(broker.event("describe").ends_with(&format!("; rewinds {topic}/0")));
+        reader.resume(&at(topic, 5)).unwrap();
         read_until("the partition given again from its start", &|g| g.len() >= 7);
         assert_eq!(given, [3, 4, 0, 1, 2, 3, 4], "{brokers} broker(s)");
         assert!(!broker.event("describe").contains("rewinds"), "served once");

@@ -6,21 +6,7 @@ use std::time::Instant;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{bin, run, stays_false, wait_until, Group, LONG};
-
-/// `status --json`'s standbys, as (name, priority).
-fn standbys(g: &Group) -> Vec<(String, u64)> {
-    let (_, out) = run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]);
-    let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_default();
-    json["standbys"]
-        .as_array()
-        .map(|list| {
-            list.iter()
-                .map(|s| (s["name"].as_str().unwrap_or("?").to_string(), s["priority"].as_u64().unwrap_or(999)))
-                .collect()
-        })
-        .unwrap_or_default()
-}
+use crate::util::{bin, run, standbys, stays_false, wait_until, Group, LONG};
 
 /// Sleepers a, leading, and b, listed as its standby.
 fn leader_a_and_standby_b(g: &Group) -> (crate::util::Member, crate::util::Member) {

@@ -236,24 +236,28 @@ fn status_into_a_closed_pipe_exits_quietly_and_watch_ends_with_its_reader() {
 
     // `status --watch | head -1`: the reader takes one line and leaves; the
     // leader does not change, so no further line would reveal that.
-    let mut watch = Command::new(bin())
-        .args(["status", "--watch", "-b", &g.broker.address, "-g", &g.name])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut reader = BufReader::new(watch.stdout.take().unwrap());
+    // (Killed if the test fails before it exits.)
+    let mut watch = KillOnDrop(
+        Command::new(bin())
+            .args(["status", "--watch", "-b", &g.broker.address, "-g", &g.name])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut reader = BufReader::new(watch.0.stdout.take().unwrap());
     let mut line = String::new();
     reader.read_line(&mut line).unwrap();
     assert!(line.starts_with(&format!("group {}: leader a", g.name)), "{line}");
     drop(reader);
     let mut status = None;
-    wait_until(Duration::from_secs(5), "status --watch exits once its reader has gone", || {
-        status = watch.try_wait().unwrap();
+    // One that did not notice would watch for good.
+    wait_until(Duration::from_secs(30), "status --watch exits once its reader has gone", || {
+        status = watch.0.try_wait().unwrap();
         status.is_some()
     });
     let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut stderr).unwrap();
+    std::io::Read::read_to_string(&mut watch.0.stderr.take().unwrap(), &mut stderr).unwrap();
     no_panic(&stderr);
     assert_eq!(status.unwrap().code(), Some(0), "{stderr}");
 }

@@ -7,7 +7,7 @@
 
 use std::fs;
 use std::io::Read;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -79,6 +79,40 @@ pub fn parent_of(pid: i32) -> Option<i32> {
     stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Every process below `pid` (by their parents in /proc): a hook's keeper
+/// and all below it (a subreaper, it keeps them), the shim and its command.
+pub fn descendants(pid: i32) -> Vec<i32> {
+    let procs = fs::read_dir("/proc").into_iter().flatten().flatten();
+    let all: Vec<(i32, i32)> = procs
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter_map(|p| Some((p, parent_of(p)?)))
+        .collect();
+    let mut below = vec![pid];
+    let mut i = 0;
+    while i < below.len() {
+        let parent = below[i];
+        below.extend(all.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    below.split_off(1)
+}
+
+/// SIGKILLs `pids` and their process groups (each hook's keeper leads one,
+/// and what the hook's shell forks next is in it), except this test
+/// process's own group.
+pub fn kill_all(pids: &[i32]) {
+    let ours = nix::unistd::getpgrp();
+    for &pid in pids {
+        let pid = Pid::from_raw(pid);
+        if let Ok(group) = nix::unistd::getpgid(Some(pid)) {
+            if group != ours {
+                let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
+            }
+        }
+        let _ = kill(pid, Signal::SIGKILL);
+    }
+}
+
 /// Kills, when dropped, whatever still runs `sleep MARKER` (see `sleeping`):
 /// a failing test leaves none behind.
 pub struct KillSleeping(pub String);
@@ -99,6 +133,13 @@ impl Drop for KillSleeping {
 pub const LONG: Duration = Duration::from_secs(60);
 pub const LONG_LEASE: [&str; 4] = ["--session-timeout", "10s", "--heartbeat-deadline", "8s"];
 pub const SHIM_BOUND: Duration = Duration::from_secs(4);
+
+/// How long past the heartbeat deadline a fence (or the shim's lease) may
+/// take to kill the command on a loaded machine: neli-run's timer, the
+/// shim's kill, the detector's lock let go. (3 s was a tight bound on a
+/// two-core machine at load 30.) A fence that did not come would not come
+/// at all, or only at a hook's --hook-timeout, minutes.
+pub const FENCE_ROOM: Duration = Duration::from_secs(15);
 
 /// Timing used by every member in tests. The dev broker accepts any session
 /// timeout; real brokers usually refuse less than 6 s, so with
@@ -165,6 +206,8 @@ pub struct Broker {
     process: Option<Child>,
     /// Its control socket, if it takes cluster events.
     control: Option<PathBuf>,
+    /// Our dev broker's stderr (what says it is ready).
+    log: PathBuf,
     pub timing: Timing,
 }
 
@@ -181,6 +224,7 @@ impl Broker {
                 address,
                 process: None,
                 control: None,
+                log: PathBuf::new(),
                 timing: Timing::of_session(session, hb, hb, session / 4),
             };
         }
@@ -240,8 +284,18 @@ impl Broker {
     /// Our own dev broker on `ip` with extra dev-broker options.
     pub fn dev_with(ip: &str, extra: &[&str]) -> Broker {
         // A port found free can be taken by another test before the broker
-        // binds it; then the broker exits and something else answers there.
-        // So a broker counts as up only while its own process lives.
+        // binds it (another test's broker, given the same free port); then
+        // the broker exits and something else answers there. So a broker
+        // is up once it says so itself, having bound the port, and not when
+        // the port answers: a test that took another's broker for its own
+        // would lose it when that test ended (the likely cause of a CI
+        // run's member that never connected within 30 s).
+        static LOGS: AtomicU32 = AtomicU32::new(0);
+        let log = std::env::temp_dir().join(format!(
+            "neli-test-broker-{}-{}.log",
+            std::process::id(),
+            LOGS.fetch_add(1, Ordering::Relaxed)
+        ));
         let (address, process) = (0..5)
             .find_map(|_| {
                 let port = TcpListener::bind((ip, 0)).unwrap().local_addr().unwrap().port();
@@ -250,21 +304,22 @@ impl Broker {
                     .args(["dev-broker", "--listen", &address])
                     .args(extra)
                     .stdout(Stdio::null())
-                    .stderr(Stdio::null())
+                    .stderr(fs::File::create(&log).expect("the dev broker's log"))
                     .spawn()
                     .expect("start the dev broker");
                 let mut exited = false;
-                wait_until(Duration::from_secs(20), "the dev broker accepts connections or exits", || {
+                wait_until(LONG, "the dev broker says it is ready, or exits", || {
                     exited = process.try_wait().unwrap().is_some();
-                    exited || TcpStream::connect(&address).is_ok()
+                    exited || fs::read_to_string(&log).is_ok_and(|l| l.contains("dev broker ready"))
                 });
-                (!exited && process.try_wait().unwrap().is_none()).then_some((address, process))
+                (!exited).then_some((address, process))
             })
             .expect("a dev broker on a free port");
         Broker {
             address,
             process: Some(process),
             control: None,
+            log,
             // Short, for fast tests (a crash is noticed within 3 s).
             timing: Timing::of_session(
                 Duration::from_millis(3000),
@@ -297,6 +352,7 @@ impl Drop for Broker {
         if let Some(control) = &self.control {
             let _ = fs::remove_file(control);
         }
+        let _ = fs::remove_file(&self.log);
     }
 }
 
@@ -409,7 +465,7 @@ impl Group {
     /// start just after taking the lock, so a caller that saw the lock held
     /// may be a moment early: wait for the record.
     pub fn leader_among(&self, members: &[Member]) -> usize {
-        wait_until(Duration::from_secs(5), "the child's start is recorded", || !self.starts().is_empty());
+        wait_until(Duration::from_secs(30), "the child's start is recorded", || !self.starts().is_empty());
         let (name, _) = self.starts().last().cloned().expect("someone started");
         members.iter().position(|m| m.name == name).expect("a member of ours leads")
     }
@@ -434,8 +490,12 @@ impl Group {
         assert_eq!(self.overlaps(), Vec::<String>::new(), "two children ran at once");
     }
 
+    /// An orphan would hold the lock for good: the bound is for a loaded
+    /// machine's last kills and exits.
     pub fn assert_no_orphan(&self) {
-        wait_until(Duration::from_secs(5), "no process holds the lock after every member exited", || !self.lock_held());
+        wait_until(Duration::from_secs(30), "no process holds the lock after every member exited", || {
+            !self.lock_held()
+        });
     }
 }
 
@@ -519,6 +579,13 @@ impl Member {
 
 impl Drop for Member {
     fn drop(&mut self) {
+        // A failing test may stop anywhere: what neli-run started (a hook
+        // that hangs, the shim and its command) goes with it. A passing one
+        // drops a member as kill -9 would, and may check what follows.
+        let below = match std::thread::panicking() && !self.exited() {
+            true => descendants(self.child.id() as i32),
+            false => Vec::new(),
+        };
         let exited = match self.exited() {
             true => format!(", which exited: {}", self.status.expect("exited")),
             false => {
@@ -527,6 +594,7 @@ impl Drop for Member {
                 String::new()
             }
         };
+        kill_all(&below);
         if std::thread::panicking() {
             eprintln!("---- log of {}{exited} ----\n{}", self.name, self.log());
         }
@@ -564,6 +632,20 @@ pub mod tempdir {
     }
 }
 
+/// `status --json`'s standbys, as (name, priority).
+pub fn standbys(g: &Group) -> Vec<(String, u64)> {
+    let (_, out) = run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]);
+    let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_default();
+    json["standbys"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|s| (s["name"].as_str().unwrap_or("?").to_string(), s["priority"].as_u64().unwrap_or(999)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Runs neli-run to completion with `args` (for command-line checks).
 pub fn run(args: &[&str]) -> (i32, String) {
     let out = Command::new(bin()).args(args).stdin(Stdio::null()).output().expect("run neli-run");
@@ -571,12 +653,44 @@ pub fn run(args: &[&str]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), text)
 }
 
-/// A test that cannot run on this machine says so and passes, unless
-/// NELI_NO_SKIP is set (CI sets it): then a skip is a failure, so that no
-/// test passes there without having run.
+/// A test that cannot run on this machine (a tool is missing, or a
+/// permission) passes without having run, unless NELI_NO_SKIP is set (CI
+/// sets it): then a skip is a failure, so that no test passes there without
+/// having run. cargo test counts a skip as passed, so each is listed again
+/// after its summary (`say_skipped`): a newcomer sees what did not run and
+/// what to install.
 pub fn skip(why: &str) {
     assert!(std::env::var_os("NELI_NO_SKIP").is_none(), "cannot run here (NELI_NO_SKIP is set): {why}");
     eprintln!("SKIPPED: {why}");
+    // libtest names each test's thread after the test (not with one thread).
+    let test = std::thread::current().name().filter(|n| *n != "main").unwrap_or("a test").to_string();
+    let mut skipped = SKIPPED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if skipped.is_empty() {
+        // SAFETY: registers a plain function, which touches only a static
+        // and stderr, to run when the test binary exits.
+        unsafe { libc::atexit(say_skipped) };
+    }
+    skipped.push(format!("{test}: {why}"));
+}
+
+/// The tests that skipped, each with why (see `skip`).
+static SKIPPED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Lists the skipped tests below cargo test's summary, which counted them
+/// as passed. Written to stderr as is: libtest captures only print! and
+/// eprint!, and has exited its run by now.
+extern "C" fn say_skipped() {
+    use std::io::Write;
+    let skipped = SKIPPED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut text = format!(
+        "\nSKIPPED: {} of the tests counted as passed above did not run here, each for want of what it names:\n",
+        skipped.len()
+    );
+    for line in skipped.iter() {
+        text += &format!("  {line}\n");
+    }
+    text += "Install what they name (CONTRIBUTING.md lists it all), or set NELI_NO_SKIP=1 to make a skip fail.\n";
+    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 /// A network namespace for a test, or None (see `skip`) when this machine

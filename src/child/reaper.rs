@@ -142,12 +142,21 @@ impl Beside {
     /// `reap` reaps it (the caller must not wait for it: only `reap` does).
     pub fn spawn(mut cmd: std::process::Command) -> io::Result<(Pid, Receiver<ChildStatus>)> {
         let fd_limit = fd_limit();
+        let us = nix::unistd::getpid();
         cmd.process_group(0);
-        // SAFETY: only async-signal-safe calls (fcntl, close_range) between
-        // fork and exec.
+        // SAFETY: only async-signal-safe calls (fcntl, close_range, prctl,
+        // getppid) between fork and exec. A neli-run killed with SIGKILL
+        // can kill nothing: the kernel sends the keeper SIGTERM then, and it
+        // kills all below it, as at --hook-timeout (a hook that hung
+        // outlived it). The thread that spawns is the hooks' or the health
+        // check's, which waits for the keeper to end before it ends.
         unsafe {
             cmd.pre_exec(move || {
                 cloexec_inherited_fds(3, fd_limit);
+                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
+                if nix::unistd::getppid() != us {
+                    return Err(io::Error::other("neli-run died before the hook or check started"));
+                }
                 Ok(())
             });
         }

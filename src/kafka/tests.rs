@@ -253,9 +253,14 @@ fn a_member_standing_aside_reads_on_from_the_first_control_record_not_read() {
     });
 }
 
-/// Waits up to 30 s for the next event that `want` accepts.
+/// How long a test waits for an event: generous, as the mock cluster's
+/// rebalances take seconds of their own, and lib tests share two cores with
+/// a build or the rest of the suite (one failed waiting 30 s at load 8).
+const EVENT_WAIT: Duration = Duration::from_secs(90);
+
+/// Waits up to `EVENT_WAIT` for the next event that `want` accepts.
 fn next<T>(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>, mut want: impl FnMut(Event) -> Option<T>) -> T {
-    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let until = std::time::Instant::now() + EVENT_WAIT;
     while std::time::Instant::now() < until {
         match events.try_recv() {
             Ok(event) => {
@@ -266,7 +271,7 @@ fn next<T>(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>, mut want: i
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
         }
     }
-    panic!("no such event within 30 s");
+    panic!("no such event within {EVENT_WAIT:?}");
 }
 
 /// Regression (the exit hang): leaving joins the consumer thread, which
@@ -290,7 +295,7 @@ fn leaving_ends_a_revoke_barrier_the_shell_loop_never_released() {
         kafka.leave();
         let _ = left.send(());
     });
-    assert!(leaving.recv_timeout(Duration::from_secs(30)).is_ok(), "leaving the group hangs in the revoke barrier");
+    assert!(leaving.recv_timeout(EVENT_WAIT).is_ok(), "leaving the group hangs in the revoke barrier");
 }
 
 /// Both clients replace a connection silent for the request timeout

@@ -29,7 +29,7 @@ use std::io;
 use std::os::unix::process::CommandExt;
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
@@ -210,31 +210,85 @@ fn sweep() -> usize {
 
 /// Waits until no orphan is left below us (see `sweep`), SIGKILLing them.
 /// A shim has exited by now and normally took everything with it; what is
-/// left was reparented to us when the shim was killed, and is condemned. A
-/// process that has been sent SIGKILL never runs user code again, so after a
-/// bound (uninterruptible sleep) we go on. The loop reaps the orphans as
-/// they die (their SIGCHLD); each pass reads /proc on a blocking thread,
-/// off the runtime's workers.
+/// left was reparented to us when the shim was killed, and is condemned.
+/// The loop reaps the orphans as they die (their SIGCHLD); each pass reads
+/// /proc on a blocking thread, off the runtime's workers.
+///
+/// It never gives up: until it returns the run has not ended, and no run
+/// starts after it. A bound used to end the wait after 5 s, on the grounds
+/// that a process sent SIGKILL never runs user code again; but a process
+/// forked between a pass's listing and its kill was sent nothing, and
+/// under load a daemon forking 2,000 `sleep`s outlived the bound and the
+/// next run started beside them (issue 67's loaded runs). A process stuck
+/// in uninterruptible sleep holds the run open until it goes (said once,
+/// then every minute).
 pub async fn all_gone() {
-    let started = Instant::now();
+    all_gone_by(sweep).await;
+}
+
+/// `all_gone`, one pass being `sweep` (how many it found and killed).
+async fn all_gone_by(sweep: fn() -> usize) {
+    let started = tokio::time::Instant::now();
+    let mut said: Option<tokio::time::Instant> = None;
     loop {
         let left = match tokio::task::spawn_blocking(sweep).await {
             Ok(left) => left,
             Err(err) => {
-                tracing::error!(%err, "the sweep of the command's leftovers failed");
-                return;
+                tracing::error!(%err, "a sweep of the command's leftovers failed; sweeping again");
+                usize::MAX
             }
         };
         if left == 0 {
+            if said.is_some() {
+                tracing::info!(took = ?started.elapsed(), "the command's leftovers are gone: its run has ended");
+            }
             return;
         }
-        if started.elapsed() > Duration::from_secs(5) {
+        let long = started.elapsed() > SWEEP_SAY_AFTER;
+        if long && said.is_none_or(|at| at.elapsed() >= SWEEP_SAY_EVERY) {
             tracing::error!(
                 left,
-                "processes the command started were sent SIGKILL but still exist (uninterruptible sleep?)"
+                "processes the command started were sent SIGKILL but still exist (uninterruptible sleep?): \
+                 its run has not ended, and nothing starts here until they are gone"
             );
-            return;
+            said = Some(tokio::time::Instant::now());
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::time::sleep(if long { SWEEP_SLOW_PAUSE } else { Duration::from_millis(5) }).await;
+    }
+}
+
+/// When a sweep that has not ended is said, and how often again.
+const SWEEP_SAY_AFTER: Duration = Duration::from_secs(5);
+const SWEEP_SAY_EVERY: Duration = Duration::from_secs(60);
+/// The pause between passes once a sweep has gone on that long.
+const SWEEP_SLOW_PAUSE: Duration = Duration::from_millis(100);
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::OnceLock;
+    use std::time::Instant;
+
+    use super::*;
+
+    static STARTED: OnceLock<Instant> = OnceLock::new();
+    static LAST_LEFT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+    /// A pass that finds one process left until a second past the bound
+    /// (a fork bomb's last forks, or a process slow to die under load).
+    fn one_left_until_past_the_bound() -> usize {
+        let started = STARTED.get_or_init(Instant::now);
+        let left = usize::from(started.elapsed() < SWEEP_SAY_AFTER + Duration::from_secs(1));
+        LAST_LEFT.store(left, Ordering::SeqCst);
+        left
+    }
+
+    /// The sweep's wait ends only once a pass finds nothing left, however
+    /// long that takes: before, it gave up at its bound and the run was
+    /// reported over with a process of it still there.
+    #[tokio::test]
+    async fn the_sweep_goes_on_past_its_bound_until_nothing_is_left() {
+        all_gone_by(one_left_until_past_the_bound).await;
+        assert_eq!(LAST_LEFT.load(Ordering::SeqCst), 0, "the wait ended with a process left");
     }
 }

@@ -126,3 +126,15 @@ fn a_crontab_past_1024_jobs_is_refused_at_the_first_job_too_many() {
     assert!(err.lines().any(|l| l.starts_with(&at) && l.contains("split the file between groups")), "{err}");
     assert!(out.contains(&format!("{file}: 1024 jobs, 1 line refused")), "{out}");
 }
+
+/// `--from` before 1970 is a time, refused for what it is (findings C-9:
+/// "not an RFC 3339 time").
+#[test]
+fn cron_check_from_before_1970_says_so() {
+    let dir = tempdir::Dir::new("crontab-from");
+    let file = dir.path().join("one.crontab");
+    std::fs::write(&file, JOB).unwrap();
+    let (code, out, err) = check(&["--from", "1969-01-01T00:00:00Z", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("--from 1969-01-01T00:00:00Z: before 1970"), "{err}");
+}

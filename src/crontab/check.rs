@@ -25,10 +25,13 @@ pub fn check_main(args: CronCheckArgs) -> Result<u8, Failure> {
     let tab = super::read(&args.file, zone).map_err(usage)?;
     let now = match &args.from {
         None => crate::clock::wall_ms(),
-        Some(from) => chrono::DateTime::parse_from_rfc3339(from)
-            .ok()
-            .and_then(|t| u64::try_from(t.timestamp_millis()).ok())
-            .ok_or_else(|| usage(format!("--from {from}: not an RFC 3339 time; e.g. 2027-03-28T00:00:00+01:00")))?,
+        Some(from) => {
+            let at = chrono::DateTime::parse_from_rfc3339(from)
+                .map_err(|_| usage(format!("--from {from}: not an RFC 3339 time; e.g. 2027-03-28T00:00:00+01:00")))?;
+            u64::try_from(at.timestamp_millis()).map_err(|_| {
+                usage(format!("--from {from}: before 1970, where no due time is reckoned; give a later time"))
+            })?
+        }
     };
     let mut out = String::new();
     if args.json {

@@ -466,8 +466,13 @@ fn every(text: &str) -> Result<Every, String> {
 /// field that has it (each field alone beside `*`s).
 fn cron(expr: &str, fields: &[Token<'_>], above: &Above) -> LineResult<Cron> {
     Cron::new(expr, above.zone).map_err(|e| {
-        // croner says "Component error: Number out of bounds."
-        let e = e.trim_start_matches("Component error: ").trim_end_matches('.').to_lowercase();
+        // croner says "Component error: Number out of bounds.", or of a
+        // word, "...: cronpattern contains illegal character 'f' in part
+        // 'foo'": its own words, said plainly.
+        let e = match e.contains("illegal character") {
+            true => "not a number, a range, a step, a list or a name the field takes".to_string(),
+            false => e.trim_start_matches("Component error: ").trim_end_matches('.').to_lowercase(),
+        };
         let field = (fields.len() == 5)
             .then(|| {
                 fields.iter().zip(FIELDS).enumerate().find_map(|(i, (field, (name, takes)))| {

@@ -218,3 +218,14 @@ fn an_assignment_of_a_variable_of_neli_run_is_not_passed() {
     assert_eq!(said, [(1, false), (2, false), (4, false)]);
     assert!(tab.problems[0].to_string().contains("NELI_GROUP is neli-run's"), "{}", tab.problems[0]);
 }
+
+/// A word where a field takes numbers is said in our words, not croner's
+/// (findings C-9: "cronpattern contains illegal character 'f' in part 'foo'").
+#[test]
+fn a_word_in_a_numeric_field_is_said_plainly() {
+    let tab = parse("* * * * FOO job true\n", Zone::Local);
+    let problem = &tab.problems[0];
+    assert_eq!((problem.line, problem.column), (1, 9));
+    assert!(problem.message.starts_with("day of week field 'FOO': not a number, a range"), "{}", problem.message);
+    assert!(!problem.message.contains("cronpattern"), "{}", problem.message);
+}

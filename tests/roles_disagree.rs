@@ -25,7 +25,7 @@ fn runner(dir: &Path, j: usize) -> Option<String> {
 
 /// Raises the group's topic to `count` partitions, as
 /// `kafka-topics.sh --alter --partitions` does.
-fn raise_partitions(g: &Group, count: usize) {
+pub(crate) fn raise_partitions(g: &Group, count: usize) {
     use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
     let admin: AdminClient<rdkafka::client::DefaultClientContext> =
         rdkafka::ClientConfig::new().set("bootstrap.servers", &g.broker.address).create().expect("an admin client");

@@ -33,6 +33,7 @@ mod reload;
 mod rewind;
 mod roles;
 mod roles_disagree;
+mod roles_rollout;
 mod sasl;
 mod schedule;
 mod standbys;

@@ -130,17 +130,23 @@ impl Mock {
         self.cluster().partition_leader(topic, partition, Some(leader)).map_err(|e| e.to_string())
     }
 
+    /// How many partitions a topic asked with `asked` gets: --partitions,
+    /// if given.
+    pub fn partitions(&self, asked: i32) -> i32 {
+        self.partitions.unwrap_or(asked)
+    }
+
     /// Creates a topic with `partitions` (unless --partitions says
-    /// otherwise), replicated on every broker, answering as Kafka would;
-    /// returns how many partitions it got. The mock's topic has room for
-    /// more ([`crate::partitions::ROOM`]), which clients are not shown.
-    pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<i32, (i16, String)> {
-        let partitions = self.partitions.unwrap_or(partitions);
+    /// otherwise), replicated on every broker, answering as Kafka would.
+    /// The mock's topic has room for more ([`crate::partitions::ROOM`]),
+    /// which clients are not shown.
+    pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), (i16, String)> {
+        let partitions = self.partitions(partitions);
         let room = partitions.max(crate::partitions::ROOM);
         match self.cluster().create_topic(topic, room, self.brokers) {
             Ok(()) => {
                 info!(topic, partitions, "created topic");
-                Ok(partitions)
+                Ok(())
             }
             Err(KafkaError::MockCluster(code)) => {
                 let message = match code {

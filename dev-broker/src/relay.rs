@@ -53,9 +53,10 @@ impl Shared {
     /// brokers up.
     pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), (i16, String)> {
         self.mock_awake(|| {
-            let partitions = self.mock.create_topic(topic, partitions)?;
+            let partitions = self.mock.partitions(partitions);
+            let leaders = self.cluster.create(topic, partitions, || self.mock.create_topic(topic, partitions))?;
             // The mock would place some on the spare broker.
-            for (p, leader) in (0..).zip(self.cluster.place(topic, partitions)) {
+            for (p, leader) in (0..).zip(leaders) {
                 if let Err(err) = self.mock.set_leader(topic, p, Some(leader).filter(|l| *l > 0)) {
                     warn!(topic, partition = p, leader, %err, "the mock did not take the partition's leader");
                 }

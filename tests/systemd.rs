@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::util::Group;
+use crate::util::{wait_until, Group};
 
 /// Collects datagrams until `until` holds for what was received, or panics.
 fn receive_until(socket: &UnixDatagram, within: Duration, until: impl Fn(&[String]) -> bool) -> Vec<String> {
@@ -127,6 +127,9 @@ fn a_drained_member_says_so_in_its_status_line() {
     let (code, out) = crate::util::run(&[&["undrain", "a"][..], &kafka].concat());
     assert_eq!(code, 0, "{out}");
     receive_until(&socket, t.takeover(), |got| got.iter().any(|m| m.starts_with("STATUS=leader")));
+    // Its command starts again once the record naming the wave's run is
+    // read back, a round trip after it leads (130 ms on tansu).
+    wait_until(t.takeover(), "the command runs again", || m.log().matches("child started").count() == 2);
     m.signal(Signal::SIGTERM);
     assert_eq!(m.wait_exit(t.takeover()).code(), Some(143), "{}", m.log());
 }

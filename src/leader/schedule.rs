@@ -103,6 +103,13 @@ pub struct Next {
 }
 
 impl Schedule {
+    /// `calendar` with cron's ways: the latest missed run only, no
+    /// starting deadline, no retry, a due time during a run missed, every
+    /// due time counting (a crontab line's, before its options).
+    pub fn of(calendar: Arc<dyn Calendar>) -> Schedule {
+        Schedule { calendar, missed: Missed::Once, starting_deadline: None, retry: None, overlap: None, since: None }
+    }
+
     /// The next run for a leader ready since `ready`, at `now`, after
     /// `last`: the newest run the group's records name (it ended if it has
     /// a status, else it was cut short). With no run on record (a new

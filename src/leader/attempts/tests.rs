@@ -84,17 +84,7 @@ fn disclaimed(actions: &[Action]) -> Option<Attempt> {
 /// Due every `period_ms` of the wall clock, the missed ones run once.
 fn scheduled(period_ms: u64) -> Settings {
     let calendar = every(period_ms);
-    Settings {
-        schedule: Some(Schedule {
-            calendar,
-            missed: Missed::Once,
-            starting_deadline: None,
-            retry: None,
-            overlap: None,
-            since: None,
-        }),
-        ..settings(Restart::Never)
-    }
+    Settings { schedule: Some(Schedule::of(calendar)), ..settings(Restart::Never) }
 }
 
 /// As `scheduled(period_ms)`, its schedule changed by `with`.

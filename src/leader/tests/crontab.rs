@@ -15,14 +15,7 @@ const Q: Partition = 1;
 /// A member of a crontab whose one job, "billing" (due every second), sits
 /// on Q, and which leads both P and Q from 1010 (tokens 7 and 20).
 fn leading_both() -> Leader {
-    let schedule = Schedule {
-        calendar: every(1000),
-        missed: Missed::Once,
-        starting_deadline: None,
-        retry: None,
-        overlap: None,
-        since: None,
-    };
+    let schedule = Schedule::of(every(1000));
     let job = Job { name: "billing".into(), when: "@every 1s".into(), schedule, max_runtime: None };
     let settings = Settings { roles: 2, jobs: Some(BTreeMap::from([(Q, job)])), ..settings(Restart::Never) };
     let mut l = Leader::new(settings, started(0));
@@ -166,14 +159,7 @@ fn a_crontab_read_again_seats_a_new_job_and_a_removed_one_starts_no_more_runs() 
     let mut l = leading_both();
     run(&mut l, 1100, 2500);
     // "report" comes to P, "billing" goes.
-    let schedule = Schedule {
-        calendar: every(1000),
-        missed: Missed::Once,
-        starting_deadline: None,
-        retry: None,
-        overlap: None,
-        since: None,
-    };
+    let schedule = Schedule::of(every(1000));
     let report = Job { name: "report".into(), when: "@every 1s".into(), schedule, max_runtime: None };
     l.set_jobs(BTreeMap::from([(P, report)]), ms(2500));
     let out = run(&mut l, 2500, 5100);
@@ -197,14 +183,7 @@ fn a_partition_added_for_a_new_job_is_seated_when_named_and_runs_the_job_there_o
     // The topic grew: "report" was placed on partition 2, which we have no
     // seat on until it is named to us (the shell asks, the first time).
     const R: Partition = 2;
-    let schedule = Schedule {
-        calendar: every(1000),
-        missed: Missed::Once,
-        starting_deadline: None,
-        retry: None,
-        overlap: None,
-        since: None,
-    };
+    let schedule = Schedule::of(every(1000));
     let billing = l.settings.jobs.as_ref().unwrap()[&Q].clone();
     let report = Job { name: "report".into(), when: "@every 1s".into(), schedule, max_runtime: None };
     l.set_jobs(BTreeMap::from([(Q, billing), (R, report)]), ms(2500));
@@ -230,14 +209,7 @@ fn a_partition_added_for_a_new_job_is_seated_when_named_and_runs_the_job_there_o
 #[test]
 fn a_trigger_runs_the_job_once_now_due_when_asked_and_a_run_due_after_it_answers_it() {
     // billing due every hour: none comes in this test by itself.
-    let schedule = Schedule {
-        calendar: every(3_600_000),
-        missed: Missed::Once,
-        starting_deadline: None,
-        retry: None,
-        overlap: None,
-        since: None,
-    };
+    let schedule = Schedule::of(every(3_600_000));
     let job = Job { name: "billing".into(), when: "@every 1s".into(), schedule, max_runtime: None };
     let settings = Settings { roles: 2, jobs: Some(BTreeMap::from([(Q, job)])), ..settings(Restart::Never) };
     let mut l = Leader::new(settings, started(0));

@@ -225,6 +225,25 @@ fn a_member_started_with_another_line_than_the_newest_run_on_record_counts_its_o
         assert_eq!(dues(Some("@every 1s")), kept, "{missed:?}: our line");
         assert_eq!(dues(None), kept, "{missed:?}: a record that does not say");
     }
+    // A newer run of our line read after (a member with our file ran 2000
+    // by it): its due times count from that run again, and the latest
+    // missed since it runs at once.
+    let jobs = BTreeMap::from([(Q, job("billing", "@every 1s", every(1000), Missed::Once))]);
+    let mut l = Leader::new(Settings { roles: 2, jobs: Some(jobs), ..settings(Restart::Never) }, started(0));
+    let older = Attempt {
+        wave_ms: wall(1000),
+        wave_token: 2,
+        number: 1,
+        token: 2,
+        code: Some(0),
+        by: None,
+        due: Some(wall(1000)),
+        ended: Some(wall(1050)),
+        line: Some("@every 4s".into()),
+    };
+    let record = Other { attempt: Some(older), ..record_of("older/1", 4, Some(1), Some(2), Stance::Released) };
+    l.step(Input::OtherHeartbeat(Q, record), ms(7600));
+    assert_eq!(take_over(&mut l, Q, (2000, Some("@every 1s")), 7800), [(Q, 7000, 7810)]);
 }
 
 #[test]

@@ -213,6 +213,7 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
         by: None,
         due: None,
         ended: None,
+        line: None,
     };
     let record = Record { attempt: Some(job), ..Record::saying(1, Stance::Released) };
     let mut hb =
@@ -252,6 +253,7 @@ fn a_success_written_by_a_clock_a_day_ahead_does_not_cover_later_members() {
         by: None,
         due: None,
         ended: None,
+        line: None,
     };
     let record = Record { attempt: Some(job), ..Record::saying(1, Stance::Released) };
     let mut hb =

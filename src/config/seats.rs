@@ -45,10 +45,10 @@ impl Config {
                 .map(|(&p, job)| {
                     let schedule = job.schedule.clone();
                     let max_runtime = job.max_runtime.or(bound);
-                    let when = match &job.zone {
+                    let when = crate::crontab::digest(&match &job.zone {
                         Some(zone) => format!("{} in {zone}", job.when),
                         None => job.when.clone(),
-                    };
+                    });
                     (p, crate::leader::Job { name: job.name.clone(), when, schedule, max_runtime })
                 })
                 .collect(),

@@ -33,7 +33,7 @@ use crate::calendar::{Cron, Every, Zone, MAX_EVERY, MIN_EVERY};
 use crate::leader::{Calendar, Missed, Overlap, Retry, Schedule};
 
 pub use check::check_main;
-pub use file::{no_job, read};
+pub use file::{digest, no_job, read};
 
 /// The longest job name: it goes into records, labels and logs.
 const MAX_NAME: usize = 64;

@@ -10,7 +10,8 @@
 //! a version 1 record reads as leading while it has a token and as released
 //! otherwise, which is all version 1 meant. `job` (once per wave) is an
 //! optional field of version 2: older readers ignore it, and so are the
-//! schedule's `due_ms` and `ended_ms` in it and `next_ms` beside it,
+//! schedule's `due_ms`, `ended_ms` and a crontab job's `line` in it and
+//! `next_ms` beside it,
 //! `pause`, `unhealthy`, set while its writer's health check fails (what
 //! `neli-run status` says of a leader handing over for it), a
 //! disclaimer's `to` (the member its writer hands over to), `roles`,
@@ -229,6 +230,11 @@ pub struct WireAttempt {
     /// Wall clock (ms since the epoch) when it ended on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_ms: Option<u64>,
+    /// A crontab job's run: the digest of the line it ran by
+    /// ([`crate::leader::Job::when`]); absent before it, which changes
+    /// nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<String>,
 }
 
 /// [`Stance`] on the wire, for readers such as `kcat`.
@@ -288,6 +294,7 @@ impl Heartbeat {
                     host,
                     due_ms: attempt.due,
                     ended_ms: attempt.ended,
+                    line: attempt.line,
                 }
             }),
             next_ms: next.map(|n| n.at_ms),
@@ -357,6 +364,7 @@ impl Heartbeat {
                 by: Some(Runner { name: job.name.clone(), host: job.host.clone() }),
                 due: job.due_ms,
                 ended: job.ended_ms,
+                line: job.line.clone(),
             }),
             pause: self.pause.as_ref().map(WirePause::request),
             to: self.to.clone(),
@@ -415,8 +423,17 @@ mod tests {
     fn an_attempt_reads_back_as_written_naming_its_runner_and_wave() {
         let me = Member::this_process("a".into());
         let wave_ms = AT - 5000;
-        let job =
-            Attempt { wave_ms, wave_token: 2, number: 2, token: 3, code: Some(0), by: None, due: None, ended: None };
+        let job = Attempt {
+            wave_ms,
+            wave_token: 2,
+            number: 2,
+            token: 3,
+            code: Some(0),
+            by: None,
+            due: None,
+            ended: None,
+            line: None,
+        };
         let record = Record { attempt: Some(job.clone()), ..Record::saying(1, Stance::Released) };
         let content = Content { record, since_ms: None, deadline_ms: 1 };
         let hb = Heartbeat::decode(&Heartbeat::new(&me, 1, BootTime::from_nanos(1), AT, content).encode()).unwrap();
@@ -443,6 +460,7 @@ mod tests {
             by: None,
             due: Some(due),
             ended: Some(ended),
+            line: Some("3f1c0a9b2e7d4c65".into()),
         };
         let record = Record {
             start: Some(7),
@@ -455,12 +473,19 @@ mod tests {
         let json = String::from_utf8(hb.encode()).unwrap();
         assert!(json.contains(r#""due_ms":1700000000000"#) && json.contains(r#""ended_ms":1700000001234"#), "{json}");
         assert!(json.contains(r#""next_ms":1700000300000"#) && json.contains(r#""next_retry":true"#), "{json}");
-        let read = Heartbeat::decode(json.as_bytes())
-            .unwrap()
-            .as_other(8, std::time::Duration::from_secs(3), AT)
-            .attempt
-            .unwrap();
-        assert_eq!(read, Attempt { by: Some(Runner { name: "a".into(), host: me.host.clone() }), ..job });
+        assert!(json.contains(r#""line":"3f1c0a9b2e7d4c65""#), "{json}");
+        let read = |json: &str| {
+            Heartbeat::decode(json.as_bytes())
+                .unwrap()
+                .as_other(8, std::time::Duration::from_secs(3), AT)
+                .attempt
+                .unwrap()
+        };
+        let by = Some(Runner { name: "a".into(), host: me.host.clone() });
+        assert_eq!(read(&json), Attempt { by: by.clone(), ..job.clone() });
+        // A record of before lines reads as a run that says none.
+        let old = json.replace(r#","line":"3f1c0a9b2e7d4c65""#, "");
+        assert_eq!(read(&old), Attempt { by, line: None, ..job });
     }
 
     #[test]

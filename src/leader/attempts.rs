@@ -58,6 +58,11 @@ pub struct Attempt {
     pub due: Option<u64>,
     /// When it ended on its own (with `code`), in wall-clock ms.
     pub ended: Option<u64>,
+    /// A crontab job's run: the line it ran by ([`super::Job::when`]), so
+    /// that a member whose line for the job differs counts its own from
+    /// when it read the run (`Seat::learn`). None for a wave's, a run of
+    /// `--every` or `--cron`, and a record of a version that did not say.
+    pub line: Option<String>,
 }
 
 /// Whether an attempt (its token, due time, number and ending) says more
@@ -131,13 +136,22 @@ impl Seat {
     /// the newest run we know of.
     pub(super) fn next_run(&self, v: &View, ready: BootTime, now: BootTime) -> Option<schedule::Next> {
         let wall = |t| v.anchor.wall_ms_at(t);
-        let schedule = v.settings.schedule_of(self.partition)?;
+        let schedule = self.schedule(v.settings)?;
         if let Some(trigger) = self.triggered() {
             // Due when asked, and run at once (the asker's clock may be
             // ahead of ours).
             return Some(schedule::Next { due: trigger.at_ms, missed: true, retry: false, not_before: None });
         }
         schedule.next(self.attempt.as_ref(), wall(ready), wall(now))
+    }
+
+    /// Our schedule, its line counted from its latest change: a reload's
+    /// (`Schedule::since`), or the reading of a run on record that another
+    /// line ran (`learn`): the due times of ours before either were
+    /// nobody's, and are neither missed nor run.
+    fn schedule(&self, settings: &Settings) -> Option<schedule::Schedule> {
+        let schedule = settings.schedule_of(self.partition)?;
+        Some(schedule::Schedule { since: schedule.since.max(self.line_read), ..schedule.clone() })
     }
 
     /// A `cron trigger` read on our partition: the newest by offset. Its
@@ -184,13 +198,24 @@ impl Seat {
         let wave_ms = v.anchor.wall_ms_at(begin);
         say::due(next.due, wave_ms, begin.since(now));
         let number = self.attempt.as_ref().filter(|_| next.retry).map_or(1, |last| last.number + 1);
-        Attempt { wave_ms, wave_token: token, number, token, code: None, by: None, due: Some(next.due), ended: None }
+        let line = v.settings.line_of(self.partition).map(str::to_owned);
+        Attempt {
+            wave_ms,
+            wave_token: token,
+            number,
+            token,
+            code: None,
+            by: None,
+            due: Some(next.due),
+            ended: None,
+            line,
+        }
     }
 
     /// When the schedule's next run starts, as we plan it now (for our
     /// records, `neli-run status` and metrics).
     pub(super) fn next_due(&self, v: &View) -> Option<NextRun> {
-        let schedule = v.settings.schedule_of(self.partition)?;
+        let schedule = self.schedule(v.settings)?;
         match (self.plan, self.child, &self.attempt) {
             (Plan::Start(ready), Child::Idle, _) => self
                 .next_run(v, ready, v.latest)
@@ -212,8 +237,17 @@ impl Seat {
     pub(super) fn turn(&self, v: &View, token: i64, now: BootTime) -> Turn {
         let Some(waves) = v.settings.waves else { return Turn::Run(None) };
         let wave_ms = v.anchor.wall_ms_at(now);
-        let fresh =
-            Attempt { wave_ms, wave_token: token, number: 1, token, code: None, by: None, due: None, ended: None };
+        let fresh = Attempt {
+            wave_ms,
+            wave_token: token,
+            number: 1,
+            token,
+            code: None,
+            by: None,
+            due: None,
+            ended: None,
+            line: None,
+        };
         // Started before the wave began (by the log), or within the window
         // after (by the clocks; a wave that seems to begin in our future
         // comes from a clock ahead of ours and cannot be placed).
@@ -245,7 +279,11 @@ impl Seat {
     /// The run our command is under way for stays ours, unless another
     /// says its due time succeeded: a late copy of the failure it retries
     /// would otherwise take its place, and its ending go unrecorded.
-    pub(super) fn learn(&mut self, settings: &Settings, attempt: Attempt) {
+    /// Read at `read_ms` (wall clock), a newest run of another line than
+    /// ours for the job (a member of an older file ran it) is a change of
+    /// line then, as a reload's: our line's due times before it were
+    /// nobody's (C-1 for a member started with a changed file).
+    pub(super) fn learn(&mut self, settings: &Settings, attempt: Attempt, read_ms: u64) {
         if settings.scheduled() && attempt.due.is_none() {
             return;
         }
@@ -256,6 +294,19 @@ impl Seat {
             supersedes(key(&attempt), key(known)) && (attempt.code == Some(0) || !ours_running(known))
         };
         if self.attempt.as_ref().is_none_or(newer) {
+            match (attempt.line.as_deref(), settings.line_of(self.partition)) {
+                (Some(theirs), Some(ours)) if theirs != ours => {
+                    let due_ms = attempt.due;
+                    info!(
+                        due_ms,
+                        "the job's newest run on record ran by another line: ours counts from now, as if read again"
+                    );
+                    self.line_read = Some(read_ms);
+                }
+                (Some(_), Some(_)) => self.line_read = None,
+                // A version that did not say, or not a crontab's job.
+                _ => {}
+            }
             self.attempt = Some(attempt);
         }
     }

@@ -188,9 +188,11 @@ pub struct Settings {
 #[derive(Clone, Debug)]
 pub struct Job {
     pub name: String,
-    /// Its due times as its line writes them, with their zone: a crontab
-    /// read again whose line for the job says otherwise changed them
-    /// (`Leader::set_jobs`).
+    /// Its line: its due times as written, with their zone, in a short
+    /// digest (`crontab::digest`). A crontab read again whose line for the
+    /// job says otherwise changed them (`Leader::set_jobs`); each run's
+    /// records name it ([`super::Attempt::line`]), so that a member started
+    /// with another line knows the runs on record are not its line's.
     pub when: String,
     pub schedule: Schedule,
     pub max_runtime: Option<Duration>,
@@ -248,6 +250,11 @@ impl Settings {
             Some(jobs) => jobs.get(&partition).and_then(|job| job.max_runtime),
             None => self.max_runtime,
         }
+    }
+
+    /// The line of our job placed on `partition` ([`Job::when`]).
+    pub fn line_of(&self, partition: Partition) -> Option<&str> {
+        self.jobs.as_ref()?.get(&partition).map(|job| job.when.as_str())
     }
 
     /// The name of our job placed on `partition`, under a crontab.

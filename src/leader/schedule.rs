@@ -189,6 +189,7 @@ impl Schedule {
             by: None,
             due: Some(since),
             ended: Some(since),
+            line: None,
         })
     }
 
@@ -250,7 +251,17 @@ mod tests {
 
     /// The run of due time `due` (seconds), ended with `code` or cut short.
     fn ran(due: u64, code: Option<u8>) -> Attempt {
-        Attempt { wave_ms: 1, wave_token: 1, number: 1, token: 1, code, by: None, due: Some(s(due)), ended: None }
+        Attempt {
+            wave_ms: 1,
+            wave_token: 1,
+            number: 1,
+            token: 1,
+            code,
+            by: None,
+            due: Some(s(due)),
+            ended: None,
+            line: None,
+        }
     }
 
     fn next(s: &Schedule, last: Option<Attempt>, ready: u64, now: u64) -> Option<(u64, u64, bool)> {

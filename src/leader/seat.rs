@@ -156,6 +156,10 @@ pub struct Seat {
     pub(super) trigger: Option<super::Trigger>,
     /// The newest attempt of a wave we know of, ours or read (once per wave).
     pub(super) attempt: Option<Attempt>,
+    /// When (wall-clock ms) we read that the newest run on record ran by
+    /// another line of our job than ours: our line counts from then (see
+    /// `learn`).
+    pub(super) line_read: Option<u64>,
     /// A run decided, named in our records before it starts (see `Naming`).
     pub(super) naming: Option<super::promote::Naming>,
     /// Every standing taken since the shell last asked, in order: a fence
@@ -206,6 +210,7 @@ impl Seat {
             run_ended: None,
             peers: Peers::default(),
             attempt: None,
+            line_read: None,
             naming: None,
             standings: Vec::new(),
             last_standing: Standing::Standby,
@@ -434,7 +439,7 @@ impl Seat {
         if let (true, Some(attempt)) = (runs, other.attempt.as_ref()) {
             // A token is the offset of an earlier record (as in `peers`).
             if attempt.token < other.offset {
-                self.learn(cx.v.settings, attempt.clone());
+                self.learn(cx.v.settings, attempt.clone(), cx.v.anchor.wall_ms_at(now));
             }
         }
         if let Some(placed) = &other.job {

@@ -234,6 +234,7 @@ fn run(token: i64, due: u64, code: Option<u8>, by: Option<&str>) -> Attempt {
         by,
         due: Some(due),
         ended: code.map(|_| due + 500),
+        line: None,
     }
 }
 

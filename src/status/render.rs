@@ -595,6 +595,7 @@ mod tests {
             host: "h".into(),
             due_ms: Some(due),
             ended_ms: Some(due + 10),
+            line: None,
         };
         let record = |next_retry: bool| Heartbeat {
             attempt: Some(failed.clone()),
@@ -635,6 +636,7 @@ mod tests {
             host: "h".into(),
             due_ms: Some(due),
             ended_ms: None,
+            line: None,
         };
         let (stopped, later) = (run(now - 20_000), run(now - 2_000));
         let leader = Heartbeat { attempt: Some(later.clone()), ..hb("a", Some(1), now - 100) };

@@ -19,13 +19,13 @@ fn waves(retry_failed: bool) -> Settings {
 /// An attempt of the wave that began at `wave`, run by member "x".
 fn x_ran(wave: u64, number: u32, token: i64, code: Option<u8>) -> Attempt {
     let by = Some(Runner { name: "x".into(), host: "h".into() });
-    Attempt { wave_ms: wall(wave), wave_token: 0, number, token, code, by, due: None, ended: None }
+    Attempt { wave_ms: wall(wave), wave_token: 0, number, token, code, by, due: None, ended: None, line: None }
 }
 
 /// The attempt this member starts: number `number` of the wave that began
 /// at `wave` (with the token `wave_token`), under its own `token`.
 fn ours(wave: u64, wave_token: i64, number: u32, token: i64) -> Attempt {
-    Attempt { wave_ms: wall(wave), wave_token, number, token, code: None, by: None, due: None, ended: None }
+    Attempt { wave_ms: wall(wave), wave_token, number, token, code: None, by: None, due: None, ended: None, line: None }
 }
 
 /// Member x's record at `offset` carrying `attempt`: a claim with `token`, or

@@ -171,6 +171,7 @@ impl Sim {
                     by: None,
                     due: None,
                     ended: None,
+                    line: None,
                 }
             }),
             // Now and then a pause or resume carried forward, older or

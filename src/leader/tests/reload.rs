@@ -2,7 +2,9 @@
 //! changed runs by the new line from its first due time after the reload,
 //! whatever `missed=` says; none of the new line's due times before the
 //! reload runs, on the member that read it nor on a member that takes the
-//! job over after it. A job whose line stayed keeps its due times exactly.
+//! job over after it, nor on one started with the new file (each run's
+//! records name the line it ran by). A job whose line stayed keeps its due
+//! times exactly.
 
 use std::collections::BTreeMap;
 
@@ -128,14 +130,15 @@ fn a_job_whose_line_stayed_keeps_every_due_time_across_the_reload_and_still_runs
     let settings = Settings { roles: 2, jobs: Some(BTreeMap::from([(P, steady())])), ..settings(Restart::Never) };
     let mut next = Leader::new(settings, started(0));
     next.set_jobs(BTreeMap::from([(P, steady())]), ms(7500));
-    let out = take_over(&mut next, P, 5000, 7800);
+    let out = take_over(&mut next, P, (5000, Some("@every 1s")), 7800);
     assert_eq!(out, vec![(P, 7000, 7810)], "the missed one, at once");
 }
 
-/// `l` reads on `partition` another member's record naming the run due
-/// `due` (ended), then is assigned it at `at` and leads; returns the runs
-/// started until a second past `at`, and then to 10100.
-fn take_over(l: &mut Leader, partition: Partition, due: u64, at: u64) -> Vec<Started> {
+/// `l` reads on `partition`, 100 ms before `at`, another member's record
+/// naming the run due `due` (ended) by `line` (None: a record of before
+/// lines), then is assigned the partition at `at` and leads; returns the
+/// runs started then.
+fn take_over(l: &mut Leader, partition: Partition, (due, line): (u64, Option<&str>), at: u64) -> Vec<Started> {
     let ran = Attempt {
         wave_ms: wall(due),
         wave_token: 3,
@@ -145,6 +148,7 @@ fn take_over(l: &mut Leader, partition: Partition, due: u64, at: u64) -> Vec<Sta
         by: Some(Runner { name: "old".into(), host: "h".into() }),
         due: Some(wall(due)),
         ended: Some(wall(due + 50)),
+        line: line.map(str::to_owned),
     };
     let record = Other { attempt: Some(ran), ..record_of("old/1", 5, Some(1), Some(3), Stance::Released) };
     l.step(Input::OtherHeartbeat(partition, record), ms(at - 100));
@@ -169,24 +173,77 @@ fn take_over(l: &mut Leader, partition: Partition, due: u64, at: u64) -> Vec<Sta
 
 #[test]
 fn a_member_that_takes_a_changed_job_over_after_the_reload_counts_from_the_reload_too() {
-    for (missed, at, first) in
-        [(Missed::Once, 7600, 8000), (Missed::Skip, 7600, 8000), (Missed::All, 7600, 8000), (Missed::Once, 9500, 9000)]
-    {
+    let old_line = Some("@every 4s");
+    for (missed, at, line, first) in [
+        (Missed::Once, 7600, old_line, 8000),
+        (Missed::Skip, 7600, old_line, 8000),
+        (Missed::All, 7600, old_line, 8000),
+        (Missed::Once, 9500, None, 9000),
+        (Missed::Once, 9500, old_line, 10_000),
+    ] {
         // The old owner ran 4000 by "@every 4s"; we read the file again at
         // 7500 ("@every 1s") and take the job over at `at`: not 5000 to
-        // 7000, which were no due times when they passed; 9000 passed after
-        // the reload with nobody to run it, and `missed=latest` runs it.
+        // 7000, which were no due times when they passed. 9000 passed after
+        // the reload with nobody to run it: `missed=latest` runs it, unless
+        // the record we read at 9400 says its run was the old line's (its
+        // owner may have run that line until then): we count from then.
         let old = BTreeMap::from([(Q, job("billing", "@every 4s", every(4000), missed))]);
         let settings = Settings { roles: 2, jobs: Some(old), ..settings(Restart::Never) };
         let mut l = Leader::new(settings, started(0));
         l.set_jobs(BTreeMap::from([(Q, job("billing", "@every 1s", every(1000), missed))]), ms(7500));
-        let mut runs = take_over(&mut l, Q, 4000, at);
+        let mut runs = take_over(&mut l, Q, (4000, line), at);
         runs.extend(run(&mut l, at + 100, 11_100));
         let dues: Vec<u64> = runs.iter().map(|(_, due, _)| *due).collect();
-        assert_eq!(dues.first(), Some(&first), "{missed:?} at {at}: {runs:?}");
+        assert_eq!(dues.first(), Some(&first), "{missed:?} at {at} {line:?}: {runs:?}");
         assert!(dues.iter().all(|&due| due > 7500) && dues.windows(2).all(|w| w[0] < w[1]), "{runs:?}");
         assert_eq!(dues.last(), Some(&11_000));
     }
+}
+
+#[test]
+fn a_member_started_with_another_line_than_the_newest_run_on_record_counts_its_own_from_reading_that_run() {
+    // "@every 4s" ran 4000 (its owner stopped); the file then said "@every
+    // 1s", and we start with it: we read that run at 7700 and lead at 7800.
+    // C-1 for a fresh member: 5000 to 7000 were no due times when they
+    // passed, and none runs, whatever `missed=` says. A run of our own line
+    // keeps every due time (the missed ones are the policy's), and so does
+    // one of a record of before lines, which says nothing of it.
+    for missed in [Missed::Once, Missed::Skip, Missed::All] {
+        let dues = |line: Option<&str>| {
+            let jobs = BTreeMap::from([(Q, job("billing", "@every 1s", every(1000), missed))]);
+            let mut l = Leader::new(Settings { roles: 2, jobs: Some(jobs), ..settings(Restart::Never) }, started(0));
+            let mut runs = take_over(&mut l, Q, (4000, line), 7800);
+            runs.extend(run(&mut l, 7900, 10_100));
+            runs.iter().map(|(_, due, _)| *due).collect::<Vec<u64>>()
+        };
+        assert_eq!(dues(Some("@every 4s")), [8000, 9000, 10_000], "{missed:?}: another line");
+        let kept = match missed {
+            Missed::Once => vec![7000, 8000, 9000, 10_000],
+            Missed::Skip => vec![8000, 9000, 10_000],
+            Missed::All => vec![5000, 6000, 7000, 8000, 9000, 10_000],
+        };
+        assert_eq!(dues(Some("@every 1s")), kept, "{missed:?}: our line");
+        assert_eq!(dues(None), kept, "{missed:?}: a record that does not say");
+    }
+    // A newer run of our line read after (a member with our file ran 2000
+    // by it): its due times count from that run again, and the latest
+    // missed since it runs at once.
+    let jobs = BTreeMap::from([(Q, job("billing", "@every 1s", every(1000), Missed::Once))]);
+    let mut l = Leader::new(Settings { roles: 2, jobs: Some(jobs), ..settings(Restart::Never) }, started(0));
+    let older = Attempt {
+        wave_ms: wall(1000),
+        wave_token: 2,
+        number: 1,
+        token: 2,
+        code: Some(0),
+        by: None,
+        due: Some(wall(1000)),
+        ended: Some(wall(1050)),
+        line: Some("@every 4s".into()),
+    };
+    let record = Other { attempt: Some(older), ..record_of("older/1", 4, Some(1), Some(2), Stance::Released) };
+    l.step(Input::OtherHeartbeat(Q, record), ms(7600));
+    assert_eq!(take_over(&mut l, Q, (2000, Some("@every 1s")), 7800), [(Q, 7000, 7810)]);
 }
 
 #[test]
@@ -207,6 +264,7 @@ fn a_job_added_runs_from_its_next_due_time_even_where_its_partition_names_an_old
                     by: Some(Runner { name: "old".into(), host: "h".into() }),
                     due: Some(wall(2000)),
                     ended: Some(wall(2050)),
+                    line: None,
                 }),
                 ..record_of("old/1", 50, Some(1), Some(3), Stance::Released)
             },

@@ -17,7 +17,8 @@ fn the_first_leader_of_a_wave_runs_it_and_its_last_record_says_how_it_ended() {
             code: None,
             by: None,
             due: None,
-            ended: None
+            ended: None,
+            line: None,
         }
     );
     // Its heartbeats carry the attempt, so a later leader knows it was begun.

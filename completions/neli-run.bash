@@ -143,7 +143,7 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --no-wake --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --roles --overlap --restart-delay --once-within --failed-run --max-runtime --every --cron --crontab --time-zone --missed --starting-deadline --name --priority --preempt --never-lead --acquire-timeout --metrics-addr --leader-file --on-lead --on-unlead --on-exit --hook-timeout --health-cmd --health-interval --health-timeout --health-retries --warm --lead-signal --unlead-signal --verbose --quiet --log-format --help --version dev-broker status yield pause resume drain undrain cron help"
+            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --no-wake --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --roles --overlap --restart-delay --once-within --failed-run --max-runtime --every --cron --crontab --time-zone --missed --starting-deadline --name --priority --preempt --hot-standbys --never-lead --acquire-timeout --metrics-addr --leader-file --on-lead --on-unlead --on-exit --hook-timeout --health-cmd --health-interval --health-timeout --health-retries --warm --lead-signal --unlead-signal --verbose --quiet --log-format --help --version dev-broker status yield pause resume drain undrain cron help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -254,6 +254,10 @@ _neli__run() {
                     return 0
                     ;;
                 --priority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hot-standbys)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

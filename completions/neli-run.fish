@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= no-wake heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= roles= overlap restart-delay= once-within= failed-run= max-runtime= every= cron= crontab= time-zone= missed= starting-deadline= name= priority= preempt never-lead acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
+    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= no-wake heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= roles= overlap restart-delay= once-within= failed-run= max-runtime= every= cron= crontab= time-zone= missed= starting-deadline= name= priority= preempt hot-standbys= never-lead acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -54,6 +54,7 @@ all\t'Run each of them, oldest first, one after another'"
 complete -c neli-run -n "__fish_neli_run_needs_command" -l starting-deadline -d 'With --every or --cron: skip a due run that cannot start within this long of its due time [default: no limit]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l name -d 'This member\'s name in logs and heartbeats [default: <HOSTNAME>-<PID>]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l priority -d 'This member\'s priority, 0 to 100: when a leader stops, the live member of the highest priority leads [default: 0]' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l hot-standbys -d 'How many standbys the group keeps ready to lead next, besides the members holding a role: the best by --priority, then by name' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l acquire-timeout -d 'Give up if not leader within this time [default: wait forever]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l metrics-addr -d 'Serve /metrics (Prometheus), /livez, /readyz and /leader on this address' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l leader-file -d 'A file that exists while this member leads: written (atomically) when it starts leading, removed when it stops and when neli-run exits. Lines of key=value: token, name, group, pid, since' -r -F

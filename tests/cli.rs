@@ -733,6 +733,17 @@ fn a_negative_priority_is_out_of_range() {
     assert!(out.contains("-1 is not in 0..=100") && !out.contains("'-- -1'"), "{out}");
 }
 
+/// A --hot-standbys that is no count, from the flag or the environment,
+/// is refused with what to give instead.
+#[test]
+fn a_hot_standbys_that_is_no_count_names_the_fix() {
+    for (env, flags) in [(&[][..], &["--hot-standbys", "two"][..]), (&[("NELI_HOT_STANDBYS", "101")][..], &[][..])] {
+        let (code, out) = run_member(env, flags);
+        assert_eq!(code, 2, "{out}");
+        assert!(out.contains("--hot-standbys") && out.contains("not a count of 0 to 100; use how many"), "{out}");
+    }
+}
+
 /// `--help` lists each command's exit statuses from src/exit.rs's one
 /// table (the man pages' EXIT STATUS), not a copy kept by hand.
 #[test]

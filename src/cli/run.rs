@@ -61,6 +61,18 @@ fn duration(value: &str) -> Result<std::time::Duration, String> {
     humantime::parse_duration(value.trim()).map_err(|e| format!("{e}; use a number with a unit, e.g. 500ms, 6s, 1m"))
 }
 
+/// The most `--hot-standbys`: more than any group needs ready at once.
+pub const MAX_HOT_STANDBYS: u32 = 100;
+
+fn hot_standbys(value: &str) -> Result<u32, String> {
+    match value.trim().parse::<u32>() {
+        Ok(k) if k <= MAX_HOT_STANDBYS => Ok(k),
+        _ => Err(format!(
+            "not a count of 0 to {MAX_HOT_STANDBYS}; use how many standbys to keep ready besides the leader, e.g. 2"
+        )),
+    }
+}
+
 /// Options for running a command (the default mode).
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -308,6 +320,17 @@ pub struct RunArgs {
     /// the priorities choose only the next leader.
     #[arg(long, env = "NELI_PREEMPT", help_heading = "Operating")]
     pub preempt: bool,
+
+    /// How many standbys the group keeps ready to lead next, besides the
+    /// members holding a role: the best by --priority, then by name.
+    ///
+    /// The owner of partition 0 names them in its records, and `neli-run
+    /// status` shows each member hot (named, or leading) or cold. A cold
+    /// member still stays in the consumer group for now; see
+    /// docs/hot-set.md. Give the same value to every member.
+    #[arg(long, env = "NELI_HOT_STANDBYS", default_value_t = 2, value_name = "K", value_parser = hot_standbys,
+          help_heading = "Operating")]
+    pub hot_standbys: u32,
 
     /// Never lead: watch the group, log who leads, and be listed by
     /// `neli-run status`, without ever running COMMAND (which may be left

@@ -345,6 +345,7 @@ impl Config {
             priority: args.priority,
             preempt: args.preempt,
             candidacy_interval: 2 * timing.heartbeat_interval,
+            hot_standbys: args.hot_standbys,
             roles: roles.unwrap_or(1),
             overlap,
             // Placed once the topic is read (`Config::place`).

@@ -194,6 +194,7 @@ impl Record {
             // To the core, as one that fails its check: no owner hands a
             // partition to it.
             unhealthy: self.unhealthy || self.drained,
+            drained: self.drained,
             age: ms(now_ms.saturating_sub(self.at_ms)),
             live_for: ms(self.live_ms),
         }

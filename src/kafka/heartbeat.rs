@@ -18,12 +18,14 @@
 //! its writer's --roles above 1 (the partition is then the role), and
 //! under a crontab `crontab` and `jobs_on`: its writer's file's digest and
 //! the partitions whose jobs that file has (a record without them reads as
-//! from a member that runs whatever it owns, as before them).
+//! from a member that runs whatever it owns, as before them), and `hot`,
+//! the hot standbys the control partition's owner names (a record without
+//! it names none, as an older owner's).
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock::BootTime;
-use crate::leader::{Asker, Attempt, Pause, PauseNote, Record, Runner, Stance};
+use crate::leader::{Asker, Attempt, HotList, Pause, PauseNote, Record, Runner, Stance};
 use crate::printable::printable;
 
 /// Who we are on the topic.
@@ -131,6 +133,10 @@ pub struct Heartbeat {
     /// run its partition's job, and a job that no member's file has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jobs_on: Option<String>,
+    /// On the control partition, the hot standbys its owner names and the
+    /// `--hot-standbys` it chose them for (docs/hot-set.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot: Option<HotList>,
 }
 
 /// `partitions` (ascending) as ranges, `0-4,6`: a crontab member's
@@ -315,6 +321,7 @@ impl Heartbeat {
             claim: false,
             crontab: None,
             jobs_on: None,
+            hot: None,
         }
     }
 
@@ -369,6 +376,7 @@ impl Heartbeat {
             pause: self.pause.as_ref().map(WirePause::request),
             to: self.to.clone(),
             job: self.placed_job(),
+            hot: self.hot.clone(),
         }
     }
 
@@ -397,6 +405,31 @@ mod tests {
         assert_eq!((hb.crontab, hb.jobs_on), (None, None));
         let hb = Heartbeat { crontab: Some("ab".into()), jobs_on: Some("0-2".into()), ..hb };
         assert_eq!(Heartbeat::decode(&hb.encode()), Some(hb));
+    }
+
+    #[test]
+    fn the_hot_list_reads_back_an_older_record_names_none_and_an_older_reader_ignores_it() {
+        let old = br#"{"v":2,"name":"a","incarnation":"i","host":"h","pid":1,"seq":1,"sent_ns":1,"at_ms":5,"token":3}"#;
+        let hb = Heartbeat::decode(old).expect("a record of before the hot set");
+        assert_eq!((hb.hot.clone(), hb.as_other(9, std::time::Duration::from_secs(3), AT).hot), (None, None));
+        let plain = String::from_utf8(hb.encode()).unwrap();
+        assert!(!plain.contains("hot"), "not written when there is none: {plain}");
+        let hot = HotList { k: 2, names: vec!["b".into(), "c".into()] };
+        let hb = Heartbeat { hot: Some(hot.clone()), ..hb };
+        let bytes = hb.encode();
+        assert!(String::from_utf8(bytes.clone()).unwrap().contains(r#""hot":{"k":2,"names":["b","c"]}"#));
+        let back = Heartbeat::decode(&bytes).expect("a record with a list");
+        assert_eq!(back.as_other(9, std::time::Duration::from_secs(3), AT).hot, Some(hot));
+        // An older reader (serde ignores fields it does not know) reads the
+        // rest as before.
+        #[derive(Deserialize)]
+        struct Older {
+            name: String,
+            token: Option<i64>,
+            seq: u64,
+        }
+        let old: Older = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!((old.name.as_str(), old.token, old.seq), ("a", Some(3), 1));
     }
 
     #[test]

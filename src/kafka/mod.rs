@@ -63,6 +63,7 @@ use consumer::{AsideFor, Ask, Asks};
 use context::{Reach, ReaderContext, WriterContext};
 use heartbeat::{Content, Heartbeat, Member, WireTiming};
 
+use crate::leader::HotList;
 pub use crate::leader::{Partition, CONTROL_PARTITION};
 pub use agree::CrontabSaid;
 
@@ -107,6 +108,9 @@ pub enum Event {
     Trigger(Partition, crate::leader::Trigger),
     /// Another member's candidacy record.
     Candidacy(Candidacy),
+    /// The hot standbys the control partition's owner names, read by the
+    /// watcher when they change.
+    Hot(crate::leader::HotList),
     /// `neli-run drain` (`drained`) or `undrain` named us, at `offset` of
     /// the control partition (heard by the watcher and by the consumer
     /// alike: the shell takes the newest); `by` says who asked.
@@ -449,8 +453,9 @@ impl Kafka {
     }
 
     /// Queues `record` as one heartbeat of the seat on `partition`, stamped
-    /// with `now`, to that partition. Never blocks.
-    pub fn send_heartbeat(&mut self, partition: Partition, now: BootTime, record: Record) {
+    /// with `now`, to that partition, naming the hot standbys `hot` (the
+    /// control partition's owner's word). Never blocks.
+    pub fn send_heartbeat(&mut self, partition: Partition, now: BootTime, (record, hot): (Record, Option<HotList>)) {
         // One sequence per writer: increasing on every partition too.
         self.seq += 1;
         self.standby_since = None;
@@ -478,6 +483,7 @@ impl Kafka {
             roles: self.roles,
             crontab: self.crontab.as_ref().map(|c| c.digest.clone()),
             jobs_on: self.crontab.as_ref().map(|c| c.jobs_on.clone()),
+            hot,
             ..Heartbeat::new(&self.member, self.seq, now, at_ms, content)
         };
         let value = heartbeat.encode();

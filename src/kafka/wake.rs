@@ -318,6 +318,8 @@ pub(super) fn watch(
     let context = group.context();
     let one_role = context.seats.known.len() == 1 && !context.seats.every;
     let mut reading = true;
+    // The hot standbys last sent: the core hears only a change.
+    let mut hot: Option<crate::leader::HotList> = None;
     while !stop.load(Ordering::Relaxed) {
         // Out of the group (unhealthy, drained) we hold nothing: watch, so
         // that an undrain is heard.
@@ -357,11 +359,22 @@ pub(super) fn watch(
             let _ = events.send(drain);
             continue;
         }
+        if let Some(list) = hot_list(payload, me).filter(|list| hot.as_ref() != Some(list)) {
+            hot = Some(list.clone());
+            let _ = events.send(super::Event::Hot(list));
+            continue;
+        }
         let Some(wake) = Record::decode(payload).filter(|w| *wakes && !w.is_from(me)) else { continue };
         if subscription.wake(group, &topic, me) {
             info!(from = %crate::printable::printable(&wake.name), "a member left the group: rejoining now");
         }
     }
+}
+
+/// The hot standbys another member's heartbeat names, if it is one that
+/// names them (the control partition's owner's, of a version that does).
+fn hot_list(payload: &[u8], me: &Member) -> Option<crate::leader::HotList> {
+    super::heartbeat::Heartbeat::decode(payload).filter(|hb| !hb.is_from(me)).and_then(|hb| hb.hot)
 }
 
 /// How long one poll of the watcher lasts: how long neli-run's exit may
@@ -376,6 +389,23 @@ mod tests {
 
     fn member() -> Member {
         Member { name: "a".into(), incarnation: "0123456789abcdef".into(), host: "h".into(), pid: 1 }
+    }
+
+    #[test]
+    fn the_watcher_hears_the_hot_list_of_another_members_heartbeat_only() {
+        use crate::kafka::heartbeat::Content;
+        use crate::leader::{HotList, Record as Said, Stance};
+        let me = member();
+        let of = |m: &Member, hot: Option<HotList>| {
+            let content = Content { record: Said::saying(1, Stance::Contending), since_ms: None, deadline_ms: 1 };
+            Heartbeat { hot, ..Heartbeat::new(m, 1, crate::clock::BootTime::from_nanos(1), 1, content) }.encode()
+        };
+        let list = HotList { k: 2, names: vec!["a".into()] };
+        let owner = Member::this_process("owner".into());
+        assert_eq!(hot_list(&of(&owner, Some(list.clone())), &me), Some(list.clone()));
+        assert_eq!(hot_list(&of(&owner, None), &me), None, "an older owner's names none");
+        assert_eq!(hot_list(&of(&me, Some(list)), &me), None, "our own is ours already");
+        assert_eq!(hot_list(&Record::new(&owner).encode(), &me), None, "a wake is no heartbeat");
     }
 
     #[test]

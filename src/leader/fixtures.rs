@@ -59,6 +59,7 @@ pub fn settings(restart: Restart) -> Settings {
         priority: 1,
         preempt: false,
         candidacy_interval: Duration::from_millis(1000),
+        hot_standbys: 2,
         roles: 1,
         overlap: false,
         jobs: None,
@@ -140,5 +141,6 @@ pub fn record_of(writer: &str, offset: i64, term: Option<u64>, start: Option<i64
         pause: None,
         to: None,
         job: None,
+        hot: None,
     }
 }

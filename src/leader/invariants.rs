@@ -165,6 +165,7 @@ impl Sim {
             priority: rng.u8(..3),
             preempt: rng.bool(),
             candidacy_interval: Duration::from_millis(rng.u64(100..1000)),
+            hot_standbys: 2,
             // One seat: the roles walk (`roles_walk`) tries several.
             roles: 1,
             overlap: false,

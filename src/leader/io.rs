@@ -168,6 +168,9 @@ pub struct Settings {
     /// How often a member that does not own partition 0 says it is there
     /// (a candidacy record); one counts for three of them.
     pub candidacy_interval: Duration,
+    /// `--hot-standbys`: how many standbys besides the seat holders the
+    /// owner of the control partition names hot (docs/hot-set.md).
+    pub hot_standbys: u32,
     /// NELI's roles (`--roles`): one seat per role, role j on partition j.
     /// 1 is the single leader, on partition 0.
     pub roles: u32,
@@ -454,6 +457,9 @@ pub struct Other {
     pub to: Option<String>,
     /// The crontab job placed on this partition, as its writer says.
     pub job: Option<Placed>,
+    /// The hot standbys its writer names, as the owner of the control
+    /// partition (None from an older writer, or another partition).
+    pub hot: Option<super::HotList>,
 }
 
 /// What a record says of the crontab job placed on its partition.
@@ -489,8 +495,12 @@ pub struct Candidacy {
     pub never_lead: bool,
     /// It leaves (the withdrawal).
     pub leaving: bool,
-    /// Its health check fails: it may not lead until it says otherwise.
+    /// Its health check fails, or it is drained: it may not lead until it
+    /// says otherwise.
     pub unhealthy: bool,
+    /// `neli-run drain` named it (unhealthy says so too): the hot set's
+    /// choice names the reason apart.
+    pub drained: bool,
     /// How long ago it was written (our wall clock against the writer's).
     pub age: Duration,
     /// How long after it was written it counts (its writer's word).
@@ -553,6 +563,9 @@ pub enum Input {
     Standby,
     /// Another member's candidacy record was read from partition 0.
     Candidacy(Candidacy),
+    /// The hot standbys the control partition's owner names, as a record
+    /// of its read from outside the group says them (when they change).
+    Hot(super::HotList),
     /// Nothing but the passing of time (the shell's timer fired).
     Tick,
 }
@@ -578,6 +591,7 @@ impl Input {
             | Input::Drain(_)
             | Input::Standby
             | Input::Candidacy(_)
+            | Input::Hot(_)
             | Input::Tick => None,
         }
     }

@@ -82,6 +82,7 @@ use crate::clock::{Anchor, BootTime};
 use crate::exit;
 pub use attempts::{supersedes, Attempt, Runner, Waves};
 pub use backoff::{Backoff, Whose};
+pub use hot_set::HotList;
 pub use io::{
     Action, Asker, Candidacy, Input, Job, NextRun, Other, Partition, Pause, PauseNote, Placed, Reason, Record, Restart,
     Settings, Signal, Stance, Trigger, CONTROL_PARTITION, MAX_ROLES,
@@ -93,6 +94,7 @@ use standbys::Standbys;
 
 mod attempts;
 mod backoff;
+mod hot_set;
 mod io;
 mod leaving;
 mod pause;
@@ -460,6 +462,18 @@ impl Leader {
         self.spans.enter(partition)
     }
 
+    /// The hot standbys our heartbeats on the control partition name while
+    /// we own it (None while we do not: its owner decides, one writer, so
+    /// that members never disagree): `hot_set`'s choice among the members
+    /// read, the target of our yield or of a fresh hand-over first. In the
+    /// records through the shell, as `roles` and `unhealthy` are, so that
+    /// a record's contents stay the seat's to decide.
+    pub fn hot_list(&self) -> Option<HotList> {
+        let owner = self.seats.get(&CONTROL_PARTITION).is_some_and(|s| s.tenure.is_some());
+        let Settings { name, hot_standbys, .. } = &self.settings;
+        owner.then(|| self.standbys.hot(name, *hot_standbys, self.hand_to.as_deref(), self.now))
+    }
+
     /// Whether any seat holds its partition.
     fn owns_any(&self) -> bool {
         self.seats.values().any(|s| s.tenure.is_some())
@@ -513,6 +527,7 @@ impl Leader {
                 }
             }
             Input::Candidacy(candidacy) => self.on_candidacy(candidacy, now),
+            Input::Hot(list) => self.on_hot(list),
             Input::Tick => {}
         }
         self.on_time(now);
@@ -615,6 +630,9 @@ impl Leader {
             self.on_seat(partition, |s, cx| s.on_pause(cx, pause, now));
         }
         self.standbys.other(&other, seat::handover_window(&self.settings), now);
+        if let Some(list) = other.hot.clone().filter(|_| partition == CONTROL_PARTITION) {
+            self.on_hot(list);
+        }
         self.on_seat(partition, |s, cx| s.on_other(cx, other, now));
     }
 
@@ -644,6 +662,18 @@ impl Leader {
                 s.on_yield(cx, Reason::Preempted, Some(name.clone()), now);
             }
         });
+    }
+
+    /// The hot standbys another owner of the control partition names. Only
+    /// kept and said in this slice (docs/hot-set.md): a cold member stays in
+    /// the group.
+    fn on_hot(&mut self, list: HotList) {
+        let me = self.settings.name.as_str();
+        let was = self.standbys.hot_read().map(|known| known.cold(me));
+        if was != Some(list.cold(me)) {
+            say::hot(&list, me);
+        }
+        self.standbys.read_hot(list);
     }
 
     /// Hands over (see `Seat::on_yield`): every seat that holds its

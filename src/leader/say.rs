@@ -128,3 +128,13 @@ pub(super) fn defers(to: &str) {
 pub(super) fn preempted(to: &str, theirs: u8, ours: u8) {
     info!(to = %printable(to), theirs, ours, "a live member of higher --priority (--preempt): handing over to it");
 }
+
+/// The hot standbys' list read names us hot, or cold where it did not.
+pub(super) fn hot(list: &HotList, me: &str) {
+    let names = list.names.iter().map(|n| printable(n)).collect::<Vec<_>>().join(", ");
+    if list.cold(me) {
+        info!(hot = %names, k = list.k, "a cold standby: the owner of partition 0 names other hot standbys (this member stays in the group all the same)");
+    } else {
+        info!(hot = %names, k = list.k, "a hot standby: ready to lead next, as the owner of partition 0 names it or names too few");
+    }
+}

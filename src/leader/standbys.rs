@@ -1,22 +1,31 @@
 //! Who else may lead, as the candidacy records and hand-overs on partition
 //! 0 say: what an owner asks before it leads (`defer_to`), and a leader
 //! with --preempt when a member joins. Only the choice of who leads: the
-//! claims and the fence (`peers`) decide when anyone may.
+//! claims and the fence (`peers`) decide when anyone may. And the hot set
+//! (docs/hot-set.md): the list its owner names (`hot`), or the newest one
+//! read from another (`read_hot`), the one place a member keeps it.
 
 use std::time::Duration;
 
+use super::hot_set::{hot_set, HotList, Known};
 use super::{Candidacy, Other, Stance};
 use crate::clock::BootTime;
 
-/// One member that does not own partition 0 and may lead, as its newest
-/// candidacy record says (one that never leads is not kept).
+/// One member that does not own partition 0, as its newest candidacy
+/// record says (one that may not lead is kept for the hot set's choice,
+/// which skips it; a withdrawal is not).
 #[derive(Clone, Debug)]
 struct Standby {
     writer: String,
-    name: String,
-    priority: u8,
-    /// When its record stops counting (our boot clock).
-    until: BootTime,
+    known: Known,
+}
+
+impl Standby {
+    /// Whether it may be let lead: it may lead and its record counts.
+    fn may_lead(&self, now: BootTime) -> bool {
+        let Known { never_lead, unhealthy, drained, until, .. } = self.known;
+        !never_lead && !unhealthy && !drained && until > now
+    }
 }
 
 /// The members read, and the newest hand-over.
@@ -37,6 +46,9 @@ pub(super) struct Standbys {
     /// ends it: a new owner reads the records before its own again, old
     /// leaders' too.
     deferred: Option<i64>,
+    /// The newest list of hot standbys read from another owner of partition
+    /// 0 (None until one is read: an older owner names none).
+    read_hot: Option<HotList>,
 }
 
 impl Standbys {
@@ -45,14 +57,22 @@ impl Standbys {
     /// removes it, as one whose health check fails does. Returns the member
     /// if it may lead.
     pub(super) fn read(&mut self, c: &Candidacy, now: BootTime) -> Option<(String, u8)> {
-        self.list.retain(|s| s.name != c.name && s.writer != c.writer);
-        if c.leaving || c.never_lead || c.unhealthy {
-            // Listed by `status`, not here: no owner may let it lead.
+        self.list.retain(|s| s.known.name != c.name && s.writer != c.writer);
+        if c.leaving {
             return None;
         }
-        let until = (now - c.age) + c.live_for;
-        self.list.push(Standby { writer: c.writer.clone(), name: c.name.clone(), priority: c.priority, until });
-        (until > now).then(|| (c.name.clone(), c.priority))
+        let known = Known {
+            name: c.name.clone(),
+            priority: c.priority,
+            never_lead: c.never_lead,
+            unhealthy: c.unhealthy,
+            drained: c.drained,
+            until: (now - c.age) + c.live_for,
+        };
+        let standby = Standby { writer: c.writer.clone(), known };
+        let may_lead = standby.may_lead(now);
+        self.list.push(standby);
+        may_lead.then(|| (c.name.clone(), c.priority))
     }
 
     /// Takes in another member's heartbeat record read `now`. A leader ends
@@ -77,9 +97,9 @@ impl Standbys {
         }
     }
 
-    /// The live member of `name`.
+    /// The live member of `name` that may lead.
     fn live(&self, name: &str, now: BootTime) -> Option<&Standby> {
-        self.list.iter().find(|s| s.name == name && s.until > now)
+        self.list.iter().find(|s| s.known.name == name && s.may_lead(now))
     }
 
     /// Notes that we let another member lead, on our record at `offset`.
@@ -106,8 +126,29 @@ impl Standbys {
         }
         self.list
             .iter()
-            .filter(|s| s.name != me && s.priority > mine && self.live(&s.name, now).is_some())
-            .max_by_key(|s| s.priority)
-            .map(|s| s.name.clone())
+            .filter(|s| s.known.name != me && s.known.priority > mine && self.live(&s.known.name, now).is_some())
+            .max_by_key(|s| s.known.priority)
+            .map(|s| s.known.name.clone())
+    }
+
+    /// The hot standbys an owner of partition 0 named `me` names (the one
+    /// seat holder it knows of; in a group of roles, a member that took
+    /// another role writes no candidacy, and its last one lapses): the
+    /// choice of `hot_set` among the members read, `k` of them, the target
+    /// of our yield or of a fresh hand-over first.
+    pub(super) fn hot(&self, me: &str, k: u32, yield_to: Option<&str>, now: BootTime) -> HotList {
+        let handover = self.handover.as_ref().filter(|(_, until)| now < *until).map(|(to, _)| to.as_str());
+        let known: Vec<Known> = self.list.iter().map(|s| s.known.clone()).collect();
+        hot_set(&known, &[me], k, yield_to.or(handover), now)
+    }
+
+    /// Takes in the list another owner of partition 0 named in its record.
+    pub(super) fn read_hot(&mut self, list: HotList) {
+        self.read_hot = Some(list);
+    }
+
+    /// The newest list read from another owner.
+    pub(super) fn hot_read(&self) -> Option<&HotList> {
+        self.read_hot.as_ref()
     }
 }

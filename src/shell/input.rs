@@ -68,6 +68,7 @@ pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep)
         Some(Event::Pause(partition, pause)) => Input::Pause(partition, pause),
         Some(Event::Trigger(partition, trigger)) => Input::Trigger(partition, trigger),
         Some(Event::Candidacy(candidacy)) => Input::Candidacy(candidacy),
+        Some(Event::Hot(list)) => Input::Hot(list),
         Some(Event::Drain { drained, .. }) => Input::Drain(drained),
         Some(Event::Fatal(failure)) => Input::Fatal(failure.code()),
         None => Input::Fatal(Kind::Internal.code()),
@@ -98,6 +99,7 @@ mod tests {
             pause: None,
             to: None,
             job: None,
+            hot: None,
         }
     }
 

@@ -443,7 +443,11 @@ impl Shell {
         let _role = action.partition().and_then(|p| self.role_span(p));
         let mut seat = action.partition().and_then(|partition| self.seats.get_mut(&partition));
         match action {
-            Action::SendHeartbeat(partition, record) => self.kafka.send_heartbeat(partition, BootTime::now(), record),
+            Action::SendHeartbeat(partition, record) => {
+                // The control partition's owner names the hot standbys.
+                let hot = self.core.hot_list().filter(|_| partition == leader::CONTROL_PARTITION);
+                self.kafka.send_heartbeat(partition, BootTime::now(), (record, hot));
+            }
             Action::Spawn { partition, token, lease, attempt, begin } => {
                 // On the wall clock, as the core reads it: the command never
                 // sees a time before its due time.
@@ -466,7 +470,8 @@ impl Shell {
             Action::SignalGroup(_, sig) => seat.iter_mut().for_each(|seat| seat.child.signal(sig)),
             Action::KillGroup(_) => seat.iter_mut().for_each(|seat| seat.child.kill()),
             Action::Disclaim(partition, record) => {
-                self.kafka.send_heartbeat(partition, BootTime::now(), record);
+                // It leaves the control partition: the next owner names them.
+                self.kafka.send_heartbeat(partition, BootTime::now(), (record, None));
                 self.flushing = Some(tokio::task::spawn_blocking(self.kafka.flusher(DISCLAIM_WAIT)));
             }
             Action::Rejoin => self.kafka.rejoin(),

@@ -126,6 +126,7 @@ impl Sim {
             never_lead,
             leaving: out < 2,
             unhealthy: (2..4).contains(&out),
+            drained: false,
             age: Duration::from_millis(self.rng.u64(0..3000)),
             live_for: Duration::from_millis(self.rng.u64(0..3000)),
         })
@@ -189,6 +190,7 @@ impl Sim {
                 None
             },
             job: None,
+            hot: None,
         };
         // The rules, as the README states them.
         let until = self.now - age + D + self.settings.claim_margin.as_millis() as u64;

@@ -10,6 +10,7 @@ mod control;
 mod crontab;
 mod exits;
 mod fencing;
+mod hot;
 mod reload;
 mod roles;
 mod seats;

@@ -13,6 +13,7 @@ fn candidacy(name: &str, priority: u8, age: u64) -> Input {
         never_lead: false,
         leaving: false,
         unhealthy: false,
+        drained: false,
         age: Duration::from_millis(age),
         live_for: Duration::from_millis(3000),
     })
@@ -259,6 +260,7 @@ fn a_restarted_member_replaces_its_old_candidacy_and_its_withdrawal_ends_both() 
             never_lead: false,
             leaving,
             unhealthy: false,
+            drained: false,
             age: Duration::ZERO,
             live_for: Duration::from_millis(3000),
         })

@@ -1,0 +1,74 @@
+//! The hot set's list (docs/hot-set.md, slice 1): what the control
+//! partition's owner names, and what a member keeps of the list it reads.
+//! The choice itself is `hot_set`'s, tested on its own.
+
+use super::*;
+
+/// Member `name`'s candidacy of `priority`, written just now, counting
+/// for 3 s; `unhealthy` or `drained` as `out` says.
+fn candidacy(name: &str, priority: u8, out: (bool, bool)) -> Input {
+    written(name, priority, out, 3000)
+}
+
+/// As `candidacy`, counting for `live_for` ms.
+fn written(name: &str, priority: u8, (unhealthy, drained): (bool, bool), live_for: u64) -> Input {
+    Input::Candidacy(Candidacy {
+        writer: format!("{name}/1"),
+        name: name.into(),
+        priority,
+        never_lead: false,
+        leaving: false,
+        unhealthy: unhealthy || drained,
+        drained,
+        age: Duration::ZERO,
+        live_for: Duration::from_millis(live_for),
+    })
+}
+
+fn list(k: u32, names: &[&str]) -> HotList {
+    HotList { k, names: names.iter().map(|n| n.to_string()).collect() }
+}
+
+#[test]
+fn the_owner_of_the_control_partition_names_the_best_standbys_and_no_one_else_names_any() {
+    let mut standby = Leader::new(settings(Restart::Never), started(0));
+    standby.step(candidacy("a", 1, (false, false)), ms(100));
+    assert_eq!(standby.hot_list(), None, "a standby names none: only the owner decides");
+    let mut l = leading(Restart::Never); // leads on partition 0 from 1010
+                                         // a's and c's records count until 1150.
+    l.step(written("a", 1, (false, false), 50), ms(1100));
+    l.step(written("c", 2, (false, false), 50), ms(1100));
+    l.step(candidacy("sick", 9, (true, false)), ms(1100));
+    l.step(candidacy("drained", 9, (false, true)), ms(1100));
+    l.step(candidacy("b", 3, (false, false)), ms(1100));
+    assert_eq!(l.hot_list(), Some(list(2, &["b", "c"])), "K 2 (the fixture's): the best that may lead");
+    l.step(Input::Tick, ms(1150));
+    assert_eq!(l.hot_list(), Some(list(2, &["b"])), "a and c lapsed: a list short of K");
+    l.step(candidacy("d", 0, (false, false)), ms(1200));
+    assert_eq!(l.hot_list(), Some(list(2, &["b", "d"])));
+    // yield --to d: d first, whatever its rank.
+    let out = l.step(Input::Yield { to: Some("d".into()) }, ms(1300));
+    assert_eq!(out.last(), Some(&SignalGroup(P, SIGTERM)), "{out:?}");
+    assert_eq!(l.hot_list(), Some(list(2, &["d", "b"])));
+    let k1 = Settings { hot_standbys: 1, ..settings(Restart::Never) };
+    let mut one = Leader::new(k1, started(0));
+    one.step(candidacy("a", 1, (false, false)), ms(100));
+    one.step(candidacy("b", 3, (false, false)), ms(100));
+    one.step(assigned(), ms(200));
+    assert_eq!(one.hot_list(), Some(list(1, &["b"])), "K is --hot-standbys");
+}
+
+#[test]
+fn a_member_keeps_the_newest_list_read_from_the_watcher_or_the_owners_records() {
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    assert_eq!(l.standbys.hot_read(), None, "none read yet: an older owner names none");
+    assert_eq!(l.step(Input::Hot(list(2, &["a", "me"])), ms(100)), vec![], "kept, nothing done in this slice");
+    assert_eq!(l.standbys.hot_read(), Some(&list(2, &["a", "me"])));
+    // The owner's heartbeat on the control partition names one too.
+    let named = Other { hot: Some(list(2, &["a", "b"])), ..record_of("x/1", 5, Some(1), None, Stance::Contending) };
+    l.step(Input::OtherHeartbeat(P, named), ms(200));
+    assert_eq!(l.standbys.hot_read(), Some(&list(2, &["a", "b"])));
+    // One without a list (an older owner's) leaves the newest one read.
+    l.step(Input::OtherHeartbeat(P, record_of("y/1", 6, Some(1), None, Stance::Contending)), ms(300));
+    assert_eq!(l.standbys.hot_read(), Some(&list(2, &["a", "b"])));
+}

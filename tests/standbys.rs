@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{bin, run, standbys, stays_false, wait_until, Group, LONG};
+use crate::util::{bin, run, standbys, stays_false, wait_for, wait_until, Group, LONG};
 
 /// Sleepers a, leading, and b, listed as its standby.
 fn leader_a_and_standby_b(g: &Group) -> (crate::util::Member, crate::util::Member) {
@@ -377,5 +377,63 @@ fn yield_to_a_member_that_died_returns_once_the_old_leader_leads_again() {
     assert!(text.contains("no other member took over: a leads again (token "), "{text}");
     assert!(text.contains("c did not take partition 0"), "{text}");
     wait_until(t.takeover(), "a's command runs again", || g.starts().len() == 2 && g.lock_held());
+    g.assert_no_overlap();
+}
+
+/// `status --json`'s hot standbys (the list its owner names), and each
+/// standby's mark: (name, hot).
+fn hot_set(g: &Group) -> (Vec<String>, Vec<(String, Option<bool>)>) {
+    let (_, out) = run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]);
+    let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_default();
+    let names = json["hot_standbys"]["names"].as_array().cloned().unwrap_or_default();
+    let names = names.iter().map(|n| n.as_str().unwrap_or("?").to_string()).collect();
+    let marks = json["standbys"].as_array().cloned().unwrap_or_default();
+    let marks = marks.iter().map(|s| (s["name"].as_str().unwrap_or("?").to_string(), s["hot"].as_bool())).collect();
+    (names, marks)
+}
+
+/// docs/hot-set.md, slice 1: the leader names the --hot-standbys best
+/// standbys by priority, `status` shows them hot and the rest cold, and a
+/// hot standby killed is replaced by the best cold one. Every member stays
+/// in the group meanwhile.
+#[test]
+fn status_shows_the_best_standbys_hot_and_a_cold_one_takes_a_dead_ones_place() {
+    let g = Group::new("hot-set");
+    let t = g.broker.timing;
+    let member = |name: &str, priority: &str| {
+        g.member(name, &["--priority", priority, "--hot-standbys", "2"], &["sleep", "1000"])
+    };
+    // a leads before the others join: it keeps leading (no --preempt).
+    let _a = member("a", "1");
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let (_b, _c, mut d) = (member("b", "2"), member("c", "3"), member("d", "4"));
+    let want = |hot: &[&str], marks: &[(&str, bool)]| {
+        let hot = hot.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let marks = marks.iter().map(|(n, h)| (n.to_string(), Some(*h))).collect::<Vec<_>>();
+        (hot, marks)
+    };
+    let first = want(&["d", "c"], &[("d", true), ("c", true), ("b", false)]);
+    let mut seen = hot_set(&g);
+    let named = wait_for(t.takeover(), || {
+        seen = hot_set(&g);
+        seen == first
+    });
+    assert!(named, "d and c hot, b cold: {seen:?}");
+    let (code, text) = run(&["status", "-b", &g.broker.address, "-g", &g.name]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("hot standbys: d, c (--hot-standbys 2)"), "{text}");
+    let line = |name: &str| text.lines().find(|l| l.contains(&format!(": {name} (host "))).unwrap_or_default();
+    assert!(line("d").starts_with("  standby, priority 4: d") && line("d").ends_with(" ago, hot"), "{text}");
+    assert!(line("b").ends_with(" ago, cold (not among the hot standbys)"), "{text}");
+    // d dies without a word: once its candidacy lapses, b takes its place.
+    d.signal(Signal::SIGKILL);
+    let _ = d.wait_exit(t.takeover());
+    let next = want(&["c", "b"], &[("c", true), ("b", true)]);
+    let named = wait_for(t.takeover(), || {
+        seen = hot_set(&g);
+        seen == next
+    });
+    assert!(named, "c and b hot once d is gone: {seen:?}");
+    assert_eq!(g.starts().len(), 1, "a leads throughout: {:?}", g.starts());
     g.assert_no_overlap();
 }

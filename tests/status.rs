@@ -137,7 +137,16 @@ fn status_watch_prints_each_change_of_leader_and_of_standbys() {
             }
         }
     };
-    assert_eq!(next_leader(&rx), "a");
+    // a names b hot once it has read b's candidacy (news too, its own
+    // line): the last change while a leads.
+    loop {
+        let line = rx.recv_timeout(t.takeover()).expect("a status line naming b hot");
+        let json: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(json["leader"]["name"], "a", "{json}");
+        if json["hot_standbys"]["names"] == serde_json::json!(["b"]) {
+            break;
+        }
+    }
     a.signal(Signal::SIGTERM);
     a.wait_exit(t.takeover());
     assert_eq!(next_leader(&rx), "b");

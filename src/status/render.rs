@@ -80,6 +80,7 @@ pub(super) fn render(target: &Target, view: &View, json_out: bool) -> String {
             "last_run": last_run,
             "schedule": schedule,
             "paused": paused,
+            "hot_standbys": view.hot,
             "standbys": view.standbys(now).iter().map(|c| json!({
                 "name": c.name,
                 "host": c.host,
@@ -88,6 +89,7 @@ pub(super) fn render(target: &Target, view: &View, json_out: bool) -> String {
                 "never_lead": c.never_lead,
                 "healthy": !c.unhealthy,
                 "drained": c.drained,
+                "hot": view.hot(&c.name),
                 "since": rfc3339(c.since_ms),
                 "last_seen_ms": now.saturating_sub(c.at_ms),
             })).collect::<Vec<_>>(),
@@ -155,7 +157,8 @@ pub(super) fn render_roles(target: &Target, views: &[View], partitions: Option<u
                 })
             })
             .collect();
-        let standbys = views.first().map(|v| v.standbys(now)).unwrap_or_default();
+        let control = views.first();
+        let standbys = control.map(|v| v.standbys(now)).unwrap_or_default();
         let (members, disagree) = agreement.json();
         return json!({
             "version": JSON_VERSION,
@@ -167,12 +170,14 @@ pub(super) fn render_roles(target: &Target, views: &[View], partitions: Option<u
             "members": members,
             "roles_disagree": disagree,
             "crontab_disagree": agreement.crontabs_disagree(),
+            "hot_standbys": control.and_then(|v| v.hot.as_ref()),
             "standbys": standbys.iter().map(|c| json!({
                 "name": c.name,
                 "host": c.host,
                 "pid": c.pid,
                 "healthy": !c.unhealthy,
                 "drained": c.drained,
+                "hot": control.and_then(|v| v.hot(&c.name)),
                 "since": rfc3339(c.since_ms),
                 "last_seen_ms": now.saturating_sub(c.at_ms),
             })).collect::<Vec<_>>(),
@@ -230,21 +235,7 @@ pub(super) fn render_roles(target: &Target, views: &[View], partitions: Option<u
     }
     out += &agreement.lines();
     out += &agreement.crontab_lines();
-    for c in views.first().map(|v| v.standbys(now)).unwrap_or_default() {
-        out += &format!(
-            "\n  no role: {} (host {}, pid {}){}, last seen {} ago",
-            printable(&c.name),
-            printable(&c.host),
-            c.pid,
-            match (c.drained, c.unhealthy) {
-                (true, _) => ", drained (`neli-run undrain` brings it back)",
-                (false, true) => ", unhealthy (--health-cmd fails: it takes no role)",
-                (false, false) => "",
-            },
-            ago(now, c.at_ms)
-        );
-    }
-    out
+    out + &views.first().map_or(String::new(), |control| no_role_lines(control, now))
 }
 
 /// `cron history JOB`: the job's partition, next due time and runs (the
@@ -306,7 +297,7 @@ fn pause_line(pause: &WirePause, fresh: Option<&Heartbeat>, now: u64, resume: &s
 /// (the highest priority first), who may not while its health check fails,
 /// and who only watches (--never-lead).
 fn standby_lines(view: &View, now: u64) -> String {
-    let mut out = String::new();
+    let mut out = hot_line(view);
     for c in view.standbys(now) {
         let what = match (c.never_lead, c.unhealthy) {
             (true, _) => "watcher".to_string(),
@@ -319,7 +310,8 @@ fn standby_lines(view: &View, now: u64) -> String {
             }
         };
         out += &format!(
-            "\n  {what}: {n} (host {h}, pid {p}) since {s} ({sa} ago), last seen {a} ago",
+            "\n  {what}: {n} (host {h}, pid {p}) since {s} ({sa} ago), last seen {a} ago{hot}",
+            hot = if c.never_lead { "" } else { hot_word(view, &c.name) },
             n = printable(&c.name),
             h = printable(&c.host),
             p = c.pid,
@@ -329,6 +321,47 @@ fn standby_lines(view: &View, now: u64) -> String {
         );
     }
     out
+}
+
+/// A group of roles' members without one, as the control partition's
+/// records (`control`) say them, after the hot standbys its owner names.
+fn no_role_lines(control: &View, now: u64) -> String {
+    let mut out = hot_line(control);
+    for c in control.standbys(now) {
+        out += &format!(
+            "\n  no role: {} (host {}, pid {}){}, last seen {} ago{}",
+            printable(&c.name),
+            printable(&c.host),
+            c.pid,
+            match (c.drained, c.unhealthy) {
+                (true, _) => ", drained (`neli-run undrain` brings it back)",
+                (false, true) => ", unhealthy (--health-cmd fails: it takes no role)",
+                (false, false) => "",
+            },
+            ago(now, c.at_ms),
+            hot_word(control, &c.name),
+        );
+    }
+    out
+}
+
+/// The hot standbys the control partition's owner names (docs/hot-set.md),
+/// if its records name them.
+fn hot_line(view: &View) -> String {
+    let Some(list) = &view.hot else { return String::new() };
+    let names: Vec<String> = list.names.iter().map(|n| printable(n)).collect();
+    let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+    format!("\n  hot standbys: {names} (--hot-standbys {})", list.k)
+}
+
+/// A member without a seat, hot (named in the list) or cold, once a list
+/// is known.
+fn hot_word(view: &View, name: &str) -> &'static str {
+    match view.hot(name) {
+        Some(true) => ", hot",
+        Some(false) => ", cold (not among the hot standbys)",
+        None => "",
+    }
 }
 
 /// The last line of a command run once per wave, or of a service (whose

@@ -6,6 +6,7 @@
 use crate::kafka::candidacy;
 use crate::kafka::heartbeat::{Heartbeat, WireAttempt, WirePause};
 use crate::kafka::yield_request::PauseRequest;
+use crate::leader::HotList;
 
 /// How many of a schedule's runs `status` shows: the newest. Older ones
 /// are in the retained records only while the topic keeps them; the newest
@@ -46,6 +47,10 @@ pub(super) struct View {
     /// Each writer's newest heartbeat on this partition (by name and
     /// incarnation): what `--roles` it says it runs with (`agree.rs`).
     pub(super) writers: Vec<Writer>,
+    /// The hot standbys the newest record that names them names (the
+    /// control partition's owner's word, docs/hot-set.md); None while no
+    /// record did (an older owner's names none).
+    pub(super) hot: Option<HotList>,
 }
 
 /// A writer of heartbeats, as its newest record on a partition says.
@@ -101,6 +106,9 @@ impl View {
             }
             hb.pause = hb.pause.filter(|p| p.offset < offset);
             self.roles = hb.roles.filter(|&n| n > 1);
+            if hb.hot.is_some() {
+                self.hot.clone_from(&hb.hot);
+            }
             self.note_writer(&hb);
             if let Some(placed) = hb.placed_job().filter(|p| p.replaces(self.placed.as_deref())) {
                 self.placed = Some(placed.job);
@@ -148,6 +156,12 @@ impl View {
         let mut live: Vec<_> = self.candidacies.iter().filter(|c| c.live(now_ms)).collect();
         live.sort_by(|a, b| b.priority.cmp(&a.priority).then_with(|| a.name.cmp(&b.name)));
         live
+    }
+
+    /// Whether the member `name`, holding no seat, is hot: named in the
+    /// list (None while no list is known).
+    pub(super) fn hot(&self, name: &str) -> Option<bool> {
+        self.hot.as_ref().map(|list| list.names.iter().any(|n| n == name))
     }
 
     /// How many live standbys at `now_ms` are not `me`: the group a
@@ -234,7 +248,8 @@ impl View {
                 format!(" {name}/{id} {} {} {} {}", c.priority, c.never_lead, c.unhealthy, c.drained)
             })
             .collect();
-        format!("{leader}{paused}{standbys}")
+        let hot = self.hot.as_ref().map_or(String::new(), |l| format!(" hot {} {:?}", l.k, l.names));
+        format!("{leader}{paused}{standbys}{hot}")
     }
 }
 
@@ -270,6 +285,20 @@ pub(super) mod tests {
         }
         assert_eq!(v.standbys(now).len(), 3);
         assert_eq!(v.other_standbys(&me, now), 2);
+    }
+
+    #[test]
+    fn the_hot_list_is_the_newest_one_a_record_names_and_a_change_of_it_is_news() {
+        let mut v = View::default();
+        v.add(hb("a", Some(1), 1_000));
+        assert_eq!((v.hot("b"), v.key(1_100)), (None, "a 1".to_string()), "an older owner names none");
+        let list = HotList { k: 2, names: vec!["b".into(), "c".into()] };
+        let named = Heartbeat { hot: Some(list.clone()), ..hb("a", Some(1), 1_200) };
+        v.read(Some(&named.encode()), 2);
+        assert_eq!((v.hot("b"), v.hot("c"), v.hot("d")), (Some(true), Some(true), Some(false)));
+        assert_eq!(v.key(1_300), r#"a 1 hot 2 ["b", "c"]"#, "status --watch says a new list");
+        v.read(Some(&hb("a", Some(1), 1_400).encode()), 3);
+        assert_eq!(v.hot.as_ref(), Some(&list), "a record without one keeps the newest named");
     }
 
     #[test]

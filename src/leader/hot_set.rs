@@ -25,8 +25,8 @@ pub struct Known {
 }
 
 impl Known {
-    /// Whether it could be the next leader at `now`.
-    fn eligible(&self, now: BootTime) -> bool {
+    /// Whether it could be the next leader at `now` (seats aside).
+    pub(super) fn eligible(&self, now: BootTime) -> bool {
         !self.never_lead && !self.unhealthy && !self.drained && self.until > now
     }
 }

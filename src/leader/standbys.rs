@@ -23,8 +23,7 @@ struct Standby {
 impl Standby {
     /// Whether it may be let lead: it may lead and its record counts.
     fn may_lead(&self, now: BootTime) -> bool {
-        let Known { never_lead, unhealthy, drained, until, .. } = self.known;
-        !never_lead && !unhealthy && !drained && until > now
+        self.known.eligible(now)
     }
 }
 

@@ -406,7 +406,7 @@ fn status_shows_the_best_standbys_hot_and_a_cold_one_takes_a_dead_ones_place() {
     // a leads before the others join: it keeps leading (no --preempt).
     let _a = member("a", "1");
     wait_until(t.takeover(), "a leads", || g.lock_held());
-    let (_b, _c, mut d) = (member("b", "2"), member("c", "3"), member("d", "4"));
+    let (b, _c, mut d) = (member("b", "2"), member("c", "3"), member("d", "4"));
     let want = |hot: &[&str], marks: &[(&str, bool)]| {
         let hot = hot.iter().map(|n| n.to_string()).collect::<Vec<_>>();
         let marks = marks.iter().map(|(n, h)| (n.to_string(), Some(*h))).collect::<Vec<_>>();
@@ -419,6 +419,8 @@ fn status_shows_the_best_standbys_hot_and_a_cold_one_takes_a_dead_ones_place() {
         seen == first
     });
     assert!(named, "d and c hot, b cold: {seen:?}");
+    // Each member reads the list too (its watcher, into its core).
+    wait_until(t.takeover(), "b reads that it is cold", || b.log().contains("a cold standby"));
     let (code, text) = run(&["status", "-b", &g.broker.address, "-g", &g.name]);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("hot standbys: d, c (--hot-standbys 2)"), "{text}");
@@ -434,6 +436,8 @@ fn status_shows_the_best_standbys_hot_and_a_cold_one_takes_a_dead_ones_place() {
         seen == next
     });
     assert!(named, "c and b hot once d is gone: {seen:?}");
+    let hot_again = || b.log().rsplit("a cold standby").next().is_some_and(|after| after.contains("a hot standby"));
+    wait_until(t.takeover(), "b reads that it is hot again", hot_again);
     assert_eq!(g.starts().len(), 1, "a leads throughout: {:?}", g.starts());
     g.assert_no_overlap();
 }

@@ -469,9 +469,13 @@ impl Leader {
     /// records through the shell, as `roles` and `unhealthy` are, so that
     /// a record's contents stay the seat's to decide.
     pub fn hot_list(&self) -> Option<HotList> {
-        let owner = self.seats.get(&CONTROL_PARTITION).is_some_and(|s| s.tenure.is_some());
         let Settings { name, hot_standbys, .. } = &self.settings;
-        owner.then(|| self.standbys.hot(name, *hot_standbys, self.hand_to.as_deref(), self.now))
+        self.owns_control().then(|| self.standbys.hot(name, *hot_standbys, self.hand_to.as_deref(), self.now))
+    }
+
+    /// Whether we own the control partition (as the seat on it).
+    fn owns_control(&self) -> bool {
+        self.seats.get(&CONTROL_PARTITION).is_some_and(|s| s.tenure.is_some())
     }
 
     /// Whether any seat holds its partition.
@@ -666,11 +670,12 @@ impl Leader {
 
     /// The hot standbys another owner of the control partition names. Only
     /// kept and said in this slice (docs/hot-set.md): a cold member stays in
-    /// the group.
+    /// the group. Not said while we own the partition (its backlog names
+    /// earlier owners' lists): we name our own then.
     fn on_hot(&mut self, list: HotList) {
         let me = self.settings.name.as_str();
         let was = self.standbys.hot_read().map(|known| known.cold(me));
-        if was != Some(list.cold(me)) {
+        if was != Some(list.cold(me)) && !self.owns_control() {
             say::hot(&list, me);
         }
         self.standbys.read_hot(list);

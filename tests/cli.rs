@@ -737,7 +737,11 @@ fn a_negative_priority_is_out_of_range() {
 /// is refused with what to give instead.
 #[test]
 fn a_hot_standbys_that_is_no_count_names_the_fix() {
-    for (env, flags) in [(&[][..], &["--hot-standbys", "two"][..]), (&[("NELI_HOT_STANDBYS", "101")][..], &[][..])] {
+    for (env, flags) in [
+        (&[][..], &["--hot-standbys", "two"][..]),
+        (&[][..], &["--hot-standbys", "-1"][..]),
+        (&[("NELI_HOT_STANDBYS", "101")][..], &[][..]),
+    ] {
         let (code, out) = run_member(env, flags);
         assert_eq!(code, 2, "{out}");
         assert!(out.contains("--hot-standbys") && out.contains("not a count of 0 to 100; use how many"), "{out}");

@@ -329,6 +329,7 @@ pub struct RunArgs {
     /// member still stays in the consumer group for now; see
     /// docs/hot-set.md. Give the same value to every member.
     #[arg(long, env = "NELI_HOT_STANDBYS", default_value_t = 2, value_name = "K", value_parser = hot_standbys,
+          allow_negative_numbers = true,
           help_heading = "Operating")]
     pub hot_standbys: u32,
 

@@ -42,11 +42,11 @@ pub struct HotList {
 }
 
 impl HotList {
-    /// Whether `name` is cold by this list: not named while the list is
-    /// full. A list short of `k` names no member cold, since every member
-    /// left may be needed (and slice 2's members leave only on a full one).
-    pub fn cold(&self, name: &str) -> bool {
-        self.names.len() >= self.k as usize && !self.names.iter().any(|n| n == name)
+    /// Whether it names `name` hot. One not named is cold; slice 2 has it
+    /// leave the group only by a list that names `k` others (a short one
+    /// means every member left may be needed).
+    pub fn named(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
     }
 }
 
@@ -182,11 +182,8 @@ mod tests {
     }
 
     #[test]
-    fn a_full_list_makes_the_unnamed_cold_and_a_short_one_nobody() {
-        let full = HotList { k: 2, names: vec!["a".into(), "b".into()] };
-        assert!(!full.cold("a") && !full.cold("b") && full.cold("c"));
-        let short = HotList { k: 2, names: vec!["a".into()] };
-        assert!(!short.cold("c"), "too few to fill it: every member may be needed");
-        assert!(HotList { k: 0, names: vec![] }.cold("c"), "K 0: every standby is cold");
+    fn a_list_names_whom_it_names() {
+        let list = hot_set(&[m("a", 0), m("b", 0), m("c", 0)], &[], 2, None, ms(NOW));
+        assert!(list.named("a") && list.named("b") && !list.named("c") && !list.named(""));
     }
 }

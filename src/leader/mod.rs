@@ -674,8 +674,8 @@ impl Leader {
     /// earlier owners' lists): we name our own then.
     fn on_hot(&mut self, list: HotList) {
         let me = self.settings.name.as_str();
-        let was = self.standbys.hot_read().map(|known| known.cold(me));
-        if was != Some(list.cold(me)) && !self.owns_control() {
+        let was = self.standbys.hot_read().map(|known| known.named(me));
+        if was != Some(list.named(me)) && !self.owns_control() {
             say::hot(&list, me);
         }
         self.standbys.read_hot(list);

@@ -129,12 +129,12 @@ pub(super) fn preempted(to: &str, theirs: u8, ours: u8) {
     info!(to = %printable(to), theirs, ours, "a live member of higher --priority (--preempt): handing over to it");
 }
 
-/// The hot standbys' list read names us hot, or cold where it did not.
+/// The hot standbys' list read names us, or no longer does.
 pub(super) fn hot(list: &HotList, me: &str) {
     let names = list.names.iter().map(|n| printable(n)).collect::<Vec<_>>().join(", ");
-    if list.cold(me) {
-        info!(hot = %names, k = list.k, "a cold standby: the owner of partition 0 names other hot standbys (this member stays in the group all the same)");
+    if list.named(me) {
+        info!(hot = %names, k = list.k, "a hot standby: the owner of partition 0 names this member to lead next");
     } else {
-        info!(hot = %names, k = list.k, "a hot standby: ready to lead next, as the owner of partition 0 names it or names too few");
+        info!(hot = %names, k = list.k, "a cold standby: the owner of partition 0 names others to lead next (this member stays in the group all the same)");
     }
 }

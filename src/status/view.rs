@@ -161,7 +161,7 @@ impl View {
     /// Whether the member `name`, holding no seat, is hot: named in the
     /// list (None while no list is known).
     pub(super) fn hot(&self, name: &str) -> Option<bool> {
-        self.hot.as_ref().map(|list| list.names.iter().any(|n| n == name))
+        self.hot.as_ref().map(|list| list.named(name))
     }
 
     /// How many live standbys at `now_ms` are not `me`: the group a

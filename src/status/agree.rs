@@ -126,8 +126,10 @@ impl Agreement {
         out
     }
 
-    /// `status --json`'s `members` and `roles_disagree`.
-    pub(super) fn json(&self) -> (serde_json::Value, bool) {
+    /// `status --json`'s `members` and `roles_disagree`; a member is `hot`
+    /// while it leads a role or `hot` names it (null while no list is
+    /// known).
+    pub(super) fn json(&self, hot: Option<&crate::leader::HotList>) -> (serde_json::Value, bool) {
         let members: Vec<_> = self
             .members
             .iter()
@@ -138,6 +140,7 @@ impl Agreement {
                     "pid": w.pid,
                     "roles": (!self.crontab).then_some(w.roles),
                     "leads": leads,
+                    "hot": hot.map(|list| !leads.is_empty() || list.named(&w.name)),
                     "crontab": w.crontab,
                     "jobs_on": w.jobs_on,
                 })
@@ -172,9 +175,15 @@ mod tests {
         assert!(text.contains("the topic has 6 partition(s), so 6 roles"), "{text}");
         assert!(text.contains("--roles 3: m3 (runs roles 0-2 only"), "{text}");
         assert!(text.contains("--roles 6: m6\n"), "{text}");
-        let (members, disagree) = a.json();
+        let (members, disagree) = a.json(None);
         assert!(disagree);
         assert_eq!(members[0]["leads"], json!([0, 1, 2]), "{members}");
+        assert_eq!(members[0]["hot"], json!(null), "no list known: {members}");
+        let list = crate::leader::HotList { k: 2, names: vec!["m6".into()] };
+        let (members, _) = a.json(Some(&list));
+        assert_eq!((&members[0]["hot"], &members[1]["hot"]), (&json!(true), &json!(true)), "each leads a role");
+        let (members, _) = a.json(Some(&crate::leader::HotList { k: 2, names: vec![] }));
+        assert_eq!(members[0]["hot"], json!(true), "leading a role is hot whatever the list: {members}");
         // A record of m3's on role 4's partition: m3 does not run role 4.
         views[4] = led(&m3, 3);
         assert!(!Agreement::of(&views, Some(6), now).all_run(&views, now));

@@ -159,7 +159,7 @@ pub(super) fn render_roles(target: &Target, views: &[View], partitions: Option<u
             .collect();
         let control = views.first();
         let standbys = control.map(|v| v.standbys(now)).unwrap_or_default();
-        let (members, disagree) = agreement.json();
+        let (members, disagree) = agreement.json(control.and_then(|v| v.hot.as_ref()));
         return json!({
             "version": JSON_VERSION,
             "group": target.group,

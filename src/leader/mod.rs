@@ -670,14 +670,11 @@ impl Leader {
 
     /// The hot standbys another owner of the control partition names. Only
     /// kept and said in this slice (docs/hot-set.md): a cold member stays in
-    /// the group. Not said while we own the partition (its backlog names
-    /// earlier owners' lists): we name our own then.
+    /// the group.
     fn on_hot(&mut self, list: HotList) {
         let me = self.settings.name.as_str();
         let was = self.standbys.hot_read().map(|known| known.named(me));
-        if was != Some(list.named(me)) && !self.owns_control() {
-            say::hot(&list, me);
-        }
+        say::hot(was, &list, me, self.owns_control());
         self.standbys.read_hot(list);
     }
 

@@ -129,10 +129,16 @@ pub(super) fn preempted(to: &str, theirs: u8, ours: u8) {
     info!(to = %printable(to), theirs, ours, "a live member of higher --priority (--preempt): handing over to it");
 }
 
-/// The hot standbys' list read names us, or no longer does.
-pub(super) fn hot(list: &HotList, me: &str) {
+/// The hot standbys' list read names us, or no longer does (`was`: whether
+/// the last one read did). Not while we own the control partition
+/// (`owner`): its backlog names earlier owners' lists, and we name our own.
+pub(super) fn hot(was: Option<bool>, list: &HotList, me: &str, owner: bool) {
+    let named = list.named(me);
+    if was == Some(named) || owner {
+        return;
+    }
     let names = list.names.iter().map(|n| printable(n)).collect::<Vec<_>>().join(", ");
-    if list.named(me) {
+    if named {
         info!(hot = %names, k = list.k, "a hot standby: the owner of partition 0 names this member to lead next");
     } else {
         info!(hot = %names, k = list.k, "a cold standby: the owner of partition 0 names others to lead next (this member stays in the group all the same)");

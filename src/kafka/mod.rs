@@ -424,6 +424,7 @@ impl Kafka {
             drained,
             crontab: self.crontab.as_ref().map(|c| c.digest.clone()),
             jobs_on: self.crontab.as_ref().map(|c| c.jobs_on.clone()),
+            roles: self.roles,
             ..candidacy::Record::new(&self.member, self.priority, false, since_ms, interval, leaving, unhealthy)
         };
         let value = record.encode();

@@ -683,7 +683,7 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__dev__subcmd__broker)
-            opts="-v -q -h --listen --brokers --control --advertise --deny-topic --partitions --group-coordinator --initial-rebalance-delay --sasl-user --verbose --quiet --log-format --help event help"
+            opts="-v -q -h --listen --brokers --control --advertise --deny-topic --partitions --group-coordinator --initial-rebalance-delay --leave-pause --sasl-user --verbose --quiet --log-format --help event help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -718,6 +718,10 @@ _neli__run() {
                     return 0
                     ;;
                 --initial-rebalance-delay)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --leave-pause)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

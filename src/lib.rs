@@ -203,6 +203,7 @@ fn dev_broker(args: cli::DevBrokerArgs) -> Result<(), exit::Failure> {
             cli::GroupCoordinator::Mock => GroupCoordinator::Mock,
         },
         initial_rebalance_delay: args.initial_rebalance_delay,
+        leave_pause: args.leave_pause,
         sasl_user: args.sasl_user,
     };
     neli_dev_broker::main(options).map_err(failure)

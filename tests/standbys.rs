@@ -333,6 +333,24 @@ fn preempt_hands_over_to_a_member_of_higher_priority_once_it_is_live() {
     g.assert_no_overlap();
 }
 
+/// Regression: on a broker slow to end the rebalance a leave begins (tansu
+/// 0.6 pauses 3 s; Kafka waits for its slowest member), the member that
+/// handed over stood aside only as long as a candidacy counts, came back
+/// within the pause, was given partition 0 again and handed it on again,
+/// round after round: b never led. It now stands aside while b is live.
+#[test]
+fn a_hand_over_reaches_its_member_on_a_broker_slow_to_rebalance_after_a_leave() {
+    let broker = crate::util::Broker::dev_with("127.0.0.1", &["--leave-pause", "4s"]);
+    let g = Group::on(broker, "handover-slow");
+    let t = g.broker.timing;
+    let _a = g.member("a", &["--preempt"], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let _b = g.member("b", &["--priority", "2"], &["sleep", "1000"]);
+    wait_until(t.takeover() * 2, "b's command starts", || last_start(&g).as_deref() == Some("b"));
+    assert_eq!(g.starts().len(), 2, "a's command ran once, then b's: {:?}", g.starts());
+    g.assert_no_overlap();
+}
+
 /// Regression (audit D13): `yield --to c` with c dead (its candidacy still
 /// live) waited out its whole --timeout although the old leader led again
 /// long before. It says so as soon as a leads under a new token.

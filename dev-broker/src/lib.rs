@@ -93,6 +93,9 @@ pub struct Options {
     pub group_coordinator: GroupCoordinator,
     /// Kafka's group.initial.rebalance.delay.ms, for [`GroupCoordinator::Kafka`].
     pub initial_rebalance_delay: std::time::Duration,
+    /// How long a rebalance a leave began holds the joins (tansu's pause),
+    /// for [`GroupCoordinator::Kafka`]; zero: none.
+    pub leave_pause: std::time::Duration,
     /// USER:PASSWORD entries: with any, a SASL login is required.
     pub sasl_user: Vec<String>,
 }
@@ -202,7 +205,7 @@ async fn serve(
         info!(users = ?names, mechanisms = ?sasl::MECHANISMS, "SASL required (security.protocol=SASL_PLAINTEXT)");
     }
     let coordinator = (args.group_coordinator == GroupCoordinator::Kafka).then(|| {
-        let tx = group::spawn(args.initial_rebalance_delay);
+        let tx = group::spawn(args.initial_rebalance_delay, args.leave_pause);
         info!(initial_rebalance_delay = ?args.initial_rebalance_delay, "group coordinator with Kafka's timing");
         tx
     });

@@ -445,6 +445,14 @@ pub struct DevBrokerArgs {
           value_parser = humantime::parse_duration)]
     pub initial_rebalance_delay: std::time::Duration,
 
+    /// With --group-coordinator kafka: how long a rebalance that a member's
+    /// leave began holds every join before it completes with the members
+    /// that joined meanwhile (tansu 0.6 pauses 3s; Kafka waits for its
+    /// slowest member). For tests of what a slow rebalance does.
+    #[arg(long, env = "NELI_DEV_BROKER_LEAVE_PAUSE", default_value = "0s", value_name = "DURATION",
+          value_parser = humantime::parse_duration)]
+    pub leave_pause: std::time::Duration,
+
     /// Require a SASL login as USER with PASSWORD (repeatable).
     ///
     /// Clients then need -X security.protocol=SASL_PLAINTEXT and

@@ -180,6 +180,16 @@ fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
             d => Some(d),
         },
     };
+    // The line as given (a zone named or the host's), so that members on
+    // other flags know the runs on record are not this line's.
+    let line = match (&args.every, &args.cron) {
+        (Some(every), _) => format!("--every {}", humantime::format_duration(*every)),
+        (None, cron) => format!(
+            "--cron {} in {}",
+            cron.as_deref().unwrap_or_default(),
+            args.time_zone.as_deref().unwrap_or("local")
+        ),
+    };
     Ok(Some(Schedule {
         calendar,
         missed: args.missed.unwrap_or(Missed::Once),
@@ -187,6 +197,7 @@ fn schedule(args: &RunArgs) -> Result<Option<Schedule>, Failure> {
         retry: None,
         overlap: None,
         since: None,
+        line: Some(crate::crontab::digest(&line)),
     }))
 }
 

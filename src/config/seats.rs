@@ -43,13 +43,13 @@ impl Config {
             cron.placed
                 .iter()
                 .map(|(&p, job)| {
-                    let schedule = job.schedule.clone();
-                    let max_runtime = job.max_runtime.or(bound);
-                    let when = crate::crontab::digest(&match &job.zone {
+                    let line = crate::crontab::digest(&match &job.zone {
                         Some(zone) => format!("{} in {zone}", job.when),
                         None => job.when.clone(),
                     });
-                    (p, crate::leader::Job { name: job.name.clone(), when, schedule, max_runtime })
+                    let schedule = crate::leader::Schedule { line: Some(line), ..job.schedule.clone() };
+                    let max_runtime = job.max_runtime.or(bound);
+                    (p, crate::leader::Job { name: job.name.clone(), schedule, max_runtime })
                 })
                 .collect(),
         );

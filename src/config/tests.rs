@@ -29,6 +29,17 @@ fn missed_latest_is_once_as_a_crontab_says_it() {
 }
 
 #[test]
+fn a_schedule_of_flags_names_its_line_so_members_on_other_flags_tell_its_runs_apart() {
+    let line = |flags: &[&str]| config(flags).unwrap().leader.schedule.and_then(|s| s.line).expect("a line");
+    assert_eq!(line(&["--every", "1m"]), line(&["--every", "60s", "--missed", "all"]));
+    assert_ne!(line(&["--every", "1m"]), line(&["--every", "15s"]));
+    let cron = line(&["--cron", "*/5 * * * *", "--time-zone", "Europe/Paris"]);
+    assert_ne!(cron, line(&["--cron", "*/5 * * * *", "--time-zone", "UTC"]));
+    assert_ne!(cron, line(&["--cron", "*/5 * * * *"]));
+    assert_ne!(cron, line(&["--cron", "*/10 * * * *", "--time-zone", "Europe/Paris"]));
+}
+
+#[test]
 fn bad_durations_name_the_flag_and_the_format() {
     // Parsed by clap, which reports it against the flag.
     let e = Cli::try_parse_from(["neli-run", "-g", "g", "--grace", "5 parsecs", "--", "true"]).unwrap_err();

@@ -121,6 +121,11 @@ pub struct Record {
     pub crontab: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jobs_on: Option<String>,
+    /// Its writer's --roles above 1, as its heartbeats say it
+    /// (`Heartbeat::roles`): a member that owns no role is named by
+    /// `status` when its --roles differs too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<u32>,
 }
 
 impl Record {
@@ -152,6 +157,7 @@ impl Record {
             drained: false,
             crontab: None,
             jobs_on: None,
+            roles: None,
         }
     }
 
@@ -225,6 +231,7 @@ mod tests {
             drained: false,
             crontab: None,
             jobs_on: None,
+            roles: None,
         }
     }
 

@@ -58,7 +58,7 @@ impl Out {
 /// One request of the shell's loop, answered by the consumer thread in the
 /// order asked. A new request is one variant and one arm of
 /// `Reader::answer`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Ask {
     /// Stay out of the group (`Out::Unhealthy`, `Out::Drained`) or join it
     /// again (`Out::In`).
@@ -67,8 +67,9 @@ pub(super) enum Ask {
     Rejoin,
     /// Leave until another member leads (a yield).
     StandAside,
-    /// As `StandAside`, watching only as long as a hand-over holds.
-    HandOver,
+    /// As `StandAside`, for as long as the member a hand-over names (by
+    /// name; None: not known) is live.
+    HandOver(Option<String>),
     /// Out of the group for good, ahead of exiting (`Kafka::leave_group`).
     Leave,
 }
@@ -135,7 +136,8 @@ type Polled<'c> = Option<rdkafka::error::KafkaResult<BorrowedMessage<'c>>>;
 pub(super) struct AsideFor {
     /// After a yield: it may be alone.
     pub(super) yielded: Duration,
-    /// After a hand-over: as long as one holds.
+    /// After a hand-over, until the first candidacy of the member it names
+    /// is read (each one read then says how long it is live for).
     pub(super) handed_over: Duration,
 }
 
@@ -249,19 +251,23 @@ impl Reader<'_> {
                         "no seat's partition is ours any more: nothing to give back, and librdkafka rejoins by itself"
                     );
                 }
-                Ask::StandAside | Ask::HandOver => {
+                Ask::StandAside | Ask::HandOver(_) => {
                     // Asked twice in a row: one stand-aside, for as long
                     // as a hand-over holds if either was one.
-                    let mut handed_over = ask == Ask::HandOver;
-                    while let Some(next) = asked.next_if(|a| matches!(a, Ask::StandAside | Ask::HandOver)) {
-                        handed_over |= next == Ask::HandOver;
+                    let mut to = match ask {
+                        Ask::HandOver(to) => Some(to),
+                        _ => None,
+                    };
+                    while let Some(next) = asked.next_if(|a| matches!(a, Ask::StandAside | Ask::HandOver(_))) {
+                        if let Ask::HandOver(next) = next {
+                            to = Some(next);
+                        }
                     }
-                    let aside = if handed_over { self.aside_for.handed_over } else { self.aside_for.yielded };
                     // Out of the group already (unhealthy, and the
                     // stand-aside of another seat of ours came first):
                     // there is nothing to leave.
                     if subscription.subscribed() {
-                        self.leave_until_another_leads(aside);
+                        self.leave_until_another_leads(to);
                         if self.out != Out::In {
                             info!("{}: staying out of the group until {}", self.out.why(), self.out.until());
                         } else if !self.leaving {
@@ -297,7 +303,11 @@ impl Reader<'_> {
 
     /// Leaves the group and watches the seats' partitions and the control
     /// partition from outside it until another member's heartbeat carries a
-    /// token (it leads), or `aside` passes (we may be alone). Rejoining at once
+    /// token (it leads), or a while passes (we may be alone): after a yield
+    /// (`to` None) `AsideFor::yielded`; after a hand-over (`to` Some) while
+    /// the member it names is live (its candidacies say how long each
+    /// counts; `AsideFor::handed_over` for the first, and `yielded` at
+    /// most). Rejoining at once
     /// would let the sticky assignor hand the partitions straight back to us. A
     /// member that stood aside unhealthy stops watching once healthy again: if
     /// none other is healthy, the group waits for it, not for `aside`. The
@@ -305,7 +315,7 @@ impl Reader<'_> {
     /// candidacies, pauses), so that what it knows of the group is current when
     /// it rejoins; a yield read now was meant for whoever leads, and our own
     /// records say nothing new.
-    fn leave_until_another_leads(&mut self, aside: Duration) {
+    fn leave_until_another_leads(&mut self, to: Option<Option<String>>) {
         let (consumer, subscription, events) = (self.consumer, self.subscription, self.events);
         let out_before = self.out != Out::In;
         let ctx = consumer.context();
@@ -337,8 +347,14 @@ impl Reader<'_> {
         // The partitions are given up: librdkafka sent the LeaveGroup as it
         // did (wake.rs: why the wake may follow now).
         self.waker.send();
-        let until = Instant::now() + aside;
-        while !self.asks.closing() && Instant::now() < until {
+        let began = Instant::now();
+        let at_most = began + self.aside_for.yielded;
+        let mut until = match to {
+            Some(_) => began + self.aside_for.handed_over,
+            None => at_most,
+        };
+        let target = to.flatten();
+        while !self.asks.closing() && Instant::now() < until.min(at_most) {
             // What is asked meanwhile waits for the next turn, but for being
             // kept out or let in, and a leave for good, which ends the watch.
             for ask in self.asks.take() {
@@ -360,6 +376,12 @@ impl Reader<'_> {
                 // Any seat's leader: at one seat, the one we stood aside for.
                 let other_leads =
                     matches!(&event, Some(Event::OtherHeartbeat(_, o)) if matches!(o.stance, Stance::Leading { .. }));
+                if let Some(Event::Candidacy(c)) = &event {
+                    if target.as_deref() == Some(c.name.as_str()) && !c.leaving && !c.unhealthy {
+                        // It waits for the group to give it partition 0.
+                        until = until.max(Instant::now() + c.live_for.saturating_sub(c.age));
+                    }
+                }
                 if let Some(event) = event.filter(|e| !matches!(e, Event::OwnHeartbeat { .. })) {
                     if events.send(event).is_err() {
                         break;

@@ -237,7 +237,7 @@ pub struct WireAttempt {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_ms: Option<u64>,
     /// A crontab job's run: the digest of the line it ran by
-    /// ([`crate::leader::Job::when`]); absent before it, which changes
+    /// ([`crate::leader::Schedule::line`]); absent before it, which changes
     /// nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<String>,

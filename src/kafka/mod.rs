@@ -230,6 +230,9 @@ pub struct Kafka {
     /// our last candidacy: how often we write the next.
     census: Arc<Mutex<candidacy::Census>>,
     candidacy_written: Option<CandidacyWritten>,
+    /// The member our newest disclaimer hands over to: a hand-over waits
+    /// out of the group for as long as it is live (`hand_over`).
+    handing_to: Option<String>,
 }
 
 /// Our last candidacy record since our last heartbeat: when, the interval
@@ -400,6 +403,7 @@ impl Kafka {
             crontab: None,
             census,
             candidacy_written: None,
+            handing_to: None,
         })
     }
 
@@ -428,6 +432,7 @@ impl Kafka {
             drained,
             crontab: self.crontab.as_ref().map(|c| c.digest.clone()),
             jobs_on: self.crontab.as_ref().map(|c| c.jobs_on.clone()),
+            roles: self.roles,
             ..candidacy::Record::new(&self.member, self.priority, false, since_ms, interval, leaving, unhealthy)
         };
         let value = record.encode();
@@ -470,6 +475,9 @@ impl Kafka {
             Some(held) => self.leading.insert(partition, held),
             None => self.leading.remove(&partition),
         };
+        if record.to.is_some() {
+            self.handing_to.clone_from(&record.to);
+        }
         let content = Content {
             record,
             since_ms: leading.map(|(_, since)| since),
@@ -560,10 +568,13 @@ impl Kafka {
         self.asks.ask(Ask::Out(out));
     }
 
-    /// As `stand_aside`, but rejoins at the latest once the hand-over our
-    /// disclaimer names has gone stale (its target may have died).
+    /// As `stand_aside`, but for the member our disclaimer just named:
+    /// out of the group while it is live and does not lead yet (a broker
+    /// may take seconds to hand it partition 0: tansu pauses 3 s, Kafka
+    /// waits for its slowest member), and back at once if it dies. Back
+    /// sooner, partition 0 could come back to us and be handed on again.
     pub fn hand_over(&self) {
-        self.asks.ask(Ask::HandOver);
+        self.asks.ask(Ask::HandOver(self.handing_to.clone()));
     }
 
     /// Whether Kafka answered last time we tried.

@@ -58,10 +58,10 @@ pub struct Attempt {
     pub due: Option<u64>,
     /// When it ended on its own (with `code`), in wall-clock ms.
     pub ended: Option<u64>,
-    /// A crontab job's run: the line it ran by ([`super::Job::when`]), so
-    /// that a member whose line for the job differs counts its own from
-    /// when it read the run (`Seat::learn`). None for a wave's, a run of
-    /// `--every` or `--cron`, and a record of a version that did not say.
+    /// A scheduled run: the line it ran by ([`super::Schedule::line`]), so
+    /// that a member whose line differs counts its own from when it read
+    /// the run (`Seat::learn`). None for a wave's, and a record of a
+    /// version that did not say.
     pub line: Option<String>,
 }
 

@@ -179,6 +179,7 @@ impl Sim {
             retry: rng.bool().then(|| Retry { times: rng.u32(0..3), delay: Duration::from_millis(rng.u64(0..2000)) }),
             overlap: [None, Some(Overlap::Skip), Some(Overlap::Queue), Some(Overlap::Replace)][rng.usize(..4)],
             since: None,
+            line: None,
         });
         // A health check, a member of higher priority and a schedule each
         // hold starts back: together they leave too few second runs for the

@@ -191,12 +191,6 @@ pub struct Settings {
 #[derive(Clone, Debug)]
 pub struct Job {
     pub name: String,
-    /// Its line: its due times as written, with their zone, in a short
-    /// digest (`crontab::digest`). A crontab read again whose line for the
-    /// job says otherwise changed them (`Leader::set_jobs`); each run's
-    /// records name it ([`super::Attempt::line`]), so that a member started
-    /// with another line knows the runs on record are not its line's.
-    pub when: String,
     pub schedule: Schedule,
     pub max_runtime: Option<Duration>,
 }
@@ -255,9 +249,9 @@ impl Settings {
         }
     }
 
-    /// The line of our job placed on `partition` ([`Job::when`]).
+    /// The line the seat on `partition` runs by ([`Schedule::line`]).
     pub fn line_of(&self, partition: Partition) -> Option<&str> {
-        self.jobs.as_ref()?.get(&partition).map(|job| job.when.as_str())
+        self.schedule_of(partition)?.line.as_deref()
     }
 
     /// The name of our job placed on `partition`, under a crontab.

@@ -439,7 +439,7 @@ impl Leader {
         for (partition, job) in &mut jobs {
             let old = self.settings.jobs.as_ref().and_then(|old| old.get(partition));
             job.schedule.since = match old.filter(|old| old.name == job.name) {
-                Some(old) if old.when == job.when => old.schedule.since,
+                Some(old) if old.schedule.line == job.schedule.line => old.schedule.since,
                 _ => Some(changed_at),
             };
         }

@@ -61,6 +61,13 @@ pub struct Schedule {
     /// times before it were nobody's. None: the line the member started
     /// with, whose every due time counts.
     pub since: Option<u64>,
+    /// Its line: its due times as written (a crontab line with its zone,
+    /// or --every/--cron), in a short digest (`crontab::digest`). Each
+    /// run's records name it ([`super::Attempt::line`]), so that a member
+    /// started with another line knows the runs on record are not its
+    /// line's; a crontab read again whose line differs changed the due
+    /// times (`Leader::set_jobs`). None: a line of no text (tests).
+    pub line: Option<String>,
 }
 
 /// What a due time that comes while the previous run goes on does (a
@@ -107,7 +114,15 @@ impl Schedule {
     /// starting deadline, no retry, a due time during a run missed, every
     /// due time counting (a crontab line's, before its options).
     pub fn of(calendar: Arc<dyn Calendar>) -> Schedule {
-        Schedule { calendar, missed: Missed::Once, starting_deadline: None, retry: None, overlap: None, since: None }
+        Schedule {
+            calendar,
+            missed: Missed::Once,
+            starting_deadline: None,
+            retry: None,
+            overlap: None,
+            since: None,
+            line: None,
+        }
     }
 
     /// The next run for a leader ready since `ready`, at `now`, after
@@ -246,6 +261,7 @@ mod tests {
             retry: None,
             overlap: None,
             since: None,
+            line: None,
         }
     }
 

@@ -35,10 +35,10 @@ impl Agreement {
     /// of `partitions`.
     pub(super) fn of(views: &[View], partitions: Option<u32>, now_ms: u64) -> Agreement {
         let mut newest: BTreeMap<(String, String), Writer> = BTreeMap::new();
-        // A crontab member that owns no partition says its file in its
-        // candidacy (partition 0's).
+        // A member that owns no partition says its file and its --roles in
+        // its candidacy (partition 0's).
         let standbys = views.first().map(|v| v.standbys(now_ms)).unwrap_or_default();
-        let idle = standbys.into_iter().filter(|c| c.crontab.is_some()).map(Writer::of_candidacy);
+        let idle = standbys.into_iter().filter(|c| c.crontab.is_some() || c.roles.is_some()).map(Writer::of_candidacy);
         for w in views.iter().flat_map(|v| v.writers.iter().cloned()).chain(idle) {
             let key = (w.name.clone(), w.incarnation.clone());
             if newest.get(&key).is_none_or(|known| known.at_ms < w.at_ms) {
@@ -152,6 +152,8 @@ impl Agreement {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::status::view::tests::hb;
 
@@ -187,6 +189,23 @@ mod tests {
         // A record of m3's on role 4's partition: m3 does not run role 4.
         views[4] = led(&m3, 3);
         assert!(!Agreement::of(&views, Some(6), now).all_run(&views, now));
+        // A member that owns no role says its --roles in its candidacy
+        // (partition 0's): named too, though it leads nothing.
+        let mut views: Vec<View> = (0..6).map(|_| led(&m6, 6)).collect();
+        let idle = |roles| {
+            let member = crate::kafka::heartbeat::Member::this_process("m8".into());
+            let c = crate::kafka::candidacy::Record {
+                roles,
+                ..crate::kafka::candidacy::Record::new(&member, 0, false, now, Duration::from_secs(1), false, false)
+            };
+            c.encode()
+        };
+        views[0].read(Some(&idle(Some(8))), 2);
+        let text = Agreement::of(&views, Some(6), now).lines();
+        assert!(text.contains("--roles 8: m8") && text.contains("--roles 6: m6"), "{text}");
+        // A record of a version that did not say it is not counted as 1.
+        views[0].read(Some(&idle(None)), 3);
+        assert_eq!(Agreement::of(&views, Some(6), now).lines(), "");
         // All agree: nothing said.
         let a = hb("a", Some(1), now - 10);
         let same: Vec<View> = (0..2).map(|_| led(&a, 2)).collect();

@@ -79,7 +79,7 @@ impl Writer {
             incarnation: c.incarnation.clone(),
             host: c.host.clone(),
             pid: c.pid,
-            roles: 1,
+            roles: c.roles.unwrap_or(1),
             at_ms: c.at_ms,
             deadline_ms: c.live_ms,
             crontab: c.crontab.clone(),

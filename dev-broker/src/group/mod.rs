@@ -48,6 +48,7 @@
 //! that runs it (requests and the timer in, replies out), `request.rs` the
 //! requests it takes and the frames it answers with.
 
+mod admin;
 mod request;
 mod task;
 #[cfg(test)]
@@ -56,8 +57,8 @@ mod tests;
 use std::collections::BTreeMap;
 
 use crate::wire::{
-    put_bytes, put_string, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED,
-    NONE, NOT_COORDINATOR, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
+    FENCED_INSTANCE_ID, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE, NOT_COORDINATOR,
+    REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
 };
 pub use request::{
     cap_api_versions, find_coordinator, Body, Committed, JoinGroup, OffsetCommit, Request, SyncGroup, ADDED,
@@ -404,13 +405,26 @@ impl Group {
 pub struct Coordinator {
     groups: BTreeMap<String, Group>,
     initial_delay: Millis,
+    /// How long a rebalance a LeaveGroup began holds every join before it
+    /// completes with whoever joined (0: none; see `pausing_after_leaves`).
+    leave_pause: Millis,
     next_member: u64,
 }
 
 impl Coordinator {
     /// `initial_delay` is Kafka's group.initial.rebalance.delay.ms.
     pub fn new(initial_delay: Millis) -> Coordinator {
-        Coordinator { groups: BTreeMap::new(), initial_delay, next_member: 1 }
+        Coordinator { groups: BTreeMap::new(), initial_delay, leave_pause: 0, next_member: 1 }
+    }
+
+    /// A rebalance begun by a LeaveGroup answers no join for `pause`, then
+    /// completes with the members that joined meanwhile, as tansu 0.6 does
+    /// (its coordinator sleeps 3 s when a member rejoins a group whose
+    /// leader left), and as Kafka does while a slow member has yet to
+    /// rejoin: a member that left and came back within it is in the next
+    /// generation, and may be handed back what it gave up.
+    pub fn pausing_after_leaves(self, pause: Millis) -> Coordinator {
+        Coordinator { leave_pause: pause, ..self }
     }
 
     /// Takes a request that `to` waits on; returns the responses that are
@@ -614,7 +628,13 @@ impl Coordinator {
                 (id.as_str(), instance.as_deref(), code)
             })
             .collect();
-        if left {
+        let pausing = self.leave_pause > 0 && !group.members.is_empty();
+        if left && pausing {
+            // Whoever has rejoined, the join phase lasts the pause from now
+            // (one going on too).
+            group.prepare(now, self.initial_delay, out);
+            group.state = State::Preparing { until: now + self.leave_pause, initial: true };
+        } else if left {
             group.after_leaving(now, self.initial_delay, out);
         }
         out.push(Reply { to, frame: req.leave_response(NONE, &results) });
@@ -695,61 +715,6 @@ impl Coordinator {
             if let State::Preparing { until, .. } = group.state {
                 group.try_complete_join(now, until <= now, &mut out);
             }
-        }
-        out
-    }
-
-    /// A DescribeGroups answer, as Kafka's GroupMetadata.summary gives it:
-    /// members with their protocol metadata and assignment only while the
-    /// group is stable; "Dead" for a group never heard of.
-    fn describe(&self, req: &Request, ids: &[String]) -> Vec<u8> {
-        let mut out = req.response();
-        out.extend_from_slice(&(ids.len() as i32).to_be_bytes());
-        for id in ids {
-            let group = self.groups.get(id);
-            let state = match group.map(|g| g.state) {
-                None => "Dead",
-                Some(State::Empty) => "Empty",
-                Some(State::Preparing { .. }) => "PreparingRebalance",
-                Some(State::Completing) => "CompletingRebalance",
-                Some(State::Stable) => "Stable",
-            };
-            let stable = state == "Stable";
-            let members: Vec<(&String, &Member)> = group.map(|g| g.members.iter().collect()).unwrap_or_default();
-            let protocol = group.and_then(|g| g.protocol.as_deref()).filter(|_| stable).unwrap_or("");
-            out.extend_from_slice(&NONE.to_be_bytes());
-            put_string(&mut out, Some(id));
-            put_string(&mut out, Some(state));
-            put_string(&mut out, Some(group.map_or("", Group::protocol_type)));
-            put_string(&mut out, Some(protocol));
-            out.extend_from_slice(&(members.len() as i32).to_be_bytes());
-            for (member, m) in members {
-                put_string(&mut out, Some(member));
-                if req.version >= 4 {
-                    put_string(&mut out, m.instance.as_deref());
-                }
-                put_string(&mut out, Some(&m.client_id));
-                put_string(&mut out, Some(&m.host));
-                let metadata = m.protocols.iter().find(|(p, _)| stable && p == protocol).map_or(&[][..], |(_, d)| d);
-                let assignment = if stable { &m.assignment[..] } else { &[] };
-                put_bytes(&mut out, metadata);
-                put_bytes(&mut out, assignment);
-            }
-            if req.version >= 3 {
-                out.extend_from_slice(&i32::MIN.to_be_bytes()); // operations not asked for
-            }
-        }
-        out
-    }
-
-    /// A ListGroups answer: every group the coordinator knows.
-    fn list(&self, req: &Request) -> Vec<u8> {
-        let mut out = req.response();
-        out.extend_from_slice(&NONE.to_be_bytes());
-        out.extend_from_slice(&(self.groups.len() as i32).to_be_bytes());
-        for (id, g) in &self.groups {
-            put_string(&mut out, Some(id));
-            put_string(&mut out, Some(g.protocol_type()));
         }
         out
     }

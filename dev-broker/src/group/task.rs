@@ -21,9 +21,9 @@ pub enum Message {
 pub type CoordinatorTx = tokio::sync::mpsc::UnboundedSender<Message>;
 
 /// Starts the coordinator task; it runs until every sender is gone.
-pub fn spawn(initial_delay: std::time::Duration) -> CoordinatorTx {
+pub fn spawn(initial_delay: std::time::Duration, leave_pause: std::time::Duration) -> CoordinatorTx {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(coordinate(rx, initial_delay));
+    tokio::spawn(coordinate(rx, initial_delay, leave_pause));
     tx
 }
 
@@ -38,10 +38,15 @@ pub async fn ask(coordinator: &CoordinatorTx, request: Request) -> Option<Vec<u8
 /// Runs the Kafka-timed group coordinator: requests in, responses out as
 /// they fall due, and its timer (joins that time out, sessions that end),
 /// which stands still while no broker has its groups loaded.
-async fn coordinate(mut requests: tokio::sync::mpsc::UnboundedReceiver<Message>, initial_delay: std::time::Duration) {
+async fn coordinate(
+    mut requests: tokio::sync::mpsc::UnboundedReceiver<Message>,
+    initial_delay: std::time::Duration,
+    leave_pause: std::time::Duration,
+) {
     let start = tokio::time::Instant::now();
     let now = || start.elapsed().as_millis() as u64;
-    let mut core = Coordinator::new(initial_delay.as_millis() as u64);
+    let mut core =
+        Coordinator::new(initial_delay.as_millis() as u64).pausing_after_leaves(leave_pause.as_millis() as u64);
     let mut waiting = std::collections::HashMap::new();
     let mut loaded = true;
     for id in 0u64.. {

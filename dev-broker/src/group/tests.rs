@@ -624,3 +624,17 @@ fn leave_group_v3_removes_a_static_member_named_by_its_instance_id() {
     assert_eq!(code(&c.handle(17, heartbeat_as(G + 2, &b, Some("b")), 500)[0].frame), UNKNOWN_MEMBER_ID);
     assert_eq!(code(&c.handle(18, heartbeat_as(G + 2, &a, Some("a")), 500)[0].frame), UNKNOWN_MEMBER_ID);
 }
+
+#[test]
+fn a_leave_pause_holds_the_joins_its_length_then_completes_with_those_that_joined() {
+    let mut c = Coordinator::new(0).pausing_after_leaves(4000);
+    let (m1, m2) = stable_pair(&mut c);
+    c.handle(11, leave(&m1), 400);
+    // m2 rejoins at once, alone in the group: held until the pause ends
+    // (without it, answered at once, as above).
+    assert!(c.handle(13, join(&m2), 600).is_empty(), "held");
+    assert_eq!(c.next_deadline(), Some(4400));
+    assert!(c.tick(4399).is_empty(), "held to the pause's end");
+    let out = c.tick(4400);
+    assert_eq!(joined(reply_to(&out, 13)), (NONE, G + 1, m2.clone(), m2.clone(), 1));
+}

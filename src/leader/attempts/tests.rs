@@ -492,6 +492,7 @@ fn due_times_a_forward_step_passes_over_are_missed_and_follow_missed() {
                 retry: None,
                 overlap: None,
                 since: None,
+                line: None,
             }),
             ..settings(Restart::Never)
         };

@@ -16,7 +16,11 @@ const Q: Partition = 1;
 /// on Q, and which leads both P and Q from 1010 (tokens 7 and 20).
 fn leading_both() -> Leader {
     let schedule = Schedule::of(every(1000));
-    let job = Job { name: "billing".into(), when: "@every 1s".into(), schedule, max_runtime: None };
+    let job = Job {
+        name: "billing".into(),
+        schedule: Schedule { line: Some("@every 1s".into()), ..schedule },
+        max_runtime: None,
+    };
     let settings = Settings { roles: 2, jobs: Some(BTreeMap::from([(Q, job)])), ..settings(Restart::Never) };
     let mut l = Leader::new(settings, started(0));
     l.step(assigned(), ms(1000));
@@ -160,7 +164,11 @@ fn a_crontab_read_again_seats_a_new_job_and_a_removed_one_starts_no_more_runs() 
     run(&mut l, 1100, 2500);
     // "report" comes to P, "billing" goes.
     let schedule = Schedule::of(every(1000));
-    let report = Job { name: "report".into(), when: "@every 1s".into(), schedule, max_runtime: None };
+    let report = Job {
+        name: "report".into(),
+        schedule: Schedule { line: Some("@every 1s".into()), ..schedule },
+        max_runtime: None,
+    };
     l.set_jobs(BTreeMap::from([(P, report)]), ms(2500));
     let out = run(&mut l, 2500, 5100);
     let spawned: Vec<Partition> = out
@@ -185,7 +193,11 @@ fn a_partition_added_for_a_new_job_is_seated_when_named_and_runs_the_job_there_o
     const R: Partition = 2;
     let schedule = Schedule::of(every(1000));
     let billing = l.settings.jobs.as_ref().unwrap()[&Q].clone();
-    let report = Job { name: "report".into(), when: "@every 1s".into(), schedule, max_runtime: None };
+    let report = Job {
+        name: "report".into(),
+        schedule: Schedule { line: Some("@every 1s".into()), ..schedule },
+        max_runtime: None,
+    };
     l.set_jobs(BTreeMap::from([(Q, billing), (R, report)]), ms(2500));
     assert!(l.step(Input::Assigned { partition: R }, ms(2500)).is_empty(), "no seat yet: nothing to do");
     l.seat(R);
@@ -210,7 +222,11 @@ fn a_partition_added_for_a_new_job_is_seated_when_named_and_runs_the_job_there_o
 fn a_trigger_runs_the_job_once_now_due_when_asked_and_a_run_due_after_it_answers_it() {
     // billing due every hour: none comes in this test by itself.
     let schedule = Schedule::of(every(3_600_000));
-    let job = Job { name: "billing".into(), when: "@every 1s".into(), schedule, max_runtime: None };
+    let job = Job {
+        name: "billing".into(),
+        schedule: Schedule { line: Some("@every 1s".into()), ..schedule },
+        max_runtime: None,
+    };
     let settings = Settings { roles: 2, jobs: Some(BTreeMap::from([(Q, job)])), ..settings(Restart::Never) };
     let mut l = Leader::new(settings, started(0));
     l.step(Input::Assigned { partition: Q }, ms(1000));

@@ -40,8 +40,9 @@ fn daily(at: u64) -> std::sync::Arc<dyn Calendar> {
 
 /// Job `name` due by `calendar` (written `when`), missed ones by `missed`.
 fn job(name: &str, when: &str, calendar: std::sync::Arc<dyn Calendar>, missed: Missed) -> Job {
-    let schedule = Schedule { calendar, missed, starting_deadline: None, retry: None, overlap: None, since: None };
-    Job { name: name.into(), when: when.into(), schedule, max_runtime: None }
+    let schedule =
+        Schedule { calendar, missed, starting_deadline: None, retry: None, overlap: None, since: None, line: None };
+    Job { name: name.into(), schedule: Schedule { line: Some(when.into()), ..schedule }, max_runtime: None }
 }
 
 /// A member of a crontab of `jobs`, which leads P and Q from 1010 (tokens
@@ -208,22 +209,27 @@ fn a_member_started_with_another_line_than_the_newest_run_on_record_counts_its_o
     // passed, and none runs, whatever `missed=` says. A run of our own line
     // keeps every due time (the missed ones are the policy's), and so does
     // one of a record of before lines, which says nothing of it.
-    for missed in [Missed::Once, Missed::Skip, Missed::All] {
+    // The same for a schedule of flags (`--every 1s` after `--every 4s`).
+    for (missed, flags) in [Missed::Once, Missed::Skip, Missed::All].into_iter().flat_map(|m| [(m, false), (m, true)]) {
         let dues = |line: Option<&str>| {
-            let jobs = BTreeMap::from([(Q, job("billing", "@every 1s", every(1000), missed))]);
-            let mut l = Leader::new(Settings { roles: 2, jobs: Some(jobs), ..settings(Restart::Never) }, started(0));
+            let job = job("billing", "@every 1s", every(1000), missed);
+            let settings = match flags {
+                false => Settings { roles: 2, jobs: Some(BTreeMap::from([(Q, job)])), ..settings(Restart::Never) },
+                true => Settings { roles: 2, schedule: Some(job.schedule), ..settings(Restart::Never) },
+            };
+            let mut l = Leader::new(settings, started(0));
             let mut runs = take_over(&mut l, Q, (4000, line), 7800);
             runs.extend(run(&mut l, 7900, 10_100));
             runs.iter().map(|(_, due, _)| *due).collect::<Vec<u64>>()
         };
-        assert_eq!(dues(Some("@every 4s")), [8000, 9000, 10_000], "{missed:?}: another line");
+        assert_eq!(dues(Some("@every 4s")), [8000, 9000, 10_000], "{missed:?} {flags}: another line");
         let kept = match missed {
             Missed::Once => vec![7000, 8000, 9000, 10_000],
             Missed::Skip => vec![8000, 9000, 10_000],
             Missed::All => vec![5000, 6000, 7000, 8000, 9000, 10_000],
         };
-        assert_eq!(dues(Some("@every 1s")), kept, "{missed:?}: our line");
-        assert_eq!(dues(None), kept, "{missed:?}: a record that does not say");
+        assert_eq!(dues(Some("@every 1s")), kept, "{missed:?} {flags}: our line");
+        assert_eq!(dues(None), kept, "{missed:?} {flags}: a record that does not say");
     }
     // A newer run of our line read after (a member with our file ran 2000
     // by it): its due times count from that run again, and the latest

@@ -307,6 +307,9 @@ pub struct Run {
     pub paused_starts: Vec<String>,
     /// `pause` or `resume` that exited other than 0 (nobody acknowledged).
     pub unacknowledged: usize,
+    /// Faults that struck a leader whose command had already stopped (a
+    /// fence or revoke under way): not charged to the fault.
+    pub struck_stopped: usize,
 }
 
 /// One fault about to be injected.
@@ -325,8 +328,9 @@ struct Injection {
 /// How one fault ended.
 enum End {
     /// A child ran again, after `leaderless` without one (zero: never
-    /// stopped); `moved`: another member's child.
-    Over { leaderless: Duration, moved: bool },
+    /// stopped); `moved`: another member's child; `struck_stopped`: no
+    /// child ran when it struck, so what followed is not its doing.
+    Over { leaderless: Duration, moved: bool, struck_stopped: bool },
     /// No child ran within --stall of it (counted as leaderless that long).
     Stalled { moved: bool },
     /// The soak was stopped: not judged.
@@ -374,7 +378,16 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
             _ => watch(soak, &injection, rng, stall, interrupted),
         };
         let (leaderless, moved) = match watched {
-            End::Over { leaderless, moved } => (leaderless, moved),
+            End::Over { struck_stopped: true, .. } => {
+                eprintln!(
+                    "neli-soak: {} injected at {} found {leader}'s command already stopped: not counted",
+                    fault.name(),
+                    wall(injected_at)
+                );
+                run.struck_stopped += 1;
+                continue;
+            }
+            End::Over { leaderless, moved, .. } => (leaderless, moved),
             End::Stalled { moved } => {
                 run.stalls += 1;
                 (stall, moved)
@@ -545,7 +558,7 @@ fn pause_episode(
     }
     let starts = soak.detector.starts();
     let moved = starts.last().map(|s| &s.0) != before.last().map(|s| &s.0);
-    End::Over { leaderless: resumed.elapsed(), moved }
+    End::Over { leaderless: resumed.elapsed(), moved, struck_stopped: false }
 }
 
 /// The fresh leader `neli-run status` names, if any.
@@ -644,6 +657,7 @@ fn watch(soak: &mut Soak, f: &Injection, rng: &mut Rng, stall: Duration, interru
     let before = &f.before;
     let injected = Instant::now();
     let injected_at = SystemTime::now();
+    let struck_stopped = !soak.detector.lock_held();
     soak.strike(f.fault, f.slot, rng);
     // Leaderless: every while no child held the lock since the strike.
     let (mut lost, mut leaderless, mut ended, mut moved) = (None, Duration::ZERO, false, false);
@@ -691,7 +705,7 @@ fn watch(soak: &mut Soak, f: &Injection, rng: &mut Rng, stall: Duration, interru
         if over {
             // A fault that never cost the command (a blip shorter than
             // the deadline) left nobody leaderless.
-            return End::Over { leaderless, moved };
+            return End::Over { leaderless, moved, struck_stopped };
         }
         if stopped {
             return End::Interrupted;

@@ -39,6 +39,7 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, run: Run, verdict: &Verdict) 
         println!("  while paused, {why}");
     }
     println!("stalls (no child running {} after a fault; liveness): {}", args.stall, run.stalls);
+    println!("faults that found the command already stopped (not counted): {}", run.struck_stopped);
     needless(&run.outcomes);
     println!("\nLeaderless: how long no child held the lock after the fault struck, until the fault was over.\n");
     table(run.outcomes);

@@ -115,12 +115,12 @@ impl Standbys {
         if self.deferred.is_some() {
             return None;
         }
-        if let Some((to, _)) = self.handover.as_ref().filter(|(_, until)| now < *until) {
+        if let Some(to) = self.handed_to(now) {
             if to == me {
                 return None;
             }
             if self.live(to, now).is_some() {
-                return Some(to.clone());
+                return Some(to.to_string());
             }
         }
         self.list
@@ -136,9 +136,13 @@ impl Standbys {
     /// choice of `hot_set` among the members read, `k` of them, the target
     /// of our yield or of a fresh hand-over first.
     pub(super) fn hot(&self, me: &str, k: u32, yield_to: Option<&str>, now: BootTime) -> HotList {
-        let handover = self.handover.as_ref().filter(|(_, until)| now < *until).map(|(to, _)| to.as_str());
         let known: Vec<Known> = self.list.iter().map(|s| s.known.clone()).collect();
-        hot_set(&known, &[me], k, yield_to.or(handover), now)
+        hot_set(&known, &[me], k, yield_to.or(self.handed_to(now)), now)
+    }
+
+    /// The member a hand-over that still holds at `now` names.
+    fn handed_to(&self, now: BootTime) -> Option<&str> {
+        self.handover.as_ref().filter(|(_, until)| now < *until).map(|(to, _)| to.as_str())
     }
 
     /// Takes in the list another owner of partition 0 named in its record.

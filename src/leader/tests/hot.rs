@@ -72,3 +72,24 @@ fn a_member_keeps_the_newest_list_read_from_the_watcher_or_the_owners_records() 
     l.step(Input::OtherHeartbeat(P, record_of("y/1", 6, Some(1), None, Stance::Contending)), ms(300));
     assert_eq!(l.standbys.hot_read(), Some(&list(2, &["a", "b"])));
 }
+
+#[test]
+fn a_fresh_hand_overs_target_goes_first_until_the_hand_over_goes_stale() {
+    // Hand-overs hold for 3 candidacy intervals: 300 ms here.
+    let quick =
+        Settings { hot_standbys: 1, candidacy_interval: Duration::from_millis(100), ..settings(Restart::Never) };
+    let mut l = Leader::new(quick, started(0));
+    l.step(assigned(), ms(1000));
+    l.step(hb(7, 1000), ms(1010));
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
+    l.step(candidacy("a", 9, (false, false)), ms(1050));
+    l.step(candidacy("low", 0, (false, false)), ms(1050));
+    assert_eq!(l.hot_list(), Some(list(1, &["a"])));
+    // An earlier owner's disclaimer, read late, handed partition 0 to low.
+    let handing = record_of("x/1", 3, Some(1), None, Stance::Released);
+    l.step(Input::OtherHeartbeat(P, Other { to: Some("low".into()), ..handing }), ms(1100));
+    l.step(Input::Tick, ms(1399));
+    assert_eq!(l.hot_list(), Some(list(1, &["low"])), "the hand-over's target first while it holds");
+    l.step(Input::Tick, ms(1400));
+    assert_eq!(l.hot_list(), Some(list(1, &["a"])), "stale: by rank again");
+}

@@ -1,0 +1,369 @@
+//! The paths users take (issue 65), judged from the soak's own records and
+//! the members' logs: a job's holder cut off just before a due time
+//! (`Fault::CutBeforeDue`, the soak's `cuts`), a job's line changed by a
+//! rolled-out reload (`Fault::Reschedule`, the soak's `reloads`), and a
+//! leader fenced within its first second of leading (findings R-1).
+//!
+//! **Cuts.** A due time run twice (two starts or more, the command's own
+//! record) is told by its first run: where its member's log says it
+//! started that run (`starting the run of a due time`: the spawn, once a
+//! record naming the run was read back) while that member was cut off
+//! (from `CUT_DOUBT` after the cut to its heal), the run started after the
+//! cut, which neli-run promises never to do (docs/how-it-works.md, C-10):
+//! the soak fails. Started before a cut that came before the due time ran
+//! again: the run was under way (or spawned ahead of its due time, named
+//! on the topic) when the cut came, the at-least-once window documented.
+//! Started within `CUT_DOUBT` of the cut: a read-back that may have landed
+//! before the cut, counted apart. Any other: no cut of its member (a
+//! freeze, a crash, a cluster's partial cut).
+//!
+//! **Reloads.** Every run says its job's line version (`LINE=`): a run of a
+//! changed line (version 1 or more) is of a due time that must not have
+//! passed before the line took over the job: when the member of that
+//! line's first run read it, by its file read again after the soak gave it
+//! (its log's `crontab read again`) or its start with it (docs/operations.md,
+//! Reloading: it counts from then or later; a member that reads a run of
+//! its own line on record follows it as before).
+//!
+//! **Fences.** Per role (or job), a member's fence (a claim of another's
+//! newer or older record, or its own heartbeats lost) within a second of
+//! its `leader: read own heartbeat back` for that role.
+
+use std::collections::BTreeMap;
+
+use neli_proof::detector::read_lines;
+
+use crate::judge::{member_lines, read_runs, rfc_ms, STARTING};
+
+/// How long after the soak's cut was in place a member may still start a
+/// run whose naming it read back before (the record in its socket, its
+/// loop behind on 2 loaded cores).
+pub const CUT_DOUBT: u64 = 100;
+
+/// How soon after leading a fence is counted (findings R-1).
+const FIRST_SECOND: u64 = 1_000;
+
+/// What the paths of issue 65 did, over every role.
+#[derive(Default)]
+pub struct Paths {
+    /// Cuts of a member's network recorded (every kind).
+    pub cuts: usize,
+    /// Due times run twice whose first run started while its member was
+    /// cut off: must be none.
+    pub after_cut: Vec<String>,
+    /// ... whose first run started within `CUT_DOUBT` of the cut.
+    pub at_cut: Vec<String>,
+    /// ... whose first run started before a cut that came before the rerun.
+    pub before_cut: usize,
+    /// ... with no cut of the first run's member between (a freeze, a
+    /// crash, a revoke, a cluster's partial cut): run to their end twice
+    /// (named), or the first cut short (counted).
+    pub other: Vec<String>,
+    pub cut_short: usize,
+    /// Of the due times run twice, those that ran to their end twice.
+    pub ended_twice: usize,
+    /// Runs started (spawned) by a member while it was cut off, doubled or
+    /// not.
+    pub started_cut_off: Vec<String>,
+    /// Rollout steps and starts recorded (`reloads`), and those whose
+    /// member's log said no reading after it.
+    pub reloads: usize,
+    pub unconfirmed: usize,
+    /// Runs of a changed line checked, and those of a due time that passed
+    /// before their member read the line: must be none.
+    pub changed_runs: usize,
+    pub early: Vec<String>,
+    /// Per role: fences of a leader within its first second.
+    pub fences: Vec<Vec<String>>,
+}
+
+/// A member's cut: (cut before, cut after, heal before), wall ms.
+type Cut = (u64, u64, u64);
+
+/// Judges the work directory `dir` of `roles` roles (see the module doc).
+pub fn judge(dir: &std::path::Path, roles: usize) -> Paths {
+    let lines = member_lines(dir);
+    let mut paths = Paths { fences: vec![Vec::new(); roles], ..Paths::default() };
+    // Per (member, role, due): when its log says it started the run's
+    // command (`child started`, after the line naming that due time).
+    let mut spawns: BTreeMap<(String, usize, u64), Vec<u64>> = BTreeMap::new();
+    let mut naming: BTreeMap<(String, usize), u64> = BTreeMap::new();
+    let mut reads: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut led: BTreeMap<(String, usize), u64> = BTreeMap::new();
+    for (member, line) in &lines {
+        let Some(at) = line.split_whitespace().next().and_then(rfc_ms) else { continue };
+        if line.contains("crontab read again") {
+            reads.entry(member.clone()).or_default().push(at);
+        }
+        let Some(role) = role_of(line).filter(|r| *r < roles) else { continue };
+        if line.contains(STARTING) {
+            let due = line.split_whitespace().find_map(|w| w.strip_prefix("due_ms=")?.parse::<u64>().ok());
+            if let Some(due) = due {
+                naming.insert((member.clone(), role), due);
+            }
+        } else if line.contains(": child started") {
+            if let Some(due) = naming.remove(&(member.clone(), role)) {
+                spawns.entry((member.clone(), role, due)).or_default().push(at);
+            }
+        } else if line.contains("leader: read own heartbeat back") {
+            led.insert((member.clone(), role), at);
+        } else if line.contains("; fencing") || line.contains("fenced: own heartbeats stopped arriving") {
+            if let Some(since) = led.remove(&(member.clone(), role)).filter(|since| at < since + FIRST_SECOND) {
+                paths.fences[role].push(format!(
+                    "{member} led at {}, fenced {} ms later: {line}",
+                    wall(since),
+                    at - since
+                ));
+            }
+        }
+    }
+    let cuts = read_cuts(dir);
+    paths.cuts = cuts.values().map(Vec::len).sum();
+    for ((member, role, _), times) in &spawns {
+        for &t in times {
+            if cuts.get(member).into_iter().flatten().any(|c| c.1 + CUT_DOUBT <= t && t < c.2) {
+                paths.started_cut_off.push(format!("role {role}: {member} started a run at {} while cut off", wall(t)));
+            }
+        }
+    }
+    for j in 0..roles {
+        let runs = read_runs(&dir.join("roles").join(j.to_string()).join("runs"));
+        for (&due, starts) in runs.starts.iter().filter(|(_, s)| s.len() > 1) {
+            let mut starts = starts.clone();
+            starts.sort_by_key(|s| s.1);
+            let (first, again) = (&starts[0], &starts[1]);
+            let member = &first.3;
+            let spawned = spawns.get(&(member.clone(), j, due)).into_iter().flatten().filter(|t| **t <= first.1 + 500);
+            let spawned = spawned.max().copied().unwrap_or(first.1);
+            let ended = starts.iter().filter(|s| runs.ended.contains(&(due, s.0, s.3.clone()))).count();
+            paths.ended_twice += usize::from(ended > 1);
+            let what = format!(
+                "role {j}: due {} first run by {member} (token {}) started {}, again by {} (token {}) at {}{}",
+                wall(due),
+                first.0,
+                wall(spawned),
+                again.3,
+                again.0,
+                wall(again.1),
+                if ended > 1 { ", ran to its end twice" } else { "" }
+            );
+            let member_cuts = cuts.get(member).map(Vec::as_slice).unwrap_or_default();
+            if member_cuts.iter().any(|c| c.1 + CUT_DOUBT <= spawned && spawned < c.2) {
+                paths.after_cut.push(what);
+            } else if member_cuts.iter().any(|c| c.0 <= spawned && spawned < c.1 + CUT_DOUBT) {
+                paths.at_cut.push(what);
+            } else if member_cuts.iter().any(|c| spawned < c.0 && c.0 < again.1) {
+                paths.before_cut += 1;
+            } else if ended > 1 {
+                paths.other.push(what);
+            } else {
+                paths.cut_short += 1;
+            }
+        }
+        check_reloads(dir, j, &runs, &reads, &mut paths);
+    }
+    paths.reloads = read_lines(&dir.join("reloads")).len();
+    paths.unconfirmed = read_lines(&dir.join("reloads"))
+        .iter()
+        .filter(|l| l.split(' ').nth(2) == Some("hup"))
+        .filter(|l| read_at(l, &reads).1)
+        .count();
+    paths
+}
+
+/// Role `j`'s runs of a changed line: each of a due time after its member
+/// read that line (see the module doc).
+fn check_reloads(
+    dir: &std::path::Path,
+    j: usize,
+    runs: &crate::judge::Runs,
+    reads: &BTreeMap<String, Vec<u64>>,
+    paths: &mut Paths,
+) {
+    let given = read_lines(&dir.join("reloads"));
+    // When a member first read a file with line `line` of this job.
+    let read = |member: &str, line: u32| {
+        given
+            .iter()
+            .filter(|l| l.split(' ').next() == Some(member))
+            .filter(|l| {
+                let versions = l.split(' ').nth(3).unwrap_or_default();
+                versions.split(',').nth(j).and_then(|v| v.parse::<u32>().ok()) == Some(line)
+            })
+            .map(|l| read_at(l, reads).0)
+            .min()
+    };
+    // Each changed line's first run (by its command's start): the line
+    // took over the job when that run's member read it.
+    let mut first: BTreeMap<u32, (u64, &str)> = BTreeMap::new();
+    for (line, _, _, ms, member) in runs.lines.values().flatten().filter(|l| l.0 > 0) {
+        let earliest = first.entry(*line).or_insert((*ms, member));
+        if *ms < earliest.0 {
+            *earliest = (*ms, member);
+        }
+    }
+    for (&due, lines) in &runs.lines {
+        for (line, _, token, ms, member) in lines.iter().filter(|l| l.0 > 0) {
+            paths.changed_runs += 1;
+            // A run of the line on record before ours: followed as ours
+            // (docs/operations.md, Reloading), from when the line took over.
+            let (since, by) = match first.get(line) {
+                Some(&(at, by)) if at < *ms => (read(by, *line), by),
+                _ => (read(member, *line), member.as_str()),
+            };
+            if since.is_none_or(|since| due < since) {
+                paths.early.push(format!(
+                    "role {j}: due {} of line {line} run by {member} (token {token}); the line took over when {by} \
+                     read it at {}",
+                    wall(due),
+                    since.map_or("no time recorded".into(), wall)
+                ));
+            }
+        }
+    }
+}
+
+/// When the member of a `reloads` line read the file it was given: at its
+/// start, then; after a SIGHUP, its first `crontab read again` since (or,
+/// none logged, the SIGHUP's time, and true).
+fn read_at(given: &str, reads: &BTreeMap<String, Vec<u64>>) -> (u64, bool) {
+    let mut w = given.split(' ');
+    let (member, at, how) =
+        (w.next().unwrap_or_default(), w.next().and_then(|a| a.parse().ok()).unwrap_or(0), w.next());
+    if how == Some("start") {
+        return (at, false);
+    }
+    match reads.get(member).into_iter().flatten().filter(|r| **r >= at).min() {
+        Some(&read) => (read, false),
+        None => (at, true),
+    }
+}
+
+/// Each member's cuts from the soak's `cuts`, each paired with its heal
+/// (none: never healed while it ran).
+fn read_cuts(dir: &std::path::Path) -> BTreeMap<String, Vec<Cut>> {
+    let mut cuts: BTreeMap<String, Vec<Cut>> = BTreeMap::new();
+    for line in read_lines(&dir.join("cuts")) {
+        let w: Vec<&str> = line.split(' ').collect();
+        let (Some(&what), Some(&member)) = (w.first(), w.get(1)) else { continue };
+        let (Some(before), Some(after)) =
+            (w.get(2).and_then(|t| t.parse().ok()), w.get(3).and_then(|t| t.parse().ok()))
+        else {
+            continue;
+        };
+        let mine = cuts.entry(member.to_string()).or_default();
+        match what {
+            "cut" => mine.push((before, after, u64::MAX)),
+            _ => {
+                if let Some(open) = mine.last_mut().filter(|c| c.2 == u64::MAX) {
+                    open.2 = before;
+                }
+            }
+        }
+    }
+    cuts
+}
+
+/// The role of a member's log line: its role's span, or its job's (job
+/// jNN is role NN).
+fn role_of(line: &str) -> Option<usize> {
+    let (_, rest) = line.split_once("role{role=").or_else(|| line.split_once("job{job=j"))?;
+    rest.split(['}', ' ']).next()?.parse().ok()
+}
+
+/// Wall ms as the members' logs print time.
+fn wall(ms: u64) -> String {
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A work directory of one job (role 0): member logs, the soak's cuts
+    /// and reloads, and the job's runs file.
+    fn work(name: &str, logs: &[(&str, &str)], cuts: &str, reloads: &str, runs: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("neli-soak-paths-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("roles").join("0")).unwrap();
+        for (member, log) in logs {
+            std::fs::write(dir.join(format!("{member}.log")), log).unwrap();
+        }
+        std::fs::write(dir.join("cuts"), cuts).unwrap();
+        std::fs::write(dir.join("reloads"), reloads).unwrap();
+        std::fs::write(dir.join("roles").join("0").join("runs"), runs).unwrap();
+        dir
+    }
+
+    /// Wall ms of 2026-11-29T10:00:SS.mmmZ.
+    fn at(s: f64) -> u64 {
+        1_795_946_400_000 + (s * 1000.0) as u64
+    }
+
+    fn log(lines: &[(f64, &str)]) -> String {
+        lines.iter().map(|(s, l)| format!("{}  INFO {l}\n", wall(at(*s)))).collect()
+    }
+
+    /// a is cut at :10.000 (healed at :14); due :11 runs again on b. Its
+    /// command started at :10.900 (after the cut: the promise broken), or
+    /// at :09.900 (before it: the at-least-once window).
+    #[test]
+    fn a_due_time_run_twice_is_told_by_when_its_first_command_started_against_the_cut() {
+        let judge_with = |spawn: f64| {
+            let a = log(&[
+                (
+                    spawn - 0.3,
+                    &format!("job{{job=j0 partition=0}}: starting the run of a due time due_ms={}", at(11.0)),
+                ),
+                (spawn, "job{job=j0 partition=0}: child started pid=1 token=5"),
+            ]);
+            let cuts = format!("cut a {} {}\nheal a {} {}\n", at(10.0), at(10.01), at(14.0), at(14.01));
+            let runs = format!(
+                "start {d} 1 5 {} a 0 5000\nstart {d} 2 9 {} b 0 5000\n",
+                at(spawn.max(11.0)),
+                at(16.0),
+                d = wall(at(11.0))
+            );
+            judge(&work(&format!("cut{spawn}"), &[("a", &a)], &cuts, "", &runs), 1)
+        };
+        let after = judge_with(10.9);
+        assert_eq!((after.after_cut.len(), after.before_cut, after.started_cut_off.len()), (1, 0, 1));
+        let before = judge_with(9.9);
+        assert_eq!((before.after_cut.len(), before.before_cut, before.started_cut_off.len()), (0, 1, 0));
+    }
+
+    /// Line 1 of job 0 given to a at :10 by a SIGHUP, read at :10.5: its
+    /// run of due :10.4 is early, of :12 is not; b, started with line 1 at
+    /// :20 after a's first run of it, follows a's runs (due :16 is fine).
+    #[test]
+    fn a_changed_lines_due_time_before_the_line_took_over_is_early() {
+        let a = log(&[(10.5, "crontab read again jobs=[\"j0\"]")]);
+        let reloads = format!("a {} hup 1\nb {} start 1\n", at(10.0), at(20.0));
+        let run = |due: f64, member: &str, ms: f64| format!("start {} 1 5 {} {member} 1 4000\n", wall(at(due)), at(ms));
+        let runs = [run(10.4, "a", 10.6), run(12.0, "a", 12.0), run(16.0, "b", 20.5)].concat();
+        let paths = judge(&work("reload", &[("a", &a)], "", &reloads, &runs), 1);
+        assert_eq!(paths.changed_runs, 3);
+        assert_eq!(paths.early.len(), 1, "{:?}", paths.early);
+        assert!(paths.early[0].contains("10:00:10.400Z"), "{:?}", paths.early);
+    }
+
+    #[test]
+    fn a_fence_within_a_second_of_leading_is_counted_for_its_role() {
+        let a = log(&[
+                (1.0, "role{role=2}: leader: read own heartbeat back token=7"),
+                (1.6, "role{role=2}: another member has contended for the partition since before our leadership began; fencing"),
+                (5.0, "role{role=1}: leader: read own heartbeat back token=9"),
+                (6.5, "role{role=1}: fenced: own heartbeats stopped arriving; killing the child"),
+            ],
+        );
+        let paths = judge(&work("fence", &[("a", &a)], "", "", ""), 3);
+        assert_eq!(paths.fences.iter().map(Vec::len).collect::<Vec<_>>(), [0, 0, 1]);
+    }
+
+    #[test]
+    fn a_role_is_read_from_its_span_or_its_jobs() {
+        assert_eq!(role_of("T  INFO role{role=3}: leader: read own heartbeat back token=4"), Some(3));
+        assert_eq!(role_of("T  INFO job{job=j07 partition=7}: starting the run"), Some(7));
+        assert_eq!(role_of("T  INFO crontab read again"), None);
+    }
+}

@@ -4,18 +4,22 @@
 //! rolled-out reload (`Fault::Reschedule`, the soak's `reloads`), and a
 //! leader fenced within its first second of leading (findings R-1).
 //!
-//! **Cuts.** A due time run twice (two starts or more, the command's own
-//! record) is told by its first run: where its member's log says it
-//! started that run (`starting the run of a due time`: the spawn, once a
-//! record naming the run was read back) while that member was cut off
-//! (from `CUT_DOUBT` after the cut to its heal), the run started after the
-//! cut, which neli-run promises never to do (docs/how-it-works.md, C-10):
-//! the soak fails. Started before a cut that came before the due time ran
-//! again: the run was under way (or spawned ahead of its due time, named
-//! on the topic) when the cut came, the at-least-once window documented.
-//! Started within `CUT_DOUBT` of the cut: a read-back that may have landed
-//! before the cut, counted apart. Any other: no cut of its member (a
-//! freeze, a crash, a cluster's partial cut).
+//! **Cuts.** A run starts, as neli-run promises (docs/how-it-works.md,
+//! C-10), only once a record naming it is on the topic and read back: a
+//! member cut off cannot start one, and the next owner, finding no trace of
+//! it, runs it once. A member's log says when it named a due time's run
+//! (`starting the run of a due time`) and when its command began (`child
+//! started`, next in that role's span: up to `HEAD_START` ahead of an
+//! on-time due time). A command begun while its member was cut off whose
+//! naming came after the cut began could not have had it read back: it
+//! started after the cut, and fails the soak (doubled or not: a cut shorter
+//! than the lease may let its records through after). Each due time run
+//! twice (two starts or more, the command's own record) is told by its
+//! first run: started after its member's cut (as above); named before the
+//! cut and begun during it (its naming read back in between: the smallest
+//! such margin is shown); under way when the cut came (the at-least-once
+//! window documented); or with no cut of its member between (a freeze, a
+//! crash, a revoke, a cluster's partial cut).
 //!
 //! **Reloads.** Every run says its job's line version (`LINE=`): a run of a
 //! changed line (version 1 or more) is of a due time that must not have
@@ -35,11 +39,6 @@ use neli_proof::detector::read_lines;
 
 use crate::judge::{member_lines, read_runs, rfc_ms, STARTING};
 
-/// How long after the soak's cut was in place a member may still start a
-/// run whose naming it read back before (the record in its socket, its
-/// loop behind on 2 loaded cores).
-pub const CUT_DOUBT: u64 = 100;
-
 /// How soon after leading a fence is counted (findings R-1).
 const FIRST_SECOND: u64 = 1_000;
 
@@ -48,13 +47,20 @@ const FIRST_SECOND: u64 = 1_000;
 pub struct Paths {
     /// Cuts of a member's network recorded (every kind).
     pub cuts: usize,
-    /// Due times run twice whose first run started while its member was
-    /// cut off: must be none.
+    /// Commands begun while their member was cut off, named after the
+    /// cut began (doubled or not): must be none; and begun while cut off,
+    /// named before it.
     pub after_cut: Vec<String>,
-    /// ... whose first run started within `CUT_DOUBT` of the cut.
-    pub at_cut: Vec<String>,
-    /// ... whose first run started before a cut that came before the rerun.
-    pub before_cut: usize,
+    pub named_before: usize,
+    /// Due times run twice whose first run started after its member's cut
+    /// (as `after_cut`): must be none.
+    pub doubled_after_cut: usize,
+    /// ... whose first run was named before the cut and begun during it,
+    /// with the smallest time between its naming and the cut (ms).
+    pub begun_cut_off: usize,
+    pub margin: Option<u64>,
+    /// ... whose first run was under way when the cut came.
+    pub under_way: usize,
     /// ... with no cut of the first run's member between (a freeze, a
     /// crash, a revoke, a cluster's partial cut): run to their end twice
     /// (named), or the first cut short (counted).
@@ -62,9 +68,6 @@ pub struct Paths {
     pub cut_short: usize,
     /// Of the due times run twice, those that ran to their end twice.
     pub ended_twice: usize,
-    /// Runs started (spawned) by a member while it was cut off, doubled or
-    /// not.
-    pub started_cut_off: Vec<String>,
     /// Rollout steps and starts recorded (`reloads`), and those whose
     /// member's log said no reading after it.
     pub reloads: usize,
@@ -86,8 +89,9 @@ pub fn judge(dir: &std::path::Path, roles: usize) -> Paths {
     let mut paths = Paths { fences: vec![Vec::new(); roles], ..Paths::default() };
     // Per (member, role, due): when its log says it started the run's
     // command (`child started`, after the line naming that due time).
-    let mut spawns: BTreeMap<(String, usize, u64), Vec<u64>> = BTreeMap::new();
-    let mut naming: BTreeMap<(String, usize), u64> = BTreeMap::new();
+    // Per (member, role, due): (named, begun) of each of its runs there.
+    let mut spawns: BTreeMap<(String, usize, u64), Vec<(u64, u64)>> = BTreeMap::new();
+    let mut naming: BTreeMap<(String, usize), (u64, u64)> = BTreeMap::new();
     let mut reads: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut led: BTreeMap<(String, usize), u64> = BTreeMap::new();
     for (member, line) in &lines {
@@ -99,11 +103,11 @@ pub fn judge(dir: &std::path::Path, roles: usize) -> Paths {
         if line.contains(STARTING) {
             let due = line.split_whitespace().find_map(|w| w.strip_prefix("due_ms=")?.parse::<u64>().ok());
             if let Some(due) = due {
-                naming.insert((member.clone(), role), due);
+                naming.insert((member.clone(), role), (due, at));
             }
         } else if line.contains(": child started") {
-            if let Some(due) = naming.remove(&(member.clone(), role)) {
-                spawns.entry((member.clone(), role, due)).or_default().push(at);
+            if let Some((due, named)) = naming.remove(&(member.clone(), role)) {
+                spawns.entry((member.clone(), role, due)).or_default().push((named, at));
             }
         } else if line.contains("leader: read own heartbeat back") {
             led.insert((member.clone(), role), at);
@@ -119,10 +123,21 @@ pub fn judge(dir: &std::path::Path, roles: usize) -> Paths {
     }
     let cuts = read_cuts(dir);
     paths.cuts = cuts.values().map(Vec::len).sum();
-    for ((member, role, _), times) in &spawns {
-        for &t in times {
-            if cuts.get(member).into_iter().flatten().any(|c| c.1 + CUT_DOUBT <= t && t < c.2) {
-                paths.started_cut_off.push(format!("role {role}: {member} started a run at {} while cut off", wall(t)));
+    // The cut of `member` its command begun at `begun` met, if any.
+    let cut_at =
+        |member: &str, begun: u64| cuts.get(member).into_iter().flatten().find(|c| c.1 <= begun && begun < c.2);
+    for ((member, role, due), runs) in &spawns {
+        for &(named, begun) in runs {
+            match cut_at(member, begun) {
+                Some(c) if named >= c.0 => paths.after_cut.push(format!(
+                    "role {role}: {member} named due {} at {} and began its command at {}, cut off since {}",
+                    wall(*due),
+                    wall(named),
+                    wall(begun),
+                    wall(c.0)
+                )),
+                Some(_) => paths.named_before += 1,
+                None => {}
             }
         }
     }
@@ -133,31 +148,30 @@ pub fn judge(dir: &std::path::Path, roles: usize) -> Paths {
             starts.sort_by_key(|s| s.1);
             let (first, again) = (&starts[0], &starts[1]);
             let member = &first.3;
-            let spawned = spawns.get(&(member.clone(), j, due)).into_iter().flatten().filter(|t| **t <= first.1 + 500);
-            let spawned = spawned.max().copied().unwrap_or(first.1);
+            let run = spawns.get(&(member.clone(), j, due)).into_iter().flatten().filter(|r| r.1 <= first.1 + 500);
+            let (named, begun) = run.max_by_key(|r| r.1).copied().unwrap_or((first.1, first.1));
             let ended = starts.iter().filter(|s| runs.ended.contains(&(due, s.0, s.3.clone()))).count();
             paths.ended_twice += usize::from(ended > 1);
             let what = format!(
-                "role {j}: due {} first run by {member} (token {}) started {}, again by {} (token {}) at {}{}",
+                "role {j}: due {} first run by {member} (token {}) began {}, again by {} (token {}) at {}{}",
                 wall(due),
                 first.0,
-                wall(spawned),
+                wall(begun),
                 again.3,
                 again.0,
                 wall(again.1),
                 if ended > 1 { ", ran to its end twice" } else { "" }
             );
             let member_cuts = cuts.get(member).map(Vec::as_slice).unwrap_or_default();
-            if member_cuts.iter().any(|c| c.1 + CUT_DOUBT <= spawned && spawned < c.2) {
-                paths.after_cut.push(what);
-            } else if member_cuts.iter().any(|c| c.0 <= spawned && spawned < c.1 + CUT_DOUBT) {
-                paths.at_cut.push(what);
-            } else if member_cuts.iter().any(|c| spawned < c.0 && c.0 < again.1) {
-                paths.before_cut += 1;
-            } else if ended > 1 {
-                paths.other.push(what);
-            } else {
-                paths.cut_short += 1;
+            match cut_at(member, begun) {
+                Some(c) if named >= c.0 => paths.doubled_after_cut += 1,
+                Some(c) => {
+                    paths.begun_cut_off += 1;
+                    paths.margin = Some(paths.margin.unwrap_or(u64::MAX).min(c.0 - named));
+                }
+                None if member_cuts.iter().any(|c| begun < c.0 && c.0 < again.1) => paths.under_way += 1,
+                None if ended > 1 => paths.other.push(what),
+                None => paths.cut_short += 1,
             }
         }
         check_reloads(dir, j, &runs, &reads, &mut paths);
@@ -304,32 +318,29 @@ mod tests {
         lines.iter().map(|(s, l)| format!("{}  INFO {l}\n", wall(at(*s)))).collect()
     }
 
-    /// a is cut at :10.000 (healed at :14); due :11 runs again on b. Its
-    /// command started at :10.900 (after the cut: the promise broken), or
-    /// at :09.900 (before it: the at-least-once window).
+    /// a is cut at :10.000 (healed at :14); due :11 runs again on b.
+    /// a's command began at :10.9, named at :10.6 (after the cut: the
+    /// promise broken) or at :09.9 (read back before it); or it began at
+    /// :09.95 (under way at the cut).
     #[test]
-    fn a_due_time_run_twice_is_told_by_when_its_first_command_started_against_the_cut() {
-        let judge_with = |spawn: f64| {
+    fn a_command_begun_while_cut_off_is_unsafe_only_if_named_after_the_cut() {
+        let judge_with = |named: f64, begun: f64| {
+            let due = at(11.0);
             let a = log(&[
-                (
-                    spawn - 0.3,
-                    &format!("job{{job=j0 partition=0}}: starting the run of a due time due_ms={}", at(11.0)),
-                ),
-                (spawn, "job{job=j0 partition=0}: child started pid=1 token=5"),
+                (named, &format!("job{{job=j0 partition=0}}: starting the run of a due time due_ms={due}")),
+                (begun, "job{job=j0 partition=0}: child started pid=1 token=5"),
             ]);
             let cuts = format!("cut a {} {}\nheal a {} {}\n", at(10.0), at(10.01), at(14.0), at(14.01));
-            let runs = format!(
-                "start {d} 1 5 {} a 0 5000\nstart {d} 2 9 {} b 0 5000\n",
-                at(spawn.max(11.0)),
-                at(16.0),
-                d = wall(at(11.0))
-            );
-            judge(&work(&format!("cut{spawn}"), &[("a", &a)], &cuts, "", &runs), 1)
+            let runs =
+                format!("start {d} 1 5 {} a 0 5000\nstart {d} 2 9 {} b 0 5000\n", at(11.0), at(16.0), d = wall(due));
+            judge(&work(&format!("cut{named}-{begun}"), &[("a", &a)], &cuts, "", &runs), 1)
         };
-        let after = judge_with(10.9);
-        assert_eq!((after.after_cut.len(), after.before_cut, after.started_cut_off.len()), (1, 0, 1));
-        let before = judge_with(9.9);
-        assert_eq!((before.after_cut.len(), before.before_cut, before.started_cut_off.len()), (0, 1, 0));
+        let count = |p: Paths| (p.after_cut.len(), p.doubled_after_cut, p.named_before, p.begun_cut_off, p.under_way);
+        assert_eq!(count(judge_with(10.6, 10.9)), (1, 1, 0, 0, 0), "named after the cut");
+        let before = judge_with(9.9, 10.9);
+        assert_eq!(before.margin, Some(100));
+        assert_eq!(count(before), (0, 0, 1, 1, 0), "named before the cut, begun during it");
+        assert_eq!(count(judge_with(9.9, 9.95)), (0, 0, 0, 0, 1), "under way at the cut");
     }
 
     /// Line 1 of job 0 given to a at :10 by a SIGHUP, read at :10.5: its

@@ -95,7 +95,7 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
         ("reruns", sum(|r| r.reruns.len())),
         ("skipped due times", sum(|r| r.skipped.len())),
         ("paused roles' commands that ran", figures.paused_starts.len()),
-        ("due times run twice whose first run started after its member was cut off", paths.after_cut.len()),
+        ("commands begun while their member was cut off, named after the cut", paths.after_cut.len()),
         ("due times of a changed line run before their member read it", paths.early.len()),
         ("fences of a leader within its first second", paths.fences.iter().map(Vec::len).sum()),
     ]);
@@ -177,25 +177,28 @@ fn needless(figures: &Figures) -> usize {
 fn issue_65(p: &super::paths::Paths) {
     let list = |what: &[String]| what.iter().take(20).for_each(|w| println!("  {w}"));
     println!(
-        "due times run twice: {} ({} ran to their end twice); over {} network cuts, the first run's command \
-         started: after its member was cut off {}, within {} ms of the cut {}, before the cut (under way, or \
-         spawned ahead of its due time, its start read back, when the cut came) {}; with no cut of its member (a \
-         freeze, a crash, a revoke, a cluster's partial cut) {} run to their end twice, {} cut short and run again",
-        p.after_cut.len() + p.at_cut.len() + p.before_cut + p.other.len() + p.cut_short,
-        p.ended_twice,
+        "commands begun while their member was cut off ({} cuts): named after the cut began {}, named (and read \
+         back) before it {}",
         p.cuts,
         p.after_cut.len(),
-        super::paths::CUT_DOUBT,
-        p.at_cut.len(),
-        p.before_cut,
+        p.named_before
+    );
+    list(&p.after_cut);
+    println!(
+        "due times run twice: {} ({} ran to their end twice); the first run started after its member's cut: {}; \
+         already started when the cut came: named before it and begun during it {} (the least time from naming \
+         to cut: {}), under way {}; with no cut of its member (a freeze, a crash, a revoke, a cluster's partial \
+         cut): {} ran to their end twice, {} cut short and run again",
+        p.doubled_after_cut + p.begun_cut_off + p.under_way + p.other.len() + p.cut_short,
+        p.ended_twice,
+        p.doubled_after_cut,
+        p.begun_cut_off,
+        p.margin.map_or("-".into(), |m| format!("{m} ms")),
+        p.under_way,
         p.other.len(),
         p.cut_short
     );
-    list(&p.after_cut);
-    list(&p.at_cut);
     list(&p.other);
-    println!("runs started by a member while it was cut off (doubled or not): {}", p.started_cut_off.len());
-    list(&p.started_cut_off);
     println!(
         "crontab files given (starts and rollout steps): {}, SIGHUPs with no reading logged after: {}; runs of a \
          changed line: {}, of a due time that passed before the line took over the job: {}",

@@ -44,7 +44,13 @@ impl Run<'_> {
         if can.contains(&Fault::CutBeforeDue) && self.rng.next_u64() % 5 == 0 {
             return Some(Fault::CutBeforeDue);
         }
-        let can: Vec<Fault> = can.into_iter().filter(|f| *f != Fault::CutBeforeDue).collect();
+        // A reload that changes a job's line: an eighth, where it applies.
+        if can.contains(&Fault::Reschedule) && self.rng.next_u64() % 8 == 0 {
+            return Some(Fault::Reschedule);
+        }
+        let rest: Vec<Fault> =
+            can.iter().copied().filter(|f| !matches!(f, Fault::CutBeforeDue | Fault::Reschedule)).collect();
+        let can = if rest.is_empty() { can } else { rest };
         (!can.is_empty()).then(|| self.rng.pick(&can))
     }
 

@@ -372,7 +372,7 @@ impl Run<'_> {
     /// The network of the member `name` in `slot` cut (`cut`) or healed,
     /// noted in `cuts` ("cut|heal NAME BEFORE_MS AFTER_MS": around the
     /// rules' change) for the judge (`cuts::classify`).
-    fn cut(&self, slot: usize, name: &str, cut: bool) {
+    pub(super) fn cut(&self, slot: usize, name: &str, cut: bool) {
         let ms = || SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
         let (ns, before) = (self.soak.slots[slot].ns.as_ref().expect("a namespace"), ms());
         match cut {

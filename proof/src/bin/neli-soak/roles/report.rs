@@ -83,7 +83,7 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
     }
     let needless = needless(figures);
     let paths = super::paths::judge(&soak.detector.dir, roles.len());
-    issue_65(&paths);
+    issue_65(&paths, scheduled.is_some());
     timings(args, figures);
     table(roles, figures, scheduled.as_ref());
     let sum = |f: fn(&ScheduleCheck) -> usize| scheduled.as_ref().map_or(0, |s| s.sum(f));
@@ -174,8 +174,11 @@ fn needless(figures: &Figures) -> usize {
 /// What the paths of issue 65 did (see `paths`): due times run twice by
 /// what their first run met, runs of a changed line, and fences of a fresh
 /// leader, each named.
-fn issue_65(p: &super::paths::Paths) {
+fn issue_65(p: &super::paths::Paths, scheduled: bool) {
     let list = |what: &[String]| what.iter().take(20).for_each(|w| println!("  {w}"));
+    if !scheduled {
+        return fences(p);
+    }
     println!(
         "commands begun while their member was cut off ({} cuts): named after the cut began {}, named (and read \
          back) before it {}",
@@ -208,6 +211,12 @@ fn issue_65(p: &super::paths::Paths) {
         p.early.len()
     );
     list(&p.early);
+    fences(p);
+}
+
+/// The fences of a leader within its first second, per role, each named.
+fn fences(p: &super::paths::Paths) {
+    let list = |what: &[String]| what.iter().take(20).for_each(|w| println!("  {w}"));
     let fences: Vec<String> = p
         .fences
         .iter()

@@ -181,7 +181,7 @@ impl Run<'_> {
             Fault::Kill9 | Fault::Sigterm | Fault::BrokenLogKill9 => e.back = self.stop(fault, (slot, name), id, now),
             Fault::SigstopCont | Fault::BrokenLogStop => self.freeze(fault, (slot, name), id, now),
             Fault::NetCut | Fault::NetBlip => {
-                self.soak.slots[slot].ns.as_ref().expect("a namespace").cut();
+                self.cut(slot, &name, true);
                 self.impaired.insert(slot, id);
                 let (lo, hi) = if fault == Fault::NetBlip { (s / 5, s * 4 / 5) } else { (s, s * 3) };
                 self.later((id, now), lo, hi, Action::Heal(slot, name));

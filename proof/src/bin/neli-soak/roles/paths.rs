@@ -87,9 +87,8 @@ type Cut = (u64, u64, u64);
 pub fn judge(dir: &std::path::Path, roles: usize) -> Paths {
     let lines = member_lines(dir);
     let mut paths = Paths { fences: vec![Vec::new(); roles], ..Paths::default() };
-    // Per (member, role, due): when its log says it started the run's
-    // command (`child started`, after the line naming that due time).
-    // Per (member, role, due): (named, begun) of each of its runs there.
+    // Per (member, role, due): when its log named each of its runs there
+    // and when their commands began (`child started`, next in the span).
     let mut spawns: BTreeMap<(String, usize, u64), Vec<(u64, u64)>> = BTreeMap::new();
     let mut naming: BTreeMap<(String, usize), (u64, u64)> = BTreeMap::new();
     let mut reads: BTreeMap<String, Vec<u64>> = BTreeMap::new();

@@ -14,12 +14,13 @@
 //! naming came after the cut began could not have had it read back: it
 //! started after the cut, and fails the soak (doubled or not: a cut shorter
 //! than the lease may let its records through after). Each due time run
-//! twice (two starts or more, the command's own record) is told by its
-//! first run: started after its member's cut (as above); named before the
-//! cut and begun during it (its naming read back in between: the smallest
-//! such margin is shown); under way when the cut came (the at-least-once
-//! window documented); or with no cut of its member between (a freeze, a
-//! crash, a revoke, a cluster's partial cut).
+//! twice (two starts or more, the command's own record) is told by the
+//! first of its runs, each followed by the next (cut short, or its ending
+//! lost), that met its member's cut: started after it (as above); named
+//! before it and begun during it (its naming read back in between: the
+//! smallest such margin is shown); under way when it came (the
+//! at-least-once window documented); or none met one (a freeze, a crash, a
+//! revoke, a cluster's partial cut).
 //!
 //! **Reloads.** Every run says its job's line version (`LINE=`): a run of a
 //! changed line (version 1 or more) is of a due time that must not have
@@ -52,18 +53,19 @@ pub struct Paths {
     /// named before it.
     pub after_cut: Vec<String>,
     pub named_before: usize,
-    /// Due times run twice whose first run started after its member's cut
-    /// (as `after_cut`): must be none.
+    /// Due times run twice whose first run to meet its member's cut (see
+    /// the module doc) started after it began (as `after_cut`): must be
+    /// none.
     pub doubled_after_cut: usize,
-    /// ... whose first run was named before the cut and begun during it,
-    /// with the smallest time between its naming and the cut (ms).
+    /// ... named before the cut and begun during it, with the smallest time
+    /// between its naming and the cut (ms).
     pub begun_cut_off: usize,
     pub margin: Option<u64>,
-    /// ... whose first run was under way when the cut came.
+    /// ... under way when the cut came.
     pub under_way: usize,
-    /// ... with no cut of the first run's member between (a freeze, a
-    /// crash, a revoke, a cluster's partial cut): run to their end twice
-    /// (named), or the first cut short (counted).
+    /// ... none of whose runs met a cut (a freeze, a crash, a revoke, a
+    /// cluster's partial cut): run to their end twice (named), or cut
+    /// short (counted).
     pub other: Vec<String>,
     pub cut_short: usize,
     /// Of the due times run twice, those that ran to their end twice.
@@ -78,6 +80,15 @@ pub struct Paths {
     pub early: Vec<String>,
     /// Per role: fences of a leader within its first second.
     pub fences: Vec<Vec<String>>,
+}
+
+/// What a run that ran again had met of its member's cuts: begun after
+/// one began, named after it; begun during one (named the given ms before
+/// it); under way when one came.
+enum Met {
+    After,
+    During(u64),
+    UnderWay,
 }
 
 /// A member's cut: (cut before, cut after, heal before), wall ms.
@@ -145,31 +156,37 @@ pub fn judge(dir: &std::path::Path, roles: usize) -> Paths {
         for (&due, starts) in runs.starts.iter().filter(|(_, s)| s.len() > 1) {
             let mut starts = starts.clone();
             starts.sort_by_key(|s| s.1);
-            let (first, again) = (&starts[0], &starts[1]);
-            let member = &first.3;
-            let run = spawns.get(&(member.clone(), j, due)).into_iter().flatten().filter(|r| r.1 <= first.1 + 500);
-            let (named, begun) = run.max_by_key(|r| r.1).copied().unwrap_or((first.1, first.1));
             let ended = starts.iter().filter(|s| runs.ended.contains(&(due, s.0, s.3.clone()))).count();
             paths.ended_twice += usize::from(ended > 1);
-            let what = format!(
-                "role {j}: due {} first run by {member} (token {}) began {}, again by {} (token {}) at {}{}",
-                wall(due),
-                first.0,
-                wall(begun),
-                again.3,
-                again.0,
-                wall(again.1),
-                if ended > 1 { ", ran to its end twice" } else { "" }
-            );
-            let member_cuts = cuts.get(member).map(Vec::as_slice).unwrap_or_default();
-            match cut_at(member, begun) {
-                Some(c) if named >= c.0 => paths.doubled_after_cut += 1,
-                Some(c) => {
-                    paths.begun_cut_off += 1;
-                    paths.margin = Some(paths.margin.unwrap_or(u64::MAX).min(c.0 - named));
+            // Each run again follows the one before it (cut short, or its
+            // ending lost): the first of them that met its member's cut
+            // tells the due time's kind.
+            let met = starts.windows(2).find_map(|w| {
+                let (run, again) = (&w[0], &w[1]);
+                let member = run.3.as_str();
+                let spawned = spawns.get(&(run.3.clone(), j, due)).into_iter().flatten();
+                let (named, begun) =
+                    spawned.filter(|r| r.1 <= run.1 + 500).max_by_key(|r| r.1).copied().unwrap_or((run.1, run.1));
+                let member_cuts = cuts.get(member).map(Vec::as_slice).unwrap_or_default();
+                match cut_at(member, begun) {
+                    Some(c) if named >= c.0 => Some(Met::After),
+                    Some(c) => Some(Met::During(c.0 - named)),
+                    None if member_cuts.iter().any(|c| begun < c.0 && c.0 < again.1) => Some(Met::UnderWay),
+                    None => None,
                 }
-                None if member_cuts.iter().any(|c| begun < c.0 && c.0 < again.1) => paths.under_way += 1,
-                None if ended > 1 => paths.other.push(what),
+            });
+            match met {
+                Some(Met::After) => paths.doubled_after_cut += 1,
+                Some(Met::During(margin)) => {
+                    paths.begun_cut_off += 1;
+                    paths.margin = Some(paths.margin.unwrap_or(u64::MAX).min(margin));
+                }
+                Some(Met::UnderWay) => paths.under_way += 1,
+                None if ended > 1 => {
+                    let runs: Vec<String> =
+                        starts.iter().map(|s| format!("{} {} at {}", s.3, s.0, wall(s.1))).collect();
+                    paths.other.push(format!("role {j}: due {} ran to its end twice: {}", wall(due), runs.join(", ")));
+                }
                 None => paths.cut_short += 1,
             }
         }

@@ -646,7 +646,7 @@ impl Run<'_> {
     }
 
     /// Ends what is still in flight (thaws, heals, the broker and the
-    /// cluster back), then stops every member with SIGTERM (kill -9 after
+    /// cluster back; a cut not yet made is dropped), then stops every member with SIGTERM (kill -9 after
     /// 30 s), noting any that does not exit 0.
     fn finish(&mut self) {
         // A role still without a command counts until now.
@@ -654,7 +654,8 @@ impl Run<'_> {
         (0..self.free.len()).for_each(|j| self.gap_over(j, now));
         let mut pending = std::mem::take(&mut self.pending);
         pending.sort_by_key(|p| p.at);
-        for p in pending.iter().filter(|p| !matches!(p.action, Action::Start(_) | Action::Strike | Action::Wait)) {
+        let ends = |a: &Action| !matches!(a, Action::Start(_) | Action::Strike | Action::Wait | Action::Cut(..));
+        for p in pending.iter().filter(|p| ends(&p.action)) {
             self.act(&p.action);
         }
         self.reap();

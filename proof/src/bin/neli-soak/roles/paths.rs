@@ -359,6 +359,23 @@ mod tests {
         assert_eq!(count(judge_with(9.9, 9.95)), (0, 0, 0, 0, 1), "under way at the cut");
     }
 
+    /// Due :11 run by a, then by b at :16; a cut off only from :20 on. The
+    /// first run cut short (no `end` of a's) is counted apart; both ended,
+    /// it is named (no cut: a freeze, a revoke ...).
+    #[test]
+    fn a_due_time_run_twice_with_no_cut_between_is_told_apart_by_its_endings() {
+        let judge_with = |ends: &str| {
+            let due = wall(at(11.0));
+            let cuts = format!("cut a {} {}\nheal a {} {}\n", at(20.0), at(20.01), at(22.0), at(22.01));
+            let runs = format!("start {due} 1 5 {} a 0 5000\nstart {due} 2 9 {} b 0 5000\n{ends}", at(11.0), at(16.0));
+            let runs = runs.replace("DUE", &due);
+            judge(&work(&format!("nocut{}", ends.len()), &[], &cuts, "", &runs), 1)
+        };
+        let count = |p: Paths| (p.under_way, p.cut_short, p.other.len(), p.ended_twice);
+        assert_eq!(count(judge_with("end DUE 9 b\n")), (0, 1, 0, 0), "a's run cut short");
+        assert_eq!(count(judge_with("end DUE 5 a\nend DUE 9 b\n")), (0, 0, 1, 1), "ran to its end twice");
+    }
+
     /// Line 1 of job 0 given to a at :10 by a SIGHUP, read at :10.5: its
     /// run of due :10.4 is early, of :12 is not; b, started with line 1 at
     /// :20 after a's first run of it, follows a's runs (due :16 is fine).
@@ -372,6 +389,9 @@ mod tests {
         assert_eq!(paths.changed_runs, 3);
         assert_eq!(paths.early.len(), 1, "{:?}", paths.early);
         assert!(paths.early[0].contains("10:00:10.400Z"), "{:?}", paths.early);
+        assert_eq!((paths.reloads, paths.unconfirmed), (2, 0));
+        let unread = judge(&work("unread", &[], "", &reloads, ""), 1);
+        assert_eq!(unread.unconfirmed, 1, "a's SIGHUP with no reading logged after it");
     }
 
     #[test]

@@ -95,6 +95,16 @@ pub enum Fault {
     /// it, and no other job may move (drawn by no one: once, a third of
     /// the way in).
     AddJob,
+    /// With --crontab: a job's holder cut off (its network namespace, as
+    /// `NetCut`) 0.2-2 s before one of that job's due times, for 0.2-2
+    /// session timeouts (findings C-10): it must not start that run, and
+    /// the next owner runs it once.
+    CutBeforeDue,
+    /// With --crontab: one job's line changed (its `@every`) in the
+    /// members' files, rolled out one member at a time with a SIGHUP each
+    /// (findings C-1): no due time of the new line that passed before its
+    /// member read it runs, and none runs twice.
+    Reschedule,
 }
 
 impl Fault {
@@ -127,6 +137,8 @@ impl Fault {
             Fault::Drain => "drain",
             Fault::Undrain => "undrain",
             Fault::AddJob => "add-job",
+            Fault::CutBeforeDue => "cut-before-due",
+            Fault::Reschedule => "reschedule",
         }
     }
 
@@ -211,7 +223,9 @@ impl Soak {
             | Fault::Pause
             | Fault::Join
             | Fault::Undrain
-            | Fault::AddJob => {}
+            | Fault::AddJob
+            | Fault::CutBeforeDue
+            | Fault::Reschedule => {}
         }
     }
 

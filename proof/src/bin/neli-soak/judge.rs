@@ -227,14 +227,14 @@ fn locked_dues(dir: &std::path::Path) -> Vec<u64> {
 
 /// The member's log line saying it starts a due time's run (`due_ms=`;
 /// with roles, in the role's span).
-const STARTING: &str = "starting the run of a due time";
+pub(crate) const STARTING: &str = "starting the run of a due time";
 
 /// The member's log line saying a run's ending is on the topic.
 const RECORDED: &str = "the run's ending is on the group's topic";
 
 /// Every line of every log in `dir` (the members' `NAME.log`), with the
 /// name of the file it is in.
-fn member_lines(dir: &std::path::Path) -> Vec<(String, String)> {
+pub(crate) fn member_lines(dir: &std::path::Path) -> Vec<(String, String)> {
     let mut found = Vec::new();
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
@@ -249,7 +249,7 @@ fn member_lines(dir: &std::path::Path) -> Vec<(String, String)> {
 
 /// Wall ms of an RFC 3339 time, as the members' logs and `NELI_DUE` print
 /// it.
-fn rfc_ms(rfc: &str) -> Option<u64> {
+pub(crate) fn rfc_ms(rfc: &str) -> Option<u64> {
     humantime::parse_rfc3339(rfc).ok().map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64)
 }
 
@@ -264,16 +264,23 @@ pub const FAILED: u64 = 200;
 /// A start's attempt counts the failures before it out: the retry of a
 /// failure is a first try as far as cuts go.
 #[derive(Default)]
-struct Runs {
-    starts: BTreeMap<u64, Vec<(i64, u64, u32, String)>>,
+pub(crate) struct Runs {
+    pub(crate) starts: BTreeMap<u64, Vec<(i64, u64, u32, String)>>,
     ends: BTreeMap<u64, usize>,
-    ended: BTreeSet<(u64, i64, String)>,
+    pub(crate) ended: BTreeSet<(u64, i64, String)>,
     failed: BTreeSet<(u64, u32)>,
     /// Starts that retried a failure.
     retries: usize,
+    /// Each start's job line (`--crontab`), by due time; none from a
+    /// command that names no line.
+    pub(crate) lines: BTreeMap<u64, Vec<LineRun>>,
 }
 
-fn read_runs(path: &std::path::Path) -> Runs {
+/// A start of a `--crontab` job's run with its line: (line version, its
+/// period in ms, token, wall ms, member).
+pub(crate) type LineRun = (u32, u64, i64, u64, String);
+
+pub(crate) fn read_runs(path: &std::path::Path) -> Runs {
     let mut runs = Runs::default();
     for line in read_lines(path) {
         let w: Vec<&str> = line.split(' ').collect();
@@ -286,6 +293,11 @@ fn read_runs(path: &std::path::Path) -> Runs {
                 let failures = runs.failed.range((due, 0)..(due, attempt())).count() as u32;
                 runs.retries += usize::from(failures > 0 && runs.failed.contains(&(due, attempt() - 1)));
                 let name = w.get(5).map(|n| n.to_string()).unwrap_or_default();
+                let line = w.get(6).and_then(|l| l.parse::<u32>().ok());
+                let every = w.get(7).and_then(|e| e.parse::<u64>().ok()).filter(|e| *e > 0);
+                if let (Some(line), Some(every)) = (line, every) {
+                    runs.lines.entry(due).or_default().push((line, every, token, ms, name.clone()));
+                }
                 runs.starts.entry(due).or_default().push((token, ms, attempt() - failures, name));
             }
             (Some(&"end"), Some(due)) => {
@@ -388,8 +400,20 @@ fn judge_runs(
         }
     }
     check.at_least_once = ends.iter().filter(|(due, &n)| n > 1 && !recorded.contains_key(due)).count();
-    if let (Some(&first), Some(&last)) = (starts.keys().next(), starts.keys().last()) {
-        let period = every.as_millis() as u64;
+    // Each line of the job (`--crontab`'s reloads change one) on its own
+    // grid, between its first and its last due time started.
+    let mut segments: BTreeMap<u32, (u64, BTreeSet<u64>)> = BTreeMap::new();
+    for (&due, lines) in &runs.lines {
+        for &(line, period, ..) in lines {
+            segments.entry(line).or_insert((period, BTreeSet::new())).1.insert(due);
+        }
+    }
+    if segments.is_empty() {
+        segments.insert(0, (every.as_millis() as u64, starts.keys().copied().collect()));
+    }
+    for (period, dues) in segments.values() {
+        let (Some(&first), Some(&last)) = (dues.first(), dues.last()) else { continue };
+        let period = *period;
         // A run killed before its first line (child-crash strikes once the
         // detector's lock is held) ends as a failure, not retried: its due
         // time was run, as its member's log (its start, or its ending) says.
@@ -397,7 +421,7 @@ fn judge_runs(
         // superseded by a later due time) was run too.
         let failed = |d: &u64| runs.failed.range((*d, 0)..=(*d, u32::MAX)).next().is_some();
         let run = |d: &u64| starts.contains_key(d) || started.contains(d) || recorded.contains_key(d) || failed(d);
-        check.skipped = (first..=last).step_by(period as usize).filter(|d| !run(d)).map(name).collect();
+        check.skipped.extend((first..=last).step_by(period as usize).filter(|d| !run(d)).map(name));
     }
     check.retried = starts.values().flatten().filter(|s| s.2 > 1).count();
     (check.failed, check.retries) = (runs.failed.len(), runs.retries);

@@ -153,7 +153,10 @@ struct Args {
     /// (`neli-run --crontab FILE`, job jNN's runs judged as role NN's), in
     /// place of `--roles R --every`. The file starts a job short; the last
     /// is added a third of the way in (the `add-job` event), which adds a
-    /// partition to the topic while the members run.
+    /// partition to the topic while the members run. Its own faults: a
+    /// job's holder cut off just before a due time (`cut-before-due`, with
+    /// namespaces: a fifth of the faults), and a job's line changed and
+    /// rolled out member by member (`reschedule`).
     #[arg(long, requires_all = ["roles", "schedule"])]
     crontab: bool,
 }

@@ -27,14 +27,15 @@ pub const KINDS: [&str; 4] = ["plain", "children", "daemons", "ignores TERM"];
 /// as `COMMAND`: a plain run; one with two children; one that leaves two
 /// daemons (setsid'd, one ignoring SIGTERM) holding the role's lock, which
 /// the shim must reap once the run ends, before the next; one that ignores
-/// SIGTERM. It writes "start DUE ATTEMPT TOKEN MS NAME" and, if it gets to
-/// its end, "end DUE TOKEN NAME", then exits with `judge::role_code`: the
+/// SIGTERM. It writes "start DUE ATTEMPT TOKEN MS NAME LINE EVERY" (LINE and
+/// EVERY: `--crontab`'s version of the job's line and its period in ms) and,
+/// if it gets to its end, "end DUE TOKEN NAME", then exits with `judge::role_code`: the
 /// member's line saying a run's ending is on the topic names no role, and
 /// its status tells which.
 pub(super) const SCHEDULED: &str = r#"if [ "$NELI_FLAKY" = 1 ] && [ "$NELI_ATTEMPT" = 1 ]; then
   echo "fail $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN $(date +%s%3N) $NELI_NAME" >> "$0/runs"; exit 200
 fi
-echo "start $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN $(date +%s%3N) $NELI_NAME" >> "$0/runs"
+echo "start $NELI_DUE $NELI_ATTEMPT $NELI_FENCING_TOKEN $(date +%s%3N) $NELI_NAME ${LINE:-0} ${EVERY:-0}" >> "$0/runs"
 case $((NELI_ROLE % 4)) in
   1) sleep "$RUN" & sleep "$RUN" & wait ;;
   2) (setsid sh -c 'trap "" TERM; exec sleep 100000' &); setsid sleep 100000 & sleep "$RUN" ;;
@@ -54,13 +55,16 @@ exit $((NELI_ROLE % 128))"#;
 /// fails at once (`judge::FAILED`), and the job's `retries=1` runs it again
 /// a quarter period later. Every third job (j % 3 == 2) runs for one and a
 /// half periods with `overlap=replace`: each run is stopped at its next due
-/// time, which runs in its place.
+/// time, which runs in its place. `lines` holds each job's line version
+/// (`Fault::Reschedule` bumps one): its period is `period(every, version)`,
+/// and its runs say the version (`LINE=`) and the period (`EVERY=`).
 pub(super) fn write_crontab(
     dir: &std::path::Path,
     (jobs, roles): (usize, usize),
     schedule: Option<(Duration, Duration)>,
+    lines: &[u32],
 ) -> std::path::PathBuf {
-    let (run, every) = schedule.expect("--crontab requires --schedule");
+    let (run, base) = schedule.expect("--crontab requires --schedule");
     let script = dir.join("scheduled.sh");
     fs::write(&script, SCHEDULED).expect("the runs' script");
     let guard = dir.join("guarded.sh");
@@ -68,6 +72,8 @@ pub(super) fn write_crontab(
     let mut text = String::from("# neli-soak --crontab: one job per role\n");
     for j in 0..jobs {
         let work = dir.join("roles").join(j.to_string());
+        let line = lines.get(j).copied().unwrap_or(0);
+        let every = period(base, line);
         let flaky = j % 2;
         let mut options = String::from("missed=all");
         if flaky == 1 {
@@ -78,19 +84,37 @@ pub(super) fn write_crontab(
             options += ",overlap=replace";
             runs = every.as_secs_f64() * 1.5;
         }
+        let ms = every.as_millis();
         text += &format!(
-            "NELI_ROLE={j}\nNELI_FLAKY={flaky}\nRUN={runs:.1}\n@every {}ms  j{j:0width$}[{options}]  {} {} sh -c '. {}' {}\n",
-            every.as_millis(),
+            "NELI_ROLE={j}\nNELI_FLAKY={flaky}\nRUN={runs:.1}\nLINE={line}\nEVERY={ms}\n\
+             @every {ms}ms  j{j:0width$}[{options}]  {} {} sh -c '. {}' {}\n",
             guard.display(),
             work.display(),
             script.display(),
             work.display()
         );
     }
-    let (file, new) = (dir.join("fleet.crontab"), dir.join("fleet.crontab.new"));
-    fs::write(&new, text).expect("the crontab");
-    fs::rename(&new, &file).expect("the crontab in place");
+    let file = dir.join("fleet.crontab");
+    install(&file, &text);
     file
+}
+
+/// `text` renamed over `file`, as an editor does: a member never reads half
+/// of one.
+pub(super) fn install(file: &std::path::Path, text: &str) {
+    let new = file.with_extension("new");
+    fs::write(&new, text).expect("the crontab");
+    fs::rename(&new, file).expect("the crontab in place");
+}
+
+/// A job's period at line version `line`: the soak's period for even
+/// versions, four fifths of it for odd ones (a grid from the epoch that
+/// meets the other only every four periods).
+pub fn period(every: Duration, line: u32) -> Duration {
+    match line % 2 {
+        0 => every,
+        _ => every * 4 / 5,
+    }
 }
 
 /// Refuses what a roles soak cannot do.
@@ -124,6 +148,14 @@ pub fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
     if !args.schedule && !args.crontab {
         faults.push(Fault::Pause);
     }
+    // A crontab's own paths (issue 65): a job's holder cut off just before
+    // its due time, and a job's line changed by a rolled-out reload.
+    if args.crontab {
+        faults.push(Fault::Reschedule);
+        if netns {
+            faults.push(Fault::CutBeforeDue);
+        }
+    }
     faults.extend(crate::environment_faults(args, netns, own_broker));
     faults
 }
@@ -152,6 +184,7 @@ pub(super) fn strikes_a_member(fault: Fault) -> bool {
             | Fault::BrokenLogStop
             | Fault::NetCut
             | Fault::NetBlip
+            | Fault::CutBeforeDue
             | Fault::CoordinatorCut
             | Fault::LeaderCut
     )

@@ -78,6 +78,9 @@ pub struct Figures {
     pub undrains: Needless,
     /// Jobs added to the crontab (`--crontab`): no other job may move.
     pub adds: Needless,
+    /// A job's line changed and rolled out (`--crontab`): no job may move
+    /// nor run again.
+    pub reloads: Needless,
     pub gaps: Vec<Gap>,
     /// Times the group did not settle within --stall.
     pub stalls: usize,
@@ -118,6 +121,7 @@ impl Run<'_> {
             let member = &e.member.as_ref().map_or(String::new(), |m| m.1.clone());
             let needless = match e.fault {
                 Fault::AddJob => &mut self.figures.adds,
+                Fault::Reschedule => &mut self.figures.reloads,
                 Fault::Join => &mut self.figures.joins,
                 Fault::Undrain => &mut self.figures.undrains,
                 Fault::Drain => &mut self.figures.drains,

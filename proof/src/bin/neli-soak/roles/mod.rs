@@ -60,6 +60,20 @@
 //! attempt). Each role's runs are judged by the schedule's rules
 //! (`judge::check_roles_schedule`): no rerun after an ending recorded, no
 //! due time skipped.
+//!
+//! A crontab's own paths (`--crontab`, issue 65): each member reads a file
+//! of its own (`crontabs/NAME`, a copy of `fleet.crontab` given at its start
+//! and at each reload), so that a change reaches the members one at a
+//! time. A fifth of the faults cut a job's holder off (`cut-before-due`)
+//! 0.2-2 s before one of that job's due times, for 0.2-2 session timeouts;
+//! `reschedule` changes one job's `@every` and rolls the file out, a SIGHUP
+//! per member 0.3-1.5 s apart (half the time while the job's run goes
+//! on), alone from a settled group (judged like a job added: no job may
+//! move nor run again). The judge (`paths`) tells each due time run twice
+//! by when its first run's command started against its member's cuts
+//! (after a cut fails the soak), checks that no changed line runs a due
+//! time that passed before the line took over the job, and counts, per
+//! role, the fences of a leader within its first second (every roles soak).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -80,6 +94,7 @@ use crate::Args;
 
 mod commands;
 mod episodes;
+mod paths;
 mod report;
 mod strike;
 
@@ -94,8 +109,13 @@ enum Action {
     Start(usize),
     /// A signal to the member of this name, if it still runs in the slot.
     Signal(usize, String, Signal),
+    /// The slot's network cut (if its member still runs there).
+    Cut(usize, String),
     /// The slot's network cut healed (if its member still runs there).
     Heal(usize, String),
+    /// The members' crontab (as it stands) put in place of this member's
+    /// own file, and the member told (SIGHUP): one step of a rollout.
+    Reload(usize, String),
     /// A broker fault's end.
     End(Fault),
     /// A cluster fault's scripted event.
@@ -152,6 +172,8 @@ struct Run<'a> {
     jobs: usize,
     /// `--crontab`: after how many transitions the last job is added.
     add_at: Option<usize>,
+    /// `--crontab`: each job's line version (`Fault::Reschedule`).
+    lines: Vec<u32>,
 }
 
 /// Runs the roles soak until --transitions (or a stop), judges it and
@@ -172,7 +194,8 @@ pub fn soak(
     // last one is added a third of the way in (`Fault::AddJob`), where the
     // broker can add a partition for it.
     let jobs = if args.crontab && args.adds_partitions() { roles - 1 } else { roles };
-    let crontab = args.crontab.then(|| write_crontab(&soak.detector.dir, (jobs, roles), soak.schedule));
+    let lines = vec![0; roles];
+    let crontab = args.crontab.then(|| write_crontab(&soak.detector.dir, (jobs, roles), soak.schedule, &lines));
     let mut run = Run {
         soak,
         faults,
@@ -197,6 +220,7 @@ pub fn soak(
         add_at: (jobs < roles).then_some(args.transitions / 3),
         crontab,
         jobs,
+        lines,
     };
     for slot in 0..run.soak.slots.len() {
         run.start(slot);
@@ -277,9 +301,10 @@ impl Progress {
 impl Run<'_> {
     /// Starts a member in `slot`; its name.
     fn start(&mut self, slot: usize) -> String {
+        self.soak.started += 1;
+        let name = format!("c{}-{}", slot, self.soak.started);
+        let own_crontab = self.crontab.is_some().then(|| self.give_crontab(&name, "start"));
         let soak = &mut *self.soak;
-        soak.started += 1;
-        let name = format!("c{}-{}", slot, soak.started);
         let log = fs::File::create(soak.detector.dir.join(format!("{name}.log"))).expect("log file");
         let (pipe, reader) = LogReader::start(log);
         if let Some(old) = soak.slots[slot].log.replace(reader) {
@@ -299,7 +324,7 @@ impl Run<'_> {
             None => (Vec::new(), COMMAND, Duration::ZERO),
         };
         // A crontab's jobs in place of the roles (`crontab`): the same runs.
-        let roles: Vec<String> = match &self.crontab {
+        let roles: Vec<String> = match own_crontab {
             Some(file) => vec!["--crontab".into(), file.display().to_string()],
             None => {
                 let guard = soak.detector.dir.join("guarded.sh").display().to_string();
@@ -325,6 +350,44 @@ impl Run<'_> {
         soak.births.insert(name.clone(), SystemTime::now());
         soak.slots[slot].member = Some((name.clone(), child));
         name
+    }
+
+    /// `--crontab`: the members' file (`fleet.crontab`, as it stands)
+    /// copied over the member `name`'s own (`crontabs/NAME`: each member
+    /// reads its own, so that a rollout reaches them one at a time), and
+    /// noted in `reloads` ("NAME MS HOW V0,V1,...": when, why, and each
+    /// job's line version) for the judge (`cuts::check_reloads`); its path.
+    fn give_crontab(&self, name: &str, how: &str) -> std::path::PathBuf {
+        let dir = &self.soak.detector.dir;
+        let text = fs::read_to_string(dir.join("fleet.crontab")).expect("the members' crontab");
+        fs::create_dir_all(dir.join("crontabs")).expect("the members' crontabs");
+        let file = dir.join("crontabs").join(name);
+        let lines: Vec<String> = self.lines.iter().map(u32::to_string).collect();
+        let at = SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
+        commands::install(&file, &text);
+        self.append("reloads", &format!("{name} {at} {how} {}", lines.join(",")));
+        file
+    }
+
+    /// The network of the member `name` in `slot` cut (`cut`) or healed,
+    /// noted in `cuts` ("cut|heal NAME BEFORE_MS AFTER_MS": around the
+    /// rules' change) for the judge (`cuts::classify`).
+    pub(super) fn cut(&self, slot: usize, name: &str, cut: bool) {
+        let ms = || SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
+        let (ns, before) = (self.soak.slots[slot].ns.as_ref().expect("a namespace"), ms());
+        match cut {
+            true => ns.cut(),
+            false => ns.heal(),
+        }
+        self.append("cuts", &format!("{} {name} {before} {}", if cut { "cut" } else { "heal" }, ms()));
+    }
+
+    /// A line appended to the work directory's file `what`.
+    fn append(&self, what: &str, line: &str) {
+        use std::io::Write;
+        let path = self.soak.detector.dir.join(what);
+        let mut file = fs::OpenOptions::new().create(true).append(true).open(path).expect("a record of the soak's");
+        writeln!(file, "{line}").expect("a record of the soak's");
     }
 
     /// Slots whose member runs, not struck down, frozen, cut off or drained.
@@ -430,9 +493,20 @@ impl Run<'_> {
                     }
                 }
             }
+            Action::Cut(slot, name) => {
+                if still(self, *slot, name) {
+                    self.cut(*slot, name, true);
+                }
+            }
             Action::Heal(slot, name) => {
                 if still(self, *slot, name) {
-                    self.soak.slots[*slot].ns.as_ref().expect("a namespace").heal();
+                    self.cut(*slot, name, false);
+                }
+            }
+            Action::Reload(slot, name) => {
+                if still(self, *slot, name) {
+                    self.give_crontab(name, "hup");
+                    let _ = kill(self.soak.pid(*slot), Signal::SIGHUP);
                 }
             }
             Action::End(fault) => self.soak.end(*fault, 0),
@@ -572,7 +646,7 @@ impl Run<'_> {
     }
 
     /// Ends what is still in flight (thaws, heals, the broker and the
-    /// cluster back), then stops every member with SIGTERM (kill -9 after
+    /// cluster back; a cut not yet made is dropped), then stops every member with SIGTERM (kill -9 after
     /// 30 s), noting any that does not exit 0.
     fn finish(&mut self) {
         // A role still without a command counts until now.
@@ -580,7 +654,8 @@ impl Run<'_> {
         (0..self.free.len()).for_each(|j| self.gap_over(j, now));
         let mut pending = std::mem::take(&mut self.pending);
         pending.sort_by_key(|p| p.at);
-        for p in pending.iter().filter(|p| !matches!(p.action, Action::Start(_) | Action::Strike | Action::Wait)) {
+        let ends = |a: &Action| !matches!(a, Action::Start(_) | Action::Strike | Action::Wait | Action::Cut(..));
+        for p in pending.iter().filter(|p| ends(&p.action)) {
             self.act(&p.action);
         }
         self.reap();

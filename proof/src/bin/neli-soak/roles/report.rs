@@ -82,6 +82,8 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
         schedule(s);
     }
     let needless = needless(figures);
+    let paths = super::paths::judge(&soak.detector.dir, roles.len());
+    issue_65(&paths, scheduled.is_some());
     timings(args, figures);
     table(roles, figures, scheduled.as_ref());
     let sum = |f: fn(&ScheduleCheck) -> usize| scheduled.as_ref().map_or(0, |s| s.sum(f));
@@ -93,6 +95,9 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, figures: &Figures, roles: &[R
         ("reruns", sum(|r| r.reruns.len())),
         ("skipped due times", sum(|r| r.skipped.len())),
         ("paused roles' commands that ran", figures.paused_starts.len()),
+        ("commands begun while their member was cut off, named after the cut", paths.after_cut.len()),
+        ("due times of a changed line run before their member read it", paths.early.len()),
+        ("fences of a leader within its first second", paths.fences.iter().map(Vec::len).sum()),
     ]);
     let safe = failed.is_empty();
     let dir = &soak.detector.dir;
@@ -149,13 +154,14 @@ fn safety(roles: &[Role], scheduled: bool) -> (usize, usize, usize) {
 
 /// The needless moves after each kind of fault, each named; their count.
 fn needless(figures: &Figures) -> usize {
-    let kinds: [(&str, &Needless); 6] = [
+    let kinds: [(&str, &Needless); 7] = [
         ("joins", &figures.joins),
         ("leaves", &figures.leaves),
         ("crashes", &figures.crashes),
         ("drains", &figures.drains),
         ("undrains", &figures.undrains),
         ("jobs added", &figures.adds),
+        ("reloads", &figures.reloads),
     ];
     let needless: usize = kinds.iter().map(|(_, n)| n.moves.len()).sum();
     let judged: Vec<String> =
@@ -163,6 +169,67 @@ fn needless(figures: &Figures) -> usize {
     println!("needless moves: {needless} ({}; episodes with another fault in flight not judged)", judged.join(", "));
     kinds.iter().flat_map(|(_, n)| &n.moves).for_each(|m| println!("  {m}"));
     needless
+}
+
+/// What the paths of issue 65 did (see `paths`): due times run twice by
+/// what their first run met, runs of a changed line, and fences of a fresh
+/// leader, each named.
+fn issue_65(p: &super::paths::Paths, scheduled: bool) {
+    let list = |what: &[String]| what.iter().take(20).for_each(|w| println!("  {w}"));
+    if !scheduled {
+        return fences(p);
+    }
+    println!(
+        "commands begun while their member was cut off ({} cuts): named after the cut began {}, named (and read \
+         back) before it {}",
+        p.cuts,
+        p.after_cut.len(),
+        p.named_before
+    );
+    list(&p.after_cut);
+    println!(
+        "due times run twice: {} ({} ran to their end twice); the first run started after its member's cut: {}; \
+         already started when the cut came: named before it and begun during it {} (the least time from naming \
+         to cut: {}), under way {}; with no cut of its member (a freeze, a crash, a revoke, a cluster's partial \
+         cut): {} ran to their end twice, {} cut short and run again",
+        p.doubled_after_cut + p.begun_cut_off + p.under_way + p.other.len() + p.cut_short,
+        p.ended_twice,
+        p.doubled_after_cut,
+        p.begun_cut_off,
+        p.margin.map_or("-".into(), |m| format!("{m} ms")),
+        p.under_way,
+        p.other.len(),
+        p.cut_short
+    );
+    list(&p.other);
+    println!(
+        "crontab files given (starts and rollout steps): {}, SIGHUPs with no reading logged after: {}; runs of a \
+         changed line: {}, of a due time that passed before the line took over the job: {}",
+        p.reloads,
+        p.unconfirmed,
+        p.changed_runs,
+        p.early.len()
+    );
+    list(&p.early);
+    fences(p);
+}
+
+/// The fences of a leader within its first second, per role, each named.
+fn fences(p: &super::paths::Paths) {
+    let list = |what: &[String]| what.iter().take(20).for_each(|w| println!("  {w}"));
+    let fences: Vec<String> = p
+        .fences
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !f.is_empty())
+        .map(|(j, f)| format!("role {j}: {}", f.len()))
+        .collect();
+    println!(
+        "fences of a leader within its first second of leading: {}{}",
+        p.fences.iter().map(Vec::len).sum::<usize>(),
+        if fences.is_empty() { String::new() } else { format!(" ({})", fences.join(", ")) }
+    );
+    p.fences.iter().for_each(|f| list(f));
 }
 
 /// How long the roles took to move, the drains, pauses and stalls, and the

@@ -28,7 +28,9 @@ impl Run<'_> {
         let applies = |f: &Fault| match f {
             Fault::Join => joinable,
             Fault::ChildCrash => held,
-            Fault::Drain => drainable && live >= 2,
+            Fault::Drain | Fault::CutBeforeDue => drainable && live >= 2,
+            // Alone, from a settled group: a rollout to every member.
+            Fault::Reschedule => self.open.is_empty() && self.pending.is_empty(),
             // Alone, from a settled group: its holder leaves while paused.
             Fault::Pause => self.open.is_empty() && self.pending.is_empty() && live >= 2,
             f if strikes_a_member(*f) => live >= 2,
@@ -38,6 +40,17 @@ impl Run<'_> {
         if can.contains(&Fault::Join) && self.rng.next_u64() % 3 == 0 {
             return Some(Fault::Join);
         }
+        // A crontab's cut just before a due time: a fifth of the faults.
+        if can.contains(&Fault::CutBeforeDue) && self.rng.next_u64() % 5 == 0 {
+            return Some(Fault::CutBeforeDue);
+        }
+        // A reload that changes a job's line: an eighth, where it applies.
+        if can.contains(&Fault::Reschedule) && self.rng.next_u64() % 8 == 0 {
+            return Some(Fault::Reschedule);
+        }
+        let rest: Vec<Fault> =
+            can.iter().copied().filter(|f| !matches!(f, Fault::CutBeforeDue | Fault::Reschedule)).collect();
+        let can = if rest.is_empty() { can } else { rest };
         (!can.is_empty()).then(|| self.rng.pick(&can))
     }
 
@@ -75,7 +88,7 @@ impl Run<'_> {
             return self.pause_role();
         }
         let id = self.strike(fault, settled);
-        if self.rng.next_u64() % 4 == 0 {
+        if fault != Fault::Reschedule && self.rng.next_u64() % 4 == 0 {
             let at = Instant::now() + self.rng.between(Duration::ZERO, self.soak.session * 2);
             self.pending.push(Pending { at, episode: Some(id), action: Action::Strike });
         }
@@ -168,7 +181,7 @@ impl Run<'_> {
             Fault::Kill9 | Fault::Sigterm | Fault::BrokenLogKill9 => e.back = self.stop(fault, (slot, name), id, now),
             Fault::SigstopCont | Fault::BrokenLogStop => self.freeze(fault, (slot, name), id, now),
             Fault::NetCut | Fault::NetBlip => {
-                self.soak.slots[slot].ns.as_ref().expect("a namespace").cut();
+                self.cut(slot, &name, true);
                 self.impaired.insert(slot, id);
                 let (lo, hi) = if fault == Fault::NetBlip { (s / 5, s * 4 / 5) } else { (s, s * 3) };
                 self.later((id, now), lo, hi, Action::Heal(slot, name));
@@ -186,12 +199,19 @@ impl Run<'_> {
                 self.drained.insert(slot, by_command);
             }
             Fault::Undrain => e.member = self.undrain(slot),
+            // Every member's file at once (each reads it within 2 s).
             Fault::AddJob => {
-                let roles = self.starts.len();
                 e.added = Some(self.jobs);
                 self.jobs += 1;
-                write_crontab(&self.soak.detector.dir, (self.jobs, roles), self.soak.schedule);
+                self.write_crontab();
+                let members: Vec<(usize, String)> =
+                    (0..self.soak.slots.len()).filter_map(|s| Some((s, self.name(s)?))).collect();
+                for (slot, name) in members {
+                    self.pending.push(Pending { at: now, episode: Some(id), action: Action::Reload(slot, name) });
+                }
             }
+            Fault::CutBeforeDue => self.cut_before_due((slot, name), id, now),
+            Fault::Reschedule => self.reschedule(id, now),
             Fault::Join => {
                 let free = self.joinable();
                 let slot = self.rng.pick(&free);
@@ -229,7 +249,7 @@ impl Run<'_> {
         counted.0 += 1;
         counted.1 += usize::from(!alone);
         let targets = match fault {
-            Fault::Drain => self.drainable(),
+            Fault::Drain | Fault::CutBeforeDue => self.drainable(),
             Fault::Undrain => self.drained.keys().copied().take(1).collect(),
             _ => self.live(),
         };
@@ -312,6 +332,71 @@ impl Run<'_> {
         self.impaired.insert(slot, id);
         let s = self.soak.session;
         self.later((id, now), delay + s / 5, delay + s * 3, Action::Signal(slot, name, Signal::SIGCONT));
+    }
+
+    /// The members' crontab written anew (`fleet.crontab`), with each
+    /// job's line as it stands.
+    fn write_crontab(&self) {
+        let roles = self.starts.len();
+        write_crontab(&self.soak.detector.dir, (self.jobs, roles), self.soak.schedule, &self.lines);
+    }
+
+    /// `Fault::CutBeforeDue`: the member `name` in `slot` holds a job; it is
+    /// cut off 0.2-2 s before that job's next due time at least 2.2 s away
+    /// (on its line's grid from the epoch), for 0.2-2 session timeouts.
+    fn cut_before_due(&mut self, (slot, name): (usize, String), id: usize, now: Instant) {
+        let held: Vec<usize> = held_by(&self.starts, &name).iter().map(|m| m.role).collect();
+        let Some((_, every)) = self.soak.schedule else { return };
+        let job = if held.is_empty() { 0 } else { self.rng.pick(&held) };
+        let every = super::commands::period(every, self.lines[job]).as_millis() as u64;
+        let wall_now = SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
+        let due = (wall_now + 2_200).div_ceil(every) * every;
+        let ahead = self.rng.between(Duration::from_millis(200), Duration::from_secs(2));
+        let at = now + Duration::from_millis(due - wall_now) - ahead;
+        self.pending.push(Pending { at, episode: Some(id), action: Action::Cut(slot, name.clone()) });
+        let s = self.soak.session;
+        let heal = at + self.rng.between(s / 5, s * 2);
+        self.pending.push(Pending { at: heal, episode: Some(id), action: Action::Heal(slot, name.clone()) });
+        self.impaired.insert(slot, id);
+        let due = humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(due));
+        self.note(&format!("cut-before-due: {name} holds job {job}, cut {ahead:?} before its due time {due}"));
+    }
+
+    /// `Fault::Reschedule`: one job's line changed (its period, see
+    /// `commands::period`) in the members' file, then rolled out: each
+    /// member's own file replaced and the member told (SIGHUP), one at a
+    /// time, 0.3-1.5 s apart, in random order; half the time the first
+    /// step comes while the job's run of its next due time goes on.
+    fn reschedule(&mut self, id: usize, now: Instant) {
+        let Some((_, every)) = self.soak.schedule else { return };
+        let job = (self.rng.next_u64() % self.jobs as u64) as usize;
+        let old = super::commands::period(every, self.lines[job]).as_millis() as u64;
+        self.lines[job] += 1;
+        self.write_crontab();
+        let wall_now = SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
+        let mut at = match self.rng.next_u64() % 2 {
+            0 => {
+                let due = (wall_now + 500).div_ceil(old) * old;
+                now + Duration::from_millis(due - wall_now)
+                    + self.rng.between(Duration::from_millis(100), Duration::from_secs(2))
+            }
+            _ => now + self.rng.between(Duration::from_millis(200), Duration::from_secs(1)),
+        };
+        let mut members: Vec<(usize, String)> =
+            self.live().into_iter().filter_map(|s| Some((s, self.name(s)?))).collect();
+        let mut order = Vec::new();
+        while !members.is_empty() {
+            let i = (self.rng.next_u64() % members.len() as u64) as usize;
+            let (slot, name) = members.swap_remove(i);
+            order.push(name.clone());
+            self.pending.push(Pending { at, episode: Some(id), action: Action::Reload(slot, name) });
+            at += self.rng.between(Duration::from_millis(300), Duration::from_millis(1500));
+        }
+        let every = super::commands::period(every, self.lines[job]);
+        self.note(&format!(
+            "reschedule: job {job} to @every {every:?} (line {}), rolled out to {order:?}",
+            self.lines[job]
+        ));
     }
 
     /// The drained member of `slot` brought back (by `neli-run undrain` if

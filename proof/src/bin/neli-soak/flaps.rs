@@ -59,6 +59,8 @@ struct Member {
 /// What one flap measured.
 struct Flap {
     slot: usize,
+    /// The member flapped.
+    name: String,
     how: &'static str,
     delay: Duration,
     down: Duration,
@@ -66,6 +68,10 @@ struct Flap {
     failed: bool,
     /// From the check passing to the end of the first `status` listing it.
     listed: Option<Duration>,
+    /// From the check passing to the candidacy that `status` listed being
+    /// written (its writer's clock, as `status` reads it): `listed` less
+    /// the polling and `status`'s own run.
+    written: Option<Duration>,
     /// A leader kill after it: the signal and the takeover's time (None:
     /// none came within `TAKEOVER`).
     takeover: Option<(&'static str, Option<Duration>)>,
@@ -219,7 +225,9 @@ impl Run {
         };
         let delay = rng.between(Duration::ZERO, Duration::from_millis(1500));
         let down = rng.between(Duration::from_millis(100), Duration::from_millis(500));
-        let mut flap = Flap { slot, how, delay, down, failed: false, listed: None, takeover: None };
+        let name = self.member(slot).name.clone();
+        let mut flap =
+            Flap { slot, name, how, delay, down, failed: false, listed: None, written: None, takeover: None };
         if !wait_for(STRANDED, || self.lines_after(slot, mark).iter().any(|l| l.contains(JOINING))) {
             eprintln!("neli-soak: {} never joined", self.member(slot).name);
             return flap;
@@ -231,9 +239,11 @@ impl Run {
         fs::write(&ok, "").expect("ok file");
         let back = wall_ms(SystemTime::now());
         let mut polls: Vec<(u64, Option<u64>)> = Vec::new();
-        let deadline = Instant::now() + STRANDED;
+        let (deadline, mut last) = (Instant::now() + STRANDED, String::new());
         while Instant::now() < deadline {
-            polls.push(self.poll_status(slot));
+            let (end, at, said) = self.poll_status(slot);
+            polls.push((end, at));
+            last = said;
             let lines = self.lines_after(slot, joined);
             let fail = lines.iter().position(|l| l.contains(FAILED));
             flap.failed = fail.is_some();
@@ -245,11 +255,16 @@ impl Run {
                 None => None,
             };
             if let Some(p) = passed {
-                if let Some((end, _)) = polls.iter().find(|(_, at)| at.is_some_and(|at| at >= p)) {
+                if let Some((end, at)) = polls.iter().find(|(_, at)| at.is_some_and(|at| at >= p)) {
                     flap.listed = Some(Duration::from_millis(end.saturating_sub(p)));
+                    flap.written = at.map(|at| Duration::from_millis(at.saturating_sub(p)));
                     break;
                 }
             }
+        }
+        if flap.listed.is_none() {
+            let name = &self.member(slot).name;
+            eprintln!("neli-soak: {name} not listed; the check came back at {back} (wall ms); status's last standbys (name, healthy, last seen ms): {last}");
         }
         flap
     }
@@ -257,7 +272,7 @@ impl Run {
     /// One `neli-run status --json`: when it ended (wall ms), and when the
     /// newest healthy candidacy of the member in `slot` it lists was
     /// written (at the latest).
-    fn poll_status(&self, slot: usize) -> (u64, Option<u64>) {
+    fn poll_status(&self, slot: usize) -> (u64, Option<u64>, String) {
         let out = Command::new(&self.neli)
             .args(["status", "-b", &self.brokers, "-g", &self.group, "--json"])
             .stderr(Stdio::null())
@@ -266,12 +281,13 @@ impl Run {
             .unwrap_or_default();
         let end = wall_ms(SystemTime::now());
         let name = &self.member(slot).name;
-        let at = standbys(&out)
-            .into_iter()
+        let listed = standbys(&out);
+        let at = listed
+            .iter()
             .filter(|(n, healthy, _)| n == name && *healthy)
-            .map(|(_, _, seen)| end.saturating_sub(seen))
+            .map(|(_, _, seen)| end.saturating_sub(*seen))
             .max();
-        (end, at)
+        (end, at, format!("{listed:?}"))
     }
 
     /// Lines of the log of the member in `slot` after byte `mark`.
@@ -353,14 +369,18 @@ fn log_ms(line: &str) -> Option<u64> {
 }
 
 fn print_flap(n: usize, f: &Flap) {
-    let listed = f.listed.map_or("NEVER".to_string(), |d| format!("{} ms", d.as_millis()));
+    let listed = match (f.listed, f.written) {
+        (Some(l), Some(w)) => format!("{} ms (its candidacy written at {} ms)", l.as_millis(), w.as_millis()),
+        _ => "NEVER".to_string(),
+    };
     let takeover = match f.takeover {
         Some((how, Some(t))) => format!(", leader {how}: took over in {} ms", t.as_millis()),
         Some((how, None)) => format!(", leader {how}: NO TAKEOVER"),
         None => String::new(),
     };
     println!(
-        "flap {n}: slot {} {}, file gone {} ms after joining for {} ms, check {}, listed {listed} after it passed{takeover}",
+        "flap {n} ({}): slot {} {}, file gone {} ms after joining for {} ms, check {}, listed {listed} after it passed{takeover}",
+        f.name,
         f.slot,
         f.how,
         f.delay.as_millis(),
@@ -372,6 +392,8 @@ fn print_flap(n: usize, f: &Flap) {
 fn report(run: &Run, flaps: &[Flap]) -> ExitCode {
     let mut listed: Vec<Duration> = flaps.iter().filter_map(|f| f.listed).collect();
     listed.sort();
+    let mut written: Vec<Duration> = flaps.iter().filter_map(|f| f.written).collect();
+    written.sort();
     let stranded = flaps.iter().filter(|f| f.listed.is_none()).count();
     let late = listed.iter().filter(|d| **d > GOAL).count();
     let failed = flaps.iter().filter(|f| f.failed).count();
@@ -389,6 +411,12 @@ fn report(run: &Run, flaps: &[Flap]) -> ExitCode {
         ms(percentile(&listed, 0.5)),
         ms(percentile(&listed, 0.99)),
         ms(listed.last().copied().unwrap_or_default()),
+    );
+    println!(
+        "the candidacy status listed was written after the check passed: p50 {} ms, p99 {} ms, max {} ms",
+        ms(percentile(&written, 0.5)),
+        ms(percentile(&written, 0.99)),
+        ms(written.last().copied().unwrap_or_default()),
     );
     println!(
         "leader killed {} times (SIGTERM and kill -9 in turn): the just-flapped standby took over {} times \

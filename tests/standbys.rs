@@ -459,3 +459,33 @@ fn status_shows_the_best_standbys_hot_and_a_cold_one_takes_a_dead_ones_place() {
     assert_eq!(g.starts().len(), 1, "a leads throughout: {:?}", g.starts());
     g.assert_no_overlap();
 }
+
+/// A standby stopped with SIGTERM leaves the group: its LeaveGroup reaches
+/// the broker, with a health check or without. A close alone sent none (the
+/// dev broker counted no LeaveGroup from either), so the group's next
+/// rebalance waited out the gone member's session: in issue 65's soak a
+/// standby restarted during another's join was listed 4 to 6 s after its
+/// check passed, and a handover meanwhile would have waited as long.
+#[test]
+fn a_standby_stopped_by_sigterm_sends_its_leave_group() {
+    let g = Group::on(crate::util::Broker::cluster(1), "standby-leave");
+    let t = g.broker.timing;
+    let _a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let ok = std::env::temp_dir().join(format!("neli-standby-leave-{}", std::process::id()));
+    std::fs::write(&ok, "").expect("c's health file");
+    let check = format!("test -f {}", ok.display());
+    let mut b = g.member("b", &[], &["sleep", "1000"]);
+    let mut c = g.member("c", &["--health-cmd", &check, "--health-interval", "100ms"], &["sleep", "1000"]);
+    wait_until(t.takeover(), "status lists b and c", || standbys(&g).len() == 2);
+    for m in [&mut b, &mut c] {
+        m.signal(Signal::SIGTERM);
+        assert!(m.wait_exit(LONG).success(), "{}", m.log());
+    }
+    let _ = std::fs::remove_file(&ok);
+    let requests = g.broker.event("requests");
+    for m in [&b, &c] {
+        let leaves = requests.lines().find_map(|l| l.strip_prefix(&format!("{} LeaveGroup ", m.name)));
+        assert_eq!(leaves, Some("1"), "{} sent no LeaveGroup; the broker counted:\n{requests}\n{}", m.name, m.log());
+    }
+}

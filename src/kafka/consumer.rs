@@ -184,6 +184,14 @@ pub(super) fn consume(
     // polls, so that the wake follows the answer closely. The watcher holds
     // the consumer too: the drop that destroys it comes later, and finds it
     // closed.
+    // Left first, and closed once librdkafka has taken the leave in (a
+    // rebalance in flight postpones it), for as long as a request may take:
+    // a close alone sent no LeaveGroup then (`Subscription::leave`).
+    subscription.leave(&consumer);
+    let until = Instant::now() + consumer.context().request_timeout;
+    while !subscription.left_yet(&consumer) && Instant::now() < until {
+        consumer.poll(Duration::from_millis(10));
+    }
     let left = subscription.close(&consumer);
     while !consumer.closed() {
         consumer.poll(Duration::from_millis(1));
@@ -241,7 +249,7 @@ impl Reader<'_> {
                     self.out = out;
                     self.keep_in_or_out();
                 }
-                Ask::Rejoin if holds_a_seat(consumer) => {
+                Ask::Rejoin if holds_a_seat(consumer, subscription) => {
                     // The revoke this causes goes through the barrier as any other.
                     subscription.unsubscribe(consumer);
                     subscribe(consumer, subscription, self.events);
@@ -292,7 +300,7 @@ impl Reader<'_> {
     fn keep_in_or_out(&self) {
         let (consumer, subscription) = (self.consumer, self.subscription);
         let subscribed = subscription.subscribed();
-        if self.out != Out::In && subscribed && !holds_a_seat(consumer) {
+        if self.out != Out::In && subscribed && !holds_a_seat(consumer, subscription) {
             info!("{}: leaving the group until {}", self.out.why(), self.out.until());
             leave_group(consumer, subscription);
         } else if self.out == Out::In && !subscribed {
@@ -477,7 +485,7 @@ impl Reader<'_> {
     /// the next ask: the consumer thread and librdkafka's spun a core each.
     fn serve_group(&mut self) -> bool {
         if self.served.is_none_or(|(at, _)| at.elapsed() >= SERVE_EVERY) {
-            self.served = Some((Instant::now(), serve_group(self.consumer)));
+            self.served = Some((Instant::now(), serve_group(self.consumer, self.subscription)));
         }
         self.served.is_some_and(|(_, owner)| owner)
     }
@@ -548,8 +556,8 @@ fn event_of(msg: &BorrowedMessage<'_>, ctx: &ReaderContext, me: &Member, yields:
 /// group's queue, so it wakes that thread; called every poll (100 ms at
 /// most), heartbeats go out within 100 ms of falling due. Returns whether
 /// we own a seat's partition.
-fn serve_group(consumer: &BaseConsumer<ReaderContext>) -> bool {
-    consumer.assignment().is_ok_and(|a| consumer.context().holds_a_seat(&a))
+fn serve_group(consumer: &BaseConsumer<ReaderContext>, subscription: &Subscription) -> bool {
+    subscription.assignment(consumer).is_some_and(|a| consumer.context().holds_a_seat(&a))
 }
 
 /// How long one wait of the consumer thread lasts, at most: the bell (a
@@ -631,8 +639,8 @@ impl Gap {
 /// LeaveGroup behind its own JoinGroup on the same connection: a graceful
 /// handover took up to the session timeout (issue 28). librdkafka's lost
 /// assignment already did what the rejoin is for.
-fn holds_a_seat(consumer: &BaseConsumer<ReaderContext>) -> bool {
-    consumer.assignment().map_or(true, |a| consumer.context().holds_a_seat(&a))
+fn holds_a_seat(consumer: &BaseConsumer<ReaderContext>, subscription: &Subscription) -> bool {
+    subscription.assignment(consumer).is_none_or(|a| consumer.context().holds_a_seat(&a))
 }
 
 /// Leaves the group until `subscribe`. Out of it we are no standby: the

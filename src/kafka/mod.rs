@@ -586,11 +586,12 @@ impl Kafka {
     /// others once the group has answered (wake.rs), then closes the
     /// clients. Call only once the child is gone.
     pub fn leave(mut self) {
-        // `closing` first: the revoke the close causes must not block. The
-        // close at once, here, rather than on the consumer thread's next
-        // turn.
+        // `closing` first: the revoke the leave causes must not block. The
+        // leave at once, here, rather than on the consumer thread's next
+        // turn; that thread closes the consumer once librdkafka has taken
+        // it in (`consumer::consume`).
         self.asks.close();
-        self.subscription.close(&self.group);
+        self.subscription.leave(&self.group);
         let left = self.consumer.take().is_some_and(|thread| thread.join().unwrap_or(false));
         if left && self.waker.send() {
             self.flusher(WAKE_WAIT)();

@@ -157,8 +157,10 @@ struct State {
     subscribed: bool,
     /// The consumer is closing or closed: nothing more may be asked of it.
     closed: bool,
-    /// It was in the group when it began to close: the close leaves it.
+    /// It was in the group when it left for good.
     left: bool,
+    /// Left for good (`leave`): nothing rejoins it any more.
+    leaving: bool,
     /// When a wake last subscribed to the name that does not exist too.
     woken: Option<Instant>,
     /// Wakes so far, for a fresh name each.
@@ -170,7 +172,7 @@ impl Subscription {
     /// subscription back after a wake). Err: what librdkafka said.
     pub(super) fn subscribe(&self, consumer: &BaseConsumer<ReaderContext>, topic: &str) -> Result<(), String> {
         let mut state = self.lock();
-        if state.closed {
+        if state.closed || state.leaving {
             return Ok(());
         }
         state.subscribed = true;
@@ -183,7 +185,7 @@ impl Subscription {
     /// Unsubscribes (leaves the group).
     pub(super) fn unsubscribe(&self, consumer: &BaseConsumer<ReaderContext>) {
         let mut state = self.lock();
-        if state.closed {
+        if state.closed || state.leaving {
             return;
         }
         state.subscribed = false;
@@ -198,20 +200,59 @@ impl Subscription {
         self.lock().subscribed
     }
 
-    /// Begins to close `consumer` (it leaves the group if in it), once:
-    /// from then on nothing changes its subscription. Any thread may call
-    /// it, so that leaving does not wait for the consumer thread's poll to
-    /// end. Returns whether the close leaves the group.
+    /// Leaves the group for good, once, ahead of the close: unsubscribes,
+    /// which sends the LeaveGroup, and which librdkafka postpones while a
+    /// rebalance is in flight until it is over (`left_yet`). A close alone
+    /// sent none for a standby, nor for any member whose join was in
+    /// flight, and the group waited out its session before its next
+    /// rebalance (issue 65: a standby joining then was listed 4 to 6 s
+    /// after its check passed). Any thread may call it, so that leaving
+    /// does not wait for the consumer thread's poll to end.
+    pub(super) fn leave(&self, consumer: &BaseConsumer<ReaderContext>) {
+        let mut state = self.lock();
+        if state.leaving || state.closed {
+            return;
+        }
+        state.leaving = true;
+        state.left = state.subscribed;
+        if state.subscribed {
+            consumer.unsubscribe();
+        }
+    }
+
+    /// Whether librdkafka has sent our LeaveGroup (it forgets our member id
+    /// then; it has none out of the group), or cannot be asked any more.
+    pub(super) fn left_yet(&self, consumer: &BaseConsumer<ReaderContext>) -> bool {
+        let state = self.lock();
+        state.closed || member_id(consumer).is_empty()
+    }
+
+    /// Closes `consumer` (leaving the group first if it has not: `leave`),
+    /// once: from then on nothing changes its subscription. Returns whether
+    /// we were in the group when we left it.
     pub(super) fn close(&self, consumer: &BaseConsumer<ReaderContext>) -> bool {
+        self.leave(consumer);
         let mut state = self.lock();
         if !state.closed {
             state.closed = true;
-            state.left = state.subscribed;
             if let Err(err) = consumer.close_queue() {
                 debug!(%err, "closing the consumer");
             }
         }
         state.left
+    }
+
+    /// `consumer`'s assignment, unless it has begun to close: librdkafka
+    /// drops a request made of a group it has terminated without an answer,
+    /// and the caller waited for it for ever (an exit then took
+    /// `LEAVE_WAIT`). Under the lock, so that the close cannot begin
+    /// meanwhile.
+    pub(super) fn assignment(&self, consumer: &BaseConsumer<ReaderContext>) -> Option<TopicPartitionList> {
+        let state = self.lock();
+        if state.closed {
+            return None;
+        }
+        consumer.assignment().ok()
     }
 
     /// Makes `consumer` rejoin now, if it is in the group and has joined
@@ -220,7 +261,7 @@ impl Subscription {
     /// once the metadata is in).
     fn wake(&self, consumer: &BaseConsumer<ReaderContext>, topic: &str, me: &Member) -> bool {
         let mut state = self.lock();
-        if !state.subscribed || state.closed || !consumer.context().joined.load(Ordering::Relaxed) {
+        if !state.subscribed || state.closed || state.leaving || !consumer.context().joined.load(Ordering::Relaxed) {
             return false;
         }
         state.wakes += 1;
@@ -246,7 +287,7 @@ impl Subscription {
     /// rejoin has had its time (`WAKE_HOLD`).
     pub(super) fn settle(&self, consumer: &BaseConsumer<ReaderContext>, topic: &str) {
         let mut state = self.lock();
-        if state.closed || state.woken.is_none_or(|at| at.elapsed() < WAKE_HOLD) {
+        if state.closed || state.leaving || state.woken.is_none_or(|at| at.elapsed() < WAKE_HOLD) {
             return;
         }
         state.woken = None;
@@ -380,6 +421,24 @@ fn hot_list(payload: &[u8], me: &Member) -> Option<crate::leader::HotList> {
 /// How long one poll of the watcher lasts: how long neli-run's exit may
 /// wait for the watcher, after it has left the group and woken the others.
 const WATCH_POLL: Duration = Duration::from_millis(250);
+
+/// Our member id as librdkafka holds it: empty before the coordinator gave
+/// us one, and once librdkafka has sent our LeaveGroup.
+fn member_id(consumer: &BaseConsumer<ReaderContext>) -> String {
+    let rk = consumer.client().native_ptr();
+    // SAFETY: `rk` lives as long as `consumer`; rd_kafka_memberid returns
+    // null or a string of librdkafka's allocation, copied and then freed
+    // with rd_kafka_mem_free as its documentation asks.
+    unsafe {
+        let id = rdkafka_sys::rd_kafka_memberid(rk);
+        if id.is_null() {
+            return String::new();
+        }
+        let copied = std::ffi::CStr::from_ptr(id).to_string_lossy().into_owned();
+        rdkafka_sys::rd_kafka_mem_free(rk, id.cast());
+        copied
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -66,9 +66,11 @@
 //! usage: cargo build --release && cargo run --release -p neli-proof --bin neli-soak -- --transitions 500 [--broker tansu | tansu-sqlite]
 //!        ... --roles 12 --candidates 3 --transitions 500 [--cluster 3 | --broker tansu]
 //!        ... --roles 6 --candidates 3 --schedule --transitions 150
+//!        ... --flaps 200   (health flaps during standbys' joins: flaps.rs)
 
 mod cluster;
 mod faults;
+mod flaps;
 mod judge;
 mod members;
 mod report;
@@ -159,6 +161,11 @@ struct Args {
     /// rolled out member by member (`reschedule`).
     #[arg(long, requires_all = ["roles", "schedule"])]
     crontab: bool,
+    /// Instead of faults until transitions: N health flaps at random
+    /// moments of a standby's join, each timed to its listing by `status`
+    /// (see flaps.rs); on a dev broker of its own.
+    #[arg(long, value_name = "N", conflicts_with_all = ["roles", "schedule", "brokers"])]
+    flaps: Option<usize>,
 }
 
 /// The broker the soak starts.
@@ -198,6 +205,9 @@ fn main() -> ExitCode {
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
     });
+    if let Some(flaps) = args.flaps {
+        return flaps::soak(flaps, seed);
+    }
     let (mut soak, faults) = match setup(&args) {
         Ok(set) => set,
         Err(why) => {

@@ -351,6 +351,31 @@ fn a_hand_over_reaches_its_member_on_a_broker_slow_to_rebalance_after_a_leave() 
     g.assert_no_overlap();
 }
 
+/// The other side of the rule above: a member that handed over to one that
+/// dies before it leads is back once the dead one's candidacies lapse (1.5 s
+/// here), not after a yield's 3 session timeouts (30 s here). The broker
+/// holds the rebalance 6 s, so b dies before it is given partition 0.
+#[test]
+fn a_hand_over_to_a_member_that_dies_before_it_leads_ends_once_its_candidacies_lapse() {
+    let mut broker = crate::util::Broker::dev_with("127.0.0.1", &["--leave-pause", "6s"]);
+    broker.timing = broker.timing.with_session(std::time::Duration::from_secs(10));
+    let g = Group::on(broker, "handover-dead");
+    let t = g.broker.timing;
+    let a = g.member("a", &["--preempt"], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let b = g.member("b", &["--priority", "2"], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a hands over to b", || a.log().contains("left the group"));
+    b.signal(Signal::SIGKILL);
+    let killed = Instant::now();
+    // The pause, b's session (10 s) and a's rejoin: about 10 s; a yield's
+    // stand-aside alone would be 30 s.
+    wait_until(std::time::Duration::from_secs(60), "a leads again", || g.starts().len() == 2);
+    let took = killed.elapsed();
+    assert!(took < std::time::Duration::from_secs(25), "a led again {took:?} after b died: {}", a.log());
+    assert_eq!(last_start(&g).as_deref(), Some("a"), "{:?}", g.starts());
+    g.assert_no_overlap();
+}
+
 /// Regression (audit D13): `yield --to c` with c dead (its candidacy still
 /// live) waited out its whole --timeout although the old leader led again
 /// long before. It says so as soon as a leads under a new token.

@@ -13,15 +13,10 @@ fn candidacy(name: &str, priority: u8, out: (bool, bool)) -> Input {
 /// As `candidacy`, counting for `live_for` ms.
 fn written(name: &str, priority: u8, (unhealthy, drained): (bool, bool), live_for: u64) -> Input {
     Input::Candidacy(Candidacy {
-        writer: format!("{name}/1"),
-        name: name.into(),
-        priority,
-        never_lead: false,
-        leaving: false,
         unhealthy: unhealthy || drained,
         drained,
-        age: Duration::ZERO,
         live_for: Duration::from_millis(live_for),
+        ..candidacy_of(name, priority)
     })
 }
 

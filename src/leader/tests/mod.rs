@@ -24,6 +24,22 @@ fn other(writer: &str, token: Option<i64>, age: u64) -> Input {
     Input::OtherHeartbeat(P, Other { age: Duration::from_millis(age), ..record_of(writer, 0, None, None, stance) })
 }
 
+/// Member `name`'s candidacy of `priority`: written just now, counting for
+/// 3 s, healthy, undrained, and it may lead.
+fn candidacy_of(name: &str, priority: u8) -> Candidacy {
+    Candidacy {
+        writer: format!("{name}/1"),
+        name: name.into(),
+        priority,
+        never_lead: false,
+        leaving: false,
+        unhealthy: false,
+        drained: false,
+        age: Duration::ZERO,
+        live_for: Duration::from_millis(3000),
+    }
+}
+
 /// Member `writer`'s record at `offset` in its term `term` (which it says
 /// began at `start`), written `age` ms ago.
 fn contender(writer: &str, offset: i64, term: u64, start: Option<i64>, stance: Stance, age: u64) -> Input {

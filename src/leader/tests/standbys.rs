@@ -6,17 +6,7 @@ use super::*;
 /// Member `name`'s candidacy of `priority`, written `age` ms ago, counting
 /// for 3 s.
 fn candidacy(name: &str, priority: u8, age: u64) -> Input {
-    Input::Candidacy(Candidacy {
-        writer: format!("{name}/1"),
-        name: name.into(),
-        priority,
-        never_lead: false,
-        leaving: false,
-        unhealthy: false,
-        drained: false,
-        age: Duration::from_millis(age),
-        live_for: Duration::from_millis(3000),
-    })
+    Input::Candidacy(Candidacy { age: Duration::from_millis(age), ..candidacy_of(name, priority) })
 }
 
 /// A disclaimer by `writer` handing partition 0 over to `to`.
@@ -192,11 +182,6 @@ fn an_owner_hands_over_to_the_live_member_of_highest_priority_above_its_own() {
     // A leader does not hand over when one of higher priority joins.
     let mut l = leading(Restart::Never);
     assert_eq!(l.step(candidacy("b", 2, 0), ms(1100)), vec![]);
-}
-
-fn candidacy_of(name: &str, priority: u8) -> Candidacy {
-    let Input::Candidacy(c) = candidacy(name, priority, 0) else { unreachable!() };
-    c
 }
 
 #[test]

@@ -30,7 +30,7 @@ fn cluster_group_on(broker: Broker, test: &str) -> (Group, Member, Member) {
     let a = g.member("a", &[], &["sleep", "1000"]);
     wait_until(g.broker.timing.takeover(), "a leads", || g.lock_held() && g.starts().len() == 1);
     let b = g.member("b", &[], &["sleep", "1000"]);
-    wait_until(g.broker.timing.takeover(), "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(g.broker.timing.takeover(), "b is a standby", || b.joined_as_standby());
     (g, a, b)
 }
 
@@ -214,7 +214,7 @@ fn the_leader_file_exists_only_while_its_member_leads() {
         assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
     }
     let mut b = member("b");
-    wait_until(g.broker.timing.takeover(), "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(g.broker.timing.takeover(), "b is a standby", || b.joined_as_standby());
     assert_eq!(read("b"), None, "a standby has none");
     // Fenced (cut off from partition 0's leader): a's file goes with its
     // command, and b's comes with b's.

@@ -55,7 +55,7 @@ fn a_new_owner_whose_first_record_as_leader_is_cut_off_does_not_retry_the_wave_a
     let mut a = g.member("a", &[], &["sh", "-c", &job]);
     wait_until(within, "a runs the wave", || runs(&g) == ["a 1"]);
     let mut b = g.member("b", &[], &["sh", "-c", &job]);
-    wait_until(within, "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(within, "b is a standby", || b.joined_as_standby());
     // a is stopped mid-run (cut short: the next owner runs it again), and b,
     // the next owner, is cut off at its first record as leader.
     g.broker.event(r#"cut-at b 1 "role":"leading""#);

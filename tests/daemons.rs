@@ -193,9 +193,7 @@ fn a_yield_hands_over_only_once_the_daemons_are_gone() {
     let a = g.member("a", &[], &["sh", "-c", &script]);
     wait_for_daemons(g.dir.path());
     let b = g.member("b", &[], &["sleep", "1000"]);
-    wait_until(LONG, "b is a standby", || {
-        a.log().contains("child started") && b.log().contains("standby: in the group")
-    });
+    wait_until(LONG, "b is a standby", || a.log().contains("child started") && b.joined_as_standby());
     let t = g.broker.timing;
     let timeout = format!("{}ms", t.takeover().as_millis());
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);

@@ -79,7 +79,7 @@ fn a_graceful_handover_does_not_wait_out_the_old_leaders_claim() {
     let mut a = g.member("a", &long, &["sleep", "1000"]);
     wait_until(Duration::from_secs(60), "a leads", || g.starts().len() == 1);
     let b = g.member("b", &long, &["sleep", "1000"]);
-    wait_until(Duration::from_secs(60), "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(Duration::from_secs(60), "b is a standby", || b.joined_as_standby());
     a.signal(Signal::SIGTERM);
     assert_eq!(a.wait_exit(Duration::from_secs(60)).code(), Some(143), "{}", a.log());
     let gone = std::time::Instant::now();

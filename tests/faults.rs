@@ -90,7 +90,7 @@ fn a_graceful_handover_right_after_a_member_came_back_from_a_freeze_is_not_held_
         members[next].wait_exit(LONG);
         // Three members again, each in the group, for the next round.
         members[next] = join(newcomer);
-        wait_until(LONG, "the newcomer stands by", || members[next].log().contains("standby: in the group"));
+        wait_until(LONG, "the newcomer stands by", || members[next].joined_as_standby());
     }
     g.assert_no_overlap();
 }
@@ -202,7 +202,7 @@ fn network_cut_shorter_than_the_session_fences_then_resumes_with_a_new_token() {
     // and while TCP backs off its retransmissions after the heal.
     let Some((ns, g, a)) = cut_setup("cut-short", "15s") else { return };
     let b = g.member("b", &[], &["sleep", "1000"]);
-    wait_until(Duration::from_secs(30), "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(Duration::from_secs(30), "b is a standby", || b.joined_as_standby());
     let cut = Instant::now();
     ns.cut();
     wait_until(fence_bound(&g), "the cut-off leader fences its child", || !g.lock_held());
@@ -221,7 +221,7 @@ fn network_cut_shorter_than_the_session_fences_then_resumes_with_a_new_token() {
 fn network_cut_longer_than_the_session_hands_over_without_overlap() {
     let Some((ns, g, a)) = cut_setup("cut-long", "3s") else { return };
     let b = g.member("b", &[], &["sleep", "1000"]);
-    wait_until(Duration::from_secs(30), "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(Duration::from_secs(30), "b is a standby", || b.joined_as_standby());
     ns.cut();
     wait_until(fence_bound(&g), "the cut-off leader fences its child", || !g.lock_held());
     wait_until(g.broker.timing.takeover(), "the standby takes over", || {
@@ -252,7 +252,7 @@ fn network_blip_at_the_default_timing_leaves_the_command_running() {
     let a = g.member_untimed_in(ns.exec_prefix(), "a", &["sleep", "1000"]);
     wait_until(g.broker.timing.takeover(), "a leads", || g.lock_held());
     let b = g.member_untimed("b", &[], &["sleep", "1000"]);
-    wait_until(Duration::from_secs(30), "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(Duration::from_secs(30), "b is a standby", || b.joined_as_standby());
     let before = g.starts();
     ns.cut();
     std::thread::sleep(Duration::from_secs(2)); // the fault itself: the blip
@@ -318,7 +318,7 @@ fn regression_broker_paused_during_joins_members_are_not_stuck() {
     g.broker.signal(Signal::SIGSTOP);
     std::thread::sleep(t.session); // the fault: a pause of one session
     g.broker.signal(Signal::SIGCONT);
-    let settled = |m: &Member| m.log().contains("standby: in the group") || m.log().contains("child started");
+    let settled = |m: &Member| m.joined_as_standby() || m.log().contains("child started");
     // 5 minutes before the fix; the default rebalance timeout is 2 × session now.
     wait_until(t.session * 6 + Duration::from_secs(10), "every member has joined", || members.iter().all(settled));
     wait_until(t.takeover(), "someone leads", || g.lock_held());
@@ -333,7 +333,7 @@ fn regression_broker_paused_during_joins_members_are_not_stuck() {
 fn network_cut_past_the_resume_window_gives_partition_0_back_and_someone_leads() {
     let Some((ns, g, a)) = cut_setup("cut-window", "3s") else { return };
     let b = g.member("b", &[], &["sleep", "1000"]);
-    wait_until(Duration::from_secs(30), "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(Duration::from_secs(30), "b is a standby", || b.joined_as_standby());
     // Counted here, not assumed 1: on a loaded machine a may already have
     // fenced and resumed once (a new start) before the cut.
     let before = g.starts().len();

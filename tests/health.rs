@@ -47,7 +47,7 @@ fn a_leader_whose_check_fails_hands_over_to_a_healthy_standby_and_rejoins_once_h
     wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
     assert!(a.log().contains("health check passed: healthy"), "{}", a.log());
     let mut b = member(&g, "b", true);
-    wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(LONG, "b is a standby", || b.joined_as_standby());
     let failed = Instant::now();
     std::fs::remove_file(ok_file(&g, "a")).expect("a's file");
     wait_until(t.takeover(), "b leads", || g.starts().len() == 2 && g.lock_held());
@@ -63,7 +63,7 @@ fn a_leader_whose_check_fails_hands_over_to_a_healthy_standby_and_rejoins_once_h
     // Healthy again, a joins as a standby and b leads on.
     std::fs::write(ok_file(&g, "a"), "").expect("a's file");
     wait_until(LONG, "a joins again", || a.log().matches("healthy: joining the group").count() == 2);
-    wait_until(LONG, "a is a standby", || a.log().contains("standby: in the group"));
+    wait_until(LONG, "a is a standby", || a.joined_as_standby());
     assert_eq!(g.starts().len(), 2, "b leads on: {:?}", g.starts());
     b.signal(Signal::SIGTERM);
     assert_eq!(b.wait_exit(t.takeover()).code(), Some(143), "{}", b.log());
@@ -80,7 +80,7 @@ fn a_standby_whose_check_fails_leaves_the_group_and_never_takes_over() {
     let mut a = member(&g, "a", true);
     wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
     let mut b = member(&g, "b", true);
-    wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(LONG, "b is a standby", || b.joined_as_standby());
     std::fs::remove_file(ok_file(&g, "b")).expect("b's file");
     wait_until(LONG, "b leaves", || b.log().contains("unhealthy: leaving the group until the health check passes"));
     // status shows why b may not lead, and a hand-over to it is refused.
@@ -100,7 +100,7 @@ fn a_standby_whose_check_fails_leaves_the_group_and_never_takes_over() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("b's health check (--health-cmd) fails: it may not lead group"), "{out}");
     let c = member(&g, "c", true);
-    wait_until(LONG, "c is a standby", || c.log().contains("standby: in the group"));
+    wait_until(LONG, "c is a standby", || c.joined_as_standby());
     // a stops gracefully: the healthy standby leads, never b.
     a.signal(Signal::SIGTERM);
     assert_eq!(a.wait_exit(t.takeover()).code(), Some(143), "{}", a.log());
@@ -134,8 +134,7 @@ fn a_check_that_hangs_fails_at_its_timeout_and_its_member_never_joins() {
     let _c = member(&g, "c", true);
     wait_until(t.takeover(), "c leads", || g.starts().len() == 1 && g.lock_held());
     assert_eq!(g.starts()[0].0, "c");
-    assert!(stays_false(Duration::from_secs(1), || b.log().contains("candidate: assigned")
-        || b.log().contains("standby: in the group")));
+    assert!(stays_false(Duration::from_secs(1), || b.log().contains("candidate: assigned") || b.joined_as_standby()));
     b.signal(Signal::SIGTERM);
     assert_eq!(b.wait_exit(LONG).code(), Some(0), "{}", b.log());
     g.assert_no_overlap();
@@ -186,7 +185,7 @@ fn a_standby_healthy_again_is_a_candidate_again() {
     let _a = member(&g, "a", true);
     wait_until(t.takeover(), "a leads", || g.starts().len() == 1 && g.lock_held());
     let b = member(&g, "b", true);
-    wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(LONG, "b is a standby", || b.joined_as_standby());
     let b_healthy = || {
         let json = run(&["status", "-b", &g.broker.address, "-g", &g.name, "--json"]).1;
         let json: serde_json::Value = serde_json::from_str(json.trim()).unwrap_or_default();
@@ -327,7 +326,7 @@ fn a_standby_whose_check_flaps_during_a_join_is_listed_once_it_passes() {
         // Every other flap passes once the join in flight has completed,
         // if it completes after the leave (the defect's window): its
         // assignment is heard after the leave.
-        let heard = || count("standby: in the group") + count("an assignment of the join in flight when we left");
+        let heard = || count(crate::util::STANDBY_JOINED) + count("an assignment of the join in flight when we left");
         let before = heard();
         if flap % 2 == 1 && !stays_false(Duration::from_secs(2), || heard() > before) {
             late += 1;

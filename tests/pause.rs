@@ -43,7 +43,7 @@ fn a_pause_outlives_a_graceful_handover_and_a_resume_starts_the_command() {
     let mut a = g.member("a", &[], &["sleep", "1000"]);
     wait_until(t.takeover(), "a runs its command", || g.lock_held() && g.starts().len() == 1);
     let b = g.member("b", &[], &["sleep", "1000"]);
-    wait_until(t.takeover(), "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(t.takeover(), "b is a standby", || b.joined_as_standby());
     wait_until(t.takeover(), "status sees a leading", || status(&g)["fresh"] == true);
     assert!(status(&g)["paused"].is_null());
 

@@ -44,7 +44,7 @@ fn a_new_owner_given_the_previous_owners_records_again_keeps_its_command() {
     // position is logged at debug (shown if the test fails).
     let extra: Vec<&str> = LONG_DEADLINE.iter().copied().chain(["--no-wake", "-v"]).collect();
     let b = g.member("b", &extra, &["sleep", "1000"]);
-    wait_until(g.broker.timing.takeover(), "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(g.broker.timing.takeover(), "b is a standby", || b.joined_as_standby());
     // a leaves the graceful way after leading for a moment: its
     // `contending` record, at the partition's start, is seconds old.
     a.signal(nix::sys::signal::Signal::SIGTERM);

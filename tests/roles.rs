@@ -593,7 +593,7 @@ fn with_overlap_the_next_owner_starts_while_the_old_command_finishes() {
         let mut a = g.member_unguarded("a", &extra, &["sh", "-c", script, &log]);
         wait_until(g.broker.timing.takeover(), "a runs its command", || lines() == ["start a"]);
         let b = g.member_unguarded("b", &extra, &["sh", "-c", script, &log]);
-        wait_until(g.broker.timing.takeover(), "b is a standby", || b.log().contains("standby: in the group"));
+        wait_until(g.broker.timing.takeover(), "b is a standby", || b.joined_as_standby());
         a.signal(Signal::SIGTERM);
         let started = || lines().contains(&"start b".to_string());
         wait_until(Duration::from_secs(60), "b runs its command", started);

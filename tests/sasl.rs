@@ -48,8 +48,7 @@ fn each_mechanism_logs_in_and_the_group_elects_and_hands_over() {
         g.member("sha512", &["--kafka-config", &props.display().to_string()], &["sleep", "1000"]),
     ];
     let t = g.broker.timing;
-    let joined =
-        |m: &crate::util::Member| m.log().contains("standby: in the group") || m.log().contains("child started");
+    let joined = |m: &crate::util::Member| m.joined_as_standby() || m.log().contains("child started");
     wait_until(t.takeover(), "every member has logged in and joined", || members.iter().all(joined));
     wait_until(t.takeover(), "one leads", || g.lock_held());
     let leader = g.leader_among(&members);

@@ -113,7 +113,7 @@ fn status_watch_prints_each_change_of_leader_and_of_standbys() {
     // The handover under test starts from a settled group: on tansu 0.6, a
     // member whose join crossed the leader's leave was never assigned
     // (3 of 3 CI tries, and with the code before this test's last change).
-    wait_until(t.takeover(), "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(t.takeover(), "b is a standby", || b.joined_as_standby());
     let mut watch = KillOnDrop(
         Command::new(bin())
             .args(["status", "--watch", "--json", "-b", &g.broker.address, "-g", &g.name])
@@ -298,7 +298,7 @@ fn yield_hands_over_to_another_member_and_the_old_leader_stays_a_standby() {
     let mut a = g.member("a", &[], &["sleep", "1000"]);
     wait_until(t.takeover(), "a leads", || g.lock_held());
     let b = g.member("b", &[], &["sleep", "1000"]);
-    wait_until(t.takeover(), "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(t.takeover(), "b is a standby", || b.joined_as_standby());
     wait_until(t.takeover(), "status sees a", || status(&g).0 == 0);
 
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--name", "b"]);

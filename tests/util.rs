@@ -499,6 +499,9 @@ impl Group {
     }
 }
 
+/// The line a member logs once it has joined the group as a standby.
+pub const STANDBY_JOINED: &str = "standby: in the group";
+
 /// One neli-run process.
 pub struct Member {
     pub name: String,
@@ -546,6 +549,13 @@ impl Member {
 
     pub fn signal(&self, sig: Signal) {
         kill(self.pid(), sig).expect("signal neli-run");
+    }
+
+    /// Whether it has joined the group as a standby: its log says so in
+    /// this line, not merely "standby" (the hot list's "a cold standby"
+    /// comes as soon as it reads partition 0, before its join).
+    pub fn joined_as_standby(&self) -> bool {
+        self.log().contains(STANDBY_JOINED)
     }
 
     pub fn log(&self) -> String {

@@ -27,7 +27,7 @@ fn logged_at(log: &str, what: &str) -> Option<String> {
     log.lines().find(|l| l.contains(what)).and_then(|l| l.split_whitespace().next()).map(String::from)
 }
 
-const STANDBY: &str = "standby: in the group";
+const STANDBY: &str = crate::util::STANDBY_JOINED;
 /// The watcher stops reading while its member holds the one role, and
 /// reads again once it stands by.
 const WATCHER_IDLE: &str = "the watcher follows our standing watching=false";

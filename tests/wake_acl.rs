@@ -10,7 +10,7 @@ use nix::sys::signal::Signal;
 
 use crate::util::{wait_until, Broker, Group, Member};
 
-const STANDBY: &str = "standby: in the group";
+const STANDBY: &str = crate::util::STANDBY_JOINED;
 const WOKEN: &str = "a member left the group: rejoining now";
 /// What a member logs (at debug level) for an error about its wake's topic
 /// (here, that the broker refused it).

@@ -114,7 +114,7 @@ fn every_member_runs_the_command_only_the_leader_is_told_and_a_handover_unleads_
     // A graceful handover: the old leader's command is told first, with
     // the file already empty, then another's is told it leads. (A plain
     // yield needs a standby to hand over to.)
-    wait_until(LONG, "a standby", || members.iter().any(|m| m.log().contains("standby: in the group")));
+    wait_until(LONG, "a standby", || members.iter().any(|m| m.joined_as_standby()));
     let t = g.broker.timing;
     let timeout = format!("{}ms", t.takeover().as_millis());
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
@@ -192,7 +192,7 @@ fn a_standbys_command_that_dies_is_restarted_and_the_leaders_follows_restart() {
     wait_until(LONG, "a's command is told it leads", || count("lead", "a") == 1);
     let mut b = warm(&g, "b", &script, &["--on-exit", &hook]);
     wait_until(LONG, "b's command runs", || count("start", "b") == 1);
-    wait_until(LONG, "b is a standby", || b.log().contains("standby: in the group"));
+    wait_until(LONG, "b is a standby", || b.joined_as_standby());
 
     // The standby's command, killed, starts again (an empty token file).
     let pid_of = |name: &str| seen(&events).iter().rev().find(|s| s.what == "start" && s.name == name).unwrap().pid;
@@ -233,7 +233,7 @@ fn a_frozen_leader_has_its_warm_command_killed_by_the_shim_and_a_frozen_standby_
     let a = warm(&g, "a", &script, &[]);
     wait_until(LONG, "a's command is told it leads", || count("lead", "a") == 1);
     let b = warm(&g, "b", &script, &[]);
-    wait_until(LONG, "b is a standby", || count("start", "b") == 1 && b.log().contains("standby: in the group"));
+    wait_until(LONG, "b is a standby", || count("start", "b") == 1 && b.joined_as_standby());
     let (pa, pb) = (pid_of("a"), pid_of("b"));
     // Frozen, neither renews a lease: the leader's command is fenced by its
     // shim at the heartbeat deadline; the standby's has no lease to lose.
@@ -273,7 +273,7 @@ fn the_docs_example_leads_stands_by_and_stops() {
     wait_until(LONG, "one leads", || members.iter().map(leads).sum::<usize>() == 1);
     let first = members.iter().position(|m| leads(m) == 1).unwrap();
     wait_until(LONG, "both warmed up", || members.iter().all(|m| m.log().contains("warming up")));
-    wait_until(LONG, "the other is a standby", || members[1 - first].log().contains("standby: in the group"));
+    wait_until(LONG, "the other is a standby", || members[1 - first].joined_as_standby());
     let timeout = format!("{}ms", g.broker.timing.takeover().as_millis());
     let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
     assert_eq!(code, 0, "{out}");
@@ -302,9 +302,7 @@ fn sigterm_kills_a_warm_command_that_ignores_it_after_grace_on_a_standby_and_a_l
     let mut a = g.member_unguarded("a", &args, &["bash", "-c", &script]);
     wait_until(LONG, "a leads", || a.log().contains("leading: token file written"));
     let mut b = g.member_unguarded("b", &args, &["bash", "-c", &script]);
-    wait_until(LONG, "b is a standby with its command", || {
-        b.log().contains("standby: in the group") && pid_of("b").is_some()
-    });
+    wait_until(LONG, "b is a standby with its command", || b.joined_as_standby() && pid_of("b").is_some());
     for (m, name) in [(&mut b, "b"), (&mut a, "a")] {
         let pid = pid_of(name).unwrap();
         m.signal(Signal::SIGTERM);
@@ -439,9 +437,7 @@ fn a_command_started_once_its_token_file_is_written_runs_under_the_newest_lease(
     wait_until(LONG, "b's command is told it leads", || count("lead", "b") == 1);
     let hold = g.dir.path().join("hold");
     let mut a = warm_holding(&g, "a", &script, &hold, "1h");
-    wait_until(LONG, "a is a standby with its command", || {
-        count("start", "a") == 1 && a.log().contains("standby: in the group")
-    });
+    wait_until(LONG, "a is a standby with its command", || count("start", "a") == 1 && a.joined_as_standby());
     let first = seen(&events).into_iter().find(|s| s.what == "start" && s.name == "a").unwrap().pid;
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(first), Signal::SIGKILL).unwrap();
     wait_until(LONG, "a's command is dead, its restart an hour away", || a.log().contains("restarting it"));

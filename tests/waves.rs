@@ -86,7 +86,7 @@ fn retried_after(sig: Signal, test: &str) {
     let mut a = g.member("a", &[], &["sh", "-c", &job]);
     wait_until(bound(&g), "a runs the first attempt", || g.lock_held());
     let mut b = g.member("b", &[], &["sh", "-c", &job]);
-    wait_until(bound(&g), "b has joined as a standby", || b.log().contains("standby: in the group"));
+    wait_until(bound(&g), "b has joined as a standby", || b.joined_as_standby());
     a.signal(sig);
     a.wait_exit(bound(&g));
     assert_eq!(b.wait_exit(bound(&g)).code(), Some(0), "{}", b.log());
@@ -184,7 +184,7 @@ fn a_run_stopped_for_overrunning_max_runtime_ends_its_wave_like_a_failed_run() {
     let mut a = g.member("a", &flags, &["sh", "-c", &job]);
     wait_until(bound(&g), "a runs it", || g.lock_held());
     let mut b = g.member("b", &flags, &["sh", "-c", &job]);
-    wait_until(bound(&g), "b has joined as a standby", || b.log().contains("standby: in the group"));
+    wait_until(bound(&g), "b has joined as a standby", || b.joined_as_standby());
     assert_eq!(a.wait_exit(bound(&g)).code(), Some(143), "{}", a.log());
     assert_eq!(b.wait_exit(bound(&g)).code(), Some(143), "b exits with the stopped run's status: {}", b.log());
     assert_eq!(g.starts().len(), 1);
@@ -284,7 +284,7 @@ fn a_member_started_before_its_clock_was_set_belongs_to_the_wave_by_the_clock_as
     std::fs::write(&offset, "-3600000").unwrap();
     let env = vec!["env".to_string(), format!("NELI_TEST_WALL_OFFSET_FILE={}", offset.display())];
     let mut b = g.member_in(Some(env), "b", &LONG_LEASE, &["sh", "-c", &job]);
-    wait_until(LONG, "b has joined as a standby", || b.log().contains("standby: in the group"));
+    wait_until(LONG, "b has joined as a standby", || b.joined_as_standby());
     std::fs::write(&offset, "0").unwrap();
     std::fs::write(&gate, "").unwrap();
     assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.log());

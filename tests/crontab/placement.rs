@@ -143,6 +143,9 @@ fn a_job_added_to_a_full_topic_gets_a_partition_added_and_runs_without_a_restart
     let (mut one, mut two) = (fleet.member("one"), fleet.member("two"));
     let takeover = fleet.g.broker.timing.takeover();
     crate::util::wait_until(takeover * 2, "a and b run", || fleet.newest().is_some());
+    // Each member logs its placements once it has placed both jobs; two may
+    // have run them before one is done.
+    crate::util::wait_until(takeover * 2, "one placed a and b", || placed(&one).len() == 2);
     let where_placed = placed(&one);
     assert_eq!(where_placed.values().collect::<Vec<_>>(), ["0", "1"], "a partition per job: {}", one.log());
     crate::util::wait_until(takeover * 2, "a and b spread", || {
@@ -161,6 +164,7 @@ fn a_job_added_to_a_full_topic_gets_a_partition_added_and_runs_without_a_restart
         fleet.runs().iter().filter(|(j, _, _)| j == "c").count() >= 2
     });
     let logs = || format!("{}\n{}", &one.log()[since.0..], &two.log()[since.1..]);
+    crate::util::wait_until(takeover * 2, "one placed c", || placed(&one).contains_key("c"));
     assert_eq!(placed(&one).get("c").map(String::as_str), Some("2"), "{}", logs());
     assert!(logs().contains("adding partitions to the topic"), "{}", logs());
     assert!(logs().contains("a partition added to the topic: seated"), "{}", logs());

@@ -44,11 +44,17 @@ pub(super) fn wave_from_the_future(attempt: Option<&Attempt>, now: u64) {
     warn!(name = ?name, host = ?host, ahead = ?Duration::from_millis(attempt.wave_ms - now), "a wave's start lies in our future: that host's clock is ahead of ours, so only the log says who belongs to it (fix the clocks: NTP)");
 }
 
-/// A scheduled run starts, its command at `begin` (wall ms) after the head
-/// start: said with how late that is (a missed one) and how soon.
+/// A scheduled run is named on the topic, its command to begin at `begin`
+/// (wall ms) once that record is read back: said with how late that is (a
+/// missed one) and how soon. `child started` says when it did begin.
 pub(super) fn due(due: u64, begin: u64, begins_in: Duration) {
     let late = Duration::from_millis(begin.saturating_sub(due));
-    info!(due_ms = due, ?late, ?begins_in, "starting the run of a due time");
+    info!(
+        due_ms = due,
+        ?late,
+        ?begins_in,
+        "naming the run of a due time on the topic; its command starts once that is read back"
+    );
 }
 
 /// A run of our wave already ended: we exit with its status.

@@ -256,7 +256,12 @@ fn decided_late(dir: &std::path::Path, from_ms: u64) -> Vec<f64> {
             continue;
         }
         for line in fs::read_to_string(entry.path()).unwrap_or_default().lines() {
-            let Some(rest) = line.split_once("starting the run of a due time ").map(|(_, r)| r) else { continue };
+            let Some(rest) = line
+                .split_once("naming the run of a due time on the topic; its command starts once that is read back ")
+                .map(|(_, r)| r)
+            else {
+                continue;
+            };
             let field = |k: &str| rest.split_whitespace().find_map(|w| w.strip_prefix(k).map(str::to_string));
             let (Some(due), Some(late)) = (field("due_ms="), field("late=")) else { continue };
             let Ok(due) = due.parse::<u64>() else { continue };

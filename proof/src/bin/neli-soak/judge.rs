@@ -227,7 +227,8 @@ fn locked_dues(dir: &std::path::Path) -> Vec<u64> {
 
 /// The member's log line saying it starts a due time's run (`due_ms=`;
 /// with roles, in the role's span).
-pub(crate) const STARTING: &str = "starting the run of a due time";
+pub(crate) const STARTING: &str =
+    "naming the run of a due time on the topic; its command starts once that is read back";
 
 /// The member's log line saying a run's ending is on the topic.
 const RECORDED: &str = "the run's ending is on the group's topic";

@@ -8,7 +8,7 @@
 //! C-10), only once a record naming it is on the topic and read back: a
 //! member cut off cannot start one, and the next owner, finding no trace of
 //! it, runs it once. A member's log says when it named a due time's run
-//! (`starting the run of a due time`) and when its command began (`child
+//! (`naming the run of a due time on the topic; its command starts once that is read back`) and when its command began (`child
 //! started`, next in that role's span: up to `HEAD_START` ahead of an
 //! on-time due time). A command begun while its member was cut off whose
 //! naming came after the cut began could not have had it read back: it
@@ -343,7 +343,7 @@ mod tests {
         let judge_with = |named: f64, begun: f64| {
             let due = at(11.0);
             let a = log(&[
-                (named, &format!("job{{job=j0 partition=0}}: starting the run of a due time due_ms={due}")),
+                (named, &format!("job{{job=j0 partition=0}}: naming the run of a due time on the topic; its command starts once that is read back due_ms={due}")),
                 (begun, "job{job=j0 partition=0}: child started pid=1 token=5"),
             ]);
             let cuts = format!("cut a {} {}\nheal a {} {}\n", at(10.0), at(10.01), at(14.0), at(14.01));

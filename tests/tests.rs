@@ -40,6 +40,7 @@ mod standbys;
 mod status;
 mod supervision;
 mod systemd;
+mod tansu_ghost;
 mod tls;
 mod wake;
 mod wake_acl;

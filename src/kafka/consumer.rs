@@ -422,6 +422,7 @@ impl Reader<'_> {
             (false, true) => ctx.standby_serve,
         };
         self.report_assigned()?;
+        self.watch_the_join();
         ctx.wake_fetchers(consumer);
         // Records fetched behind one of our own heartbeats are heard
         // before the core may lead on it: it says `more`, and `CaughtUp`
@@ -477,6 +478,20 @@ impl Reader<'_> {
             }
         }
         ControlFlow::Continue(())
+    }
+
+    /// Nudges the coordinator if our join in the group is stuck
+    /// (nudge.rs): not while we are out of it, leaving, or Kafka is
+    /// unreachable (there is nothing a nudge could reach then).
+    fn watch_the_join(&self) {
+        let ctx = self.consumer.context();
+        if self.leaving || !self.subscription.subscribed() || !ctx.reach.is_reachable() {
+            return;
+        }
+        let due = ctx.join_watch.lock().expect("join watch lock").due(Instant::now());
+        if let Some(waited) = due {
+            super::nudge::nudge(&ctx.nudge_config, waited);
+        }
     }
 
     /// `serve_group`, at most every `SERVE_EVERY` (what it said last

@@ -191,6 +191,11 @@ pub(super) struct ReaderContext {
     /// read position was last pinned (`start_near_end`), and whether a read
     /// from before it was said: see `first_read`. Consumer thread only.
     pub(super) passed: Mutex<BTreeMap<Partition, (i64, bool)>>,
+    /// How long our join has lasted, from librdkafka's statistics: one
+    /// that never ends is nudged (nudge.rs).
+    pub(super) join_watch: Mutex<super::nudge::JoinWatch>,
+    /// The nudge's clients' configuration: of the group, never joining it.
+    pub(super) nudge_config: rdkafka::ClientConfig,
 }
 
 /// How long pinning a new seat's read position may take, each step.
@@ -347,6 +352,12 @@ impl ClientContext for ReaderContext {
 
     fn error(&self, err: KafkaError, reason: &str) {
         self.reach.error(err, reason);
+    }
+
+    fn stats_raw(&self, statistics: &[u8]) {
+        if let Some(state) = super::nudge::join_state(statistics) {
+            self.join_watch.lock().expect("join watch lock").state(state, std::time::Instant::now());
+        }
     }
 }
 
@@ -541,6 +552,8 @@ pub(super) mod tests {
             kept: Mutex::default(),
             request_timeout: Duration::from_secs(3),
             passed: Mutex::default(),
+            join_watch: Mutex::new(super::super::nudge::JoinWatch::new(Duration::from_secs(6), Duration::from_secs(3))),
+            nudge_config: rdkafka::ClientConfig::new(),
         };
         let consumer = rdkafka::ClientConfig::new()
             .set("bootstrap.servers", "127.0.0.1:9")

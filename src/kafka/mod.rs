@@ -32,6 +32,7 @@ mod consumer;
 mod context;
 mod decode;
 pub mod heartbeat;
+mod nudge;
 pub mod placement;
 mod standby;
 mod topic;
@@ -309,6 +310,12 @@ impl Kafka {
             kept: Mutex::default(),
             request_timeout: request_timeout.unwrap_or_else(|| s.timing.request_timeout()),
             passed: Mutex::default(),
+            join_watch: Mutex::new(nudge::JoinWatch::new(s.timing.max_poll_interval, s.timing.session_timeout)),
+            nudge_config: s.target.client_config(&[
+                ("client.id", &format!("{}-nudge", s.client_id)),
+                ("group.id", &s.target.group),
+                ("enable.auto.commit", "false"),
+            ]),
         };
         let writer = WriterContext {
             reach: reach.clone(),
@@ -695,6 +702,8 @@ fn consumer_config(s: &Settings) -> rdkafka::ClientConfig {
         // Partition 0's leader moved (a rolling restart): the read-back
         // goes on at the new leader after 100 ms, not librdkafka's 500.
         ("fetch.error.backoff.ms", "100"),
+        // The join state, for the join watchdog (nudge.rs).
+        ("statistics.interval.ms", &ms(nudge::STATS_EVERY)),
     ])
 }
 

@@ -88,7 +88,11 @@ impl Soak {
                 let back = rng.between(s / 5, s * 2);
                 (vec![at(Duration::ZERO, format!("cut {name} {c}")), at(back, format!("heal {name} {c}"))], s)
             }
-            Fault::Rewind => (vec![at(Duration::ZERO, format!("rewind {topic} 0"))], s),
+            Fault::Rewind => {
+                // Any role's partition: each new owner reads its own.
+                let p = rng.pick(&(0..self.partitions.max(1)).collect::<Vec<_>>());
+                (vec![at(Duration::ZERO, format!("rewind {topic} {p}"))], s)
+            }
             _ => return None,
         };
         let last = events.iter().map(|e| e.0).max().unwrap_or_default();

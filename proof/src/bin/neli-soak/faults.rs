@@ -67,8 +67,9 @@ pub enum Fault {
     /// The leader cut off from partition 0's leader broker only (the
     /// coordinator still hears it), for 0.2-2 session timeouts.
     LeaderCut,
-    /// Partition 0's next fetch answered out of range: its reader reads it
-    /// again from the start (findings R-1). Planned: it stops nothing.
+    /// The next fetch of a partition (with --roles, any role's) answered
+    /// out of range: its reader reads it again from the start (findings
+    /// Planned: it stops nothing.
     Rewind,
     /// The leader's health check (--health-cmd) fails until another
     /// member leads: it hands over.

@@ -308,6 +308,7 @@ fn setup(args: &Args) -> Result<(Soak, Vec<Fault>), String> {
         session,
         timing,
         cluster: args.cluster,
+        partitions: args.roles.unwrap_or(1),
         slots,
         started: 0,
         births: BTreeMap::new(),

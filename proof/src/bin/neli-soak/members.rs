@@ -161,6 +161,8 @@ pub struct Soak {
     pub timing: Vec<String>,
     /// Brokers in the cluster (1: a single broker, no cluster faults).
     pub cluster: u16,
+    /// The topic's partitions: `--roles`, else 1.
+    pub partitions: u16,
     pub slots: Vec<Slot>,
     pub started: usize,
     /// When each member was started, by name.

@@ -315,6 +315,8 @@ impl Kafka {
                 ("client.id", &format!("{}-nudge", s.client_id)),
                 ("group.id", &s.target.group),
                 ("enable.auto.commit", "false"),
+                // A commit that goes unanswered ends the nudge's client soon.
+                ("socket.timeout.ms", "3000"),
             ]),
         };
         let writer = WriterContext {

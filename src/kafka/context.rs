@@ -398,6 +398,9 @@ impl ConsumerContext for ReaderContext {
     }
 
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        // A join whose rounds assign or revoke is moving, however long the
+        // rebalance as a whole (tansu's, under load: 20 s and more).
+        self.join_watch.lock().expect("join watch lock").moved(std::time::Instant::now());
         let owned = self.owned_seats(consumer);
         // For `wake_fetchers`: a new one's too, whose pin wakes its fetcher
         // anyway (one request more does no harm).

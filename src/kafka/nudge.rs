@@ -74,6 +74,16 @@ impl JoinWatch {
         }
     }
 
+    /// A round of our join assigned or revoked at `now`: it moves, and
+    /// counts from there (statistics every 2 s miss a steady state between
+    /// two rounds).
+    pub(super) fn moved(&mut self, now: Instant) {
+        if self.joining_since.is_some() {
+            self.joining_since = Some(now);
+            self.nudged = None;
+        }
+    }
+
     /// Whether to nudge at `now` (and note that we do): the join has gone
     /// on `stuck`, and so has the last nudge.
     pub(super) fn due(&mut self, now: Instant) -> Option<Duration> {
@@ -167,6 +177,19 @@ mod tests {
         assert_eq!(w.due(t0 + 115 * S), None, "this join began at 100 s");
         w.state("init", t0 + 115 * S);
         assert_eq!(w.due(t0 + 200 * S), None, "out of the group: nothing to nudge");
+    }
+
+    #[test]
+    fn a_join_whose_rounds_assign_or_revoke_counts_from_its_last_round() {
+        let t0 = Instant::now();
+        let mut w = JoinWatch::new(10 * S, 6 * S);
+        w.moved(t0);
+        assert_eq!(w.due(t0 + 100 * S), None, "no join under way: nothing moved");
+        w.state("wait-join", t0);
+        w.moved(t0 + 10 * S);
+        w.state("wait-sync", t0 + 12 * S);
+        assert_eq!(w.due(t0 + 25 * S), None, "16 s from the last round, not from the join's start");
+        assert_eq!(w.due(t0 + 26 * S), Some(16 * S));
     }
 
     #[test]

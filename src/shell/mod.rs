@@ -104,6 +104,8 @@ struct Shell {
     /// `--crontab`: its file, read again on SIGHUP and when it changes.
     reload: Option<Reload>,
     report: Report,
+    /// Every run on the record (`<topic>.runs`), written off the loop.
+    runs: crate::runs::Runs,
 }
 
 impl Shell {
@@ -134,7 +136,11 @@ impl Shell {
         }
 
         let (events_tx, events) = unbounded_channel();
-        let Some(mut kafka) = connect(&cfg, events_tx, &mut signals, started.boot).await? else { return Ok(None) };
+        let member = Member::this_process(cfg.name.clone());
+        let runs = crate::runs::Runs::start(&cfg, &member);
+        let Some(mut kafka) = connect(&cfg, member, events_tx, &mut signals, started.boot).await? else {
+            return Ok(None);
+        };
         kafka.say_crontab(crate::kafka::CrontabSaid::of(&cfg));
         // Once connected: only the loop reaps a check's process (during a
         // long connect each would time out, and the log blame the check).
@@ -194,6 +200,7 @@ impl Shell {
             health,
             reload: Reload::new(&cfg),
             report,
+            runs,
         }))
     }
 
@@ -356,6 +363,7 @@ impl Shell {
                     return self.warm_exited(seat, status);
                 }
                 self.ended = Some((seat, status));
+                self.runs.ended(seat, status);
                 Some(Input::ChildExited(seat, status))
             }
             Heard::Written(n, done) => self.warm_written(seat, n, done),
@@ -452,7 +460,9 @@ impl Shell {
                 // On the wall clock, as the core reads it: the command never
                 // sees a time before its due time.
                 let begin_ms = begin.map(|begin| self.core.wall_ms_at(begin));
-                if seat.is_some_and(|seat| seat.child.spawn(Some(token), lease, attempt, begin_ms)) {
+                let job = seat.as_ref().and_then(|seat| seat.child.job());
+                if seat.is_some_and(|seat| seat.child.spawn(Some(token), lease, attempt.clone(), begin_ms)) {
+                    self.runs.started(partition, job, token, attempt.as_ref(), begin_ms);
                     let mut m = self.report.metrics.lock().expect("metrics lock");
                     match self.seats.len() {
                         1 => m.child_started(token),
@@ -530,6 +540,8 @@ impl Shell {
             _ = tokio::time::sleep(LEAVE_WAIT) => error!(wait = ?LEAVE_WAIT, "leaving the group takes too long; exiting (the group expires our session)"),
             _ = reaping(&mut self.sigchld) => {}
         }
+        // After the handover: the last run's end record, bounded.
+        self.runs.finish(RUNS_WAIT).await;
         if let Some(hooks) = self.report.hooks.take() {
             let signals = &mut self.signals;
             let hurry = async move {
@@ -550,11 +562,11 @@ impl Shell {
 /// first. --acquire-timeout, counted from `started`, bounds the wait.
 async fn connect(
     cfg: &Config,
+    member: Member,
     events: UnboundedSender<Event>,
     signals: &mut Signals,
     started: BootTime,
 ) -> Result<Option<Kafka>, Failure> {
-    let member = Member::this_process(cfg.name.clone());
     let t = &cfg.timing;
     info!(group = %printable(&cfg.kafka.group), topic = %cfg.kafka.topic, name = %printable(&cfg.name), brokers = %cfg.kafka.brokers, "joining");
     info!(session_timeout = ?t.session_timeout, heartbeat_deadline = ?t.heartbeat_deadline, heartbeat_interval = ?t.heartbeat_interval, grace = ?t.grace, coordinator_heartbeat = ?t.coordinator_heartbeat, socket_timeout = ?t.request_timeout(), "timing");
@@ -639,6 +651,10 @@ async fn tick(interval: &mut Option<Interval>) {
 /// coordinator then expires our session instead (a broker that does not
 /// answer, or a second SIGTERM, must not keep a stopped service up).
 const LEAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long writing the runs' last records may hold up exiting, once the
+/// group has been left (a broker down: the records are lost, and said so).
+const RUNS_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// How long removing the leader file may hold up exiting (a hung file
 /// system).

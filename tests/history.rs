@@ -1,0 +1,195 @@
+//! Runs on the record and `neli-run history`: real members run their
+//! command, and another process reads the runs back from the runs topic
+//! (`<topic>.runs`), as an operator on another host would.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::util::{bin, wait_for, Group, Member, LONG};
+
+/// `neli-run history -b BROKER -g GROUP ARGS`: status, stdout, stderr.
+fn history(g: &Group, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin())
+        .args(["history", "-b", &g.broker.address, "-g", &g.name])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run neli-run history");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+/// `history --json`'s runs, once it answers with some (else empty).
+fn runs(g: &Group, args: &[&str]) -> Vec<serde_json::Value> {
+    let (code, out, _) = history(g, &[args, &["--json"]].concat());
+    match code {
+        0 => serde_json::from_str::<serde_json::Value>(&out).expect("--json parses")["runs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// Waits until `history --json ARGS` shows runs that `enough` accepts, and
+/// returns them (the last reading, with the test's message, if never).
+fn wait_runs(
+    g: &Group,
+    args: &[&str],
+    what: &str,
+    enough: impl Fn(&[serde_json::Value]) -> bool,
+) -> Vec<serde_json::Value> {
+    let mut last = Vec::new();
+    let seen = wait_for(LONG, || {
+        last = runs(g, args);
+        enough(&last)
+    });
+    assert!(seen, "history never showed {what}: {last:#?}");
+    last
+}
+
+#[test]
+fn a_single_leaders_run_is_in_history_from_another_process_with_its_exit_status() {
+    let g = Group::new("history-single");
+    let mut a = g.member("a", &[], &["sh", "-c", "sleep 0.3; exit 3"]);
+    assert_eq!(a.wait_exit(LONG).code(), Some(3), "the member passes the command's status on");
+
+    let (code, out, err) = history(&g, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "a header and one run: {out}");
+    assert!(lines[0].starts_with("STARTED") && lines[0].contains("MEMBER@HOST"), "{out}");
+    let host = nix::unistd::gethostname().unwrap().to_string_lossy().into_owned();
+    assert!(lines[1].contains(&format!(" a@{host} ")), "{out}");
+    assert!(lines[1].contains(" leader ") && lines[1].contains(" exit 3 "), "{out}");
+
+    // --json parses, and says the same with the numbers.
+    let runs = runs(&g, &[]);
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    let run = &runs[0];
+    assert_eq!((run["member"].as_str(), run["host"].as_str()), (Some("a"), Some(host.as_str())));
+    assert_eq!((run["exit_code"].as_u64(), run["state"].as_str()), (Some(3), Some("ended")), "{run}");
+    assert_eq!(run["topic"].as_str(), Some(format!("{}.neli", g.name).as_str()));
+    assert_eq!(run["pid"].as_u64(), Some(u64::from(a.pid().as_raw() as u32)), "{run}");
+    assert_eq!(run["attempt"].as_u64(), Some(1), "a wave's first attempt: {run}");
+    let duration = run["duration_ms"].as_u64().expect("a duration");
+    assert!((300..30_000).contains(&duration), "the command slept 0.3 s: {run}");
+    let (start, end) = (run["start_ms"].as_u64().unwrap(), run["end_ms"].as_u64().unwrap());
+    assert!(end >= start + 300, "{run}");
+    assert!(run["token"].is_i64(), "{run}");
+}
+
+#[test]
+fn a_failover_shows_the_dead_members_run_with_no_end_and_the_survivors_running() {
+    let g = Group::new("history-failover");
+    let members = g.sleepers(&["a", "b"]);
+    let first = g.leader_among(&members);
+    let (dead, survivor) = (&members[first], &members[1 - first]);
+    // Its start is on the record before it dies.
+    wait_runs(&g, &[], "the first leader's run", |runs| runs.len() == 1 && runs[0]["state"] == "running");
+    dead.signal(Signal::SIGKILL);
+    let runs = wait_runs(&g, &[], "the survivor's run", |runs| runs.len() == 2);
+    let who: Vec<(&str, &str)> =
+        runs.iter().map(|r| (r["member"].as_str().unwrap(), r["state"].as_str().unwrap())).collect();
+    assert_eq!(who, [(dead.name.as_str(), "no_end"), (survivor.name.as_str(), "running")], "{runs:#?}");
+    assert!(runs[1]["token"].as_i64() > runs[0]["token"].as_i64(), "tokens grow: {runs:#?}");
+    let (code, out, err) = history(&g, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[1].contains(&format!(" {}@", dead.name)) && lines[1].contains(" no end "), "{out}");
+    assert!(lines[2].contains(&format!(" {}@", survivor.name)) && lines[2].contains(" running "), "{out}");
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_scheduled_run_shows_its_due_time_and_the_roles_their_role() {
+    let g = Group::new("history-every");
+    let _a = g.member("a", &["--every", "1s"], &["true"]);
+    let runs = wait_runs(&g, &[], "two ended runs of the schedule", |runs| {
+        runs.iter().filter(|r| r["state"] == "ended").count() >= 2
+    });
+    let run = runs.iter().find(|r| r["state"] == "ended").unwrap();
+    let due = run["due_ms"].as_u64().unwrap_or_else(|| panic!("a due time: {run}"));
+    assert_eq!(due % 1000, 0, "due on the second: {run}");
+    assert_eq!(run["start_ms"].as_u64(), Some(due), "a scheduled run starts at its due time: {run}");
+    assert!(run["wave_ms"].is_null(), "{run}");
+    let (code, out, err) = history(&g, &["--limit", "1"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let line = out.lines().nth(1).unwrap_or_else(|| panic!("one run: {out}"));
+    assert_eq!(out.lines().count(), 2, "--limit 1: {out}");
+    assert!(line.matches("Z ").count() >= 2, "the start and due times: {out}");
+
+    // Each role's runs under its own role; --role keeps one.
+    let roles = Group::new("history-roles");
+    let _b = roles.member("b", &["--roles", "2", "--every", "1s"], &["true"]);
+    let runs = wait_runs(&roles, &["--role", "1"], "role 1's runs", |runs| !runs.is_empty());
+    assert!(runs.iter().all(|r| r["role"] == 1 && r["roles"] == 2), "{runs:#?}");
+    wait_runs(&roles, &["--role", "0"], "role 0's runs", |runs| !runs.is_empty());
+    let (_, out, _) = history(&roles, &["--role", "1"]);
+    assert!(out.lines().skip(1).all(|l| l.contains(" role 1 ")), "{out}");
+}
+
+#[test]
+fn a_crontab_jobs_runs_are_shown_by_job_with_their_due_times() {
+    let g = Group::new("history-crontab");
+    let file = g.dir.path().join("fleet.crontab");
+    std::fs::write(&file, "@every 1s tick true\n@every 1s tock false\n").unwrap();
+    let mut argv: Vec<String> = ["-b", &g.broker.address, "-g", &g.name, "--name", "a"].map(String::from).into();
+    argv.extend(g.broker.timing.args());
+    argv.extend(["--crontab".into(), file.display().to_string()]);
+    let _a = Member::spawn("a", &[], &argv, &g.dir.path().join("a.log"), None);
+    let runs =
+        wait_runs(&g, &["--job", "tock"], "an ended run of tock", |runs| runs.iter().any(|r| r["state"] == "ended"));
+    assert!(runs.iter().all(|r| r["job"] == "tock"), "--job keeps one job: {runs:#?}");
+    let run = runs.iter().find(|r| r["state"] == "ended").unwrap();
+    assert_eq!(run["exit_code"].as_u64(), Some(1), "{run}");
+    assert!(run["due_ms"].as_u64().is_some(), "{run}");
+    let (_, out, _) = history(&g, &["--job", "tick"]);
+    assert!(out.lines().skip(1).all(|l| l.contains(" tick ")), "{out}");
+}
+
+#[test]
+fn a_group_with_no_runs_says_so_and_whether_the_group_is_there() {
+    let g = Group::new("history-none");
+    let (code, out, err) = history(&g, &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains(&format!("no run recorded in group {}", g.name)), "{err}");
+    assert!(err.contains("Is the group's name right"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line, not librdkafka's: {err}");
+    // The group's topic, and no runs topic.
+    g.produce(b"not a heartbeat");
+    let (code, out, err) = history(&g, &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains(&format!("no run recorded yet in group {}", g.name)), "{err}");
+    assert!(err.contains(&format!("no runs topic ({}.neli.runs)", g.name)), "{err}");
+}
+
+#[test]
+fn a_member_name_and_a_job_with_terminal_escapes_are_shown_escaped() {
+    let g = Group::new("history-hostile");
+    let evil = "evil\u{1b}[2J\u{1b}]0;owned\u{7}";
+    let mut a = g.member_unguarded(evil, &[], &["true"]);
+    assert_eq!(a.wait_exit(LONG).code(), Some(0));
+    // A forged record, as anyone who may write to the topic can.
+    forge(&g, br#"{"v":1,"run":"x-1","event":"start","group":"g","topic":"t","role":0,"job":"j\u001b[31m","member":"m","host":"h\r\nfake","pid":1,"token":9,"start_ms":1}"#);
+    let (code, out, err) = history(&g, &["--limit", "0"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}') && !out.contains('\r'), "raw escapes: {out:?}");
+    assert!(out.contains(r"evil\u{1b}[2J\u{1b}]0;owned\u{7}@"), "{out}");
+    assert!(out.contains(r"j\u{1b}[31m") && out.contains(r"m@h\r\nfake"), "{out}");
+    // JSON keeps the name as it is, escaped as JSON escapes it.
+    let runs = runs(&g, &["--limit", "0"]);
+    assert!(runs.iter().any(|r| r["member"] == evil), "{runs:#?}");
+}
+
+/// Writes `value` to the group's runs topic, as another writer would.
+fn forge(g: &Group, value: &[u8]) {
+    use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+    let producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext> =
+        rdkafka::ClientConfig::new().set("bootstrap.servers", &g.broker.address).create().unwrap();
+    let topic = format!("{}.neli.runs", g.name);
+    producer.send(BaseRecord::<(), _>::to(&topic).payload(value)).unwrap();
+    producer.flush(Duration::from_secs(20)).unwrap();
+}

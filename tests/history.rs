@@ -193,3 +193,35 @@ fn forge(g: &Group, value: &[u8]) {
     producer.send(BaseRecord::<(), _>::to(&topic).payload(value)).unwrap();
     producer.flush(Duration::from_secs(20)).unwrap();
 }
+
+#[test]
+fn a_runs_topic_kafka_refuses_delays_no_run_and_is_said_once_with_the_acl_to_add() {
+    let broker = crate::util::Broker::dev_with(
+        "127.0.0.1",
+        &["--deny-topic", "acl.neli.runs", "--deny-topic", "once.neli.runs"],
+    );
+    let g = Group::on(broker, "history-acl");
+    let a = g.member("a", &["--topic", "acl.neli", "--every", "1s"], &["true"]);
+    // The schedule runs on, due time after due time, unrecorded.
+    crate::util::wait_until(LONG, "three runs of the schedule", || g.starts().len() >= 3);
+    let log = a.log();
+    let said: Vec<&str> = log.lines().filter(|l| l.contains("acl.neli.runs")).collect();
+    assert_eq!(said.len(), 1, "said once, not once per run: {log}");
+    assert!(said[0].contains("kafka-acls.sh --add") && said[0].contains("--operation Write"), "{log}");
+    assert!(said[0].contains("the command runs as before"), "{log}");
+    // The one line a run's loss adds would repeat per run: it is not said.
+    assert!(!log.contains("a run's record could not be written"), "{log}");
+    // A single run's member exits with its status at once: nothing waits
+    // for records that cannot be written.
+    let mut b = Member::spawn(
+        "b",
+        &[],
+        &["-b", &g.broker.address, "-g", "once", "--name", "b", "--", "sh", "-c", "exit 4"].map(String::from),
+        &g.dir.path().join("b.log"),
+        None,
+    );
+    assert_eq!(b.wait_exit(LONG).code(), Some(4), "{}", b.log());
+    let (code, _, err) = history(&g, &["--topic", "acl.neli"]);
+    assert_eq!(code, 77, "history is refused too, naming the ACL: {err}");
+    assert!(err.contains("--operation Read") && err.contains("acl.neli.runs"), "{err}");
+}

@@ -213,6 +213,8 @@ impl Thread {
     /// Counts every record still to come as lost, `why`, until the member
     /// is done.
     fn give_up(&self, records: &Receiver<RunRecord>, why: &str) {
+        // Said already, once: the losses to come are counted only.
+        self.shared.failing.store(true, Ordering::Relaxed);
         for _ in records.iter() {
             self.shared.lose(why);
         }
@@ -347,5 +349,44 @@ impl ProducerContext for Context {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(n: u64) -> RunRecord {
+        let json = format!(
+            r#"{{"v":1,"run":"t-{n}","event":"start","group":"g","topic":"g.neli","role":0,"member":"m","host":"h","pid":1,"token":1,"start_ms":1}}"#
+        );
+        serde_json::from_str(&json).unwrap()
+    }
+
+    /// Kafka never answers (a closed port): the recorder's thread keeps
+    /// looking for the topic, the queue fills, and the record past it is
+    /// dropped and counted, with no wait on the caller's side.
+    #[test]
+    fn a_full_queue_drops_and_counts_and_the_caller_never_waits() {
+        let target = Target {
+            brokers: "127.0.0.1:9".into(),
+            group: "g".into(),
+            topic: "g.neli".into(),
+            properties: Vec::new(),
+            origins: Vec::new(),
+        };
+        let recorder = Recorder::start(&target, &Member::this_process("m".into()));
+        let began = std::time::Instant::now();
+        for n in 0..=QUEUE as u64 {
+            recorder.record(record(n));
+        }
+        assert!(began.elapsed() < Duration::from_secs(1), "queuing took {:?}", began.elapsed());
+        assert_eq!(recorder.shared.lost.load(Ordering::Relaxed), 1);
+        assert!(recorder.shared.failing.load(Ordering::Relaxed), "the loss is said");
+        assert_eq!(recorder.shared.pending.load(Ordering::Relaxed), QUEUE as u64);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let began = std::time::Instant::now();
+        runtime.block_on(recorder.finish(Duration::from_millis(200)));
+        assert!(began.elapsed() < Duration::from_secs(2), "finish is bounded: {:?}", began.elapsed());
     }
 }

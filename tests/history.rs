@@ -79,6 +79,16 @@ fn a_single_leaders_run_is_in_history_from_another_process_with_its_exit_status(
     let (start, end) = (run["start_ms"].as_u64().unwrap(), run["end_ms"].as_u64().unwrap());
     assert!(end >= start + 300, "{run}");
     assert!(run["token"].is_i64(), "{run}");
+
+    // --since: a duration back, or a time.
+    let (code, out, err) = history(&g, &["--since", "1h"]);
+    assert_eq!((code, out.lines().count()), (0, 2), "{out}{err}");
+    let (code, out, err) = history(&g, &["--since", "2099-01-01T00:00:00Z"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.trim(), format!("no run since then recorded in group {}", g.name));
+    let (code, _, err) = history(&g, &["--since", "yesterday"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("neither a duration (90m, 2d) nor an RFC 3339 time"), "{err}");
 }
 
 #[test]

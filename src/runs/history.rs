@@ -2,7 +2,7 @@
 //! consumer that assigns itself the partitions (it never joins the group).
 //!
 //! It reads back from the end in growing windows until it has `--limit`
-//! runs (or from `--since`'s offset, found by time), pairs each run's start
+//! runs (or has passed `--since`), pairs each run's start
 //! and end by the run's id, and prints them oldest first, so that the
 //! newest is the line nearest the prompt. A run with a start and no end is
 //! running, unless a newer run of the same role or job has started since:
@@ -98,6 +98,11 @@ pub(super) struct Run {
 /// enough runs are found.
 const FIRST_WINDOW: i64 = 512;
 
+/// How far members' clocks may disagree: `--since` reads back until a
+/// record written this much before it. (Kafka's own search by time,
+/// ListOffsets, is not on every broker: librdkafka's mock has none.)
+const SKEW_MS: u64 = 60_000;
+
 /// How long reading may take before `history` gives up.
 const READ_WAIT: Duration = Duration::from_secs(30);
 
@@ -112,25 +117,22 @@ fn read(target: &Target, filter: &Filter, limit: usize) -> Result<Vec<Run>, Fail
         let (low, high) = consumer
             .fetch_watermarks(&topic, partition, Duration::from_secs(5))
             .map_err(|e| failure(&consumer, format!("cannot read {}: {e}", printable(&topic))))?;
-        let start = match filter.since {
-            Some(since) => since_offset(&consumer, &topic, partition, since)?.unwrap_or(high).max(low),
-            None => high,
-        };
         let mut got: Vec<RunRecord> = Vec::new();
-        let (mut from, mut window) = (start, FIRST_WINDOW.max(i64::try_from(limit).unwrap_or(0) * 4));
-        if filter.since.is_some() {
-            got = read_range(&consumer, &topic, partition, (from, high), until)?;
-        } else {
-            while from > low {
-                let earlier = from.saturating_sub(window).max(low);
-                let mut more = read_range(&consumer, &topic, partition, (earlier, from), until)?;
-                more.append(&mut got);
-                got = more;
-                from = earlier;
-                window = window.saturating_mul(2);
-                if limit > 0 && assemble(got.clone(), filter).len() >= limit {
-                    break;
-                }
+        let (mut from, mut window) = (high, FIRST_WINDOW.max(i64::try_from(limit).unwrap_or(0) * 4));
+        while from > low {
+            let earlier = from.saturating_sub(window).max(low);
+            let mut more = read_range(&consumer, &topic, partition, (earlier, from), until)?;
+            // Written before --since (less a clock's skew): what comes
+            // before it is older still.
+            let passed = filter.since.is_some_and(|since| {
+                more.iter().any(|r| r.end_ms.unwrap_or(r.start_ms).saturating_add(SKEW_MS) < since)
+            });
+            more.append(&mut got);
+            got = more;
+            from = earlier;
+            window = window.saturating_mul(2);
+            if passed || (limit > 0 && assemble(got.clone(), filter).len() >= limit) {
+                break;
             }
         }
         records.extend(got);
@@ -244,25 +246,6 @@ fn no_topic(consumer: &BaseConsumer<Seen>, target: &Target, topic: &str) -> Fail
         ),
     };
     Failure::new(Kind::NoLeader, message)
-}
-
-/// The first offset of `partition` at or after wall time `since` (None:
-/// no record that new).
-fn since_offset(
-    consumer: &BaseConsumer<Seen>,
-    topic: &str,
-    partition: i32,
-    since: u64,
-) -> Result<Option<i64>, Failure> {
-    let mut tpl = TopicPartitionList::new();
-    let at = i64::try_from(since).unwrap_or(i64::MAX);
-    tpl.add_partition_offset(topic, partition, Offset::Offset(at)).map_err(|e| internal(&e))?;
-    let found =
-        consumer.offsets_for_times(tpl, Duration::from_secs(5)).map_err(|e| failure(consumer, e.to_string()))?;
-    Ok(found.elements().first().and_then(|e| match e.offset() {
-        Offset::Offset(offset) => Some(offset),
-        _ => None,
-    }))
 }
 
 /// The records of `partition` from offset `range.0` to before `range.1`

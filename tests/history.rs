@@ -183,7 +183,7 @@ fn a_member_name_and_a_job_with_terminal_escapes_are_shown_escaped() {
     let mut a = g.member_unguarded(evil, &[], &["true"]);
     assert_eq!(a.wait_exit(LONG).code(), Some(0));
     // A forged record, as anyone who may write to the topic can.
-    forge(&g, br#"{"v":1,"run":"x-1","event":"start","group":"g","topic":"t","role":0,"job":"j\u001b[31m","member":"m","host":"h\r\nfake","pid":1,"token":9,"start_ms":1}"#);
+    forge(&g, &[br#"{"v":1,"run":"x-1","event":"start","group":"g","topic":"t","role":0,"job":"j\u001b[31m","member":"m","host":"h\r\nfake","pid":1,"token":9,"start_ms":1}"#]);
     let (code, out, err) = history(&g, &["--limit", "0"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(!out.contains('\u{1b}') && !out.contains('\u{7}') && !out.contains('\r'), "raw escapes: {out:?}");
@@ -194,13 +194,15 @@ fn a_member_name_and_a_job_with_terminal_escapes_are_shown_escaped() {
     assert!(runs.iter().any(|r| r["member"] == evil), "{runs:#?}");
 }
 
-/// Writes `value` to the group's runs topic, as another writer would.
-fn forge(g: &Group, value: &[u8]) {
+/// Writes `values` to the group's runs topic, as another writer would.
+fn forge(g: &Group, values: &[&[u8]]) {
     use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
     let producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext> =
         rdkafka::ClientConfig::new().set("bootstrap.servers", &g.broker.address).create().unwrap();
     let topic = format!("{}.neli.runs", g.name);
-    producer.send(BaseRecord::<(), _>::to(&topic).payload(value)).unwrap();
+    for value in values {
+        producer.send(BaseRecord::<(), _>::to(&topic).payload(*value)).unwrap();
+    }
     producer.flush(Duration::from_secs(20)).unwrap();
 }
 
@@ -234,4 +236,123 @@ fn a_runs_topic_kafka_refuses_delays_no_run_and_is_said_once_with_the_acl_to_add
     let (code, _, err) = history(&g, &["--topic", "acl.neli"]);
     assert_eq!(code, 77, "history is refused too, naming the ACL: {err}");
     assert!(err.contains("--operation Read") && err.contains("acl.neli.runs"), "{err}");
+}
+
+/// docs/proof.md's figures for the runs topic (not a test: run it by
+/// hand, with a release build named in NELI_MEASURE_BIN):
+///
+///   cargo build --release && NELI_MEASURE_BIN=target/release/neli-run \
+///     cargo test --test tests history::measure -- --ignored --nocapture
+///
+/// The bytes of each record a crontab member writes; the CPU its recorder
+/// thread spends per record (schedstat, ns); and `history` over 1,000
+/// runs (2,000 records, as members write them).
+#[test]
+#[ignore]
+fn measure() {
+    use std::time::Instant;
+    let bin = std::env::var("NELI_MEASURE_BIN").unwrap_or_else(|_| bin().to_string());
+    let g = Group::new("history-measure");
+    let file = g.dir.path().join("fleet.crontab");
+    let jobs: String = (0..20).map(|j| format!("@every 1s job-{j:02} true\n")).collect();
+    std::fs::write(&file, jobs).unwrap();
+    let mut argv: Vec<String> = ["-b", &g.broker.address, "-g", &g.name, "--name", "a"].map(String::from).into();
+    argv.extend(g.broker.timing.args());
+    argv.extend(["--crontab".into(), file.display().to_string()]);
+    let mut command = Command::new(&bin);
+    command.args(&argv).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut member = command.spawn().unwrap();
+    let pid = member.id();
+    let runs_thread = || -> Option<u64> {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        tasks.flatten().find_map(|t| {
+            let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            let stat = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
+            (comm.trim() == "neli-runs").then(|| stat.split_whitespace().next()?.parse().ok())?
+        })
+    };
+    let all_threads = || -> u64 {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+        tasks
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+            .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            .sum()
+    };
+    // Past the start-up (the topic made, the jobs placed).
+    wait_runs(&g, &["--limit", "40"], "the jobs' first runs", |runs| runs.len() >= 40);
+    let (thread0, all0, runs0) = (runs_thread().unwrap(), all_threads(), runs(&g, &["--limit", "0"]).len());
+    std::thread::sleep(Duration::from_secs(30));
+    let (thread1, all1, runs1) = (runs_thread().unwrap(), all_threads(), runs(&g, &["--limit", "0"]).len());
+    let _ = member.kill();
+    let _ = member.wait();
+    let made = (runs1 - runs0) as u64;
+    println!(
+        "crontab of 20 jobs @every 1s, 30 s: {made} runs, {} records; recorder thread {} us per record; \
+         the member's every thread {} us per run (supervising it too)",
+        made * 2,
+        (thread1 - thread0) / (made * 2) / 1000,
+        (all1 - all0) / made / 1000
+    );
+
+    // The records as they are on the topic.
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::Message;
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", &g.broker.address)
+        .set("group.id", "measure")
+        .create()
+        .unwrap();
+    let topic = format!("{}.neli.runs", g.name);
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    tpl.add_partition_offset(&topic, 0, rdkafka::Offset::Beginning).unwrap();
+    consumer.assign(&tpl).unwrap();
+    let (mut start, mut end) = (Vec::new(), Vec::new());
+    while start.len() < 20 || end.len() < 20 {
+        let Some(Ok(msg)) = consumer.poll(Duration::from_secs(5)) else { break };
+        let size = msg.payload().map_or(0, <[u8]>::len) + msg.key().map_or(0, <[u8]>::len);
+        match msg.payload().is_some_and(|p| String::from_utf8_lossy(p).contains(r#""event":"end""#)) {
+            true => end.push(size),
+            false => start.push(size),
+        }
+    }
+    let mean = |v: &[usize]| v.iter().sum::<usize>() / v.len().max(1);
+    println!(
+        "bytes (key + value): start record {} , end record {} (a crontab job's, mean of 20)",
+        mean(&start),
+        mean(&end)
+    );
+
+    // history over 1,000 and 10,000 runs.
+    for n in [1_000u64, 10_000] {
+        let other = Group::new("history-measure-many");
+        let forged: Vec<String> = (0..n)
+            .flat_map(|n| {
+                let at = 1_795_000_000_000 + n * 60_000;
+                let start = format!(
+                    r#"{{"v":1,"run":"m-{n}","event":"start","group":"{g}","topic":"{g}.neli","role":{r},"job":"job-{r:02}","member":"member-{m}","host":"host-{m}","pid":4242,"token":{n},"due_ms":{at},"attempt":1,"start_ms":{at}}}"#,
+                    g = other.name,
+                    r = n % 50,
+                    m = n % 5
+                );
+                let end = start.replace(r#""event":"start""#, r#""event":"end""#).replace(
+                    &format!(r#""start_ms":{at}}}"#),
+                    &format!(r#""start_ms":{at},"end_ms":{},"exit_code":0,"duration_ms":1234}}"#, at + 1234),
+                );
+                [start, end]
+            })
+            .collect();
+        forge(&other, &forged.iter().map(String::as_bytes).collect::<Vec<_>>());
+        for limit in ["20", "0"] {
+            let began = Instant::now();
+            let out = Command::new(&bin)
+                .args(["history", "-b", &other.broker.address, "-g", &other.name, "--limit", limit])
+                .output()
+                .unwrap();
+            let took = began.elapsed();
+            assert!(out.status.success());
+            let lines = out.stdout.split(|&b| b == b'\n').count() - 2;
+            println!("history --limit {limit} over {n} runs: {lines} lines in {took:?}");
+        }
+    }
 }

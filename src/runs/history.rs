@@ -121,7 +121,11 @@ fn read(target: &Target, filter: &Filter, limit: usize) -> Result<Vec<Run>, Fail
         let (mut from, mut window) = (high, FIRST_WINDOW.max(i64::try_from(limit).unwrap_or(0) * 4));
         while from > low {
             let earlier = from.saturating_sub(window).max(low);
-            let mut more = read_range(&consumer, &topic, partition, (earlier, from), until)?;
+            // The newest window is read to the partition's end, wherever
+            // that is now (tansu 0.6 says a high watermark short of it).
+            let end = (from < high).then_some(from);
+            let mut more = read_range(&consumer, &topic, partition, (earlier, end), until)?;
+            debug!(partition, from = earlier, to = from, records = more.len(), "read a window of the runs topic");
             // Written before --since (less a clock's skew): what comes
             // before it is older still.
             let passed = filter.since.is_some_and(|since| {
@@ -248,17 +252,17 @@ fn no_topic(consumer: &BaseConsumer<Seen>, target: &Target, topic: &str) -> Fail
     Failure::new(Kind::NoLeader, message)
 }
 
-/// The records of `partition` from offset `range.0` to before `range.1`
-/// (those it cannot read as a run's record are skipped).
+/// The records of `partition` from offset `range.0` to before `range.1`,
+/// or to its end (those it cannot read as a run's record are skipped).
 fn read_range(
     consumer: &BaseConsumer<Seen>,
     topic: &str,
     partition: i32,
-    (from, to): (i64, i64),
+    (from, to): (i64, Option<i64>),
     until: Instant,
 ) -> Result<Vec<RunRecord>, Failure> {
     let mut records = Vec::new();
-    if from >= to {
+    if to.is_some_and(|to| from >= to) {
         return Ok(records);
     }
     let mut tpl = TopicPartitionList::new();
@@ -271,19 +275,17 @@ fn read_range(
             return Err(failure(consumer, format!("reading {}: {why}", printable(topic))));
         }
         match consumer.poll(Duration::from_millis(200)) {
-            Some(Ok(msg)) => {
-                if msg.offset() >= to {
-                    break;
-                }
-                match msg.payload().map(serde_json::from_slice::<RunRecord>) {
-                    Some(Ok(record)) => records.push(record),
-                    _ => debug!(offset = msg.offset(), "not a run's record; skipped"),
-                }
-                if msg.offset() + 1 >= to {
-                    break;
-                }
-            }
-            Some(Err(KafkaError::PartitionEOF(_))) => break,
+            // Past the window (or the record after a gap of offsets with
+            // no record, such as a transaction's markers).
+            Some(Ok(msg)) if to.is_some_and(|to| msg.offset() >= to) => break,
+            Some(Ok(msg)) => match msg.payload().map(serde_json::from_slice::<RunRecord>) {
+                Some(Ok(record)) => records.push(record),
+                _ => debug!(offset = msg.offset(), "not a run's record; skipped"),
+            },
+            // Only the read to the end stops at the end: an earlier
+            // window's, still queued, says nothing of this one.
+            Some(Err(KafkaError::PartitionEOF(p))) if p == partition && to.is_none() => break,
+            Some(Err(KafkaError::PartitionEOF(_))) => {}
             Some(Err(e)) => {
                 if let Some(fatal) = consumer.context().fatal.lock().expect("seen lock").clone() {
                     return Err(fatal);

@@ -126,6 +126,10 @@ impl Recorder {
     pub async fn finish(mut self, within: Duration) {
         self.shared.closed.store(true, Ordering::Relaxed);
         self.queue = None;
+        let lost = self.shared.lost.load(Ordering::Relaxed);
+        if lost > 0 {
+            warn!(lost, "run records lost since this member started (not on the runs topic)");
+        }
         let (Some(done), true) = (self.done.take(), self.shared.pending.load(Ordering::Relaxed) > 0) else { return };
         let waited = tokio::task::spawn_blocking(move || done.recv_timeout(within).is_ok()).await;
         if !matches!(waited, Ok(true)) {
@@ -182,7 +186,13 @@ impl Thread {
             }
         }
         loop {
-            match records.recv_timeout(Duration::from_millis(100)) {
+            // Idle, the thread sleeps until a record comes; while records
+            // are in flight it wakes every 10 ms for their delivery reports.
+            let next = match producer.in_flight_count() {
+                0 => records.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                _ => records.recv_timeout(Duration::from_millis(10)),
+            };
+            match next {
                 Ok(record) => self.send(&producer, &record),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
@@ -191,10 +201,6 @@ impl Thread {
         }
         if crate::kafka::flush(&producer, FLUSH).is_err() {
             warn!(in_flight = producer.in_flight_count(), "run records still unwritten at exit");
-        }
-        let lost = self.shared.lost.load(Ordering::Relaxed);
-        if lost > 0 {
-            warn!(lost, topic = %self.topic, "run records lost since this member started");
         }
     }
 

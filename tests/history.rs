@@ -194,6 +194,29 @@ fn a_member_name_and_a_job_with_terminal_escapes_are_shown_escaped() {
     assert!(runs.iter().any(|r| r["member"] == evil), "{runs:#?}");
 }
 
+#[test]
+fn history_reads_a_long_topic_back_to_the_newest_runs_and_every_run_with_limit_0() {
+    let g = Group::new("history-long");
+    // 3,000 runs, written in a few large batches (tansu 0.6 then says a
+    // high watermark short of the partition's end).
+    let records: Vec<String> = (0..3000u64)
+        .flat_map(|n| {
+            ["start", "end"].map(|event| {
+                let end = if event == "end" { r#","exit_code":0,"duration_ms":5"# } else { "" };
+                format!(
+                    r#"{{"v":1,"run":"r-{n}","event":"{event}","group":"g","topic":"t","role":0,"member":"m","host":"h","pid":1,"token":{n},"start_ms":{}{end}}}"#,
+                    1_000_000 + n
+                )
+            })
+        })
+        .collect();
+    forge(&g, &records.iter().map(String::as_bytes).collect::<Vec<_>>());
+    let tokens = |args: &[&str]| -> Vec<i64> { runs(&g, args).iter().map(|r| r["token"].as_i64().unwrap()).collect() };
+    assert_eq!(tokens(&[]), (2980..3000).collect::<Vec<_>>(), "the newest 20, oldest first");
+    assert_eq!(tokens(&["--limit", "0"]), (0..3000).collect::<Vec<_>>(), "every run, each once");
+    assert_eq!(tokens(&["--limit", "1500"]), (1500..3000).collect::<Vec<_>>());
+}
+
 /// Writes `values` to the group's runs topic, as another writer would.
 fn forge(g: &Group, values: &[&[u8]]) {
     use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};

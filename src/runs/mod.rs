@@ -118,7 +118,10 @@ struct Under {
 /// The shell's side of recording: who we are, the run under way on each
 /// seat, and the queue to the recorder. Every call returns at once.
 pub struct Runs {
-    recorder: Recorder,
+    /// Started with the first run: a standby that never runs anything
+    /// holds no producer and no connection for it.
+    recorder: Option<Recorder>,
+    target: crate::config::Target,
     member: Member,
     group: String,
     topic: String,
@@ -128,11 +131,13 @@ pub struct Runs {
 }
 
 impl Runs {
-    /// Recording for the member `member` of `cfg`'s group: the recorder's
-    /// thread starts here, and makes the runs topic (off the loop).
+    /// Recording for the member `member` of `cfg`'s group. The recorder's
+    /// thread starts with the first run, and makes the runs topic (off the
+    /// loop).
     pub fn start(cfg: &Config, member: &Member) -> Runs {
         Runs {
-            recorder: Recorder::start(&cfg.kafka, member),
+            recorder: None,
+            target: cfg.kafka.clone(),
             member: member.clone(),
             group: cfg.kafka.group.clone(),
             topic: cfg.kafka.topic.clone(),
@@ -179,7 +184,7 @@ impl Runs {
         };
         // A scheduled run's command starts at its due time, a moment on.
         let started = now + std::time::Duration::from_millis(record.start_ms - wall);
-        self.recorder.record(record.clone());
+        self.recorder.get_or_insert_with(|| Recorder::start(&self.target, &self.member)).record(record.clone());
         self.under.insert(role, Under { record, started });
     }
 
@@ -195,13 +200,17 @@ impl Runs {
         }
         let ran = BootTime::now().since(started);
         record.duration_ms = Some(u64::try_from(ran.as_millis()).unwrap_or(u64::MAX));
-        self.recorder.record(record);
+        if let Some(recorder) = &self.recorder {
+            recorder.record(record);
+        }
     }
 
     /// Gives the recorder up to `within` to write what it holds; returns
     /// at once when it has nothing left. Said once the member is done.
     pub async fn finish(self, within: std::time::Duration) {
-        self.recorder.finish(within).await;
+        if let Some(recorder) = self.recorder {
+            recorder.finish(within).await;
+        }
     }
 }
 

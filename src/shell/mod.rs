@@ -529,6 +529,8 @@ impl Shell {
         let files = std::mem::take(&mut self.report.leader_files).into_values().map(|(file, _)| file);
         LeaderFile::close_all(files, LEADER_FILE_WAIT).await;
         info!(code, "leaving the group");
+        // Kafka unreachable: the last records wait for nothing.
+        let runs_wait = if self.kafka.reachable() { RUNS_WAIT } else { std::time::Duration::ZERO };
         let leaving = tokio::task::spawn_blocking(move || self.kafka.leave());
         let mut hurried = false;
         tokio::select! {
@@ -540,8 +542,9 @@ impl Shell {
             _ = tokio::time::sleep(LEAVE_WAIT) => error!(wait = ?LEAVE_WAIT, "leaving the group takes too long; exiting (the group expires our session)"),
             _ = reaping(&mut self.sigchld) => {}
         }
-        // After the handover: the last run's end record, bounded.
-        self.runs.finish(RUNS_WAIT).await;
+        // After the handover: the last run's end record, bounded (not at
+        // all when asked again to stop).
+        self.runs.finish(if hurried { std::time::Duration::ZERO } else { runs_wait }).await;
         if let Some(hooks) = self.report.hooks.take() {
             let signals = &mut self.signals;
             let hurry = async move {

@@ -43,10 +43,12 @@ pub enum Sub {
     ///
     /// Every member records each run of its command (the single leader's,
     /// each role's, each crontab job's, each scheduled run and each wave's
-    /// attempt) on the topic <TOPIC>.runs (e.g. billing.neli.runs), made by
-    /// the first member to run with a week's retention: a record when a run
-    /// starts and one when it ends. `history` reads it (it never joins the
-    /// group) and prints one line per run, the newest last: when it
+    /// attempt) on the topic <TOPIC>.runs (e.g. billing.neli.runs), which
+    /// the first member to run creates with a week's retention: a record
+    /// when a run starts and one when it ends, best effort (a run whose
+    /// record Kafka refused or lost is missing; the member's log says so).
+    /// `history` reads it (it never joins the group) and prints one line
+    /// per run, the newest last: when it
     /// started, the role or job, member@host, its fencing token, its due
     /// time, how it ended (exit N, a signal, "running", or "no end" for a
     /// run whose member died with it: a newer run of the same role or job

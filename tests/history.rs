@@ -236,9 +236,17 @@ fn a_runs_topic_kafka_refuses_delays_no_run_and_is_said_once_with_the_acl_to_add
         &["--deny-topic", "acl.neli.runs", "--deny-topic", "once.neli.runs"],
     );
     let g = Group::on(broker, "history-acl");
-    let a = g.member("a", &["--topic", "acl.neli", "--every", "1s"], &["true"]);
+    let addr = crate::metrics::free_addr();
+    let a = g.member("a", &["--topic", "acl.neli", "--every", "1s", "--metrics-addr", &addr], &["true"]);
     // The schedule runs on, due time after due time, unrecorded.
     crate::util::wait_until(LONG, "three runs of the schedule", || g.starts().len() >= 3);
+    // Each lost record counted: /metrics says how many.
+    let lost = || -> u64 {
+        let (_, body) = crate::metrics::get(&addr, "/metrics").unwrap_or_default();
+        let line = body.lines().find(|l| l.starts_with("neli_runs_unrecorded_total ")).map(str::to_string);
+        line.and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap_or(0)
+    };
+    assert!(wait_for(LONG, || lost() >= 4), "two records a run, lost: {}", lost());
     let log = a.log();
     let said: Vec<&str> = log.lines().filter(|l| l.contains("acl.neli.runs")).collect();
     assert_eq!(said.len(), 1, "said once, not once per run: {log}");

@@ -27,6 +27,8 @@ mod recorder;
 mod render;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -122,6 +124,8 @@ pub struct Runs {
     /// holds no producer and no connection for it.
     recorder: Option<Recorder>,
     target: crate::config::Target,
+    /// Records lost, as /metrics counts them.
+    lost: Arc<AtomicU64>,
     member: Member,
     group: String,
     topic: String,
@@ -134,9 +138,10 @@ impl Runs {
     /// Recording for the member `member` of `cfg`'s group. The recorder's
     /// thread starts with the first run, and makes the runs topic (off the
     /// loop).
-    pub fn start(cfg: &Config, member: &Member) -> Runs {
+    pub fn start(cfg: &Config, member: &Member, lost: Arc<AtomicU64>) -> Runs {
         Runs {
             recorder: None,
+            lost,
             target: cfg.kafka.clone(),
             member: member.clone(),
             group: cfg.kafka.group.clone(),
@@ -184,7 +189,9 @@ impl Runs {
         };
         // A scheduled run's command starts at its due time, a moment on.
         let started = now + std::time::Duration::from_millis(record.start_ms - wall);
-        self.recorder.get_or_insert_with(|| Recorder::start(&self.target, &self.member)).record(record.clone());
+        self.recorder
+            .get_or_insert_with(|| Recorder::start(&self.target, &self.member, self.lost.clone()))
+            .record(record.clone());
         self.under.insert(role, Under { record, started });
     }
 

@@ -44,8 +44,8 @@ pub struct Recorder {
 
 /// What the loop and the thread both see.
 struct Shared {
-    /// Records lost since the member started.
-    lost: AtomicU64,
+    /// Records lost since the member started (/metrics shows it).
+    lost: Arc<AtomicU64>,
     /// Whether the last record's fate was a loss: a loss is logged when
     /// this turns true, a write when it turns false again.
     failing: AtomicBool,
@@ -81,11 +81,11 @@ impl Shared {
 impl Recorder {
     /// Starts the thread that records the runs of `member` in `target`'s
     /// group. It makes the runs topic first; until then records wait.
-    pub fn start(target: &Target, member: &Member) -> Recorder {
+    pub fn start(target: &Target, member: &Member, lost: Arc<AtomicU64>) -> Recorder {
         let (queue, records) = sync_channel(QUEUE);
         let (done_tx, done) = sync_channel(1);
         let shared = Arc::new(Shared {
-            lost: AtomicU64::new(0),
+            lost,
             failing: AtomicBool::new(false),
             pending: AtomicU64::new(0),
             closed: AtomicBool::new(false),
@@ -381,7 +381,7 @@ mod tests {
             properties: Vec::new(),
             origins: Vec::new(),
         };
-        let recorder = Recorder::start(&target, &Member::this_process("m".into()));
+        let recorder = Recorder::start(&target, &Member::this_process("m".into()), Default::default());
         let began = std::time::Instant::now();
         for n in 0..=QUEUE as u64 {
             recorder.record(record(n));

@@ -137,7 +137,8 @@ impl Shell {
 
         let (events_tx, events) = unbounded_channel();
         let member = Member::this_process(cfg.name.clone());
-        let runs = crate::runs::Runs::start(&cfg, &member);
+        let lost = report_lost(&metrics);
+        let runs = crate::runs::Runs::start(&cfg, &member, lost);
         let Some(mut kafka) = connect(&cfg, member, events_tx, &mut signals, started.boot).await? else {
             return Ok(None);
         };
@@ -609,6 +610,11 @@ async fn place(cfg: &mut Config, signals: &mut Signals) -> Result<bool, Failure>
         },
         _ = signals.shutdown() => Ok(false),
     }
+}
+
+/// The counter of lost run records that /metrics shows.
+fn report_lost(metrics: &metrics::Shared) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+    metrics.lock().expect("metrics lock").runs_unrecorded.clone()
 }
 
 /// Reaps whatever exits below us, for ever: after the loop, where nothing

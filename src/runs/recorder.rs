@@ -124,18 +124,29 @@ impl Recorder {
     /// Closes the queue and waits up to `within` for the thread to write
     /// what it holds (at once when it holds nothing).
     pub async fn finish(mut self, within: Duration) {
-        self.shared.closed.store(true, Ordering::Relaxed);
         self.queue = None;
         let lost = self.shared.lost.load(Ordering::Relaxed);
         if lost > 0 {
             warn!(lost, "run records lost since this member started (not on the runs topic)");
         }
+        // Said once the wait is over, not before: a thread still making
+        // the topic goes on until then.
+        let _closed = Closed(&self.shared);
         let (Some(done), true) = (self.done.take(), self.shared.pending.load(Ordering::Relaxed) > 0) else { return };
         let waited = tokio::task::spawn_blocking(move || done.recv_timeout(within).is_ok()).await;
         if !matches!(waited, Ok(true)) {
             let pending = self.shared.pending.load(Ordering::Relaxed);
             warn!(pending, wait = ?within, "exiting with run records not yet written to the runs topic");
         }
+    }
+}
+
+/// Tells the thread, when dropped, that the member is done waiting for it.
+struct Closed<'a>(&'a Shared);
+
+impl Drop for Closed<'_> {
+    fn drop(&mut self) {
+        self.0.closed.store(true, Ordering::Relaxed);
     }
 }
 
@@ -147,6 +158,14 @@ struct Thread {
     shared: Arc<Shared>,
     /// The runtime the member runs on, for the admin client's one request.
     runtime: Option<tokio::runtime::Handle>,
+}
+
+/// What a look at the runs topic found.
+enum Look {
+    Ready,
+    /// Made just now (by us or another member).
+    Created,
+    NotYet,
 }
 
 /// How long one look at the topic's metadata may take, and the pause
@@ -174,11 +193,13 @@ impl Thread {
         };
         loop {
             match self.ensure_topic(&producer) {
-                Ok(true) => break,
-                Ok(false) if self.shared.closed.load(Ordering::Relaxed) => {
+                Ok(Look::Ready) => break,
+                Ok(_) if self.shared.closed.load(Ordering::Relaxed) => {
                     return self.give_up(records, "Kafka did not answer before the member exited")
                 }
-                Ok(false) => std::thread::sleep(RETRY),
+                // Made just now: there in a moment.
+                Ok(Look::Created) => std::thread::sleep(Duration::from_millis(50)),
+                Ok(Look::NotYet) => std::thread::sleep(RETRY),
                 Err(why) => {
                     error!("{why}");
                     return self.give_up(records, &why);
@@ -226,9 +247,9 @@ impl Thread {
         }
     }
 
-    /// Whether the runs topic is there (Ok(false): not yet, try again);
-    /// creates it when missing. Err says why it never will be.
-    fn ensure_topic(&self, producer: &BaseProducer<Context>) -> Result<bool, String> {
+    /// Whether the runs topic is there; creates it when missing. Err says
+    /// why it never will be.
+    fn ensure_topic(&self, producer: &BaseProducer<Context>) -> Result<Look, String> {
         let metadata = match producer.client().fetch_metadata(Some(&self.topic), LOOK) {
             Ok(metadata) => metadata,
             Err(err) => {
@@ -236,22 +257,21 @@ impl Thread {
                     return Err(fatal);
                 }
                 debug!(%err, "runs topic: Kafka does not answer yet");
-                return Ok(false);
+                return Ok(Look::NotYet);
             }
         };
-        let Some(topic) = metadata.topics().iter().find(|t| t.name() == self.topic) else { return Ok(false) };
+        let Some(topic) = metadata.topics().iter().find(|t| t.name() == self.topic) else { return Ok(Look::NotYet) };
         match topic.error().map(RDKafkaErrorCode::from) {
-            None if !topic.partitions().is_empty() => Ok(true),
+            None if !topic.partitions().is_empty() => Ok(Look::Ready),
             None | Some(RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::LeaderNotAvailable) => {
-                self.create()?;
-                Ok(false)
+                self.create()
             }
-            Some(code) => self.fatal(code).map_or(Ok(false), Err),
+            Some(code) => self.fatal(code).map_or(Ok(Look::NotYet), Err),
         }
     }
 
     /// Creates the runs topic: one partition, `RETENTION_MS`.
-    fn create(&self) -> Result<(), String> {
+    fn create(&self) -> Result<Look, String> {
         let Some(runtime) = &self.runtime else { return Err("no runtime to create the runs topic on".into()) };
         info!(topic = %self.topic, "creating the runs topic (7 days retention)");
         let admin: AdminClient<rdkafka::client::DefaultClientContext> =
@@ -267,12 +287,12 @@ impl Thread {
             let code = match result {
                 Ok(results) => match results.into_iter().next() {
                     Some(Err((_, code))) => code,
-                    _ => return Ok(()),
+                    _ => return Ok(Look::Created),
                 },
                 Err(err) => err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail),
             };
             match code {
-                RDKafkaErrorCode::TopicAlreadyExists => return Ok(()),
+                RDKafkaErrorCode::TopicAlreadyExists => return Ok(Look::Created),
                 RDKafkaErrorCode::InvalidReplicationFactor | RDKafkaErrorCode::UnsupportedVersion
                     if replication == -1 =>
                 {
@@ -290,7 +310,7 @@ impl Thread {
                     // Kafka may answer for a moment (a controller moving):
                     // the next look tries again.
                     warn!(topic = %self.topic, %code, "could not create the runs topic; trying again");
-                    return Ok(());
+                    return Ok(Look::NotYet);
                 }
             }
         }

@@ -81,6 +81,7 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -s h -l help -d 'Print h
 complete -c neli-run -n "__fish_neli_run_needs_command" -s V -l version -d 'Print version'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "status" -d 'Show who leads a group now, and its standbys, read from its records'
+complete -c neli-run -n "__fish_neli_run_needs_command" -a "history" -d 'Show the group\'s runs: who ran the command when, and how it ended, read from any host.'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "yield" -d 'Ask the leader to hand over to another member'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
 complete -c neli-run -n "__fish_neli_run_needs_command" -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'
@@ -127,6 +128,22 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand status" -l watch -d 'K
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l kafka-secret -d 'Set the Kafka property KEY to the contents of the file PATH, less one trailing newline (repeatable), e.g. sasl.password=PATH' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l role -d 'Only the runs of role J (--roles; the single leader is role 0)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l job -d 'Only the runs of the crontab job NAME' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l since -d 'Only the runs that started since then: a duration back from now (90m, 2d) or an RFC 3339 time (2026-11-29T08:00:00Z)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l limit -d 'Show the newest N runs (0: every run kept)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
+json\t''"
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l json -d 'Print one JSON object (the group, the topic, the runs) instead of text'
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -s b -l brokers -d 'Kafka bootstrap brokers, comma-separated [default: the --kafka-config file\'s bootstrap.servers, or localhost:9092]' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l kafka-config -d 'A Java-style client properties file (the client.properties Kafka users already have): security.protocol, sasl.mechanism, sasl.jaas.config, ssl.ca.location ... Merged under -X' -r -F
 complete -c neli-run -n "__fish_neli_run_using_subcommand yield" -l kafka-secret -d 'Set the Kafka property KEY to the contents of the file PATH, less one trailing newline (repeatable), e.g. sasl.password=PATH' -r
@@ -271,15 +288,16 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "resume" -d 'End a job\'s pause: its owner runs it again from its next due time'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "trigger" -d 'Run a job now, once, across the fleet: its owner starts a run due now, recorded as any run'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "status" -d 'Show who leads a group now, and its standbys, read from its records'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "yield" -d 'Ask the leader to hand over to another member'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "drain" -d 'Drain a member without stopping it: its commands stop, it leaves the group, and the others take what it ran, until `neli-run undrain`'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "undrain" -d 'End a drain: the member joins the group again and takes its share'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "cron" -d 'A fleet crontab: one file of jobs, each run once per due time across the group.'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status yield pause resume drain undrain cron help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status history yield pause resume drain undrain cron help" -f -a "dev-broker" -d 'Run a Kafka-protocol broker in memory, to try neli-run without Kafka'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status history yield pause resume drain undrain cron help" -f -a "status" -d 'Show who leads a group now, and its standbys, read from its records'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status history yield pause resume drain undrain cron help" -f -a "history" -d 'Show the group\'s runs: who ran the command when, and how it ended, read from any host.'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status history yield pause resume drain undrain cron help" -f -a "yield" -d 'Ask the leader to hand over to another member'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status history yield pause resume drain undrain cron help" -f -a "pause" -d 'Pause the group for maintenance: no member starts the command until `neli-run resume`'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status history yield pause resume drain undrain cron help" -f -a "resume" -d 'End a pause: the owner of partition 0 starts the command again'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status history yield pause resume drain undrain cron help" -f -a "drain" -d 'Drain a member without stopping it: its commands stop, it leaves the group, and the others take what it ran, until `neli-run undrain`'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status history yield pause resume drain undrain cron help" -f -a "undrain" -d 'End a drain: the member joins the group again and takes its share'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status history yield pause resume drain undrain cron help" -f -a "cron" -d 'A fleet crontab: one file of jobs, each run once per due time across the group.'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status history yield pause resume drain undrain cron help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from dev-broker" -f -a "event" -d 'Make one cluster event on the dev broker at --control, and say what it did.'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "check" -d 'Read a crontab and say what each job means: its time, zone, next due times and command; refused lines as FILE:LINE:COLUMN on stderr'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "history" -d 'Show a job\'s runs, read from the group\'s topic: when each was due, started and ended, its status, who ran it and under which token'

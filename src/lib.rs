@@ -25,6 +25,8 @@
 //!   runs with `--never-lead`: who leads a group, read from partition 0 from
 //!   outside the group (status/: the reader, the view and its rendering, the
 //!   control records, the watcher).
+//! - `runs`: every run on the record (the `<topic>.runs` topic, written
+//!   off the loop by a recorder of its own) and `history`, its reader.
 //! - `env`: the environment of what neli-run starts (the command, jobs,
 //!   hooks, the health check): what it removes from the caller's.
 //! - `files`: files written for others to read, never through a link, never over another's.
@@ -48,6 +50,7 @@ mod leader;
 mod metrics;
 mod notify;
 mod printable;
+mod runs;
 mod shell;
 mod status;
 mod stderr;
@@ -117,6 +120,7 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "dev-broker")]
         Some(Sub::DevBroker(args)) => return end_beside_librdkafka(exit_code(dev_broker(args).map(|()| 0))),
         Some(Sub::Status(args)) => return end_beside_librdkafka(said(status::main(args, env_properties))),
+        Some(Sub::History(args)) => return end_beside_librdkafka(said(runs::history_main(args, env_properties))),
         Some(Sub::Yield(args)) => return end_beside_librdkafka(said(status::yield_main(args, env_properties))),
         Some(Sub::Pause(args)) => {
             let asked =

@@ -78,6 +78,8 @@ pub struct Snapshot {
     pub loop_seen: Option<BootTime>,
     pub transitions: BTreeMap<&'static str, u64>,
     pub child_restarts: u64,
+    /// Run records lost (`crate::runs`), counted by the recorder itself.
+    pub runs_unrecorded: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// The token of the current leadership and when it began (wall ms).
     leading: Option<(i64, u64)>,
     last_start_token: Option<i64>,
@@ -368,6 +370,9 @@ impl Collector for Scrape {
             self.jobs(&mut enc)?;
         }
         one(&mut enc, "neli_kafka_reachable", None, "1 while Kafka answers.", gauge(s.kafka_reachable as i64))?;
+        let lost = ConstCounter::new(s.runs_unrecorded.load(std::sync::atomic::Ordering::Relaxed));
+        let help = "Run records not written to the runs topic (queue full, Kafka down or refusing them).";
+        one(&mut enc, "neli_runs_unrecorded", None, help, lost)?;
         let help =
             "1 while the group is paused (neli-run pause), as this member last read partition 0: current on its owner.";
         one(&mut enc, "neli_paused", None, help, gauge(s.paused as i64))?;

@@ -23,6 +23,7 @@ mod environment;
 mod faults;
 mod fetch_wait;
 mod health;
+mod history;
 mod hooks;
 mod layers;
 mod leader_file;

@@ -38,6 +38,29 @@ pub enum Sub {
     /// characters escaped.
     Status(StatusArgs),
 
+    /// Show the group's runs: who ran the command when, and how it ended,
+    /// read from any host.
+    ///
+    /// Every member records each run of its command (the single leader's,
+    /// each role's, each crontab job's, each scheduled run and each wave's
+    /// attempt) on the topic <TOPIC>.runs (e.g. billing.neli.runs), which
+    /// the first member to run creates with a week's retention: a record
+    /// when a run starts and one when it ends, best effort (a run whose
+    /// record Kafka refused or lost is missing; the member's log says so).
+    /// `history` reads it (it never joins the group) and prints one line
+    /// per run, the newest last: when it
+    /// started, the role or job, member@host, its fencing token, its due
+    /// time, how it ended (exit N, a signal, "running", or "no end" for a
+    /// run whose member died with it: a newer run of the same role or job
+    /// has started since), and how long it ran. Names read from the topic
+    /// are printed with control characters escaped.
+    ///
+    ///   neli-run history -g billing
+    ///   neli-run history -g nightly --job report --since 2d
+    ///   neli-run history -g shards --role 3 --limit 100 --json
+    #[command(verbatim_doc_comment)]
+    History(HistoryArgs),
+
     /// Ask the leader to hand over to another member.
     ///
     /// Writes a control record to partition 0; the leader (the one named by
@@ -142,7 +165,8 @@ pub enum CronCommand {
     ///
     /// Reads the job's partition as `status` reads the group (it joins
     /// nothing): the newest runs the topic keeps (an hour's), the newest
-    /// always, and when the job is next due.
+    /// always, and when the job is next due. For a week of its runs, from
+    /// the runs topic: `neli-run history --job JOB`.
     History(CronHistoryArgs),
 
     /// Pause one job: no member starts its runs until `cron resume JOB`.
@@ -353,6 +377,34 @@ pub struct YieldArgs {
     /// refused.
     #[arg(long, env = "NELI_YIELD_FORCE")]
     pub force: bool,
+}
+
+/// Options of `neli-run history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// Only the runs of role J (--roles; the single leader is role 0).
+    #[arg(long, value_name = "J")]
+    pub role: Option<i32>,
+
+    /// Only the runs of the crontab job NAME.
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
+
+    /// Only the runs that started since then: a duration back from now
+    /// (90m, 2d) or an RFC 3339 time (2026-11-29T08:00:00Z).
+    #[arg(long, value_name = "DURATION|TIME")]
+    pub since: Option<String>,
+
+    /// Show the newest N runs (0: every run kept).
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub limit: usize,
+
+    /// Print one JSON object (the group, the topic, the runs) instead of text.
+    #[arg(long, env = "NELI_JSON")]
+    pub json: bool,
 }
 
 /// Options of `neli-run status`.

@@ -104,6 +104,8 @@ struct Shell {
     /// `--crontab`: its file, read again on SIGHUP and when it changes.
     reload: Option<Reload>,
     report: Report,
+    /// Every run on the record (`<topic>.runs`), written off the loop.
+    runs: crate::runs::Runs,
 }
 
 impl Shell {
@@ -134,7 +136,12 @@ impl Shell {
         }
 
         let (events_tx, events) = unbounded_channel();
-        let Some(mut kafka) = connect(&cfg, events_tx, &mut signals, started.boot).await? else { return Ok(None) };
+        let member = Member::this_process(cfg.name.clone());
+        let lost = report_lost(&metrics);
+        let runs = crate::runs::Runs::start(&cfg, &member, lost);
+        let Some(mut kafka) = connect(&cfg, member, events_tx, &mut signals, started.boot).await? else {
+            return Ok(None);
+        };
         kafka.say_crontab(crate::kafka::CrontabSaid::of(&cfg));
         // Once connected: only the loop reaps a check's process (during a
         // long connect each would time out, and the log blame the check).
@@ -194,6 +201,7 @@ impl Shell {
             health,
             reload: Reload::new(&cfg),
             report,
+            runs,
         }))
     }
 
@@ -356,6 +364,7 @@ impl Shell {
                     return self.warm_exited(seat, status);
                 }
                 self.ended = Some((seat, status));
+                self.runs.ended(seat, status);
                 Some(Input::ChildExited(seat, status))
             }
             Heard::Written(n, done) => self.warm_written(seat, n, done),
@@ -452,7 +461,9 @@ impl Shell {
                 // On the wall clock, as the core reads it: the command never
                 // sees a time before its due time.
                 let begin_ms = begin.map(|begin| self.core.wall_ms_at(begin));
-                if seat.is_some_and(|seat| seat.child.spawn(Some(token), lease, attempt, begin_ms)) {
+                let job = seat.as_ref().and_then(|seat| seat.child.job());
+                if seat.is_some_and(|seat| seat.child.spawn(Some(token), lease, attempt.clone(), begin_ms)) {
+                    self.runs.started(partition, job, token, attempt.as_ref(), begin_ms);
                     let mut m = self.report.metrics.lock().expect("metrics lock");
                     match self.seats.len() {
                         1 => m.child_started(token),
@@ -519,6 +530,8 @@ impl Shell {
         let files = std::mem::take(&mut self.report.leader_files).into_values().map(|(file, _)| file);
         LeaderFile::close_all(files, LEADER_FILE_WAIT).await;
         info!(code, "leaving the group");
+        // Kafka unreachable: the last records wait for nothing.
+        let runs_wait = if self.kafka.reachable() { RUNS_WAIT } else { std::time::Duration::ZERO };
         let leaving = tokio::task::spawn_blocking(move || self.kafka.leave());
         let mut hurried = false;
         tokio::select! {
@@ -530,6 +543,9 @@ impl Shell {
             _ = tokio::time::sleep(LEAVE_WAIT) => error!(wait = ?LEAVE_WAIT, "leaving the group takes too long; exiting (the group expires our session)"),
             _ = reaping(&mut self.sigchld) => {}
         }
+        // After the handover: the last run's end record, bounded (not at
+        // all when asked again to stop).
+        self.runs.finish(if hurried { std::time::Duration::ZERO } else { runs_wait }).await;
         if let Some(hooks) = self.report.hooks.take() {
             let signals = &mut self.signals;
             let hurry = async move {
@@ -550,11 +566,11 @@ impl Shell {
 /// first. --acquire-timeout, counted from `started`, bounds the wait.
 async fn connect(
     cfg: &Config,
+    member: Member,
     events: UnboundedSender<Event>,
     signals: &mut Signals,
     started: BootTime,
 ) -> Result<Option<Kafka>, Failure> {
-    let member = Member::this_process(cfg.name.clone());
     let t = &cfg.timing;
     info!(group = %printable(&cfg.kafka.group), topic = %cfg.kafka.topic, name = %printable(&cfg.name), brokers = %cfg.kafka.brokers, "joining");
     info!(session_timeout = ?t.session_timeout, heartbeat_deadline = ?t.heartbeat_deadline, heartbeat_interval = ?t.heartbeat_interval, grace = ?t.grace, coordinator_heartbeat = ?t.coordinator_heartbeat, socket_timeout = ?t.request_timeout(), "timing");
@@ -594,6 +610,11 @@ async fn place(cfg: &mut Config, signals: &mut Signals) -> Result<bool, Failure>
         },
         _ = signals.shutdown() => Ok(false),
     }
+}
+
+/// The counter of lost run records that /metrics shows.
+fn report_lost(metrics: &metrics::Shared) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+    metrics.lock().expect("metrics lock").runs_unrecorded.clone()
 }
 
 /// Reaps whatever exits below us, for ever: after the loop, where nothing
@@ -639,6 +660,10 @@ async fn tick(interval: &mut Option<Interval>) {
 /// coordinator then expires our session instead (a broker that does not
 /// answer, or a second SIGTERM, must not keep a stopped service up).
 const LEAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long writing the runs' last records may hold up exiting, once the
+/// group has been left (a broker down: the records are lost, and said so).
+const RUNS_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// How long removing the leader file may hold up exiting (a hung file
 /// system).

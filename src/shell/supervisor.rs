@@ -56,6 +56,12 @@ impl Supervisor {
         self.running.is_none() && !self.ending
     }
 
+    /// The crontab job this seat runs, if any (its NELI_JOB): what its
+    /// runs are recorded under.
+    pub(super) fn job(&self) -> Option<String> {
+        self.command.env.iter().find(|(name, _)| name == "NELI_JOB").map(|(_, job)| job.clone())
+    }
+
     /// Gives the command one more variable (`--warm`'s NELI_TOKEN_FILE).
     pub(super) fn set_env(&mut self, name: &str, value: String) {
         self.command.env.push((name.into(), value));

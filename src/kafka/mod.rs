@@ -28,6 +28,7 @@ mod agree;
 mod barrier;
 mod bell;
 pub mod candidacy;
+mod cold;
 mod consumer;
 mod context;
 mod decode;
@@ -198,8 +199,15 @@ pub struct Kafka {
     /// Whether Kafka answers, as both clients last heard.
     reach: Reach,
     asks: Arc<Asks>,
-    /// Whether we stay out of the group, as last asked (`keep_out`).
+    /// Whether we stay out of the group, as last asked (`keep_out`,
+    /// `cold`), and what the shell asked (health, drain) and the core
+    /// (cold): `cold.rs`.
     out: Out,
+    kept_out: Out,
+    cold: bool,
+    /// The hot standbys our last heartbeat on the control partition named:
+    /// one that names a member this did not is padded (`Heartbeat::pad`).
+    hot_sent: Option<HotList>,
     /// The consumer thread: it says whether its close left the group.
     consumer: Option<JoinHandle<bool>>,
     /// The group's consumer and its subscription, to close it from here.
@@ -397,6 +405,9 @@ impl Kafka {
             reach,
             asks,
             out,
+            kept_out: out,
+            cold: false,
+            hot_sent: None,
             consumer: Some(thread),
             group,
             subscription: subscribed,
@@ -495,11 +506,12 @@ impl Kafka {
         let heartbeat = Heartbeat {
             timing: Some(self.timing),
             // Out of the group, drained or not (a drained leader stands
-            // aside as an unhealthy one does).
-            unhealthy: self.out != Out::In,
+            // aside as an unhealthy one does); a cold one may lead.
+            unhealthy: matches!(self.out, Out::Unhealthy | Out::Drained),
             roles: self.roles,
             crontab: self.crontab.as_ref().map(|c| c.digest.clone()),
             jobs_on: self.crontab.as_ref().map(|c| c.jobs_on.clone()),
+            pad: self.invite(partition, hot.as_ref()),
             hot,
             ..Heartbeat::new(&self.member, self.seq, now, at_ms, content)
         };
@@ -573,8 +585,8 @@ impl Kafka {
     /// standby leaves at once; a member that owns a seat's partition leaves
     /// as the core says (it stands aside), and rejoins only once back.
     pub fn keep_out(&mut self, out: Out) {
-        self.out = out;
-        self.asks.ask(Ask::Out(out));
+        self.kept_out = out;
+        self.ask_out();
     }
 
     /// As `stand_aside`, but for the member our disclaimer just named:

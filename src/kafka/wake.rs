@@ -359,8 +359,8 @@ pub(super) fn watch(
     let context = group.context();
     let one_role = context.seats.known.len() == 1 && !context.seats.every;
     let mut reading = true;
-    // The hot standbys last sent: the core hears only a change.
-    let mut hot: Option<crate::leader::HotList> = None;
+    // The hot standbys last sent, and when.
+    let mut hot: Option<(crate::leader::HotList, Instant)> = None;
     while !stop.load(Ordering::Relaxed) {
         // Out of the group (unhealthy, drained) we hold nothing: watch, so
         // that an undrain is heard.
@@ -400,9 +400,14 @@ pub(super) fn watch(
             let _ = events.send(drain);
             continue;
         }
-        if let Some(list) = hot_list(payload, me).filter(|list| hot.as_ref() != Some(list)) {
-            hot = Some(list.clone());
-            let _ = events.send(super::Event::Hot(list));
+        if let Some(list) = hot_list(payload, me, crate::clock::wall_ms()) {
+            // A change at once; the same list again once in a while, so
+            // that a cold member hears that its owner is alive.
+            let news = hot.as_ref().is_none_or(|(said, at)| *said != list || at.elapsed() >= HOT_REPEAT);
+            if news {
+                hot = Some((list.clone(), Instant::now()));
+                let _ = events.send(super::Event::Hot(list));
+            }
             continue;
         }
         let Some(wake) = Record::decode(payload).filter(|w| *wakes && !w.is_from(me)) else { continue };
@@ -413,10 +418,18 @@ pub(super) fn watch(
 }
 
 /// The hot standbys another member's heartbeat names, if it is one that
-/// names them (the control partition's owner's, of a version that does).
-fn hot_list(payload: &[u8], me: &Member) -> Option<crate::leader::HotList> {
-    super::heartbeat::Heartbeat::decode(payload).filter(|hb| !hb.is_from(me)).and_then(|hb| hb.hot)
+/// names them (the control partition's owner's, of a version that does)
+/// and is live at `now_ms` (our wall clock): younger than its writer's
+/// heartbeat deadline. An older one is no word of a live owner: a cold
+/// member must neither leave nor stay out by it.
+fn hot_list(payload: &[u8], me: &Member, now_ms: u64) -> Option<crate::leader::HotList> {
+    let live = |hb: &super::heartbeat::Heartbeat| now_ms.saturating_sub(hb.at_ms) < hb.deadline_ms;
+    super::heartbeat::Heartbeat::decode(payload).filter(|hb| !hb.is_from(me) && live(hb)).and_then(|hb| hb.hot)
 }
+
+/// How often the watcher hands the core a list it already said, while
+/// the owner writes it: well within `leader::Settings::owner_silence`.
+const HOT_REPEAT: Duration = Duration::from_millis(500);
 
 /// How long one poll of the watcher lasts: how long neli-run's exit may
 /// wait for the watcher, after it has left the group and woken the others.
@@ -451,20 +464,22 @@ mod tests {
     }
 
     #[test]
-    fn the_watcher_hears_the_hot_list_of_another_members_heartbeat_only() {
+    fn the_watcher_hears_the_hot_list_of_another_members_live_heartbeat_only() {
         use crate::kafka::heartbeat::Content;
         use crate::leader::{HotList, Record as Said, Stance};
         let me = member();
+        // Written at 1,000 ms on the wall clock, live for 5 s.
         let of = |m: &Member, hot: Option<HotList>| {
-            let content = Content { record: Said::saying(1, Stance::Contending), since_ms: None, deadline_ms: 1 };
-            Heartbeat { hot, ..Heartbeat::new(m, 1, crate::clock::BootTime::from_nanos(1), 1, content) }.encode()
+            let content = Content { record: Said::saying(1, Stance::Contending), since_ms: None, deadline_ms: 5000 };
+            Heartbeat { hot, ..Heartbeat::new(m, 1, crate::clock::BootTime::from_nanos(1), 1000, content) }.encode()
         };
         let list = HotList { k: 2, names: vec!["a".into()] };
         let owner = Member::this_process("owner".into());
-        assert_eq!(hot_list(&of(&owner, Some(list.clone())), &me), Some(list.clone()));
-        assert_eq!(hot_list(&of(&owner, None), &me), None, "an older owner's names none");
-        assert_eq!(hot_list(&of(&me, Some(list)), &me), None, "our own is ours already");
-        assert_eq!(hot_list(&Record::new(&owner).encode(), &me), None, "a wake is no heartbeat");
+        assert_eq!(hot_list(&of(&owner, Some(list.clone())), &me, 5999), Some(list.clone()));
+        assert_eq!(hot_list(&of(&owner, Some(list.clone())), &me, 6000), None, "past its deadline: no live owner's");
+        assert_eq!(hot_list(&of(&owner, None), &me, 2000), None, "an older owner's names none");
+        assert_eq!(hot_list(&of(&me, Some(list)), &me, 2000), None, "our own is ours already");
+        assert_eq!(hot_list(&Record::new(&owner).encode(), &me, 2000), None, "a wake is no heartbeat");
     }
 
     #[test]

@@ -171,6 +171,12 @@ pub struct Settings {
     /// `--hot-standbys`: how many standbys besides the seat holders the
     /// owner of the control partition names hot (docs/hot-set.md).
     pub hot_standbys: u32,
+    /// How long a cold standby waits for a live record of the control
+    /// partition's owner before it joins the group anyway (every hot
+    /// member may be gone): three candidacy intervals, plus the wait of the
+    /// watcher's parked fetch, which brings the owner's records only at
+    /// its end.
+    pub owner_silence: Duration,
     /// NELI's roles (`--roles`): one seat per role, role j on partition j.
     /// 1 is the single leader, on partition 0.
     pub roles: u32,
@@ -557,8 +563,10 @@ pub enum Input {
     Standby,
     /// Another member's candidacy record was read from partition 0.
     Candidacy(Candidacy),
-    /// The hot standbys the control partition's owner names, as a record
-    /// of its read from outside the group says them (when they change).
+    /// The hot standbys the control partition's owner names, as a live
+    /// record of its read by the watcher says them (when they change, and
+    /// at least every `kafka::wake::HOT_REPEAT` while it writes: the owner
+    /// is heard).
     Hot(super::HotList),
     /// Nothing but the passing of time (the shell's timer fired).
     Tick,
@@ -632,6 +640,9 @@ pub enum Action {
     LeaveGroup,
     /// Leave the group and exit with this status.
     Exit(u8),
+    /// Stay out of the group as a cold standby (true), or join it again
+    /// (false): see `cold.rs`.
+    Cold(bool),
     /// Write this record on the seat's partition (it claims nothing), and
     /// give it a moment to land: the next owner then reads that our command
     /// is gone instead of waiting out our last record. Comes before giving
@@ -656,6 +667,7 @@ impl Action {
             | Action::HandOver
             | Action::SendCandidacy { .. }
             | Action::LeaveGroup
+            | Action::Cold(_)
             | Action::Exit(_) => None,
         }
     }

@@ -141,7 +141,7 @@ impl Standbys {
     }
 
     /// The member a hand-over that still holds at `now` names.
-    fn handed_to(&self, now: BootTime) -> Option<&str> {
+    pub(super) fn handed_to(&self, now: BootTime) -> Option<&str> {
         self.handover.as_ref().filter(|(_, until)| now < *until).map(|(to, _)| to.as_str())
     }
 

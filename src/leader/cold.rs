@@ -1,0 +1,137 @@
+//! Cold standbys (docs/hot-set.md, slice 2): a member the control
+//! partition's owner does not name hot leaves the consumer group, so that
+//! a group's rebalances and coordinator heartbeats cost what its hot set
+//! costs, not what the fleet does. The rule is here, pure; the shell keeps
+//! the member out of the group (`Action::Cold`) as it does an unhealthy
+//! one, and the Kafka adapter's watcher, which reads partition 0 in or out
+//! of the group, brings each live list (`Input::Hot`).
+//!
+//! Going cold must never cost a seat or strand the group, so a member goes
+//! cold only when all of these hold: it holds no seat (no partition of a
+//! seat of ours, no command of ours running, not exiting); the newest list
+//! comes from an owner heard within `Settings::owner_silence`; that list
+//! names `k` members and not us (a short list means every member left may
+//! be needed); and no hand-over names us. It comes back as soon as one
+//! fails: a list that names it (the owner's invite), or an owner silent
+//! for `owner_silence` (the hot set may all be gone: the simple rule that
+//! keeps anyone from being stranded; its bound and soak are slice 3's).
+
+use tracing::info;
+
+use super::hot_set::HotList;
+use super::{Action, Leader, CONTROL_PARTITION};
+use crate::clock::BootTime;
+use crate::printable::printable;
+
+/// What the member knows that the rule weighs.
+#[derive(Debug, Default)]
+pub(super) struct Cold {
+    /// When we last read a live record of the control partition's owner
+    /// naming the hot standbys.
+    heard: Option<BootTime>,
+    /// We asked the shell to keep us out of the group as a cold standby.
+    cold: bool,
+}
+
+impl Cold {
+    pub(super) fn is_cold(&self) -> bool {
+        self.cold
+    }
+}
+
+/// What the rule weighs of ourselves at one step.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Us<'a> {
+    pub(super) name: &'a str,
+    /// A seat of ours holds its partition, a command of ours runs, or we
+    /// exit.
+    pub(super) seated: bool,
+    /// A hand-over (`yield --to`, a disclaimer's target) names us and
+    /// still holds.
+    pub(super) target: bool,
+}
+
+/// Whether a member `us` stays out of the group as a cold standby at
+/// `now`, given the newest `list` read and when its owner was last
+/// `heard` from: no seat, no hand-over to us, a list of a live owner that
+/// names `k` others and not us.
+pub(super) fn stays_cold(
+    us: Us,
+    list: Option<&HotList>,
+    heard: Option<BootTime>,
+    silence: std::time::Duration,
+    now: BootTime,
+) -> bool {
+    let Some(list) = list else { return false };
+    let live = heard.is_some_and(|at| now < at + silence);
+    let full = list.names.len() >= usize::try_from(list.k).unwrap_or(usize::MAX);
+    live && full && !us.seated && !us.target && !list.named(us.name)
+}
+
+impl Leader {
+    /// The hot standbys our heartbeats on the control partition name while
+    /// we own it (None while we do not: its owner decides, one writer, so
+    /// that members never disagree): `hot_set`'s choice among the members
+    /// read, the target of our yield or of a fresh hand-over first. In the
+    /// records through the shell, as `roles` and `unhealthy` are, so that
+    /// a record's contents stay the seat's to decide.
+    pub fn hot_list(&self) -> Option<HotList> {
+        let super::Settings { name, hot_standbys, .. } = &self.settings;
+        self.owns_control().then(|| self.standbys.hot(name, *hot_standbys, self.hand_to.as_deref(), self.now))
+    }
+
+    /// Whether we own the control partition (as the seat on it).
+    pub(super) fn owns_control(&self) -> bool {
+        self.seats.get(&CONTROL_PARTITION).is_some_and(|s| s.tenure.is_some())
+    }
+
+    /// The hot standbys a live owner of the control partition names, read
+    /// at `now`: kept (`Standbys`, the one place), said when it changes
+    /// whether it names us, and the owner heard.
+    pub(super) fn on_hot(&mut self, list: HotList, now: BootTime) {
+        let me = self.settings.name.as_str();
+        let was = self.standbys.hot_read().map(|known| known.named(me));
+        super::say::hot(was, &list, me, self.owns_control());
+        self.standbys.read_hot(list);
+        self.cold.heard = Some(now);
+    }
+
+    /// Goes cold or comes back as `stays_cold` says now: a change is one
+    /// `Action::Cold` for the shell.
+    pub(super) fn settle_cold(&mut self, now: BootTime) {
+        let name = self.settings.name.as_str();
+        let seated = self.exiting.is_some()
+            || self.owns_any()
+            || self.seats.values().any(|s| s.child != super::seat::Child::Idle);
+        let us = Us { name, seated, target: self.standbys.handed_to(now) == Some(name) };
+        let list = self.standbys.hot_read();
+        let cold = stays_cold(us, list, self.cold.heard, self.settings.owner_silence, now);
+        if cold == self.cold.cold {
+            return;
+        }
+        self.cold.cold = cold;
+        let names = list.map(|l| l.names.iter().map(|n| printable(n).to_string()).collect::<Vec<_>>().join(", "));
+        let names = names.unwrap_or_default();
+        if cold {
+            info!(hot = %names, "a cold standby: leaving the group until the owner of partition 0 names this member or goes silent");
+        } else if list.is_some_and(|l| l.named(name)) || us.target {
+            info!(hot = %names, "named a hot standby: joining the group");
+        } else if us.seated {
+            info!("holding a seat: in the group");
+        } else {
+            let silence = self.settings.owner_silence;
+            info!(
+                ?silence,
+                "no live record of the owner of partition 0 read: joining the group in case every hot member is gone"
+            );
+        }
+        self.out.push(Action::Cold(cold));
+    }
+
+    /// When a cold member's owner counts as silent (it then joins the
+    /// group); None while we are not cold.
+    pub(super) fn cold_deadline(&self) -> Option<BootTime> {
+        let heard = self.cold.heard.filter(|_| self.cold.cold)?;
+        Some(heard + self.settings.owner_silence)
+    }
+}

@@ -1,0 +1,107 @@
+//! Cold standbys (docs/hot-set.md, slice 2; the rule is `cold.rs`'s): a
+//! member with no seat that a live owner's full list leaves out stays out
+//! of the group, and comes back when a list names it, when the owner goes
+//! silent, or when it is handed partition 0. `owner_silence` is 3 s in the
+//! fixture's settings.
+
+use super::*;
+use crate::leader::cold::{stays_cold, Us};
+
+fn list(k: u32, names: &[&str]) -> HotList {
+    HotList { k, names: names.iter().map(|n| n.to_string()).collect() }
+}
+
+fn hot(k: u32, names: &[&str]) -> Input {
+    Input::Hot(list(k, names))
+}
+
+/// A standby in the group since 0 that has said it is there.
+fn standby() -> Leader {
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    assert_eq!(l.step(Input::Standby, ms(0)), vec![SendCandidacy { leaving: false }]);
+    l
+}
+
+#[test]
+fn the_rule_weighs_the_seat_the_hand_over_the_list_and_the_owners_silence() {
+    let s = Duration::from_millis(3000);
+    let free = Us { name: "me", seated: false, target: false };
+    let full = list(2, &["a", "b"]);
+    let heard = Some(ms(1000));
+    assert!(stays_cold(free, Some(&full), heard, s, ms(3999)), "a full list of a live owner, naming others");
+    assert!(!stays_cold(free, Some(&full), heard, s, ms(4000)), "the owner silent for 3 s");
+    assert!(!stays_cold(free, Some(&full), None, s, ms(1000)), "no owner heard");
+    assert!(!stays_cold(free, None, heard, s, ms(1000)), "no list");
+    assert!(!stays_cold(free, Some(&list(2, &["a"])), heard, s, ms(1000)), "a short list: everyone may be needed");
+    assert!(!stays_cold(free, Some(&list(2, &["a", "me"])), heard, s, ms(1000)), "named");
+    assert!(!stays_cold(Us { seated: true, ..free }, Some(&full), heard, s, ms(1000)), "a seat");
+    assert!(!stays_cold(Us { target: true, ..free }, Some(&full), heard, s, ms(1000)), "handed to");
+    assert!(stays_cold(free, Some(&list(0, &[])), heard, s, ms(1000)), "--hot-standbys 0: every standby is cold");
+    assert!(stays_cold(free, Some(&list(1, &["a", "b"])), heard, s, ms(1000)), "K others or more");
+}
+
+#[test]
+fn a_standby_goes_cold_on_a_full_list_that_names_others_and_comes_back_when_named() {
+    let mut l = standby();
+    assert_eq!(l.step(hot(2, &["a"]), ms(100)), vec![], "a short list: stays in the group");
+    assert_eq!(l.step(hot(2, &["a", "me"]), ms(200)), vec![], "named: stays in");
+    assert_eq!(l.step(hot(2, &["a", "b"]), ms(300)), vec![Cold(true)]);
+    assert_eq!(l.step(hot(2, &["a", "b"]), ms(400)), vec![], "said once");
+    // Cold, it still says it is there: the owner chooses among those it reads.
+    assert_eq!(l.step(Input::Tick, ms(1000)), vec![SendCandidacy { leaving: false }]);
+    assert_eq!(l.step(hot(2, &["me", "a"]), ms(1100)), vec![Cold(false)], "invited");
+    assert_eq!(l.step(hot(1, &["a"]), ms(1200)), vec![Cold(true)], "K 1, another named");
+}
+
+#[test]
+fn a_cold_standby_joins_once_the_owner_goes_silent_and_leaves_again_when_one_is_heard() {
+    let mut l = standby();
+    assert_eq!(l.step(hot(2, &["a", "b"]), ms(100)), vec![Cold(true)]);
+    assert_eq!(l.step(Input::Tick, ms(1000)), vec![SendCandidacy { leaving: false }]);
+    assert_eq!(l.step(hot(2, &["a", "b"]), ms(1500)), vec![], "heard again: cold still");
+    assert_eq!(l.step(Input::Tick, ms(4000)), vec![SendCandidacy { leaving: false }], "cold, it says it is there");
+    assert_eq!(l.next_deadline(), Some(ms(4500)), "the owner silent 3 s after it was last heard");
+    assert_eq!(l.step(Input::Tick, ms(4499)), vec![]);
+    assert_eq!(l.step(Input::Tick, ms(4500)), vec![Cold(false)], "every hot member may be gone");
+    // A new owner, or the old one back: cold again by its list.
+    assert_eq!(l.step(hot(2, &["a", "c"]), ms(4600)), vec![Cold(true)]);
+}
+
+#[test]
+fn a_list_in_a_record_past_its_deadline_is_no_live_owners_word() {
+    let mut l = standby();
+    let old = Other {
+        hot: Some(list(2, &["a", "b"])),
+        age: DEADLINE,
+        ..record_of("x/1", 5, Some(1), None, Stance::Leading { token: 5 })
+    };
+    assert_eq!(l.step(Input::OtherHeartbeat(P, old.clone()), ms(100)), vec![], "read late: stays in");
+    let live = Other { age: Duration::ZERO, offset: 6, seq: old.seq + 1, ..old };
+    assert_eq!(l.step(Input::OtherHeartbeat(P, live), ms(200)), vec![Cold(true)]);
+}
+
+#[test]
+fn a_member_with_a_seat_never_goes_cold() {
+    let mut l = leading(Restart::Never);
+    l.step(hot(2, &["a", "b"]), ms(1100));
+    let out = l.step(hot(2, &["a", "b"]), ms(1200));
+    assert!(!out.contains(&Cold(true)), "{out:?}");
+    // Revoked, its command still stopping: a seat until it is gone.
+    let out = l.step(Input::Revoked { partition: P, lost: false }, ms(1300));
+    assert!(!out.contains(&Cold(true)), "{out:?}");
+    let out = l.step(hot(2, &["a", "b"]), ms(1400));
+    assert!(!out.contains(&Cold(true)), "the command still runs: {out:?}");
+    let out = l.step(Input::ChildExited(P, ChildStatus::Exited(0)), ms(1500));
+    assert!(out.contains(&Cold(true)), "no seat left: {out:?}");
+}
+
+#[test]
+fn the_target_of_a_hand_over_stays_in_the_group_while_it_holds() {
+    let mut l = standby();
+    let handing = Other { to: Some("me".into()), ..record_of("x/1", 3, Some(1), None, Stance::Released) };
+    l.step(Input::OtherHeartbeat(P, handing), ms(100));
+    assert_eq!(l.step(hot(2, &["a", "b"]), ms(200)), vec![], "handed partition 0: it must be in the group");
+    // The hand-over holds 3 candidacy intervals (3 s) from its writing.
+    assert!(!l.step(hot(2, &["a", "b"]), ms(3099)).contains(&Cold(true)));
+    assert_eq!(l.step(hot(2, &["a", "b"]), ms(3100)), vec![Cold(true)], "stale: cold by the list");
+}

@@ -110,9 +110,9 @@ pub enum Event {
     Trigger(Partition, crate::leader::Trigger),
     /// Another member's candidacy record.
     Candidacy(Candidacy),
-    /// The hot standbys the control partition's owner names, read by the
-    /// watcher when they change.
-    Hot(crate::leader::HotList),
+    /// A live record of the control partition's owner, read by the
+    /// watcher, and the hot standbys it names (`leader::Input::Hot`).
+    Hot(Option<crate::leader::HotList>),
     /// `neli-run drain` (`drained`) or `undrain` named us, at `offset` of
     /// the control partition (heard by the watcher and by the consumer
     /// alike: the shell takes the newest); `by` says who asked.

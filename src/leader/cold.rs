@@ -12,9 +12,13 @@
 //! comes from an owner heard within `Settings::owner_silence`; that list
 //! names `k` members and not us (a short list means every member left may
 //! be needed); and no hand-over names us. It comes back as soon as one
-//! fails: a list that names it (the owner's invite), or an owner silent
-//! for `owner_silence` (the hot set may all be gone: the simple rule that
-//! keeps anyone from being stranded; its bound and soak are slice 3's).
+//! fails: a list that names it (the owner's invite), or a silent hot set:
+//! no live record of the owner read for `owner_silence`, and no candidacy
+//! of a hot standby the list names that still counts (the hot set may
+//! all be gone: the simple rule that keeps anyone from being stranded;
+//! its bound and soak are slice 3's). While a hot standby is heard, a
+//! cold member waits for it to take over from a dead owner rather than
+//! join with every other cold member.
 
 use tracing::info;
 
@@ -52,18 +56,12 @@ pub(super) struct Us<'a> {
 }
 
 /// Whether a member `us` stays out of the group as a cold standby at
-/// `now`, given the newest `list` read and when its owner was last
-/// `heard` from: no seat, no hand-over to us, a list of a live owner that
-/// names `k` others and not us.
-pub(super) fn stays_cold(
-    us: Us,
-    list: Option<&HotList>,
-    heard: Option<BootTime>,
-    silence: std::time::Duration,
-    now: BootTime,
-) -> bool {
+/// `now`, given the newest `list` read and until when the hot set is
+/// `alive` (`Leader::hot_alive_until`): no seat, no hand-over to us, a
+/// list of a live hot set that names `k` others and not us.
+pub(super) fn stays_cold(us: Us, list: Option<&HotList>, alive: Option<BootTime>, now: BootTime) -> bool {
     let Some(list) = list else { return false };
-    let live = heard.is_some_and(|at| now < at + silence);
+    let live = alive.is_some_and(|until| now < until);
     let full = list.names.len() >= usize::try_from(list.k).unwrap_or(usize::MAX);
     live && full && !us.seated && !us.target && !list.named(us.name)
 }
@@ -75,9 +73,17 @@ impl Leader {
     /// read, the target of our yield or of a fresh hand-over first. In the
     /// records through the shell, as `roles` and `unhealthy` are, so that
     /// a record's contents stay the seat's to decide.
+    ///
+    /// A new owner names none while its list is short of `k` and it has
+    /// owned the partition for less than a candidacy's life (3 intervals):
+    /// it may not have read every member's candidacy yet, and a short list
+    /// brings every cold member back into the group.
     pub fn hot_list(&self) -> Option<HotList> {
-        let super::Settings { name, hot_standbys, .. } = &self.settings;
-        self.owns_control().then(|| self.standbys.hot(name, *hot_standbys, self.hand_to.as_deref(), self.now))
+        let super::Settings { name, hot_standbys, candidacy_interval, .. } = &self.settings;
+        let since = self.seats.get(&CONTROL_PARTITION)?.tenure.as_ref()?.since;
+        let list = self.standbys.hot(name, *hot_standbys, self.hand_to.as_deref(), self.now);
+        let short = list.names.len() < usize::try_from(*hot_standbys).unwrap_or(usize::MAX);
+        (!short || self.now >= since + 3 * *candidacy_interval).then_some(list)
     }
 
     /// Whether we own the control partition (as the seat on it).
@@ -85,15 +91,18 @@ impl Leader {
         self.seats.get(&CONTROL_PARTITION).is_some_and(|s| s.tenure.is_some())
     }
 
-    /// The hot standbys a live owner of the control partition names, read
-    /// at `now`: kept (`Standbys`, the one place), said when it changes
-    /// whether it names us, and the owner heard.
-    pub(super) fn on_hot(&mut self, list: HotList, now: BootTime) {
+    /// A live record of the control partition's owner read at `now`, and
+    /// the hot standbys it names: the owner is heard; the list is kept
+    /// (`Standbys`, the one place) and said when it changes whether it
+    /// names us. One that names none (a new owner's first, an older
+    /// version's) leaves the newest list read in force.
+    pub(super) fn on_hot(&mut self, list: Option<HotList>, now: BootTime) {
+        self.cold.heard = Some(now);
+        let Some(list) = list else { return };
         let me = self.settings.name.as_str();
         let was = self.standbys.hot_read().map(|known| known.named(me));
         super::say::hot(was, &list, me, self.owns_control());
         self.standbys.read_hot(list);
-        self.cold.heard = Some(now);
     }
 
     /// Goes cold or comes back as `stays_cold` says now: a change is one
@@ -105,7 +114,7 @@ impl Leader {
             || self.seats.values().any(|s| s.child != super::seat::Child::Idle);
         let us = Us { name, seated, target: self.standbys.handed_to(now) == Some(name) };
         let list = self.standbys.hot_read();
-        let cold = stays_cold(us, list, self.cold.heard, self.settings.owner_silence, now);
+        let cold = stays_cold(us, list, self.hot_alive_until(), now);
         if cold == self.cold.cold {
             return;
         }
@@ -118,6 +127,8 @@ impl Leader {
             info!(hot = %names, "named a hot standby: joining the group");
         } else if us.seated {
             info!("holding a seat: in the group");
+        } else if list.is_some_and(|l| l.names.len() < usize::try_from(l.k).unwrap_or(usize::MAX)) {
+            info!(hot = %names, "the owner of partition 0 names fewer hot standbys than it wants: joining the group");
         } else {
             let silence = self.settings.owner_silence;
             info!(
@@ -128,10 +139,20 @@ impl Leader {
         self.out.push(Action::Cold(cold));
     }
 
-    /// When a cold member's owner counts as silent (it then joins the
+    /// Until when the hot set counts as alive: `owner_silence` after the
+    /// owner's last live record read, or while the newest candidacy of a
+    /// hot standby the list names counts (the owner may have died, and
+    /// that standby takes over within a session: the cold members need
+    /// not all join meanwhile).
+    fn hot_alive_until(&self) -> Option<BootTime> {
+        let owner = self.cold.heard.map(|at| at + self.settings.owner_silence);
+        let named = self.standbys.hot_read().and_then(|list| self.standbys.named_live_until(list));
+        owner.max(named)
+    }
+
+    /// When a cold member finds the hot set silent (it then joins the
     /// group); None while we are not cold.
     pub(super) fn cold_deadline(&self) -> Option<BootTime> {
-        let heard = self.cold.heard.filter(|_| self.cold.cold)?;
-        Some(heard + self.settings.owner_silence)
+        self.hot_alive_until().filter(|_| self.cold.cold)
     }
 }

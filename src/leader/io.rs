@@ -563,11 +563,11 @@ pub enum Input {
     Standby,
     /// Another member's candidacy record was read from partition 0.
     Candidacy(Candidacy),
-    /// The hot standbys the control partition's owner names, as a live
-    /// record of its read by the watcher says them (when they change, and
-    /// at least every `kafka::wake::HOT_REPEAT` while it writes: the owner
-    /// is heard).
-    Hot(super::HotList),
+    /// A live record of the control partition's owner, read by the
+    /// watcher, and the hot standbys it names (None: it names none): when
+    /// they change, and at least every `kafka::wake::HOT_REPEAT` while it
+    /// writes, so that a cold member hears that the owner is alive.
+    Hot(Option<super::HotList>),
     /// Nothing but the passing of time (the shell's timer fired).
     Tick,
 }

@@ -624,8 +624,9 @@ impl Leader {
             self.on_seat(partition, |s, cx| s.on_pause(cx, pause, now));
         }
         self.standbys.other(&other, seat::handover_window(&self.settings), now);
-        if let Some(list) = other.hot.clone().filter(|_| partition == CONTROL_PARTITION && other.age < other.deadline) {
-            self.on_hot(list, now);
+        let owner = !matches!(other.stance, Stance::Released) && other.age < other.deadline;
+        if partition == CONTROL_PARTITION && owner {
+            self.on_hot(other.hot.clone(), now);
         }
         self.on_seat(partition, |s, cx| s.on_other(cx, other, now));
     }

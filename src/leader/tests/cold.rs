@@ -12,7 +12,7 @@ fn list(k: u32, names: &[&str]) -> HotList {
 }
 
 fn hot(k: u32, names: &[&str]) -> Input {
-    Input::Hot(list(k, names))
+    Input::Hot(Some(list(k, names)))
 }
 
 /// A standby in the group since 0 that has said it is there.
@@ -24,20 +24,19 @@ fn standby() -> Leader {
 
 #[test]
 fn the_rule_weighs_the_seat_the_hand_over_the_list_and_the_owners_silence() {
-    let s = Duration::from_millis(3000);
     let free = Us { name: "me", seated: false, target: false };
     let full = list(2, &["a", "b"]);
-    let heard = Some(ms(1000));
-    assert!(stays_cold(free, Some(&full), heard, s, ms(3999)), "a full list of a live owner, naming others");
-    assert!(!stays_cold(free, Some(&full), heard, s, ms(4000)), "the owner silent for 3 s");
-    assert!(!stays_cold(free, Some(&full), None, s, ms(1000)), "no owner heard");
-    assert!(!stays_cold(free, None, heard, s, ms(1000)), "no list");
-    assert!(!stays_cold(free, Some(&list(2, &["a"])), heard, s, ms(1000)), "a short list: everyone may be needed");
-    assert!(!stays_cold(free, Some(&list(2, &["a", "me"])), heard, s, ms(1000)), "named");
-    assert!(!stays_cold(Us { seated: true, ..free }, Some(&full), heard, s, ms(1000)), "a seat");
-    assert!(!stays_cold(Us { target: true, ..free }, Some(&full), heard, s, ms(1000)), "handed to");
-    assert!(stays_cold(free, Some(&list(0, &[])), heard, s, ms(1000)), "--hot-standbys 0: every standby is cold");
-    assert!(stays_cold(free, Some(&list(1, &["a", "b"])), heard, s, ms(1000)), "K others or more");
+    let alive = Some(ms(4000));
+    assert!(stays_cold(free, Some(&full), alive, ms(3999)), "a full list of a live hot set, naming others");
+    assert!(!stays_cold(free, Some(&full), alive, ms(4000)), "the hot set silent");
+    assert!(!stays_cold(free, Some(&full), None, ms(1000)), "no owner heard");
+    assert!(!stays_cold(free, None, alive, ms(1000)), "no list");
+    assert!(!stays_cold(free, Some(&list(2, &["a"])), alive, ms(1000)), "a short list: everyone may be needed");
+    assert!(!stays_cold(free, Some(&list(2, &["a", "me"])), alive, ms(1000)), "named");
+    assert!(!stays_cold(Us { seated: true, ..free }, Some(&full), alive, ms(1000)), "a seat");
+    assert!(!stays_cold(Us { target: true, ..free }, Some(&full), alive, ms(1000)), "handed to");
+    assert!(stays_cold(free, Some(&list(0, &[])), alive, ms(1000)), "--hot-standbys 0: every standby is cold");
+    assert!(stays_cold(free, Some(&list(1, &["a", "b"])), alive, ms(1000)), "K others or more");
 }
 
 #[test]
@@ -104,4 +103,53 @@ fn the_target_of_a_hand_over_stays_in_the_group_while_it_holds() {
     // The hand-over holds 3 candidacy intervals (3 s) from its writing.
     assert!(!l.step(hot(2, &["a", "b"]), ms(3099)).contains(&Cold(true)));
     assert_eq!(l.step(hot(2, &["a", "b"]), ms(3100)), vec![Cold(true)], "stale: cold by the list");
+}
+
+#[test]
+fn a_named_hot_standbys_candidacy_keeps_a_cold_member_out_while_a_dead_owner_is_replaced() {
+    let mut l = standby();
+    assert_eq!(l.step(hot(2, &["a", "b"]), ms(100)), vec![Cold(true)]);
+    // b, hot, says it is there at 2000 (counting 3 s); c, not named, at 2500.
+    l.step(Input::Candidacy(Candidacy { live_for: Duration::from_millis(3000), ..candidacy_of("b", 1) }), ms(2000));
+    l.step(Input::Candidacy(Candidacy { live_for: Duration::from_millis(9000), ..candidacy_of("c", 1) }), ms(2500));
+    assert_eq!(l.next_deadline(), Some(ms(3000)), "the next candidacy of ours");
+    l.step(Input::Tick, ms(3000));
+    assert!(!l.step(Input::Tick, ms(4000)).contains(&Cold(false)), "the owner is silent, b is not");
+    assert_eq!(l.next_deadline(), Some(ms(5000)));
+    assert!(l.step(Input::Tick, ms(5000)).contains(&Cold(false)), "b's lapsed too: the hot set is gone");
+}
+
+#[test]
+fn an_owners_record_that_names_no_list_is_heard_and_leaves_the_list_in_force() {
+    let mut l = standby();
+    assert_eq!(l.step(hot(1, &["d"]), ms(100)), vec![Cold(true)]);
+    l.step(Input::Tick, ms(1000));
+    l.step(Input::Tick, ms(2000));
+    // d took over: its first records name none yet.
+    assert_eq!(l.step(Input::Hot(None), ms(2900)), vec![]);
+    assert_eq!(l.next_deadline(), Some(ms(3000)), "our candidacy; the owner was heard at 2900");
+    l.step(Input::Tick, ms(3000));
+    assert_eq!(l.next_deadline(), Some(ms(4000)));
+    assert_eq!(l.step(Input::Tick, ms(5899)), vec![SendCandidacy { leaving: false }]);
+    assert_eq!(l.step(Input::Tick, ms(5900)), vec![Cold(false)], "silent 3 s since");
+}
+
+#[test]
+fn a_new_owner_names_no_short_list_until_its_members_have_had_a_candidacy_interval_thrice() {
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    l.step(Input::Candidacy(candidacy_of("b", 1)), ms(500));
+    l.step(assigned(), ms(1000));
+    l.step(hb(7, 1000), ms(1010));
+    assert_eq!(l.hot_list(), None, "b alone of K 2: it may not have read the others yet");
+    l.step(Input::Candidacy(candidacy_of("c", 1)), ms(1100));
+    assert_eq!(l.hot_list(), Some(list(2, &["b", "c"])), "a full list at once");
+    // Candidacies every 100 ms: 300 ms owned.
+    let quick = Settings { candidacy_interval: Duration::from_millis(100), ..settings(Restart::Never) };
+    let mut alone = Leader::new(quick, started(0));
+    alone.step(assigned(), ms(1000));
+    alone.step(hb(7, 1000), ms(1010));
+    alone.step(Input::Tick, ms(1299));
+    assert_eq!(alone.hot_list(), None);
+    alone.step(Input::Tick, ms(1300));
+    assert_eq!(alone.hot_list(), Some(list(2, &[])), "3 candidacy intervals owned: short, every member wanted");
 }

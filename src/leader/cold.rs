@@ -74,16 +74,18 @@ impl Leader {
     /// records through the shell, as `roles` and `unhealthy` are, so that
     /// a record's contents stay the seat's to decide.
     ///
-    /// A new owner names none while its list is short of `k` and it has
-    /// owned the partition for less than a candidacy's life (3 intervals):
-    /// it may not have read every member's candidacy yet, and a short list
-    /// brings every cold member back into the group.
+    /// A new owner names none until it has owned the partition for a
+    /// candidacy's life (3 intervals): until then it may not have read
+    /// every member's candidacy, and a list made of what it has read
+    /// would change within the interval, inviting members and sending
+    /// them out again (a join cut short by a leave holds the group's next
+    /// rebalance up to a session); a short one would bring every cold
+    /// member in. Meanwhile the list read before stays in force.
     pub fn hot_list(&self) -> Option<HotList> {
         let super::Settings { name, hot_standbys, candidacy_interval, .. } = &self.settings;
         let since = self.seats.get(&CONTROL_PARTITION)?.tenure.as_ref()?.since;
-        let list = self.standbys.hot(name, *hot_standbys, self.hand_to.as_deref(), self.now);
-        let short = list.names.len() < usize::try_from(*hot_standbys).unwrap_or(usize::MAX);
-        (!short || self.now >= since + 3 * *candidacy_interval).then_some(list)
+        (self.now >= since + 3 * *candidacy_interval)
+            .then(|| self.standbys.hot(name, *hot_standbys, self.hand_to.as_deref(), self.now))
     }
 
     /// Whether we own the control partition (as the seat on it).

@@ -173,9 +173,9 @@ pub struct Settings {
     pub hot_standbys: u32,
     /// How long a cold standby waits for a live record of the control
     /// partition's owner before it joins the group anyway (every hot
-    /// member may be gone): three candidacy intervals, plus the wait of the
-    /// watcher's parked fetch, which brings the owner's records only at
-    /// its end.
+    /// member may be gone): three candidacy intervals, plus a request
+    /// timeout, which the wait of the watcher's parked fetch is under (it
+    /// brings the owner's records only at its end).
     pub owner_silence: Duration,
     /// NELI's roles (`--roles`): one seat per role, role j on partition j.
     /// 1 is the single leader, on partition 0.

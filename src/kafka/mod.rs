@@ -113,6 +113,8 @@ pub enum Event {
     /// A live record of the control partition's owner, read by the
     /// watcher, and the hot standbys it names (`leader::Input::Hot`).
     Hot(Option<crate::leader::HotList>),
+    /// The watcher read back a candidacy of ours (`leader::Input::Echo`).
+    Echo,
     /// `neli-run drain` (`drained`) or `undrain` named us, at `offset` of
     /// the control partition (heard by the watcher and by the consumer
     /// alike: the shell takes the newest); `by` says who asked.

@@ -394,7 +394,12 @@ pub(super) fn watch(
         debug!(offset = msg.offset(), "watcher read a record");
         context.read(CONTROL_PARTITION, msg.offset());
         let Some(payload) = msg.payload() else { continue };
-        if let Some(c) = candidacy::Record::decode(payload).filter(|c| !c.is_from(me)) {
+        let candidacy = candidacy::Record::decode(payload);
+        if candidacy.as_ref().is_some_and(|c| c.is_from(me)) {
+            let _ = events.send(super::Event::Echo);
+            continue;
+        }
+        if let Some(c) = candidacy {
             let now_ms = crate::clock::wall_ms();
             census.lock().unwrap_or_else(PoisonError::into_inner).note(&c, now_ms);
             // A hot standby's says the hot set is alive while the owner

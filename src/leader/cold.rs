@@ -13,9 +13,10 @@
 //! names `k` members and not us (a short list means every member left may
 //! be needed); and no hand-over names us. It comes back as soon as one
 //! fails: a list that names it (the owner's invite), or a silent hot set:
-//! no live record of the owner read for `owner_silence`, and no candidacy
-//! of a hot standby the list names that still counts (the hot set may
-//! all be gone: the simple rule that keeps anyone from being stranded;
+//! no live record of the owner read for `owner_silence`, no candidacy of a
+//! hot standby the list names that still counts, and two of our own
+//! candidacies read back since the hot set's last word (`ECHOES`: we read
+//! what is written; the hot set may all be gone: the simple rule that keeps anyone from being stranded;
 //! its bound and soak are slice 3's). While a hot standby is heard, a
 //! cold member waits for it to take over from a dead owner rather than
 //! join with every other cold member.
@@ -35,6 +36,8 @@ pub(super) struct Cold {
     heard: Option<BootTime>,
     /// We asked the shell to keep us out of the group as a cold standby.
     cold: bool,
+    /// Our own candidacies read back since the hot set's last word.
+    echoes: u32,
 }
 
 impl Cold {
@@ -55,13 +58,38 @@ pub(super) struct Us<'a> {
     pub(super) target: bool,
 }
 
+/// What we have read of the hot set: until when it counts as alive
+/// (`Leader::hot_alive_until`), and how many of our own candidacies our
+/// watcher has read back since its last word.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Heard {
+    pub(super) until: Option<BootTime>,
+    pub(super) echoes: u32,
+}
+
+/// How many of our own candidacies read back after the hot set's last
+/// word make its silence count. Silence alone is no evidence: a broker
+/// too slow to answer our fetches (200 members starting at once on the
+/// dev broker) says nothing of the hot set, and every cold member joining
+/// then makes it slower still. Our own records read back, written after
+/// the hot set's last word (partition 0 is read in order), show that we
+/// read what is written.
+pub(super) const ECHOES: u32 = 2;
+
+impl Heard {
+    /// Whether the hot set is silent at `now`.
+    fn silent(self, now: BootTime) -> bool {
+        self.until.is_none_or(|until| now >= until) && self.echoes >= ECHOES
+    }
+}
+
 /// Whether a member `us` stays out of the group as a cold standby at
-/// `now`, given the newest `list` read and until when the hot set is
-/// `alive` (`Leader::hot_alive_until`): no seat, no hand-over to us, a
-/// list of a live hot set that names `k` others and not us.
-pub(super) fn stays_cold(us: Us, list: Option<&HotList>, alive: Option<BootTime>, now: BootTime) -> bool {
+/// `now`, given the newest `list` read and what we `heard` of the hot set
+/// since: no seat, no hand-over to us, a list of a hot set not silent
+/// that names `k` others and not us.
+pub(super) fn stays_cold(us: Us, list: Option<&HotList>, heard: Heard, now: BootTime) -> bool {
     let Some(list) = list else { return false };
-    let live = alive.is_some_and(|until| now < until);
+    let live = heard.until.is_some() && !heard.silent(now);
     let full = list.names.len() >= usize::try_from(list.k).unwrap_or(usize::MAX);
     live && full && !us.seated && !us.target && !list.named(us.name)
 }
@@ -100,6 +128,7 @@ impl Leader {
     /// version's) leaves the newest list read in force.
     pub(super) fn on_hot(&mut self, list: Option<HotList>, now: BootTime) {
         self.cold.heard = Some(now);
+        self.cold.echoes = 0;
         let Some(list) = list else { return };
         let me = self.settings.name.as_str();
         let was = self.standbys.hot_read().map(|known| known.named(me));
@@ -116,7 +145,7 @@ impl Leader {
             || self.seats.values().any(|s| s.child != super::seat::Child::Idle);
         let us = Us { name, seated, target: self.standbys.handed_to(now) == Some(name) };
         let list = self.standbys.hot_read();
-        let cold = stays_cold(us, list, self.hot_alive_until(), now);
+        let cold = stays_cold(us, list, self.heard(), now);
         if cold == self.cold.cold {
             return;
         }
@@ -152,9 +181,28 @@ impl Leader {
         owner.max(named)
     }
 
+    /// What we have heard of the hot set.
+    fn heard(&self) -> Heard {
+        Heard { until: self.hot_alive_until(), echoes: self.cold.echoes }
+    }
+
     /// When a cold member finds the hot set silent (it then joins the
-    /// group); None while we are not cold.
+    /// group); None while we are not cold, or until enough of our own
+    /// candidacies are read back (each one a step).
     pub(super) fn cold_deadline(&self) -> Option<BootTime> {
-        self.hot_alive_until().filter(|_| self.cold.cold)
+        self.hot_alive_until().filter(|_| self.cold.cold && self.cold.echoes >= ECHOES)
+    }
+
+    /// Our watcher read back a candidacy of ours.
+    pub(super) fn on_echo(&mut self) {
+        self.cold.echoes = self.cold.echoes.saturating_add(1);
+    }
+
+    /// A candidacy of a member the list in force names was read: the hot
+    /// set spoke.
+    pub(super) fn heard_hot(&mut self, name: &str) {
+        if self.standbys.hot_read().is_some_and(|list| list.named(name)) {
+            self.cold.echoes = 0;
+        }
     }
 }

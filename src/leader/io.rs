@@ -568,6 +568,9 @@ pub enum Input {
     /// they change, and at least every `kafka::wake::HOT_REPEAT` while it
     /// writes, so that a cold member hears that the owner is alive.
     Hot(Option<super::HotList>),
+    /// Our watcher read back a candidacy of ours from the control
+    /// partition: what it reads is current (see `cold::ECHOES`).
+    Echo,
     /// Nothing but the passing of time (the shell's timer fired).
     Tick,
 }
@@ -594,6 +597,7 @@ impl Input {
             | Input::Standby
             | Input::Candidacy(_)
             | Input::Hot(_)
+            | Input::Echo
             | Input::Tick => None,
         }
     }

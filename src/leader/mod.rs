@@ -520,6 +520,7 @@ impl Leader {
             }
             Input::Candidacy(candidacy) => self.on_candidacy(candidacy, now),
             Input::Hot(list) => self.on_hot(list, now),
+            Input::Echo => self.on_echo(),
             Input::Tick => {}
         }
         self.on_time(now);
@@ -649,6 +650,7 @@ impl Leader {
     /// Another member's candidacy. A leader with --preempt hands over to a
     /// live one of higher priority.
     fn on_candidacy(&mut self, candidacy: Candidacy, now: BootTime) {
+        self.heard_hot(&candidacy.name);
         let Some((name, priority)) = self.standbys.read(&candidacy, now) else { return };
         if !self.settings.preempt || priority <= self.settings.priority {
             return;

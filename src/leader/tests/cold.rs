@@ -5,7 +5,7 @@
 //! fixture's settings.
 
 use super::*;
-use crate::leader::cold::{stays_cold, Us};
+use crate::leader::cold::{stays_cold, Heard, Us};
 
 fn list(k: u32, names: &[&str]) -> HotList {
     HotList { k, names: names.iter().map(|n| n.to_string()).collect() }
@@ -26,17 +26,20 @@ fn standby() -> Leader {
 fn the_rule_weighs_the_seat_the_hand_over_the_list_and_the_owners_silence() {
     let free = Us { name: "me", seated: false, target: false };
     let full = list(2, &["a", "b"]);
-    let alive = Some(ms(4000));
-    assert!(stays_cold(free, Some(&full), alive, ms(3999)), "a full list of a live hot set, naming others");
-    assert!(!stays_cold(free, Some(&full), alive, ms(4000)), "the hot set silent");
-    assert!(!stays_cold(free, Some(&full), None, ms(1000)), "no owner heard");
-    assert!(!stays_cold(free, None, alive, ms(1000)), "no list");
-    assert!(!stays_cold(free, Some(&list(2, &["a"])), alive, ms(1000)), "a short list: everyone may be needed");
-    assert!(!stays_cold(free, Some(&list(2, &["a", "me"])), alive, ms(1000)), "named");
-    assert!(!stays_cold(Us { seated: true, ..free }, Some(&full), alive, ms(1000)), "a seat");
-    assert!(!stays_cold(Us { target: true, ..free }, Some(&full), alive, ms(1000)), "handed to");
-    assert!(stays_cold(free, Some(&list(0, &[])), alive, ms(1000)), "--hot-standbys 0: every standby is cold");
-    assert!(stays_cold(free, Some(&list(1, &["a", "b"])), alive, ms(1000)), "K others or more");
+    // Alive until 4000; two of our own candidacies read back since its last word.
+    let heard = Heard { until: Some(ms(4000)), echoes: 2 };
+    assert!(stays_cold(free, Some(&full), heard, ms(3999)), "a full list of a live hot set, naming others");
+    assert!(!stays_cold(free, Some(&full), heard, ms(4000)), "the hot set silent");
+    let slow = Heard { echoes: 1, ..heard };
+    assert!(stays_cold(free, Some(&full), slow, ms(9000)), "silent, but we may not be reading what is written");
+    assert!(!stays_cold(free, Some(&full), Heard { until: None, echoes: 0 }, ms(1000)), "no owner heard");
+    assert!(!stays_cold(free, None, heard, ms(1000)), "no list");
+    assert!(!stays_cold(free, Some(&list(2, &["a"])), heard, ms(1000)), "a short list: everyone may be needed");
+    assert!(!stays_cold(free, Some(&list(2, &["a", "me"])), heard, ms(1000)), "named");
+    assert!(!stays_cold(Us { seated: true, ..free }, Some(&full), heard, ms(1000)), "a seat");
+    assert!(!stays_cold(Us { target: true, ..free }, Some(&full), heard, ms(1000)), "handed to");
+    assert!(stays_cold(free, Some(&list(0, &[])), heard, ms(1000)), "--hot-standbys 0: every standby is cold");
+    assert!(stays_cold(free, Some(&list(1, &["a", "b"])), heard, ms(1000)), "K others or more");
 }
 
 #[test]
@@ -55,15 +58,27 @@ fn a_standby_goes_cold_on_a_full_list_that_names_others_and_comes_back_when_name
 #[test]
 fn a_cold_standby_joins_once_the_owner_goes_silent_and_leaves_again_when_one_is_heard() {
     let mut l = standby();
-    assert_eq!(l.step(hot(2, &["a", "b"]), ms(100)), vec![Cold(true)]);
-    assert_eq!(l.step(Input::Tick, ms(1000)), vec![SendCandidacy { leaving: false }]);
-    assert_eq!(l.step(hot(2, &["a", "b"]), ms(1500)), vec![], "heard again: cold still");
-    assert_eq!(l.step(Input::Tick, ms(4000)), vec![SendCandidacy { leaving: false }], "cold, it says it is there");
-    assert_eq!(l.next_deadline(), Some(ms(4500)), "the owner silent 3 s after it was last heard");
-    assert_eq!(l.step(Input::Tick, ms(4499)), vec![]);
-    assert_eq!(l.step(Input::Tick, ms(4500)), vec![Cold(false)], "every hot member may be gone");
+    assert_eq!(colds(l.step(hot(2, &["a", "b"]), ms(100))), vec![Cold(true)]);
+    l.step(Input::Tick, ms(1000));
+    assert_eq!(colds(l.step(Input::Echo, ms(1100))), vec![], "our candidacy read back");
+    assert_eq!(colds(l.step(hot(2, &["a", "b"]), ms(1500))), vec![], "heard again: cold still");
+    assert_eq!(colds(l.step(Input::Echo, ms(2100))), vec![]);
+    assert_eq!(colds(l.step(Input::Tick, ms(4600))), vec![], "silent since 1500, but we may not read what is written");
+    assert_eq!(colds(l.step(Input::Echo, ms(4700))), vec![Cold(false)], "we do: every hot member may be gone");
     // A new owner, or the old one back: cold again by its list.
-    assert_eq!(l.step(hot(2, &["a", "c"]), ms(4600)), vec![Cold(true)]);
+    assert_eq!(colds(l.step(hot(2, &["a", "c"]), ms(4800))), vec![Cold(true)]);
+    // Silent 3 s with two echoes since: the deadline is the owner's silence.
+    l.step(Input::Echo, ms(4900));
+    l.step(Input::Echo, ms(4950));
+    l.step(Input::Tick, ms(7000));
+    assert_eq!(l.next_deadline(), Some(ms(7800)));
+    assert_eq!(colds(l.step(Input::Tick, ms(7799))), vec![]);
+    assert_eq!(colds(l.step(Input::Tick, ms(7800))), vec![Cold(false)]);
+}
+
+/// The Cold actions of a step's.
+fn colds(out: Vec<Action>) -> Vec<Action> {
+    out.into_iter().filter(|a| matches!(a, Cold(_))).collect()
 }
 
 #[test]
@@ -112,6 +127,8 @@ fn a_named_hot_standbys_candidacy_keeps_a_cold_member_out_while_a_dead_owner_is_
     // b, hot, says it is there at 2000 (counting 3 s); c, not named, at 2500.
     l.step(Input::Candidacy(Candidacy { live_for: Duration::from_millis(3000), ..candidacy_of("b", 1) }), ms(2000));
     l.step(Input::Candidacy(Candidacy { live_for: Duration::from_millis(9000), ..candidacy_of("c", 1) }), ms(2500));
+    l.step(Input::Echo, ms(2600));
+    l.step(Input::Echo, ms(2700));
     assert_eq!(l.next_deadline(), Some(ms(3000)), "the next candidacy of ours");
     l.step(Input::Tick, ms(3000));
     assert!(!l.step(Input::Tick, ms(4000)).contains(&Cold(false)), "the owner is silent, b is not");
@@ -129,6 +146,8 @@ fn an_owners_record_that_names_no_list_is_heard_and_leaves_the_list_in_force() {
     assert_eq!(l.step(Input::Hot(None), ms(2900)), vec![]);
     assert_eq!(l.next_deadline(), Some(ms(3000)), "our candidacy; the owner was heard at 2900");
     l.step(Input::Tick, ms(3000));
+    l.step(Input::Echo, ms(3100));
+    l.step(Input::Echo, ms(3200));
     assert_eq!(l.next_deadline(), Some(ms(4000)));
     assert_eq!(l.step(Input::Tick, ms(5899)), vec![SendCandidacy { leaving: false }]);
     assert_eq!(l.step(Input::Tick, ms(5900)), vec![Cold(false)], "silent 3 s since");
@@ -147,4 +166,16 @@ fn a_new_owner_names_no_list_until_it_has_owned_partition_0_for_three_candidacy_
     assert_eq!(l.hot_list(), None, "it may not have read every candidacy yet: the list in force stays");
     l.step(Input::Tick, ms(1300));
     assert_eq!(l.hot_list(), Some(list(2, &["b", "c"])));
+}
+
+#[test]
+fn a_hot_standbys_candidacy_is_the_hot_set_speaking_and_our_echoes_count_from_it() {
+    let mut l = standby();
+    assert_eq!(l.step(hot(2, &["a", "b"]), ms(100)), vec![Cold(true)]);
+    l.step(Input::Echo, ms(200));
+    l.step(Input::Candidacy(Candidacy { live_for: Duration::from_millis(100), ..candidacy_of("b", 1) }), ms(300));
+    l.step(Input::Echo, ms(400));
+    assert_eq!(l.next_deadline(), Some(ms(1000)), "one echo since b spoke: the silence does not count yet");
+    l.step(Input::Tick, ms(1000));
+    assert_eq!(colds(l.step(Input::Echo, ms(3200))), vec![Cold(false)], "silent since 300 (owner heard at 100, +3 s)");
 }

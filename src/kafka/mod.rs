@@ -202,14 +202,8 @@ pub struct Kafka {
     reach: Reach,
     asks: Arc<Asks>,
     /// Whether we stay out of the group, as last asked (`keep_out`,
-    /// `cold`), and what the shell asked (health, drain) and the core
-    /// (cold): `cold.rs`.
-    out: Out,
-    kept_out: Out,
-    cold: bool,
-    /// The hot standbys our last heartbeat on the control partition named:
-    /// one that names a member this did not is padded (`Heartbeat::pad`).
-    hot_sent: Option<HotList>,
+    /// `cold`), and the hot standbys we last named (cold.rs).
+    outs: cold::Outs,
     /// The consumer thread: it says whether its close left the group.
     consumer: Option<JoinHandle<bool>>,
     /// The group's consumer and its subscription, to close it from here.
@@ -406,10 +400,7 @@ impl Kafka {
             leading: BTreeMap::new(),
             reach,
             asks,
-            out,
-            kept_out: out,
-            cold: false,
-            hot_sent: None,
+            outs: cold::Outs::new(out),
             consumer: Some(thread),
             group,
             subscription: subscribed,
@@ -435,7 +426,7 @@ impl Kafka {
     /// (`candidacy::interval`) has nearly run.
     pub fn send_candidacy(&mut self, leaving: bool) {
         let since_ms = *self.standby_since.get_or_insert_with(crate::clock::wall_ms);
-        let (drained, unhealthy) = (self.out == Out::Drained, self.out == Out::Unhealthy);
+        let (drained, unhealthy) = (self.outs.out == Out::Drained, self.outs.out == Out::Unhealthy);
         let now = Instant::now();
         // Half a base interval early: the core asks every base interval,
         // and a few microseconds late for this one must not skip a turn.
@@ -509,7 +500,7 @@ impl Kafka {
             timing: Some(self.timing),
             // Out of the group, drained or not (a drained leader stands
             // aside as an unhealthy one does); a cold one may lead.
-            unhealthy: matches!(self.out, Out::Unhealthy | Out::Drained),
+            unhealthy: matches!(self.outs.out, Out::Unhealthy | Out::Drained),
             roles: self.roles,
             crontab: self.crontab.as_ref().map(|c| c.digest.clone()),
             jobs_on: self.crontab.as_ref().map(|c| c.jobs_on.clone()),
@@ -587,7 +578,7 @@ impl Kafka {
     /// standby leaves at once; a member that owns a seat's partition leaves
     /// as the core says (it stands aside), and rejoins only once back.
     pub fn keep_out(&mut self, out: Out) {
-        self.kept_out = out;
+        self.outs.kept = out;
         self.ask_out();
     }
 

@@ -523,8 +523,9 @@ impl Leader {
             Input::Echo => self.on_echo(),
             Input::Tick => {}
         }
-        self.on_time(now);
+        // Cold first: a member that goes cold says it is there in this step.
         self.settle_cold(now);
+        self.on_time(now);
         for seat in self.seats.values_mut() {
             seat.note_standing();
         }

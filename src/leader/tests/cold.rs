@@ -179,3 +179,13 @@ fn a_hot_standbys_candidacy_is_the_hot_set_speaking_and_our_echoes_count_from_it
     l.step(Input::Tick, ms(1000));
     assert_eq!(colds(l.step(Input::Echo, ms(3200))), vec![Cold(false)], "silent since 300 (owner heard at 100, +3 s)");
 }
+
+#[test]
+fn a_member_that_goes_cold_before_it_joined_says_it_is_there_at_once_and_every_interval() {
+    // Its watcher read the list before the group let it in: no Standby
+    // yet, and without a candidacy the owner would never invite it.
+    let mut l = Leader::new(settings(Restart::Never), started(0));
+    assert_eq!(l.step(hot(2, &["a", "b"]), ms(100)), vec![Cold(true), SendCandidacy { leaving: false }]);
+    assert_eq!(l.next_deadline(), Some(ms(1100)));
+    assert_eq!(l.step(Input::Tick, ms(1100)), vec![SendCandidacy { leaving: false }]);
+}

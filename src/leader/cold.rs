@@ -8,7 +8,7 @@
 //!
 //! Going cold must never cost a seat or strand the group, so a member goes
 //! cold only when all of these hold: it holds no seat (no partition of a
-//! seat of ours, no command of ours running, not exiting); the newest list
+//! seat of ours, no command of ours running); the newest list
 //! comes from an owner heard within `Settings::owner_silence`; that list
 //! names `k` members and not us (a short list means every member left may
 //! be needed); and no hand-over names us. It comes back as soon as one
@@ -50,8 +50,8 @@ impl Cold {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Us<'a> {
     pub(super) name: &'a str,
-    /// A seat of ours holds its partition, a command of ours runs, or we
-    /// exit.
+    /// A seat of ours holds its partition, or a command of ours runs (a
+    /// member that exits does so once none runs).
     pub(super) seated: bool,
     /// A hand-over (`yield --to`, a disclaimer's target) names us and
     /// still holds.
@@ -140,9 +140,7 @@ impl Leader {
     /// `Action::Cold` for the shell.
     pub(super) fn settle_cold(&mut self, now: BootTime) {
         let name = self.settings.name.as_str();
-        let seated = self.exiting.is_some()
-            || self.owns_any()
-            || self.seats.values().any(|s| s.child != super::seat::Child::Idle);
+        let seated = self.owns_any() || self.seats.values().any(|s| s.child != super::seat::Child::Idle);
         let us = Us { name, seated, target: self.standbys.handed_to(now) == Some(name) };
         let list = self.standbys.hot_read();
         let cold = stays_cold(us, list, self.heard(), now);

@@ -63,6 +63,7 @@ fn a_cold_standby_joins_once_the_owner_goes_silent_and_leaves_again_when_one_is_
     assert_eq!(colds(l.step(Input::Echo, ms(1100))), vec![], "our candidacy read back");
     assert_eq!(colds(l.step(hot(2, &["a", "b"]), ms(1500))), vec![], "heard again: cold still");
     assert_eq!(colds(l.step(Input::Echo, ms(2100))), vec![]);
+    assert_eq!(l.next_deadline(), Some(ms(3100)), "one echo since the owner spoke: our next candidacy, no silence yet");
     assert_eq!(colds(l.step(Input::Tick, ms(4600))), vec![], "silent since 1500, but we may not read what is written");
     assert_eq!(colds(l.step(Input::Echo, ms(4700))), vec![Cold(false)], "we do: every hot member may be gone");
     // A new owner, or the old one back: cold again by its list.
@@ -107,6 +108,11 @@ fn a_member_with_a_seat_never_goes_cold() {
     assert!(!out.contains(&Cold(true)), "the command still runs: {out:?}");
     let out = l.step(Input::ChildExited(P, ChildStatus::Exited(0)), ms(1500));
     assert!(out.contains(&Cold(true)), "no seat left: {out:?}");
+    // A candidate, its command not started: the partition is a seat.
+    let mut c = Leader::new(settings(Restart::Never), started(0));
+    c.step(assigned(), ms(1000));
+    assert_eq!(c.standing(P), Standing::Candidate);
+    assert_eq!(colds(c.step(hot(2, &["a", "b"]), ms(1100))), vec![]);
 }
 
 #[test]
@@ -177,6 +183,7 @@ fn a_hot_standbys_candidacy_is_the_hot_set_speaking_and_our_echoes_count_from_it
     l.step(Input::Echo, ms(400));
     assert_eq!(l.next_deadline(), Some(ms(1000)), "one echo since b spoke: the silence does not count yet");
     l.step(Input::Tick, ms(1000));
+    assert_eq!(colds(l.step(Input::Tick, ms(3100))), vec![], "silent, and one echo since b spoke");
     assert_eq!(colds(l.step(Input::Echo, ms(3200))), vec![Cold(false)], "silent since 300 (owner heard at 100, +3 s)");
 }
 

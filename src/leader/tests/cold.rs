@@ -196,3 +196,15 @@ fn a_member_that_goes_cold_before_it_joined_says_it_is_there_at_once_and_every_i
     assert_eq!(l.next_deadline(), Some(ms(1100)));
     assert_eq!(l.step(Input::Tick, ms(1100)), vec![SendCandidacy { leaving: false }]);
 }
+
+#[test]
+fn an_unhealthy_hot_standbys_candidacy_does_not_keep_the_hot_set_alive() {
+    let mut l = standby();
+    assert_eq!(colds(l.step(hot(2, &["a", "b"]), ms(100))), vec![Cold(true)]);
+    // b, named hot, says it fails its health check: it will not take over.
+    let sick = Candidacy { unhealthy: true, live_for: Duration::from_millis(9000), ..candidacy_of("b", 1) };
+    l.step(Input::Candidacy(sick), ms(2000));
+    l.step(Input::Echo, ms(2100));
+    l.step(Input::Echo, ms(2200));
+    assert_eq!(colds(l.step(Input::Tick, ms(3100))), vec![Cold(false)], "the owner silent since 100, b of no help");
+}

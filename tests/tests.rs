@@ -7,6 +7,7 @@ mod backoff;
 mod broken_log;
 mod cli;
 mod cluster;
+mod cold;
 mod crontab;
 mod crontab_agree;
 mod crontab_parity;

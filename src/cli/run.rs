@@ -326,8 +326,11 @@ pub struct RunArgs {
     ///
     /// The owner of partition 0 names them in its records, and `neli-run
     /// status` shows each member hot (named, or leading) or cold. A cold
-    /// member still stays in the consumer group for now; see
-    /// docs/hot-set.md. Give the same value to every member.
+    /// member (no role, not named by a list of K names) leaves the
+    /// consumer group, so that a group's rebalances and heartbeats cost
+    /// what K+1 members cost; it joins again when named, or when no live
+    /// owner or hot standby is heard (docs/operations.md, "The hot set").
+    /// Give the same value to every member.
     #[arg(long, env = "NELI_HOT_STANDBYS", default_value_t = 2, value_name = "K", value_parser = hot_standbys,
           allow_negative_numbers = true,
           help_heading = "Operating")]

@@ -357,6 +357,8 @@ impl Config {
             preempt: args.preempt,
             candidacy_interval: 2 * timing.heartbeat_interval,
             hot_standbys: args.hot_standbys,
+            // The watcher's parked fetch waits less than a request timeout.
+            owner_silence: 3 * 2 * timing.heartbeat_interval + timing.request_timeout(),
             roles: roles.unwrap_or(1),
             overlap,
             // Placed once the topic is read (`Config::place`).

@@ -35,6 +35,9 @@ pub enum Out {
     Unhealthy,
     /// `neli-run drain`: whatever the health check says.
     Drained,
+    /// A cold standby: the owner of the control partition names others
+    /// hot (`leader::cold`). It holds no seat when asked.
+    Cold,
 }
 
 impl Out {
@@ -42,6 +45,7 @@ impl Out {
     fn why(self) -> &'static str {
         match self {
             Out::Drained => "drained",
+            Out::Cold => "a cold standby",
             Out::In | Out::Unhealthy => "unhealthy",
         }
     }
@@ -50,6 +54,7 @@ impl Out {
     fn until(self) -> &'static str {
         match self {
             Out::Drained => "`neli-run undrain`",
+            Out::Cold => "the owner of partition 0 names this member hot, or goes silent",
             Out::In | Out::Unhealthy => "the health check passes",
         }
     }

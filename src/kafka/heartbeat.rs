@@ -137,6 +137,11 @@ pub struct Heartbeat {
     /// `--hot-standbys` it chose them for (docs/hot-set.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot: Option<HotList>,
+    /// Spaces, in the heartbeat whose list first names a member: enough
+    /// for the parked fetches of cold members' watchers (`wake::WAKE_BYTES`)
+    /// to be answered by it, so that an invite costs one fetch round trip.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pad: String,
 }
 
 /// `partitions` (ascending) as ranges, `0-4,6`: a crontab member's
@@ -322,6 +327,7 @@ impl Heartbeat {
             crontab: None,
             jobs_on: None,
             hot: None,
+            pad: String::new(),
         }
     }
 

@@ -28,6 +28,7 @@ mod agree;
 mod barrier;
 mod bell;
 pub mod candidacy;
+mod cold;
 mod consumer;
 mod context;
 mod decode;
@@ -109,9 +110,11 @@ pub enum Event {
     Trigger(Partition, crate::leader::Trigger),
     /// Another member's candidacy record.
     Candidacy(Candidacy),
-    /// The hot standbys the control partition's owner names, read by the
-    /// watcher when they change.
-    Hot(crate::leader::HotList),
+    /// A live record of the control partition's owner, read by the
+    /// watcher, and the hot standbys it names (`leader::Input::Hot`).
+    Hot(Option<crate::leader::HotList>),
+    /// The watcher read back a candidacy of ours (`leader::Input::Echo`).
+    Echo,
     /// `neli-run drain` (`drained`) or `undrain` named us, at `offset` of
     /// the control partition (heard by the watcher and by the consumer
     /// alike: the shell takes the newest); `by` says who asked.
@@ -198,8 +201,9 @@ pub struct Kafka {
     /// Whether Kafka answers, as both clients last heard.
     reach: Reach,
     asks: Arc<Asks>,
-    /// Whether we stay out of the group, as last asked (`keep_out`).
-    out: Out,
+    /// Whether we stay out of the group, as last asked (`keep_out`,
+    /// `cold`), and the hot standbys we last named (cold.rs).
+    outs: cold::Outs,
     /// The consumer thread: it says whether its close left the group.
     consumer: Option<JoinHandle<bool>>,
     /// The group's consumer and its subscription, to close it from here.
@@ -396,7 +400,7 @@ impl Kafka {
             leading: BTreeMap::new(),
             reach,
             asks,
-            out,
+            outs: cold::Outs::new(out),
             consumer: Some(thread),
             group,
             subscription: subscribed,
@@ -422,7 +426,7 @@ impl Kafka {
     /// (`candidacy::interval`) has nearly run.
     pub fn send_candidacy(&mut self, leaving: bool) {
         let since_ms = *self.standby_since.get_or_insert_with(crate::clock::wall_ms);
-        let (drained, unhealthy) = (self.out == Out::Drained, self.out == Out::Unhealthy);
+        let (drained, unhealthy) = (self.outs.out == Out::Drained, self.outs.out == Out::Unhealthy);
         let now = Instant::now();
         // Half a base interval early: the core asks every base interval,
         // and a few microseconds late for this one must not skip a turn.
@@ -495,11 +499,12 @@ impl Kafka {
         let heartbeat = Heartbeat {
             timing: Some(self.timing),
             // Out of the group, drained or not (a drained leader stands
-            // aside as an unhealthy one does).
-            unhealthy: self.out != Out::In,
+            // aside as an unhealthy one does); a cold one may lead.
+            unhealthy: matches!(self.outs.out, Out::Unhealthy | Out::Drained),
             roles: self.roles,
             crontab: self.crontab.as_ref().map(|c| c.digest.clone()),
             jobs_on: self.crontab.as_ref().map(|c| c.jobs_on.clone()),
+            pad: self.invite(partition, hot.as_ref()),
             hot,
             ..Heartbeat::new(&self.member, self.seq, now, at_ms, content)
         };
@@ -573,8 +578,8 @@ impl Kafka {
     /// standby leaves at once; a member that owns a seat's partition leaves
     /// as the core says (it stands aside), and rejoins only once back.
     pub fn keep_out(&mut self, out: Out) {
-        self.out = out;
-        self.asks.ask(Ask::Out(out));
+        self.outs.kept = out;
+        self.ask_out();
     }
 
     /// As `stand_aside`, but for the member our disclaimer just named:

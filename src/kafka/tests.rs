@@ -470,7 +470,7 @@ fn a_standby_of_a_large_group_writes_its_candidacy_less_often() {
     kafka.send_candidacy(false);
     std::thread::sleep((base * 13 / 5).saturating_sub(t0.elapsed()));
     kafka.send_candidacy(false);
-    kafka.out = Out::Unhealthy;
+    kafka.outs.out = Out::Unhealthy;
     kafka.send_candidacy(false);
     kafka.send_candidacy(true);
     flush(&kafka.producer, Duration::from_secs(20)).expect("written");

@@ -359,8 +359,10 @@ pub(super) fn watch(
     let context = group.context();
     let one_role = context.seats.known.len() == 1 && !context.seats.every;
     let mut reading = true;
-    // The hot standbys last sent: the core hears only a change.
-    let mut hot: Option<crate::leader::HotList> = None;
+    // What the owner last said of the hot standbys, and when; and the
+    // list in force.
+    let mut hot: Option<(Option<crate::leader::HotList>, Instant)> = None;
+    let mut in_force: Option<crate::leader::HotList> = None;
     while !stop.load(Ordering::Relaxed) {
         // Out of the group (unhealthy, drained) we hold nothing: watch, so
         // that an undrain is heard.
@@ -392,17 +394,35 @@ pub(super) fn watch(
         debug!(offset = msg.offset(), "watcher read a record");
         context.read(CONTROL_PARTITION, msg.offset());
         let Some(payload) = msg.payload() else { continue };
-        if let Some(c) = candidacy::Record::decode(payload).filter(|c| !c.is_from(me)) {
-            census.lock().unwrap_or_else(PoisonError::into_inner).note(&c, crate::clock::wall_ms());
+        let candidacy = candidacy::Record::decode(payload);
+        if candidacy.as_ref().is_some_and(|c| c.is_from(me)) {
+            let _ = events.send(super::Event::Echo);
+            continue;
+        }
+        if let Some(c) = candidacy {
+            let now_ms = crate::clock::wall_ms();
+            census.lock().unwrap_or_else(PoisonError::into_inner).note(&c, now_ms);
+            // A hot standby's says the hot set is alive while the owner
+            // may be dead and not yet replaced (leader::cold).
+            if in_force.as_ref().is_some_and(|list| list.named(&c.name)) {
+                let _ = events.send(super::Event::Candidacy(c.as_core(now_ms)));
+            }
             continue;
         }
         if let Some(drain) = super::decode::drain_event(payload, me, msg.offset(), *from) {
             let _ = events.send(drain);
             continue;
         }
-        if let Some(list) = hot_list(payload, me).filter(|list| hot.as_ref() != Some(list)) {
-            hot = Some(list.clone());
-            let _ = events.send(super::Event::Hot(list));
+        if let Some(list) = owner_said(payload, me, crate::clock::wall_ms()) {
+            // A change at once; the same again once in a while, so that a
+            // cold member hears that its owner is alive.
+            let news = hot.as_ref().is_none_or(|(said, at)| *said != list || at.elapsed() >= HOT_REPEAT);
+            if news {
+                hot = Some((list.clone(), Instant::now()));
+                // A record that names none leaves the list in force.
+                in_force = list.clone().or(in_force);
+                let _ = events.send(super::Event::Hot(list));
+            }
             continue;
         }
         let Some(wake) = Record::decode(payload).filter(|w| *wakes && !w.is_from(me)) else { continue };
@@ -412,11 +432,22 @@ pub(super) fn watch(
     }
 }
 
-/// The hot standbys another member's heartbeat names, if it is one that
-/// names them (the control partition's owner's, of a version that does).
-fn hot_list(payload: &[u8], me: &Member) -> Option<crate::leader::HotList> {
-    super::heartbeat::Heartbeat::decode(payload).filter(|hb| !hb.is_from(me)).and_then(|hb| hb.hot)
+/// What another member's heartbeat on the control partition says, if it
+/// is a live owner's (no disclaimer, younger at `now_ms`, our wall clock,
+/// than its writer's heartbeat deadline): the hot standbys it names (None
+/// from a new owner that has not chosen yet, or an older version). An
+/// older record is no word of a live owner: a cold member must neither
+/// leave nor stay out by it.
+fn owner_said(payload: &[u8], me: &Member, now_ms: u64) -> Option<Option<crate::leader::HotList>> {
+    use super::heartbeat::{Heartbeat, WireStance};
+    let live = |hb: &Heartbeat| now_ms.saturating_sub(hb.at_ms) < hb.deadline_ms;
+    let owner = |hb: &Heartbeat| hb.stance != Some(WireStance::Released) && !hb.is_from(me) && live(hb);
+    Heartbeat::decode(payload).filter(owner).map(|hb| hb.hot)
 }
+
+/// How often the watcher hands the core a list it already said, while
+/// the owner writes it: well within `leader::Settings::owner_silence`.
+const HOT_REPEAT: Duration = Duration::from_millis(500);
 
 /// How long one poll of the watcher lasts: how long neli-run's exit may
 /// wait for the watcher, after it has left the group and woken the others.
@@ -451,20 +482,23 @@ mod tests {
     }
 
     #[test]
-    fn the_watcher_hears_the_hot_list_of_another_members_heartbeat_only() {
+    fn the_watcher_hears_the_hot_list_of_another_members_live_heartbeat_only() {
+        let hot_list = |p: &[u8], me: &Member, now: u64| owner_said(p, me, now).flatten();
         use crate::kafka::heartbeat::Content;
         use crate::leader::{HotList, Record as Said, Stance};
         let me = member();
+        // Written at 1,000 ms on the wall clock, live for 5 s.
         let of = |m: &Member, hot: Option<HotList>| {
-            let content = Content { record: Said::saying(1, Stance::Contending), since_ms: None, deadline_ms: 1 };
-            Heartbeat { hot, ..Heartbeat::new(m, 1, crate::clock::BootTime::from_nanos(1), 1, content) }.encode()
+            let content = Content { record: Said::saying(1, Stance::Contending), since_ms: None, deadline_ms: 5000 };
+            Heartbeat { hot, ..Heartbeat::new(m, 1, crate::clock::BootTime::from_nanos(1), 1000, content) }.encode()
         };
         let list = HotList { k: 2, names: vec!["a".into()] };
         let owner = Member::this_process("owner".into());
-        assert_eq!(hot_list(&of(&owner, Some(list.clone())), &me), Some(list.clone()));
-        assert_eq!(hot_list(&of(&owner, None), &me), None, "an older owner's names none");
-        assert_eq!(hot_list(&of(&me, Some(list)), &me), None, "our own is ours already");
-        assert_eq!(hot_list(&Record::new(&owner).encode(), &me), None, "a wake is no heartbeat");
+        assert_eq!(hot_list(&of(&owner, Some(list.clone())), &me, 5999), Some(list.clone()));
+        assert_eq!(hot_list(&of(&owner, Some(list.clone())), &me, 6000), None, "past its deadline: no live owner's");
+        assert_eq!(hot_list(&of(&owner, None), &me, 2000), None, "an older owner's names none");
+        assert_eq!(hot_list(&of(&me, Some(list)), &me, 2000), None, "our own is ours already");
+        assert_eq!(hot_list(&Record::new(&owner).encode(), &me, 2000), None, "a wake is no heartbeat");
     }
 
     #[test]

@@ -60,6 +60,7 @@ pub fn settings(restart: Restart) -> Settings {
         preempt: false,
         candidacy_interval: Duration::from_millis(1000),
         hot_standbys: 2,
+        owner_silence: Duration::from_millis(3000),
         roles: 1,
         overlap: false,
         jobs: None,

@@ -166,6 +166,7 @@ impl Sim {
             preempt: rng.bool(),
             candidacy_interval: Duration::from_millis(rng.u64(100..1000)),
             hot_standbys: 2,
+            owner_silence: Duration::from_millis(3000),
             // One seat: the roles walk (`roles_walk`) tries several.
             roles: 1,
             overlap: false,
@@ -384,6 +385,11 @@ impl Sim {
                 }
                 self.leaving = true;
             }
+            // A cold standby holds nothing: no partition, no command.
+            Action::Cold(true) if self.child.is_some() || standing != Standing::Standby => {
+                self.fail(&format!("went cold while {standing:?}, child {:?}", self.child));
+            }
+            Action::Cold(_) => {}
             // Only with --overlap, which these walks leave off
             // (`roles_walk` tries it).
             Action::LeaveGroup => self.fail("left the group ahead of exiting without --overlap"),

@@ -171,6 +171,12 @@ pub struct Settings {
     /// `--hot-standbys`: how many standbys besides the seat holders the
     /// owner of the control partition names hot (docs/hot-set.md).
     pub hot_standbys: u32,
+    /// How long a cold standby waits for a live record of the control
+    /// partition's owner before it joins the group anyway (every hot
+    /// member may be gone): three candidacy intervals, plus a request
+    /// timeout, which the wait of the watcher's parked fetch is under (it
+    /// brings the owner's records only at its end).
+    pub owner_silence: Duration,
     /// NELI's roles (`--roles`): one seat per role, role j on partition j.
     /// 1 is the single leader, on partition 0.
     pub roles: u32,
@@ -557,9 +563,14 @@ pub enum Input {
     Standby,
     /// Another member's candidacy record was read from partition 0.
     Candidacy(Candidacy),
-    /// The hot standbys the control partition's owner names, as a record
-    /// of its read from outside the group says them (when they change).
-    Hot(super::HotList),
+    /// A live record of the control partition's owner, read by the
+    /// watcher, and the hot standbys it names (None: it names none): when
+    /// they change, and at least every `kafka::wake::HOT_REPEAT` while it
+    /// writes, so that a cold member hears that the owner is alive.
+    Hot(Option<super::HotList>),
+    /// Our watcher read back a candidacy of ours from the control
+    /// partition: what it reads is current (see `cold::ECHOES`).
+    Echo,
     /// Nothing but the passing of time (the shell's timer fired).
     Tick,
 }
@@ -586,6 +597,7 @@ impl Input {
             | Input::Standby
             | Input::Candidacy(_)
             | Input::Hot(_)
+            | Input::Echo
             | Input::Tick => None,
         }
     }
@@ -632,6 +644,9 @@ pub enum Action {
     LeaveGroup,
     /// Leave the group and exit with this status.
     Exit(u8),
+    /// Stay out of the group as a cold standby (true), or join it again
+    /// (false): see `cold.rs`.
+    Cold(bool),
     /// Write this record on the seat's partition (it claims nothing), and
     /// give it a moment to land: the next owner then reads that our command
     /// is gone instead of waiting out our last record. Comes before giving
@@ -656,6 +671,7 @@ impl Action {
             | Action::HandOver
             | Action::SendCandidacy { .. }
             | Action::LeaveGroup
+            | Action::Cold(_)
             | Action::Exit(_) => None,
         }
     }

@@ -94,6 +94,7 @@ use standbys::Standbys;
 
 mod attempts;
 mod backoff;
+mod cold;
 mod hot_set;
 mod io;
 mod leaving;
@@ -185,6 +186,8 @@ pub struct Leader {
     seats: BTreeMap<Partition, Seat>,
     /// Each seat's log span.
     spans: RoleSpans,
+    /// Whether we stay out of the group as a cold standby (`cold`).
+    cold: cold::Cold,
     /// When a seat was last revoked, not lost: the coordinator had just
     /// answered us (see `on_delivered`).
     revoked_at: Option<BootTime>,
@@ -244,6 +247,7 @@ impl Leader {
             seats,
             spans,
             revoked_at: None,
+            cold: cold::Cold::default(),
         }
     }
 
@@ -462,22 +466,6 @@ impl Leader {
         self.spans.enter(partition)
     }
 
-    /// The hot standbys our heartbeats on the control partition name while
-    /// we own it (None while we do not: its owner decides, one writer, so
-    /// that members never disagree): `hot_set`'s choice among the members
-    /// read, the target of our yield or of a fresh hand-over first. In the
-    /// records through the shell, as `roles` and `unhealthy` are, so that
-    /// a record's contents stay the seat's to decide.
-    pub fn hot_list(&self) -> Option<HotList> {
-        let Settings { name, hot_standbys, .. } = &self.settings;
-        self.owns_control().then(|| self.standbys.hot(name, *hot_standbys, self.hand_to.as_deref(), self.now))
-    }
-
-    /// Whether we own the control partition (as the seat on it).
-    fn owns_control(&self) -> bool {
-        self.seats.get(&CONTROL_PARTITION).is_some_and(|s| s.tenure.is_some())
-    }
-
     /// Whether any seat holds its partition.
     fn owns_any(&self) -> bool {
         self.seats.values().any(|s| s.tenure.is_some())
@@ -531,9 +519,12 @@ impl Leader {
                 }
             }
             Input::Candidacy(candidacy) => self.on_candidacy(candidacy, now),
-            Input::Hot(list) => self.on_hot(list),
+            Input::Hot(list) => self.on_hot(list, now),
+            Input::Echo => self.on_echo(),
             Input::Tick => {}
         }
+        // Cold first: a member that goes cold says it is there in this step.
+        self.settle_cold(now);
         self.on_time(now);
         for seat in self.seats.values_mut() {
             seat.note_standing();
@@ -563,6 +554,7 @@ impl Leader {
             seat.deadlines(&view, &mut consider);
         }
         consider(self.acquire_deadline());
+        consider(self.cold_deadline());
         next
     }
 
@@ -634,8 +626,9 @@ impl Leader {
             self.on_seat(partition, |s, cx| s.on_pause(cx, pause, now));
         }
         self.standbys.other(&other, seat::handover_window(&self.settings), now);
-        if let Some(list) = other.hot.clone().filter(|_| partition == CONTROL_PARTITION) {
-            self.on_hot(list);
+        let owner = !matches!(other.stance, Stance::Released) && other.age < other.deadline;
+        if partition == CONTROL_PARTITION && owner {
+            self.on_hot(other.hot.clone(), now);
         }
         self.on_seat(partition, |s, cx| s.on_other(cx, other, now));
     }
@@ -645,16 +638,20 @@ impl Leader {
     /// we stop to stand aside or exit); and while our health check keeps
     /// us out of it, at once and then every interval, so that `status`
     /// shows why we do not lead (the shell marks those records unhealthy:
-    /// no owner lets us lead on them).
+    /// no owner lets us lead on them). A cold standby, out of the group too,
+    /// says it is there all the same, at once and then every interval: the
+    /// owner chooses the hot standbys among the members it reads.
     fn announce_due(&self) -> Option<BootTime> {
         let serving = self.seats.values().all(Seat::serving);
-        let due = if self.may_lead() { self.announce_at } else { self.announce_at.or(Some(self.now)) };
+        let asked = self.may_lead() && !self.cold.is_cold();
+        let due = if asked { self.announce_at } else { self.announce_at.or(Some(self.now)) };
         due.filter(|_| !self.owns_any() && serving)
     }
 
     /// Another member's candidacy. A leader with --preempt hands over to a
     /// live one of higher priority.
     fn on_candidacy(&mut self, candidacy: Candidacy, now: BootTime) {
+        self.heard_hot(&candidacy.name);
         let Some((name, priority)) = self.standbys.read(&candidacy, now) else { return };
         if !self.settings.preempt || priority <= self.settings.priority {
             return;
@@ -666,16 +663,6 @@ impl Leader {
                 s.on_yield(cx, Reason::Preempted, Some(name.clone()), now);
             }
         });
-    }
-
-    /// The hot standbys another owner of the control partition names. Only
-    /// kept and said in this slice (docs/hot-set.md): a cold member stays in
-    /// the group.
-    fn on_hot(&mut self, list: HotList) {
-        let me = self.settings.name.as_str();
-        let was = self.standbys.hot_read().map(|known| known.named(me));
-        say::hot(was, &list, me, self.owns_control());
-        self.standbys.read_hot(list);
     }
 
     /// Hands over (see `Seat::on_yield`): every seat that holds its

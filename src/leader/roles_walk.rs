@@ -278,6 +278,12 @@ impl Walk {
             Action::Rejoin | Action::StandAside | Action::HandOver => self.leaving = true,
             Action::LeaveGroup => (self.leaving, self.left) = (true, true),
             Action::SendCandidacy { .. } => {}
+            Action::Cold(true) => {
+                if let Some(p) = self.roles.iter().position(|r| r.child.is_some()) {
+                    self.fail(&format!("went cold while role {p}'s command runs"));
+                }
+            }
+            Action::Cold(false) => {}
             Action::Exit(_) => {
                 if let Some(p) = self.roles.iter().position(|r| r.child.is_some()) {
                     self.fail(&format!("exit while role {p}'s command runs"));

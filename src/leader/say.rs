@@ -147,6 +147,6 @@ pub(super) fn hot(was: Option<bool>, list: &HotList, me: &str, owner: bool) {
     if named {
         info!(hot = %names, k = list.k, "a hot standby: the owner of partition 0 names this member to lead next");
     } else {
-        info!(hot = %names, k = list.k, "a cold standby: not among the hot standbys the owner of partition 0 names (this member stays in the group all the same)");
+        info!(hot = %names, k = list.k, "a cold standby: not among the hot standbys the owner of partition 0 names");
     }
 }

@@ -141,8 +141,17 @@ impl Standbys {
     }
 
     /// The member a hand-over that still holds at `now` names.
-    fn handed_to(&self, now: BootTime) -> Option<&str> {
+    pub(super) fn handed_to(&self, now: BootTime) -> Option<&str> {
         self.handover.as_ref().filter(|(_, until)| now < *until).map(|(to, _)| to.as_str())
+    }
+
+    /// Until when the newest candidacy of a member `list` names that may
+    /// lead counts: while one does, the hot set is alive, and a cold
+    /// member need not join for an owner that has gone silent (its hot
+    /// standby takes over within a session).
+    pub(super) fn named_live_until(&self, list: &HotList) -> Option<BootTime> {
+        let named = self.list.iter().filter(|s| list.named(&s.known.name));
+        named.filter(|s| !s.known.never_lead && !s.known.unhealthy && !s.known.drained).map(|s| s.known.until).max()
     }
 
     /// Takes in the list another owner of partition 0 named in its record.

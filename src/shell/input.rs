@@ -69,6 +69,7 @@ pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep)
         Some(Event::Trigger(partition, trigger)) => Input::Trigger(partition, trigger),
         Some(Event::Candidacy(candidacy)) => Input::Candidacy(candidacy),
         Some(Event::Hot(list)) => Input::Hot(list),
+        Some(Event::Echo) => Input::Echo,
         Some(Event::Drain { drained, .. }) => Input::Drain(drained),
         Some(Event::Fatal(failure)) => Input::Fatal(failure.code()),
         None => Input::Fatal(Kind::Internal.code()),

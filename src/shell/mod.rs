@@ -487,6 +487,7 @@ impl Shell {
             }
             Action::Rejoin => self.kafka.rejoin(),
             Action::LeaveGroup => self.kafka.leave_group(),
+            Action::Cold(cold) => self.kafka.cold(cold),
             Action::StandAside => self.kafka.stand_aside(),
             Action::HandOver => self.kafka.hand_over(),
             Action::SendCandidacy { leaving } => {

@@ -29,35 +29,49 @@ fn the_owner_of_the_control_partition_names_the_best_standbys_and_no_one_else_na
     let mut standby = Leader::new(settings(Restart::Never), started(0));
     standby.step(candidacy("a", 1, (false, false)), ms(100));
     assert_eq!(standby.hot_list(), None, "a standby names none: only the owner decides");
-    let mut l = leading(Restart::Never); // leads on partition 0 from 1010
-                                         // a's and c's records count until 1150.
-    l.step(written("a", 1, (false, false), 50), ms(1100));
-    l.step(written("c", 2, (false, false), 50), ms(1100));
-    l.step(candidacy("sick", 9, (true, false)), ms(1100));
-    l.step(candidacy("drained", 9, (false, true)), ms(1100));
-    l.step(candidacy("b", 3, (false, false)), ms(1100));
+    // Candidacies every 100 ms: a new owner names its list once it has
+    // owned partition 0 for 300 ms (it leads from 1010).
+    let mut l = quick_leader(2);
+    assert_eq!(l.hot_list(), None, "a new owner names none yet: it may not have read every candidacy");
+    // a's and c's records count until 1450.
+    l.step(written("a", 1, (false, false), 50), ms(1400));
+    l.step(written("c", 2, (false, false), 50), ms(1400));
+    l.step(candidacy("sick", 9, (true, false)), ms(1400));
+    l.step(candidacy("drained", 9, (false, true)), ms(1400));
+    l.step(candidacy("b", 3, (false, false)), ms(1400));
     assert_eq!(l.hot_list(), Some(list(2, &["b", "c"])), "K 2 (the fixture's): the best that may lead");
-    l.step(Input::Tick, ms(1150));
+    l.step(Input::Tick, ms(1450));
     assert_eq!(l.hot_list(), Some(list(2, &["b"])), "a and c lapsed: a list short of K");
-    l.step(candidacy("d", 0, (false, false)), ms(1200));
+    l.step(candidacy("d", 0, (false, false)), ms(1500));
     assert_eq!(l.hot_list(), Some(list(2, &["b", "d"])));
     // yield --to d: d first, whatever its rank.
-    let out = l.step(Input::Yield { to: Some("d".into()) }, ms(1300));
+    let out = l.step(Input::Yield { to: Some("d".into()) }, ms(1600));
     assert_eq!(out.last(), Some(&SignalGroup(P, SIGTERM)), "{out:?}");
     assert_eq!(l.hot_list(), Some(list(2, &["d", "b"])));
-    let k1 = Settings { hot_standbys: 1, ..settings(Restart::Never) };
-    let mut one = Leader::new(k1, started(0));
-    one.step(candidacy("a", 1, (false, false)), ms(100));
-    one.step(candidacy("b", 3, (false, false)), ms(100));
-    one.step(assigned(), ms(200));
+    let mut one = quick_leader(1);
+    one.step(candidacy("a", 1, (false, false)), ms(1100));
+    one.step(candidacy("b", 3, (false, false)), ms(1100));
+    one.step(Input::Tick, ms(1300));
     assert_eq!(one.hot_list(), Some(list(1, &["b"])), "K is --hot-standbys");
+}
+
+/// A leader on partition 0 from 1010 with `--hot-standbys k`, writing
+/// candidacies every 100 ms when it is a standby (hand-overs hold 300 ms).
+fn quick_leader(k: u32) -> Leader {
+    let quick =
+        Settings { hot_standbys: k, candidacy_interval: Duration::from_millis(100), ..settings(Restart::Never) };
+    let mut l = Leader::new(quick, started(0));
+    l.step(assigned(), ms(1000));
+    l.step(hb(7, 1000), ms(1010));
+    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
+    l
 }
 
 #[test]
 fn a_member_keeps_the_newest_list_read_from_the_watcher_or_the_owners_records() {
     let mut l = Leader::new(settings(Restart::Never), started(0));
     assert_eq!(l.standbys.hot_read(), None, "none read yet: an older owner names none");
-    assert_eq!(l.step(Input::Hot(list(2, &["a", "me"])), ms(100)), vec![], "kept, nothing done in this slice");
+    assert_eq!(l.step(Input::Hot(Some(list(2, &["a", "me"]))), ms(100)), vec![], "kept; it names us: in the group");
     assert_eq!(l.standbys.hot_read(), Some(&list(2, &["a", "me"])));
     // The owner's heartbeat on the control partition names one too.
     let named = Other { hot: Some(list(2, &["a", "b"])), ..record_of("x/1", 5, Some(1), None, Stance::Contending) };
@@ -71,20 +85,15 @@ fn a_member_keeps_the_newest_list_read_from_the_watcher_or_the_owners_records() 
 #[test]
 fn a_fresh_hand_overs_target_goes_first_until_the_hand_over_goes_stale() {
     // Hand-overs hold for 3 candidacy intervals: 300 ms here.
-    let quick =
-        Settings { hot_standbys: 1, candidacy_interval: Duration::from_millis(100), ..settings(Restart::Never) };
-    let mut l = Leader::new(quick, started(0));
-    l.step(assigned(), ms(1000));
-    l.step(hb(7, 1000), ms(1010));
-    assert_eq!(l.standing(P), Standing::Leader { token: 7 });
-    l.step(candidacy("a", 9, (false, false)), ms(1050));
-    l.step(candidacy("low", 0, (false, false)), ms(1050));
+    let mut l = quick_leader(1);
+    l.step(candidacy("a", 9, (false, false)), ms(1350));
+    l.step(candidacy("low", 0, (false, false)), ms(1350));
     assert_eq!(l.hot_list(), Some(list(1, &["a"])));
     // An earlier owner's disclaimer, read late, handed partition 0 to low.
     let handing = record_of("x/1", 3, Some(1), None, Stance::Released);
-    l.step(Input::OtherHeartbeat(P, Other { to: Some("low".into()), ..handing }), ms(1100));
-    l.step(Input::Tick, ms(1399));
+    l.step(Input::OtherHeartbeat(P, Other { to: Some("low".into()), ..handing }), ms(1400));
+    l.step(Input::Tick, ms(1699));
     assert_eq!(l.hot_list(), Some(list(1, &["low"])), "the hand-over's target first while it holds");
-    l.step(Input::Tick, ms(1400));
+    l.step(Input::Tick, ms(1700));
     assert_eq!(l.hot_list(), Some(list(1, &["a"])), "stale: by rank again");
 }

@@ -6,6 +6,7 @@ use super::fixtures::*;
 use super::*;
 use Action::*;
 
+mod cold;
 mod control;
 mod crontab;
 mod exits;

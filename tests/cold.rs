@@ -1,0 +1,119 @@
+//! Cold standbys (docs/hot-set.md, slice 2): a member the leader's hot
+//! list leaves out leaves the consumer group and comes back when a list
+//! names it or when no live leader is heard. The real binary on the dev
+//! broker, whose count of each client's group requests (`requests`) says
+//! who is in the group: a member out of it sends no coordinator Heartbeat.
+
+use nix::sys::signal::Signal;
+
+use crate::util::{stays_false, wait_until, Broker, Group, Member};
+
+/// How many requests of `api` the dev broker has had from `member`.
+fn requests(g: &Group, member: &str, api: &str) -> u64 {
+    let lines = g.broker.event("requests");
+    let prefix = format!("{member} {api} ");
+    lines.lines().find_map(|l| l.strip_prefix(&prefix)).and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+/// Whether `member` is out of the group: it sent its LeaveGroup, and no
+/// coordinator Heartbeat for four of its intervals.
+fn out_of_the_group(g: &Group, member: &str) -> bool {
+    let beats = requests(g, member, "Heartbeat");
+    let window = g.broker.timing.coordinator_heartbeat * 4;
+    requests(g, member, "LeaveGroup") > 0 && stays_false(window, || requests(g, member, "Heartbeat") != beats)
+}
+
+/// Whether `member` is in the group: its coordinator Heartbeats go on.
+fn in_the_group(g: &Group, member: &str) -> bool {
+    let beats = requests(g, member, "Heartbeat");
+    !stays_false(g.broker.timing.coordinator_heartbeat * 4, || requests(g, member, "Heartbeat") > beats)
+}
+
+/// `a` (priority 1) leads; b, c and d (priorities 2 to 4) join with
+/// `--hot-standbys 1`: d is hot, b and c cold.
+fn leader_a_hot_d_cold_b_and_c(g: &Group) -> (Member, Member, Member, Member) {
+    let t = g.broker.timing;
+    let member = |name: &str, priority: &str| {
+        g.member(name, &["--priority", priority, "--hot-standbys", "1"], &["sleep", "1000"])
+    };
+    let a = member("a", "1");
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let (b, c, d) = (member("b", "2"), member("c", "3"), member("d", "4"));
+    for m in [&b, &c] {
+        wait_until(t.takeover(), &format!("{} is a cold standby", m.name), || {
+            m.log().contains("a cold standby: leaving the group")
+        });
+    }
+    (a, b, c, d)
+}
+
+#[test]
+fn cold_standbys_leave_the_group_while_the_hot_one_stays_and_the_leader_runs_on() {
+    let g = Group::on(Broker::cluster(1), "cold-leave");
+    let t = g.broker.timing;
+    let (_a, _b, _c, _d) = leader_a_hot_d_cold_b_and_c(&g);
+    for cold in ["b", "c"] {
+        wait_until(t.takeover(), &format!("{cold} is out of the group"), || out_of_the_group(&g, cold));
+    }
+    assert!(in_the_group(&g, "d"), "d, hot, stays in: {}", g.broker.event("requests"));
+    assert!(in_the_group(&g, "a"), "the leader stays in");
+    assert_eq!(g.starts().len(), 1, "a leads throughout: {:?}", g.starts());
+    assert!(g.lock_held(), "a's command runs on");
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_cold_standby_is_invited_when_the_hot_one_takes_over_from_a_dead_leader() {
+    let g = Group::on(Broker::cluster(1), "cold-invite");
+    let t = g.broker.timing;
+    let (mut a, _b, c, _d) = leader_a_hot_d_cold_b_and_c(&g);
+    wait_until(t.takeover(), "c is out of the group", || out_of_the_group(&g, "c"));
+    a.signal(Signal::SIGKILL);
+    let _ = a.wait_exit(t.takeover());
+    wait_until(t.takeover(), "d, the hot standby, leads", || g.starts().last().is_some_and(|s| s.0 == "d"));
+    // d's list names c now (K 1): c joins.
+    let invited = crate::util::wait_for(t.takeover(), || c.log().contains("named a hot standby: joining the group"));
+    assert!(invited, "c is invited\nc: {}\nd: {}", c.log(), _d.log());
+    wait_until(t.takeover(), "c is in the group", || in_the_group(&g, "c"));
+    assert!(out_of_the_group(&g, "b"), "b stays cold: {}", g.broker.event("requests"));
+    g.assert_no_overlap();
+}
+
+#[test]
+fn cold_standbys_join_and_one_leads_when_the_leader_and_the_hot_standby_die_together() {
+    let g = Group::on(Broker::cluster(1), "cold-stranded");
+    let t = g.broker.timing;
+    let (mut a, b, c, mut d) = leader_a_hot_d_cold_b_and_c(&g);
+    wait_until(t.takeover(), "b is out of the group", || out_of_the_group(&g, "b"));
+    wait_until(t.takeover(), "c is out of the group", || out_of_the_group(&g, "c"));
+    a.signal(Signal::SIGKILL);
+    d.signal(Signal::SIGKILL);
+    let _ = (a.wait_exit(t.takeover()), d.wait_exit(t.takeover()));
+    // Nobody writes the list: both notice the silence and join.
+    for m in [&b, &c] {
+        wait_until(t.takeover(), &format!("{} hears the silence", m.name), || {
+            m.log().contains("no live record of the owner of partition 0 read: joining the group")
+        });
+    }
+    wait_until(t.takeover() * 2, "b or c leads", || g.starts().last().is_some_and(|s| s.0 == "b" || s.0 == "c"));
+    g.assert_no_overlap();
+}
+
+#[test]
+fn the_default_group_of_three_keeps_every_member_in_the_group() {
+    let g = Group::on(Broker::cluster(1), "cold-default");
+    let t = g.broker.timing;
+    let a = g.member("a", &[], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let (b, c) = (g.member("b", &[], &["sleep", "1000"]), g.member("c", &[], &["sleep", "1000"]));
+    for m in [&b, &c] {
+        wait_until(t.takeover(), &format!("{} reads that it is hot", m.name), || m.log().contains("a hot standby"));
+    }
+    // K 2 names both: neither leaves, for a while of lists.
+    let left =
+        || [&b, &c].iter().any(|m| m.log().contains("a cold standby: leaving")) || requests(&g, "b", "LeaveGroup") > 0;
+    assert!(stays_false(t.session * 2, left), "b: {}\nc: {}", b.log(), c.log());
+    assert!(in_the_group(&g, "b") && in_the_group(&g, "c"), "{}", g.broker.event("requests"));
+    assert_eq!(g.starts().len(), 1, "a leads throughout: {:?}", g.starts());
+    drop(a);
+}

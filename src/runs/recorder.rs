@@ -122,7 +122,10 @@ impl Recorder {
     }
 
     /// Closes the queue and waits up to `within` for the thread to write
-    /// what it holds (at once when it holds nothing).
+    /// what it holds and end, its producer destroyed with it: librdkafka's
+    /// threads must be gone before the member exits (a client destroyed
+    /// while exit's handlers run can corrupt the heap), even when nothing
+    /// is left to write.
     pub async fn finish(mut self, within: Duration) {
         self.queue = None;
         let lost = self.shared.lost.load(Ordering::Relaxed);
@@ -132,10 +135,10 @@ impl Recorder {
         // Said once the wait is over, not before: a thread still making
         // the topic goes on until then.
         let _closed = Closed(&self.shared);
-        let (Some(done), true) = (self.done.take(), self.shared.pending.load(Ordering::Relaxed) > 0) else { return };
+        let Some(done) = self.done.take() else { return };
         let waited = tokio::task::spawn_blocking(move || done.recv_timeout(within).is_ok()).await;
-        if !matches!(waited, Ok(true)) {
-            let pending = self.shared.pending.load(Ordering::Relaxed);
+        let pending = self.shared.pending.load(Ordering::Relaxed);
+        if !matches!(waited, Ok(true)) && pending > 0 {
             warn!(pending, wait = ?within, "exiting with run records not yet written to the runs topic");
         }
     }

@@ -493,7 +493,7 @@ impl Reader<'_> {
         if self.leaving || !self.subscription.subscribed() || !ctx.reach.is_reachable() {
             return;
         }
-        let due = ctx.join_watch.lock().expect("join watch lock").due(Instant::now());
+        let due = ctx.join_watch.lock().ok().and_then(|mut watch| watch.due(Instant::now()));
         if let Some(waited) = due {
             super::nudge::nudge(&ctx.nudge_config, waited);
         }

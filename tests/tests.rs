@@ -1,6 +1,7 @@
 //! Integration tests: the real binary, real processes, real signals and a
 //! real Kafka-protocol broker over TCP. One test binary (see Cargo.toml).
 
+mod raw;
 mod util;
 
 mod backoff;

@@ -235,9 +235,6 @@ pub struct Kafka {
     /// our last candidacy: how often we write the next.
     census: Arc<Mutex<candidacy::Census>>,
     candidacy_written: Option<CandidacyWritten>,
-    /// The member our newest disclaimer hands over to: a hand-over waits
-    /// out of the group for as long as it is live (`hand_over`).
-    handing_to: Option<String>,
 }
 
 /// Our last candidacy record since our last heartbeat: when, the interval
@@ -416,7 +413,6 @@ impl Kafka {
             crontab: None,
             census,
             candidacy_written: None,
-            handing_to: None,
         })
     }
 
@@ -488,9 +484,6 @@ impl Kafka {
             Some(held) => self.leading.insert(partition, held),
             None => self.leading.remove(&partition),
         };
-        if record.to.is_some() {
-            self.handing_to.clone_from(&record.to);
-        }
         let content = Content {
             record,
             since_ms: leading.map(|(_, since)| since),
@@ -582,13 +575,13 @@ impl Kafka {
         self.ask_out();
     }
 
-    /// As `stand_aside`, but for the member our disclaimer just named:
+    /// As `stand_aside`, but for `to`, the member our disclaimer names:
     /// out of the group while it is live and does not lead yet (a broker
     /// may take seconds to hand it partition 0: tansu pauses 3 s, Kafka
     /// waits for its slowest member), and back at once if it dies. Back
     /// sooner, partition 0 could come back to us and be handed on again.
-    pub fn hand_over(&self) {
-        self.asks.ask(Ask::HandOver(self.handing_to.clone()));
+    pub fn hand_over(&self, to: String) {
+        self.asks.ask(Ask::HandOver(to));
     }
 
     /// Whether Kafka answered last time we tried.

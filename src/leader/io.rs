@@ -631,10 +631,9 @@ pub enum Action {
     /// Leave the group and rejoin only once another member leads (or after
     /// a while, if none does): the end of a yield, once the child is gone.
     StandAside,
-    /// As StandAside, but rejoin at the latest once a hand-over has gone
-    /// stale (its target may have died): the disclaimer just written names
-    /// the member we hand partition 0 to.
-    HandOver,
+    /// As StandAside, but rejoin at the latest once a hand-over to `to` has
+    /// gone stale (it may have died): the member our disclaimer names.
+    HandOver { to: String },
     /// Write our candidacy record (the withdrawal when `leaving`, given a
     /// moment to land before what follows).
     SendCandidacy { leaving: bool },
@@ -668,7 +667,7 @@ impl Action {
             | Action::Disclaim(partition, _) => Some(partition),
             Action::Rejoin
             | Action::StandAside
-            | Action::HandOver
+            | Action::HandOver { .. }
             | Action::SendCandidacy { .. }
             | Action::LeaveGroup
             | Action::Cold(_)

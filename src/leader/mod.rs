@@ -720,13 +720,16 @@ impl Leader {
     fn leave(&mut self, leave: Leave) {
         match leave {
             Leave::Rejoin => self.out.push(Action::Rejoin),
-            Leave::StandAside { handing } => {
+            Leave::StandAside { to } => {
                 if self.may_lead() {
                     // Out of the group until another member leads: we say we
                     // are a candidate again once back in it.
                     self.announce_at = None;
                 }
-                self.out.push(if handing { Action::HandOver } else { Action::StandAside });
+                self.out.push(match to {
+                    Some(to) => Action::HandOver { to },
+                    None => Action::StandAside,
+                });
             }
             Leave::Exit(code) => self.exit_when_idle(code),
         }

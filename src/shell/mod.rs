@@ -432,7 +432,7 @@ impl Shell {
     fn apply(&mut self, action: Action) -> ControlFlow<u8> {
         let handover = matches!(
             action,
-            Action::ReleaseRevoke(_) | Action::StandAside | Action::HandOver | Action::Rejoin | Action::Exit(_)
+            Action::ReleaseRevoke(_) | Action::StandAside | Action::HandOver { .. } | Action::Rejoin | Action::Exit(_)
         );
         if handover && self.flushing.is_some() {
             self.after_flush.push(action);
@@ -489,7 +489,7 @@ impl Shell {
             Action::LeaveGroup => self.kafka.leave_group(),
             Action::Cold(cold) => self.kafka.cold(cold),
             Action::StandAside => self.kafka.stand_aside(),
-            Action::HandOver => self.kafka.hand_over(),
+            Action::HandOver { to } => self.kafka.hand_over(to),
             Action::SendCandidacy { leaving } => {
                 self.kafka.send_candidacy(leaving);
                 if leaving {

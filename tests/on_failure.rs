@@ -162,6 +162,15 @@ fn a_jobs_own_on_failure_runs_in_place_of_the_flags_and_a_command_not_found_noti
         own.display()
     );
     std::fs::write(&crontab, text).unwrap();
+    // `cron check` shows the job's own; an empty one it refuses.
+    let (code, out) = crate::util::run(&["cron", "check", crontab.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("own  (line 2)  @every 1s  UTC\n"), "{out}");
+    assert!(out.contains(&format!("  on failure: {}\n", own.display())), "{out}");
+    let bad = dir.join("bad.crontab");
+    std::fs::write(&bad, "@every 1s own[on-failure=] exit 4\n").unwrap();
+    let (code, out) = crate::util::run(&["cron", "check", bad.to_str().unwrap()]);
+    assert!(code == 2 && out.contains(":1:15: error: on-failure needs a command"), "{out}");
     let global = recording(&dir.join("global.$NELI_JOB.env"));
     let mut a = cron_member(&g, "a", &crontab, &["--on-failure", &global]);
     let file = |name: &str| dir.join(name);
@@ -243,4 +252,24 @@ fn a_single_leaders_command_that_cannot_start_notifies() {
     assert!(log.contains("status=exit code 3") && log.contains("command not found"), "{log}");
     a.signal(Signal::SIGTERM);
     a.wait_exit(LONG);
+}
+
+#[test]
+fn each_roles_failed_runs_notify_with_its_role() {
+    let g = Group::new("onfail-roles");
+    let failures = g.dir.path().join("failure.env");
+    let flags = ["--roles", "2", "--restart-delay", "200ms", "--on-failure", &recording(&failures)];
+    let mut a = g.member_unguarded("a", &flags, &["sh", "-c", "exit $((3 + NELI_ROLE))"]);
+    let roles = || -> Vec<(String, String)> {
+        let told = blocks(&failures);
+        let of = |b: &String| Some((var(b, "NELI_ROLE")?.to_string(), var(b, "NELI_EXIT_CODE")?.to_string()));
+        told.iter().filter_map(of).collect()
+    };
+    wait_until(LONG, "each role's failure hook ran", || {
+        let roles = roles();
+        roles.contains(&("0".into(), "3".into())) && roles.contains(&("1".into(), "4".into()))
+    });
+    a.signal(Signal::SIGTERM);
+    a.wait_exit(LONG);
+    assert!(blocks(&failures).iter().all(|b| var(b, "NELI_ROLES") == Some("2")), "{:?}", blocks(&failures));
 }

@@ -211,7 +211,7 @@ fn a_failure_hook_that_hangs_is_killed_at_its_timeout_and_failures_meanwhile_que
         runs = runs.display(),
         sleeper = sleeper.display()
     );
-    let flags = ["--restart", "on-failure", "--restart-delay", "50ms", "--hook-timeout", "4s", "--on-failure", &hook];
+    let flags = ["--restart", "on-failure", "--restart-delay", "50ms", "--hook-timeout", "8s", "--on-failure", &hook];
     let fail = format!("echo run >> {}; exit 3", runs.display());
     let mut a = g.member("a", &flags, &["sh", "-c", &fail]);
     let counts = || -> Vec<u32> {
@@ -272,4 +272,38 @@ fn each_roles_failed_runs_notify_with_its_role() {
     a.signal(Signal::SIGTERM);
     a.wait_exit(LONG);
     assert!(blocks(&failures).iter().all(|b| var(b, "NELI_ROLES") == Some("2")), "{:?}", blocks(&failures));
+}
+
+#[test]
+fn a_jobs_on_failure_added_by_a_reload_runs_from_then_on() {
+    // A member started with no failure hook at all, and one with
+    // --on-failure: the file read again gives the job one of its own, and
+    // the job's next failures run it.
+    for global in [false, true] {
+        let g = Group::new("onfail-reload");
+        let dir = g.dir.path();
+        let (hook, told, crontab) = (dir.join("hook"), dir.join("told.env"), dir.join("fleet.crontab"));
+        std::fs::write(&hook, format!("#!/bin/sh\n{}\n", recording(&told))).unwrap();
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (runs, flags) = (dir.join("runs"), recording(&dir.join("global.env")));
+        let line = |options: &str| format!("@every 1s fails{options} echo run >> {}; exit 6\n", runs.display());
+        std::fs::write(&crontab, line("")).unwrap();
+        let flags = if global { vec!["--on-failure", &flags] } else { vec![] };
+        let mut a = cron_member(&g, "a", &crontab, &flags);
+        wait_until(LONG, "the job fails", || match global {
+            true => !blocks(&dir.join("global.env")).is_empty(),
+            false => std::fs::read_to_string(&runs).is_ok_and(|r| r.lines().count() >= 2),
+        });
+        assert!(!told.exists(), "not the job's own yet");
+        let new = crontab.with_extension("new");
+        std::fs::write(&new, line(&format!("[on-failure={}]", hook.display()))).unwrap();
+        std::fs::rename(&new, &crontab).unwrap();
+        a.signal(Signal::SIGHUP);
+        wait_until(LONG, "the job's new hook ran", || !blocks(&told).is_empty());
+        a.signal(Signal::SIGTERM);
+        a.wait_exit(LONG);
+        let told = blocks(&told);
+        let fails = |b: &String| var(b, "NELI_JOB") == Some("fails") && var(b, "NELI_EXIT_CODE") == Some("6");
+        assert!(told.iter().all(fails), "{told:?}");
+    }
 }

@@ -124,12 +124,14 @@ fn a_run_neli_run_stops_is_no_failure_and_one_stopped_for_overrunning_is() {
 
     // Stopped for running past --max-runtime: it did not finish; a failure.
     let over = ["--max-runtime", "1s", "--on-failure", &on_failure];
-    let mut c = g.member("c", &over, &["sleep", "1000"]);
-    assert_eq!(c.wait_exit(LONG).code(), Some(143), "{}", c.log());
+    let mut c = g.member_unguarded("c", &over, &["sleep", "1000"]);
+    // 143, or 137 if the stop signal took longer than --grace on a loaded machine.
+    let code = c.wait_exit(LONG).code();
+    assert!(matches!(code, Some(143 | 137)), "{code:?}: {}", c.log());
     let told = blocks(&file("c.failure.env"));
     assert_eq!(told.len(), 1, "{told:?}\n{}", c.log());
-    assert_eq!(var(&told[0], "NELI_REASON"), Some("overran"), "{}", told[0]);
-    assert_eq!(var(&told[0], "NELI_EXIT_STATUS"), Some("143"), "{}", told[0]);
+    assert_eq!(var(&told[0], "NELI_REASON"), Some("overran"), "{}\n{}", told[0], c.log());
+    assert_eq!(var(&told[0], "NELI_EXIT_STATUS"), code.map(|c| c.to_string()).as_deref(), "{}", told[0]);
     g.assert_no_overlap();
 }
 

@@ -3,7 +3,7 @@
 //! its command ends, and when one fails (a page, a note to a chat, a load
 //! balancer told).
 //!
-//! A run fails (`failed`) when it ended by itself and not with 0, or we
+//! A run fails (`run_failed`) when it ended by itself and not with 0, or we
 //! stopped it for running too long; one we stopped for any other reason (a
 //! revoke, a fence, a yield, a stop) did not fail: neli-run ended it. With
 //! `--crontab`, a job's `on-failure=` stands in for `--on-failure`.
@@ -211,10 +211,10 @@ impl Hooks {
     }
 
     /// `role`'s command's run ended with `status`, `why` as the core says:
-    /// if it failed (`failed`), its failure hook, told the run's facts
+    /// if it failed (`run_failed`), its failure hook, told the run's facts
     /// (`run`: its record, if it was recorded; a `--warm` command's is not).
     pub(super) fn failed(&mut self, role: Partition, status: ChildStatus, why: Reason, run: Option<&RunRecord>) {
-        if !failed(status, why) {
+        if !run_failed(status, why) {
             return;
         }
         let command_token = self.told.get(&role).and_then(|t| t.command_token);
@@ -259,8 +259,8 @@ impl Hooks {
                 role,
                 job = stale.env.iter().find(|(k, _)| k == "NELI_JOB").map(|(_, job)| job.as_str()),
                 failures = stale.failures + 1,
-                "failure hook dropped before it started: the one before still runs, and the next, queued in its \
-                 place, stands for both (NELI_FAILURES)"
+                "failure hook dropped before it started: a later failure of the same role or job replaces it, and \
+                 says in NELI_FAILURES how many failed runs it stands for"
             ),
             Some(stale) => info!(
                 hook = stale.hook.name(),
@@ -344,7 +344,7 @@ fn enqueue(waiting: &mut VecDeque<Queued>, mut queued: Queued) -> Option<Queued>
 /// did not send, a command not found), or we stopped it for running too
 /// long. One we stopped otherwise (a revoke, a fence, a yield, a drain, a
 /// pause, a shutdown) did not fail: neli-run ended it, whatever its status.
-fn failed(status: ChildStatus, why: Reason) -> bool {
+fn run_failed(status: ChildStatus, why: Reason) -> bool {
     match why {
         Reason::Overran => true,
         Reason::Exited => !status.success(),
@@ -623,7 +623,7 @@ mod tests {
             (Signaled(9), Reason::Fenced, false),
         ];
         for (status, why, failed_run) in cases {
-            assert_eq!(failed(status, why), failed_run, "{status:?} {why:?}");
+            assert_eq!(run_failed(status, why), failed_run, "{status:?} {why:?}");
         }
         assert_eq!((signal_name(11), signal_name(99)), ("SIGSEGV".to_string(), "99".to_string()));
     }

@@ -424,7 +424,8 @@ pub struct RunArgs {
 
     /// Run CMD with /bin/sh -c after each run of the command ends;
     /// NELI_EXIT_STATUS is its status (128+N for signal N), NELI_REASON
-    /// exited (by itself), stopped (by neli-run) or fenced.
+    /// exited (by itself), stopped (by neli-run), overran (stopped past
+    /// --max-runtime) or fenced.
     ///
     /// For failure-only alerts, --on-failure. See --on-lead.
     #[arg(long, env = "NELI_ON_EXIT", value_name = "CMD", help_heading = "Hooks")]

@@ -69,6 +69,9 @@ fn a_run_that_fails_runs_the_failure_hook_once_with_its_facts_and_one_that_succe
         assert_eq!(var(block, name), Some(value), "{name} in:\n{block}");
     }
     assert_eq!(var(block, "NELI_SIGNAL"), None, "{block}");
+    // --restart never: the run is a wave's (--once-within), its first attempt.
+    assert_eq!(var(block, "NELI_ATTEMPT"), Some("1"), "{block}");
+    assert!(var(block, "NELI_WAVE").is_some_and(|w| humantime::parse_rfc3339(w).is_ok()), "{block}");
     assert!(!block.contains("NELI_ON_"), "no setting neli-run read: {block}");
     let ms = var(block, "NELI_DURATION_MS").and_then(|d| d.parse::<u64>().ok()).expect(block);
     assert!((150..LONG.as_millis() as u64).contains(&ms), "it ran 0.2 s: {block}");

@@ -31,6 +31,7 @@ mod layers;
 mod leader_file;
 mod limits;
 mod metrics;
+mod on_failure;
 mod pause;
 mod reload;
 mod rewind;

@@ -77,8 +77,12 @@ pub enum Reason {
     Exited,
     /// No fresh heartbeat: the command was killed by a fence.
     Fenced,
-    /// We stopped or killed it: a revoke, a yield, a shutdown, --max-runtime.
+    /// We stopped or killed it: a revoke, a yield, a shutdown, a drain.
     Stopped,
+    /// We stopped it for running too long (--max-runtime, a job's
+    /// `max-runtime=`, or `overlap=replace`'s next due time): it did not
+    /// finish, so --on-failure hears of it.
+    Overran,
     /// A new fencing token (--on-lead).
     Elected,
     /// Leading again under a new token after a fence (--on-lead).
@@ -101,6 +105,7 @@ impl Reason {
             Reason::Exited => "exited",
             Reason::Fenced => "fenced",
             Reason::Stopped => "stopped",
+            Reason::Overran => "overran",
             Reason::Elected => "elected",
             Reason::Resumed => "resumed",
         }

@@ -99,3 +99,29 @@ fn status_lists_cold_members_from_the_roster_and_yield_to_one_hands_over_to_it()
     wait_until(t.takeover(), "b leads", || g.starts().last().is_some_and(|s| s.0 == "b"));
     g.assert_no_overlap();
 }
+
+#[test]
+fn a_member_denied_the_roster_writes_to_partition_0_says_which_acl_to_add_and_runs_on() {
+    // The group's name is ours to choose, so that the broker denies its
+    // roster (as a LITERAL ACL on the topic alone would) from the start.
+    let name = format!("t-roster-acl-{}", std::process::id());
+    let denied = format!("{name}.neli.roster");
+    let mut g = Group::on(Broker::dev_with("127.0.0.1", &["--deny-topic", &denied]), "roster-acl");
+    g.name = name;
+    let t = g.broker.timing;
+    let (mut a, mut b, mut c, mut d) = leader_a_hot_d_cold_b_and_c(&g);
+    for m in [&b, &c] {
+        let said = m.log().matches("denied the roster topic").count();
+        assert_eq!(said, 1, "{} says it once: {}", m.name, m.log());
+        assert!(m.log().contains(&format!("--topic {denied}")), "and names the ACL: {}", m.log());
+    }
+    // The cold members' candidacies are on partition 0 as before: status
+    // lists them while they are cold, long after they went cold.
+    std::thread::sleep(t.session * 2);
+    let listed = standbys(&g);
+    assert!(listed.contains(&("b".into(), 2)) && listed.contains(&("c".into(), 3)), "{listed:?}");
+    for m in [&mut a, &mut b, &mut c, &mut d] {
+        assert!(!m.exited(), "{} runs on: {}", m.name, m.log());
+    }
+    g.assert_no_overlap();
+}

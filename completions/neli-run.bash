@@ -149,7 +149,7 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --no-wake --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --roles --overlap --restart-delay --once-within --failed-run --max-runtime --every --cron --crontab --time-zone --missed --starting-deadline --name --priority --preempt --hot-standbys --never-lead --acquire-timeout --metrics-addr --leader-file --on-lead --on-unlead --on-exit --hook-timeout --health-cmd --health-interval --health-timeout --health-retries --warm --lead-signal --unlead-signal --verbose --quiet --log-format --help --version dev-broker status history yield pause resume drain undrain cron help"
+            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --no-wake --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --roles --overlap --restart-delay --once-within --failed-run --max-runtime --every --cron --crontab --time-zone --missed --starting-deadline --name --priority --preempt --hot-standbys --never-lead --acquire-timeout --metrics-addr --leader-file --on-lead --on-unlead --on-exit --on-failure --hook-timeout --health-cmd --health-interval --health-timeout --health-retries --warm --lead-signal --unlead-signal --verbose --quiet --log-format --help --version dev-broker status history yield pause resume drain undrain cron help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -288,6 +288,10 @@ _neli__run() {
                     return 0
                     ;;
                 --on-exit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --on-failure)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_neli_run_global_optspecs
-    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= no-wake heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= roles= overlap restart-delay= once-within= failed-run= max-runtime= every= cron= crontab= time-zone= missed= starting-deadline= name= priority= preempt hot-standbys= never-lead acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
+    string join \n b/brokers= kafka-config= kafka-secret= g/group= topic= X= session-timeout= no-wake heartbeat-interval= heartbeat-deadline= grace= stop-signal= restart= roles= overlap restart-delay= once-within= failed-run= max-runtime= every= cron= crontab= time-zone= missed= starting-deadline= name= priority= preempt hot-standbys= never-lead acquire-timeout= metrics-addr= leader-file= on-lead= on-unlead= on-exit= on-failure= hook-timeout= health-cmd= health-interval= health-timeout= health-retries= warm lead-signal= unlead-signal= v/verbose q/quiet log-format= h/help V/version
 end
 
 function __fish_neli_run_needs_command
@@ -60,7 +60,8 @@ complete -c neli-run -n "__fish_neli_run_needs_command" -l metrics-addr -d 'Serv
 complete -c neli-run -n "__fish_neli_run_needs_command" -l leader-file -d 'A file that exists while this member leads: written (atomically) when it starts leading, removed when it stops and when neli-run exits. Lines of key=value: token, name, group, pid, since' -r -F
 complete -c neli-run -n "__fish_neli_run_needs_command" -l on-lead -d 'Run CMD with /bin/sh -c when this member starts leading' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l on-unlead -d 'Run CMD with /bin/sh -c when this member stops leading; NELI_REASON says why: fenced, revoked, lost, yielded, unhealthy (--health-cmd) or exiting' -r
-complete -c neli-run -n "__fish_neli_run_needs_command" -l on-exit -d 'Run CMD with /bin/sh -c after each run of the command ends; NELI_EXIT_STATUS is its status (128+N for signal N), NELI_REASON exited (by itself), stopped (by neli-run) or fenced' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l on-exit -d 'Run CMD with /bin/sh -c after each run of the command ends; NELI_EXIT_STATUS is its status (128+N for signal N), NELI_REASON exited (by itself), stopped (by neli-run), overran (stopped past --max-runtime) or fenced' -r
+complete -c neli-run -n "__fish_neli_run_needs_command" -l on-failure -d 'Run CMD with /bin/sh -c once for each run that fails, never for one that succeeds: a page, a ticket, a chat message' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l hook-timeout -d 'How long a hook may run before it and all it started are sent SIGKILL (at most 10m) [default: 10s]' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l health-cmd -d 'Lead only while CMD, run with /bin/sh -c, exits 0: a member whose check fails --health-retries times in a row hands over, and stays out of the group until it passes again' -r
 complete -c neli-run -n "__fish_neli_run_needs_command" -l health-interval -d 'How long after a check ends the next one starts [default: 5s]' -r

@@ -40,6 +40,14 @@ pub const GIVEN: &[&str] = &[
     "NELI_HOOK",
     "NELI_REASON",
     "NELI_EXIT_STATUS",
+    "NELI_EXIT_CODE",
+    "NELI_SIGNAL",
+    "NELI_FAILURES",
+    "NELI_RUN",
+    "NELI_HOST",
+    "NELI_STARTED_AT",
+    "NELI_ENDED_AT",
+    "NELI_DURATION_MS",
 ];
 
 /// What neli-run reads beside its options' variables: librdkafka's

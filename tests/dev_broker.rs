@@ -10,6 +10,7 @@ use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{ClientConfig, ClientContext, Message, Offset, TopicPartitionList};
 
+use crate::raw::{i16_at, i32_at, string, Raw};
 use crate::util::{run, stays_false, wait_until, Broker, Group, LONG};
 
 fn consumer(broker: &Broker, group: &str) -> BaseConsumer {
@@ -149,59 +150,6 @@ fn topics_are_created_by_create_topics_and_producers_never_by_looking() {
     assert_eq!(topics(&broker), [("asked-one".to_string(), 2)]);
 }
 
-/// A client that speaks Kafka's wire format by hand, to see the bytes the
-/// dev broker answers with (what kafka-python and kafkajs read).
-struct Raw {
-    stream: std::net::TcpStream,
-    correlation: i32,
-}
-
-impl Raw {
-    fn connect(broker: &Broker) -> Raw {
-        let stream = std::net::TcpStream::connect(&broker.address).expect("connected");
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        Raw { stream, correlation: 0 }
-    }
-
-    /// Sends a request (header v1, or v2 with its tagged fields when
-    /// `flexible`) and returns its answer after the correlation id.
-    fn ask(&mut self, api_key: i16, version: i16, flexible: bool, body: &[u8]) -> Vec<u8> {
-        use std::io::{Read, Write};
-        self.correlation += 1;
-        let mut f = api_key.to_be_bytes().to_vec();
-        f.extend_from_slice(&version.to_be_bytes());
-        f.extend_from_slice(&self.correlation.to_be_bytes());
-        f.extend_from_slice(&3i16.to_be_bytes());
-        f.extend_from_slice(b"raw");
-        if flexible {
-            f.push(0);
-        }
-        f.extend_from_slice(body);
-        self.stream.write_all(&(f.len() as u32).to_be_bytes()).unwrap();
-        self.stream.write_all(&f).unwrap();
-        let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).expect("an answer");
-        let mut answer = vec![0u8; u32::from_be_bytes(len) as usize];
-        self.stream.read_exact(&mut answer).unwrap();
-        assert_eq!(answer[..4], self.correlation.to_be_bytes(), "the answer to this request");
-        answer.split_off(4)
-    }
-}
-
-fn string(s: &str) -> Vec<u8> {
-    let mut out = (s.len() as i16).to_be_bytes().to_vec();
-    out.extend_from_slice(s.as_bytes());
-    out
-}
-
-fn i16_at(b: &[u8], at: usize) -> i16 {
-    i16::from_be_bytes([b[at], b[at + 1]])
-}
-
-fn i32_at(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
-}
-
 /// KIP-511, as kafka-python 3 meets it (it asks ApiVersions v4 first): an
 /// ApiVersions version above what the broker serves is answered
 /// UNSUPPORTED_VERSION in version 0's shape, naming the versions it serves,
@@ -209,7 +157,7 @@ fn i32_at(b: &[u8], at: usize) -> i32 {
 #[test]
 fn an_api_versions_version_not_served_is_answered_in_v0_shape_and_the_retry_works() {
     let broker = Broker::dev();
-    let mut raw = Raw::connect(&broker);
+    let mut raw = Raw::connect(&broker.address, "raw");
     // v4: client software name and version (compact strings), tagged fields.
     let answer = raw.ask(18, 4, true, &[4, b'r', b'a', b'w', 2, b'1', 0]);
     assert_eq!(answer, [0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 2], "UNSUPPORTED_VERSION; ApiVersions 0-2; nothing more");
@@ -232,7 +180,7 @@ fn an_api_versions_version_not_served_is_answered_in_v0_shape_and_the_retry_work
 #[test]
 fn leave_group_v3_is_answered_with_each_members_error() {
     let broker = Broker::dev();
-    let mut raw = Raw::connect(&broker);
+    let mut raw = Raw::connect(&broker.address, "raw");
     // JoinGroup v5: group, session and rebalance timeouts, member id, no
     // instance id, protocol type, one protocol.
     let join = |member: &str| {
@@ -316,7 +264,7 @@ fn requests_are_counted_by_client_id_and_api_and_grow_while_a_member_leads() {
 #[test]
 fn a_burst_of_connections_is_relayed_whole() {
     let broker = Broker::dev();
-    let mut clients: Vec<Raw> = (0..300).map(|_| Raw::connect(&broker)).collect();
+    let mut clients: Vec<Raw> = (0..300).map(|_| Raw::connect(&broker.address, "raw")).collect();
     for (i, raw) in clients.iter_mut().enumerate() {
         let answer = raw.ask(18, 2, false, &[]);
         assert_eq!(i16_at(&answer, 0), 0, "client {i}: ApiVersions answered");

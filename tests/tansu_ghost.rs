@@ -6,9 +6,9 @@
 //! Kafka protocol leaves the group as its leader while a second member's
 //! first join has it forming, as two members of any client can.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
+
+use crate::raw::{bytes, i16_at, i32_at, read_string, string, Raw};
 
 use crate::util::{skip, tempdir::Dir, wait_until, Member};
 
@@ -61,59 +61,29 @@ fn make_a_ghost_leader(address: &str, group: &str) -> String {
     id
 }
 
-/// A client of the Kafka protocol's group requests, by hand: enough to
-/// join, sync and leave.
-struct Raw {
-    stream: TcpStream,
-    client: &'static str,
-    correlation: i32,
+/// The group requests of a member, by hand: enough to join, sync and leave.
+trait GroupRequests {
+    fn join(&mut self, group: &str, member: &str) -> (i16, i32, String, String);
+    fn sync(&mut self, group: &str, generation: i32, member: &str) -> i16;
+    fn leave(&mut self, group: &str, member: &str) -> i16;
 }
 
-impl Raw {
-    fn connect(address: &str, client: &'static str) -> Raw {
-        let stream = TcpStream::connect(address).expect("connect to tansu");
-        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        Raw { stream, client, correlation: 0 }
-    }
-
-    /// One request (header v1); the response's body after its correlation id.
-    fn request(&mut self, key: i16, version: i16, body: &[u8]) -> Vec<u8> {
-        self.correlation += 1;
-        let mut msg = Vec::new();
-        msg.extend(key.to_be_bytes());
-        msg.extend(version.to_be_bytes());
-        msg.extend(self.correlation.to_be_bytes());
-        string(&mut msg, self.client);
-        msg.extend(body);
-        let mut framed = (msg.len() as i32).to_be_bytes().to_vec();
-        framed.extend(msg);
-        self.stream.write_all(&framed).unwrap();
-        let mut len = [0; 4];
-        self.stream.read_exact(&mut len).unwrap();
-        let mut response = vec![0; i32::from_be_bytes(len) as usize];
-        self.stream.read_exact(&mut response).unwrap();
-        assert_eq!(response[..4], self.correlation.to_be_bytes());
-        response.split_off(4)
-    }
-
+impl GroupRequests for Raw {
     /// JoinGroup v5, as librdkafka's cooperative-sticky consumer sends it:
     /// (error, generation, leader, our member id).
     fn join(&mut self, group: &str, member: &str) -> (i16, i32, String, String) {
-        let mut body = Vec::new();
-        string(&mut body, group);
+        let mut body = string(group);
         body.extend(6000i32.to_be_bytes());
         body.extend(12000i32.to_be_bytes());
-        string(&mut body, member);
+        body.extend(string(member));
         body.extend((-1i16).to_be_bytes());
-        string(&mut body, "consumer");
+        body.extend(string("consumer"));
         body.extend(1i32.to_be_bytes());
-        string(&mut body, "cooperative-sticky");
-        bytes(&mut body, b"raw");
-        let r = self.request(11, 5, &body);
-        let mut at = 4; // throttle
-        let error = i16::from_be_bytes([r[at], r[at + 1]]);
-        let generation = i32::from_be_bytes([r[at + 2], r[at + 3], r[at + 4], r[at + 5]]);
-        at += 2 + 4;
+        body.extend(string("cooperative-sticky"));
+        body.extend(bytes(b"raw"));
+        let r = self.ask(11, 5, false, &body);
+        let (error, generation) = (i16_at(&r, 4), i32_at(&r, 6)); // after the throttle
+        let mut at = 10;
         let _protocol = read_string(&r, &mut at);
         let leader = read_string(&r, &mut at);
         let me = read_string(&r, &mut at);
@@ -123,42 +93,20 @@ impl Raw {
     /// SyncGroup v3 of the group's leader, assigning itself some bytes
     /// (tansu holds a sync whose assignment is empty).
     fn sync(&mut self, group: &str, generation: i32, member: &str) -> i16 {
-        let mut body = Vec::new();
-        string(&mut body, group);
+        let mut body = string(group);
         body.extend(generation.to_be_bytes());
-        string(&mut body, member);
+        body.extend(string(member));
         body.extend((-1i16).to_be_bytes());
         body.extend(1i32.to_be_bytes());
-        string(&mut body, member);
-        bytes(&mut body, b"raw");
-        let r = self.request(14, 3, &body);
-        i16::from_be_bytes([r[4], r[5]])
+        body.extend(string(member));
+        body.extend(bytes(b"raw"));
+        i16_at(&self.ask(14, 3, false, &body), 4)
     }
 
     /// LeaveGroup v1.
     fn leave(&mut self, group: &str, member: &str) -> i16 {
-        let mut body = Vec::new();
-        string(&mut body, group);
-        string(&mut body, member);
-        let r = self.request(13, 1, &body);
-        i16::from_be_bytes([r[4], r[5]])
+        let mut body = string(group);
+        body.extend(string(member));
+        i16_at(&self.ask(13, 1, false, &body), 4)
     }
-}
-
-fn string(buf: &mut Vec<u8>, s: &str) {
-    buf.extend((s.len() as i16).to_be_bytes());
-    buf.extend(s.as_bytes());
-}
-
-fn bytes(buf: &mut Vec<u8>, b: &[u8]) {
-    buf.extend((b.len() as i32).to_be_bytes());
-    buf.extend(b);
-}
-
-fn read_string(r: &[u8], at: &mut usize) -> String {
-    let len = i16::from_be_bytes([r[*at], r[*at + 1]]).max(0) as usize;
-    *at += 2;
-    let s = String::from_utf8_lossy(&r[*at..*at + len]).into_owned();
-    *at += len;
-    s
 }

@@ -1,6 +1,7 @@
 //! Integration tests: the real binary, real processes, real signals and a
 //! real Kafka-protocol broker over TCP. One test binary (see Cargo.toml).
 
+mod raw;
 mod util;
 
 mod backoff;
@@ -30,6 +31,7 @@ mod layers;
 mod leader_file;
 mod limits;
 mod metrics;
+mod on_failure;
 mod pause;
 mod reload;
 mod rewind;

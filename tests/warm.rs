@@ -188,9 +188,14 @@ fn a_standbys_command_that_dies_is_restarted_and_the_leaders_follows_restart() {
     // --on-exit is told of the leader's runs only, a standby's command being no run.
     let exits = |name: &str| std::fs::read_to_string(g.dir.path().join(format!("{name}.exits"))).unwrap_or_default();
     let hook = format!("echo $NELI_REASON $NELI_EXIT_STATUS >> {}/$NELI_NAME.exits", g.dir.path().display());
-    let mut a = warm(&g, "a", &script, &["--on-exit", &hook]);
+    // --on-failure, of the leader's run killed by a signal neli-run did not send.
+    let failures =
+        |name: &str| std::fs::read_to_string(g.dir.path().join(format!("{name}.failures"))).unwrap_or_default();
+    let failed = format!("echo $NELI_REASON $NELI_SIGNAL >> {}/$NELI_NAME.failures", g.dir.path().display());
+    let hooks = ["--on-exit", &hook, "--on-failure", &failed];
+    let mut a = warm(&g, "a", &script, &hooks);
     wait_until(LONG, "a's command is told it leads", || count("lead", "a") == 1);
-    let mut b = warm(&g, "b", &script, &["--on-exit", &hook]);
+    let mut b = warm(&g, "b", &script, &hooks);
     wait_until(LONG, "b's command runs", || count("start", "b") == 1);
     wait_until(LONG, "b is a standby", || b.joined_as_standby());
 
@@ -221,6 +226,7 @@ fn a_standbys_command_that_dies_is_restarted_and_the_leaders_follows_restart() {
     let pids: Vec<i32> = seen(&events).iter().map(|s| s.pid).collect();
     wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));
     assert_eq!((exits("a"), exits("b")), ("exited 137\nexited 0\n".into(), "stopped 0\n".into()));
+    assert_eq!((failures("a"), failures("b")), ("exited SIGKILL\n".into(), String::new()));
 }
 
 #[test]

@@ -354,7 +354,7 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_NEVER_LEAD", help_heading = "Operating",
           conflicts_with_all = ["priority", "preempt", "acquire_timeout", "metrics_addr", "leader_file", "restart",
                                 "restart_delay", "stop_signal", "max_runtime", "once_within", "failed_run", "every",
-                                "cron", "time_zone", "missed", "starting_deadline", "on_lead", "on_unlead", "on_exit",
+                                "cron", "time_zone", "missed", "starting_deadline", "on_lead", "on_unlead", "on_exit", "on_failure",
                                 "hook_timeout", "health_cmd", "health_interval", "health_timeout", "health_retries",
                                 "warm", "lead_signal", "unlead_signal", "roles", "overlap", "crontab"])]
     pub never_lead: bool,
@@ -403,7 +403,7 @@ pub struct RunArgs {
     /// with stdin from /dev/null and neli-run's stdout and stderr; it never
     /// delays a fence, a revoke or a handover, and it gets the command's
     /// environment (not the NELI_* settings neli-run read) plus NELI_HOOK
-    /// (lead, unlead, exit), NELI_FENCING_TOKEN and NELI_REASON. Its failure
+    /// (lead, unlead, exit, failure), NELI_FENCING_TOKEN and NELI_REASON. Its failure
     /// is logged and changes nothing. What it leaves running is killed once
     /// it exits. Behind one that hangs, a lead or unlead hook still waiting
     /// is replaced by the next: only the latest state is told.
@@ -424,12 +424,33 @@ pub struct RunArgs {
 
     /// Run CMD with /bin/sh -c after each run of the command ends;
     /// NELI_EXIT_STATUS is its status (128+N for signal N), NELI_REASON
-    /// exited (by itself), stopped (by neli-run) or fenced.
+    /// exited (by itself), stopped (by neli-run), overran (stopped past
+    /// --max-runtime) or fenced.
     ///
-    /// For failure-only alerts: '[ "$NELI_EXIT_STATUS" = 0 ] || page-me'.
-    /// See --on-lead.
+    /// For failure-only alerts, --on-failure. See --on-lead.
     #[arg(long, env = "NELI_ON_EXIT", value_name = "CMD", help_heading = "Hooks")]
     pub on_exit: Option<String>,
+
+    /// Run CMD with /bin/sh -c once for each run that fails, never for one
+    /// that succeeds: a page, a ticket, a chat message.
+    ///
+    /// A run fails when it exits non-zero, is killed by a signal neli-run
+    /// did not send (a crash, the OOM killer), cannot start (127: not
+    /// found), or is stopped for running too long (--max-runtime, a job's
+    /// max-runtime=). A run neli-run stops (a revoke, a fence, a yield, a
+    /// drain, `cron pause --stop`, SIGTERM) has not failed. The member that
+    /// saw the run end runs CMD, told NELI_HOOK=failure, NELI_REASON
+    /// (exited or overran), NELI_EXIT_STATUS, NELI_EXIT_CODE or NELI_SIGNAL,
+    /// NELI_FENCING_TOKEN, NELI_STARTED_AT, NELI_ENDED_AT, NELI_DURATION_MS,
+    /// NELI_HOST, NELI_RUN (its id in `neli-run history`), and NELI_ROLE,
+    /// NELI_JOB, NELI_DUE, NELI_ATTEMPT where the run had them. Behind a
+    /// hook that hangs, one failure hook per role or job waits, the latest:
+    /// NELI_FAILURES says how many failed runs it stands for.
+    ///
+    /// With --crontab, a job's `on-failure=CMD` (a script's path) runs in
+    /// its place for that job, with the job's assignments. See --on-lead.
+    #[arg(long, env = "NELI_ON_FAILURE", value_name = "CMD", help_heading = "Hooks")]
+    pub on_failure: Option<String>,
 
     /// How long a hook may run before it and all it started are sent
     /// SIGKILL (at most 10m) [default: 10s].

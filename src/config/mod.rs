@@ -274,13 +274,14 @@ pub struct Warm {
     pub unlead_signal: crate::leader::Signal,
 }
 
-/// The hooks (`--on-lead`, `--on-unlead`, `--on-exit`): shell command
-/// lines, none empty, and how long each may run.
+/// The hooks (`--on-lead`, `--on-unlead`, `--on-exit`, `--on-failure`):
+/// shell command lines, none empty, and how long each may run.
 #[derive(Clone, Debug)]
 pub struct Hooks {
     pub on_lead: Option<String>,
     pub on_unlead: Option<String>,
     pub on_exit: Option<String>,
+    pub on_failure: Option<String>,
     pub timeout: Duration,
 }
 
@@ -560,6 +561,7 @@ fn hooks(args: &RunArgs) -> Result<Hooks, Failure> {
         on_lead: line("--on-lead", &args.on_lead)?,
         on_unlead: line("--on-unlead", &args.on_unlead)?,
         on_exit: line("--on-exit", &args.on_exit)?,
+        on_failure: line("--on-failure", &args.on_failure)?,
         timeout,
     })
 }

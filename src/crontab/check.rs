@@ -96,6 +96,9 @@ fn job_text(job: &super::Job, now: u64, n: usize) -> String {
     let due: Vec<String> = next(job, now, n).into_iter().map(|ms| zone.show(ms)).collect();
     out += &format!("  next:    {}\n", due.join(", "));
     out += &format!("  command: {}\n", job.command);
+    if let Some(notice) = &job.on_failure {
+        out += &format!("  on failure: {notice}\n");
+    }
     out
 }
 
@@ -121,5 +124,6 @@ fn job_json(job: &super::Job, now: u64, n: usize) -> serde_json::Value {
         "overlap": job.schedule.overlap.map(|o| format!("{o:?}").to_lowercase()),
         "retries": job.schedule.retry.map_or(0, |r| r.times),
         "retry_delay_ms": ms(job.schedule.retry.map(|r| r.delay)),
+        "on_failure": job.on_failure,
     })
 }

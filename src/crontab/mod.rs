@@ -10,7 +10,7 @@
 //! CRON_TZ=Europe/Berlin                  # the zone of the jobs below it
 //! PATH=/usr/local/bin:/usr/bin:/bin      # in the environment of the jobs below it
 //! */5 * * * *   billing   /usr/local/bin/billing-job --queue nightly
-//! 30 2 * * *    report[missed=all,max-runtime=1h]  /usr/local/bin/report > /var/log/report.log
+//! 30 2 * * *    report[missed=all,max-runtime=1h,on-failure=/usr/local/bin/page-ops]  /usr/local/bin/report
 //! @every 90s    ping      curl -fsS https://example.internal/health
 //! ```
 //!
@@ -83,6 +83,9 @@ pub struct Job {
     pub env: Vec<(String, String)>,
     /// How long one run may take before it is stopped.
     pub max_runtime: Option<Duration>,
+    /// `on-failure=CMD`: what a failed run of this job runs, in place of
+    /// `--on-failure`.
+    pub on_failure: Option<String>,
 }
 
 /// What is wrong with a line, and where (1-based line and column, in
@@ -401,6 +404,7 @@ fn job(line: &str, number: usize, above: &Above) -> LineResult<Job> {
         shell: above.shell.clone(),
         env: above.env.clone(),
         max_runtime: None,
+        on_failure: None,
     };
     let mut delay_at = None;
     for (key, value, column) in options {
@@ -514,7 +518,12 @@ fn name_and_options<'a>(token: &Token<'a>) -> LineResult<(&'a str, Vec<Setting<'
     let Some(rest) = rest else { return Ok((name, Vec::new())) };
     let close = token.column + token.text.chars().count();
     let Some(inner) = rest.strip_prefix('[').and_then(|r| r.strip_suffix(']')) else {
-        return Err((close, "options end with ']' and hold no spaces: e.g. report[missed=all,max-runtime=1h]".into()));
+        return Err((
+            close,
+            "options end with ']' and hold no spaces: e.g. report[missed=all,max-runtime=1h] (for an on-failure= \
+             command with spaces, put it in a script and give the script's path)"
+                .into(),
+        ));
     };
     let mut column = token.column + name.chars().count() + 1;
     let mut options = Vec::new();
@@ -537,6 +546,7 @@ const OPTIONS: &[&str] = &[
     "overlap=skip|queue|replace",
     "retries=N",
     "retry-delay=DURATION",
+    "on-failure=CMD",
 ];
 
 /// The most retries a job takes: a run that fails that often wants a look.
@@ -572,6 +582,10 @@ fn option(job: &mut Job, key: &str, value: &str) -> Result<(), String> {
         }
         "starting-deadline" => job.schedule.starting_deadline = Some(positive("starting-deadline")?),
         "max-runtime" => job.max_runtime = Some(positive("max-runtime")?),
+        "on-failure" if value.is_empty() => {
+            return Err("on-failure needs a command, e.g. on-failure=/usr/local/bin/page-ops (or leave it out)".into())
+        }
+        "on-failure" => job.on_failure = Some(value.to_owned()),
         "overlap" => {
             job.schedule.overlap = Some(match value {
                 "skip" => Overlap::Skip,

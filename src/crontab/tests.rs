@@ -112,6 +112,12 @@ fn options_in_brackets_set_a_jobs_policies() {
     assert_eq!(one("@daily d[missed=skip] true").schedule.missed, Missed::Skip);
     assert_eq!(one("@daily d[missed=latest] true").schedule.missed, Missed::Once);
     // A nickname in another zone.
+    // Its own failure notice, in place of --on-failure: a word (a script's
+    // path), which may hold '=' but no ',' (the next option) nor a space.
+    assert_eq!(job.on_failure, None);
+    let notice = one("@daily d[on-failure=/usr/local/bin/page-ops,missed=all] true");
+    assert_eq!((notice.on_failure.as_deref(), notice.schedule.missed), (Some("/usr/local/bin/page-ops"), Missed::All));
+    assert_eq!(one("@daily d[on-failure=A=1] true").on_failure.as_deref(), Some("A=1"));
     let tokyo = one("@daily d[tz=Asia/Tokyo] true");
     assert_eq!(tokyo.schedule.calendar.after(ms("2026-11-26T00:00:00Z")), Some(ms("2026-11-26T15:00:00Z")));
 }
@@ -146,6 +152,8 @@ fn a_bad_line_names_its_line_and_column() {
         ("@daily j[missed] true", "1:10: error: option 'missed' needs a value"),
         ("@daily j[missed=all true", "1:20: error: options end with ']'"),
         ("@daily j[max-runtime=0s] true", "1:10: error: max-runtime=0s: must be more than 0"),
+        ("@daily j[on-failure=] true", "1:10: error: on-failure needs a command, e.g. on-failure=/usr/local/bin/"),
+        ("@daily j[on-failure='page ops'] true", "1:26: error: options end with ']' and hold no spaces"),
         ("@every 1m j[tz=UTC] true", "1:13: error: tz applies only to a cron time"),
         ("@daily j[tz=Mars/Base] true", "1:10: error: unknown time zone 'Mars/Base'"),
         ("CRON_TZ=Mars/Base", "1:9: error: unknown time zone 'Mars/Base'"),

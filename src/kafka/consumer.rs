@@ -72,9 +72,9 @@ pub(super) enum Ask {
     Rejoin,
     /// Leave until another member leads (a yield).
     StandAside,
-    /// As `StandAside`, for as long as the member a hand-over names (by
-    /// name; None: not known) is live.
-    HandOver(Option<String>),
+    /// As `StandAside`, for as long as the member a hand-over names is
+    /// live.
+    HandOver(String),
     /// Out of the group for good, ahead of exiting (`Kafka::leave_group`).
     Leave,
 }
@@ -266,7 +266,7 @@ impl Reader<'_> {
                 }
                 Ask::StandAside | Ask::HandOver(_) => {
                     // Asked twice in a row: one stand-aside, for as long
-                    // as a hand-over holds if either was one.
+                    // as the last hand-over holds if either was one.
                     let mut to = match ask {
                         Ask::HandOver(to) => Some(to),
                         _ => None,
@@ -317,8 +317,8 @@ impl Reader<'_> {
     /// Leaves the group and watches the seats' partitions and the control
     /// partition from outside it until another member's heartbeat carries a
     /// token (it leads), or a while passes (we may be alone): after a yield
-    /// (`to` None) `AsideFor::yielded`; after a hand-over (`to` Some) while
-    /// the member it names is live (its candidacies say how long each
+    /// (`to` None) `AsideFor::yielded`; after a hand-over to `to` while
+    /// that member is live (its candidacies say how long each
     /// counts; `AsideFor::handed_over` for the first, and `yielded` at
     /// most). Rejoining at once
     /// would let the sticky assignor hand the partitions straight back to us. A
@@ -328,7 +328,7 @@ impl Reader<'_> {
     /// candidacies, pauses), so that what it knows of the group is current when
     /// it rejoins; a yield read now was meant for whoever leads, and our own
     /// records say nothing new.
-    fn leave_until_another_leads(&mut self, to: Option<Option<String>>) {
+    fn leave_until_another_leads(&mut self, to: Option<String>) {
         let (consumer, subscription, events) = (self.consumer, self.subscription, self.events);
         let out_before = self.out != Out::In;
         let ctx = consumer.context();
@@ -366,7 +366,6 @@ impl Reader<'_> {
             Some(_) => began + self.aside_for.handed_over,
             None => at_most,
         };
-        let target = to.flatten();
         while !self.asks.closing() && Instant::now() < until.min(at_most) {
             // What is asked meanwhile waits for the next turn, but for being
             // kept out or let in, and a leave for good, which ends the watch.
@@ -390,7 +389,7 @@ impl Reader<'_> {
                 let other_leads =
                     matches!(&event, Some(Event::OtherHeartbeat(_, o)) if matches!(o.stance, Stance::Leading { .. }));
                 if let Some(Event::Candidacy(c)) = &event {
-                    if target.as_deref() == Some(c.name.as_str()) && !c.leaving && !c.unhealthy {
+                    if to.as_deref() == Some(c.name.as_str()) && !c.leaving && !c.unhealthy {
                         // It waits for the group to give it partition 0.
                         until = until.max(Instant::now() + c.live_for.saturating_sub(c.age));
                     }

@@ -241,9 +241,6 @@ pub struct Kafka {
     candidacy_written: Option<roster::Written>,
     /// Where cold members' candidacies go (roster.rs).
     roster: Arc<roster::Roster>,
-    /// The member our newest disclaimer hands over to: a hand-over waits
-    /// out of the group for as long as it is live (`hand_over`).
-    handing_to: Option<String>,
 }
 
 /// A helper thread that must end before neli-run does: dropping this asks
@@ -412,7 +409,6 @@ impl Kafka {
             census,
             candidacy_written: None,
             roster,
-            handing_to: None,
         })
     }
 
@@ -448,9 +444,6 @@ impl Kafka {
             Some(held) => self.leading.insert(partition, held),
             None => self.leading.remove(&partition),
         };
-        if record.to.is_some() {
-            self.handing_to.clone_from(&record.to);
-        }
         let owner = !matches!(record.stance, crate::leader::Stance::Released);
         self.roster.heartbeat(partition, owner, Duration::from_millis(self.timing.heartbeat_deadline_ms));
         let content = Content {
@@ -544,13 +537,13 @@ impl Kafka {
         self.ask_out();
     }
 
-    /// As `stand_aside`, but for the member our disclaimer just named:
+    /// As `stand_aside`, but for `to`, the member our disclaimer names:
     /// out of the group while it is live and does not lead yet (a broker
     /// may take seconds to hand it partition 0: tansu pauses 3 s, Kafka
     /// waits for its slowest member), and back at once if it dies. Back
     /// sooner, partition 0 could come back to us and be handed on again.
-    pub fn hand_over(&self) {
-        self.asks.ask(Ask::HandOver(self.handing_to.clone()));
+    pub fn hand_over(&self, to: String) {
+        self.asks.ask(Ask::HandOver(to));
     }
 
     /// Whether Kafka answered last time we tried.

@@ -379,8 +379,8 @@ impl Sim {
                     self.fail(&format!("a candidacy written while {standing:?}"));
                 }
             }
-            Action::Rejoin | Action::StandAside | Action::HandOver => {
-                if matches!(action, Action::StandAside | Action::HandOver) && self.child.is_some() {
+            Action::Rejoin | Action::StandAside | Action::HandOver { .. } => {
+                if matches!(action, Action::StandAside | Action::HandOver { .. }) && self.child.is_some() {
                     self.fail("stood aside while a child lives");
                 }
                 self.leaving = true;

@@ -77,8 +77,12 @@ pub enum Reason {
     Exited,
     /// No fresh heartbeat: the command was killed by a fence.
     Fenced,
-    /// We stopped or killed it: a revoke, a yield, a shutdown, --max-runtime.
+    /// We stopped or killed it: a revoke, a yield, a shutdown, a drain.
     Stopped,
+    /// We stopped it for running too long (--max-runtime, a job's
+    /// `max-runtime=`, or `overlap=replace`'s next due time): it did not
+    /// finish, so --on-failure hears of it.
+    Overran,
     /// A new fencing token (--on-lead).
     Elected,
     /// Leading again under a new token after a fence (--on-lead).
@@ -101,6 +105,7 @@ impl Reason {
             Reason::Exited => "exited",
             Reason::Fenced => "fenced",
             Reason::Stopped => "stopped",
+            Reason::Overran => "overran",
             Reason::Elected => "elected",
             Reason::Resumed => "resumed",
         }
@@ -636,10 +641,9 @@ pub enum Action {
     /// Leave the group and rejoin only once another member leads (or after
     /// a while, if none does): the end of a yield, once the child is gone.
     StandAside,
-    /// As StandAside, but rejoin at the latest once a hand-over has gone
-    /// stale (its target may have died): the disclaimer just written names
-    /// the member we hand partition 0 to.
-    HandOver,
+    /// As StandAside, but rejoin at the latest once a hand-over to `to` has
+    /// gone stale (it may have died): the member our disclaimer names.
+    HandOver { to: String },
     /// Write our candidacy record (the withdrawal when `leaving`, given a
     /// moment to land before what follows).
     SendCandidacy { leaving: bool },
@@ -673,7 +677,7 @@ impl Action {
             | Action::Disclaim(partition, _) => Some(partition),
             Action::Rejoin
             | Action::StandAside
-            | Action::HandOver
+            | Action::HandOver { .. }
             | Action::SendCandidacy { .. }
             | Action::LeaveGroup
             | Action::Cold(_)

@@ -17,13 +17,14 @@ use crate::clock::BootTime;
 /// seat's decision; with several (NELI roles), leaving the group drops
 /// every seat's partition, and an exit waits for every seat's command
 /// (`Leader::exit_when_idle`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Leave {
     /// Leave the group and join it again (`Action::Rejoin`).
     Rejoin,
     /// Leave the group until another member leads (`Action::StandAside`),
-    /// or until the member our disclaimer names does (`Action::HandOver`).
-    StandAside { handing: bool },
+    /// or until `to`, the member our disclaimer names, does
+    /// (`Action::HandOver`).
+    StandAside { to: Option<String> },
     /// Leave the group and exit with this status.
     Exit(u8),
 }
@@ -81,9 +82,9 @@ impl Seat {
         self.tenure = None;
         self.stood_down = why;
         self.note_standing();
-        let handing = cx.hand_to.is_some();
+        let to = cx.hand_to.clone();
         self.disclaim(cx);
-        self.ask(Leave::StandAside { handing });
+        self.ask(Leave::StandAside { to });
     }
 
     /// Lets the revoke go: our command is gone.

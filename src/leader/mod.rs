@@ -307,9 +307,9 @@ impl Leader {
     }
 
     /// Why a seat's last run ended: "exited" (by itself, as far as we
-    /// know), "fenced" (killed by a fence), or "stopped" (we stopped or
-    /// killed it: a revoke, a yield, a shutdown, --max-runtime). For
-    /// --on-exit, asked once the core took the exit in: the deadlines that
+    /// know), "fenced" (killed by a fence), "overran" (we stopped it for
+    /// running too long), or "stopped" (we stopped or killed it: a revoke,
+    /// a yield, a shutdown). For --on-exit and --on-failure, asked once the core took the exit in: the deadlines that
     /// passed before it count first, so a command the shim's lease killed a
     /// moment before neli-run's own fence was fenced, not ended by itself.
     pub fn why_child_ended(&self, partition: Partition) -> Reason {
@@ -724,13 +724,16 @@ impl Leader {
     fn leave(&mut self, leave: Leave) {
         match leave {
             Leave::Rejoin => self.out.push(Action::Rejoin),
-            Leave::StandAside { handing } => {
+            Leave::StandAside { to } => {
                 if self.may_lead() {
                     // Out of the group until another member leads: we say we
                     // are a candidate again once back in it.
                     self.announce_at = None;
                 }
-                self.out.push(if handing { Action::HandOver } else { Action::StandAside });
+                self.out.push(match to {
+                    Some(to) => Action::HandOver { to },
+                    None => Action::StandAside,
+                });
             }
             Leave::Exit(code) => self.exit_when_idle(code),
         }

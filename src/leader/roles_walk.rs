@@ -275,7 +275,7 @@ impl Walk {
                 role.revoke_waits = false;
             }
             Action::Disclaim(p, _) => self.roles[p as usize].outbox.push_back(now),
-            Action::Rejoin | Action::StandAside | Action::HandOver => self.leaving = true,
+            Action::Rejoin | Action::StandAside | Action::HandOver { .. } => self.leaving = true,
             Action::LeaveGroup => (self.leaving, self.left) = (true, true),
             Action::SendCandidacy { .. } => {}
             Action::Cold(true) => {

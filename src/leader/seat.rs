@@ -499,7 +499,10 @@ impl Seat {
         }
         let was = self.child;
         let overran = std::mem::take(&mut self.overran);
-        self.ended = self.why_child_ends();
+        self.ended = match self.why_child_ends() {
+            Reason::Stopped if overran => Reason::Overran,
+            why => why,
+        };
         self.child = Child::Idle;
         self.fenced_child = false;
         if let (Child::Stopping { .. }, ChildStatus::Exited(0), false, true) =

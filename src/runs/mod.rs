@@ -197,8 +197,9 @@ impl Runs {
 
     /// The run on seat `role` ended with `status`, everything it started
     /// gone (nothing if no start was recorded there: a `--warm` command).
-    pub fn ended(&mut self, role: Partition, status: ChildStatus) {
-        let Some(Under { mut record, started }) = self.under.remove(&role) else { return };
+    /// Returns its end record: what a failure hook is told of it.
+    pub fn ended(&mut self, role: Partition, status: ChildStatus) -> Option<RunRecord> {
+        let Under { mut record, started } = self.under.remove(&role)?;
         record.event = Event::End;
         record.end_ms = Some(wall_ms().max(record.start_ms));
         match status {
@@ -208,8 +209,9 @@ impl Runs {
         let ran = BootTime::now().since(started);
         record.duration_ms = Some(u64::try_from(ran.as_millis()).unwrap_or(u64::MAX));
         if let Some(recorder) = &self.recorder {
-            recorder.record(record);
+            recorder.record(record.clone());
         }
+        Some(record)
     }
 
     /// Gives the recorder up to `within` to write what it holds; returns

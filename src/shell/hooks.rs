@@ -1,6 +1,12 @@
-//! `--on-lead`, `--on-unlead`, `--on-exit`: shell command lines run when
-//! this member starts leading, stops leading, and when a run of its command
-//! ends (a page on failure, a note to a chat, a load balancer told).
+//! `--on-lead`, `--on-unlead`, `--on-exit`, `--on-failure`: shell command
+//! lines run when this member starts leading, stops leading, when a run of
+//! its command ends, and when one fails (a page, a note to a chat, a load
+//! balancer told).
+//!
+//! A run fails (`run_failed`) when it ended by itself and not with 0, or we
+//! stopped it for running too long; one we stopped for any other reason (a
+//! revoke, a fence, a yield, a stop) did not fail: neli-run ended it. With
+//! `--crontab`, a job's `on-failure=` stands in for `--on-failure`.
 //!
 //! With `--roles`, each role's hooks follow that role (told `NELI_ROLE`):
 //! one thread and one queue for the member, the rules below per role.
@@ -15,7 +21,11 @@
 //! unlead hook queued replaces the one still waiting (a lead followed by an
 //! unlead before it started never runs, nor does that unlead if the lead
 //! hook before was not started either: the world was never told it led),
-//! and at most `MAX_EXIT_HOOKS` exit hooks wait, the oldest dropped. At exit
+//! a failure hook queued replaces the role's (or job's) one still waiting,
+//! and says in NELI_FAILURES how many failed runs it stands for (a job
+//! failing every second behind a hook that hangs queues one hook, not one
+//! a second), and at most `MAX_EXIT_HOOKS` exit hooks wait, the oldest
+//! dropped. At exit
 //! the wait for the hooks is bounded as a whole, by one --hook-timeout and
 //! `EXIT_MARGIN`, whatever is queued: a stop fits systemd's
 //! TimeoutStopSec=30s at the defaults.
@@ -41,6 +51,7 @@ use crate::config::Config;
 use crate::env;
 use crate::exit::ChildStatus;
 use crate::leader::{Partition, Reason, Standing};
+use crate::runs::RunRecord;
 
 /// Which hook: each is a flag of its own, and each is overtaken by its own
 /// rule (`overtaken`).
@@ -52,6 +63,8 @@ enum Hook {
     Unlead,
     /// --on-exit.
     Exit,
+    /// --on-failure, or a crontab job's `on-failure=`.
+    Failure,
 }
 
 impl Hook {
@@ -61,25 +74,29 @@ impl Hook {
             Hook::Lead => "lead",
             Hook::Unlead => "unlead",
             Hook::Exit => "exit",
+            Hook::Failure => "failure",
         }
     }
 }
 
 /// One hook to run: which, for which role's seat, its command line, and
-/// its environment.
+/// its environment; a failure hook, how many failed runs it stands for
+/// (itself and those it replaced while waiting).
 struct Queued {
     hook: Hook,
     role: Partition,
     line: String,
     env: Vec<(String, String)>,
+    failures: u32,
 }
 
 /// What the hooks' thread is to run, shared with the loop (which holds
 /// its lock only to queue: never across a hook).
 #[derive(Default)]
 struct Queue {
-    /// In order: at most one lead or unlead hook per role (the latest), and
-    /// at most `MAX_EXIT_HOOKS` exit hooks.
+    /// In order: at most one lead or unlead hook per role (the latest), at
+    /// most one failure hook per role (the latest), and at most
+    /// `MAX_EXIT_HOOKS` exit hooks.
     waiting: VecDeque<Queued>,
     /// Whether --on-lead is set, and the roles whose last lead or unlead
     /// hook started was a lead: with --on-lead, an unlead runs only to take
@@ -117,6 +134,16 @@ pub(super) struct Hooks {
     worker: JoinHandle<()>,
     /// Per seat, what its hooks were told.
     told: BTreeMap<Partition, Told>,
+    /// With --crontab, each placed job's `on-failure=` (if any) and its
+    /// assignments, by its seat.
+    jobs: BTreeMap<Partition, JobHook>,
+}
+
+/// What a crontab's job gives its failure hook: its own command line, and
+/// the assignments above it (a `PATH=` finds the hook as it finds the job).
+struct JobHook {
+    on_failure: Option<String>,
+    env: Vec<(String, String)>,
 }
 
 /// What one seat's hooks know of its standing: the token --on-lead ran
@@ -135,10 +162,13 @@ impl Default for Told {
 }
 
 impl Hooks {
-    /// Starts the thread that runs the hooks; None if none is set.
+    /// Starts the thread that runs the hooks; None if none is set (a
+    /// crontab read again that sets a job's `on-failure=` starts it then).
     pub(super) fn start(cfg: &Config) -> Option<Hooks> {
         let lines = cfg.hooks.clone();
-        if lines.on_lead.is_none() && lines.on_unlead.is_none() && lines.on_exit.is_none() {
+        let jobs = job_hooks(cfg);
+        let none = [&lines.on_lead, &lines.on_unlead, &lines.on_exit, &lines.on_failure].iter().all(|l| l.is_none());
+        if none && jobs.values().all(|job| job.on_failure.is_none()) {
             return None;
         }
         let queue = Queue { lead_hook: lines.on_lead.is_some(), ..Queue::default() };
@@ -150,7 +180,12 @@ impl Hooks {
                 queue.lock().running = false;
             }
         });
-        Some(Hooks { lines, env: cfg.given_env(), roles: cfg.roles, shared, worker, told: BTreeMap::new() })
+        Some(Hooks { lines, env: cfg.given_env(), roles: cfg.roles, shared, worker, told: BTreeMap::new(), jobs })
+    }
+
+    /// Takes in a crontab read again: each job's `on-failure=` from now on.
+    pub(super) fn set_jobs(&mut self, cfg: &Config) {
+        self.jobs = job_hooks(cfg);
     }
 
     /// Follows the standings `role`'s seat took since the last turn, in
@@ -175,13 +210,38 @@ impl Hooks {
         self.queue(Hook::Exit, role, token, env);
     }
 
+    /// `role`'s command's run ended with `status`, `why` as the core says:
+    /// if it failed (`run_failed`), its failure hook, told the run's facts
+    /// (`run`: its record, if it was recorded; a `--warm` command's is not).
+    pub(super) fn failed(&mut self, role: Partition, status: ChildStatus, why: Reason, run: Option<&RunRecord>) {
+        if !run_failed(status, why) {
+            return;
+        }
+        let command_token = self.told.get(&role).and_then(|t| t.command_token);
+        let Some(token) = run.map(|r| r.token).or(command_token) else { return };
+        let mut env =
+            vec![("NELI_REASON".into(), why.as_str().into()), ("NELI_EXIT_STATUS".into(), status.code().to_string())];
+        env.push(match status {
+            ChildStatus::Exited(code) => ("NELI_EXIT_CODE".into(), code.to_string()),
+            ChildStatus::Signaled(sig) => ("NELI_SIGNAL".into(), signal_name(sig)),
+        });
+        env.extend(run.map(run_env).unwrap_or_default());
+        env.extend(self.jobs.get(&role).map(|job| job.env.clone()).unwrap_or_default());
+        self.queue(Hook::Failure, role, token, env);
+    }
+
     /// Queues `hook` (if set) for `role` under `token`, with `extra` in its
     /// environment, in place of what it overtakes (`overtaken`).
-    fn queue(&mut self, hook: Hook, role: Partition, token: i64, extra: Vec<(&str, String)>) {
+    fn queue(&mut self, hook: Hook, role: Partition, token: i64, extra: Vec<(impl Into<String>, String)>) {
         let line = match hook {
             Hook::Lead => &self.lines.on_lead,
             Hook::Unlead => &self.lines.on_unlead,
             Hook::Exit => &self.lines.on_exit,
+            // A job's own, else --on-failure.
+            Hook::Failure => match self.jobs.get(&role) {
+                Some(job @ JobHook { on_failure: Some(_), .. }) => &job.on_failure,
+                _ => &self.lines.on_failure,
+            },
         };
         let Some(line) = line.clone() else { return };
         let mut env = self.env.clone();
@@ -191,20 +251,23 @@ impl Hooks {
             env.push(("NELI_ROLE".into(), role.to_string()));
             env.push(("NELI_ROLES".into(), roles.to_string()));
         }
-        env.extend(extra.into_iter().map(|(k, v)| (k.to_string(), v)));
-        let dropped = {
-            let mut queue = self.shared.lock();
-            let dropped = overtaken(&queue.waiting, hook, role).map(|at| queue.waiting.remove(at));
-            queue.waiting.push_back(Queued { hook, role, line, env });
-            dropped.flatten()
-        };
+        env.extend(extra.into_iter().map(|(k, v)| (k.into(), v)));
+        let dropped = enqueue(&mut self.shared.lock().waiting, Queued { hook, role, line, env, failures: 1 });
         self.shared.changed.notify_all();
-        if let Some(stale) = dropped {
-            info!(
+        match dropped {
+            Some(stale) if hook == Hook::Failure => warn!(
+                role,
+                job = stale.env.iter().find(|(k, _)| k == "NELI_JOB").map(|(_, job)| job.as_str()),
+                failures = stale.failures + 1,
+                "failure hook dropped before it started: a later failure of the same role or job replaces it, and \
+                 says in NELI_FAILURES how many failed runs it stands for"
+            ),
+            Some(stale) => info!(
                 hook = stale.hook.name(),
                 by = hook.name(),
                 "hook dropped before it started: overtaken by a later one"
-            );
+            ),
+            None => {}
         }
     }
 
@@ -248,15 +311,78 @@ impl Hooks {
 
 /// Where the hook that `hook` for `role` overtakes waits in `waiting`, if one
 /// does: a lead or unlead hook overtakes the role's lead or unlead hook
-/// waiting (there is at most one: each replaces the last), an exit hook the
-/// oldest exit hook once `MAX_EXIT_HOOKS` wait.
+/// waiting (there is at most one: each replaces the last), a failure hook
+/// the role's failure hook, an exit hook the oldest exit hook once
+/// `MAX_EXIT_HOOKS` wait.
 fn overtaken(waiting: &VecDeque<Queued>, hook: Hook, role: Partition) -> Option<usize> {
-    if hook == Hook::Exit {
-        let exits = waiting.iter().filter(|q| q.hook == Hook::Exit).count();
-        (exits >= MAX_EXIT_HOOKS).then(|| waiting.iter().position(|q| q.hook == Hook::Exit)).flatten()
-    } else {
-        waiting.iter().position(|q| q.hook != Hook::Exit && q.role == role)
+    let change = |h: Hook| matches!(h, Hook::Lead | Hook::Unlead);
+    match hook {
+        Hook::Exit => {
+            let exits = waiting.iter().filter(|q| q.hook == Hook::Exit).count();
+            (exits >= MAX_EXIT_HOOKS).then(|| waiting.iter().position(|q| q.hook == Hook::Exit)).flatten()
+        }
+        Hook::Failure => waiting.iter().position(|q| q.hook == Hook::Failure && q.role == role),
+        Hook::Lead | Hook::Unlead => waiting.iter().position(|q| change(q.hook) && q.role == role),
     }
+}
+
+/// Queues `queued` in `waiting` in place of the hook it overtakes
+/// (`overtaken`), which it returns; a failure hook that replaces one stands
+/// for its failures too, and says how many in NELI_FAILURES.
+fn enqueue(waiting: &mut VecDeque<Queued>, mut queued: Queued) -> Option<Queued> {
+    let dropped = overtaken(waiting, queued.hook, queued.role).and_then(|at| waiting.remove(at));
+    if queued.hook == Hook::Failure {
+        queued.failures += dropped.as_ref().map_or(0, |d| d.failures);
+        queued.env.push(("NELI_FAILURES".into(), queued.failures.to_string()));
+    }
+    waiting.push_back(queued);
+    dropped
+}
+
+/// Whether a run that ended with `status`, `why` as the core says, failed:
+/// it ended by itself and not with 0 (a non-zero exit, a signal neli-run
+/// did not send, a command not found), or we stopped it for running too
+/// long. One we stopped otherwise (a revoke, a fence, a yield, a drain, a
+/// pause, a shutdown) did not fail: neli-run ended it, whatever its status.
+fn run_failed(status: ChildStatus, why: Reason) -> bool {
+    match why {
+        Reason::Overran => true,
+        Reason::Exited => !status.success(),
+        _ => false,
+    }
+}
+
+/// A signal's name (SIGSEGV), or its number when it has none.
+fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig).map_or_else(|_| sig.to_string(), |s| s.as_str().to_string())
+}
+
+/// What a failure hook is told of its run, from the run's record: the
+/// names the command had (NELI_JOB, NELI_DUE or NELI_WAVE, NELI_ATTEMPT,
+/// in the same form), and when and where it ran.
+fn run_env(run: &RunRecord) -> Vec<(String, String)> {
+    let rfc3339 = |ms| humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(ms)).to_string();
+    let mut env = vec![
+        ("NELI_RUN".to_string(), run.run.clone()),
+        ("NELI_HOST".to_string(), run.host.clone()),
+        ("NELI_STARTED_AT".to_string(), rfc3339(run.start_ms)),
+    ];
+    let optional = [
+        ("NELI_JOB", run.job.clone()),
+        ("NELI_DUE", run.due_ms.map(rfc3339)),
+        ("NELI_WAVE", run.wave_ms.map(rfc3339)),
+        ("NELI_ATTEMPT", run.attempt.map(|n| n.to_string())),
+        ("NELI_ENDED_AT", run.end_ms.map(rfc3339)),
+        ("NELI_DURATION_MS", run.duration_ms.map(|ms| ms.to_string())),
+    ];
+    env.extend(optional.into_iter().filter_map(|(name, value)| Some((name.to_string(), value?))));
+    env
+}
+
+/// Each placed crontab job's failure hook and assignments, by its seat.
+fn job_hooks(cfg: &Config) -> BTreeMap<Partition, JobHook> {
+    let placed = cfg.crontab.iter().flat_map(|cron| &cron.placed);
+    placed.map(|(&seat, job)| (seat, JobHook { on_failure: job.on_failure.clone(), env: job.env.clone() })).collect()
 }
 
 /// The next hook to run, once there is one; None once the queue is closed
@@ -279,7 +405,7 @@ fn next(shared: &Shared) -> Option<Queued> {
                 match queued.hook {
                     Hook::Lead => queue.told_lead.insert(queued.role),
                     Hook::Unlead => queue.told_lead.remove(&queued.role),
-                    Hook::Exit => false,
+                    Hook::Exit | Hook::Failure => false,
                 };
                 queue.running = true;
                 return Some(queued);
@@ -414,11 +540,7 @@ mod tests {
     fn ran_of(queued: &[(Hook, Partition)], told_lead: &[Partition]) -> Vec<(Hook, Partition)> {
         let shared = Shared::default();
         for &(hook, role) in queued {
-            let mut queue = shared.lock();
-            if let Some(at) = overtaken(&queue.waiting, hook, role) {
-                queue.waiting.remove(at);
-            }
-            queue.waiting.push_back(waiting(hook, role));
+            enqueue(&mut shared.lock().waiting, waiting(hook, role));
         }
         shared.lock().told_lead = told_lead.iter().copied().collect();
         shared.lock().lead_hook = true;
@@ -427,7 +549,7 @@ mod tests {
     }
 
     fn waiting(hook: Hook, role: Partition) -> Queued {
-        Queued { hook, role, line: String::new(), env: Vec::new() }
+        Queued { hook, role, line: String::new(), env: Vec::new(), failures: 1 }
     }
 
     #[test]
@@ -466,5 +588,43 @@ mod tests {
         shared.lock().waiting.push_back(waiting(Exit, 0));
         shared.lock().stopped = true;
         assert!(next(&shared).is_none());
+    }
+
+    #[test]
+    fn behind_a_hook_that_hangs_one_failure_hook_per_role_waits_and_counts_the_failures_it_stands_for() {
+        use Hook::Failure;
+        // A job failing again and again: one hook waits, standing for all.
+        let mut waiting_now = VecDeque::new();
+        for _ in 0..5 {
+            enqueue(&mut waiting_now, waiting(Failure, 3));
+        }
+        let failures: Vec<_> = waiting_now.iter().map(|q| (q.hook, q.role, q.failures)).collect();
+        assert_eq!(failures, [(Failure, 3, 5)]);
+        assert_eq!(waiting_now[0].env, [("NELI_FAILURES".to_string(), "5".to_string())]);
+        // Each role's (each job's) own; changes and exits are not overtaken.
+        let queued = [(Failure, 0), (Failure, 1), (Lead, 0), (Exit, 0), (Failure, 0)];
+        assert_eq!(ran_of(&queued, &[]), [(Failure, 1), (Lead, 0), (Exit, 0), (Failure, 0)]);
+        assert_eq!(ran_of(&[(Lead, 0), (Failure, 0), (Unlead, 0)], &[0]), [(Failure, 0), (Unlead, 0)]);
+    }
+
+    #[test]
+    fn a_run_failed_when_it_ended_by_itself_not_with_0_or_overran_never_when_neli_run_stopped_it() {
+        use ChildStatus::{Exited, Signaled};
+        let cases = [
+            (Exited(3), Reason::Exited, true),
+            (Exited(127), Reason::Exited, true),
+            (Signaled(11), Reason::Exited, true),
+            (Exited(0), Reason::Exited, false),
+            // --max-runtime: whatever the status its stop gave.
+            (Signaled(15), Reason::Overran, true),
+            (Exited(0), Reason::Overran, true),
+            (Signaled(15), Reason::Stopped, false),
+            (Exited(1), Reason::Stopped, false),
+            (Signaled(9), Reason::Fenced, false),
+        ];
+        for (status, why, failed_run) in cases {
+            assert_eq!(run_failed(status, why), failed_run, "{status:?} {why:?}");
+        }
+        assert_eq!((signal_name(11), signal_name(99)), ("SIGSEGV".to_string(), "99".to_string()));
     }
 }

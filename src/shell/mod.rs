@@ -91,9 +91,10 @@ struct Shell {
     /// Inputs the shell makes itself (a start that failed), heard before
     /// anything new.
     pending: VecDeque<Input>,
-    /// A command's exit that --on-exit hears once the core has judged it
-    /// (`Leader::why_child_ended`): with the input the loop steps next.
-    ended: Option<(Partition, ChildStatus)>,
+    /// A command's exit that --on-exit and --on-failure hear once the core
+    /// has judged it (`Leader::why_child_ended`): with the input the loop
+    /// steps next, and the run's record (none for a `--warm` command's).
+    ended: Option<(Partition, ChildStatus, Option<crate::runs::RunRecord>)>,
     /// A disclaimer is flushed off the loop; the handovers that follow it
     /// (release, stand aside, rejoin, exit) wait for that, in order, so the
     /// next owner reads it first. Kills and signals never wait.
@@ -225,8 +226,10 @@ impl Shell {
             // sync), due times follow it (`Leader::wall_clock`).
             self.core.wall_clock(Anchor::now());
             actions.extend(self.core.step(input, BootTime::now()));
-            if let (Some((seat, status)), Some(hooks)) = (self.ended.take(), self.report.hooks.as_mut()) {
-                hooks.exited(seat, status, self.core.why_child_ended(seat));
+            if let (Some((seat, status, run)), Some(hooks)) = (self.ended.take(), self.report.hooks.as_mut()) {
+                let why = self.core.why_child_ended(seat);
+                hooks.exited(seat, status, why);
+                hooks.failed(seat, status, why, run.as_ref());
             }
             for action in actions {
                 if let ControlFlow::Break(code) = self.apply(action) {
@@ -315,6 +318,10 @@ impl Shell {
         info!(jobs = ?names, "crontab read again");
         self.core.set_jobs(jobs, BootTime::now());
         self.kafka.say_crontab(crate::kafka::CrontabSaid::of(cfg));
+        match self.report.hooks.as_mut() {
+            Some(hooks) => hooks.set_jobs(cfg),
+            None => self.report.hooks = Hooks::start(cfg),
+        }
         for (&partition, seat) in &mut self.seats {
             seat.child.set_command(cfg, partition);
         }
@@ -363,8 +370,7 @@ impl Shell {
                 if self.seats.get(&seat).is_some_and(|s| s.warm.is_some()) {
                     return self.warm_exited(seat, status);
                 }
-                self.ended = Some((seat, status));
-                self.runs.ended(seat, status);
+                self.ended = Some((seat, status, self.runs.ended(seat, status)));
                 Some(Input::ChildExited(seat, status))
             }
             Heard::Written(n, done) => self.warm_written(seat, n, done),
@@ -432,7 +438,7 @@ impl Shell {
     fn apply(&mut self, action: Action) -> ControlFlow<u8> {
         let handover = matches!(
             action,
-            Action::ReleaseRevoke(_) | Action::StandAside | Action::HandOver | Action::Rejoin | Action::Exit(_)
+            Action::ReleaseRevoke(_) | Action::StandAside | Action::HandOver { .. } | Action::Rejoin | Action::Exit(_)
         );
         if handover && self.flushing.is_some() {
             self.after_flush.push(action);
@@ -489,7 +495,7 @@ impl Shell {
             Action::LeaveGroup => self.kafka.leave_group(),
             Action::Cold(cold) => self.kafka.cold(cold),
             Action::StandAside => self.kafka.stand_aside(),
-            Action::HandOver => self.kafka.hand_over(),
+            Action::HandOver { to } => self.kafka.hand_over(to),
             Action::SendCandidacy { leaving } => {
                 self.kafka.send_candidacy(leaving);
                 if leaving {

@@ -573,7 +573,7 @@ impl Shell {
             warm.unlead();
             // If we no longer lead then (a fence), it starts as a standby's.
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
-            self.ended = Some((seat, status));
+            self.ended = Some((seat, status, None));
             return Some(Input::ChildExited(seat, status));
         }
         if warm.stopping {

@@ -20,6 +20,11 @@ fn gone_to(term: u64, to: &str) -> Action {
     Disclaim(P, Record { to: Some(to.into()), ..Record::saying(term, Stance::Released) })
 }
 
+/// Out of the group while `to` is live.
+fn hand_over(to: &str) -> Action {
+    HandOver { to: to.into() }
+}
+
 #[test]
 fn a_standby_in_the_group_says_so_every_interval_and_withdraws_when_it_exits() {
     let mut l = Leader::new(settings(Restart::Never), started(0));
@@ -73,7 +78,7 @@ fn an_owner_lets_the_member_a_fresh_hand_over_names_lead_while_it_is_live() {
     l.step(candidacy("b", 0, 100), ms(900));
     l.step(handing("a", "b", 50), ms(950));
     l.step(assigned(), ms(1000));
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), HandOver]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), hand_over("b")]);
     assert_eq!(l.standing(P), Standing::Standby);
     // No candidacy while out of the group: only once back in it.
     assert_eq!(l.step(Input::Tick, ms(5000)), vec![]);
@@ -109,7 +114,7 @@ fn an_owner_lets_the_member_a_fresh_hand_over_names_lead_while_it_is_live() {
         }
         l.step(handing("a", "b", 0), ms(9500));
         l.step(assigned(), ms(10_000));
-        assert_eq!(l.step(hb(7, 10_000), ms(10_010)), vec![gone_to(1, "b"), HandOver], "{seen:?}");
+        assert_eq!(l.step(hb(7, 10_000), ms(10_010)), vec![gone_to(1, "b"), hand_over("b")], "{seen:?}");
     }
 
     // Handed over once, and partition 0 came back before b led: b could
@@ -119,7 +124,7 @@ fn an_owner_lets_the_member_a_fresh_hand_over_names_lead_while_it_is_live() {
     l.step(candidacy("b", 0, 0), ms(900));
     l.step(handing("a", "b", 0), ms(900));
     l.step(assigned(), ms(1000));
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), HandOver]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), hand_over("b")]);
     l.step(Input::Standby, ms(1500));
     l.step(candidacy("b", 0, 0), ms(1600));
     l.step(assigned(), ms(1700));
@@ -135,7 +140,7 @@ fn an_owner_lets_the_member_a_fresh_hand_over_names_lead_while_it_is_live() {
     l.step(candidacy("b", 3, 0), ms(900));
     l.step(candidacy("c", 2, 0), ms(900));
     l.step(assigned(), ms(1000));
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), HandOver]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), hand_over("b")]);
     l.step(Input::Standby, ms(1500));
     l.step(candidacy("b", 3, 0), ms(1600));
     l.step(candidacy("c", 2, 0), ms(1600));
@@ -150,13 +155,13 @@ fn an_owner_lets_the_member_a_fresh_hand_over_names_lead_while_it_is_live() {
     let mut l = Leader::new(settings(Restart::Never), started(0));
     l.step(candidacy("b", 3, 0), ms(900));
     l.step(assigned(), ms(1000));
-    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), HandOver]);
+    assert_eq!(l.step(hb(7, 1000), ms(1010)), vec![gone_to(1, "b"), hand_over("b")]);
     l.step(Input::Standby, ms(1500));
     l.step(contender("b/1", 8, 1, Some(8), Stance::Leading { token: 8 }, 0), ms(1600));
     l.step(contender("b/1", 10, 1, Some(8), Stance::Released, 0), ms(3000));
     l.step(candidacy("b", 3, 0), ms(3100));
     l.step(assigned(), ms(3200));
-    assert_eq!(l.step(hb(11, 3200), ms(3210)), vec![gone_to(2, "b"), HandOver]);
+    assert_eq!(l.step(hb(11, 3200), ms(3210)), vec![gone_to(2, "b"), hand_over("b")]);
 
     // Someone led since the hand-over: it happened.
     let mut l = Leader::new(settings(Restart::Never), started(0));
@@ -181,7 +186,7 @@ fn an_owner_hands_over_to_the_live_member_of_highest_priority_above_its_own() {
     };
     assert_eq!(
         lead(vec![candidacy("b", 2, 0), candidacy("c", 3, 0), candidacy("d", 0, 0)]),
-        vec![gone_to(1, "c"), HandOver]
+        vec![gone_to(1, "c"), hand_over("c")]
     );
     let spawned = |actions: Vec<Action>| actions.iter().any(|a| matches!(a, Spawn { partition: P, .. }));
     assert!(spawned(lead(vec![candidacy("b", 1, 0)])), "equal priority: no hand-over");
@@ -204,7 +209,7 @@ fn yield_to_a_member_hands_over_to_it_once_the_command_is_gone() {
     let mut l = leading(Restart::Always);
     assert_eq!(l.step(Input::Yield { to: Some("me".into()) }, ms(1100)), vec![], "we lead already");
     assert_eq!(l.step(Input::Yield { to: Some("b".into()) }, ms(1100)), vec![SignalGroup(P, SIGTERM)]);
-    assert_eq!(l.step(exited(ChildStatus::Signaled(15)), ms(1150)), vec![gone_to(1, "b"), HandOver]);
+    assert_eq!(l.step(exited(ChildStatus::Signaled(15)), ms(1150)), vec![gone_to(1, "b"), hand_over("b")]);
     assert_eq!(l.step(revoked(false), ms(1160)), vec![ReleaseRevoke(P)]);
 }
 
@@ -218,7 +223,7 @@ fn preempt_hands_over_to_a_member_of_higher_priority_only_when_asked() {
     let sick = Input::Candidacy(Candidacy { unhealthy: true, ..candidacy_of("b", 2) });
     assert_eq!(l.step(sick, ms(1100)), vec![], "its health check fails");
     assert_eq!(l.step(candidacy("b", 2, 0), ms(1100)), vec![SignalGroup(P, SIGTERM)]);
-    assert_eq!(l.step(exited(ChildStatus::Signaled(15)), ms(1150)), vec![gone_to(1, "b"), HandOver]);
+    assert_eq!(l.step(exited(ChildStatus::Signaled(15)), ms(1150)), vec![gone_to(1, "b"), hand_over("b")]);
 }
 
 #[test]
@@ -304,7 +309,7 @@ fn a_new_owner_hears_the_records_fetched_with_its_heartbeat_before_it_leads() {
         assert_eq!(l.standing(P), Standing::Candidate);
         assert_eq!(l.next_deadline(), Some(ms(1200)), "the next heartbeat: nothing else to wait for");
         assert_eq!(l.step(candidacy("p2", 2, 0), ms(1010)), vec![]);
-        assert_eq!(l.step(caught_up(), ms(1010)), vec![gone_to(1, "p2"), HandOver]);
+        assert_eq!(l.step(caught_up(), ms(1010)), vec![gone_to(1, "p2"), hand_over("p2")]);
         assert_eq!(l.standing(P), Standing::Standby);
     }
     // Nobody to let lead: it leads once it has heard them, in the same

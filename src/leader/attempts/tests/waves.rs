@@ -159,7 +159,10 @@ fn a_run_past_max_runtime_is_stopped_and_ends_as_if_by_itself() {
         assert_eq!(l.step(Input::Tick, ms(4010)), vec![SignalGroup(P, SIGTERM)]);
         // Grace, then SIGKILL, as for any stop.
         assert!(l.step(Input::Tick, ms(4510)).contains(&KillGroup(P)));
-        l.step(exited(ChildStatus::Signaled(9)), ms(4520))
+        let ended = l.step(exited(ChildStatus::Signaled(9)), ms(4520));
+        // Stopped by us, but for overrunning: --on-failure hears of it.
+        assert_eq!(l.why_child_ended(P), crate::leader::Reason::Overran);
+        ended
     };
     assert_eq!(run(Restart::Never).last(), Some(&Exit(137)), "its status, as a run that ended");
     let again = run(Restart::Always);

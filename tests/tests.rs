@@ -38,6 +38,7 @@ mod rewind;
 mod roles;
 mod roles_disagree;
 mod roles_rollout;
+mod roster;
 mod sasl;
 mod schedule;
 mod standbys;

@@ -46,11 +46,14 @@ pub(super) struct Reach {
     /// When a wake last made us subscribe to a topic that does not exist
     /// (`BootTime` nanoseconds, 0 never): the errors about it are not ours.
     woken_at: Arc<AtomicU64>,
+    /// Where cold members' candidacies go: its errors are no member's end.
+    pub(super) roster: Arc<super::roster::Roster>,
 }
 
 impl Reach {
     pub(super) fn new(events: UnboundedSender<Event>, topic: String, group: String) -> Reach {
         Reach {
+            roster: Arc::new(super::roster::Roster::new(&topic)),
             events,
             topic,
             group,
@@ -113,6 +116,9 @@ impl Reach {
         let code = err.rdkafka_error_code();
         if code.is_some_and(|c| self.wake_error(c)) {
             debug!(%err, %reason, "about the topic a wake subscribed to: not ours");
+            return;
+        }
+        if code.is_some_and(|c| self.roster.denied(c, reason)) {
             return;
         }
         if let Some(fatal) = code.and_then(|c| fatal(c, format!("{err}: {reason}"), &self.topic, &self.group)) {
@@ -476,6 +482,7 @@ impl ProducerContext for WriterContext {
         match result {
             Ok(msg) => {
                 self.reach.reachable();
+                self.reach.roster.delivered(msg.topic());
                 let Some(hb) = msg.payload().and_then(Heartbeat::decode) else { return };
                 self.ended_run_recorded(msg.partition(), msg.offset(), &hb);
                 let revoked = BootTime::from_nanos(self.reach.revoked_at.load(Ordering::Relaxed));
@@ -485,7 +492,15 @@ impl ProducerContext for WriterContext {
                     let _ = self.reach.events.send(Event::Delivered { partition, offset, sent });
                 }
             }
-            Err((err, _)) => {
+            Err((err, msg)) => {
+                let roster = msg.topic() == self.reach.roster.topic;
+                if err.rdkafka_error_code().is_some_and(|c| roster && self.reach.roster.denied(c, msg.topic())) {
+                    return;
+                }
+                if roster {
+                    debug!(%err, "candidacy not written to the roster");
+                    return;
+                }
                 let what = format!("writing heartbeats: {err}");
                 match err.rdkafka_error_code().and_then(|c| fatal(c, what, &self.reach.topic, &self.reach.group)) {
                     Some(fatal) => {

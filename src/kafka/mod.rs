@@ -35,6 +35,7 @@ mod decode;
 pub mod heartbeat;
 mod nudge;
 pub mod placement;
+pub mod roster;
 mod standby;
 mod topic;
 mod wake;
@@ -42,7 +43,7 @@ pub mod yield_request;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, PoisonError};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -115,6 +116,9 @@ pub enum Event {
     Hot(Option<crate::leader::HotList>),
     /// The watcher read back a candidacy of ours (`leader::Input::Echo`).
     Echo,
+    /// The watcher read a disclaimer handing the control partition to us,
+    /// written this long ago (`leader::Input::HandedTo`).
+    HandedTo(Duration),
     /// `neli-run drain` (`drained`) or `undrain` named us, at `offset` of
     /// the control partition (heard by the watcher and by the consumer
     /// alike: the shell takes the newest); `by` says who asked.
@@ -234,17 +238,9 @@ pub struct Kafka {
     /// The other members' live candidacies, as our watcher reads them, and
     /// our last candidacy: how often we write the next.
     census: Arc<Mutex<candidacy::Census>>,
-    candidacy_written: Option<CandidacyWritten>,
-}
-
-/// Our last candidacy record since our last heartbeat: when, the interval
-/// it gave, and whether it said we are unhealthy or drained.
-#[derive(Clone, Copy, Debug)]
-struct CandidacyWritten {
-    at: Instant,
-    interval: Duration,
-    unhealthy: bool,
-    drained: bool,
+    candidacy_written: Option<roster::Written>,
+    /// Where cold members' candidacies go (roster.rs).
+    roster: Arc<roster::Roster>,
 }
 
 /// A helper thread that must end before neli-run does: dropping this asks
@@ -335,6 +331,7 @@ impl Kafka {
         let served = producer.clone();
         let serving = Joined::spawn("neli-produce", move |stop, bell| serve_producer(&served, stop, bell))?;
         let admin = topic::ensure_topic(s, &consumer)?;
+        let roster = roster::ensure(s, &consumer, &reach.roster);
         let born: BTreeMap<Partition, i64> = s
             .seats
             .known
@@ -357,16 +354,14 @@ impl Kafka {
         let watcher = {
             let watcher: BaseConsumer = wake::watcher_config(s).create().map_err(|e| creation_error(e, &s.target))?;
             let (group, watched, counted) = (consumer.clone(), subscription.clone(), census.clone());
-            let from = born.get(&CONTROL_PARTITION).copied();
-            let (me, heard) = (member.clone(), events.clone());
-            let watching = wake::Watching { from, wakes, me, events: heard };
+            let (from, me, heard) = (born.get(&CONTROL_PARTITION).copied(), member.clone(), events.clone());
+            let watching = wake::Watching { from, wakes, me, events: heard, roster: roster::watching(s, &roster) };
             Some(Joined::spawn("neli-watch", move |stop, _| {
                 wake::watch(&watcher, &watching, &group, &watched, &counted, stop)
             })?)
         };
 
-        let reader_member = member.clone();
-        let reader_asks = asks.clone();
+        let (reader_member, reader_asks) = (member.clone(), asks.clone());
         let (group, subscribed) = (consumer.clone(), subscription.clone());
         let reader_waker = waker.clone();
         let aside_for = AsideFor {
@@ -413,43 +408,8 @@ impl Kafka {
             crontab: None,
             census,
             candidacy_written: None,
+            roster,
         })
-    }
-
-    /// Queues our candidacy record (the withdrawal when `leaving`). Never
-    /// blocks. In a group past `candidacy::GROUP_BUDGET` members, one that
-    /// says nothing new is skipped until the interval our last one gave
-    /// (`candidacy::interval`) has nearly run.
-    pub fn send_candidacy(&mut self, leaving: bool) {
-        let since_ms = *self.standby_since.get_or_insert_with(crate::clock::wall_ms);
-        let (drained, unhealthy) = (self.outs.out == Out::Drained, self.outs.out == Out::Unhealthy);
-        let now = Instant::now();
-        // Half a base interval early: the core asks every base interval,
-        // and a few microseconds late for this one must not skip a turn.
-        let early = self.candidacy_interval / 2;
-        if let Some(last) =
-            self.candidacy_written.filter(|l| !leaving && (l.unhealthy, l.drained) == (unhealthy, drained))
-        {
-            if now + early < last.at + last.interval {
-                return;
-            }
-        }
-        let others = self.census.lock().unwrap_or_else(PoisonError::into_inner).live(crate::clock::wall_ms());
-        let interval = candidacy::interval(self.candidacy_interval, others);
-        self.candidacy_written = Some(CandidacyWritten { at: now, interval, unhealthy, drained });
-        let record = candidacy::Record {
-            drained,
-            crontab: self.crontab.as_ref().map(|c| c.digest.clone()),
-            jobs_on: self.crontab.as_ref().map(|c| c.jobs_on.clone()),
-            roles: self.roles,
-            ..candidacy::Record::new(&self.member, self.priority, false, since_ms, interval, leaving, unhealthy)
-        };
-        let value = record.encode();
-        let record =
-            BaseRecord::to(&self.topic).partition(CONTROL_PARTITION).key(self.member.name.as_bytes()).payload(&value);
-        if let Err((err, _)) = self.producer.send(record) {
-            debug!(%err, "candidacy not queued");
-        }
     }
 
     /// Says `said` of our crontab in every heartbeat from now on: at start
@@ -484,6 +444,8 @@ impl Kafka {
             Some(held) => self.leading.insert(partition, held),
             None => self.leading.remove(&partition),
         };
+        let owner = !matches!(record.stance, crate::leader::Stance::Released);
+        self.roster.heartbeat(partition, owner, Duration::from_millis(self.timing.heartbeat_deadline_ms));
         let content = Content {
             record,
             since_ms: leading.map(|(_, since)| since),
@@ -632,6 +594,9 @@ pub struct Settings {
     /// `leader::Settings::idle_heartbeat`: what a gap in our own
     /// heartbeats is measured against.
     pub idle_heartbeat: Duration,
+    /// `leader::Settings::owner_silence`: after it, a cold member's watcher
+    /// checks that it has read every record of the control partition.
+    pub owner_silence: Duration,
 }
 
 impl Settings {
@@ -648,6 +613,7 @@ impl Settings {
             priority: cfg.leader.priority,
             candidacy_interval: cfg.leader.candidacy_interval,
             idle_heartbeat: cfg.leader.idle_heartbeat(),
+            owner_silence: cfg.leader.owner_silence,
         }
     }
 }

@@ -145,7 +145,7 @@ pub(super) fn add_partitions(s: &Settings, count: i32) -> Result<(), RDKafkaErro
 }
 
 /// Why Kafka refused an admin request about our one topic, if it did.
-fn refusal(result: KafkaResult<Vec<TopicResult>>) -> Option<RDKafkaErrorCode> {
+pub(super) fn refusal(result: KafkaResult<Vec<TopicResult>>) -> Option<RDKafkaErrorCode> {
     match result {
         Ok(results) => results.into_iter().next()?.err().map(|(_, code)| code),
         Err(err) => Some(err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail)),

@@ -327,6 +327,9 @@ pub(super) struct Watching {
     pub(super) wakes: bool,
     pub(super) me: Member,
     pub(super) events: tokio::sync::mpsc::UnboundedSender<super::Event>,
+    /// The roster, the client configuration its reader takes, the owner's
+    /// silence and the candidacy interval (`super::roster::Echo`).
+    pub(super) roster: (Arc<super::roster::Roster>, rdkafka::ClientConfig, Duration, Duration),
 }
 
 /// The `neli-watch` thread: reads the control partition from `from` (its
@@ -347,7 +350,9 @@ pub(super) fn watch(
     census: &Mutex<candidacy::Census>,
     stop: &AtomicBool,
 ) {
-    let Watching { from, wakes, me, events } = watching;
+    let Watching { from, wakes, me, events, roster: (roster, reader_config, silence, every) } = watching;
+    let mut reader = super::roster::Reader::default();
+    let mut echo = super::roster::Echo::new(*silence, *every);
     let topic = group.context().reach.topic.clone();
     let mut tpl = TopicPartitionList::new();
     let start = from.map_or(Offset::End, Offset::Offset);
@@ -383,6 +388,12 @@ pub(super) fn watch(
                 Err(err) => debug!(%err, watching = reading, "the watcher cannot follow our standing"),
             }
         }
+        for c in reader.read(reader_config, roster).into_iter().filter(|c| !c.is_from(me)) {
+            let _ = events.send(super::Event::Candidacy(c.as_core(crate::clock::wall_ms())));
+        }
+        if reading && !subscription.subscribed() && roster.usable() && echo.caught_up(watcher, &topic) {
+            let _ = events.send(super::Event::Echo);
+        }
         let msg = match watcher.poll(WATCH_POLL) {
             Some(Ok(msg)) => msg,
             Some(Err(err)) => {
@@ -414,6 +425,7 @@ pub(super) fn watch(
             continue;
         }
         if let Some(list) = owner_said(payload, me, crate::clock::wall_ms()) {
+            echo.heard();
             // A change at once; the same again once in a while, so that a
             // cold member hears that its owner is alive.
             let news = hot.as_ref().is_none_or(|(said, at)| *said != list || at.elapsed() >= HOT_REPEAT);
@@ -422,6 +434,12 @@ pub(super) fn watch(
                 // A record that names none leaves the list in force.
                 in_force = list.clone().or(in_force);
                 let _ = events.send(super::Event::Hot(list));
+            }
+            continue;
+        }
+        if let Some(age) = super::roster::handed_to(payload, me, crate::clock::wall_ms()) {
+            if !subscription.subscribed() {
+                let _ = events.send(super::Event::HandedTo(age));
             }
             continue;
         }

@@ -576,6 +576,10 @@ pub enum Input {
     /// Our watcher read back a candidacy of ours from the control
     /// partition: what it reads is current (see `cold::ECHOES`).
     Echo,
+    /// A disclaimer that hands the control partition to us, written `age`
+    /// ago, read by the watcher while we are cold (our consumer reads
+    /// nothing then): we join the group to take it (`Standbys::handed_us`).
+    HandedTo(std::time::Duration),
     /// Nothing but the passing of time (the shell's timer fired).
     Tick,
 }
@@ -603,6 +607,7 @@ impl Input {
             | Input::Candidacy(_)
             | Input::Hot(_)
             | Input::Echo
+            | Input::HandedTo(_)
             | Input::Tick => None,
         }
     }

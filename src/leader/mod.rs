@@ -521,6 +521,10 @@ impl Leader {
             Input::Candidacy(candidacy) => self.on_candidacy(candidacy, now),
             Input::Hot(list) => self.on_hot(list, now),
             Input::Echo => self.on_echo(),
+            Input::HandedTo(age) => {
+                let until = (now - age) + seat::handover_window(&self.settings);
+                self.standbys.handed_us(&self.settings.name, until);
+            }
             Input::Tick => {}
         }
         // Cold first: a member that goes cold says it is there in this step.

@@ -18,6 +18,8 @@ use crate::clock::BootTime;
 struct Standby {
     writer: String,
     known: Known,
+    /// When its writer wrote it (our boot clock, from its age when read).
+    written: BootTime,
 }
 
 impl Standby {
@@ -54,8 +56,16 @@ impl Standbys {
     /// Takes in a candidacy read `now`: the newest of a name replaces its
     /// older ones (a restarted member's incarnation too); a withdrawal
     /// removes it, as one whose health check fails does. Returns the member
-    /// if it may lead.
+    /// if it may lead. A record its writer wrote before the one we know is
+    /// old news: a member's records come from two places (the roster while
+    /// it is cold, partition 0 while hot, read by two clients), and a
+    /// roster record read after a newer one of partition 0 must not undo
+    /// it (say, that the member is unhealthy now).
     pub(super) fn read(&mut self, c: &Candidacy, now: BootTime) -> Option<(String, u8)> {
+        let written = now - c.age;
+        if self.list.iter().any(|s| s.writer == c.writer && s.written > written) {
+            return None;
+        }
         self.list.retain(|s| s.known.name != c.name && s.writer != c.writer);
         if c.leaving {
             return None;
@@ -68,7 +78,7 @@ impl Standbys {
             drained: c.drained,
             until: (now - c.age) + c.live_for,
         };
-        let standby = Standby { writer: c.writer.clone(), known };
+        let standby = Standby { writer: c.writer.clone(), known, written };
         let may_lead = standby.may_lead(now);
         self.list.push(standby);
         may_lead.then(|| (c.name.clone(), c.priority))
@@ -108,7 +118,12 @@ impl Standbys {
 
     /// Whom an owner named `me` of priority `mine`, about to lead, lets
     /// lead instead: the target of a fresh hand-over, if it is live and not
-    /// us (a hand-over to us: we lead, whatever the priorities); else the
+    /// us (a hand-over to us: we lead, whatever the priorities), or unless
+    /// we know it may not lead: a cold member's candidacies are on the
+    /// roster, which only the owner reads, and the hand-over's writer read
+    /// it live (a lapsed record of it here says only that it went cold;
+    /// one that says it is unhealthy, drained or --never-lead is not let
+    /// lead); else the
     /// live member of the highest priority above ours. None: we lead, as
     /// we do once we let a member lead in vain.
     pub(super) fn defer_to(&self, me: &str, mine: u8, now: BootTime) -> Option<String> {
@@ -119,7 +134,9 @@ impl Standbys {
             if to == me {
                 return None;
             }
-            if self.live(to, now).is_some() {
+            let unfit =
+                |s: &Standby| s.known.name == to && (s.known.never_lead || s.known.unhealthy || s.known.drained);
+            if self.live(to, now).is_some() || !self.list.iter().any(unfit) {
                 return Some(to.to_string());
             }
         }
@@ -138,6 +155,14 @@ impl Standbys {
     pub(super) fn hot(&self, me: &str, k: u32, yield_to: Option<&str>, now: BootTime) -> HotList {
         let known: Vec<Known> = self.list.iter().map(|s| s.known.clone()).collect();
         hot_set(&known, &[me], k, yield_to.or(self.handed_to(now)), now)
+    }
+
+    /// A disclaimer handed the control partition to us (`me`), until
+    /// `until`: read by our watcher while we are cold. The owner that
+    /// yields reads cold members on the roster; we read nothing but what
+    /// the watcher brings, and join to take it over.
+    pub(super) fn handed_us(&mut self, me: &str, until: BootTime) {
+        self.handover = Some((me.to_string(), until));
     }
 
     /// The member a hand-over that still holds at `now` names.

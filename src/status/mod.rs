@@ -34,6 +34,7 @@ mod jobs;
 mod probe;
 mod read;
 mod render;
+mod roster;
 mod view;
 mod watcher;
 

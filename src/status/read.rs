@@ -161,5 +161,8 @@ pub(super) fn read_partitions(target: &Target, n: u32) -> Result<(BaseConsumer<P
             None => format!("reading {topic}: not caught up to its end within 10 s"),
         }));
     }
+    if let Some(view) = views.first_mut() {
+        super::roster::merge(target, view);
+    }
     Ok((consumer, views))
 }

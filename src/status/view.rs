@@ -124,6 +124,20 @@ impl View {
         }
     }
 
+    /// Takes in a candidacy read from the roster (`roster.rs`): unless
+    /// what partition 0 said of its writer's name is as new (a member
+    /// invited since writes its candidacies there, and its heartbeats once
+    /// it owns partition 0).
+    pub(super) fn roster(&mut self, c: candidacy::Record) {
+        let newer = |at_ms: u64| at_ms >= c.at_ms;
+        let known = self.candidacies.iter().any(|k| k.name == c.name && newer(k.at_ms))
+            || self.writers.iter().any(|w| w.name == c.name && w.incarnation == c.incarnation && newer(w.at_ms));
+        if !known {
+            self.candidacies.retain(|k| k.name != c.name);
+            self.candidacies.push(c);
+        }
+    }
+
     fn note_writer(&mut self, hb: &Heartbeat) {
         self.writers.retain(|w| w.name != hb.name || w.incarnation != hb.incarnation);
         self.writers.push(Writer {

@@ -208,3 +208,18 @@ fn an_unhealthy_hot_standbys_candidacy_does_not_keep_the_hot_set_alive() {
     l.step(Input::Echo, ms(2200));
     assert_eq!(colds(l.step(Input::Tick, ms(3100))), vec![Cold(false)], "the owner silent since 100, b of no help");
 }
+
+/// A disclaimer that hands partition 0 to us, read by our watcher while we
+/// are cold (our consumer reads nothing then; slice 3): we join to take it,
+/// and go cold again once the hand-over is stale (three candidacy
+/// intervals after it was written) if no one named us meanwhile.
+#[test]
+fn a_cold_standby_handed_partition_0_joins_until_the_hand_over_is_stale() {
+    let mut l = standby();
+    assert_eq!(l.step(hot(1, &["a"]), ms(300)), vec![Cold(true)]);
+    // Written 100 ms ago; the fixture's candidacy interval is 1 s.
+    assert_eq!(colds(l.step(Input::HandedTo(Duration::from_millis(100)), ms(1000))), vec![Cold(false)]);
+    let kept = colds(l.step(hot(1, &["a"]), ms(1500)));
+    assert_eq!(kept, vec![], "handed to: a list that leaves us out does not send us out");
+    assert_eq!(colds(l.step(hot(1, &["a"]), ms(3950))), vec![Cold(true)], "stale: cold again");
+}

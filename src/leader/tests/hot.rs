@@ -97,3 +97,28 @@ fn a_fresh_hand_overs_target_goes_first_until_the_hand_over_goes_stale() {
     l.step(Input::Tick, ms(1700));
     assert_eq!(l.hot_list(), Some(list(1, &["a"])), "stale: by rank again");
 }
+
+/// A member's records come from two places (the roster while it is cold,
+/// partition 0 while hot, read by two clients in no common order): an
+/// older one read after a newer one is old news, and a newer one counts.
+#[test]
+fn a_candidacy_written_before_the_one_known_of_its_writer_is_old_news() {
+    let mut l = quick_leader(2);
+    let aged = |name: &str, unhealthy: bool, age: u64, live_for: u64| {
+        Input::Candidacy(Candidacy {
+            unhealthy,
+            age: Duration::from_millis(age),
+            live_for: Duration::from_millis(live_for),
+            ..candidacy_of(name, 5)
+        })
+    };
+    l.step(candidacy("a", 1, (false, false)), ms(1400));
+    // c, hot, says on partition 0 that its check fails; its roster record
+    // from when it was cold (healthy, counting 90 s) is read after.
+    l.step(aged("c", true, 0, 3000), ms(1400));
+    l.step(aged("c", false, 1000, 90_000), ms(1450));
+    assert_eq!(l.hot_list(), Some(list(2, &["a"])), "c's older roster record does not undo its newer word");
+    // c's newer record (healthy again) counts.
+    l.step(aged("c", false, 0, 3000), ms(1500));
+    assert_eq!(l.hot_list(), Some(list(2, &["c", "a"])));
+}

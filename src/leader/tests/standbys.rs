@@ -91,15 +91,30 @@ fn an_owner_lets_the_member_a_fresh_hand_over_names_lead_while_it_is_live() {
     l.step(assigned(), ms(1000));
     assert!(l.step(hb(7, 1000), ms(1010)).contains(&spawn(7, ms(2000))));
 
-    // A stale hand-over (three candidacy intervals), or a dead target, is
-    // no reason to wait.
-    for (handed_at, b_seen) in [(900, 900), (9500, 5000)] {
+    // A stale hand-over (three candidacy intervals), or a target whose
+    // newest record says it may not lead, is no reason to wait.
+    let sick = Input::Candidacy(Candidacy { unhealthy: true, ..candidacy_of("b", 0) });
+    for (handed_at, b) in [(900, candidacy("b", 0, 0)), (9500, sick)] {
         let mut l = Leader::new(settings(Restart::Never), started(0));
-        l.step(candidacy("b", 0, 0), ms(b_seen));
+        l.step(b, ms(5000));
         l.step(handing("a", "b", 0), ms(handed_at));
         l.step(assigned(), ms(10_000));
         let actions = l.step(hb(7, 10_000), ms(10_010));
         assert!(actions.contains(&spawn(7, ms(11_000))), "{actions:?}");
+    }
+
+    // A target whose newest record here lapsed, or that we never read, is
+    // let lead: a cold member writes to the roster, which only the owner
+    // that handed over reads (docs/hot-set.md, slice 3). One that does not
+    // take it costs one hand-over: partition 0 back to us, we lead (below).
+    for seen in [Some(5000), None] {
+        let mut l = Leader::new(settings(Restart::Never), started(0));
+        if let Some(seen) = seen {
+            l.step(candidacy("b", 0, 0), ms(seen));
+        }
+        l.step(handing("a", "b", 0), ms(9500));
+        l.step(assigned(), ms(10_000));
+        assert_eq!(l.step(hb(7, 10_000), ms(10_010)), vec![gone_to(1, "b"), hand_over("b")], "{seen:?}");
     }
 
     // Handed over once, and partition 0 came back before b led: b could

@@ -1,0 +1,402 @@
+//! The roster (docs/hot-set.md, slice 3): cold members write their
+//! candidacies to a topic of their own, `<topic>.roster`, that only the
+//! owner of the control partition reads, so that what every other member
+//! reads (partition 0: the hot set's records and the list) no longer grows
+//! with the group. Hot members (seat holders, the hot standbys the list
+//! names) and members out for health or a drain write to partition 0 as
+//! before. A member that may not use the roster (an ACL, a broker that
+//! will not create it) writes to partition 0 as before, and says once
+//! which ACL to add.
+//!
+//! - Written every `ROSTER_INTERVALS` candidacy intervals (30 s at the
+//!   defaults): one reader, so no group budget (`candidacy::GROUP_BUDGET`
+//!   bounds what every member reads of partition 0). Each record says how
+//!   long it counts (three of its writer's intervals), so its reader's
+//!   judgement of liveness follows the writer's interval with no setting.
+//! - Read by the owner of the control partition (while it writes
+//!   heartbeats there) on the watcher's thread, with a client of its own,
+//!   from the last `TAIL` records (at most the retention's), and handed to
+//!   the core as every candidacy is (`Event::Candidacy`).
+//! - Retention of ten minutes: a record counts at most three roster
+//!   intervals, so older ones are of no use, and a new owner reads at most
+//!   ten minutes of the fleet's records.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::message::Message;
+use rdkafka::producer::BaseRecord;
+use rdkafka::{Offset, TopicPartitionList};
+use tracing::{debug, warn};
+
+use super::candidacy;
+use super::consumer::Out;
+use super::{Kafka, Settings, CONTROL_PARTITION};
+use crate::clock::BootTime;
+
+/// How many candidacy intervals a cold member's roster record is written
+/// apart (30 s at the default timing).
+pub(super) const ROSTER_INTERVALS: u32 = 30;
+
+/// How many of the roster's newest records a new owner reads: three roster
+/// intervals of a fleet of 20,000 members.
+pub const TAIL: i64 = 65_536;
+
+/// The roster's retention and segment, in ms.
+const RETENTION_MS: &str = "600000";
+const SEGMENT_MS: &str = "60000";
+
+/// The roster topic of the group's `topic`.
+pub fn topic_of(topic: &str) -> String {
+    format!("{topic}.roster")
+}
+
+/// What the adapter, the producer's context and the watcher share of the
+/// roster.
+#[derive(Debug)]
+pub(super) struct Roster {
+    pub(super) topic: String,
+    /// The group's topic: what a denial's advice names beside it.
+    group_topic: String,
+    /// Whether cold members' candidacies go to it (false once denied).
+    usable: AtomicBool,
+    /// A record of ours has been written to it: a denial heard after that
+    /// without the roster's name is the group topic's.
+    proven: AtomicBool,
+    /// Until when (boot clock, ns) we read it: while we write heartbeats
+    /// on the control partition as its owner, and a deadline after.
+    owner_until: AtomicU64,
+}
+
+impl Roster {
+    pub(super) fn new(group_topic: &str) -> Roster {
+        Roster {
+            topic: topic_of(group_topic),
+            group_topic: group_topic.to_string(),
+            usable: AtomicBool::new(false),
+            proven: AtomicBool::new(false),
+            owner_until: AtomicU64::new(0),
+        }
+    }
+
+    pub(super) fn usable(&self) -> bool {
+        self.usable.load(Ordering::Relaxed)
+    }
+
+    /// A record of ours was written to `topic`.
+    pub(super) fn delivered(&self, topic: &str) {
+        if topic == self.topic {
+            self.proven.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether an error with `code` that `what` describes is the roster's
+    /// (then it is off, said once, and the error is no member's end): a
+    /// denial that names it, or one heard before any record of ours was
+    /// written to it (librdkafka does not always name the topic; a true
+    /// denial of the group's topic recurs at its next write, and is heard
+    /// then).
+    pub(super) fn denied(&self, code: RDKafkaErrorCode, what: &str) -> bool {
+        let denial = matches!(code, RDKafkaErrorCode::TopicAuthorizationFailed);
+        let ours = what.contains(&self.topic) || (self.usable() && !self.proven.load(Ordering::Relaxed));
+        if !denial || !ours {
+            return false;
+        }
+        if self.usable.swap(false, Ordering::Relaxed) {
+            warn!(topic = %self.topic, advice = %self.advice(), "denied the roster topic: cold standbys' candidacies go to partition 0 of the group's topic, which every member reads");
+        }
+        true
+    }
+
+    /// The ACL that lets a member use the roster.
+    fn advice(&self) -> String {
+        format!(
+            "grant DESCRIBE, READ and WRITE (and CREATE while it does not exist) on topic {roster} (kafka-acls.sh \
+             --add --allow-principal User:... --operation Read --operation Write --operation Describe --topic \
+             {roster}), or one PREFIXED ACL on {topic} that covers both (--resource-pattern-type prefixed --topic \
+             {topic})",
+            roster = self.topic,
+            topic = self.group_topic
+        )
+    }
+
+    /// We wrote a heartbeat on `partition` (`owner`: not a disclaimer):
+    /// the owner of the control partition reads the roster for the next
+    /// `deadline`.
+    pub(super) fn heartbeat(&self, partition: super::Partition, owner: bool, deadline: Duration) {
+        if partition != CONTROL_PARTITION {
+            return;
+        }
+        let until = if owner { (BootTime::now() + deadline).as_nanos() } else { 0 };
+        self.owner_until.store(until, Ordering::Relaxed);
+    }
+
+    /// Whether we read the roster now: it is in use and we own the control
+    /// partition.
+    pub(super) fn reading(&self) -> bool {
+        self.usable() && BootTime::now().as_nanos() < self.owner_until.load(Ordering::Relaxed)
+    }
+}
+
+/// Makes sure the roster exists (created as the group's topic is: one
+/// partition, a short retention) and turns it on; a denial or any other
+/// failure leaves it off (cold members write to partition 0, as before the
+/// roster), said once.
+pub(super) fn ensure(
+    s: &Settings,
+    consumer: &BaseConsumer<super::context::ReaderContext>,
+    roster: &std::sync::Arc<Roster>,
+) -> std::sync::Arc<Roster> {
+    let code = match consumer.fetch_metadata(Some(&roster.topic), Duration::from_secs(5)) {
+        Ok(md) => md.topics().iter().find(|t| t.name() == roster.topic).map_or(
+            Some(RDKafkaErrorCode::UnknownTopicOrPartition),
+            |t| match t.error().map(RDKafkaErrorCode::from) {
+                None if t.partitions().is_empty() => Some(RDKafkaErrorCode::UnknownTopicOrPartition),
+                code => code,
+            },
+        ),
+        Err(err) => Some(err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail)),
+    };
+    let code = match code {
+        Some(RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::LeaderNotAvailable) => create(s, roster),
+        code => code,
+    };
+    match code {
+        None => roster.usable.store(true, Ordering::Relaxed),
+        Some(code) if super::fatal_kind(code) == Some(crate::exit::Kind::Denied) => {
+            warn!(topic = %roster.topic, %code, advice = %roster.advice(), "denied the roster topic: cold standbys' candidacies go to partition 0 of the group's topic, which every member reads");
+        }
+        Some(code) => {
+            warn!(topic = %roster.topic, %code, "no roster topic: cold standbys' candidacies go to partition 0 of the group's topic, which every member reads");
+        }
+    }
+    roster.clone()
+}
+
+/// Creates the roster topic; None when it exists now.
+fn create(s: &Settings, roster: &Roster) -> Option<RDKafkaErrorCode> {
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> =
+        match s.target.client_config(&[("client.id", &s.client_id)]).create() {
+            Ok(admin) => admin,
+            Err(err) => return Some(err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail)),
+        };
+    let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
+    let mut replication = -1; // the broker's default.replication.factor (KIP-464)
+    loop {
+        let topic = NewTopic::new(&roster.topic, 1, TopicReplication::Fixed(replication))
+            .set("retention.ms", RETENTION_MS)
+            .set("segment.ms", SEGMENT_MS);
+        // On one of tokio's blocking threads (Kafka::connect's), as the
+        // group's topic is created; on a runtime of its own elsewhere.
+        let created = admin.create_topics([&topic], &opts);
+        let result = match tokio::runtime::Handle::try_current() {
+            Ok(handle) => handle.block_on(created),
+            Err(_) => match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime.block_on(created),
+                Err(_) => return Some(RDKafkaErrorCode::Fail),
+            },
+        };
+        match super::topic::refusal(result) {
+            None | Some(RDKafkaErrorCode::TopicAlreadyExists) => return None,
+            Some(RDKafkaErrorCode::InvalidReplicationFactor | RDKafkaErrorCode::UnsupportedVersion)
+                if replication == -1 =>
+            {
+                replication = 1;
+            }
+            Some(code) => return Some(code),
+        }
+    }
+}
+
+/// Our last candidacy record since our last heartbeat: when, the interval
+/// it gave, whether it said we are unhealthy or drained, and whether it
+/// went to the roster.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Written {
+    at: std::time::Instant,
+    interval: Duration,
+    unhealthy: bool,
+    drained: bool,
+    roster: bool,
+}
+
+impl Kafka {
+    /// Queues our candidacy record (the withdrawal when `leaving`). Never
+    /// blocks. A cold member writes it to the roster every
+    /// `ROSTER_INTERVALS` candidacy intervals; any other to partition 0,
+    /// and in a group past `candidacy::GROUP_BUDGET` members, one that says
+    /// nothing new is skipped until the interval our last one gave
+    /// (`candidacy::interval`) has nearly run.
+    pub fn send_candidacy(&mut self, leaving: bool) {
+        let since_ms = *self.standby_since.get_or_insert_with(crate::clock::wall_ms);
+        let (drained, unhealthy) = (self.outs.out == Out::Drained, self.outs.out == Out::Unhealthy);
+        let to_roster = self.outs.out == Out::Cold && self.roster.usable();
+        let now = std::time::Instant::now();
+        // Half a base interval early: the core asks every base interval,
+        // and a few microseconds late for this one must not skip a turn.
+        let early = self.candidacy_interval / 2;
+        let said = (unhealthy, drained, to_roster);
+        if let Some(last) = self.candidacy_written.filter(|l| !leaving && (l.unhealthy, l.drained, l.roster) == said) {
+            if now + early < last.at + last.interval {
+                return;
+            }
+        }
+        let interval = if to_roster {
+            self.candidacy_interval * ROSTER_INTERVALS
+        } else {
+            let others =
+                self.census.lock().unwrap_or_else(std::sync::PoisonError::into_inner).live(crate::clock::wall_ms());
+            candidacy::interval(self.candidacy_interval, others)
+        };
+        self.candidacy_written = Some(Written { at: now, interval, unhealthy, drained, roster: to_roster });
+        let record = candidacy::Record {
+            drained,
+            crontab: self.crontab.as_ref().map(|c| c.digest.clone()),
+            jobs_on: self.crontab.as_ref().map(|c| c.jobs_on.clone()),
+            roles: self.roles,
+            ..candidacy::Record::new(&self.member, self.priority, false, since_ms, interval, leaving, unhealthy)
+        };
+        let value = record.encode();
+        let topic = if to_roster { &self.roster.topic } else { &self.topic };
+        let record =
+            BaseRecord::to(topic).partition(CONTROL_PARTITION).key(self.member.name.as_bytes()).payload(&value);
+        if let Err((err, _)) = self.producer.send(record) {
+            debug!(%err, "candidacy not queued");
+        }
+    }
+}
+
+/// The owner's reader of the roster, on the watcher's thread: a client of
+/// its own, made the first time we own the control partition, reading
+/// while we do.
+#[derive(Default)]
+pub(super) struct Reader {
+    client: Option<BaseConsumer>,
+    reading: bool,
+}
+
+impl Reader {
+    /// Follows `roster.reading()`: assigns the roster from its last `TAIL`
+    /// records when we come to own the control partition, and unassigns it
+    /// when we no longer do. Then the candidacies read since last time.
+    pub(super) fn read(&mut self, config: &rdkafka::ClientConfig, roster: &Roster) -> Vec<candidacy::Record> {
+        let reading = roster.reading();
+        if reading != self.reading {
+            self.reading = reading;
+            self.follow(config, roster);
+        }
+        let Some(client) = self.client.as_ref().filter(|_| self.reading) else { return Vec::new() };
+        let mut read = Vec::new();
+        // A bounded turn: the watcher has partition 0 to read too.
+        for _ in 0..1024 {
+            match client.poll(Duration::ZERO) {
+                Some(Ok(msg)) => read.extend(msg.payload().and_then(candidacy::Record::decode)),
+                Some(Err(err)) => debug!(%err, "reading the roster"),
+                None => break,
+            }
+        }
+        read
+    }
+
+    fn follow(&mut self, config: &rdkafka::ClientConfig, roster: &Roster) {
+        if self.client.is_none() && self.reading {
+            match config.create() {
+                Ok(client) => self.client = Some(client),
+                Err(err) => warn!(%err, "no client to read the roster with: cold standbys are not known"),
+            }
+        }
+        let Some(client) = &self.client else { return };
+        let result = if self.reading {
+            let from = match client.fetch_watermarks(&roster.topic, 0, Duration::from_secs(5)) {
+                Ok((low, high)) => Offset::Offset(low.max(high - TAIL)),
+                Err(err) => {
+                    debug!(%err, "the roster's ends: reading its last records");
+                    Offset::OffsetTail(TAIL)
+                }
+            };
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset(&roster.topic, 0, from).and_then(|()| client.assign(&tpl))
+        } else {
+            client.unassign()
+        };
+        match result {
+            Ok(()) => debug!(reading = self.reading, "the roster reader follows our ownership of partition 0"),
+            Err(err) => warn!(%err, "cannot read the roster: cold standbys are not known"),
+        }
+    }
+}
+
+/// What the watcher is told of the roster (`wake::Watching::roster`).
+pub(super) fn watching(
+    s: &Settings,
+    roster: &std::sync::Arc<Roster>,
+) -> (std::sync::Arc<Roster>, rdkafka::ClientConfig, Duration, Duration) {
+    (roster.clone(), reader_config(s), s.owner_silence, s.candidacy_interval)
+}
+
+/// The roster reader's configuration: as the watcher's, but answered at
+/// once (it reads what cold members write, a record an interval each).
+pub(super) fn reader_config(s: &Settings) -> rdkafka::ClientConfig {
+    let mut config = super::wake::watcher_config(s);
+    config.set("fetch.min.bytes", "1").set("client.id", format!("{}-roster", s.client_id));
+    config
+}
+
+/// A cold member's evidence that it reads what is written to the control
+/// partition (`leader::cold::ECHOES`), now that its own candidacies go to
+/// the roster, which it does not read: once no live owner's record has
+/// been read for the owner's silence, at most once a candidacy interval,
+/// the watcher asks the partition's end (ListOffsets) and counts an echo
+/// when it has read up to it. A broker too slow to answer our fetches
+/// leaves records unread (no echo); one that answers them finds nothing
+/// of the hot set because it wrote nothing. Costs nothing while the owner
+/// is heard.
+pub(super) struct Echo {
+    silence: Duration,
+    every: Duration,
+    heard: std::time::Instant,
+    asked: Option<std::time::Instant>,
+}
+
+impl Echo {
+    pub(super) fn new(silence: Duration, every: Duration) -> Echo {
+        Echo { silence, every, heard: std::time::Instant::now(), asked: None }
+    }
+
+    /// A live owner's record was read.
+    pub(super) fn heard(&mut self) {
+        self.heard = std::time::Instant::now();
+        self.asked = None;
+    }
+
+    /// Whether, asked now (when due), the watcher has read every record of
+    /// the control partition of `topic`.
+    pub(super) fn caught_up(&mut self, watcher: &BaseConsumer, topic: &str) -> bool {
+        if self.heard.elapsed() < self.silence || self.asked.is_some_and(|at| at.elapsed() < self.every) {
+            return false;
+        }
+        self.asked = Some(std::time::Instant::now());
+        let Ok((_, end)) = watcher.fetch_watermarks(topic, CONTROL_PARTITION, self.every.max(Duration::from_secs(1)))
+        else {
+            return false;
+        };
+        let read =
+            watcher.position().ok().and_then(|tpl| tpl.find_partition(topic, CONTROL_PARTITION)?.offset().to_raw());
+        read.is_some_and(|read| read >= end)
+    }
+}
+
+/// How long ago a live disclaimer in `payload` (younger at `now_ms`, our
+/// wall clock, than its writer's heartbeat deadline) was written, if it
+/// hands the control partition to `me`: a cold member's watcher hears it
+/// so that it joins to take over (`leader::Input::HandedTo`).
+pub(super) fn handed_to(payload: &[u8], me: &super::heartbeat::Member, now_ms: u64) -> Option<Duration> {
+    use super::heartbeat::{Heartbeat, WireStance};
+    let hb = Heartbeat::decode(payload)?;
+    let age = now_ms.saturating_sub(hb.at_ms);
+    let ours = hb.stance == Some(WireStance::Released) && hb.to.as_deref() == Some(me.name.as_str());
+    (ours && !hb.is_from(me) && age < hb.deadline_ms).then(|| Duration::from_millis(age))
+}

@@ -1,0 +1,127 @@
+//! The roster (docs/hot-set.md, slice 3): cold members write their
+//! candidacies to `<topic>.roster`, not to partition 0, which every member
+//! reads; the owner of partition 0 reads the roster and still chooses among
+//! them, and `status` lists them. The real binary on the dev broker; the
+//! topics read as any client reads them.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+use crate::util::{run, standbys, wait_for, wait_until, Broker, Group, Member};
+
+/// The candidacies on partition 0 of `topic` from `from` on, as (name,
+/// at_ms), and the partition's end.
+fn candidacies(g: &Group, topic: &str, from: i64) -> (Vec<(String, u64)>, i64) {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &g.broker.address)
+        .set("group.id", format!("{}-test-reader", g.name))
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("a consumer");
+    let Ok((low, high)) = consumer.fetch_watermarks(topic, 0, Duration::from_secs(10)) else {
+        return (Vec::new(), 0);
+    };
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Offset(from.max(low))).unwrap();
+    consumer.assign(&tpl).unwrap();
+    let mut read = Vec::new();
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut next = from.max(low);
+    while next < high && Instant::now() < until {
+        let Some(Ok(msg)) = consumer.poll(Duration::from_millis(200)) else { continue };
+        next = msg.offset() + 1;
+        let value: serde_json::Value = msg.payload().and_then(|p| serde_json::from_slice(p).ok()).unwrap_or_default();
+        if value["type"] == "candidacy" {
+            read.push((value["name"].as_str().unwrap_or("?").to_string(), value["at_ms"].as_u64().unwrap_or(0)));
+        }
+    }
+    assert!(next >= high, "{topic} read to its end ({next} of {high})");
+    (read, high)
+}
+
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+/// `a` (priority 1) leads; b, c and d (priorities 2 to 4) join with
+/// `--hot-standbys 1`: d is hot, b and c cold, each said in its log.
+fn leader_a_hot_d_cold_b_and_c(g: &Group) -> (Member, Member, Member, Member) {
+    let t = g.broker.timing;
+    let member = |name: &str, priority: &str| {
+        g.member(name, &["--priority", priority, "--hot-standbys", "1"], &["sleep", "1000"])
+    };
+    let a = member("a", "1");
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let (b, c, d) = (member("b", "2"), member("c", "3"), member("d", "4"));
+    for m in [&b, &c] {
+        wait_until(t.takeover(), &format!("{} is a cold standby", m.name), || {
+            m.log().contains("a cold standby: leaving the group")
+        });
+    }
+    (a, b, c, d)
+}
+
+#[test]
+fn cold_standbys_write_their_candidacies_to_the_roster_and_not_to_partition_0() {
+    let g = Group::on(Broker::cluster(1), "roster-write");
+    let t = g.broker.timing;
+    let (_a, _b, _c, _d) = leader_a_hot_d_cold_b_and_c(&g);
+    let (topic, roster) = (format!("{}.neli", g.name), format!("{}.neli.roster", g.name));
+    let (cold_since, (_, from)) = (wall_ms(), candidacies(&g, &topic, 0));
+    // Each writes one a roster interval (30 candidacy intervals: 6 s here).
+    let on_roster = |name: &str| candidacies(&g, &roster, 0).0.iter().any(|(n, at)| n == name && *at > cold_since);
+    let written = wait_for(t.takeover() * 2, || on_roster("b") && on_roster("c"));
+    assert!(written, "b's and c's candidacies on {roster}: {:?}", candidacies(&g, &roster, 0).0);
+    let (on_0, _) = candidacies(&g, &topic, from);
+    let cold_on_0: Vec<_> = on_0.iter().filter(|(n, _)| n == "b" || n == "c").collect();
+    assert!(cold_on_0.is_empty(), "cold members wrote to partition 0 meanwhile: {cold_on_0:?}");
+    assert!(on_0.iter().any(|(n, _)| n == "d"), "d, hot, writes to partition 0 as ever: {on_0:?}");
+    g.assert_no_overlap();
+}
+
+#[test]
+fn status_lists_cold_members_from_the_roster_and_yield_to_one_hands_over_to_it() {
+    let g = Group::on(Broker::cluster(1), "roster-yield");
+    let t = g.broker.timing;
+    let (_a, b, _c, _d) = leader_a_hot_d_cold_b_and_c(&g);
+    // Long after their last candidacies on partition 0 lapsed (3 candidacy
+    // intervals), status still lists them, from the roster.
+    std::thread::sleep(t.session * 2);
+    let listed = standbys(&g);
+    for (name, priority) in [("b", 2), ("c", 3), ("d", 4)] {
+        assert!(listed.contains(&(name.to_string(), priority)), "{name} listed: {listed:?}");
+    }
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--to", "b", "--timeout", "60s"]);
+    assert_eq!(code, 0, "yield --to b, a cold member: {out}\nb: {}", b.log());
+    wait_until(t.takeover(), "b leads", || g.starts().last().is_some_and(|s| s.0 == "b"));
+    g.assert_no_overlap();
+}
+
+#[test]
+fn a_member_denied_the_roster_writes_to_partition_0_says_which_acl_to_add_and_runs_on() {
+    // The group's name is ours to choose, so that the broker denies its
+    // roster (as a LITERAL ACL on the topic alone would) from the start.
+    let name = format!("t-roster-acl-{}", std::process::id());
+    let denied = format!("{name}.neli.roster");
+    let mut g = Group::on(Broker::dev_with("127.0.0.1", &["--deny-topic", &denied]), "roster-acl");
+    g.name = name;
+    let t = g.broker.timing;
+    let (mut a, mut b, mut c, mut d) = leader_a_hot_d_cold_b_and_c(&g);
+    for m in [&b, &c] {
+        let said = m.log().matches("denied the roster topic").count();
+        assert_eq!(said, 1, "{} says it once: {}", m.name, m.log());
+        assert!(m.log().contains(&format!("--topic {denied}")), "and names the ACL: {}", m.log());
+    }
+    // The cold members' candidacies are on partition 0 as before: status
+    // lists them while they are cold, long after they went cold.
+    std::thread::sleep(t.session * 2);
+    let listed = standbys(&g);
+    assert!(listed.contains(&("b".into(), 2)) && listed.contains(&("c".into(), 3)), "{listed:?}");
+    for m in [&mut a, &mut b, &mut c, &mut d] {
+        assert!(!m.exited(), "{} runs on: {}", m.name, m.log());
+    }
+    g.assert_no_overlap();
+}

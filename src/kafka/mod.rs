@@ -36,7 +36,7 @@ pub mod heartbeat;
 mod nudge;
 pub mod placement;
 mod standby;
-mod topic;
+pub mod topic;
 mod wake;
 pub mod yield_request;
 

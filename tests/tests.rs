@@ -29,6 +29,7 @@ mod hooks;
 mod layers;
 mod leader_file;
 mod limits;
+mod logs;
 mod metrics;
 mod pause;
 mod reload;

@@ -83,6 +83,9 @@ pub struct Job {
     pub env: Vec<(String, String)>,
     /// How long one run may take before it is stopped.
     pub max_runtime: Option<Duration>,
+    /// `output=SIZE`: the bytes of a run's output its record keeps (None:
+    /// the member's `--keep-output`).
+    pub output: Option<usize>,
 }
 
 /// What is wrong with a line, and where (1-based line and column, in
@@ -401,6 +404,7 @@ fn job(line: &str, number: usize, above: &Above) -> LineResult<Job> {
         shell: above.shell.clone(),
         env: above.env.clone(),
         max_runtime: None,
+        output: None,
     };
     let mut delay_at = None;
     for (key, value, column) in options {
@@ -537,6 +541,7 @@ const OPTIONS: &[&str] = &[
     "overlap=skip|queue|replace",
     "retries=N",
     "retry-delay=DURATION",
+    "output=SIZE",
 ];
 
 /// The most retries a job takes: a run that fails that often wants a look.
@@ -602,6 +607,7 @@ fn option(job: &mut Job, key: &str, value: &str) -> Result<(), String> {
             let times = job.schedule.retry.map_or(0, |r| r.times);
             job.schedule.retry = Some(Retry { times, delay });
         }
+        "output" => job.output = Some(crate::size::output(value).map_err(|e| format!("output={e}"))?),
         _ => return Err(format!("unknown option '{key}': a job takes {}", OPTIONS.join(", "))),
     }
     Ok(())

@@ -250,8 +250,30 @@ impl Kept {
                 Err(_) => break,
             }
         }
-        let total = u64::from_le_bytes(data.get(..8)?.try_into().ok()?);
+        if got < 8 {
+            return None;
+        }
+        let total = u64::from_le_bytes(data[..8].try_into().ok()?);
         data.truncate(got);
         Some(Kept { bytes: data.split_off(8), total })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_is_the_last_bytes_and_one_never_written_reads_as_none() {
+        let mut tail = Tail::new(4);
+        tail.push(b"abc");
+        tail.push(b"defgh");
+        assert_eq!((tail.bytes.iter().copied().collect::<Vec<u8>>(), tail.total), (b"efgh".to_vec(), 8));
+        let memfd = nix::sys::memfd::memfd_create(c"t", nix::sys::memfd::MFdFlags::MFD_CLOEXEC).unwrap();
+        let mut file = File::from(memfd);
+        // A shim killed before it wrote: no output, and no panic.
+        assert_eq!(Kept::read(&file, 4), None);
+        file.write_all(&8u64.to_le_bytes()).and_then(|()| file.write_all(b"efgh")).unwrap();
+        assert_eq!(Kept::read(&file, 4), Some(Kept { bytes: b"efgh".to_vec(), total: 8 }));
     }
 }

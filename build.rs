@@ -34,7 +34,14 @@ fn main() {
 /// its own under OUT_DIR: a build script cannot depend on a binary of its
 /// workspace (cargo's artifact dependencies are unstable).
 fn build_shim(root: &Path) -> PathBuf {
-    for file in ["src/exit.rs", "src/stderr.rs", "src/child/shim.rs", "src/child/keeper.rs", "src/child/tree.rs"] {
+    for file in [
+        "src/exit.rs",
+        "src/stderr.rs",
+        "src/child/shim.rs",
+        "src/child/keeper.rs",
+        "src/child/output.rs",
+        "src/child/tree.rs",
+    ] {
         println!("cargo:rerun-if-changed={file}");
     }
     for file in ["shim/src", "shim/Cargo.toml", "Cargo.toml", "Cargo.lock"] {

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -39,39 +39,96 @@ enum Sink {
     Nowhere,
 }
 
-static SINK: OnceLock<Sink> = OnceLock::new();
+static SINK: OnceLock<Out> = OnceLock::new();
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Decides where reports go. Called early (before the log reader can have
 /// died), and by the first report otherwise.
 pub fn init() {
-    SINK.get_or_init(open);
+    SINK.get_or_init(|| Out::open(2));
 }
 
-fn open() -> Sink {
-    let Ok(stat) = nix::sys::stat::fstat(io::stderr()) else {
-        return Sink::Nowhere;
-    };
-    let kind = stat.st_mode & libc::S_IFMT;
-    if kind == libc::S_IFSOCK {
-        return Sink::Socket;
+/// A descriptor written to without ever waiting (fd 2 for reports; the
+/// shim forwards a command's output to fd 1 and 2 the same way).
+pub struct Out {
+    fd: i32,
+    sink: Sink,
+}
+
+impl Out {
+    /// Decides, from what `fd` is now, how to write to it without waiting.
+    pub fn open(fd: i32) -> Out {
+        // SAFETY: only looked at for the call, and `fd` stays open.
+        let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let Ok(stat) = nix::sys::stat::fstat(borrowed) else {
+            return Out { fd, sink: Sink::Nowhere };
+        };
+        let kind = stat.st_mode & libc::S_IFMT;
+        let sink = if kind == libc::S_IFSOCK {
+            Sink::Socket
+        } else if kind != libc::S_IFIFO && kind != libc::S_IFCHR {
+            Sink::Plain
+        } else {
+            let reopened = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+                .open(format!("/proc/self/fd/{fd}"));
+            match reopened {
+                Ok(file) => Sink::Reopened(file),
+                // A FIFO without a reader: nobody would read what we write.
+                Err(err) if err.raw_os_error() == Some(libc::ENXIO) => Sink::Nowhere,
+                Err(_) => Sink::Polled,
+            }
+        };
+        Out { fd, sink }
     }
-    if kind != libc::S_IFIFO && kind != libc::S_IFCHR {
-        return Sink::Plain;
+
+    /// Writes what can be written of `buf` now: how much (0: nothing can be
+    /// now; wait for `waitable` to be writable). An error: nothing ever
+    /// will be (the reader is gone).
+    pub fn write_some(&self, buf: &[u8]) -> io::Result<usize> {
+        // SAFETY: `fd` is open for as long as this process writes to it.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(self.fd) };
+        loop {
+            let wrote = match &self.sink {
+                Sink::Reopened(file) => nix::unistd::write(file, buf),
+                Sink::Socket => send(self.fd, buf, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL),
+                Sink::Plain => nix::unistd::write(fd, buf),
+                Sink::Polled => {
+                    let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
+                    match poll(&mut fds, PollTimeout::ZERO) {
+                        Ok(1) if fds[0].revents().is_some_and(|r| r == PollFlags::POLLOUT) => {
+                            nix::unistd::write(fd, buf)
+                        }
+                        Ok(_) => return Ok(0),
+                        Err(err) => Err(err),
+                    }
+                }
+                Sink::Nowhere => return Err(io::ErrorKind::BrokenPipe.into()),
+            };
+            match wrote {
+                Ok(0) if !buf.is_empty() => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => return Ok(n),
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(nix::errno::Errno::EAGAIN) => return Ok(0),
+                Err(err) => return Err(err.into()),
+            }
+        }
     }
-    let reopened =
-        std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open("/proc/self/fd/2");
-    match reopened {
-        Ok(file) => Sink::Reopened(file),
-        // A FIFO without a reader: nobody would read what we write.
-        Err(err) if err.raw_os_error() == Some(libc::ENXIO) => Sink::Nowhere,
-        Err(_) => Sink::Polled,
+
+    /// What to poll for POLLOUT while `write_some` writes nothing.
+    pub fn waitable(&self) -> std::os::fd::BorrowedFd<'_> {
+        match &self.sink {
+            Sink::Reopened(file) => file.as_fd(),
+            // SAFETY: as in `write_some`.
+            _ => unsafe { std::os::fd::BorrowedFd::borrow_raw(self.fd) },
+        }
     }
 }
 
 /// Writes `buf` if that can be done now; returns whether all of it went.
 pub fn write(buf: &[u8]) -> bool {
-    let sink = SINK.get_or_init(open);
+    let sink = SINK.get_or_init(|| Out::open(2));
     let dropped = DROPPED.load(Ordering::Relaxed);
     if dropped > 0 {
         let note = format!("neli-run: {dropped} log line(s) dropped: stderr was not writable\n");
@@ -93,32 +150,11 @@ pub fn line(args: fmt::Arguments<'_>) {
     write(format!("{args}\n").as_bytes());
 }
 
-fn write_now(sink: &Sink, mut buf: &[u8]) -> bool {
-    let stderr = io::stderr();
-    let fd2 = stderr.as_fd();
+fn write_now(out: &Out, mut buf: &[u8]) -> bool {
     while !buf.is_empty() {
-        let wrote = match sink {
-            Sink::Reopened(file) => nix::unistd::write(file, buf).map_err(io::Error::from),
-            Sink::Socket => {
-                send(fd2.as_raw_fd(), buf, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL).map_err(io::Error::from)
-            }
-            Sink::Plain => nix::unistd::write(fd2, buf).map_err(io::Error::from),
-            Sink::Polled => {
-                let mut fds = [PollFd::new(fd2, PollFlags::POLLOUT)];
-                match poll(&mut fds, PollTimeout::ZERO) {
-                    Ok(1) if fds[0].revents().is_some_and(|r| r == PollFlags::POLLOUT) => {
-                        nix::unistd::write(fd2, buf).map_err(io::Error::from)
-                    }
-                    _ => return false,
-                }
-            }
-            Sink::Nowhere => return false,
-        };
-        match wrote {
-            Ok(0) => return false,
+        match out.write_some(buf) {
+            Ok(0) | Err(_) => return false,
             Ok(n) => buf = &buf[n..],
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
         }
     }
     true

@@ -30,6 +30,7 @@ mod hooks;
 mod layers;
 mod leader_file;
 mod limits;
+mod logs;
 mod metrics;
 mod on_failure;
 mod pause;

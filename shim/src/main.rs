@@ -18,6 +18,7 @@ mod stderr;
 #[path = "../../src/child"]
 mod child {
     pub mod keeper;
+    pub mod output;
     pub mod shim;
     pub mod tree;
 }

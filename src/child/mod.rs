@@ -18,6 +18,7 @@
 //! whoever started that process, and whose sweeps spare them.
 
 pub mod keeper;
+pub mod output;
 mod program;
 mod reaper;
 pub mod shim;
@@ -60,6 +61,9 @@ pub struct Command {
     /// Variables neli-run consumed, kept from the child (a password in
     /// NELI_KAFKA_PROPERTIES, systemd's NOTIFY_SOCKET).
     pub env_remove: Vec<OsString>,
+    /// How many bytes of its output its shim keeps for the run's record
+    /// (`output.rs`); 0: none, and its stdout and stderr are neli-run's.
+    pub keep_output: usize,
 }
 
 /// Checks, before joining any group, that the command can be executed, so a
@@ -96,6 +100,8 @@ pub struct Running {
     pgid: Pid,
     lease: File,
     exit: oneshot::Receiver<ChildStatus>,
+    /// The memfd the shim writes the output's tail to, and its bound.
+    tail: Option<(File, usize)>,
 }
 
 impl Running {
@@ -114,16 +120,21 @@ impl Running {
             false => read,
         };
         let (program, argv, env) = shim_line(cmd, token, begin_ms)?;
+        let tail = match cmd.keep_output {
+            0 => None,
+            _ => Some(tail_file()?),
+        };
         // Without /proc (a container or namespace that lacks it) the exec
         // fails, and says so here.
-        let started =
-            Running::start(|| posix_spawn_shim(&program, &argv, &env, &read), File::from(write)).map_err(|err| {
-                io::Error::new(err.kind(), format!("cannot start the shim {}: {err}", program::path().display()))
-            });
+        let spawn = || posix_spawn_shim(&program, &argv, &env, &read, tail.as_ref());
+        let started = Running::start(spawn, File::from(write)).map_err(|err| {
+            io::Error::new(err.kind(), format!("cannot start the shim {}: {err}", program::path().display()))
+        });
         // Our copy of the read end goes once the shim has its own, before the
         // first lease is written.
         drop(read);
         let mut running = started?;
+        running.tail = tail.map(|file| (file, cmd.keep_output));
         running.renew(lease)?;
         fcntl(&running.lease, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
         Ok(running)
@@ -135,7 +146,7 @@ impl Running {
     /// sweep takes it for an orphan.
     fn start(start: impl FnOnce() -> io::Result<Pid>, lease: File) -> io::Result<Running> {
         let (pgid, exit) = reaper::spawn_shim(start)?;
-        Ok(Running { pgid, lease, exit })
+        Ok(Running { pgid, lease, exit, tail: None })
     }
 
     /// Whether `reap` has reaped the shim (its number may then be
@@ -156,6 +167,12 @@ impl Running {
             tracing::error!(pid = self.pgid.as_raw(), "the shim's registration was lost");
             ChildStatus::Exited(Kind::Internal.code())
         })
+    }
+
+    /// The tail of the run's output, once the shim is reaped (None: not
+    /// kept, or the shim never wrote it).
+    pub fn output(&self) -> Option<output::Kept> {
+        self.tail.as_ref().and_then(|(file, keep)| output::Kept::read(file, *keep))
     }
 
     /// The shim's pid and the group's id.
@@ -230,8 +247,8 @@ fn shim_line(
         })
     };
     let (stop, grace) = (cmd.stop_signal.to_string(), cmd.grace.as_millis().to_string());
-    let begin = begin_ms.map_or(0, clock::realtime_ns_at).to_string();
-    let head = ["neli-run-shim", shim::ARG, &stop, &grace, &begin, "--"].map(|a| a.as_bytes().to_vec());
+    let (begin, keep) = (begin_ms.map_or(0, clock::realtime_ns_at).to_string(), cmd.keep_output.to_string());
+    let head = ["neli-run-shim", shim::ARG, &stop, &grace, &begin, &keep, "--"].map(|a| a.as_bytes().to_vec());
     let tail = std::iter::once(&cmd.program).chain(&cmd.args).map(|a| a.as_bytes().to_vec());
     let argv = head.into_iter().chain(tail).map(c).collect::<io::Result<_>>()?;
     let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
@@ -256,9 +273,18 @@ fn shim_line(
 /// together). The descriptors the shim inherits beyond its lease
 /// (librdkafka's pipes and sockets are not close-on-exec) it closes
 /// itself, before anything else (`shim::main`).
-fn posix_spawn_shim(program: &CString, argv: &[CString], env: &[CString], read: &OwnedFd) -> io::Result<Pid> {
+fn posix_spawn_shim(
+    program: &CString,
+    argv: &[CString],
+    env: &[CString],
+    read: &OwnedFd,
+    tail: Option<&File>,
+) -> io::Result<Pid> {
     let mut actions = PosixSpawnFileActions::init()?;
     actions.add_dup2(read.as_raw_fd(), shim::LEASE_FD)?;
+    if let Some(tail) = tail {
+        actions.add_dup2(tail.as_raw_fd(), output::TAIL_FD)?;
+    }
     let mut attr = PosixSpawnAttr::init()?;
     attr.set_pgroup(Pid::from_raw(0))?;
     attr.set_sigmask(&SigSet::empty())?;
@@ -269,6 +295,16 @@ fn posix_spawn_shim(program: &CString, argv: &[CString], env: &[CString], read: 
             | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
     )?;
     Ok(posix_spawn(program.as_c_str(), &actions, &attr, argv, env)?)
+}
+
+/// A memfd for the shim to write a run's output's tail to, above the fds
+/// the shim is given (a dup2 onto its own number would leave it
+/// close-on-exec, and one onto the lease's would be overwritten).
+fn tail_file() -> io::Result<File> {
+    let memfd = nix::sys::memfd::memfd_create(c"neli-run-output", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)?;
+    let above = fcntl(&memfd, FcntlArg::F_DUPFD_CLOEXEC(output::TAIL_FD + 1))?;
+    // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that nothing else owns.
+    Ok(File::from(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(above) }))
 }
 
 /// The signals the shim (and so the command) starts with at their default

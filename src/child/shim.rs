@@ -56,6 +56,7 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{getpid, getppid, Pid};
 
+use super::output::{Output, TAIL_FD};
 use super::tree;
 use crate::exit::{ChildStatus, Kind};
 use crate::stderr;
@@ -70,11 +71,17 @@ pub const LEASE_FD: i32 = 3;
 pub(super) const FAULTS: [Signal; 7] =
     [Signal::SIGSEGV, Signal::SIGBUS, Signal::SIGFPE, Signal::SIGILL, Signal::SIGABRT, Signal::SIGTRAP, Signal::SIGSYS];
 
-/// Entry point: `neli-run __shim <stop-signal> <grace-ms> <begin> -- <cmd>
-/// [args]`, where `<begin>` is the instant (CLOCK_REALTIME, nanoseconds since
-/// the Unix epoch) the command starts at, 0 for at once.
+/// Entry point: `neli-run __shim <stop-signal> <grace-ms> <begin> <keep> --
+/// <cmd> [args]`, where `<begin>` is the instant (CLOCK_REALTIME, nanoseconds
+/// since the Unix epoch) the command starts at, 0 for at once, and `<keep>`
+/// the bytes of its output to keep (`output.rs`; 0: its stdout and stderr
+/// are the shim's own).
 pub fn main(args: &[OsString]) -> ! {
-    close_inherited();
+    // The tail's memfd, when the output is kept, is one more to keep.
+    close_inherited(match parse(args) {
+        Some((.., keep, _, _)) if keep > 0 => TAIL_FD,
+        _ => LEASE_FD,
+    });
     stderr::init();
     // Run from memory, the kernel named it by its fd's number (`program`).
     let _ = nix::sys::prctl::set_name(c"neli-run-shim");
@@ -90,12 +97,13 @@ pub fn main(args: &[OsString]) -> ! {
     std::process::exit(code.into())
 }
 
-/// Closes every descriptor above the lease: neli-run starts the shim with
+/// Closes every descriptor above `last` (the lease, or the tail's memfd):
+/// neli-run starts the shim with
 /// posix_spawn, which cannot mark what it holds close-on-exec (librdkafka's
 /// pipes and sockets are not), and the shim must neither keep neli-run's
 /// connections open nor pass them to the command.
-fn close_inherited() {
-    let first = (LEASE_FD + 1) as libc::c_uint;
+fn close_inherited(last: i32) {
+    let first = (last + 1) as libc::c_uint;
     // SAFETY: closes descriptors nothing in this process uses yet (nothing
     // has run before this but the program's start-up).
     if unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) } == 0 {
@@ -106,28 +114,30 @@ fn close_inherited() {
     let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")
         .map(|dir| dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
         .unwrap_or_default();
-    for fd in open.into_iter().filter(|&fd| fd > LEASE_FD) {
+    for fd in open.into_iter().filter(|&fd| fd > last) {
         // SAFETY: as above.
         unsafe { libc::close(fd) };
     }
 }
 
 /// The shim's arguments: the stop signal, grace, when the command begins
-/// (CLOCK_REALTIME ns, 0 for at once), and the command.
-type Args<'a> = (Signal, Duration, u64, &'a OsString, &'a [OsString]);
+/// (CLOCK_REALTIME ns, 0 for at once), the bytes of output to keep, and
+/// the command.
+type Args<'a> = (Signal, Duration, u64, usize, &'a OsString, &'a [OsString]);
 
 fn parse(args: &[OsString]) -> Option<Args<'_>> {
-    let [sig, grace, begin, sep, program, rest @ ..] = args else {
+    let [sig, grace, begin, keep, sep, program, rest @ ..] = args else {
         return None;
     };
     let sig = Signal::try_from(sig.to_str()?.parse::<i32>().ok()?).ok()?;
     let grace = Duration::from_millis(grace.to_str()?.parse().ok()?);
     let begin = begin.to_str()?.parse().ok()?;
-    (sep == "--").then_some((sig, grace, begin, program, rest))
+    let keep = keep.to_str()?.parse().ok()?;
+    (sep == "--").then_some((sig, grace, begin, keep, program, rest))
 }
 
 fn run(args: &[OsString]) -> io::Result<ChildStatus> {
-    let (stop_signal, grace, begin, program, rest) =
+    let (stop_signal, grace, begin, keep, program, rest) =
         parse(args).ok_or_else(|| io::Error::other("bad arguments (the shim is started by neli-run only)"))?;
     let (mut lease, lease_timer, signals) = arm(stop_signal)?;
     if let Some(status) = wait_to_begin(begin, (&mut lease, &lease_timer), &signals, stop_signal)? {
@@ -143,7 +153,15 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
         return Ok(ChildStatus::Signaled(Signal::SIGKILL as i32));
     }
     let me = getpid();
-    let child = match spawn_command(program, rest, me) {
+    // Kept or not, the command runs: a keeper that cannot start says so.
+    let (output, stdio) = match (keep > 0).then(|| Output::new(keep)).transpose() {
+        Ok(kept) => kept.unzip(),
+        Err(err) => {
+            stderr::line(format_args!("neli-run: shim: cannot keep the command's output ({err}); not kept"));
+            (None, None)
+        }
+    };
+    let child = match spawn_command(program, rest, me, stdio) {
         Ok(child) => child,
         Err(status) => return Ok(status),
     };
@@ -160,6 +178,7 @@ fn run(args: &[OsString]) -> io::Result<ChildStatus> {
         status: None,
         stop_sent: false,
         draining: false,
+        output,
     };
     watch.run()
 }
@@ -275,9 +294,17 @@ fn read_leases(lease: &mut std::fs::File, timer: &TimerFd) -> io::Result<bool> {
 /// Starts the command in the shim's group, with no signal blocked. Err is
 /// the status the shim reports for a command that cannot start (the
 /// shell's 127 and 126), said on stderr.
-fn spawn_command(program: &OsString, rest: &[OsString], me: Pid) -> Result<Pid, ChildStatus> {
+fn spawn_command(
+    program: &OsString,
+    rest: &[OsString],
+    me: Pid,
+    stdio: Option<[OwnedFd; 2]>,
+) -> Result<Pid, ChildStatus> {
     let mut command = Command::new(program);
     command.args(rest).arg0(program);
+    if let Some([out, err]) = stdio {
+        command.stdout(out).stderr(err);
+    }
     // SAFETY: sigprocmask, prctl and getppid are async-signal-safe. The
     // command must start with no signal blocked (std resets SIGPIPE's
     // disposition, not the mask). If the shim dies without sweeping (only
@@ -325,6 +352,8 @@ struct Watch {
     /// killpg reached the group, and we passed it on to the rest.
     stop_sent: bool,
     draining: bool,
+    /// The command's output, when its tail is kept.
+    output: Option<Output>,
 }
 
 impl Watch {
@@ -332,13 +361,21 @@ impl Watch {
     /// timer until the shim's status is known; every path that ends with
     /// something still running below the shim kills it first.
     fn run(mut self) -> io::Result<ChildStatus> {
+        let status = self.settle()?;
+        if let Some(output) = self.output.take() {
+            output.finish();
+        }
+        Ok(status)
+    }
+
+    /// Waits until the command's status is settled, passing its output on
+    /// meanwhile.
+    fn settle(&mut self) -> io::Result<ChildStatus> {
         loop {
-            let [lease_ready, lease_expired, signalled, drained] = readable([
-                self.lease.as_fd(),
-                self.lease_timer.as_fd(),
-                self.signals.as_fd(),
-                self.drain_timer.as_fd(),
-            ])?;
+            let ([lease_ready, lease_expired, signalled, drained], streams) = self.wait()?;
+            for stream in streams {
+                self.output.as_mut().expect("streams are the output's").ready(stream);
+            }
             if lease_ready {
                 if let Some(status) = self.on_lease()? {
                     return Ok(status);
@@ -360,6 +397,27 @@ impl Watch {
                 }
             }
         }
+    }
+
+    /// Waits until something can go on: which of the lease pipe, the lease
+    /// timer, the signalfd and the drain timer can be read, and which of
+    /// the output's streams can go on.
+    fn wait(&self) -> io::Result<([bool; 4], Vec<usize>)> {
+        let fixed = [self.lease.as_fd(), self.lease_timer.as_fd(), self.signals.as_fd(), self.drain_timer.as_fd()];
+        let (streams, fds): (Vec<usize>, Vec<PollFd<'_>>) =
+            self.output.as_ref().map(Output::interest).unwrap_or_default().into_iter().unzip();
+        let mut polled: Vec<PollFd<'_>> = fixed.map(|fd| PollFd::new(fd, PollFlags::POLLIN)).into_iter().collect();
+        polled.extend(fds);
+        loop {
+            match poll(&mut polled, PollTimeout::NONE) {
+                Err(Errno::EINTR) => continue,
+                Err(err) => return Err(err.into()),
+                Ok(_) => break,
+            }
+        }
+        let hit: Vec<bool> = polled.iter().map(|fd| fd.revents().is_some_and(|r| !r.is_empty())).collect();
+        let ready = streams.into_iter().zip(&hit[4..]).filter(|(_, &hit)| hit).map(|(i, _)| i).collect();
+        Ok(([hit[0], hit[1], hit[2], hit[3]], ready))
     }
 
     /// New leases on the pipe: re-arms the lease timer at the newest. A

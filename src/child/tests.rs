@@ -264,6 +264,7 @@ fn a_lease_renewed_as_the_old_one_expires_counts() {
             grace: Duration::from_secs(5),
             env: Vec::new(),
             env_remove: Vec::new(),
+            keep_output: 0,
         };
         // Long enough that a loaded machine starts the command within it.
         let lease = BootTime::now() + Duration::from_secs(5);
@@ -298,6 +299,7 @@ fn renewing_the_lease_of_a_shim_that_exited_is_no_error() {
             grace: Duration::from_secs(1),
             env: Vec::new(),
             env_remove: Vec::new(),
+            keep_output: 0,
         };
         let mut running =
             Running::spawn(&quick, Some(1), BootTime::now() + Duration::from_secs(60), None).expect("starts");
@@ -316,6 +318,7 @@ fn touching(marker: &std::path::Path) -> super::Command {
         grace: Duration::from_secs(1),
         env: Vec::new(),
         env_remove: Vec::new(),
+        keep_output: 0,
     }
 }
 

@@ -61,6 +61,25 @@ pub enum Sub {
     #[command(verbatim_doc_comment)]
     History(HistoryArgs),
 
+    /// Print a run's output, read from any host: the last run's, or the
+    /// one that ran at --at.
+    ///
+    /// A member keeps the tail of each run's output (--keep-output SIZE,
+    /// 8KiB by default; a crontab job's output=SIZE) in the run's end
+    /// record on the runs topic, which `logs` reads (it never joins the
+    /// group). Name the run's role (--role) or crontab job (--job); with
+    /// neither, the single leader's command. Control characters and bytes
+    /// that are not UTF-8 are printed escaped (\u{1b}, \x{ff}) unless
+    /// --raw; the run's one-line header goes to stderr. With --follow it
+    /// goes on reading, and prints each run's output as the run ends, each
+    /// after a one-line header, until Ctrl-C.
+    ///
+    ///   neli-run logs -g billing
+    ///   neli-run logs -g nightly --job report --at 2026-11-29T02:30:00Z
+    ///   neli-run logs -g shards --role 3 --follow
+    #[command(verbatim_doc_comment)]
+    Logs(LogsArgs),
+
     /// Ask the leader to hand over to another member.
     ///
     /// Writes a control record to partition 0; the leader (the one named by
@@ -405,6 +424,37 @@ pub struct HistoryArgs {
     /// Print one JSON object (the group, the topic, the runs) instead of text.
     #[arg(long, env = "NELI_JSON")]
     pub json: bool,
+}
+
+/// Options of `neli-run logs`.
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// The run of role J (--roles; the single leader is role 0).
+    #[arg(long, value_name = "J", conflicts_with = "job")]
+    pub role: Option<i32>,
+
+    /// The run of the crontab job NAME.
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
+
+    /// The run that started last at or before this time (an RFC 3339 time,
+    /// or a duration back from now: 2h). A time to the second, as `history`
+    /// prints STARTED, counts the whole second. Without it, the last run.
+    #[arg(long, value_name = "TIME|DURATION")]
+    pub at: Option<String>,
+
+    /// Keep reading: print each run's output as the run ends, after a
+    /// one-line header (until Ctrl-C).
+    #[arg(long, short = 'f', conflicts_with = "at")]
+    pub follow: bool,
+
+    /// Write the output's bytes as they are, control characters and all
+    /// (for a file or a pipe; never a terminal you do not trust it on).
+    #[arg(long)]
+    pub raw: bool,
 }
 
 /// Options of `neli-run status`.

@@ -221,6 +221,20 @@ pub struct RunArgs {
     #[arg(long, env = "NELI_MAX_RUNTIME", value_name = "DURATION", value_parser = duration, help_heading = "The command")]
     pub max_runtime: Option<std::time::Duration>,
 
+    /// How much of each run's output goes on the record: the last SIZE
+    /// bytes of its stdout and stderr together (as written, interleaved),
+    /// in the run's end record on the runs topic, for `neli-run logs` to
+    /// print from any host. At most 128KiB. 0 keeps none, and the command
+    /// then writes to neli-run's stdout and stderr itself.
+    ///
+    /// The output still goes where it went (the journal, the container's
+    /// log). Whoever may read the runs topic reads what is kept: a command
+    /// that prints secrets needs 0 here (or `output=0` on its crontab job).
+    /// A crontab job's `output=SIZE` overrides it for that job.
+    #[arg(long, env = "NELI_KEEP_OUTPUT", value_name = "SIZE", default_value = crate::size::DEFAULT_OUTPUT,
+          value_parser = crate::size::output, help_heading = "The command")]
+    pub keep_output: usize,
+
     /// Run the command every DURATION while leader, and stay up between
     /// runs (e.g. 5m; at least 1s).
     ///
@@ -356,7 +370,7 @@ pub struct RunArgs {
                                 "restart_delay", "stop_signal", "max_runtime", "once_within", "failed_run", "every",
                                 "cron", "time_zone", "missed", "starting_deadline", "on_lead", "on_unlead", "on_exit", "on_failure",
                                 "hook_timeout", "health_cmd", "health_interval", "health_timeout", "health_retries",
-                                "warm", "lead_signal", "unlead_signal", "roles", "overlap", "crontab"])]
+                                "warm", "lead_signal", "unlead_signal", "roles", "overlap", "crontab", "keep_output"])]
     pub never_lead: bool,
 
     /// Give up if not leader within this time [default: wait forever].

@@ -254,6 +254,8 @@ pub struct Config {
     pub roles: Option<u32>,
     /// `--crontab`: its jobs instead of one command.
     pub crontab: Option<CronRun>,
+    /// `--keep-output`: the bytes of a run's output its record keeps.
+    pub keep_output: usize,
 }
 
 /// The health check (`--health-cmd`): a shell command line, when it runs,
@@ -383,6 +385,7 @@ impl Config {
             no_wake: args.no_wake,
             roles,
             crontab,
+            keep_output: args.keep_output,
         };
         Ok(config)
     }

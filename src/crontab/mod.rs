@@ -86,6 +86,9 @@ pub struct Job {
     /// `on-failure=CMD`: what a failed run of this job runs, in place of
     /// `--on-failure`.
     pub on_failure: Option<String>,
+    /// `output=SIZE`: the bytes of a run's output its record keeps (None:
+    /// the member's `--keep-output`).
+    pub output: Option<usize>,
 }
 
 /// What is wrong with a line, and where (1-based line and column, in
@@ -405,6 +408,7 @@ fn job(line: &str, number: usize, above: &Above) -> LineResult<Job> {
         env: above.env.clone(),
         max_runtime: None,
         on_failure: None,
+        output: None,
     };
     let mut delay_at = None;
     for (key, value, column) in options {
@@ -547,6 +551,7 @@ const OPTIONS: &[&str] = &[
     "retries=N",
     "retry-delay=DURATION",
     "on-failure=CMD",
+    "output=SIZE",
 ];
 
 /// The most retries a job takes: a run that fails that often wants a look.
@@ -616,6 +621,7 @@ fn option(job: &mut Job, key: &str, value: &str) -> Result<(), String> {
             let times = job.schedule.retry.map_or(0, |r| r.times);
             job.schedule.retry = Some(Retry { times, delay });
         }
+        "output" => job.output = Some(crate::size::output(value).map_err(|e| format!("output={e}"))?),
         _ => return Err(format!("unknown option '{key}': a job takes {}", OPTIONS.join(", "))),
     }
     Ok(())

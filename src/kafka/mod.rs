@@ -37,7 +37,7 @@ mod nudge;
 pub mod placement;
 pub mod roster;
 mod standby;
-mod topic;
+pub mod topic;
 mod wake;
 pub mod yield_request;
 

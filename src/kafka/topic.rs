@@ -165,46 +165,75 @@ pub(super) fn create_topic(s: &Settings) -> Result<Option<Joined>, Failure> {
 }
 
 fn create_topic_with(s: &Settings, admin: &AdminClient<rdkafka::client::DefaultClientContext>) -> Result<(), Failure> {
+    let (topic, n) = (&s.target.topic, partitions_used(s));
+    // Kafka::connect runs on one of tokio's blocking threads (shell/mod.rs),
+    // where the runtime's handle may block on a future.
+    let runtime = tokio::runtime::Handle::current();
+    let configs = [("retention.ms", "3600000"), ("segment.ms", "600000")];
+    match create(admin, &runtime, topic, i32::try_from(n).unwrap_or(1), &configs) {
+        Created::Made => Ok(()),
+        Created::Denied(code) => {
+            Err(Failure::new(Kind::Denied, format!("{}.", may_not_create(topic, code, n, 3_600_000))))
+        }
+        Created::Refused(code) => {
+            error!(topic = %topic, %code, "could not create the topic");
+            Err(Failure::new(
+                Kind::KafkaConfig,
+                format!(
+                    "topic {topic} does not exist and could not be created ({code}). Create it with {n} \
+                     partition(s) (kafka-topics.sh --create --topic {topic} --partitions {n}) or pass --topic."
+                ),
+            ))
+        }
+    }
+}
+
+/// How a CreateTopics of one topic came out.
+pub enum Created {
+    /// Made, by this request or by another member's before it.
+    Made,
+    /// This principal may not create it (an authorization or login failure).
+    Denied(RDKafkaErrorCode),
+    /// Any other refusal.
+    Refused(RDKafkaErrorCode),
+}
+
+/// Creates `topic` with `partitions` and `configs` as a member makes its
+/// topics (the group's and the runs topic alike): replication by the
+/// broker's default (-1, KIP-464), 1 where the broker takes no default;
+/// a topic already there counts as made. Blocks on `runtime`.
+pub fn create(
+    admin: &AdminClient<rdkafka::client::DefaultClientContext>,
+    runtime: &tokio::runtime::Handle,
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) -> Created {
     let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
     let mut replication = -1; // the broker's default.replication.factor (KIP-464)
     loop {
-        let partitions = i32::try_from(partitions_used(s)).unwrap_or(1);
-        let topic = NewTopic::new(&s.target.topic, partitions, TopicReplication::Fixed(replication))
-            .set("retention.ms", "3600000")
-            .set("segment.ms", "600000");
-        // Kafka::connect runs on one of tokio's blocking threads (shell/mod.rs),
-        // where the runtime's handle may block on a future.
-        let result = tokio::runtime::Handle::current().block_on(admin.create_topics([&topic], &opts));
-        let Some(code) = refusal(result) else { return Ok(()) };
+        let new = configs
+            .iter()
+            .fold(NewTopic::new(topic, partitions, TopicReplication::Fixed(replication)), |t, (k, v)| t.set(k, v));
+        let Some(code) = refusal(runtime.block_on(admin.create_topics([&new], &opts))) else { return Created::Made };
         match code {
-            RDKafkaErrorCode::TopicAlreadyExists => return Ok(()),
+            RDKafkaErrorCode::TopicAlreadyExists => return Created::Made,
             RDKafkaErrorCode::InvalidReplicationFactor | RDKafkaErrorCode::UnsupportedVersion if replication == -1 => {
                 replication = 1;
             }
-            code if fatal_kind(code) == Some(Kind::Denied) => {
-                return Err(Failure::new(
-                    Kind::Denied,
-                    format!(
-                        "topic {t} does not exist and this principal may not create it ({code}). Ask an admin to \
-                         create it (kafka-topics.sh --create --topic {t} --partitions {n} --config retention.ms=3600000) \
-                         or grant CREATE on it.",
-                        t = s.target.topic,
-                        n = partitions_used(s)
-                    ),
-                ));
-            }
-            code => {
-                error!(topic = %s.target.topic, %code, "could not create the topic");
-                return Err(Failure::new(
-                    Kind::KafkaConfig,
-                    format!(
-                        "topic {t} does not exist and could not be created ({code}). Create it with {n} \
-                         partition(s) (kafka-topics.sh --create --topic {t} --partitions {n}) or pass --topic.",
-                        t = s.target.topic,
-                        n = partitions_used(s)
-                    ),
-                ));
-            }
+            code if fatal_kind(code) == Some(Kind::Denied) => return Created::Denied(code),
+            code => return Created::Refused(code),
         }
     }
+}
+
+/// Why a topic was not made (`code`, a denial), and the remedy: an admin
+/// creates it (`partitions`, `retention_ms`) or grants CREATE.
+pub fn may_not_create(topic: &str, code: RDKafkaErrorCode, partitions: usize, retention_ms: u64) -> String {
+    format!(
+        "topic {t} does not exist and this principal may not create it ({code}). Ask an admin to create it \
+         (kafka-topics.sh --create --topic {t} --partitions {partitions} --config retention.ms={retention_ms}) or \
+         grant CREATE on it",
+        t = crate::printable::printable(topic)
+    )
 }

@@ -33,7 +33,7 @@ use crate::printable::printable;
 pub fn main(args: HistoryArgs, env_properties: Option<String>) -> Result<u8, Failure> {
     let since = args.since.as_deref().map(since_ms).transpose()?;
     let target = Target::from_args(args.kafka, env_properties)?;
-    let filter = Filter { role: args.role, job: args.job, since };
+    let filter = Filter { role: args.role, job: args.job, since, until: None };
     let runs = read(&target, &filter, args.limit)?;
     let text = match args.json {
         true => json(&target, &runs),
@@ -48,7 +48,7 @@ pub fn main(args: HistoryArgs, env_properties: Option<String>) -> Result<u8, Fai
 }
 
 /// `--since`: a duration back from now, or an RFC 3339 time; wall ms.
-fn since_ms(given: &str) -> Result<u64, Failure> {
+pub(super) fn since_ms(given: &str) -> Result<u64, Failure> {
     if let Ok(back) = humantime::parse_duration(given) {
         return Ok(wall_ms().saturating_sub(u64::try_from(back.as_millis()).unwrap_or(u64::MAX)));
     }
@@ -69,13 +69,16 @@ pub(super) struct Filter {
     pub(super) role: Option<i32>,
     pub(super) job: Option<String>,
     pub(super) since: Option<u64>,
+    /// Only the runs started before it (`logs --at`), wall ms.
+    pub(super) until: Option<u64>,
 }
 
 impl Filter {
-    fn wants(&self, record: &RunRecord) -> bool {
+    pub(super) fn wants(&self, record: &RunRecord) -> bool {
         self.role.is_none_or(|role| record.role == role)
             && self.job.as_ref().is_none_or(|job| record.job.as_ref() == Some(job))
             && self.since.is_none_or(|since| record.start_ms >= since)
+            && self.until.is_none_or(|until| record.start_ms < until)
     }
 }
 
@@ -107,7 +110,7 @@ const SKEW_MS: u64 = 60_000;
 const READ_WAIT: Duration = Duration::from_secs(30);
 
 /// The runs `filter` wants, the newest `limit` (0: all), oldest first.
-fn read(target: &Target, filter: &Filter, limit: usize) -> Result<Vec<Run>, Failure> {
+pub(super) fn read(target: &Target, filter: &Filter, limit: usize) -> Result<Vec<Run>, Failure> {
     let topic = topic_of(&target.topic);
     let consumer = consumer(target)?;
     let partitions = partitions(&consumer, target, &topic)?;
@@ -182,7 +185,7 @@ pub(super) fn assemble(records: Vec<RunRecord>, filter: &Filter) -> Vec<Run> {
 }
 
 /// The reader: a consumer that never joins (assign only).
-fn consumer(target: &Target) -> Result<BaseConsumer<Seen>, Failure> {
+pub(super) fn consumer(target: &Target) -> Result<BaseConsumer<Seen>, Failure> {
     let group = format!("{}.history", target.group);
     target
         .client_config(&[
@@ -197,7 +200,7 @@ fn consumer(target: &Target) -> Result<BaseConsumer<Seen>, Failure> {
 
 /// How many partitions the runs topic has; a missing topic is said as
 /// what it means: no run recorded yet, or a wrong group.
-fn partitions(consumer: &BaseConsumer<Seen>, target: &Target, topic: &str) -> Result<i32, Failure> {
+pub(super) fn partitions(consumer: &BaseConsumer<Seen>, target: &Target, topic: &str) -> Result<i32, Failure> {
     let until = Instant::now() + Duration::from_secs(10);
     loop {
         let looked = consumer.fetch_metadata(Some(topic), Duration::from_secs(2));
@@ -298,13 +301,13 @@ fn read_range(
     Ok(records)
 }
 
-fn internal(e: &KafkaError) -> Failure {
+pub(super) fn internal(e: &KafkaError) -> Failure {
     Failure::new(Kind::Internal, e.to_string())
 }
 
 /// A failure to read: the fatal error librdkafka reported meanwhile if
 /// any, else Kafka unreachable.
-fn failure(consumer: &BaseConsumer<Seen>, what: String) -> Failure {
+pub(super) fn failure(consumer: &BaseConsumer<Seen>, what: String) -> Failure {
     let seen = consumer.context();
     if let Some(fatal) = seen.fatal.lock().expect("seen lock").clone() {
         return fatal;
@@ -331,10 +334,10 @@ fn denied(code: RDKafkaErrorCode, topic: &str, target: &Target) -> Option<Failur
 
 /// The reader's context: librdkafka's chatter at debug level, and the
 /// errors it reports only there kept (a failed login reads as one).
-struct Seen {
+pub(super) struct Seen {
     topic: String,
     group: String,
-    fatal: Mutex<Option<Failure>>,
+    pub(super) fatal: Mutex<Option<Failure>>,
     last: Mutex<Option<String>>,
 }
 

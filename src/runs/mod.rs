@@ -17,12 +17,15 @@
 //! start is what shows a run whose member died with it (kill -9, a lost
 //! host): no end ever comes, and that is the run an operator asks about.
 //! The end stands alone, so a reader that lost the start to retention
-//! still has the whole run. What a later slice adds (the tail of the run's
-//! output) is a field of the end record.
+//! still has the whole run. The tail of the run's output is a field of the
+//! end record (`output.rs`): an end waits for the run's end anyway, and a
+//! start written with it would be lost with a member that dies running.
 //!
 //! `history.rs` is `neli-run history`, the reader.
 
 mod history;
+mod logs;
+mod output;
 mod recorder;
 mod render;
 
@@ -32,12 +35,14 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::child::output::Kept;
 use crate::clock::{wall_ms, BootTime};
 use crate::config::Config;
 use crate::exit::ChildStatus;
 use crate::kafka::heartbeat::Member;
 use crate::leader::{Attempt, Partition};
 pub use history::main as history_main;
+pub use logs::main as logs_main;
 pub use recorder::Recorder;
 
 /// The runs topic of the group's topic `topic`: beside it, as the hot
@@ -108,6 +113,15 @@ pub struct RunRecord {
     /// meanwhile does not change it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// End only, when kept (`--keep-output`, `output=`): the last bytes of
+    /// its stdout and stderr together, as text when UTF-8, else base64
+    /// (`output.rs`); and how many bytes it wrote in all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_base64: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_bytes: Option<u64>,
 }
 
 /// A run under way on a seat: its start record, and when it started on the
@@ -186,6 +200,9 @@ impl Runs {
             exit_code: None,
             signal: None,
             duration_ms: None,
+            output: None,
+            output_base64: None,
+            output_bytes: None,
         };
         // A scheduled run's command starts at its due time, a moment on.
         let started = now + std::time::Duration::from_millis(record.start_ms - wall);
@@ -196,9 +213,10 @@ impl Runs {
     }
 
     /// The run on seat `role` ended with `status`, everything it started
-    /// gone (nothing if no start was recorded there: a `--warm` command).
-    /// Returns its end record: what a failure hook is told of it.
-    pub fn ended(&mut self, role: Partition, status: ChildStatus) -> Option<RunRecord> {
+    /// gone (nothing if no start was recorded there: a `--warm` command),
+    /// the tail of its output `kept` if its shim kept one. Returns its end
+    /// record: what a failure hook is told of it.
+    pub fn ended(&mut self, role: Partition, status: ChildStatus, kept: Option<Kept>) -> Option<RunRecord> {
         let Under { mut record, started } = self.under.remove(&role)?;
         record.event = Event::End;
         record.end_ms = Some(wall_ms().max(record.start_ms));
@@ -208,6 +226,9 @@ impl Runs {
         }
         let ran = BootTime::now().since(started);
         record.duration_ms = Some(u64::try_from(ran.as_millis()).unwrap_or(u64::MAX));
+        if let Some(kept) = &kept {
+            output::set(&mut record, kept);
+        }
         if let Some(recorder) = &self.recorder {
             recorder.record(record.clone());
         }

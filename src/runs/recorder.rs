@@ -17,7 +17,7 @@ use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TryS
 use std::sync::Arc;
 use std::time::Duration;
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::AdminClient;
 use rdkafka::client::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -27,6 +27,7 @@ use tracing::{debug, error, info, warn};
 use super::{topic_of, RunRecord, RETENTION_MS};
 use crate::config::Target;
 use crate::kafka::heartbeat::Member;
+use crate::kafka::topic::{self, Created};
 use crate::printable::printable;
 
 /// How many records may wait for the recorder: a crontab's jobs due
@@ -279,42 +280,19 @@ impl Thread {
         info!(topic = %self.topic, "creating the runs topic (7 days retention)");
         let admin: AdminClient<rdkafka::client::DefaultClientContext> =
             self.target.client_config(&[("client.id", &self.client_id)]).create().map_err(|e| e.to_string())?;
-        let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
         let retention = RETENTION_MS.to_string();
-        let mut replication = -1; // the broker's default.replication.factor (KIP-464)
-        loop {
-            let topic = NewTopic::new(&self.topic, 1, TopicReplication::Fixed(replication))
-                .set("retention.ms", &retention)
-                .set("segment.ms", "86400000");
-            let result = runtime.block_on(admin.create_topics([&topic], &opts));
-            let code = match result {
-                Ok(results) => match results.into_iter().next() {
-                    Some(Err((_, code))) => code,
-                    _ => return Ok(Look::Created),
-                },
-                Err(err) => err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail),
-            };
-            match code {
-                RDKafkaErrorCode::TopicAlreadyExists => return Ok(Look::Created),
-                RDKafkaErrorCode::InvalidReplicationFactor | RDKafkaErrorCode::UnsupportedVersion
-                    if replication == -1 =>
-                {
-                    replication = 1;
-                }
-                code if is_denied(code) => {
-                    return Err(format!(
-                        "runs are not recorded: topic {t} does not exist and this principal may not create it \
-                         ({code}). Ask an admin to create it (kafka-topics.sh --create --topic {t} --partitions 1 \
-                         --config retention.ms={RETENTION_MS}) or grant CREATE on it; the command runs as before",
-                        t = printable(&self.topic)
-                    ))
-                }
-                code => {
-                    // Kafka may answer for a moment (a controller moving):
-                    // the next look tries again.
-                    warn!(topic = %self.topic, %code, "could not create the runs topic; trying again");
-                    return Ok(Look::NotYet);
-                }
+        let configs = [("retention.ms", retention.as_str()), ("segment.ms", "86400000")];
+        match topic::create(&admin, runtime, &self.topic, 1, &configs) {
+            Created::Made => Ok(Look::Created),
+            Created::Denied(code) => Err(format!(
+                "runs are not recorded: {}; the command runs as before",
+                topic::may_not_create(&self.topic, code, 1, RETENTION_MS)
+            )),
+            Created::Refused(code) => {
+                // Kafka may answer for a moment (a controller moving): the
+                // next look tries again.
+                warn!(topic = %self.topic, %code, "could not create the runs topic; trying again");
+                Ok(Look::NotYet)
             }
         }
     }

@@ -74,13 +74,13 @@ fn row(run: &Run) -> [String; 7] {
 }
 
 /// A wall-clock time as RFC 3339 UTC, to the second.
-fn time(ms: u64) -> String {
+pub(super) fn time(ms: u64) -> String {
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
     humantime::format_rfc3339_seconds(at).to_string()
 }
 
 /// A duration as a person reads it: 850ms, 12.3s, 4m05s, 2h03m.
-fn short(ms: u64) -> String {
+pub(super) fn short(ms: u64) -> String {
     match ms {
         0..=999 => format!("{ms}ms"),
         1_000..=59_999 => format!("{:.1}s", ms as f64 / 1000.0),
@@ -90,7 +90,7 @@ fn short(ms: u64) -> String {
 }
 
 /// SIGKILL, or "signal N" for a number that names none.
-fn signal_name(sig: i32) -> String {
+pub(super) fn signal_name(sig: i32) -> String {
     nix::sys::signal::Signal::try_from(sig).map_or_else(|_| format!("signal {sig}"), |s| s.as_str().to_string())
 }
 
@@ -104,6 +104,9 @@ pub(super) fn json(target: &Target, runs: &[Run]) -> String {
             if let Some(object) = value.as_object_mut() {
                 object.remove("event");
                 object.remove("v");
+                // The output is `logs`'s to print: a line per run here.
+                object.remove("output");
+                object.remove("output_base64");
                 let state = match run.state {
                     State::Ended => "ended",
                     State::Running => "running",

@@ -26,11 +26,14 @@ fn record(run: &str, event: Event, role: i32, job: Option<&str>, start_ms: u64) 
         exit_code: (event == Event::End).then_some(3),
         signal: None,
         duration_ms: (event == Event::End).then_some(5),
+        output: None,
+        output_base64: None,
+        output_bytes: None,
     }
 }
 
 fn all() -> Filter {
-    Filter { role: None, job: None, since: None }
+    Filter { role: None, job: None, since: None, until: None }
 }
 
 #[test]

@@ -370,7 +370,8 @@ impl Shell {
                 if self.seats.get(&seat).is_some_and(|s| s.warm.is_some()) {
                     return self.warm_exited(seat, status);
                 }
-                self.ended = Some((seat, status, self.runs.ended(seat, status)));
+                let output = self.seats.get_mut(&seat).and_then(|s| s.child.take_output());
+                self.ended = Some((seat, status, self.runs.ended(seat, status, output)));
                 Some(Input::ChildExited(seat, status))
             }
             Heard::Written(n, done) => self.warm_written(seat, n, done),

@@ -31,13 +31,15 @@ pub(super) struct Supervisor {
     /// wait for that runs beside the loop, which keeps heartbeating meanwhile.
     gone_tx: UnboundedSender<ChildStatus>,
     gone: UnboundedReceiver<ChildStatus>,
+    /// The tail of the last run's output, handed over by its shim.
+    output: Option<child::output::Kept>,
 }
 
 impl Supervisor {
     /// The command `cfg` names for `role`, none started.
     pub(super) fn new(cfg: &Config, role: leader::Partition) -> Supervisor {
         let (gone_tx, gone) = unbounded_channel();
-        Supervisor { command: command(cfg, role), running: None, ending: false, gone_tx, gone }
+        Supervisor { command: command(cfg, role), running: None, ending: false, gone_tx, gone, output: None }
     }
 
     /// The command `cfg` names for `role` from now on (a crontab read
@@ -100,6 +102,11 @@ impl Supervisor {
         }
     }
 
+    /// The tail of the last run's output (once: for its end record).
+    pub(super) fn take_output(&mut self) -> Option<child::output::Kept> {
+        self.output.take()
+    }
+
     /// Sends `sig` to the running command's group.
     pub(super) fn signal(&self, sig: leader::Signal) {
         if let (Some(child), Ok(sig)) = (self.running.as_ref(), Signal::try_from(sig.0)) {
@@ -140,7 +147,7 @@ impl Supervisor {
     /// The shim was reaped with `status`: sweeps its leftovers off the
     /// loop, then sends the status on to `exited`.
     fn sweep(&mut self, status: ChildStatus) {
-        self.running = None;
+        self.output = self.running.take().and_then(|shim| shim.output());
         self.ending = true;
         let gone_tx = self.gone_tx.clone();
         tokio::spawn(async move {
@@ -170,6 +177,8 @@ fn command(cfg: &Config, role: leader::Partition) -> child::Command {
         grace: cfg.leader.grace,
         env: cfg.given_env(),
         env_remove: env::removed().to_vec(),
+        // A `--warm` command runs outside any run: nothing of it is kept.
+        keep_output: if cfg.warm.is_some() { 0 } else { cfg.keep_output },
     };
     if let Some(cron) = &cfg.crontab {
         // A job's line, through its shell as cron runs it; a seat where
@@ -179,6 +188,7 @@ fn command(cfg: &Config, role: leader::Partition) -> child::Command {
             command.args = vec!["-c".into(), job.command.clone().into()];
             command.env.extend(job.env.iter().cloned());
             command.env.push(("NELI_JOB".into(), job.name.clone()));
+            command.keep_output = job.output.unwrap_or(cfg.keep_output);
         }
     } else if let Some(roles) = cfg.roles {
         command.args = command.args.iter().map(|arg| crate::config::with_role(arg, role)).collect();

@@ -128,6 +128,8 @@ pub struct Status {
     pub job_pause: Option<&'static str>,
     /// `neli-run cron trigger`.
     pub trigger: Option<&'static str>,
+    /// `neli-run console`.
+    pub console: Option<&'static str>,
 }
 
 /// The one exit-status table: the man pages and the README are generated
@@ -150,6 +152,7 @@ pub const STATUSES: &[Status] = &[
         runs: None,
         job_pause: None,
         trigger: None,
+        console: None,
     },
     Status {
         code: Code::Signal,
@@ -165,6 +168,7 @@ pub const STATUSES: &[Status] = &[
         runs: None,
         job_pause: None,
         trigger: None,
+        console: None,
     },
     Status {
         code: Code::Success,
@@ -180,6 +184,7 @@ pub const STATUSES: &[Status] = &[
         runs: Some("The runs were printed, or none matched (also: stdout was closed)."),
         job_pause: Some("The job's owner acknowledged it (with `--stop`: its run is gone)."),
         trigger: Some("The job's owner started the run (also: stdout was closed)."),
+        console: Some("Stopped by SIGINT or SIGTERM."),
     },
     Status {
         code: Code::Failure(Kind::NoLeader),
@@ -208,6 +213,7 @@ pub const STATUSES: &[Status] = &[
         runs: Some("No run recorded yet: the group has no runs topic (no member has run its command since runs are recorded), or the group is misnamed (the message says whether its own topic exists)."),
         job_pause: Some("No member placed a job of that name (the group's jobs are named), or nobody acknowledged within `--timeout` (the request stands and the job's next owner honours it)."),
         trigger: Some("No member placed a job of that name (the group's jobs are named), or no run started within `--timeout` (the trigger stands: the job's owner, or its next, runs it once)."),
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::Usage),
@@ -229,6 +235,7 @@ pub const STATUSES: &[Status] = &[
         runs: Some("Usage error (also a `--since` that is neither a duration nor an RFC 3339 time)."),
         job_pause: Some("Usage error (also `--timeout` over 24h)."),
         trigger: Some("Usage error (also `--timeout` over 24h)."),
+        console: Some("Usage error: a bad `--listen` or one in use, an address beyond loopback without a token (`--token-file` or NELI_CONSOLE_TOKEN), or a token file unreadable or empty."),
     },
     Status {
         code: Code::Failure(Kind::Unavailable),
@@ -244,6 +251,7 @@ pub const STATUSES: &[Status] = &[
         runs: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
         job_pause: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
         trigger: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::Internal),
@@ -259,6 +267,7 @@ pub const STATUSES: &[Status] = &[
         runs: Some("Internal error."),
         job_pause: Some("Internal error."),
         trigger: Some("Internal error."),
+        console: Some("Internal error."),
     },
     Status {
         code: Code::Failure(Kind::Io),
@@ -274,6 +283,7 @@ pub const STATUSES: &[Status] = &[
         runs: Some("stdout could not be written (other than closed)."),
         job_pause: Some("stdout could not be written (other than closed)."),
         trigger: Some("stdout could not be written (other than closed)."),
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::AcquireTimeout),
@@ -289,6 +299,7 @@ pub const STATUSES: &[Status] = &[
         runs: None,
         job_pause: None,
         trigger: None,
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::Denied),
@@ -304,6 +315,7 @@ pub const STATUSES: &[Status] = &[
         runs: Some("Authentication failed or access denied (it needs READ and DESCRIBE on the runs topic)."),
         job_pause: Some("Authentication failed or access denied, also no WRITE on the topic."),
         trigger: Some("Authentication failed or access denied, also no WRITE on the topic."),
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::KafkaConfig),
@@ -322,6 +334,7 @@ pub const STATUSES: &[Status] = &[
         runs: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         job_pause: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         trigger: Some("Kafka client configuration rejected (an unknown `-X` property)."),
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::NotExecutable),
@@ -337,6 +350,7 @@ pub const STATUSES: &[Status] = &[
         runs: None,
         job_pause: None,
         trigger: None,
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::NotFound),
@@ -352,6 +366,7 @@ pub const STATUSES: &[Status] = &[
         runs: None,
         job_pause: None,
         trigger: None,
+        console: None,
     },
 ];
 
@@ -372,6 +387,7 @@ pub fn meanings(command: &str) -> fn(&Status) -> Option<&'static str> {
         "history" => |s| s.runs,
         "cron pause" | "cron resume" => |s| s.job_pause,
         "cron trigger" => |s| s.trigger,
+        "console" => |s| s.console,
         _ => |_| None,
     }
 }

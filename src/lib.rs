@@ -40,6 +40,7 @@ mod child;
 mod cli;
 mod clock;
 mod config;
+mod console;
 mod crontab;
 mod env;
 mod exit;
@@ -121,6 +122,7 @@ pub fn main() -> ExitCode {
         Some(Sub::DevBroker(args)) => return end_beside_librdkafka(exit_code(dev_broker(args).map(|()| 0))),
         Some(Sub::Status(args)) => return end_beside_librdkafka(said(status::main(args, env_properties))),
         Some(Sub::History(args)) => return end_beside_librdkafka(said(runs::history_main(args, env_properties))),
+        Some(Sub::Console(args)) => return end_beside_librdkafka(said(console::main(args, env_properties))),
         Some(Sub::Yield(args)) => return end_beside_librdkafka(said(status::yield_main(args, env_properties))),
         Some(Sub::Pause(args)) => {
             let asked =

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::util::{bin, skip, wait_for, Group, Member, LONG};
+use crate::util::{skip, wait_for, Group, Member, LONG};
 
 /// A console of `g` started with `extra`, and the address it serves on
 /// (it says so on stderr: `--listen 127.0.0.1:0` takes a free port).
@@ -114,15 +114,13 @@ fn the_page_lists_the_members_jobs_their_holders_and_runs_with_every_name_and_ou
 
 #[test]
 fn a_console_listening_beyond_loopback_without_a_token_is_refused_naming_the_fix() {
-    let out = Command::new(bin())
-        .args(["console", "-b", "127.0.0.1:1", "-g", "any", "--listen", "0.0.0.0:0"])
-        .env_remove("NELI_CONSOLE_TOKEN")
-        .env_remove("NELI_CONSOLE_TOKEN_FILE")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run neli-run console");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let g = Group::new("console-refused");
+    let argv = ["console", "-b", &g.broker.address, "-g", &g.name, "--listen", "0.0.0.0:0"].map(String::from);
+    // (NELI_CONSOLE_TOKEN is not set in the tests' environment.)
+    let mut console = Member::spawn("console", &[], &argv, &g.dir.path().join("console.log"), None);
+    let code = console.wait_exit(LONG).code();
+    let err = console.log();
+    assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("not a loopback address") && err.contains("--token-file FILE or NELI_CONSOLE_TOKEN"), "{err}");
 }
 
@@ -211,5 +209,75 @@ fn a_real_browser_shows_the_roles_the_jobs_and_a_run_and_takes_a_screenshot() {
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a screenshot of the page ({} bytes)", png.len());
     if let Some(keep) = std::env::var_os("NELI_CONSOLE_SCREENSHOT") {
         std::fs::copy(&shot, keep).expect("keep the screenshot");
+    }
+}
+
+/// The page's serve time for a group of 100 roles and one of 50 crontab
+/// jobs with a day of runs (each job every minute: 72,000 runs, 144,000
+/// records), as docs/proof.md reports it. A benchmark, not a timed test:
+///
+///     cargo test --release --test tests console::measure -- --ignored --nocapture
+#[test]
+#[ignore = "a benchmark: run it by hand (docs/proof.md)"]
+fn measure() {
+    let timed = |addr: &str, path: &str| -> (Duration, Duration, usize) {
+        let mut took: Vec<Duration> = (0..20)
+            .map(|_| {
+                let at = std::time::Instant::now();
+                let (code, body) = get(addr, path, "");
+                assert_eq!(code, 200);
+                assert!(body.len() > 1000);
+                at.elapsed()
+            })
+            .collect();
+        took.sort();
+        (took[10], took[19], get(addr, path, "").1.len())
+    };
+    // 100 roles, led by two members.
+    let roles = Group::new("console-measure-roles");
+    let _members: Vec<Member> = ["r1", "r2"]
+        .iter()
+        .map(|name| roles.member_unguarded(name, &["--roles", "100"], &["sleep", "99999"]))
+        .collect();
+    let (_console, addr) = console(&roles, "console", &[]);
+    let led = (0..100).map(|j| format!("<tr><td>{j}</td><td>-</td><td>r")).collect::<Vec<_>>();
+    page_with(&addr, "/", "", &led.iter().map(String::as_str).collect::<Vec<_>>());
+    for path in ["/", "/?range=day", "/main?range=day"] {
+        let (median, max, bytes) = timed(&addr, path);
+        println!("100 roles, GET {path}: median {median:?}, max {max:?} of 20, {bytes} bytes");
+    }
+    // 50 jobs with a day of runs.
+    let jobs = Group::new("console-measure-jobs");
+    let file = jobs.dir.path().join("fleet.crontab");
+    let crontab: String = (0..50).map(|j| format!("@yearly job-{j:02} true\n")).collect();
+    std::fs::write(&file, crontab).unwrap();
+    let _a = crontab_member(&jobs, "j1", &file);
+    let _b = crontab_member(&jobs, "j2", &file);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let records: Vec<String> = (0..1440u64)
+        .flat_map(|m| (0..50u64).map(move |j| (m, j)))
+        .flat_map(|(m, j)| {
+            let start = now - (1440 - m) * 60_000;
+            let code = if (m + j) % 97 == 0 { 1 } else { 0 };
+            ["start", "end"].map(|event| {
+                let end = match event {
+                    "end" => format!(r#","end_ms":{},"exit_code":{code},"duration_ms":1500"#, start + 1500),
+                    _ => String::new(),
+                };
+                format!(
+                    r#"{{"v":1,"run":"f-{m}-{j}","event":"{event}","group":"g","topic":"t","role":{j},"job":"job-{j:02}","member":"j1","host":"h","pid":1,"token":1,"due_ms":{start},"start_ms":{start}{end}}}"#
+                )
+            })
+        })
+        .collect();
+    forge(&jobs, &records.iter().map(String::as_bytes).collect::<Vec<_>>());
+    let (_console, addr) = console(&jobs, "console", &[]);
+    // Read to the newest forged run (the read is oldest first).
+    let newest = std::time::UNIX_EPOCH + Duration::from_millis(now - 60_000);
+    let newest = format!("<td>{}</td><td>job-49</td>", humantime::format_rfc3339_seconds(newest));
+    page_with(&addr, "/", "", &["<td>job-00</td>", &newest]);
+    for path in ["/", "/?range=day", "/main?range=day"] {
+        let (median, max, bytes) = timed(&addr, path);
+        println!("50 jobs, a day of runs (72,000), GET {path}: median {median:?}, max {max:?} of 20, {bytes} bytes");
     }
 }

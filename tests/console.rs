@@ -160,7 +160,7 @@ fn chromium() -> Option<&'static str> {
 /// Chromium headless with `args` on `url`: its stdout.
 fn headless(browser: &str, args: &[&str], url: &str) -> String {
     let out = Command::new(browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--virtual-time-budget=2000"])
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--virtual-time-budget=5000"])
         .args(args)
         .arg(url)
         .stdin(Stdio::null())
@@ -200,7 +200,8 @@ fn a_real_browser_shows_the_roles_the_jobs_and_a_run_and_takes_a_screenshot() {
         .all(|w| dom.contains(w))
     });
     assert!(seen, "the browser's DOM lacks the jobs, members or runs:\n{dom}");
-    // The script ran and found its target: the DOM keeps `main`.
+    // 5 s of the page's time: the script has fetched `main` again (every
+    // 3 s) and put it in place; a broken refresh would have emptied it.
     assert!(dom.contains("id=\"main\" data-range=\"hour\""), "{dom}");
     let shot = g.dir.path().join("console.png");
     let arg = format!("--screenshot={}", shot.display());

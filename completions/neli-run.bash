@@ -16,6 +16,9 @@ _neli__run() {
             ",$1")
                 cmd="neli__run"
                 ;;
+            neli__run,console)
+                cmd="neli__run__subcmd__console"
+                ;;
             neli__run,cron)
                 cmd="neli__run__subcmd__cron"
                 ;;
@@ -97,6 +100,9 @@ _neli__run() {
             neli__run__subcmd__dev__subcmd__broker__subcmd__help,help)
                 cmd="neli__run__subcmd__dev__subcmd__broker__subcmd__help__subcmd__help"
                 ;;
+            neli__run__subcmd__help,console)
+                cmd="neli__run__subcmd__help__subcmd__console"
+                ;;
             neli__run__subcmd__help,cron)
                 cmd="neli__run__subcmd__help__subcmd__cron"
                 ;;
@@ -155,7 +161,7 @@ _neli__run() {
 
     case "${cmd}" in
         neli__run)
-            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --no-wake --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --roles --overlap --restart-delay --once-within --failed-run --max-runtime --keep-output --every --cron --crontab --time-zone --missed --starting-deadline --name --priority --preempt --hot-standbys --never-lead --acquire-timeout --metrics-addr --leader-file --on-lead --on-unlead --on-exit --on-failure --hook-timeout --health-cmd --health-interval --health-timeout --health-retries --warm --lead-signal --unlead-signal --verbose --quiet --log-format --help --version dev-broker status history logs yield pause resume drain undrain cron help"
+            opts="-b -g -X -v -q -h -V --brokers --kafka-config --kafka-secret --group --topic --session-timeout --no-wake --heartbeat-interval --heartbeat-deadline --grace --stop-signal --restart --roles --overlap --restart-delay --once-within --failed-run --max-runtime --keep-output --every --cron --crontab --time-zone --missed --starting-deadline --name --priority --preempt --hot-standbys --never-lead --acquire-timeout --metrics-addr --leader-file --on-lead --on-unlead --on-exit --on-failure --hook-timeout --health-cmd --health-interval --health-timeout --health-retries --warm --lead-signal --unlead-signal --verbose --quiet --log-format --help --version dev-broker status history logs console yield pause resume drain undrain cron help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -330,6 +336,64 @@ _neli__run() {
                     return 0
                     ;;
                 --unlead-signal)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__console)
+            opts="-b -g -X -v -q -h --brokers --kafka-config --kafka-secret --group --topic --listen --token-file --verbose --quiet --log-format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-secret)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -g)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -879,8 +943,22 @@ _neli__run() {
             return 0
             ;;
         neli__subcmd__run__subcmd__help)
-            opts="dev-broker status history logs yield pause resume drain undrain cron help"
+            opts="dev-broker status history logs console yield pause resume drain undrain cron help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        neli__subcmd__run__subcmd__help__subcmd__console)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

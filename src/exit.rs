@@ -130,6 +130,8 @@ pub struct Status {
     pub job_pause: Option<&'static str>,
     /// `neli-run cron trigger`.
     pub trigger: Option<&'static str>,
+    /// `neli-run console`.
+    pub console: Option<&'static str>,
 }
 
 /// The one exit-status table: the man pages and the README are generated
@@ -153,6 +155,7 @@ pub const STATUSES: &[Status] = &[
         logs: None,
         job_pause: None,
         trigger: None,
+        console: None,
     },
     Status {
         code: Code::Signal,
@@ -169,6 +172,7 @@ pub const STATUSES: &[Status] = &[
         logs: None,
         job_pause: None,
         trigger: None,
+        console: None,
     },
     Status {
         code: Code::Success,
@@ -185,6 +189,7 @@ pub const STATUSES: &[Status] = &[
         logs: Some("The run's output was printed (with `--follow`: until interrupted; also: stdout was closed)."),
         job_pause: Some("The job's owner acknowledged it (with `--stop`: its run is gone)."),
         trigger: Some("The job's owner started the run (also: stdout was closed)."),
+        console: Some("Stopped by SIGINT or SIGTERM."),
     },
     Status {
         code: Code::Failure(Kind::NoLeader),
@@ -214,6 +219,7 @@ pub const STATUSES: &[Status] = &[
         logs: Some("No such run: none recorded of that role or job (or no runs topic), it is still running or has no end, or its member kept no output (`--keep-output 0`); the message says which."),
         job_pause: Some("No member placed a job of that name (the group's jobs are named), or nobody acknowledged within `--timeout` (the request stands and the job's next owner honours it)."),
         trigger: Some("No member placed a job of that name (the group's jobs are named), or no run started within `--timeout` (the trigger stands: the job's owner, or its next, runs it once)."),
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::Usage),
@@ -236,6 +242,7 @@ pub const STATUSES: &[Status] = &[
         logs: Some("Usage error (also an `--at` that is neither a duration nor an RFC 3339 time, or no `--role`/`--job` for a group of roles or jobs)."),
         job_pause: Some("Usage error (also `--timeout` over 24h)."),
         trigger: Some("Usage error (also `--timeout` over 24h)."),
+        console: Some("Usage error: a bad `--listen` or one in use, an address beyond loopback without a token (`--token-file` or NELI_CONSOLE_TOKEN), or a token file unreadable or empty."),
     },
     Status {
         code: Code::Failure(Kind::Unavailable),
@@ -252,6 +259,7 @@ pub const STATUSES: &[Status] = &[
         logs: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
         job_pause: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
         trigger: Some("Kafka unreachable (closed port, DNS, TLS handshake)."),
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::Internal),
@@ -268,6 +276,7 @@ pub const STATUSES: &[Status] = &[
         logs: Some("Internal error."),
         job_pause: Some("Internal error."),
         trigger: Some("Internal error."),
+        console: Some("Internal error."),
     },
     Status {
         code: Code::Failure(Kind::Io),
@@ -284,6 +293,7 @@ pub const STATUSES: &[Status] = &[
         logs: Some("stdout could not be written (other than closed)."),
         job_pause: Some("stdout could not be written (other than closed)."),
         trigger: Some("stdout could not be written (other than closed)."),
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::AcquireTimeout),
@@ -300,6 +310,7 @@ pub const STATUSES: &[Status] = &[
         logs: None,
         job_pause: None,
         trigger: None,
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::Denied),
@@ -316,6 +327,7 @@ pub const STATUSES: &[Status] = &[
         logs: Some("Authentication failed or access denied (it needs READ and DESCRIBE on the runs topic)."),
         job_pause: Some("Authentication failed or access denied, also no WRITE on the topic."),
         trigger: Some("Authentication failed or access denied, also no WRITE on the topic."),
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::KafkaConfig),
@@ -335,6 +347,7 @@ pub const STATUSES: &[Status] = &[
         logs: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         job_pause: Some("Kafka client configuration rejected (an unknown `-X` property)."),
         trigger: Some("Kafka client configuration rejected (an unknown `-X` property)."),
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::NotExecutable),
@@ -351,6 +364,7 @@ pub const STATUSES: &[Status] = &[
         logs: None,
         job_pause: None,
         trigger: None,
+        console: None,
     },
     Status {
         code: Code::Failure(Kind::NotFound),
@@ -367,6 +381,7 @@ pub const STATUSES: &[Status] = &[
         logs: None,
         job_pause: None,
         trigger: None,
+        console: None,
     },
 ];
 
@@ -388,6 +403,7 @@ pub fn meanings(command: &str) -> fn(&Status) -> Option<&'static str> {
         "logs" => |s| s.logs,
         "cron pause" | "cron resume" => |s| s.job_pause,
         "cron trigger" => |s| s.trigger,
+        "console" => |s| s.console,
         _ => |_| None,
     }
 }

@@ -40,6 +40,7 @@ mod child;
 mod cli;
 mod clock;
 mod config;
+mod console;
 mod crontab;
 mod env;
 mod exit;
@@ -123,6 +124,7 @@ pub fn main() -> ExitCode {
         Some(Sub::Status(args)) => return end_beside_librdkafka(said(status::main(args, env_properties))),
         Some(Sub::History(args)) => return end_beside_librdkafka(said(runs::history_main(args, env_properties))),
         Some(Sub::Logs(args)) => return end_beside_librdkafka(said(runs::logs_main(args, env_properties))),
+        Some(Sub::Console(args)) => return end_beside_librdkafka(said(console::main(args, env_properties))),
         Some(Sub::Yield(args)) => return end_beside_librdkafka(said(status::yield_main(args, env_properties))),
         Some(Sub::Pause(args)) => {
             let asked =

@@ -9,6 +9,7 @@ mod broken_log;
 mod cli;
 mod cluster;
 mod cold;
+mod console;
 mod crontab;
 mod crontab_agree;
 mod crontab_parity;

@@ -80,6 +80,23 @@ pub enum Sub {
     #[command(verbatim_doc_comment)]
     Logs(LogsArgs),
 
+    /// Serve a web page of the group: its members, who holds each role,
+    /// each job's next due time and last run, the recent runs with their
+    /// output, and a timeline of leaderships and runs.
+    ///
+    /// A reader, not a member: it never joins the group. It follows the
+    /// group's topic and its runs topic (one consumer each, assigned) and
+    /// draws each page from memory. Loopback only unless it has a token
+    /// (--token-file, or NELI_CONSOLE_TOKEN), which a browser gives as the
+    /// password of basic auth (any user) and a script as `Authorization:
+    /// Bearer TOKEN`. Runs until stopped (Ctrl-C, SIGTERM).
+    ///
+    ///   neli-run console -g nightly                 # http://127.0.0.1:9465/
+    ///   NELI_CONSOLE_TOKEN_FILE=/etc/neli-run/console.token \
+    ///     neli-run console -g nightly --listen 0.0.0.0:9465
+    #[command(verbatim_doc_comment)]
+    Console(ConsoleArgs),
+
     /// Ask the leader to hand over to another member.
     ///
     /// Writes a control record to partition 0; the leader (the one named by
@@ -455,6 +472,24 @@ pub struct LogsArgs {
     /// (for a file or a pipe; never a terminal you do not trust it on).
     #[arg(long)]
     pub raw: bool,
+}
+
+/// Options of `neli-run console`.
+#[derive(Debug, Args)]
+pub struct ConsoleArgs {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+
+    /// Where to serve the page: HOST:PORT. Loopback by default, so that
+    /// only this host (or an `ssh -L` tunnel) sees it; any other address
+    /// needs a token.
+    #[arg(long, env = "NELI_CONSOLE_LISTEN", default_value = "127.0.0.1:9465", value_name = "HOST:PORT")]
+    pub listen: String,
+
+    /// A file holding the token every request must carry (one line). Kept
+    /// off the command line; NELI_CONSOLE_TOKEN may hold the token itself.
+    #[arg(long, env = "NELI_CONSOLE_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 /// Options of `neli-run status`.

@@ -30,6 +30,7 @@
 mod agree;
 mod control;
 mod drain;
+mod follow;
 mod jobs;
 mod probe;
 mod read;
@@ -53,6 +54,7 @@ use crate::printable::printable;
 
 pub use control::{cron_pause_main, cron_trigger_main, pause_main, yield_main};
 pub use drain::drain_main;
+pub use follow::{Follower, Lead};
 use read::{read_partition, read_partitions, topic_partitions};
 use render::{render, render_roles};
 use view::View;

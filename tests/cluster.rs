@@ -269,8 +269,9 @@ fn cluster_events_refused_say_why() {
 #[test]
 fn stopping_every_broker_and_starting_one_again_say_what_happened() {
     let broker = Broker::cluster(3);
-    // A member that runs `true` once creates the topic and, to record the
-    // run, the runs topic (each one partition, on broker 1).
+    // A member that runs `true` once creates the topic, the roster (for
+    // cold standbys' candidacies) and, to record the run, the runs topic
+    // (each one partition, on broker 1).
     let timing = broker.timing.args();
     let mut args = vec!["-g", "last-up", "-b", &broker.address];
     args.extend(timing.iter().map(String::as_str));
@@ -286,20 +287,20 @@ fn stopping_every_broker_and_starting_one_again_say_what_happened() {
     };
     assert_eq!(
         said("stop 1"),
-        "broker 1 stopped, the controlled way: the leadership of 2 partitions moved to broker 2"
+        "broker 1 stopped, the controlled way: the leadership of 3 partitions moved to broker 2"
     );
     assert_eq!(
         said("stop 2"),
-        "broker 2 stopped, the controlled way: the leadership of 2 partitions moved to broker 3"
+        "broker 2 stopped, the controlled way: the leadership of 3 partitions moved to broker 3"
     );
     assert_eq!(
         said("stop 3"),
-        "broker 3 stopped, the controlled way: no other broker is up, so the 2 partitions it led are offline and the \
+        "broker 3 stopped, the controlled way: no other broker is up, so the 3 partitions it led are offline and the \
          groups have no coordinator"
     );
     assert_eq!(
         said("start 3"),
-        "broker 3 started: it leads the 2 partitions that had no leader and coordinates the groups"
+        "broker 3 started: it leads the 3 partitions that had no leader and coordinates the groups"
     );
     assert_eq!(said("start 1"), "broker 1 started, as a follower");
     assert!(said("describe").starts_with("brokers 1:up 2:down 3:up; coordinator 3"));

@@ -24,7 +24,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::AdminClient;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::message::Message;
@@ -176,38 +176,28 @@ pub(super) fn ensure(
     roster.clone()
 }
 
-/// Creates the roster topic; None when it exists now.
+/// Creates the roster topic as a member makes its topics
+/// (`topic::create`); None when it exists now. On one of tokio's blocking
+/// threads (Kafka::connect's), as the group's topic is created; on a
+/// runtime of its own elsewhere.
 fn create(s: &Settings, roster: &Roster) -> Option<RDKafkaErrorCode> {
     let admin: AdminClient<rdkafka::client::DefaultClientContext> =
         match s.target.client_config(&[("client.id", &s.client_id)]).create() {
             Ok(admin) => admin,
             Err(err) => return Some(err.rdkafka_error_code().unwrap_or(RDKafkaErrorCode::Fail)),
         };
-    let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
-    let mut replication = -1; // the broker's default.replication.factor (KIP-464)
-    loop {
-        let topic = NewTopic::new(&roster.topic, 1, TopicReplication::Fixed(replication))
-            .set("retention.ms", RETENTION_MS)
-            .set("segment.ms", SEGMENT_MS);
-        // On one of tokio's blocking threads (Kafka::connect's), as the
-        // group's topic is created; on a runtime of its own elsewhere.
-        let created = admin.create_topics([&topic], &opts);
-        let result = match tokio::runtime::Handle::try_current() {
-            Ok(handle) => handle.block_on(created),
-            Err(_) => match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(runtime) => runtime.block_on(created),
-                Err(_) => return Some(RDKafkaErrorCode::Fail),
-            },
-        };
-        match super::topic::refusal(result) {
-            None | Some(RDKafkaErrorCode::TopicAlreadyExists) => return None,
-            Some(RDKafkaErrorCode::InvalidReplicationFactor | RDKafkaErrorCode::UnsupportedVersion)
-                if replication == -1 =>
-            {
-                replication = 1;
-            }
-            Some(code) => return Some(code),
-        }
+    let own = match tokio::runtime::Handle::try_current() {
+        Ok(_) => None,
+        Err(_) => match tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
+            Ok(runtime) => Some(runtime),
+            Err(_) => return Some(RDKafkaErrorCode::Fail),
+        },
+    };
+    let runtime = own.as_ref().map_or_else(tokio::runtime::Handle::current, |r| r.handle().clone());
+    let configs = [("retention.ms", RETENTION_MS), ("segment.ms", SEGMENT_MS)];
+    match super::topic::create(&admin, &runtime, &roster.topic, 1, &configs) {
+        super::topic::Created::Made => None,
+        super::topic::Created::Denied(code) | super::topic::Created::Refused(code) => Some(code),
     }
 }
 

@@ -30,8 +30,8 @@ fn in_the_group(g: &Group, member: &str) -> bool {
 }
 
 /// `a` (priority 1) leads; b, c and d (priorities 2 to 4) join with
-/// `--hot-standbys 1`: d is hot, b and c cold.
-fn leader_a_hot_d_cold_b_and_c(g: &Group) -> (Member, Member, Member, Member) {
+/// `--hot-standbys 1`: d is hot, b and c cold, each said in its log.
+pub fn leader_a_hot_d_cold_b_and_c(g: &Group) -> (Member, Member, Member, Member) {
     let t = g.broker.timing;
     let member = |name: &str, priority: &str| {
         g.member(name, &["--priority", priority, "--hot-standbys", "1"], &["sleep", "1000"])

@@ -10,7 +10,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
-use crate::util::{run, standbys, wait_for, wait_until, Broker, Group, Member};
+use crate::cold::leader_a_hot_d_cold_b_and_c;
+use crate::util::{run, standbys, wait_for, wait_until, Broker, Group};
 
 /// The candidacies on partition 0 of `topic` from `from` on, as (name,
 /// at_ms), and the partition's end.
@@ -44,24 +45,6 @@ fn candidacies(g: &Group, topic: &str, from: i64) -> (Vec<(String, u64)>, i64) {
 
 fn wall_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
-}
-
-/// `a` (priority 1) leads; b, c and d (priorities 2 to 4) join with
-/// `--hot-standbys 1`: d is hot, b and c cold, each said in its log.
-fn leader_a_hot_d_cold_b_and_c(g: &Group) -> (Member, Member, Member, Member) {
-    let t = g.broker.timing;
-    let member = |name: &str, priority: &str| {
-        g.member(name, &["--priority", priority, "--hot-standbys", "1"], &["sleep", "1000"])
-    };
-    let a = member("a", "1");
-    wait_until(t.takeover(), "a leads", || g.lock_held());
-    let (b, c, d) = (member("b", "2"), member("c", "3"), member("d", "4"));
-    for m in [&b, &c] {
-        wait_until(t.takeover(), &format!("{} is a cold standby", m.name), || {
-            m.log().contains("a cold standby: leaving the group")
-        });
-    }
-    (a, b, c, d)
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::history::forge;
 use crate::util::{skip, wait_for, wait_until, Group, Member, LONG};
 
 /// A console of `g` started with `extra`, and the address it serves on
@@ -54,18 +55,6 @@ fn page_with(addr: &str, path: &str, headers: &str, wanted: &[&str]) -> String {
     });
     assert!(seen, "the page never showed all of {wanted:?}:\n{page}");
     page
-}
-
-/// Writes `values` to the group's runs topic, as another writer would.
-fn forge(g: &Group, values: &[&[u8]]) {
-    use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
-    let producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext> =
-        rdkafka::ClientConfig::new().set("bootstrap.servers", &g.broker.address).create().unwrap();
-    let topic = format!("{}.neli.runs", g.name);
-    for value in values {
-        producer.send(BaseRecord::<(), _>::to(&topic).payload(*value)).unwrap();
-    }
-    producer.flush(Duration::from_secs(20)).unwrap();
 }
 
 /// A member of a crontab group running `file`'s jobs.

@@ -222,7 +222,7 @@ fn history_reads_a_long_topic_back_to_the_newest_runs_and_every_run_with_limit_0
 }
 
 /// Writes `values` to the group's runs topic, as another writer would.
-fn forge(g: &Group, values: &[&[u8]]) {
+pub fn forge(g: &Group, values: &[&[u8]]) {
     use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
     let producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext> =
         rdkafka::ClientConfig::new().set("bootstrap.servers", &g.broker.address).create().unwrap();

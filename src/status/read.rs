@@ -42,17 +42,22 @@ pub(super) fn topic_partitions(consumer: &BaseConsumer<Probe>, target: &Target) 
     })
 }
 
-/// A reader of partitions 0 to `n - 1` outside the group (one per role of
-/// a group of `n` roles), each caught up to its end: a view of each.
-pub(super) fn read_partitions(target: &Target, n: u32) -> Result<(BaseConsumer<Probe>, Vec<View>), Stop> {
-    // librdkafka wants a group for assign(); assign() never joins it.
+/// How `status` reads a topic: from outside the group, assigned, to its
+/// end. librdkafka wants a group for assign(); assign() never joins it.
+pub(super) fn reader_config(target: &Target) -> rdkafka::ClientConfig {
     let group = format!("{}.status", target.group);
-    let config = target.client_config(&[
+    target.client_config(&[
         ("group.id", &group),
         ("enable.auto.commit", "false"),
         ("enable.partition.eof", "true"),
         ("fetch.wait.max.ms", "100"),
-    ]);
+    ])
+}
+
+/// A reader of partitions 0 to `n - 1` outside the group (one per role of
+/// a group of `n` roles), each caught up to its end: a view of each.
+pub(super) fn read_partitions(target: &Target, n: u32) -> Result<(BaseConsumer<Probe>, Vec<View>), Stop> {
+    let config = reader_config(target);
     let consumer: BaseConsumer<Probe> = match config.create_with_context(Probe::new(target)) {
         Ok(c) => c,
         Err(e) => return Err(rejected(e, target)),

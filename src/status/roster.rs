@@ -30,13 +30,7 @@ pub(super) fn merge(target: &Target, view: &mut View) {
 /// it cannot be read (said on stderr unless it does not exist).
 fn read(target: &Target) -> Vec<candidacy::Record> {
     let topic = topic_of(&target.topic);
-    let group = format!("{}.status", target.group);
-    let config = target.client_config(&[
-        ("group.id", &group),
-        ("enable.auto.commit", "false"),
-        ("enable.partition.eof", "true"),
-        ("fetch.wait.max.ms", "100"),
-    ]);
+    let config = super::read::reader_config(target);
     let Ok(consumer): Result<BaseConsumer, _> = config.create() else { return Vec::new() };
     let (low, high) = match consumer.fetch_watermarks(&topic, 0, Duration::from_secs(5)) {
         Ok(marks) => marks,

@@ -341,6 +341,51 @@ fn the_command_inherits_no_fd_of_neli_run_beyond_stdio() {
     assert_eq!(m.wait_exit(LONG).code(), Some(143), "{}", m.log());
 }
 
+/// A descriptor neli-run was handed without close-on-exec (a shell's
+/// redirect, a service manager's socket) reaches neither the shim nor the
+/// command, whether the shim keeps the output (the tail's memfd takes fd
+/// 4) or not (`--keep-output 0`: it closes every fd above its lease).
+#[test]
+fn a_descriptor_neli_run_inherited_reaches_neither_the_shim_nor_the_command() {
+    for keep in ["0", "8KiB"] {
+        let g = Group::new("inherited-fd");
+        let marker = g.dir.path().join("inherited");
+        std::fs::write(&marker, "not the command's").unwrap();
+        let ready = g.dir.path().join("ready");
+        // fds 4 and 5: the tail's memfd's number and the one above it.
+        let opens = format!("exec 4<{m} 5<{m}; exec \"$0\" \"$@\"", m = marker.display());
+        let prefix = vec!["sh".into(), "-c".into(), opens];
+        let script = format!("touch {}; while :; do sleep 1; done", ready.display());
+        let mut m = g.member_unguarded_in(prefix, "a", &["--keep-output", keep], &["sh", "-c", &script]);
+        let children =
+            |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        let (mut shim, mut command) = (None, None);
+        wait_until(LONG, "the command runs below the shim, past its start-up", || {
+            shim = children(m.pid().as_raw() as u32).split_whitespace().next().map(String::from);
+            command =
+                shim.as_deref().and_then(|s| children(s.parse().unwrap()).split_whitespace().next().map(String::from));
+            ready.exists()
+                && command
+                    .as_ref()
+                    .is_some_and(|c| std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|n| n == "sh\n"))
+        });
+        let holding = |pid: &str| -> Vec<String> {
+            let dir = format!("/proc/{pid}/fd");
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(|e| std::fs::read_link(e.unwrap().path()).ok())
+                .filter(|target| *target == marker)
+                .map(|target| target.display().to_string())
+                .collect()
+        };
+        assert!(!holding(&m.pid().as_raw().to_string()).is_empty(), "the test's premise: neli-run holds the marker");
+        assert_eq!(holding(&shim.unwrap()), Vec::<String>::new(), "the shim, --keep-output {keep}");
+        assert_eq!(holding(&command.unwrap()), Vec::<String>::new(), "the command, --keep-output {keep}");
+        m.signal(Signal::SIGTERM);
+        assert_eq!(m.wait_exit(LONG).code(), Some(143), "{}", m.log());
+    }
+}
+
 /// The command starts with the signal dispositions neli-run was started
 /// with (here SIGALRM ignored, which neli-run does not catch), as across a
 /// fork and exec, except SIGPIPE, which neli-run ignores as every Rust

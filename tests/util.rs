@@ -402,6 +402,12 @@ impl Group {
         self.spawn(None, name, extra, command, None)
     }
 
+    /// `member_unguarded` behind `prefix` (e.g. a shell that hands
+    /// neli-run a descriptor of its own first).
+    pub fn member_unguarded_in(&self, prefix: Vec<String>, name: &str, extra: &[&str], command: &[&str]) -> Member {
+        self.spawn(Some(prefix), name, extra, command, None)
+    }
+
     /// A guarded member given no timing flags but `extra`'s: the timing
     /// neli-run derives (or defaults to).
     pub fn member_untimed(&self, name: &str, extra: &[&str], command: &[&str]) -> Member {

@@ -33,7 +33,7 @@
 //! - `layers_off`: debug-build switches that let a test see one safety layer alone.
 //! - `stderr`: reports that never block or panic, whatever reads our stderr.
 //! - `notify`: systemd's `Type=notify` protocol; `metrics`: /metrics, /livez, /readyz
-//!   (/healthz), /leader.
+//!   (/healthz), /leader; `http`: the request head it and the console read.
 
 mod calendar;
 mod child;
@@ -45,6 +45,7 @@ mod crontab;
 mod env;
 mod exit;
 mod files;
+mod http;
 mod kafka;
 mod layers_off;
 mod leader;

@@ -19,8 +19,8 @@
 //! The exposition is prometheus-client's (the Prometheus org's Rust client):
 //! group, topic and name are user-supplied label values, which it escapes.
 //! Five endpoints with fixed answers do not need an HTTP framework: the
-//! server reads one request head, answers GET or HEAD, and closes the
-//! connection.
+//! server reads one request head (`crate::http`), answers GET or HEAD, and
+//! closes the connection.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -34,7 +34,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::metrics::TypedMetric;
 use prometheus_client::registry::{Registry, Unit};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::clock::BootTime;
@@ -610,20 +610,7 @@ pub async fn serve(addr: SocketAddr, shared: Shared) -> std::io::Result<()> {
 }
 
 async fn answer(mut stream: TcpStream, shared: Shared) {
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    let read = tokio::time::timeout(Duration::from_secs(5), async {
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => head.extend_from_slice(&buf[..n]),
-            }
-        }
-    });
-    if read.await.is_err() {
-        return;
-    }
-    let head = String::from_utf8_lossy(&head);
+    let Some(head) = crate::http::read_head(&mut stream, 8192).await else { return };
     let reply = {
         let snapshot = shared.lock().expect("metrics lock").clone();
         Reply::to(&head, &snapshot, BootTime::now())
@@ -645,14 +632,7 @@ struct Reply {
 impl Reply {
     /// The answer to the request whose head is `head`.
     fn to(head: &str, s: &Snapshot, now: BootTime) -> Reply {
-        let mut lines = head.split("\r\n");
-        let mut words = lines.next().unwrap_or("").split_whitespace();
-        let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-        let accept = lines
-            .take_while(|l| !l.is_empty())
-            .filter_map(|l| l.split_once(':'))
-            .find(|(name, _)| name.trim().eq_ignore_ascii_case("accept"))
-            .map(|(_, value)| value.trim());
+        let (method, path, accept) = crate::http::parse(head, "accept");
         let text = "text/plain; charset=utf-8";
         let reply = |status, body: &str| Reply { status, content_type: text, body: body.into(), head_only: false };
         let stuck = || {

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::history::forge;
-use crate::util::{skip, wait_for, wait_until, Group, Member, LONG};
+use crate::util::{skip, wait_for, Group, Member, LONG};
 
 /// A console of `g` started with `extra`, and the address it serves on
 /// (it says so on stderr: `--listen 127.0.0.1:0` takes a free port).
@@ -73,15 +73,13 @@ fn the_page_lists_the_members_jobs_their_holders_and_runs_with_every_name_and_ou
     let g = Group::new("console-crontab");
     let file = g.dir.path().join("fleet.crontab");
     std::fs::write(&file, "@every 1s tick true\n@every 1s tock false\n").unwrap();
-    let a = crontab_member(&g, "a", &file);
-    let evil = crontab_member(&g, EVIL, &file);
-    // The console reads the group's partitions once, at its start (a topic
-    // that grows later shows after a restart: operations.md): start it once
-    // the crontab's topic is made, as a member's placing a job says.
-    wait_until(LONG, "the crontab's topic is made", || {
-        [&a, &evil].iter().any(|m| m.log().contains("job placed job=tock"))
-    });
-    let (_console, addr) = console(&g, "console", &[]);
+    // The console first, as a user starts it: the group has no topic yet,
+    // which it waits for rather than failing.
+    let (mut console, addr) = console(&g, "console", &[]);
+    page_with(&addr, "/", "", &["waiting for its topic"]);
+    assert!(!console.exited(), "{}", console.log());
+    let _a = crontab_member(&g, "a", &file);
+    let _evil = crontab_member(&g, EVIL, &file);
     let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;";
     let page = page_with(
         &addr,
@@ -105,6 +103,44 @@ fn the_page_lists_the_members_jobs_their_holders_and_runs_with_every_name_and_ou
     assert_eq!(code, 200, "{svg}");
     assert!(svg.starts_with("<svg") && svg.contains(">tick</text>") && svg.contains("class=\"mark\""), "{svg}");
     assert!(!svg.contains(EVIL), "{svg}");
+}
+
+/// A console started on a topic made by hand (empty, as operations.md has
+/// it made on a cluster), before any member: a crontab group of two jobs
+/// then places its jobs, and the page shows them (at its start it read the
+/// group as a single leader's).
+#[test]
+fn a_console_started_before_a_crontab_group_shows_its_jobs() {
+    let g = Group::new("console-before");
+    let topic = format!("{}.neli", g.name);
+    crate::dev_broker::create(&crate::dev_broker::admin_of(&g.broker), &topic, 2).expect("the topic made");
+    let (_console, addr) = console(&g, "console", &[]);
+    page_with(&addr, "/", "", &["<table id=\"members\">"]);
+    let file = g.dir.path().join("fleet.crontab");
+    std::fs::write(&file, "@every 1s tick true\n@every 1s tock true\n").unwrap();
+    let _a = crontab_member(&g, "a", &file);
+    let _b = crontab_member(&g, "b", &file);
+    let page = page_with(&addr, "/", "", &["<h2>Jobs</h2>", "<td>tick</td>", "<td>tock</td>"]);
+    assert!(page.contains("<table id=\"roles\">"), "{page}");
+}
+
+/// A single leader's group under a running console, rolled to three
+/// roles (its topic raised to 3 partitions, then a member with `--roles
+/// 3` that takes over): the page shows the three roles, led.
+#[test]
+fn a_console_shows_the_roles_of_a_topic_grown_under_it() {
+    let g = Group::new("console-grown");
+    let mut solo = g.member_unguarded("solo", &[], &["sleep", "100000"]);
+    let (_console, addr) = console(&g, "console", &[]);
+    page_with(&addr, "/", "", &["<td>solo</td>", "the command (token"]);
+    crate::roles_disagree::raise_partitions(&g, 3);
+    let _three = g.member_unguarded("three", &["--roles", "3"], &["sleep", "100000"]);
+    solo.signal(nix::sys::signal::Signal::SIGTERM);
+    solo.wait_exit(LONG);
+    let rows: Vec<String> = (0..3).map(|j| format!("<tr><td>{j}</td><td>-</td><td>three</td>")).collect();
+    let mut wanted: Vec<&str> = rows.iter().map(String::as_str).collect();
+    wanted.push("<h2>Roles</h2>");
+    page_with(&addr, "/", "", &wanted);
 }
 
 #[test]

@@ -104,11 +104,15 @@ fn topics(broker: &Broker) -> Vec<(String, usize)> {
     md.topics().iter().map(|t| (t.name().to_string(), t.partitions().len())).collect()
 }
 
-fn admin_of(broker: &Broker) -> AdminClient<DefaultClientContext> {
+pub(crate) fn admin_of(broker: &Broker) -> AdminClient<DefaultClientContext> {
     ClientConfig::new().set("bootstrap.servers", &broker.address).create().expect("an admin client")
 }
 
-fn create(admin: &AdminClient<DefaultClientContext>, name: &str, partitions: i32) -> Result<String, RDKafkaErrorCode> {
+pub(crate) fn create(
+    admin: &AdminClient<DefaultClientContext>,
+    name: &str,
+    partitions: i32,
+) -> Result<String, RDKafkaErrorCode> {
     let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
     let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
     let mut results = block_on(admin.create_topics([&topic], &opts)).expect("CreateTopics answered");

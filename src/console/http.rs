@@ -1,5 +1,5 @@
 //! The console's HTTP server, as small as `/metrics`' (`crate::metrics`):
-//! one request head read per connection, GET or HEAD answered, the
+//! one request head read per connection (`crate::http`), GET or HEAD answered, the
 //! connection closed. Four paths: the page, its `main` (what the script
 //! fetches again), the script, and the timeline alone as an SVG file.
 //!
@@ -9,9 +9,8 @@
 //! length: a token's length is not a secret worth a crate).
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
@@ -37,34 +36,15 @@ pub async fn serve(listener: TcpListener, shared: Arc<Mutex<Shared>>, token: Opt
 }
 
 async fn answer(mut stream: TcpStream, shared: &Mutex<Shared>, token: Option<&str>) {
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    let read = tokio::time::timeout(Duration::from_secs(5), async {
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16384 {
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => head.extend_from_slice(&buf[..n]),
-            }
-        }
-    });
-    if read.await.is_err() {
-        return;
-    }
-    let reply = reply(&String::from_utf8_lossy(&head), shared, token);
+    let Some(head) = crate::http::read_head(&mut stream, 16384).await else { return };
+    let reply = reply(&head, shared, token);
     let _ = stream.write_all(&reply).await;
     let _ = stream.shutdown().await;
 }
 
 /// The answer to the request whose head is `head`, as bytes.
 pub fn reply(head: &str, shared: &Mutex<Shared>, token: Option<&str>) -> Vec<u8> {
-    let mut lines = head.split("\r\n");
-    let mut words = lines.next().unwrap_or("").split_whitespace();
-    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let authorization = lines
-        .take_while(|l| !l.is_empty())
-        .filter_map(|l| l.split_once(':'))
-        .find(|(name, _)| name.trim().eq_ignore_ascii_case("authorization"))
-        .map(|(_, value)| value.trim());
+    let (method, target, authorization) = crate::http::parse(head, "authorization");
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let (status, kind, body) = match path {
         _ if method != "GET" && method != "HEAD" => ("405 Method Not Allowed", TEXT, "GET or HEAD only\n".into()),

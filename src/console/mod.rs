@@ -3,10 +3,11 @@
 //! A reader, not a member: it never joins the group. A thread of its own
 //! follows the group's partitions as `status --watch` does (through
 //! `crate::status::Follower`: the same view and the same JSON, plus each
-//! role's leaderships) and the runs topic as `history` reads it
-//! (`runs.rs`), and keeps what they say in memory; each request draws the
-//! page from that (`page.rs`, the SVG timeline in `timeline.rs`), so a
-//! page costs the brokers nothing and a reload does not wait on Kafka.
+//! role's leaderships; read again as the group grows) and the runs topic
+//! as `history` reads it (`runs.rs`), and keeps what they say in memory;
+//! each request draws the page from that (`page.rs`, the SVG timeline in
+//! `timeline.rs`), so a page costs the brokers nothing and a reload does
+//! not wait on Kafka.
 //!
 //! Loopback by default: the page shows the members, their hosts and the
 //! commands' output, which are not for everyone who can reach a port.
@@ -131,8 +132,9 @@ fn listen_addr(listen: &str, has_token: bool) -> Result<SocketAddr, Failure> {
     Ok(addr)
 }
 
-/// The reader thread: follows the group's topic and the runs topic, and
-/// puts what they say where the page reads it, for ever.
+/// The reader thread: follows the group's topic (waiting for it to be
+/// made, and reading it again as it grows) and the runs topic, and puts
+/// what they say where the page reads it, for ever.
 fn follow(target: &Target, shared: &Mutex<Shared>) {
     let mut reader = runs::Reader::new(&target.topic);
     let mut follower: Option<Follower> = None;
@@ -142,7 +144,7 @@ fn follow(target: &Target, shared: &Mutex<Shared>) {
             match Follower::open(target) {
                 Ok(f) => follower = Some(f),
                 Err(e) => {
-                    lock(shared).error = Some(e.message);
+                    lock(shared).error = Some(waiting(e));
                     retry = Instant::now() + Duration::from_secs(5);
                 }
             }
@@ -154,17 +156,34 @@ fn follow(target: &Target, shared: &Mutex<Shared>) {
             let _ = reader.open(target);
             retry = Instant::now() + Duration::from_secs(5);
         }
-        match follower.as_mut() {
-            Some(f) => f.poll(Duration::from_millis(500)),
-            None => std::thread::sleep(Duration::from_millis(500)),
-        }
+        let grown = match follower.as_mut() {
+            Some(f) => {
+                f.poll(Duration::from_millis(500));
+                f.grow().err().map(|e| e.message)
+            }
+            None => {
+                std::thread::sleep(Duration::from_millis(500));
+                None
+            }
+        };
         let read = reader.poll(Duration::ZERO);
         let (status, leads) = follower.as_ref().map_or((Value::Null, Vec::new()), |f| (f.json(), f.leads().to_vec()));
         let mut shared = lock(shared);
         shared.store.take_all(read, reader.note.clone());
         if follower.is_some() {
-            (shared.status, shared.leads, shared.error) = (status, leads, None);
+            (shared.status, shared.leads, shared.error) = (status, leads, grown);
         }
+    }
+}
+
+/// What the page says while the group's topic cannot be read: a topic not
+/// made yet is waited for, not an error (the console may start first).
+fn waiting(failure: Failure) -> String {
+    match failure.kind {
+        Kind::NoLeader => {
+            format!("{}; waiting for its topic (the page shows the group once a member makes it)", failure.message)
+        }
+        _ => failure.message,
     }
 }
 

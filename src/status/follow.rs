@@ -2,16 +2,17 @@
 //! (`neli-run console`): the group's partitions read once from outside the
 //! group, as `status` reads them, then followed record by record, with each
 //! role's leaderships noted as the heartbeats show them (the console's
-//! timeline). One consumer, assigned (it never joins the group).
+//! timeline), and read again when the group grows. One consumer, assigned
+//! (it never joins the group).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 
 use super::probe::Probe;
-use super::read::{read_partition, read_partitions, topic_partitions};
+use super::read::{read_partition, read_partitions, shape, topic_partitions};
 use super::render::{render, render_roles};
 use super::view::View;
 use super::Stop;
@@ -40,6 +41,11 @@ pub struct Lead {
     pub ended: bool,
 }
 
+/// How often the topic's partitions are counted again (one metadata
+/// request): a group that grows (`--roles` raised, a crontab's new job, a
+/// crontab's first placing of its jobs) shows within this.
+const RECOUNT: Duration = Duration::from_secs(5);
+
 /// A follower of the group's partitions: `status --json`'s answer now,
 /// and each role's leaderships.
 pub struct Follower {
@@ -49,6 +55,7 @@ pub struct Follower {
     partitions: Option<Option<u32>>,
     views: Vec<View>,
     leads: Vec<Vec<Lead>>,
+    counted: Instant,
 }
 
 impl Follower {
@@ -59,35 +66,49 @@ impl Follower {
             Stop::Closed => Failure::new(Kind::Internal, "status reader closed"),
         };
         let (consumer, view) = read_partition(target).map_err(failure)?;
-        let now = wall_ms();
-        let said = view.writers.iter().filter(|w| w.live(now) && w.roles > 1).map(|w| w.roles).max();
-        let Some(roles) = view.roles.max(said).or(view.placed.as_ref().map(|_| 1)) else {
-            let mut follower = Follower {
-                consumer,
-                target: target.clone(),
-                partitions: None,
-                views: Vec::new(),
-                leads: vec![Vec::new()],
-            };
-            follower.take(vec![view]);
-            return Ok(follower);
+        let (consumer, partitions, views) = match shape(&view, || topic_partitions(&consumer, target)) {
+            None => (consumer, None, vec![view]),
+            Some((roles, partitions)) => {
+                drop(consumer);
+                let (consumer, views) = read_partitions(target, roles).map_err(failure)?;
+                (consumer, Some(partitions), views)
+            }
         };
-        let partitions = topic_partitions(&consumer, target);
-        drop(consumer);
-        let roles = match view.placed {
-            Some(_) => roles,
-            None => roles.max(partitions.unwrap_or(0)),
-        };
-        let (consumer, views) = read_partitions(target, roles).map_err(failure)?;
         let mut follower = Follower {
             consumer,
             target: target.clone(),
-            partitions: Some(partitions),
+            partitions,
             views: Vec::new(),
             leads: vec![Vec::new(); views.len()],
+            counted: Instant::now(),
         };
         follower.take(views);
         Ok(follower)
+    }
+
+    /// Reads the group's partitions again when they are no longer what
+    /// it has (a role's partition added, a single leader's group become
+    /// one of roles or a crontab's), keeping the leaderships seen; at most
+    /// once every [`RECOUNT`]. A failed reading keeps this one, to be tried
+    /// again.
+    pub fn grow(&mut self) -> Result<(), Failure> {
+        if self.counted.elapsed() < RECOUNT {
+            return Ok(());
+        }
+        self.counted = Instant::now();
+        let Some(partitions) = topic_partitions(&self.consumer, &self.target) else { return Ok(()) };
+        let had = self.partitions.map(|p| (u32::try_from(self.views.len()).unwrap_or(u32::MAX), p));
+        if shape(&self.views[0], || Some(partitions)) == had {
+            return Ok(());
+        }
+        let mut grown = Follower::open(&self.target)?;
+        for (j, leads) in std::mem::take(&mut self.leads).into_iter().enumerate() {
+            if let Some(new) = grown.leads.get_mut(j) {
+                *new = leads;
+            }
+        }
+        *self = grown;
+        Ok(())
     }
 
     /// The views as read, with each one's current leader as its first

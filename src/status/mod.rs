@@ -55,7 +55,7 @@ use crate::printable::printable;
 pub use control::{cron_pause_main, cron_trigger_main, pause_main, yield_main};
 pub use drain::drain_main;
 pub use follow::{Follower, Lead};
-use read::{read_partition, read_partitions, topic_partitions};
+use read::{read_partition, read_partitions, shape, topic_partitions};
 use render::{render, render_roles};
 use view::View;
 pub use watcher::never_lead;
@@ -161,20 +161,8 @@ fn job_partition(
 
 fn status(target: &Target, json_out: bool, watch: bool) -> Result<bool, Stop> {
     let (consumer, mut view) = read_partition(target)?;
-    // A group of roles: partition 0's newest record says so, or a live
-    // member's (a member of another --roles may have written last).
-    let now = wall_ms();
-    let said = view.writers.iter().filter(|w| w.live(now) && w.roles > 1).map(|w| w.roles).max();
-    // A crontab of one job is read as a group of roles, for its job's name.
-    if let Some(roles) = view.roles.max(said).or(view.placed.as_ref().map(|_| 1)) {
-        // Every partition of the topic is a role's: a member of fewer
-        // roles holds some of them and runs none (findings R-2).
-        let partitions = topic_partitions(&consumer, target);
+    if let Some((roles, partitions)) = shape(&view, || topic_partitions(&consumer, target)) {
         drop(consumer);
-        let roles = match view.placed {
-            Some(_) => roles,
-            None => roles.max(partitions.unwrap_or(0)),
-        };
         return roles_status(target, roles, partitions, json_out, watch);
     }
     if !watch {

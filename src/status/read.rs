@@ -34,6 +34,21 @@ pub(super) fn read_partition(target: &Target) -> Result<(BaseConsumer<Probe>, Vi
     Ok((consumer, view))
 }
 
+/// The roles of a group whose partition 0 says `view`, and its topic's
+/// partitions (`partitions` asks the metadata, only of a group of roles);
+/// None: a single leader's group. A group of roles is one that partition
+/// 0's newest record says, or a live member's (a member of another
+/// --roles may have written last); a crontab of one job is one too, for
+/// its job's name. Every partition of the topic is a role's: a member of
+/// fewer roles holds some of them and runs none (findings R-2).
+pub(super) fn shape(view: &View, partitions: impl FnOnce() -> Option<u32>) -> Option<(u32, Option<u32>)> {
+    let now = crate::clock::wall_ms();
+    let said = view.writers.iter().filter(|w| w.live(now) && w.roles > 1).map(|w| w.roles).max();
+    let roles = view.roles.max(said).or(view.placed.as_ref().map(|_| 1))?;
+    let partitions = partitions();
+    Some((roles.max(partitions.unwrap_or(0)), partitions))
+}
+
 /// How many partitions the group's topic has, if the metadata says.
 pub(super) fn topic_partitions(consumer: &BaseConsumer<Probe>, target: &Target) -> Option<u32> {
     consumer.fetch_metadata(Some(&target.topic), Duration::from_secs(2)).ok().and_then(|md| {

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, ProducerContext};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tracing::{info, warn};
 
@@ -140,6 +140,14 @@ pub fn place(s: &Settings, jobs: &[String]) -> Result<(BTreeMap<String, Partitio
             let value = claim_record(&claimer, job).encode();
             let record: BaseRecord<'_, (), [u8]> = BaseRecord::to(topic).partition(*partition).payload(&value);
             if let Err((err, _)) = producer.send(record) {
+                // A partition just added, which the producer has not seen
+                // yet (its metadata is its own): it learns it, and the
+                // claim is made again in the next round.
+                if err.rdkafka_error_code() == Some(RDKafkaErrorCode::UnknownPartition) {
+                    warn!(partition, "the producer does not know the partition yet; reading the topic again");
+                    let _ = producer.client().fetch_metadata(Some(topic), ROUND);
+                    continue;
+                }
                 let what = format!("cannot write a claim to {}: {err}", printable(topic));
                 return Err(Failure::new(Kind::Internal, what));
             }

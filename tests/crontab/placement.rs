@@ -192,6 +192,28 @@ fn a_job_added_to_a_full_topic_gets_a_partition_added_and_runs_without_a_restart
     drop((one, two));
 }
 
+/// A topic made by hand before the fleet starts (as operations.md
+/// advises where members may not create topics), with one partition for
+/// three jobs: the members add the two missing partitions and claim them
+/// in the same placement, though their producer has not yet seen the
+/// partitions added. Both members run, and every job runs.
+#[test]
+fn a_crontab_on_a_hand_made_topic_too_small_for_its_jobs_adds_partitions_and_runs_every_job() {
+    let fleet = Fleet::new("crontab-small", &["a", "b", "c"], "1s", "0.1");
+    let topic = format!("{}.neli", fleet.g.name);
+    crate::dev_broker::create(&crate::dev_broker::admin_of(&fleet.g.broker), &topic, 1).expect("the topic made");
+    let (mut one, mut two) = (fleet.member("one"), fleet.member("two"));
+    let takeover = fleet.g.broker.timing.takeover();
+    crate::util::wait_until(takeover * 3, "every job runs", || {
+        assert!(!one.exited() && !two.exited(), "a member exited: {}\n{}", one.log(), two.log());
+        fleet.newest().is_some()
+    });
+    let mut partitions: Vec<String> = placed(&one).into_values().collect();
+    partitions.sort();
+    assert_eq!(partitions, ["0", "1", "2"], "a partition per job: {}", one.log());
+    fleet.assert_once();
+}
+
 /// On a broker that cannot add partitions (tansu 0.6 serves no
 /// CreatePartitions), a job with no partition of its own is refused, with
 /// the command that adds one.

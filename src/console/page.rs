@@ -196,6 +196,8 @@ fn outcome(run: &Run) -> String {
             (Some(0), _) => "<span class=\"ok\">exit 0</span>".into(),
             (Some(code), _) => format!("<span class=\"bad\">exit {code}</span>"),
             (None, Some(sig)) => format!("<span class=\"bad\">signal {sig}</span>"),
+            // A `--warm` command told it no longer leads, running on.
+            (None, None) if end.unlead => "<span class=\"ok\">unlead</span>".into(),
             (None, None) => "ended".into(),
         },
         None => "<span class=\"run\">running</span>".into(),

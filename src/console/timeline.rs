@@ -172,7 +172,7 @@ fn all_marks(shared: &Shared, rows: usize, from: u64, now: u64, x: &impl Fn(u64)
         let (end, mark) = match &run.end {
             None if newest[j] > r.start_ms => (r.start_ms, Mark::NoEnd),
             None => (now, Mark::Running),
-            Some(end) if end.exit_code == Some(0) => (r.end_ms.unwrap_or(r.start_ms), Mark::Ok),
+            Some(end) if end.exit_code == Some(0) || end.unlead => (r.end_ms.unwrap_or(r.start_ms), Mark::Ok),
             Some(_) => (r.end_ms.unwrap_or(r.start_ms), Mark::Failed),
         };
         if end < from {

@@ -25,6 +25,8 @@ fn record(run: &str, event: Event, role: i32, job: Option<&str>, start_ms: u64) 
         end_ms: (event == Event::End).then_some(start_ms + 5),
         exit_code: (event == Event::End).then_some(3),
         signal: None,
+        warm: false,
+        unlead: false,
         duration_ms: (event == Event::End).then_some(5),
         output: None,
         output_base64: None,

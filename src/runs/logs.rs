@@ -96,7 +96,7 @@ fn seat(target: &Target, mut filter: Filter, runs: &[Run]) -> Result<Filter, Fai
 }
 
 /// The run's kept output, or what to say when there is none.
-fn kept(run: &Run) -> Result<Vec<u8>, Failure> {
+pub(super) fn kept(run: &Run) -> Result<Vec<u8>, Failure> {
     let r = &run.record;
     let which = format!(
         "the run of {} started {} on {}@{}",

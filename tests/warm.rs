@@ -254,6 +254,11 @@ fn a_frozen_leader_has_its_warm_command_killed_by_the_shim_and_a_frozen_standby_
     // still owns partition 0), and b's ran throughout.
     wait_until(g.broker.timing.takeover(), "a's command starts again", || count("start", "a") == 2);
     assert!(alive(pb) && count("start", "b") == 1, "{:#?}", seen(&events));
+    // On the record: a's run ended with the fence's kill.
+    let runs = crate::history::wait_runs(&g, &[], "a's run ended", |runs| {
+        runs.first().is_some_and(|r| r["member"] == "a" && r["state"] == "ended")
+    });
+    assert_eq!((runs[0]["signal"].as_i64(), runs[0]["warm"].as_bool()), (Some(9), Some(true)), "{runs:#?}");
     for mut m in [a, b] {
         m.signal(Signal::SIGTERM);
         assert_eq!(m.wait_exit(LONG).code(), Some(0), "{}", m.log());

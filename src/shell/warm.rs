@@ -44,6 +44,10 @@
 //! - The leader's command that dies is the core's run ending (--restart
 //!   decides); a standby's is started again, or ends neli-run, by the same
 //!   policy.
+//! - On the record (`crate::runs`), a run is each time the command leads:
+//!   from the file holding the token to the unlead signal sent, or to the
+//!   command's exit (its output's tail with it); each recorded after the
+//!   signal or the kill, by a queue that never waits.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Sender};

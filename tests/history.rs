@@ -10,7 +10,7 @@ use nix::sys::signal::Signal;
 use crate::util::{bin, wait_for, Group, Member, LONG};
 
 /// `neli-run history -b BROKER -g GROUP ARGS`: status, stdout, stderr.
-fn history(g: &Group, args: &[&str]) -> (i32, String, String) {
+pub fn history(g: &Group, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(bin())
         .args(["history", "-b", &g.broker.address, "-g", &g.name])
         .args(args)
@@ -22,7 +22,7 @@ fn history(g: &Group, args: &[&str]) -> (i32, String, String) {
 }
 
 /// `history --json`'s runs, once it answers with some (else empty).
-fn runs(g: &Group, args: &[&str]) -> Vec<serde_json::Value> {
+pub fn runs(g: &Group, args: &[&str]) -> Vec<serde_json::Value> {
     let (code, out, _) = history(g, &[args, &["--json"]].concat());
     match code {
         0 => serde_json::from_str::<serde_json::Value>(&out).expect("--json parses")["runs"]
@@ -35,7 +35,7 @@ fn runs(g: &Group, args: &[&str]) -> Vec<serde_json::Value> {
 
 /// Waits until `history --json ARGS` shows runs that `enough` accepts, and
 /// returns them (the last reading, with the test's message, if never).
-fn wait_runs(
+pub fn wait_runs(
     g: &Group,
     args: &[&str],
     what: &str,

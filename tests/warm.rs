@@ -254,6 +254,11 @@ fn a_frozen_leader_has_its_warm_command_killed_by_the_shim_and_a_frozen_standby_
     // still owns partition 0), and b's ran throughout.
     wait_until(g.broker.timing.takeover(), "a's command starts again", || count("start", "a") == 2);
     assert!(alive(pb) && count("start", "b") == 1, "{:#?}", seen(&events));
+    // On the record: a's run ended with the fence's kill.
+    let runs = crate::history::wait_runs(&g, &[], "a's run ended", |runs| {
+        runs.first().is_some_and(|r| r["member"] == "a" && r["state"] == "ended")
+    });
+    assert_eq!((runs[0]["signal"].as_i64(), runs[0]["warm"].as_bool()), (Some(9), Some(true)), "{runs:#?}");
     for mut m in [a, b] {
         m.signal(Signal::SIGTERM);
         assert_eq!(m.wait_exit(LONG).code(), Some(0), "{}", m.log());
@@ -262,18 +267,24 @@ fn a_frozen_leader_has_its_warm_command_killed_by_the_shim_and_a_frozen_standby_
     wait_until(Duration::from_secs(5), "no command is left", || pids.iter().all(|&p| !alive(p)));
 }
 
-/// The docs' example script, as a user pastes it: two members hand over
-/// with a yield, and stop on SIGTERM.
-#[test]
-fn the_docs_example_leads_stands_by_and_stops() {
-    let g = Group::new("warm-docs");
+/// The docs' example script, as a user pastes it, in the group's
+/// directory: its path.
+fn docs_example(g: &Group) -> String {
     let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operations.md")).unwrap();
     let start = docs.find("#!/bin/bash\n# /usr/local/bin/billing-warm").expect("the example in docs/operations.md");
     let example = &docs[start..start + docs[start..].find("```").unwrap()];
     let path = g.dir.path().join("billing-warm");
     std::fs::write(&path, example).unwrap();
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let path = path.display().to_string();
+    path.display().to_string()
+}
+
+/// The docs' example script: two members hand over with a yield, and stop
+/// on SIGTERM.
+#[test]
+fn the_docs_example_leads_stands_by_and_stops() {
+    let g = Group::new("warm-docs");
+    let path = docs_example(&g);
     let mut members = [warm(&g, "a", &path, &[]), warm(&g, "b", &path, &[])];
     let leads = |m: &Member| m.log().matches("leading, token").count();
     wait_until(LONG, "one leads", || members.iter().map(leads).sum::<usize>() == 1);
@@ -492,4 +503,68 @@ fn a_warm_standbys_command_that_keeps_failing_backs_off() {
     b.wait_exit(LONG);
     a.signal(Signal::SIGTERM);
     a.wait_exit(LONG);
+}
+
+/// Each time a warm command leads is a run on the record, read by `history`
+/// from another process: who led, under which token, and how it ended. The
+/// first leader's ends with the unlead signal at a yield (its command runs
+/// on); the second's with its command's exit at SIGTERM, the tail of that
+/// command's output kept for `logs`.
+#[test]
+fn each_time_a_warm_command_leads_is_a_run_in_history_with_how_it_ended() {
+    use crate::history::{history, wait_runs};
+    let g = Group::new("warm-history");
+    let path = docs_example(&g);
+    let mut members = [warm(&g, "a", &path, &[]), warm(&g, "b", &path, &[])];
+    let leads = |m: &Member| m.log().matches("leading, token").count();
+    wait_until(LONG, "one leads", || members.iter().map(leads).sum::<usize>() == 1);
+    let first = members.iter().position(|m| leads(m) == 1).unwrap();
+    let told = |m: &Member| {
+        let log = m.log();
+        let line = log.lines().find(|l| l.contains("leading, token")).map(str::to_string).unwrap_or_default();
+        line.rsplit(' ').next().and_then(|t| t.parse::<i64>().ok()).unwrap_or_else(|| panic!("a token: {log}"))
+    };
+    let token = told(&members[first]);
+    wait_until(LONG, "the other is a standby", || members[1 - first].joined_as_standby());
+    let timeout = format!("{}ms", g.broker.timing.takeover().as_millis());
+    let (code, out) = run(&["yield", "-b", &g.broker.address, "-g", &g.name, "--timeout", &timeout]);
+    assert_eq!(code, 0, "{out}");
+    wait_until(g.broker.timing.takeover(), "the other leads", || leads(&members[1 - first]) == 1);
+    let (a, b) = (&members[first], &members[1 - first]);
+    let runs = wait_runs(&g, &[], "the first leader's run ended, the second's running", |runs| {
+        runs.len() == 2 && runs[0]["state"] == "ended" && runs[1]["state"] == "running"
+    });
+    let who: Vec<(&str, i64, bool)> =
+        runs.iter().map(|r| (r["member"].as_str().unwrap(), r["token"].as_i64().unwrap(), r["warm"] == true)).collect();
+    assert_eq!(who, [(a.name.as_str(), token, true), (b.name.as_str(), told(b), true)], "{runs:#?}");
+    assert!(told(b) > token, "{runs:#?}");
+    let unled = &runs[0];
+    assert_eq!(unled["unlead"], true, "ended by the unlead signal: {unled}");
+    assert!(unled["exit_code"].is_null() && unled["signal"].is_null(), "its command runs on: {unled}");
+    assert!(unled["output_bytes"].is_null(), "its command's output is its exit's: {unled}");
+    let (code, out, err) = history(&g, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.lines().nth(1).is_some_and(|l| l.contains(&format!(" {}@", a.name)) && l.contains(" unlead ")),
+        "{out}"
+    );
+
+    // The standby stops (it leads nothing: no run), then the leader: its
+    // command exits 0 at the stop signal, and its run ends so.
+    let b_token = told(b);
+    for i in [first, 1 - first] {
+        members[i].signal(Signal::SIGTERM);
+        assert_eq!(members[i].wait_exit(LONG).code(), Some(0), "{}", members[i].log());
+    }
+    let b = &members[1 - first];
+    let runs =
+        wait_runs(&g, &[], "the second leader's run ended", |runs| runs.last().is_some_and(|r| r["state"] == "ended"));
+    assert_eq!(runs.len(), 2, "{runs:#?}");
+    let exited = &runs[1];
+    assert_eq!((exited["member"].as_str(), exited["exit_code"].as_u64()), (Some(b.name.as_str()), Some(0)), "{exited}");
+    assert!(exited["unlead"].is_null() && exited["output_bytes"].as_u64() > Some(0), "{exited}");
+    let (code, out) = run(&["logs", "-b", &g.broker.address, "-g", &g.name]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&format!("leading, token {b_token}")) && out.contains("stopping"), "its output's tail: {out}");
+    assert!(!out.contains(&format!("leading, token {token}")), "b's command's output, not a's: {out}");
 }

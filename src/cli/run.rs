@@ -230,7 +230,9 @@ pub struct RunArgs {
     /// The output still goes where it went (the journal, the container's
     /// log). Whoever may read the runs topic reads what is kept: a command
     /// that prints secrets needs 0 here (or `output=0` on its crontab job).
-    /// A crontab job's `output=SIZE` overrides it for that job.
+    /// A crontab job's `output=SIZE` overrides it for that job. A --warm
+    /// command's tail is its process's, on the record of the run (the
+    /// stretch of leading) in which it exits.
     #[arg(long, env = "NELI_KEEP_OUTPUT", value_name = "SIZE", default_value = crate::size::DEFAULT_OUTPUT,
           value_parser = crate::size::output, help_heading = "The command")]
     pub keep_output: usize,

@@ -196,6 +196,8 @@ fn outcome(run: &Run) -> String {
             (Some(0), _) => "<span class=\"ok\">exit 0</span>".into(),
             (Some(code), _) => format!("<span class=\"bad\">exit {code}</span>"),
             (None, Some(sig)) => format!("<span class=\"bad\">signal {sig}</span>"),
+            // A `--warm` command told it no longer leads, running on.
+            (None, None) if end.unlead => "<span class=\"ok\">unlead</span>".into(),
             (None, None) => "ended".into(),
         },
         None => "<span class=\"run\">running</span>".into(),
@@ -257,5 +259,15 @@ mod tests {
         assert_eq!(html("a&b \"c\""), "a&amp;b &quot;c&quot;");
         assert_eq!(html("evil\u{1b}[2J"), r"evil\u{1b}[2J");
         assert_eq!(html_lines("one\n<two>\u{7}"), "one\n&lt;two&gt;\\u{7}");
+    }
+
+    #[test]
+    fn a_warm_commands_run_ended_by_its_unlead_signal_reads_unlead_not_a_failure() {
+        let mut store = super::super::runs::Store::default();
+        let end = r#"{"v":1,"run":"w-1","event":"end","group":"g","topic":"t","role":0,"member":"m","host":"h","pid":1,"token":1,"start_ms":1,"end_ms":2"#;
+        store.take(format!(r#"{end},"warm":true,"unlead":true}}"#).as_bytes());
+        store.take(format!(r#"{},"exit_code":0}}"#, end.replace("w-1", "w-2")).as_bytes());
+        assert_eq!(outcome(&store.runs["w-1"]), "<span class=\"ok\">unlead</span>");
+        assert_eq!(outcome(&store.runs["w-2"]), "<span class=\"ok\">exit 0</span>");
     }
 }

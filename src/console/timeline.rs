@@ -172,7 +172,7 @@ fn all_marks(shared: &Shared, rows: usize, from: u64, now: u64, x: &impl Fn(u64)
         let (end, mark) = match &run.end {
             None if newest[j] > r.start_ms => (r.start_ms, Mark::NoEnd),
             None => (now, Mark::Running),
-            Some(end) if end.exit_code == Some(0) => (r.end_ms.unwrap_or(r.start_ms), Mark::Ok),
+            Some(end) if end.exit_code == Some(0) || end.unlead => (r.end_ms.unwrap_or(r.start_ms), Mark::Ok),
             Some(_) => (r.end_ms.unwrap_or(r.start_ms), Mark::Failed),
         };
         if end < from {
@@ -227,5 +227,25 @@ mod tests {
         marks(&mut out, &columns, 0);
         assert_eq!(out.matches("<rect").count(), 2, "{out}");
         assert!(out.contains("width=\"3\" height=\"4\" fill=\"#2da44e\""), "{out}");
+    }
+
+    #[test]
+    fn a_warm_commands_run_ended_by_its_unlead_signal_is_marked_ok() {
+        let now = crate::clock::wall_ms();
+        let mut store = super::super::runs::Store::default();
+        let run = |id: &str, start: u64, how: &str| {
+            format!(
+                r#"{{"v":1,"run":"{id}","event":"end","group":"g","topic":"t","role":0,"member":"m","host":"h","pid":1,"token":1,"start_ms":{},"end_ms":{}{how}}}"#,
+                now - start,
+                now - start + 1000
+            )
+        };
+        store.take(run("w-1", 5000, r#","warm":true,"unlead":true"#).as_bytes());
+        store.take(run("w-2", 3000, r#","warm":true,"signal":9"#).as_bytes());
+        let shared =
+            Shared { group: "g".into(), status: serde_json::Value::Null, leads: Vec::new(), store, error: None };
+        // A column a second, from 10 s ago.
+        let marks = all_marks(&shared, 1, now - 10_000, now, &|ms| ((ms + 10_000 - now) / 1000) as u32);
+        assert_eq!((marks[0][5], marks[0][7]), (Mark::Ok, Mark::Failed), "{:?}", &marks[0][..11]);
     }
 }

@@ -18,7 +18,7 @@ use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::history::{self, Filter, Run, State};
-use super::render::{short, signal_name, time};
+use super::render::{how_ended, short, time};
 use super::{output, topic_of, Event, RunRecord};
 use crate::cli::LogsArgs;
 use crate::config::Target;
@@ -96,7 +96,7 @@ fn seat(target: &Target, mut filter: Filter, runs: &[Run]) -> Result<Filter, Fai
 }
 
 /// The run's kept output, or what to say when there is none.
-fn kept(run: &Run) -> Result<Vec<u8>, Failure> {
+pub(super) fn kept(run: &Run) -> Result<Vec<u8>, Failure> {
     let r = &run.record;
     let which = format!(
         "the run of {} started {} on {}@{}",
@@ -121,6 +121,15 @@ fn kept(run: &Run) -> Result<Vec<u8>, Failure> {
         State::Ended => {}
     }
     output::bytes(r).ok_or_else(|| {
+        if r.unlead {
+            return Failure::new(
+                Kind::NoLeader,
+                format!(
+                    "{which} ended with the unlead signal, its --warm command running on: a warm command's \
+                     output is kept only at its exit, on the run it exits in"
+                ),
+            );
+        }
         Failure::new(
             Kind::NoLeader,
             format!(
@@ -150,11 +159,7 @@ fn no_run(target: &Target, filter: &Filter) -> Failure {
 /// A run's one line: which, who, how it ended, how much output is kept.
 fn header(run: &Run) -> String {
     let r = &run.record;
-    let ended = match (r.exit_code, r.signal) {
-        (Some(code), _) => format!("exit {code}"),
-        (None, Some(sig)) => signal_name(sig),
-        (None, None) => "ended".into(),
-    };
+    let ended = how_ended(r);
     let kept = match (output::bytes(r), r.output_bytes) {
         (Some(bytes), Some(total)) if bytes.len() as u64 == total => format!("all {total} bytes of output"),
         (Some(bytes), Some(total)) => format!("the last {} of {total} bytes of output", bytes.len()),

@@ -21,6 +21,13 @@
 //! end record (`output.rs`): an end waits for the run's end anyway, and a
 //! start written with it would be lost with a member that dies running.
 //!
+//! A `--warm` command runs on every member all the time: its run on the
+//! record is each stretch of it leading, from the token file written (its
+//! lead signal sent, or held for its set-up) to its unlead signal sent,
+//! or to its exit (a fence's kill among them). An unlead's end says so
+//! (`unlead`) in place of an exit status; the process runs on, so its
+//! output's tail goes on the end of the run in which it exits, if any.
+//!
 //! `history.rs` is `neli-run history`, the reader.
 
 mod history;
@@ -109,6 +116,13 @@ pub struct RunRecord {
     pub exit_code: Option<u8>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
+    /// A `--warm` command's leading (both records): it runs on outside it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warm: bool,
+    /// End only, `--warm`: it ended with --unlead-signal, the command
+    /// running on (no exit status).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unlead: bool,
     /// End only: how long it ran, on the boot clock (a wall-clock step
     /// meanwhile does not change it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -144,6 +158,7 @@ pub struct Runs {
     group: String,
     topic: String,
     roles: Option<u32>,
+    warm: bool,
     count: u64,
     under: BTreeMap<Partition, Under>,
 }
@@ -161,6 +176,7 @@ impl Runs {
             group: cfg.kafka.group.clone(),
             topic: cfg.kafka.topic.clone(),
             roles: cfg.roles.filter(|&n| n > 1),
+            warm: cfg.warm.is_some(),
             count: 0,
             under: BTreeMap::new(),
         }
@@ -199,6 +215,8 @@ impl Runs {
             end_ms: None,
             exit_code: None,
             signal: None,
+            warm: self.warm,
+            unlead: false,
             duration_ms: None,
             output: None,
             output_base64: None,
@@ -213,22 +231,35 @@ impl Runs {
     }
 
     /// The run on seat `role` ended with `status`, everything it started
-    /// gone (nothing if no start was recorded there: a `--warm` command),
-    /// the tail of its output `kept` if its shim kept one. Returns its end
-    /// record: what a failure hook is told of it.
+    /// gone (nothing if no start was recorded there), the tail of its
+    /// output `kept` if its shim kept one. Returns its end record: what a
+    /// failure hook is told of it.
     pub fn ended(&mut self, role: Partition, status: ChildStatus, kept: Option<Kept>) -> Option<RunRecord> {
+        self.end(role, |record| {
+            match status {
+                ChildStatus::Exited(code) => record.exit_code = Some(code),
+                ChildStatus::Signaled(sig) => record.signal = Some(sig),
+            }
+            if let Some(kept) = &kept {
+                output::set(record, kept);
+            }
+        })
+    }
+
+    /// `--warm`: the run on seat `role` ended with --unlead-signal sent,
+    /// its command running on (nothing if no start was recorded there).
+    pub fn unled(&mut self, role: Partition) {
+        self.end(role, |record| record.unlead = true);
+    }
+
+    /// Ends the run on seat `role`, `how` saying how, and records the end.
+    fn end(&mut self, role: Partition, how: impl FnOnce(&mut RunRecord)) -> Option<RunRecord> {
         let Under { mut record, started } = self.under.remove(&role)?;
         record.event = Event::End;
         record.end_ms = Some(wall_ms().max(record.start_ms));
-        match status {
-            ChildStatus::Exited(code) => record.exit_code = Some(code),
-            ChildStatus::Signaled(sig) => record.signal = Some(sig),
-        }
         let ran = BootTime::now().since(started);
         record.duration_ms = Some(u64::try_from(ran.as_millis()).unwrap_or(u64::MAX));
-        if let Some(kept) = &kept {
-            output::set(&mut record, kept);
-        }
+        how(&mut record);
         if let Some(recorder) = &self.recorder {
             recorder.record(record.clone());
         }

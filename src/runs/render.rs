@@ -4,6 +4,7 @@
 //! escapes them as JSON does.
 
 use super::history::{Filter, Run, State};
+use super::RunRecord;
 use crate::config::Target;
 use crate::printable::printable;
 
@@ -50,12 +51,10 @@ fn row(run: &Run) -> [String; 7] {
         (None, None) => "leader".to_string(),
     };
     let attempt = r.attempt.filter(|&n| n > 1).map_or(String::new(), |n| format!(" (attempt {n})"));
-    let ended = match (run.state, r.exit_code, r.signal) {
-        (State::Ended, Some(code), _) => format!("exit {code}"),
-        (State::Ended, None, Some(sig)) => signal_name(sig),
-        (State::Ended, None, None) => "ended".to_string(),
-        (State::Running, _, _) => "running".to_string(),
-        (State::NoEnd, _, _) => "no end".to_string(),
+    let ended = match run.state {
+        State::Ended => how_ended(r),
+        State::Running => "running".to_string(),
+        State::NoEnd => "no end".to_string(),
     };
     let duration = match (run.state, r.duration_ms) {
         (State::Ended, Some(ms)) => short(ms),
@@ -71,6 +70,17 @@ fn row(run: &Run) -> [String; 7] {
         ended,
         duration,
     ]
+}
+
+/// How an ended run ended: `exit N`, the signal's name, or `unlead` (a
+/// `--warm` command told it no longer leads, running on).
+pub(super) fn how_ended(r: &RunRecord) -> String {
+    match (r.exit_code, r.signal) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(sig)) => signal_name(sig),
+        (None, None) if r.unlead => "unlead".to_string(),
+        (None, None) => "ended".to_string(),
+    }
 }
 
 /// A wall-clock time as RFC 3339 UTC, to the second.

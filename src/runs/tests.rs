@@ -25,6 +25,8 @@ fn record(run: &str, event: Event, role: i32, job: Option<&str>, start_ms: u64) 
         end_ms: (event == Event::End).then_some(start_ms + 5),
         exit_code: (event == Event::End).then_some(3),
         signal: None,
+        warm: false,
+        unlead: false,
         duration_ms: (event == Event::End).then_some(5),
         output: None,
         output_base64: None,
@@ -79,4 +81,21 @@ fn a_record_reads_back_as_written_and_leaves_out_what_it_lacks() {
     let json = serde_json::to_string(&start).unwrap();
     assert!(!json.contains("exit_code") && !json.contains("job"), "{json}");
     assert_eq!(serde_json::from_str::<RunRecord>(&json).unwrap(), start);
+}
+
+#[test]
+fn a_warm_commands_run_says_so_and_one_ended_by_the_unlead_signal_reads_unlead() {
+    let mut end = record("w-1", Event::End, 0, None, 10);
+    (end.exit_code, end.warm, end.unlead) = (None, true, true);
+    let json = serde_json::to_string(&end).unwrap();
+    assert!(json.contains(r#""warm":true"#) && json.contains(r#""unlead":true"#), "{json}");
+    assert_eq!(serde_json::from_str::<RunRecord>(&json).unwrap(), end);
+    // Older records, and the default mode's, have neither key.
+    let plain = serde_json::to_string(&record("x-1", Event::End, 0, None, 10)).unwrap();
+    assert!(!plain.contains("warm") && !plain.contains("unlead"), "{plain}");
+    assert_eq!(super::render::how_ended(&end), "unlead");
+    // `logs` says why it has no output, not that its member kept none.
+    let run = super::history::Run { record: end, state: State::Ended };
+    let said = super::logs::kept(&run).unwrap_err().message;
+    assert!(said.contains("ended with the unlead signal") && !said.contains("--keep-output 0"), "{said}");
 }

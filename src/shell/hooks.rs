@@ -212,7 +212,7 @@ impl Hooks {
 
     /// `role`'s command's run ended with `status`, `why` as the core says:
     /// if it failed (`run_failed`), its failure hook, told the run's facts
-    /// (`run`: its record, if it was recorded; a `--warm` command's is not).
+    /// (`run`: its record, if it was recorded).
     pub(super) fn failed(&mut self, role: Partition, status: ChildStatus, why: Reason, run: Option<&RunRecord>) {
         if !run_failed(status, why) {
             return;

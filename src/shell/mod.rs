@@ -93,7 +93,7 @@ struct Shell {
     pending: VecDeque<Input>,
     /// A command's exit that --on-exit and --on-failure hear once the core
     /// has judged it (`Leader::why_child_ended`): with the input the loop
-    /// steps next, and the run's record (none for a `--warm` command's).
+    /// steps next, and the run's record (if one was recorded).
     ended: Option<(Partition, ChildStatus, Option<crate::runs::RunRecord>)>,
     /// A disclaimer is flushed off the loop; the handovers that follow it
     /// (release, stand aside, rejoin, exit) wait for that, in order, so the

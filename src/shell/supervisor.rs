@@ -177,8 +177,8 @@ fn command(cfg: &Config, role: leader::Partition) -> child::Command {
         grace: cfg.leader.grace,
         env: cfg.given_env(),
         env_remove: env::removed().to_vec(),
-        // A `--warm` command runs outside any run: nothing of it is kept.
-        keep_output: if cfg.warm.is_some() { 0 } else { cfg.keep_output },
+        // A `--warm` command's too: its tail goes on the run it exits in.
+        keep_output: cfg.keep_output,
     };
     if let Some(cron) = &cfg.crontab {
         // A job's line, through its shell as cron runs it; a seat where

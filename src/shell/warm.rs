@@ -44,6 +44,10 @@
 //! - The leader's command that dies is the core's run ending (--restart
 //!   decides); a standby's is started again, or ends neli-run, by the same
 //!   policy.
+//! - On the record (`crate::runs`), a run is each time the command leads:
+//!   from the file holding the token to the unlead signal sent, or to the
+//!   command's exit (its output's tail with it); each recorded after the
+//!   signal or the kill, by a queue that never waits.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Sender};
@@ -484,6 +488,7 @@ impl Shell {
                 }
                 child.signal(warm.unlead);
                 info!("no longer leading: token file emptied, unlead signal sent");
+                self.runs.unled(seat);
                 return std::mem::take(&mut warm.owed).then_some(Input::ChildExited(seat, ChildStatus::Exited(0)));
             }
             (Then::Unlead, Err(err)) => {
@@ -523,6 +528,8 @@ impl Shell {
             hooks.spawned(seat, token);
         }
         self.report.metrics.lock().expect("metrics lock").child_started(token);
+        // The command is told (or is to be, once set up): it leads.
+        self.runs.started(seat, None, token, None, None);
         None
     }
 
@@ -542,6 +549,7 @@ impl Shell {
             Some(Told::Unlead) => {
                 child.signal(warm.unlead);
                 info!("the command has set up: unlead signal sent");
+                self.runs.unled(seat);
                 input = std::mem::take(&mut warm.owed).then_some(Input::ChildExited(seat, ChildStatus::Exited(0)));
             }
             None => {}
@@ -566,14 +574,15 @@ impl Shell {
     /// thought one ran, else a standby's command died (started again, or
     /// neli-run ends, as --restart says). Returns what the core must hear.
     pub(super) fn warm_exited(&mut self, seat: Partition, status: ChildStatus) -> Option<Input> {
-        let Some(Seat { warm: Some(warm), .. }) = self.seats.get_mut(&seat) else { return None };
+        let Some(Seat { child, warm: Some(warm), .. }) = self.seats.get_mut(&seat) else { return None };
         // Nothing is left to tell.
         warm.set_up.drop();
+        let output = child.take_output();
         if std::mem::take(&mut warm.owed) {
             warm.unlead();
             // If we no longer lead then (a fence), it starts as a standby's.
             warm.restart_at = Some(tokio::time::Instant::now() + warm.restart_delay);
-            self.ended = Some((seat, status, None));
+            self.ended = Some((seat, status, self.runs.ended(seat, status, output)));
             return Some(Input::ChildExited(seat, status));
         }
         if warm.stopping {

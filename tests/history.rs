@@ -254,6 +254,13 @@ fn cron_history_is_history_of_the_job_with_its_owner_its_pause_and_a_due_time_wi
     let (code, out) = cron(&["history", "nope"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("no job nope in group ") && out.contains("(its jobs: leap, long, tick)"), "{out}");
+    // One no partition names whose runs are on the record (a job of long
+    // ago): its runs, and nothing the group's topic does not know.
+    forge(&g, &[br#"{"v":1,"run":"x-1","event":"end","group":"g","topic":"t","role":7,"job":"gone","member":"m","host":"h","pid":1,"token":9,"start_ms":1000,"end_ms":2000,"exit_code":4}"#]);
+    let (code, out) = cron(&["history", "gone"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.lines().count(), 2, "a header and the run: {out}");
+    assert!(out.contains(" gone ") && out.contains(" m@h ") && out.contains(" exit 4 "), "{out}");
 }
 
 #[test]
@@ -360,9 +367,11 @@ fn a_runs_topic_kafka_refuses_delays_no_run_and_is_said_once_with_the_acl_to_add
         None,
     );
     assert_eq!(b.wait_exit(LONG).code(), Some(4), "{}", b.log());
-    let (code, _, err) = history(&g, &["--topic", "acl.neli"]);
-    assert_eq!(code, 77, "history is refused too, naming the ACL: {err}");
-    assert!(err.contains("--operation Read") && err.contains("acl.neli.runs"), "{err}");
+    for job in [&[][..], &["--job", "j"]] {
+        let (code, _, err) = history(&g, &[&["--topic", "acl.neli"], job].concat());
+        assert_eq!(code, 77, "history is refused too, naming the ACL: {err}");
+        assert!(err.contains("--operation Read") && err.contains("acl.neli.runs"), "{err}");
+    }
 }
 
 /// docs/proof.md's figures for the runs topic (not a test: run it by

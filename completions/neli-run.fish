@@ -144,7 +144,7 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l since -d '
 complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l limit -d 'Show the newest N runs (0: every run kept)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
-complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l json -d 'Print one JSON object (the group, the topic, the runs) instead of text'
+complete -c neli-run -n "__fish_neli_run_using_subcommand history" -l json -d 'Print one JSON object (the group, the topic, the runs; of a crontab job, its owner, pause and next due time too) instead of text'
 complete -c neli-run -n "__fish_neli_run_using_subcommand history" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_using_subcommand history" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand history" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -251,7 +251,7 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_s
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume trigger help" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume trigger help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume trigger help" -f -a "check" -d 'Read a crontab and say what each job means: its time, zone, next due times and command; refused lines as FILE:LINE:COLUMN on stderr'
-complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume trigger help" -f -a "history" -d 'Show a job\'s runs, read from the group\'s topic: when each was due, started and ended, its status, who ran it and under which token'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume trigger help" -f -a "history" -d 'Show a job\'s runs: `neli-run history --job JOB`, the same reader and the same answer'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume trigger help" -f -a "pause" -d 'Pause one job: no member starts its runs until `cron resume JOB`'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume trigger help" -f -a "resume" -d 'End a job\'s pause: its owner runs it again from its next due time'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and not __fish_seen_subcommand_from check history pause resume trigger help" -f -a "trigger" -d 'Run a job now, once, across the fleet: its owner starts a run due now, recorded as any run'
@@ -271,9 +271,11 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -s g -l group -d 'The group: members of the same group elect one leader among them' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -l topic -d 'Topic for heartbeats [default: <GROUP>.neli]' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -s X -d 'A librdkafka property, e.g. -X security.protocol=SASL_SSL (repeatable; not for secrets)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -l since -d 'Only the runs that started since then: a duration back from now (90m, 2d) or an RFC 3339 time (2026-11-29T08:00:00Z)' -r
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -l limit -d 'Show the newest N runs (0: every run kept)' -r
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -l log-format -d 'Log format: text for people, json (one object per line) for collectors' -r -f -a "text\t''
 json\t''"
-complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -l json -d 'Print JSON instead of text'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -l json -d 'Print one JSON object (the group, the topic, the runs; of a crontab job, its owner, pause and next due time too) instead of text'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from history" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -316,7 +318,7 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from trigger" -s q -l quiet -d 'Less log output (-q warnings and errors only, -qq errors only)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from trigger" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "check" -d 'Read a crontab and say what each job means: its time, zone, next due times and command; refused lines as FILE:LINE:COLUMN on stderr'
-complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "history" -d 'Show a job\'s runs, read from the group\'s topic: when each was due, started and ended, its status, who ran it and under which token'
+complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "history" -d 'Show a job\'s runs: `neli-run history --job JOB`, the same reader and the same answer'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "pause" -d 'Pause one job: no member starts its runs until `cron resume JOB`'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "resume" -d 'End a job\'s pause: its owner runs it again from its next due time'
 complete -c neli-run -n "__fish_neli_run_using_subcommand cron; and __fish_seen_subcommand_from help" -f -a "trigger" -d 'Run a job now, once, across the fleet: its owner starts a run due now, recorded as any run'
@@ -335,7 +337,7 @@ complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_s
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and not __fish_seen_subcommand_from dev-broker status history logs console yield pause resume drain undrain cron help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from dev-broker" -f -a "event" -d 'Make one cluster event on the dev broker at --control, and say what it did.'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "check" -d 'Read a crontab and say what each job means: its time, zone, next due times and command; refused lines as FILE:LINE:COLUMN on stderr'
-complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "history" -d 'Show a job\'s runs, read from the group\'s topic: when each was due, started and ended, its status, who ran it and under which token'
+complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "history" -d 'Show a job\'s runs: `neli-run history --job JOB`, the same reader and the same answer'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "pause" -d 'Pause one job: no member starts its runs until `cron resume JOB`'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "resume" -d 'End a job\'s pause: its owner runs it again from its next due time'
 complete -c neli-run -n "__fish_neli_run_using_subcommand help; and __fish_seen_subcommand_from cron" -f -a "trigger" -d 'Run a job now, once, across the fleet: its owner starts a run due now, recorded as any run'

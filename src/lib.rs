@@ -148,7 +148,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(said(crontab::check_main(args)));
         }
         Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::History(args) })) => {
-            return end_beside_librdkafka(said(status::history_main(args, env_properties)));
+            return end_beside_librdkafka(said(runs::history_main(args.into(), env_properties)));
         }
         Some(Sub::Cron(cli::CronArgs { command: cli::CronCommand::Pause(args) })) => {
             return end_beside_librdkafka(said(status::cron_pause_main(args, true, env_properties)));

@@ -296,12 +296,13 @@ fn a_crontab_spreads_its_jobs_over_the_members_runs_each_due_time_once_and_a_cra
     let ended = fleet.lines().iter().filter(|w| w[0] == "end" && w[1] == "b").count();
     let (code, out) = crate::util::run(&["cron", "history", "-b", address, "-g", group, "b"]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.starts_with("job b (role ") && out.contains("owned by "), "{out}");
-    assert!(out.matches(" with status 0, by ").count() >= ended.saturating_sub(1).min(2), "{out}");
+    assert!(out.starts_with("STARTED ") && out.contains("\njob b (role ") && out.contains("owned by "), "{out}");
+    let exited = out.lines().filter(|l| l.contains(" b ") && l.contains(" exit 0 ")).count();
+    assert!(exited >= ended.saturating_sub(1).min(2), "{out}");
     let (_, json) = crate::util::run(&["cron", "history", "-b", address, "-g", group, "b", "--json"]);
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(json["job"], "b");
-    assert!(json["runs"].as_array().is_some_and(|runs| runs.iter().any(|r| r["status"] == 0)), "{json}");
+    assert!(json["runs"].as_array().is_some_and(|runs| runs.iter().any(|r| r["exit_code"] == 0)), "{json}");
     let (code, out) = crate::util::run(&["cron", "history", "-b", address, "-g", group, "nope"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("no job nope") && out.contains("its jobs: "), "{out}");
@@ -500,7 +501,7 @@ fn a_failed_run_is_retried_by_the_jobs_next_owner_after_its_delay_and_stops_once
     let attempts = || {
         let json: serde_json::Value = serde_json::from_str(&history().1).unwrap();
         let runs = json["runs"].as_array().cloned().unwrap_or_default();
-        runs.iter().map(|r| (r["attempt"].as_u64().unwrap_or(0), r["status"].as_u64())).collect::<Vec<_>>()
+        runs.iter().map(|r| (r["attempt"].as_u64().unwrap_or(0), r["exit_code"].as_u64())).collect::<Vec<_>>()
     };
     crate::util::wait_until(takeover, "the first attempt's failure is on the topic", || {
         attempts().first() == Some(&(1, Some(1)))
@@ -509,7 +510,9 @@ fn a_failed_run_is_retried_by_the_jobs_next_owner_after_its_delay_and_stops_once
     // attempt, not as a due time of the job.
     let json: serde_json::Value = serde_json::from_str(&history().1).unwrap();
     assert_eq!(json["next_retry"]["attempt"], 2, "{json}");
-    assert_eq!(json["next_retry"]["due"], json["runs"][0]["due"], "{json}");
+    let due = json["runs"][0]["due_ms"].as_u64().unwrap_or_else(|| panic!("a due time: {json}"));
+    let due = humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(due));
+    assert_eq!(json["next_retry"]["due"], due.to_string(), "{json}");
     let (_, text) = crate::util::run(&["cron", "history", "-b", address, "-g", group, "flaky"]);
     assert!(text.contains("next run: attempt 2 of the run due "), "{text}");
     let first = said("start").remove(0);

@@ -161,7 +161,106 @@ fn a_crontab_jobs_runs_are_shown_by_job_with_their_due_times() {
     assert_eq!(run["exit_code"].as_u64(), Some(1), "{run}");
     assert!(run["due_ms"].as_u64().is_some(), "{run}");
     let (_, out, _) = history(&g, &["--job", "tick"]);
-    assert!(out.lines().skip(1).all(|l| l.contains(" tick ")), "{out}");
+    let rows: Vec<&str> = out.lines().skip(1).take_while(|l| !l.starts_with("job tick (role ")).collect();
+    assert!(!rows.is_empty() && rows.iter().all(|l| l.contains(" tick ")), "{out}");
+}
+
+#[test]
+fn cron_history_is_history_of_the_job_with_its_owner_its_pause_and_a_due_time_with_no_run() {
+    let g = Group::new("history-cron");
+    // "leap" and "long" are due on February 29th only: never by themselves.
+    let marker = format!("{}", 200_000 + std::process::id() % 100_000);
+    let _cleanup = crate::util::KillSleeping(marker.clone());
+    let file = g.dir.path().join("fleet.crontab");
+    let text = format!("@every 1s tick sh -c 'exit 3'\n0 0 29 2 * leap true\n0 0 29 2 * long sleep {marker}\n");
+    std::fs::write(&file, text).unwrap();
+    let mut argv: Vec<String> = ["-b", &g.broker.address, "-g", &g.name, "--name", "a"].map(String::from).into();
+    argv.extend(g.broker.timing.args());
+    argv.extend(["--crontab".into(), file.display().to_string()]);
+    let mut a = Member::spawn("a", &[], &argv, &g.dir.path().join("a.log"), None);
+    let cron = |args: &[&str]| crate::util::run(&[&["cron"], args, &["-b", &g.broker.address, "-g", &g.name]].concat());
+    let json = |out: &str| serde_json::from_str::<serde_json::Value>(out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    wait_runs(&g, &["--job", "tick"], "two ended runs of tick", |runs| {
+        runs.iter().filter(|r| r["state"] == "ended").count() >= 2
+    });
+
+    // A job that never ran: no run on the record, its owner and its next
+    // due time (from the group's topic), exit 0.
+    let (code, out) = cron(&["history", "leap"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with(&format!("no run of job leap recorded in group {}\n", g.name)), "{out}");
+    assert!(out.contains("\njob leap (role ") && out.contains("): owned by a (host "), "{out}");
+    assert!(out.contains("\n  next run due 2028-02-2"), "February 29th, 2028 (in any zone): {out}");
+    let (_, out) = cron(&["history", "leap", "--json"]);
+    let leap = json(&out);
+    assert_eq!((leap["job"].as_str(), leap["runs"].as_array().map(Vec::len)), (Some("leap"), Some(0)), "{leap}");
+    assert_eq!(leap["owner"]["name"], "a", "{leap}");
+
+    // A paused job: its due times pass with no run, the next one shown.
+    let (code, out) = cron(&["pause", "tick"]);
+    assert_eq!(code, 0, "{out}");
+    let mut out = String::new();
+    let overdue = wait_for(LONG, || {
+        out = cron(&["history", "tick"]).1;
+        out.contains("\n  next run was due ")
+    });
+    assert!(overdue, "a due time passed unrun while paused: {out}");
+    assert!(out.contains("\n  paused since ") && out.contains("`neli-run cron resume tick` ends it"), "{out}");
+
+    // A run whose member dies with it: no end, its job no one's now.
+    let (code, out) = cron(&["trigger", "long"]);
+    assert_eq!(code, 0, "{out}");
+    wait_runs(&g, &["--job", "long"], "long's run", |runs| runs.len() == 1 && runs[0]["state"] == "running");
+    a.signal(Signal::SIGKILL);
+    let _ = a.wait_exit(LONG);
+    let mut out = String::new();
+    let gone = wait_for(LONG, || {
+        out = cron(&["history", "long"]).1;
+        out.contains("): no owner now") && cron(&["history", "tick"]).1.contains("): no owner now")
+    });
+    assert!(gone, "{out}");
+    let row = out.lines().nth(1).unwrap_or_else(|| panic!("a run: {out}"));
+    assert!(row.contains(" long ") && row.contains(" a@") && row.contains(" no end "), "{out}");
+
+    // The topic holds still now: both doors answer the same, text and JSON.
+    for flags in [&[][..], &["--limit", "2"], &["--since", "1h"]] {
+        let (code, by_cron) = cron(&[&["history", "tick"], flags, &["--json"]].concat());
+        assert_eq!(code, 0, "{by_cron}");
+        let (code, by_history, err) = history(&g, &[&["--job", "tick"], flags, &["--json"]].concat());
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(json(&by_cron), json(&by_history), "{flags:?}");
+    }
+    let tick = json(&cron(&["history", "tick", "--json"]).1);
+    let runs = tick["runs"].as_array().unwrap();
+    assert!(runs.len() >= 2, "{tick}");
+    for run in runs {
+        assert_eq!((run["member"].as_str(), run["exit_code"].as_u64()), (Some("a"), Some(3)), "{tick}");
+        assert_eq!((run["job"].as_str(), run["state"].as_str()), (Some("tick"), Some("ended")), "{tick}");
+    }
+    assert_eq!((tick["paused"].as_bool(), tick["owner"].is_null()), (Some(true), true), "{tick}");
+    assert!(tick["next_due"].is_string() && tick["partition"].is_u64(), "{tick}");
+    let (code, by_cron) = cron(&["history", "tick", "--limit", "1"]);
+    assert_eq!(code, 0, "{by_cron}");
+    let (_, by_history, _) = history(&g, &["--job", "tick", "--limit", "1"]);
+    let table = |out: &str| out.lines().take_while(|l| !l.starts_with("  ")).map(String::from).collect::<Vec<_>>();
+    assert_eq!(table(&by_cron), table(&by_history));
+    let host = nix::unistd::gethostname().unwrap().to_string_lossy().into_owned();
+    let lines: Vec<&str> = by_cron.lines().collect();
+    assert!(lines[0].starts_with("STARTED") && lines.len() >= 3, "{by_cron}");
+    assert!(lines[1].contains(&format!(" a@{host} ")) && lines[1].contains(" exit 3 "), "{by_cron}");
+    assert!(lines[2].starts_with("job tick (role ") && lines[2].ends_with("): no owner now"), "{by_cron}");
+
+    // A job no partition names, and no run of it: exit 1, naming the jobs.
+    let (code, out) = cron(&["history", "nope"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no job nope in group ") && out.contains("(its jobs: leap, long, tick)"), "{out}");
+    // One no partition names whose runs are on the record (a job of long
+    // ago): its runs, and nothing the group's topic does not know.
+    forge(&g, &[br#"{"v":1,"run":"x-1","event":"end","group":"g","topic":"t","role":7,"job":"gone","member":"m","host":"h","pid":1,"token":9,"start_ms":1000,"end_ms":2000,"exit_code":4}"#]);
+    let (code, out) = cron(&["history", "gone"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.lines().count(), 2, "a header and the run: {out}");
+    assert!(out.contains(" gone ") && out.contains(" m@h ") && out.contains(" exit 4 "), "{out}");
 }
 
 #[test]
@@ -268,9 +367,11 @@ fn a_runs_topic_kafka_refuses_delays_no_run_and_is_said_once_with_the_acl_to_add
         None,
     );
     assert_eq!(b.wait_exit(LONG).code(), Some(4), "{}", b.log());
-    let (code, _, err) = history(&g, &["--topic", "acl.neli"]);
-    assert_eq!(code, 77, "history is refused too, naming the ACL: {err}");
-    assert!(err.contains("--operation Read") && err.contains("acl.neli.runs"), "{err}");
+    for job in [&[][..], &["--job", "j"]] {
+        let (code, _, err) = history(&g, &[&["--topic", "acl.neli"], job].concat());
+        assert_eq!(code, 77, "history is refused too, naming the ACL: {err}");
+        assert!(err.contains("--operation Read") && err.contains("acl.neli.runs"), "{err}");
+    }
 }
 
 /// docs/proof.md's figures for the runs topic (not a test: run it by

@@ -53,7 +53,9 @@ pub enum Sub {
     /// time, how it ended (exit N, a signal, "running", or "no end" for a
     /// run whose member died with it: a newer run of the same role or job
     /// has started since), and how long it ran. Names read from the topic
-    /// are printed with control characters escaped.
+    /// are printed with control characters escaped. With --job, then the
+    /// job's owner now, its pause and its next due time, read from its
+    /// partition of the group's topic (`cron history JOB` is this view).
     ///
     ///   neli-run history -g billing
     ///   neli-run history -g nightly --job report --since 2d
@@ -196,13 +198,13 @@ pub enum CronCommand {
     /// at every minute or hour runs by the wall clock.
     Check(CronCheckArgs),
 
-    /// Show a job's runs, read from the group's topic: when each was due,
-    /// started and ended, its status, who ran it and under which token.
+    /// Show a job's runs: `neli-run history --job JOB`, the same reader
+    /// and the same answer.
     ///
-    /// Reads the job's partition as `status` reads the group (it joins
-    /// nothing): the newest runs the topic keeps (an hour's), the newest
-    /// always, and when the job is next due. For a week of its runs, from
-    /// the runs topic: `neli-run history --job JOB`.
+    /// Each run from the runs topic (a week of them): when it started,
+    /// who ran it, its token, due time, how it ended and after how long;
+    /// then the job's owner now, its pause and its next due time (a due
+    /// time with no run yet, or a retry's), from the job's partition.
     History(CronHistoryArgs),
 
     /// Pause one job: no member starts its runs until `cron resume JOB`.
@@ -263,7 +265,7 @@ pub struct CronPauseArgs {
     pub timeout: humantime::Duration,
 }
 
-/// Options of `neli-run cron history`.
+/// Options of `neli-run cron history`: `history --job JOB`'s.
 #[derive(Debug, Args)]
 pub struct CronHistoryArgs {
     #[command(flatten)]
@@ -273,9 +275,14 @@ pub struct CronHistoryArgs {
     #[arg(value_name = "JOB")]
     pub job: String,
 
-    /// Print JSON instead of text.
-    #[arg(long, env = "NELI_JSON")]
-    pub json: bool,
+    #[command(flatten)]
+    pub shown: HistoryShown,
+}
+
+impl From<CronHistoryArgs> for HistoryArgs {
+    fn from(args: CronHistoryArgs) -> HistoryArgs {
+        HistoryArgs { kafka: args.kafka, role: None, job: Some(args.job), shown: args.shown }
+    }
 }
 
 /// Options of `neli-run cron check`.
@@ -429,6 +436,13 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "NAME")]
     pub job: Option<String>,
 
+    #[command(flatten)]
+    pub shown: HistoryShown,
+}
+
+/// Which runs `history` and `cron history` show, and how.
+#[derive(Debug, Args)]
+pub struct HistoryShown {
     /// Only the runs that started since then: a duration back from now
     /// (90m, 2d) or an RFC 3339 time (2026-11-29T08:00:00Z).
     #[arg(long, value_name = "DURATION|TIME")]
@@ -438,7 +452,8 @@ pub struct HistoryArgs {
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub limit: usize,
 
-    /// Print one JSON object (the group, the topic, the runs) instead of text.
+    /// Print one JSON object (the group, the topic, the runs; of a crontab
+    /// job, its owner, pause and next due time too) instead of text.
     #[arg(long, env = "NELI_JSON")]
     pub json: bool,
 }

@@ -17,8 +17,8 @@ use std::ffi::OsString;
 use clap::{Args, Parser};
 
 pub use commands::{
-    ConsoleArgs, CronArgs, CronCheckArgs, CronCommand, CronHistoryArgs, CronPauseArgs, CronTriggerArgs, HistoryArgs,
-    LogsArgs, StatusArgs, Sub, YieldArgs,
+    ConsoleArgs, CronArgs, CronCheckArgs, CronCommand, CronPauseArgs, CronTriggerArgs, HistoryArgs, LogsArgs,
+    StatusArgs, Sub, YieldArgs,
 };
 #[cfg(feature = "dev-broker")]
 pub use commands::{DevBrokerArgs, DevBrokerEvent, GroupCoordinator};

@@ -5,8 +5,9 @@
 //! runs (or has passed `--since`), pairs each run's start
 //! and end by the run's id, and prints them oldest first, so that the
 //! newest is the line nearest the prompt. A run with a start and no end is
-//! running, unless a newer run of the same role or job has started since:
-//! then its member died with it and no end will come ("no end").
+//! running, unless a newer run of the same role or job has started since,
+//! or (`--job`) the job's owner now runs under another token: then its
+//! member died with it or lost the job, and no end will come ("no end").
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -29,15 +30,36 @@ use crate::config::Target;
 use crate::exit::{Failure, Kind};
 use crate::printable::printable;
 
-/// Runs `neli-run history`.
+/// Runs `neli-run history` (and `cron history JOB`, its view of one job).
 pub fn main(args: HistoryArgs, env_properties: Option<String>) -> Result<u8, Failure> {
-    let since = args.since.as_deref().map(since_ms).transpose()?;
+    let since = args.shown.since.as_deref().map(since_ms).transpose()?;
     let target = Target::from_args(args.kafka, env_properties)?;
     let filter = Filter { role: args.role, job: args.job, since, until: None };
-    let runs = read(&target, &filter, args.limit)?;
-    let text = match args.json {
-        true => json(&target, &runs),
-        false => text(&target, &filter, &runs),
+    let runs = read(&target, &filter, args.shown.limit);
+    // A crontab's job: what its partition of the group's topic says now
+    // (its owner, pause, next due time), read after its runs.
+    let job = filter.job.as_deref().map(|job| crate::status::job_now(&target, job));
+    let mut runs = match (runs, &job) {
+        (Ok(runs), _) => runs,
+        // No runs topic yet: a job that has not run, or (said below) none.
+        (Err(no_topic), Some(_)) if no_topic.kind == Kind::NoLeader => Vec::new(),
+        (Err(failure), _) => return Err(failure),
+    };
+    let job = match job.transpose() {
+        Ok(job) => job,
+        // A job no partition names now (its group long stopped) may still
+        // have runs on the record; with none, the job's failure says why.
+        Err(failure) if failure.kind == Kind::NoLeader && !runs.is_empty() => None,
+        Err(failure) => return Err(failure),
+    };
+    if let Some(owner) = job.as_ref().map(|j| j.owner_token) {
+        for run in runs.iter_mut().filter(|r| r.state == State::Running && Some(r.record.token) != owner) {
+            run.state = State::NoEnd;
+        }
+    }
+    let text = match args.shown.json {
+        true => json(&target, &runs, job.as_ref()),
+        false => text(&target, &filter, &runs, job.as_ref()),
     };
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{text}").and_then(|()| out.flush()) {

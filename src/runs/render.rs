@@ -7,10 +7,19 @@ use super::history::{Filter, Run, State};
 use super::RunRecord;
 use crate::config::Target;
 use crate::printable::printable;
+use crate::status::JobNow;
 
-/// The runs as a table, oldest first, with a header; or a line that says
-/// no run matched.
-pub(super) fn text(target: &Target, filter: &Filter, runs: &[Run]) -> String {
+/// The runs as a table, oldest first, with a header, or a line that says
+/// no run matched; then, for `--job`, what the job's partition says now.
+pub(super) fn text(target: &Target, filter: &Filter, runs: &[Run], job: Option<&JobNow>) -> String {
+    let table = table(target, filter, runs);
+    match job {
+        Some(job) => format!("{table}\n{}", job.text),
+        None => table,
+    }
+}
+
+fn table(target: &Target, filter: &Filter, runs: &[Run]) -> String {
     if runs.is_empty() {
         let mut what = String::new();
         if let Some(role) = filter.role {
@@ -105,8 +114,9 @@ pub(super) fn signal_name(sig: i32) -> String {
 }
 
 /// The runs as one JSON object: the group, its topics, and each run's
-/// record with its state ("ended", "running" or "no_end").
-pub(super) fn json(target: &Target, runs: &[Run]) -> String {
+/// record with its state ("ended", "running" or "no_end"); for `--job`,
+/// the job's partition's keys too (`JobNow::json`).
+pub(super) fn json(target: &Target, runs: &[Run], job: Option<&JobNow>) -> String {
     let runs: Vec<serde_json::Value> = runs
         .iter()
         .map(|run| {
@@ -127,13 +137,16 @@ pub(super) fn json(target: &Target, runs: &[Run]) -> String {
             value
         })
         .collect();
-    serde_json::json!({
+    let mut out = serde_json::json!({
         "group": target.group,
         "topic": target.topic,
         "runs_topic": super::topic_of(&target.topic),
         "runs": runs,
-    })
-    .to_string()
+    });
+    if let (Some(out), Some(serde_json::Value::Object(job))) = (out.as_object_mut(), job.map(|j| &j.json)) {
+        out.extend(job.clone());
+    }
+    out.to_string()
 }
 
 #[cfg(test)]

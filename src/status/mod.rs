@@ -125,13 +125,27 @@ pub fn main(args: StatusArgs, env_properties: Option<String>) -> Result<u8, Fail
     }))
 }
 
-/// Runs `neli-run cron history JOB`.
-pub fn history_main(args: crate::cli::CronHistoryArgs, env_properties: Option<String>) -> Result<u8, Failure> {
-    finish(Target::from_args(args.kafka, env_properties).map_err(Stop::from).and_then(|target| {
-        let (_, partition, view) = job_partition(&target, &args.job)?;
-        say(&render::history(&args.job, partition, &view, args.json))?;
-        Ok(0)
-    }))
+/// A crontab job's partition of the group's topic now, for `history --job`
+/// to say beside the job's runs: what only that partition knows.
+pub struct JobNow {
+    /// Its lines: whose the job is, its pause, and its next due time.
+    pub text: String,
+    /// The same, as keys of `history --json` (`job`, `partition`, `owner`,
+    /// `paused`, `next_due`, `next_retry`).
+    pub json: serde_json::Value,
+    /// The token of the job's fresh owner: a run under another token, with
+    /// no end on the record, was cut short (its member lost the job).
+    pub owner_token: Option<i64>,
+}
+
+/// The crontab job `job` as the group's topic says it now; NoLeader,
+/// naming the group's jobs, if no partition holds it.
+pub fn job_now(target: &Target, job: &str) -> Result<JobNow, Failure> {
+    match job_partition(target, job) {
+        Ok((_, partition, view)) => Ok(render::job(job, partition, &view)),
+        Err(Stop::Fail(failure)) => Err(failure),
+        Err(Stop::Closed) => Err(Failure::new(Kind::Internal, "stdout closed while reading the topic")),
+    }
 }
 
 /// A reader of every partition of a crontab's group, caught up, and the

@@ -238,26 +238,21 @@ pub(super) fn render_roles(target: &Target, views: &[View], partitions: Option<u
     out + &views.first().map_or(String::new(), |control| no_role_lines(control, now))
 }
 
-/// `cron history JOB`: the job's partition, next due time and runs (the
-/// newest the topic keeps, oldest first).
-pub(super) fn history(job: &str, partition: i32, view: &View, json_out: bool) -> String {
+/// `history --job JOB`'s words on the job's partition `partition`: its
+/// owner now, its pause, and the due time it runs next (a due time with no
+/// run yet, or a retry's), which the runs topic cannot know.
+pub(super) fn job(job: &str, partition: i32, view: &View) -> super::JobNow {
     let now = wall_ms();
     let fresh = view.fresh_leader(now);
-    if json_out {
-        let schedule =
-            schedule_json(view, fresh).unwrap_or_else(|| json!({ "next_due": null, "next_retry": null, "runs": [] }));
-        return json!({
-            "version": JSON_VERSION,
-            "job": job,
-            "partition": partition,
-            "owner": fresh.map(|hb| leader_json(hb, now)),
-            "paused": view.paused().is_some(),
-            "next_due": schedule["next_due"],
-            "next_retry": schedule["next_retry"],
-            "runs": schedule["runs"],
-        })
-        .to_string();
-    }
+    let retry = retried(view).map(|(due, attempt)| json!({ "due": rfc3339(due), "attempt": attempt }));
+    let json = json!({
+        "job": job,
+        "partition": partition,
+        "owner": fresh.map(|hb| leader_json(hb, now)),
+        "paused": view.paused().is_some(),
+        "next_due": view.next_ms.map(rfc3339),
+        "next_retry": retry,
+    });
     let owner = fresh.map_or("no owner now".to_string(), |hb| {
         format!(
             "owned by {} (host {}, pid {}), token {}",
@@ -267,16 +262,12 @@ pub(super) fn history(job: &str, partition: i32, view: &View, json_out: bool) ->
             hb.token.unwrap_or_default()
         )
     });
-    let runs = match view.runs.is_empty() {
-        true => "\n  no run on the topic".to_string(),
-        false => String::new(),
-    };
     let resume = format!("`neli-run cron resume {}`", printable(job));
     let paused = view.paused().map_or(String::new(), |p| pause_line(p, fresh, now, &resume));
-    format!("job {} (role {partition}): {owner}", printable(job))
+    let text = format!("job {} (role {partition}): {owner}", printable(job))
         + &paused
-        + &schedule_lines(view, fresh, now, view.runs.len(), view.next_ms)
-        + &runs
+        + &schedule_lines(view, fresh, now, 0, view.next_ms);
+    super::JobNow { text, json, owner_token: fresh.and_then(|hb| hb.token) }
 }
 
 /// The pause line: since when, by whom, with --stop whether the leader's

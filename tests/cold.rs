@@ -4,9 +4,13 @@
 //! broker, whose count of each client's group requests (`requests`) says
 //! who is in the group: a member out of it sends no coordinator Heartbeat.
 
-use nix::sys::signal::Signal;
+use std::time::{Duration, Instant};
 
-use crate::util::{stays_false, wait_until, Broker, Group, Member};
+use nix::sys::signal::Signal;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::ClientConfig;
+
+use crate::util::{run, stays_false, wait_until, Broker, Group, Member};
 
 /// How many requests of `api` the dev broker has had from `member`.
 fn requests(g: &Group, member: &str, api: &str) -> u64 {
@@ -116,4 +120,102 @@ fn the_default_group_of_three_keeps_every_member_in_the_group() {
     assert!(in_the_group(&g, "b") && in_the_group(&g, "c"), "{}", g.broker.event("requests"));
     assert_eq!(g.starts().len(), 1, "a leads throughout: {:?}", g.starts());
     drop(a);
+}
+
+/// `a` leads; b, c and d join with `--hot-standbys 1` as in
+/// `leader_a_hot_d_cold_b_and_c`, at the product's timing (no timing
+/// flags): there a cold watcher's parked fetch waits 5 s, a hot one's 2 s.
+fn at_the_product_timing(g: &Group) -> (Member, Member, Member, Member) {
+    let member = |name: &str, priority: &str| {
+        g.member_untimed(name, &["--priority", priority, "--hot-standbys", "1"], &["sleep", "1000"])
+    };
+    let a = member("a", "1");
+    wait_until(Duration::from_secs(60), "a leads", || g.lock_held());
+    let (b, c, d) = (member("b", "2"), member("c", "3"), member("d", "4"));
+    wait_until(Duration::from_secs(60), "b is a cold standby", || {
+        b.log().contains("a cold standby: leaving the group")
+    });
+    (a, b, c, d)
+}
+
+/// Writes a wake to partition 0 of `g`'s topic as a member that left the
+/// group writes it (`wake::Record`: padded to 16 KiB), from a name no
+/// member has.
+fn write_wake(g: &Group, producer: &BaseProducer) {
+    let at_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let mut wake =
+        serde_json::json!({"type": "wake", "v": 1, "name": "gone", "incarnation": "0", "at_ms": at_ms, "pad": ""});
+    let bare = wake.to_string().len();
+    wake["pad"] = " ".repeat(16 * 1024 - bare).into();
+    let (topic, wake) = (format!("{}.neli", g.name), wake.to_string());
+    producer.send(BaseRecord::to(&topic).partition(0).key("gone").payload(&wake)).expect("the wake queued");
+    producer.flush(Duration::from_secs(10)).expect("the wake written");
+}
+
+/// Returns once `member`'s watcher has sent a new fetch (the broker has
+/// answered its last): it is parked from now on.
+fn a_fetch_parked(g: &Group, member: &str) {
+    let fetches = requests(g, member, "Fetch");
+    wait_until(Duration::from_secs(30), &format!("{member} fetches again"), || requests(g, member, "Fetch") > fetches);
+}
+
+#[test]
+fn a_wake_answers_the_hot_standbys_watcher_not_a_cold_ones_and_a_hand_over_calls_a_cold_one_at_once() {
+    let g = Group::on(Broker::cluster(1), "cold-wake");
+    let (_a, b, _c, d) = at_the_product_timing(&g);
+    wait_until(Duration::from_secs(60), "b is out of the group", || out_of_the_group(&g, "b"));
+    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", &g.broker.address).create().unwrap();
+    for round in 0..3 {
+        a_fetch_parked(&g, "b");
+        let (fetches, rejoins) = (requests(&g, "b", "Fetch"), d.log().matches("rejoining now").count());
+        write_wake(&g, &producer);
+        // d, hot, rejoins on it; b's fetch, parked for 5 s, is not answered:
+        // a cold member has nothing to take on a wake.
+        let woken =
+            crate::util::wait_for(Duration::from_secs(30), || d.log().matches("rejoining now").count() > rejoins);
+        assert!(woken, "round {round}: d rejoins on the wake\n{}", d.log());
+        let answered = !stays_false(Duration::from_millis(2500), || requests(&g, "b", "Fetch") > fetches);
+        assert!(!answered, "round {round}: the wake answered b's parked fetch\n{}", g.broker.event("requests"));
+    }
+    // A hand-over to b is padded past a cold watcher's MinBytes: b hears it
+    // at once, not at its fetch's wait's end.
+    a_fetch_parked(&g, "b");
+    let asked = Instant::now();
+    let yielded = std::thread::spawn({
+        let (address, group) = (g.broker.address.clone(), g.name.clone());
+        move || run(&["yield", "-b", &address, "-g", &group, "--to", "b", "--timeout", "60s"])
+    });
+    let joins = || b.log().contains("named a hot standby: joining the group");
+    wait_until(Duration::from_secs(60), "b is called in", joins);
+    let took = asked.elapsed();
+    assert!(took < Duration::from_secs(4), "b heard the hand-over {took:?} after the yield\n{}", b.log());
+    let (code, out) = yielded.join().unwrap();
+    assert_eq!(code, 0, "{out}");
+    wait_until(Duration::from_secs(60), "b leads", || g.starts().last().is_some_and(|s| s.0 == "b"));
+    g.assert_no_overlap();
+}
+
+#[test]
+fn cold_standbys_take_over_when_the_leader_and_the_hot_standby_die_together_at_the_product_timing() {
+    let g = Group::on(Broker::cluster(1), "cold-gone");
+    let (mut a, b, c, mut d) = at_the_product_timing(&g);
+    wait_until(Duration::from_secs(60), "c is a cold standby", || {
+        c.log().contains("a cold standby: leaving the group")
+    });
+    for cold in ["b", "c"] {
+        wait_until(Duration::from_secs(60), &format!("{cold} is out of the group"), || out_of_the_group(&g, cold));
+    }
+    a.signal(Signal::SIGKILL);
+    d.signal(Signal::SIGKILL);
+    let _ = (a.wait_exit(Duration::from_secs(30)), d.wait_exit(Duration::from_secs(30)));
+    // Within a cold wait (5 s), the owner's silence (6 s), a candidacy
+    // interval (1 s) and a rebalance (how-it-works.md). The check that a
+    // cold member reads partition 0 to its end must not wait behind its
+    // watcher's parked fetch (on one connection, Kafka and the dev broker
+    // answer in order): there it timed out every time, and the group
+    // stayed without a leader.
+    let led =
+        crate::util::wait_for(Duration::from_secs(60), || g.starts().last().is_some_and(|s| s.0 == "b" || s.0 == "c"));
+    assert!(led, "b or c leads\nb: {}\nc: {}", b.log(), c.log());
+    g.assert_no_overlap();
 }

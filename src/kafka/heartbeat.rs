@@ -137,9 +137,11 @@ pub struct Heartbeat {
     /// `--hot-standbys` it chose them for (docs/hot-set.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot: Option<HotList>,
-    /// Spaces, in the heartbeat whose list first names a member: enough
-    /// for the parked fetches of cold members' watchers (`wake::WAKE_BYTES`)
-    /// to be answered by it, so that an invite costs one fetch round trip.
+    /// Spaces, in the heartbeat whose list first names a member or whose
+    /// disclaimer hands partition 0 to a member it does not name hot:
+    /// enough for the parked fetches of cold members' watchers
+    /// (`wake::CALL_BYTES`) to be answered by it, so that an invite or a
+    /// hand-over costs one fetch round trip.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub pad: String,
 }

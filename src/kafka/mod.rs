@@ -285,7 +285,7 @@ impl Kafka {
     pub fn connect(s: &Settings, member: Member, events: UnboundedSender<Event>) -> Result<Kafka, Failure> {
         let asks = Arc::new(Asks::default());
         // A member with a health check joins once it passes.
-        let out = if s.health_checked { Out::Unhealthy } else { Out::In };
+        let outs = cold::Outs::new(if s.health_checked { Out::Unhealthy } else { Out::In });
         let reach = Reach::new(events.clone(), s.target.topic.clone(), s.target.group.clone());
         let config = consumer_config(s);
         // The user's -X wins here too.
@@ -352,12 +352,13 @@ impl Kafka {
         let census = Arc::new(Mutex::new(candidacy::Census::default()));
         // Watching with --no-wake too: drains are read there.
         let watcher = {
-            let watcher: BaseConsumer = wake::watcher_config(s).create().map_err(|e| creation_error(e, &s.target))?;
+            let client = wake::Client::of(s).map_err(|e| creation_error(e, &s.target))?;
             let (group, watched, counted) = (consumer.clone(), subscription.clone(), census.clone());
             let (from, me, heard) = (born.get(&CONTROL_PARTITION).copied(), member.clone(), events.clone());
-            let watching = wake::Watching { from, wakes, me, events: heard, roster: roster::watching(s, &roster) };
+            let (roster, cold) = (roster::watching(s, &roster), outs.watched());
+            let watching = wake::Watching { from, wakes, me, events: heard, roster, cold };
             Some(Joined::spawn("neli-watch", move |stop, _| {
-                wake::watch(&watcher, &watching, &group, &watched, &counted, stop)
+                wake::watch(client, &watching, &group, &watched, &counted, stop)
             })?)
         };
 
@@ -375,7 +376,7 @@ impl Kafka {
                     consumer,
                     &subscription,
                     &reader_member,
-                    (&reader_asks, out),
+                    (&reader_asks, outs.out),
                     aside_for,
                     &reader_waker,
                     &events,
@@ -392,7 +393,7 @@ impl Kafka {
             leading: BTreeMap::new(),
             reach,
             asks,
-            outs: cold::Outs::new(out),
+            outs,
             consumer: Some(thread),
             group,
             subscription: subscribed,
@@ -445,6 +446,7 @@ impl Kafka {
             None => self.leading.remove(&partition),
         };
         let owner = !matches!(record.stance, crate::leader::Stance::Released);
+        let to = record.to.clone();
         self.roster.heartbeat(partition, owner, Duration::from_millis(self.timing.heartbeat_deadline_ms));
         let content = Content {
             record,
@@ -459,7 +461,7 @@ impl Kafka {
             roles: self.roles,
             crontab: self.crontab.as_ref().map(|c| c.digest.clone()),
             jobs_on: self.crontab.as_ref().map(|c| c.jobs_on.clone()),
-            pad: self.invite(partition, hot.as_ref()),
+            pad: self.pad(partition, hot.as_ref(), to.as_deref()),
             hot,
             ..Heartbeat::new(&self.member, self.seq, now, at_ms, content)
         };

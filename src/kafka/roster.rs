@@ -330,7 +330,7 @@ pub(super) fn watching(
 /// The roster reader's configuration: as the watcher's, but answered at
 /// once (it reads what cold members write, a record an interval each).
 pub(super) fn reader_config(s: &Settings) -> rdkafka::ClientConfig {
-    let mut config = super::wake::watcher_config(s);
+    let mut config = super::wake::watcher_config(s, false);
     config.set("fetch.min.bytes", "1").set("client.id", format!("{}-roster", s.client_id));
     config
 }
@@ -363,13 +363,21 @@ impl Echo {
     }
 
     /// Whether, asked now (when due), the watcher has read every record of
-    /// the control partition of `topic`.
-    pub(super) fn caught_up(&mut self, watcher: &BaseConsumer, topic: &str) -> bool {
+    /// the control partition of `topic`. The end is asked through `ends`
+    /// (the group's consumer, which a cold member does not fetch with):
+    /// on the watcher's own connection it would wait behind its parked
+    /// fetch, since Kafka answers a connection's requests in order.
+    pub(super) fn caught_up(
+        &mut self,
+        watcher: &BaseConsumer,
+        ends: &BaseConsumer<super::context::ReaderContext>,
+        topic: &str,
+    ) -> bool {
         if self.heard.elapsed() < self.silence || self.asked.is_some_and(|at| at.elapsed() < self.every) {
             return false;
         }
         self.asked = Some(std::time::Instant::now());
-        let Ok((_, end)) = watcher.fetch_watermarks(topic, CONTROL_PARTITION, self.every.max(Duration::from_secs(1)))
+        let Ok((_, end)) = ends.fetch_watermarks(topic, CONTROL_PARTITION, self.every.max(Duration::from_secs(1)))
         else {
             return false;
         };

@@ -46,8 +46,19 @@ use super::CONTROL_PARTITION;
 /// `fetch.min.bytes`, which the heartbeats and candidacies written in one
 /// fetch wait do not reach in a small group.
 pub(super) const WAKE_BYTES: usize = 16 * 1024;
-/// The watchers' `fetch.min.bytes`.
+/// The watchers' `fetch.min.bytes`, in the group (hot standbys, seat
+/// holders): one wake passes it.
 const WATCH_MIN_BYTES: usize = WAKE_BYTES / 2;
+/// A cold member's watcher's `fetch.min.bytes`: more than a wake and the
+/// hot set's records of one cold wait (`cold_wait`) hold, so that a
+/// handover, which a cold member has no part in, does not answer the
+/// parked fetch of every cold member (and bring every one back for the
+/// next): only a record padded to `CALL_BYTES` does, one naming a cold
+/// member (an invite, a hand-over to it).
+const COLD_MIN_BYTES: usize = 4 * WAKE_BYTES;
+/// How large a record that calls a cold member in is (its padding): past
+/// `COLD_MIN_BYTES` with its own fields.
+pub(super) const CALL_BYTES: usize = COLD_MIN_BYTES;
 /// How long the subscription with the name that does not exist stays:
 /// long enough for librdkafka to have asked for its metadata and rejoined.
 const WAKE_HOLD: Duration = Duration::from_secs(1);
@@ -302,11 +313,21 @@ impl Subscription {
 }
 
 /// The watcher's client configuration: the control partition alone, a
-/// fetch that waits for a wake's size. It names the group (librdkafka
-/// assigns partitions only to a consumer of a group, and the group's ACLs
-/// cover it) but never joins it: it subscribes to nothing.
-pub(super) fn watcher_config(s: &super::Settings) -> rdkafka::ClientConfig {
-    let wait = s.timing.request_timeout().saturating_sub(Duration::from_secs(1)).max(Duration::from_millis(100));
+/// fetch that waits for a wake's size, or while the member is `cold` for a
+/// call's (`COLD_MIN_BYTES`) and up to `cold_wait`. It names the group
+/// (librdkafka assigns partitions only to a consumer of a group, and the
+/// group's ACLs cover it) but never joins it: it subscribes to nothing.
+pub(super) fn watcher_config(s: &super::Settings, cold: bool) -> rdkafka::ClientConfig {
+    let hot_wait = s.timing.request_timeout().saturating_sub(Duration::from_secs(1)).max(Duration::from_millis(100));
+    let (wait, min_bytes) = match cold {
+        true => (cold_wait(s).max(hot_wait), COLD_MIN_BYTES),
+        false => (hot_wait, WATCH_MIN_BYTES),
+    };
+    // A fetch is given `socket.timeout.ms` on top of its wait; librdkafka
+    // warns of a wait within a second of the socket timeout, since the
+    // requests behind the fetch on its connection wait for it (Kafka
+    // answers a connection's requests in order).
+    let socket = (wait + Duration::from_secs(1)).max(s.timing.request_timeout());
     s.target.client_config(&[
         ("client.id", &s.client_id),
         ("group.id", &s.target.group),
@@ -314,9 +335,17 @@ pub(super) fn watcher_config(s: &super::Settings) -> rdkafka::ClientConfig {
         ("allow.auto.create.topics", "false"),
         ("enable.partition.eof", "false"),
         ("fetch.wait.max.ms", &super::ms(wait)),
-        ("fetch.min.bytes", &WATCH_MIN_BYTES.to_string()),
-        ("socket.timeout.ms", &super::ms(s.timing.request_timeout())),
+        ("fetch.min.bytes", &min_bytes.to_string()),
+        ("socket.timeout.ms", &super::ms(socket)),
     ])
+}
+
+/// How long a cold member's watcher's fetch waits: a second less than the
+/// owner's silence (`leader::Settings::owner_silence`), so that a live
+/// owner's records, which only its wait's end brings, are read before the
+/// member would look for the silence (5 s at the defaults).
+fn cold_wait(s: &super::Settings) -> Duration {
+    s.owner_silence.saturating_sub(Duration::from_secs(1))
 }
 
 /// What the watcher is told: where to read from, whether to act on wakes
@@ -330,6 +359,55 @@ pub(super) struct Watching {
     /// The roster, the client configuration its reader takes, the owner's
     /// silence and the candidacy interval (`super::roster::Echo`).
     pub(super) roster: (Arc<super::roster::Roster>, rdkafka::ClientConfig, Duration, Duration),
+    /// Whether we are a cold standby now (`cold::Outs`): the watcher
+    /// takes a client of the configuration for it (`Client::follow`).
+    pub(super) cold: Arc<AtomicBool>,
+}
+
+/// The watcher's client, of the configuration for the standing it was
+/// made for (`watcher_config`), and both configurations.
+pub(super) struct Client {
+    consumer: BaseConsumer,
+    cold: bool,
+    configs: [rdkafka::ClientConfig; 2],
+}
+
+impl Client {
+    /// The watcher's first client, of the group's configuration.
+    pub(super) fn of(s: &super::Settings) -> rdkafka::error::KafkaResult<Client> {
+        let configs = [watcher_config(s, false), watcher_config(s, true)];
+        Ok(Client { consumer: configs[0].create()?, cold: false, configs })
+    }
+
+    /// Takes a client of the other configuration when our standing has
+    /// changed (cold, or back in the group), reading on from the first
+    /// record not read yet if `reading`. A fetch's wait and MinBytes are
+    /// fixed for a client's life in librdkafka; a member's standing
+    /// changes seldom. If the new one cannot be made, the old one stays.
+    fn follow(&mut self, watching: &Watching, context: &ReaderContext, topic: &str, reading: bool) {
+        let cold = watching.cold.load(Ordering::Relaxed);
+        if cold == self.cold {
+            return;
+        }
+        let consumer: BaseConsumer = match self.configs[usize::from(cold)].create() {
+            Ok(consumer) => consumer,
+            Err(err) => {
+                debug!(%err, cold, "the watcher keeps its client");
+                return;
+            }
+        };
+        let from = match context.resume() {
+            Offset::End => watching.from.map_or(Offset::End, Offset::Offset),
+            unread => unread,
+        };
+        let mut tpl = TopicPartitionList::new();
+        let assigned = !reading
+            || tpl.add_partition_offset(topic, CONTROL_PARTITION, from).and_then(|()| consumer.assign(&tpl)).is_ok();
+        if assigned {
+            debug!(cold, "the watcher's fetch follows our standing");
+            (self.consumer, self.cold) = (consumer, cold);
+        }
+    }
 }
 
 /// The `neli-watch` thread: reads the control partition from `from` (its
@@ -343,20 +421,22 @@ pub(super) struct Watching {
 /// a standby, from the first record neither has read (a drain or a wake
 /// written as the member left is heard; a drain heard twice counts once).
 pub(super) fn watch(
-    watcher: &BaseConsumer,
+    mut client: Client,
     watching: &Watching,
     group: &Arc<BaseConsumer<ReaderContext>>,
     subscription: &Subscription,
     census: &Mutex<candidacy::Census>,
     stop: &AtomicBool,
 ) {
-    let Watching { from, wakes, me, events, roster: (roster, reader_config, silence, every) } = watching;
+    let Watching { from, wakes, me, events, roster: (roster, reader_config, silence, every), .. } = watching;
     let mut reader = super::roster::Reader::default();
     let mut echo = super::roster::Echo::new(*silence, *every);
     let topic = group.context().reach.topic.clone();
     let mut tpl = TopicPartitionList::new();
     let start = from.map_or(Offset::End, Offset::Offset);
-    if let Err(err) = tpl.add_partition_offset(&topic, CONTROL_PARTITION, start).and_then(|()| watcher.assign(&tpl)) {
+    if let Err(err) =
+        tpl.add_partition_offset(&topic, CONTROL_PARTITION, start).and_then(|()| client.consumer.assign(&tpl))
+    {
         warn!(%err, "cannot watch for wakes and drains: a handover here waits for the next coordinator heartbeat");
         return;
     }
@@ -379,19 +459,21 @@ pub(super) fn watch(
                 let mut resumed = TopicPartitionList::new();
                 resumed
                     .add_partition_offset(&topic, CONTROL_PARTITION, context.resume())
-                    .and_then(|()| watcher.assign(&resumed))
+                    .and_then(|()| client.consumer.assign(&resumed))
             } else {
-                watcher.unassign()
+                client.consumer.unassign()
             };
             match read {
                 Ok(()) => debug!(watching = reading, "the watcher follows our standing"),
                 Err(err) => debug!(%err, watching = reading, "the watcher cannot follow our standing"),
             }
         }
+        client.follow(watching, context, &topic, reading);
+        let watcher = &client.consumer;
         for c in reader.read(reader_config, roster).into_iter().filter(|c| !c.is_from(me)) {
             let _ = events.send(super::Event::Candidacy(c.as_core(crate::clock::wall_ms())));
         }
-        if reading && !subscription.subscribed() && roster.usable() && echo.caught_up(watcher, &topic) {
+        if reading && !subscription.subscribed() && roster.usable() && echo.caught_up(watcher, group, &topic) {
             let _ = events.send(super::Event::Echo);
         }
         let msg = match watcher.poll(WATCH_POLL) {
@@ -524,6 +606,8 @@ mod tests {
         let bytes = Record::new(&member()).encode();
         assert!(bytes.len() >= WAKE_BYTES && bytes.len() < WAKE_BYTES + 64, "{}", bytes.len());
         assert!(WATCH_MIN_BYTES < bytes.len());
+        // Two wakes in one cold wait leave a cold watcher's fetch parked.
+        assert!(COLD_MIN_BYTES > 2 * bytes.len() && CALL_BYTES >= COLD_MIN_BYTES);
         let wake = Record::decode(&bytes).expect("a wake");
         assert!(wake.is_from(&member()));
         assert!(!wake.is_from(&Member { incarnation: "other".into(), ..member() }));

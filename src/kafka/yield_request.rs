@@ -179,10 +179,12 @@ impl DrainRequest {
         }
     }
 
-    /// Serialized record value, padded to a wake's size.
+    /// Serialized record value, padded to a call's size: the member it
+    /// names may be cold, its watcher's fetch parked for more than a wake
+    /// (`wake::CALL_BYTES`).
     pub fn encode(&self) -> Vec<u8> {
         let bare = serde_json::to_vec(self).expect("a drain always serializes").len();
-        let pad = " ".repeat(super::wake::WAKE_BYTES.saturating_sub(bare));
+        let pad = " ".repeat(super::wake::CALL_BYTES.saturating_sub(bare));
         serde_json::to_vec(&DrainRequest { pad, ..self.clone() }).expect("a drain always serializes")
     }
 
@@ -289,7 +291,7 @@ mod trigger_tests {
     #[test]
     fn a_drain_is_padded_past_the_watchers_minimum_and_is_no_other_request() {
         let bytes = DrainRequest::new("web-1".into(), true).encode();
-        assert!(bytes.len() >= crate::kafka::wake::WAKE_BYTES, "{}", bytes.len());
+        assert!(bytes.len() >= crate::kafka::wake::CALL_BYTES, "{}", bytes.len());
         let drain = DrainRequest::decode(&bytes).expect("a drain");
         assert!(drain.drains() && drain.member == "web-1" && drain.by.pid == Some(std::process::id()));
         let undrain = DrainRequest::decode(&DrainRequest::new("web-1".into(), false).encode()).expect("an undrain");

@@ -29,7 +29,7 @@
 //! - idle: CPU seconds, peak RSS and PSS of a holder and of a waiter, and
 //!   (on a dev broker) the requests per second each sends, by API, as the
 //!   broker counts them;
-//! - scale: graceful handover and `yield` (from the old child's exit)
+//! - scale: graceful handover, kill -9 (from the kill) and `yield` (from the old child's exit)
 //!   with 10, 50 and 200 waiters, and what the idle group costs the broker
 //!   (its CPU, the requests it answered);
 //! - rolling-restart, leader-move, coordinator-move, leader-crash,

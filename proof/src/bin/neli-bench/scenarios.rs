@@ -317,7 +317,7 @@ pub fn idle_usage(window: Duration, supervisors: &[Pid]) -> Vec<Usage> {
         .collect()
 }
 
-/// Graceful handovers with --scale waiters.
+/// Graceful handovers, `yield`s and crashes with --scale waiters.
 fn scale(bench: &Bench, c: &mut Contender, results: &mut Results) {
     let cname = c.name;
     for &n in &bench.args.scale {
@@ -335,6 +335,18 @@ fn scale(bench: &Bench, c: &mut Contender, results: &mut Results) {
             match handover(&mut g, Stop::Graceful, big, false) {
                 Some((took, _)) => results.add(&format!("scale {n}"), cname, ms(took)),
                 None => results.notes.push(format!("{cname}: scale {n}: no new holder")),
+            }
+        }
+        // kill -9 of the holder's neli-run, in the same group: a crash
+        // fails over within the session timeout and a second (issue 68),
+        // whatever the group's size.
+        for _ in 0..bench.args.reps.min(3) {
+            match handover(&mut g, Stop::Crash, big, false) {
+                Some((took, overlap)) => {
+                    results.add(&format!("scale {n} crash"), cname, ms(took));
+                    results.add(&format!("scale {n} crash overlaps"), cname, f64::from(u8::from(overlap)));
+                }
+                None => results.notes.push(format!("{cname}: scale {n} crash: no new holder")),
             }
         }
         if c.is_etcd() {

@@ -476,6 +476,10 @@ fn schedule_lines(view: &View, fresh: Option<&Heartbeat>, now: u64, newest: usiz
             }
         ),
         (Some(next), None) if next >= now => format!("\n  next run due {} (in {})", rfc3339(next), ago(next, now)),
+        // The owner names a due time next until its run ends: not overdue.
+        (Some(next), None) if running_due(view, fresh) == Some(next) => {
+            format!("\n  next run: after the one due {}, running now", rfc3339(next))
+        }
         (Some(next), None) => format!("\n  next run was due {} ({} ago)", rfc3339(next), ago(now, next)),
         (None, _) => String::new(),
     };
@@ -509,6 +513,11 @@ fn schedule_lines(view: &View, fresh: Option<&Heartbeat>, now: u64, newest: usiz
 /// (its leader crashed, was fenced or stopped, or `pause --stop` stopped
 /// it: it runs again, unless a later due time came meanwhile and ran in
 /// its place under the same token, findings C-5).
+/// The due time of the newest run, if it is running.
+fn running_due(view: &View, fresh: Option<&Heartbeat>) -> Option<u64> {
+    view.runs.last().filter(|run| run_state(run, fresh) == "running")?.due_ms
+}
+
 fn run_state(job: &WireAttempt, fresh: Option<&Heartbeat>) -> &'static str {
     let newest = |hb: &Heartbeat| {
         hb.attempt.as_ref().is_none_or(|n| (n.wave_ms, n.attempt, n.due_ms) == (job.wave_ms, job.attempt, job.due_ms))
@@ -676,5 +685,34 @@ mod tests {
             .map(|r| r["state"].as_str().unwrap_or_default().to_string())
             .collect();
         assert_eq!(states, ["cut-short", "running"]);
+    }
+
+    #[test]
+    fn a_due_time_whose_run_is_running_is_not_shown_overdue() {
+        // The owner names a due time next until its run ends: a `status`
+        // read meanwhile said "was due ... ago" of a run going on.
+        let now = wall_ms();
+        let due = now - 50;
+        let running = WireAttempt {
+            wave_ms: due,
+            wave_token: Some(1),
+            attempt: 1,
+            token: 1,
+            code: None,
+            name: "a".into(),
+            host: "h".into(),
+            due_ms: Some(due),
+            ended_ms: None,
+            line: None,
+        };
+        let leader = Heartbeat { attempt: Some(running.clone()), next_ms: Some(due), ..hb("a", Some(1), now - 10) };
+        let mut v = View::default();
+        v.add(leader.clone());
+        let text = schedule_lines(&v, Some(&leader), now, 1, v.next_ms);
+        assert!(text.contains(&format!("next run: after the one due {}, running now", rfc3339(due))), "{text}");
+        assert!(!text.contains("was due"), "{text}");
+        // Once its owner is gone, nothing runs it: overdue.
+        let text = schedule_lines(&v, None, now, 1, v.next_ms);
+        assert!(text.contains(&format!("next run was due {}", rfc3339(due))), "{text}");
     }
 }

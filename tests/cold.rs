@@ -75,9 +75,13 @@ fn a_cold_standby_is_invited_when_the_hot_one_takes_over_from_a_dead_leader() {
     a.signal(Signal::SIGKILL);
     let _ = a.wait_exit(t.takeover());
     wait_until(t.takeover(), "d, the hot standby, leads", || g.starts().last().is_some_and(|s| s.0 == "d"));
-    // d's list names c now (K 1): c joins.
-    let invited = crate::util::wait_for(t.takeover(), || c.log().contains("named a hot standby: joining the group"));
-    assert!(invited, "c is invited\nc: {}\nd: {}", c.log(), _d.log());
+    // d's list names c now (K 1): c joins. d names it once it has read the
+    // roster, where c's candidacy is (3 candidacy intervals, 1.5 s here),
+    // not a roster writer's period later (30 intervals, 15 s), as it would
+    // if it waited it out.
+    let invited =
+        crate::util::wait_for(Duration::from_secs(10), || c.log().contains("named a hot standby: joining the group"));
+    assert!(invited, "c is invited within 10 s of d leading\nc: {}\nd: {}", c.log(), _d.log());
     wait_until(t.takeover(), "c is in the group", || in_the_group(&g, "c"));
     assert!(out_of_the_group(&g, "b"), "b stays cold: {}", g.broker.event("requests"));
     g.assert_no_overlap();

@@ -116,6 +116,9 @@ pub enum Event {
     Hot(Option<crate::leader::HotList>),
     /// The watcher read back a candidacy of ours (`leader::Input::Echo`).
     Echo,
+    /// Our reader of the roster has read it to its end as the control
+    /// partition's owner (`leader::Input::RosterRead`).
+    RosterRead,
     /// The watcher read a disclaimer handing the control partition to us,
     /// written this long ago (`leader::Input::HandedTo`).
     HandedTo(Duration),

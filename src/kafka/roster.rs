@@ -134,10 +134,15 @@ impl Roster {
         self.owner_until.store(until, Ordering::Relaxed);
     }
 
+    /// Whether we own the control partition (as our heartbeats on it say).
+    fn owning(&self) -> bool {
+        BootTime::now().as_nanos() < self.owner_until.load(Ordering::Relaxed)
+    }
+
     /// Whether we read the roster now: it is in use and we own the control
     /// partition.
     pub(super) fn reading(&self) -> bool {
-        self.usable() && BootTime::now().as_nanos() < self.owner_until.load(Ordering::Relaxed)
+        self.usable() && self.owning()
     }
 }
 
@@ -266,29 +271,62 @@ impl Kafka {
 pub(super) struct Reader {
     client: Option<BaseConsumer>,
     reading: bool,
+    /// Whether we owned the control partition at the last turn.
+    owning: bool,
+    /// The roster's end when we came to own the control partition (None:
+    /// not known), and the offset we read next.
+    end: Option<i64>,
+    next: i64,
+    /// Said (`Read::to_end`) since we came to own it.
+    said: bool,
+}
+
+/// One turn of the roster's reader.
+pub(super) struct Read {
+    /// The candidacies read since the last turn.
+    pub(super) candidacies: Vec<candidacy::Record>,
+    /// Once each time we come to own the control partition: the roster is
+    /// read to its end as it was then, or there is none to read (not in
+    /// use: cold members write to partition 0; its end not known). The
+    /// owner names its hot list only after (`leader::Input::RosterRead`).
+    pub(super) to_end: bool,
 }
 
 impl Reader {
     /// Follows `roster.reading()`: assigns the roster from its last `TAIL`
     /// records when we come to own the control partition, and unassigns it
     /// when we no longer do. Then the candidacies read since last time.
-    pub(super) fn read(&mut self, config: &rdkafka::ClientConfig, roster: &Roster) -> Vec<candidacy::Record> {
+    pub(super) fn read(&mut self, config: &rdkafka::ClientConfig, roster: &Roster) -> Read {
+        let owning = roster.owning();
+        if owning != self.owning {
+            (self.owning, self.said) = (owning, false);
+        }
         let reading = roster.reading();
         if reading != self.reading {
             self.reading = reading;
             self.follow(config, roster);
         }
-        let Some(client) = self.client.as_ref().filter(|_| self.reading) else { return Vec::new() };
-        let mut read = Vec::new();
-        // A bounded turn: the watcher has partition 0 to read too.
-        for _ in 0..1024 {
-            match client.poll(Duration::ZERO) {
-                Some(Ok(msg)) => read.extend(msg.payload().and_then(candidacy::Record::decode)),
-                Some(Err(err)) => debug!(%err, "reading the roster"),
-                None => break,
+        let mut candidacies = Vec::new();
+        if let Some(client) = self.client.as_ref().filter(|_| self.reading) {
+            // A bounded turn: the watcher has partition 0 to read too.
+            for _ in 0..1024 {
+                match client.poll(Duration::ZERO) {
+                    Some(Ok(msg)) => {
+                        self.next = self.next.max(msg.offset() + 1);
+                        candidacies.extend(msg.payload().and_then(candidacy::Record::decode));
+                    }
+                    Some(Err(err)) => debug!(%err, "reading the roster"),
+                    None => break,
+                }
             }
         }
-        read
+        let read = !self.reading || self.end.is_none_or(|end| self.next >= end);
+        let to_end = self.owning && !self.said && read;
+        if to_end {
+            self.said = true;
+            debug!(records = self.next, "the roster read to its end: the cold members are known");
+        }
+        Read { candidacies, to_end }
     }
 
     fn follow(&mut self, config: &rdkafka::ClientConfig, roster: &Roster) {
@@ -298,12 +336,17 @@ impl Reader {
                 Err(err) => warn!(%err, "no client to read the roster with: cold standbys are not known"),
             }
         }
+        self.end = None;
         let Some(client) = &self.client else { return };
         let result = if self.reading {
             let from = match client.fetch_watermarks(&roster.topic, 0, Duration::from_secs(5)) {
-                Ok((low, high)) => Offset::Offset(low.max(high - TAIL)),
+                Ok((low, high)) => {
+                    (self.end, self.next) = (Some(high), low.max(high - TAIL));
+                    Offset::Offset(self.next)
+                }
                 Err(err) => {
                     debug!(%err, "the roster's ends: reading its last records");
+                    self.end = None;
                     Offset::OffsetTail(TAIL)
                 }
             };

@@ -470,8 +470,12 @@ pub(super) fn watch(
         }
         client.follow(watching, context, &topic, reading);
         let watcher = &client.consumer;
-        for c in reader.read(reader_config, roster).into_iter().filter(|c| !c.is_from(me)) {
+        let read = reader.read(reader_config, roster);
+        for c in read.candidacies.into_iter().filter(|c| !c.is_from(me)) {
             let _ = events.send(super::Event::Candidacy(c.as_core(crate::clock::wall_ms())));
+        }
+        if read.to_end {
+            let _ = events.send(super::Event::RosterRead);
         }
         if reading && !subscription.subscribed() && roster.usable() && echo.caught_up(watcher, group, &topic) {
             let _ = events.send(super::Event::Echo);

@@ -38,6 +38,9 @@ pub(super) struct Cold {
     cold: bool,
     /// Our own candidacies read back since the hot set's last word.
     echoes: u32,
+    /// When our reader of the roster last said it had read it to its end
+    /// (`Input::RosterRead`), as the control partition's owner.
+    pub(super) roster_read: Option<BootTime>,
 }
 
 impl Cold {
@@ -76,6 +79,12 @@ pub(super) struct Heard {
 /// read what is written.
 pub(super) const ECHOES: u32 = 2;
 
+/// How many candidacy intervals a new owner of the control partition
+/// waits at most for its reader of the roster before it names a list
+/// anyway: a cold member writes its roster record once every 30
+/// (`kafka::roster`), so by then each has written one since.
+const ROSTER_WAIT: u32 = 30;
+
 impl Heard {
     /// Whether the hot set is silent at `now`.
     fn silent(self, now: BootTime) -> bool {
@@ -108,11 +117,18 @@ impl Leader {
     /// would change within the interval, inviting members and sending
     /// them out again (a join cut short by a leave holds the group's next
     /// rebalance up to a session); a short one would bring every cold
-    /// member in. Meanwhile the list read before stays in force.
+    /// member in. Nor until it has read the roster to its end, where the
+    /// cold members' candidacies are (`Input::RosterRead`), or a roster
+    /// writer's period has passed (`ROSTER_WAIT` intervals): a 100-member
+    /// soak saw a new owner, after a broker restart, name the one hot
+    /// standby it had read, and 98 cold members join at once. Meanwhile
+    /// the list read before stays in force.
     pub fn hot_list(&self) -> Option<HotList> {
         let super::Settings { name, hot_standbys, candidacy_interval, .. } = &self.settings;
         let since = self.seats.get(&CONTROL_PARTITION)?.tenure.as_ref()?.since;
-        (self.now >= since + 3 * *candidacy_interval)
+        let read = self.cold.roster_read.is_some_and(|at| at >= since);
+        let known = read || self.now >= since + ROSTER_WAIT * *candidacy_interval;
+        (known && self.now >= since + 3 * *candidacy_interval)
             .then(|| self.standbys.hot(name, *hot_standbys, self.hand_to.as_deref(), self.now))
     }
 

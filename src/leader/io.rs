@@ -576,6 +576,10 @@ pub enum Input {
     /// Our watcher read back a candidacy of ours from the control
     /// partition: what it reads is current (see `cold::ECHOES`).
     Echo,
+    /// As the control partition's owner, our reader of the roster has read
+    /// it to its end (or there is none to read): every cold member's
+    /// candidacy is known, and the hot list may be named (`hot_list`).
+    RosterRead,
     /// A disclaimer that hands the control partition to us, written `age`
     /// ago, read by the watcher while we are cold (our consumer reads
     /// nothing then): we join the group to take it (`Standbys::handed_us`).
@@ -607,6 +611,7 @@ impl Input {
             | Input::Candidacy(_)
             | Input::Hot(_)
             | Input::Echo
+            | Input::RosterRead
             | Input::HandedTo(_)
             | Input::Tick => None,
         }

@@ -521,6 +521,7 @@ impl Leader {
             Input::Candidacy(candidacy) => self.on_candidacy(candidacy, now),
             Input::Hot(list) => self.on_hot(list, now),
             Input::Echo => self.on_echo(),
+            Input::RosterRead => self.cold.roster_read = Some(now),
             Input::HandedTo(age) => {
                 let until = (now - age) + seat::handover_window(&self.settings);
                 self.standbys.handed_us(&self.settings.name, until);

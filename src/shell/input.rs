@@ -70,6 +70,7 @@ pub(super) fn input(event: Option<Event>, claims: bool) -> (Option<Input>, Keep)
         Some(Event::Candidacy(candidacy)) => Input::Candidacy(candidacy),
         Some(Event::Hot(list)) => Input::Hot(list),
         Some(Event::Echo) => Input::Echo,
+        Some(Event::RosterRead) => Input::RosterRead,
         Some(Event::HandedTo(age)) => Input::HandedTo(age),
         Some(Event::Drain { drained, .. }) => Input::Drain(drained),
         Some(Event::Fatal(failure)) => Input::Fatal(failure.code()),

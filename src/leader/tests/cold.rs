@@ -168,10 +168,49 @@ fn a_new_owner_names_no_list_until_it_has_owned_partition_0_for_three_candidacy_
     l.step(Input::Candidacy(candidacy_of("c", 1)), ms(500));
     l.step(assigned(), ms(1000));
     l.step(hb(7, 1000), ms(1010));
+    l.step(Input::RosterRead, ms(1020));
     l.step(Input::Tick, ms(1299));
     assert_eq!(l.hot_list(), None, "it may not have read every candidacy yet: the list in force stays");
     l.step(Input::Tick, ms(1300));
     assert_eq!(l.hot_list(), Some(list(2, &["b", "c"])));
+}
+
+/// The cold members' candidacies are on the roster, which only the owner
+/// reads: a list made before it has read the roster names only the hot
+/// members, short of K, and a short list calls every cold member in (a
+/// 100-member soak: 98 joined at once after a broker restart, and the
+/// group rebalanced for minutes). So a new owner names none until its
+/// reader has read the roster to its end since it came to own partition 0
+/// (one read before does not count), or 30 candidacy intervals passed.
+#[test]
+fn a_new_owner_names_no_list_until_it_has_read_the_roster_or_a_roster_writers_period_passed() {
+    let quick = Settings { candidacy_interval: Duration::from_millis(100), ..settings(Restart::Never) };
+    let owner = || {
+        let mut l = Leader::new(quick.clone(), started(0));
+        l.step(Input::RosterRead, ms(500));
+        l.step(Input::Candidacy(candidacy_of("b", 1)), ms(500));
+        l.step(assigned(), ms(1000));
+        l.step(hb(7, 1000), ms(1010));
+        l
+    };
+    let mut l = owner();
+    l.step(Input::Tick, ms(1300));
+    assert_eq!(l.hot_list(), None, "a read before it owned partition 0 is not this tenure's");
+    // It leads on, reading its heartbeats back.
+    for (offset, t) in (1100..4000).step_by(200).enumerate() {
+        l.step(hb(8 + offset as i64, t), ms(t + 5));
+    }
+    l.step(Input::Candidacy(candidacy_of("b", 1)), ms(3900));
+    l.step(Input::Candidacy(candidacy_of("c", 1)), ms(3900));
+    l.step(Input::Tick, ms(3999));
+    assert_eq!(l.hot_list(), None, "29.9 intervals");
+    l.step(Input::Tick, ms(4000));
+    assert_eq!(l.hot_list(), Some(list(2, &["b", "c"])), "30: named anyway");
+    let mut l = owner();
+    l.step(Input::Tick, ms(1499));
+    assert_eq!(l.hot_list(), None);
+    l.step(Input::RosterRead, ms(1500));
+    assert_eq!(l.hot_list(), Some(list(2, &["b"])), "read: named at once");
 }
 
 #[test]

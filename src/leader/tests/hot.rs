@@ -64,6 +64,8 @@ fn quick_leader(k: u32) -> Leader {
     l.step(assigned(), ms(1000));
     l.step(hb(7, 1000), ms(1010));
     assert_eq!(l.standing(P), Standing::Leader { token: 7 });
+    // Its reader of the roster has read it: every cold member is known.
+    l.step(Input::RosterRead, ms(1010));
     l
 }
 

@@ -30,8 +30,9 @@
 //!   (on a dev broker) the requests per second each sends, by API, as the
 //!   broker counts them;
 //! - scale: graceful handover, kill -9 (from the kill) and `yield` (from the old child's exit)
-//!   with 10, 50 and 200 waiters, and what the idle group costs the broker
-//!   (its CPU, the requests it answered);
+//!   with 10, 50 and 200 waiters, and what the settled group costs (see
+//!   `scale.rs`): the broker's CPU (and its mock thread's), the requests it
+//!   answered by API, every member's CPU, peak RSS and PSS;
 //! - rolling-restart, leader-move, coordinator-move, leader-crash,
 //!   coordinator-crash, cut: the Kafka cluster's own life, on the `cluster`
 //!   contender only (a dev broker of three brokers; see `cluster.rs`);
@@ -58,6 +59,7 @@ mod cluster;
 mod crontab;
 mod report;
 mod roles;
+mod scale;
 mod scenarios;
 mod statics;
 

@@ -162,6 +162,8 @@ fn markdown(args: &Args, results: &Results, contenders: &[&str]) -> String {
                     let total: f64 = results.samples[&(s.to_string(), c.to_string())].iter().sum();
                     format!("{total:.0} of {}", results.samples[&(s.to_string(), c.to_string())].len())
                 }
+                // One sample per member: the median member and the p99.
+                (Some(m), Some(p)) if s.contains(" idle member ") => format!("{m:.3} ({p:.3})"),
                 (Some(m), _) => format!("{m:.3}"),
                 _ => "-".into(),
             };

@@ -71,7 +71,7 @@ pub fn measure(bench: &Bench, c: &mut Contender, results: &mut Results) {
         idle(bench, c, results);
     }
     if run("scale") {
-        scale(bench, c, results);
+        crate::scale::scale(bench, c, results);
     }
 }
 
@@ -168,7 +168,7 @@ fn yield_to(bench: &Bench, c: &mut Contender, results: &mut Results) {
 /// `g` and times the handover from the old child's exit until the next
 /// child runs (the yield command's own start, a client of its own, is not
 /// the handover's). Returns that and the name of the new holder.
-fn yield_once(g: &Group, to: Option<&str>, within: Duration) -> Result<(Duration, String), String> {
+pub fn yield_once(g: &Group, to: Option<&str>, within: Duration) -> Result<(Duration, String), String> {
     let starts = g.starts();
     let Some(old) = starts.last() else { return Err("no holder".into()) };
     let (neli, address) = (&g.contender.neli, &g.contender.broker.address);
@@ -317,70 +317,6 @@ pub fn idle_usage(window: Duration, supervisors: &[Pid]) -> Vec<Usage> {
         .collect()
 }
 
-/// Graceful handovers, `yield`s and crashes with --scale waiters.
-fn scale(bench: &Bench, c: &mut Contender, results: &mut Results) {
-    let cname = c.name;
-    for &n in &bench.args.scale {
-        let mut g = Group::new(c, &bench.work);
-        for _ in 0..=n {
-            g.spawn();
-        }
-        let big = bench.within * 4 + Duration::from_secs(n as u64);
-        if g.wait_start(1, big).is_none() || !g.settle(big, false) {
-            results.notes.push(format!("{cname}: scale {n}: the group never settled"));
-            continue;
-        }
-        broker_load(c, n, results);
-        for _ in 0..bench.args.reps.min(3) {
-            match handover(&mut g, Stop::Graceful, big, false) {
-                Some((took, _)) => results.add(&format!("scale {n}"), cname, ms(took)),
-                None => results.notes.push(format!("{cname}: scale {n}: no new holder")),
-            }
-        }
-        // kill -9 of the holder's neli-run, in the same group: a crash
-        // fails over within the session timeout and a second (issue 68),
-        // whatever the group's size.
-        for _ in 0..bench.args.reps.min(3) {
-            match handover(&mut g, Stop::Crash, big, false) {
-                Some((took, overlap)) => {
-                    results.add(&format!("scale {n} crash"), cname, ms(took));
-                    results.add(&format!("scale {n} crash overlaps"), cname, f64::from(u8::from(overlap)));
-                }
-                None => results.notes.push(format!("{cname}: scale {n} crash: no new holder")),
-            }
-        }
-        if c.is_etcd() {
-            continue;
-        }
-        // A `yield` in the same group, from the old child's exit.
-        for _ in 0..bench.args.reps.min(3) {
-            match yield_once(&g, None, big) {
-                Ok((took, _)) => results.add(&format!("scale {n} yield"), cname, ms(took)),
-                Err(why) => results.notes.push(format!("{cname}: scale {n} yield: {why}")),
-            }
-            g.settle(big, false);
-        }
-    }
-}
-
-/// What an idle group of `n` waiters costs the broker, over 10 s: its CPU
-/// (% of a core, its threads summed) and the requests it answered a second
-/// (a dev broker's count, all clients).
-fn broker_load(c: &Contender, n: usize, results: &mut Results) {
-    const WINDOW: Duration = Duration::from_secs(10);
-    let total = |r: Requests| r.values().sum::<u64>();
-    let (before, cpu) = (c.broker.requests().map(total), usage(c.broker.pid().as_raw()).map(|u| u.0));
-    let from = Instant::now();
-    std::thread::sleep(WINDOW);
-    let (after, secs) = (c.broker.requests().map(total), from.elapsed().as_secs_f64());
-    if let (Some(cpu), Some(now)) = (cpu, usage(c.broker.pid().as_raw())) {
-        results.add(&format!("scale {n} idle broker cpu%"), c.name, 100.0 * (now.0 - cpu) / secs);
-    }
-    if let (Ok(before), Ok(after)) = (before, after) {
-        results.add(&format!("scale {n} idle broker req/s all"), c.name, after.saturating_sub(before) as f64 / secs);
-    }
-}
-
 /// kill -9 of the holder's neli-run until everything its command left
 /// behind (`SWEEP` descendants, setsid'd, one ignoring SIGTERM) is gone:
 /// the shim's own sweep, timed from the kill until the detector's lock is
@@ -416,7 +352,7 @@ fn sweep(bench: &Bench, c: &mut Contender, results: &mut Results) {
 /// RSS and PSS now (KiB) of `pid`. RSS counts in full every shared library
 /// page the process touched (libssl, libcrypto, libsasl2: most of neli-run's
 /// RSS); PSS divides each shared page among the processes that map it.
-fn usage(pid: i32) -> Option<(f64, u64, u64)> {
+pub fn usage(pid: i32) -> Option<(f64, u64, u64)> {
     let mut ns = 0u64;
     for task in fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
         let stat = fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
@@ -436,7 +372,7 @@ fn usage(pid: i32) -> Option<(f64, u64, u64)> {
 /// it is the program neli-run carries, run from memory, or (a baseline
 /// before it) neli-run re-executed, and is a child of whichever of
 /// neli-run's threads spawned it.
-fn supervisor_pids(pid: Pid) -> Vec<i32> {
+pub fn supervisor_pids(pid: Pid) -> Vec<i32> {
     let mut pids = vec![pid.as_raw()];
     let tasks = fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
     for task in tasks {

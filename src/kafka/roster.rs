@@ -22,7 +22,7 @@
 //!   ten minutes of the fleet's records.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::admin::AdminClient;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -274,8 +274,11 @@ pub(super) struct Reader {
     /// Whether we owned the control partition at the last turn.
     owning: bool,
     /// The roster's end when we came to own the control partition (None:
-    /// not known), and the offset we read next.
+    /// not known yet: asked again each second, a broker just restarted
+    /// may not answer at once), when we last asked, and the offset we
+    /// read next.
     end: Option<i64>,
+    asked: Option<Instant>,
     next: i64,
     /// Said (`Read::to_end`) since we came to own it.
     said: bool,
@@ -287,8 +290,8 @@ pub(super) struct Read {
     pub(super) candidacies: Vec<candidacy::Record>,
     /// Once each time we come to own the control partition: the roster is
     /// read to its end as it was then, or there is none to read (not in
-    /// use: cold members write to partition 0; its end not known). The
-    /// owner names its hot list only after (`leader::Input::RosterRead`).
+    /// use: cold members write to partition 0). The owner names its hot
+    /// list only after (`leader::Input::RosterRead`), or a while after.
     pub(super) to_end: bool,
 }
 
@@ -306,6 +309,10 @@ impl Reader {
             self.reading = reading;
             self.follow(config, roster);
         }
+        let ask = self.asked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1));
+        if self.reading && self.end.is_none() && ask {
+            self.end = self.ends(roster, Duration::from_secs(1)).map(|(_, high)| high);
+        }
         let mut candidacies = Vec::new();
         if let Some(client) = self.client.as_ref().filter(|_| self.reading) {
             // A bounded turn: the watcher has partition 0 to read too.
@@ -320,13 +327,24 @@ impl Reader {
                 }
             }
         }
-        let read = !self.reading || self.end.is_none_or(|end| self.next >= end);
+        let read = !self.reading || self.end.is_some_and(|end| self.next >= end);
         let to_end = self.owning && !self.said && read;
         if to_end {
             self.said = true;
-            debug!(records = self.next, "the roster read to its end: the cold members are known");
+            debug!(offset = self.next, "the roster read to its end: the cold members are known");
         }
         Read { candidacies, to_end }
+    }
+
+    /// The roster's first and next offsets, if its broker answers within
+    /// `timeout` (on the watcher's thread).
+    fn ends(&mut self, roster: &Roster, timeout: Duration) -> Option<(i64, i64)> {
+        self.asked = Some(Instant::now());
+        let client = self.client.as_ref()?;
+        client
+            .fetch_watermarks(&roster.topic, 0, timeout)
+            .map_err(|err| debug!(%err, "the roster's ends: reading its last records"))
+            .ok()
     }
 
     fn follow(&mut self, config: &rdkafka::ClientConfig, roster: &Roster) {
@@ -336,17 +354,17 @@ impl Reader {
                 Err(err) => warn!(%err, "no client to read the roster with: cold standbys are not known"),
             }
         }
-        self.end = None;
+        let ends = if self.reading { self.ends(roster, Duration::from_secs(5)) } else { None };
+        self.end = ends.map(|(_, high)| high);
         let Some(client) = &self.client else { return };
         let result = if self.reading {
-            let from = match client.fetch_watermarks(&roster.topic, 0, Duration::from_secs(5)) {
-                Ok((low, high)) => {
-                    (self.end, self.next) = (Some(high), low.max(high - TAIL));
+            let from = match ends {
+                Some((low, high)) => {
+                    self.next = low.max(high - TAIL);
                     Offset::Offset(self.next)
                 }
-                Err(err) => {
-                    debug!(%err, "the roster's ends: reading its last records");
-                    self.end = None;
+                None => {
+                    self.next = 0;
                     Offset::OffsetTail(TAIL)
                 }
             };

@@ -124,3 +124,36 @@ fn a_candidacy_written_before_the_one_known_of_its_writer_is_old_news() {
     l.step(aged("c", false, 0, 3000), ms(1500));
     assert_eq!(l.hot_list(), Some(list(2, &["c", "a"])));
 }
+
+/// A member gone (its withdrawal read, or its disclaimer) stays gone to an
+/// older record of it read after: the owner reads the roster and partition
+/// 0 with two clients, and a cold-era roster record counts for 90 s. The
+/// 100-member soak saw a list name a member 23 s after it had left, and
+/// the cold members wait on a live list's members.
+#[test]
+fn a_withdrawal_or_a_disclaimer_is_not_undone_by_an_older_record_read_after() {
+    let aged = |name: &str, leaving: bool, age: u64, live_for: u64| {
+        Input::Candidacy(Candidacy {
+            leaving,
+            age: Duration::from_millis(age),
+            live_for: Duration::from_millis(live_for),
+            ..candidacy_of(name, 5)
+        })
+    };
+    let mut l = quick_leader(2);
+    l.step(aged("a", false, 0, 3000), ms(1400));
+    l.step(aged("c", false, 0, 3000), ms(1400));
+    assert_eq!(l.hot_list(), Some(list(2, &["a", "c"])));
+    // c leaves for good; its roster record from when it was cold (written
+    // 2 s before, counting 90 s) is read after.
+    l.step(aged("c", true, 0, 3000), ms(1500));
+    l.step(aged("c", false, 2000, 90_000), ms(1510));
+    assert_eq!(l.hot_list(), Some(list(2, &["a"])), "c is gone");
+    // a's disclaimer (it stood aside), then its older roster record.
+    l.step(Input::OtherHeartbeat(P, record_of("a/1", 9, Some(1), None, Stance::Released)), ms(1600));
+    l.step(aged("a", false, 1000, 90_000), ms(1610));
+    assert_eq!(l.hot_list(), Some(list(2, &[])), "a's older record is old news");
+    // Its next candidacy counts again.
+    l.step(aged("a", false, 0, 3000), ms(1700));
+    assert_eq!(l.hot_list(), Some(list(2, &["a"])));
+}

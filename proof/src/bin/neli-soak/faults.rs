@@ -448,7 +448,7 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
                 wall(injected_at)
             );
         }
-        if (fault.is_cluster_event() || fault == Fault::NetBlip) && (stopped || moved) {
+        if (fault.is_cluster_event() || matches!(fault, Fault::NetBlip | Fault::HotSetKill9)) && (stopped || moved) {
             // Where to look in the members' logs (--keep-logs).
             eprintln!(
                 "neli-soak: {}{} injected at {} stopped {leader}'s command ({mode}): leaderless {leaderless:.2?}, {}",

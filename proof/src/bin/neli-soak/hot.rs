@@ -171,3 +171,31 @@ pub fn churn(dir: &std::path::Path) -> (Vec<(&'static str, usize)>, usize) {
     }
     (counts, cold)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_churn_counts_each_join_by_why_and_each_member_gone_cold() {
+        let dir = std::env::temp_dir().join(format!("neli-soak-hot-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let t = "2026-11-30T02:32:26.779868Z  INFO";
+        // say.rs's line beside cold.rs's: one member gone cold, not two.
+        let a = format!(
+            "{t} a cold standby: not among the hot standbys the owner of partition 0 names hot=b k=2\n\
+             {t} a cold standby: leaving the group until the owner of partition 0 names this member or goes silent hot=b\n\
+             {t} the owner of partition 0 names fewer hot standbys than it wants: joining the group hot=b\n"
+        );
+        let b = format!(
+            "{t} named a hot standby: joining the group hot=b, c\n\
+             {t} no live record of the owner of partition 0 read: joining the group in case every hot member is gone\n"
+        );
+        fs::write(dir.join("a-1.log"), a).unwrap();
+        fs::write(dir.join("b-2.log"), b).unwrap();
+        fs::write(dir.join("modes"), "named a hot standby: joining the group\n").unwrap();
+        let counted = churn(&dir);
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(counted, (vec![("named hot", 1), ("the list short", 1), ("the hot set silent", 1)], 1));
+    }
+}

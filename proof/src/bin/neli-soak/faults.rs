@@ -106,6 +106,18 @@ pub enum Fault {
     /// (findings C-1): no due time of the new line that passed before its
     /// member read it runs, and none runs twice.
     Reschedule,
+    /// With --hot-standbys and cold members: kill -9 of a hot standby the
+    /// owner's list names, restarted (cold, a new name) after 0.2-2
+    /// session timeouts; a cold member must be named in its place.
+    /// Planned: leadership stays (see `hot`).
+    HotKill9,
+    /// As `HotKill9`, the hot standby's health check failed instead, until
+    /// the list names another in its place; then it heals.
+    HotUnhealthy,
+    /// The leader and every hot standby the list names killed with -9 at
+    /// once, kept down until a cold member's command runs (the bound:
+    /// docs/how-it-works.md, "When every hot member is gone at once").
+    HotSetKill9,
 }
 
 impl Fault {
@@ -140,6 +152,9 @@ impl Fault {
             Fault::AddJob => "add-job",
             Fault::CutBeforeDue => "cut-before-due",
             Fault::Reschedule => "reschedule",
+            Fault::HotKill9 => "hot-kill-9",
+            Fault::HotUnhealthy => "hot-unhealthy",
+            Fault::HotSetKill9 => "hot-set-kill-9",
         }
     }
 
@@ -209,6 +224,7 @@ impl Soak {
             }
             Fault::NetCut | Fault::NetBlip => self.slots[slot].ns.as_ref().expect("a namespace").cut(),
             Fault::Unhealthy | Fault::Drain => drop(fs::write(self.slot_health_file(fault, slot), "")),
+            Fault::HotSetKill9 => self.kill_hot_set(slot),
             Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGSTOP),
             Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR1),
             // Cluster events are scripted (see `watch`).
@@ -226,7 +242,9 @@ impl Soak {
             | Fault::Undrain
             | Fault::AddJob
             | Fault::CutBeforeDue
-            | Fault::Reschedule => {}
+            | Fault::Reschedule
+            | Fault::HotKill9
+            | Fault::HotUnhealthy => {}
         }
     }
 
@@ -250,6 +268,7 @@ impl Soak {
             Fault::Unhealthy | Fault::Drain => drop(fs::remove_file(self.slot_health_file(fault, slot))),
             Fault::BrokerPause => self.broker.as_ref().expect("our broker").signal(Signal::SIGCONT),
             Fault::BrokerRestart => self.broker.as_ref().expect("our broker").signal(Signal::SIGUSR2),
+            Fault::HotSetKill9 => self.slots.iter().for_each(|s| s.hold.set(None)),
             _ => {}
         }
     }
@@ -325,23 +344,26 @@ pub struct Run {
     /// Faults that struck a leader whose command had already stopped (a
     /// fence or revoke under way): not charged to the fault.
     pub struck_stopped: usize,
+    /// A hot standby's fault: how long until the owner's list named K
+    /// others (a cold member in its place), by fault.
+    pub refills: BTreeMap<Fault, Vec<Duration>>,
 }
 
 /// One fault about to be injected.
-struct Injection {
-    fault: Fault,
+pub struct Injection {
+    pub fault: Fault,
     /// The leader's slot.
-    slot: usize,
+    pub slot: usize,
     /// How long a timed disruption lasts (see `Fault::length`).
-    length: Option<Duration>,
+    pub length: Option<Duration>,
     /// The child starts before it (at least the leader's).
-    before: Vec<(String, i64)>,
+    pub before: Vec<(String, i64)>,
     /// A cluster fault's events, in order of their offsets.
     script: Vec<(Duration, String)>,
 }
 
 /// How one fault ended.
-enum End {
+pub enum End {
     /// A child ran again, after `leaderless` without one (zero: never
     /// stopped); `moved`: another member's child; `struck_stopped`: no
     /// child ran when it struck, so what followed is not its doing.
@@ -390,6 +412,13 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
         let injected_at = SystemTime::now();
         let watched = match fault {
             Fault::Pause => pause_episode(soak, faults, rng, stall, interrupted, &mut run),
+            Fault::HotKill9 | Fault::HotUnhealthy | Fault::HotSetKill9 => {
+                match crate::hot::episode(soak, &injection, rng, stall, interrupted, &mut run) {
+                    Some(end) => end,
+                    // No hot standby known (a list not yet written).
+                    None => continue,
+                }
+            }
             _ => watch(soak, &injection, rng, stall, interrupted),
         };
         let (leaderless, moved) = match watched {
@@ -419,7 +448,7 @@ pub fn inject(soak: &mut Soak, args: &Args, faults: &[Fault], rng: &mut Rng, int
                 wall(injected_at)
             );
         }
-        if (fault.is_cluster_event() || fault == Fault::NetBlip) && (stopped || moved) {
+        if (fault.is_cluster_event() || matches!(fault, Fault::NetBlip | Fault::HotSetKill9)) && (stopped || moved) {
             // Where to look in the members' logs (--keep-logs).
             eprintln!(
                 "neli-soak: {}{} injected at {} stopped {leader}'s command ({mode}): leaderless {leaderless:.2?}, {}",
@@ -668,7 +697,7 @@ fn next_mode(soak: &Soak, rng: &mut Rng) {
 /// Injects one fault and watches the lock until a child runs again (ending
 /// a timed disruption when its time is up), the soak is stopped, or
 /// `stall` passes.
-fn watch(soak: &mut Soak, f: &Injection, rng: &mut Rng, stall: Duration, interrupted: &AtomicBool) -> End {
+pub fn watch(soak: &mut Soak, f: &Injection, rng: &mut Rng, stall: Duration, interrupted: &AtomicBool) -> End {
     let before = &f.before;
     let injected = Instant::now();
     let injected_at = SystemTime::now();

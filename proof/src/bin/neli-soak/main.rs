@@ -67,10 +67,13 @@
 //!        ... --roles 12 --candidates 3 --transitions 500 [--cluster 3 | --broker tansu]
 //!        ... --roles 6 --candidates 3 --schedule --transitions 150
 //!        ... --flaps 200   (health flaps during standbys' joins: flaps.rs)
+//!        ... --candidates 100 --hot-standbys 2 --product-timing --session-timeout 6s --transitions 300
+//!            (a fleet: hot and cold churn, hot.rs)
 
 mod cluster;
 mod faults;
 mod flaps;
+mod hot;
 mod judge;
 mod members;
 mod report;
@@ -166,6 +169,11 @@ struct Args {
     /// (see flaps.rs); on a dev broker of its own.
     #[arg(long, value_name = "N", conflicts_with_all = ["roles", "schedule", "brokers"])]
     flaps: Option<usize>,
+    /// Every member runs with `--hot-standbys K`; with more than 1 + K
+    /// candidates (so cold members), the hot set's faults join the draw:
+    /// `hot-kill-9`, `hot-unhealthy`, `hot-set-kill-9` (see hot.rs).
+    #[arg(long, value_name = "K", conflicts_with_all = ["roles", "schedule", "flaps"])]
+    hot_standbys: Option<u32>,
 }
 
 /// The broker the soak starts.
@@ -320,6 +328,7 @@ fn setup(args: &Args) -> Result<(Soak, Vec<Fault>), String> {
             (run, Duration::from_secs((run * 2).as_secs_f64().ceil() as u64))
         }),
         resumes: 0,
+        hot_standbys: args.hot_standbys,
     };
     Ok((soak, faults))
 }
@@ -327,7 +336,8 @@ fn setup(args: &Args) -> Result<(Soak, Vec<Fault>), String> {
 /// One empty slot per candidate, each in a network namespace of its own
 /// when it can be (none at all if one fails).
 fn slots(args: &Args) -> Vec<Slot> {
-    let mut slots: Vec<Slot> = (0..args.candidates).map(|_| Slot { ns: None, member: None, log: None }).collect();
+    let mut slots: Vec<Slot> =
+        (0..args.candidates).map(|_| Slot { ns: None, member: None, log: None, hold: Default::default() }).collect();
     if args.brokers.is_none() && !args.no_netns {
         for slot in &mut slots {
             match NetNs::create() {
@@ -389,6 +399,9 @@ fn faults(args: &Args, netns: bool, own_broker: bool) -> Vec<Fault> {
         Fault::Pause,
         Fault::Unhealthy,
     ];
+    if args.hot_standbys.is_some_and(|k| args.candidates > 1 + k as usize) {
+        faults.extend([Fault::HotKill9, Fault::HotUnhealthy, Fault::HotSetKill9]);
+    }
     faults.extend(environment_faults(args, netns, own_broker));
     faults
 }

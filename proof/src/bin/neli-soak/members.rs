@@ -100,6 +100,9 @@ pub struct Slot {
     pub ns: Option<NetNs>,
     pub member: Option<(String, Child)>,
     pub log: Option<LogReader>,
+    /// Until when a member killed here stays down (a hot-set fault's):
+    /// `fill` starts no other before.
+    pub hold: std::cell::Cell<Option<Instant>>,
 }
 
 /// Copies a member's output from a pipe into its log file, until told to
@@ -172,6 +175,9 @@ pub struct Soak {
     /// Resumes after `pause --stop`: each may start the stopped command
     /// again under the same leadership, so under the same token.
     pub resumes: usize,
+    /// Every member's `--hot-standbys` (`--hot-standbys`; None: neli-run's
+    /// default, and no hot-set faults).
+    pub hot_standbys: Option<u32>,
 }
 
 impl Soak {
@@ -183,6 +189,9 @@ impl Soak {
                 if child.try_wait().ok().flatten().is_none() {
                     continue;
                 }
+            }
+            if self.slots[i].hold.get().is_some_and(|until| Instant::now() < until) {
+                continue;
             }
             self.started += 1;
             let name = format!("c{}-{}", i, self.started);
@@ -218,7 +227,8 @@ impl Soak {
                 .args(&self.timing)
                 .args(flags)
                 .args(if i % 2 == 1 { &HANGING_HOOKS[..] } else { &[] })
-                .args(["--health-cmd", HEALTH, "--health-interval", "300ms", "--health-retries", "1"])
+                .args(["--health-cmd", HEALTH, "--health-interval", self.health_interval(), "--health-retries", "1"])
+                .args(self.hot_standbys.iter().flat_map(|k| ["--hot-standbys".to_string(), k.to_string()]))
                 .env("DIR", &self.detector.dir)
                 // Priorities 0 to 2 by slot: an owner hands partition 0 to a
                 // live member of higher priority before it leads.
@@ -235,6 +245,17 @@ impl Soak {
                 .expect("start neli-run");
             self.births.insert(name.clone(), std::time::SystemTime::now());
             self.slots[i].member = Some((name, child));
+        }
+    }
+
+    /// Every member's --health-interval: 300 ms, 1 s in a group of more
+    /// than ten (a hundred checks every 300 ms are 330 shells a second on
+    /// the soak's two cores).
+    fn health_interval(&self) -> &'static str {
+        if self.slots.len() > 10 {
+            "1s"
+        } else {
+            "300ms"
         }
     }
 

@@ -41,6 +41,9 @@ pub fn report(seed: u64, args: &Args, soak: &Soak, run: Run, verdict: &Verdict) 
     println!("stalls (no child running {} after a fault; liveness): {}", args.stall, run.stalls);
     println!("faults that found the command already stopped (not counted): {}", run.struck_stopped);
     needless(&run.outcomes);
+    if soak.hot_standbys.is_some() {
+        hot_set(soak, &run);
+    }
     println!("\nLeaderless: how long no child held the lock after the fault struck, until the fault was over.\n");
     table(run.outcomes);
     let dir = &soak.detector.dir;
@@ -86,6 +89,33 @@ fn schedule(c: &ScheduleCheck) {
         println!("  due time {due} never started");
     }
     println!("ran to their end twice, no ending recorded (at least once): {}", c.at_least_once);
+}
+
+/// With --hot-standbys: the hot set's churn, its refills and the longest
+/// time without a command after any fault.
+fn hot_set(soak: &Soak, run: &Run) {
+    let (joins, cold) = crate::hot::churn(&soak.detector.dir);
+    let each: Vec<String> = joins.iter().map(|(why, n)| format!("{why} {n}")).collect();
+    let total: usize = joins.iter().map(|(_, n)| n).sum();
+    println!("cold members that joined the group: {total} ({}); members that went cold: {cold}", each.join(", "));
+    for (fault, took) in &run.refills {
+        let mut took = took.clone();
+        took.sort();
+        println!(
+            "{}: the list named K others in {} cases, p50 {:.2}s, max {:.2}s",
+            fault.name(),
+            took.len(),
+            percentile(&took, 0.5).as_secs_f64(),
+            took.last().copied().unwrap_or_default().as_secs_f64()
+        );
+    }
+    let longest = run
+        .outcomes
+        .iter()
+        .filter_map(|((f, _), o)| Some((*o.leaderless.iter().max()?, f.name())))
+        .max()
+        .map_or("none".into(), |(d, f)| format!("{:.2}s (after {f})", d.as_secs_f64()));
+    println!("longest time without a command after a fault: {longest}");
 }
 
 /// Needless stops (the command stopped, and the same member led next), by

@@ -586,8 +586,11 @@ fn pause_episode(
     }
     let resumed = Instant::now();
     soak.resumes += 1;
-    if ask(soak, "resume", &[], stall).is_none() {
+    // As an operator would: again until acknowledged (`resume` gives up
+    // reading a topic it cannot catch up with in 10 s, on a loaded broker).
+    while ask(soak, "resume", &[], stall).is_none() && resumed.elapsed() < stall {
         run.unacknowledged += 1;
+        std::thread::sleep(Duration::from_secs(1));
     }
     while !soak.detector.lock_held() {
         if interrupted.load(Ordering::Relaxed) {

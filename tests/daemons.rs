@@ -77,7 +77,7 @@ fn sigterm_stops_the_daemons_within_grace_before_neli_run_exits() {
     assert_eq!(m.wait_exit(LONG).code(), Some(143), "{}", m.log());
     // Not "eventually": neli-run must not exit while any of them lives.
     assert!(!g.lock_held(), "a daemon outlived neli-run\n{}", m.log());
-    assert!(stop_signal_reached_the_daemon(g.dir.path()), "the setsid'd daemon never got SIGTERM");
+    assert!(stop_signal_reached_the_daemon(g.dir.path()), "the setsid'd daemon never got SIGTERM: {}", m.log());
 }
 
 /// The shim passes the stop signal on to what left the group as soon as it
@@ -130,7 +130,7 @@ fn a_command_that_exits_leaving_daemons_keeps_its_status_and_takes_them_along() 
     let mut m = g.member("a", &[], &["sh", "-c", &script]);
     assert_eq!(m.wait_exit(LONG).code(), Some(5), "{}", m.log());
     assert!(!g.lock_held(), "a daemon outlived neli-run\n{}", m.log());
-    assert!(stop_signal_reached_the_daemon(g.dir.path()), "the setsid'd daemon never got SIGTERM");
+    assert!(stop_signal_reached_the_daemon(g.dir.path()), "the setsid'd daemon never got SIGTERM: {}", m.log());
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn the_shim_stops_then_kills_daemons_left_behind_even_while_neli_run_is_frozen()
     m.signal(Signal::SIGSTOP);
     std::fs::write(&go, "").unwrap();
     wait_until(SHIM_BOUND, "the shim killed the daemons after grace", || !g.lock_held());
-    assert!(stop_signal_reached_the_daemon(g.dir.path()), "the setsid'd daemon never got SIGTERM");
+    assert!(stop_signal_reached_the_daemon(g.dir.path()), "the setsid'd daemon never got SIGTERM: {}", m.log());
     m.signal(Signal::SIGCONT);
     assert_eq!(m.wait_exit(LONG).code(), Some(5), "{}", m.log());
 }

@@ -173,8 +173,10 @@ fn the_command_dies_with_its_shim_while_neli_run_is_frozen() {
     let script = format!("echo $$ > {}; exec sleep 1000", pidfile.display());
     // Unguarded, so that the command is the shim's own child.
     let mut m = g.member_unguarded("a", &LONG_LEASE, &["sh", "-c", &script]);
-    wait_until(LONG, "the command runs", || pidfile.exists());
-    let command = nix::unistd::Pid::from_raw(std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap());
+    // Written, not only made: the shell opens the file before it writes.
+    let pid = || std::fs::read_to_string(&pidfile).ok().and_then(|s| s.trim().parse::<i32>().ok());
+    wait_until(LONG, "the command runs", || pid().is_some());
+    let command = nix::unistd::Pid::from_raw(pid().expect("its pid"));
     let shim = m.forked_pid().expect("neli-run's child is the shim");
     // Nobody can sweep: neli-run is frozen and the shim dies at once.
     m.signal(Signal::SIGSTOP);

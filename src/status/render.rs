@@ -614,22 +614,28 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_retry_waiting_is_shown_as_its_due_times_next_attempt_and_not_as_a_due_time() {
-        let now = wall_ms();
-        let (due, retry_at) = (now - 60_000, now + 8_000);
-        let failed = WireAttempt {
+    /// The first attempt of the run due at `due`, by `a` under token 1,
+    /// with no end.
+    fn run_due(due: u64) -> WireAttempt {
+        WireAttempt {
             wave_ms: due,
             wave_token: Some(1),
             attempt: 1,
             token: 1,
-            code: Some(1),
+            code: None,
             name: "a".into(),
             host: "h".into(),
             due_ms: Some(due),
-            ended_ms: Some(due + 10),
+            ended_ms: None,
             line: None,
-        };
+        }
+    }
+
+    #[test]
+    fn a_retry_waiting_is_shown_as_its_due_times_next_attempt_and_not_as_a_due_time() {
+        let now = wall_ms();
+        let (due, retry_at) = (now - 60_000, now + 8_000);
+        let failed = WireAttempt { code: Some(1), ended_ms: Some(due + 10), ..run_due(due) };
         let record = |next_retry: bool| Heartbeat {
             attempt: Some(failed.clone()),
             next_ms: Some(retry_at),
@@ -659,19 +665,7 @@ mod tests {
         // C-5: `cron pause --stop` stopped the run due at `due`; on resume
         // its owner ran the later due time under the same token.
         let now = wall_ms();
-        let run = |due: u64| WireAttempt {
-            wave_ms: due,
-            wave_token: Some(1),
-            attempt: 1,
-            token: 1,
-            code: None,
-            name: "a".into(),
-            host: "h".into(),
-            due_ms: Some(due),
-            ended_ms: None,
-            line: None,
-        };
-        let (stopped, later) = (run(now - 20_000), run(now - 2_000));
+        let (stopped, later) = (run_due(now - 20_000), run_due(now - 2_000));
         let leader = Heartbeat { attempt: Some(later.clone()), ..hb("a", Some(1), now - 100) };
         assert_eq!(run_state(&stopped, Some(&leader)), "cut-short");
         assert_eq!(run_state(&later, Some(&leader)), "running");
@@ -693,18 +687,7 @@ mod tests {
         // read meanwhile said "was due ... ago" of a run going on.
         let now = wall_ms();
         let due = now - 50;
-        let running = WireAttempt {
-            wave_ms: due,
-            wave_token: Some(1),
-            attempt: 1,
-            token: 1,
-            code: None,
-            name: "a".into(),
-            host: "h".into(),
-            due_ms: Some(due),
-            ended_ms: None,
-            line: None,
-        };
+        let running = run_due(due);
         let leader = Heartbeat { attempt: Some(running.clone()), next_ms: Some(due), ..hb("a", Some(1), now - 10) };
         let mut v = View::default();
         v.add(leader.clone());

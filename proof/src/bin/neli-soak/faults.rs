@@ -697,6 +697,28 @@ fn next_mode(soak: &Soak, rng: &mut Rng) {
     let _ = fs::rename(dir.join("mode.new"), dir.join("mode"));
 }
 
+/// How long no child held the lock since a fault struck: every while it
+/// was free, summed.
+#[derive(Default)]
+pub struct Leaderless {
+    lost: Option<Instant>,
+    pub total: Duration,
+}
+
+impl Leaderless {
+    /// Notes whether a child holds the lock `now`.
+    pub fn note(&mut self, held: bool, now: Instant) {
+        match (held, self.lost) {
+            (false, None) => self.lost = Some(now),
+            (true, Some(since)) => {
+                self.total += now - since;
+                self.lost = None;
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Injects one fault and watches the lock until a child runs again (ending
 /// a timed disruption when its time is up), the soak is stopped, or
 /// `stall` passes.
@@ -707,7 +729,7 @@ pub fn watch(soak: &mut Soak, f: &Injection, rng: &mut Rng, stall: Duration, int
     let struck_stopped = !soak.detector.lock_held();
     soak.strike(f.fault, f.slot, rng);
     // Leaderless: every while no child held the lock since the strike.
-    let (mut lost, mut leaderless, mut ended, mut moved) = (None, Duration::ZERO, false, false);
+    let (mut leaderless, mut ended, mut moved) = (Leaderless::default(), false, false);
     let mut script = f.script.iter().peekable();
     loop {
         let now = Instant::now();
@@ -717,14 +739,7 @@ pub fn watch(soak: &mut Soak, f: &Injection, rng: &mut Rng, stall: Duration, int
             soak.cluster_event(event);
         }
         let held = soak.detector.lock_held();
-        match (held, lost) {
-            (false, None) => lost = Some(now),
-            (true, Some(since)) => {
-                leaderless += now - since;
-                lost = None;
-            }
-            _ => {}
-        }
+        leaderless.note(held, now);
         let starts = soak.detector.starts();
         moved |=
             starts.len() > before.len() && starts[before.len()..].iter().any(|s| s.0 != before[before.len() - 1].0);
@@ -752,7 +767,7 @@ pub fn watch(soak: &mut Soak, f: &Injection, rng: &mut Rng, stall: Duration, int
         if over {
             // A fault that never cost the command (a blip shorter than
             // the deadline) left nobody leaderless.
-            return End::Over { leaderless, moved, struck_stopped };
+            return End::Over { leaderless: leaderless.total, moved, struck_stopped };
         }
         if stopped {
             return End::Interrupted;

@@ -22,7 +22,7 @@ use nix::sys::signal::{kill, Signal};
 
 use neli_proof::Rng;
 
-use crate::faults::{wall, watch, End, Fault, Injection, Run};
+use crate::faults::{wall, watch, End, Fault, Injection, Leaderless, Run};
 use crate::members::Soak;
 
 /// The list the owner of partition 0 names: (K, names), if `status` read one.
@@ -93,19 +93,12 @@ pub fn episode(
         let _ = fs::write(&sick, "");
     }
     let mut healed = false;
-    let (mut lost, mut leaderless, mut refilled, mut polled) = (None, Duration::ZERO, None, injected);
+    let (mut leaderless, mut refilled, mut polled) = (Leaderless::default(), None, injected);
     loop {
         soak.fill();
         let now = Instant::now();
         let held = soak.detector.lock_held();
-        match (held, lost) {
-            (false, None) => lost = Some(now),
-            (true, Some(since)) => {
-                leaderless += now - since;
-                lost = None;
-            }
-            _ => {}
-        }
+        leaderless.note(held, now);
         if refilled.is_none() && now >= polled + POLL {
             polled = now;
             let full = hot_list(soak).is_some_and(|(k2, n)| k2 == k && n.len() >= k && !n.contains(&name));
@@ -135,7 +128,7 @@ pub fn episode(
             run.refills.entry(f.fault).or_default().push(took);
         }
         if over {
-            return Some(End::Over { leaderless, moved, struck_stopped: false });
+            return Some(End::Over { leaderless: leaderless.total, moved, struck_stopped: false });
         }
         if stopped {
             return Some(End::Interrupted);

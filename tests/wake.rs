@@ -246,3 +246,41 @@ fn debug_logging_does_not_keep_the_consumer_thread_busy() {
     drop(a);
     g.assert_no_overlap();
 }
+
+/// A member told to compress (`-X compression.type=lz4`, as a Java
+/// producer's properties often say) still writes its wake whole: a
+/// watcher's fetch waits for the bytes the broker stores, so a compressed
+/// wake would be heard only at the wait's end, seconds late. The reader
+/// here waits for 12 KiB, which the wake (16 KiB) brings alone and the
+/// member's own heartbeats in that time (a few hundred bytes each) do not;
+/// its fetch waits a minute, three times the bound.
+#[test]
+fn a_member_told_to_compress_writes_its_wake_whole() {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+    let g = Group::new("wake-compressed");
+    let t = g.broker.timing;
+    let mut a = g.member("a", &["-X", "compression.type=lz4"], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a runs its command", || g.lock_held());
+    assert!(a.log().contains("compression.type=lz4 is not used"), "{}", a.log());
+    let reader: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &g.broker.address)
+        .set("group.id", "wake-compressed-reader")
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", "60000")
+        .set("fetch.min.bytes", (12 * 1024).to_string())
+        .set("socket.timeout.ms", "90000")
+        .create()
+        .expect("a reader");
+    let topic = format!("{}.neli", g.name);
+    let (_, end) = reader.fetch_watermarks(&topic, 0, Duration::from_secs(20)).expect("partition 0's end");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(&topic, 0, Offset::Offset(end)).unwrap();
+    reader.assign(&tpl).expect("assigned");
+    a.signal(Signal::SIGTERM);
+    assert_eq!(a.wait_exit(t.takeover()).code(), Some(143), "{}", a.log());
+    assert!(a.log().contains(LEFT), "{}", a.log());
+    let read = crate::util::wait_for(Duration::from_secs(20), || reader.poll(Duration::from_millis(200)).is_some());
+    assert!(read, "the wake did not end a fetch waiting for 12 KiB: compressed?\n{}", a.log());
+}

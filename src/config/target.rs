@@ -155,7 +155,7 @@ impl Target {
                 return Err(Failure::new(Kind::KafkaConfig, format!("Kafka client configuration rejected: {why}")));
             }
         }
-        let (properties, origins) = properties.into_iter().map(|(k, v, o)| ((k, v), o)).unzip();
+        let (properties, origins) = uncompressed(properties).into_iter().map(|(k, v, o)| ((k, v), o)).unzip();
         Ok(Target { brokers, group, topic, properties, origins })
     }
 
@@ -224,6 +224,30 @@ fn read_kafka_config(path: &Path) -> Result<Vec<java_props::Entry>, Failure> {
         let key = m.key.map(|k| format!(" in the value of {}", k.escape_debug())).unwrap_or_else(|| " in a key".into());
         Failure::new(Kind::Usage, format!("--kafka-config {at} line {}: {}{key}", m.line, m.reason))
     })
+}
+
+/// librdkafka's names for a producer's codec (the second is the first's
+/// alias).
+const COMPRESSION_KEYS: [&str; 2] = ["compression.type", "compression.codec"];
+
+/// `properties` less any compression, with a warning naming where it came
+/// from: a wake, a call to a cold standby and a drain are padded to the size
+/// that ends a watcher's waiting fetch (`fetch.min.bytes` counts the bytes
+/// stored, compressed), so compressed they would be heard only at the
+/// fetch's wait end, seconds late. neli-run's records are a few hundred
+/// bytes: compressing them saves nothing. Not refused: a file copied from a
+/// Java producer often sets it, and nothing else is wrong with it.
+fn uncompressed(properties: Vec<(String, String, Origin)>) -> Vec<(String, String, Origin)> {
+    let (dropped, kept): (Vec<_>, Vec<_>) =
+        properties.into_iter().partition(|(k, _, _)| COMPRESSION_KEYS.contains(&k.as_str()));
+    for (k, v, origin) in &dropped {
+        tracing::warn!(
+            "{origin}: {k}={v} is not used: neli-run writes its records uncompressed (a wake and a call to a cold \
+             standby are sized to end a standby's waiting fetch, and compressed they would be heard seconds late); \
+             remove it"
+        );
+    }
+    kept
 }
 
 /// Warns (once, not fatal) when a --kafka-config file holding a secret can

@@ -86,6 +86,27 @@ fn properties_owned_by_flags_are_refused() {
 }
 
 #[test]
+fn compression_from_any_origin_is_not_used() {
+    let dir = std::env::temp_dir().join(format!("neli-compression-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("producer.properties");
+    std::fs::write(&file, "compression.type=gzip\nlinger.ms=5\n").unwrap();
+    let c = config(&[
+        "--kafka-config",
+        file.to_str().unwrap(),
+        "-X",
+        "compression.codec=lz4",
+        "-X",
+        "compression.type=zstd",
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let c = c.unwrap();
+    assert_eq!(c.kafka.properties, vec![("linger.ms".into(), "5".into())]);
+    let client = c.kafka.client_config(&[]);
+    assert_eq!((client.get("compression.type"), client.get("compression.codec")), (None, None));
+}
+
+#[test]
 fn env_properties_come_first_and_flags_win() {
     let cli = Cli::try_parse_from(["neli-run", "-g", "g", "-X", "client.rack=2", "--", "true"]).unwrap();
     let c = Config::from_args(cli.run, Some("client.rack=1;linger.ms=3;".into())).unwrap();

@@ -108,3 +108,42 @@ fn a_member_denied_the_roster_writes_to_partition_0_says_which_acl_to_add_and_ru
     }
     g.assert_no_overlap();
 }
+
+/// A member that could not look at the roster topic when it started (its
+/// broker did not answer: a restart, a storm of reconnects) still reads it
+/// once it owns partition 0, before it names its hot list. A 100-member
+/// soak saw such an owner read no roster, name a short list from what
+/// partition 0 held (the cold members write to the roster), and 75 cold
+/// members join at once. Here `a`'s first request naming the roster is
+/// held until its look gives up; then `a` leads with `d` hot and `b`, `c`
+/// cold; when `d` dies, `a`'s list must name `c` (the best it knows only
+/// from the roster), not fall short and call both in.
+#[test]
+fn an_owner_that_could_not_look_at_the_roster_at_its_start_reads_it_all_the_same() {
+    let g = Group::on(Broker::cluster(1), "roster-unlooked");
+    let t = g.broker.timing;
+    g.broker.event("cut-at a 1 neli.roster");
+    let member = |name: &str, priority: &str| {
+        g.member(name, &["--priority", priority, "--hot-standbys", "1"], &["sleep", "1000"])
+    };
+    let a = member("a", "1");
+    wait_until(Duration::from_secs(60), "a gives up looking at the roster", || {
+        a.log().contains("cannot look at the roster topic now")
+    });
+    g.broker.event("heal a");
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let (b, c, mut d) = (member("b", "2"), member("c", "3"), member("d", "4"));
+    for m in [&b, &c] {
+        wait_until(t.takeover(), &format!("{} is a cold standby", m.name), || {
+            m.log().contains("a cold standby: leaving the group")
+        });
+    }
+    d.signal(nix::sys::signal::Signal::SIGKILL);
+    let _ = d.wait_exit(t.takeover());
+    const JOINS: [&str; 2] = ["named a hot standby: joining", "names fewer hot standbys than it wants: joining"];
+    wait_until(Duration::from_secs(60), "c joins the group", || JOINS.iter().any(|j| c.log().contains(j)));
+    assert!(c.log().contains(JOINS[0]), "a's list named c: {}", c.log());
+    assert!(!b.log().contains(JOINS[1]), "a's list was short: {}", b.log());
+    assert_eq!(g.starts().len(), 1, "a leads throughout: {:?}", g.starts());
+    g.assert_no_overlap();
+}

@@ -47,9 +47,10 @@ pub enum Event {
     /// ways, as a network cut between them holds it (TCP delivers it after
     /// the cut heals).
     Cut { client: String, broker: BrokerId },
-    /// Cut a client off from one broker as it sends that broker a Produce
-    /// request carrying `text` (a record's bytes: e.g. a heartbeat's
-    /// `"role":"leading"`): that request is held, with everything after it,
+    /// Cut a client off from one broker as it sends that broker a request
+    /// carrying `text` (a Produce's record: e.g. a heartbeat's
+    /// `"role":"leading"`; a topic's name in any request naming it): that
+    /// request is held, with everything after it,
     /// as a cut at that instant holds it. What comes before goes through: a
     /// cut at the one moment a race needs, which a test cannot time from
     /// outside (a member's first record read back, its next not written).
@@ -342,13 +343,13 @@ impl Cluster {
     }
 
     /// Arms a cut of `client` from `broker` that falls at its first
-    /// Produce request there carrying `text` (`cut_if_carries`).
+    /// request there carrying `text` (`cut_if_carries`).
     pub fn cut_at(&self, client: &str, broker: BrokerId, text: &str) {
         self.state().armed.insert((client.to_string(), broker, text.to_string()));
     }
 
-    /// Cuts `client` off from `broker` if `request` (a Produce request it
-    /// sent there) carries the text of a cut armed for them; the caller
+    /// Cuts `client` off from `broker` if `request` (a request it sent
+    /// there) carries the text of a cut armed for them; the caller
     /// then holds the request as any other of a cut client's.
     pub fn cut_if_carries(&self, client: &str, broker: BrokerId, request: &[u8]) {
         let mut s = self.state();
@@ -360,7 +361,7 @@ impl Cluster {
         s.armed.remove(&armed);
         s.cuts.insert((armed.0, armed.1));
         drop(s);
-        tracing::info!(client, broker, text = armed.2, "cluster event: a Produce request carrying the text came: cut");
+        tracing::info!(client, broker, text = armed.2, "cluster event: a request carrying the text came: cut");
         self.bump();
     }
 

@@ -365,10 +365,8 @@ impl Connection<'_> {
         if let Some(header) = &header {
             // Counted as received, before a cut holds it.
             self.shared.requests.count(&header.client_id, header.api_key);
-            if header.api_key == PRODUCE {
-                // A cut armed to fall at this record (`cut-at`).
-                self.shared.cluster.cut_if_carries(&header.client_id, self.broker, frame);
-            }
+            // A cut armed to fall at this request (`cut-at`).
+            self.shared.cluster.cut_if_carries(&header.client_id, self.broker, frame);
             // Held while a cut lasts, as the network would hold it.
             self.shared.cluster.pass(&header.client_id, self.broker).await;
             self.client_id.lock().expect("lock").get_or_insert_with(|| header.client_id.clone());

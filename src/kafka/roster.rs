@@ -61,8 +61,14 @@ pub(super) struct Roster {
     pub(super) topic: String,
     /// The group's topic: what a denial's advice names beside it.
     group_topic: String,
-    /// Whether cold members' candidacies go to it (false once denied).
+    /// Whether our candidacies go to it while we are cold (false once
+    /// denied, and until we know it exists).
     usable: AtomicBool,
+    /// Known to be out of use for us: denied, or refused by the broker.
+    /// Not when we could not look (a broker that did not answer at our
+    /// start): other members may use it, and as the owner of partition 0
+    /// we read it all the same.
+    off: AtomicBool,
     /// A record of ours has been written to it: a denial heard after that
     /// without the roster's name is the group topic's.
     proven: AtomicBool,
@@ -77,6 +83,7 @@ impl Roster {
             topic: topic_of(group_topic),
             group_topic: group_topic.to_string(),
             usable: AtomicBool::new(false),
+            off: AtomicBool::new(false),
             proven: AtomicBool::new(false),
             owner_until: AtomicU64::new(0),
         }
@@ -105,6 +112,7 @@ impl Roster {
         if !denial || !ours {
             return false;
         }
+        self.off.store(true, Ordering::Relaxed);
         if self.usable.swap(false, Ordering::Relaxed) {
             warn!(topic = %self.topic, advice = %self.advice(), "denied the roster topic: cold standbys' candidacies go to partition 0 of the group's topic, which every member reads");
         }
@@ -139,17 +147,22 @@ impl Roster {
         BootTime::now().as_nanos() < self.owner_until.load(Ordering::Relaxed)
     }
 
-    /// Whether we read the roster now: it is in use and we own the control
-    /// partition.
+    /// Whether we read the roster now: we own the control partition, and
+    /// the roster is not known to be out of use. A member that could not
+    /// look at it when it started reads it too: a 100-member soak saw one
+    /// (its broker storming) own partition 0, read no roster, name a short
+    /// list from what partition 0 held, and 75 cold members join at once.
     pub(super) fn reading(&self) -> bool {
-        self.usable() && self.owning()
+        self.owning() && !self.off.load(Ordering::Relaxed)
     }
 }
 
 /// Makes sure the roster exists (created as the group's topic is: one
 /// partition, a short retention) and turns it on; a denial or any other
-/// failure leaves it off (cold members write to partition 0, as before the
-/// roster), said once.
+/// failure leaves it off for our writes (our candidacies while cold go to
+/// partition 0, as before the roster), said once. Only a denial or a
+/// refusal turns it off for our reads too: a broker that did not answer
+/// says nothing of it.
 pub(super) fn ensure(
     s: &Settings,
     consumer: &BaseConsumer<super::context::ReaderContext>,
@@ -172,13 +185,36 @@ pub(super) fn ensure(
     match code {
         None => roster.usable.store(true, Ordering::Relaxed),
         Some(code) if super::fatal_kind(code) == Some(crate::exit::Kind::Denied) => {
+            roster.off.store(true, Ordering::Relaxed);
             warn!(topic = %roster.topic, %code, advice = %roster.advice(), "denied the roster topic: cold standbys' candidacies go to partition 0 of the group's topic, which every member reads");
         }
+        Some(code) if unanswered(code) => {
+            warn!(topic = %roster.topic, %code, "cannot look at the roster topic now: our candidacies while cold go to partition 0 of the group's topic, which every member reads; as the owner of partition 0 we read the roster all the same");
+        }
         Some(code) => {
+            roster.off.store(true, Ordering::Relaxed);
             warn!(topic = %roster.topic, %code, "no roster topic: cold standbys' candidacies go to partition 0 of the group's topic, which every member reads");
         }
     }
     roster.clone()
+}
+
+/// Whether `code` says the broker did not answer (down, slow, moving),
+/// not that the roster is refused: nothing is known of it yet.
+fn unanswered(code: RDKafkaErrorCode) -> bool {
+    use RDKafkaErrorCode::*;
+    matches!(
+        code,
+        BrokerTransportFailure
+            | OperationTimedOut
+            | RequestTimedOut
+            | AllBrokersDown
+            | NetworkException
+            | LeaderNotAvailable
+            | NotController
+            | BrokerNotAvailable
+            | Fail
+    )
 }
 
 /// Creates the roster topic as a member makes its topics

@@ -156,4 +156,13 @@ fn a_withdrawal_or_a_disclaimer_is_not_undone_by_an_older_record_read_after() {
     // Its next candidacy counts again.
     l.step(aged("a", false, 0, 3000), ms(1700));
     assert_eq!(l.hot_list(), Some(list(2, &["a"])));
+    // A disclaimer read late (written 0.6 s before it was read, behind a
+    // slow broker) lapses what came before it, not what its writer wrote
+    // after (here 0.5 s after it).
+    let late = Other { age: Duration::from_millis(600), ..record_of("a/1", 10, Some(1), None, Stance::Released) };
+    l.step(Input::OtherHeartbeat(P, late), ms(1800));
+    l.step(aged("a", false, 100, 3000), ms(1810));
+    // Past the moment the disclaimer was read plus its age.
+    l.step(Input::Tick, ms(2500));
+    assert_eq!(l.hot_list(), Some(list(2, &["a"])), "written after the disclaimer");
 }

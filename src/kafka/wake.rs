@@ -270,9 +270,14 @@ impl Subscription {
     /// it (`ReaderContext::joined`): the group's topic and a fresh name that
     /// does not exist (a miss in librdkafka's metadata cache, which rejoins
     /// once the metadata is in).
+    ///
+    /// Not while librdkafka has no member id (`in_a_membership`).
     fn wake(&self, consumer: &BaseConsumer<ReaderContext>, topic: &str, me: &Member) -> bool {
         let mut state = self.lock();
         if !state.subscribed || state.closed || state.leaving || !consumer.context().joined.load(Ordering::Relaxed) {
+            return false;
+        }
+        if !in_a_membership(consumer) {
             return false;
         }
         state.wakes += 1;
@@ -295,10 +300,14 @@ impl Subscription {
     }
 
     /// Puts the subscription back to the group's topic alone once a wake's
-    /// rejoin has had its time (`WAKE_HOLD`).
+    /// rejoin has had its time (`WAKE_HOLD`) and librdkafka has a member id
+    /// again (`in_a_membership`).
     pub(super) fn settle(&self, consumer: &BaseConsumer<ReaderContext>, topic: &str) {
         let mut state = self.lock();
         if state.closed || state.leaving || state.woken.is_none_or(|at| at.elapsed() < WAKE_HOLD) {
+            return;
+        }
+        if !in_a_membership(consumer) {
             return;
         }
         state.woken = None;
@@ -559,6 +568,19 @@ const WATCH_POLL: Duration = Duration::from_millis(250);
 
 /// Our member id as librdkafka holds it: empty before the coordinator gave
 /// us one, and once librdkafka has sent our LeaveGroup.
+/// Whether librdkafka has a member id for us, so that a change of our
+/// subscription is safe: with one, it postpones the change during any step
+/// of a join (`RD_KAFKA_CGRP_REBALANCING`, rdkafka_cgrp.c); without one, a
+/// join in flight (a member whose id a broker's restart dropped, joining
+/// anew) takes it at once, and librdkafka 2.12.1 aborts the process in
+/// `rd_kafka_cgrp_modify_subscription` (its join state neither INIT nor
+/// STEADY): three standbys of a 100-member soak died so after broker
+/// restarts. A member without an id is joining anyway: a wake has nothing
+/// to add.
+fn in_a_membership(consumer: &BaseConsumer<ReaderContext>) -> bool {
+    !member_id(consumer).is_empty()
+}
+
 fn member_id(consumer: &BaseConsumer<ReaderContext>) -> String {
     let rk = consumer.client().native_ptr();
     // SAFETY: `rk` lives as long as `consumer`; rd_kafka_memberid returns
@@ -583,6 +605,23 @@ mod tests {
 
     fn member() -> Member {
         Member { name: "a".into(), incarnation: "0123456789abcdef".into(), host: "h".into(), pid: 1 }
+    }
+
+    /// A member that joined once and has lost its member id (a broker's
+    /// restart forgot the group) is not woken: changing the subscription
+    /// of a join in flight without an id aborts librdkafka 2.12.1
+    /// (`in_a_membership`). The consumer here never reaches a broker, so
+    /// it has no id, as such a member has none.
+    #[test]
+    fn a_member_without_a_member_id_is_not_woken() {
+        let (consumer, _heard) = crate::kafka::context::tests::reader(&[0]);
+        let subscription = Subscription::default();
+        subscription.subscribe(&consumer, "g.neli").unwrap();
+        consumer.context().joined.store(true, Ordering::Relaxed);
+        assert!(!subscription.wake(&consumer, "g.neli", &member()), "woken without a member id");
+        let topics: Vec<String> =
+            consumer.subscription().unwrap().elements().iter().map(|e| e.topic().to_string()).collect();
+        assert_eq!(topics, ["g.neli"]);
     }
 
     #[test]

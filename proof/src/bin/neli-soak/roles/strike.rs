@@ -96,10 +96,16 @@ impl Run<'_> {
 
     /// `neli-run drain NAME` or `undrain NAME` (`what`), counted; one not
     /// acknowledged is counted too.
+    /// Asks `what` (drain, undrain) of `name` until it is acknowledged or
+    /// a stall's time has passed, as an operator would: one asked while
+    /// every broker restarts fails at once, and the group then settles as
+    /// it was, not as the soak expects (a cluster soak's one stall).
     fn ask_drain(&mut self, what: &str, name: &str) {
         self.figures.drain_commands += 1;
-        if crate::faults::ask(self.soak, what, &[name], self.stall).is_none() {
+        let asked = Instant::now();
+        while crate::faults::ask(self.soak, what, &[name], self.stall).is_none() && asked.elapsed() < self.stall {
             self.figures.unacknowledged += 1;
+            std::thread::sleep(Duration::from_secs(1));
         }
     }
 

@@ -566,8 +566,6 @@ const HOT_REPEAT: Duration = Duration::from_millis(500);
 /// wait for the watcher, after it has left the group and woken the others.
 const WATCH_POLL: Duration = Duration::from_millis(250);
 
-/// Our member id as librdkafka holds it: empty before the coordinator gave
-/// us one, and once librdkafka has sent our LeaveGroup.
 /// Whether librdkafka has a member id for us, so that a change of our
 /// subscription is safe: with one, it postpones the change during any step
 /// of a join (`RD_KAFKA_CGRP_REBALANCING`, rdkafka_cgrp.c); without one, a
@@ -581,6 +579,8 @@ fn in_a_membership(consumer: &BaseConsumer<ReaderContext>) -> bool {
     !member_id(consumer).is_empty()
 }
 
+/// Our member id as librdkafka holds it: empty before the coordinator gave
+/// us one, and once librdkafka has sent our LeaveGroup.
 fn member_id(consumer: &BaseConsumer<ReaderContext>) -> String {
     let rk = consumer.client().native_ptr();
     // SAFETY: `rk` lives as long as `consumer`; rd_kafka_memberid returns

@@ -128,8 +128,14 @@ impl Run<'_> {
             Some(said) => self.hold_paused(j, &holder, count, &said),
             None => self.figures.unacknowledged += 1,
         }
-        if crate::faults::ask(self.soak, "resume", &["--role", &role], stall).is_none() {
+        // As an operator would: again until acknowledged (`resume` gives up
+        // reading a topic it cannot catch up with in 10 s, on a loaded
+        // broker; a tansu soak's role then stayed paused for 10 minutes).
+        let resumed = Instant::now();
+        while crate::faults::ask(self.soak, "resume", &["--role", &role], stall).is_none() && resumed.elapsed() < stall
+        {
             self.figures.unacknowledged += 1;
+            std::thread::sleep(Duration::from_secs(1));
         }
         self.free[j] = None;
         self.clock = Instant::now();

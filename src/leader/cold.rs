@@ -99,8 +99,7 @@ impl Heard {
 pub(super) fn stays_cold(us: Us, list: Option<&HotList>, heard: Heard, now: BootTime) -> bool {
     let Some(list) = list else { return false };
     let live = heard.until.is_some() && !heard.silent(now);
-    let full = list.names.len() >= usize::try_from(list.k).unwrap_or(usize::MAX);
-    live && full && !us.seated && !us.target && !list.named(us.name)
+    live && list.full() && !us.seated && !us.target && !list.named(us.name)
 }
 
 impl Leader {
@@ -147,7 +146,7 @@ impl Leader {
         self.cold.echoes = 0;
         let Some(list) = list else { return };
         let me = self.settings.name.as_str();
-        let was = self.standbys.hot_read().map(|known| known.named(me));
+        let was = self.standbys.hot_read().map(|known| known.keeps(me));
         super::say::hot(was, &list, me, self.owns_control());
         self.standbys.read_hot(list);
     }
@@ -172,7 +171,7 @@ impl Leader {
             info!(hot = %names, "named a hot standby: joining the group");
         } else if us.seated {
             info!("holding a seat: in the group");
-        } else if list.is_some_and(|l| l.names.len() < usize::try_from(l.k).unwrap_or(usize::MAX)) {
+        } else if list.is_some_and(|l| !l.full()) {
             info!(hot = %names, "the owner of partition 0 names fewer hot standbys than it wants: joining the group");
         } else {
             let silence = self.settings.owner_silence;

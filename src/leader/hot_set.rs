@@ -48,6 +48,19 @@ impl HotList {
     pub fn named(&self, name: &str) -> bool {
         self.names.iter().any(|n| n == name)
     }
+
+    /// Whether it names `k` members: a shorter one keeps every member in
+    /// the group (`cold::stays_cold`).
+    pub fn full(&self) -> bool {
+        self.names.len() >= usize::try_from(self.k).unwrap_or(usize::MAX)
+    }
+
+    /// Whether `name`, holding no seat, is a hot standby by it: named, or
+    /// the list is short. What the log and `status` say; one not kept is
+    /// cold.
+    pub fn keeps(&self, name: &str) -> bool {
+        self.named(name) || !self.full()
+    }
 }
 
 /// The hot standbys at `now`: of the `known` members that are live,
@@ -185,5 +198,8 @@ mod tests {
     fn a_list_names_whom_it_names() {
         let list = hot_set(&[m("a", 0), m("b", 0), m("c", 0)], &[], 2, None, ms(NOW));
         assert!(list.named("a") && list.named("b") && !list.named("c") && !list.named(""));
+        assert!(list.full() && list.keeps("a") && !list.keeps("c"), "a full list keeps whom it names");
+        let short = hot_set(&[m("a", 0)], &[], 2, None, ms(NOW));
+        assert!(!short.full() && short.keeps("a") && short.keeps("c"), "a short list keeps every member in");
     }
 }

@@ -135,17 +135,20 @@ pub(super) fn preempted(to: &str, theirs: u8, ours: u8) {
     info!(to = %printable(to), theirs, ours, "a live member of higher --priority (--preempt): handing over to it");
 }
 
-/// The hot standbys' list read names us, or no longer does (`was`: whether
-/// the last one read did). Not while we own the control partition
-/// (`owner`): its backlog names earlier owners' lists, and we name our own.
+/// The hot standbys' list read keeps us hot, or no longer does (`was`:
+/// whether the last one read did; a short list keeps every member). Not
+/// while we own the control partition (`owner`): its backlog names earlier
+/// owners' lists, and we name our own.
 pub(super) fn hot(was: Option<bool>, list: &HotList, me: &str, owner: bool) {
-    let named = list.named(me);
-    if was == Some(named) || owner {
+    let kept = list.keeps(me);
+    if was == Some(kept) || owner {
         return;
     }
     let names = list.names.iter().map(|n| printable(n)).collect::<Vec<_>>().join(", ");
-    if named {
+    if list.named(me) {
         info!(hot = %names, k = list.k, "a hot standby: the owner of partition 0 names this member to lead next");
+    } else if kept {
+        info!(hot = %names, k = list.k, "a hot standby: the owner of partition 0 names fewer than it wants, and every member stays in");
     } else {
         info!(hot = %names, k = list.k, "a cold standby: not among the hot standbys the owner of partition 0 names");
     }

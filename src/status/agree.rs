@@ -140,7 +140,7 @@ impl Agreement {
                     "pid": w.pid,
                     "roles": (!self.crontab).then_some(w.roles),
                     "leads": leads,
-                    "hot": hot.map(|list| !leads.is_empty() || list.named(&w.name)),
+                    "hot": hot.map(|list| !leads.is_empty() || list.keeps(&w.name)),
                     "crontab": w.crontab,
                     "jobs_on": w.jobs_on,
                 })

@@ -173,9 +173,10 @@ impl View {
     }
 
     /// Whether the member `name`, holding no seat, is hot: named in the
-    /// list (None while no list is known).
+    /// list, or the list is short, which keeps every member in the group
+    /// (None while no list is known).
     pub(super) fn hot(&self, name: &str) -> Option<bool> {
-        self.hot.as_ref().map(|list| list.named(name))
+        self.hot.as_ref().map(|list| list.keeps(name))
     }
 
     /// How many live standbys at `now_ms` are not `me`: the group a
@@ -313,6 +314,10 @@ pub(super) mod tests {
         assert_eq!(v.key(1_300), r#"a 1 hot 2 ["b", "c"]"#, "status --watch says a new list");
         v.read(Some(&hb("a", Some(1), 1_400).encode()), 3);
         assert_eq!(v.hot.as_ref(), Some(&list), "a record without one keeps the newest named");
+        // A short list keeps every member in the group: none is cold.
+        let short = Heartbeat { hot: Some(HotList { k: 2, names: vec!["b".into()] }), ..hb("a", Some(1), 1_500) };
+        v.read(Some(&short.encode()), 4);
+        assert_eq!((v.hot("b"), v.hot("d")), (Some(true), Some(true)));
     }
 
     #[test]

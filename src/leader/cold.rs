@@ -21,12 +21,9 @@
 //! cold member waits for it to take over from a dead owner rather than
 //! join with every other cold member.
 
-use tracing::info;
-
 use super::hot_set::HotList;
 use super::{Action, Leader, CONTROL_PARTITION};
 use crate::clock::BootTime;
-use crate::printable::printable;
 
 /// What the member knows that the rule weighs.
 #[derive(Debug, Default)]
@@ -163,23 +160,7 @@ impl Leader {
             return;
         }
         self.cold.cold = cold;
-        let names = list.map(|l| l.names.iter().map(|n| printable(n).to_string()).collect::<Vec<_>>().join(", "));
-        let names = names.unwrap_or_default();
-        if cold {
-            info!(hot = %names, "a cold standby: leaving the group until the owner of partition 0 names this member or goes silent");
-        } else if list.is_some_and(|l| l.named(name)) || us.target {
-            info!(hot = %names, "named a hot standby: joining the group");
-        } else if us.seated {
-            info!("holding a seat: in the group");
-        } else if list.is_some_and(|l| !l.full()) {
-            info!(hot = %names, "the owner of partition 0 names fewer hot standbys than it wants: joining the group");
-        } else {
-            let silence = self.settings.owner_silence;
-            info!(
-                ?silence,
-                "no live record of the owner of partition 0 read: joining the group in case every hot member is gone"
-            );
-        }
+        super::say::cold(cold, us, list, self.settings.owner_silence);
         self.out.push(Action::Cold(cold));
     }
 

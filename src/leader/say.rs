@@ -153,3 +153,23 @@ pub(super) fn hot(was: Option<bool>, list: &HotList, me: &str, owner: bool) {
         info!(hot = %names, k = list.k, "a cold standby: not among the hot standbys the owner of partition 0 names");
     }
 }
+
+/// We go cold, or come back into the group, and why (`cold::stays_cold`).
+pub(super) fn cold(cold: bool, us: super::cold::Us, list: Option<&HotList>, silence: std::time::Duration) {
+    let names = list.map(|l| l.names.iter().map(|n| printable(n).to_string()).collect::<Vec<_>>().join(", "));
+    let names = names.unwrap_or_default();
+    if cold {
+        info!(hot = %names, "a cold standby: leaving the group until the owner of partition 0 names this member or goes silent");
+    } else if list.is_some_and(|l| l.named(us.name)) || us.target {
+        info!(hot = %names, "named a hot standby: joining the group");
+    } else if us.seated {
+        info!("holding a seat: in the group");
+    } else if list.is_some_and(|l| !l.full()) {
+        info!(hot = %names, "the owner of partition 0 names fewer hot standbys than it wants: joining the group");
+    } else {
+        info!(
+            ?silence,
+            "no live record of the owner of partition 0 read: joining the group in case every hot member is gone"
+        );
+    }
+}

@@ -223,3 +223,52 @@ fn cold_standbys_take_over_when_the_leader_and_the_hot_standby_die_together_at_t
     assert!(led, "b or c leads\nb: {}\nc: {}", b.log(), c.log());
     g.assert_no_overlap();
 }
+
+/// A cold member of a wave hears that the wave's run ended, as a hot one
+/// does, and never runs it again: not even when it comes to lead long
+/// after, once the record of that end is older than what a new owner reads
+/// behind its first heartbeat. A 100-member soak saw three cold members of
+/// a wave run it again so (docs/proof.md). Here `b` and `c` are cold and
+/// frozen while the run ends and more records than that follow it; thawed,
+/// each exits 0 and the command ran once.
+#[test]
+fn a_cold_member_of_a_wave_hears_that_its_run_ended_and_never_runs_it_again() {
+    let g = Group::on(Broker::cluster(1), "cold-wave");
+    let t = g.broker.timing;
+    let done = g.dir.path().join("done");
+    let job = format!("while [ ! -e {} ]; do sleep 0.05; done", done.display());
+    let member = |name: &str, priority: &str| {
+        let flags = ["--priority", priority, "--hot-standbys", "1", "--once-within", "300s"];
+        g.member(name, &flags, &["sh", "-c", &job])
+    };
+    let mut a = member("a", "1");
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let (mut b, mut c, mut d) = (member("b", "2"), member("c", "3"), member("d", "4"));
+    for m in [&b, &c] {
+        wait_until(t.takeover(), &format!("{} is a cold standby", m.name), || {
+            m.log().contains("a cold standby: leaving the group")
+        });
+        m.signal(Signal::SIGSTOP);
+    }
+    std::fs::write(&done, "").unwrap();
+    assert_eq!(a.wait_exit(t.takeover()).code(), Some(0), "{}", a.log());
+    assert_eq!(d.wait_exit(t.takeover() * 2).code(), Some(0), "the hot one: {}", d.log());
+    // Past what a new owner reads behind its first heartbeat (a few
+    // hundred records at this timing).
+    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", &g.broker.address).create().unwrap();
+    let topic = format!("{}.neli", g.name);
+    for _ in 0..2000 {
+        while producer.send(BaseRecord::<(), _>::to(&topic).partition(0).payload("not a record of neli-run")).is_err() {
+            producer.poll(Duration::from_millis(10));
+        }
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+    for m in [&b, &c] {
+        m.signal(Signal::SIGCONT);
+    }
+    for m in [&mut b, &mut c] {
+        assert_eq!(m.wait_exit(crate::util::LONG).code(), Some(0), "{}", m.log());
+    }
+    assert_eq!(g.starts().len(), 1, "the wave ran again: {:?}", g.starts());
+    g.assert_no_overlap();
+}

@@ -519,6 +519,19 @@ pub(super) fn watch(
             let _ = events.send(drain);
             continue;
         }
+        // A cold member's group consumer reads nothing: what other members'
+        // records say (a run's ending, claims, pauses) reaches its core
+        // through us, as a yielding member's does from outside the group.
+        // A cold member of a wave heard of its end only once it owned this
+        // partition and read the records behind its first heartbeat, and a
+        // 100-member soak saw one do so 1,800 records later and run the
+        // wave again.
+        if watching.cold.load(Ordering::Relaxed) {
+            if let Some(hb) = super::heartbeat::Heartbeat::decode(payload).filter(|hb| !hb.is_from(me)) {
+                let other = hb.as_other(msg.offset(), context.deadline, crate::clock::wall_ms());
+                let _ = events.send(super::Event::OtherHeartbeat(CONTROL_PARTITION, other));
+            }
+        }
         if let Some(list) = owner_said(payload, me, crate::clock::wall_ms()) {
             echo.heard();
             // A change at once; the same again once in a while, so that a

@@ -46,6 +46,18 @@ impl Raw {
     }
 }
 
+impl Raw {
+    /// Whether the broker has closed the connection (waits up to the read
+    /// timeout for it; anything read instead is a failure).
+    pub fn closed(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        match self.stream.read(&mut byte) {
+            Ok(n) => n == 0,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        }
+    }
+}
+
 /// A protocol STRING: an i16 length, then the bytes.
 pub fn string(s: &str) -> Vec<u8> {
     let mut out = (s.len() as i16).to_be_bytes().to_vec();

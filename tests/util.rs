@@ -330,6 +330,11 @@ impl Broker {
         }
     }
 
+    /// Our dev broker's process id.
+    pub fn pid(&self) -> u32 {
+        self.process.as_ref().expect("only our own dev broker").id()
+    }
+
     /// Whether our dev broker still runs.
     pub fn running(&mut self) -> bool {
         let child = self.process.as_mut().expect("only our own dev broker");

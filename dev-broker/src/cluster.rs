@@ -213,6 +213,18 @@ impl Cluster {
         self.state().downs[broker as usize - 1]
     }
 
+    /// Returns once `broker` has gone down more than `since` times (see
+    /// [`Cluster::downs`]): what a client connection to it waits on, as a
+    /// broker that goes down closes its connections.
+    pub async fn went_down(&self, broker: BrokerId, since: u64) {
+        let mut changed = self.changed.subscribe();
+        while self.downs(broker) == since {
+            if changed.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// The broker that coordinates every group.
     pub fn coordinator(&self) -> BrokerId {
         self.state().coordinator

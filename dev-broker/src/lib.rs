@@ -33,8 +33,15 @@
 //! MaxWaitMs has passed, answered as soon as a write brings them. The mock
 //! alone holds an empty one for MaxWaitMs whatever is written meanwhile.
 //!
+//! A client connection is served as Kafka serves one, a request at a time.
+//! The requests left for the mock go over a few connections that a broker's
+//! clients share, not one each: the mock polls every connection it holds on
+//! its one thread, so a fleet's idle connections would cost it CPU that a
+//! Kafka broker does not spend ([`mock_link`]).
+//!
 //! The parts: [`mock`] (the mock cluster and its hidden listeners), [`relay`]
-//! (one client connection: requests routed, responses edited), [`fetch`]
+//! (one client connection: requests routed, responses edited), [`mock_link`]
+//! (the way to the mock: shared, or the client's own), [`fetch`]
 //! (fetches parked as Kafka parks them),
 //! [`cluster`] (brokers up, leaders, coordinator, cuts) and [`control`]
 //! (events on demand), [`mock_groups`] (what group requests to the mock
@@ -57,6 +64,7 @@ mod fetch;
 mod group;
 mod mock;
 mod mock_groups;
+mod mock_link;
 mod partitions;
 mod relay;
 mod requests;
@@ -217,6 +225,7 @@ async fn serve(
         mock,
         cluster,
         advertised,
+        pools: (0..args.brokers).map(|_| Default::default()).collect(),
         backends,
         pending,
         users,

@@ -17,6 +17,7 @@ use tracing::{debug, info, warn};
 use crate::cluster::{BrokerId, Cluster};
 use crate::mock::{Backend, Inner, Mock};
 use crate::mock_groups::Pending;
+use crate::mock_link::{self, Link, Pool};
 use crate::requests::Requests;
 use crate::rewinds::Rewinds;
 use crate::wire::{self, Header, API_VERSIONS, CREATE_TOPICS, FETCH, METADATA, PRODUCE};
@@ -31,6 +32,9 @@ pub struct Shared {
     pub advertised: Vec<(String, u16)>,
     /// Each broker's way into the mock, by id - 1.
     pub backends: Vec<std::sync::Mutex<Backend>>,
+    /// Each broker's mock connections that its clients share, by id - 1
+    /// (when the forwarder coordinates the groups: [`mock_link`]).
+    pub pools: Vec<Pool>,
     pub pending: Pending,
     /// With --sasl-user: the users who may log in; nobody else gets through.
     pub users: Option<sasl::Users>,
@@ -127,56 +131,28 @@ const KNOCK: std::time::Duration = std::time::Duration::from_millis(5);
 /// Relays one client connection to the mock's `broker` until either side
 /// closes.
 pub async fn forward(client: TcpStream, peer: SocketAddr, broker: BrokerId, shared: Arc<Shared>) {
-    let inner = shared.backends[broker as usize - 1].lock().unwrap_or_else(|e| e.into_inner()).inner.clone();
-    match inner {
-        Inner::Tcp(addr) => {
-            let Ok(backend) = TcpStream::connect(addr).await else { return };
-            let _ = backend.set_nodelay(true);
-            relay(client, peer, broker, backend, shared).await
+    let at = broker as usize - 1;
+    let link = if shared.coordinator.is_some() {
+        let downs = shared.cluster.downs(broker);
+        Link::Shared { pool: &shared.pools[at], backend: &shared.backends[at], downs }
+    } else {
+        match mock_link::connect(&shared.backends[at], broker, &shared.cluster).await {
+            Some(conn) => Link::Own(conn),
+            None => return,
         }
-        Inner::Unix(path) => {
-            let Some(backend) = connect_unix(&path, broker, &shared).await else { return };
-            relay(client, peer, broker, backend, shared).await
-        }
-    }
+    };
+    relay(client, peer, broker, link, &shared).await
 }
 
-/// How long a client's relay tries to reach the mock's full listener.
-const CONNECT_TRIES: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Connects to the mock's unix listener at `path`, trying again while its
-/// backlog is full: librdkafka's mock listens with a backlog of 5 and
-/// accepts on its one thread, so a burst of clients (a group of hundreds
-/// started together) finds it full, where Kafka's would take them. Gives
-/// up if the broker goes down meanwhile.
-async fn connect_unix(path: &std::path::Path, broker: BrokerId, shared: &Shared) -> Option<tokio::net::UnixStream> {
-    let until = Instant::now() + CONNECT_TRIES;
-    loop {
-        match tokio::net::UnixStream::connect(path).await {
-            Ok(backend) => return Some(backend),
-            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < until => {
-                if !shared.cluster.is_up(broker) {
-                    return None;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-            }
-            Err(err) => {
-                debug!(%err, broker, "the mock refused a client");
-                return None;
-            }
-        }
-    }
-}
-
-async fn relay<S>(mut client: TcpStream, peer: SocketAddr, broker: BrokerId, backend: S, shared: Arc<Shared>)
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
+/// Serves one client connection as Kafka does, one request at a time: a
+/// request is read only once the one before is answered (Kafka mutes a
+/// connection meanwhile).
+async fn relay(mut client: TcpStream, peer: SocketAddr, broker: BrokerId, mut link: Link<'_>, shared: &Shared) {
     let edits = Edits::default();
     // Its client.id, once its first request says it: a cut holds both ways.
     let client_id = std::sync::Mutex::new(None::<String>);
     let mut conn = Connection {
-        shared: &shared,
+        shared,
         peer,
         broker,
         client_id: &client_id,
@@ -185,15 +161,17 @@ where
     };
     let id = conn.id;
     let _ = client.set_nodelay(true);
-    let (client_rx, client_tx) = client.split();
-    let (broker_rx, mut broker_tx) = tokio::io::split(backend);
-    let (mut client_rx, mut broker_rx) = (tokio::io::BufReader::new(client_rx), tokio::io::BufReader::new(broker_rx));
-    // Responses come from the mock and from us: one frame at a time.
-    let client_tx = &tokio::sync::Mutex::new(client_tx);
-    let respond = |frame: Vec<u8>| async move { write_frame(&mut *client_tx.lock().await, &frame).await };
-    let requests = async {
+    let (client_rx, mut client_tx) = client.split();
+    let mut client_rx = tokio::io::BufReader::new(client_rx);
+    let cluster = &shared.cluster;
+    let served = async {
         loop {
-            let frame = match read_frame(&mut client_rx, conn.limit()).await {
+            let read = tokio::select! {
+                read = read_frame(&mut client_rx, conn.limit()) => read,
+                // A broker that goes down closes its connections.
+                () = link.gone(broker, cluster) => return Ok(()),
+            };
+            let frame = match read {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
@@ -202,33 +180,35 @@ where
                 }
                 Err(e) => return Err(e),
             };
-            match conn.route(&frame, &edits).await {
-                Route::Forward => write_frame(&mut broker_tx, &frame).await?,
-                Route::ForwardAs(other) => write_frame(&mut broker_tx, &other).await?,
-                // Nothing more is read from the client until it is answered.
-                Route::Park(fetch) => match park(&fetch, &mut broker_tx, &edits, &shared.wakes, &shared.shown).await? {
-                    Some(answer) => respond(answer).await?,
-                    None => return Ok(()),
-                },
-                Route::Answer(answer) => respond(answer).await?,
-                Route::Refuse(answer) => return respond(answer).await,
+            let asked = match conn.route(&frame, &edits).await {
+                Route::Forward => frame,
+                Route::ForwardAs(other) => other,
+                Route::Park(fetch) => {
+                    let calls = Calls { link: &mut link, broker, cluster, client_id: &client_id };
+                    match park(&fetch, calls, &shared.wakes, &shared.shown).await? {
+                        Some(answer) => write_frame(&mut client_tx, &answer).await?,
+                        None => return Ok(()),
+                    }
+                    continue;
+                }
+                Route::Answer(answer) => {
+                    write_frame(&mut client_tx, &answer).await?;
+                    continue;
+                }
+                Route::Refuse(answer) => return write_frame(&mut client_tx, &answer).await,
                 Route::Close => return Ok(()),
-            }
-        }
-    };
-    let responses = async {
-        while let Some(frame) = read_frame(&mut broker_rx, usize::MAX).await? {
-            let correlation = frame.get(..4).map(|c| i32::from_be_bytes(c.try_into().expect("4 bytes")));
-            let client = client_id.lock().expect("lock").clone();
-            if let Some(client) = client {
-                shared.cluster.pass(&client, broker).await;
-            }
-            // A probe's answer goes to its parked fetch, not to the client.
-            if let Some(parked) = correlation.and_then(|c| edits.probe_answered(c)) {
-                let _ = parked.send(frame);
-                continue;
-            }
-            respond(edits.edit(&shared, frame, correlation)).await?;
+            };
+            // A client that hangs up meanwhile is not waited for: the mock
+            // must see the close before the client's next connection (with
+            // a JoinGroup answer still pending on the old one, a JoinGroup on
+            // the new one fails an assertion in the mock).
+            let answer = tokio::select! {
+                answer = link.call(&asked, broker, cluster) => answer?,
+                () = hung_up(&mut client_rx) => return Ok(()),
+            };
+            let correlation = answer.get(..4).map(|c| i32::from_be_bytes(c.try_into().expect("4 bytes")));
+            pass(cluster, &client_id, broker).await;
+            write_frame(&mut client_tx, &edits.edit(shared, answer, correlation)).await?;
             if let Some(correlation) = correlation {
                 if let Some(bytes) = edits.produces.lock().expect("lock").remove(&correlation) {
                     shared.wakes.wrote(bytes);
@@ -236,25 +216,52 @@ where
                 shared.pending.leave(id, Some(correlation));
             }
         }
-        Ok::<(), std::io::Error>(())
     };
-    // Whichever side closes first closes both. A client that hung up gets
-    // no more responses, and the mock must see the close before the client's
-    // next connection: with a JoinGroup response still pending on the old
-    // one, a JoinGroup on the new one fails an assertion in the mock.
-    tokio::select! {
-        _ = requests => {}
-        _ = responses => {}
-    }
+    let _: std::io::Result<()> = served.await;
     // Close the mock's side before a waiting request of the same member may
     // go out on another connection, and give the mock a moment to see the
     // close: its thread serves both sockets, and a request read before the
     // close aborts it just the same (seen in the soak, 1 in ~300 faults).
-    drop((broker_rx, broker_tx));
+    drop(link);
     if shared.pending.holds(id) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     shared.pending.leave(id, None);
+}
+
+/// Returns once the client has closed its side (or its connection failed);
+/// never once it has sent more: that request waits its turn.
+async fn hung_up(client_rx: &mut (impl tokio::io::AsyncBufRead + Unpin)) {
+    use tokio::io::AsyncBufReadExt;
+    if matches!(client_rx.fill_buf().await, Ok(buf) if !buf.is_empty()) {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Holds the mock's answer while a cut between the client and its broker
+/// lasts, as the network would hold it.
+async fn pass(cluster: &Cluster, client_id: &std::sync::Mutex<Option<String>>, broker: BrokerId) {
+    let client = client_id.lock().expect("lock").clone();
+    if let Some(client) = client {
+        cluster.pass(&client, broker).await;
+    }
+}
+
+/// What a parked fetch's probes go through: the client's link to the mock.
+struct Calls<'l, 'a> {
+    link: &'l mut Link<'a>,
+    broker: BrokerId,
+    cluster: &'l Cluster,
+    client_id: &'l std::sync::Mutex<Option<String>>,
+}
+
+impl Calls<'_, '_> {
+    /// The mock's answer to one probe, held while a cut lasts.
+    async fn ask(&mut self, probe: &[u8]) -> std::io::Result<Vec<u8>> {
+        let answer = self.link.call(probe, self.broker, self.cluster).await?;
+        pass(self.cluster, self.client_id, self.broker).await;
+        Ok(answer)
+    }
 }
 
 /// Answers a parked Fetch as Kafka would ([`fetch`]): probes the mock (the
@@ -266,11 +273,10 @@ where
 /// each round probes past what it showed, and past the batches after it
 /// that it showed before (`shown`), until it has shown everything there
 /// ([`fetch::Gathered`]). The answer for the client; None if the mock's
-/// side went away.
+/// side went away while it waited.
 async fn park(
     fetch: &fetch::Parked,
-    broker_tx: &mut (impl AsyncWriteExt + Unpin),
-    edits: &Edits,
+    mut calls: Calls<'_, '_>,
     wakes: &fetch::Wakes,
     shown: &fetch::Shown,
 ) -> std::io::Result<Option<Vec<u8>>> {
@@ -281,9 +287,7 @@ async fn park(
         // may have missed, and ends the wait at once.
         let mark = wakes.mark();
         let last = loop {
-            let Some(answer) = ask(&gathered.probe, fetch.correlation, broker_tx, edits).await? else {
-                return Ok(None);
-            };
+            let answer = calls.ask(&gathered.probe).await?;
             match fetch.take(&mut gathered, &answer, shown) {
                 fetch::Step::AsItIs => return Ok(Some(answer)),
                 fetch::Step::More if gathered.bytes < fetch::GATHER_BYTES => {}
@@ -294,30 +298,19 @@ async fn park(
             return Ok(Some(fetch.answer(&gathered, &last).unwrap_or(last)));
         }
         // Until the writes since may have brought MinBytes, a leader
-        // moved, or the deadline.
+        // moved, or the deadline; or the broker went down.
         let mut seen = mark;
         loop {
-            wakes.wait_past(seen, deadline).await;
+            tokio::select! {
+                () = wakes.wait_past(seen, deadline) => {}
+                () = calls.link.gone(calls.broker, calls.cluster) => return Ok(None),
+            }
             seen = wakes.mark();
             if Instant::now() >= deadline || wakes.worth_a_look(mark, gathered.bytes, fetch.wants) {
                 break;
             }
         }
     }
-}
-
-/// The mock's answer to one probe sent on the parked fetch's correlation
-/// id. None if the mock's side went away.
-async fn ask(
-    probe: &[u8],
-    correlation: i32,
-    broker_tx: &mut (impl AsyncWriteExt + Unpin),
-    edits: &Edits,
-) -> std::io::Result<Option<Vec<u8>>> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    *edits.probe.lock().expect("lock") = Some((correlation, tx));
-    write_frame(broker_tx, probe).await?;
-    Ok(rx.await.ok())
 }
 
 /// What to do with one request.
@@ -491,9 +484,6 @@ struct Edits {
     /// The Metadata requests (correlation id -> version): their responses
     /// must name the controller, and refuse the denied topics.
     metadata: std::sync::Mutex<std::collections::HashMap<i32, i16>>,
-    /// The parked fetch's probe in flight (correlation id, where its answer
-    /// goes): at most one, as the connection reads nothing else meanwhile.
-    probe: std::sync::Mutex<Option<(i32, tokio::sync::oneshot::Sender<Vec<u8>>)>>,
     /// The Produce requests, with their sizes: their responses wake the
     /// parked fetches (the mock has the records by then). The mock answers
     /// every Produce, one with acks 0 too (to which Kafka sends nothing).
@@ -504,13 +494,6 @@ struct Edits {
 }
 
 impl Edits {
-    /// Where the answer to `correlation` goes, if it answers the probe in
-    /// flight.
-    fn probe_answered(&self, correlation: i32) -> Option<tokio::sync::oneshot::Sender<Vec<u8>>> {
-        let mut probe = self.probe.lock().expect("lock");
-        probe.take_if(|(c, _)| *c == correlation).map(|(_, tx)| tx)
-    }
-
     /// A response of the mock's, as the client gets it.
     fn edit(&self, shared: &Shared, mut frame: Vec<u8>, correlation: Option<i32>) -> Vec<u8> {
         let offer = self.api_versions.lock().expect("lock").filter(|(c, _)| Some(*c) == correlation);

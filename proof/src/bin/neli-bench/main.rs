@@ -120,7 +120,9 @@ struct Args {
     /// the cluster scenarios run on), tansu (neli-run on tansu), etcd (etcdctl lock), base
     /// (the --baseline binary on the dev broker with Kafka's timing),
     /// base-static (the --baseline binary, static), base-cluster (the
-    /// --baseline binary on a cluster).
+    /// --baseline binary on a cluster), base-broker (this build's members
+    /// on the --baseline binary's dev broker: a change to the dev broker,
+    /// before and after).
     /// Missing tools are skipped with a note.
     #[arg(long, value_delimiter = ',', default_value = "dev,dev-mock,tansu,etcd")]
     contenders: Vec<String>,
@@ -230,12 +232,17 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
                 }
                 _ => (Err("give the baseline binary with --baseline PATH".into()), None),
             },
+            "base-broker" => match &args.baseline {
+                Some(path) if path.exists() => (Broker::dev(path, "kafka", listen, &ip, &log, control), None),
+                _ => (Err("give the baseline binary with --baseline PATH".into()), None),
+            },
             "etcd" => match find("etcdctl") {
                 Some(etcdctl) => (Broker::etcd(&work.join("etcd-data"), listen, &ip, &log), Some(etcdctl)),
                 None => (Err("etcdctl not found: apt-get install etcd-client".into()), None),
             },
             other => {
-                let known = "dev, dev-static, dev-mock, cluster, tansu, etcd, base, base-static, base-cluster";
+                let known =
+                    "dev, dev-static, dev-mock, cluster, tansu, etcd, base, base-static, base-cluster, base-broker";
                 (Err(format!("unknown contender {other} ({known})")), None)
             }
         };
@@ -250,6 +257,7 @@ fn setup(bench: &Bench, neli: &Path, timing: (Duration, Vec<String>), results: &
                     "base" => "baseline/dev",
                     "base-static" => "baseline/dev-static",
                     "base-cluster" => "baseline/cluster",
+                    "base-broker" => "neli-run/base-broker",
                     _ => "etcdctl-lock",
                 },
                 neli: match name.as_str() {

@@ -64,19 +64,29 @@ pub async fn connect(backend: &Mutex<Backend>, broker: BrokerId, cluster: &Clust
     Some(BufReader::new(stream))
 }
 
-/// The mock connections the clients of one broker share: idle ones wait
-/// here, each call takes one (or opens one) for its request and its answer.
-/// Those opened before the broker last went down are dead (the mock closed
-/// them) and are dropped unused.
-#[derive(Default)]
+/// The mock connections the clients of one broker share, at most
+/// [`POOL_SIZE`]: each call takes an idle one (or opens one) for its request
+/// and its answer, and waits its turn while all are busy, as the mock serves
+/// one request at a time on its one thread anyway (a call to the cold
+/// members wakes every one's parked fetch at once: 200 probes, which would
+/// otherwise open 200 connections and close them). Those opened before the
+/// broker last went down are dead (the mock closed them) and are dropped
+/// unused.
 pub struct Pool {
     /// Idle connections, with the broker's count of downs when each opened.
     idle: Mutex<Vec<(u64, MockConn)>>,
+    /// One per connection in use or idle.
+    turns: tokio::sync::Semaphore,
 }
 
-/// Idle connections kept per broker; more are closed after their call. A
-/// settled group of 200 needs two or three at once.
-const POOL_IDLE: usize = 8;
+/// The mock connections a broker's clients share.
+const POOL_SIZE: usize = 8;
+
+impl Default for Pool {
+    fn default() -> Pool {
+        Pool { idle: Mutex::default(), turns: tokio::sync::Semaphore::new(POOL_SIZE) }
+    }
+}
 
 impl Pool {
     /// Sends one request to the mock's `broker` and returns its answer
@@ -90,6 +100,7 @@ impl Pool {
         broker: BrokerId,
         cluster: &Cluster,
     ) -> std::io::Result<Vec<u8>> {
+        let _turn = self.turns.acquire().await.map_err(|_| unreachable())?;
         let downs = cluster.downs(broker);
         let reused = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
@@ -101,10 +112,7 @@ impl Pool {
             None => connect(backend, broker, cluster).await.ok_or_else(unreachable)?,
         };
         let answer = exchange(&mut conn, frame).await?;
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.len() < POOL_IDLE {
-            idle.push((downs, conn));
-        }
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).push((downs, conn));
         Ok(answer)
     }
 }

@@ -9,7 +9,8 @@
 #   median member: a cold one in a large group);
 # - the broker's CPU split between librdkafka's mock thread (`rdk:mock`,
 #   which serves every request the dev broker forwards: it polls every
-#   connection it holds, one per client connection, at each wake-up) and
+#   connection it holds at each wake-up; since 2026-11-30 a broker's clients
+#   share 8 of them, before that each client connection had its own) and
 #   the rest (the forwarder's own threads), and the client connections it
 #   holds;
 # - the members' CPU (% of a core) and RSS (MiB), median and largest.

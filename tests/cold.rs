@@ -107,6 +107,47 @@ fn cold_standbys_join_and_one_leads_when_the_leader_and_the_hot_standby_die_toge
     g.assert_no_overlap();
 }
 
+/// The hot standby unhealthy (out of the group, saying so every interval)
+/// when the leader dies: its candidacies say it will not take over, so they
+/// are no word of the hot set's, and a cold member joins and leads. A
+/// 100-member soak (seed 7375) saw a named hot standby's health flap strand
+/// the group for a minute: each of its unhealthy candidacies undid the cold
+/// members' evidence that the hot set was silent, until it was healthy again.
+#[test]
+fn cold_standbys_lead_when_the_leader_dies_and_the_hot_standby_is_unhealthy() {
+    let g = Group::on(Broker::cluster(1), "cold-unhealthy");
+    let t = g.broker.timing;
+    let ok = g.dir.path().join("d.ok");
+    std::fs::write(&ok, "").expect("d's health file");
+    let check = format!("test -f {}", ok.display());
+    let health =
+        ["--health-cmd", &check, "--health-interval", "200ms", "--health-timeout", "1s", "--health-retries", "2"];
+    let member = |name: &str, priority: &str, extra: &[&str]| {
+        let flags: Vec<&str> =
+            ["--priority", priority, "--hot-standbys", "1"].into_iter().chain(extra.iter().copied()).collect();
+        g.member(name, &flags, &["sleep", "1000"])
+    };
+    let mut a = member("a", "1", &[]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let (b, c, d) = (member("b", "2", &[]), member("c", "3", &[]), member("d", "4", &health));
+    for m in [&b, &c] {
+        wait_until(t.takeover(), &format!("{} is a cold standby", m.name), || {
+            m.log().contains("a cold standby: leaving the group")
+        });
+    }
+    // a dies before it can read that d fails its check, so a's list,
+    // naming d, stays in force; d stays unhealthy.
+    a.signal(Signal::SIGKILL);
+    std::fs::remove_file(&ok).expect("d unhealthy");
+    let _ = a.wait_exit(t.takeover());
+    wait_until(t.takeover(), "d is unhealthy", || d.log().contains("unhealthy"));
+    wait_until(t.takeover() * 3, "b or c leads while d is unhealthy", || {
+        g.starts().last().is_some_and(|s| s.0 == "b" || s.0 == "c")
+    });
+    assert!(!g.starts().iter().any(|s| s.0 == "d"), "d, unhealthy, never led: {:?}", g.starts());
+    g.assert_no_overlap();
+}
+
 #[test]
 fn the_default_group_of_three_keeps_every_member_in_the_group() {
     let g = Group::on(Broker::cluster(1), "cold-default");

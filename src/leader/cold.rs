@@ -192,10 +192,15 @@ impl Leader {
         self.cold.echoes = self.cold.echoes.saturating_add(1);
     }
 
-    /// A candidacy of a member the list in force names was read: the hot
-    /// set spoke.
-    pub(super) fn heard_hot(&mut self, name: &str) {
-        if self.standbys.hot_read().is_some_and(|list| list.named(name)) {
+    /// A candidacy was read: the hot set spoke if a member the list in
+    /// force names says it may take over. One that says it may not (its
+    /// health check failing, drained, never leading, leaving) is no word of
+    /// the hot set's: a 100-member soak saw a named hot standby, unhealthy
+    /// and out of the group, write one every interval for a minute, each
+    /// undoing the cold members' echoes, and nobody led.
+    pub(super) fn heard_hot(&mut self, candidacy: &super::Candidacy) {
+        let may_lead = !(candidacy.unhealthy || candidacy.never_lead || candidacy.leaving);
+        if may_lead && self.standbys.hot_read().is_some_and(|list| list.named(&candidacy.name)) {
             self.cold.echoes = 0;
         }
     }

@@ -656,7 +656,7 @@ impl Leader {
     /// Another member's candidacy. A leader with --preempt hands over to a
     /// live one of higher priority.
     fn on_candidacy(&mut self, candidacy: Candidacy, now: BootTime) {
-        self.heard_hot(&candidacy.name);
+        self.heard_hot(&candidacy);
         let Some((name, priority)) = self.standbys.read(&candidacy, now) else { return };
         if !self.settings.preempt || priority <= self.settings.priority {
             return;

@@ -241,11 +241,33 @@ fn an_unhealthy_hot_standbys_candidacy_does_not_keep_the_hot_set_alive() {
     let mut l = standby();
     assert_eq!(colds(l.step(hot(2, &["a", "b"]), ms(100))), vec![Cold(true)]);
     // b, named hot, says it fails its health check: it will not take over.
+    // It says so every interval, between our own candidacies read back.
     let sick = Candidacy { unhealthy: true, live_for: Duration::from_millis(9000), ..candidacy_of("b", 1) };
-    l.step(Input::Candidacy(sick), ms(2000));
+    l.step(Input::Candidacy(sick.clone()), ms(2000));
     l.step(Input::Echo, ms(2100));
+    l.step(Input::Candidacy(sick.clone()), ms(2150));
     l.step(Input::Echo, ms(2200));
+    l.step(Input::Candidacy(sick), ms(2250));
     assert_eq!(colds(l.step(Input::Tick, ms(3100))), vec![Cold(false)], "the owner silent since 100, b of no help");
+}
+
+/// Nor does a named member's that says it will never lead, is drained, or
+/// leaves: none of them takes over from a dead owner.
+#[test]
+fn a_named_members_candidacy_that_will_not_lead_does_not_undo_our_echoes() {
+    let cases = [
+        ("never leads", Candidacy { never_lead: true, ..candidacy_of("b", 1) }),
+        ("drained", Candidacy { unhealthy: true, drained: true, ..candidacy_of("b", 1) }),
+        ("leaving", Candidacy { leaving: true, ..candidacy_of("b", 1) }),
+    ];
+    for (what, candidacy) in cases {
+        let mut l = standby();
+        assert_eq!(colds(l.step(hot(2, &["a", "b"]), ms(100))), vec![Cold(true)]);
+        l.step(Input::Echo, ms(2100));
+        l.step(Input::Echo, ms(2200));
+        l.step(Input::Candidacy(candidacy), ms(2250));
+        assert_eq!(colds(l.step(Input::Tick, ms(3100))), vec![Cold(false)], "{what}: the owner silent since 100");
+    }
 }
 
 /// A disclaimer that hands partition 0 to us, read by our watcher while we

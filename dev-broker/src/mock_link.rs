@@ -3,7 +3,7 @@
 //! wake-up (`rd_kafka_mock_cluster_io_poll`), so its cost per request grows
 //! with the connections it holds: with one mock connection per client
 //! connection (five per member), a settled group of 200 cost the dev broker
-//! 7 % of a core, most of it in `poll(2)`, where Kafka's epoll costs nothing
+//! 5 to 7 % of a core, most of it in `poll(2)`, where Kafka's epoll costs nothing
 //! per idle connection. When the forwarder coordinates the groups itself
 //! (the default), nothing left for the mock depends on which connection
 //! carries it, so the clients of a broker share a few mock connections
@@ -132,6 +132,8 @@ impl Link<'_> {
         match self {
             Link::Own(conn) => exchange(conn, frame).await,
             Link::Shared { pool, backend, downs } => {
+                // Its broker went down since: the connection is closed, not
+                // served by the broker's next life.
                 if cluster.downs(broker) != *downs {
                     return Err(unreachable());
                 }
@@ -146,12 +148,9 @@ impl Link<'_> {
     /// only: nothing else comes on a link while none is in flight.
     pub async fn gone(&mut self, broker: BrokerId, cluster: &Cluster) {
         match self {
+            // Data unasked for is not the mock's way: wait for the close.
             Link::Own(conn) => {
-                // Data unasked for is not the mock's way: wait for the close.
-                while let Ok(buf) = conn.fill_buf().await {
-                    if buf.is_empty() {
-                        return;
-                    }
+                if matches!(conn.fill_buf().await, Ok(buf) if !buf.is_empty()) {
                     std::future::pending::<()>().await;
                 }
             }

@@ -2,9 +2,10 @@
 //! at once (its header parsed, then handed by API key to whichever part
 //! serves it) and answered here or passed on to the mock as it is; each of
 //! the mock's responses edited where the forwarder changed what the mock
-//! appears to serve, and passed back. A Fetch is parked here as Kafka parks
-//! it ([`fetch`]), the connection's later requests left unread meanwhile, as
-//! Kafka mutes a connection until its request is answered.
+//! appears to serve, and passed back. A request is read only once the one
+//! before is answered, as Kafka mutes a connection until its request is
+//! answered; a Fetch is parked here as Kafka parks it ([`fetch`]). What goes
+//! to the mock goes over the client's link ([`crate::mock_link`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;

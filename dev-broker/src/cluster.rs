@@ -217,8 +217,13 @@ impl Cluster {
     /// [`Cluster::downs`]): what a client connection to it waits on, as a
     /// broker that goes down closes its connections.
     pub async fn went_down(&self, broker: BrokerId, since: u64) {
+        self.until(|| self.downs(broker) != since).await
+    }
+
+    /// Returns once `done` holds, looked at again after each change.
+    async fn until(&self, done: impl Fn() -> bool) {
         let mut changed = self.changed.subscribe();
-        while self.downs(broker) == since {
+        while !done() {
             if changed.changed().await.is_err() {
                 return;
             }
@@ -400,12 +405,7 @@ impl Cluster {
     /// not): what a connection between them waits on before each request
     /// and each response.
     pub async fn pass(&self, client: &str, broker: BrokerId) {
-        let mut changed = self.changed.subscribe();
-        while self.is_cut(client, broker) {
-            if changed.changed().await.is_err() {
-                return;
-            }
-        }
+        self.until(|| !self.is_cut(client, broker)).await
     }
 
     /// How the cluster stands, on one line: "brokers 1:up 2:down 3:up;

@@ -14,10 +14,11 @@
 
 use std::sync::Mutex;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::cluster::{BrokerId, Cluster};
 use crate::mock::{Backend, Inner};
+use crate::relay::{read_frame, write_frame};
 
 /// A connection to one of the mock's brokers, over TCP or its back door.
 pub trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
@@ -149,11 +150,7 @@ impl Link<'_> {
     pub async fn gone(&mut self, broker: BrokerId, cluster: &Cluster) {
         match self {
             // Data unasked for is not the mock's way: wait for the close.
-            Link::Own(conn) => {
-                if matches!(conn.fill_buf().await, Ok(buf) if !buf.is_empty()) {
-                    std::future::pending::<()>().await;
-                }
-            }
+            Link::Own(conn) => closed(conn).await,
             Link::Shared { downs, .. } => cluster.went_down(broker, *downs).await,
         }
     }
@@ -165,13 +162,14 @@ fn unreachable() -> std::io::Error {
 
 /// Writes one request frame and reads one answer frame on `conn`.
 async fn exchange(conn: &mut MockConn, frame: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(4 + frame.len());
-    out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
-    out.extend_from_slice(frame);
-    conn.get_mut().write_all(&out).await?;
-    let mut len = [0u8; 4];
-    conn.read_exact(&mut len).await?;
-    let mut answer = vec![0u8; u32::from_be_bytes(len) as usize];
-    conn.read_exact(&mut answer).await?;
-    Ok(answer)
+    write_frame(conn.get_mut(), frame).await?;
+    read_frame(conn, usize::MAX).await?.ok_or_else(|| std::io::ErrorKind::UnexpectedEof.into())
+}
+
+/// Returns once the other side of `rx` has closed (or the connection
+/// failed); never once it has sent more, which waits to be read in its turn.
+pub async fn closed(rx: &mut (impl tokio::io::AsyncBufRead + Unpin)) {
+    if matches!(rx.fill_buf().await, Ok(buf) if !buf.is_empty()) {
+        std::future::pending::<()>().await;
+    }
 }

@@ -205,7 +205,7 @@ async fn relay(mut client: TcpStream, peer: SocketAddr, broker: BrokerId, mut li
             // the new one fails an assertion in the mock).
             let answer = tokio::select! {
                 answer = link.call(&asked, broker, cluster) => answer?,
-                () = hung_up(&mut client_rx) => return Ok(()),
+                () = mock_link::closed(&mut client_rx) => return Ok(()),
             };
             let correlation = answer.get(..4).map(|c| i32::from_be_bytes(c.try_into().expect("4 bytes")));
             pass(cluster, &client_id, broker).await;
@@ -228,15 +228,6 @@ async fn relay(mut client: TcpStream, peer: SocketAddr, broker: BrokerId, mut li
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     shared.pending.leave(id, None);
-}
-
-/// Returns once the client has closed its side (or its connection failed);
-/// never once it has sent more: that request waits its turn.
-async fn hung_up(client_rx: &mut (impl tokio::io::AsyncBufRead + Unpin)) {
-    use tokio::io::AsyncBufReadExt;
-    if matches!(client_rx.fill_buf().await, Ok(buf) if !buf.is_empty()) {
-        std::future::pending::<()>().await;
-    }
 }
 
 /// Holds the mock's answer while a cut between the client and its broker
@@ -526,7 +517,7 @@ impl Edits {
 }
 
 /// Writes one length-prefixed Kafka frame.
-async fn write_frame(tx: &mut (impl AsyncWriteExt + Unpin), frame: &[u8]) -> std::io::Result<()> {
+pub(crate) async fn write_frame(tx: &mut (impl AsyncWriteExt + Unpin), frame: &[u8]) -> std::io::Result<()> {
     tx.write_all(&(frame.len() as u32).to_be_bytes()).await?;
     tx.write_all(frame).await
 }
@@ -561,7 +552,7 @@ impl std::error::Error for TooLong {}
 
 /// Reads one length-prefixed Kafka frame (without its length), or None at
 /// the end of the stream. A length over `limit` is an error ([`TooLong`]).
-async fn read_frame(rx: &mut (impl AsyncReadExt + Unpin), limit: usize) -> std::io::Result<Option<Vec<u8>>> {
+pub(crate) async fn read_frame(rx: &mut (impl AsyncReadExt + Unpin), limit: usize) -> std::io::Result<Option<Vec<u8>>> {
     let mut len = [0u8; 4];
     match rx.read_exact(&mut len).await {
         Ok(_) => {}

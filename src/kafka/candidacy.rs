@@ -203,6 +203,7 @@ impl Record {
             drained: self.drained,
             age: ms(now_ms.saturating_sub(self.at_ms)),
             live_for: ms(self.live_ms),
+            cold: false,
         }
     }
 }

@@ -481,7 +481,8 @@ pub(super) fn watch(
         let watcher = &client.consumer;
         let read = reader.read(reader_config, roster);
         for c in read.candidacies.into_iter().filter(|c| !c.is_from(me)) {
-            let _ = events.send(super::Event::Candidacy(c.as_core(crate::clock::wall_ms())));
+            let c = crate::leader::Candidacy { cold: true, ..c.as_core(crate::clock::wall_ms()) };
+            let _ = events.send(super::Event::Candidacy(c));
         }
         if read.to_end {
             let _ = events.send(super::Event::RosterRead);

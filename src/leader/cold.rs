@@ -128,6 +128,15 @@ impl Leader {
             .then(|| self.standbys.hot(name, *hot_standbys, self.hand_to.as_deref(), self.now))
     }
 
+    /// Holds each cold member our list names to answer within a
+    /// candidacy's life (`Standbys::pass_over_silent`).
+    pub(super) fn pass_over_silent(&mut self) {
+        if let Some(list) = self.hot_list() {
+            let within = 3 * self.settings.candidacy_interval;
+            self.standbys.pass_over_silent(&list, within, self.now);
+        }
+    }
+
     /// Whether we own the control partition (as the seat on it).
     pub(super) fn owns_control(&self) -> bool {
         self.seats.get(&CONTROL_PARTITION).is_some_and(|s| s.tenure.is_some())

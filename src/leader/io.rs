@@ -510,6 +510,11 @@ pub struct Candidacy {
     pub age: Duration,
     /// How long after it was written it counts (its writer's word).
     pub live_for: Duration,
+    /// Read from the roster: its writer was cold. Named hot, it writes to
+    /// partition 0 at once; one that does not within a candidacy's life
+    /// is passed over (`Standbys::pass_over_silent`), not named for the
+    /// rest of its roster record's (three roster intervals).
+    pub cold: bool,
 }
 
 /// Something that happened, as the shell reports it.

@@ -530,6 +530,7 @@ impl Leader {
         }
         // Cold first: a member that goes cold says it is there in this step.
         self.settle_cold(now);
+        self.pass_over_silent();
         self.on_time(now);
         for seat in self.seats.values_mut() {
             seat.note_standing();

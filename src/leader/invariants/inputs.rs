@@ -129,6 +129,8 @@ impl Sim {
             drained: false,
             age: Duration::from_millis(self.rng.u64(0..3000)),
             live_for: Duration::from_millis(self.rng.u64(0..3000)),
+            // Read from the roster now and then (no draw of its own).
+            cold: out >= 8,
         })
     }
 

@@ -38,6 +38,7 @@ fn candidacy_of(name: &str, priority: u8) -> Candidacy {
         drained: false,
         age: Duration::ZERO,
         live_for: Duration::from_millis(3000),
+        cold: false,
     }
 }
 

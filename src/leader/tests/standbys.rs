@@ -268,6 +268,7 @@ fn a_restarted_member_replaces_its_old_candidacy_and_its_withdrawal_ends_both() 
             drained: false,
             age: Duration::ZERO,
             live_for: Duration::from_millis(3000),
+            cold: false,
         })
     };
     let mut l = Leader::new(settings(Restart::Never), started(0));

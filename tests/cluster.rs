@@ -138,6 +138,30 @@ fn partition_0_without_a_leader_fences_and_the_command_returns_with_one() {
     g.assert_no_overlap();
 }
 
+/// `status` and the commands that read the topic (`drain`, `pause`...)
+/// with partition 0 offline: the topic is there, so not "no member has run
+/// yet" (a soak's `drain` was told that 102 times while partition 0 had no
+/// leader, and the soak took it for a group never started), but Kafka
+/// unavailable for now (69), naming the partition; once it has a leader
+/// again, the leader's record.
+#[test]
+fn status_with_partition_0_offline_says_it_has_no_leader_not_that_no_member_ran() {
+    let (g, _a, _b) = cluster_group("offline-status");
+    let topic = format!("{}.neli", g.name);
+    g.broker.event(&format!("offline {topic} 0"));
+    let (code, out) = run(&["status", "-b", &g.broker.address, "-g", &g.name]);
+    assert!(!out.contains("has run yet"), "{out}");
+    assert_eq!(code, 69, "{out}");
+    assert!(out.contains(&format!("partition 0 of {topic} has no leader")), "{out}");
+    let (code, out) = run(&["drain", "-b", &g.broker.address, "-g", &g.name, "b"]);
+    assert!(!out.contains("has run yet"), "{out}");
+    assert_eq!(code, 69, "{out}");
+    g.broker.event(&format!("leader {topic} 0 2"));
+    wait_until(g.broker.timing.takeover(), "status reads partition 0 again", || {
+        run(&["status", "-b", &g.broker.address, "-g", &g.name]).0 != 69
+    });
+}
+
 #[test]
 fn a_crash_of_the_coordinator_undone_within_the_session_keeps_the_leader() {
     let (g, a, _b) = steady_cluster_group("crash-coordinator");

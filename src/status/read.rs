@@ -99,7 +99,10 @@ pub(super) fn read_partitions(target: &Target, n: u32) -> Result<(BaseConsumer<P
                 RDKafkaErrorCode::UnknownPartition | RDKafkaErrorCode::UnknownTopicOrPartition
             ) | KafkaError::OffsetFetch(RDKafkaErrorCode::UnknownTopicOrPartition))
         );
-        if unknown || probe.fatal.lock().expect("probe lock").is_some() || Instant::now() >= until {
+        // A partition without a leader is unknown too (a broker's crash,
+        // a leader moving): the topic the metadata lists is asked again.
+        let gone = unknown && topic_partitions(&consumer, target).is_none();
+        if gone || probe.fatal.lock().expect("probe lock").is_some() || Instant::now() >= until {
             break marks;
         }
     };
@@ -124,6 +127,10 @@ pub(super) fn read_partitions(target: &Target, n: u32) -> Result<(BaseConsumer<P
                 return fail(fatal.kind, printable(&fatal.message));
             }
             let (topic, group) = (printable(&target.topic), printable(&target.group));
+            if topic_partitions(&consumer, target).is_some() {
+                let why = "offline, or its leader moving between brokers: try again";
+                return fail(Kind::Unavailable, format!("partition 0 of {topic} has no leader ({why})"));
+            }
             return fail(Kind::NoLeader, format!("no topic {topic}: no member of group {group} has run yet"));
         }
         Err(e) => {

@@ -126,6 +126,14 @@ enum Action {
     Wait,
 }
 
+impl Action {
+    /// Whether it ends a fault (a heal, a thaw, the broker or the cluster
+    /// back) rather than starts one or waits.
+    fn ends_a_fault(&self) -> bool {
+        !matches!(self, Action::Start(_) | Action::Strike | Action::Wait | Action::Cut(..))
+    }
+}
+
 struct Pending {
     at: Instant,
     /// The episode it belongs to (None: a member's unasked exit).
@@ -447,6 +455,26 @@ impl Run<'_> {
         self.look();
     }
 
+    /// Does the due actions that end a fault, and only those: a command
+    /// asked again until acknowledged (a drain, a resume) must not hold up
+    /// the end of the fault it waits out. A cluster soak (seed 7379) held
+    /// partition 0 offline for 2 minutes, not the 1.2 to 12 s drawn: its
+    /// scripted leader waited behind a drain asked 102 times meanwhile.
+    pub(super) fn end_due(&mut self) {
+        let now = Instant::now();
+        let (mut due, rest): (Vec<Pending>, Vec<Pending>) =
+            std::mem::take(&mut self.pending).into_iter().partition(|p| p.at <= now && p.action.ends_a_fault());
+        self.pending = rest;
+        due.sort_by_key(|p| p.at);
+        for p in due {
+            if self.act(&p.action) {
+                self.clock = Instant::now();
+            } else {
+                self.pending.push(p);
+            }
+        }
+    }
+
     /// Notes members that exited; one that exited unasked is started again
     /// at once, and spoils the episodes in flight.
     fn reap(&mut self) {
@@ -654,8 +682,7 @@ impl Run<'_> {
         (0..self.free.len()).for_each(|j| self.gap_over(j, now));
         let mut pending = std::mem::take(&mut self.pending);
         pending.sort_by_key(|p| p.at);
-        let ends = |a: &Action| !matches!(a, Action::Start(_) | Action::Strike | Action::Wait | Action::Cut(..));
-        for p in pending.iter().filter(|p| ends(&p.action)) {
+        for p in pending.iter().filter(|p| p.action.ends_a_fault()) {
             self.act(&p.action);
         }
         self.reap();

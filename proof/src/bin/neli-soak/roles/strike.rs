@@ -105,6 +105,7 @@ impl Run<'_> {
         let asked = Instant::now();
         while crate::faults::ask(self.soak, what, &[name], self.stall).is_none() && asked.elapsed() < self.stall {
             self.figures.unacknowledged += 1;
+            self.end_due();
             std::thread::sleep(Duration::from_secs(1));
         }
     }
@@ -135,6 +136,7 @@ impl Run<'_> {
         while crate::faults::ask(self.soak, "resume", &["--role", &role], stall).is_none() && resumed.elapsed() < stall
         {
             self.figures.unacknowledged += 1;
+            self.end_due();
             std::thread::sleep(Duration::from_secs(1));
         }
         self.free[j] = None;

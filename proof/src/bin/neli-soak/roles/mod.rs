@@ -438,18 +438,7 @@ impl Run<'_> {
     /// the starts.
     fn tick(&mut self) {
         self.reap();
-        let now = Instant::now();
-        let (mut due, rest): (Vec<Pending>, Vec<Pending>) =
-            std::mem::take(&mut self.pending).into_iter().partition(|p| p.at <= now);
-        self.pending = rest;
-        due.sort_by_key(|p| p.at);
-        for p in due {
-            if self.act(&p.action) {
-                self.clock = Instant::now();
-            } else {
-                self.pending.push(p);
-            }
-        }
+        self.act_due(|_| true);
         let pending = &self.pending;
         self.impaired.retain(|_, ep| pending.iter().any(|p| p.episode == Some(*ep)));
         self.look();
@@ -461,9 +450,15 @@ impl Run<'_> {
     /// partition 0 offline for 2 minutes, not the 1.2 to 12 s drawn: its
     /// scripted leader waited behind a drain asked 102 times meanwhile.
     pub(super) fn end_due(&mut self) {
+        self.act_due(Action::ends_a_fault);
+    }
+
+    /// Does the due pending actions that `which` picks, in their order; one
+    /// not done yet (a start waiting for its slot) stays pending.
+    fn act_due(&mut self, which: impl Fn(&Action) -> bool) {
         let now = Instant::now();
         let (mut due, rest): (Vec<Pending>, Vec<Pending>) =
-            std::mem::take(&mut self.pending).into_iter().partition(|p| p.at <= now && p.action.ends_a_fault());
+            std::mem::take(&mut self.pending).into_iter().partition(|p| p.at <= now && which(&p.action));
         self.pending = rest;
         due.sort_by_key(|p| p.at);
         for p in due {

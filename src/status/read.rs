@@ -51,10 +51,14 @@ pub(super) fn shape(view: &View, partitions: impl FnOnce() -> Option<u32>) -> Op
 
 /// How many partitions the group's topic has, if the metadata says.
 pub(super) fn topic_partitions(consumer: &BaseConsumer<Probe>, target: &Target) -> Option<u32> {
-    consumer.fetch_metadata(Some(&target.topic), Duration::from_secs(2)).ok().and_then(|md| {
-        let partitions = md.topics().iter().find(|t| t.name() == target.topic)?.partitions().len();
-        u32::try_from(partitions).ok().filter(|&n| n > 0)
-    })
+    let md = consumer.fetch_metadata(Some(&target.topic), Duration::from_secs(2)).ok()?;
+    partitions_in(&md, target)
+}
+
+/// How many partitions `md` lists for the group's topic (None: not listed).
+fn partitions_in(md: &rdkafka::metadata::Metadata, target: &Target) -> Option<u32> {
+    let partitions = md.topics().iter().find(|t| t.name() == target.topic)?.partitions().len();
+    u32::try_from(partitions).ok().filter(|&n| n > 0)
 }
 
 /// How `status` reads a topic: from outside the group, assigned, to its
@@ -114,7 +118,8 @@ pub(super) fn read_partitions(target: &Target, n: u32) -> Result<(BaseConsumer<P
             | KafkaError::OffsetFetch(RDKafkaErrorCode::UnknownTopicOrPartition),
         ) if probe.fatal.lock().expect("probe lock").is_none() => {
             // A topic we may not see has no partitions either: tell that apart.
-            let denied = consumer.fetch_metadata(Some(&target.topic), Duration::from_secs(2)).ok().and_then(|md| {
+            let md = consumer.fetch_metadata(Some(&target.topic), Duration::from_secs(2)).ok();
+            let denied = md.as_ref().and_then(|md| {
                 let code = md.topics().first()?.error().map(RDKafkaErrorCode::from)?;
                 crate::kafka::fatal(
                     code,
@@ -127,7 +132,7 @@ pub(super) fn read_partitions(target: &Target, n: u32) -> Result<(BaseConsumer<P
                 return fail(fatal.kind, printable(&fatal.message));
             }
             let (topic, group) = (printable(&target.topic), printable(&target.group));
-            if topic_partitions(&consumer, target).is_some() {
+            if md.as_ref().and_then(|md| partitions_in(md, target)).is_some() {
                 let why = "offline, or its leader moving between brokers: try again";
                 return fail(Kind::Unavailable, format!("partition 0 of {topic} has no leader ({why})"));
             }

@@ -14,7 +14,7 @@ use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::{DeliveryResult, ProducerContext};
+use rdkafka::producer::{DeliveryResult, Producer, ProducerContext};
 use rdkafka::Offset;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, info, warn};
@@ -197,6 +197,10 @@ pub(super) struct ReaderContext {
     /// read position was last pinned (`start_near_end`), and whether a read
     /// from before it was said: see `first_read`. Consumer thread only.
     pub(super) passed: Mutex<BTreeMap<Partition, (i64, bool)>>,
+    /// The producer, once made: a new seat's end is asked on its
+    /// connection (`start_near_end`), not ours, where a fetch the broker
+    /// parks holds every later request for up to fetch.wait.max.ms.
+    pub(super) ends_from: std::sync::OnceLock<std::sync::Weak<rdkafka::producer::BaseProducer<WriterContext>>>,
     /// How long our join has lasted, from librdkafka's statistics: one
     /// that never ends is nudged (nudge.rs).
     pub(super) join_watch: Mutex<super::nudge::JoinWatch>,
@@ -223,10 +227,23 @@ impl ReaderContext {
     /// cores busy): the seek is tried again meanwhile,
     /// for as long as the pin may take (a seek purges whatever was fetched
     /// from the beginning before it).
+    ///
+    /// The end is asked on the producer's connection: librdkafka may have
+    /// sent our first fetch already, which finds nothing new and is parked
+    /// by the broker for fetch.wait.max.ms, and a broker answers a
+    /// connection's requests in order (Kafka mutes it meanwhile): asked on
+    /// ours, the end came that late (250 ms, one yield in 25).
     pub(super) fn start_near_end(&self, consumer: &BaseConsumer<Self>, partition: Partition) {
         let topic = &self.reach.topic;
         let until = std::time::Instant::now() + PIN_WAIT;
-        let pinned = consumer.fetch_watermarks(topic, partition, PIN_WAIT).and_then(|(low, end)| {
+        let left = || until.saturating_duration_since(std::time::Instant::now());
+        let writer = self.ends_from.get().and_then(std::sync::Weak::upgrade);
+        // A partition the producer does not know yet (a crontab's new
+        // job's) is asked on ours, in what is left of the wait.
+        let ends = writer
+            .and_then(|producer| producer.client().fetch_watermarks(topic, partition, left()).ok())
+            .map_or_else(|| consumer.fetch_watermarks(topic, partition, left()), Ok);
+        let pinned = ends.and_then(|(low, end)| {
             self.assigned_at.lock().expect("assigned_at lock").insert(partition, end);
             let start = Offset::Offset((end - self.backlog).max(low));
             loop {
@@ -555,6 +572,14 @@ pub(super) mod tests {
     pub(in crate::kafka) fn reader(
         seats: &[Partition],
     ) -> (Arc<BaseConsumer<ReaderContext>>, UnboundedReceiver<Event>) {
+        reader_on(seats, rdkafka::ClientConfig::new().set("bootstrap.servers", "127.0.0.1:9").set("group.id", "g"))
+    }
+
+    /// `reader`, with the client's configuration `config`.
+    pub(in crate::kafka) fn reader_on(
+        seats: &[Partition],
+        config: &rdkafka::ClientConfig,
+    ) -> (Arc<BaseConsumer<ReaderContext>>, UnboundedReceiver<Event>) {
         let (events, heard) = unbounded_channel();
         let ctx = ReaderContext {
             reach: Reach::new(events, "g.neli".into(), "g".into()),
@@ -574,13 +599,10 @@ pub(super) mod tests {
             request_timeout: Duration::from_secs(3),
             passed: Mutex::default(),
             join_watch: Mutex::new(super::super::nudge::JoinWatch::new(Duration::from_secs(6), Duration::from_secs(3))),
+            ends_from: Default::default(),
             nudge_config: rdkafka::ClientConfig::new(),
         };
-        let consumer = rdkafka::ClientConfig::new()
-            .set("bootstrap.servers", "127.0.0.1:9")
-            .set("group.id", "g")
-            .create_with_context(ctx)
-            .expect("a consumer");
+        let consumer = config.create_with_context(ctx).expect("a consumer");
         (Arc::new(consumer), heard)
     }
 

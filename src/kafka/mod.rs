@@ -311,6 +311,7 @@ impl Kafka {
             request_timeout: request_timeout.unwrap_or_else(|| s.timing.request_timeout()),
             passed: Mutex::default(),
             join_watch: Mutex::new(nudge::JoinWatch::new(s.timing.max_poll_interval, s.timing.session_timeout)),
+            ends_from: Default::default(),
             nudge_config: s.target.client_config(&[
                 ("client.id", &format!("{}-nudge", s.client_id)),
                 ("group.id", &s.target.group),
@@ -331,6 +332,7 @@ impl Kafka {
         let producer: Arc<BaseProducer<WriterContext>> =
             Arc::new(producer_config(s).create_with_context(writer).map_err(|e| creation_error(e, &s.target))?);
 
+        let _ = consumer.context().ends_from.set(Arc::downgrade(&producer));
         let served = producer.clone();
         let serving = Joined::spawn("neli-produce", move |stop, bell| serve_producer(&served, stop, bell))?;
         let admin = topic::ensure_topic(s, &consumer)?;
@@ -350,8 +352,7 @@ impl Kafka {
                 .subscribe(&consumer, &s.target.topic)
                 .map_err(|e| Failure::new(Kind::Internal, format!("cannot subscribe to {}: {e}", s.target.topic)))?;
         }
-        let wakes = s.wake;
-        let waker = wake::Waker::new(producer.clone(), s.target.topic.clone(), member.clone(), wakes);
+        let waker = wake::Waker::new(producer.clone(), s.target.topic.clone(), member.clone(), s.wake);
         let census = Arc::new(Mutex::new(candidacy::Census::default()));
         // Watching with --no-wake too: drains are read there.
         let watcher = {
@@ -359,15 +360,13 @@ impl Kafka {
             let (group, watched, counted) = (consumer.clone(), subscription.clone(), census.clone());
             let (from, me, heard) = (born.get(&CONTROL_PARTITION).copied(), member.clone(), events.clone());
             let (roster, cold) = (roster::watching(s, &roster), outs.watched());
-            let watching = wake::Watching { from, wakes, me, events: heard, roster, cold };
+            let watching = wake::Watching { from, wakes: s.wake, me, events: heard, roster, cold };
             Some(Joined::spawn("neli-watch", move |stop, _| {
                 wake::watch(client, &watching, &group, &watched, &counted, stop)
             })?)
         };
-
         let (reader_member, reader_asks) = (member.clone(), asks.clone());
-        let (group, subscribed) = (consumer.clone(), subscription.clone());
-        let reader_waker = waker.clone();
+        let (group, subscribed, reader_waker) = (consumer.clone(), subscription.clone(), waker.clone());
         let aside_for = AsideFor {
             yielded: 3 * s.timing.session_timeout,
             handed_over: candidacy::LIVE_INTERVALS * s.candidacy_interval,

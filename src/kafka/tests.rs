@@ -500,3 +500,53 @@ fn a_standby_of_a_large_group_writes_its_candidacy_less_often() {
         assert!(said.len() == 4 || said.len() == 5, "{said:?}");
     }
 }
+
+/// A new seat's end is asked on the producer's connection: on the
+/// consumer's own, a fetch the broker holds (nothing new to read, held for
+/// fetch.wait.max.ms) holds the request behind it, as Kafka answers a
+/// connection's requests in order. There the pin waited out the fetch
+/// (250 ms at the defaults, one yield in 25), and here, where the fetch
+/// waits 30 s, it gives up (PIN_WAIT) and reads from the beginning.
+#[test]
+fn a_new_seat_is_pinned_while_a_fetch_of_ours_is_held_at_the_broker() {
+    let (_cluster, brokers) = mock_with_topic(1);
+    let p1 = Member::this_process("p1".into());
+    produce(&brokers, &(0..3).map(|seq| heartbeat_of(&p1, seq)).collect::<Vec<_>>());
+    let (consumer, _heard) = context::tests::reader_on(
+        &[0],
+        rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .set("group.id", "g")
+            .set("enable.auto.commit", "false")
+            .set("fetch.wait.max.ms", "30000")
+            .set("socket.timeout.ms", "60000"),
+    );
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset("g.neli", 0, Offset::Offset(3)).expect("a partition");
+    consumer.assign(&tpl).expect("assigned");
+    // Held: the fetch from the end is out, and a request behind it waits.
+    let ask = || consumer.fetch_watermarks("g.neli", 0, Duration::from_secs(2));
+    let answered = std::time::Instant::now();
+    while ask().is_ok() {
+        assert!(answered.elapsed() < Duration::from_secs(30), "the consumer's fetch is never held");
+        assert!(consumer.poll(Duration::from_millis(10)).is_none(), "nothing past the end to read");
+    }
+    let writer = WriterContext {
+        reach: Reach::new(tokio::sync::mpsc::unbounded_channel().0, "g.neli".into(), "g".into()),
+        me: p1,
+        reports_for: None,
+        recorded: Mutex::default(),
+    };
+    let producer: Arc<BaseProducer<WriterContext>> = Arc::new(
+        rdkafka::ClientConfig::new().set("bootstrap.servers", &brokers).create_with_context(writer).expect("producer"),
+    );
+    // The producer knows the topic once it has written to it.
+    producer
+        .send(BaseRecord::<(), _>::to("g.neli").partition(0).payload(&heartbeat_of(&producer.context().me, 3)))
+        .expect("queued");
+    producer.flush(Duration::from_secs(20)).expect("written");
+    let ctx = consumer.context();
+    ctx.ends_from.set(Arc::downgrade(&producer)).expect("set once");
+    ctx.start_near_end(&consumer, 0);
+    assert_eq!(ctx.assigned_at(0), 4, "pinned at the partition's end, not given up");
+}

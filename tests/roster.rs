@@ -147,3 +147,40 @@ fn an_owner_that_could_not_look_at_the_roster_at_its_start_reads_it_all_the_same
     assert_eq!(g.starts().len(), 1, "a leads throughout: {:?}", g.starts());
     g.assert_no_overlap();
 }
+
+/// A member whose look at the roster went unanswered at its start looks
+/// again, a roster interval later and on: once the broker answers, its
+/// candidacies while cold go to the roster and no longer to partition 0,
+/// which every member reads. Before, they stayed there for as long as it
+/// ran (a broker storming as a fleet started would have left every member
+/// writing there).
+#[test]
+fn a_member_that_could_not_look_at_the_roster_at_its_start_uses_it_once_it_answers() {
+    let g = Group::on(Broker::cluster(1), "roster-later");
+    let t = g.broker.timing;
+    let member = |name: &str, priority: &str| {
+        g.member(name, &["--priority", priority, "--hot-standbys", "1"], &["sleep", "1000"])
+    };
+    let _a = member("a", "1");
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    let b = member("b", "3");
+    wait_until(t.takeover(), "b is a standby", || b.log().contains("standby:"));
+    g.broker.event("cut-at c 1 neli.roster");
+    let c = member("c", "2");
+    wait_until(Duration::from_secs(60), "c gives up looking at the roster", || {
+        c.log().contains("cannot look at the roster topic now")
+    });
+    g.broker.event("heal c");
+    wait_until(t.takeover(), "c is a cold standby", || c.log().contains("a cold standby: leaving the group"));
+    wait_until(t.takeover() * 2, "c looks at the roster again", || c.log().contains("the roster topic answers now"));
+    let (topic, roster) = (format!("{}.neli", g.name), format!("{}.neli.roster", g.name));
+    let since = wall_ms();
+    let c_on_roster = |after: u64| candidacies(&g, &roster, 0).0.iter().any(|(n, at)| n == "c" && *at > after);
+    wait_until(t.takeover() * 2, "c writes to the roster", || c_on_roster(since));
+    // From here to c's next roster record, nothing of c's on partition 0.
+    let (from, next) = (candidacies(&g, &topic, 0).1, wall_ms());
+    wait_until(t.takeover() * 2, "c writes to the roster again", || c_on_roster(next));
+    let (on_0, _) = candidacies(&g, &topic, from);
+    assert!(!on_0.iter().any(|(n, _)| n == "c"), "c, cold, wrote to partition 0 after the roster answered: {on_0:?}");
+    g.assert_no_overlap();
+}

@@ -30,7 +30,7 @@ use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::message::Message;
 use rdkafka::producer::BaseRecord;
 use rdkafka::{Offset, TopicPartitionList};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::candidacy;
 use super::consumer::Out;
@@ -162,12 +162,45 @@ impl Roster {
 /// failure leaves it off for our writes (our candidacies while cold go to
 /// partition 0, as before the roster), said once. Only a denial or a
 /// refusal turns it off for our reads too: a broker that did not answer
-/// says nothing of it.
+/// says nothing of it, and is asked again (`look_again`).
 pub(super) fn ensure(
     s: &Settings,
-    consumer: &BaseConsumer<super::context::ReaderContext>,
+    consumer: &std::sync::Arc<BaseConsumer<super::context::ReaderContext>>,
     roster: &std::sync::Arc<Roster>,
 ) -> std::sync::Arc<Roster> {
+    if look(s, consumer, roster, false) {
+        look_again(s, consumer, roster);
+    }
+    roster.clone()
+}
+
+/// Looks at the roster again every roster interval while it went
+/// unanswered, on a thread of its own, until it answers or the consumer is
+/// gone: a broker that did not answer at our start (storming, restarting)
+/// left our cold candidacies on partition 0, read by every member, for as
+/// long as we ran.
+fn look_again(
+    s: &Settings,
+    consumer: &std::sync::Arc<BaseConsumer<super::context::ReaderContext>>,
+    roster: &std::sync::Arc<Roster>,
+) {
+    let (s, consumer, roster) = (s.clone(), std::sync::Arc::downgrade(consumer), roster.clone());
+    let every = s.candidacy_interval * ROSTER_INTERVALS;
+    let looking = std::thread::Builder::new().name("neli-roster".into()).spawn(move || loop {
+        std::thread::sleep(every);
+        match consumer.upgrade() {
+            Some(consumer) if look(&s, &consumer, &roster, true) => {}
+            _ => return,
+        }
+    });
+    if let Err(err) = looking {
+        debug!(%err, "no thread to look at the roster topic again: our candidacies while cold stay on partition 0");
+    }
+}
+
+/// `ensure`'s one look (`again`: not the first); true if it went
+/// unanswered.
+fn look(s: &Settings, consumer: &BaseConsumer<super::context::ReaderContext>, roster: &Roster, again: bool) -> bool {
     let code = match consumer.fetch_metadata(Some(&roster.topic), Duration::from_secs(5)) {
         Ok(md) => md.topics().iter().find(|t| t.name() == roster.topic).map_or(
             Some(RDKafkaErrorCode::UnknownTopicOrPartition),
@@ -183,20 +216,30 @@ pub(super) fn ensure(
         code => code,
     };
     match code {
-        None => roster.usable.store(true, Ordering::Relaxed),
+        None => {
+            roster.usable.store(true, Ordering::Relaxed);
+            if again {
+                info!(topic = %roster.topic, "the roster topic answers now: our candidacies while cold go to it");
+            }
+        }
+        Some(code) if unanswered(code) && again => {
+            debug!(topic = %roster.topic, %code, "cannot look at the roster topic yet");
+            return true;
+        }
         Some(code) if super::fatal_kind(code) == Some(crate::exit::Kind::Denied) => {
             roster.off.store(true, Ordering::Relaxed);
             warn!(topic = %roster.topic, %code, advice = %roster.advice(), "denied the roster topic: cold standbys' candidacies go to partition 0 of the group's topic, which every member reads");
         }
         Some(code) if unanswered(code) => {
-            warn!(topic = %roster.topic, %code, "cannot look at the roster topic now: our candidacies while cold go to partition 0 of the group's topic, which every member reads; as the owner of partition 0 we read the roster all the same");
+            warn!(topic = %roster.topic, %code, "cannot look at the roster topic now: our candidacies while cold go to partition 0 of the group's topic, which every member reads, until it answers; as the owner of partition 0 we read the roster all the same");
+            return true;
         }
         Some(code) => {
             roster.off.store(true, Ordering::Relaxed);
             warn!(topic = %roster.topic, %code, "no roster topic: cold standbys' candidacies go to partition 0 of the group's topic, which every member reads");
         }
     }
-    roster.clone()
+    false
 }
 
 /// Whether `code` says the broker did not answer (down, slow, moving),

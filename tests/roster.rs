@@ -184,3 +184,20 @@ fn a_member_that_could_not_look_at_the_roster_at_its_start_uses_it_once_it_answe
     assert!(!on_0.iter().any(|(n, _)| n == "c"), "c, cold, wrote to partition 0 after the roster answered: {on_0:?}");
     g.assert_no_overlap();
 }
+
+/// A broker that refuses the roster (here its name: the group's topic is
+/// 245 characters, and the roster's would pass Kafka's 249) leaves it off
+/// for good, said once, and the member leads on: it does not take the
+/// refusal for a broker that did not answer and look again for ever.
+#[test]
+fn a_member_whose_roster_the_broker_refuses_leads_on_without_it() {
+    let g = Group::on(Broker::cluster(1), "roster-refused");
+    let t = g.broker.timing;
+    let topic = format!("{}-{}", g.name, "x".repeat(244 - g.name.len()));
+    assert_eq!(topic.len(), 245);
+    let a = g.member("a", &["--topic", &topic], &["sleep", "1000"]);
+    wait_until(t.takeover(), "a leads", || g.lock_held());
+    wait_until(t.takeover(), "a says the roster is refused", || a.log().contains("no roster topic"));
+    assert!(!a.log().contains("cannot look at the roster topic"), "a refusal is no silence: {}", a.log());
+    g.assert_no_overlap();
+}

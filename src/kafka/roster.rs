@@ -222,16 +222,15 @@ fn look(s: &Settings, consumer: &BaseConsumer<super::context::ReaderContext>, ro
                 info!(topic = %roster.topic, "the roster topic answers now: our candidacies while cold go to it");
             }
         }
-        Some(code) if unanswered(code) && again => {
-            debug!(topic = %roster.topic, %code, "cannot look at the roster topic yet");
-            return true;
-        }
         Some(code) if super::fatal_kind(code) == Some(crate::exit::Kind::Denied) => {
             roster.off.store(true, Ordering::Relaxed);
             warn!(topic = %roster.topic, %code, advice = %roster.advice(), "denied the roster topic: cold standbys' candidacies go to partition 0 of the group's topic, which every member reads");
         }
+        // Said once: a look again that goes unanswered says nothing new.
         Some(code) if unanswered(code) => {
-            warn!(topic = %roster.topic, %code, "cannot look at the roster topic now: our candidacies while cold go to partition 0 of the group's topic, which every member reads, until it answers; as the owner of partition 0 we read the roster all the same");
+            if !again {
+                warn!(topic = %roster.topic, %code, "cannot look at the roster topic now: our candidacies while cold go to partition 0 of the group's topic, which every member reads, until it answers; as the owner of partition 0 we read the roster all the same");
+            }
             return true;
         }
         Some(code) => {

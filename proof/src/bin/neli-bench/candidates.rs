@@ -290,7 +290,10 @@ impl<'a> Group<'a> {
         self.candidates.iter().position(|c| c.name == name)
     }
 
-    /// Waits until every neli-run candidate has joined (its log says so);
+    /// Waits until every neli-run candidate has joined (its log says so,
+    /// after it last stood aside: one that yielded rejoins a second or so
+    /// after another leads, and a `yield` during that join met a second
+    /// rebalance, docs/proof.md "Where a read-back of 250 ms came from");
     /// etcdctl waiters queue at once. Then, unless `at_once`, lets the
     /// group be quiet for `JOIN_QUIET`: librdkafka sends a member's
     /// JoinGroup at most once a second, so a stop within a second of the
@@ -304,7 +307,8 @@ impl<'a> Group<'a> {
         let joined = wait_for(within, || {
             self.candidates.iter().all(|c| {
                 let log = fs::read_to_string(self.dir.join(format!("{}.log", c.name))).unwrap_or_default();
-                log.contains("standby:") || log.contains("child started")
+                let joined = log.rfind("standby:").max(log.rfind("child started"));
+                joined.is_some() && joined > log.rfind("standing aside")
             })
         });
         if joined && !at_once {
